@@ -1,0 +1,81 @@
+/* model: a Llama-architecture model described by a GGUF file.
+ *
+ * model_load reads the hyper-parameters from the `<arch>.*` metadata, finds every tensor
+ * by its GGUF name, and checks each shape against the hyper-parameters; a missing or
+ * misshapen tensor is BG_ERR_FORMAT with a message naming the tensor. Weights are not
+ * copied: struct model_weight points into the GGUF mapping, which the model owns.
+ * When output.weight is absent the output projection is tied to token_embd.weight.
+ *
+ * Layout: a 2-D weight of GGUF shape (ne0, ne1) is ne1 rows of ne0 elements, row-major;
+ * a matrix-vector product y = W x has x of length ne0 and y of length ne1.
+ */
+#ifndef BG_MODEL_H
+#define BG_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf.h"
+#include "status.h"
+
+struct model_hparams {
+	uint32_t n_vocab;
+	uint32_t n_ctx_train; /* <arch>.context_length: the max sequence length */
+	uint32_t n_embd;
+	uint32_t n_layer;
+	uint32_t n_head;
+	uint32_t n_head_kv; /* == n_head without GQA */
+	uint32_t head_dim;  /* n_embd / n_head */
+	uint32_t n_ff;
+	uint32_t rope_dim;  /* rotated dimensions per head (<= head_dim), default head_dim */
+	float rope_base;    /* default 10000 */
+	float rms_eps;      /* default 1e-5 */
+	bool rope_neox;     /* false for llama: rotate interleaved pairs (x[2i], x[2i+1]) */
+};
+
+struct model_weight {
+	enum gguf_dtype type;
+	const void *data; /* into the GGUF mapping */
+	uint64_t ne0;     /* elements per row (input dimension) */
+	uint64_t ne1;     /* rows (output dimension); 1 for vectors */
+};
+
+struct model_layer {
+	struct model_weight attn_norm; /* (n_embd) f32 */
+	struct model_weight wq;        /* (n_embd, n_head * head_dim) */
+	struct model_weight wk;        /* (n_embd, n_head_kv * head_dim) */
+	struct model_weight wv;        /* (n_embd, n_head_kv * head_dim) */
+	struct model_weight wo;        /* (n_head * head_dim, n_embd) */
+	struct model_weight ffn_norm;  /* (n_embd) f32 */
+	struct model_weight w_gate;    /* (n_embd, n_ff) */
+	struct model_weight w_up;      /* (n_embd, n_ff) */
+	struct model_weight w_down;    /* (n_ff, n_embd) */
+};
+
+struct model {
+	char arch[32];  /* general.architecture */
+	char name[128]; /* general.name, or the file's base name */
+	struct model_hparams hp;
+	struct model_weight tok_embd;    /* (n_embd, n_vocab) */
+	struct model_weight output_norm; /* (n_embd) f32 */
+	struct model_weight output;      /* (n_embd, n_vocab); == tok_embd when tied */
+	struct model_layer *layers;      /* [n_layer] */
+	uint64_t n_params;
+	uint64_t weight_bytes;
+	struct gguf_ctx *gguf; /* owned */
+};
+
+/* Opens and validates a model file. On failure *out is NULL. */
+enum bg_status model_load(const char *path, struct model **out, struct bg_err *err);
+
+/* Builds a model from an already parsed GGUF context, taking ownership of g (closed on
+ * failure too). A vocab-only file is BG_ERR_FORMAT ("has no tensors"). */
+enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg_err *err);
+
+/* Reads only the hyper-parameters (no tensors needed). */
+enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp,
+				  char arch[32], struct bg_err *err);
+
+void model_free(struct model *m); /* NULL-safe */
+
+#endif

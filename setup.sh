@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# setup.sh: installs what a fresh Debian/Ubuntu machine lacks, builds batchgen, and runs
+# the main job on the built-in model over testdata/prompts.jsonl.
+#   ./setup.sh              install, build, run the sample job
+#   ./setup.sh --deps-only  install the build and test dependencies only
+set -euo pipefail
+cd "$(dirname "$0")"
+
+pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+[ "${1:-}" = --deps-only ] && exit 0
+
+make -j"$(nproc)"
+build/batchgen -i testdata/prompts.jsonl -o - --stats build/stats.jsonl

@@ -1,0 +1,69 @@
+/* check: the test helper. Each test program counts its checks and ends with
+ * `return check_summary();`, which prints "N passed, N failed" (the runner reads that
+ * line) and returns nonzero when anything failed.
+ *
+ *   CHECK(cond, fmt, ...)           one check; prints file:line and the message on failure
+ *   CHECK_NEAR(a, b, atol, rtol)    |a - b| <= atol + rtol * |b|
+ *   check_shared(rel)               path of a file under ../shared (or $BG_SHARED), or NULL
+ *                                   after printing a visible SKIP line; under CI=true a
+ *                                   missing file is a failure, not a skip.
+ */
+#ifndef BG_TEST_CHECK_H
+#define BG_TEST_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int check_n_pass, check_n_fail, check_n_skip;
+
+#define CHECK(cond, ...)                                                                  \
+	do {                                                                              \
+		if (cond) {                                                               \
+			check_n_pass++;                                                   \
+		} else {                                                                  \
+			check_n_fail++;                                                   \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
+			fprintf(stderr, __VA_ARGS__);                                     \
+			fputc('\n', stderr);                                              \
+		}                                                                         \
+	} while (0)
+
+#define CHECK_NEAR(a, b, atol, rtol)                                                      \
+	do {                                                                              \
+		double check_a_ = (a), check_b_ = (b);                                    \
+		CHECK(fabs(check_a_ - check_b_) <= (atol) + (rtol)*fabs(check_b_),       \
+		      "%s = %.9g, %s = %.9g", #a, check_a_, #b, check_b_);              \
+	} while (0)
+
+static inline const char *check_shared(const char *rel)
+{
+	static char path[4096];
+	const char *root = getenv("BG_SHARED");
+	snprintf(path, sizeof path, "%s/%s", root ? root : "../shared", rel);
+	if (access(path, R_OK) == 0)
+		return path;
+	const char *ci = getenv("CI");
+	if (ci && strcmp(ci, "true") == 0) {
+		check_n_fail++;
+		fprintf(stderr, "FAIL: %s is missing (required in CI)\n", path);
+	} else {
+		check_n_skip++;
+		fprintf(stderr, "SKIP: %s not found; tests that need it are skipped\n", path);
+	}
+	return NULL;
+}
+
+static inline int check_summary(void)
+{
+	if (check_n_skip)
+		printf("%d passed, %d failed, %d skipped\n", check_n_pass, check_n_fail,
+		       check_n_skip);
+	else
+		printf("%d passed, %d failed\n", check_n_pass, check_n_fail);
+	return check_n_fail ? 1 : 0;
+}
+
+#endif
