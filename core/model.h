@@ -62,7 +62,12 @@ struct model {
 	struct model_layer *layers;      /* [n_layer] */
 	uint64_t n_params;
 	uint64_t weight_bytes;
-	struct gguf_ctx *gguf; /* owned */
+	struct gguf_ctx *gguf; /* owned; NULL for a lazy synthetic model */
+	/* A lazy synthetic model (model_open("synthetic:NAME", lazy)) has every weight's
+	 * data == NULL: a backend that supports it fills the weights with seeded random
+	 * values itself (the CUDA backend does, in device memory). */
+	bool synthetic;
+	uint64_t synth_seed;
 };
 
 /* Opens and validates a model file. On failure *out is NULL. */
@@ -75,6 +80,11 @@ enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg
 /* Reads only the hyper-parameters (no tensors needed). */
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp,
 				  char arch[32], struct bg_err *err);
+
+/* Opens what -m names: NULL or "" = the built-in model (made in memory,
+ * deterministically); "synthetic:NAME" (llama-3-8b, llama-3.2-1b, llama-2-7b, ...) = random
+ * weights of a named shape, materialized in host memory unless lazy; otherwise a path. */
+enum bg_status model_open(const char *spec, bool lazy, struct model **out, struct bg_err *err);
 
 void model_free(struct model *m); /* NULL-safe */
 
