@@ -3,6 +3,7 @@
 # twice: as built, and built with AddressSanitizer + UndefinedBehaviorSanitizer into
 # build-san/. See README.md.
 
+SHELL := /bin/bash
 BUILD ?= build
 SAN ?= 0
 CC ?= cc
@@ -20,9 +21,9 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90] \
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 VERSION := 0.1.0
 
-CPPFLAGS += -I. -D_GNU_SOURCE -DBG_VERSION='"$(VERSION)"' -DBG_COMMIT='"$(GIT_COMMIT)"'
+CPPFLAGS += -I. -D_GNU_SOURCE
 CFLAGS += -std=c11 -Wall -Wextra -Werror -g -MMD -MP -pthread
-LDLIBS += -lcjson -lpcre2-8 -lm -pthread
+LDLIBS += -lcjson -lpcre2-8 -lm -ldl -pthread
 ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
@@ -34,45 +35,77 @@ CORE_SRC := $(wildcard core/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 
+# The CUDA backend is a shared library (gpu/plugin.h says why) that the binary loads at
+# run time through gpu/cuda_loader.c; the binary itself links no CUDA library.
 ifeq ($(CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-GPU_C_SRC := $(filter-out gpu/cuda_absent.c,$(wildcard gpu/*.c))
 GPU_CU_SRC := $(wildcard gpu/*.cu)
-CPPFLAGS += -DBG_HAVE_CUDA -I$(CUDA_HOME)/include
-LDFLAGS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
-LDLIBS += -lcublas -lcudart -lstdc++
+GPU_CU_OBJ := $(GPU_CU_SRC:%.cu=$(BUILD)/%.cu.o)
+CUDA_PLUGIN := $(BUILD)/libbatchgen-cuda.so
+CUDA_LDFLAGS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+# nvcc warnings (device and host side) are errors, like -Werror for the C code.
+NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCH) -I. -Werror all-warnings \
+	-Xcompiler -Wall,-Wextra,-Werror,-fPIC
+# GPU tests (tests/gpu_test_*.c|cu) and the decode micro-benchmark: built with CUDA only,
+# run by `make test-gpu` (tests/run_gpu.sh), never by `make test`.
+GPU_TEST_SRC := $(wildcard tests/gpu_test_*.c tests/gpu_test_*.cu)
+GPU_TEST_BIN := $(patsubst tests/%.cu,$(BUILD)/tests/%,$(patsubst tests/%.c,$(BUILD)/tests/%,$(GPU_TEST_SRC)))
+GPU_BENCH_BIN := $(BUILD)/bench/gpu_decode
 else
-GPU_C_SRC := gpu/cuda_absent.c
-GPU_CU_SRC :=
+CUDA_PLUGIN :=
+GPU_TEST_BIN :=
+GPU_BENCH_BIN :=
 endif
 
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-GPU_OBJ := $(GPU_C_SRC:%.c=$(BUILD)/%.o) $(GPU_CU_SRC:%.cu=$(BUILD)/%.cu.o)
+GPU_OBJ := $(BUILD)/gpu/cuda_loader.o
 LIB := $(BUILD)/libbatchgen.a
+# Programs take the whole library and export its symbols: the CUDA plugin calls back into
+# core/ (bg_fail, gguf_row_bytes, sampler_rng_uniform, ...).
+LINK_LIB := -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Benchmark programs (bench/README.md); not part of `all`.
+BENCH_SRC := bench/cpu_decode.c bench/engine_memory.c bench/tokenize_bench.c
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all test test-gpu check-one format install clean
-all: $(BUILD)/batchgen $(TEST_BIN)
+.PHONY: all bench test test-gpu format install clean FORCE
+all: $(BUILD)/batchgen $(CUDA_PLUGIN) $(TEST_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The version and commit go into one object, rebuilt every time so they are never stale.
+$(BUILD)/cli/version.o: cli/version.c FORCE
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DBG_VERSION='"$(VERSION)"' -DBG_COMMIT='"$(GIT_COMMIT)"' $(CFLAGS) -c $< -o $@
+
+FORCE:
+
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) -std=c++17 -O3 $(CUDA_ARCH) -I. -DBG_HAVE_CUDA -Xcompiler -Wall,-Wextra -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(CORE_OBJ) $(GPU_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/batchgen: $(CLI_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) $(CFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(LDFLAGS) $(CFLAGS) $(CLI_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
+
+$(CUDA_PLUGIN): $(GPU_CU_OBJ)
+	$(CXX) -shared $^ $(CUDA_LDFLAGS) -lcublas -lcudart -o $@
 
 $(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
+
+bench: $(BENCH_BIN)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
 
 # The whole suite, plain and sanitized. The last line is the combined count.
 test:
@@ -85,17 +118,36 @@ test:
 		p=$$((p + $${l%%:*})); f=$$((f + $${l##*:})); done; \
 	echo "$$p passed, $$f failed"; test $$f -eq 0
 
-# GPU tests (need a GPU): the kernels and the whole model against the CPU reference.
-test-gpu: all
+# GPU tests (need a GPU): the kernels and the whole model against the CPU reference;
+# without a device they print SKIP and "0 passed, 0 failed".
+# The kernel test links the kernels' objects directly; the others use the plugin.
+$(BUILD)/tests/gpu_test_%: tests/gpu_test_%.cu $(GPU_CU_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $< $(GPU_CU_OBJ) $(LIB) -o $@ -lcublas -lcjson -lpcre2-8 -lm -ldl
+
+$(BUILD)/tests/gpu_test_%: tests/gpu_test_%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
+
+$(BUILD)/bench/gpu_decode: bench/gpu_decode.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) \
+		$(CUDA_LDFLAGS) -lcudart -o $@
+
+test-gpu: all $(GPU_TEST_BIN) $(GPU_BENCH_BIN)
 	@tests/run_gpu.sh $(BUILD)
 
 format:
 	clang-format -i $(CORE_SRC) $(CLI_SRC) $(wildcard core/*.h cli/*.h gpu/*.h gpu/*.c gpu/*.cu tests/*.c tests/*.h)
 
-install: $(BUILD)/batchgen
+install: $(BUILD)/batchgen $(CUDA_PLUGIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(BUILD)/batchgen $(DESTDIR)$(PREFIX)/bin/batchgen
 	install -m 644 man/batchgen.1 $(DESTDIR)$(PREFIX)/share/man/man1/batchgen.1
+ifneq ($(CUDA_PLUGIN),)
+	install -d $(DESTDIR)$(PREFIX)/lib/batchgen
+	install -m 755 $(CUDA_PLUGIN) $(DESTDIR)$(PREFIX)/lib/batchgen/
+endif
 
 clean:
 	rm -rf build build-san

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config)
+pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
