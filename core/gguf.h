@@ -155,6 +155,23 @@ void gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_ctx *from, uin
 void gguf_writer_add_tensor(struct gguf_writer *w, const char *name, enum gguf_dtype type,
 			    uint32_t n_dims, const uint64_t *ne, const void *data);
 
+/* Sets a value of any type from its serialized GGUF bytes (what follows the type id in a
+ * file: for arrays the element type, count and elements). For the types the setters above
+ * do not cover (u8..i64, f64, nested arrays). The bytes are copied, not checked. */
+void gguf_writer_set_raw(struct gguf_writer *w, const char *key, enum gguf_type type,
+			 const void *val, size_t len);
+
+/* Produces a tensor's bytes at write time into dst[nbytes]; returns BG_OK or a status with
+ * err filled. */
+typedef enum bg_status (*gguf_fill_fn)(void *arg, const char *name, void *dst, size_t nbytes,
+				       struct bg_err *err);
+/* Like gguf_writer_add_tensor, but the data is produced by fill(arg, ...) during the
+ * write, so that gguf_writer_write never holds more than one tensor in memory. arg must
+ * stay valid until the write. */
+void gguf_writer_add_tensor_fill(struct gguf_writer *w, const char *name, enum gguf_dtype type,
+				 uint32_t n_dims, const uint64_t *ne, gguf_fill_fn fill,
+				 void *arg);
+
 /* Writes a version-3 file. On error nothing useful is left at path. */
 enum bg_status gguf_writer_write(struct gguf_writer *w, const char *path, struct bg_err *err);
 /* Same bytes into a malloc'd buffer (caller frees). */

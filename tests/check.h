@@ -7,6 +7,7 @@
  *   check_shared(rel)               path of a file under ../shared (or $BG_SHARED), or NULL
  *                                   after printing a visible SKIP line; under CI=true a
  *                                   missing file is a failure, not a skip.
+ *   check_read_file(path, &len)     a whole file in a malloc'd buffer (free it), or NULL
  */
 #ifndef BG_TEST_CHECK_H
 #define BG_TEST_CHECK_H
@@ -19,23 +20,23 @@
 
 static int check_n_pass, check_n_fail, check_n_skip;
 
-#define CHECK(cond, ...)                                                                  \
-	do {                                                                              \
-		if (cond) {                                                               \
-			check_n_pass++;                                                   \
-		} else {                                                                  \
-			check_n_fail++;                                                   \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fputc('\n', stderr);                                              \
-		}                                                                         \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			check_n_pass++;                                                            \
+		} else {                                                                           \
+			check_n_fail++;                                                            \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_NEAR(a, b, atol, rtol)                                                      \
-	do {                                                                              \
-		double check_a_ = (a), check_b_ = (b);                                    \
-		CHECK(fabs(check_a_ - check_b_) <= (atol) + (rtol)*fabs(check_b_),       \
-		      "%s = %.9g, %s = %.9g", #a, check_a_, #b, check_b_);              \
+#define CHECK_NEAR(a, b, atol, rtol)                                                               \
+	do {                                                                                       \
+		double check_a_ = (a), check_b_ = (b);                                             \
+		CHECK(fabs(check_a_ - check_b_) <= (atol) + (rtol)*fabs(check_b_),                 \
+		      "%s = %.9g, %s = %.9g", #a, check_a_, #b, check_b_);                         \
 	} while (0)
 
 static inline const char *check_shared(const char *rel)
@@ -54,6 +55,33 @@ static inline const char *check_shared(const char *rel)
 		fprintf(stderr, "SKIP: %s not found; tests that need it are skipped\n", path);
 	}
 	return NULL;
+}
+
+/* Reads the whole file at path into a malloc'd buffer of *len bytes plus a terminating
+ * NUL (so text can be used as a string; binary callers ignore it). Returns NULL, with
+ * *len = 0, when the file cannot be opened, sized or read in full. */
+static inline void *check_read_file(const char *path, size_t *len)
+{
+	*len = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	long n = -1;
+	if (fseek(f, 0, SEEK_END) == 0)
+		n = ftell(f);
+	char *buf = NULL;
+	if (n >= 0 && fseek(f, 0, SEEK_SET) == 0)
+		buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = '\0';
+		*len = (size_t)n;
+	}
+	return buf;
 }
 
 static inline int check_summary(void)

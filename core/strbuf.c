@@ -1,0 +1,54 @@
+#include "strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Makes room for n more bytes and the NUL; false (and oom set) when it cannot. */
+static bool strbuf_reserve(struct strbuf *b, size_t n)
+{
+	if (b->oom)
+		return false;
+	if (b->len + n + 1 <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < b->len + n + 1)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+void strbuf_put(struct strbuf *b, const void *s, size_t n)
+{
+	if (!strbuf_reserve(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void strbuf_puts(struct strbuf *b, const char *s)
+{
+	strbuf_put(b, s, strlen(s));
+}
+
+void strbuf_printf(struct strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || !strbuf_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}

@@ -1,0 +1,26 @@
+/* strbuf: a growable NUL-terminated byte buffer for building text (JSON lines, rendered
+ * chat prompts).
+ *
+ * Appends never fail loudly: on an allocation failure the buffer sets oom, ignores every
+ * later append, and keeps what it had; the caller checks oom once at the end. The content
+ * is always NUL-terminated once anything was appended. Start from `struct strbuf b = {0};`
+ * and free(b.p) when done (or take b.p).
+ */
+#ifndef BG_STRBUF_H
+#define BG_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct strbuf {
+	char *p;    /* [cap] bytes, p[len] == 0 */
+	size_t len;
+	size_t cap;
+	bool oom;
+};
+
+void strbuf_put(struct strbuf *b, const void *s, size_t n); /* appends n bytes (may be NUL) */
+void strbuf_puts(struct strbuf *b, const char *s);
+void strbuf_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
