@@ -70,7 +70,8 @@ struct model {
 	uint64_t synth_seed;
 };
 
-/* Opens and validates a model file. On failure *out is NULL. */
+/* Opens and validates a model file. On failure *out is NULL and err->msg starts with the
+ * path ("PATH: problem"), so a CLI prints it as "batchgen: <msg>". */
 enum bg_status model_load(const char *path, struct model **out, struct bg_err *err);
 
 /* Builds a model from an already parsed GGUF context, taking ownership of g (closed on
@@ -82,10 +83,13 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 				  char arch[32], struct bg_err *err);
 
 /* Opens what -m names: NULL or "" = the built-in model (made in memory,
- * deterministically); "synthetic:NAME" (llama-3-8b, llama-3.2-1b, llama-2-7b, ...) = random
- * weights of a named shape, materialized in host memory unless lazy; otherwise a path. */
+ * deterministically); "synthetic:NAME[:DTYPE]" (llama-3-8b, llama-3.2-1b, llama-2-7b,
+ * llama-100m, tiny, ... see core/synth.h; DTYPE f32|f16|bf16|q8_0, default f16; seed 0) =
+ * random weights of a named shape, materialized in host memory (through the GGUF writer
+ * and parser, with a generated tokenizer) unless lazy; otherwise a path. */
 enum bg_status model_open(const char *spec, bool lazy, struct model **out, struct bg_err *err);
 
+/* (model_open's messages likewise start with the path, the spec, or "built-in model".) */
 void model_free(struct model *m); /* NULL-safe */
 
 #endif

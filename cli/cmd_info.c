@@ -1,0 +1,206 @@
+/* cmd_info: `batchgen info -m MODEL` prints what a model is: architecture, hyper-parameters,
+ * parameter count, weight bytes by dtype, tokenizer, and every metadata key/value. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/gguf.h"
+#include "core/model.h"
+
+static void info_usage(FILE *f)
+{
+	fprintf(f, "usage: batchgen info [-m MODEL]\n"
+		   "\n"
+		   "Describes a model: architecture, hyper-parameters, parameter count, weight\n"
+		   "bytes by dtype, tokenizer, and the GGUF metadata. MODEL is a GGUF file,\n"
+		   "synthetic:NAME (a named random-weight shape), or absent for the built-in\n"
+		   "model.\n");
+}
+
+static void print_bytes(uint64_t b)
+{
+	if (b >= (1ull << 30))
+		printf("%llu (%.2f GiB)", (unsigned long long)b, (double)b / (1ull << 30));
+	else
+		printf("%llu (%.2f MiB)", (unsigned long long)b, (double)b / (1ull << 20));
+}
+
+static void print_weight_line(const char *what, const struct model_weight *w)
+{
+	printf("  %-22s %-5s [%llu, %llu]\n", what, gguf_dtype_name(w->type),
+	       (unsigned long long)w->ne0, (unsigned long long)w->ne1);
+}
+
+static uint64_t n_el(const struct model_weight *w)
+{
+	return w->ne0 * w->ne1;
+}
+
+/* Whether the output projection is token_embd. A lazy model has no tensors to look at:
+ * tied exactly when its parameter count leaves no room for output.weight. */
+static bool is_tied(const struct model *m)
+{
+	if (m->gguf)
+		return gguf_find_tensor(m->gguf, "output.weight") == NULL;
+	uint64_t n = n_el(&m->tok_embd) + n_el(&m->output_norm);
+	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+		const struct model_layer *y = &m->layers[l];
+		n += n_el(&y->attn_norm) + n_el(&y->wq) + n_el(&y->wk) + n_el(&y->wv) +
+		     n_el(&y->wo) + n_el(&y->ffn_norm) + n_el(&y->w_gate) + n_el(&y->w_up) +
+		     n_el(&y->w_down);
+	}
+	return m->n_params == n;
+}
+
+/* Weight bytes and counts by dtype over the model's own tensors (what a backend loads). */
+static void print_by_dtype(const struct model *m)
+{
+	static const enum gguf_dtype types[] = {GGUF_DTYPE_F32, GGUF_DTYPE_F16, GGUF_DTYPE_BF16,
+						GGUF_DTYPE_Q8_0};
+	uint64_t bytes[4] = {0}, count[4] = {0};
+	const struct model_weight *ws[3] = {&m->tok_embd, &m->output_norm, &m->output};
+	int n_top = is_tied(m) ? 2 : 3;
+	for (uint32_t l = 0; l <= m->hp.n_layer; l++) {
+		const struct model_weight *list[9];
+		int n = 0;
+		if (l == m->hp.n_layer) {
+			for (int i = 0; i < n_top; i++)
+				list[n++] = ws[i];
+		} else {
+			const struct model_layer *ly = &m->layers[l];
+			const struct model_weight *lw[9] = {
+			    &ly->attn_norm, &ly->wq,	 &ly->wk,   &ly->wv,	&ly->wo,
+			    &ly->ffn_norm,  &ly->w_gate, &ly->w_up, &ly->w_down};
+			for (int i = 0; i < 9; i++)
+				list[n++] = lw[i];
+		}
+		for (int i = 0; i < n; i++)
+			for (int t = 0; t < 4; t++)
+				if (list[i]->type == types[t]) {
+					bytes[t] += gguf_row_bytes(list[i]->type, list[i]->ne0) *
+						    list[i]->ne1;
+					count[t]++;
+				}
+	}
+	printf("weights by dtype:\n");
+	for (int t = 0; t < 4; t++)
+		if (count[t]) {
+			printf("  %-5s %4llu tensors, ", gguf_dtype_name(types[t]),
+			       (unsigned long long)count[t]);
+			print_bytes(bytes[t]);
+			printf("\n");
+		}
+}
+
+int cmd_info(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"model", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *spec = NULL;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":m:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': spec = optarg; break;
+		case 'h': info_usage(stdout); return CLI_EXIT_OK;
+		case ':':
+			fprintf(stderr, "batchgen info: %s needs a value\n", argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		default:
+			fprintf(stderr, "batchgen info: unknown option '%s' (see --help)\n",
+				argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "batchgen info: unexpected argument '%s'\n", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	/* synthetic shapes are described without generating their weights */
+	bool lazy = spec && strncmp(spec, "synthetic:", 10) == 0;
+	if (model_open(spec, lazy, &m, &err) != BG_OK) {
+		fprintf(stderr, "batchgen: %s\n", err.msg);
+		return CLI_EXIT_MODEL;
+	}
+	const struct model_hparams *hp = &m->hp;
+	printf("model: %s\n", spec && spec[0] ? spec : "(built-in)");
+	if (m->gguf)
+		printf("gguf: version %u, %llu keys, %llu tensors, alignment %u\n",
+		       gguf_version(m->gguf), (unsigned long long)gguf_n_kv(m->gguf),
+		       (unsigned long long)gguf_n_tensors(m->gguf), gguf_alignment(m->gguf));
+	printf("arch: %s\n", m->arch);
+	printf("name: %s\n", m->name);
+	printf("n_vocab: %u\n", hp->n_vocab);
+	printf("n_ctx_train: %u\n", hp->n_ctx_train);
+	printf("n_embd: %u\n", hp->n_embd);
+	printf("n_layer: %u\n", hp->n_layer);
+	printf("n_head: %u\n", hp->n_head);
+	printf("n_head_kv: %u\n", hp->n_head_kv);
+	printf("head_dim: %u\n", hp->head_dim);
+	printf("n_ff: %u\n", hp->n_ff);
+	printf("rope_dim: %u\n", hp->rope_dim);
+	printf("rope_base: %g\n", (double)hp->rope_base);
+	printf("rms_eps: %g\n", (double)hp->rms_eps);
+	bool tied = is_tied(m);
+	printf("output: %s\n", tied ? "tied to token_embd" : "separate output.weight");
+	printf("n_params: %llu (%.2f M)\n", (unsigned long long)m->n_params,
+	       (double)m->n_params / 1e6);
+	printf("weight_bytes: ");
+	print_bytes(m->weight_bytes);
+	printf("\n");
+	if (m->synthetic)
+		printf("synthetic: lazy (weights generated by the backend), seed %llu\n",
+		       (unsigned long long)m->synth_seed);
+	print_by_dtype(m);
+	printf("tensors (layer 0 shown):\n");
+	print_weight_line("token_embd", &m->tok_embd);
+	print_weight_line("output_norm", &m->output_norm);
+	print_weight_line("output", &m->output);
+	if (hp->n_layer) {
+		const struct model_layer *ly = &m->layers[0];
+		print_weight_line("blk.0.attn_norm", &ly->attn_norm);
+		print_weight_line("blk.0.attn_q", &ly->wq);
+		print_weight_line("blk.0.attn_k", &ly->wk);
+		print_weight_line("blk.0.attn_v", &ly->wv);
+		print_weight_line("blk.0.attn_output", &ly->wo);
+		print_weight_line("blk.0.ffn_norm", &ly->ffn_norm);
+		print_weight_line("blk.0.ffn_gate", &ly->w_gate);
+		print_weight_line("blk.0.ffn_up", &ly->w_up);
+		print_weight_line("blk.0.ffn_down", &ly->w_down);
+	}
+	if (m->gguf) {
+		const struct gguf_ctx *g = m->gguf;
+		struct gguf_str tm;
+		enum gguf_type et;
+		uint64_t nt = 0;
+		uint32_t bos = 0, eos = 0;
+		if (gguf_get_str(g, "tokenizer.ggml.model", &tm)) {
+			gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &nt);
+			printf("tokenizer: %.*s, %llu tokens", (int)(tm.len < 64 ? tm.len : 64),
+			       tm.ptr, (unsigned long long)nt);
+			if (gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &bos))
+				printf(", bos %u", bos);
+			if (gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &eos))
+				printf(", eos %u", eos);
+			printf("\n");
+		} else {
+			printf("tokenizer: none\n");
+		}
+		printf("metadata:\n");
+		char line[512];
+		for (uint64_t i = 0; i < gguf_n_kv(g); i++) {
+			struct gguf_str k = gguf_kv_key(g, i);
+			gguf_kv_format(g, i, line, sizeof line);
+			printf("  %.*s = %s\n", (int)(k.len < 200 ? k.len : 200), k.ptr, line);
+		}
+	}
+	model_free(m);
+	return CLI_EXIT_OK;
+}

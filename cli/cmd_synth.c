@@ -1,0 +1,223 @@
+/* cmd_synth: `batchgen synth` writes a synthetic Llama GGUF model (random weights of a
+ * named or custom shape) that batchgen and llama.cpp both load. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/gguf.h"
+#include "core/synth.h"
+
+static void synth_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: batchgen synth [--shape NAME] [--layers N] [--embd N] [--heads N]\n"
+		"                      [--kv-heads N] [--ffn N] [--vocab N] [--ctx N]\n"
+		"                      [--rope-base F] [--eps F] [--dtype f32|f16|bf16|q8_0]\n"
+		"                      [--seed S] [--tie|--no-tie] [--vocab-from FILE.gguf]\n"
+		"                      [--name NAME] -o OUT.gguf\n"
+		"       batchgen synth --list-shapes\n"
+		"\n"
+		"Writes a Llama GGUF model with seeded random weights (N(0, 1/fan_in), norms 1).\n"
+		"--shape starts from a named shape (default tiny); the size flags override it.\n"
+		"--vocab-from copies the tokenizer.* keys of another GGUF file (the vocabulary\n"
+		"size is then that file's); otherwise a SentencePiece-style vocabulary is made.\n"
+		"The same flags and seed always give the same file.\n");
+}
+
+static bool parse_u32(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || s[0] == '-' || v > UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+static bool parse_f32(const char *s, float *out)
+{
+	char *end;
+	float v = strtof(s, &end);
+	if (!*s || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_dtype(const char *s, enum gguf_dtype *out)
+{
+	static const struct {
+		const char *name;
+		enum gguf_dtype t;
+	} map[] = {{"f32", GGUF_DTYPE_F32},
+		   {"f16", GGUF_DTYPE_F16},
+		   {"bf16", GGUF_DTYPE_BF16},
+		   {"q8_0", GGUF_DTYPE_Q8_0}};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (strcmp(s, map[i].name) == 0) {
+			*out = map[i].t;
+			return true;
+		}
+	return false;
+}
+
+int cmd_synth(int argc, char **argv)
+{
+	enum {
+		O_SHAPE = 256,
+		O_LAYERS,
+		O_EMBD,
+		O_HEADS,
+		O_KV,
+		O_FFN,
+		O_VOCAB,
+		O_CTX,
+		O_ROPE,
+		O_EPS,
+		O_DTYPE,
+		O_SEED,
+		O_TIE,
+		O_NOTIE,
+		O_VOCAB_FROM,
+		O_NAME,
+		O_LIST,
+	};
+	static const struct option opts[] = {
+	    {"shape", required_argument, NULL, O_SHAPE},
+	    {"layers", required_argument, NULL, O_LAYERS},
+	    {"embd", required_argument, NULL, O_EMBD},
+	    {"heads", required_argument, NULL, O_HEADS},
+	    {"kv-heads", required_argument, NULL, O_KV},
+	    {"ffn", required_argument, NULL, O_FFN},
+	    {"vocab", required_argument, NULL, O_VOCAB},
+	    {"ctx", required_argument, NULL, O_CTX},
+	    {"rope-base", required_argument, NULL, O_ROPE},
+	    {"eps", required_argument, NULL, O_EPS},
+	    {"dtype", required_argument, NULL, O_DTYPE},
+	    {"seed", required_argument, NULL, O_SEED},
+	    {"tie", no_argument, NULL, O_TIE},
+	    {"no-tie", no_argument, NULL, O_NOTIE},
+	    {"vocab-from", required_argument, NULL, O_VOCAB_FROM},
+	    {"name", required_argument, NULL, O_NAME},
+	    {"output", required_argument, NULL, 'o'},
+	    {"list-shapes", no_argument, NULL, O_LIST},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	/* first pass: the shape, so that the size flags override it in any order */
+	const struct synth_shape *base = synth_find_shape("tiny");
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc)
+			v = argv[i + 1];
+		else if (strncmp(argv[i], "--shape=", 8) == 0)
+			v = argv[i] + 8;
+		if (v && !(base = synth_find_shape(v))) {
+			fprintf(stderr, "batchgen synth: unknown shape '%s' (see --list-shapes)\n",
+				v);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	struct synth_opts o;
+	synth_opts_init(&o, base);
+	const char *out = NULL, *vocab_from = NULL;
+	int c, li = -1;
+	optind = 1;
+	opterr = 0;
+	while ((li = -1, c = getopt_long(argc, argv, ":o:h", opts, &li)) != -1) {
+		bool ok = true;
+		switch (c) {
+		case O_SHAPE: break;
+		case O_LAYERS: ok = parse_u32(optarg, &o.shape.n_layer); break;
+		case O_EMBD: ok = parse_u32(optarg, &o.shape.n_embd); break;
+		case O_HEADS: ok = parse_u32(optarg, &o.shape.n_head); break;
+		case O_KV: ok = parse_u32(optarg, &o.shape.n_head_kv); break;
+		case O_FFN: ok = parse_u32(optarg, &o.shape.n_ff); break;
+		case O_VOCAB: ok = parse_u32(optarg, &o.shape.n_vocab) && o.shape.n_vocab; break;
+		case O_CTX: ok = parse_u32(optarg, &o.shape.n_ctx); break;
+		case O_ROPE: ok = parse_f32(optarg, &o.shape.rope_base); break;
+		case O_EPS: ok = parse_f32(optarg, &o.shape.rms_eps); break;
+		case O_DTYPE: ok = parse_dtype(optarg, &o.dtype); break;
+		case O_SEED: {
+			char *end;
+			o.seed = strtoull(optarg, &end, 0);
+			ok = *optarg && !*end && optarg[0] != '-';
+			break;
+		}
+		case O_TIE: o.tie_output = true; break;
+		case O_NOTIE: o.tie_output = false; break;
+		case O_VOCAB_FROM: vocab_from = optarg; break;
+		case O_NAME: o.name = optarg; break;
+		case 'o': out = optarg; break;
+		case O_LIST:
+			for (size_t i = 0; i < synth_n_shapes(); i++) {
+				const struct synth_shape *s = synth_shape_at(i);
+				struct synth_opts so;
+				synth_opts_init(&so, s);
+				struct synth_shape sv = *s;
+				sv.n_vocab = synth_n_vocab(&so);
+				printf("%-15s layers %u, embd %u, heads %u, kv heads %u, ffn %u, "
+				       "vocab "
+				       "%u, ctx %u, rope base %g%s, %.1f M params\n",
+				       s->name, s->n_layer, s->n_embd, s->n_head, s->n_head_kv,
+				       s->n_ff, sv.n_vocab, s->n_ctx, (double)s->rope_base,
+				       s->tie_output ? ", tied output" : "",
+				       (double)synth_n_params(&sv, s->tie_output) / 1e6);
+			}
+			return CLI_EXIT_OK;
+		case 'h': synth_usage(stdout); return CLI_EXIT_OK;
+		case ':':
+			fprintf(stderr, "batchgen synth: %s needs a value\n", argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		default:
+			fprintf(stderr, "batchgen synth: unknown option '%s' (see --help)\n",
+				argv[optind - 1]);
+			return CLI_EXIT_USAGE;
+		}
+		if (!ok) {
+			fprintf(stderr, "batchgen synth: bad value '%s' for --%s\n", optarg,
+				li >= 0 ? opts[li].name : "?");
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "batchgen synth: unexpected argument '%s'\n", argv[optind]);
+		return CLI_EXIT_USAGE;
+	}
+	if (!out) {
+		fprintf(stderr, "batchgen synth: -o OUT.gguf is required (see --help)\n");
+		return CLI_EXIT_USAGE;
+	}
+	struct bg_err err = {0};
+	struct gguf_ctx *vg = NULL;
+	if (vocab_from) {
+		if (gguf_open(vocab_from, &vg, &err) != BG_OK) {
+			fprintf(stderr, "batchgen: %s\n", err.msg);
+			return CLI_EXIT_MODEL;
+		}
+		o.vocab_from = vg;
+	}
+	if (synth_check(&o, &err) != BG_OK) {
+		fprintf(stderr, "batchgen synth: %s\n", err.msg);
+		gguf_close(vg);
+		return CLI_EXIT_USAGE;
+	}
+	enum bg_status st = synth_write(&o, out, &err);
+	if (st != BG_OK) {
+		fprintf(stderr, "batchgen: %s\n", err.msg);
+		gguf_close(vg);
+		return CLI_EXIT_MODEL;
+	}
+	struct synth_shape s = o.shape;
+	s.n_vocab = synth_n_vocab(&o);
+	fprintf(stderr,
+		"batchgen: wrote %s: %u layers, embd %u, heads %u/%u, ffn %u, vocab %u, %s, "
+		"seed %llu, %.3f M params\n",
+		out, s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.n_ff, s.n_vocab,
+		gguf_dtype_name(o.dtype), (unsigned long long)o.seed,
+		(double)synth_n_params(&s, o.tie_output) / 1e6);
+	gguf_close(vg);
+	return CLI_EXIT_OK;
+}

@@ -1,0 +1,515 @@
+/* model: Llama hyper-parameters and weights from a GGUF context. See model.h. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth.h"
+
+/* Sizes beyond these are refused as corrupt before any 64-bit product is formed from
+ * them; the largest real Llama models are well inside (405B: 126 layers, 16384 embd,
+ * 53248 ffn, 128256 vocab). */
+#define MODEL_MAX_LAYERS 4096u
+#define MODEL_MAX_DIM	 (1u << 20)
+#define MODEL_MAX_VOCAB	 (1u << 24)
+
+/* Copies a string from the file into dst for a message: printable ASCII only, so that the
+ * message stays one line whatever the file holds. */
+static const char *clean(char *dst, size_t cap, struct gguf_str s)
+{
+	size_t n = 0;
+	for (uint64_t i = 0; i < s.len && n + 1 < cap; i++) {
+		unsigned char c = (unsigned char)s.ptr[i];
+		dst[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	dst[n] = '\0';
+	return dst;
+}
+
+/* ---- hyper-parameters ---- */
+
+static bool get_u32_key(const struct gguf_ctx *g, const char *arch, const char *suffix,
+			uint32_t *out)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	return gguf_get_u32(g, key, out);
+}
+
+static bool get_f32_key(const struct gguf_ctx *g, const char *arch, const char *suffix, float *out)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	return gguf_get_f32(g, key, out);
+}
+
+/* A required positive u32 key in [1, max]. */
+static enum bg_status need_u32(const struct gguf_ctx *g, const char *arch, const char *suffix,
+			       uint32_t max, uint32_t *out, struct bg_err *err)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	int64_t i = gguf_find_key(g, key);
+	if (i < 0)
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing", key);
+	if (!gguf_get_u32(g, key, out))
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not an unsigned integer",
+			       key);
+	if (*out == 0 || *out > max)
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (expected 1 to %u)", key,
+			       *out, max);
+	return BG_OK;
+}
+
+enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
+				  struct bg_err *err)
+{
+	memset(hp, 0, sizeof *hp);
+	struct gguf_str a;
+	if (!gguf_get_str(g, "general.architecture", &a))
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key general.architecture is missing");
+	if (a.len == 0 || a.len >= 32 || memchr(a.ptr, '\0', a.len))
+		return bg_fail(err, BG_ERR_FORMAT, "general.architecture is not a valid name");
+	memcpy(arch, a.ptr, a.len);
+	arch[a.len] = '\0';
+	for (size_t i = 0; i < a.len; i++)
+		if ((unsigned char)arch[i] < 0x20 || (unsigned char)arch[i] >= 0x7f)
+			arch[i] = '?';
+	if (strcmp(arch, "llama") != 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "architecture '%s' is not supported (only llama is)", arch);
+
+	enum bg_status st;
+	if ((st = need_u32(g, arch, "block_count", MODEL_MAX_LAYERS, &hp->n_layer, err)) ||
+	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)) ||
+	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)) ||
+	    (st = need_u32(g, arch, "feed_forward_length", MODEL_MAX_DIM, &hp->n_ff, err)) ||
+	    (st = need_u32(g, arch, "context_length", UINT32_MAX, &hp->n_ctx_train, err)))
+		return st;
+	hp->n_head_kv = hp->n_head;
+	char key[128];
+	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+	if (gguf_find_key(g, key) >= 0 &&
+	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
+		return st;
+	if (hp->n_embd % hp->n_head)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "embedding_length %u is not a multiple of head_count %u", hp->n_embd,
+			       hp->n_head);
+	if (hp->n_head % hp->n_head_kv)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "head_count %u is not a multiple of head_count_kv %u", hp->n_head,
+			       hp->n_head_kv);
+	hp->head_dim = hp->n_embd / hp->n_head;
+	uint32_t kl;
+	if (get_u32_key(g, arch, "attention.key_length", &kl) && kl != hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "attention.key_length %u differs from embedding_length / head_count "
+			       "= %u, which is not supported",
+			       kl, hp->head_dim);
+	if (get_u32_key(g, arch, "attention.value_length", &kl) && kl != hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "attention.value_length %u differs from the head size %u, which is "
+			       "not supported",
+			       kl, hp->head_dim);
+	hp->rope_dim = hp->head_dim;
+	if (get_u32_key(g, arch, "rope.dimension_count", &hp->rope_dim) &&
+	    (hp->rope_dim == 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "rope.dimension_count %u is not an even number in [2, head size %u]",
+			       hp->rope_dim, hp->head_dim);
+	if (hp->rope_dim % 2)
+		return bg_fail(err, BG_ERR_FORMAT, "the head size %u is odd: rope needs pairs",
+			       hp->head_dim);
+	hp->rope_base = 10000.0f;
+	if (get_f32_key(g, arch, "rope.freq_base", &hp->rope_base) &&
+	    !(isfinite(hp->rope_base) && hp->rope_base > 1.0f))
+		return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base %g is not a number above 1",
+			       (double)hp->rope_base);
+	struct gguf_str sc;
+	snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+	char buf[40];
+	if (gguf_get_str(g, key, &sc) && !(sc.len == 4 && memcmp(sc.ptr, "none", 4) == 0))
+		return bg_fail(err, BG_ERR_UNSUPPORTED, "%s '%s' (rope scaling) is not supported",
+			       key, clean(buf, sizeof buf, sc));
+	float fs;
+	if (get_f32_key(g, arch, "rope.scale_linear", &fs) && fs != 1.0f)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.rope.scale_linear %g (rope scaling) is not supported", arch,
+			       (double)fs);
+	uint32_t n_expert = 0;
+	if (get_u32_key(g, arch, "expert_count", &n_expert) && n_expert > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_count is %u: mixture-of-experts models are not supported",
+			       arch, n_expert);
+	hp->rms_eps = 1e-5f;
+	if (get_f32_key(g, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps) &&
+	    !(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "attention.layer_norm_rms_epsilon %g is not in (0, 1)",
+			       (double)hp->rms_eps);
+	hp->rope_neox = false;
+
+	/* vocabulary size: the tokenizer's, else <arch>.vocab_size, else token_embd's rows */
+	enum gguf_type et;
+	uint64_t n = 0;
+	uint32_t nv = 0;
+	const struct gguf_tensor *te = gguf_find_tensor(g, "token_embd.weight");
+	if (gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n)) {
+		if (n == 0 || n > MODEL_MAX_VOCAB)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "tokenizer.ggml.tokens has %llu entries (expected 1 to %u)",
+				       (unsigned long long)n, MODEL_MAX_VOCAB);
+		hp->n_vocab = (uint32_t)n;
+	} else if (get_u32_key(g, arch, "vocab_size", &nv)) {
+		hp->n_vocab = nv;
+	} else if (te && te->n_dims == 2) {
+		hp->n_vocab = te->ne[1] <= MODEL_MAX_VOCAB ? (uint32_t)te->ne[1] : 0;
+	}
+	if (hp->n_vocab == 0 || hp->n_vocab > MODEL_MAX_VOCAB)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "cannot tell the vocabulary size (no tokenizer.ggml.tokens, "
+			       "%s.vocab_size or token_embd.weight)",
+			       arch);
+	return BG_OK;
+}
+
+/* ---- tensors ---- */
+
+struct loader {
+	const struct gguf_ctx *g;
+	struct model *m;
+	struct bg_err *err;
+	bool *used; /* [n_tensors]: taken by the model */
+};
+
+static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims)
+{
+	size_t k = (size_t)snprintf(buf, cap, "[");
+	for (uint32_t i = 0; i < n_dims && k < cap; i++)
+		k += (size_t)snprintf(buf + k, cap - k, "%s%llu", i ? ", " : "",
+				      (unsigned long long)ne[i]);
+	if (k < cap)
+		snprintf(buf + k, cap - k, "]");
+}
+
+/* Finds name and checks its shape is (ne0) when ne1 == 0, else (ne0, ne1); norms must be
+ * f32. Adds it to the parameter and byte counts unless counted. */
+static enum bg_status take(struct loader *L, const char *name, uint64_t ne0, uint64_t ne1,
+			   bool is_norm, struct model_weight *w)
+{
+	const struct gguf_tensor *t = gguf_find_tensor(L->g, name);
+	if (!t)
+		return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' is missing", name);
+	uint64_t want[2] = {ne0, ne1};
+	uint32_t want_dims = ne1 ? 2 : 1;
+	/* trailing dimensions of size 1 are harmless (ggml drops them) */
+	uint32_t dims = t->n_dims;
+	while (dims > 1 && t->ne[dims - 1] == 1)
+		dims--;
+	bool ok = dims <= want_dims && t->ne[0] == ne0 && (want_dims == 1 || t->ne[1] == ne1);
+	if (!ok) {
+		char got[96], exp[64];
+		fmt_shape(got, sizeof got, t->ne, t->n_dims);
+		fmt_shape(exp, sizeof exp, want, want_dims);
+		return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' has shape %s, expected %s", name,
+			       got, exp);
+	}
+	if (is_norm && t->type != GGUF_DTYPE_F32)
+		return bg_fail(L->err, BG_ERR_UNSUPPORTED,
+			       "tensor '%s' has type %s; norm weights must be f32", name,
+			       gguf_dtype_name(t->type));
+	w->type = t->type;
+	w->data = t->data;
+	w->ne0 = ne0;
+	w->ne1 = ne1 ? ne1 : 1;
+	L->m->n_params += w->ne0 * w->ne1;
+	L->m->weight_bytes += t->nbytes;
+	L->used[t - gguf_tensor(L->g, 0)] = true;
+	return BG_OK;
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	free(m->layers);
+	gguf_close(m->gguf);
+	free(m);
+}
+
+static enum bg_status load_tensors(struct loader *L)
+{
+	struct model *m = L->m;
+	const struct model_hparams *hp = &m->hp;
+	uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+	uint64_t Q = (uint64_t)hp->n_head * hp->head_dim;
+	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
+	enum bg_status st;
+	if (gguf_find_tensor(L->g, "rope_freqs.weight"))
+		return bg_fail(L->err, BG_ERR_UNSUPPORTED,
+			       "tensor 'rope_freqs.weight' (Llama 3.1 rope scaling) is not "
+			       "supported");
+	if ((st = take(L, "token_embd.weight", E, V, false, &m->tok_embd)) ||
+	    (st = take(L, "output_norm.weight", E, 0, true, &m->output_norm)))
+		return st;
+	if (gguf_find_tensor(L->g, "output.weight")) {
+		if ((st = take(L, "output.weight", E, V, false, &m->output)))
+			return st;
+	} else {
+		m->output = m->tok_embd; /* tied: counted once */
+	}
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		struct model_layer *ly = &m->layers[l];
+		char n[64];
+#define TAKE(suffix, ne0, ne1, norm, field)                                                        \
+	do {                                                                                       \
+		snprintf(n, sizeof n, "blk.%u.%s.weight", l, suffix);                              \
+		if ((st = take(L, n, ne0, ne1, norm, &ly->field)))                                 \
+			return st;                                                                 \
+	} while (0)
+		TAKE("attn_norm", E, 0, true, attn_norm);
+		TAKE("attn_q", E, Q, false, wq);
+		TAKE("attn_k", E, KV, false, wk);
+		TAKE("attn_v", E, KV, false, wv);
+		TAKE("attn_output", Q, E, false, wo);
+		TAKE("ffn_norm", E, 0, true, ffn_norm);
+		TAKE("ffn_gate", E, F, false, w_gate);
+		TAKE("ffn_up", E, F, false, w_up);
+		TAKE("ffn_down", F, E, false, w_down);
+#undef TAKE
+	}
+	return BG_OK;
+}
+
+enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg_err *err)
+{
+	*out = NULL;
+	if (gguf_n_tensors(g) == 0) {
+		gguf_close(g);
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "the file has no tensors (a vocab-only file?), so it is not a "
+			       "model");
+	}
+	struct model *m = calloc(1, sizeof *m);
+	if (!m) {
+		gguf_close(g);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	}
+	m->gguf = g;
+	enum bg_status st = model_read_hparams(g, &m->hp, m->arch, err);
+	if (st) {
+		model_free(m);
+		return st;
+	}
+	struct gguf_str nm;
+	if (gguf_get_str(g, "general.name", &nm)) {
+		size_t k = nm.len < sizeof m->name - 1 ? (size_t)nm.len : sizeof m->name - 1;
+		memcpy(m->name, nm.ptr, k);
+		m->name[k] = '\0';
+		for (size_t i = 0; i < k; i++)
+			if ((unsigned char)m->name[i] < 0x20)
+				m->name[i] = ' ';
+	}
+	m->layers = calloc(m->hp.n_layer, sizeof *m->layers);
+	if (!m->layers) {
+		uint32_t n_layer = m->hp.n_layer;
+		model_free(m);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for %u layers", n_layer);
+	}
+	struct loader L = {g, m, err, calloc(gguf_n_tensors(g), sizeof(bool))};
+	if (!L.used) {
+		model_free(m);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	}
+	st = load_tensors(&L);
+	/* A tensor the model does not use means a variant we would silently compute wrong
+	 * (biases, experts, ...): refuse it, as llama.cpp does ("wrong number of tensors"). */
+	for (uint64_t i = 0; !st && i < gguf_n_tensors(g); i++) {
+		if (L.used[i])
+			continue;
+		char name[100];
+		st = bg_fail(err, BG_ERR_UNSUPPORTED,
+			     "tensor '%s' is not part of a llama model (an unsupported variant?)",
+			     clean(name, sizeof name, gguf_tensor(g, i)->name));
+	}
+	free(L.used);
+	if (st) {
+		model_free(m);
+		return st;
+	}
+	*out = m;
+	return BG_OK;
+}
+
+enum bg_status model_load(const char *path, struct model **out, struct bg_err *err)
+{
+	*out = NULL;
+	struct gguf_ctx *g = NULL;
+	enum bg_status st = gguf_open(path, &g, err); /* its message names the path */
+	if (st)
+		return st;
+	struct bg_err e = {0};
+	st = model_from_gguf(g, out, &e);
+	if (st)
+		return bg_fail(err, st, "%s: %s", path, e.msg);
+	if (!(*out)->name[0]) {
+		const char *base = strrchr(path, '/');
+		snprintf((*out)->name, sizeof(*out)->name, "%s", base ? base + 1 : path);
+	}
+	return BG_OK;
+}
+
+/* ---- built-in and synthetic models ---- */
+
+static enum bg_status from_buffer(void *buf, size_t len, const char *name, struct model **out,
+				  struct bg_err *err)
+{
+	struct gguf_ctx *g = NULL;
+	enum bg_status st = gguf_parse(buf, len, true, &g, err);
+	if (st)
+		return st;
+	st = model_from_gguf(g, out, err);
+	if (st)
+		return st;
+	snprintf((*out)->name, sizeof(*out)->name, "%s", name);
+	return BG_OK;
+}
+
+/* A model whose weights are described but absent (data == NULL): a backend that supports
+ * it generates them from synth_seed. */
+static enum bg_status lazy_model(const struct synth_opts *o, struct model **out, struct bg_err *err)
+{
+	const struct synth_shape *s = &o->shape;
+	struct model *m = calloc(1, sizeof *m);
+	if (!m)
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	m->layers = calloc(s->n_layer, sizeof *m->layers);
+	if (!m->layers) {
+		free(m);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	}
+	snprintf(m->arch, sizeof m->arch, "llama");
+	snprintf(m->name, sizeof m->name, "synthetic:%s", s->name);
+	struct model_hparams *hp = &m->hp;
+	hp->n_vocab = synth_n_vocab(o);
+	hp->n_ctx_train = s->n_ctx;
+	hp->n_embd = s->n_embd;
+	hp->n_layer = s->n_layer;
+	hp->n_head = s->n_head;
+	hp->n_head_kv = s->n_head_kv;
+	hp->head_dim = s->n_embd / s->n_head;
+	hp->n_ff = s->n_ff;
+	hp->rope_dim = hp->head_dim;
+	hp->rope_base = s->rope_base;
+	hp->rms_eps = s->rms_eps;
+	hp->rope_neox = false;
+	uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+	uint64_t Q = (uint64_t)hp->n_head * hp->head_dim;
+	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
+#define W(field, t, a, b)                                                                          \
+	do {                                                                                       \
+		(field) = (struct model_weight){(t), NULL, (a), (b)};                              \
+		m->n_params += (uint64_t)(a) * (b);                                                \
+		m->weight_bytes += gguf_row_bytes((t), (a)) * (b);                                 \
+	} while (0)
+	W(m->tok_embd, o->dtype, E, V);
+	W(m->output_norm, GGUF_DTYPE_F32, E, 1);
+	if (o->tie_output)
+		m->output = m->tok_embd;
+	else
+		W(m->output, o->dtype, E, V);
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		struct model_layer *ly = &m->layers[l];
+		W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
+		W(ly->wq, o->dtype, E, Q);
+		W(ly->wk, o->dtype, E, KV);
+		W(ly->wv, o->dtype, E, KV);
+		W(ly->wo, o->dtype, Q, E);
+		W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
+		W(ly->w_gate, o->dtype, E, F);
+		W(ly->w_up, o->dtype, E, F);
+		W(ly->w_down, o->dtype, F, E);
+	}
+#undef W
+	m->synthetic = true;
+	m->synth_seed = o->seed;
+	*out = m;
+	return BG_OK;
+}
+
+/* "synthetic:NAME[:DTYPE]" */
+static enum bg_status open_synthetic(const char *spec, bool lazy, struct model **out,
+				     struct bg_err *err)
+{
+	const char *rest = spec + strlen("synthetic:");
+	char name[64];
+	const char *colon = strchr(rest, ':');
+	size_t nlen = colon ? (size_t)(colon - rest) : strlen(rest);
+	if (nlen == 0 || nlen >= sizeof name)
+		return bg_fail(err, BG_ERR_INVALID, "%s: expected synthetic:NAME[:DTYPE]", spec);
+	memcpy(name, rest, nlen);
+	name[nlen] = '\0';
+	const struct synth_shape *s = synth_find_shape(name);
+	if (!s) {
+		char list[256] = "";
+		size_t k = 0;
+		for (size_t i = 0; i < synth_n_shapes() && k < sizeof list; i++)
+			k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "",
+					      synth_shape_at(i)->name);
+		return bg_fail(err, BG_ERR_INVALID, "%s: unknown synthetic shape '%s' (known: %s)",
+			       spec, name, list);
+	}
+	struct synth_opts o;
+	synth_opts_init(&o, s);
+	o.dtype = GGUF_DTYPE_F16;
+	if (colon) {
+		const char *d = colon + 1;
+		if (strcmp(d, "f32") == 0)
+			o.dtype = GGUF_DTYPE_F32;
+		else if (strcmp(d, "f16") == 0)
+			o.dtype = GGUF_DTYPE_F16;
+		else if (strcmp(d, "bf16") == 0)
+			o.dtype = GGUF_DTYPE_BF16;
+		else if (strcmp(d, "q8_0") == 0)
+			o.dtype = GGUF_DTYPE_Q8_0;
+		else
+			return bg_fail(err, BG_ERR_INVALID,
+				       "%s: unknown dtype '%s' (f32, f16, bf16, q8_0)", spec, d);
+	}
+	enum bg_status st = synth_check(&o, err);
+	if (st)
+		return st;
+	if (lazy)
+		return lazy_model(&o, out, err);
+	void *buf;
+	size_t len;
+	struct bg_err e = {0};
+	st = synth_to_buffer(&o, &buf, &len, &e);
+	if (!st)
+		st = from_buffer(buf, len, spec, out, &e);
+	if (st)
+		return bg_fail(err, st, "%s: %s", spec, e.msg);
+	return BG_OK;
+}
+
+enum bg_status model_open(const char *spec, bool lazy, struct model **out, struct bg_err *err)
+{
+	*out = NULL;
+	if (!spec || !spec[0]) {
+		void *buf;
+		size_t len;
+		struct bg_err e = {0};
+		enum bg_status st = synth_builtin(&buf, &len, &e);
+		if (!st)
+			st = from_buffer(buf, len, "builtin", out, &e);
+		if (st)
+			return bg_fail(err, st, "built-in model: %s", e.msg);
+		return BG_OK;
+	}
+	if (strncmp(spec, "synthetic:", 10) == 0)
+		return open_synthetic(spec, lazy, out, err);
+	return model_load(spec, out, err);
+}

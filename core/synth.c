@@ -1,0 +1,508 @@
+/* synth: synthetic Llama models and the built-in model. See synth.h. */
+#include "synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+
+/* ---- shapes ---- */
+
+static const struct synth_shape shapes[] = {
+    /* name           layers embd heads kv  ffn    vocab   ctx   rope_base  eps  tied */
+    {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false},
+    {"llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true},
+    {"llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true},
+    {"llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, 10000.0f, 1e-5f, false},
+    {"llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096, 10000.0f, 1e-5f, false},
+    {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false},
+    {"llama-100m", 12, 768, 12, 12, 2048, 32000, 2048, 10000.0f, 1e-5f, true},
+    {"tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false},
+    /* n_vocab 0: exactly the generated pieces */
+    {"builtin", 4, 128, 4, 2, 344, 0, 1024, 10000.0f, 1e-5f, true},
+};
+
+#define N_SHAPES (sizeof shapes / sizeof shapes[0])
+
+const struct synth_shape *synth_find_shape(const char *name)
+{
+	for (size_t i = 0; i < N_SHAPES; i++)
+		if (strcmp(shapes[i].name, name) == 0)
+			return &shapes[i];
+	return NULL;
+}
+
+size_t synth_n_shapes(void)
+{
+	return N_SHAPES;
+}
+
+const struct synth_shape *synth_shape_at(size_t i)
+{
+	BG_ASSERT(i < N_SHAPES);
+	return &shapes[i];
+}
+
+void synth_opts_init(struct synth_opts *o, const struct synth_shape *s)
+{
+	memset(o, 0, sizeof *o);
+	o->shape = *s;
+	o->dtype = GGUF_DTYPE_F32;
+	o->tie_output = s->tie_output;
+}
+
+/* ---- the generated vocabulary ---- */
+
+/* U+2581, SentencePiece's space marker */
+#define SP "\xe2\x96\x81"
+
+/* English pieces for the generated SentencePiece vocabulary. Every prefix of each piece is
+ * added too, so that SentencePiece's pairwise merges can reach whole words. */
+static const char *const words[] = {
+    SP "the",  SP "and",    SP "was",	SP "to",    SP "a",    SP "he",	   SP "she",   SP "it",
+    SP "in",   SP "of",	    SP "day",	SP "time",  SP "Once", SP "upon",  SP "there", SP "little",
+    SP "girl", SP "boy",    SP "play",	SP "happy", SP "big",  SP "said",  SP "Lily",  SP "Tom",
+    SP "saw",  SP "with",   SP "her",	SP "his",   SP "they", SP "on",	   SP "for",   SP "is",
+    SP "you",  SP "not",    SP "fun",	SP "sun",   SP "dog",  SP "cat",   SP "ball",  SP "tree",
+    SP "park", SP "friend", SP "loved", SP "The",   SP "One",  SP "Hello", SP "world", "ing",
+    "ed",      "er",	    "ly",	"es",	    "en",      "an",	   "on",       "or",
+    "at",      "st",	    "ll",
+};
+
+/* The generated vocabulary: ids 0..2 specials, 3..258 bytes, then pieces. */
+struct vocab {
+	char **text;	/* [n] */
+	float *scores;	/* [n] */
+	int32_t *types; /* [n] */
+	uint32_t n;
+};
+
+enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_BYTE = 6 };
+
+static void vocab_free(struct vocab *v)
+{
+	if (v->text)
+		for (uint32_t i = 0; i < v->n; i++)
+			free(v->text[i]);
+	free(v->text);
+	free(v->scores);
+	free(v->types);
+	memset(v, 0, sizeof *v);
+}
+
+/* Appends piece unless present or full; false only on allocation failure. */
+static bool vocab_add(struct vocab *v, uint32_t cap, const char *piece, size_t len, float score,
+		      int32_t type)
+{
+	if (v->n >= cap)
+		return true;
+	for (uint32_t i = 259; i < v->n; i++)
+		if (strlen(v->text[i]) == len && memcmp(v->text[i], piece, len) == 0)
+			return true;
+	char *t = malloc(len + 1);
+	if (!t)
+		return false;
+	memcpy(t, piece, len);
+	t[len] = '\0';
+	v->text[v->n] = t;
+	v->scores[v->n] = score;
+	v->types[v->n] = type;
+	v->n++;
+	return true;
+}
+
+/* Builds a vocabulary of exactly n tokens (n == 0: all the pieces, no padding). */
+static enum bg_status vocab_build(struct vocab *v, uint32_t n, struct bg_err *err)
+{
+	memset(v, 0, sizeof *v);
+	bool natural = n == 0;
+	if (natural)
+		n = 4096; /* more than the pieces need */
+	if (n < 259)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "a generated vocabulary needs at least 259 tokens (3 special + 256 "
+			       "bytes), not %u",
+			       n);
+	v->text = calloc(n, sizeof *v->text);
+	v->scores = calloc(n, sizeof *v->scores);
+	v->types = calloc(n, sizeof *v->types);
+	if (!v->text || !v->scores || !v->types) {
+		vocab_free(v);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for a vocabulary of %u tokens", n);
+	}
+	bool ok = vocab_add(v, n, "<unk>", 5, 0.0f, TT_UNKNOWN) &&
+		  vocab_add(v, n, "<s>", 3, 0.0f, TT_CONTROL) &&
+		  vocab_add(v, n, "</s>", 4, 0.0f, TT_CONTROL);
+	for (int b = 0; ok && b < 256; b++) {
+		char t[8];
+		snprintf(t, sizeof t, "<0x%02X>", b);
+		ok = vocab_add(v, n, t, 6, 0.0f, TT_BYTE);
+	}
+	/* single characters, then the pieces with their prefixes; earlier = higher score, so
+	 * merges prefer short common pieces the way a trained vocabulary does */
+	float score = -1.0f;
+	ok = ok && vocab_add(v, n, SP, 3, score--, TT_NORMAL);
+	for (char c = 'a'; ok && c <= 'z'; c++)
+		ok = vocab_add(v, n, &c, 1, score--, TT_NORMAL);
+	const char *punct = ".,!?'\"";
+	for (const char *p = punct; ok && *p; p++)
+		ok = vocab_add(v, n, p, 1, score--, TT_NORMAL);
+	for (size_t w = 0; ok && w < sizeof words / sizeof words[0]; w++) {
+		size_t len = strlen(words[w]);
+		size_t start = strncmp(words[w], SP, 3) == 0 ? 4 : 2;
+		for (size_t k = start; ok && k <= len; k++)
+			ok = vocab_add(v, n, words[w], k, score--, TT_NORMAL);
+	}
+	/* padding up to n: never produced by merges ('[' starts no other piece); unique by
+	 * construction, so added without vocab_add's quadratic duplicate check */
+	while (ok && !natural && v->n < n) {
+		char t[32];
+		snprintf(t, sizeof t, "[PAD%u]", v->n);
+		v->text[v->n] = strdup(t);
+		ok = v->text[v->n] != NULL;
+		v->scores[v->n] = -1e9f;
+		v->types[v->n] = TT_NORMAL;
+		v->n += ok;
+	}
+	if (!ok) {
+		vocab_free(v);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for a vocabulary of %u tokens", n);
+	}
+	return BG_OK;
+}
+
+static uint32_t vocab_natural_size(void)
+{
+	struct vocab v;
+	if (vocab_build(&v, 0, NULL) != BG_OK)
+		return 0;
+	uint32_t n = v.n;
+	vocab_free(&v);
+	return n;
+}
+
+/* ---- checks ---- */
+
+static enum bg_status tokens_count(const struct gguf_ctx *g, uint32_t *n, struct bg_err *err)
+{
+	enum gguf_type et;
+	uint64_t k;
+	if (!gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &k) || et != GGUF_TYPE_STRING ||
+	    k == 0 || k > (1u << 24))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "the vocabulary file has no usable tokenizer.ggml.tokens array");
+	*n = (uint32_t)k;
+	return BG_OK;
+}
+
+uint32_t synth_n_vocab(const struct synth_opts *o)
+{
+	uint32_t n = 0;
+	if (o->vocab_from)
+		return tokens_count(o->vocab_from, &n, NULL) == BG_OK ? n : 0;
+	return o->shape.n_vocab ? o->shape.n_vocab : vocab_natural_size();
+}
+
+enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
+{
+	const struct synth_shape *s = &o->shape;
+	if (!s->n_layer || !s->n_embd || !s->n_head || !s->n_head_kv || !s->n_ff || !s->n_ctx)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "every size of the shape must be positive (layers %u, embd %u, "
+			       "heads %u, kv heads %u, ffn %u, ctx %u)",
+			       s->n_layer, s->n_embd, s->n_head, s->n_head_kv, s->n_ff, s->n_ctx);
+	if (s->n_layer > 4096 || s->n_embd > (1u << 20) || s->n_ff > (1u << 20) ||
+	    s->n_head > s->n_embd)
+		return bg_fail(err, BG_ERR_INVALID, "the shape is absurdly large");
+	if (s->n_embd % s->n_head)
+		return bg_fail(err, BG_ERR_INVALID, "embd %u is not a multiple of heads %u",
+			       s->n_embd, s->n_head);
+	if (s->n_head % s->n_head_kv)
+		return bg_fail(err, BG_ERR_INVALID, "heads %u is not a multiple of kv heads %u",
+			       s->n_head, s->n_head_kv);
+	if ((s->n_embd / s->n_head) % 2)
+		return bg_fail(err, BG_ERR_INVALID, "the head size %u is odd (rope needs pairs)",
+			       s->n_embd / s->n_head);
+	if (!(s->rope_base > 1.0f) || !(s->rms_eps > 0.0f && s->rms_eps < 1.0f))
+		return bg_fail(err, BG_ERR_INVALID, "rope base must be > 1 and eps in (0, 1)");
+	if (o->dtype == GGUF_DTYPE_Q8_0 && (s->n_embd % 32 || s->n_ff % 32))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "q8_0 needs embd and ffn to be multiples of 32 (embd %u, ffn %u)",
+			       s->n_embd, s->n_ff);
+	if (o->dtype != GGUF_DTYPE_F32 && o->dtype != GGUF_DTYPE_F16 &&
+	    o->dtype != GGUF_DTYPE_BF16 && o->dtype != GGUF_DTYPE_Q8_0)
+		return bg_fail(err, BG_ERR_INVALID, "unknown dtype %d", (int)o->dtype);
+	if (o->vocab_from) {
+		uint32_t n;
+		return tokens_count(o->vocab_from, &n, err);
+	}
+	if (s->n_vocab && s->n_vocab < 259)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "a generated vocabulary needs at least 259 tokens, not %u",
+			       s->n_vocab);
+	if (s->n_vocab > (1u << 24))
+		return bg_fail(err, BG_ERR_INVALID, "vocab %u is absurdly large", s->n_vocab);
+	return BG_OK;
+}
+
+uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
+{
+	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
+	uint64_t hd = s->n_embd / (s->n_head ? s->n_head : 1);
+	uint64_t KV = s->n_head_kv * hd;
+	uint64_t layer = E + E * E + 2 * E * KV + E * E + E + 3 * E * F;
+	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer;
+}
+
+/* ---- random weights ---- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Draws from N(0, 1) by Box-Muller, two values per pair of uniforms. */
+struct normal_rng {
+	uint64_t s;
+	bool have;
+	float next;
+};
+
+static float rng_normal(struct normal_rng *r)
+{
+	if (r->have) {
+		r->have = false;
+		return r->next;
+	}
+	double u1 = ((double)(splitmix64(&r->s) >> 11) + 1.0) * 0x1p-53; /* (0, 1] */
+	double u2 = (double)(splitmix64(&r->s) >> 11) * 0x1p-53;
+	double rad = sqrt(-2.0 * log(u1));
+	r->next = (float)(rad * sin(2.0 * M_PI * u2));
+	r->have = true;
+	return (float)(rad * cos(2.0 * M_PI * u2));
+}
+
+enum fill_kind { FILL_RANDOM, FILL_ONES };
+
+struct fill_job {
+	uint64_t seed;
+	enum fill_kind kind;
+	enum gguf_dtype dtype;
+	uint64_t n; /* elements */
+	float std;
+};
+
+static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t nbytes,
+				  struct bg_err *err)
+{
+	(void)err;
+	const struct fill_job *j = arg;
+	/* each tensor's stream depends only on the seed and its name */
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	struct normal_rng r = {j->seed ^ h, false, 0.0f};
+	splitmix64(&r.s);
+	if (j->dtype == GGUF_DTYPE_Q8_0) {
+		uint8_t *o = dst;
+		BG_ASSERT(nbytes == j->n / 32 * 34);
+		for (uint64_t b = 0; b < j->n / 32; b++) {
+			float x[32], amax = 0.0f;
+			for (int i = 0; i < 32; i++) {
+				x[i] = j->kind == FILL_ONES ? 1.0f : j->std * rng_normal(&r);
+				amax = fmaxf(amax, fabsf(x[i]));
+			}
+			float d = amax / 127.0f;
+			uint16_t dh = half_f32_to_f16(d);
+			memcpy(o, &dh, 2);
+			float id = d > 0.0f ? 1.0f / d : 0.0f;
+			for (int i = 0; i < 32; i++)
+				o[2 + i] = (uint8_t)(int8_t)lrintf(x[i] * id);
+			o += 34;
+		}
+		return BG_OK;
+	}
+	for (uint64_t i = 0; i < j->n; i++) {
+		float x = j->kind == FILL_ONES ? 1.0f : j->std * rng_normal(&r);
+		if (j->dtype == GGUF_DTYPE_F32) {
+			memcpy((uint8_t *)dst + 4 * i, &x, 4);
+		} else {
+			uint16_t hb =
+			    j->dtype == GGUF_DTYPE_F16 ? half_f32_to_f16(x) : half_f32_to_bf16(x);
+			memcpy((uint8_t *)dst + 2 * i, &hb, 2);
+		}
+	}
+	return BG_OK;
+}
+
+/* ---- the writer ---- */
+
+static uint32_t file_type(enum gguf_dtype t)
+{
+	switch (t) {
+	case GGUF_DTYPE_F32: return 0;
+	case GGUF_DTYPE_F16: return 1;
+	case GGUF_DTYPE_Q8_0: return 7;
+	case GGUF_DTYPE_BF16: return 32;
+	}
+	return 0;
+}
+
+struct synth_build {
+	struct gguf_writer *w;
+	struct fill_job *jobs; /* [n_jobs], referenced by the writer until the write */
+	size_t n_jobs;
+	struct vocab vocab;
+	bool tied;
+};
+
+static void build_free(struct synth_build *b)
+{
+	gguf_writer_destroy(b->w);
+	free(b->jobs);
+	vocab_free(&b->vocab);
+}
+
+/* Weight scales. A projection with fan-in ne0 gets std 1/sqrt(ne0), so every matrix-vector
+ * product keeps unit variance and the residual stream grows only like sqrt(layers):
+ * activations stay O(1) (finite in f16) at any size, and every layer changes the result.
+ * Embeddings are N(0, 1); the output projection gets std OUT_SCALE/sqrt(n_embd), so logits
+ * have a spread of about OUT_SCALE: the top tokens are separated by much more than
+ * rounding noise, which makes greedy outputs comparable across implementations. */
+#define OUT_SCALE 4.0f
+
+static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum fill_kind kind,
+		uint64_t ne0, uint64_t ne1, uint64_t seed)
+{
+	struct fill_job *j = &b->jobs[b->n_jobs++];
+	float std = 1.0f / sqrtf((float)ne0);
+	if (strcmp(name, "token_embd.weight") == 0)
+		std = b->tied ? OUT_SCALE / sqrtf((float)ne0) : 1.0f; /* tied: it is the output */
+	else if (strcmp(name, "output.weight") == 0)
+		std = OUT_SCALE / sqrtf((float)ne0);
+	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std};
+	uint64_t ne[2] = {ne0, ne1};
+	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
+}
+
+static enum bg_status build(const struct synth_opts *o, struct synth_build *b, struct bg_err *err)
+{
+	memset(b, 0, sizeof *b);
+	enum bg_status st = synth_check(o, err);
+	if (st)
+		return st;
+	const struct synth_shape *s = &o->shape;
+	uint32_t n_vocab = synth_n_vocab(o);
+	b->w = gguf_writer_create();
+	b->jobs = calloc(3 + 9 * (size_t)s->n_layer, sizeof *b->jobs);
+	if (!b->w || !b->jobs) {
+		build_free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	}
+	struct gguf_writer *w = b->w;
+	b->tied = o->tie_output;
+	gguf_writer_set_str(w, "general.architecture", "llama");
+	gguf_writer_set_str(w, "general.name", o->name ? o->name : s->name);
+	gguf_writer_set_u32(w, "general.file_type", file_type(o->dtype));
+	gguf_writer_set_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
+	gguf_writer_set_u32(w, "llama.context_length", s->n_ctx);
+	gguf_writer_set_u32(w, "llama.embedding_length", s->n_embd);
+	gguf_writer_set_u32(w, "llama.block_count", s->n_layer);
+	gguf_writer_set_u32(w, "llama.feed_forward_length", s->n_ff);
+	gguf_writer_set_u32(w, "llama.rope.dimension_count", s->n_embd / s->n_head);
+	gguf_writer_set_u32(w, "llama.attention.head_count", s->n_head);
+	gguf_writer_set_u32(w, "llama.attention.head_count_kv", s->n_head_kv);
+	gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", s->rms_eps);
+	gguf_writer_set_f32(w, "llama.rope.freq_base", s->rope_base);
+	gguf_writer_set_u32(w, "llama.vocab_size", n_vocab);
+
+	if (o->vocab_from) {
+		for (uint64_t i = 0; i < gguf_n_kv(o->vocab_from); i++) {
+			struct gguf_str k = gguf_kv_key(o->vocab_from, i);
+			if (k.len > 10 && memcmp(k.ptr, "tokenizer.", 10) == 0)
+				gguf_writer_copy_kv(w, o->vocab_from, i);
+		}
+	} else {
+		st = vocab_build(&b->vocab, s->n_vocab, err);
+		if (st) {
+			build_free(b);
+			return st;
+		}
+		gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+		gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens",
+					(const char *const *)b->vocab.text, b->vocab.n);
+		gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", b->vocab.scores, b->vocab.n);
+		gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", b->vocab.types, b->vocab.n);
+		gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+		gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+		gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+		gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", true);
+		gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", false);
+	}
+
+	uint64_t E = s->n_embd, V = n_vocab, F = s->n_ff;
+	uint64_t KV = (uint64_t)s->n_head_kv * (s->n_embd / s->n_head);
+	enum gguf_dtype t = o->dtype;
+	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
+	add(b, "output_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1, o->seed);
+	if (!o->tie_output)
+		add(b, "output.weight", t, FILL_RANDOM, E, V, o->seed);
+	for (uint32_t l = 0; l < s->n_layer; l++) {
+		char n[64];
+#define ADD(suffix, type, kind, a, c)                                                              \
+	do {                                                                                       \
+		snprintf(n, sizeof n, "blk.%u.%s.weight", l, suffix);                              \
+		add(b, n, type, kind, a, c, o->seed);                                              \
+	} while (0)
+		ADD("attn_norm", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		ADD("attn_q", t, FILL_RANDOM, E, E);
+		ADD("attn_k", t, FILL_RANDOM, E, KV);
+		ADD("attn_v", t, FILL_RANDOM, E, KV);
+		ADD("attn_output", t, FILL_RANDOM, E, E);
+		ADD("ffn_norm", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		ADD("ffn_gate", t, FILL_RANDOM, E, F);
+		ADD("ffn_up", t, FILL_RANDOM, E, F);
+		ADD("ffn_down", t, FILL_RANDOM, F, E);
+#undef ADD
+	}
+	return BG_OK;
+}
+
+enum bg_status synth_write(const struct synth_opts *o, const char *path, struct bg_err *err)
+{
+	struct synth_build b;
+	enum bg_status st = build(o, &b, err);
+	if (st)
+		return st;
+	st = gguf_writer_write(b.w, path, err);
+	build_free(&b);
+	return st;
+}
+
+enum bg_status synth_to_buffer(const struct synth_opts *o, void **buf, size_t *len,
+			       struct bg_err *err)
+{
+	*buf = NULL;
+	*len = 0;
+	struct synth_build b;
+	enum bg_status st = build(o, &b, err);
+	if (st)
+		return st;
+	st = gguf_writer_to_buffer(b.w, buf, len, err);
+	build_free(&b);
+	return st;
+}
+
+enum bg_status synth_builtin(void **buf, size_t *len, struct bg_err *err)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("builtin"));
+	o.seed = 20261122;
+	o.name = "batchgen built-in (random weights)";
+	return synth_to_buffer(&o, buf, len, err);
+}

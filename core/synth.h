@@ -1,0 +1,82 @@
+/* synth: synthetic Llama models (random weights of a named or custom shape) and the
+ * built-in model.
+ *
+ * A synthetic model is an ordinary GGUF file (or buffer) with architecture `llama`,
+ * seeded random weights (each projection N(0, 1/fan_in), embeddings N(0, 1), output
+ * projection scaled so logits spread by about 4; norm weights are 1), so that activations
+ * stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the `tokenizer.*`
+ * keys copied from another GGUF file, or a generated SentencePiece-style (`llama`) vocabulary:
+ * <unk>, <s>,
+ * </s>, the 256 byte tokens <0x00>..<0xFF>, a few hundred English pieces with scores, and
+ * padding tokens [PAD<id>] up to n_vocab. llama.cpp loads these files.
+ *
+ * The same options and seed always give the same bytes. Each tensor's values depend only
+ * on the seed and the tensor's name, never on the order in which tensors are written.
+ */
+#ifndef BG_SYNTH_H
+#define BG_SYNTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gguf.h"
+#include "status.h"
+
+struct synth_shape {
+	const char *name;
+	uint32_t n_layer;
+	uint32_t n_embd;
+	uint32_t n_head;
+	uint32_t n_head_kv;
+	uint32_t n_ff;
+	uint32_t n_vocab; /* ignored when the vocabulary is copied from a file */
+	uint32_t n_ctx;
+	float rope_base;
+	float rms_eps;
+	bool tie_output; /* the real model ties output.weight to token_embd */
+};
+
+/* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin, ...):
+ * NULL for an unknown name. */
+const struct synth_shape *synth_find_shape(const char *name);
+size_t synth_n_shapes(void);
+const struct synth_shape *synth_shape_at(size_t i); /* i < synth_n_shapes() */
+
+/* Parameters of a model of shape s (every weight, output counted unless tied). */
+uint64_t synth_n_params(const struct synth_shape *s, bool tie_output);
+
+struct synth_opts {
+	struct synth_shape shape;
+	enum gguf_dtype dtype; /* of the matrices; norms are always f32 */
+	uint64_t seed;
+	bool tie_output;		   /* omit output.weight (tied to token_embd) */
+	const struct gguf_ctx *vocab_from; /* copy tokenizer.* from here; NULL = generate */
+	const char *name;		   /* general.name; NULL = the shape's name */
+};
+
+/* Defaults for shape s: dtype f32, seed 0, the shape's tying, generated vocabulary. */
+void synth_opts_init(struct synth_opts *o, const struct synth_shape *s);
+
+/* Checks a shape (positive sizes, n_embd % n_head == 0, n_head % n_head_kv == 0, even head
+ * size, q8_0 row sizes multiple of 32, a generated vocabulary of at least 259 tokens).
+ * BG_ERR_INVALID with a sentence naming the problem. */
+enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err);
+
+/* The vocabulary size the model will have: the copied tokenizer's, or the shape's
+ * n_vocab, or (n_vocab == 0, the built-in shape) exactly the generated pieces. */
+uint32_t synth_n_vocab(const struct synth_opts *o);
+
+/* Writes a synthetic model to path (streaming: one tensor in memory at a time). */
+enum bg_status synth_write(const struct synth_opts *o, const char *path, struct bg_err *err);
+
+/* The same bytes into a malloc'd buffer (caller frees). */
+enum bg_status synth_to_buffer(const struct synth_opts *o, void **buf, size_t *len,
+			       struct bg_err *err);
+
+/* The built-in model: shape "builtin" (4 layers, 128 embd, 4 heads, 2 kv heads, ffn 344,
+ * ctx 1024), f32, a generated vocabulary of exactly its English pieces, tied output, a
+ * fixed seed. Deterministic. */
+enum bg_status synth_builtin(void **buf, size_t *len, struct bg_err *err);
+
+#endif

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# e2e_llamacpp: batchgen's greedy tokens equal llama.cpp's on synthetic models that
+# `batchgen synth` writes (f32, bf16 and q8_0 with the generated vocabulary, f16 with the
+# Llama-2 vocabulary copied from ../shared/vocab), for 3 prompts of 4 to 41 token ids and 12
+# new tokens. llama.cpp is node-llama-cpp 3.22.1's prebuilt CPU build
+# (bench/llamacpp_greedy.mjs: argmax of the raw logits, ties to the lower id). The three
+# prompts run as one batchgen job, so they are batched together.
+# Needs `npm ci --prefix bench`; skips visibly without it (fails under CI=true).
+source tests/check.sh
+source tests/need_llamacpp.sh
+
+if ! need_llamacpp "llama.cpp cross-check"; then
+	summary
+	exit $?
+fi
+
+N=12
+PROMPTS=(
+	'[1, 300, 301, 302]'
+	'[1, 5, 77, 260, 261, 400, 12, 13]'
+	'[1, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329]'
+)
+
+# compare OUT.jsonl ID LLAMA_TOKENS MARGIN: prints "ok N" when batchgen's greedy tokens for
+# request ID equal llama.cpp's for the first N steps, where N stops (only) at the first step
+# whose top-1/top-2 log-prob margin in batchgen's own top_logprobs is below MARGIN: there a
+# rounding difference may legitimately pick the other branch, and everything after depends
+# on the branch. MARGIN 0 compares every step. Otherwise prints the first mismatch.
+compare() {
+	node -e '
+		const fs = require("fs");
+		const [file, id, wantJson, marginStr] = process.argv.slice(1);
+		const want = JSON.parse(wantJson), margin = Number(marginStr);
+		let r = null;
+		for (const line of fs.readFileSync(file, "utf8").split("\n"))
+			if (line.trim() && JSON.parse(line).id === id) r = JSON.parse(line);
+		if (!r || !Array.isArray(r.token_ids)) {
+			console.log("no-result " + JSON.stringify(r && r.error));
+			process.exit(0);
+		}
+		const got = r.token_ids;
+		if (got.length !== want.length) {
+			console.log(`length ${got.length} != ${want.length}`);
+			process.exit(0);
+		}
+		let n = 0;
+		for (; n < got.length; n++) {
+			if (margin > 0) {
+				const top = (r.top_logprobs || [])[n] || [];
+				if (top.length < 2) {
+					console.log("no top_logprobs");
+					process.exit(0);
+				}
+				if (top[0].logprob - top[1].logprob < margin) break;
+			}
+			if (got[n] !== want[n]) {
+				console.log(`step ${n}: got ${JSON.stringify(got)}`);
+				process.exit(0);
+			}
+		}
+		console.log("ok " + n);' "$1" "$2" "$3" "$4"
+}
+
+# compare_model LABEL MODEL MARGIN [PROMPT_INDEX...]: all prompts unless indices are given.
+# The prompts run as one batchgen job (batched together).
+compare_model() {
+	local label=$1 model=$2 margin=$3
+	shift 3
+	local which=("$@")
+	[ ${#which[@]} -gt 0 ] || which=("${!PROMPTS[@]}")
+	local in=$TMP/$label.in.jsonl out=$TMP/$label.out.jsonl
+	: >"$in"
+	local i
+	for i in "${which[@]}"; do
+		printf '{"id":"p%d","input_ids":%s,"max_tokens":%d,"temperature":0,"ignore_eos":true,"logprobs":2}\n' \
+			"$i" "${PROMPTS[$i]}" "$N" >>"$in"
+	done
+	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$in" -o "$out"
+	# one llama.cpp start for all the prompts: one output line per prompt, in order
+	local all="" sep=""
+	for i in "${which[@]}"; do
+		all+="$sep${PROMPTS[$i]}"
+		sep=", "
+	done
+	node bench/llamacpp_greedy.mjs "$model" "[$all]" "$N" >"$TMP/$label.llama" 2>"$TMP/llama.err" ||
+		echo "FAIL $label: llama.cpp failed: $(tail -n 3 "$TMP/llama.err")" >&2
+	local compared=0 k=0
+	for i in "${which[@]}"; do
+		local want res
+		k=$((k + 1))
+		want=$(sed -n "${k}p" "$TMP/$label.llama")
+		if [ -z "$want" ]; then
+			n_fail=$((n_fail + 1))
+			echo "FAIL $label p$i: no llama.cpp output" >&2
+			continue
+		fi
+		res=$(compare "$out" "p$i" "$want" "$margin")
+		echo "$label p$i: $res (llama.cpp $want)"
+		check_eq "$label p$i greedy tokens vs llama.cpp" "${res%% *}" ok
+		[ "${res%% *}" = ok ] && compared=$((compared + ${res#ok }))
+	done
+	# near-ties must not hide everything: at least half the steps have to be compared
+	check "$label: $compared of $((${#which[@]} * N)) steps compared" \
+		test $((compared * 2)) -ge $((${#which[@]} * N))
+}
+
+check "synth f32" "$BATCHGEN" synth --shape tiny --dtype f32 --seed 3 -o "$TMP/tiny-f32.gguf"
+# f32: both engines compute in f32 and differ only in summation order (~1e-6 relative), far
+# below the top-2 gaps of these models: every step must match
+compare_model tiny-f32 "$TMP/tiny-f32.gguf" 0
+# f16, bf16, q8_0 weights: llama.cpp's CPU matmuls first round the activations to f16
+# (relative 2^-11), bf16 (2^-8) or q8 blocks (1/254 of the block max), which moved log-probs
+# by up to ~0.025 in trials; steps whose top-2 margin is below twice that are not compared
+check "synth bf16" "$BATCHGEN" synth --shape tiny --dtype bf16 --seed 7 -o "$TMP/tiny-bf16.gguf"
+compare_model tiny-bf16 "$TMP/tiny-bf16.gguf" 0.05
+check "synth q8_0" "$BATCHGEN" synth --shape tiny --dtype q8_0 --seed 6 -o "$TMP/tiny-q8_0.gguf"
+compare_model tiny-q8_0 "$TMP/tiny-q8_0.gguf" 0.05
+
+if spm=$(shared vocab/ggml-vocab-llama-spm.gguf); then
+	check "synth f16 spm" "$BATCHGEN" synth --shape tiny --dtype f16 --seed 4 \
+		--vocab-from "$spm" -o "$TMP/tiny-f16-spm.gguf"
+	compare_model tiny-f16-spm "$TMP/tiny-f16-spm.gguf" 0.02
+fi
+
+# the real model too: the first prompt of ../shared's reference, through the same harness
+if m=$(shared models/stories260K.gguf); then
+	want=$(node bench/llamacpp_greedy.mjs "$m" '[1, 403, 407, 261, 378]' 8 2>/dev/null)
+	check_eq "harness reproduces the stored llama.cpp reference" "$want" \
+		"[432,383,286,261,376,298,315,421]"
+fi
+
+summary

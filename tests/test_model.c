@@ -1,0 +1,587 @@
+/* test_model: hyper-parameters and weights of the real test models (values from
+ * ../shared/models/README.md), refusals (vocab-only, v1, other architectures, misshapen or
+ * missing tensors made with the writer), the built-in and synthetic models. */
+#include "core/model.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/half.h"
+#include "core/synth.h"
+#include "core/tokenizer.h"
+#include "tests/check.h"
+
+static bool has(const struct bg_err *e, const char *needle)
+{
+	return strstr(e->msg, needle) != NULL && strchr(e->msg, '\n') == NULL;
+}
+
+static void test_stories(void)
+{
+	const char *p = check_shared("models/stories260K.gguf");
+	if (!p)
+		return;
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	CHECK(model_load(p, &m, &err) == BG_OK, "%s", err.msg);
+	if (!m)
+		return;
+	const struct model_hparams *hp = &m->hp;
+	CHECK(strcmp(m->arch, "llama") == 0, "arch %s", m->arch);
+	CHECK(hp->n_layer == 5 && hp->n_embd == 64 && hp->n_head == 8 && hp->n_head_kv == 4 &&
+		  hp->head_dim == 8 && hp->n_ff == 172 && hp->rope_dim == 8 && hp->n_vocab == 512 &&
+		  hp->n_ctx_train == 2048,
+	      "hparams %u %u %u %u %u %u %u %u %u", hp->n_layer, hp->n_embd, hp->n_head,
+	      hp->n_head_kv, hp->head_dim, hp->n_ff, hp->rope_dim, hp->n_vocab, hp->n_ctx_train);
+	CHECK(hp->rope_base == 10000.0f && hp->rms_eps == 1e-5f && !hp->rope_neox, "rope/eps");
+	/* by hand: 2 * 512*64 + 64 + 5 * (2*64 + 2*64*64 + 2*64*32 + 3*64*172) */
+	CHECK(m->n_params == 292800, "n_params %llu", (unsigned long long)m->n_params);
+	CHECK(m->weight_bytes == 292800 * 4, "weight_bytes %llu",
+	      (unsigned long long)m->weight_bytes);
+	CHECK(m->output.data != m->tok_embd.data, "stories260K has its own output.weight");
+	CHECK(m->tok_embd.type == GGUF_DTYPE_F32 && m->tok_embd.ne0 == 64 && m->tok_embd.ne1 == 512,
+	      "tok_embd");
+	const struct gguf_tensor *t = gguf_find_tensor(m->gguf, "blk.4.ffn_down.weight");
+	CHECK(t && m->layers[4].w_down.data == t->data && m->layers[4].w_down.ne0 == 172 &&
+		  m->layers[4].w_down.ne1 == 64,
+	      "blk.4.ffn_down");
+	CHECK(m->layers[1].wk.ne0 == 64 && m->layers[1].wk.ne1 == 32, "wk shape");
+	CHECK(m->layers[0].attn_norm.ne1 == 1 && m->layers[0].attn_norm.ne0 == 64, "norm shape");
+	float v;
+	memcpy(&v, m->layers[4].w_down.data, 4);
+	CHECK(v == -0.04791264981031418f, "w_down[0] %.9g", v); /* Python reading of the file */
+	CHECK(m->synthetic == false && strcmp(m->name, "llama") == 0, "name %s", m->name);
+	model_free(m);
+}
+
+static void test_tiny_random(void)
+{
+	const char *p = check_shared("models/llama-2-tiny-random.gguf");
+	if (!p)
+		return;
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	CHECK(model_open(p, false, &m, &err) == BG_OK, "%s", err.msg);
+	if (!m)
+		return;
+	const struct model_hparams *hp = &m->hp;
+	CHECK(hp->n_layer == 1 && hp->n_embd == 8 && hp->n_head == 2 && hp->n_head_kv == 2 &&
+		  hp->head_dim == 4 && hp->n_ff == 32 && hp->rope_dim == 4 &&
+		  hp->n_vocab == 32000 && hp->n_ctx_train == 4096,
+	      "hparams");
+	CHECK(m->tok_embd.type == GGUF_DTYPE_F16 && m->layers[0].wq.type == GGUF_DTYPE_F16 &&
+		  m->layers[0].w_down.type == GGUF_DTYPE_F16 &&
+		  m->layers[0].attn_norm.type == GGUF_DTYPE_F32 &&
+		  m->output_norm.type == GGUF_DTYPE_F32,
+	      "dtypes");
+	/* 2 * 32000*8 + 8 + (2*8 + 4*8*8 + 3*8*32) */
+	CHECK(m->n_params == 513048, "n_params %llu", (unsigned long long)m->n_params);
+	CHECK(m->weight_bytes == 2 * (513048 - 3 * 8) + 4 * 3 * 8, "bytes %llu",
+	      (unsigned long long)m->weight_bytes);
+	model_free(m);
+}
+
+static void test_refusals(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	const char *p = check_shared("vocab/ggml-vocab-llama-spm.gguf");
+	if (p) {
+		struct gguf_ctx *g = NULL;
+		CHECK(gguf_open(p, &g, &err) == BG_OK, "%s", err.msg);
+		if (g) {
+			CHECK(model_from_gguf(g, &m, &err) == BG_ERR_FORMAT && m == NULL &&
+				  has(&err, "has no tensors"),
+			      "vocab-only: %s", err.msg);
+		}
+		CHECK(model_load(p, &m, &err) == BG_ERR_FORMAT && has(&err, p) &&
+			  has(&err, "has no tensors"),
+		      "vocab-only load: %s", err.msg);
+	}
+	p = check_shared("models/tinyllamas-stories-260k-f32.gguf");
+	if (p)
+		CHECK(model_load(p, &m, &err) == BG_ERR_UNSUPPORTED && has(&err, "version 1"),
+		      "v1: %s", err.msg);
+	CHECK(model_load("/nonexistent/m.gguf", &m, &err) == BG_ERR_IO && m == NULL, "missing");
+	CHECK(model_open("synthetic:no-such-shape", true, &m, &err) == BG_ERR_INVALID &&
+		  has(&err, "no-such-shape") && has(&err, "llama-3-8b"),
+	      "unknown shape: %s", err.msg);
+	CHECK(model_open("synthetic:tiny:q4", true, &m, &err) == BG_ERR_INVALID, "bad dtype");
+}
+
+/* ---- models rewritten from stories260K with one thing changed ---- */
+
+enum edit {
+	E_NONE,
+	E_RESHAPE,
+	E_DROP,
+	E_NORM_F16,
+	E_ARCH,
+	E_NO_KEY,
+	E_BAD_HEADS,
+	E_TRANSPOSE,
+	E_EXTRA,
+	E_EXPERTS
+};
+
+/* Copies stories260K, applying edit to tensor/key `what`, and tries to load the result. */
+static enum bg_status rewrite(const struct gguf_ctx *src, enum edit e, const char *what,
+			      struct model **out, struct bg_err *err)
+{
+	struct gguf_writer *w = gguf_writer_create();
+	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
+		struct gguf_str k = gguf_kv_key(src, i);
+		if (e == E_NO_KEY && k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
+			continue;
+		gguf_writer_copy_kv(w, src, i);
+	}
+	if (e == E_ARCH)
+		gguf_writer_set_str(w, "general.architecture", what);
+	if (e == E_BAD_HEADS)
+		gguf_writer_set_u32(w, "llama.attention.head_count_kv", 3);
+	if (e == E_EXPERTS)
+		gguf_writer_set_u32(w, "llama.expert_count", 8);
+	static float extra[64];
+	if (e == E_EXTRA)
+		gguf_writer_add_tensor(w, what, GGUF_DTYPE_F32, 1, (uint64_t[]){64}, extra);
+	static uint16_t f16buf[64];
+	for (uint64_t i = 0; i < gguf_n_tensors(src); i++) {
+		const struct gguf_tensor *t = gguf_tensor(src, i);
+		char name[96];
+		snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+		bool target = strcmp(name, what) == 0;
+		uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+		if (target && e == E_DROP)
+			continue;
+		if (target && e == E_RESHAPE) {
+			/* same bytes, claimed as one more row than there is: take fewer columns */
+			ne[0] = t->ne[0] / 2;
+			ne[1] = t->ne[1] * 2;
+		}
+		if (target && e == E_TRANSPOSE) {
+			ne[0] = t->ne[1];
+			ne[1] = t->ne[0];
+		}
+		if (target && e == E_NORM_F16) {
+			gguf_writer_add_tensor(w, name, GGUF_DTYPE_F16, 1, ne, f16buf);
+			continue;
+		}
+		gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, t->data);
+	}
+	void *buf;
+	size_t len;
+	enum bg_status st = gguf_writer_to_buffer(w, &buf, &len, err);
+	gguf_writer_destroy(w);
+	if (st)
+		return st;
+	struct gguf_ctx *g = NULL;
+	st = gguf_parse(buf, len, true, &g, err);
+	if (st)
+		return st;
+	return model_from_gguf(g, out, err);
+}
+
+static void test_rewrites(void)
+{
+	const char *p = check_shared("models/stories260K.gguf");
+	if (!p)
+		return;
+	struct gguf_ctx *src = NULL;
+	struct bg_err err = {0};
+	if (gguf_open(p, &src, &err) != BG_OK) {
+		CHECK(false, "%s", err.msg);
+		return;
+	}
+	struct model *m = NULL;
+	CHECK(rewrite(src, E_NONE, "", &m, &err) == BG_OK, "unchanged copy: %s", err.msg);
+	model_free(m);
+	m = NULL;
+
+	CHECK(rewrite(src, E_RESHAPE, "blk.2.attn_k.weight", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.2.attn_k.weight' has shape [32, 64], expected [64, 32]"),
+	      "reshaped: %s", err.msg);
+	CHECK(rewrite(src, E_TRANSPOSE, "blk.0.ffn_down.weight", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.0.ffn_down.weight' has shape [64, 172], expected [172, 64]"),
+	      "transposed: %s", err.msg);
+	CHECK(rewrite(src, E_TRANSPOSE, "token_embd.weight", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'token_embd.weight'") && has(&err, "expected [64, 512]"),
+	      "token_embd: %s", err.msg);
+	CHECK(rewrite(src, E_DROP, "blk.3.ffn_up.weight", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.3.ffn_up.weight' is missing"),
+	      "dropped: %s", err.msg);
+	CHECK(rewrite(src, E_NORM_F16, "blk.1.ffn_norm.weight", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'blk.1.ffn_norm.weight'"),
+	      "f16 norm: %s", err.msg);
+	CHECK(rewrite(src, E_ARCH, "qwen2", &m, &err) == BG_ERR_UNSUPPORTED && has(&err, "'qwen2'"),
+	      "arch: %s", err.msg);
+	CHECK(rewrite(src, E_NO_KEY, "llama.block_count", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "llama.block_count"),
+	      "no block_count: %s", err.msg);
+	CHECK(rewrite(src, E_BAD_HEADS, "", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "head_count_kv 3"),
+	      "kv heads: %s", err.msg);
+	CHECK(rewrite(src, E_EXTRA, "blk.0.attn_q.bias", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'blk.0.attn_q.bias'"),
+	      "extra tensor: %s", err.msg);
+	CHECK(rewrite(src, E_EXTRA, "rope_freqs.weight", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'rope_freqs.weight'"),
+	      "rope_freqs: %s", err.msg);
+	CHECK(rewrite(src, E_EXPERTS, "", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "expert_count"),
+	      "experts: %s", err.msg);
+	CHECK(m == NULL, "no model on failure");
+
+	/* without the rope.dimension_count and head_count_kv keys the defaults apply */
+	CHECK(rewrite(src, E_NO_KEY, "llama.rope.dimension_count", &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m)
+		CHECK(m->hp.rope_dim == 8, "default rope_dim %u", m->hp.rope_dim);
+	model_free(m);
+	m = NULL;
+	CHECK(rewrite(src, E_NO_KEY, "llama.attention.head_count_kv", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.0.attn_k.weight' has shape [64, 32], expected [64, 64]"),
+	      "default head_count_kv = head_count: %s", err.msg);
+
+	/* dropping output.weight ties the output projection */
+	CHECK(rewrite(src, E_DROP, "output.weight", &m, &err) == BG_OK, "tied: %s", err.msg);
+	if (m) {
+		CHECK(m->output.data == m->tok_embd.data && m->output.ne1 == 512, "tied output");
+		CHECK(m->n_params == 292800 - 64 * 512, "tied n_params %llu",
+		      (unsigned long long)m->n_params);
+	}
+	model_free(m);
+	gguf_close(src);
+}
+
+/* ---- hostile files all the way through the model loader ---- */
+
+/* Seeded byte flips in stories260K's metadata region (the first 14176 bytes): the loader
+ * must refuse with a one-line message or load a model whose weights lie in the file. */
+static void test_flips(void)
+{
+	const char *p = check_shared("models/stories260K.gguf");
+	if (!p)
+		return;
+	FILE *f = fopen(p, "rb");
+	if (!f)
+		return;
+	static uint8_t buf[1185376];
+	size_t len = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	CHECK(len == sizeof buf, "read %zu", len);
+	uint64_t x = 12345;
+	int n_ok = 0, n_fail = 0, n_bad = 0;
+	for (int it = 0; it < 1500; it++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		size_t pos = (size_t)(x % 14176);
+		uint8_t old = buf[pos];
+		buf[pos] = (it & 1) ? (uint8_t)(x >> 24) : (uint8_t)(old ^ (1u << ((x >> 33) & 7)));
+		struct gguf_ctx *g = NULL;
+		struct model *m = NULL;
+		struct bg_err err = {0};
+		if (gguf_parse(buf, len, false, &g, &err) == BG_OK &&
+		    model_from_gguf(g, &m, &err) == BG_OK) {
+			n_ok++;
+			/* every weight lies inside the buffer */
+			const uint8_t *lo = buf, *hi = buf + len;
+			for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+				const struct model_weight *w = &m->layers[l].w_down;
+				const uint8_t *d = w->data;
+				if (d < lo || d + gguf_row_bytes(w->type, w->ne0) * w->ne1 > hi)
+					n_bad++;
+			}
+			model_free(m);
+		} else {
+			n_fail++;
+			if (!err.msg[0] || strchr(err.msg, '\n'))
+				n_bad++;
+		}
+		buf[pos] = old;
+	}
+	CHECK(n_bad == 0, "%d flips gave a bad model or no message", n_bad);
+	CHECK(n_ok > 0 && n_fail > 0, "flips: %d loaded, %d refused", n_ok, n_fail);
+}
+
+/* ---- built-in and synthetic ---- */
+
+static double tensor_std(const struct model_weight *w, double *mean)
+{
+	double s = 0, s2 = 0;
+	uint64_t n = w->ne0 * w->ne1;
+	for (uint64_t i = 0; i < n; i++) {
+		double x;
+		if (w->type == GGUF_DTYPE_F32)
+			x = ((const float *)w->data)[i];
+		else
+			x = half_f16_to_f32(((const uint16_t *)w->data)[i]);
+		s += x;
+		s2 += x * x;
+	}
+	*mean = s / (double)n;
+	return sqrt(s2 / (double)n - *mean * *mean);
+}
+
+static void test_builtin(void)
+{
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	CHECK(model_open(NULL, false, &m, &err) == BG_OK, "%s", err.msg);
+	if (!m)
+		return;
+	const struct model_hparams *hp = &m->hp;
+	CHECK(hp->n_layer == 4 && hp->n_embd == 128 && hp->n_head == 4 && hp->n_head_kv == 2 &&
+		  hp->n_ff == 344 && hp->n_ctx_train == 1024 && hp->head_dim == 32,
+	      "builtin hparams");
+	CHECK(hp->n_vocab >= 300 && hp->n_vocab <= 600, "builtin vocab %u", hp->n_vocab);
+	CHECK(m->output.data == m->tok_embd.data, "builtin is tied");
+	CHECK(m->gguf && !m->synthetic, "builtin has its gguf");
+	struct gguf_str s;
+	CHECK(gguf_get_str(m->gguf, "tokenizer.ggml.model", &s) && s.len == 5 &&
+		  memcmp(s.ptr, "llama", 5) == 0,
+	      "builtin tokenizer model");
+	s = gguf_arr_str(m->gguf, "tokenizer.ggml.tokens", 1);
+	CHECK(s.len == 3 && memcmp(s.ptr, "<s>", 3) == 0, "bos text");
+	s = gguf_arr_str(m->gguf, "tokenizer.ggml.tokens", 3 + 0x41);
+	CHECK(s.len == 6 && memcmp(s.ptr, "<0x41>", 6) == 0, "byte token");
+	int32_t *types = calloc(hp->n_vocab, sizeof *types);
+	CHECK(gguf_arr_copy_i32(m->gguf, "tokenizer.ggml.token_type", types, hp->n_vocab) &&
+		  types[0] == 2 && types[1] == 3 && types[2] == 3 && types[3] == 6 &&
+		  types[258] == 6 && types[259] == 1,
+	      "token types");
+	free(types);
+	/* norms are 1; projections have std 1/sqrt(fan_in) */
+	CHECK(((const float *)m->layers[2].ffn_norm.data)[17] == 1.0f, "norm is 1");
+	double mean, sd = tensor_std(&m->layers[0].wq, &mean);
+	CHECK(fabs(mean) < 0.01 && fabs(sd - 1.0 / sqrt(128.0)) < 0.005, "wq mean %g std %g", mean,
+	      sd);
+	sd = tensor_std(&m->layers[1].w_down, &mean);
+	CHECK(fabs(sd - 1.0 / sqrt(344.0)) < 0.005, "w_down std %g", sd);
+	/* its tokenizer loads, and encodes as llama.cpp does (ids from node-llama-cpp 3.22.1's
+	 * tokenize() on the same vocabulary, written out by `batchgen synth --shape builtin`) */
+	struct tok *tk = NULL;
+	CHECK(tok_load(m->gguf, &tk, &err) == BG_OK, "builtin tokenizer: %s", err.msg);
+	if (tk) {
+		CHECK(tok_n_vocab(tk) == (int32_t)hp->n_vocab && tok_bos(tk) == 1 &&
+			  tok_eos(tk) == 2,
+		      "builtin vocab");
+		const char *text = "Once upon a time there was a little girl named Lily.";
+		static const int32_t want[] = {1,   321, 325, 295, 317, 327, 300, 295,
+					       333, 337, 377, 260, 272, 421, 357, 286};
+		int32_t *ids = NULL;
+		size_t n = 0;
+		CHECK(tok_encode(tk, text, strlen(text), true, false, &ids, &n, &err) == BG_OK &&
+			  n == sizeof want / sizeof want[0] && memcmp(ids, want, sizeof want) == 0,
+		      "builtin encoding (%zu ids)", n);
+		free(ids);
+		tok_free(tk);
+	}
+	model_free(m);
+
+	void *a, *b;
+	size_t la, lb;
+	CHECK(synth_builtin(&a, &la, &err) == BG_OK && synth_builtin(&b, &lb, &err) == BG_OK &&
+		  la == lb && memcmp(a, b, la) == 0,
+	      "builtin is deterministic");
+	free(a);
+	free(b);
+}
+
+static void test_synthetic(void)
+{
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	/* parameter counts of the real models (Hugging Face model cards / config arithmetic) */
+	struct {
+		const char *spec;
+		uint64_t n_params;
+	} known[] = {
+	    {"synthetic:llama-3-8b", 8030261248ull},
+	    {"synthetic:llama-2-7b", 6738415616ull},
+	    {"synthetic:llama-3.2-1b", 1235814400ull},
+	};
+	for (size_t i = 0; i < 3; i++) {
+		CHECK(model_open(known[i].spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		if (!m)
+			continue;
+		CHECK(m->synthetic && m->gguf == NULL && m->tok_embd.data == NULL &&
+			  m->layers[0].wq.data == NULL,
+		      "%s is lazy", known[i].spec);
+		CHECK(m->n_params == known[i].n_params, "%s: n_params %llu", known[i].spec,
+		      (unsigned long long)m->n_params);
+		CHECK(m->weight_bytes > 2 * m->n_params - 1000000 &&
+			  m->weight_bytes < 2 * m->n_params + 1000000,
+		      "%s: f16 bytes %llu", known[i].spec, (unsigned long long)m->weight_bytes);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(model_open("synthetic:llama-3-8b", true, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.n_layer == 32 && m->hp.n_embd == 4096 && m->hp.n_head == 32 &&
+			  m->hp.n_head_kv == 8 && m->hp.n_ff == 14336 && m->hp.n_vocab == 128256 &&
+			  m->hp.rope_base == 500000.0f && m->hp.n_ctx_train == 8192 &&
+			  m->hp.head_dim == 128,
+		      "llama-3-8b shape");
+		CHECK(m->layers[31].wk.ne0 == 4096 && m->layers[31].wk.ne1 == 1024, "wk");
+		model_free(m);
+		m = NULL;
+	}
+
+	/* materialized: f32 and f16 of the same seed agree to f16 rounding, exactly */
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("tiny"));
+	o.seed = 7;
+	void *b32, *b16, *bq8, *b32b;
+	size_t l32, l16, lq8, l32b;
+	CHECK(synth_to_buffer(&o, &b32, &l32, &err) == BG_OK, "%s", err.msg);
+	CHECK(synth_to_buffer(&o, &b32b, &l32b, &err) == BG_OK && l32 == l32b &&
+		  memcmp(b32, b32b, l32) == 0,
+	      "same seed, same bytes");
+	free(b32b);
+	o.seed = 8;
+	CHECK(synth_to_buffer(&o, &b32b, &l32b, &err) == BG_OK && l32 == l32b &&
+		  memcmp(b32, b32b, l32) != 0,
+	      "another seed, other bytes");
+	free(b32b);
+	o.seed = 7;
+	o.dtype = GGUF_DTYPE_F16;
+	CHECK(synth_to_buffer(&o, &b16, &l16, &err) == BG_OK, "%s", err.msg);
+	o.dtype = GGUF_DTYPE_Q8_0;
+	CHECK(synth_to_buffer(&o, &bq8, &lq8, &err) == BG_OK, "%s", err.msg);
+	struct gguf_ctx *g32 = NULL, *g16 = NULL, *gq8 = NULL;
+	struct model *m32 = NULL, *m16 = NULL, *mq8 = NULL;
+	if (gguf_parse(b32, l32, true, &g32, &err) == BG_OK)
+		model_from_gguf(g32, &m32, &err);
+	if (gguf_parse(b16, l16, true, &g16, &err) == BG_OK)
+		model_from_gguf(g16, &m16, &err);
+	if (gguf_parse(bq8, lq8, true, &gq8, &err) == BG_OK)
+		model_from_gguf(gq8, &mq8, &err);
+	CHECK(m32 && m16 && mq8, "synthetic tiny models load: %s", err.msg);
+	if (m32 && m16 && mq8) {
+		const struct model_weight *w32 = &m32->layers[1].wv, *w16 = &m16->layers[1].wv;
+		const struct model_weight *wq = &mq8->layers[1].wv;
+		CHECK(w16->type == GGUF_DTYPE_F16 && wq->type == GGUF_DTYPE_Q8_0, "dtypes");
+		uint64_t n = w32->ne0 * w32->ne1, bad16 = 0, badq = 0;
+		double worst = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			float x = ((const float *)w32->data)[i];
+			if (((const uint16_t *)w16->data)[i] != half_f32_to_f16(x))
+				bad16++;
+			/* q8_0 (as llama.cpp quantizes): q = round(x / d) with d = amax/127, then d
+			 * is stored as f16 (relative error <= 2^-11), so |d_f16 q - x| <= d/2 +
+			 * 127 d 2^-11 */
+			const uint8_t *blk = (const uint8_t *)wq->data + (i / 32) * 34;
+			uint16_t dh;
+			memcpy(&dh, blk, 2);
+			float d = half_f16_to_f32(dh);
+			float y = d * (float)(int8_t)blk[2 + i % 32];
+			double e = fabs((double)y - x);
+			if (e > worst)
+				worst = e;
+			if (e > d * (0.5 + 127.0 / 2048.0) + 1e-7)
+				badq++;
+		}
+		CHECK(bad16 == 0, "%llu f16 values differ from f16(f32)",
+		      (unsigned long long)bad16);
+		CHECK(badq == 0, "%llu q8_0 values off by more than d/2 (worst %g)",
+		      (unsigned long long)badq, worst);
+		CHECK(m32->output.data != m32->tok_embd.data, "tiny is untied");
+		double mean, sd = tensor_std(&m32->output, &mean);
+		CHECK(fabs(sd - 4.0 / 8.0) < 0.02, "output std %g", sd);
+	}
+	model_free(m32);
+	model_free(m16);
+	model_free(mq8);
+
+	/* q8_0 needs multiples of 32 */
+	synth_opts_init(&o, synth_find_shape("builtin"));
+	o.dtype = GGUF_DTYPE_Q8_0;
+	CHECK(synth_check(&o, &err) == BG_ERR_INVALID && has(&err, "q8_0"), "q8_0 ffn 344");
+	synth_opts_init(&o, synth_find_shape("tiny"));
+	o.shape.n_head_kv = 3;
+	CHECK(synth_check(&o, &err) == BG_ERR_INVALID, "kv heads 3");
+	o.shape.n_head_kv = 2;
+	o.shape.n_vocab = 100;
+	CHECK(synth_check(&o, &err) == BG_ERR_INVALID && has(&err, "259"), "vocab 100");
+
+	/* a generated vocabulary pads to n_vocab with [PAD<id>] */
+	o.shape.n_vocab = 1000;
+	void *buf;
+	size_t len;
+	struct gguf_ctx *g = NULL;
+	CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
+		  gguf_parse(buf, len, true, &g, &err) == BG_OK,
+	      "%s", err.msg);
+	if (g) {
+		struct gguf_str s = gguf_arr_str(g, "tokenizer.ggml.tokens", 999);
+		CHECK(s.len == 8 && memcmp(s.ptr, "[PAD999]", 8) == 0, "pad token %.*s", (int)s.len,
+		      s.ptr);
+		CHECK(model_from_gguf(g, &m, &err) == BG_OK && m->hp.n_vocab == 1000, "%s",
+		      err.msg);
+		model_free(m);
+		m = NULL;
+	}
+
+	/* the tokenizer copied from a vocab file */
+	const char *p = check_shared("vocab/ggml-vocab-llama-spm.gguf");
+	if (p) {
+		struct gguf_ctx *vg = NULL;
+		CHECK(gguf_open(p, &vg, &err) == BG_OK, "%s", err.msg);
+		synth_opts_init(&o, synth_find_shape("tiny"));
+		o.vocab_from = vg;
+		CHECK(synth_n_vocab(&o) == 32000, "vocab from file %u", synth_n_vocab(&o));
+		g = NULL;
+		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
+			  gguf_parse(buf, len, true, &g, &err) == BG_OK,
+		      "%s", err.msg);
+		if (g && vg) {
+			uint64_t n_copied = 0;
+			for (uint64_t i = 0; i < gguf_n_kv(vg); i++) {
+				struct gguf_str k = gguf_kv_key(vg, i);
+				if (k.len <= 10 || memcmp(k.ptr, "tokenizer.", 10) != 0)
+					continue;
+				char key[256];
+				snprintf(key, sizeof key, "%.*s", (int)k.len, k.ptr);
+				int64_t j = gguf_find_key(g, key);
+				n_copied +=
+				    j >= 0 && gguf_kv_type(g, (uint64_t)j) == gguf_kv_type(vg, i);
+			}
+			CHECK(n_copied >= 5, "tokenizer keys copied: %llu",
+			      (unsigned long long)n_copied);
+			struct gguf_str a = gguf_arr_str(g, "tokenizer.ggml.tokens", 31999);
+			struct gguf_str b = gguf_arr_str(vg, "tokenizer.ggml.tokens", 31999);
+			CHECK(a.len == b.len && a.len && memcmp(a.ptr, b.ptr, a.len) == 0,
+			      "last token copied");
+			CHECK(model_from_gguf(g, &m, &err) == BG_OK && m->hp.n_vocab == 32000 &&
+				  m->tok_embd.ne1 == 32000,
+			      "%s", err.msg);
+			model_free(m);
+			m = NULL;
+		} else {
+			gguf_close(g);
+		}
+		gguf_close(vg);
+	}
+
+	/* materialized through model_open */
+	CHECK(model_open("synthetic:tiny:bf16", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(!m->synthetic && m->gguf && m->layers[0].wq.type == GGUF_DTYPE_BF16 &&
+			  m->layers[0].wq.data != NULL,
+		      "materialized");
+		model_free(m);
+	}
+}
+
+int main(void)
+{
+	test_stories();
+	test_tiny_random();
+	test_refusals();
+	test_rewrites();
+	test_flips();
+	test_builtin();
+	test_synthetic();
+	return check_summary();
+}
