@@ -1,11 +1,13 @@
 /* tokenizer: text <-> token ids, from the tokenizer stored in a GGUF file.
  *
  * Supported `tokenizer.ggml.model` values: "llama" (SentencePiece-style: score-ordered
- * merges, byte fallback <0xXX>, a leading space added per tokenizer.ggml.add_space_prefix)
- * and "gpt2" (byte-level BPE with merge ranks from tokenizer.ggml.merges and a
- * pre-tokenizer chosen by tokenizer.ggml.pre). Encoding matches llama.cpp's
- * llama_tokenize(add_special, parse_special) exactly; decoding returns the exact bytes
- * (for SentencePiece, U+2581 becomes a space).
+ * merges, byte fallback <0xXX>, a leading space added per tokenizer.ggml.add_space_prefix),
+ * "gpt2" (byte-level BPE with merge ranks from tokenizer.ggml.merges and a
+ * pre-tokenizer chosen by tokenizer.ggml.pre) and "gemma4" (Gemma 4's BPE over
+ * U+2581-escaped text). Others ("bert", "t5", ...) fail to load with BG_ERR_UNSUPPORTED.
+ * Encoding matches llama.cpp's llama_tokenize(add_special, parse_special) exactly on
+ * valid UTF-8 (the differences on invalid UTF-8 are listed in tokenizer.c); decoding
+ * returns the exact bytes (for SentencePiece, U+2581 becomes a space).
  *
  * A struct tok is immutable after tok_load and safe to share between threads.
  */
@@ -37,8 +39,11 @@ bool tok_add_bos(const struct tok *t); /* what llama.cpp does by default for thi
 bool tok_is_eog(const struct tok *t, int32_t id);
 
 /* Tokenizes text[0, len) (arbitrary bytes; invalid UTF-8 is encoded by bytes, nothing is
- * lost). add_bos prepends BOS when the vocabulary has one. parse_special turns the text of
- * control/user-defined tokens into their ids; otherwise it is plain text.
+ * lost as long as the vocabulary has a token for each byte: byte-level vocabularies such
+ * as mpt's lack tokens for some bytes that never occur in valid UTF-8, and those are
+ * dropped, as llama.cpp drops them). add_bos prepends BOS when the vocabulary has one;
+ * EOS is never appended. parse_special turns the text of control tokens into their ids;
+ * otherwise it is plain text (user-defined tokens are always matched, as in llama.cpp).
  * *ids is malloc'd (caller frees), *n its length. On error nothing is allocated. */
 enum bg_status tok_encode(const struct tok *t, const char *text, size_t len, bool add_bos,
 			  bool parse_special, int32_t **ids, size_t *n, struct bg_err *err);
