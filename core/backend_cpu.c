@@ -1,0 +1,862 @@
+/* backend_cpu: the reference Llama forward pass on the host (see backend_cpu.h).
+ *
+ * Batch invariance: every step below works on one token row at a time (RMSNorm, RoPE,
+ * attention for one (token, head), the SwiGLU) or is a matmul whose (token, feature) dot
+ * products have a fixed order (cpu_kernels.h). Threads only split the set of independent
+ * rows/features/heads, never one reduction, so a row's bits do not depend on the batch
+ * or on the thread count.
+ *
+ * KV pool, fp32: for layer l, K is kv[(2l) * n_blocks * block_size * kv_dim ...] laid out
+ * [n_blocks][block_size][kv_dim] and V follows at 2l + 1, kv_dim = n_head_kv * head_dim.
+ * The swap unit of one block is, for every layer in order, its K slab then its V slab.
+ */
+#include "backend_cpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+#include "threadpool.h"
+
+struct cpu_ctx {
+	const struct model *m;
+	struct model_hparams hp;
+	enum cpuk_level lvl;
+	struct tp_pool *pool;
+	int n_threads;
+
+	int32_t block_size;
+	int32_t n_blocks;
+	int64_t kv_dim; /* n_head_kv * head_dim */
+	int64_t q_dim;	/* n_head * head_dim */
+	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_dim] */
+	size_t kv_bytes;
+
+	float *norms; /* [2 * n_layer + 1][n_embd]: attn, ffn per layer, then output */
+
+	/* activations, sized for cap_tok tokens */
+	int32_t cap_tok;
+	float *x;	  /* [cap_tok][n_embd] residual stream */
+	float *xb;	  /* [cap_tok][n_embd] normalized input / projection output */
+	float *q;	  /* [cap_tok][q_dim] */
+	float *k;	  /* [cap_tok][kv_dim] */
+	float *v;	  /* [cap_tok][kv_dim] */
+	float *att;	  /* [cap_tok][q_dim] attention output */
+	float *hb;	  /* [cap_tok][n_ff] */
+	float *hb2;	  /* [cap_tok][n_ff] */
+	float *rope;	  /* [cap_tok][rope_dim / 2][2] cos, sin */
+	int32_t *tok_pos; /* [cap_tok] */
+	int32_t *tok_seq; /* [cap_tok] */
+
+	int32_t cap_ctx;
+	float *att_scores; /* [n_threads][cap_ctx] */
+
+	/* logits of the last forward */
+	int32_t cap_logits;
+	int32_t n_logits;
+	float *xf;     /* [cap_logits][n_embd] final-normed rows that want logits */
+	float *logits; /* [cap_logits][n_vocab] */
+
+	void *samp_scratch; /* [n_threads][samp_bytes] */
+	size_t samp_bytes;
+
+	const struct backend_batch *batch; /* during forward */
+};
+
+/* ---- helpers ---- */
+
+static int weight_rows_ok(const struct model_weight *w)
+{
+	return w->data != NULL &&
+	       (w->type == GGUF_DTYPE_F32 || w->type == GGUF_DTYPE_F16 ||
+		w->type == GGUF_DTYPE_BF16 || (w->type == GGUF_DTYPE_Q8_0 && w->ne0 % 32 == 0));
+}
+
+static enum bg_status check_weight(const struct model_weight *w, const char *name, int layer,
+				   struct bg_err *err)
+{
+	if (!w->data)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CPU backend needs materialized weights (%s has no data)", name);
+	if (!weight_rows_ok(w))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CPU backend does not support tensor %s (layer %d): type %d, "
+			       "row length %llu",
+			       name, layer, (int)w->type, (unsigned long long)w->ne0);
+	return BG_OK;
+}
+
+/* Replaces *pp by a zeroed array of n elements of size sz (contents not kept); 0 when out
+ * of memory. */
+static int grow(void *pp, size_t n, size_t sz)
+{
+	void **p = pp;
+	free(*p);
+	*p = calloc(n ? n : 1, sz);
+	return *p != NULL;
+}
+
+static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err *err)
+{
+	if (n <= c->cap_tok)
+		return BG_OK;
+	int32_t cap = c->cap_tok ? c->cap_tok : 16;
+	while (cap < n)
+		cap *= 2;
+	const struct model_hparams *hp = &c->hp;
+	size_t t = (size_t)cap;
+	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
+		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
+		 grow(&c->q, t * (size_t)c->q_dim, sizeof(float)) &&
+		 grow(&c->k, t * (size_t)c->kv_dim, sizeof(float)) &&
+		 grow(&c->v, t * (size_t)c->kv_dim, sizeof(float)) &&
+		 grow(&c->att, t * (size_t)c->q_dim, sizeof(float)) &&
+		 grow(&c->hb, t * hp->n_ff, sizeof(float)) &&
+		 grow(&c->hb2, t * hp->n_ff, sizeof(float)) &&
+		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
+		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t));
+	if (!ok) {
+		c->cap_tok = 0;
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for activations of %d tokens", n);
+	}
+	c->cap_tok = cap;
+	return BG_OK;
+}
+
+static enum bg_status ensure_ctx(struct cpu_ctx *c, int32_t n, struct bg_err *err)
+{
+	if (n <= c->cap_ctx)
+		return BG_OK;
+	int32_t cap = c->cap_ctx ? c->cap_ctx : 256;
+	while (cap < n)
+		cap *= 2;
+	if (!grow(&c->att_scores, (size_t)cap * c->n_threads, sizeof(float))) {
+		c->cap_ctx = 0;
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for attention of %d positions", n);
+	}
+	c->cap_ctx = cap;
+	return BG_OK;
+}
+
+static enum bg_status ensure_logits(struct cpu_ctx *c, int32_t n, struct bg_err *err)
+{
+	if (n <= c->cap_logits)
+		return BG_OK;
+	int32_t cap = c->cap_logits ? c->cap_logits : 4;
+	while (cap < n)
+		cap *= 2;
+	if (!grow(&c->xf, (size_t)cap * c->hp.n_embd, sizeof(float)) ||
+	    !grow(&c->logits, (size_t)cap * c->hp.n_vocab, sizeof(float))) {
+		c->cap_logits = 0;
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for %d logits rows", n);
+	}
+	c->cap_logits = cap;
+	return BG_OK;
+}
+
+static size_t workspace_bytes(const struct cpu_ctx *c)
+{
+	const struct model_hparams *hp = &c->hp;
+	size_t t = (size_t)c->cap_tok;
+	size_t per_tok = (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_dim + 2 * (size_t)c->kv_dim +
+			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 2) *
+			     sizeof(float) +
+			 2 * sizeof(int32_t);
+	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
+	       (size_t)c->cap_logits * ((size_t)hp->n_embd + hp->n_vocab) * sizeof(float) +
+	       c->samp_bytes * c->n_threads;
+}
+
+static inline float *kv_k(const struct cpu_ctx *c, uint32_t layer)
+{
+	return c->kv + (size_t)(2 * layer) * c->n_blocks * c->block_size * c->kv_dim;
+}
+
+static inline float *kv_v(const struct cpu_ctx *c, uint32_t layer)
+{
+	return c->kv + (size_t)(2 * layer + 1) * c->n_blocks * c->block_size * c->kv_dim;
+}
+
+/* out = x / sqrt(mean(x^2) + eps) * w; the sum of squares runs in order, in double. */
+static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+	double ss = 0.0;
+	for (int64_t i = 0; i < n; i++)
+		ss += (double)x[i] * x[i];
+	float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+	for (int64_t i = 0; i < n; i++)
+		out[i] = (x[i] * scale) * w[i];
+}
+
+/* ---- parallel matmuls ---- */
+
+struct mm_job {
+	const struct model_weight *w;
+	const float *x; /* [n_tok][w->ne0] */
+	float *y;	/* [n_tok][ldy] */
+	int64_t ldy;
+	int64_t chunk; /* rows per task */
+	int32_t first_task;
+};
+
+struct mm_run {
+	struct cpu_ctx *c;
+	struct mm_job jobs[3];
+	int n_jobs;
+	int32_t n_tok;
+};
+
+static void mm_task(void *arg, int32_t task, int32_t thread)
+{
+	(void)thread;
+	struct mm_run *r = arg;
+	int j = r->n_jobs - 1;
+	while (task < r->jobs[j].first_task)
+		j--;
+	const struct mm_job *jb = &r->jobs[j];
+	int64_t r0 = (int64_t)(task - jb->first_task) * jb->chunk;
+	int64_t r1 = r0 + jb->chunk;
+	if (r1 > (int64_t)jb->w->ne1)
+		r1 = (int64_t)jb->w->ne1;
+	cpuk_matmul(r->c->lvl, jb->w->type, jb->w->data, (int64_t)jb->w->ne0, r0, r1, jb->x,
+		    (int64_t)jb->w->ne0, r->n_tok, jb->y, jb->ldy);
+}
+
+/* Runs up to 3 matmuls y_i = x_i W_i^T over n_tok rows in one pool dispatch. Row chunks
+ * are multiples of 4 and give each thread several tasks to balance the load. */
+static void matmuls(struct cpu_ctx *c, int n, const struct model_weight *const *w,
+		    const float *const *x, float *const *y, const int64_t *ldy, int32_t n_tok)
+{
+	struct mm_run r = {.c = c, .n_jobs = n, .n_tok = n_tok};
+	int64_t total_rows = 0;
+	for (int i = 0; i < n; i++)
+		total_rows += (int64_t)w[i]->ne1;
+	int64_t target = c->n_threads > 1 ? total_rows / (c->n_threads * 4) : total_rows;
+	if (target < 16)
+		target = 16;
+	target = (target + 3) & ~(int64_t)3;
+	int32_t tasks = 0;
+	for (int i = 0; i < n; i++) {
+		struct mm_job *jb = &r.jobs[i];
+		jb->w = w[i];
+		jb->x = x[i];
+		jb->y = y[i];
+		jb->ldy = ldy[i];
+		jb->chunk = target;
+		jb->first_task = tasks;
+		tasks += (int32_t)(((int64_t)w[i]->ne1 + target - 1) / target);
+	}
+	tp_run(c->pool, tasks, mm_task, &r);
+}
+
+static void matmul1(struct cpu_ctx *c, const struct model_weight *w, const float *x, float *y,
+		    int32_t n_tok)
+{
+	const struct model_weight *ws[1] = {w};
+	const float *xs[1] = {x};
+	float *ys[1] = {y};
+	int64_t ld[1] = {(int64_t)w->ne1};
+	matmuls(c, 1, ws, xs, ys, ld, n_tok);
+}
+
+/* ---- attention ---- */
+
+struct att_run {
+	struct cpu_ctx *c;
+	uint32_t layer;
+	int32_t n_items; /* n_tok * n_head */
+	int32_t per_task;
+};
+
+/* One (token, head): causal attention over positions [0, pos] of the token's sequence,
+ * through its block table. Scores and the weighted sum run in position order. */
+static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, float *sc)
+{
+	const struct model_hparams *hp = &c->hp;
+	const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
+	int32_t pos = c->tok_pos[t];
+	int64_t hd = hp->head_dim;
+	int64_t kvh = h / (hp->n_head / hp->n_head_kv);
+	const float *qv = c->q + (int64_t)t * c->q_dim + h * hd;
+	const float *kb = kv_k(c, layer), *vb = kv_v(c, layer);
+	int32_t bs = c->block_size;
+	float scale = 1.0f / sqrtf((float)hd);
+	/* walk the sequence block by block: positions [j0, j0 + n) live in one block */
+	float mx = -INFINITY;
+	for (int32_t j0 = 0; j0 <= pos; j0 += bs) {
+		const float *kp = kb + (size_t)s->block_table[j0 / bs] * bs * c->kv_dim + kvh * hd;
+		int32_t n = pos + 1 - j0 < bs ? pos + 1 - j0 : bs;
+		/* the block's scores in one call: several key rows per pass, each dot
+		 * bitwise as cpuk_dot_f32 */
+		cpuk_dot_f32_rows(c->lvl, qv, kp, c->kv_dim, n, hd, sc + j0);
+		for (int32_t j = 0; j < n; j++) {
+			float d = sc[j0 + j] * scale;
+			sc[j0 + j] = d;
+			if (d > mx)
+				mx = d;
+		}
+	}
+	float sum = 0.0f;
+	for (int32_t j = 0; j <= pos; j++) {
+		sc[j] = expf(sc[j] - mx);
+		sum += sc[j];
+	}
+	float *out = c->att + (int64_t)t * c->q_dim + h * hd;
+	for (int64_t d = 0; d < hd; d++)
+		out[d] = 0.0f;
+	for (int32_t j0 = 0; j0 <= pos; j0 += bs) {
+		const float *vp = vb + (size_t)s->block_table[j0 / bs] * bs * c->kv_dim + kvh * hd;
+		int32_t n = pos + 1 - j0 < bs ? pos + 1 - j0 : bs;
+		cpuk_axpy_rows(c->lvl, hd, sc + j0, n, vp, c->kv_dim, out);
+	}
+	float inv = 1.0f / sum;
+	for (int64_t d = 0; d < hd; d++)
+		out[d] *= inv;
+}
+
+static void att_task(void *arg, int32_t task, int32_t thread)
+{
+	struct att_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	float *sc = c->att_scores + (size_t)thread * c->cap_ctx;
+	int32_t i0 = task * r->per_task;
+	int32_t i1 = i0 + r->per_task < r->n_items ? i0 + r->per_task : r->n_items;
+	for (int32_t i = i0; i < i1; i++)
+		attend_one(c, r->layer, i / (int32_t)c->hp.n_head, i % (int32_t)c->hp.n_head, sc);
+}
+
+/* ---- forward ---- */
+
+static void rope_apply(const struct model_hparams *hp, float *vec, const float *cs)
+{
+	/* vec is one head; cs holds (cos, sin) for each rotated pair */
+	int32_t half = (int32_t)hp->rope_dim / 2;
+	for (int32_t i = 0; i < half; i++) {
+		int32_t a = hp->rope_neox ? i : 2 * i;
+		int32_t b = hp->rope_neox ? i + half : 2 * i + 1;
+		float c0 = cs[2 * i], s0 = cs[2 * i + 1];
+		float x0 = vec[a], x1 = vec[b];
+		vec[a] = x0 * c0 - x1 * s0;
+		vec[b] = x0 * s0 + x1 * c0;
+	}
+}
+
+static enum bg_status validate_batch(const struct cpu_ctx *c, const struct backend_batch *b,
+				     int32_t *n_tok, int32_t *max_ctx, struct bg_err *err)
+{
+	if (!b || b->n_seqs < 1 || !b->seqs)
+		return bg_fail(err, BG_ERR_INVALID, "forward: empty batch");
+	int64_t tok = 0, want = 0;
+	int32_t mctx = 0;
+	for (int32_t i = 0; i < b->n_seqs; i++) {
+		const struct backend_seq *s = &b->seqs[i];
+		if (s->n_tokens < 1 || s->pos0 < 0 || !s->tokens || !s->block_table ||
+		    !s->want_logits)
+			return bg_fail(err, BG_ERR_INVALID, "forward: sequence %d is malformed", i);
+		int64_t end = (int64_t)s->pos0 + s->n_tokens;
+		if (end > INT32_MAX / 2)
+			return bg_fail(err, BG_ERR_CAPACITY, "forward: sequence %d too long", i);
+		int64_t need = (end + c->block_size - 1) / c->block_size;
+		if (s->n_blocks < need)
+			return bg_fail(err, BG_ERR_INVALID,
+				       "forward: sequence %d has %d blocks, needs %lld", i,
+				       s->n_blocks, (long long)need);
+		for (int64_t j = 0; j < need; j++)
+			if (s->block_table[j] < 0 || s->block_table[j] >= c->n_blocks)
+				return bg_fail(err, BG_ERR_INVALID,
+					       "forward: sequence %d: block %d out of range", i,
+					       s->block_table[j]);
+		for (int32_t j = 0; j < s->n_tokens; j++) {
+			if (s->tokens[j] < 0 || (uint32_t)s->tokens[j] >= c->hp.n_vocab)
+				return bg_fail(err, BG_ERR_INVALID,
+					       "forward: sequence %d: token id %d out of range", i,
+					       s->tokens[j]);
+			want += s->want_logits[j] != 0;
+		}
+		tok += s->n_tokens;
+		if (end > mctx)
+			mctx = (int32_t)end;
+	}
+	if (tok > INT32_MAX / 4)
+		return bg_fail(err, BG_ERR_CAPACITY, "forward: too many tokens");
+	if (want != b->n_logits)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "forward: n_logits is %d but %lld tokens want logits", b->n_logits,
+			       (long long)want);
+	*n_tok = (int32_t)tok;
+	*max_ctx = mctx;
+	return BG_OK;
+}
+
+static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
+{
+	struct cpu_ctx *c = ctx;
+	const struct model *m = c->m;
+	const struct model_hparams *hp = &c->hp;
+	c->n_logits = 0;
+	int32_t T = 0, max_ctx = 0;
+	enum bg_status st = validate_batch(c, b, &T, &max_ctx, err);
+	if (st != BG_OK)
+		return st;
+	if ((st = ensure_tokens(c, T, err)) != BG_OK ||
+	    (st = ensure_ctx(c, max_ctx, err)) != BG_OK ||
+	    (st = ensure_logits(c, b->n_logits, err)) != BG_OK)
+		return st;
+	c->batch = b;
+	int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
+	int32_t half = (int32_t)hp->rope_dim / 2;
+
+	/* token rows: position, sequence, embedding, rotation angles */
+	int32_t t = 0;
+	for (int32_t i = 0; i < b->n_seqs; i++) {
+		const struct backend_seq *s = &b->seqs[i];
+		for (int32_t j = 0; j < s->n_tokens; j++, t++) {
+			c->tok_pos[t] = s->pos0 + j;
+			c->tok_seq[t] = i;
+			const char *row =
+			    (const char *)m->tok_embd.data +
+			    (size_t)s->tokens[j] * cpuk_row_bytes(m->tok_embd.type, E);
+			cpuk_dequant_row(m->tok_embd.type, row, E, c->x + (int64_t)t * E);
+			float *cs = c->rope + (int64_t)t * half * 2;
+			for (int32_t r = 0; r < half; r++) {
+				/* theta = pos * base^(-2r / rope_dim), in double for accuracy */
+				double th =
+				    (double)(s->pos0 + j) *
+				    pow((double)hp->rope_base, -2.0 * r / (double)hp->rope_dim);
+				cs[2 * r] = (float)cos(th);
+				cs[2 * r + 1] = (float)sin(th);
+			}
+		}
+	}
+
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct model_layer *L = &m->layers[l];
+		const float *an = c->norms + (size_t)(2 * l) * E;
+		const float *fn = an + E;
+		for (t = 0; t < T; t++)
+			rmsnorm(c->xb + t * E, c->x + t * E, an, E, hp->rms_eps);
+		{
+			const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
+			const float *xs[3] = {c->xb, c->xb, c->xb};
+			float *ys[3] = {c->q, c->k, c->v};
+			int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
+			matmuls(c, 3, ws, xs, ys, ld, T);
+		}
+		/* RoPE, then K/V into the pool */
+		float *kl = kv_k(c, l), *vl = kv_v(c, l);
+		for (t = 0; t < T; t++) {
+			const float *cs = c->rope + (int64_t)t * half * 2;
+			for (uint32_t h = 0; h < hp->n_head; h++)
+				rope_apply(hp, c->q + t * c->q_dim + h * hd, cs);
+			for (uint32_t h = 0; h < hp->n_head_kv; h++)
+				rope_apply(hp, c->k + t * c->kv_dim + h * hd, cs);
+			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
+			int32_t p = c->tok_pos[t];
+			size_t slot = (size_t)s->block_table[p / c->block_size] * c->block_size +
+				      (size_t)(p % c->block_size);
+			memcpy(kl + slot * c->kv_dim, c->k + t * c->kv_dim,
+			       (size_t)c->kv_dim * sizeof(float));
+			memcpy(vl + slot * c->kv_dim, c->v + t * c->kv_dim,
+			       (size_t)c->kv_dim * sizeof(float));
+		}
+		{
+			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
+			int32_t n_tasks = c->n_threads * 4;
+			r.per_task = (r.n_items + n_tasks - 1) / n_tasks;
+			if (r.per_task < 1)
+				r.per_task = 1;
+			tp_run(c->pool, (r.n_items + r.per_task - 1) / r.per_task, att_task, &r);
+		}
+		matmul1(c, &L->wo, c->att, c->xb, T);
+		for (int64_t i = 0; i < (int64_t)T * E; i++)
+			c->x[i] += c->xb[i];
+
+		for (t = 0; t < T; t++)
+			rmsnorm(c->xb + t * E, c->x + t * E, fn, E, hp->rms_eps);
+		{
+			const struct model_weight *ws[2] = {&L->w_gate, &L->w_up};
+			const float *xs[2] = {c->xb, c->xb};
+			float *ys[2] = {c->hb, c->hb2};
+			int64_t ld[2] = {F, F};
+			matmuls(c, 2, ws, xs, ys, ld, T);
+		}
+		for (int64_t i = 0; i < (int64_t)T * F; i++) {
+			float g = c->hb[i];
+			c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
+		}
+		matmul1(c, &L->w_down, c->hb, c->xb, T);
+		for (int64_t i = 0; i < (int64_t)T * E; i++)
+			c->x[i] += c->xb[i];
+	}
+
+	/* final norm and LM head for the rows that want logits, in batch order */
+	const float *on = c->norms + (size_t)(2 * hp->n_layer) * E;
+	int32_t n = 0;
+	t = 0;
+	for (int32_t i = 0; i < b->n_seqs; i++)
+		for (int32_t j = 0; j < b->seqs[i].n_tokens; j++, t++)
+			if (b->seqs[i].want_logits[j])
+				rmsnorm(c->xf + (int64_t)n++ * E, c->x + (int64_t)t * E, on, E,
+					hp->rms_eps);
+	if (n > 0)
+		matmul1(c, &m->output, c->xf, c->logits, n);
+	c->n_logits = n;
+	c->batch = NULL;
+	return BG_OK;
+}
+
+/* ---- sampling ---- */
+
+struct samp_run {
+	struct cpu_ctx *c;
+	const struct backend_sample_row *rows;
+	struct sampler_result *out;
+};
+
+static void samp_task(void *arg, int32_t i, int32_t thread)
+{
+	struct samp_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	const struct backend_sample_row *row = &r->rows[i];
+	const float *lg = c->logits + (size_t)row->logits_row * c->hp.n_vocab;
+	if (row->forced >= 0)
+		sampler_score(lg, (int32_t)c->hp.n_vocab, row->forced, row->params->n_top,
+			      &r->out[i]);
+	else
+		sampler_sample(lg, (int32_t)c->hp.n_vocab, row->params, &row->history, row->rng,
+			       (char *)c->samp_scratch + (size_t)thread * c->samp_bytes,
+			       &r->out[i]);
+}
+
+static enum bg_status cpu_sample(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
+				 struct sampler_result *out, struct bg_err *err)
+{
+	struct cpu_ctx *c = ctx;
+	for (int32_t i = 0; i < n_rows; i++) {
+		const struct backend_sample_row *r = &rows[i];
+		if (r->logits_row < 0 || r->logits_row >= c->n_logits)
+			return bg_fail(err, BG_ERR_INVALID, "sample: logits row %d of %d",
+				       r->logits_row, c->n_logits);
+		if (!r->params || (r->forced < 0 && !r->rng))
+			return bg_fail(err, BG_ERR_INVALID, "sample: row %d lacks params or rng",
+				       i);
+		if (r->forced >= (int32_t)c->hp.n_vocab)
+			return bg_fail(err, BG_ERR_INVALID, "sample: forced token %d out of range",
+				       r->forced);
+	}
+	struct samp_run sr = {c, rows, out};
+	/* Rows run in parallel unless two sampling rows share an RNG: then their draws must
+	 * happen in row order, so everything runs on this thread. */
+	int shared_rng = 0;
+	for (int32_t i = 0; i < n_rows && !shared_rng; i++)
+		for (int32_t j = i + 1; j < n_rows && rows[i].forced < 0; j++)
+			if (rows[j].forced < 0 && rows[j].rng == rows[i].rng) {
+				shared_rng = 1;
+				break;
+			}
+	if (shared_rng)
+		for (int32_t i = 0; i < n_rows; i++)
+			samp_task(&sr, i, 0);
+	else
+		tp_run(c->pool, n_rows, samp_task, &sr);
+	return BG_OK;
+}
+
+static enum bg_status cpu_get_logits(void *ctx, int32_t row, float *dst, struct bg_err *err)
+{
+	struct cpu_ctx *c = ctx;
+	if (row < 0 || row >= c->n_logits)
+		return bg_fail(err, BG_ERR_INVALID, "get_logits: row %d of %d", row, c->n_logits);
+	memcpy(dst, c->logits + (size_t)row * c->hp.n_vocab, (size_t)c->hp.n_vocab * sizeof(float));
+	return BG_OK;
+}
+
+/* ---- KV block operations ---- */
+
+static enum bg_status check_blocks(const struct cpu_ctx *c, const int32_t *blocks, int32_t n,
+				   struct bg_err *err)
+{
+	for (int32_t i = 0; i < n; i++)
+		if (blocks[i] < 0 || blocks[i] >= c->n_blocks)
+			return bg_fail(err, BG_ERR_INVALID, "kv: block %d out of range [0, %d)",
+				       blocks[i], c->n_blocks);
+	return BG_OK;
+}
+
+static size_t slab_floats(const struct cpu_ctx *c)
+{
+	return (size_t)c->block_size * (size_t)c->kv_dim;
+}
+
+static enum bg_status cpu_kv_swap_out(void *ctx, const int32_t *blocks, int32_t n, void *host,
+				      struct bg_err *err)
+{
+	struct cpu_ctx *c = ctx;
+	enum bg_status st = check_blocks(c, blocks, n, err);
+	if (st != BG_OK)
+		return st;
+	size_t sl = slab_floats(c);
+	float *dst = host;
+	for (int32_t i = 0; i < n; i++)
+		for (uint32_t l = 0; l < c->hp.n_layer; l++) {
+			memcpy(dst, kv_k(c, l) + (size_t)blocks[i] * sl, sl * sizeof(float));
+			dst += sl;
+			memcpy(dst, kv_v(c, l) + (size_t)blocks[i] * sl, sl * sizeof(float));
+			dst += sl;
+		}
+	return BG_OK;
+}
+
+static enum bg_status cpu_kv_swap_in(void *ctx, const int32_t *blocks, int32_t n, const void *host,
+				     struct bg_err *err)
+{
+	struct cpu_ctx *c = ctx;
+	enum bg_status st = check_blocks(c, blocks, n, err);
+	if (st != BG_OK)
+		return st;
+	size_t sl = slab_floats(c);
+	const float *src = host;
+	for (int32_t i = 0; i < n; i++)
+		for (uint32_t l = 0; l < c->hp.n_layer; l++) {
+			memcpy(kv_k(c, l) + (size_t)blocks[i] * sl, src, sl * sizeof(float));
+			src += sl;
+			memcpy(kv_v(c, l) + (size_t)blocks[i] * sl, src, sl * sizeof(float));
+			src += sl;
+		}
+	return BG_OK;
+}
+
+static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg_err *err)
+{
+	struct cpu_ctx *c = ctx;
+	int32_t both[2] = {src, dst};
+	enum bg_status st = check_blocks(c, both, 2, err);
+	if (st != BG_OK || src == dst)
+		return st;
+	size_t sl = slab_floats(c);
+	for (uint32_t l = 0; l < c->hp.n_layer; l++) {
+		memcpy(kv_k(c, l) + (size_t)dst * sl, kv_k(c, l) + (size_t)src * sl,
+		       sl * sizeof(float));
+		memcpy(kv_v(c, l) + (size_t)dst * sl, kv_v(c, l) + (size_t)src * sl,
+		       sl * sizeof(float));
+	}
+	return BG_OK;
+}
+
+static void cpu_mem_info(void *ctx, struct backend_mem *out)
+{
+	struct cpu_ctx *c = ctx;
+	out->weight_bytes = (size_t)c->m->weight_bytes;
+	out->kv_bytes = c->kv_bytes;
+	out->workspace_bytes = workspace_bytes(c);
+	out->on_device = false;
+}
+
+static void cpu_destroy(void *ctx)
+{
+	struct cpu_ctx *c = ctx;
+	if (!c)
+		return;
+	tp_destroy(c->pool);
+	free(c->kv);
+	free(c->norms);
+	free(c->x);
+	free(c->xb);
+	free(c->q);
+	free(c->k);
+	free(c->v);
+	free(c->att);
+	free(c->hb);
+	free(c->hb2);
+	free(c->rope);
+	free(c->tok_pos);
+	free(c->tok_seq);
+	free(c->att_scores);
+	free(c->xf);
+	free(c->logits);
+	free(c->samp_scratch);
+	free(c);
+}
+
+static const struct backend_ops cpu_ops = {
+    .forward = cpu_forward,
+    .sample = cpu_sample,
+    .get_logits = cpu_get_logits,
+    .kv_swap_out = cpu_kv_swap_out,
+    .kv_swap_in = cpu_kv_swap_in,
+    .kv_copy = cpu_kv_copy,
+    .mem_info = cpu_mem_info,
+    .destroy = cpu_destroy,
+};
+
+/* ---- creation ---- */
+
+static void cpu_name(char *buf, size_t n)
+{
+	snprintf(buf, n, "CPU");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "model name", 10) == 0) {
+			char *p = strchr(line, ':');
+			if (p) {
+				p++;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				p[strcspn(p, "\n")] = 0;
+				snprintf(buf, n, "%s", p);
+			}
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static enum bg_status check_model(const struct model *m, struct bg_err *err)
+{
+	const struct model_hparams *hp = &m->hp;
+	if (m->synthetic && !m->tok_embd.data)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CPU backend cannot run a lazy synthetic model (no weights in "
+			       "host memory)");
+	if (hp->n_head == 0 || hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 ||
+	    hp->head_dim == 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2 != 0 ||
+	    hp->n_layer == 0 || hp->n_vocab == 0 || hp->n_embd == 0 || hp->n_ff == 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED, "unsupported model hyper-parameters");
+	enum bg_status st;
+	if ((st = check_weight(&m->tok_embd, "token_embd.weight", -1, err)) != BG_OK ||
+	    (st = check_weight(&m->output, "output.weight", -1, err)) != BG_OK ||
+	    (st = check_weight(&m->output_norm, "output_norm.weight", -1, err)) != BG_OK)
+		return st;
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct model_layer *L = &m->layers[l];
+		const struct model_weight *ws[9] = {&L->attn_norm, &L->wq,   &L->wk,
+						    &L->wv,	   &L->wo,   &L->ffn_norm,
+						    &L->w_gate,	   &L->w_up, &L->w_down};
+		static const char *names[9] = {"attn_norm", "attn_q",	   "attn_k",
+					       "attn_v",    "attn_output", "ffn_norm",
+					       "ffn_gate",  "ffn_up",	   "ffn_down"};
+		for (int i = 0; i < 9; i++)
+			if ((st = check_weight(ws[i], names[i], (int)l, err)) != BG_OK)
+				return st;
+	}
+	return BG_OK;
+}
+
+enum bg_status backend_cpu_create(const struct model *m, const struct backend_config *cfg,
+				  struct backend **out, struct bg_err *err)
+{
+	*out = NULL;
+	if (!m || !cfg || cfg->block_size <= 0)
+		return bg_fail(err, BG_ERR_INVALID, "backend_cpu_create: bad arguments");
+	enum bg_status st = check_model(m, err);
+	if (st != BG_OK)
+		return st;
+	const struct model_hparams *hp = &m->hp;
+
+	int64_t kv_tokens = cfg->kv_tokens;
+	if (kv_tokens < 0)
+		return bg_fail(err, BG_ERR_INVALID, "kv_tokens must be >= 0");
+	if (kv_tokens == 0) {
+		int64_t ctx = hp->n_ctx_train ? hp->n_ctx_train : 4096;
+		kv_tokens = (ctx < 4096 ? ctx : 4096) * 4;
+	}
+	int64_t n_blocks = (kv_tokens + cfg->block_size - 1) / cfg->block_size;
+	if (n_blocks > INT32_MAX)
+		return bg_fail(err, BG_ERR_CAPACITY, "KV pool of %lld blocks is too large",
+			       (long long)n_blocks);
+
+	struct cpu_ctx *c = calloc(1, sizeof *c);
+	struct backend *b = calloc(1, sizeof *b);
+	if (!c || !b) {
+		free(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory creating the CPU backend");
+	}
+	c->m = m;
+	c->hp = *hp;
+	c->lvl = cpuk_detect();
+	/* BG_CPU_KERNELS=scalar|avx2|avx512 picks a lower level (tests, benchmarks); the
+	 * choice is fixed for the backend's life, as batch invariance needs. */
+	const char *want_lvl = getenv("BG_CPU_KERNELS");
+	if (want_lvl && *want_lvl) {
+		int found = 0;
+		for (int l = CPUK_SCALAR; l <= CPUK_AVX512; l++)
+			if (strcmp(want_lvl, cpuk_level_name((enum cpuk_level)l)) == 0 &&
+			    cpuk_supported((enum cpuk_level)l)) {
+				c->lvl = (enum cpuk_level)l;
+				found = 1;
+			}
+		if (!found) {
+			cpu_destroy(c);
+			free(b);
+			return bg_fail(
+			    err, BG_ERR_UNSUPPORTED,
+			    "BG_CPU_KERNELS=%s: not a kernel level this processor supports "
+			    "(scalar, avx2, avx512)",
+			    want_lvl);
+		}
+	}
+	c->block_size = cfg->block_size;
+	c->n_blocks = (int32_t)n_blocks;
+	c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
+	c->q_dim = (int64_t)hp->n_head * hp->head_dim;
+
+	uint64_t kv_floats =
+	    (uint64_t)hp->n_layer * 2 * (uint64_t)n_blocks * cfg->block_size * (uint64_t)c->kv_dim;
+	if (kv_floats > SIZE_MAX / sizeof(float)) {
+		cpu_destroy(c);
+		free(b);
+		return bg_fail(err, BG_ERR_CAPACITY, "KV pool too large");
+	}
+	c->kv_bytes = (size_t)kv_floats * sizeof(float);
+	c->kv = calloc(kv_floats ? kv_floats : 1, sizeof(float));
+	size_t E = hp->n_embd;
+	c->norms = malloc((2 * (size_t)hp->n_layer + 1) * E * sizeof(float));
+	c->samp_bytes = sampler_scratch_bytes((int32_t)hp->n_vocab);
+	if (!c->kv || !c->norms) {
+		cpu_destroy(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for a KV pool of %zu bytes",
+			       (size_t)kv_floats * sizeof(float));
+	}
+	if ((st = tp_create(cfg->n_threads, &c->pool, err)) != BG_OK) {
+		cpu_destroy(c);
+		free(b);
+		return st;
+	}
+	c->n_threads = tp_n_threads(c->pool);
+	c->samp_scratch = malloc(c->samp_bytes * (size_t)c->n_threads);
+	if (!c->samp_scratch) {
+		cpu_destroy(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for sampler scratch");
+	}
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct model_layer *L = &m->layers[l];
+		cpuk_dequant_row(L->attn_norm.type, L->attn_norm.data, (int64_t)E,
+				 c->norms + (size_t)(2 * l) * E);
+		cpuk_dequant_row(L->ffn_norm.type, L->ffn_norm.data, (int64_t)E,
+				 c->norms + (size_t)(2 * l + 1) * E);
+	}
+	cpuk_dequant_row(m->output_norm.type, m->output_norm.data, (int64_t)E,
+			 c->norms + (size_t)(2 * hp->n_layer) * E);
+
+	b->ops = &cpu_ops;
+	b->ctx = c;
+	b->name = "cpu";
+	char model_name[96];
+	cpu_name(model_name, sizeof model_name);
+	snprintf(b->device, sizeof b->device, "CPU: %s, %d thread%s, %s", model_name, c->n_threads,
+		 c->n_threads == 1 ? "" : "s", cpuk_level_name(c->lvl));
+	b->n_vocab = (int32_t)hp->n_vocab;
+	b->block_size = cfg->block_size;
+	b->n_blocks = c->n_blocks;
+	b->block_bytes = (size_t)hp->n_layer * 2 * slab_floats(c) * sizeof(float);
+	*out = b;
+	return BG_OK;
+}
