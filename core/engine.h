@@ -1,11 +1,36 @@
 /* engine: the continuous-batching loop (DESIGN.md §2, §4, §7).
  *
- * Requests are pulled from a source callback with a bounded look-ahead (max_queued), run
+ * Requests are pulled from a source callback with a bounded look-ahead (max_queued; a
+ * source that has nothing yet says so, ENGINE_SOURCE_PENDING, and never stalls a run), run
  * through the capacity scheduler (no-evict | max-util | static) and the micro-batch
  * scheduler (max_batch_size, max_num_tokens, chunked context) one iteration at a time on
  * a backend, and handed back through a sink callback as soon as they finish (order
  * completion) or in input order through a bounded reorder buffer (order input). Memory is
  * bounded by max_queued + the reorder window, whatever the length of the input.
+ *
+ * What a request gets back (decisions where DESIGN.md is silent):
+ *  - prompt: tokenized with BOS per the request's add_bos (-1: the vocabulary's default)
+ *    and cfg.parse_special; input_ids are used exactly as given (no BOS added), and every
+ *    id must be inside the backend's vocabulary.
+ *  - errors (finish "error", one result each, in its turn; the run goes on):
+ *    "invalid_request" (empty prompt, no prompt and no input_ids, ids out of the
+ *    vocabulary, max_tokens < 1, logprobs > SAMPLER_MAX_TOP), "too_long" (prompt +
+ *    max_tokens exceeds the max sequence length, as vLLM refuses it; the KV the request
+ *    may need exceeds the whole pool; with chunked context off, the prompt exceeds
+ *    max_num_tokens),
+ *    "backend_error" (its batch failed in forward/sample), "internal" (out of memory).
+ *    A request that arrives with error.code set is emitted as it is.
+ *  - finish: a stop_token_ids hit -> "stop"; an end-of-generation token (unless
+ *    ignore_eos) -> "eos"; a stop string found in the detokenized text, across token
+ *    boundaries -> "stop"; max_tokens -> "length". The ids and
+ *    log-probs include the token that ended the request; the text excludes the stop
+ *    string (cut at its earliest match), the stop token and the EOS token.
+ *  - metrics: queue_ms = admission - arrival (r->t_arrival, set when the request is read
+ *    unless the source set it), ttft_ms = first token - arrival, e2e_ms = done - arrival,
+ *    CLOCK_MONOTONIC; preemptions = times paused (max-util).
+ *  - outputs do not depend on batching or preemption: the request's RNG is seeded from its
+ *    seed at admission and only advanced when it samples; a recomputed context samples
+ *    only at its end, which is the next new token; prompt log-probs are computed once.
  */
 #ifndef BG_ENGINE_H
 #define BG_ENGINE_H
@@ -22,8 +47,8 @@
 
 enum engine_policy {
 	ENGINE_POLICY_NO_EVICT = 0, /* GUARANTEED_NO_EVICT */
-	ENGINE_POLICY_MAX_UTIL,     /* MAX_UTILIZATION */
-	ENGINE_POLICY_STATIC,       /* lockstep batches (baseline) */
+	ENGINE_POLICY_MAX_UTIL,	    /* MAX_UTILIZATION */
+	ENGINE_POLICY_STATIC,	    /* lockstep batches (baseline) */
 };
 
 enum engine_preempt {
@@ -43,14 +68,43 @@ struct engine_config {
 	int32_t max_batch_size; /* requests per iteration */
 	int32_t max_num_tokens; /* tokens per iteration */
 	bool chunked_context;
-	int32_t max_queued;     /* requests read ahead of the running set */
-	int32_t max_seq_len;    /* 0 = the model's context length */
-	FILE *stats;            /* per-iteration JSONL stats, or NULL */
+	int32_t max_queued;  /* requests read ahead of the running set */
+	int32_t max_seq_len; /* 0 = the model's context length */
+	FILE *stats;	     /* per-iteration JSONL stats, or NULL */
+	/* ---- extensions (appended; engine_config_default sets them) ---- */
+	int32_t reorder_window; /* order input: completed results held while waiting for an
+				 * earlier one; when full, admission stops until the head
+				 * completes. 0 = max(1024, 4 * max_batch_size) */
+	bool parse_special;	/* tokenize prompts with special-token parsing (llama.cpp
+				 * server, HF default): true */
 };
 
 void engine_config_default(struct engine_config *c);
 
-/* Returns 1 and a request, 0 at the end of input, or -1 on a fatal read error (err set). */
+/* What a source returns. The values are the historical ints (1, 0, -1), so sources
+ * written before ENGINE_SOURCE_PENDING existed keep working unchanged. */
+enum {
+	ENGINE_SOURCE_ERROR = -1, /* a fatal read error (err set): the input ends there */
+	ENGINE_SOURCE_EOF = 0,	  /* the end of the input */
+	ENGINE_SOURCE_OK = 1,	  /* *out is a request */
+	ENGINE_SOURCE_PENDING = 2 /* nothing available right now (*out untouched): ask later */
+};
+
+/* Returns ENGINE_SOURCE_OK and a request, ENGINE_SOURCE_EOF at the end of input,
+ * ENGINE_SOURCE_ERROR on a fatal read error (err set), or ENGINE_SOURCE_PENDING.
+ *
+ * Non-blocking input (a pipe whose producer is slow, or waits for our results): the
+ * source must never make running requests wait for input that has not arrived. So:
+ *  - while the engine has work (engine_idle() false), a source with nothing ready
+ *    returns ENGINE_SOURCE_PENDING at once; the engine stops pulling for this iteration,
+ *    runs what it has, and asks again after the next iteration;
+ *  - while the engine is idle (engine_idle() true: nothing running, paused, queued or
+ *    completed-but-unemitted, so every result so far has reached the sink), the source
+ *    may block until input arrives. It should also return (EOF, or PENDING) once the
+ *    run's stop flag is set, so that an interrupt is seen. A source that returns
+ *    PENDING while the engine is idle is asked again after a 1 ms sleep (a poll, never a
+ *    busy spin): correct, but blocking is better.
+ * A source that never returns PENDING (a file, a list) behaves exactly as before. */
 typedef int (*engine_source_fn)(void *user, struct request **out, struct bg_err *err);
 /* Receives a finished request (ownership passes to the sink). Returns 0, or -1 to abort
  * the run (e.g. the output cannot be written). */
@@ -81,8 +135,14 @@ void engine_destroy(struct engine *e); /* NULL-safe */
  * (they are NOT emitted: a resumed run does them), results already complete are emitted,
  * and BG_OK is returned with *n_unfinished set. progress may be NULL. */
 enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink_fn sink,
-			  engine_progress_fn progress, void *user,
-			  volatile sig_atomic_t *stop, int64_t *n_unfinished, struct bg_err *err);
+			  engine_progress_fn progress, void *user, volatile sig_atomic_t *stop,
+			  int64_t *n_unfinished, struct bg_err *err);
+
+/* True when the engine has nothing to run: no request running, paused, queued, or
+ * completed and waiting for an earlier one (order input); true outside engine_run. A
+ * source called while this is true may block (see engine_source_fn); thread-unsafe like
+ * the rest: call it from the source, on engine_run's thread. */
+bool engine_idle(const struct engine *e);
 
 /* Totals of the last run, for summaries and reports. */
 void engine_totals(const struct engine *e, struct engine_progress *out);

@@ -1,0 +1,1023 @@
+/* engine: the continuous-batching loop. See engine.h for the contract, scheduler.h for
+ * the policies and kv.h for the block manager.
+ *
+ * One iteration: pull requests (bounded look-ahead), plan with the scheduler, build one
+ * backend batch of context chunks and generation steps, forward, sample, append tokens,
+ * check stop conditions, free the KV of finished requests, emit results, write a stats
+ * line. Every request keeps its own RNG and token history, so what it returns does not
+ * depend on what it was batched with, nor on preemption (a recomputed context samples
+ * only its final position, which is the next new token).
+ */
+#include "engine.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kv.h"
+#include "scheduler.h"
+
+void engine_config_default(struct engine_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->policy = ENGINE_POLICY_NO_EVICT;
+	c->preempt = ENGINE_PREEMPT_RECOMPUTE;
+	c->order = ENGINE_ORDER_INPUT;
+	c->max_batch_size = 256;
+	c->max_num_tokens = 8192;
+	c->chunked_context = true;
+	c->max_queued = 1024;
+	c->max_seq_len = 0;
+	c->stats = NULL;
+	c->reorder_window = 0;
+	c->parse_special = true;
+}
+
+/* The engine's side of one request, alive from the source to the sink. */
+struct ereq {
+	struct request *r;
+	int64_t ord; /* 0-based position in this run's input */
+	struct sched_seq sq;
+	struct sampler_rng rng;
+	struct sampler_params sp_gen;	 /* n_top = logprobs */
+	struct sampler_params sp_prompt; /* n_top = prompt_logprobs */
+	struct tok_stream ts;
+	size_t text_cap;
+	int32_t out_cap;
+	int32_t plp_next; /* next prompt position whose log-prob row is due */
+	void *swap_buf;	  /* [n_swapped_blocks * block_bytes] while swapped out */
+	size_t swap_bytes;
+	bool done;
+};
+
+struct engine {
+	struct engine_config cfg;
+	struct backend *be;
+	const struct tok *tok;
+	struct kv_pool *pool;
+	struct sched *sched;
+	int32_t max_seq_len;
+	int32_t window;
+	/* batch scratch, grown to the largest batch seen (at most max_batch_size sequences
+	 * and max_num_tokens tokens, but a large limit costs nothing until it is used) */
+	struct backend_seq *bseqs; /* [seq_cap] */
+	int32_t seq_cap;
+	int32_t *btok;			 /* [tok_cap] */
+	uint8_t *bwant;			 /* [tok_cap] */
+	struct backend_sample_row *rows; /* [tok_cap] */
+	struct sampler_result *res;	 /* [tok_cap] */
+	int32_t tok_cap;
+	/* reorder ring (order input): every pulled, not yet emitted request by ord */
+	struct ereq **ring; /* [ring_cap], a power of two */
+	int64_t ring_cap;
+	int64_t head_ord, next_ord;
+	int64_t n_buffered; /* completed, waiting for an earlier one */
+	/* the current run */
+	engine_sink_fn sink;
+	void *user;
+	bool sink_failed;
+	int64_t iter;
+	int32_t iter_completed;
+	size_t swap_host_bytes;
+	double t0;
+	struct engine_progress tot;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- creation ---- */
+
+static bool on_pause(void *user, struct sched_seq *q);
+
+enum bg_status engine_create(const struct engine_config *cfg, struct backend *backend,
+			     const struct tok *tok, const struct model_hparams *hp,
+			     struct engine **out, struct bg_err *err)
+{
+	*out = NULL;
+	if (cfg->max_batch_size <= 0 || cfg->max_num_tokens <= 0 || cfg->max_queued <= 0)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "max batch size, max num tokens and max queued must be positive");
+	if (backend->n_blocks <= 0 || backend->block_size <= 0 || backend->n_vocab <= 0)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "backend reports an empty KV pool or vocabulary");
+	struct engine *e = calloc(1, sizeof *e);
+	if (!e)
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the engine");
+	e->cfg = *cfg;
+	e->be = backend;
+	e->tok = tok;
+	e->max_seq_len = cfg->max_seq_len;
+	if (e->max_seq_len <= 0)
+		e->max_seq_len = hp && hp->n_ctx_train > 0 ? (int32_t)hp->n_ctx_train : 0;
+	if (e->max_seq_len <= 0) {
+		int64_t pool_tokens = (int64_t)backend->n_blocks * backend->block_size;
+		e->max_seq_len = pool_tokens > INT32_MAX ? INT32_MAX : (int32_t)pool_tokens;
+	}
+	e->window = cfg->reorder_window > 0
+			? cfg->reorder_window
+			: (cfg->max_batch_size * 4 > 1024 ? cfg->max_batch_size * 4 : 1024);
+	enum bg_status st = kv_pool_create(backend->n_blocks, backend->block_size, &e->pool, err);
+	if (st != BG_OK)
+		goto fail;
+	struct sched_config sc = {
+	    .policy = cfg->policy == ENGINE_POLICY_MAX_UTIL ? SCHED_MAX_UTIL
+		      : cfg->policy == ENGINE_POLICY_STATIC ? SCHED_STATIC
+							    : SCHED_NO_EVICT,
+	    .max_batch_size = cfg->max_batch_size,
+	    .max_num_tokens = cfg->max_num_tokens,
+	    .chunked_context = cfg->chunked_context,
+	    .on_pause = on_pause,
+	    .pause_user = e,
+	};
+	if ((st = sched_create(&sc, e->pool, &e->sched, err)) != BG_OK)
+		goto fail;
+	e->ring_cap = 1024;
+	e->ring = calloc((size_t)e->ring_cap, sizeof *e->ring);
+	if (!e->ring) {
+		st = bg_fail(err, BG_ERR_NOMEM, "out of memory for the engine's batch buffers");
+		goto fail;
+	}
+	*out = e;
+	return BG_OK;
+fail:
+	engine_destroy(e);
+	return st;
+}
+
+static void ereq_free(struct ereq *er)
+{
+	if (!er)
+		return;
+	free(er->swap_buf);
+	req_free(er->r);
+	free(er);
+}
+
+/* Frees every request still held (a run that was stopped or failed). */
+static void drop_inflight(struct engine *e)
+{
+	struct sched *s = e->sched;
+	while (sched_n_running(s) > 0) {
+		struct sched_seq *q = sched_running(s)[0];
+		sched_finish(s, q);
+		if (e->cfg.order != ENGINE_ORDER_INPUT)
+			ereq_free(q->user);
+	}
+	while (sched_n_paused(s) > 0) {
+		struct sched_seq *q = sched_paused(s)[0];
+		sched_finish(s, q);
+		if (e->cfg.order != ENGINE_ORDER_INPUT)
+			ereq_free(q->user);
+	}
+	while (sched_n_waiting(s) > 0) {
+		struct sched_seq *q = sched_waiting_at(s, 0);
+		sched_finish(s, q);
+		if (e->cfg.order != ENGINE_ORDER_INPUT)
+			ereq_free(q->user);
+	}
+	/* In input order the ring holds every request not emitted (done or not). */
+	for (int64_t o = e->head_ord; o < e->next_ord; o++) {
+		struct ereq **slot = &e->ring[o & (e->ring_cap - 1)];
+		ereq_free(*slot);
+		*slot = NULL;
+	}
+	e->head_ord = e->next_ord;
+	e->n_buffered = 0;
+	e->swap_host_bytes = 0;
+}
+
+void engine_destroy(struct engine *e)
+{
+	if (!e)
+		return;
+	if (e->sched)
+		drop_inflight(e);
+	sched_destroy(e->sched);
+	kv_pool_destroy(e->pool);
+	free(e->bseqs);
+	free(e->btok);
+	free(e->bwant);
+	free(e->rows);
+	free(e->res);
+	free(e->ring);
+	free(e);
+}
+
+void engine_totals(const struct engine *e, struct engine_progress *out)
+{
+	*out = e->tot;
+}
+
+bool engine_idle(const struct engine *e)
+{
+	if (sched_n_running(e->sched) + sched_n_paused(e->sched) + sched_n_waiting(e->sched) > 0)
+		return false;
+	/* order input: the ring holds every request pulled and not yet emitted */
+	return e->cfg.order != ENGINE_ORDER_INPUT || e->head_ord == e->next_ord;
+}
+
+/* ---- results ---- */
+
+static void emit(struct engine *e, struct ereq *er)
+{
+	struct request *r = er->r;
+	er->r = NULL;
+	ereq_free(er);
+	if (e->sink_failed) {
+		req_free(r);
+		return;
+	}
+	if (e->sink(e->user, r) != 0)
+		e->sink_failed = true;
+}
+
+/* Emits, in input order, every completed request at the head of the ring. */
+static void flush_ready(struct engine *e)
+{
+	while (e->head_ord < e->next_ord) {
+		struct ereq **slot = &e->ring[e->head_ord & (e->ring_cap - 1)];
+		if (!*slot || !(*slot)->done)
+			break;
+		struct ereq *er = *slot;
+		*slot = NULL;
+		e->head_ord++;
+		e->n_buffered--;
+		emit(e, er);
+	}
+}
+
+static bool text_ensure(struct request *r, size_t *cap)
+{
+	if (r->text)
+		return true;
+	r->text = malloc(16);
+	if (!r->text)
+		return false;
+	r->text[0] = 0;
+	r->text_len = 0;
+	*cap = 16;
+	return true;
+}
+
+/* Marks er finished: frees its KV, fills the metrics, and emits it (order completion) or
+ * buffers it until every earlier request is out (order input). */
+static void complete(struct engine *e, struct ereq *er, enum req_finish finish)
+{
+	struct request *r = er->r;
+	if (er->sq.state != SCHED_NEW && er->sq.state != SCHED_DONE)
+		sched_finish(e->sched, &er->sq);
+	if (er->swap_buf) {
+		e->swap_host_bytes -= er->swap_bytes;
+		free(er->swap_buf);
+		er->swap_buf = NULL;
+	}
+	r->finish = finish;
+	text_ensure(r, &er->text_cap);
+	double t = now_s();
+	r->t_done = t;
+	r->e2e_ms = (t - r->t_arrival) * 1e3;
+	if (r->n_out == 0)
+		r->ttft_ms = 0;
+	r->preemptions = er->sq.preemptions;
+	e->tot.n_done++;
+	if (finish == REQ_FINISH_ERROR)
+		e->tot.n_failed++;
+	e->iter_completed++;
+	er->done = true;
+	if (e->cfg.order == ENGINE_ORDER_INPUT) {
+		e->n_buffered++;
+		flush_ready(e);
+	} else {
+		emit(e, er);
+	}
+}
+
+static void fail_req(struct engine *e, struct ereq *er, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void fail_req(struct engine *e, struct ereq *er, const char *code, const char *fmt, ...)
+{
+	struct request *r = er->r;
+	snprintf(r->error.code, sizeof r->error.code, "%s", code);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->error.message, sizeof r->error.message, fmt, ap);
+	va_end(ap);
+	complete(e, er, REQ_FINISH_ERROR);
+}
+
+/* ---- intake ---- */
+
+static bool ring_put(struct engine *e, struct ereq *er)
+{
+	if (e->next_ord - e->head_ord >= e->ring_cap) {
+		int64_t cap = e->ring_cap * 2;
+		struct ereq **nr = calloc((size_t)cap, sizeof *nr);
+		if (!nr)
+			return false;
+		for (int64_t o = e->head_ord; o < e->next_ord; o++)
+			nr[o & (cap - 1)] = e->ring[o & (e->ring_cap - 1)];
+		free(e->ring);
+		e->ring = nr;
+		e->ring_cap = cap;
+	}
+	e->ring[er->ord & (e->ring_cap - 1)] = er;
+	return true;
+}
+
+/* Tokenizes and validates; on a problem fails the request (it is emitted in its turn). */
+static void intake(struct engine *e, struct request *r, struct bg_err *err)
+{
+	(void)err;
+	struct ereq *er = calloc(1, sizeof *er);
+	if (!er) {
+		/* Nothing to attach the result to: hand the request back failed at once. */
+		snprintf(r->error.code, sizeof r->error.code, "internal");
+		snprintf(r->error.message, sizeof r->error.message, "out of memory");
+		r->finish = REQ_FINISH_ERROR;
+		e->tot.n_read++;
+		e->tot.n_done++;
+		e->tot.n_failed++;
+		if (e->sink(e->user, r) != 0)
+			e->sink_failed = true;
+		return;
+	}
+	er->r = r;
+	er->ord = e->next_ord;
+	if (r->t_arrival == 0)
+		r->t_arrival = now_s();
+	e->tot.n_read++;
+	if (e->cfg.order == ENGINE_ORDER_INPUT) {
+		if (!ring_put(e, er)) {
+			er->r = NULL;
+			ereq_free(er);
+			r->finish = REQ_FINISH_ERROR;
+			snprintf(r->error.code, sizeof r->error.code, "internal");
+			snprintf(r->error.message, sizeof r->error.message, "out of memory");
+			e->tot.n_done++;
+			e->tot.n_failed++;
+			/* Cannot keep order without the ring; the result still goes out. */
+			if (e->sink(e->user, r) != 0)
+				e->sink_failed = true;
+			return;
+		}
+	}
+	e->next_ord++;
+	if (r->error.code[0]) {
+		complete(e, er, REQ_FINISH_ERROR);
+		return;
+	}
+	int32_t n_vocab = e->be->n_vocab;
+	if (r->max_tokens < 1) {
+		fail_req(e, er, "invalid_request", "max_tokens must be at least 1 (got %d)",
+			 r->max_tokens);
+		return;
+	}
+	if (r->logprobs > SAMPLER_MAX_TOP || r->prompt_logprobs > SAMPLER_MAX_TOP) {
+		fail_req(e, er, "invalid_request",
+			 "logprobs and prompt_logprobs must be at most %d", SAMPLER_MAX_TOP);
+		return;
+	}
+	if (r->input_ids) {
+		if (r->n_input_ids <= 0) {
+			fail_req(e, er, "invalid_request", "input_ids is empty");
+			return;
+		}
+		for (int32_t i = 0; i < r->n_input_ids; i++)
+			if (r->input_ids[i] < 0 || r->input_ids[i] >= n_vocab) {
+				fail_req(e, er, "invalid_request",
+					 "input_ids[%d] = %d is outside the vocabulary [0, %d)", i,
+					 r->input_ids[i], n_vocab);
+				return;
+			}
+		free(r->prompt_ids);
+		r->prompt_ids = malloc((size_t)r->n_input_ids * sizeof *r->prompt_ids);
+		if (!r->prompt_ids) {
+			fail_req(e, er, "internal", "out of memory");
+			return;
+		}
+		memcpy(r->prompt_ids, r->input_ids, (size_t)r->n_input_ids * sizeof *r->prompt_ids);
+		r->n_prompt = r->n_input_ids;
+	} else if (r->prompt) {
+		if (r->prompt_len == 0) {
+			fail_req(e, er, "invalid_request", "prompt is empty");
+			return;
+		}
+		if (!e->tok) {
+			fail_req(e, er, "invalid_request",
+				 "this model has no tokenizer: give input_ids instead of a prompt");
+			return;
+		}
+		bool bos = r->add_bos < 0 ? tok_add_bos(e->tok) : r->add_bos != 0;
+		int32_t *ids = NULL;
+		size_t n = 0;
+		struct bg_err terr = {0};
+		if (tok_encode(e->tok, r->prompt, r->prompt_len, bos, e->cfg.parse_special, &ids,
+			       &n, &terr) != BG_OK) {
+			fail_req(e, er, "invalid_request", "cannot tokenize the prompt: %s",
+				 terr.msg);
+			return;
+		}
+		free(r->prompt_ids);
+		r->prompt_ids = ids;
+		r->n_prompt = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+		if (n == 0) {
+			fail_req(e, er, "invalid_request", "prompt is empty after tokenization");
+			return;
+		}
+		for (int32_t i = 0; i < r->n_prompt; i++)
+			if (ids[i] < 0 || ids[i] >= n_vocab) {
+				fail_req(e, er, "invalid_request",
+					 "prompt token %d is outside the model's vocabulary of %d",
+					 ids[i], n_vocab);
+				return;
+			}
+	} else {
+		fail_req(e, er, "invalid_request", "request has neither prompt nor input_ids");
+		return;
+	}
+	int32_t P = r->n_prompt;
+	if (P >= e->max_seq_len) {
+		fail_req(e, er, "too_long",
+			 "prompt is %d tokens; the max sequence length is %d, which leaves no room "
+			 "to generate",
+			 P, e->max_seq_len);
+		return;
+	}
+	/* prompt + max_tokens beyond the max sequence length is refused, as vLLM does and
+	 * DESIGN.md §4 says: silently capping would hand back fewer tokens than asked. */
+	int64_t n_max = (int64_t)P + r->max_tokens;
+	if (n_max > e->max_seq_len) {
+		fail_req(e, er, "too_long",
+			 "prompt (%d tokens) + max_tokens (%d) is %lld, beyond the max sequence "
+			 "length of %d",
+			 P, r->max_tokens, (long long)n_max, e->max_seq_len);
+		return;
+	}
+	int32_t need = kv_blocks_for(e->pool, n_max - 1);
+	if (need > kv_n_blocks(e->pool)) {
+		fail_req(e, er, "too_long",
+			 "prompt + max_tokens needs %d KV blocks (%lld tokens) but the pool has %d "
+			 "blocks of %d tokens",
+			 need, (long long)(n_max - 1), kv_n_blocks(e->pool),
+			 kv_block_size(e->pool));
+		return;
+	}
+	if (!e->cfg.chunked_context && P > e->cfg.max_num_tokens) {
+		fail_req(
+		    e, er, "too_long",
+		    "prompt is %d tokens, more than max_num_tokens (%d) with chunked context off",
+		    P, e->cfg.max_num_tokens);
+		return;
+	}
+	if (r->prompt_logprobs >= 0) {
+		r->prompt_lp = malloc((size_t)P * sizeof *r->prompt_lp);
+		if (r->prompt_logprobs > 0)
+			r->prompt_top = calloc((size_t)P, sizeof *r->prompt_top);
+		if (!r->prompt_lp || (r->prompt_logprobs > 0 && !r->prompt_top)) {
+			fail_req(e, er, "internal", "out of memory");
+			return;
+		}
+		for (int32_t i = 0; i < P; i++)
+			r->prompt_lp[i] = NAN;
+		if (r->prompt_top)
+			r->prompt_top[0].token = r->prompt_ids[0];
+	}
+	er->sp_gen = r->sampling;
+	er->sp_gen.n_top = r->logprobs > 0 ? r->logprobs : 0;
+	er->sp_prompt = r->sampling;
+	er->sp_prompt.n_top = r->prompt_logprobs > 0 ? r->prompt_logprobs : 0;
+	if (e->tok)
+		tok_stream_init(&er->ts, e->tok);
+	er->sq.order = er->ord;
+	er->sq.n_tokens = P;
+	er->sq.n_kv_max = (int32_t)(n_max - 1);
+	er->sq.user = er;
+	struct bg_err qerr = {0};
+	if (sched_enqueue(e->sched, &er->sq, &qerr) != BG_OK)
+		fail_req(e, er, "internal", "%s", qerr.msg);
+}
+
+/* ---- preemption by swap ---- */
+
+static bool on_pause(void *user, struct sched_seq *q)
+{
+	struct engine *e = user;
+	struct ereq *er = q->user;
+	if (e->cfg.preempt != ENGINE_PREEMPT_SWAP || !e->be->ops->kv_swap_out ||
+	    !e->be->ops->kv_swap_in || e->be->block_bytes == 0)
+		return false;
+	int32_t n = kv_blocks_for(e->pool, q->n_computed);
+	size_t bytes = (size_t)n * e->be->block_bytes;
+	void *buf = malloc(bytes);
+	if (!buf)
+		return false; /* recompute instead */
+	struct bg_err err = {0};
+	if (e->be->ops->kv_swap_out(e->be->ctx, q->kv.blocks, n, buf, &err) != BG_OK) {
+		free(buf);
+		return false;
+	}
+	er->swap_buf = buf;
+	er->swap_bytes = bytes;
+	e->swap_host_bytes += bytes;
+	return true;
+}
+
+/* ---- tokens and stop conditions ---- */
+
+static int32_t token_at(const struct request *r, int32_t pos)
+{
+	return pos < r->n_prompt ? r->prompt_ids[pos] : r->out_ids[pos - r->n_prompt];
+}
+
+static bool out_reserve(struct ereq *er)
+{
+	struct request *r = er->r;
+	if (r->n_out < er->out_cap)
+		return true;
+	int32_t cap = er->out_cap ? er->out_cap * 2 : 16;
+	if (cap > r->max_tokens)
+		cap = r->max_tokens > r->n_out ? r->max_tokens : r->n_out + 1;
+	int32_t *ids = realloc(r->out_ids, (size_t)cap * sizeof *ids);
+	if (!ids)
+		return false;
+	r->out_ids = ids;
+	if (r->logprobs >= 0) {
+		float *lp = realloc(r->out_logprobs, (size_t)cap * sizeof *lp);
+		if (!lp)
+			return false;
+		r->out_logprobs = lp;
+	}
+	if (r->logprobs > 0) {
+		struct sampler_result *t = realloc(r->out_top, (size_t)cap * sizeof *t);
+		if (!t)
+			return false;
+		r->out_top = t;
+	}
+	er->out_cap = cap;
+	return true;
+}
+
+/* Looks for a stop string ending in the bytes after old_len; cuts the text at the
+ * earliest match. */
+static bool match_stop(struct request *r, size_t old_len)
+{
+	size_t best = SIZE_MAX;
+	for (int32_t i = 0; i < r->n_stop; i++) {
+		size_t L = strlen(r->stop[i]);
+		if (L == 0 || r->text_len < L)
+			continue;
+		size_t start = old_len >= L - 1 ? old_len - (L - 1) : 0;
+		const char *p = memmem(r->text + start, r->text_len - start, r->stop[i], L);
+		if (p && (size_t)(p - r->text) < best)
+			best = (size_t)(p - r->text);
+	}
+	if (best == SIZE_MAX)
+		return false;
+	r->text_len = best;
+	r->text[best] = 0;
+	return true;
+}
+
+/* Appends a sampled token; returns the finish reason it causes (NONE to go on). */
+static enum req_finish append_token(struct engine *e, struct ereq *er,
+				    const struct sampler_result *res)
+{
+	struct request *r = er->r;
+	if (!out_reserve(er) || !text_ensure(r, &er->text_cap))
+		return REQ_FINISH_ERROR;
+	int32_t id = res->token;
+	r->out_ids[r->n_out] = id;
+	if (r->logprobs >= 0)
+		r->out_logprobs[r->n_out] = res->logprob;
+	if (r->logprobs > 0) {
+		/* Only the first n_top alternatives are defined; zero the rest so the stored
+		 * result is deterministic byte for byte. */
+		struct sampler_result *t = &r->out_top[r->n_out];
+		*t = *res;
+		for (int32_t k = t->n_top; k < SAMPLER_MAX_TOP; k++) {
+			t->top_ids[k] = 0;
+			t->top_logprobs[k] = 0.0f;
+		}
+	}
+	r->cum_logprob += res->logprob;
+	r->n_out++;
+	e->tot.output_tokens++;
+	if (r->n_out == 1) {
+		r->t_first_token = now_s();
+		r->ttft_ms = (r->t_first_token - r->t_arrival) * 1e3;
+	}
+	enum req_finish f = REQ_FINISH_NONE;
+	bool text_stop = false;
+	for (int32_t i = 0; i < r->n_stop_token_ids && f == REQ_FINISH_NONE; i++)
+		if (r->stop_token_ids[i] == id)
+			f = REQ_FINISH_STOP;
+	if (f == REQ_FINISH_NONE && !r->ignore_eos && e->tok && tok_is_eog(e->tok, id))
+		f = REQ_FINISH_EOS;
+	if (f == REQ_FINISH_NONE && e->tok) {
+		size_t old = r->text_len;
+		if (tok_stream_push(&er->ts, id, &r->text, &r->text_len, &er->text_cap) < 0)
+			return REQ_FINISH_ERROR;
+		if (r->n_stop > 0 && match_stop(r, old)) {
+			f = REQ_FINISH_STOP;
+			text_stop = true;
+		}
+	}
+	if (f == REQ_FINISH_NONE &&
+	    (r->n_out >= r->max_tokens || r->n_prompt + r->n_out >= e->max_seq_len))
+		f = REQ_FINISH_LENGTH;
+	if (f != REQ_FINISH_NONE && !text_stop && e->tok) {
+		/* Bytes of an incomplete character still held belong to the text. */
+		size_t old = r->text_len;
+		if (tok_stream_flush(&er->ts, &r->text, &r->text_len, &er->text_cap) < 0)
+			return REQ_FINISH_ERROR;
+		if (r->n_stop > 0 && r->text_len > old && match_stop(r, old))
+			f = REQ_FINISH_STOP;
+	}
+	return f;
+}
+
+/* ---- one iteration ---- */
+
+static void write_stats(struct engine *e, const struct sched_plan *plan, double lat_ms)
+{
+	FILE *f = e->cfg.stats;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	gmtime_r(&ts.tv_sec, &tm);
+	char stamp[40];
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+	struct kv_stats ks;
+	kv_get_stats(e->pool, &ks);
+	struct backend_mem m = {0};
+	if (e->be->ops->mem_info)
+		e->be->ops->mem_info(e->be->ctx, &m);
+	size_t be_bytes = m.weight_bytes + m.kv_bytes + m.workspace_bytes;
+	size_t dev = m.on_device ? be_bytes : 0;
+	size_t host = (m.on_device ? 0 : be_bytes) + e->swap_host_bytes;
+	fprintf(f,
+		"{\"timestamp\": \"%s.%03ldZ\", \"iter\": %lld, \"iter_latency_ms\": %.3f, "
+		"\"num_active_requests\": %d, \"max_num_active_requests\": %d, "
+		"\"num_queued_requests\": %d, \"num_new_active_requests\": %d, "
+		"\"num_completed_requests\": %d, "
+		"\"kv_cache\": {\"max_num_blocks\": %d, \"free_num_blocks\": %d, "
+		"\"used_num_blocks\": %d, \"tokens_per_block\": %d, \"alloc_new_blocks\": %lld, "
+		"\"reused_blocks\": 0, \"missed_blocks\": 0, \"cache_hit_rate\": 0.0}, ",
+		stamp, ts.tv_nsec / 1000000L, (long long)e->iter, lat_ms, plan->n_running,
+		e->cfg.max_batch_size, plan->n_waiting, plan->n_new, e->iter_completed, ks.n_blocks,
+		ks.free_blocks, ks.used_blocks, ks.block_size, (long long)ks.alloc_new);
+	if (e->cfg.policy == ENGINE_POLICY_STATIC)
+		fprintf(
+		    f,
+		    "\"static\": {\"num_scheduled_requests\": %d, \"num_context_requests\": %d, "
+		    "\"num_ctx_tokens\": %d, \"num_gen_tokens\": %d, \"empty_gen_slots\": %d}, ",
+		    plan->n, plan->n_ctx, plan->n_ctx_tokens, plan->n_gen_tokens,
+		    plan->empty_gen_slots);
+	else
+		fprintf(
+		    f,
+		    "\"inflight\": {\"num_scheduled_requests\": %d, \"num_context_requests\": %d, "
+		    "\"num_gen_requests\": %d, \"num_paused_requests\": %d, "
+		    "\"num_ctx_tokens\": %d, \"num_gen_tokens\": %d, \"micro_batch_id\": 0}, ",
+		    plan->n, plan->n_ctx, plan->n_gen, plan->n_paused, plan->n_ctx_tokens,
+		    plan->n_gen_tokens);
+	fprintf(f, "\"mem\": {\"device_bytes\": %zu, \"host_bytes\": %zu}}\n", dev, host);
+	fflush(f);
+}
+
+/* Fails every request of a batch whose forward or sample failed (their KV is garbage). */
+static void fail_batch(struct engine *e, const struct sched_plan *plan, const char *what,
+		       const struct bg_err *berr)
+{
+	/* plan->seqs is the scheduler's array, which sched_finish does not touch. */
+	for (int32_t i = 0; i < plan->n; i++) {
+		struct ereq *er = plan->seqs[i]->user;
+		fail_req(e, er, "backend_error", "%s failed: %s", what, berr->msg);
+	}
+}
+
+static bool grow(void **p, size_t elem, int32_t n)
+{
+	void *q = realloc(*p, (size_t)n * elem);
+	if (!q)
+		return false;
+	*p = q;
+	return true;
+}
+
+static enum bg_status scratch_reserve(struct engine *e, int32_t n_seqs, int32_t n_tokens,
+				      struct bg_err *err)
+{
+	if (n_seqs > e->seq_cap) {
+		if (!grow((void **)&e->bseqs, sizeof *e->bseqs, n_seqs))
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
+		e->seq_cap = n_seqs;
+	}
+	if (n_tokens > e->tok_cap) {
+		int32_t cap = n_tokens;
+		if (!grow((void **)&e->btok, sizeof *e->btok, cap) ||
+		    !grow((void **)&e->bwant, sizeof *e->bwant, cap) ||
+		    !grow((void **)&e->rows, sizeof *e->rows, cap) ||
+		    !grow((void **)&e->res, sizeof *e->res, cap))
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
+		e->tok_cap = cap;
+	}
+	return BG_OK;
+}
+
+/* Runs one planned batch: swap-ins, forward, sample, append, stop checks. */
+static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan, struct bg_err *err)
+{
+	const struct backend_ops *ops = e->be->ops;
+	int32_t ntok = 0, nrows = 0;
+	enum bg_status st =
+	    scratch_reserve(e, plan->n, plan->n_ctx_tokens + plan->n_gen_tokens, err);
+	if (st != BG_OK)
+		return st;
+	for (int32_t i = 0; i < plan->n; i++) {
+		struct sched_seq *q = plan->seqs[i];
+		struct ereq *er = q->user;
+		struct request *r = er->r;
+		if (q->step_swap_in) {
+			struct bg_err serr = {0};
+			if (ops->kv_swap_in(e->be->ctx, q->kv.blocks, q->n_swapped_blocks,
+					    er->swap_buf, &serr) != BG_OK)
+				return bg_fail(err, BG_ERR_DEVICE, "KV swap-in failed: %s",
+					       serr.msg);
+			e->swap_host_bytes -= er->swap_bytes;
+			free(er->swap_buf);
+			er->swap_buf = NULL;
+			er->swap_bytes = 0;
+		}
+		int32_t K = q->n_computed, c = q->step_tokens;
+		BG_ASSERT(ntok + c <= e->tok_cap);
+		for (int32_t j = 0; j < c; j++) {
+			int32_t p = K + j;
+			e->btok[ntok + j] = token_at(r, p);
+			uint8_t w = 0;
+			int32_t forced = -1;
+			const struct sampler_params *sp = &er->sp_gen;
+			if (q->step_ctx && r->prompt_logprobs >= 0 && p < r->n_prompt - 1 &&
+			    p >= er->plp_next) {
+				w = 1;
+				forced = r->prompt_ids[p + 1];
+				sp = &er->sp_prompt;
+			} else if (q->step_samples && j == c - 1) {
+				w = 1;
+			}
+			e->bwant[ntok + j] = w;
+			if (w) {
+				struct backend_sample_row *row = &e->rows[nrows];
+				row->logits_row = nrows;
+				row->forced = forced;
+				row->params = sp;
+				row->history.prompt = r->prompt_ids;
+				row->history.n_prompt = r->n_prompt;
+				row->history.output = r->out_ids;
+				row->history.n_output = r->n_out;
+				row->rng = &er->rng;
+				nrows++;
+			}
+		}
+		e->bseqs[i] = (struct backend_seq){
+		    .tokens = &e->btok[ntok],
+		    .n_tokens = c,
+		    .pos0 = K,
+		    .block_table = q->kv.blocks,
+		    .n_blocks = q->kv.n,
+		    .want_logits = &e->bwant[ntok],
+		};
+		ntok += c;
+	}
+	struct backend_batch batch = {.seqs = e->bseqs, .n_seqs = plan->n, .n_logits = nrows};
+	struct bg_err berr = {0};
+	if (ops->forward(e->be->ctx, &batch, &berr) != BG_OK) {
+		fail_batch(e, plan, "forward", &berr);
+		return BG_OK;
+	}
+	if (nrows > 0 && ops->sample(e->be->ctx, e->rows, nrows, e->res, &berr) != BG_OK) {
+		fail_batch(e, plan, "sample", &berr);
+		return BG_OK;
+	}
+	/* Apply in batch order; the row cursor walks the same order as above. Finishing a
+	 * request does not disturb plan->seqs (the scheduler's own array). */
+	int32_t row = 0;
+	for (int32_t i = 0; i < plan->n; i++) {
+		struct sched_seq *q = plan->seqs[i];
+		struct ereq *er = q->user;
+		struct request *r = er->r;
+		int32_t K = q->n_computed, c = q->step_tokens;
+		const struct sampler_result *sampled = NULL;
+		for (int32_t j = 0; j < c; j++) {
+			if (!e->bwant[(int32_t)(e->bseqs[i].tokens - e->btok) + j])
+				continue;
+			const struct sampler_result *res = &e->res[row++];
+			int32_t p = K + j;
+			if (q->step_ctx && r->prompt_logprobs >= 0 && p < r->n_prompt - 1 &&
+			    p >= er->plp_next) {
+				r->prompt_lp[p + 1] = res->logprob;
+				if (r->prompt_top) {
+					struct sampler_result *t = &r->prompt_top[p + 1];
+					*t = *res;
+					for (int32_t k = t->n_top; k < SAMPLER_MAX_TOP; k++) {
+						t->top_ids[k] = 0;
+						t->top_logprobs[k] = 0.0f;
+					}
+				}
+			} else {
+				sampled = res;
+			}
+		}
+		if (q->step_ctx && r->prompt_logprobs >= 0) {
+			int32_t end = K + c < r->n_prompt - 1 ? K + c : r->n_prompt - 1;
+			if (end > er->plp_next)
+				er->plp_next = end;
+		}
+		if (q->step_ctx && !q->recomputing)
+			e->tot.prompt_tokens += c;
+		sched_advance(e->sched, q, sampled != NULL);
+		if (!sampled)
+			continue;
+		enum req_finish f = append_token(e, er, sampled);
+		if (f == REQ_FINISH_ERROR)
+			fail_req(e, er, "internal", "out of memory for the output");
+		else if (f != REQ_FINISH_NONE)
+			complete(e, er, f);
+	}
+	BG_ASSERT(row == nrows);
+	return BG_OK;
+}
+
+/* ---- the loop ---- */
+
+static void fill_progress(struct engine *e)
+{
+	struct kv_stats ks;
+	kv_get_stats(e->pool, &ks);
+	e->tot.iter = e->iter;
+	e->tot.n_active = sched_n_running(e->sched);
+	e->tot.n_paused = sched_n_paused(e->sched);
+	e->tot.n_queued = sched_n_waiting(e->sched);
+	e->tot.kv_used_blocks = ks.used_blocks;
+	e->tot.kv_total_blocks = ks.n_blocks;
+	e->tot.kv_peak_blocks = ks.peak_used;
+	e->tot.elapsed_s = now_s() - e->t0;
+}
+
+/* True when the earliest request not yet emitted is still waiting for admission: it
+ * must be admitted even when the reorder window is full, or the run would deadlock. */
+static bool head_waiting(const struct engine *e)
+{
+	if (e->head_ord >= e->next_ord)
+		return false;
+	const struct ereq *h = e->ring[e->head_ord & (e->ring_cap - 1)];
+	return h && !h->done && h->sq.state == SCHED_WAITING;
+}
+
+enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink_fn sink,
+			  engine_progress_fn progress, void *user, volatile sig_atomic_t *stop,
+			  int64_t *n_unfinished, struct bg_err *err)
+{
+	if (n_unfinished)
+		*n_unfinished = 0;
+	e->sink = sink;
+	e->user = user;
+	e->sink_failed = false;
+	e->t0 = now_s();
+	e->iter = 0;
+	e->iter_completed = 0;
+	memset(&e->tot, 0, sizeof e->tot);
+	bool eof = false, read_failed = false;
+	struct bg_err read_err = {0};
+	bool input_order = e->cfg.order == ENGINE_ORDER_INPUT;
+	enum bg_status st = BG_OK;
+	for (;;) {
+		if (stop && *stop) {
+			/* Emit what is complete (past gaps: a resumed run skips ids already
+			 * done), drop the rest unfinished. */
+			int64_t unfinished = 0;
+			if (input_order) {
+				/* the unfinished stay in the ring for drop_inflight */
+				for (int64_t o = e->head_ord; o < e->next_ord; o++) {
+					struct ereq **slot = &e->ring[o & (e->ring_cap - 1)];
+					if (*slot && (*slot)->done) {
+						struct ereq *er = *slot;
+						*slot = NULL;
+						emit(e, er);
+					} else if (*slot) {
+						unfinished++;
+					}
+				}
+				e->n_buffered = 0;
+			} else {
+				unfinished = sched_n_running(e->sched) + sched_n_paused(e->sched) +
+					     sched_n_waiting(e->sched);
+			}
+			drop_inflight(e);
+			if (n_unfinished)
+				*n_unfinished = unfinished;
+			fill_progress(e);
+			if (e->sink_failed)
+				return bg_fail(err, BG_ERR_IO, "the result writer failed");
+			return BG_OK;
+		}
+		/* Pull up to the look-ahead; in input order also stop while the reorder window
+		 * is full, so that memory stays bounded whatever the input. */
+		bool pending = false;
+		while (!eof && !pending && sched_n_waiting(e->sched) < e->cfg.max_queued &&
+		       !(input_order && e->n_buffered >= e->window) && !e->sink_failed) {
+			struct request *r = NULL;
+			struct bg_err serr = {0};
+			int rc = source(user, &r, &serr);
+			if (rc == ENGINE_SOURCE_PENDING) {
+				/* Nothing ready: run what we have. Idle, this is a source that
+				 * did not block: poll it gently instead of spinning. */
+				pending = true;
+				if (engine_idle(e)) {
+					struct timespec ts = {0, 1000000L};
+					nanosleep(&ts, NULL);
+				}
+			} else if (rc == 0) {
+				eof = true;
+			} else if (rc < 0) {
+				eof = true;
+				read_failed = true;
+				read_err = serr;
+			} else if (r) {
+				intake(e, r, err);
+			}
+		}
+		if (e->sink_failed) {
+			st = bg_fail(err, BG_ERR_IO, "the result writer failed");
+			break;
+		}
+		int32_t in_flight = sched_n_running(e->sched) + sched_n_paused(e->sched) +
+				    sched_n_waiting(e->sched);
+		if (in_flight == 0) {
+			if (eof)
+				break;
+			continue;
+		}
+		kv_stats_reset_iter(e->pool);
+		double t_it = now_s();
+		bool allow = !input_order || e->n_buffered < e->window || head_waiting(e);
+		struct sched_plan plan;
+		struct bg_err serr = {0};
+		if ((st = sched_step(e->sched, allow, &plan, &serr)) != BG_OK) {
+			bg_fail(err, st, "scheduler: %s", serr.msg);
+			break;
+		}
+		/* Admissions: the end of the queue time, and the RNG starts from the seed. */
+		for (int32_t i = 0; i < sched_n_running(e->sched); i++) {
+			struct sched_seq *q = sched_running(e->sched)[i];
+			if (!q->step_new)
+				continue;
+			struct ereq *er = q->user;
+			er->r->queue_ms = (t_it - er->r->t_arrival) * 1e3;
+			sampler_rng_seed(&er->rng, er->r->sampling.seed);
+		}
+		if (plan.n == 0) {
+			if (sched_n_running(e->sched) == 0 && sched_n_paused(e->sched) == 0 &&
+			    sched_n_waiting(e->sched) > 0) {
+				/* Nothing runs and the head still cannot start: it never will. */
+				struct ereq *er = sched_waiting_at(e->sched, 0)->user;
+				fail_req(e, er, "too_long", "request does not fit in the KV cache");
+				continue;
+			}
+			st = bg_fail(err, BG_ERR_INVALID, "scheduler made no progress");
+			break;
+		}
+		if ((st = run_batch(e, &plan, err)) != BG_OK)
+			break;
+		if (e->cfg.stats)
+			write_stats(e, &plan, (now_s() - t_it) * 1e3);
+		e->iter_completed = 0;
+		e->iter++;
+		e->tot.preemptions += plan.n_paused_now;
+		fill_progress(e);
+		if (progress)
+			progress(user, &e->tot);
+		if (e->sink_failed) {
+			st = bg_fail(err, BG_ERR_IO, "the result writer failed");
+			break;
+		}
+	}
+	if (st != BG_OK) {
+		drop_inflight(e);
+		fill_progress(e);
+		return st;
+	}
+	fill_progress(e);
+	if (read_failed)
+		return bg_fail(err, read_err.status ? read_err.status : BG_ERR_IO, "%s",
+			       read_err.msg[0] ? read_err.msg : "reading the input failed");
+	return BG_OK;
+}

@@ -1,0 +1,97 @@
+/* kv: the KV block manager (DESIGN.md §4) — block *indices* only; the backend owns the
+ * memory behind them.
+ *
+ * A pool of n_blocks blocks of block_size token slots each. Free blocks sit on a LIFO
+ * free list (so allocation is deterministic); every block carries a reference count (1
+ * for a block owned by one sequence; > 1 for a prefix shared with kv_share, split again
+ * by kv_make_private before a write: copy-on-write). The engine uses count 1 only for
+ * now. A sequence's block table (struct kv_table) lists the blocks that hold
+ * its positions [0, n * block_size): position p lives in blocks[p / block_size].
+ *
+ * Invariants (kv_check): a block is on the free list iff its count is 0; no block is on
+ * the free list twice; used + free = total; given the live tables, each block's count
+ * equals the number of tables that hold it.
+ */
+#ifndef BG_KV_H
+#define BG_KV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+struct kv_pool;
+
+/* One sequence's block table. Zero-initialize it ({0}) before first use. */
+struct kv_table {
+	int32_t *blocks; /* [n] block indices, in position order */
+	int32_t n;	 /* blocks held */
+	int32_t cap;	 /* allocated entries of blocks */
+};
+
+struct kv_stats {
+	int32_t n_blocks;   /* total */
+	int32_t block_size; /* tokens per block */
+	int32_t free_blocks;
+	int32_t used_blocks;
+	int32_t peak_used;   /* the most blocks ever used at once */
+	int64_t alloc_new;   /* blocks handed out since the last kv_stats_reset_iter */
+	int64_t alloc_total; /* blocks handed out since creation */
+};
+
+/* Creates a pool of n_blocks (> 0) blocks of block_size (> 0) tokens. */
+enum bg_status kv_pool_create(int32_t n_blocks, int32_t block_size, struct kv_pool **out,
+			      struct bg_err *err);
+void kv_pool_destroy(struct kv_pool *p); /* NULL-safe */
+
+int32_t kv_block_size(const struct kv_pool *p);
+int32_t kv_n_blocks(const struct kv_pool *p);
+int32_t kv_n_free(const struct kv_pool *p);
+int32_t kv_n_used(const struct kv_pool *p);
+
+/* Blocks needed to hold n_tokens positions: ceil(n_tokens / block_size); 0 for n <= 0. */
+int32_t kv_blocks_for(const struct kv_pool *p, int64_t n_tokens);
+
+/* Blocks t would still need to cover n_tokens positions (0 if it already does). */
+int32_t kv_blocks_missing(const struct kv_pool *p, const struct kv_table *t, int64_t n_tokens);
+
+/* Grows t so that it covers n_tokens positions, taking blocks from the free list.
+ * BG_ERR_CAPACITY when there are not enough free blocks, BG_ERR_NOMEM when the table
+ * cannot grow: on failure nothing changes. */
+enum bg_status kv_grow(struct kv_pool *p, struct kv_table *t, int64_t n_tokens, struct bg_err *err);
+
+/* Drops t's reference on each of its blocks (a block whose count reaches 0 returns to
+ * the free list) and empties t (its array is kept for reuse). */
+void kv_release(struct kv_pool *p, struct kv_table *t);
+
+/* Prefix sharing: appends src's first n blocks to the empty table dst; each shared
+ * block's count goes up by one (no block is taken from the free list). BG_ERR_INVALID
+ * when dst is not empty or n > src->n, BG_ERR_NOMEM: nothing changed on failure. */
+enum bg_status kv_share(struct kv_pool *p, struct kv_table *dst, const struct kv_table *src,
+			int32_t n, struct bg_err *err);
+
+/* Copy-on-write, before writing into block i of t: a shared block (count > 1) is
+ * replaced in t by a fresh one and its old index returned in *copy_from (the caller
+ * copies the data, e.g. with the backend's kv_copy); a private block stays and
+ * *copy_from = -1. BG_ERR_CAPACITY when no block is free: nothing changed. */
+enum bg_status kv_make_private(struct kv_pool *p, struct kv_table *t, int32_t i, int32_t *copy_from,
+			       struct bg_err *err);
+
+/* Frees t's array (call after kv_release); NULL-safe. */
+void kv_table_free(struct kv_table *t);
+
+/* Reference count of a block (0 = free); -1 for an index out of range. */
+int32_t kv_refcount(const struct kv_pool *p, int32_t block);
+
+void kv_get_stats(const struct kv_pool *p, struct kv_stats *out);
+/* Starts a new iteration's alloc_new count. */
+void kv_stats_reset_iter(struct kv_pool *p);
+
+/* Checks the invariants above. tables[n_tables] are every live table (may be NULL when
+ * n_tables is 0: then only the pool's own invariants are checked, and the table sums are
+ * not). Returns true when they hold; otherwise writes the first violation into why. */
+bool kv_check(const struct kv_pool *p, const struct kv_table *const *tables, int32_t n_tables,
+	      char *why, size_t why_cap);
+
+#endif

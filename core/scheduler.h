@@ -1,0 +1,155 @@
+/* scheduler: the capacity scheduler and the micro-batch scheduler (DESIGN.md §4).
+ *
+ * Pure logic over sequence state and the KV pool (core/kv.h); no backend, no clock, no
+ * tokens. The engine enqueues sequences, calls sched_step once per iteration, runs the
+ * plan on a backend, reports progress with sched_advance and completion with
+ * sched_finish.
+ *
+ * Token accounting of one sequence: n_tokens tokens are known (prompt + generated) and
+ * the KV of the first n_computed is written. In the context phase (a new request, or one
+ * resumed by recompute) the pending tokens [n_computed, n_tokens) are fed in chunks; the
+ * chunk that reaches n_tokens yields the logits that sample the next token. In the
+ * generation phase n_tokens - n_computed == 1: each step feeds the last sampled token.
+ * A sequence never holds more than n_kv_max positions of KV (the last sampled token is
+ * never fed), which is what no-evict and static reserve.
+ *
+ * Policies:
+ *  - NO_EVICT: admit (FCFS, never skipping ahead) only when the blocks for n_kv_max fit
+ *    beside what every running sequence may still need; never pause.
+ *  - MAX_UTIL: admit while blocks for the first chunk exist. When a running sequence
+ *    cannot get a block for its step, pause the most recently started one(s) (possibly
+ *    itself) and free their blocks (after on_pause, which may swap them out). Paused
+ *    sequences resume, oldest input first, before any new admission; a resumed sequence
+ *    counts as just started.
+ *  - STATIC: when nothing runs, admit a batch (FCFS, up to max_batch_size, reserved as in
+ *    NO_EVICT); run all its contexts, then its generation steps in lockstep; admit the
+ *    next batch only when every member has finished.
+ * Micro-batch: at most max_batch_size running sequences; per step, generation steps first
+ * (oldest started first) then context chunks (FCFS) within max_num_tokens. With chunked
+ * context a prompt chunk takes what the token budget leaves; without, a prompt runs only
+ * whole (the engine rejects prompts longer than max_num_tokens). Contexts being
+ * recomputed after a pause are always chunked (they are an internal matter).
+ *
+ * Invariants after every step: scheduled = context + generation entries; the running
+ * count <= max_batch_size; token total <= max_num_tokens; every scheduled sequence's
+ * table covers n_computed + its tokens; a NO_EVICT or STATIC sequence is never paused.
+ */
+#ifndef BG_SCHEDULER_H
+#define BG_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kv.h"
+#include "status.h"
+
+enum sched_policy {
+	SCHED_NO_EVICT = 0,
+	SCHED_MAX_UTIL,
+	SCHED_STATIC,
+};
+
+enum sched_state {
+	SCHED_NEW = 0, /* not enqueued yet */
+	SCHED_WAITING, /* in the admission queue */
+	SCHED_RUNNING, /* holds KV, may be scheduled */
+	SCHED_PAUSED,  /* preempted (max-util): KV freed (or swapped out) */
+	SCHED_DONE,    /* finished; blocks released */
+};
+
+struct sched_seq {
+	/* ---- set by the caller before sched_enqueue ---- */
+	int64_t order;	  /* FCFS key: position in the input (strictly increasing) */
+	int32_t n_tokens; /* tokens known: the prompt at first, + 1 per sampled token */
+	int32_t n_kv_max; /* the most positions it may ever need: min(prompt + max_tokens,
+			   * max_seq_len) - 1, >= n_tokens */
+	void *user;	  /* the caller's object */
+	/* ---- owned by the scheduler (read-only for the caller) ---- */
+	enum sched_state state;
+	int32_t n_computed;	  /* tokens whose KV is written */
+	bool in_ctx;		  /* in the context phase */
+	bool swapped;		  /* paused with its KV in host memory */
+	bool recomputing;	  /* re-running prompt + generated tokens after a pause */
+	int64_t start_stamp;	  /* larger = started (or resumed) more recently */
+	int32_t n_swapped_blocks; /* blocks of KV the swap buffer holds */
+	struct kv_table kv;
+	int32_t preemptions;
+	/* the current step (valid after sched_step for scheduled sequences) */
+	int32_t step_tokens; /* tokens fed this step; 0 = not scheduled */
+	bool step_ctx;	     /* the step is a context chunk */
+	bool step_samples;   /* the step ends at n_tokens: its last token's logits sample */
+	bool step_swap_in;   /* resumed by swap this step: the caller must swap blocks
+			      * kv.blocks[0, n_swapped_blocks) in before running it */
+	bool step_new;	     /* admitted (first started) this step */
+	bool step_resumed;   /* resumed this step */
+};
+
+/* Called when a running sequence is paused, before its blocks are freed. The
+ * callee may copy the blocks kv.blocks[0, kv_blocks_for(n_computed)) to host memory;
+ * return true when it did (the sequence keeps n_computed and resumes by swap-in), false
+ * to resume by recompute (n_computed becomes 0). */
+typedef bool (*sched_pause_fn)(void *user, struct sched_seq *s);
+
+struct sched_config {
+	enum sched_policy policy;
+	int32_t max_batch_size; /* > 0 */
+	int32_t max_num_tokens; /* > 0 */
+	bool chunked_context;
+	sched_pause_fn on_pause; /* NULL: always recompute */
+	void *pause_user;
+};
+
+/* One iteration's plan. */
+struct sched_plan {
+	struct sched_seq **seqs; /* [n] scheduled, in batch order (owned by the scheduler,
+				  * valid until the next sched_step) */
+	int32_t n;
+	int32_t n_ctx, n_gen; /* entries of each kind; n_ctx + n_gen == n */
+	int32_t n_ctx_tokens, n_gen_tokens;
+	int32_t n_new;				/* admitted this step */
+	int32_t n_resumed;			/* resumed this step */
+	int32_t n_paused_now;			/* paused this step */
+	int32_t n_running, n_paused, n_waiting; /* counts after the step */
+	int32_t empty_gen_slots; /* static: finished members idling in a generation step */
+};
+
+struct sched;
+
+enum bg_status sched_create(const struct sched_config *cfg, struct kv_pool *pool,
+			    struct sched **out, struct bg_err *err);
+/* NULL-safe. Releases the blocks of every sequence it still holds (the sequences
+ * themselves belong to the caller). */
+void sched_destroy(struct sched *s);
+
+/* Appends s to the admission queue (FCFS by call order; order must increase). The
+ * sequence must outlive its time in the scheduler. BG_ERR_NOMEM on failure (nothing
+ * changed). */
+enum bg_status sched_enqueue(struct sched *s, struct sched_seq *q, struct bg_err *err);
+
+/* Plans one iteration: pauses / resumes / admits, grows block tables, and fills plan.
+ * allow_admit false keeps new sequences waiting (paused ones may still resume). Returns
+ * BG_ERR_NOMEM when a block table cannot grow (state stays consistent). */
+enum bg_status sched_step(struct sched *s, bool allow_admit, struct sched_plan *plan,
+			  struct bg_err *err);
+
+/* After running a scheduled step: q's KV now covers n_computed + step_tokens; appended
+ * says a token was sampled and appended (n_tokens + 1, the context phase ends). */
+void sched_advance(struct sched *s, struct sched_seq *q, bool appended);
+
+/* Removes q (running, paused or waiting) and releases its blocks; q->state = DONE. */
+void sched_finish(struct sched *s, struct sched_seq *q);
+
+int32_t sched_n_running(const struct sched *s);
+int32_t sched_n_paused(const struct sched *s);
+int32_t sched_n_waiting(const struct sched *s);
+/* The sequences currently in each state (for invariant checks and for dropping them at
+ * a stop); valid until the next mutating call. */
+struct sched_seq *const *sched_running(const struct sched *s);
+struct sched_seq *const *sched_paused(const struct sched *s);
+/* The i-th waiting sequence (FCFS), 0 <= i < sched_n_waiting. */
+struct sched_seq *sched_waiting_at(const struct sched *s, int32_t i);
+
+/* Blocks the running sequences may still claim: sum of kv_blocks_for(n_kv_max) - held. */
+int64_t sched_reserved_blocks(const struct sched *s);
+
+#endif

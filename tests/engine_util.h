@@ -1,0 +1,78 @@
+/* engine_util: the parts of an engine test's request source that every such test writes
+ * the same way: a request named PREFIX<seq> with either a text prompt or prompt token
+ * ids, and its stop strings. Header-only, static functions, because each test program is
+ * one translation unit. Allocation failures are not handled (tests).
+ *
+ *   engine_util_req(prefix, seq, prompt, ids, n_ids)   a new request (req_free it)
+ *   engine_util_req_stops(r, stop, n)                  sets r's stop strings (copies)
+ *   engine_util_policy(cfg, i)                         setup i of the policy sweep
+ */
+#ifndef BG_TEST_ENGINE_UTIL_H
+#define BG_TEST_ENGINE_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "core/request.h"
+
+/* A request with id "<prefix><seq>" and seq seq; its prompt is a copy of prompt when that
+ * is not NULL, else a copy of ids [n_ids] (a 1-element buffer when n_ids is 0, so that
+ * input_ids is never a malloc(0)). Everything else keeps req_new's defaults. */
+static inline struct request *engine_util_req(const char *prefix, int32_t seq, const char *prompt,
+					      const int32_t *ids, int32_t n_ids)
+{
+	struct request *r = req_new();
+	char id[32];
+	snprintf(id, sizeof id, "%s%d", prefix, seq);
+	r->id = strdup(id);
+	r->seq = seq;
+	if (prompt) {
+		r->prompt = strdup(prompt);
+		r->prompt_len = strlen(prompt);
+	} else {
+		r->input_ids = malloc((size_t)(n_ids ? n_ids : 1) * sizeof(int32_t));
+		memcpy(r->input_ids, ids, (size_t)n_ids * sizeof(int32_t));
+		r->n_input_ids = n_ids;
+	}
+	return r;
+}
+
+/* Gives r copies of the n stop strings stop [n]; nothing when n is 0. */
+static inline void engine_util_req_stops(struct request *r, const char *const *stop, int32_t n)
+{
+	if (n <= 0)
+		return;
+	r->stop = calloc((size_t)n, sizeof *r->stop);
+	for (int32_t i = 0; i < n; i++)
+		r->stop[i] = strdup(stop[i]);
+	r->n_stop = n;
+}
+
+/* The scheduling setups every batch-invariance sweep covers, in this order: no-evict,
+ * max-util with recompute, max-util with swap, static. */
+#define ENGINE_UTIL_N_POLICIES 4
+
+/* Resets cfg to engine_config_default, then sets the policy and preempt mode of setup i
+ * in [0, ENGINE_UTIL_N_POLICIES); returns the setup's name (for messages). */
+static inline const char *engine_util_policy(struct engine_config *cfg, int i)
+{
+	static const struct {
+		enum engine_policy policy;
+		enum engine_preempt preempt;
+		const char *name;
+	} setups[ENGINE_UTIL_N_POLICIES] = {
+	    {ENGINE_POLICY_NO_EVICT, ENGINE_PREEMPT_RECOMPUTE, "no-evict"},
+	    {ENGINE_POLICY_MAX_UTIL, ENGINE_PREEMPT_RECOMPUTE, "max-util/recompute"},
+	    {ENGINE_POLICY_MAX_UTIL, ENGINE_PREEMPT_SWAP, "max-util/swap"},
+	    {ENGINE_POLICY_STATIC, ENGINE_PREEMPT_RECOMPUTE, "static"},
+	};
+	engine_config_default(cfg);
+	cfg->policy = setups[i].policy;
+	cfg->preempt = setups[i].preempt;
+	return setups[i].name;
+}
+
+#endif

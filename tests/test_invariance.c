@@ -1,0 +1,343 @@
+/* test_invariance: batch invariance with the REAL CPU backend and a real trained model
+ * (../shared/models/stories260K.gguf, DESIGN.md §10).
+ *
+ * Every request of a varied workload (prompt lengths, max_tokens, greedy and seeded
+ * sampling, stop strings, log-probs and prompt log-probs) must return bitwise the same
+ * token ids, text and log-probs in a busy batch as when it runs alone, under no-evict,
+ * max-util with recompute, max-util with swap (in a pool small enough that preemptions
+ * happen: asserted from the results' metrics) and static, with chunked context on and
+ * off, at max_batch_size 1 and 64.
+ *
+ * Size: 200 requests plain. Sanitizer builds are several times slower, so they run 48
+ * requests unless BG_INVARIANCE_N says otherwise (BG_INVARIANCE_N also overrides the
+ * plain count).
+ */
+#include "check.h"
+#include "engine_util.h"
+#include "ref_outputs.h"
+#include "core/backend_cpu.h"
+#include "core/engine.h"
+#include "core/model.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define INV_DEFAULT_N 48
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define INV_DEFAULT_N 48
+#endif
+#endif
+#ifndef INV_DEFAULT_N
+#define INV_DEFAULT_N 200
+#endif
+
+static uint64_t st_rng = 0x2545F4914F6CDD1Dull;
+static uint32_t rnd(uint32_t n)
+{
+	st_rng ^= st_rng << 13;
+	st_rng ^= st_rng >> 7;
+	st_rng ^= st_rng << 17;
+	return (uint32_t)(st_rng % n);
+}
+
+static const char *const prompts[] = {
+    "Once upon a time",
+    "Lily and Ben went to the park. They saw a big dog",
+    "The sun was",
+    "Tom had a red ball. He liked to throw it high in the sky, and one day the ball went "
+    "over the fence into the garden of an old man who",
+    "One day, a little girl named Sue found a shiny",
+    "There was a cat",
+    "Mom said, \"Do not touch the hot stove.\" But Tim",
+    "A bird",
+    "The children were playing in the snow when suddenly they heard a loud noise coming "
+    "from the woods. They",
+    "Max",
+};
+static const char *const stops[] = {".", " the", ",", "and", "\"", " was"};
+
+struct spec {
+	const char *prompt;
+	int32_t ids[48];
+	int32_t n_ids;
+	int32_t max_tokens;
+	float temperature;
+	int32_t top_k;
+	float top_p;
+	uint64_t seed;
+	const char *stop;
+	int32_t logprobs, prompt_logprobs;
+};
+
+struct run {
+	const struct spec *specs;
+	int32_t n, next, n_emitted, dup;
+	struct request **res;
+};
+
+static int src(void *user, struct request **out, struct bg_err *err)
+{
+	(void)err;
+	struct run *R = user;
+	if (R->next >= R->n)
+		return 0;
+	const struct spec *s = &R->specs[R->next];
+	struct request *r = engine_util_req("q", R->next, s->prompt, s->ids, s->n_ids);
+	r->max_tokens = s->max_tokens;
+	r->sampling.temperature = s->temperature;
+	r->sampling.top_k = s->top_k;
+	r->sampling.top_p = s->top_p;
+	r->sampling.seed = s->seed;
+	r->logprobs = s->logprobs;
+	r->prompt_logprobs = s->prompt_logprobs;
+	engine_util_req_stops(r, &s->stop, s->stop ? 1 : 0);
+	R->next++;
+	*out = r;
+	return 1;
+}
+
+static int sink(void *user, struct request *r)
+{
+	struct run *R = user;
+	if (r->seq < 0 || r->seq >= R->n || R->res[r->seq]) {
+		R->dup++;
+		req_free(r);
+		return 0;
+	}
+	R->res[r->seq] = r;
+	R->n_emitted++;
+	return 0;
+}
+
+static enum bg_status run(const struct engine_config *cfg, struct backend *be,
+			  const struct tok *tok, const struct model_hparams *hp,
+			  const struct spec *specs, int32_t n, struct run *R)
+{
+	memset(R, 0, sizeof *R);
+	R->specs = specs;
+	R->n = n;
+	R->res = calloc((size_t)n, sizeof *R->res);
+	struct engine *e = NULL;
+	struct bg_err err = {0};
+	enum bg_status st = engine_create(cfg, be, tok, hp, &e, &err);
+	if (st == BG_OK)
+		st = engine_run(e, src, sink, NULL, R, NULL, NULL, &err);
+	if (st != BG_OK)
+		fprintf(stderr, "engine: %s\n", err.msg);
+	engine_destroy(e);
+	return st;
+}
+
+static void run_free(struct run *R)
+{
+	for (int32_t i = 0; i < R->n; i++)
+		req_free(R->res[i]);
+	free(R->res);
+}
+
+static bool top_eq(const struct sampler_result *a, const struct sampler_result *b)
+{
+	if (a->token != b->token || memcmp(&a->logprob, &b->logprob, sizeof a->logprob) ||
+	    a->n_top != b->n_top)
+		return false;
+	return memcmp(a->top_ids, b->top_ids, (size_t)a->n_top * sizeof(int32_t)) == 0 &&
+	       memcmp(a->top_logprobs, b->top_logprobs, (size_t)a->n_top * sizeof(float)) == 0;
+}
+
+static bool same(const struct request *a, const struct request *b, char *why, size_t cap)
+{
+	if (!a || !b)
+		return snprintf(why, cap, "missing result"), false;
+	if (a->finish != b->finish || strcmp(a->error.code, b->error.code))
+		return snprintf(why, cap, "finish %s/%s vs %s/%s", req_finish_name(a->finish),
+				a->error.code, req_finish_name(b->finish), b->error.code),
+		       false;
+	if (a->n_out != b->n_out ||
+	    memcmp(a->out_ids, b->out_ids, (size_t)a->n_out * sizeof(int32_t)))
+		return snprintf(why, cap, "token ids differ (%d vs %d tokens)", a->n_out, b->n_out),
+		       false;
+	if (a->text_len != b->text_len || memcmp(a->text, b->text, a->text_len))
+		return snprintf(why, cap, "text differs"), false;
+	if (a->logprobs >= 0 &&
+	    memcmp(a->out_logprobs, b->out_logprobs, (size_t)a->n_out * sizeof(float)))
+		return snprintf(why, cap, "log-probs differ"), false;
+	for (int32_t i = 0; a->logprobs > 0 && i < a->n_out; i++)
+		if (!top_eq(&a->out_top[i], &b->out_top[i]))
+			return snprintf(why, cap, "top log-probs differ at %d", i), false;
+	if (a->prompt_logprobs >= 0 &&
+	    memcmp(a->prompt_lp, b->prompt_lp, (size_t)a->n_prompt * sizeof(float)))
+		return snprintf(why, cap, "prompt log-probs differ"), false;
+	for (int32_t i = 1; a->prompt_logprobs > 0 && i < a->n_prompt; i++)
+		if (!top_eq(&a->prompt_top[i], &b->prompt_top[i]))
+			return snprintf(why, cap, "prompt top log-probs differ at %d", i), false;
+	if (memcmp(&a->cum_logprob, &b->cum_logprob, sizeof a->cum_logprob))
+		return snprintf(why, cap, "cum_logprob differs"), false;
+	return true;
+}
+
+int main(void)
+{
+	const char *path = check_shared("models/stories260K.gguf");
+	if (!path)
+		return check_summary();
+	int32_t N = INV_DEFAULT_N;
+	const char *env = getenv("BG_INVARIANCE_N");
+	if (env && atoi(env) > 0)
+		N = atoi(env);
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	struct tok *tok = NULL;
+	struct backend *be = NULL;
+	CHECK(model_load(path, &m, &err) == BG_OK, "model: %s", err.msg);
+	if (!m)
+		return check_summary();
+	CHECK(tok_load(m->gguf, &tok, &err) == BG_OK, "tokenizer: %s", err.msg);
+	/* 24 blocks of 8 tokens = 192 slots, while a request may need up to 70: max-util
+	 * with 64 requests in flight must preempt. */
+	struct backend_config bc = {.block_size = 8, .kv_tokens = 192, .n_threads = 1};
+	CHECK(backend_cpu_create(m, &bc, &be, &err) == BG_OK, "backend: %s", err.msg);
+	if (!tok || !be) {
+		backend_destroy(be);
+		tok_free(tok);
+		model_free(m);
+		return check_summary();
+	}
+	struct model_hparams hp = m->hp;
+	hp.n_ctx_train = 512; /* trained length */
+
+	struct spec *sp = calloc((size_t)N, sizeof *sp);
+	for (int32_t i = 0; i < N; i++) {
+		struct spec *s = &sp[i];
+		if (rnd(3) == 0) {
+			/* token ids: BOS + random vocabulary entries */
+			s->n_ids = 1 + (int32_t)rnd(40);
+			s->ids[0] = 1;
+			for (int32_t j = 1; j < s->n_ids; j++)
+				s->ids[j] = 3 + (int32_t)rnd(509);
+		} else {
+			s->prompt = prompts[rnd(sizeof prompts / sizeof prompts[0])];
+		}
+		s->max_tokens = rnd(4) == 0 ? 12 + (int32_t)rnd(17) : 1 + (int32_t)rnd(8);
+		if (rnd(2)) {
+			s->temperature = 0.8f;
+			s->top_k = rnd(2) ? 40 : 0;
+			s->top_p = rnd(2) ? 0.9f : 1.0f;
+			s->seed = rnd(100000);
+		} else {
+			s->top_p = 1.0f;
+		}
+		if (rnd(3) == 0)
+			s->stop = stops[rnd(sizeof stops / sizeof stops[0])];
+		s->logprobs = (int32_t)rnd(4) - 1;
+		s->prompt_logprobs = rnd(5) == 0 ? (int32_t)rnd(3) : -1;
+	}
+
+	/* references: each request alone */
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	struct request **ref = calloc((size_t)N, sizeof *ref);
+	int n_stop = 0;
+	for (int32_t i = 0; i < N; i++) {
+		struct run R;
+		CHECK(run(&cfg, be, tok, &hp, &sp[i], 1, &R) == BG_OK, "solo %d", i);
+		ref[i] = R.res[0];
+		R.res[0] = NULL;
+		run_free(&R);
+		if (ref[i]) {
+			CHECK(ref[i]->finish != REQ_FINISH_ERROR && ref[i]->n_out > 0,
+			      "solo %d ran: %s", i, ref[i]->error.message);
+			n_stop += ref[i]->finish == REQ_FINISH_STOP;
+		}
+	}
+	CHECK(n_stop > 0, "some requests stop on a stop string (%d)", n_stop);
+
+	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++)
+		for (int chunk = 0; chunk < 2; chunk++)
+			for (int b = 0; b < 2; b++) {
+				const char *name = engine_util_policy(&cfg, p);
+				cfg.chunked_context = chunk;
+				cfg.max_batch_size = b ? 64 : 1;
+				cfg.max_num_tokens = 96;
+				cfg.max_queued = 32;
+				cfg.order =
+				    (p + b) % 2 ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
+				struct run R;
+				enum bg_status st = run(&cfg, be, tok, &hp, sp, N, &R);
+				int diff = 0;
+				int64_t preempt = 0;
+				char why[160] = "";
+				for (int32_t i = 0; i < N; i++) {
+					char w[128];
+					if (!same(ref[i], R.res[i], w, sizeof w) && diff++ == 0)
+						snprintf(why, sizeof why, "request %d: %s", i, w);
+					if (R.res[i])
+						preempt += R.res[i]->preemptions;
+				}
+				CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0,
+				      "%s chunk %d bs %d: %d results of %d", name, chunk,
+				      cfg.max_batch_size, R.n_emitted, N);
+				CHECK(diff == 0,
+				      "%s chunk %d bs %d: %d of %d differ from solo (%s)", name,
+				      chunk, cfg.max_batch_size, diff, N, why);
+				if (cfg.policy == ENGINE_POLICY_MAX_UTIL && b)
+					CHECK(preempt > 0,
+					      "%s chunk %d: preemptions happened (%lld)", name,
+					      chunk, (long long)preempt);
+				if (cfg.policy != ENGINE_POLICY_MAX_UTIL)
+					CHECK(preempt == 0, "%s never preempts", name);
+				fprintf(
+				    stderr,
+				    "%-20s chunk %d bs %2d: %d/%d identical, %lld preemptions\n",
+				    name, chunk, cfg.max_batch_size, N - diff, N,
+				    (long long)preempt);
+				run_free(&R);
+			}
+	/* An independent oracle through the whole engine path: llama.cpp's greedy
+	 * continuation of "Once upon a time", run in a busy max-util batch. */
+	cJSON *j = ref_read_json("models/ref_outputs/stories260K.once_upon_a_time.bos.n32.json");
+	const cJSON *gen = cJSON_GetObjectItemCaseSensitive(j, "generated");
+	const cJSON *ids = cJSON_GetObjectItemCaseSensitive(gen, "token_ids");
+	const cJSON *lps = cJSON_GetObjectItemCaseSensitive(gen, "logprobs");
+	const cJSON *txt = cJSON_GetObjectItemCaseSensitive(gen, "text");
+	if (cJSON_IsArray(ids) && cJSON_IsArray(lps) && cJSON_IsString(txt)) {
+		int32_t M = N < 40 ? N : 40;
+		struct spec *busy = calloc((size_t)M, sizeof *busy);
+		memcpy(busy, sp, (size_t)M * sizeof *busy);
+		busy[M / 2] = (struct spec){.prompt = "Once upon a time",
+					    .max_tokens = 32,
+					    .top_p = 1.0f,
+					    .logprobs = 0,
+					    .prompt_logprobs = -1};
+		engine_config_default(&cfg);
+		cfg.policy = ENGINE_POLICY_MAX_UTIL;
+		cfg.max_num_tokens = 64;
+		struct run R;
+		CHECK(run(&cfg, be, tok, &hp, busy, M, &R) == BG_OK, "busy run");
+		const struct request *r = R.res[M / 2];
+		int32_t n = cJSON_GetArraySize(ids), bad = 0;
+		CHECK(r && r->n_out == n, "llama.cpp reference: %d tokens, got %d", n,
+		      r ? r->n_out : -1);
+		for (int32_t i = 0; r && i < n && i < r->n_out; i++) {
+			bad += r->out_ids[i] != cJSON_GetArrayItem(ids, i)->valueint;
+			/* fp32 forward vs llama.cpp's: log-probs agree to ~1e-4 */
+			bad += fabs(r->out_logprobs[i] - cJSON_GetArrayItem(lps, i)->valuedouble) >
+			       2e-3;
+		}
+		CHECK(bad == 0, "tokens and log-probs match llama.cpp (%d mismatches)", bad);
+		CHECK(r && strcmp(r->text, txt->valuestring) == 0, "text '%s'", r ? r->text : "");
+		run_free(&R);
+		free(busy);
+	}
+	cJSON_Delete(j);
+
+	for (int32_t i = 0; i < N; i++)
+		req_free(ref[i]);
+	free(ref);
+	free(sp);
+	backend_destroy(be);
+	tok_free(tok);
+	model_free(m);
+	return check_summary();
+}

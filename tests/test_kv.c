@@ -1,0 +1,177 @@
+/* test_kv: the KV block pool under random workloads, with its invariants checked after
+ * every operation, plus hand-checked allocation order and failure behaviour. */
+#include "check.h"
+#include "core/kv.h"
+
+#include <stdint.h>
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint32_t rnd(uint32_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state % n);
+}
+
+static void test_basics(void)
+{
+	struct kv_pool *p = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(0, 16, &p, &err) == BG_ERR_INVALID && !p, "zero blocks refused");
+	CHECK(kv_pool_create(8, 0, &p, &err) == BG_ERR_INVALID && !p, "zero block size refused");
+	CHECK(kv_pool_create(8, 4, &p, &err) == BG_OK, "create: %s", err.msg);
+	CHECK(kv_blocks_for(p, 0) == 0 && kv_blocks_for(p, 1) == 1 && kv_blocks_for(p, 4) == 1 &&
+		  kv_blocks_for(p, 5) == 2 && kv_blocks_for(p, 32) == 8,
+	      "ceil(n / 4)");
+	struct kv_table a = {0}, b = {0};
+	CHECK(kv_grow(p, &a, 5, &err) == BG_OK && a.n == 2, "a covers 5 tokens with 2 blocks");
+	CHECK(a.blocks[0] == 0 && a.blocks[1] == 1, "a fresh pool hands out 0, 1, ...");
+	CHECK(kv_grow(p, &a, 8, &err) == BG_OK && a.n == 2, "growing within a block is free");
+	CHECK(kv_grow(p, &b, 24, &err) == BG_OK && b.n == 6, "b takes the other 6");
+	CHECK(kv_n_free(p) == 0 && kv_n_used(p) == 8, "pool full");
+	CHECK(kv_blocks_missing(p, &a, 9) == 1, "a needs one more for 9 tokens");
+	CHECK(kv_grow(p, &a, 9, &err) == BG_ERR_CAPACITY, "no block left");
+	CHECK(a.n == 2 && kv_n_free(p) == 0, "failed grow changes nothing");
+	const struct kv_table *ts[2] = {&a, &b};
+	char why[256] = "";
+	CHECK(kv_check(p, ts, 2, why, sizeof why), "consistent: %s", why);
+	/* A table claiming a block another holds: the checker must see it. */
+	int32_t stolen[1] = {b.blocks[0]};
+	struct kv_table fake = {.blocks = stolen, .n = 1, .cap = 1};
+	const struct kv_table *ts3[3] = {&a, &b, &fake};
+	CHECK(!kv_check(p, ts3, 3, why, sizeof why), "a block owned twice is detected");
+	/* Leaving a table out is detected too (its blocks have a count and no owner). */
+	CHECK(!kv_check(p, ts, 1, why, sizeof why), "an unlisted owner is detected");
+	kv_release(p, &b);
+	CHECK(b.n == 0 && kv_n_free(p) == 6, "release returns 6");
+	struct kv_stats st;
+	kv_get_stats(p, &st);
+	CHECK(st.peak_used == 8 && st.used_blocks == 2 && st.free_blocks == 6 &&
+		  st.alloc_new == 8 && st.alloc_total == 8,
+	      "stats: peak %d used %d free %d new %lld", st.peak_used, st.used_blocks,
+	      st.free_blocks, (long long)st.alloc_new);
+	kv_stats_reset_iter(p);
+	struct kv_table c = {0};
+	CHECK(kv_grow(p, &c, 4, &err) == BG_OK && c.blocks[0] == b.blocks[0],
+	      "LIFO: the next sequence reuses the first block released (%d)", c.blocks[0]);
+	kv_get_stats(p, &st);
+	CHECK(st.alloc_new == 1 && st.alloc_total == 9, "per-iteration count restarts");
+	CHECK(kv_refcount(p, c.blocks[0]) == 1 && kv_refcount(p, b.blocks[5]) == 0 &&
+		  kv_refcount(p, 99) == -1,
+	      "refcounts");
+	kv_release(p, &a);
+	kv_release(p, &c);
+	CHECK(kv_n_free(p) == 8 && kv_check(p, NULL, 0, why, sizeof why), "all back: %s", why);
+	kv_table_free(&a);
+	kv_table_free(&b);
+	kv_table_free(&c);
+	kv_pool_destroy(p);
+	kv_pool_destroy(NULL);
+}
+
+/* Prefix sharing and copy-on-write keep the counts consistent. */
+static void test_sharing(void)
+{
+	struct kv_pool *p = NULL;
+	struct bg_err err = {0};
+	char why[256] = "";
+	CHECK(kv_pool_create(6, 4, &p, &err) == BG_OK, "create");
+	struct kv_table a = {0}, b = {0};
+	CHECK(kv_grow(p, &a, 12, &err) == BG_OK && a.n == 3, "a: 3 blocks");
+	CHECK(kv_share(p, &b, &a, 2, &err) == BG_OK && b.n == 2 && b.blocks[0] == a.blocks[0] &&
+		  b.blocks[1] == a.blocks[1],
+	      "b shares a's first 2 blocks");
+	CHECK(kv_share(p, &b, &a, 1, &err) == BG_ERR_INVALID, "sharing into a non-empty table");
+	CHECK(kv_refcount(p, a.blocks[0]) == 2 && kv_refcount(p, a.blocks[2]) == 1, "counts");
+	CHECK(kv_n_used(p) == 3 && kv_n_free(p) == 3, "sharing takes no block");
+	const struct kv_table *ts[2] = {&a, &b};
+	CHECK(kv_check(p, ts, 2, why, sizeof why), "shared blocks are consistent: %s", why);
+	int32_t from = 0, shared = b.blocks[1];
+	CHECK(kv_make_private(p, &b, 1, &from, &err) == BG_OK && from == shared &&
+		  b.blocks[1] != shared && kv_refcount(p, shared) == 1,
+	      "copy-on-write gives b its own block %d (copy from %d)", b.blocks[1], from);
+	CHECK(kv_make_private(p, &a, 2, &from, &err) == BG_OK && from == -1, "private: no copy");
+	CHECK(kv_check(p, ts, 2, why, sizeof why), "after copy-on-write: %s", why);
+	CHECK(kv_grow(p, &b, 16, &err) == BG_OK && kv_n_free(p) == 0, "fill the pool");
+	CHECK(kv_make_private(p, &b, 0, &from, &err) == BG_ERR_CAPACITY &&
+		  b.blocks[0] == a.blocks[0] && kv_refcount(p, a.blocks[0]) == 2,
+	      "copy-on-write without a free block changes nothing");
+	kv_release(p, &a);
+	CHECK(kv_refcount(p, b.blocks[0]) == 1 && kv_check(p, ts, 2, why, sizeof why),
+	      "a shared block survives its first owner: %s", why);
+	kv_release(p, &b);
+	CHECK(kv_n_free(p) == 6 && kv_check(p, NULL, 0, why, sizeof why), "all back: %s", why);
+	kv_table_free(&a);
+	kv_table_free(&b);
+	kv_pool_destroy(p);
+}
+
+/* Random grows and releases over many tables; invariants after every operation. */
+static void test_random(void)
+{
+	enum { NT = 24, NB = 97, BS = 5, STEPS = 20000 };
+	struct kv_pool *p = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(NB, BS, &p, &err) == BG_OK, "create");
+	struct kv_table t[NT] = {{0}};
+	int64_t tokens[NT] = {0};
+	const struct kv_table *ts[NT];
+	for (int i = 0; i < NT; i++)
+		ts[i] = &t[i];
+	int bad = 0, fails = 0, peak = 0;
+	char why[256];
+	for (int s = 0; s < STEPS && bad < 5; s++) {
+		int i = (int)rnd(NT);
+		if (rnd(4) == 0) {
+			kv_release(p, &t[i]);
+			tokens[i] = 0;
+		} else {
+			int64_t want = tokens[i] + 1 + rnd(12);
+			int32_t free_before = kv_n_free(p), n_before = t[i].n;
+			int32_t missing = kv_blocks_missing(p, &t[i], want);
+			enum bg_status st = kv_grow(p, &t[i], want, &err);
+			if (missing > free_before) {
+				fails++;
+				if (st != BG_ERR_CAPACITY || t[i].n != n_before ||
+				    kv_n_free(p) != free_before)
+					bad++, fprintf(stderr, "grow beyond capacity misbehaved\n");
+			} else {
+				if (st != BG_OK || t[i].n != kv_blocks_for(p, want) ||
+				    kv_n_free(p) != free_before - missing)
+					bad++, fprintf(stderr, "grow within capacity misbehaved\n");
+				tokens[i] = want;
+			}
+		}
+		if (kv_n_used(p) > peak)
+			peak = kv_n_used(p);
+		int64_t held = 0;
+		for (int k = 0; k < NT; k++)
+			held += t[k].n;
+		if (!kv_check(p, ts, NT, why, sizeof why) || held != kv_n_used(p) ||
+		    kv_n_used(p) + kv_n_free(p) != NB) {
+			bad++;
+			fprintf(stderr, "step %d: %s (held %lld used %d)\n", s, why,
+				(long long)held, kv_n_used(p));
+		}
+	}
+	CHECK(bad == 0, "%d invariant violations", bad);
+	CHECK(fails > 0, "the workload reached the capacity limit (%d refusals)", fails);
+	struct kv_stats st;
+	kv_get_stats(p, &st);
+	CHECK(st.peak_used == peak, "peak %d == observed %d", st.peak_used, peak);
+	for (int i = 0; i < NT; i++) {
+		kv_release(p, &t[i]);
+		kv_table_free(&t[i]);
+	}
+	CHECK(kv_n_free(p) == NB, "everything returned");
+	kv_pool_destroy(p);
+}
+
+int main(void)
+{
+	test_basics();
+	test_sharing();
+	test_random();
+	return check_summary();
+}
