@@ -5,39 +5,10 @@
 set -u
 build=$1
 label=${2:-tests}
-total_pass=0
-total_fail=0
-logdir=$build/tests
-mkdir -p "$logdir"
-
-run_one() {
-	local name=$1
-	shift
-	local log=$logdir/$name.log
-	local t0=$SECONDS
-	"$@" >"$log" 2>&1
-	local rc=$?
-	local line
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-	local p f
-	p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
-	f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
-	[ -n "$p" ] || p=0
-	[ -n "$f" ] || f=0
-	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
-		f=1 # crashed or exited nonzero without reporting a failure
-	fi
-	total_pass=$((total_pass + p))
-	total_fail=$((total_fail + f))
-	local verdict=ok
-	[ "$f" -eq 0 ] || verdict=FAILED
-	printf '%-28s %-6s %s (%ds)\n' "$name" "$verdict" "${line:-no summary, exit $rc}" \
-		$((SECONDS - t0))
-	if [ "$f" -ne 0 ]; then
-		grep -E 'FAIL|ERROR|Sanitizer|runtime error' "$log" | head -n 20 | sed 's/^/    /'
-	fi
-	grep -E '^SKIP' "$log" | sort -u | sed 's/^/    /'
-}
+. "$(dirname "$0")/run_lib.sh"
+RUN_NAME_WIDTH=28
+RUN_FAIL_RE='FAIL|ERROR|Sanitizer|runtime error'
+run_init "$build"
 
 for t in "$logdir"/test_*; do
 	[ -x "$t" ] && [ -f "$t" ] || continue

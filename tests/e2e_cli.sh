@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# e2e_cli: the command line as users meet it, on the built-in model.
+#  - a 10,000-line input with 100 bad lines of eight kinds gives exactly 10,000 result
+#    lines, in input order, an error result for exactly the bad lines (with their line
+#    numbers), and exit status 1; stdout carries nothing but results;
+#  - --help / --version / usage errors (exit 2, nothing on stdout) / a bad model (exit 3,
+#    one line on stderr).
+. tests/check.sh
+. tests/need_jq.sh
+# Runs whose outputs are compared use --device cpu: a request's output is independent of
+# its batch bitwise on the CPU reference only (DESIGN.md §3), and these runs batch differently.
+
+# ---- the 10,000-line file ----------------------------------------------------------
+# Line i (1-based) is bad when i % 100 == 37; its kind cycles through eight faults.
+# Good lines are greedy, a one-letter prompt (two tokens with BOS), 1 token out, ids "r<i>"
+# (tokens are what costs time, and the suite also runs under ASan).
+in=$TMP/in.jsonl
+awk 'BEGIN {
+	long = "300"; for (k = 1; k < 1100; k++) long = long ",300"
+	for (i = 1; i <= 10000; i++) {
+		if (i % 100 == 37) {
+			kind = int(i / 100) % 8
+			if (kind == 0) print "{\"id\":\"r" i "\",\"prompt\":\"truncated"
+			else if (kind == 1) print "{\"id\":\"r" i "\",\"prompt\":\"x\",\"max_tokens\":\"ten\"}"
+			else if (kind == 2) print "{\"id\":\"r" i "\",\"max_tokens\":1}"
+			else if (kind == 3) print "{\"id\":\"r" i "\",\"prompt\":\"\",\"max_tokens\":1}"
+			else if (kind == 4) print "{\"id\":\"r" i "\",\"input_ids\":[1,999999],\"max_tokens\":1}"
+			else if (kind == 5) print "{\"id\":\"r1\",\"prompt\":\"dup\",\"max_tokens\":1}"
+			else if (kind == 6) print "{\"id\":\"r" i "\",\"input_ids\":[" long "],\"max_tokens\":1}"
+			else print ""
+		} else {
+			printf "{\"id\":\"r%d\",\"prompt\":\"%s\",\"max_tokens\":1,\"temperature\":0}\n", i, substr("abcdefghij", i % 10 + 1, 1)
+		}
+	}
+}' >"$in"
+check_eq "input lines" "$(wc -l <"$in" | tr -d ' ')" 10000
+awk 'BEGIN { for (i = 1; i <= 10000; i++) if (i % 100 == 37) print i }' >"$TMP/bad.want"
+
+"$BATCHGEN" --device cpu -i "$in" --progress-interval 1000 >"$TMP/out.jsonl" 2>"$TMP/err.txt"
+rc=$?
+check_eq "exit status with some bad lines" "$rc" 1
+check_eq "one result per input line" "$(wc -l <"$TMP/out.jsonl" | tr -d ' ')" 10000
+if need_jq; then
+	# every stdout line is a JSON object with an id: nothing else went to stdout
+	check_eq "stdout holds only results" \
+		"$(jq -r 'if type == "object" and has("id") then "ok" else "bad" end' \
+			<"$TMP/out.jsonl" 2>&1 | sort | uniq -c | tr -s ' ')" " 10000 ok"
+	jq -r 'select(.error != null) | .error.line' <"$TMP/out.jsonl" >"$TMP/bad.got"
+	check "error results exactly on the bad lines" cmp -s "$TMP/bad.got" "$TMP/bad.want"
+	# results come in input order: good line i carries id r<i>
+	jq -r 'select(.error == null) | .id' <"$TMP/out.jsonl" >"$TMP/ids.got"
+	awk 'BEGIN { for (i = 1; i <= 10000; i++) if (i % 100 != 37) print "r" i }' >"$TMP/ids.want"
+	check "good results in input order" cmp -s "$TMP/ids.got" "$TMP/ids.want"
+	check_eq "good results generated at most 1 token" \
+		"$(jq -r 'select(.error == null) | (.token_ids | length) == .usage.completion_tokens and .usage.completion_tokens <= 1' \
+			<"$TMP/out.jsonl" | sort -u)" true
+	check_eq "error results say finish_reason error" \
+		"$(jq -r 'select(.error != null) | .finish_reason' <"$TMP/out.jsonl" | sort -u)" error
+	check_eq "the duplicate id is reported as such" \
+		"$(jq -r 'select(.error != null and .error.line == 537) | .error.code' <"$TMP/out.jsonl")" \
+		duplicate_id
+	check_eq "the empty line is reported as such" \
+		"$(jq -r 'select(.error != null and .error.line == 737) | .error.code' <"$TMP/out.jsonl")" \
+		empty_line
+	check_eq "invalid JSON is reported as such" \
+		"$(jq -r 'select(.error != null and .error.line == 837) | .error.code' <"$TMP/out.jsonl")" \
+		invalid_json
+fi
+check "the summary went to stderr" grep -q "requests" "$TMP/err.txt"
+
+# ---- the first 1000 lines through stdin and -o: the same results ----------------------
+head -n 1000 "$in" | "$BATCHGEN" --device cpu -q -o "$TMP/out2.jsonl" >"$TMP/stdout2.txt" 2>"$TMP/err2.txt"
+check_eq "exit status via stdin" "$?" 1
+check_eq "nothing on stdout with -o FILE" "$(wc -c <"$TMP/stdout2.txt" | tr -d ' ')" 0
+check_eq "nothing on stderr with -q" "$(wc -c <"$TMP/err2.txt" | tr -d ' ')" 0
+if need_jq; then
+	norm() { jq -c 'del(.metrics)' "$1"; }
+	check "stdin and file give the same results" cmp -s <(head -n 1000 "$TMP/out.jsonl" | norm /dev/stdin) \
+		<(norm "$TMP/out2.jsonl")
+fi
+
+# ---- CRLF line ends (a file from Windows): the same results ------------------------------
+head -n 300 "$in" | sed 's/$/\r/' >"$TMP/crlf.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/crlf.jsonl" -o "$TMP/crlf.out"
+check_eq "CRLF: exit status" "$?" 1
+if need_jq; then
+	check "CRLF: same results as LF" cmp -s <(head -n 300 "$TMP/out.jsonl" | norm /dev/stdin) \
+		<(norm "$TMP/crlf.out")
+fi
+
+# ---- all good: exit 0 ----------------------------------------------------------------
+printf '{"id":"a","prompt":"hello","max_tokens":2}\n{"prompt":"world","max_tokens":1}\n' |
+	"$BATCHGEN" -q >"$TMP/ok.jsonl"
+check_eq "exit status when every request succeeds" "$?" 0
+check_eq "two results" "$(wc -l <"$TMP/ok.jsonl" | tr -d ' ')" 2
+if need_jq; then
+	check_eq "a request without id gets its line number" "$(jq -r .id <"$TMP/ok.jsonl" | tail -n 1)" 2
+fi
+
+# ---- help and version ----------------------------------------------------------------
+"$BATCHGEN" --help >"$TMP/help.txt" 2>&1
+check_eq "--help exits 0" "$?" 0
+for flag in --model --input --output --stats --report --device --policy --max-tokens \
+	--temperature --resume --shard --progress-interval --quiet --version; do
+	check "--help lists $flag" grep -q -- "$flag" "$TMP/help.txt"
+done
+check "--help shows defaults" grep -q "(default: 256)" "$TMP/help.txt"
+v=$("$BATCHGEN" --version)
+check_eq "--version exits 0" "$?" 0
+check "--version names the version and the commit" \
+	bash -c '[[ $1 =~ ^batchgen\ [0-9]+\.[0-9]+\.[0-9]+.*commit ]]' _ "$v"
+check_eq "run --version is the same" "$("$BATCHGEN" run --version)" "$v"
+"$BATCHGEN" help >/dev/null
+check_eq "help exits 0" "$?" 0
+
+# ---- usage errors: exit 2, nothing on stdout -------------------------------------------
+usage_error() {
+	local name=$1
+	shift
+	"$@" </dev/null >"$TMP/u.out" 2>"$TMP/u.err"
+	local rc=$?
+	check_eq "$name: exit 2" "$rc" 2
+	check_eq "$name: nothing on stdout" "$(wc -c <"$TMP/u.out" | tr -d ' ')" 0
+	check "$name: a message on stderr" test -s "$TMP/u.err"
+}
+usage_error "unknown option" "$BATCHGEN" --bogus
+usage_error "unknown command" "$BATCHGEN" frobnicate
+usage_error "not a number" "$BATCHGEN" --max-tokens ten
+usage_error "out of range" "$BATCHGEN" --top-p 1.5
+usage_error "bad policy" "$BATCHGEN" --policy sometimes
+usage_error "bad device" "$BATCHGEN" --device tpu
+usage_error "missing argument" "$BATCHGEN" -m
+usage_error "stray argument" "$BATCHGEN" run extra.jsonl
+usage_error "missing input file" "$BATCHGEN" -i "$TMP/does-not-exist.jsonl"
+usage_error "--resume without -o" "$BATCHGEN" --resume
+usage_error "bad shard" "$BATCHGEN" --shard 4/4
+usage_error "bench option in run" "$BATCHGEN" --workload F1
+head -n 3 "$in" >"$TMP/same.jsonl"
+usage_error "output = input" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/same.jsonl"
+check_eq "output = input: the input is intact" "$(wc -l <"$TMP/same.jsonl" | tr -d ' ')" 3
+
+# ---- model and device errors: exit 3, one line --------------------------------------
+model_error() {
+	local name=$1
+	shift
+	printf '{"prompt":"x"}\n' | "$@" >"$TMP/m.out" 2>"$TMP/m.err"
+	local rc=$?
+	check_eq "$name: exit 3" "$rc" 3
+	check_eq "$name: one line on stderr" "$(wc -l <"$TMP/m.err" | tr -d ' ')" 1
+	check_eq "$name: nothing on stdout" "$(wc -c <"$TMP/m.out" | tr -d ' ')" 0
+}
+model_error "missing model" "$BATCHGEN" -m "$TMP/nope.gguf"
+head -c 4096 /dev/urandom >"$TMP/garbage.gguf"
+model_error "garbage model" "$BATCHGEN" -m "$TMP/garbage.gguf"
+printf 'GGUF\003\000\000\000' >"$TMP/short.gguf"
+model_error "truncated model" "$BATCHGEN" -m "$TMP/short.gguf"
+# an output that cannot be written (a full disk): exit 3, and the reason
+if [ -w /dev/full ]; then
+	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -q >/dev/full 2>"$TMP/full.err"
+	check_eq "full disk: exit 3" "$?" 3
+	check "full disk: says so" grep -q "No space left" "$TMP/full.err"
+fi
+# --device cuda: exit 3 with one line where CUDA is missing; a GPU machine runs it
+printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -q --device cuda >/dev/null 2>"$TMP/c.err"
+rc=$?
+if [ $rc -ne 0 ]; then
+	check_eq "--device cuda without CUDA: exit 3" "$rc" 3
+	check_eq "--device cuda without CUDA: one line" "$(wc -l <"$TMP/c.err" | tr -d ' ')" 1
+fi
+
+summary
