@@ -1,15 +1,16 @@
 /* backend_cuda: the CUDA + cuBLAS backend. Plain C: no CUDA type crosses this header.
  *
- * backend_cuda_create fails with BG_ERR_DEVICE and a sentence when the binary was built
- * without CUDA, when no device is present, or when memory is short. */
+ * The backend lives in a shared library (libbatchgen-cuda.so) loaded on first use by
+ * gpu/cuda_loader.c, so the binary starts fast and runs on machines without the CUDA
+ * libraries. backend_cuda_create fails with BG_ERR_DEVICE and a sentence when the library
+ * is absent (a build without CUDA), when no device is present, or when memory is short. */
 #ifndef BG_BACKEND_CUDA_H
 #define BG_BACKEND_CUDA_H
 
 #include "../core/backend.h"
 
-/* True when this binary was built with the CUDA backend. */
-bool backend_cuda_compiled(void);
-/* Number of CUDA devices usable now (0 without CUDA or without a device). */
+/* Number of CUDA devices usable now: 0 without the library, the driver, or a device.
+ * Without the NVIDIA driver it answers without loading the library. */
 int backend_cuda_device_count(void);
 enum bg_status backend_cuda_create(const struct model *m, const struct backend_config *cfg,
 				   struct backend **out, struct bg_err *err);

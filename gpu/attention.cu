@@ -1,0 +1,325 @@
+/* attention: causal attention over the paged KV pool, in two kernels.
+ *
+ * Per-query (decode steps), flash-decoding style: block (h, i, split) handles query head
+ * h of token list[i] and one contiguous part of its context [0, pos]. Its 4 warps take
+ * keys round-robin; for each key the warp computes the dot product (lane l holds dims l,
+ * l+32, ...) and updates its online-softmax state (running max m, sum l, unnormalized
+ * output acc). The warps are merged through shared memory; with one split the block
+ * writes the output row, otherwise it writes (m, l, acc) to partial[] and a second kernel
+ * merges the splits, so that a decode step with a long context uses many SMs instead of
+ * one per head.
+ *
+ * Tiled (context chunks), flash-attention style: block (h, tile) handles up to 16
+ * consecutive query positions of one sequence. K/V tiles of 32 keys are loaded into
+ * shared memory once for all of them; each warp owns 4 queries, lane j scores key j of
+ * the tile, and the online softmax advances one tile at a time. Keys beyond a query's
+ * position are masked (causal).
+ *
+ * In both, the head is the fastest grid index so that the query heads sharing one KV
+ * head (GQA) run side by side and read that head's K/V from L2 instead of DRAM. Scores
+ * and the softmax are fp32 whatever the storage type of K/V.
+ */
+#include "gpu_ops.cuh"
+
+#define ATTN_WARPS 4
+
+template <typename T, int NPL>
+__global__ void __launch_bounds__(ATTN_WARPS * 32)
+    attn_kernel(struct gpu_attn_args a, int n_split, float *partial)
+{
+	__shared__ float s_m[ATTN_WARPS], s_l[ATTN_WARPS];
+	__shared__ float s_acc[ATTN_WARPS][NPL * 32];
+	const int h = blockIdx.x, li = blockIdx.y, sp = blockIdx.z;
+	const int t = a.list ? a.list[li] : li;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int hd = a.head_dim;
+	const int kvh = h / (a.n_head / a.n_head_kv);
+	const int ctx = a.tok_pos[t] + 1;
+	const int len = (ctx + n_split - 1) / n_split;
+	const int j0 = sp * len;
+	const int j1 = min(ctx, j0 + len);
+	const int32_t *bt = a.bt + a.tok_bt[t];
+
+	float q[NPL], acc[NPL];
+	const float *qrow = a.q + (int64_t)t * a.ldq + (int64_t)h * hd;
+#pragma unroll
+	for (int i = 0; i < NPL; i++) {
+		int d = lane + 32 * i;
+		q[i] = d < hd ? qrow[d] : 0.0f;
+		acc[i] = 0.0f;
+	}
+	float m = -INFINITY, l = 0.0f;
+	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
+	for (int j = j0 + warp; j < j1; j += ATTN_WARPS) {
+		int64_t blk = bt[j / a.kv.block_size];
+		const T *k =
+		    base + blk * a.kv.block_stride + (int64_t)(j % a.kv.block_size) * a.kv.kv_dim;
+		const T *v = k + a.kv.v_offset;
+		float dot = 0.0f;
+#pragma unroll
+		for (int i = 0; i < NPL; i++) {
+			int d = lane + 32 * i;
+			if (d < hd)
+				dot += q[i] * ld_f32(k[d]);
+		}
+		float s = warp_sum(dot) * a.scale;
+		float m_new = fmaxf(m, s);
+		float corr = expf(m - m_new); /* 0 on the first key (m = -inf) */
+		float p = expf(s - m_new);
+		l = l * corr + p;
+#pragma unroll
+		for (int i = 0; i < NPL; i++) {
+			int d = lane + 32 * i;
+			acc[i] = acc[i] * corr + (d < hd ? p * ld_f32(v[d]) : 0.0f);
+		}
+		m = m_new;
+	}
+	if (lane == 0) {
+		s_m[warp] = m;
+		s_l[warp] = l;
+	}
+#pragma unroll
+	for (int i = 0; i < NPL; i++)
+		s_acc[warp][lane + 32 * i] = acc[i];
+	__syncthreads();
+
+	float M = s_m[0];
+	for (int w = 1; w < ATTN_WARPS; w++)
+		M = fmaxf(M, s_m[w]);
+	float L = 0.0f, f[ATTN_WARPS];
+	for (int w = 0; w < ATTN_WARPS; w++) {
+		f[w] = M == -INFINITY ? 0.0f : expf(s_m[w] - M);
+		L += s_l[w] * f[w];
+	}
+	if (n_split == 1) {
+		T *o = (T *)a.out + (int64_t)t * a.n_head * hd + (int64_t)h * hd;
+		for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+			float sum = 0.0f;
+			for (int w = 0; w < ATTN_WARPS; w++)
+				sum += s_acc[w][d] * f[w];
+			o[d] = st_t<T>(sum / L);
+		}
+	} else {
+		/* partial[(li * n_head + h) * n_split + sp] = {M, L, acc[hd]} */
+		float *pp = partial + (((int64_t)li * a.n_head + h) * n_split + sp) * (hd + 2);
+		if (threadIdx.x == 0) {
+			pp[0] = M;
+			pp[1] = L;
+		}
+		for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+			float sum = 0.0f;
+			for (int w = 0; w < ATTN_WARPS; w++)
+				sum += s_acc[w][d] * f[w];
+			pp[2 + d] = sum;
+		}
+	}
+}
+
+template <typename T>
+__global__ void attn_reduce_kernel(const float *partial, const int32_t *list, int n_head, int hd,
+				   int n_split, T *out)
+{
+	const int li = blockIdx.x, h = blockIdx.y;
+	const int t = list ? list[li] : li;
+	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * (hd + 2);
+	float M = -INFINITY;
+	for (int s = 0; s < n_split; s++)
+		M = fmaxf(M, pp[s * (hd + 2)]);
+	float L = 0.0f;
+	for (int s = 0; s < n_split; s++) {
+		float ms = pp[s * (hd + 2)];
+		if (ms != -INFINITY)
+			L += pp[s * (hd + 2) + 1] * expf(ms - M);
+	}
+	T *o = out + (int64_t)t * n_head * hd + (int64_t)h * hd;
+	for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+		float sum = 0.0f;
+		for (int s = 0; s < n_split; s++) {
+			float ms = pp[s * (hd + 2)];
+			if (ms != -INFINITY)
+				sum += pp[s * (hd + 2) + 2 + d] * expf(ms - M);
+		}
+		o[d] = st_t<T>(sum / L);
+	}
+}
+
+#define TILE_KEYS 32
+
+template <typename T, int NPL>
+__global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_attn_args a)
+{
+	constexpr int HD = NPL * 32;
+	constexpr int QPW = GPU_ATTN_TILE / ATTN_WARPS; /* queries per warp */
+	__shared__ float q_s[GPU_ATTN_TILE][HD];
+	__shared__ float k_s[TILE_KEYS][HD + 1]; /* +1: lane j reads row j, conflict-free */
+	__shared__ float v_s[TILE_KEYS][HD];
+	const int h = blockIdx.x;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int hd = a.head_dim;
+	const int kvh = h / (a.n_head / a.n_head_kv);
+	const int t0 = a.tiles[2 * blockIdx.y], nq = a.tiles[2 * blockIdx.y + 1];
+	const int p0 = a.tok_pos[t0];
+	const int n_keys = p0 + nq; /* the last query sees [0, p0 + nq - 1] */
+	const int32_t *bt = a.bt + a.tok_bt[t0];
+	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
+
+	for (int e = threadIdx.x; e < GPU_ATTN_TILE * HD; e += blockDim.x) {
+		int i = e / HD, d = e % HD;
+		q_s[i][d] = (i < nq && d < hd)
+				? a.q[(int64_t)(t0 + i) * a.ldq + (int64_t)h * hd + d]
+				: 0.0f;
+	}
+	float m[QPW], l[QPW], acc[QPW][NPL];
+#pragma unroll
+	for (int qi = 0; qi < QPW; qi++) {
+		m[qi] = -INFINITY;
+		l[qi] = 0.0f;
+#pragma unroll
+		for (int e = 0; e < NPL; e++)
+			acc[qi][e] = 0.0f;
+	}
+	for (int kb = 0; kb < n_keys; kb += TILE_KEYS) {
+		__syncthreads(); /* the previous tile (and q_s, the first time) is ready/consumed */
+		for (int e = threadIdx.x; e < TILE_KEYS * hd; e += blockDim.x) {
+			int j = e / hd, d = e % hd, key = kb + j;
+			float kv = 0.0f, vv = 0.0f;
+			if (key < n_keys) {
+				int64_t blk = bt[key / a.kv.block_size];
+				const T *k = base + blk * a.kv.block_stride +
+					     (int64_t)(key % a.kv.block_size) * a.kv.kv_dim;
+				kv = ld_f32(k[d]);
+				vv = ld_f32(k[a.kv.v_offset + d]);
+			}
+			k_s[j][d] = kv;
+			v_s[j][d] = vv;
+		}
+		__syncthreads();
+#pragma unroll
+		for (int qi = 0; qi < QPW; qi++) {
+			const int i = warp + ATTN_WARPS * qi;
+			if (i >= nq)
+				continue; /* warp-uniform */
+			const int p = p0 + i;
+			if (kb > p)
+				continue; /* the whole tile is in this query's future */
+			float s = -INFINITY;
+			if (kb + lane <= p) {
+				float dot = 0.0f;
+				for (int d = 0; d < hd; d++)
+					dot += q_s[i][d] * k_s[lane][d];
+				s = dot * a.scale;
+			}
+			float mt = warp_max(s);
+			float m_new = fmaxf(m[qi], mt);
+			float corr = expf(m[qi] - m_new); /* 0 on the first tile */
+			float pr = s == -INFINITY ? 0.0f : expf(s - m_new);
+			l[qi] = l[qi] * corr + warp_sum(pr);
+#pragma unroll
+			for (int e = 0; e < NPL; e++)
+				acc[qi][e] *= corr;
+			const int n_j = min(TILE_KEYS, p - kb + 1);
+			for (int j = 0; j < n_j; j++) {
+				float pj = __shfl_sync(0xffffffffu, pr, j);
+#pragma unroll
+				for (int e = 0; e < NPL; e++)
+					acc[qi][e] += pj * v_s[j][lane + 32 * e];
+			}
+			m[qi] = m_new;
+		}
+	}
+#pragma unroll
+	for (int qi = 0; qi < QPW; qi++) {
+		const int i = warp + ATTN_WARPS * qi;
+		if (i >= nq)
+			continue;
+		T *o = (T *)a.out + (int64_t)(t0 + i) * a.n_head * hd + (int64_t)h * hd;
+#pragma unroll
+		for (int e = 0; e < NPL; e++) {
+			int d = lane + 32 * e;
+			if (d < hd)
+				o[d] = st_t<T>(acc[qi][e] / l[qi]);
+		}
+	}
+}
+
+size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_split)
+{
+	return n_split <= 1 ? 0 : (size_t)n_tok * n_head * n_split * (head_dim + 2);
+}
+
+int gpu_attention_splits(int n_tok, int n_head, int head_dim, int max_ctx, int n_sm,
+			 size_t max_partial_floats)
+{
+	/* Aim for at least two blocks per SM, with no fewer than 128 keys per split (below
+	 * that the extra pass costs more than it gains). */
+	if (n_tok <= 0 || n_head <= 0)
+		return 1; /* nothing for the per-query kernel (all tokens are in tiles) */
+	int64_t base = (int64_t)n_tok * n_head;
+	int64_t want = (2 * (int64_t)n_sm + base - 1) / base;
+	int64_t by_len = max_ctx / 128;
+	int64_t s = want < by_len ? want : by_len;
+	if (s > 32)
+		s = 32;
+	while (s > 1 &&
+	       gpu_attention_partial_floats(n_tok, n_head, head_dim, (int)s) > max_partial_floats)
+		s--;
+	return s < 1 ? 1 : (int)s;
+}
+
+template <typename T>
+static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *partial,
+			  cudaStream_t stream)
+{
+	int npl = (a->head_dim + 31) / 32;
+	bool tiled = a->tiles && a->n_tiles > 0 && npl <= 4;
+	struct gpu_attn_args q = *a;
+	if (!tiled) { /* every token through the per-query kernel */
+		q.list = NULL;
+		q.n_list = a->n_tok;
+	}
+	if (tiled) {
+		dim3 grid(a->n_head, a->n_tiles);
+		if (npl <= 1)
+			attn_tiled_kernel<T, 1><<<grid, ATTN_WARPS * 32, 0, stream>>>(*a);
+		else if (npl <= 2)
+			attn_tiled_kernel<T, 2><<<grid, ATTN_WARPS * 32, 0, stream>>>(*a);
+		else
+			attn_tiled_kernel<T, 4><<<grid, ATTN_WARPS * 32, 0, stream>>>(*a);
+		cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return e;
+	}
+	if (q.n_list <= 0)
+		return cudaSuccess;
+	dim3 grid(a->n_head, q.n_list, n_split);
+	if (npl <= 1)
+		attn_kernel<T, 1><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+	else if (npl <= 2)
+		attn_kernel<T, 2><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+	else if (npl <= 4)
+		attn_kernel<T, 4><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+	else
+		attn_kernel<T, 8><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess || n_split == 1)
+		return e;
+	dim3 g2(q.n_list, a->n_head);
+	int threads = a->head_dim >= 128 ? 128 : ((a->head_dim + 31) / 32) * 32;
+	attn_reduce_kernel<T><<<g2, threads, 0, stream>>>(partial, q.list, a->n_head, a->head_dim,
+							  n_split, (T *)a->out);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_attention(const struct gpu_attn_args *a, enum gpu_dtype dt, int n_split,
+			  float *partial, cudaStream_t stream)
+{
+	if (a->n_tok <= 0)
+		return cudaSuccess;
+	if (a->head_dim > 256 || a->head_dim < 1 || a->n_head % a->n_head_kv != 0 ||
+	    a->n_tok > 65535 || a->n_tiles > 65535 || n_split > 65535)
+		return cudaErrorInvalidValue;
+	if (n_split < 1)
+		n_split = 1;
+	GPU_DISPATCH_DTYPE(dt, T, return launch<T>(a, n_split, partial, stream));
+	return cudaErrorInvalidValue;
+}

@@ -1,0 +1,1205 @@
+/* backend_cuda: the CUDA + cuBLAS implementation of struct backend (DESIGN.md §3).
+ *
+ * Device memory, allocated at creation and then only grown on demand:
+ *   weights   one allocation: token embedding, output norm, LM head (unless tied), and per
+ *             layer the norms (fp32), Wq|Wk|Wv fused as one [n_q + 2 n_kv, n_embd] matrix,
+ *             Wo, Wgate|Wup fused as [2 n_ff, n_embd], Wdown; all of the storage type dt
+ *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here).
+ *   KV pool   n_blocks blocks, each contiguous: [n_layer][K, V][block_size][n_kv] of dt, so
+ *             that swapping or copying a block is one memcpy.
+ *   activations for up to cap_tok tokens per pass; a larger batch runs as several passes
+ *             in batch order (a later pass reads the K/V an earlier one wrote).
+ *   logits    [n_logits, n_vocab] fp32, kept until the next forward.
+ *
+ * A decode-only batch (every sequence feeds one token and wants its logits, at most 256
+ * sequences) replays a CUDA graph captured once per power-of-two bucket of the batch size
+ * (~10 launches per layer become one); BG_CUDA_GRAPHS=0 turns this off.
+ *
+ * forward() only enqueues work (asynchronous); sample(), get_logits() and the KV copies
+ * wait for the stream. A device error leaves the context usable only for destroy when it
+ * is sticky (the CUDA runtime then fails every later call, which becomes BG_ERR_DEVICE).
+ */
+#include "gpu_ops.cuh"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+
+#define CUDA_DEFAULT_CAP_TOK 2048	 /* tokens per pass (activations) */
+#define CUDA_SAMPLE_GROUP    64		 /* rows per sampling launch (bounds the work buffer) */
+#define CUDA_PARTIAL_FLOATS  (4u << 20)	 /* split-K attention scratch, 16 MiB */
+#define CUDA_CUBLAS_WS	     (32u << 20) /* cuBLAS workspace, fixed so graphs can capture */
+#define CUDA_GRAPH_BUCKETS   9		 /* decode graphs for batches of 1, 2, 4, ..., 256 */
+#define CUDA_GRAPH_MAX_B     256
+#define CUDA_GRAPH_MAX_CTX   32768 /* longest context the graph metadata is sized for */
+
+struct cuda_layer {
+	float *attn_norm; /* [n_embd] */
+	void *wqkv;	  /* [n_q + 2 n_kv, n_embd] */
+	void *wo;	  /* [n_embd, n_q] */
+	float *ffn_norm;  /* [n_embd] */
+	void *wgu;	  /* [2 n_ff, n_embd] */
+	void *wdown;	  /* [n_embd, n_ff] */
+};
+
+struct cuda_ctx {
+	int device;
+	int n_sm;
+	cudaStream_t stream;
+	cublasHandle_t cublas;
+	void *cublas_ws;
+	cudaEvent_t meta_ev; /* the last upload of h_meta has been consumed */
+	bool meta_ev_pending;
+
+	enum gpu_dtype dt;
+	struct model_hparams hp;
+	int n_q, n_kv, ld_qkv;
+
+	void *weights;
+	size_t weight_bytes;
+	void *tok_embd; /* [n_vocab, n_embd] */
+	float *output_norm;
+	void *output; /* [n_vocab, n_embd] (== tok_embd when tied) */
+	struct cuda_layer *layers;
+
+	void *kv;
+	size_t kv_bytes;
+	int32_t n_blocks, block_size;
+	size_t block_bytes;
+	int64_t block_elems;
+
+	int cap_tok;
+	float *x, *qkv, *tmp, *gu, *partial;
+	void *xn, *attn, *act;
+	size_t act_bytes;
+
+	int32_t *d_meta, *h_meta; /* metadata of one pass, int32s */
+	size_t meta_cap;
+
+	float *logits;
+	void *xl; /* [logits_cap, n_embd] normalized rows for the LM head */
+	int32_t logits_cap, n_logits;
+
+	float *sample_work;
+	void *d_sin, *h_sin; /* sampling rows + history entries */
+	size_t sin_cap;
+	struct sampler_result *d_sout, *h_sout;
+	int32_t *hist_cnt; /* host [n_vocab], all zero between calls */
+	int32_t *hist_ids; /* host [n_vocab] */
+
+	/* CUDA graphs of decode-only passes (every sequence feeds one token and wants its
+	 * logits), one per power-of-two bucket of the batch size; a batch is padded to its
+	 * bucket with rows that write the scratch KV block. The metadata of a graph pass
+	 * lives in d_gmeta at a layout fixed per bucket: tokens, pos, slots, tok_bt, rows,
+	 * list [Bp each], then the packed block tables. Disabled by BG_CUDA_GRAPHS=0. */
+	bool graphs_on;
+	cudaGraphExec_t graph[CUDA_GRAPH_BUCKETS];
+	int32_t *d_gmeta, *h_gmeta;
+	size_t gmeta_cap; /* int32s */
+	cudaEvent_t gmeta_ev;
+	bool gmeta_ev_pending;
+	int32_t scratch_block; /* == n_blocks: one block past the engine's pool */
+};
+
+static void drop_graphs(struct cuda_ctx *c)
+{
+	for (int i = 0; i < CUDA_GRAPH_BUCKETS; i++)
+		if (c->graph[i]) {
+			cudaGraphExecDestroy(c->graph[i]);
+			c->graph[i] = NULL;
+		}
+}
+
+/* ---- small helpers ---- */
+
+static size_t align_up(size_t n, size_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+static enum bg_status dev_alloc(void **p, size_t bytes, const char *what, struct bg_err *err)
+{
+	*p = NULL;
+	if (bytes == 0)
+		bytes = 256;
+	cudaError_t e = cudaMalloc(p, bytes);
+	if (e != cudaSuccess) {
+		cudaGetLastError();
+		*p = NULL;
+		return bg_fail(err, BG_ERR_NOMEM, "out of device memory: %s needs %.1f MiB (%s)",
+			       what, (double)bytes / 1048576.0, cudaGetErrorString(e));
+	}
+	return BG_OK;
+}
+
+/* Grows a device buffer to at least need bytes (contents lost). */
+static enum bg_status dev_grow(struct cuda_ctx *c, void **p, size_t *cap, size_t need,
+			       const char *what, struct bg_err *err)
+{
+	if (*p && *cap >= need)
+		return BG_OK;
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	cudaFree(*p);
+	*p = NULL;
+	*cap = 0;
+	size_t n = need + need / 2;
+	enum bg_status st = dev_alloc(p, n, what, err);
+	if (st == BG_OK)
+		*cap = n;
+	return st;
+}
+
+static enum bg_status host_grow(struct cuda_ctx *c, void **p, size_t *cap, size_t need,
+				struct bg_err *err)
+{
+	if (*p && *cap >= need)
+		return BG_OK;
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	cudaFreeHost(*p);
+	*p = NULL;
+	*cap = 0;
+	size_t n = need + need / 2;
+	CUDA_CHECK(cudaMallocHost(p, n));
+	*cap = n;
+	return BG_OK;
+}
+
+/* ---- weights ---- */
+
+static enum gpu_dtype pick_dtype(const struct model *m)
+{
+	switch (m->layers[0].wq.type) {
+	case GGUF_DTYPE_F32: return GPU_F32;
+	case GGUF_DTYPE_F16: return GPU_F16;
+	default: /* BF16 and Q8_0: bf16 has fp32's range, so activations cannot overflow */
+		return GPU_BF16;
+	}
+}
+
+struct upload {
+	struct cuda_ctx *c;
+	const struct model *m;
+	void *staging;
+	size_t staging_cap;
+	uint64_t tensor_id; /* synthetic: which tensor of the model (seeds its values) */
+};
+
+/* Fills dst (elements of dst_dt, or fp32 when norm) with weight w. */
+static enum bg_status upload_weight(struct upload *u, const struct model_weight *w, void *dst,
+				    bool norm, struct bg_err *err)
+{
+	struct cuda_ctx *c = u->c;
+	enum gpu_dtype dt = norm ? GPU_F32 : c->dt;
+	uint64_t n = w->ne0 * w->ne1;
+	uint64_t id = u->tensor_id++;
+	if (!w->data) { /* a lazy synthetic model: made here, from its seed */
+		CUDA_CHECK(gpu_synth_weights(dst, dt, n, u->m->synth_seed, id, norm ? 0.0f : 0.02f,
+					     c->stream));
+		return BG_OK;
+	}
+	uint64_t raw = gguf_row_bytes(w->type, w->ne0) * w->ne1;
+	if (raw == 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "a weight of type %s has rows of %llu "
+			       "elements, which the CUDA backend cannot convert",
+			       gguf_dtype_name(w->type), (unsigned long long)w->ne0);
+	bool same = (w->type == GGUF_DTYPE_F32 && dt == GPU_F32) ||
+		    (w->type == GGUF_DTYPE_F16 && dt == GPU_F16) ||
+		    (w->type == GGUF_DTYPE_BF16 && dt == GPU_BF16);
+	if (same) {
+		CUDA_CHECK(cudaMemcpyAsync(dst, w->data, raw, cudaMemcpyHostToDevice, c->stream));
+		return BG_OK;
+	}
+	if (u->staging_cap < raw) {
+		CUDA_CHECK(cudaStreamSynchronize(c->stream));
+		cudaFree(u->staging);
+		u->staging = NULL;
+		u->staging_cap = 0;
+		enum bg_status st = dev_alloc(&u->staging, raw, "weight staging", err);
+		if (st != BG_OK)
+			return st;
+		u->staging_cap = raw;
+	}
+	/* same stream: the copy waits for the previous conversion to finish with staging */
+	CUDA_CHECK(cudaMemcpyAsync(u->staging, w->data, raw, cudaMemcpyHostToDevice, c->stream));
+	CUDA_CHECK(gpu_convert_weights(u->staging, (int)w->type, n, dst, dt, c->stream));
+	return BG_OK;
+}
+
+static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
+{
+	const struct model_hparams *hp = &m->hp;
+	size_t es = gpu_dtype_size(c->dt);
+	size_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+	/* Tied output: a file's output points at the embedding; a lazy synthetic model has
+	 * no data pointers, but then its parameter count leaves the output out. */
+	uint64_t untied_params =
+	    (uint64_t)V * E * 2 + E +
+	    (uint64_t)hp->n_layer *
+		(2 * E + E * (uint64_t)(c->n_q + 2 * c->n_kv) + (uint64_t)c->n_q * E + 3 * E * F);
+	bool lazy = !m->tok_embd.data;
+	bool tied = lazy ? m->n_params < untied_params : m->output.data == m->tok_embd.data;
+	size_t sz_embd = align_up(V * E * es, 256);
+	size_t sz_norm = align_up(E * 4, 256);
+	size_t sz_qkv = align_up((size_t)(c->n_q + 2 * c->n_kv) * E * es, 256);
+	size_t sz_o = align_up(E * (size_t)c->n_q * es, 256);
+	size_t sz_gu = align_up(2 * F * E * es, 256);
+	size_t sz_down = align_up(E * F * es, 256);
+	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down;
+	size_t total = sz_embd + sz_norm + (tied ? 0 : sz_embd) + per_layer * hp->n_layer;
+	enum bg_status st = dev_alloc(&c->weights, total, "the model weights", err);
+	if (st != BG_OK)
+		return st;
+	c->weight_bytes = total;
+	c->layers = (struct cuda_layer *)calloc(hp->n_layer, sizeof *c->layers);
+	if (!c->layers)
+		return bg_fail(err, BG_ERR_NOMEM, "out of host memory");
+
+	char *p = (char *)c->weights;
+	c->tok_embd = p;
+	p += sz_embd;
+	c->output_norm = (float *)p;
+	p += sz_norm;
+	if (tied) {
+		c->output = c->tok_embd;
+	} else {
+		c->output = p;
+		p += sz_embd;
+	}
+	struct upload u = {c, m, NULL, 0, 0};
+	st = upload_weight(&u, &m->tok_embd, c->tok_embd, false, err);
+	if (st == BG_OK)
+		st = upload_weight(&u, &m->output_norm, c->output_norm, true, err);
+	if (st == BG_OK && !tied)
+		st = upload_weight(&u, &m->output, c->output, false, err);
+	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		struct cuda_layer *L = &c->layers[l];
+		L->attn_norm = (float *)p;
+		p += sz_norm;
+		L->wqkv = p;
+		p += sz_qkv;
+		L->wo = p;
+		p += sz_o;
+		L->ffn_norm = (float *)p;
+		p += sz_norm;
+		L->wgu = p;
+		p += sz_gu;
+		L->wdown = p;
+		p += sz_down;
+		char *qkv = (char *)L->wqkv;
+		st = upload_weight(&u, &ml->attn_norm, L->attn_norm, true, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->wq, qkv, false, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->wk, qkv + (size_t)c->n_q * E * es, false, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->wv, qkv + (size_t)(c->n_q + c->n_kv) * E * es,
+					   false, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->wo, L->wo, false, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, true, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->w_gate, L->wgu, false, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + F * E * es, false, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->w_down, L->wdown, false, err);
+	}
+	/* staging must outlive the conversions that read it */
+	cudaError_t e = cudaStreamSynchronize(c->stream);
+	cudaFree(u.staging);
+	if (st != BG_OK)
+		return st;
+	CUDA_CHECK(e);
+	return BG_OK;
+}
+
+/* ---- activations ---- */
+
+static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct bg_err *err)
+{
+	size_t es = gpu_dtype_size(c->dt);
+	size_t E = c->hp.n_embd, F = c->hp.n_ff, N = (size_t)cap_tok;
+	size_t sizes[7] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E, 8 * N * F,
+			   es * N * E, es * N * c->n_q,	  es * N * F};
+	size_t total = 0;
+	for (int i = 0; i < 7; i++)
+		total += align_up(sizes[i], 256);
+	void *base;
+	enum bg_status st = dev_alloc(&base, total, "the activations", err);
+	if (st != BG_OK)
+		return st;
+	char *p = (char *)base;
+	void **dst[7] = {(void **)&c->x, (void **)&c->qkv, (void **)&c->tmp, (void **)&c->gu,
+			 &c->xn,	 &c->attn,	   &c->act};
+	for (int i = 0; i < 7; i++) {
+		*dst[i] = p;
+		p += align_up(sizes[i], 256);
+	}
+	c->act_bytes = total;
+	c->cap_tok = cap_tok;
+	return BG_OK;
+}
+
+/* ---- forward ---- */
+
+/* One pass over tokens [t0, t1) of the batch (in batch order, possibly cutting a
+ * sequence) whose wanted logits land at rows [row0, ...). */
+struct pass {
+	int32_t n_tok, n_out, max_ctx, n_bt;
+	int32_t n_tiles, n_list; /* attention: tiled runs, per-query tokens */
+};
+
+/* How attention covers a run of `take` consecutive tokens of one sequence. */
+static void attn_cover(int32_t take, int32_t *n_tiles, int32_t *n_list)
+{
+	if (take >= GPU_ATTN_TILE_MIN)
+		*n_tiles += (take + GPU_ATTN_TILE - 1) / GPU_ATTN_TILE;
+	else
+		*n_list += take;
+}
+
+/* Where a pass's metadata lies in device memory. */
+struct pass_ptrs {
+	const int32_t *tokens, *pos, *slots, *tok_bt; /* [n_tok] */
+	const int32_t *rows;			      /* [n_out] */
+	const int32_t *bt, *tiles, *list;
+};
+
+/* The metadata layout of an ordinary pass in c->d_meta. */
+static struct pass_ptrs pass_layout(const struct cuda_ctx *c, const struct pass *ps)
+{
+	struct pass_ptrs q;
+	int n = ps->n_tok;
+	q.tokens = c->d_meta;
+	q.pos = q.tokens + n;
+	q.slots = q.pos + n;
+	q.tok_bt = q.slots + n;
+	q.rows = q.tok_bt + n;
+	q.bt = q.rows + ps->n_out;
+	q.tiles = q.bt + ps->n_bt;
+	q.list = q.tiles + 2 * ps->n_tiles;
+	return q;
+}
+
+/* Enqueues the whole model for one pass. Makes no synchronous call and allocates
+ * nothing, so that it can be captured into a CUDA graph. */
+static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
+			       const struct pass_ptrs *pp, int n_split, int32_t row0,
+			       struct bg_err *err)
+{
+	const struct model_hparams *hp = &c->hp;
+	int n = ps->n_tok;
+	const int32_t *d_tokens = pp->tokens, *d_pos = pp->pos, *d_slots = pp->slots;
+	const int32_t *d_tok_bt = pp->tok_bt, *d_rows = pp->rows, *d_bt = pp->bt;
+	const int32_t *d_tiles = pp->tiles, *d_list = pp->list;
+	int E = (int)hp->n_embd, F = (int)hp->n_ff;
+	cudaStream_t s = c->stream;
+
+	CUDA_CHECK(gpu_embed(c->tok_embd, c->dt, d_tokens, n, E, c->x, s));
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct cuda_layer *L = &c->layers[l];
+		struct gpu_kv_layer kv;
+		kv.base =
+		    (char *)c->kv + (size_t)l * 2 * c->block_size * c->n_kv * gpu_dtype_size(c->dt);
+		kv.block_stride = c->block_elems;
+		kv.v_offset = (int64_t)c->block_size * c->n_kv;
+		kv.block_size = c->block_size;
+		kv.kv_dim = c->n_kv;
+
+		/* the previous layer's FFN output joins the residual here */
+		CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
+					   n, E, l > 0, c->xn, c->dt, s));
+		CUBLAS_CHECK(
+		    gpu_gemm(c->cublas, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv, c->dt));
+		CUDA_CHECK(gpu_rope(c->qkv, c->ld_qkv, d_pos, n, (int)hp->n_head,
+				    (int)hp->n_head_kv, (int)hp->head_dim, (int)hp->rope_dim,
+				    hp->rope_base, hp->rope_neox, s));
+		CUDA_CHECK(gpu_kv_write(c->qkv, c->ld_qkv, c->n_q, c->n_q + c->n_kv, d_slots, n, kv,
+					c->dt, s));
+		struct gpu_attn_args a;
+		a.q = c->qkv;
+		a.ldq = c->ld_qkv;
+		a.kv = kv;
+		a.tok_pos = d_pos;
+		a.tok_bt = d_tok_bt;
+		a.bt = d_bt;
+		a.n_tok = n;
+		a.n_head = (int)hp->n_head;
+		a.n_head_kv = (int)hp->n_head_kv;
+		a.head_dim = (int)hp->head_dim;
+		a.scale = 1.0f / sqrtf((float)hp->head_dim);
+		a.out = c->attn;
+		a.max_ctx = ps->max_ctx;
+		a.tiles = d_tiles;
+		a.n_tiles = ps->n_tiles;
+		a.list = d_list;
+		a.n_list = ps->n_list;
+		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
+		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wo, c->attn, c->tmp, E, c->n_q, n, E, c->dt));
+		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
+					   c->xn, c->dt, s));
+		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F, c->dt));
+		CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, s));
+		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wdown, c->act, c->tmp, E, F, n, E, c->dt));
+	}
+	if (ps->n_out == 0)
+		return BG_OK;
+	/* only the rows that want logits go through the final norm and the LM head */
+	CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, c->output_norm, hp->rms_eps, d_rows, ps->n_out, E,
+				   false, c->xl, c->dt, s));
+	CUBLAS_CHECK(gpu_gemm(c->cublas, c->output, c->xl, c->logits + (size_t)row0 * hp->n_vocab,
+			      (int)hp->n_vocab, E, ps->n_out, (int)hp->n_vocab, c->dt));
+	return BG_OK;
+}
+
+static enum bg_status check_batch(const struct cuda_ctx *c, const struct backend_batch *b,
+				  struct bg_err *err)
+{
+	int64_t n_want = 0;
+	for (int32_t i = 0; i < b->n_seqs; i++) {
+		const struct backend_seq *sq = &b->seqs[i];
+		if (sq->n_tokens < 1 || sq->pos0 < 0 || !sq->tokens || !sq->want_logits)
+			return bg_fail(err, BG_ERR_INVALID, "batch sequence %d is malformed", i);
+		int64_t end = (int64_t)sq->pos0 + sq->n_tokens;
+		int64_t need = (end + c->block_size - 1) / c->block_size;
+		if (sq->n_blocks < need || !sq->block_table)
+			return bg_fail(err, BG_ERR_INVALID,
+				       "batch sequence %d has %d blocks for %lld positions", i,
+				       sq->n_blocks, (long long)end);
+		for (int64_t j = 0; j < need; j++)
+			if (sq->block_table[j] < 0 || sq->block_table[j] >= c->n_blocks)
+				return bg_fail(err, BG_ERR_INVALID,
+					       "batch sequence %d names KV block %d of %d", i,
+					       sq->block_table[j], c->n_blocks);
+		for (int32_t t = 0; t < sq->n_tokens; t++) {
+			if (sq->tokens[t] < 0 || (uint32_t)sq->tokens[t] >= c->hp.n_vocab)
+				return bg_fail(err, BG_ERR_INVALID,
+					       "token id %d is outside the "
+					       "vocabulary of %u",
+					       sq->tokens[t], c->hp.n_vocab);
+			n_want += sq->want_logits[t] != 0;
+		}
+	}
+	if (n_want != b->n_logits)
+		return bg_fail(err, BG_ERR_INVALID, "the batch wants %lld logits rows but says %d",
+			       (long long)n_want, b->n_logits);
+	return BG_OK;
+}
+
+/* A decode-only batch through the CUDA graph of its bucket (captured on first use). */
+static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_batch *b,
+				    struct bg_err *err)
+{
+	int32_t B = b->n_seqs, Bp = 1, gi = 0;
+	while (Bp < B) {
+		Bp *= 2;
+		gi++;
+	}
+	int32_t bs = c->block_size;
+	if (c->gmeta_ev_pending) {
+		CUDA_CHECK(cudaEventSynchronize(c->gmeta_ev));
+		c->gmeta_ev_pending = false;
+	}
+	int32_t *tok = c->h_gmeta, *pos = tok + Bp, *slots = pos + Bp, *tok_bt = slots + Bp;
+	int32_t *rows = tok_bt + Bp, *list = rows + Bp, *bt = list + Bp;
+	int32_t n_bt = 0;
+	for (int32_t s = 0; s < Bp; s++) {
+		rows[s] = s;
+		list[s] = s;
+		if (s >= B) { /* padding: token 0 at position 0 of the scratch block */
+			tok[s] = 0;
+			pos[s] = 0;
+			slots[s] = c->scratch_block * bs;
+			continue;
+		}
+		const struct backend_seq *sq = &b->seqs[s];
+		int32_t p = sq->pos0, nb = p / bs + 1;
+		memcpy(bt + n_bt, sq->block_table, (size_t)nb * sizeof *bt);
+		tok[s] = sq->tokens[0];
+		pos[s] = p;
+		slots[s] = sq->block_table[p / bs] * bs + p % bs;
+		tok_bt[s] = n_bt;
+		n_bt += nb;
+	}
+	bt[n_bt] = c->scratch_block;
+	for (int32_t s = B; s < Bp; s++)
+		tok_bt[s] = n_bt;
+	size_t used = 6 * (size_t)Bp + (size_t)n_bt + 1;
+	BG_ASSERT(used <= c->gmeta_cap);
+	CUDA_CHECK(
+	    cudaMemcpyAsync(c->d_gmeta, c->h_gmeta, used * 4, cudaMemcpyHostToDevice, c->stream));
+	CUDA_CHECK(cudaEventRecord(c->gmeta_ev, c->stream));
+	c->gmeta_ev_pending = true;
+
+	if (!c->graph[gi]) {
+		const int32_t *d = c->d_gmeta;
+		struct pass ps = {Bp, Bp, 0, 0, 0, Bp};
+		struct pass_ptrs pp = {d,	   d + Bp,     d + 2 * Bp, d + 3 * Bp,
+				       d + 4 * Bp, d + 6 * Bp, NULL,	   d + 5 * Bp};
+		/* The split count is baked into the graph: size it for long contexts (each
+		 * token splits its own context, so short ones only get short splits). */
+		int n_split =
+		    gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.head_dim,
+					 CUDA_GRAPH_MAX_CTX, c->n_sm, CUDA_PARTIAL_FLOATS);
+		cudaGraph_t g = NULL;
+		CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
+		enum bg_status st = run_pass(c, &ps, &pp, n_split, 0, err);
+		cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+		if (st != BG_OK) {
+			if (g)
+				cudaGraphDestroy(g);
+			return st;
+		}
+		CUDA_CHECK(e);
+		e = cudaGraphInstantiate(&c->graph[gi], g, 0);
+		cudaGraphDestroy(g);
+		if (e != cudaSuccess) {
+			c->graph[gi] = NULL;
+			CUDA_CHECK(e);
+		}
+	}
+	CUDA_CHECK(cudaGraphLaunch(c->graph[gi], c->stream));
+	c->n_logits = B;
+	return BG_OK;
+}
+
+/* True when the batch can go through a decode graph: every sequence feeds one token
+ * and wants its logits, and the padded batch fits the graph buffers. */
+static bool graph_fits(const struct cuda_ctx *c, const struct backend_batch *b)
+{
+	if (!c->graphs_on || b->n_seqs < 1 || b->n_seqs > CUDA_GRAPH_MAX_B ||
+	    b->n_logits != b->n_seqs)
+		return false;
+	int32_t Bp = 1;
+	while (Bp < b->n_seqs)
+		Bp *= 2;
+	if (Bp > c->logits_cap)
+		return false;
+	size_t n_bt = 0;
+	for (int32_t s = 0; s < b->n_seqs; s++) {
+		if (b->seqs[s].n_tokens != 1)
+			return false;
+		n_bt += (size_t)(b->seqs[s].pos0 / c->block_size + 1);
+	}
+	return 6 * (size_t)Bp + n_bt + 1 <= c->gmeta_cap;
+}
+
+static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	c->n_logits = 0;
+	enum bg_status st = check_batch(c, b, err);
+	if (st != BG_OK)
+		return st;
+	if (b->n_logits > c->logits_cap) {
+		size_t V = c->hp.n_vocab, E = c->hp.n_embd;
+		size_t cap_l = (size_t)c->logits_cap * V * 4, cap_x = 0;
+		int32_t rows = b->n_logits + b->n_logits / 2;
+		void *lp = c->logits;
+		drop_graphs(c); /* they write the old logits buffer */
+		st = dev_grow(c, &lp, &cap_l, (size_t)rows * V * 4, "the logits", err);
+		c->logits = (float *)lp;
+		if (st != BG_OK) {
+			c->logits_cap = 0;
+			return st;
+		}
+		cudaFree(c->xl);
+		c->xl = NULL;
+		st = dev_grow(c, &c->xl, &cap_x, (size_t)rows * E * gpu_dtype_size(c->dt),
+			      "the LM head input", err);
+		if (st != BG_OK) {
+			c->logits_cap = 0;
+			return st;
+		}
+		c->logits_cap = rows;
+	}
+
+	if (graph_fits(c, b))
+		return forward_graph(c, b, err);
+
+	/* Walk the batch in order, cutting it into passes of at most cap_tok tokens. */
+	int32_t si = 0, ti = 0, row = 0;
+	while (si < b->n_seqs) {
+		/* size the pass: tokens, wanted rows, block-table entries */
+		struct pass ps = {0, 0, 0, 0, 0, 0};
+		for (int32_t s2 = si, t2 = ti; s2 < b->n_seqs && ps.n_tok < c->cap_tok;) {
+			const struct backend_seq *sq = &b->seqs[s2];
+			int32_t take = sq->n_tokens - t2;
+			if (take > c->cap_tok - ps.n_tok)
+				take = c->cap_tok - ps.n_tok;
+			int32_t end = sq->pos0 + t2 + take;
+			ps.n_bt += (end + c->block_size - 1) / c->block_size;
+			attn_cover(take, &ps.n_tiles, &ps.n_list);
+			for (int32_t j = t2; j < t2 + take; j++)
+				ps.n_out += sq->want_logits[j] != 0;
+			ps.n_tok += take;
+			t2 += take;
+			if (t2 == sq->n_tokens) {
+				s2++;
+				t2 = 0;
+			}
+		}
+		/* Layout of the metadata: tokens, pos, slots, tok_bt [n_tok] | rows [n_out] |
+		 * block tables [n_bt] | tiles [2 n_tiles] | list [n_list]. */
+		size_t used = 4 * (size_t)ps.n_tok + (size_t)ps.n_out + (size_t)ps.n_bt +
+			      2 * (size_t)ps.n_tiles + (size_t)ps.n_list;
+		if (c->meta_ev_pending) {
+			/* the previous pass's upload must be done before h_meta is rewritten */
+			CUDA_CHECK(cudaEventSynchronize(c->meta_ev));
+			c->meta_ev_pending = false;
+		}
+		if (used > c->meta_cap) {
+			void *hm = c->h_meta, *dm = c->d_meta;
+			size_t hcap = c->meta_cap * 4, dcap = c->meta_cap * 4;
+			c->meta_cap = 0;
+			st = host_grow(c, &hm, &hcap, used * 4, err);
+			c->h_meta = (int32_t *)hm;
+			if (st == BG_OK)
+				st = dev_grow(c, &dm, &dcap, hcap, "pass metadata", err);
+			c->d_meta = (int32_t *)dm;
+			if (st != BG_OK)
+				return st;
+			c->meta_cap = (hcap < dcap ? hcap : dcap) / 4;
+		}
+		int32_t n = ps.n_tok;
+		int32_t *tok = c->h_meta, *pos = tok + n, *slots = pos + n, *tok_bt = slots + n;
+		int32_t *rows = tok_bt + n, *bt = rows + ps.n_out;
+		int32_t *tiles = bt + ps.n_bt, *list = tiles + 2 * ps.n_tiles;
+		int32_t k = 0, r = 0, n_bt = 0, n_tiles = 0, n_list = 0;
+		while (k < n) {
+			const struct backend_seq *sq = &b->seqs[si];
+			int32_t take = sq->n_tokens - ti;
+			if (take > n - k)
+				take = n - k;
+			int32_t end = sq->pos0 + ti + take;
+			int32_t nb = (end + c->block_size - 1) / c->block_size;
+			memcpy(bt + n_bt, sq->block_table, (size_t)nb * sizeof *bt);
+			if (take >= GPU_ATTN_TILE_MIN) {
+				for (int32_t j = 0; j < take; j += GPU_ATTN_TILE) {
+					tiles[2 * n_tiles] = k + j;
+					tiles[2 * n_tiles + 1] =
+					    take - j < GPU_ATTN_TILE ? take - j : GPU_ATTN_TILE;
+					n_tiles++;
+				}
+			} else {
+				for (int32_t j = 0; j < take; j++)
+					list[n_list++] = k + j;
+			}
+			for (int32_t j = 0; j < take; j++) {
+				int32_t p = sq->pos0 + ti + j;
+				tok[k] = sq->tokens[ti + j];
+				pos[k] = p;
+				slots[k] = sq->block_table[p / c->block_size] * c->block_size +
+					   p % c->block_size;
+				tok_bt[k] = n_bt;
+				if (sq->want_logits[ti + j])
+					rows[r++] = k;
+				k++;
+			}
+			if (end > ps.max_ctx)
+				ps.max_ctx = end;
+			n_bt += nb;
+			ti += take;
+			if (ti == sq->n_tokens) {
+				si++;
+				ti = 0;
+			}
+		}
+		BG_ASSERT(r == ps.n_out && n_bt == ps.n_bt && n_tiles == ps.n_tiles &&
+			  n_list == ps.n_list);
+		CUDA_CHECK(cudaMemcpyAsync(c->d_meta, c->h_meta, used * 4, cudaMemcpyHostToDevice,
+					   c->stream));
+		CUDA_CHECK(cudaEventRecord(c->meta_ev, c->stream));
+		c->meta_ev_pending = true;
+		struct pass_ptrs pp = pass_layout(c, &ps);
+		int n_split =
+		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, (int)c->hp.head_dim,
+					 ps.max_ctx, c->n_sm, CUDA_PARTIAL_FLOATS);
+		st = run_pass(c, &ps, &pp, n_split, row, err);
+		if (st != BG_OK)
+			return st;
+		row += ps.n_out;
+	}
+	c->n_logits = b->n_logits;
+	return BG_OK;
+}
+
+/* ---- sampling ---- */
+
+static bool penalties_on(const struct sampler_params *p)
+{
+	return (p->repetition_penalty != 1.0f && p->repetition_penalty > 0.0f) ||
+	       p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+}
+
+static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
+				   int32_t n, struct sampler_result *out, struct bg_err *err)
+{
+	/* history entries first (sizes), then the rows */
+	size_t n_hist = 0;
+	for (int32_t i = 0; i < n; i++)
+		if (rows[i].forced < 0 && penalties_on(rows[i].params))
+			n_hist += (size_t)rows[i].history.n_prompt + rows[i].history.n_output;
+	size_t bytes_rows = align_up((size_t)n * sizeof(struct gpu_sample_row), 256);
+	size_t need = bytes_rows + n_hist * sizeof(struct gpu_hist_entry) + 256;
+	size_t dcap = c->sin_cap;
+	enum bg_status st = host_grow(c, &c->h_sin, &c->sin_cap, need, err);
+	if (st == BG_OK)
+		st = dev_grow(c, &c->d_sin, &dcap, c->sin_cap, "sampling inputs", err);
+	if (st != BG_OK) {
+		c->sin_cap = 0;
+		return st;
+	}
+	c->sin_cap = c->sin_cap < dcap ? c->sin_cap : dcap;
+	struct gpu_sample_row *hr = (struct gpu_sample_row *)c->h_sin;
+	struct gpu_hist_entry *he = (struct gpu_hist_entry *)((char *)c->h_sin + bytes_rows);
+	int32_t n_he = 0;
+	int32_t V = (int32_t)c->hp.n_vocab;
+	for (int32_t i = 0; i < n; i++) {
+		const struct backend_sample_row *r = &rows[i];
+		const struct sampler_params *p = r->params;
+		struct gpu_sample_row *g = &hr[i];
+		g->logits_row = r->logits_row;
+		g->forced = r->forced;
+		g->temperature = p->temperature;
+		g->top_k = p->top_k;
+		g->top_p = p->top_p;
+		g->min_p = p->min_p;
+		g->rep = p->repetition_penalty;
+		g->pres = p->presence_penalty;
+		g->freq = p->frequency_penalty;
+		g->n_top = p->n_top;
+		g->hist_off = n_he;
+		g->hist_n = 0;
+		g->u = 0.0f;
+		if (r->forced >= 0)
+			continue;
+		if (penalties_on(p)) {
+			/* distinct ids with the CPU sampler's encoding: bit 0 prompt, 2 per use */
+			int32_t n_ids = 0;
+			const struct sampler_history *h = &r->history;
+			for (int32_t j = 0; j < h->n_prompt + h->n_output; j++) {
+				bool in_prompt = j < h->n_prompt;
+				int32_t id = in_prompt ? h->prompt[j] : h->output[j - h->n_prompt];
+				if (id < 0 || id >= V)
+					continue;
+				if (c->hist_cnt[id] == 0)
+					c->hist_ids[n_ids++] = id;
+				if (in_prompt)
+					c->hist_cnt[id] |= 1;
+				else
+					c->hist_cnt[id] += 2;
+			}
+			for (int32_t j = 0; j < n_ids; j++) {
+				int32_t id = c->hist_ids[j];
+				he[n_he].id = id;
+				he[n_he].cnt = c->hist_cnt[id];
+				n_he++;
+				c->hist_cnt[id] = 0;
+			}
+			g->hist_n = n_ids;
+		}
+		if (p->temperature > 0.0f)
+			g->u = sampler_rng_uniform(r->rng);
+	}
+	size_t used = bytes_rows + (size_t)n_he * sizeof(struct gpu_hist_entry);
+	CUDA_CHECK(cudaMemcpyAsync(c->d_sin, c->h_sin, used, cudaMemcpyHostToDevice, c->stream));
+	CUDA_CHECK(gpu_sample(c->logits, V, (const struct gpu_sample_row *)c->d_sin, n,
+			      (const struct gpu_hist_entry *)((char *)c->d_sin + bytes_rows),
+			      c->sample_work, c->d_sout, c->stream));
+	CUDA_CHECK(cudaMemcpyAsync(c->h_sout, c->d_sout, (size_t)n * sizeof *out,
+				   cudaMemcpyDeviceToHost, c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	memcpy(out, c->h_sout, (size_t)n * sizeof *out);
+	return BG_OK;
+}
+
+static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
+				  struct sampler_result *out, struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	for (int32_t i = 0; i < n_rows; i++) {
+		if (rows[i].logits_row < 0 || rows[i].logits_row >= c->n_logits)
+			return bg_fail(err, BG_ERR_INVALID,
+				       "sample row %d asks for logits row %d of "
+				       "%d",
+				       i, rows[i].logits_row, c->n_logits);
+		if (rows[i].forced >= (int32_t)c->hp.n_vocab || !rows[i].params ||
+		    (rows[i].forced < 0 && rows[i].params->temperature > 0.0f && !rows[i].rng))
+			return bg_fail(err, BG_ERR_INVALID, "sample row %d is malformed", i);
+	}
+	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
+		int32_t n = n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP;
+		enum bg_status st = sample_group(c, rows + i, n, out + i, err);
+		if (st != BG_OK)
+			return st;
+	}
+	return BG_OK;
+}
+
+static enum bg_status cuda_get_logits(void *ctx, int32_t row, float *dst, struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	if (row < 0 || row >= c->n_logits)
+		return bg_fail(err, BG_ERR_INVALID, "logits row %d of %d", row, c->n_logits);
+	size_t V = c->hp.n_vocab;
+	CUDA_CHECK(cudaMemcpyAsync(dst, c->logits + (size_t)row * V, V * 4, cudaMemcpyDeviceToHost,
+				   c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	return BG_OK;
+}
+
+/* ---- KV block copies ---- */
+
+static enum bg_status check_blocks(const struct cuda_ctx *c, const int32_t *blocks, int32_t n,
+				   struct bg_err *err)
+{
+	for (int32_t i = 0; i < n; i++)
+		if (blocks[i] < 0 || blocks[i] >= c->n_blocks)
+			return bg_fail(err, BG_ERR_INVALID, "KV block %d of %d", blocks[i],
+				       c->n_blocks);
+	return BG_OK;
+}
+
+static enum bg_status cuda_kv_swap_out(void *ctx, const int32_t *blocks, int32_t n, void *host,
+				       struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	enum bg_status st = check_blocks(c, blocks, n, err);
+	if (st != BG_OK)
+		return st;
+	for (int32_t i = 0; i < n; i++)
+		CUDA_CHECK(cudaMemcpyAsync((char *)host + (size_t)i * c->block_bytes,
+					   (char *)c->kv + (size_t)blocks[i] * c->block_bytes,
+					   c->block_bytes, cudaMemcpyDeviceToHost, c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	return BG_OK;
+}
+
+static enum bg_status cuda_kv_swap_in(void *ctx, const int32_t *blocks, int32_t n, const void *host,
+				      struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	enum bg_status st = check_blocks(c, blocks, n, err);
+	if (st != BG_OK)
+		return st;
+	for (int32_t i = 0; i < n; i++)
+		CUDA_CHECK(cudaMemcpyAsync((char *)c->kv + (size_t)blocks[i] * c->block_bytes,
+					   (const char *)host + (size_t)i * c->block_bytes,
+					   c->block_bytes, cudaMemcpyHostToDevice, c->stream));
+	/* the host buffer may be freed as soon as we return */
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	return BG_OK;
+}
+
+static enum bg_status cuda_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	int32_t both[2] = {src, dst};
+	enum bg_status st = check_blocks(c, both, 2, err);
+	if (st != BG_OK)
+		return st;
+	if (src == dst)
+		return BG_OK;
+	CUDA_CHECK(cudaMemcpyAsync((char *)c->kv + (size_t)dst * c->block_bytes,
+				   (const char *)c->kv + (size_t)src * c->block_bytes,
+				   c->block_bytes, cudaMemcpyDeviceToDevice, c->stream));
+	return BG_OK;
+}
+
+static void cuda_mem_info(void *ctx, struct backend_mem *out)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	out->weight_bytes = c->weight_bytes;
+	out->kv_bytes = c->kv_bytes;
+	out->workspace_bytes = c->act_bytes + CUDA_CUBLAS_WS +
+			       (size_t)c->logits_cap * c->hp.n_vocab * 4 +
+			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)c->hp.n_vocab) * 4 +
+			       CUDA_PARTIAL_FLOATS * 4;
+	out->on_device = true;
+}
+
+static void cuda_destroy(void *ctx)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	if (!c)
+		return;
+	cudaSetDevice(c->device);
+	if (c->stream)
+		cudaStreamSynchronize(c->stream);
+	if (c->cublas)
+		cublasDestroy(c->cublas);
+	if (c->meta_ev)
+		cudaEventDestroy(c->meta_ev);
+	drop_graphs(c);
+	if (c->gmeta_ev)
+		cudaEventDestroy(c->gmeta_ev);
+	cudaFree(c->d_gmeta);
+	cudaFreeHost(c->h_gmeta);
+	cudaFree(c->cublas_ws);
+	cudaFree(c->weights);
+	cudaFree(c->kv);
+	cudaFree(c->x); /* the base of all activations */
+	cudaFree(c->partial);
+	cudaFree(c->d_meta);
+	cudaFreeHost(c->h_meta);
+	cudaFree(c->logits);
+	cudaFree(c->xl);
+	cudaFree(c->sample_work);
+	cudaFree(c->d_sin);
+	cudaFreeHost(c->h_sin);
+	cudaFree(c->d_sout);
+	cudaFreeHost(c->h_sout);
+	if (c->stream)
+		cudaStreamDestroy(c->stream);
+	cudaGetLastError(); /* leave no error behind for whoever uses CUDA next */
+	free(c->layers);
+	free(c->hist_cnt);
+	free(c->hist_ids);
+	free(c);
+}
+
+static const struct backend_ops cuda_ops = {
+    cuda_forward,    cuda_sample,  cuda_get_logits, cuda_kv_swap_out,
+    cuda_kv_swap_in, cuda_kv_copy, cuda_mem_info,   cuda_destroy,
+};
+
+/* ---- creation ---- */
+
+extern "C" int gpu_plugin_abi(void)
+{
+	return GPU_PLUGIN_ABI;
+}
+
+extern "C" int gpu_plugin_device_count(void)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess) {
+		cudaGetLastError(); /* no driver or no device: not an error here */
+		return 0;
+	}
+	return n;
+}
+
+static enum bg_status check_model(const struct model *m, struct bg_err *err)
+{
+	const struct model_hparams *hp = &m->hp;
+	if (!m->layers || hp->n_layer == 0)
+		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
+	if (hp->head_dim == 0 || hp->head_dim > 256)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend supports head sizes up "
+			       "to 256, not %u",
+			       hp->head_dim);
+	if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED, "%u query heads cannot share %u KV heads",
+			       hp->n_head, hp->n_head_kv);
+	if (hp->rope_dim % 2 != 0 || hp->rope_dim > hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "a rotary dimension of %u does not fit "
+			       "heads of %u",
+			       hp->rope_dim, hp->head_dim);
+	if (hp->n_vocab > 0x7fffffffu / 2)
+		return bg_fail(err, BG_ERR_UNSUPPORTED, "a vocabulary of %u is too large",
+			       hp->n_vocab);
+	return BG_OK;
+}
+
+static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
+				 const struct backend_config *cfg, struct backend *b,
+				 struct bg_err *err)
+{
+	const struct model_hparams *hp = &m->hp;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	struct cudaDeviceProp prop;
+	CUDA_CHECK(cudaGetDeviceProperties(&prop, c->device));
+	c->n_sm = prop.multiProcessorCount;
+	c->hp = *hp;
+	c->dt = pick_dtype(m);
+	c->n_q = (int)(hp->n_head * hp->head_dim);
+	c->n_kv = (int)(hp->n_head_kv * hp->head_dim);
+	c->ld_qkv = c->n_q + 2 * c->n_kv;
+	c->block_size = cfg->block_size;
+
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+	CUDA_CHECK(cudaEventCreateWithFlags(&c->meta_ev, cudaEventDisableTiming));
+	CUBLAS_CHECK(cublasCreate(&c->cublas));
+	CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
+	enum bg_status st = dev_alloc(&c->cublas_ws, CUDA_CUBLAS_WS, "the cuBLAS workspace", err);
+	if (st != BG_OK)
+		return st;
+	CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUDA_CUBLAS_WS));
+
+	st = load_weights(c, m, err);
+	if (st != BG_OK)
+		return st;
+
+	/* activations for a pass of up to cap_tok tokens, and the fixed scratch buffers */
+	st = alloc_activations(c, CUDA_DEFAULT_CAP_TOK, err);
+	if (st == BG_OK)
+		st = dev_alloc((void **)&c->partial, CUDA_PARTIAL_FLOATS * 4, "attention scratch",
+			       err);
+	if (st == BG_OK)
+		st = dev_alloc((void **)&c->sample_work,
+			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)hp->n_vocab) * 4,
+			       "sampling scratch", err);
+	if (st == BG_OK)
+		st = dev_alloc((void **)&c->d_sout,
+			       CUDA_SAMPLE_GROUP * sizeof(struct sampler_result),
+			       "sampling results", err);
+	if (st != BG_OK)
+		return st;
+	CUDA_CHECK(
+	    cudaMallocHost((void **)&c->h_sout, CUDA_SAMPLE_GROUP * sizeof(struct sampler_result)));
+	c->hist_cnt = (int32_t *)calloc(hp->n_vocab, sizeof(int32_t));
+	c->hist_ids = (int32_t *)malloc(hp->n_vocab * sizeof(int32_t));
+	if (!c->hist_cnt || !c->hist_ids)
+		return bg_fail(err, BG_ERR_NOMEM, "out of host memory");
+	/* logits for a first batch of decode rows; grown when a batch wants more */
+	{
+		size_t cap = 0, capx = 0;
+		void *lp = NULL;
+		c->logits_cap = 256;
+		st = dev_grow(c, &lp, &cap, (size_t)c->logits_cap * hp->n_vocab * 4, "the logits",
+			      err);
+		c->logits = (float *)lp;
+		if (st == BG_OK)
+			st = dev_grow(c, &c->xl, &capx,
+				      (size_t)c->logits_cap * hp->n_embd * gpu_dtype_size(c->dt),
+				      "the LM head input", err);
+		if (st != BG_OK)
+			return st;
+		c->logits_cap = (int32_t)(cap / ((size_t)hp->n_vocab * 4));
+		int32_t capx_rows = (int32_t)(capx / ((size_t)hp->n_embd * gpu_dtype_size(c->dt)));
+		if (capx_rows < c->logits_cap)
+			c->logits_cap = capx_rows;
+	}
+
+	/* the KV pool: what is asked, or mem_fraction of what is free now */
+	size_t es = gpu_dtype_size(c->dt);
+	c->block_elems = (int64_t)hp->n_layer * 2 * c->block_size * c->n_kv;
+	c->block_bytes = (size_t)c->block_elems * es;
+	size_t free_b = 0, total_b = 0;
+	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+	int64_t n_blocks;
+	if (cfg->kv_tokens > 0) {
+		n_blocks = (cfg->kv_tokens + c->block_size - 1) / c->block_size;
+		if ((double)n_blocks * (double)c->block_bytes > (double)free_b)
+			return bg_fail(err, BG_ERR_NOMEM,
+				       "a KV pool of %lld tokens needs %.2f GiB "
+				       "but only %.2f GiB of device memory are free",
+				       (long long)cfg->kv_tokens,
+				       (double)n_blocks * (double)c->block_bytes / 1073741824.0,
+				       (double)free_b / 1073741824.0);
+	} else {
+		float f = cfg->mem_fraction > 0.0f && cfg->mem_fraction <= 1.0f ? cfg->mem_fraction
+										: 0.9f;
+		n_blocks = (int64_t)((double)free_b * f / (double)c->block_bytes);
+	}
+	/* slot indices are int32 */
+	int64_t max_blocks = 0x7fffffff / c->block_size - 1;
+	if (n_blocks > max_blocks)
+		n_blocks = max_blocks;
+	if (n_blocks < 1)
+		return bg_fail(err, BG_ERR_NOMEM,
+			       "no device memory is left for the KV cache "
+			       "(%.2f GiB free after %.2f GiB of weights)",
+			       (double)free_b / 1073741824.0,
+			       (double)c->weight_bytes / 1073741824.0);
+	c->n_blocks = (int32_t)n_blocks;
+	c->scratch_block = (int32_t)n_blocks;
+	/* one block more than the engine sees: the padding rows of decode graphs write it */
+	c->kv_bytes = (size_t)(n_blocks + 1) * c->block_bytes;
+	st = dev_alloc(&c->kv, c->kv_bytes, "the KV cache", err);
+	if (st != BG_OK)
+		return st;
+
+	const char *ge = getenv("BG_CUDA_GRAPHS");
+	c->graphs_on = !(ge && strcmp(ge, "0") == 0);
+	if (c->graphs_on) {
+		uint32_t ctx = hp->n_ctx_train && hp->n_ctx_train < CUDA_GRAPH_MAX_CTX
+				   ? hp->n_ctx_train
+				   : CUDA_GRAPH_MAX_CTX;
+		c->gmeta_cap =
+		    6 * (size_t)CUDA_GRAPH_MAX_B +
+		    (size_t)CUDA_GRAPH_MAX_B * ((ctx + c->block_size - 1) / c->block_size) + 1;
+		CUDA_CHECK(cudaEventCreateWithFlags(&c->gmeta_ev, cudaEventDisableTiming));
+		CUDA_CHECK(cudaMallocHost((void **)&c->h_gmeta, c->gmeta_cap * 4));
+		st = dev_alloc((void **)&c->d_gmeta, c->gmeta_cap * 4, "graph metadata", err);
+		if (st != BG_OK)
+			return st;
+	}
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+
+	b->n_vocab = (int32_t)hp->n_vocab;
+	b->block_size = c->block_size;
+	b->n_blocks = c->n_blocks;
+	b->block_bytes = c->block_bytes;
+	snprintf(b->device, sizeof b->device,
+		 "%.64s (sm_%d%d, %d SMs, %.1f GiB), %s weights and KV", prop.name, prop.major,
+		 prop.minor, prop.multiProcessorCount, (double)total_b / 1073741824.0,
+		 gpu_dtype_name(c->dt));
+	return BG_OK;
+}
+
+extern "C" enum bg_status gpu_plugin_create(const struct model *m,
+					    const struct backend_config *cfg, struct backend **out,
+					    struct bg_err *err)
+{
+	*out = NULL;
+	int n_dev = 0;
+	cudaError_t e = cudaGetDeviceCount(&n_dev);
+	if (e != cudaSuccess || n_dev == 0) {
+		cudaGetLastError();
+		if (e == cudaErrorInsufficientDriver)
+			return bg_fail(
+			    err, BG_ERR_DEVICE,
+			    "no CUDA device is available: the NVIDIA "
+			    "driver is missing or older than this build's CUDA %d.%d needs",
+			    CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+		return bg_fail(err, BG_ERR_DEVICE, "no CUDA device is available (%s)",
+			       e != cudaSuccess ? cudaGetErrorString(e)
+						: "the driver reports none");
+	}
+	if (cfg->device_index < 0 || cfg->device_index >= n_dev)
+		return bg_fail(err, BG_ERR_DEVICE, "CUDA device %d does not exist (%d found)",
+			       cfg->device_index, n_dev);
+	if (cfg->block_size <= 0)
+		return bg_fail(err, BG_ERR_INVALID, "the KV block size must be positive");
+	enum bg_status st = check_model(m, err);
+	if (st != BG_OK)
+		return st;
+	struct cuda_ctx *c = (struct cuda_ctx *)calloc(1, sizeof *c);
+	struct backend *b = (struct backend *)calloc(1, sizeof *b);
+	if (!c || !b) {
+		free(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of host memory");
+	}
+	c->device = cfg->device_index;
+	st = create_ctx(c, m, cfg, b, err);
+	if (st != BG_OK) {
+		cuda_destroy(c);
+		free(b);
+		return st;
+	}
+	b->ops = &cuda_ops;
+	b->ctx = c;
+	b->name = "cuda";
+	*out = b;
+	return BG_OK;
+}

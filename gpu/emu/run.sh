@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# gpu/emu/run.sh [OUT_DIR]: builds gpu/*.cu and tests/gpu_test_kernels.cu (sizes reduced,
+# for speed) and tests/gpu_test_model.c against the CUDA emulator in gpu/emu, and runs the
+# kernel test (~15 min on one core) and, with --model, the model test (much slower: the
+# 3000-token pass is emulated thread by thread). A debugging aid for machines without a
+# GPU: it checks indexing, synchronization and host logic, not speed. Needs a built
+# libbatchgen.a of the CPU modules in $BUILD (default build/).
+set -eu
+out=${1:-/tmp/bg-emu}
+build=${BUILD:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+mkdir -p "$out/src/gpu" "$out/src/tests" "$out/o"
+ln -sfn "$root/core" "$out/src/core"
+cp "$root/tests/check.h" "$out/src/tests/"
+cp "$root/gpu/backend_cuda.h" "$root/gpu/plugin.h" "$root"/gpu/*.cuh "$out/src/gpu/"
+for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$out/src/gpu/$(basename "$f")"; done
+python3 "$here/transform.py" "$root/tests/gpu_test_kernels.cu" "$out/src/tests/gpu_test_kernels.cu"
+sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 7}/; s/{{1500, 1}, {100, 37}, {0, 1}}/{{300, 1}, {100, 37}, {0, 1}}/' \
+	"$out/src/tests/gpu_test_kernels.cu"
+F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$root -w"
+for f in "$out"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$out/o/$(basename "$f" .cu).o"; done
+g++ $F -c "$here/emu.cpp" -o "$out/o/emu.o"
+# the model test reaches the backend as the binary does: through the plugin loader
+g++ -shared -o "$out/libbatchgen-cuda.so" "$out"/o/*.o
+g++ $F -x c++ -c "$out/src/tests/gpu_test_kernels.cu" -o "$out/kernels.o"
+g++ -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
+gcc -std=c11 -O2 -g -D_GNU_SOURCE -I"$root" -c "$root/tests/gpu_test_model.c" -o "$out/model.o"
+g++ -o "$out/emu_model" "$out/model.o" -rdynamic -Wl,--whole-archive "$build/libbatchgen.a" \
+	-Wl,--no-whole-archive -lcjson -lpcre2-8 -lm -ldl -lpthread
+cd "$root"
+"$out/emu_kernels"
+if [ "${2:-}" = --model ] || [ "${1:-}" = --model ]; then
+	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_model"
+fi

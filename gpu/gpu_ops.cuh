@@ -1,0 +1,155 @@
+/* gpu_ops: the launchers of the CUDA backend's kernels, one .cu file per operation
+ * (internal, C++ only; the tests in tests/gpu_test_*.cu call them directly).
+ *
+ * Every launcher enqueues its work on `stream`, checks the launch with cudaGetLastError
+ * and returns that error (cudaSuccess when the launch was accepted). Shapes are given as
+ * [rows, cols], row-major. Storage-typed buffers (void *) hold elements of `dt`.
+ */
+#ifndef BG_GPU_OPS_CUH
+#define BG_GPU_OPS_CUH
+
+#include "gpu_common.cuh"
+
+extern "C" {
+#include "../core/sampler.h"
+}
+
+/* ---- weights.cu ---- */
+
+/* dst[n] (dt) = src[n] converted from GGUF type src_type (0 f32, 1 f16, 8 q8_0, 30
+ * bf16; n % 32 == 0 for q8_0). Q8_0 is d * q rounded to fp32, then to dt. */
+cudaError_t gpu_convert_weights(const void *src, int src_type, uint64_t n, void *dst,
+				enum gpu_dtype dt, cudaStream_t stream);
+/* dst[n] (dt) = seeded normal values * stddev, a pure function of (seed, tensor, i);
+ * stddev == 0 fills with 1 (norm weights). */
+cudaError_t gpu_synth_weights(void *dst, enum gpu_dtype dt, uint64_t n, uint64_t seed,
+			      uint64_t tensor, float stddev, cudaStream_t stream);
+
+/* ---- embed.cu ---- */
+
+/* x[t, :] = embd[tokens[t], :] for t < n_tok; embd is [n_vocab, n_embd] of dt. Token ids
+ * are checked by the host. */
+cudaError_t gpu_embed(const void *embd, enum gpu_dtype dt, const int32_t *tokens, int n_tok,
+		      int n_embd, float *x, cudaStream_t stream);
+
+/* ---- rmsnorm.cu ---- */
+
+/* For output row i < n_out, input row r = rows ? rows[i] : i:
+ *   s = x[r] + (delta ? delta[r] : 0);  if (write_back) x[r] = s;
+ *   out[i] = s / sqrt(mean(s^2) + eps) * w   (out of dt, [n_out, n]). */
+cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float eps,
+			    const int32_t *rows, int n_out, int n, bool write_back, void *out,
+			    enum gpu_dtype dt, cudaStream_t stream);
+
+/* ---- rope.cu ---- */
+
+/* Rotates, in place, the first n_head + n_head_kv heads of each row of qkv ([n_tok, ld],
+ * fp32: q heads then k heads, head_dim each) by position pos[t]. Pairs are
+ * (2i, 2i+1) for llama (neox == false) or (i, i + rope_dim/2) for NeoX; only the first
+ * rope_dim dimensions of each head rotate; theta = pos * base^(-2i/rope_dim). */
+cudaError_t gpu_rope(float *qkv, int ld, const int32_t *pos, int n_tok, int n_head, int n_head_kv,
+		     int head_dim, int rope_dim, float base, bool neox, cudaStream_t stream);
+
+/* ---- kv_write.cu ---- */
+
+/* The KV pool of one layer: element (block b, k or v, slot s, dim d) lives at
+ * base + b * block_stride + (is_v ? v_offset : 0) + s * kv_dim + d (elements of dt). */
+struct gpu_kv_layer {
+	void *base;
+	int64_t block_stride;
+	int64_t v_offset;
+	int block_size;
+	int kv_dim; /* n_head_kv * head_dim */
+};
+
+/* Copies K (qkv[t, k_col : k_col + kv_dim]) and V (qkv[t, v_col : ...]) of token t into
+ * slot slots[t] (= block * block_size + offset) of the layer's pool, converted to dt. */
+cudaError_t gpu_kv_write(const float *qkv, int ld, int k_col, int v_col, const int32_t *slots,
+			 int n_tok, struct gpu_kv_layer kv, enum gpu_dtype dt, cudaStream_t stream);
+
+/* ---- attention.cu ---- */
+
+struct gpu_attn_args {
+	const float *q; /* [n_tok, ldq]: head h at columns [h*hd, (h+1)*hd) */
+	int ldq;
+	struct gpu_kv_layer kv;
+	const int32_t *tok_pos; /* [n_tok] position of each query token */
+	const int32_t *tok_bt;	/* [n_tok] offset of the token's block table in bt */
+	const int32_t *bt;	/* block tables, concatenated */
+	int n_tok, n_head, n_head_kv, head_dim;
+	float scale; /* 1/sqrt(head_dim) */
+	void *out;   /* [n_tok, n_head * head_dim] of dt */
+	int max_ctx; /* max over tokens of pos + 1 */
+	/* How the tokens are covered (together, every token exactly once):
+	 *  tiles[2 * i], tiles[2 * i + 1]: first token and count (<= GPU_ATTN_TILE) of a run
+	 *  of consecutive positions of one sequence (a context chunk), done by the tiled
+	 *  kernel, which loads each K/V tile once for the whole run;
+	 *  list[n_list]: the other tokens (decode steps), one query per block, split-K.
+	 * With tiles == NULL and list == NULL every token goes to the per-query kernel. */
+	const int32_t *tiles;
+	int n_tiles;
+	const int32_t *list;
+	int n_list;
+};
+
+#define GPU_ATTN_TILE	  16 /* queries per tile */
+#define GPU_ATTN_TILE_MIN 8  /* a chunk shorter than this goes to the per-query kernel */
+
+/* Causal attention of every query token over positions [0, pos] of its sequence, read
+ * from the paged pool. The per-query kernel splits the context in n_split parts when
+ * that fills the GPU better (decode), with partial[] as scratch
+ * (gpu_attention_partial_floats of the per-query token count). Heads larger than 128 go
+ * to the per-query kernel whatever the tiles say. */
+cudaError_t gpu_attention(const struct gpu_attn_args *a, enum gpu_dtype dt, int n_split,
+			  float *partial, cudaStream_t stream);
+size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_split);
+/* Heuristic split count for n_tok tokens of max context max_ctx on n_sm SMs, bounded so
+ * that partial scratch stays under max_partial_floats. */
+int gpu_attention_splits(int n_tok, int n_head, int head_dim, int max_ctx, int n_sm,
+			 size_t max_partial_floats);
+
+/* ---- swiglu.cu ---- */
+
+/* out[t, i] = silu(gu[t, i]) * gu[t, n_ff + i]; gu is [n_tok, 2*n_ff] fp32, out of dt. */
+cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
+		       cudaStream_t stream);
+
+/* ---- gemm.cu ---- */
+
+/* y[t, r] = sum_i W[r, i] * x[t, i]: W [n_out, n_in] and x [n_tok, n_in] of dt, y
+ * [n_tok, ldy] fp32; fp32 accumulation (CUBLAS_COMPUTE_32F, no TF32). */
+cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y, int n_out,
+			int n_in, int n_tok, int ldy, enum gpu_dtype dt);
+
+/* ---- sample.cu ---- */
+
+/* One row to sample, as the device sees it (see core/sampler.h for the definition). */
+struct gpu_sample_row {
+	int32_t logits_row;
+	int32_t forced;	   /* >= 0: score this token; -1: sample */
+	float temperature; /* <= 0: greedy */
+	int32_t top_k;
+	float top_p;
+	float min_p;
+	float rep, pres, freq; /* penalties, already normalized: rep == 1 when disabled */
+	int32_t n_top;
+	int32_t hist_off; /* penalty entries [hist_off, hist_off + hist_n) */
+	int32_t hist_n;
+	float u; /* the request's uniform draw (temperature > 0 only) */
+};
+
+/* One distinct token of a request's history: bit 0 of flags = seen in the prompt, the
+ * rest = count in the output (the CPU sampler's encoding). */
+struct gpu_hist_entry {
+	int32_t id;
+	int32_t cnt;
+};
+
+/* out[r] for r < n_rows from logits [*, n_vocab]. work must hold
+ * gpu_sample_work_floats(n_rows, n_vocab) floats. */
+cudaError_t gpu_sample(const float *logits, int n_vocab, const struct gpu_sample_row *rows,
+		       int n_rows, const struct gpu_hist_entry *hist, float *work,
+		       struct sampler_result *out, cudaStream_t stream);
+size_t gpu_sample_work_floats(int n_rows, int n_vocab);
+
+#endif

@@ -1,0 +1,54 @@
+/* rmsnorm: the residual add fused with the RMS normalization that follows it. The
+ * residual stream stays fp32; the normalized row is stored as the next GEMM's input. */
+#include "gpu_ops.cuh"
+
+template <typename T>
+__global__ void add_rmsnorm_kernel(float *x, const float *delta, const float *w, float eps,
+				   const int32_t *rows, int n, bool write_back, T *out)
+{
+	__shared__ double red[32];
+	int i = blockIdx.x;
+	int64_t r = rows ? rows[i] : i;
+	float *xr = x + r * n;
+	const float *dr = delta ? delta + r * n : nullptr;
+	/* the sum of squares in double, as the CPU backend does */
+	double ss = 0.0;
+	for (int j = threadIdx.x; j < n; j += blockDim.x) {
+		float s = xr[j] + (dr ? dr[j] : 0.0f);
+		ss += (double)s * s;
+	}
+	ss = warp_sum_d(ss);
+	if ((threadIdx.x & 31) == 0)
+		red[threadIdx.x >> 5] = ss;
+	__syncthreads();
+	if (threadIdx.x < 32) {
+		double v = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0;
+		v = warp_sum_d(v);
+		if (threadIdx.x == 0)
+			red[0] = v;
+	}
+	__syncthreads();
+	float scale = (float)(1.0 / sqrt(red[0] / (double)n + (double)eps));
+	T *o = out + (int64_t)i * n;
+	/* each thread re-reads the elements it summed, so the write-back of x cannot race
+	 * with another thread's read */
+	for (int j = threadIdx.x; j < n; j += blockDim.x) {
+		float s = xr[j] + (dr ? dr[j] : 0.0f);
+		if (write_back)
+			xr[j] = s;
+		o[j] = st_t<T>((s * scale) * w[j]);
+	}
+}
+
+cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float eps,
+			    const int32_t *rows, int n_out, int n, bool write_back, void *out,
+			    enum gpu_dtype dt, cudaStream_t stream)
+{
+	if (n_out <= 0)
+		return cudaSuccess;
+	int threads = n >= 1024 ? 512 : n >= 256 ? 256 : 64;
+	GPU_DISPATCH_DTYPE(dt, T,
+			   add_rmsnorm_kernel<T><<<n_out, threads, 0, stream>>>(
+			       x, delta, w, eps, rows, n, write_back, (T *)out));
+	return cudaGetLastError();
+}

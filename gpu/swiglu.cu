@@ -1,0 +1,29 @@
+/* swiglu: the gated activation between the fused gate/up GEMM and the down GEMM. */
+#include "gpu_ops.cuh"
+
+template <typename T> __global__ void swiglu_kernel(const float *gu, int64_t n, int n_ff, T *out)
+{
+	int64_t stride = (int64_t)gridDim.x * blockDim.x;
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+		int64_t t = i / n_ff, j = i % n_ff;
+		float g = gu[t * 2 * n_ff + j];
+		float u = gu[t * 2 * n_ff + n_ff + j];
+		/* silu(g) = g * sigmoid(g); expf(-g) overflows to inf for g < -88, giving
+		 * g / inf = -0, the right limit */
+		out[i] = st_t<T>(g / (1.0f + expf(-g)) * u);
+	}
+}
+
+cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
+		       cudaStream_t stream)
+{
+	int64_t n = (int64_t)n_tok * n_ff;
+	if (n <= 0)
+		return cudaSuccess;
+	unsigned blocks = gpu_div_up((uint64_t)n, 256);
+	if (blocks > 65536)
+		blocks = 65536;
+	GPU_DISPATCH_DTYPE(dt, T,
+			   swiglu_kernel<T><<<blocks, 256, 0, stream>>>(gu, n, n_ff, (T *)out));
+	return cudaGetLastError();
+}
