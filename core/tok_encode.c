@@ -150,12 +150,21 @@ static void spm_byte(const struct tok *t, struct scratch *sc, uint8_t c)
 		emit(sc, id);
 }
 
-/* Merges symbols [0, ns) of word w and emits the result. */
-static void spm_merge(const struct tok *t, struct scratch *sc, const char *w, int32_t ns)
+/* Queues the candidate merge of adjacent symbols l and r (a no-op when l or r is -1 or
+ * the pair is not in the vocabulary). */
+typedef void (*bigram_fn)(const struct tok *t, struct scratch *sc, const char *w, int32_t l,
+			  int32_t r);
+
+/* The merge loop both algorithms share: seed the queue with every adjacent pair of
+ * symbols [0, ns), then repeatedly apply the best queued merge that is still valid (both
+ * symbols unchanged since it was queued) and queue the pairs it creates. What "best" means
+ * (score or rank) is in the queued bigrams and heap order. */
+static void merge_symbols(const struct tok *t, struct scratch *sc, const char *w, int32_t ns,
+			  bigram_fn add)
 {
 	sc->heap_n = 0;
 	for (int32_t i = 1; i < ns; i++)
-		spm_try_bigram(t, sc, w, i - 1, i);
+		add(t, sc, w, i - 1, i);
 	while (sc->heap_n && !sc->oom) {
 		struct bigram bg = heap_pop(sc);
 		struct sym *a = &sc->sym[bg.l], *b = &sc->sym[bg.r];
@@ -167,9 +176,15 @@ static void spm_merge(const struct tok *t, struct scratch *sc, const char *w, in
 		a->next = b->next;
 		if (b->next >= 0)
 			sc->sym[b->next].prev = bg.l;
-		spm_try_bigram(t, sc, w, a->prev, bg.l);
-		spm_try_bigram(t, sc, w, bg.l, a->next);
+		add(t, sc, w, a->prev, bg.l);
+		add(t, sc, w, bg.l, a->next);
 	}
+}
+
+/* Merges symbols [0, ns) of word w and emits the result. */
+static void spm_merge(const struct tok *t, struct scratch *sc, const char *w, int32_t ns)
+{
+	merge_symbols(t, sc, w, ns, spm_try_bigram);
 	for (int32_t i = ns ? 0 : -1; i >= 0; i = sc->sym[i].next) {
 		const struct sym *s = &sc->sym[i];
 		if (s->id >= 0) {
@@ -287,23 +302,7 @@ static void bpe_word(const struct tok *t, struct scratch *sc, const char *w, siz
 	if (ns == 0)
 		return;
 	sc->sym[ns - 1].next = -1;
-	sc->heap_n = 0;
-	for (int32_t i = 1; i < ns; i++)
-		bpe_add_bigram(t, sc, w, i - 1, i);
-	while (sc->heap_n && !sc->oom) {
-		struct bigram bg = heap_pop(sc);
-		struct sym *a = &sc->sym[bg.l], *b = &sc->sym[bg.r];
-		if (a->n == 0 || b->n == 0 || a->n != bg.nl || b->n != bg.nr)
-			continue;
-		a->n += b->n;
-		b->n = 0;
-		a->id = bg.result;
-		a->next = b->next;
-		if (b->next >= 0)
-			sc->sym[b->next].prev = bg.l;
-		bpe_add_bigram(t, sc, w, a->prev, bg.l);
-		bpe_add_bigram(t, sc, w, bg.l, a->next);
-	}
+	merge_symbols(t, sc, w, ns, bpe_add_bigram);
 	for (int32_t i = 0; i >= 0; i = sc->sym[i].next) {
 		const struct sym *s = &sc->sym[i];
 		if (s->id >= 0) {
