@@ -1100,6 +1100,44 @@ static void sb_top_native(struct strbuf *b, const struct sampler_result *s, cons
 	strbuf_put(b, "]", 1);
 }
 
+/* ,"key":[v0,v1,...] of n log-probs; entries before `first` (and all of them when lp is
+ * NULL) are written as `missing`. */
+static void sb_logprob_array(struct strbuf *b, const char *key, const float *lp, int32_t n,
+			     int32_t first, const char *missing)
+{
+	strbuf_puts(b, ",");
+	sb_key(b, key);
+	strbuf_put(b, "[", 1);
+	for (int32_t i = 0; i < n; i++) {
+		if (i)
+			strbuf_put(b, ",", 1);
+		if (lp && i >= first)
+			sb_float(b, lp[i]);
+		else
+			strbuf_puts(b, missing);
+	}
+	strbuf_put(b, "]", 1);
+}
+
+/* ,"key":[[alternatives of token 0], ...] in the native form; as sb_logprob_array. */
+static void sb_top_array(struct strbuf *b, const char *key, const struct sampler_result *top,
+			 int32_t n, int32_t first, const char *missing, const struct tok *t,
+			 bool render_special)
+{
+	strbuf_puts(b, ",");
+	sb_key(b, key);
+	strbuf_put(b, "[", 1);
+	for (int32_t i = 0; i < n; i++) {
+		if (i)
+			strbuf_put(b, ",", 1);
+		if (top && i >= first)
+			sb_top_native(b, &top[i], t, render_special);
+		else
+			strbuf_puts(b, missing);
+	}
+	strbuf_put(b, "]", 1);
+}
+
 static void write_native(struct strbuf *b, const struct request *r, const struct tok *t,
 			 const struct jsonl_out_opts *o)
 {
@@ -1117,66 +1155,20 @@ static void write_native(struct strbuf *b, const struct request *r, const struct
 	strbuf_put(b, ",", 1);
 	sb_key(b, "finish_reason");
 	strbuf_printf(b, "\"%s\"", ec ? "error" : req_finish_name(r->finish));
-	if (r->logprobs >= 0) {
-		strbuf_puts(b, ",");
-		sb_key(b, "logprobs");
-		strbuf_put(b, "[", 1);
-		for (int32_t i = 0; i < n_out; i++) {
-			if (i)
-				strbuf_put(b, ",", 1);
-			if (r->out_logprobs)
-				sb_float(b, r->out_logprobs[i]);
-			else
-				strbuf_puts(b, "null");
-		}
-		strbuf_put(b, "]", 1);
-	}
-	if (r->logprobs > 0) {
-		strbuf_puts(b, ",");
-		sb_key(b, "top_logprobs");
-		strbuf_put(b, "[", 1);
-		for (int32_t i = 0; i < n_out; i++) {
-			if (i)
-				strbuf_put(b, ",", 1);
-			if (r->out_top)
-				sb_top_native(b, &r->out_top[i], t, o->render_special);
-			else
-				strbuf_puts(b, "[]");
-		}
-		strbuf_put(b, "]", 1);
-	}
+	if (r->logprobs >= 0)
+		sb_logprob_array(b, "logprobs", r->out_logprobs, n_out, 0, "null");
+	if (r->logprobs > 0)
+		sb_top_array(b, "top_logprobs", r->out_top, n_out, 0, "[]", t, o->render_special);
 	if (r->prompt_logprobs >= 0) {
 		int32_t n_prompt = ec || !r->prompt_ids ? 0 : r->n_prompt;
 		strbuf_puts(b, ",");
 		sb_key(b, "prompt_token_ids");
 		sb_ids(b, r->prompt_ids, n_prompt);
-		strbuf_puts(b, ",");
-		sb_key(b, "prompt_logprobs");
-		strbuf_put(b, "[", 1);
-		for (int32_t i = 0; i < n_prompt; i++) {
-			if (i)
-				strbuf_put(b, ",", 1);
-			/* the first prompt token has no log-prob (NAN): null */
-			if (r->prompt_lp && i > 0)
-				sb_float(b, r->prompt_lp[i]);
-			else
-				strbuf_puts(b, "null");
-		}
-		strbuf_put(b, "]", 1);
-		if (r->prompt_logprobs > 0) {
-			strbuf_puts(b, ",");
-			sb_key(b, "prompt_top_logprobs");
-			strbuf_put(b, "[", 1);
-			for (int32_t i = 0; i < n_prompt; i++) {
-				if (i)
-					strbuf_put(b, ",", 1);
-				if (r->prompt_top && i > 0)
-					sb_top_native(b, &r->prompt_top[i], t, o->render_special);
-				else
-					strbuf_puts(b, "null");
-			}
-			strbuf_put(b, "]", 1);
-		}
+		/* the first prompt token has no log-prob (NAN): null */
+		sb_logprob_array(b, "prompt_logprobs", r->prompt_lp, n_prompt, 1, "null");
+		if (r->prompt_logprobs > 0)
+			sb_top_array(b, "prompt_top_logprobs", r->prompt_top, n_prompt, 1, "null", t,
+				     o->render_special);
 	}
 	strbuf_puts(b, ",");
 	sb_key(b, "cum_logprob");
