@@ -1167,14 +1167,15 @@ static void write_native(struct strbuf *b, const struct request *r, const struct
 		/* the first prompt token has no log-prob (NAN): null */
 		sb_logprob_array(b, "prompt_logprobs", r->prompt_lp, n_prompt, 1, "null");
 		if (r->prompt_logprobs > 0)
-			sb_top_array(b, "prompt_top_logprobs", r->prompt_top, n_prompt, 1, "null", t,
-				     o->render_special);
+			sb_top_array(b, "prompt_top_logprobs", r->prompt_top, n_prompt, 1, "null",
+				     t, o->render_special);
 	}
 	strbuf_puts(b, ",");
 	sb_key(b, "cum_logprob");
 	sb_double(b, ec ? 0.0 : r->cum_logprob);
 	strbuf_puts(b, ",\"usage\":{\"prompt_tokens\":");
-	strbuf_printf(b, "%" PRId32 ",\"completion_tokens\":%" PRId32 "}", ec ? 0 : r->n_prompt, n_out);
+	strbuf_printf(b, "%" PRId32 ",\"completion_tokens\":%" PRId32 "}", ec ? 0 : r->n_prompt,
+		      n_out);
 	strbuf_puts(b, ",\"metrics\":{\"queue_ms\":");
 	sb_ms(b, r->queue_ms);
 	strbuf_puts(b, ",\"ttft_ms\":");
@@ -1219,8 +1220,8 @@ static int64_t count_code_points(const char *s, size_t n)
 	return c;
 }
 
-static void write_completion_logprobs(struct strbuf *b, const struct request *r, const struct tok *t,
-				      const struct jsonl_out_opts *o)
+static void write_completion_logprobs(struct strbuf *b, const struct request *r,
+				      const struct tok *t, const struct jsonl_out_opts *o)
 {
 	int32_t n = r->out_ids ? r->n_out : 0;
 	strbuf_puts(b, "{\"tokens\":[");
@@ -1363,8 +1364,9 @@ static void write_openai(struct strbuf *b, const struct request *r, const struct
 
 	if (!ec && r->finish == REQ_FINISH_CANCELLED) {
 		/* not an HTTP outcome: OpenAI reports these in the line's error */
-		strbuf_puts(b, "null,\"error\":{\"code\":\"batch_cancelled\",\"message\":\"the run was "
-			   "interrupted before this request finished\"}}");
+		strbuf_puts(
+		    b, "null,\"error\":{\"code\":\"batch_cancelled\",\"message\":\"the run was "
+		       "interrupted before this request finished\"}}");
 		return;
 	}
 	if (ec) {
@@ -1374,7 +1376,7 @@ static void write_openai(struct strbuf *b, const struct request *r, const struct
 		strbuf_puts(b, ",\"body\":{\"error\":{\"message\":");
 		sb_quote(b, r->error.message, strlen(r->error.message));
 		strbuf_printf(b, ",\"type\":\"%s\",\"param\":null,\"code\":",
-			  client ? "invalid_request_error" : "server_error");
+			      client ? "invalid_request_error" : "server_error");
 		sb_quote(b, ec, strlen(ec));
 		strbuf_printf(b, ",\"line\":%" PRId64 "}}},\"error\":null}", r->line);
 		return;
@@ -1390,7 +1392,7 @@ static void write_openai(struct strbuf *b, const struct request *r, const struct
 		sb_quote(b, tmp, strlen(tmp));
 	}
 	strbuf_printf(b, ",\"object\":\"%s\",\"created\":%" PRId64 ",\"model\":",
-		  chat ? "chat.completion" : "text_completion", created);
+		      chat ? "chat.completion" : "text_completion", created);
 	const char *model = info->model ? info->model : "batchgen";
 	sb_quote(b, model, strlen(model));
 	strbuf_puts(b, ",\"choices\":[{");
@@ -1415,9 +1417,9 @@ static void write_openai(struct strbuf *b, const struct request *r, const struct
 	}
 	strbuf_printf(b, ",\"finish_reason\":\"%s\"}]", openai_finish(r->finish));
 	strbuf_printf(b,
-		  ",\"usage\":{\"prompt_tokens\":%" PRId32 ",\"completion_tokens\":%" PRId32
-		  ",\"total_tokens\":%" PRId64 "}}},\"error\":null}",
-		  r->n_prompt, r->n_out, (int64_t)r->n_prompt + r->n_out);
+		      ",\"usage\":{\"prompt_tokens\":%" PRId32 ",\"completion_tokens\":%" PRId32
+		      ",\"total_tokens\":%" PRId64 "}}},\"error\":null}",
+		      r->n_prompt, r->n_out, (int64_t)r->n_prompt + r->n_out);
 }
 
 enum bg_status jsonl_write_result(const struct request *r, const struct tok *t,
