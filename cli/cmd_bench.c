@@ -39,7 +39,6 @@
 #include "options.h"
 #include "version.h"
 
-
 #define BENCH_SCHEMA "batchgen-bench/1"
 /* The warm-up set's seed differs from the measured one by this constant ("WARMUP"). */
 #define BENCH_WARMUP_SEED_XOR 0x5741524D5550ull

@@ -14,12 +14,12 @@ enum cli_exit {
 	CLI_EXIT_INTERRUPTED = 130,
 };
 
-int cmd_run(int argc, char **argv);        /* cli/cmd_run.c: the main job */
-int cmd_info(int argc, char **argv);       /* cli/cmd_info.c */
+int cmd_run(int argc, char **argv);	   /* cli/cmd_run.c: the main job */
+int cmd_info(int argc, char **argv);	   /* cli/cmd_info.c */
 int cmd_tokenize(int argc, char **argv);   /* cli/cmd_tokenize.c (and detokenize) */
 int cmd_detokenize(int argc, char **argv); /* cli/cmd_tokenize.c */
-int cmd_synth(int argc, char **argv);      /* cli/cmd_synth.c: write synthetic GGUF models */
-int cmd_bench(int argc, char **argv);      /* cli/cmd_bench.c */
-int cmd_merge(int argc, char **argv);      /* cli/cmd_merge.c: join shard outputs */
+int cmd_synth(int argc, char **argv);	   /* cli/cmd_synth.c: write synthetic GGUF models */
+int cmd_bench(int argc, char **argv);	   /* cli/cmd_bench.c */
+int cmd_merge(int argc, char **argv);	   /* cli/cmd_merge.c: join shard outputs */
 
 #endif

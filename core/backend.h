@@ -25,11 +25,11 @@
  * position p lives in block block_table[p / block_size], slot p % block_size. K/V of
  * positions [0, pos0) were written by earlier calls (or swapped in). */
 struct backend_seq {
-	const int32_t *tokens;      /* [n_tokens] */
-	int32_t n_tokens;           /* >= 1 */
-	int32_t pos0;               /* >= 0 */
+	const int32_t *tokens;	    /* [n_tokens] */
+	int32_t n_tokens;	    /* >= 1 */
+	int32_t pos0;		    /* >= 0 */
 	const int32_t *block_table; /* [n_blocks] */
-	int32_t n_blocks;           /* >= ceil((pos0 + n_tokens) / block_size) */
+	int32_t n_blocks;	    /* >= ceil((pos0 + n_tokens) / block_size) */
 	const uint8_t *want_logits; /* [n_tokens]: 1 where a logits row is needed */
 };
 
@@ -43,8 +43,8 @@ struct backend_batch {
 
 /* One row to sample from (or to score, for prompt log-probs). */
 struct backend_sample_row {
-	int32_t logits_row;  /* index into the last forward's logits rows */
-	int32_t forced;      /* -1: sample a token; >= 0: score this token (no RNG draw) */
+	int32_t logits_row; /* index into the last forward's logits rows */
+	int32_t forced;	    /* -1: sample a token; >= 0: score this token (no RNG draw) */
 	const struct sampler_params *params;
 	struct sampler_history history;
 	struct sampler_rng *rng; /* the request's RNG, advanced by one draw when sampling */
@@ -60,19 +60,18 @@ struct backend_mem {
 struct backend_ops {
 	/* Runs the model over the batch, writes K/V of every new token into its slot, and
 	 * keeps the wanted logits rows until the next forward. */
-	enum bg_status (*forward)(void *ctx, const struct backend_batch *batch,
-				  struct bg_err *err);
+	enum bg_status (*forward)(void *ctx, const struct backend_batch *batch, struct bg_err *err);
 	/* Samples/scores rows of the last forward; out[n_rows]. */
-	enum bg_status (*sample)(void *ctx, const struct backend_sample_row *rows,
-				 int32_t n_rows, struct sampler_result *out, struct bg_err *err);
+	enum bg_status (*sample)(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
+				 struct sampler_result *out, struct bg_err *err);
 	/* Copies one logits row of the last forward to host memory dst[n_vocab] (tests). */
 	enum bg_status (*get_logits)(void *ctx, int32_t row, float *dst, struct bg_err *err);
 	/* Swap: copies blocks[n] (all layers, K and V) to/from host memory of n * block_bytes
 	 * bytes. */
 	enum bg_status (*kv_swap_out)(void *ctx, const int32_t *blocks, int32_t n, void *host,
 				      struct bg_err *err);
-	enum bg_status (*kv_swap_in)(void *ctx, const int32_t *blocks, int32_t n,
-				     const void *host, struct bg_err *err);
+	enum bg_status (*kv_swap_in)(void *ctx, const int32_t *blocks, int32_t n, const void *host,
+				     struct bg_err *err);
 	/* Copy-on-write: block dst becomes a copy of block src. */
 	enum bg_status (*kv_copy)(void *ctx, int32_t src, int32_t dst, struct bg_err *err);
 	void (*mem_info)(void *ctx, struct backend_mem *out);
@@ -82,8 +81,8 @@ struct backend_ops {
 struct backend {
 	const struct backend_ops *ops;
 	void *ctx;
-	const char *name;   /* "cpu", "cuda" */
-	char device[128];   /* human description: "CPU: 16 threads, avx512", "NVIDIA H100 ..." */
+	const char *name; /* "cpu", "cuda" */
+	char device[128]; /* human description: "CPU: 16 threads, avx512", "NVIDIA H100 ..." */
 	int32_t n_vocab;
 	int32_t block_size; /* tokens per KV block */
 	int32_t n_blocks;   /* KV blocks in the pool */
@@ -92,11 +91,11 @@ struct backend {
 
 /* How a backend is created. */
 struct backend_config {
-	int32_t block_size;  /* tokens per KV block, > 0 */
-	int64_t kv_tokens;   /* KV pool size in tokens; 0 = size from memory */
-	float mem_fraction;  /* GPU: fraction of free memory after weights for KV */
-	int n_threads;       /* CPU: worker threads; 0 = all available cores */
-	int device_index;    /* GPU ordinal */
+	int32_t block_size; /* tokens per KV block, > 0 */
+	int64_t kv_tokens;  /* KV pool size in tokens; 0 = size from memory */
+	float mem_fraction; /* GPU: fraction of free memory after weights for KV */
+	int n_threads;	    /* CPU: worker threads; 0 = all available cores */
+	int device_index;   /* GPU ordinal */
 };
 
 void backend_destroy(struct backend *b); /* NULL-safe: calls ops->destroy, frees b */

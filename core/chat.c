@@ -463,7 +463,7 @@ static void render(enum chat_family f, const struct chat_message *m, const enum 
 				strbuf_puts(b, m[i].content);
 			} else {
 				strbuf_puts(b, roles[i] == ROLE_USER ? "GPT4 Correct User: "
-								 : "GPT4 Correct Assistant: ");
+								     : "GPT4 Correct Assistant: ");
 				strbuf_puts(b, m[i].content);
 			}
 			strbuf_puts(b, "<|end_of_turn|>");
@@ -516,10 +516,10 @@ static void render(enum chat_family f, const struct chat_message *m, const enum 
 	case CHAT_COMMAND_R:
 		for (size_t i = 0; i < n; i++) {
 			strbuf_puts(b, roles[i] == ROLE_SYSTEM
-				       ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>"
-				   : roles[i] == ROLE_USER
-				       ? "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>"
-				       : "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+					   ? "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>"
+				       : roles[i] == ROLE_USER
+					   ? "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>"
+					   : "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
 			sb_trimmed(b, m[i].content);
 			strbuf_puts(b, "<|END_OF_TURN_TOKEN|>");
 		}
@@ -585,7 +585,7 @@ static void render(enum chat_family f, const struct chat_message *m, const enum 
 				strbuf_puts(b, "Assistant: ");
 				strbuf_puts(b, m[i].content);
 				strbuf_puts(b, "<" FULLBAR "end" SPM_SPACE "of" SPM_SPACE
-					   "sentence" FULLBAR ">");
+					       "sentence" FULLBAR ">");
 			}
 		}
 		if (add_ass)
@@ -603,7 +603,7 @@ static void render(enum chat_family f, const struct chat_message *m, const enum 
 				strbuf_puts(b, "<" FULLBAR "Assistant" FULLBAR ">");
 				strbuf_puts(b, m[i].content);
 				strbuf_puts(b, "<" FULLBAR "end" SPM_SPACE "of" SPM_SPACE
-					   "sentence" FULLBAR ">");
+					       "sentence" FULLBAR ">");
 			}
 		}
 		if (add_ass)
@@ -653,8 +653,8 @@ static void render(enum chat_family f, const struct chat_message *m, const enum 
 	case CHAT_BAILING:
 		for (size_t i = 0; i < n; i++) {
 			strbuf_puts(b, roles[i] == ROLE_SYSTEM ? "<role>SYSTEM</role>"
-				   : roles[i] == ROLE_USER ? "<role>HUMAN</role>"
-							   : "<role>ASSISTANT</role>");
+				       : roles[i] == ROLE_USER ? "<role>HUMAN</role>"
+							       : "<role>ASSISTANT</role>");
 			strbuf_puts(b, m[i].content);
 		}
 		if (add_ass)

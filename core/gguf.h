@@ -49,7 +49,7 @@ enum gguf_dtype {
 	GGUF_DTYPE_BF16 = 30,
 };
 
-#define GGUF_MAX_DIMS 4
+#define GGUF_MAX_DIMS	       4
 #define GGUF_DEFAULT_ALIGNMENT 32
 
 struct gguf_str {
@@ -75,8 +75,8 @@ enum bg_status gguf_open(const char *path, struct gguf_ctx **out, struct bg_err 
 
 /* Parses buf[0, len). The buffer must outlive the context; it is not copied. If
  * take_ownership, the context free()s buf when closed. */
-enum bg_status gguf_parse(const void *buf, size_t len, bool take_ownership,
-			  struct gguf_ctx **out, struct bg_err *err);
+enum bg_status gguf_parse(const void *buf, size_t len, bool take_ownership, struct gguf_ctx **out,
+			  struct bg_err *err);
 
 void gguf_close(struct gguf_ctx *ctx); /* NULL-safe; unmaps/frees */
 
@@ -131,7 +131,7 @@ uint64_t gguf_row_bytes(enum gguf_dtype t, uint64_t n);
 
 struct gguf_writer;
 
-struct gguf_writer *gguf_writer_create(void); /* NULL on allocation failure */
+struct gguf_writer *gguf_writer_create(void);	 /* NULL on allocation failure */
 void gguf_writer_destroy(struct gguf_writer *w); /* NULL-safe */
 
 /* Setters copy the key and value. Setting an existing key replaces it. Any allocation
@@ -143,10 +143,8 @@ void gguf_writer_set_bool(struct gguf_writer *w, const char *key, bool v);
 void gguf_writer_set_str(struct gguf_writer *w, const char *key, const char *v);
 void gguf_writer_set_arr_str(struct gguf_writer *w, const char *key, const char *const *v,
 			     uint64_t n);
-void gguf_writer_set_arr_f32(struct gguf_writer *w, const char *key, const float *v,
-			     uint64_t n);
-void gguf_writer_set_arr_i32(struct gguf_writer *w, const char *key, const int32_t *v,
-			     uint64_t n);
+void gguf_writer_set_arr_f32(struct gguf_writer *w, const char *key, const float *v, uint64_t n);
+void gguf_writer_set_arr_i32(struct gguf_writer *w, const char *key, const int32_t *v, uint64_t n);
 /* Copies key/value i of another context verbatim (any type, nested arrays included). */
 void gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_ctx *from, uint64_t i);
 
@@ -169,8 +167,7 @@ typedef enum bg_status (*gguf_fill_fn)(void *arg, const char *name, void *dst, s
  * write, so that gguf_writer_write never holds more than one tensor in memory. arg must
  * stay valid until the write. */
 void gguf_writer_add_tensor_fill(struct gguf_writer *w, const char *name, enum gguf_dtype type,
-				 uint32_t n_dims, const uint64_t *ne, gguf_fill_fn fill,
-				 void *arg);
+				 uint32_t n_dims, const uint64_t *ne, gguf_fill_fn fill, void *arg);
 
 /* Writes a version-3 file. On error nothing useful is left at path. */
 enum bg_status gguf_writer_write(struct gguf_writer *w, const char *path, struct bg_err *err);

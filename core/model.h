@@ -27,25 +27,25 @@ struct model_hparams {
 	uint32_t n_head_kv; /* == n_head without GQA */
 	uint32_t head_dim;  /* n_embd / n_head */
 	uint32_t n_ff;
-	uint32_t rope_dim;  /* rotated dimensions per head (<= head_dim), default head_dim */
-	float rope_base;    /* default 10000 */
-	float rms_eps;      /* default 1e-5 */
-	bool rope_neox;     /* false for llama: rotate interleaved pairs (x[2i], x[2i+1]) */
+	uint32_t rope_dim; /* rotated dimensions per head (<= head_dim), default head_dim */
+	float rope_base;   /* default 10000 */
+	float rms_eps;	   /* default 1e-5 */
+	bool rope_neox;	   /* false for llama: rotate interleaved pairs (x[2i], x[2i+1]) */
 };
 
 struct model_weight {
 	enum gguf_dtype type;
 	const void *data; /* into the GGUF mapping */
-	uint64_t ne0;     /* elements per row (input dimension) */
-	uint64_t ne1;     /* rows (output dimension); 1 for vectors */
+	uint64_t ne0;	  /* elements per row (input dimension) */
+	uint64_t ne1;	  /* rows (output dimension); 1 for vectors */
 };
 
 struct model_layer {
 	struct model_weight attn_norm; /* (n_embd) f32 */
-	struct model_weight wq;        /* (n_embd, n_head * head_dim) */
-	struct model_weight wk;        /* (n_embd, n_head_kv * head_dim) */
-	struct model_weight wv;        /* (n_embd, n_head_kv * head_dim) */
-	struct model_weight wo;        /* (n_head * head_dim, n_embd) */
+	struct model_weight wq;	       /* (n_embd, n_head * head_dim) */
+	struct model_weight wk;	       /* (n_embd, n_head_kv * head_dim) */
+	struct model_weight wv;	       /* (n_embd, n_head_kv * head_dim) */
+	struct model_weight wo;	       /* (n_head * head_dim, n_embd) */
 	struct model_weight ffn_norm;  /* (n_embd) f32 */
 	struct model_weight w_gate;    /* (n_embd, n_ff) */
 	struct model_weight w_up;      /* (n_embd, n_ff) */
@@ -53,13 +53,13 @@ struct model_layer {
 };
 
 struct model {
-	char arch[32];  /* general.architecture */
+	char arch[32];	/* general.architecture */
 	char name[128]; /* general.name, or the file's base name */
 	struct model_hparams hp;
-	struct model_weight tok_embd;    /* (n_embd, n_vocab) */
+	struct model_weight tok_embd;	 /* (n_embd, n_vocab) */
 	struct model_weight output_norm; /* (n_embd) f32 */
-	struct model_weight output;      /* (n_embd, n_vocab); == tok_embd when tied */
-	struct model_layer *layers;      /* [n_layer] */
+	struct model_weight output;	 /* (n_embd, n_vocab); == tok_embd when tied */
+	struct model_layer *layers;	 /* [n_layer] */
 	uint64_t n_params;
 	uint64_t weight_bytes;
 	struct gguf_ctx *gguf; /* owned; NULL for a lazy synthetic model */
@@ -79,8 +79,8 @@ enum bg_status model_load(const char *path, struct model **out, struct bg_err *e
 enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg_err *err);
 
 /* Reads only the hyper-parameters (no tensors needed). */
-enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp,
-				  char arch[32], struct bg_err *err);
+enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
+				  struct bg_err *err);
 
 /* Opens what -m names: NULL or "" = the built-in model (made in memory,
  * deterministically); "synthetic:NAME[:DTYPE]" (llama-3-8b, llama-3.2-1b, llama-2-7b,

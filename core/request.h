@@ -17,7 +17,7 @@
 enum req_finish {
 	REQ_FINISH_NONE = 0, /* still running */
 	REQ_FINISH_STOP,     /* a stop string or stop token id */
-	REQ_FINISH_EOS,      /* an end-of-generation token */
+	REQ_FINISH_EOS,	     /* an end-of-generation token */
 	REQ_FINISH_LENGTH,   /* max_tokens, or the max sequence length */
 	REQ_FINISH_ERROR,
 	REQ_FINISH_CANCELLED, /* the run was interrupted before it finished */
@@ -26,30 +26,30 @@ enum req_finish {
 const char *req_finish_name(enum req_finish f); /* "stop", "eos", ... */
 
 struct req_error {
-	char code[32];     /* "invalid_json", "invalid_request", "too_long", ...; "" = none */
+	char code[32]; /* "invalid_json", "invalid_request", "too_long", ...; "" = none */
 	char message[256];
 };
 
 struct request {
 	/* ---- input ---- */
-	char *id;          /* unique in the file; the line number when absent */
-	int64_t line;      /* 1-based input line */
-	int64_t seq;       /* 0-based position among the requests of this run (order) */
-	char *prompt;      /* text prompt, or NULL when input_ids is given */
+	char *id;     /* unique in the file; the line number when absent */
+	int64_t line; /* 1-based input line */
+	int64_t seq;  /* 0-based position among the requests of this run (order) */
+	char *prompt; /* text prompt, or NULL when input_ids is given */
 	size_t prompt_len;
 	int32_t *input_ids; /* [n_input_ids] token ids, or NULL */
 	int32_t n_input_ids;
-	int add_bos;        /* -1: the vocabulary's default; 0/1: forced */
+	int add_bos; /* -1: the vocabulary's default; 0/1: forced */
 	int32_t max_tokens;
 	struct sampler_params sampling;
-	char **stop;        /* [n_stop] stop strings (NUL-terminated) */
+	char **stop; /* [n_stop] stop strings (NUL-terminated) */
 	int32_t n_stop;
 	int32_t *stop_token_ids; /* [n_stop_token_ids] */
 	int32_t n_stop_token_ids;
 	bool ignore_eos;
-	int32_t logprobs;        /* -1: none; 0: the chosen token's only; n: plus top-n */
+	int32_t logprobs;	 /* -1: none; 0: the chosen token's only; n: plus top-n */
 	int32_t prompt_logprobs; /* -1: none; n >= 0 as for logprobs */
-	void *user;              /* owned by the caller (e.g. OpenAI request form) */
+	void *user;		 /* owned by the caller (e.g. OpenAI request form) */
 	void (*user_free)(void *user);
 
 	struct req_error error; /* set by the parser for a line that cannot run */
@@ -58,23 +58,23 @@ struct request {
 	enum req_finish finish;
 	int32_t *prompt_ids; /* [n_prompt] the tokenized prompt, BOS included */
 	int32_t n_prompt;
-	int32_t *out_ids;    /* [n_out] generated tokens */
+	int32_t *out_ids; /* [n_out] generated tokens */
 	int32_t n_out;
-	float *out_logprobs; /* [n_out] when logprobs >= 0 */
-	struct sampler_result *out_top; /* [n_out] when logprobs > 0 */
-	float *prompt_lp;    /* [n_prompt] when prompt_logprobs >= 0; [0] is NAN */
+	float *out_logprobs;		   /* [n_out] when logprobs >= 0 */
+	struct sampler_result *out_top;	   /* [n_out] when logprobs > 0 */
+	float *prompt_lp;		   /* [n_prompt] when prompt_logprobs >= 0; [0] is NAN */
 	struct sampler_result *prompt_top; /* [n_prompt] when prompt_logprobs > 0 */
-	char *text;          /* generated text (stop string excluded), NUL-terminated */
+	char *text; /* generated text (stop string excluded), NUL-terminated */
 	size_t text_len;
 	double cum_logprob;
-	double t_arrival;    /* seconds, monotonic clock */
+	double t_arrival; /* seconds, monotonic clock */
 	double t_first_token;
 	double t_done;
 	double queue_ms, ttft_ms, e2e_ms;
 	int32_t preemptions;
 };
 
-struct request *req_new(void); /* zeroed with defaults: add_bos -1, logprobs -1, ... */
+struct request *req_new(void);	  /* zeroed with defaults: add_bos -1, logprobs -1, ... */
 void req_free(struct request *r); /* NULL-safe; frees every owned array and user */
 
 #endif

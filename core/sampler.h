@@ -28,12 +28,12 @@
 #define SAMPLER_MAX_TOP 20 /* the most alternatives a request may ask for */
 
 struct sampler_params {
-	float temperature; /* 0 = greedy */
-	int32_t top_k;     /* 0 = disabled */
-	float top_p;       /* 1 = disabled */
-	float min_p;       /* 0 = disabled */
+	float temperature;	  /* 0 = greedy */
+	int32_t top_k;		  /* 0 = disabled */
+	float top_p;		  /* 1 = disabled */
+	float min_p;		  /* 0 = disabled */
 	float repetition_penalty; /* 1 = disabled */
-	float presence_penalty;   /* 0 = disabled */
+	float presence_penalty;	  /* 0 = disabled */
 	float frequency_penalty;  /* 0 = disabled */
 	uint64_t seed;
 	int32_t n_top; /* alternatives to report, [0, SAMPLER_MAX_TOP] */

@@ -13,12 +13,12 @@
 
 enum bg_status {
 	BG_OK = 0,
-	BG_ERR_IO,          /* a file could not be opened, read, mapped or written */
-	BG_ERR_FORMAT,      /* malformed input: a GGUF file, a JSON line, ... */
+	BG_ERR_IO,	    /* a file could not be opened, read, mapped or written */
+	BG_ERR_FORMAT,	    /* malformed input: a GGUF file, a JSON line, ... */
 	BG_ERR_UNSUPPORTED, /* well-formed but not supported (GGUF v1, unknown tensor type) */
-	BG_ERR_INVALID,     /* an argument or request that is impossible */
-	BG_ERR_NOMEM,       /* an allocation failed */
-	BG_ERR_DEVICE,      /* the compute device failed or is absent */
+	BG_ERR_INVALID,	    /* an argument or request that is impossible */
+	BG_ERR_NOMEM,	    /* an allocation failed */
+	BG_ERR_DEVICE,	    /* the compute device failed or is absent */
 	BG_ERR_CAPACITY,    /* does not fit (KV pool, sequence length) */
 };
 
@@ -32,18 +32,18 @@ struct bg_err {
 /* Records status and a printf-style sentence in err (NULL-safe); returns status so that
  * callers can write `return bg_fail(err, BG_ERR_FORMAT, "...", ...)`. */
 enum bg_status bg_fail(struct bg_err *err, enum bg_status status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* A short fixed name for a status ("format error", ...). */
 const char *bg_status_name(enum bg_status s);
 
-#define BG_ASSERT(cond)                                                                   \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                   \
-			abort();                                                          \
-		}                                                                         \
+#define BG_ASSERT(cond)                                                                            \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__,       \
+				#cond);                                                            \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 #endif

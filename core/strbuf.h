@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 struct strbuf {
-	char *p;    /* [cap] bytes, p[len] == 0 */
+	char *p; /* [cap] bytes, p[len] == 0 */
 	size_t len;
 	size_t cap;
 	bool oom;

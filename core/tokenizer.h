@@ -30,10 +30,10 @@ void tok_free(struct tok *t); /* NULL-safe */
 
 int32_t tok_n_vocab(const struct tok *t);
 const char *tok_model_name(const struct tok *t); /* "llama", "gpt2" */
-int32_t tok_bos(const struct tok *t);           /* -1 when the vocabulary has none */
-int32_t tok_eos(const struct tok *t);           /* -1 when none */
-int32_t tok_eot(const struct tok *t);           /* -1 when none */
-bool tok_add_bos(const struct tok *t); /* what llama.cpp does by default for this vocab */
+int32_t tok_bos(const struct tok *t);		 /* -1 when the vocabulary has none */
+int32_t tok_eos(const struct tok *t);		 /* -1 when none */
+int32_t tok_eot(const struct tok *t);		 /* -1 when none */
+bool tok_add_bos(const struct tok *t);		 /* what llama.cpp does by default for this vocab */
 /* True for ids that end generation: EOS, EOT and the other end-of-generation tokens
  * llama.cpp recognises for this vocabulary. */
 bool tok_is_eog(const struct tok *t, int32_t id);

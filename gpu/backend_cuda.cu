@@ -1156,9 +1156,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	return BG_OK;
 }
 
-extern "C" enum bg_status gpu_plugin_create(const struct model *m,
-					    const struct backend_config *cfg, struct backend **out,
-					    struct bg_err *err)
+extern "C" enum bg_status gpu_plugin_create(const struct model *m, const struct backend_config *cfg,
+					    struct backend **out, struct bg_err *err)
 {
 	*out = NULL;
 	int n_dev = 0;

@@ -19,10 +19,10 @@ extern "C" {
 
 #include "../core/backend.h"
 
-#define GPU_PLUGIN_ABI 1
+#define GPU_PLUGIN_ABI	1
 #define GPU_PLUGIN_FILE "libbatchgen-cuda.so"
 
-int gpu_plugin_abi(void);          /* GPU_PLUGIN_ABI the library was built with */
+int gpu_plugin_abi(void);	   /* GPU_PLUGIN_ABI the library was built with */
 int gpu_plugin_device_count(void); /* CUDA devices usable now; 0 on any error */
 /* backend_cuda_create's contract (gpu/backend_cuda.h). */
 enum bg_status gpu_plugin_create(const struct model *m, const struct backend_config *cfg,
