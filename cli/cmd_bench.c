@@ -298,6 +298,24 @@ static void bench_hex(char *buf, size_t cap, uint64_t v)
 	snprintf(buf, cap, "%016" PRIx64, v);
 }
 
+/* The engine and backend options (policy ... threads), into o: part of both the compared
+ * configuration and the record of every option. */
+static void bench_engine_options_json(cJSON *o, const struct opt_config *c)
+{
+	cJSON_AddStringToObject(o, "policy", bench_policy_name(c->policy));
+	cJSON_AddStringToObject(o, "preempt",
+				c->preempt == ENGINE_PREEMPT_SWAP ? "swap" : "recompute");
+	cJSON_AddNumberToObject(o, "max_batch_size", c->max_batch_size);
+	cJSON_AddNumberToObject(o, "max_num_tokens", c->max_num_tokens);
+	cJSON_AddBoolToObject(o, "chunked_context", c->chunked_context);
+	cJSON_AddNumberToObject(o, "max_queued", c->max_queued);
+	cJSON_AddNumberToObject(o, "block_size", c->block_size);
+	cJSON_AddNumberToObject(o, "kv_tokens", (double)c->kv_tokens);
+	cJSON_AddNumberToObject(o, "mem_fraction", c->mem_fraction);
+	cJSON_AddNumberToObject(o, "max_seq_len", c->max_seq_len);
+	cJSON_AddNumberToObject(o, "threads", c->threads);
+}
+
 /* The configuration two comparable reports share (see the top of this file). */
 static cJSON *bench_config_json(const struct opt_config *c, const struct opt_runtime *rt)
 {
@@ -314,18 +332,7 @@ static cJSON *bench_config_json(const struct opt_config *c, const struct opt_run
 	cJSON *d = cJSON_AddObjectToObject(o, "device");
 	cJSON_AddStringToObject(d, "backend", rt->backend->name ? rt->backend->name : "?");
 	cJSON_AddStringToObject(d, "description", rt->backend->device);
-	cJSON_AddStringToObject(o, "policy", bench_policy_name(c->policy));
-	cJSON_AddStringToObject(o, "preempt",
-				c->preempt == ENGINE_PREEMPT_SWAP ? "swap" : "recompute");
-	cJSON_AddNumberToObject(o, "max_batch_size", c->max_batch_size);
-	cJSON_AddNumberToObject(o, "max_num_tokens", c->max_num_tokens);
-	cJSON_AddBoolToObject(o, "chunked_context", c->chunked_context);
-	cJSON_AddNumberToObject(o, "max_queued", c->max_queued);
-	cJSON_AddNumberToObject(o, "block_size", c->block_size);
-	cJSON_AddNumberToObject(o, "kv_tokens", (double)c->kv_tokens);
-	cJSON_AddNumberToObject(o, "mem_fraction", c->mem_fraction);
-	cJSON_AddNumberToObject(o, "max_seq_len", c->max_seq_len);
-	cJSON_AddNumberToObject(o, "threads", c->threads);
+	bench_engine_options_json(o, c);
 	return o;
 }
 
@@ -340,18 +347,7 @@ static cJSON *bench_options_json(const struct opt_config *c)
 	cJSON_AddNumberToObject(o, "warmup", c->warmup);
 	cJSON_AddNumberToObject(o, "seed", (double)c->seed);
 	cJSON_AddStringToObject(o, "device", opt_device_name(c, dev, sizeof dev));
-	cJSON_AddNumberToObject(o, "threads", c->threads);
-	cJSON_AddStringToObject(o, "policy", bench_policy_name(c->policy));
-	cJSON_AddStringToObject(o, "preempt",
-				c->preempt == ENGINE_PREEMPT_SWAP ? "swap" : "recompute");
-	cJSON_AddNumberToObject(o, "max_batch_size", c->max_batch_size);
-	cJSON_AddNumberToObject(o, "max_num_tokens", c->max_num_tokens);
-	cJSON_AddBoolToObject(o, "chunked_context", c->chunked_context);
-	cJSON_AddNumberToObject(o, "max_queued", c->max_queued);
-	cJSON_AddNumberToObject(o, "block_size", c->block_size);
-	cJSON_AddNumberToObject(o, "kv_tokens", (double)c->kv_tokens);
-	cJSON_AddNumberToObject(o, "mem_fraction", c->mem_fraction);
-	cJSON_AddNumberToObject(o, "max_seq_len", c->max_seq_len);
+	bench_engine_options_json(o, c);
 	if (c->stats)
 		cJSON_AddStringToObject(o, "stats", c->stats);
 	if (c->report)

@@ -98,13 +98,21 @@ static int grow(void *pp, size_t n, size_t sz)
 	return *p != NULL;
 }
 
+/* The capacity to grow cur to for n items: doubling from cur (or first) until n fit, so
+ * buffers are reallocated O(log n) times. */
+static int32_t grown_cap(int32_t cur, int32_t first, int32_t n)
+{
+	int32_t cap = cur ? cur : first;
+	while (cap < n)
+		cap *= 2;
+	return cap;
+}
+
 static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err *err)
 {
 	if (n <= c->cap_tok)
 		return BG_OK;
-	int32_t cap = c->cap_tok ? c->cap_tok : 16;
-	while (cap < n)
-		cap *= 2;
+	int32_t cap = grown_cap(c->cap_tok, 16, n);
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)cap;
 	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
@@ -129,9 +137,7 @@ static enum bg_status ensure_ctx(struct cpu_ctx *c, int32_t n, struct bg_err *er
 {
 	if (n <= c->cap_ctx)
 		return BG_OK;
-	int32_t cap = c->cap_ctx ? c->cap_ctx : 256;
-	while (cap < n)
-		cap *= 2;
+	int32_t cap = grown_cap(c->cap_ctx, 256, n);
 	if (!grow(&c->att_scores, (size_t)cap * c->n_threads, sizeof(float))) {
 		c->cap_ctx = 0;
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for attention of %d positions", n);
@@ -144,9 +150,7 @@ static enum bg_status ensure_logits(struct cpu_ctx *c, int32_t n, struct bg_err 
 {
 	if (n <= c->cap_logits)
 		return BG_OK;
-	int32_t cap = c->cap_logits ? c->cap_logits : 4;
-	while (cap < n)
-		cap *= 2;
+	int32_t cap = grown_cap(c->cap_logits, 4, n);
 	if (!grow(&c->xf, (size_t)cap * c->hp.n_embd, sizeof(float)) ||
 	    !grow(&c->logits, (size_t)cap * c->hp.n_vocab, sizeof(float))) {
 		c->cap_logits = 0;

@@ -475,6 +475,23 @@ static struct spec *make_workload(int32_t n, bool with_stops)
 	return sp;
 }
 
+/* The reference results: each of specs[n] run alone through the engine (caller frees each
+ * and the array). */
+static struct request **solo_results(const struct engine_config *cfg, struct backend *be,
+				     const struct tok *tok, int32_t max_seq, const struct spec *sp,
+				     int32_t n)
+{
+	struct request **ref = calloc((size_t)n, sizeof *ref);
+	for (int32_t i = 0; ref && i < n; i++) {
+		struct run R;
+		run_specs(cfg, be, tok, max_seq, &sp[i], 1, &R, NULL);
+		ref[i] = R.res[0];
+		R.res[0] = NULL;
+		run_free(&R);
+	}
+	return ref;
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* tests                                                                                */
 /* ------------------------------------------------------------------------------------ */
@@ -488,14 +505,7 @@ static void test_invariance_fake(const struct tok *tok)
 	struct backend be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
 	struct engine_config cfg;
 	engine_config_default(&cfg);
-	struct request **ref = calloc((size_t)N, sizeof *ref);
-	for (int32_t i = 0; i < N; i++) {
-		struct run R;
-		run_specs(&cfg, &be, tok, max_seq, &sp[i], 1, &R, NULL);
-		ref[i] = R.res[0];
-		R.res[0] = NULL;
-		run_free(&R);
-	}
+	struct request **ref = solo_results(&cfg, &be, tok, max_seq, sp, N);
 	CHECK(f.errors == 0, "fake backend (solo): %s", f.err);
 	fake_free(&f);
 	int n_stop = 0, n_eos = 0, n_len = 0;
@@ -578,14 +588,7 @@ static void test_random_configs(const struct tok *tok)
 	struct backend be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
 	struct engine_config cfg;
 	engine_config_default(&cfg);
-	struct request **ref = calloc((size_t)N, sizeof *ref);
-	for (int32_t i = 0; i < N; i++) {
-		struct run R;
-		run_specs(&cfg, &be, tok, max_seq, &sp[i], 1, &R, NULL);
-		ref[i] = R.res[0];
-		R.res[0] = NULL;
-		run_free(&R);
-	}
+	struct request **ref = solo_results(&cfg, &be, tok, max_seq, sp, N);
 	fake_free(&f);
 	/* BG_ENGINE_FUZZ=N runs N configurations instead of 24 (for a longer soak). */
 	int n_cfg = getenv("BG_ENGINE_FUZZ") ? atoi(getenv("BG_ENGINE_FUZZ")) : 24;
