@@ -69,7 +69,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_SRC := bench/cpu_decode.c bench/engine_memory.c bench/tokenize_bench.c
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all bench test test-gpu format install clean FORCE
+.PHONY: all bench test test-gpu gpu-progs format install clean FORCE
 all: $(BUILD)/batchgen $(CUDA_PLUGIN) $(TEST_BIN)
 
 $(BUILD)/%.o: %.c
@@ -134,7 +134,10 @@ $(BUILD)/bench/gpu_decode: bench/gpu_decode.c $(LIB)
 	$(CC) $(CPPFLAGS) -I$(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) \
 		$(CUDA_LDFLAGS) -lcudart -o $@
 
-test-gpu: all $(GPU_TEST_BIN) $(GPU_BENCH_BIN)
+# Everything a GPU run needs (bench/gpu_session.sh builds this on the GPU machine).
+gpu-progs: all $(GPU_TEST_BIN) $(GPU_BENCH_BIN)
+
+test-gpu: gpu-progs
 	@tests/run_gpu.sh $(BUILD)
 
 format:

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# bench/gpu_session.sh: everything the CUDA issue asks to run on a GPU, in a few commands
+# that fit the device tool's limits (10 minutes a command, 30 minutes of device time a
+# session, a bare machine each time, nothing fetchable there).
+#
+#   bash bench/gpu_session.sh pack          here, before the first device call: fills .gpu/
+#                                           (git-ignored) with what the GPU machine lacks
+#   bash bench/gpu_session.sh tests         there: build, then `make test-gpu`
+#   bash bench/gpu_session.sh bench         there: B1 (gpu_decode), V2 and F1 on an
+#                                           8B-shaped bf16 model through `batchgen bench`
+#   bash bench/gpu_session.sh hf [SPEC...]  there: the same workloads through Hugging Face
+#                                           transformers (static cache and generate_batch)
+#
+# A device call (see /work/.library/device/README.md) then looks like
+#   run(command="bash bench/gpu_session.sh tests", carry=[".gpu"], timeout_s=600)
+# and each stage writes its logs to $OUT (at most 8 files come back): env.txt, build.log
+# and one file per step. Each stage builds (incrementally when the machine is still warm).
+#
+# .gpu/ holds: debs/ (cJSON and PCRE2 from this machine's Debian, unpacked on the GPU
+# machine with dpkg -x when its compiler cannot find them), shared/models (the small
+# models of ../shared the GPU tests read, through BG_SHARED, since ../shared does not
+# travel), and prebuilt/ (this machine's build for sm_90 with the two libraries beside it,
+# used only when building there fails, e.g. without make).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+stage=${1:-}
+shift || true
+out=${OUT:-/tmp/bg-gpu-out}
+mkdir -p "$out"
+bld=build-gpu
+arch='-gencode arch=compute_90,code=[sm_90,compute_90]'
+
+pack()
+{
+	set -e
+	rm -rf .gpu && mkdir -p .gpu/debs .gpu/shared/models .gpu/prebuilt/lib
+	# .git does not travel: the commit goes along in a file, for --version and reports.
+	echo "$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD || echo -dirty)" >.gpu/commit
+	(cd .gpu/debs && apt-get download libcjson1 libcjson-dev libpcre2-8-0 libpcre2-dev)
+	cp -r ../shared/models/. .gpu/shared/models/
+	make BUILD=.gpu/b CUDA=1 CUDA_ARCH="$arch" GIT_COMMIT="$(cat .gpu/commit)" gpu-progs >/dev/null
+	cp .gpu/b/batchgen .gpu/b/libbatchgen-cuda.so .gpu/prebuilt/
+	mkdir -p .gpu/prebuilt/tests .gpu/prebuilt/bench
+	cp .gpu/b/tests/gpu_test_* .gpu/prebuilt/tests/ 2>/dev/null || true
+	rm -f .gpu/prebuilt/tests/*.d .gpu/prebuilt/tests/*.o
+	cp .gpu/b/bench/gpu_decode .gpu/prebuilt/bench/
+	for l in libcjson.so.1 libpcre2-8.so.0; do
+		cp -L "$(ldconfig -p | awk -v l=$l '$1 == l { print $NF; exit }')" .gpu/prebuilt/lib/
+	done
+	rm -rf .gpu/b
+	du -sh .gpu
+}
+
+# The GPU machine: what it has, and the libraries it lacks from the carried packages.
+setup()
+{
+	{
+		date -u
+		nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.memory --format=csv
+		command -v nvcc && nvcc --version | tail -2
+		for t in gcc make python3 compute-sanitizer; do printf '%s: %s\n' $t "$(command -v $t)"; done
+		echo "commit: $(cat .gpu/commit)"
+		nproc
+	} >"$out/env.txt" 2>&1
+	export PATH=$PATH:/usr/local/cuda/bin
+	export BG_SHARED=$PWD/.gpu/shared
+	if ! echo '#include <cjson/cJSON.h>' | gcc -E -x c - >/dev/null 2>&1 ||
+		! echo '#include <pcre2.h>' | gcc -E -DPCRE2_CODE_UNIT_WIDTH=8 -x c - >/dev/null 2>&1; then
+		local d=/tmp/bgdeps
+		mkdir -p $d
+		for f in .gpu/debs/*.deb; do dpkg -x "$f" $d; done
+		local lib=$d/usr/lib/x86_64-linux-gnu
+		export CPATH=$d/usr/include${CPATH:+:$CPATH}
+		export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+		export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+		echo "cJSON/PCRE2 from .gpu/debs" >>"$out/env.txt"
+	fi
+}
+
+# Builds into build-gpu (incremental when the machine is still warm from an earlier stage).
+build()
+{
+	if make -j"$(nproc)" BUILD=$bld CUDA=1 CUDA_ARCH="$arch" GIT_COMMIT="$(cat .gpu/commit)" \
+		gpu-progs >"$out/build.log" 2>&1; then
+		echo "built here into $bld" >>"$out/env.txt"
+	else
+		echo "build failed (see build.log): using .gpu/prebuilt" >>"$out/env.txt"
+		rm -rf $bld && cp -r .gpu/prebuilt $bld
+		export LD_LIBRARY_PATH=$PWD/$bld/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	fi
+}
+
+case $stage in
+pack)
+	pack
+	;;
+tests)
+	setup
+	build
+	# make test-gpu would rebuild with the default architectures; run its script directly.
+	tests/run_gpu.sh $bld 2>&1 | tee "$out/test-gpu.log"
+	;;
+bench)
+	setup
+	build
+	m=synthetic:llama-3-8b
+	$bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.jsonl"
+	# 128/128x1024 is F1's shape at a count transformers can finish (the hf stage).
+	for w in V2 F1 128/128x1024; do
+		$bld/batchgen bench --device cuda -m $m --workload $w --warmup 32 \
+			--report "$out/$(echo $w | tr / _).json" 2>&1 | tee -a "$out/bench.log"
+	done
+	;;
+hf)
+	setup
+	# V2 by default; F1's 8192 requests take transformers far longer than one command may
+	# run, so compare F1 as 128/128x1024 on both sides (bench stage: --workload 128/128x1024).
+	[ $# -gt 0 ] || set -- 256/256x1000
+	for w in "$@"; do
+		PYTHONUNBUFFERED=1 timeout 540 python3 bench/hf_transformers.py --workload "$w" \
+			--static-batch 128 2>&1 | tee -a "$out/hf.jsonl"
+	done
+	;;
+*)
+	sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 2
+	;;
+esac
