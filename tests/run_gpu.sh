@@ -21,6 +21,9 @@ if [ ${#progs[@]} -eq 0 ]; then
 fi
 for t in "${progs[@]}"; do
 	run_one "$(basename "$t")" "$t"
+	# rates a test measures and reports (gpu_test_engine: greedy agreement, batched vs
+	# alone and GPU vs CPU), shown here and not only kept in the log
+	grep -E '^agreement ' "$logdir/$(basename "$t").log" | sed 's/^/    /'
 done
 
 # Memory checking: every device access of every kernel, on the same programs.
@@ -35,9 +38,12 @@ if [ -z "$san" ]; then
 elif [ $have_dev -eq 0 ]; then
 	echo "SKIP: no CUDA device; memcheck did not run"
 else
+	# memcheck slows every kernel launch by orders of magnitude: gpu_test_engine runs a
+	# reduced workload there (24 requests of at most 8 tokens, which still fills batches,
+	# preempts under max-util and checks agreement) instead of its 200 requests
 	for t in "${progs[@]}"; do
-		run_one "memcheck:$(basename "$t")" "$san" --tool memcheck \
-			--error-exitcode 99 "$t"
+		run_one "memcheck:$(basename "$t")" env BG_GPU_ENGINE_N=24 \
+			BG_GPU_ENGINE_MAX_TOKENS=8 "$san" --tool memcheck --error-exitcode 99 "$t"
 	done
 fi
 

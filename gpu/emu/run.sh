@@ -1,12 +1,30 @@
 #!/usr/bin/env bash
-# gpu/emu/run.sh [OUT_DIR]: builds gpu/*.cu and tests/gpu_test_kernels.cu (sizes reduced,
-# for speed) and tests/gpu_test_model.c against the CUDA emulator in gpu/emu, and runs the
-# kernel test (~15 min on one core) and, with --model, the model test (much slower: the
-# 3000-token pass is emulated thread by thread). A debugging aid for machines without a
-# GPU: it checks indexing, synchronization and host logic, not speed. Needs a built
-# libbatchgen.a of the CPU modules in $BUILD (default build/).
+# gpu/emu/run.sh [OUT_DIR] [--model] [--engine] [--no-kernels]: builds gpu/*.cu and
+# tests/gpu_test_kernels.cu (sizes reduced, for speed), tests/gpu_test_model.c and
+# tests/gpu_test_engine.c against the CUDA emulator in gpu/emu, and runs:
+#   the kernel test (~15 min on one core), unless --no-kernels;
+#   with --model, the model test (much slower: the 3000-token pass is emulated thread by
+#   thread);
+#   with --engine, the engine test reduced to BG_GPU_ENGINE_N requests (default 20) of at
+#   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8): a few minutes on one core.
+# A debugging aid for machines without a GPU: it checks indexing, synchronization and host
+# logic, not speed. Needs a built libbatchgen.a of the CPU modules in $BUILD (default
+# build/). OUT_DIR defaults to /tmp/bg-emu.
 set -eu
-out=${1:-/tmp/bg-emu}
+out=/tmp/bg-emu
+kernels=1 model=0 engine=0
+for a in "$@"; do
+	case $a in
+	--model) model=1 ;;
+	--engine) engine=1 ;;
+	--no-kernels) kernels=0 ;;
+	-*)
+		echo "usage: $0 [OUT_DIR] [--model] [--engine] [--no-kernels]" >&2
+		exit 2
+		;;
+	*) out=$a ;;
+	esac
+done
 build=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,15 +39,25 @@ sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 
 F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$root -w"
 for f in "$out"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$out/o/$(basename "$f" .cu).o"; done
 g++ $F -c "$here/emu.cpp" -o "$out/o/emu.o"
-# the model test reaches the backend as the binary does: through the plugin loader
+# the model and engine tests reach the backend as the binary does: through the plugin loader
 g++ -shared -o "$out/libbatchgen-cuda.so" "$out"/o/*.o
-g++ $F -x c++ -c "$out/src/tests/gpu_test_kernels.cu" -o "$out/kernels.o"
-g++ -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
-gcc -std=c11 -O2 -g -D_GNU_SOURCE -I"$root" -c "$root/tests/gpu_test_model.c" -o "$out/model.o"
-g++ -o "$out/emu_model" "$out/model.o" -rdynamic -Wl,--whole-archive "$build/libbatchgen.a" \
-	-Wl,--no-whole-archive -lcjson -lpcre2-8 -lm -ldl -lpthread
+if [ $kernels -eq 1 ]; then
+	g++ $F -x c++ -c "$out/src/tests/gpu_test_kernels.cu" -o "$out/kernels.o"
+	g++ -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
+fi
+for t in model engine; do
+	gcc -std=c11 -O2 -g -D_GNU_SOURCE -I"$root" -c "$root/tests/gpu_test_$t.c" -o "$out/$t.o"
+	g++ -o "$out/emu_$t" "$out/$t.o" -rdynamic -Wl,--whole-archive "$build/libbatchgen.a" \
+		-Wl,--no-whole-archive -lcjson -lpcre2-8 -lm -ldl -lpthread
+done
 cd "$root"
-"$out/emu_kernels"
-if [ "${2:-}" = --model ] || [ "${1:-}" = --model ]; then
+if [ $kernels -eq 1 ]; then
+	"$out/emu_kernels"
+fi
+if [ $model -eq 1 ]; then
 	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_model"
+fi
+if [ $engine -eq 1 ]; then
+	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" BG_GPU_ENGINE_N=${BG_GPU_ENGINE_N:-20} \
+		BG_GPU_ENGINE_MAX_TOKENS=${BG_GPU_ENGINE_MAX_TOKENS:-8} "$out/emu_engine"
 fi
