@@ -49,6 +49,8 @@ static bool is_tied(const struct model *m)
 		n += n_el(&y->attn_norm) + n_el(&y->wq) + n_el(&y->wk) + n_el(&y->wv) +
 		     n_el(&y->wo) + n_el(&y->ffn_norm) + n_el(&y->w_gate) + n_el(&y->w_up) +
 		     n_el(&y->w_down);
+		if (m->hp.qkv_bias)
+			n += n_el(&y->bq) + n_el(&y->bk) + n_el(&y->bv);
 	}
 	return m->n_params == n;
 }
@@ -62,7 +64,7 @@ static void print_by_dtype(const struct model *m)
 	const struct model_weight *ws[3] = {&m->tok_embd, &m->output_norm, &m->output};
 	int n_top = is_tied(m) ? 2 : 3;
 	for (uint32_t l = 0; l <= m->hp.n_layer; l++) {
-		const struct model_weight *list[9];
+		const struct model_weight *list[12];
 		int n = 0;
 		if (l == m->hp.n_layer) {
 			for (int i = 0; i < n_top; i++)
@@ -74,6 +76,11 @@ static void print_by_dtype(const struct model *m)
 			    &ly->ffn_norm,  &ly->w_gate, &ly->w_up, &ly->w_down};
 			for (int i = 0; i < 9; i++)
 				list[n++] = lw[i];
+			if (m->hp.qkv_bias) {
+				list[n++] = &ly->bq;
+				list[n++] = &ly->bk;
+				list[n++] = &ly->bv;
+			}
 		}
 		for (int i = 0; i < n; i++)
 			for (int t = 0; t < 4; t++)
@@ -147,7 +154,9 @@ int cmd_info(int argc, char **argv)
 	printf("n_ff: %u\n", hp->n_ff);
 	printf("rope_dim: %u\n", hp->rope_dim);
 	printf("rope_base: %g\n", (double)hp->rope_base);
+	printf("rope_type: %s\n", hp->rope_neox ? "neox" : "normal");
 	printf("rms_eps: %g\n", (double)hp->rms_eps);
+	printf("qkv_bias: %s\n", hp->qkv_bias ? "yes" : "no");
 	bool tied = is_tied(m);
 	printf("output: %s\n", tied ? "tied to token_embd" : "separate output.weight");
 	printf("n_params: %llu (%.2f M)\n", (unsigned long long)m->n_params,
@@ -169,6 +178,11 @@ int cmd_info(int argc, char **argv)
 		print_weight_line("blk.0.attn_q", &ly->wq);
 		print_weight_line("blk.0.attn_k", &ly->wk);
 		print_weight_line("blk.0.attn_v", &ly->wv);
+		if (hp->qkv_bias) {
+			print_weight_line("blk.0.attn_q.bias", &ly->bq);
+			print_weight_line("blk.0.attn_k.bias", &ly->bk);
+			print_weight_line("blk.0.attn_v.bias", &ly->bv);
+		}
 		print_weight_line("blk.0.attn_output", &ly->wo);
 		print_weight_line("blk.0.ffn_norm", &ly->ffn_norm);
 		print_weight_line("blk.0.ffn_gate", &ly->w_gate);

@@ -1,5 +1,5 @@
-/* cmd_synth: `batchgen synth` writes a synthetic Llama GGUF model (random weights of a
- * named or custom shape) that batchgen and llama.cpp both load. */
+/* cmd_synth: `batchgen synth` writes a synthetic Llama (or qwen2) GGUF model (random
+ * weights of a named or custom shape) that batchgen and llama.cpp both load. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,8 @@ static void synth_usage(FILE *f)
 		"\n"
 		"Writes a Llama GGUF model with seeded random weights (N(0, 1/fan_in), norms 1).\n"
 		"--shape starts from a named shape (default tiny); the size flags override it.\n"
+		"The shape also names the architecture: the qwen2* shapes write qwen2 models\n"
+		"(f32 Q/K/V biases, N(0, 0.25); NeoX RoPE in batchgen and llama.cpp alike).\n"
 		"--vocab-from copies the tokenizer.* keys of another GGUF file (the vocabulary\n"
 		"size is then that file's); otherwise a SentencePiece-style vocabulary is made.\n"
 		"The same flags and seed always give the same file.\n");
@@ -158,12 +160,11 @@ int cmd_synth(int argc, char **argv)
 				synth_opts_init(&so, s);
 				struct synth_shape sv = *s;
 				sv.n_vocab = synth_n_vocab(&so);
-				printf("%-15s layers %u, embd %u, heads %u, kv heads %u, ffn %u, "
-				       "vocab "
-				       "%u, ctx %u, rope base %g%s, %.1f M params\n",
-				       s->name, s->n_layer, s->n_embd, s->n_head, s->n_head_kv,
-				       s->n_ff, sv.n_vocab, s->n_ctx, (double)s->rope_base,
-				       s->tie_output ? ", tied output" : "",
+				printf("%-15s %s, layers %u, embd %u, heads %u, kv heads %u, "
+				       "ffn %u, vocab %u, ctx %u, rope base %g%s, %.1f M params\n",
+				       s->name, synth_arch(s), s->n_layer, s->n_embd, s->n_head,
+				       s->n_head_kv, s->n_ff, sv.n_vocab, s->n_ctx,
+				       (double)s->rope_base, s->tie_output ? ", tied output" : "",
 				       (double)synth_n_params(&sv, s->tie_output) / 1e6);
 			}
 			return CLI_EXIT_OK;
@@ -213,9 +214,9 @@ int cmd_synth(int argc, char **argv)
 	struct synth_shape s = o.shape;
 	s.n_vocab = synth_n_vocab(&o);
 	fprintf(stderr,
-		"batchgen: wrote %s: %u layers, embd %u, heads %u/%u, ffn %u, vocab %u, %s, "
+		"batchgen: wrote %s: %s, %u layers, embd %u, heads %u/%u, ffn %u, vocab %u, %s, "
 		"seed %llu, %.3f M params\n",
-		out, s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.n_ff, s.n_vocab,
+		out, synth_arch(&s), s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.n_ff, s.n_vocab,
 		gguf_dtype_name(o.dtype), (unsigned long long)o.seed,
 		(double)synth_n_params(&s, o.tie_output) / 1e6);
 	gguf_close(vg);

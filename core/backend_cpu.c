@@ -1,8 +1,9 @@
-/* backend_cpu: the reference Llama forward pass on the host (see backend_cpu.h).
+/* backend_cpu: the reference Llama forward pass on the host (see backend_cpu.h), with the
+ * qwen2 variant (Q/K/V biases, NeoX RoPE) where the model says so.
  *
- * Batch invariance: every step below works on one token row at a time (RMSNorm, RoPE,
- * attention for one (token, head), the SwiGLU) or is a matmul whose (token, feature) dot
- * products have a fixed order (cpu_kernels.h). Threads only split the set of independent
+ * Batch invariance: every step below works on one token row at a time (RMSNorm, the QKV
+ * bias, RoPE, attention for one (token, head), the SwiGLU) or is a matmul whose (token, feature)
+ * dot products have a fixed order (cpu_kernels.h). Threads only split the set of independent
  * rows/features/heads, never one reduction, so a row's bits do not depend on the batch
  * or on the thread count.
  *
@@ -35,6 +36,10 @@ struct cpu_ctx {
 	size_t kv_bytes;
 
 	float *norms; /* [2 * n_layer + 1][n_embd]: attn, ffn per layer, then output */
+	/* qwen2: [n_layer][q_dim + 2 * kv_dim], per layer the Q, K then V bias; NULL without
+	 * biases. Copied (memcpy) so that a file's 4-byte misaligned f32 data is never read
+	 * through a float pointer. */
+	float *biases;
 
 	/* activations, sized for cap_tok tokens */
 	int32_t cap_tok;
@@ -192,6 +197,15 @@ static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float
 	float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
 	for (int64_t i = 0; i < n; i++)
 		out[i] = (x[i] * scale) * w[i];
+}
+
+/* y[t * ldy + i] += bias[i] for every token row t < n_tok and i < n: one addition per
+ * element, so a row's result does not depend on the batch. */
+static void add_bias(float *y, int64_t ldy, int32_t n_tok, const float *bias, int64_t n)
+{
+	for (int32_t t = 0; t < n_tok; t++)
+		for (int64_t i = 0; i < n; i++)
+			y[(int64_t)t * ldy + i] += bias[i];
 }
 
 /* ---- parallel matmuls ---- */
@@ -448,6 +462,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
 			matmuls(c, 3, ws, xs, ys, ld, T);
 		}
+		if (c->biases) { /* qwen2: after the projections, before RoPE */
+			const float *bq = c->biases + (size_t)l * (c->q_dim + 2 * c->kv_dim);
+			add_bias(c->q, c->q_dim, T, bq, c->q_dim);
+			add_bias(c->k, c->kv_dim, T, bq + c->q_dim, c->kv_dim);
+			add_bias(c->v, c->kv_dim, T, bq + c->q_dim + c->kv_dim, c->kv_dim);
+		}
 		/* RoPE, then K/V into the pool */
 		float *kl = kv_k(c, l), *vl = kv_v(c, l);
 		for (t = 0; t < T; t++) {
@@ -666,6 +686,7 @@ static void cpu_destroy(void *ctx)
 	tp_destroy(c->pool);
 	free(c->kv);
 	free(c->norms);
+	free(c->biases);
 	free(c->x);
 	free(c->xb);
 	free(c->q);
@@ -747,6 +768,24 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		for (int i = 0; i < 9; i++)
 			if ((st = check_weight(ws[i], names[i], (int)l, err)) != BG_OK)
 				return st;
+		if (!hp->qkv_bias)
+			continue;
+		/* the biases are read as f32 vectors of the projections' output sizes */
+		const struct model_weight *bs[3] = {&L->bq, &L->bk, &L->bv};
+		static const char *bnames[3] = {"attn_q.bias", "attn_k.bias", "attn_v.bias"};
+		uint64_t want[3] = {(uint64_t)hp->n_head * hp->head_dim,
+				    (uint64_t)hp->n_head_kv * hp->head_dim,
+				    (uint64_t)hp->n_head_kv * hp->head_dim};
+		for (int i = 0; i < 3; i++) {
+			if ((st = check_weight(bs[i], bnames[i], (int)l, err)) != BG_OK)
+				return st;
+			if (bs[i]->type != GGUF_DTYPE_F32 || bs[i]->ne0 != want[i] ||
+			    bs[i]->ne1 != 1)
+				return bg_fail(err, BG_ERR_UNSUPPORTED,
+					       "the CPU backend needs %s (layer %u) as %llu f32 "
+					       "values",
+					       bnames[i], l, (unsigned long long)want[i]);
+		}
 	}
 	return BG_OK;
 }
@@ -849,6 +888,23 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	}
 	cpuk_dequant_row(m->output_norm.type, m->output_norm.data, (int64_t)E,
 			 c->norms + (size_t)(2 * hp->n_layer) * E);
+	if (hp->qkv_bias) {
+		size_t per = (size_t)(c->q_dim + 2 * c->kv_dim);
+		c->biases = malloc((size_t)hp->n_layer * per * sizeof(float));
+		if (!c->biases) {
+			cpu_destroy(c);
+			free(b);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the QKV biases");
+		}
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			float *dst = c->biases + (size_t)l * per;
+			memcpy(dst, L->bq.data, (size_t)c->q_dim * sizeof(float));
+			memcpy(dst + c->q_dim, L->bk.data, (size_t)c->kv_dim * sizeof(float));
+			memcpy(dst + c->q_dim + c->kv_dim, L->bv.data,
+			       (size_t)c->kv_dim * sizeof(float));
+		}
+	}
 
 	b->ops = &cpu_ops;
 	b->ctx = c;

@@ -1,4 +1,4 @@
-/* model: Llama hyper-parameters and weights from a GGUF context. See model.h. */
+/* model: Llama (and qwen2) hyper-parameters and weights from a GGUF context. See model.h. */
 #include "model.h"
 
 #include <math.h>
@@ -77,9 +77,12 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	for (size_t i = 0; i < a.len; i++)
 		if ((unsigned char)arch[i] < 0x20 || (unsigned char)arch[i] >= 0x7f)
 			arch[i] = '?';
-	if (strcmp(arch, "llama") != 0)
+	/* qwen2 is llama with Q/K/V biases and NeoX RoPE (llama.cpp: LLAMA_ROPE_TYPE_NEOX) */
+	bool qwen2 = strcmp(arch, "qwen2") == 0;
+	if (strcmp(arch, "llama") != 0 && !qwen2)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "architecture '%s' is not supported (only llama is)", arch);
+			       "architecture '%s' is not supported (only llama and qwen2 are)",
+			       arch);
 
 	enum bg_status st;
 	if ((st = need_u32(g, arch, "block_count", MODEL_MAX_LAYERS, &hp->n_layer, err)) ||
@@ -150,7 +153,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "attention.layer_norm_rms_epsilon %g is not in (0, 1)",
 			       (double)hp->rms_eps);
-	hp->rope_neox = false;
+	hp->rope_neox = qwen2;
+	hp->qkv_bias = qwen2;
 
 	/* vocabulary size: the tokenizer's, else <arch>.vocab_size, else token_embd's rows */
 	enum gguf_type et;
@@ -195,10 +199,14 @@ static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims
 		snprintf(buf + k, cap - k, "]");
 }
 
-/* Finds name and checks its shape is (ne0) when ne1 == 0, else (ne0, ne1); norms must be
- * f32. Adds it to the parameter and byte counts unless counted. */
+/* What a tensor is, for the types it may have: matrices any type a backend converts; norm
+ * weights and biases only f32 (as llama.cpp's converter writes every 1-D tensor). */
+enum take_kind { TK_MATRIX, TK_NORM, TK_BIAS };
+
+/* Finds name and checks its shape is (ne0) when ne1 == 0, else (ne0, ne1), and its type
+ * (see take_kind). Adds it to the parameter and byte counts. */
 static enum bg_status take(struct loader *L, const char *name, uint64_t ne0, uint64_t ne1,
-			   bool is_norm, struct model_weight *w)
+			   enum take_kind kind, struct model_weight *w)
 {
 	const struct gguf_tensor *t = gguf_find_tensor(L->g, name);
 	if (!t)
@@ -217,10 +225,10 @@ static enum bg_status take(struct loader *L, const char *name, uint64_t ne0, uin
 		return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' has shape %s, expected %s", name,
 			       got, exp);
 	}
-	if (is_norm && t->type != GGUF_DTYPE_F32)
-		return bg_fail(L->err, BG_ERR_UNSUPPORTED,
-			       "tensor '%s' has type %s; norm weights must be f32", name,
-			       gguf_dtype_name(t->type));
+	if (kind != TK_MATRIX && t->type != GGUF_DTYPE_F32)
+		return bg_fail(
+		    L->err, BG_ERR_UNSUPPORTED, "tensor '%s' has type %s; %s must be f32", name,
+		    gguf_dtype_name(t->type), kind == TK_NORM ? "norm weights" : "biases");
 	w->type = t->type;
 	w->data = t->data;
 	w->ne0 = ne0;
@@ -252,11 +260,11 @@ static enum bg_status load_tensors(struct loader *L)
 		return bg_fail(L->err, BG_ERR_UNSUPPORTED,
 			       "tensor 'rope_freqs.weight' (Llama 3.1 rope scaling) is not "
 			       "supported");
-	if ((st = take(L, "token_embd.weight", E, V, false, &m->tok_embd)) ||
-	    (st = take(L, "output_norm.weight", E, 0, true, &m->output_norm)))
+	if ((st = take(L, "token_embd.weight", E, V, TK_MATRIX, &m->tok_embd)) ||
+	    (st = take(L, "output_norm.weight", E, 0, TK_NORM, &m->output_norm)))
 		return st;
 	if (gguf_find_tensor(L->g, "output.weight")) {
-		if ((st = take(L, "output.weight", E, V, false, &m->output)))
+		if ((st = take(L, "output.weight", E, V, TK_MATRIX, &m->output)))
 			return st;
 	} else {
 		m->output = m->tok_embd; /* tied: counted once */
@@ -264,21 +272,26 @@ static enum bg_status load_tensors(struct loader *L)
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct model_layer *ly = &m->layers[l];
 		char n[64];
-#define TAKE(suffix, ne0, ne1, norm, field)                                                        \
+#define TAKE(suffix, ne0, ne1, kind, field)                                                        \
 	do {                                                                                       \
-		snprintf(n, sizeof n, "blk.%u.%s.weight", l, suffix);                              \
-		if ((st = take(L, n, ne0, ne1, norm, &ly->field)))                                 \
+		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
+		if ((st = take(L, n, ne0, ne1, kind, &ly->field)))                                 \
 			return st;                                                                 \
 	} while (0)
-		TAKE("attn_norm", E, 0, true, attn_norm);
-		TAKE("attn_q", E, Q, false, wq);
-		TAKE("attn_k", E, KV, false, wk);
-		TAKE("attn_v", E, KV, false, wv);
-		TAKE("attn_output", Q, E, false, wo);
-		TAKE("ffn_norm", E, 0, true, ffn_norm);
-		TAKE("ffn_gate", E, F, false, w_gate);
-		TAKE("ffn_up", E, F, false, w_up);
-		TAKE("ffn_down", F, E, false, w_down);
+		TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
+		TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
+		TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
+		TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+		if (hp->qkv_bias) {
+			TAKE("attn_q.bias", Q, 0, TK_BIAS, bq);
+			TAKE("attn_k.bias", KV, 0, TK_BIAS, bk);
+			TAKE("attn_v.bias", KV, 0, TK_BIAS, bv);
+		}
+		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
+		TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
+		TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
+		TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
+		TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 #undef TAKE
 	}
 	return BG_OK;
@@ -332,8 +345,8 @@ enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg
 			continue;
 		char name[100];
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
-			     "tensor '%s' is not part of a llama model (an unsupported variant?)",
-			     clean(name, sizeof name, gguf_tensor(g, i)->name));
+			     "tensor '%s' is not part of a %s model (an unsupported variant?)",
+			     clean(name, sizeof name, gguf_tensor(g, i)->name), m->arch);
 	}
 	free(L.used);
 	if (st) {
@@ -391,8 +404,9 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		free(m);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
 	}
-	snprintf(m->arch, sizeof m->arch, "llama");
+	snprintf(m->arch, sizeof m->arch, "%s", synth_arch(s));
 	snprintf(m->name, sizeof m->name, "synthetic:%s", s->name);
+	bool qwen2 = strcmp(m->arch, "qwen2") == 0;
 	struct model_hparams *hp = &m->hp;
 	hp->n_vocab = synth_n_vocab(o);
 	hp->n_ctx_train = s->n_ctx;
@@ -405,7 +419,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->rope_dim = hp->head_dim;
 	hp->rope_base = s->rope_base;
 	hp->rms_eps = s->rms_eps;
-	hp->rope_neox = false;
+	hp->rope_neox = qwen2;
+	hp->qkv_bias = qwen2;
 	uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
 	uint64_t Q = (uint64_t)hp->n_head * hp->head_dim;
 	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
@@ -427,6 +442,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		W(ly->wq, o->dtype, E, Q);
 		W(ly->wk, o->dtype, E, KV);
 		W(ly->wv, o->dtype, E, KV);
+		if (hp->qkv_bias) { /* f32 vectors, data NULL like every lazy weight */
+			W(ly->bq, GGUF_DTYPE_F32, Q, 1);
+			W(ly->bk, GGUF_DTYPE_F32, KV, 1);
+			W(ly->bv, GGUF_DTYPE_F32, KV, 1);
+		}
 		W(ly->wo, o->dtype, Q, E);
 		W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
 		W(ly->w_gate, o->dtype, E, F);

@@ -1,5 +1,9 @@
 /* model: a Llama-architecture model described by a GGUF file.
  *
+ * Architectures: `llama`, and `qwen2` (Qwen2 / Qwen2.5), which is llama plus a bias on the
+ * Q, K and V projections (blk.N.attn_{q,k,v}.bias, f32, required), NeoX-layout RoPE, and
+ * its hyper-parameters under `qwen2.*`. A llama file with any bias tensor is refused.
+ *
  * model_load reads the hyper-parameters from the `<arch>.*` metadata, finds every tensor
  * by its GGUF name, and checks each shape against the hyper-parameters; a missing or
  * misshapen tensor is BG_ERR_FORMAT with a message naming the tensor. Weights are not
@@ -30,7 +34,9 @@ struct model_hparams {
 	uint32_t rope_dim; /* rotated dimensions per head (<= head_dim), default head_dim */
 	float rope_base;   /* default 10000 */
 	float rms_eps;	   /* default 1e-5 */
-	bool rope_neox;	   /* false for llama: rotate interleaved pairs (x[2i], x[2i+1]) */
+	bool rope_neox;	   /* false for llama: rotate interleaved pairs (x[2i], x[2i+1]);
+			    * true for qwen2: rotate (x[i], x[i + rope_dim / 2]) */
+	bool qkv_bias;	   /* qwen2: Q, K and V projections have a bias */
 };
 
 struct model_weight {
@@ -50,6 +56,12 @@ struct model_layer {
 	struct model_weight w_gate;    /* (n_embd, n_ff) */
 	struct model_weight w_up;      /* (n_embd, n_ff) */
 	struct model_weight w_down;    /* (n_ff, n_embd) */
+
+	/* qwen2's biases, added to the Q, K and V projections before RoPE */
+	struct model_weight bq; /* (n_head * head_dim) f32, or data == NULL and ne0 == 0 when the
+				   model has no QKV bias */
+	struct model_weight bk; /* (n_head_kv * head_dim) likewise */
+	struct model_weight bv; /* (n_head_kv * head_dim) likewise */
 };
 
 struct model {
@@ -65,7 +77,9 @@ struct model {
 	struct gguf_ctx *gguf; /* owned; NULL for a lazy synthetic model */
 	/* A lazy synthetic model (model_open("synthetic:NAME", lazy)) has every weight's
 	 * data == NULL: a backend that supports it fills the weights with seeded random
-	 * values itself (the CUDA backend does, in device memory). */
+	 * values itself (the CUDA backend does, in device memory). Its biases, when
+	 * hp.qkv_bias, are described like the other weights (type f32, ne0 = the output
+	 * dimension, ne1 = 1, data == NULL); without biases bq/bk/bv are all zero. */
 	bool synthetic;
 	uint64_t synth_seed;
 };
@@ -84,9 +98,9 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 
 /* Opens what -m names: NULL or "" = the built-in model (made in memory,
  * deterministically); "synthetic:NAME[:DTYPE]" (llama-3-8b, llama-3.2-1b, llama-2-7b,
- * llama-100m, tiny, ... see core/synth.h; DTYPE f32|f16|bf16|q8_0, default f16; seed 0) =
- * random weights of a named shape, materialized in host memory (through the GGUF writer
- * and parser, with a generated tokenizer) unless lazy; otherwise a path. */
+ * llama-100m, tiny, qwen2.5-0.5b, qwen2-tiny, ... see core/synth.h; DTYPE f32|f16|bf16|q8_0,
+ * default f16; seed 0) = random weights of a named shape, materialized in host memory (through the
+ * GGUF writer and parser, with a generated tokenizer) unless lazy; otherwise a path. */
 enum bg_status model_open(const char *spec, bool lazy, struct model **out, struct bg_err *err);
 
 /* (model_open's messages likewise start with the path, the spec, or "built-in model".) */

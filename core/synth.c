@@ -11,17 +11,22 @@
 /* ---- shapes ---- */
 
 static const struct synth_shape shapes[] = {
-    /* name           layers embd heads kv  ffn    vocab   ctx   rope_base  eps  tied */
-    {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false},
-    {"llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true},
-    {"llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true},
-    {"llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, 10000.0f, 1e-5f, false},
-    {"llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096, 10000.0f, 1e-5f, false},
-    {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false},
-    {"llama-100m", 12, 768, 12, 12, 2048, 32000, 2048, 10000.0f, 1e-5f, true},
-    {"tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false},
+    /* name        layers embd heads kv  ffn    vocab   ctx   rope_base  eps  tied  arch */
+    {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false, "llama"},
+    {"llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true, "llama"},
+    {"llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true, "llama"},
+    {"llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, 10000.0f, 1e-5f, false, "llama"},
+    {"llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096, 10000.0f, 1e-5f, false, "llama"},
+    {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, "llama"},
+    {"llama-100m", 12, 768, 12, 12, 2048, 32000, 2048, 10000.0f, 1e-5f, true, "llama"},
+    {"tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "llama"},
+    /* Qwen2.5-0.5B's config.json (rms_norm_eps 1e-6, rope_theta 1e6, tied embeddings) */
+    {"qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, "qwen2"},
+    {"qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768, 1000000.0f, 1e-6f, false, "qwen2"},
+    /* tiny with Q/K/V biases and NeoX RoPE, untied so output.weight is exercised too */
+    {"qwen2-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "qwen2"},
     /* n_vocab 0: exactly the generated pieces */
-    {"builtin", 4, 128, 4, 2, 344, 0, 1024, 10000.0f, 1e-5f, true},
+    {"builtin", 4, 128, 4, 2, 344, 0, 1024, 10000.0f, 1e-5f, true, "llama"},
 };
 
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
@@ -43,6 +48,16 @@ const struct synth_shape *synth_shape_at(size_t i)
 {
 	BG_ASSERT(i < N_SHAPES);
 	return &shapes[i];
+}
+
+const char *synth_arch(const struct synth_shape *s)
+{
+	return s->arch ? s->arch : "llama";
+}
+
+static bool has_qkv_bias(const struct synth_shape *s)
+{
+	return strcmp(synth_arch(s), "qwen2") == 0;
 }
 
 void synth_opts_init(struct synth_opts *o, const struct synth_shape *s)
@@ -208,6 +223,10 @@ uint32_t synth_n_vocab(const struct synth_opts *o)
 enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 {
 	const struct synth_shape *s = &o->shape;
+	if (strcmp(synth_arch(s), "llama") != 0 && strcmp(synth_arch(s), "qwen2") != 0)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "architecture '%s' is not one synth makes (llama, qwen2)",
+			       synth_arch(s));
 	if (!s->n_layer || !s->n_embd || !s->n_head || !s->n_head_kv || !s->n_ff || !s->n_ctx)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "every size of the shape must be positive (layers %u, embd %u, "
@@ -253,6 +272,8 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t hd = s->n_embd / (s->n_head ? s->n_head : 1);
 	uint64_t KV = s->n_head_kv * hd;
 	uint64_t layer = E + E * E + 2 * E * KV + E * E + E + 3 * E * F;
+	if (has_qkv_bias(s))
+		layer += E + 2 * KV;
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer;
 }
 
@@ -376,6 +397,10 @@ static void build_free(struct synth_build *b)
  * rounding noise, which makes greedy outputs comparable across implementations. */
 #define OUT_SCALE 4.0f
 
+/* Q/K/V biases (qwen2): N(0, BIAS_STD^2), half the size of a projection's output (unit
+ * variance), so that each bias visibly moves the scores without swamping them. */
+#define BIAS_STD 0.5f
+
 static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum fill_kind kind,
 		uint64_t ne0, uint64_t ne1, uint64_t seed)
 {
@@ -385,6 +410,8 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 		std = b->tied ? OUT_SCALE / sqrtf((float)ne0) : 1.0f; /* tied: it is the output */
 	else if (strcmp(name, "output.weight") == 0)
 		std = OUT_SCALE / sqrtf((float)ne0);
+	else if (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".bias") == 0)
+		std = BIAS_STD;
 	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std};
 	uint64_t ne[2] = {ne0, ne1};
 	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
@@ -399,27 +426,31 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	const struct synth_shape *s = &o->shape;
 	uint32_t n_vocab = synth_n_vocab(o);
 	b->w = gguf_writer_create();
-	b->jobs = calloc(3 + 9 * (size_t)s->n_layer, sizeof *b->jobs);
+	b->jobs = calloc(3 + 12 * (size_t)s->n_layer, sizeof *b->jobs);
 	if (!b->w || !b->jobs) {
 		build_free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
 	}
 	struct gguf_writer *w = b->w;
 	b->tied = o->tie_output;
-	gguf_writer_set_str(w, "general.architecture", "llama");
+	const char *arch = synth_arch(s);
+	char key[96];
+#define ARCH_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
+	gguf_writer_set_str(w, "general.architecture", arch);
 	gguf_writer_set_str(w, "general.name", o->name ? o->name : s->name);
 	gguf_writer_set_u32(w, "general.file_type", file_type(o->dtype));
 	gguf_writer_set_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
-	gguf_writer_set_u32(w, "llama.context_length", s->n_ctx);
-	gguf_writer_set_u32(w, "llama.embedding_length", s->n_embd);
-	gguf_writer_set_u32(w, "llama.block_count", s->n_layer);
-	gguf_writer_set_u32(w, "llama.feed_forward_length", s->n_ff);
-	gguf_writer_set_u32(w, "llama.rope.dimension_count", s->n_embd / s->n_head);
-	gguf_writer_set_u32(w, "llama.attention.head_count", s->n_head);
-	gguf_writer_set_u32(w, "llama.attention.head_count_kv", s->n_head_kv);
-	gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", s->rms_eps);
-	gguf_writer_set_f32(w, "llama.rope.freq_base", s->rope_base);
-	gguf_writer_set_u32(w, "llama.vocab_size", n_vocab);
+	gguf_writer_set_u32(w, ARCH_KEY("context_length"), s->n_ctx);
+	gguf_writer_set_u32(w, ARCH_KEY("embedding_length"), s->n_embd);
+	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer);
+	gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
+	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), s->n_embd / s->n_head);
+	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
+	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count_kv"), s->n_head_kv);
+	gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), s->rms_eps);
+	gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base"), s->rope_base);
+	gguf_writer_set_u32(w, ARCH_KEY("vocab_size"), n_vocab);
+#undef ARCH_KEY
 
 	if (o->vocab_from) {
 		for (uint64_t i = 0; i < gguf_n_kv(o->vocab_from); i++) {
@@ -447,6 +478,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 
 	uint64_t E = s->n_embd, V = n_vocab, F = s->n_ff;
 	uint64_t KV = (uint64_t)s->n_head_kv * (s->n_embd / s->n_head);
+	bool bias = has_qkv_bias(s);
 	enum gguf_dtype t = o->dtype;
 	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
 	add(b, "output_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1, o->seed);
@@ -456,18 +488,23 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		char n[64];
 #define ADD(suffix, type, kind, a, c)                                                              \
 	do {                                                                                       \
-		snprintf(n, sizeof n, "blk.%u.%s.weight", l, suffix);                              \
+		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add(b, n, type, kind, a, c, o->seed);                                              \
 	} while (0)
-		ADD("attn_norm", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		ADD("attn_q", t, FILL_RANDOM, E, E);
-		ADD("attn_k", t, FILL_RANDOM, E, KV);
-		ADD("attn_v", t, FILL_RANDOM, E, KV);
-		ADD("attn_output", t, FILL_RANDOM, E, E);
-		ADD("ffn_norm", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		ADD("ffn_gate", t, FILL_RANDOM, E, F);
-		ADD("ffn_up", t, FILL_RANDOM, E, F);
-		ADD("ffn_down", t, FILL_RANDOM, F, E);
+		ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		ADD("attn_q.weight", t, FILL_RANDOM, E, E);
+		ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
+		ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
+		if (bias) { /* f32 whatever the dtype, as llama.cpp's converter writes them */
+			ADD("attn_q.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
+			ADD("attn_k.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
+			ADD("attn_v.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
+		}
+		ADD("attn_output.weight", t, FILL_RANDOM, E, E);
+		ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
+		ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+		ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 #undef ADD
 	}
 	return BG_OK;

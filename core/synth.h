@@ -1,12 +1,13 @@
 /* synth: synthetic Llama models (random weights of a named or custom shape) and the
  * built-in model.
  *
- * A synthetic model is an ordinary GGUF file (or buffer) with architecture `llama`,
- * seeded random weights (each projection N(0, 1/fan_in), embeddings N(0, 1), output
- * projection scaled so logits spread by about 4; norm weights are 1), so that activations
- * stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the `tokenizer.*`
- * keys copied from another GGUF file, or a generated SentencePiece-style (`llama`) vocabulary:
- * <unk>, <s>,
+ * A synthetic model is an ordinary GGUF file (or buffer) with architecture `llama` or
+ * `qwen2` (the shape says which; qwen2 adds f32 Q/K/V biases, N(0, 0.5^2), and its keys
+ * are `qwen2.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
+ * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
+ * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
+ * `tokenizer.*` keys copied from another GGUF file, or a generated SentencePiece-style (`llama`)
+ * vocabulary: <unk>, <s>,
  * </s>, the 256 byte tokens <0x00>..<0xFF>, a few hundred English pieces with scores, and
  * padding tokens [PAD<id>] up to n_vocab. llama.cpp loads these files.
  *
@@ -34,16 +35,20 @@ struct synth_shape {
 	uint32_t n_ctx;
 	float rope_base;
 	float rms_eps;
-	bool tie_output; /* the real model ties output.weight to token_embd */
+	bool tie_output;  /* the real model ties output.weight to token_embd */
+	const char *arch; /* general.architecture: "llama" (NULL means llama too) or "qwen2" */
 };
 
-/* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin, ...):
- * NULL for an unknown name. */
+/* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
+ * qwen2.5-0.5b, qwen2-tiny, ...): NULL for an unknown name. */
 const struct synth_shape *synth_find_shape(const char *name);
 size_t synth_n_shapes(void);
 const struct synth_shape *synth_shape_at(size_t i); /* i < synth_n_shapes() */
 
-/* Parameters of a model of shape s (every weight, output counted unless tied). */
+/* The architecture of shape s: s->arch, or "llama" when NULL. */
+const char *synth_arch(const struct synth_shape *s);
+
+/* Parameters of a model of shape s (every weight and bias, output counted unless tied). */
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output);
 
 struct synth_opts {
@@ -58,8 +63,9 @@ struct synth_opts {
 /* Defaults for shape s: dtype f32, seed 0, the shape's tying, generated vocabulary. */
 void synth_opts_init(struct synth_opts *o, const struct synth_shape *s);
 
-/* Checks a shape (positive sizes, n_embd % n_head == 0, n_head % n_head_kv == 0, even head
- * size, q8_0 row sizes multiple of 32, a generated vocabulary of at least 259 tokens).
+/* Checks a shape (architecture llama or qwen2, positive sizes, n_embd % n_head == 0,
+ * n_head % n_head_kv == 0, even head size, q8_0 row sizes multiple of 32, a generated
+ * vocabulary of at least 259 tokens).
  * BG_ERR_INVALID with a sentence naming the problem. */
 enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err);
 

@@ -2,7 +2,9 @@
 # e2e_llamacpp: batchgen's greedy tokens equal llama.cpp's on synthetic models that
 # `batchgen synth` writes (f32, bf16 and q8_0 with the generated vocabulary, f16 with the
 # Llama-2 vocabulary copied from ../shared/vocab), for 3 prompts of 4 to 41 token ids and 12
-# new tokens. llama.cpp is node-llama-cpp 3.22.1's prebuilt CPU build
+# new tokens; and the same for architecture qwen2 (Q/K/V biases, NeoX RoPE, rope base 1e6:
+# llama.cpp's own qwen2 graph is the reference): f32, f16, bf16, q8_0, a tied output, and
+# f16 with the Qwen2 vocabulary copied from ../shared/vocab. llama.cpp is node-llama-cpp 3.22.1's prebuilt CPU build
 # (bench/llamacpp_greedy.mjs: argmax of the raw logits, ties to the lower id). The three
 # prompts run as one batchgen job, so they are batched together.
 # Needs `npm ci --prefix bench`; skips visibly without it (fails under CI=true).
@@ -120,6 +122,30 @@ if spm=$(shared vocab/ggml-vocab-llama-spm.gguf); then
 	check "synth f16 spm" "$BATCHGEN" synth --shape tiny --dtype f16 --seed 4 \
 		--vocab-from "$spm" -o "$TMP/tiny-f16-spm.gguf"
 	compare_model tiny-f16-spm "$TMP/tiny-f16-spm.gguf" 0.02
+fi
+
+# qwen2 (shape qwen2-tiny: untied output, f32 biases whatever the dtype); same margins as
+# llama's for each dtype, for the same reasons
+check "synth qwen2 f32" "$BATCHGEN" synth --shape qwen2-tiny --dtype f32 --seed 3 \
+	-o "$TMP/qwen2-f32.gguf"
+compare_model qwen2-f32 "$TMP/qwen2-f32.gguf" 0
+check "synth qwen2 f16" "$BATCHGEN" synth --shape qwen2-tiny --dtype f16 --seed 11 \
+	-o "$TMP/qwen2-f16.gguf"
+compare_model qwen2-f16 "$TMP/qwen2-f16.gguf" 0.02
+check "synth qwen2 bf16" "$BATCHGEN" synth --shape qwen2-tiny --dtype bf16 --seed 12 \
+	-o "$TMP/qwen2-bf16.gguf"
+compare_model qwen2-bf16 "$TMP/qwen2-bf16.gguf" 0.05
+check "synth qwen2 q8_0" "$BATCHGEN" synth --shape qwen2-tiny --dtype q8_0 --seed 13 \
+	-o "$TMP/qwen2-q8_0.gguf"
+compare_model qwen2-q8_0 "$TMP/qwen2-q8_0.gguf" 0.05
+# no output.weight: llama.cpp's qwen2 loader then uses token_embd for the output too
+check "synth qwen2 tied" "$BATCHGEN" synth --shape qwen2-tiny --dtype f32 --tie --seed 14 \
+	-o "$TMP/qwen2-tied.gguf"
+compare_model qwen2-tied "$TMP/qwen2-tied.gguf" 0
+if qv=$(shared vocab/ggml-vocab-qwen2.gguf); then
+	check "synth qwen2 f16 qwen2-vocab" "$BATCHGEN" synth --shape qwen2-tiny --dtype f16 \
+		--seed 15 --vocab-from "$qv" -o "$TMP/qwen2-f16-bpe.gguf"
+	compare_model qwen2-f16-bpe "$TMP/qwen2-f16-bpe.gguf" 0.02
 fi
 
 # the real model too: the first prompt of ../shared's reference, through the same harness

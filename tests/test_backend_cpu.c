@@ -1,6 +1,8 @@
 /* test_backend_cpu: the CPU reference backend against llama.cpp's outputs (../shared),
  * and its invariants: batch invariance (bitwise, any batch, any thread count, any block
- * table), chunking invariance of the paged KV cache, swap and copy round trips. */
+ * table), chunking invariance of the paged KV cache, swap and copy round trips; qwen2
+ * (Q/K/V biases, NeoX RoPE) against the double forward, and the biases' effects that
+ * follow from attention's algebra. */
 #include "../core/backend_cpu.h"
 
 #include <cjson/cJSON.h>
@@ -248,6 +250,16 @@ static void drope(double *v, int pos, const struct model_hparams *hp)
 	}
 }
 
+/* y[i] += bias[i] when the model has Q/K/V biases (qwen2): after the projection, before
+ * RoPE, as llama.cpp's qwen2 graph does */
+static void dbias(const struct model *m, const struct model_weight *b, double *y)
+{
+	if (!m->hp.qkv_bias)
+		return;
+	for (uint64_t i = 0; i < b->ne0; i++)
+		y[i] += wget(b, 0, i);
+}
+
 /* logits[n][n_vocab] of every position of tokens[n], one sequence from position 0 */
 static void ref_forward(const struct model *m, const int32_t *tokens, int n, double *logits)
 {
@@ -271,6 +283,9 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 			dmatvec(&L->wq, xb, q);
 			dmatvec(&L->wk, xb, kl);
 			dmatvec(&L->wv, xb, vl);
+			dbias(m, &L->bq, q);
+			dbias(m, &L->bk, kl);
+			dbias(m, &L->bv, vl);
 			for (uint32_t h = 0; h < hp->n_head; h++)
 				drope(q + h * hd, p, hp);
 			for (uint32_t h = 0; h < hp->n_head_kv; h++)
@@ -720,11 +735,11 @@ static void test_contract(const struct model *m)
 	backend_destroy(b);
 }
 
-/* A synthetic model of shape "tiny" with matrices of dtype (core/synth), in memory. */
-static struct model *synth_model(enum gguf_dtype dtype)
+/* A synthetic model of a named shape with matrices of dtype (core/synth), in memory. */
+static struct model *synth_shape_model(const char *shape, enum gguf_dtype dtype)
 {
 	struct synth_opts o;
-	synth_opts_init(&o, synth_find_shape("tiny"));
+	synth_opts_init(&o, synth_find_shape(shape));
 	o.dtype = dtype;
 	o.seed = 5;
 	void *buf = NULL;
@@ -741,6 +756,11 @@ static struct model *synth_model(enum gguf_dtype dtype)
 		st = model_from_gguf(g, &m, &err);
 	CHECK(st == BG_OK, "synthetic model: %s", err.msg);
 	return m;
+}
+
+static struct model *synth_model(enum gguf_dtype dtype)
+{
+	return synth_shape_model("tiny", dtype);
 }
 
 static void test_synthetic(void)
@@ -768,6 +788,147 @@ static void test_synthetic(void)
 		model_free(lazy);
 	} else {
 		CHECK(0, "model_open synthetic:tiny lazy: %s", err.msg);
+	}
+}
+
+/* ---- qwen2 ---- */
+
+/* Logits of the last of tokens[n] (positions 0..n-1, one forward) into lg. */
+static void last_logits(const struct model *m, const int32_t *tokens, int32_t n, float *lg)
+{
+	struct backend *b = make(m, 2, 4, 64);
+	if (!b)
+		return;
+	int32_t table[16];
+	for (int i = 0; i < 16; i++)
+		table[i] = 15 - i;
+	struct bg_err err = {0};
+	if (forward1(b, tokens, n, 0, table, 16) == BG_OK)
+		CHECK(b->ops->get_logits(b->ctx, 0, lg, &err) == BG_OK, "%s", err.msg);
+	backend_destroy(b);
+}
+
+static double max_abs_diff(const float *a, const float *b, int32_t n)
+{
+	double w = 0;
+	for (int32_t i = 0; i < n; i++)
+		w = fmax(w, fabs((double)a[i] - b[i]));
+	return w;
+}
+
+/* What the biases must and must not change, from attention's algebra:
+ * - the first token (position 0) attends only to itself: its softmax weight is exactly 1
+ *   (exp(0) / exp(0)) whatever q and k are, so its logits are bitwise independent of the
+ *   Q and K biases; its attention output is v = Wv x + bv, so the V bias changes them;
+ * - from position 1 on, q . k differs between keys and both Q and K biases matter (a K
+ *   bias shifts every score by the same q . bk only without RoPE; rotated, it does not).
+ * The model's bias pointers are swapped for local arrays and put back. */
+static void test_qwen2_bias_effects(struct model *m)
+{
+	if (!m)
+		return;
+	int32_t nv = (int32_t)m->hp.n_vocab;
+	uint64_t qd = m->layers[0].bq.ne0, kd = m->layers[0].bk.ne0;
+	float *lg0 = malloc(sizeof(float) * nv), *lg1 = malloc(sizeof(float) * nv);
+	float *alt0 = malloc(sizeof(float) * nv), *alt1 = malloc(sizeof(float) * nv);
+	float *other = malloc(sizeof(float) * (qd + 2 * kd));
+	for (uint64_t i = 0; i < qd + 2 * kd; i++)
+		other[i] = 1.5f * sinf(0.7f * (float)i + 0.3f);
+	const int32_t toks[2] = {300, 301};
+	last_logits(m, toks, 1, lg0);
+	last_logits(m, toks, 2, lg1);
+
+	struct model_layer *L = m->layers;
+	const void *save[3] = {L[0].bq.data, L[0].bk.data, L[0].bv.data};
+	/* Q and K biases of layer 0 replaced */
+	L[0].bq.data = other;
+	L[0].bk.data = other + qd;
+	last_logits(m, toks, 1, alt0);
+	last_logits(m, toks, 2, alt1);
+	CHECK(memcmp(lg0, alt0, sizeof(float) * nv) == 0,
+	      "position 0: logits independent of the Q/K biases (max diff %g)",
+	      max_abs_diff(lg0, alt0, nv));
+	double d1 = max_abs_diff(lg1, alt1, nv);
+	CHECK(d1 > 1e-2, "position 1: the Q/K biases change the logits (max diff %g)", d1);
+	/* only the K bias: it matters from position 1 because it is added before RoPE */
+	L[0].bq.data = save[0];
+	last_logits(m, toks, 2, alt1);
+	d1 = max_abs_diff(lg1, alt1, nv);
+	CHECK(d1 > 1e-2, "position 1: the K bias (rotated) changes the logits (max diff %g)", d1);
+	L[0].bk.data = save[1];
+	/* the V bias changes even the first token */
+	L[0].bv.data = other + qd + kd;
+	last_logits(m, toks, 1, alt0);
+	double d0 = max_abs_diff(lg0, alt0, nv);
+	CHECK(d0 > 1e-2, "position 0: the V bias changes the logits (max diff %g)", d0);
+	printf("qwen2 bias effects: K bias at position 1 moves logits by %.3g, V bias at "
+	       "position 0 by %.3g\n",
+	       d1, d0);
+	L[0].bv.data = save[2];
+	last_logits(m, toks, 1, alt0);
+	CHECK(memcmp(lg0, alt0, sizeof(float) * nv) == 0, "biases restored");
+
+	/* the CPU backend refuses a bias without data, naming it */
+	const void *bk1 = L[1].bk.data;
+	L[1].bk.data = NULL;
+	struct backend_config cfg = {.block_size = 16, .kv_tokens = 64, .n_threads = 1};
+	struct backend *b = NULL;
+	struct bg_err err = {0};
+	CHECK(backend_cpu_create(m, &cfg, &b, &err) == BG_ERR_UNSUPPORTED && !b &&
+		  strstr(err.msg, "attn_k.bias"),
+	      "bias without data refused: %s", err.msg);
+	L[1].bk.data = bk1;
+	free(lg0);
+	free(lg1);
+	free(alt0);
+	free(alt1);
+	free(other);
+}
+
+static void test_qwen2(void)
+{
+	static const enum gguf_dtype types[4] = {GGUF_DTYPE_F32, GGUF_DTYPE_F16, GGUF_DTYPE_BF16,
+						 GGUF_DTYPE_Q8_0};
+	for (int i = 0; i < 4; i++) {
+		struct model *m = synth_shape_model("qwen2-tiny", types[i]);
+		CHECK(m && m->hp.qkv_bias && m->hp.rope_neox && m->layers[1].bv.data,
+		      "qwen2-tiny dtype %d", types[i]);
+		if (!m)
+			continue;
+		/* the same bound as tiny's (logits of a few units, fp32 accumulation) */
+		check_vs_double(m, 24, 2e-5, 0);
+		if (i == 0) {
+			/* the comparison would catch a missing bias or the wrong RoPE layout: the
+			 * double forward without either differs by far more than the bound */
+			int32_t toks[24];
+			for (int k = 0; k < 24; k++)
+				toks[k] = (k * 37 + 1) % (int32_t)m->hp.n_vocab;
+			size_t n = (size_t)24 * m->hp.n_vocab;
+			double *ref = malloc(sizeof(double) * n), *alt = malloc(sizeof(double) * n);
+			ref_forward(m, toks, 24, ref);
+			struct model no_bias = *m, gptj = *m;
+			no_bias.hp.qkv_bias = false;
+			gptj.hp.rope_neox = false;
+			double w_bias = 0, w_rope = 0;
+			ref_forward(&no_bias, toks, 24, alt);
+			for (size_t k = 0; k < n; k++)
+				w_bias = fmax(w_bias, fabs(ref[k] - alt[k]));
+			ref_forward(&gptj, toks, 24, alt);
+			for (size_t k = 0; k < n; k++)
+				w_rope = fmax(w_rope, fabs(ref[k] - alt[k]));
+			printf("qwen2 double forward without biases: %.3g away; with interleaved "
+			       "RoPE: %.3g away\n",
+			       w_bias, w_rope);
+			CHECK(w_bias > 0.1 && w_rope > 0.1,
+			      "double forward: no bias moves logits by %g, interleaved RoPE by %g",
+			      w_bias, w_rope);
+			free(ref);
+			free(alt);
+		}
+		test_batch_invariance(m);
+		if (i == 0)
+			test_qwen2_bias_effects(m);
+		model_free(m);
 	}
 }
 
@@ -812,6 +973,7 @@ int main(void)
 	test_batch_invariance(st);
 	test_batch_invariance(tiny);
 	test_synthetic();
+	test_qwen2();
 	/* the lower kernel levels (what machines without AVX-512 run) keep the same
 	 * properties: accuracy against the double forward and bitwise batch invariance */
 	for (int l = CPUK_SCALAR; l < CPUK_AVX512; l++) {

@@ -1,6 +1,7 @@
 /* test_model: hyper-parameters and weights of the real test models (values from
  * ../shared/models/README.md), refusals (vocab-only, v1, other architectures, misshapen or
- * missing tensors made with the writer), the built-in and synthetic models. */
+ * missing tensors made with the writer), the built-in and synthetic models, and the qwen2
+ * architecture (qwen2.* keys, Q/K/V bias tensors, NeoX RoPE) and its refusals. */
 #include "core/model.h"
 
 #include <stdint.h>
@@ -51,6 +52,10 @@ static void test_stories(void)
 	memcpy(&v, m->layers[4].w_down.data, 4);
 	CHECK(v == -0.04791264981031418f, "w_down[0] %.9g", v); /* Python reading of the file */
 	CHECK(m->synthetic == false && strcmp(m->name, "llama") == 0, "name %s", m->name);
+	/* llama: no biases (the contract the CUDA backend relies on: data NULL, ne0 0) */
+	CHECK(!hp->qkv_bias && m->layers[0].bq.data == NULL && m->layers[0].bq.ne0 == 0 &&
+		  m->layers[4].bk.ne0 == 0 && m->layers[4].bv.data == NULL,
+	      "llama has no qkv bias");
 	model_free(m);
 }
 
@@ -166,7 +171,9 @@ static enum bg_status rewrite(const struct gguf_ctx *src, enum edit e, const cha
 			gguf_writer_add_tensor(w, name, GGUF_DTYPE_F16, 1, ne, f16buf);
 			continue;
 		}
-		gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, t->data);
+		/* a transposed vector is a (1, n) matrix */
+		uint32_t n_dims = target && e == E_TRANSPOSE && t->n_dims == 1 ? 2 : t->n_dims;
+		gguf_writer_add_tensor(w, name, t->type, n_dims, ne, t->data);
 	}
 	void *buf;
 	size_t len;
@@ -212,16 +219,22 @@ static void test_rewrites(void)
 	CHECK(rewrite(src, E_NORM_F16, "blk.1.ffn_norm.weight", &m, &err) == BG_ERR_UNSUPPORTED &&
 		  has(&err, "'blk.1.ffn_norm.weight'"),
 	      "f16 norm: %s", err.msg);
-	CHECK(rewrite(src, E_ARCH, "qwen2", &m, &err) == BG_ERR_UNSUPPORTED && has(&err, "'qwen2'"),
+	CHECK(rewrite(src, E_ARCH, "gemma", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'gemma'") && has(&err, "only llama and qwen2"),
 	      "arch: %s", err.msg);
+	/* qwen2 reads qwen2.* keys: the llama.* ones of this file do not count */
+	CHECK(rewrite(src, E_ARCH, "qwen2", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "qwen2.block_count is missing"),
+	      "qwen2 arch with llama keys: %s", err.msg);
 	CHECK(rewrite(src, E_NO_KEY, "llama.block_count", &m, &err) == BG_ERR_FORMAT &&
 		  has(&err, "llama.block_count"),
 	      "no block_count: %s", err.msg);
 	CHECK(rewrite(src, E_BAD_HEADS, "", &m, &err) == BG_ERR_FORMAT &&
 		  has(&err, "head_count_kv 3"),
 	      "kv heads: %s", err.msg);
+	/* a llama file with a bias is a variant llama does not compute: refused, not ignored */
 	CHECK(rewrite(src, E_EXTRA, "blk.0.attn_q.bias", &m, &err) == BG_ERR_UNSUPPORTED &&
-		  has(&err, "'blk.0.attn_q.bias'"),
+		  has(&err, "'blk.0.attn_q.bias'") && has(&err, "not part of a llama model"),
 	      "extra tensor: %s", err.msg);
 	CHECK(rewrite(src, E_EXTRA, "rope_freqs.weight", &m, &err) == BG_ERR_UNSUPPORTED &&
 		  has(&err, "'rope_freqs.weight'"),
@@ -574,6 +587,174 @@ static void test_synthetic(void)
 	}
 }
 
+/* ---- qwen2 ---- */
+
+/* A qwen2-tiny model (f32 matrices unless dtype says otherwise) parsed from a buffer; the
+ * gguf context goes to *g (NULL on failure). */
+static struct gguf_ctx *qwen2_gguf(enum gguf_dtype dtype, bool tie)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("qwen2-tiny"));
+	o.dtype = dtype;
+	o.seed = 21;
+	o.tie_output = tie;
+	void *buf = NULL;
+	size_t len = 0;
+	struct gguf_ctx *g = NULL;
+	struct bg_err err = {0};
+	CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
+		  gguf_parse(buf, len, true, &g, &err) == BG_OK,
+	      "qwen2-tiny: %s", err.msg);
+	return g;
+}
+
+static void test_qwen2(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	struct gguf_ctx *g = qwen2_gguf(GGUF_DTYPE_F16, false);
+	if (!g)
+		return;
+	/* the keys are qwen2.*; gguf_ctx stays readable through m->gguf */
+	CHECK(gguf_find_key(g, "qwen2.block_count") >= 0 &&
+		  gguf_find_key(g, "llama.block_count") < 0,
+	      "qwen2 keys written");
+	CHECK(model_from_gguf(g, &m, &err) == BG_OK, "qwen2-tiny loads: %s", err.msg);
+	if (!m)
+		return;
+	const struct model_hparams *hp = &m->hp;
+	CHECK(strcmp(m->arch, "qwen2") == 0, "arch %s", m->arch);
+	CHECK(hp->n_layer == 2 && hp->n_embd == 64 && hp->n_head == 4 && hp->n_head_kv == 2 &&
+		  hp->head_dim == 16 && hp->n_ff == 128 && hp->n_vocab == 512 &&
+		  hp->n_ctx_train == 256 && hp->rope_dim == 16,
+	      "qwen2 hparams");
+	CHECK(hp->rope_base == 1e6f && hp->rms_eps == 1e-6f, "qwen2 rope base %g eps %g",
+	      (double)hp->rope_base, (double)hp->rms_eps);
+	CHECK(hp->qkv_bias && hp->rope_neox, "qwen2: qkv_bias and NeoX RoPE");
+	for (uint32_t l = 0; l < 2; l++) {
+		const struct model_layer *ly = &m->layers[l];
+		char name[64];
+		snprintf(name, sizeof name, "blk.%u.attn_k.bias", l);
+		const struct gguf_tensor *t = gguf_find_tensor(m->gguf, name);
+		CHECK(t && ly->bk.data == t->data, "%s points into the file", name);
+		/* f32 although the matrices are f16 */
+		CHECK(ly->bq.type == GGUF_DTYPE_F32 && ly->bq.ne0 == 64 && ly->bq.ne1 == 1 &&
+			  ly->bk.type == GGUF_DTYPE_F32 && ly->bk.ne0 == 32 && ly->bk.ne1 == 1 &&
+			  ly->bv.type == GGUF_DTYPE_F32 && ly->bv.ne0 == 32 && ly->bv.ne1 == 1 &&
+			  ly->bq.data && ly->bv.data && ly->wq.type == GGUF_DTYPE_F16,
+		      "layer %u bias shapes and types", l);
+	}
+	/* by hand: 2 * 512*64 (untied) + 64 + 2 * (2*64 + 64*64 + 2*64*32 + 64*64 + 3*64*128
+	 * + 64 + 2*32 biases) */
+	CHECK(m->n_params == 139840, "qwen2 n_params %llu", (unsigned long long)m->n_params);
+	/* f16 matrices; f32 norms (5 * 64) and biases (2 * 128): 576 values */
+	CHECK(m->weight_bytes == 2 * (139840 - 576) + 4 * 576, "qwen2 weight_bytes %llu",
+	      (unsigned long long)m->weight_bytes);
+	/* the biases are random, N(0, 0.5^2) (synth.h): 128 values of bq */
+	double s = 0, s2 = 0;
+	for (uint32_t l = 0; l < 2; l++)
+		for (int i = 0; i < 64; i++) {
+			double x = ((const float *)m->layers[l].bq.data)[i];
+			s += x;
+			s2 += x * x;
+		}
+	double sd = sqrt(s2 / 128 - (s / 128) * (s / 128));
+	CHECK(fabs(sd - 0.5) < 0.15 && fabs(s / 128) < 0.2, "bias std %g mean %g", sd, s / 128);
+	model_free(m);
+	m = NULL;
+
+	/* a tied qwen2 (no output.weight) */
+	g = qwen2_gguf(GGUF_DTYPE_F32, true);
+	if (g) {
+		CHECK(model_from_gguf(g, &m, &err) == BG_OK && m->output.data == m->tok_embd.data &&
+			  m->n_params == 139840 - 512 * 64,
+		      "tied qwen2: %s", err.msg);
+		model_free(m);
+		m = NULL;
+	}
+
+	/* refusals, each naming the tensor: missing, misshapen, wrong type, 2-D */
+	struct gguf_ctx *src = qwen2_gguf(GGUF_DTYPE_F32, false);
+	if (!src)
+		return;
+	CHECK(rewrite(src, E_NONE, "", &m, &err) == BG_OK, "unchanged qwen2 copy: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(rewrite(src, E_DROP, "blk.1.attn_k.bias", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.1.attn_k.bias' is missing"),
+	      "missing bias: %s", err.msg);
+	CHECK(rewrite(src, E_DROP, "blk.0.attn_q.bias", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.0.attn_q.bias' is missing"),
+	      "missing q bias: %s", err.msg);
+	CHECK(rewrite(src, E_RESHAPE, "blk.0.attn_q.bias", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.0.attn_q.bias' has shape [32], expected [64]"),
+	      "short bias: %s", err.msg);
+	CHECK(rewrite(src, E_TRANSPOSE, "blk.1.attn_v.bias", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'blk.1.attn_v.bias' has shape [1, 32], expected [32]"),
+	      "2-D bias: %s", err.msg);
+	CHECK(rewrite(src, E_NORM_F16, "blk.1.attn_v.bias", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'blk.1.attn_v.bias' has type f16") && has(&err, "biases must be f32"),
+	      "f16 bias: %s", err.msg);
+	/* an unknown extra tensor in a qwen2 file is refused like in llama */
+	CHECK(rewrite(src, E_EXTRA, "blk.0.attn_output.bias", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'blk.0.attn_output.bias'") && has(&err, "qwen2 model"),
+	      "extra qwen2 tensor: %s", err.msg);
+	CHECK(rewrite(src, E_NO_KEY, "qwen2.embedding_length", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "qwen2.embedding_length"),
+	      "qwen2 key missing: %s", err.msg);
+	/* rope base defaults to 10000 without the key, as for llama */
+	CHECK(rewrite(src, E_NO_KEY, "qwen2.rope.freq_base", &m, &err) == BG_OK &&
+		  m->hp.rope_base == 10000.0f,
+	      "qwen2 default rope base: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(m == NULL, "no model on failure");
+	gguf_close(src);
+
+	/* lazy: the real Qwen2.5 parameter counts (Hugging Face model cards: 494,032,768 and
+	 * 7,615,616,512), and biases described with data NULL */
+	CHECK(model_open("synthetic:qwen2.5-0.5b", true, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(strcmp(m->arch, "qwen2") == 0 && m->hp.qkv_bias && m->hp.rope_neox &&
+			  m->hp.rope_base == 1e6f && m->hp.n_head == 14 && m->hp.n_head_kv == 2 &&
+			  m->hp.head_dim == 64 && m->hp.n_vocab == 151936,
+		      "qwen2.5-0.5b shape");
+		CHECK(m->n_params == 494032768ull, "qwen2.5-0.5b n_params %llu",
+		      (unsigned long long)m->n_params);
+		const struct model_layer *ly = &m->layers[23];
+		CHECK(ly->bq.data == NULL && ly->bq.ne0 == 896 && ly->bq.ne1 == 1 &&
+			  ly->bq.type == GGUF_DTYPE_F32 && ly->bk.ne0 == 128 && ly->bv.ne0 == 128 &&
+			  ly->bv.data == NULL,
+		      "lazy biases described");
+		CHECK(m->output.ne1 == 151936 && m->output.data == NULL, "tied lazy output");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(model_open("synthetic:qwen2.5-7b", true, &m, &err) == BG_OK && m &&
+		  m->n_params == 7615616512ull,
+	      "qwen2.5-7b n_params %llu", m ? (unsigned long long)m->n_params : 0ull);
+	model_free(m);
+	m = NULL;
+	/* a lazy llama has no biases */
+	CHECK(model_open("synthetic:tiny", true, &m, &err) == BG_OK && m && !m->hp.qkv_bias &&
+		  m->layers[1].bq.ne0 == 0 && m->layers[1].bv.ne0 == 0,
+	      "lazy llama without biases");
+	model_free(m);
+	m = NULL;
+	/* materialized through model_open, q8_0 matrices and f32 biases */
+	CHECK(model_open("synthetic:qwen2-tiny:q8_0", false, &m, &err) == BG_OK && m &&
+		  m->layers[0].wq.type == GGUF_DTYPE_Q8_0 &&
+		  m->layers[0].bq.type == GGUF_DTYPE_F32 && m->layers[0].bq.data != NULL,
+	      "qwen2-tiny:q8_0: %s", err.msg);
+	model_free(m);
+	/* synth refuses an architecture it does not make */
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("tiny"));
+	o.shape.arch = "gemma";
+	CHECK(synth_check(&o, &err) == BG_ERR_INVALID && has(&err, "gemma"), "synth arch: %s",
+	      err.msg);
+}
+
 int main(void)
 {
 	test_stories();
@@ -583,5 +764,6 @@ int main(void)
 	test_flips();
 	test_builtin();
 	test_synthetic();
+	test_qwen2();
 	return check_summary();
 }
