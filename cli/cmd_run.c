@@ -388,7 +388,7 @@ static int run_source(void *user, struct request **out, struct bg_err *err)
 		}
 		if (q->id) {
 			size_t id_len = strlen(q->id);
-			uint32_t seen = idset_add_seen(r->ids, q->id, id_len);
+			uint32_t seen = idset_add_seen_line(r->ids, q->id, id_len, q->line);
 			if (!seen) {
 				req_free(q);
 				bg_fail(err, BG_ERR_NOMEM, "out of memory reading line %lld",

@@ -1,7 +1,9 @@
 /* test_cli: the command line's own pieces, without running a model: the option table
  * (every default parses, ranges and combinations are refused, --shard forms), the id set
- * (seen/done counts, growth), the latency histogram's percentiles against an exact sort,
- * and resume_scan on hand-made output files.
+ * (its SipHash against the reference vectors; seen/done counts, 1M ids through many
+ * resizes, runs of numbered ids and their memory, and a random mix against a plain
+ * string-counting model), the latency histogram's percentiles against an exact sort, and
+ * resume_scan on hand-made output files.
  *
  * cli/ is not part of libbatchgen.a, so the sources are compiled into this program. */
 #include "../cli/idset.c"
@@ -132,6 +134,51 @@ static void test_options(void)
 		      opt_table[i].name);
 }
 
+/* SipHash-2-4-128 against the reference implementation's vectors (veorq/SipHash
+ * vectors.h, vectors_sip128): key 00 01 .. 0f, message 00 01 .. (len-1). */
+static void test_siphash(void)
+{
+	static const struct {
+		size_t len;
+		unsigned char tag[16];
+	} v[] = {
+	    {0,
+	     {0xa3, 0x81, 0x7f, 0x04, 0xba, 0x25, 0xa8, 0xe6, 0x6d, 0xf6, 0x72, 0x14, 0xc7, 0x55,
+	      0x02, 0x93}},
+	    {1,
+	     {0xda, 0x87, 0xc1, 0xd8, 0x6b, 0x99, 0xaf, 0x44, 0x34, 0x76, 0x59, 0x11, 0x9b, 0x22,
+	      0xfc, 0x45}},
+	    {8,
+	     {0x3b, 0x62, 0xa9, 0xba, 0x62, 0x58, 0xf5, 0x61, 0x0f, 0x83, 0xe2, 0x64, 0xf3, 0x14,
+	      0x97, 0xb4}},
+	    {15,
+	     {0x54, 0x93, 0xe9, 0x99, 0x33, 0xb0, 0xa8, 0x11, 0x7e, 0x08, 0xec, 0x0f, 0x97, 0xcf,
+	      0xc3, 0xd9}},
+	    {63,
+	     {0x51, 0x50, 0xd1, 0x77, 0x2f, 0x50, 0x83, 0x4a, 0x50, 0x3e, 0x06, 0x9a, 0x97, 0x3f,
+	      0xbd, 0x7c}},
+	};
+	const uint64_t key[2] = {0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL};
+	unsigned char msg[64];
+	for (int i = 0; i < 64; i++)
+		msg[i] = (unsigned char)i;
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		uint64_t h[2];
+		siphash128(key, msg, v[i].len, h);
+		unsigned char tag[16];
+		for (int b = 0; b < 8; b++) {
+			tag[b] = (unsigned char)(h[0] >> (8 * b));
+			tag[8 + b] = (unsigned char)(h[1] >> (8 * b));
+		}
+		CHECK(memcmp(tag, v[i].tag, 16) == 0, "siphash128 of %zu bytes", v[i].len);
+	}
+}
+
+static int idf(char *buf, size_t cap, const char *fmt, long long i)
+{
+	return snprintf(buf, cap, fmt, i);
+}
+
 static void test_idset(void)
 {
 	struct idset *s = idset_create();
@@ -143,17 +190,245 @@ static void test_idset(void)
 		first += idset_add_seen(s, id, (size_t)n) == 1;
 	}
 	CHECK(first == 5000, "5000 distinct ids seen once: %d", first);
-	CHECK(idset_size(s) == 5000, "size %zu", idset_size(s));
+	CHECK(idset_size(s) == 0 && idset_bytes(s) < 4096, "ids counting up are a run: %zu, %zu B",
+	      idset_size(s), idset_bytes(s));
 	CHECK(idset_add_seen(s, "id-17", 5) == 2, "second sight");
 	CHECK(idset_done(s, "id-17", 5) == 0, "not done");
 	CHECK(idset_add_done(s, "id-17", 5) == 1 && idset_done(s, "id-17", 5) == 1, "done");
+	CHECK(idset_add_seen(s, "id-17", 5) == 3 && idset_add_done(s, "id-17", 5) == 2 &&
+		  idset_done(s, "id-17", 5) == 2,
+	      "counts past the tag's states");
 	CHECK(idset_done(s, "id-1", 4) == 0, "a prefix is another id");
 	CHECK(idset_add_seen(s, "", 0) == 1, "the empty id is an id");
 	/* ids that differ in one byte, or only in length, are different */
 	CHECK(idset_add_seen(s, "ab\0c", 4) == 1 && idset_add_seen(s, "ab\0d", 4) == 1,
 	      "embedded NUL");
+	CHECK(idset_add_seen(s, "ab", 2) == 1 && idset_add_seen(s, "ab\0", 3) == 1, "length");
+	/* the ways of writing a number are different ids */
+	CHECK(idset_add_seen(s, "q5", 2) == 1 && idset_add_seen(s, "q05", 3) == 1 &&
+		  idset_add_seen(s, "q005", 4) == 1 && idset_add_seen(s, "q0", 2) == 1 &&
+		  idset_add_seen(s, "q00", 3) == 1 && idset_add_seen(s, "q6", 2) == 1 &&
+		  idset_add_seen(s, "q05", 3) == 2 && idset_add_seen(s, "q5", 2) == 2,
+	      "q5 q05 q005 q0 q00");
+	CHECK(idset_add_seen(s, "x9999999999999999999", 20) == 1 &&
+		  idset_add_seen(s, "x9999999999999999999", 20) == 2 &&
+		  idset_add_seen(s, "x123456789012345678", 19) == 1 &&
+		  idset_add_seen(s, "x123456789012345678", 19) == 2,
+	      "19 and 18 digits");
+	/* done before seen (--resume), then seen: the counts of each state */
+	CHECK(idset_add_done(s, "r", 1) == 1 && idset_add_seen(s, "r", 1) == 1 &&
+		  idset_done(s, "r", 1) == 1,
+	      "done then seen");
+	CHECK(idset_add_seen(s, "r", 1) == 2 && idset_done(s, "r", 1) == 1, "then seen twice");
 	idset_destroy(s);
 	idset_destroy(NULL);
+
+	/* the table's identity is (key, fingerprint): equal keys with other fingerprints, or
+	 * equal fingerprints with other keys, are other ids (hashes forced here) */
+	s = idset_create();
+	uint32_t seen, done;
+	struct hashed a = {12345, 7}, b = {12345, 8}, c = {12346, 7};
+	CHECK(table_add(s, a, 1, 0, &seen, &done) && seen == 1, "a");
+	CHECK(table_add(s, b, 1, 0, &seen, &done) && seen == 1, "same key, other fingerprint");
+	CHECK(table_add(s, c, 1, 0, &seen, &done) && seen == 1, "same fingerprint, other key");
+	CHECK(table_add(s, a, 1, 0, &seen, &done) && seen == 2, "a again");
+	idset_destroy(s);
+
+	/* more families than are kept: the rest go to the table, exactly */
+	s = idset_create();
+	int ok = 0;
+	for (int k = 1; k <= 3; k++)
+		for (int f = 0; f < 20; f++) {
+			int n = snprintf(id, sizeof id, "%c%d", 'a' + f, k);
+			ok += idset_add_seen(s, id, (size_t)n) == 1;
+		}
+	CHECK(ok == 60 && s->nfam == MAX_FAMILIES && idset_size(s) == 4 * 3,
+	      "20 families: %d ok, %zu kept, %zu in the table", ok, s->nfam, idset_size(s));
+	for (int f = 0; f < 20; f++) {
+		int n = snprintf(id, sizeof id, "%c%d", 'a' + f, 2);
+		ok += idset_add_seen(s, id, (size_t)n) == 2;
+	}
+	CHECK(ok == 80, "their duplicates: %d", ok - 60);
+	idset_destroy(s);
+
+	/* 1M sequential ids ("request-<n>", OpenAI's example): one run; every 7th again: a
+	 * duplicate (those go to the table) */
+	enum { N = 1000000 };
+	s = idset_create();
+	ok = 0;
+	for (int i = 1; i <= N; i++) {
+		int n = idf(id, sizeof id, "request-%lld", i);
+		ok += idset_add_seen(s, id, (size_t)n) == 1;
+	}
+	CHECK(ok == N && idset_bytes(s) < 4096, "request-<n>: %d ones, %zu bytes", ok,
+	      idset_bytes(s));
+	ok = 0;
+	for (int i = 1; i <= N; i += 7) {
+		int n = idf(id, sizeof id, "request-%lld", i);
+		ok += idset_add_seen(s, id, (size_t)n) == 2;
+	}
+	CHECK(ok == (N + 6) / 7, "request-<n> duplicates: %d", ok);
+	idset_destroy(s);
+
+	/* The table: 1M distinct ids that do not end in a digit, through about twenty
+	 * resizes: none is taken for another (every first sight is 1, every done count exact
+	 * afterwards), every real duplicate is found, and the table stays within 20 bytes an
+	 * id (plus its last segment) */
+	s = idset_create();
+	int ones = 0;
+	size_t max_bytes = 0;
+	for (int i = 0; i < N; i++) {
+		int n = idf(id, sizeof id, "req-%lld.", i);
+		ones += idset_add_seen(s, id, (size_t)n) == 1;
+		if (i % 3 == 0)
+			idset_add_done(s, id, (size_t)n);
+		size_t by = idset_bytes(s);
+		max_bytes = by > max_bytes ? by : max_bytes;
+	}
+	CHECK(ones == N, "%d of %d distinct ids seen once", ones, N);
+	CHECK(idset_size(s) == N, "size %zu", idset_size(s));
+	CHECK(max_bytes <= (size_t)N * 20 + 100000, "%zu bytes for %d ids (%.1f an id)", max_bytes,
+	      N, (double)max_bytes / N);
+	int bad_done = 0, twos = 0;
+	for (int i = 0; i < N; i++) {
+		int n = idf(id, sizeof id, "req-%lld.", i);
+		bad_done += idset_done(s, id, (size_t)n) != (i % 3 == 0);
+		if (i % 7 == 0)
+			twos += idset_add_seen(s, id, (size_t)n) == 2;
+	}
+	CHECK(bad_done == 0, "%d wrong done counts", bad_done);
+	CHECK(twos == (N + 6) / 7, "%d of %d duplicates found", twos, (N + 6) / 7);
+	int absent = 0;
+	for (int i = N; i < N + 100000; i++) {
+		int n = idf(id, sizeof id, "req-%lld.", i);
+		absent += idset_done(s, id, (size_t)n) == 0;
+	}
+	CHECK(absent == 100000, "ids never added are absent: %d", absent);
+	idset_destroy(s);
+
+	/* 1M lines without ids (the id is the line number): nothing stored */
+	s = idset_create();
+	ones = 0;
+	for (int i = 1; i <= N; i++) {
+		int n = idf(id, sizeof id, "%lld", i);
+		ones += idset_add_seen_line(s, id, (size_t)n, i) == 1;
+	}
+	CHECK(ones == N && idset_size(s) == 0, "line ids: %d ones, %zu in the table", ones,
+	      idset_size(s));
+	CHECK(idset_bytes(s) < 4096, "line ids cost %zu bytes", idset_bytes(s));
+	/* a later line naming an earlier line's number is a duplicate; other spellings of
+	 * the number are other ids */
+	CHECK(idset_add_seen_line(s, "500", 3, N + 1) == 2, "explicit id = an earlier line's");
+	CHECK(idset_add_seen_line(s, "0500", 4, N + 2) == 1, "a leading zero is another id");
+	CHECK(idset_add_seen_line(s, "2000000", 7, N + 3) == 1, "a future line's number");
+	CHECK(idset_add_seen_line(s, "2000000", 7, 2000000) == 2, "then that line");
+	CHECK(idset_add_seen_line(s, "500", 3, 2000001) == 3, "third");
+	idset_destroy(s);
+
+	/* one shard's lines (K=2 of N=4: lines 3, 7, 11, ...) cost one run; numbers of lines
+	 * this process never saw are not taken */
+	s = idset_create();
+	for (int i = 3; i < 40000; i += 4) {
+		int n = idf(id, sizeof id, "%lld", i);
+		CHECK(idset_add_seen_line(s, id, (size_t)n, i) == 1, "shard line %d", i);
+	}
+	CHECK(idset_bytes(s) < 4096, "a shard's line ids cost %zu bytes", idset_bytes(s));
+	CHECK(idset_add_seen_line(s, "7", 1, 40003) == 2, "a line of this shard");
+	CHECK(idset_add_seen_line(s, "9", 1, 40007) == 1, "a line of another shard");
+	CHECK(idset_add_seen_line(s, "39999", 5, 40011) == 2, "its last line");
+	CHECK(idset_add_seen_line(s, "40003", 5, 40015) == 1, "a line past it");
+	idset_destroy(s);
+
+	/* done ids that are line numbers, in order: one run; out of order: still exact */
+	s = idset_create();
+	for (int i = 1; i <= 100000; i++) {
+		int n = idf(id, sizeof id, "%lld", i);
+		idset_add_done(s, id, (size_t)n);
+	}
+	CHECK(idset_bytes(s) < 4096, "done line ids cost %zu bytes", idset_bytes(s));
+	CHECK(idset_done(s, "1", 1) == 1 && idset_done(s, "100000", 6) == 1 &&
+		  idset_done(s, "100001", 6) == 0 && idset_done(s, "0", 1) == 0,
+	      "done runs");
+	CHECK(idset_add_done(s, "5", 1) == 2 && idset_done(s, "5", 1) == 2, "done twice");
+	/* --resume: line 5's first sight is skipped (done 2), so is line 5's id given again
+	 * on a later line; a third sight runs */
+	CHECK(idset_add_seen_line(s, "5", 1, 5) == 1, "line 5");
+	CHECK(idset_add_seen_line(s, "5", 1, 100001) == 2, "5 again");
+	CHECK(idset_add_seen_line(s, "5", 1, 100002) == 3 && idset_done(s, "5", 1) == 2,
+	      "5 a third time: not done");
+	idset_destroy(s);
+}
+
+/* The set against a plain model (counts by exact string comparison) over a random mix of
+ * ids: lines without ids, ids naming other lines (earlier and later), other spellings of
+ * numbers, 40 families (more than are kept) of ids in random order, done ids in and out
+ * of order. */
+enum { MODEL_OPS = 30000, MODEL_BASE = MODEL_OPS + 51, MODEL_U = MODEL_BASE + 8 + 40 * 50 };
+
+/* Ids below MODEL_BASE are plain numbers, then "0<k>" (k < 8), then "<letter><k>" and
+ * "<letter><k as 3 digits>" (20 letters, k < 50). */
+static int model_id(char *buf, size_t cap, int u)
+{
+	if (u < MODEL_BASE)
+		return idf(buf, cap, "%lld", u);
+	if (u < MODEL_BASE + 8)
+		return idf(buf, cap, "0%lld", u - MODEL_BASE);
+	int j = u - MODEL_BASE - 8, fam = j / 50, k = j % 50;
+	return snprintf(buf, cap, fam % 2 ? "%c%03d" : "%c%d", 'a' + fam / 2, k);
+}
+
+static void test_idset_model(void)
+{
+	static uint32_t mseen[MODEL_U], mdone[MODEL_U];
+	memset(mseen, 0, sizeof mseen);
+	memset(mdone, 0, sizeof mdone);
+	struct idset *s = idset_create();
+	uint64_t rng = 0x9e3779b97f4a7c15ULL;
+	int bad = 0, line = 0, ndup = 0, nskip = 0;
+	char id[32];
+	for (int op = 0; op < MODEL_OPS; op++) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		unsigned r = (unsigned)(rng >> 33);
+		int u; /* the id's index in the model */
+		unsigned kind = r % 16;
+		if (kind < 6 || line < 2)
+			u = line + 1; /* its own line number */
+		else if (kind < 9)
+			u = 1 + (int)((r >> 4) % (unsigned)(line + 50)); /* another line's */
+		else if (kind < 10)
+			u = MODEL_BASE + (int)((r >> 4) % 8);
+		else
+			u = MODEL_BASE + 8 + (int)((r >> 4) % (40 * 50));
+		int n = model_id(id, sizeof id, u);
+		if (r % 5 == 0) {
+			/* a result already in the output file */
+			uint32_t got = idset_add_done(s, id, (size_t)n);
+			bad += got != ++mdone[u];
+		} else {
+			line++;
+			uint32_t got = idset_add_seen_line(s, id, (size_t)n, line);
+			bad += got != ++mseen[u];
+			ndup += got > 1;
+			nskip += got <= idset_done(s, id, (size_t)n);
+		}
+		if (op % 97 == 0) {
+			uint32_t got = idset_done(s, id, (size_t)n);
+			bad += got != mdone[u];
+		}
+	}
+	CHECK(bad == 0, "%d answers differ from the model", bad);
+	CHECK(ndup > 1000 && nskip > 1000, "the mix has duplicates (%d) and skips (%d)", ndup,
+	      nskip);
+	CHECK(idset_size(s) > 1000 && s->seen_lines.n > 100 && s->nfam == MAX_FAMILIES,
+	      "the mix uses the table (%zu ids), line runs (%zu) and families (%zu)", idset_size(s),
+	      s->seen_lines.n, s->nfam);
+	int bad_done = 0;
+	for (int u = 1; u < MODEL_U; u++) {
+		int n = model_id(id, sizeof id, u);
+		bad_done += idset_done(s, id, (size_t)n) != mdone[u];
+	}
+	CHECK(bad_done == 0, "%d done counts differ from the model", bad_done);
+	idset_destroy(s);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -287,7 +562,9 @@ static void test_resume(void)
 int main(void)
 {
 	test_options();
+	test_siphash();
 	test_idset();
+	test_idset_model();
 	test_percentiles();
 	test_resume();
 	return check_summary();
