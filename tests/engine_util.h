@@ -6,6 +6,7 @@
  *   engine_util_req(prefix, seq, prompt, ids, n_ids)   a new request (req_free it)
  *   engine_util_req_stops(r, stop, n)                  sets r's stop strings (copies)
  *   engine_util_policy(cfg, i)                         setup i of the policy sweep
+ *   engine_util_rnd(&state, n), engine_util_prompt(i)  seeded draws, story prompts
  */
 #ifndef BG_TEST_ENGINE_UTIL_H
 #define BG_TEST_ENGINE_UTIL_H
@@ -17,6 +18,36 @@
 
 #include "core/engine.h"
 #include "core/request.h"
+
+/* A seeded xorshift64 draw in [0, n): reproducible, not good, randomness. */
+static inline uint32_t engine_util_rnd(uint64_t *state, uint32_t n)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return (uint32_t)(*state % n);
+}
+
+/* Story-like prompt i % (their count) for stories260K, short and long. A function, so
+ * that a test that uses none has no unused array. */
+static inline const char *engine_util_prompt(uint32_t i)
+{
+	static const char *const p[] = {
+	    "Once upon a time",
+	    "Lily and Ben went to the park. They saw a big dog",
+	    "The sun was",
+	    "Tom had a red ball. He liked to throw it high in the sky, and one day the ball went "
+	    "over the fence into the garden of an old man who",
+	    "One day, a little girl named Sue found a shiny",
+	    "There was a cat",
+	    "Mom said, \"Do not touch the hot stove.\" But Tim",
+	    "A bird",
+	    "The children were playing in the snow when suddenly they heard a loud noise coming "
+	    "from the woods. They",
+	    "Max",
+	};
+	return p[i % (sizeof p / sizeof p[0])];
+}
 
 /* A request with id "<prefix><seq>" and seq seq; its prompt is a copy of prompt when that
  * is not NULL, else a copy of ids [n_ids] (a 1-element buffer when n_ids is 0, so that

@@ -38,30 +38,7 @@
 #define LOGPROB_TOL 2e-3
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(uint32_t n)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)(rng_state % n);
-}
 
-static const char *const prompts[] = {
-    "Once upon a time",
-    "Lily and Ben went to the park. They saw a big dog",
-    "The sun was",
-    "Tom had a red ball. He liked to throw it high in the sky, and one day the ball went "
-    "over the fence into the garden of an old man who",
-    "One day, a little girl named Sue found a shiny",
-    "There was a cat",
-    "Mom said, \"Do not touch the hot stove.\" But Tim",
-    "A bird",
-    "The children were playing in the snow when suddenly they heard a loud noise coming "
-    "from the woods. They ran to see what it was and found a small, scared puppy under a "
-    "tree. The puppy was cold and hungry, so",
-    "Max",
-    "Sara",
-};
 static const char *const stops[] = {".", " the", ",", "and", "\"", " was", "!"};
 
 struct spec {
@@ -306,20 +283,23 @@ static void make_specs(struct spec *sp, int32_t n, int32_t cap_tokens)
 {
 	for (int32_t i = 0; i < n; i++) {
 		struct spec *s = &sp[i];
-		if (rnd(3) == 0) {
-			s->n_ids = 1 + (int32_t)rnd(100);
+		if (engine_util_rnd(&rng_state, 3) == 0) {
+			s->n_ids = 1 + (int32_t)engine_util_rnd(&rng_state, 100);
 			s->ids[0] = 1; /* BOS */
 			for (int32_t j = 1; j < s->n_ids; j++)
-				s->ids[j] = 3 + (int32_t)rnd(509);
+				s->ids[j] = 3 + (int32_t)engine_util_rnd(&rng_state, 509);
 		} else {
-			s->prompt = prompts[rnd(sizeof prompts / sizeof prompts[0])];
+			s->prompt = engine_util_prompt(engine_util_rnd(&rng_state, 1000));
 		}
-		s->max_tokens = rnd(4) == 0 ? 24 + (int32_t)rnd(25) : 1 + (int32_t)rnd(16);
+		s->max_tokens = engine_util_rnd(&rng_state, 4) == 0
+				    ? 24 + (int32_t)engine_util_rnd(&rng_state, 25)
+				    : 1 + (int32_t)engine_util_rnd(&rng_state, 16);
 		if (s->max_tokens > cap_tokens)
 			s->max_tokens = cap_tokens;
-		if (rnd(3) == 0)
-			s->stop = stops[rnd(sizeof stops / sizeof stops[0])];
-		s->logprobs = rnd(4) == 0 ? 5 : 2;
+		if (engine_util_rnd(&rng_state, 3) == 0)
+			s->stop =
+			    stops[engine_util_rnd(&rng_state, sizeof stops / sizeof stops[0])];
+		s->logprobs = engine_util_rnd(&rng_state, 4) == 0 ? 5 : 2;
 	}
 }
 

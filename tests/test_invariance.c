@@ -34,28 +34,7 @@
 #endif
 
 static uint64_t st_rng = 0x2545F4914F6CDD1Dull;
-static uint32_t rnd(uint32_t n)
-{
-	st_rng ^= st_rng << 13;
-	st_rng ^= st_rng >> 7;
-	st_rng ^= st_rng << 17;
-	return (uint32_t)(st_rng % n);
-}
 
-static const char *const prompts[] = {
-    "Once upon a time",
-    "Lily and Ben went to the park. They saw a big dog",
-    "The sun was",
-    "Tom had a red ball. He liked to throw it high in the sky, and one day the ball went "
-    "over the fence into the garden of an old man who",
-    "One day, a little girl named Sue found a shiny",
-    "There was a cat",
-    "Mom said, \"Do not touch the hot stove.\" But Tim",
-    "A bird",
-    "The children were playing in the snow when suddenly they heard a loud noise coming "
-    "from the woods. They",
-    "Max",
-};
 static const char *const stops[] = {".", " the", ",", "and", "\"", " was"};
 
 struct spec {
@@ -210,28 +189,31 @@ int main(void)
 	struct spec *sp = calloc((size_t)N, sizeof *sp);
 	for (int32_t i = 0; i < N; i++) {
 		struct spec *s = &sp[i];
-		if (rnd(3) == 0) {
+		if (engine_util_rnd(&st_rng, 3) == 0) {
 			/* token ids: BOS + random vocabulary entries */
-			s->n_ids = 1 + (int32_t)rnd(40);
+			s->n_ids = 1 + (int32_t)engine_util_rnd(&st_rng, 40);
 			s->ids[0] = 1;
 			for (int32_t j = 1; j < s->n_ids; j++)
-				s->ids[j] = 3 + (int32_t)rnd(509);
+				s->ids[j] = 3 + (int32_t)engine_util_rnd(&st_rng, 509);
 		} else {
-			s->prompt = prompts[rnd(sizeof prompts / sizeof prompts[0])];
+			s->prompt = engine_util_prompt(engine_util_rnd(&st_rng, 1000));
 		}
-		s->max_tokens = rnd(4) == 0 ? 12 + (int32_t)rnd(17) : 1 + (int32_t)rnd(8);
-		if (rnd(2)) {
+		s->max_tokens = engine_util_rnd(&st_rng, 4) == 0
+				    ? 12 + (int32_t)engine_util_rnd(&st_rng, 17)
+				    : 1 + (int32_t)engine_util_rnd(&st_rng, 8);
+		if (engine_util_rnd(&st_rng, 2)) {
 			s->temperature = 0.8f;
-			s->top_k = rnd(2) ? 40 : 0;
-			s->top_p = rnd(2) ? 0.9f : 1.0f;
-			s->seed = rnd(100000);
+			s->top_k = engine_util_rnd(&st_rng, 2) ? 40 : 0;
+			s->top_p = engine_util_rnd(&st_rng, 2) ? 0.9f : 1.0f;
+			s->seed = engine_util_rnd(&st_rng, 100000);
 		} else {
 			s->top_p = 1.0f;
 		}
-		if (rnd(3) == 0)
-			s->stop = stops[rnd(sizeof stops / sizeof stops[0])];
-		s->logprobs = (int32_t)rnd(4) - 1;
-		s->prompt_logprobs = rnd(5) == 0 ? (int32_t)rnd(3) : -1;
+		if (engine_util_rnd(&st_rng, 3) == 0)
+			s->stop = stops[engine_util_rnd(&st_rng, sizeof stops / sizeof stops[0])];
+		s->logprobs = (int32_t)engine_util_rnd(&st_rng, 4) - 1;
+		s->prompt_logprobs =
+		    engine_util_rnd(&st_rng, 5) == 0 ? (int32_t)engine_util_rnd(&st_rng, 3) : -1;
 	}
 
 	/* references: each request alone */
