@@ -143,7 +143,7 @@ test-gpu: gpu-progs
 	@tests/run_gpu.sh $(BUILD)
 
 format:
-	clang-format -i $(CORE_SRC) $(CLI_SRC) $(wildcard core/*.h cli/*.h gpu/*.h gpu/*.c gpu/*.cu tests/*.c tests/*.h)
+	clang-format -i $(CORE_SRC) $(CLI_SRC) $(wildcard core/*.h core/*.inc cli/*.h gpu/*.h gpu/*.c gpu/*.cu tests/*.c tests/*.h)
 
 install: $(BUILD)/batchgen $(CUDA_PLUGIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

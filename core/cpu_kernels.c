@@ -1,7 +1,9 @@
 /* cpu_kernels: see cpu_kernels.h for the summation-order invariant.
  *
- * Each level has one always-inline body, specialized by the compiler for every weight
- * type and tile shape (rows x tokens) through constant arguments. A tile keeps one
+ * The vector levels share one body, cpu_kernels_simd.inc, included once per instruction
+ * set below its few intrinsics (loads, FMA, horizontal sum) and compiled with that
+ * set's target attribute. The body is specialized by the compiler for every weight type
+ * and tile shape (rows x tokens) through constant arguments. A tile keeps one
  * accumulator per (row, token) pair, so the arithmetic of each dot product is the same
  * in every tile shape.
  */
@@ -20,7 +22,8 @@
 
 #define INLINE static inline __attribute__((always_inline))
 /* tiles must live in registers: unroll the row and token loops fully */
-#define UNROLL _Pragma("GCC unroll 8")
+#define UNROLL	 _Pragma("GCC unroll 8")
+#define UNROLL_K _Pragma("GCC unroll 4")
 
 size_t cpuk_row_bytes(enum gguf_dtype type, int64_t k)
 {
@@ -108,9 +111,22 @@ static int32_t token_block(int64_t k, int32_t mult)
  * to hide the miss latency: with the hardware prefetcher alone, F16 matrix-vector
  * products read ~18 GB/s (F32 rows ~29 GB/s). So while a tile of NR packed rows is being
  * read, each step also prefetches the same offset NR rows further, i.e. the next tile
- * (a distance of one tile; for several token groups on one row tile only the first
- * group's prefetches miss). Prefetches never fault and change no value. Tiles that are
- * not over packed weight rows (attention) pass pf_dist 0: no prefetch. */
+ * (for several token groups on one row tile only the first group's prefetches miss).
+ * Prefetches never fault and change no value. Tiles that are not over packed weight rows
+ * (attention) are not PACKED: no prefetch. F32 8-row tiles used to prefetch two tiles
+ * ahead (~5% faster than one with the step loop not unrolled); with UNROLL_K one tile
+ * ahead measured as fast or ~2% faster, and no prefetch ~7% slower. */
+/* The horizontal sums of both levels halve the vector (lane j + lane j + width / 2) down
+ * to 4 lanes, then add (0 + 2) + (1 + 3); written out here rather than left to the
+ * compiler's reduction builtins, whose order is theirs to choose. (GCC's
+ * _mm512_reduce_add_ps does the same, so results match the earlier code that used it.) */
+INLINE __attribute__((target("sse3"))) float hsum_4(__m128 q)
+{
+	q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+	q = _mm_add_ss(q, _mm_movehdup_ps(q));
+	return _mm_cvtss_f32(q);
+}
+
 INLINE size_t pf_off(enum gguf_dtype type, int64_t i)
 {
 	switch (type) {
@@ -124,7 +140,7 @@ INLINE size_t pf_off(enum gguf_dtype type, int64_t i)
 
 #define T512 __attribute__((target("avx512f")))
 
-INLINE T512 __m512 ld512(enum gguf_dtype type, const void *row, int64_t i)
+INLINE T512 __m512 ldw_512(enum gguf_dtype type, const void *row, int64_t i)
 {
 	switch (type) {
 	case GGUF_DTYPE_F32: return _mm512_loadu_ps((const float *)row + i);
@@ -147,155 +163,32 @@ INLINE T512 __m512 ld512(enum gguf_dtype type, const void *row, int64_t i)
 	return _mm512_setzero_ps();
 }
 
-INLINE T512 void tile512(enum gguf_dtype type, const int NR, const int NT, const void *const *wr,
-			 const float *const *xr, int64_t k, size_t pf_dist, float out[8][4])
+INLINE T512 float hsum_512(__m512 v)
 {
-	__m512 acc[8][4];
-	UNROLL
-	for (int r = 0; r < NR; r++)
-		UNROLL
-	for (int t = 0; t < NT; t++)
-		acc[r][t] = _mm512_setzero_ps();
-	int64_t kv = k - k % 16;
-	for (int64_t i = 0; i < kv; i += 16) {
-		__m512 xv[4];
-		UNROLL
-		for (int t = 0; t < NT; t++)
-			xv[t] = _mm512_loadu_ps(xr[t] + i);
-		if (pf_dist) /* the next tile's rows: see pf_off */
-			UNROLL
-		for (int r = 0; r < NR; r++)
-			_mm_prefetch((const char *)wr[r] + pf_dist + pf_off(type, i), _MM_HINT_T0);
-		UNROLL
-		for (int r = 0; r < NR; r++) {
-			__m512 wv = ld512(type, wr[r], i);
-			UNROLL
-			for (int t = 0; t < NT; t++)
-				acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
-		}
-	}
-	if (kv < k) {
-		float tmp[16];
-		__m512 xv[4];
-		UNROLL
-		for (int t = 0; t < NT; t++) {
-			memset(tmp, 0, sizeof tmp);
-			memcpy(tmp, xr[t] + kv, (size_t)(k - kv) * sizeof(float));
-			xv[t] = _mm512_loadu_ps(tmp);
-		}
-		UNROLL
-		for (int r = 0; r < NR; r++) {
-			memset(tmp, 0, sizeof tmp);
-			for (int64_t i = kv; i < k; i++)
-				tmp[i - kv] = w_elem(type, wr[r], i);
-			__m512 wv = _mm512_loadu_ps(tmp);
-			UNROLL
-			for (int t = 0; t < NT; t++)
-				acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
-		}
-	}
-	UNROLL
-	for (int r = 0; r < NR; r++)
-		UNROLL
-	for (int t = 0; t < NT; t++)
-		out[r][t] = _mm512_reduce_add_ps(acc[r][t]);
+	__m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
+	return hsum_4(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
 }
 
-INLINE T512 void mm512_body(enum gguf_dtype type, const void *w, int64_t k, int64_t r0, int64_t r1,
-			    const float *x, int64_t ldx, int32_t n_tok, float *y, int64_t ldy)
-{
-	size_t rb = cpuk_row_bytes(type, k);
-	int32_t tb = token_block(k, 4);
-	for (int32_t t0 = 0; t0 < n_tok; t0 += tb) {
-		int32_t t1 = t0 + tb < n_tok ? t0 + tb : n_tok;
-		for (int64_t r = r0; r < r1;) {
-			/* 8 rows x 1 token when the token block is 1-3 tokens (decode): 8
-			 * independent FMA chains and weight streams; 4 x 4 tiles otherwise.
-			 * Either way each dot product's own arithmetic is the same. */
-			int nr = r1 - r >= 8 && t1 - t0 < 4 ? 8 : r1 - r >= 4 ? 4 : 1;
-			const void *wr[8];
-			for (int j = 0; j < nr; j++)
-				wr[j] = (const char *)w + (size_t)(r + j) * rb;
-			for (int32_t t = t0; t < t1;) {
-				int nt = t1 - t >= 4 && nr <= 4 ? 4 : 1;
-				const float *xr[4];
-				for (int j = 0; j < nt; j++)
-					xr[j] = x + (int64_t)(t + j) * ldx;
-				float out[8][4];
-				if (nr == 8) /* F32 rows: 2 tiles ahead measured ~5% faster */
-					tile512(type, 8, 1, wr, xr, k,
-						(type == GGUF_DTYPE_F32 ? 16 : 8) * rb, out);
-				else if (nr == 4 && nt == 4)
-					tile512(type, 4, 4, wr, xr, k, 4 * rb, out);
-				else if (nr == 4)
-					tile512(type, 4, 1, wr, xr, k, 4 * rb, out);
-				else if (nt == 4)
-					tile512(type, 1, 4, wr, xr, k, 1 * rb, out);
-				else
-					tile512(type, 1, 1, wr, xr, k, 1 * rb, out);
-				for (int a = 0; a < nr; a++)
-					for (int b = 0; b < nt; b++)
-						y[(int64_t)(t + b) * ldy + r + a] = out[a][b];
-				t += nt;
-			}
-			r += nr;
-		}
-	}
-}
-
-static T512 void matmul_avx512(enum gguf_dtype type, const void *w, int64_t k, int64_t r0,
-			       int64_t r1, const float *x, int64_t ldx, int32_t n_tok, float *y,
-			       int64_t ldy)
-{
-	switch (type) {
-	case GGUF_DTYPE_F32: mm512_body(GGUF_DTYPE_F32, w, k, r0, r1, x, ldx, n_tok, y, ldy); break;
-	case GGUF_DTYPE_F16: mm512_body(GGUF_DTYPE_F16, w, k, r0, r1, x, ldx, n_tok, y, ldy); break;
-	case GGUF_DTYPE_BF16:
-		mm512_body(GGUF_DTYPE_BF16, w, k, r0, r1, x, ldx, n_tok, y, ldy);
-		break;
-	case GGUF_DTYPE_Q8_0:
-		mm512_body(GGUF_DTYPE_Q8_0, w, k, r0, r1, x, ldx, n_tok, y, ldy);
-		break;
-	}
-}
-
-static T512 float dot_avx512(const float *a, const float *b, int64_t n)
-{
-	const void *wr[1] = {a};
-	const float *xr[1] = {b};
-	float out[8][4];
-	tile512(GGUF_DTYPE_F32, 1, 1, wr, xr, n, 0, out);
-	return out[0][0];
-}
-
-/* Several key rows per tile: independent FMA chains instead of one latency-bound chain
- * per call. fma(w, x, acc) == fma(x, w, acc), so the key rows may take the weight side. */
-static T512 void dot_rows_avx512(const float *a, const float *b, int64_t ldb, int32_t n_rows,
-				 int64_t n, float *out)
-{
-	const float *xr[1] = {a};
-	const void *wr[8];
-	float o[8][4];
-	int32_t j = 0;
-	for (; j + 8 <= n_rows; j += 8) {
-		for (int r = 0; r < 8; r++)
-			wr[r] = b + (int64_t)(j + r) * ldb;
-		tile512(GGUF_DTYPE_F32, 8, 1, wr, xr, n, 0, o);
-		for (int r = 0; r < 8; r++)
-			out[j + r] = o[r][0];
-	}
-	for (; j < n_rows; j++) {
-		wr[0] = b + (int64_t)j * ldb;
-		tile512(GGUF_DTYPE_F32, 1, 1, wr, xr, n, 0, o);
-		out[j] = o[0][0];
-	}
-}
+#define VEC	__m512
+#define VW	16
+#define VNT	4
+#define VTARGET T512
+#define V_ZERO	_mm512_setzero_ps
+#define V_LD	_mm512_loadu_ps
+#define V_ST	_mm512_storeu_ps
+#define V_SET1	_mm512_set1_ps
+#define V_FMADD _mm512_fmadd_ps
+#define V_LDW	ldw_512
+#define V_HSUM	hsum_512
+#define V(name) name##_512
+#include "cpu_kernels_simd.inc"
 
 /* ---- AVX2 + FMA + F16C: 8 lanes, tiles of 4 rows x 2 tokens or 8 rows x 1 token ---- */
 
 #define T256 __attribute__((target("avx2,fma,f16c")))
 
-INLINE T256 __m256 ld256(enum gguf_dtype type, const void *row, int64_t i)
+INLINE T256 __m256 ldw_256(enum gguf_dtype type, const void *row, int64_t i)
 {
 	switch (type) {
 	case GGUF_DTYPE_F32: return _mm256_loadu_ps((const float *)row + i);
@@ -317,245 +210,24 @@ INLINE T256 __m256 ld256(enum gguf_dtype type, const void *row, int64_t i)
 	return _mm256_setzero_ps();
 }
 
-INLINE T256 float hsum256(__m256 v)
+INLINE T256 float hsum_256(__m256 v)
 {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
+	return hsum_4(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
-INLINE T256 void tile256(enum gguf_dtype type, const int NR, const int NT, const void *const *wr,
-			 const float *const *xr, int64_t k, size_t pf_dist, float out[8][4])
-{
-	__m256 acc[8][2];
-	UNROLL
-	for (int r = 0; r < NR; r++)
-		UNROLL
-	for (int t = 0; t < NT; t++)
-		acc[r][t] = _mm256_setzero_ps();
-	int64_t kv = k - k % 8;
-	for (int64_t i = 0; i < kv; i += 8) {
-		__m256 xv[2];
-		UNROLL
-		for (int t = 0; t < NT; t++)
-			xv[t] = _mm256_loadu_ps(xr[t] + i);
-		if (pf_dist) /* the next tile's rows: see pf_off */
-			UNROLL
-		for (int r = 0; r < NR; r++)
-			_mm_prefetch((const char *)wr[r] + pf_dist + pf_off(type, i), _MM_HINT_T0);
-		UNROLL
-		for (int r = 0; r < NR; r++) {
-			__m256 wv = ld256(type, wr[r], i);
-			UNROLL
-			for (int t = 0; t < NT; t++)
-				acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
-		}
-	}
-	if (kv < k) {
-		float tmp[8];
-		__m256 xv[2];
-		UNROLL
-		for (int t = 0; t < NT; t++) {
-			memset(tmp, 0, sizeof tmp);
-			memcpy(tmp, xr[t] + kv, (size_t)(k - kv) * sizeof(float));
-			xv[t] = _mm256_loadu_ps(tmp);
-		}
-		UNROLL
-		for (int r = 0; r < NR; r++) {
-			memset(tmp, 0, sizeof tmp);
-			for (int64_t i = kv; i < k; i++)
-				tmp[i - kv] = w_elem(type, wr[r], i);
-			__m256 wv = _mm256_loadu_ps(tmp);
-			UNROLL
-			for (int t = 0; t < NT; t++)
-				acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
-		}
-	}
-	UNROLL
-	for (int r = 0; r < NR; r++)
-		UNROLL
-	for (int t = 0; t < NT; t++)
-		out[r][t] = hsum256(acc[r][t]);
-}
-
-INLINE T256 void mm256_body(enum gguf_dtype type, const void *w, int64_t k, int64_t r0, int64_t r1,
-			    const float *x, int64_t ldx, int32_t n_tok, float *y, int64_t ldy)
-{
-	size_t rb = cpuk_row_bytes(type, k);
-	int32_t tb = token_block(k, 2);
-	for (int32_t t0 = 0; t0 < n_tok; t0 += tb) {
-		int32_t t1 = t0 + tb < n_tok ? t0 + tb : n_tok;
-		for (int64_t r = r0; r < r1;) {
-			/* 8 rows x 1 token for a lone token, as in mm512_body */
-			int nr = r1 - r >= 8 && t1 - t0 < 2 ? 8 : r1 - r >= 4 ? 4 : 1;
-			const void *wr[8];
-			for (int j = 0; j < nr; j++)
-				wr[j] = (const char *)w + (size_t)(r + j) * rb;
-			for (int32_t t = t0; t < t1;) {
-				int nt = t1 - t >= 2 && nr <= 4 ? 2 : 1;
-				const float *xr[2];
-				for (int j = 0; j < nt; j++)
-					xr[j] = x + (int64_t)(t + j) * ldx;
-				float out[8][4];
-				if (nr == 8)
-					tile256(type, 8, 1, wr, xr, k, 8 * rb, out);
-				else if (nr == 4 && nt == 2)
-					tile256(type, 4, 2, wr, xr, k, 4 * rb, out);
-				else if (nr == 4)
-					tile256(type, 4, 1, wr, xr, k, 4 * rb, out);
-				else if (nt == 2)
-					tile256(type, 1, 2, wr, xr, k, 1 * rb, out);
-				else
-					tile256(type, 1, 1, wr, xr, k, 1 * rb, out);
-				for (int a = 0; a < nr; a++)
-					for (int b = 0; b < nt; b++)
-						y[(int64_t)(t + b) * ldy + r + a] = out[a][b];
-				t += nt;
-			}
-			r += nr;
-		}
-	}
-}
-
-static T256 void matmul_avx2(enum gguf_dtype type, const void *w, int64_t k, int64_t r0, int64_t r1,
-			     const float *x, int64_t ldx, int32_t n_tok, float *y, int64_t ldy)
-{
-	switch (type) {
-	case GGUF_DTYPE_F32: mm256_body(GGUF_DTYPE_F32, w, k, r0, r1, x, ldx, n_tok, y, ldy); break;
-	case GGUF_DTYPE_F16: mm256_body(GGUF_DTYPE_F16, w, k, r0, r1, x, ldx, n_tok, y, ldy); break;
-	case GGUF_DTYPE_BF16:
-		mm256_body(GGUF_DTYPE_BF16, w, k, r0, r1, x, ldx, n_tok, y, ldy);
-		break;
-	case GGUF_DTYPE_Q8_0:
-		mm256_body(GGUF_DTYPE_Q8_0, w, k, r0, r1, x, ldx, n_tok, y, ldy);
-		break;
-	}
-}
-
-static T256 float dot_avx2(const float *a, const float *b, int64_t n)
-{
-	const void *wr[1] = {a};
-	const float *xr[1] = {b};
-	float out[8][4];
-	tile256(GGUF_DTYPE_F32, 1, 1, wr, xr, n, 0, out);
-	return out[0][0];
-}
-
-static T512 void axpy_avx512(int64_t n, float a, const float *x, float *y)
-{
-	__m512 av = _mm512_set1_ps(a);
-	int64_t i = 0;
-	for (; i + 16 <= n; i += 16)
-		_mm512_storeu_ps(
-		    y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-	for (; i < n; i++)
-		y[i] = __builtin_fmaf(a, x[i], y[i]);
-}
-
-static T256 void axpy_avx2(int64_t n, float a, const float *x, float *y)
-{
-	__m256 av = _mm256_set1_ps(a);
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(
-		    y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-	for (; i < n; i++)
-		y[i] = __builtin_fmaf(a, x[i], y[i]);
-}
-
-static T256 void dot_rows_avx2(const float *a, const float *b, int64_t ldb, int32_t n_rows,
-			       int64_t n, float *out)
-{
-	const float *xr[1] = {a};
-	const void *wr[8];
-	float o[8][4];
-	int32_t j = 0;
-	for (; j + 8 <= n_rows; j += 8) {
-		for (int r = 0; r < 8; r++)
-			wr[r] = b + (int64_t)(j + r) * ldb;
-		tile256(GGUF_DTYPE_F32, 8, 1, wr, xr, n, 0, o);
-		for (int r = 0; r < 8; r++)
-			out[j + r] = o[r][0];
-	}
-	for (; j < n_rows; j++) {
-		wr[0] = b + (int64_t)j * ldb;
-		tile256(GGUF_DTYPE_F32, 1, 1, wr, xr, n, 0, o);
-		out[j] = o[0][0];
-	}
-}
-
-/* y stays in registers over all rows: per element the same fmas in the same row order as
- * n_rows separate axpy calls, without storing and reloading y between rows. */
-static T512 void axpy_rows_avx512(int64_t n, const float *a, int32_t n_rows, const float *x,
-				  int64_t ldx, float *y)
-{
-	int64_t i = 0;
-	for (; i + 64 <= n; i += 64) {
-		__m512 y0 = _mm512_loadu_ps(y + i), y1 = _mm512_loadu_ps(y + i + 16);
-		__m512 y2 = _mm512_loadu_ps(y + i + 32), y3 = _mm512_loadu_ps(y + i + 48);
-		for (int32_t j = 0; j < n_rows; j++) {
-			const float *xj = x + (int64_t)j * ldx + i;
-			__m512 av = _mm512_set1_ps(a[j]);
-			y0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(xj), y0);
-			y1 = _mm512_fmadd_ps(av, _mm512_loadu_ps(xj + 16), y1);
-			y2 = _mm512_fmadd_ps(av, _mm512_loadu_ps(xj + 32), y2);
-			y3 = _mm512_fmadd_ps(av, _mm512_loadu_ps(xj + 48), y3);
-		}
-		_mm512_storeu_ps(y + i, y0);
-		_mm512_storeu_ps(y + i + 16, y1);
-		_mm512_storeu_ps(y + i + 32, y2);
-		_mm512_storeu_ps(y + i + 48, y3);
-	}
-	for (; i + 16 <= n; i += 16) {
-		__m512 y0 = _mm512_loadu_ps(y + i);
-		for (int32_t j = 0; j < n_rows; j++)
-			y0 = _mm512_fmadd_ps(_mm512_set1_ps(a[j]),
-					     _mm512_loadu_ps(x + (int64_t)j * ldx + i), y0);
-		_mm512_storeu_ps(y + i, y0);
-	}
-	for (; i < n; i++) {
-		float v = y[i];
-		for (int32_t j = 0; j < n_rows; j++)
-			v = __builtin_fmaf(a[j], x[(int64_t)j * ldx + i], v);
-		y[i] = v;
-	}
-}
-
-static T256 void axpy_rows_avx2(int64_t n, const float *a, int32_t n_rows, const float *x,
-				int64_t ldx, float *y)
-{
-	int64_t i = 0;
-	for (; i + 32 <= n; i += 32) {
-		__m256 y0 = _mm256_loadu_ps(y + i), y1 = _mm256_loadu_ps(y + i + 8);
-		__m256 y2 = _mm256_loadu_ps(y + i + 16), y3 = _mm256_loadu_ps(y + i + 24);
-		for (int32_t j = 0; j < n_rows; j++) {
-			const float *xj = x + (int64_t)j * ldx + i;
-			__m256 av = _mm256_set1_ps(a[j]);
-			y0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(xj), y0);
-			y1 = _mm256_fmadd_ps(av, _mm256_loadu_ps(xj + 8), y1);
-			y2 = _mm256_fmadd_ps(av, _mm256_loadu_ps(xj + 16), y2);
-			y3 = _mm256_fmadd_ps(av, _mm256_loadu_ps(xj + 24), y3);
-		}
-		_mm256_storeu_ps(y + i, y0);
-		_mm256_storeu_ps(y + i + 8, y1);
-		_mm256_storeu_ps(y + i + 16, y2);
-		_mm256_storeu_ps(y + i + 24, y3);
-	}
-	for (; i + 8 <= n; i += 8) {
-		__m256 y0 = _mm256_loadu_ps(y + i);
-		for (int32_t j = 0; j < n_rows; j++)
-			y0 = _mm256_fmadd_ps(_mm256_set1_ps(a[j]),
-					     _mm256_loadu_ps(x + (int64_t)j * ldx + i), y0);
-		_mm256_storeu_ps(y + i, y0);
-	}
-	for (; i < n; i++) {
-		float v = y[i];
-		for (int32_t j = 0; j < n_rows; j++)
-			v = __builtin_fmaf(a[j], x[(int64_t)j * ldx + i], v);
-		y[i] = v;
-	}
-}
+#define VEC	__m256
+#define VW	8
+#define VNT	2
+#define VTARGET T256
+#define V_ZERO	_mm256_setzero_ps
+#define V_LD	_mm256_loadu_ps
+#define V_ST	_mm256_storeu_ps
+#define V_SET1	_mm256_set1_ps
+#define V_FMADD _mm256_fmadd_ps
+#define V_LDW	ldw_256
+#define V_HSUM	hsum_256
+#define V(name) name##_256
+#include "cpu_kernels_simd.inc"
 
 #endif /* CPUK_X86 */
 
@@ -601,11 +273,11 @@ void cpuk_matmul(enum cpuk_level level, enum gguf_dtype type, const void *w, int
 {
 #if CPUK_X86
 	if (level == CPUK_AVX512) {
-		matmul_avx512(type, w, k, r0, r1, x, ldx, n_tok, y, ldy);
+		matmul_512(type, w, k, r0, r1, x, ldx, n_tok, y, ldy);
 		return;
 	}
 	if (level == CPUK_AVX2) {
-		matmul_avx2(type, w, k, r0, r1, x, ldx, n_tok, y, ldy);
+		matmul_256(type, w, k, r0, r1, x, ldx, n_tok, y, ldy);
 		return;
 	}
 #endif
@@ -617,9 +289,9 @@ float cpuk_dot_f32(enum cpuk_level level, const float *a, const float *b, int64_
 {
 #if CPUK_X86
 	if (level == CPUK_AVX512)
-		return dot_avx512(a, b, n);
+		return dot_512(a, b, n);
 	if (level == CPUK_AVX2)
-		return dot_avx2(a, b, n);
+		return dot_256(a, b, n);
 #endif
 	(void)level;
 	return scalar_dot(GGUF_DTYPE_F32, a, b, n);
@@ -629,11 +301,11 @@ void cpuk_axpy(enum cpuk_level level, int64_t n, float a, const float *x, float 
 {
 #if CPUK_X86
 	if (level == CPUK_AVX512) {
-		axpy_avx512(n, a, x, y);
+		axpy_512(n, a, x, y);
 		return;
 	}
 	if (level == CPUK_AVX2) {
-		axpy_avx2(n, a, x, y);
+		axpy_256(n, a, x, y);
 		return;
 	}
 #endif
@@ -647,11 +319,11 @@ void cpuk_dot_f32_rows(enum cpuk_level level, const float *a, const float *b, in
 {
 #if CPUK_X86
 	if (level == CPUK_AVX512) {
-		dot_rows_avx512(a, b, ldb, n_rows, n, out);
+		dot_rows_512(a, b, ldb, n_rows, n, out);
 		return;
 	}
 	if (level == CPUK_AVX2) {
-		dot_rows_avx2(a, b, ldb, n_rows, n, out);
+		dot_rows_256(a, b, ldb, n_rows, n, out);
 		return;
 	}
 #endif
@@ -665,11 +337,11 @@ void cpuk_axpy_rows(enum cpuk_level level, int64_t n, const float *a, int32_t n_
 {
 #if CPUK_X86
 	if (level == CPUK_AVX512) {
-		axpy_rows_avx512(n, a, n_rows, x, ldx, y);
+		axpy_rows_512(n, a, n_rows, x, ldx, y);
 		return;
 	}
 	if (level == CPUK_AVX2) {
-		axpy_rows_avx2(n, a, n_rows, x, ldx, y);
+		axpy_rows_256(n, a, n_rows, x, ldx, y);
 		return;
 	}
 #endif

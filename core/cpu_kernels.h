@@ -6,11 +6,12 @@
  * length k, the value computed for one (weight row, activation row) pair is bitwise the
  * same whatever n_tok, the row range [r0, r1) or the strides are. Each such dot product
  * is one chain of lane-wise fused multiply-adds over k in steps of the vector width
- * (zero-padded tail), followed by a fixed horizontal reduction; tiles that serve several
- * rows and tokens at once (4 rows x 4 tokens, or 8 rows x 1 token for 1-3 tokens) only
- * share the loads, and software prefetches of the next tile change no value. Different
- * levels may round differently from each other, so a process picks one level and keeps
- * it.
+ * (zero-padded tail), followed by a fixed horizontal reduction (the lanes halved, lane j
+ * plus lane j + width / 2, down to 4, then (0 + 2) + (1 + 3); the scalar level emulates
+ * 8 lanes this way, AVX2 has 8, AVX-512 16); tiles that serve several rows and tokens
+ * at once (4 rows x 4 tokens, or 8 rows x 1 token for 1-3 tokens) only share the loads,
+ * and software prefetches of the next tile change no value. Different levels may round
+ * differently from each other, so a process picks one level and keeps it.
  *
  * Weights are dequantized on the fly: F16 and BF16 exactly to fp32, Q8_0 (blocks of 32:
  * fp16 scale d, 32 int8 q) as d * q rounded to fp32. Q8_0 rows need k % 32 == 0.

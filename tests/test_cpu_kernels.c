@@ -1,7 +1,8 @@
 /* test_cpu_kernels: every dot-product kernel (each level this processor supports, each
- * weight type) against a double-precision reference on random data, plus the invariant
- * that batch invariance rests on: a (row, token) result is bitwise the same whatever the
- * tile, the number of tokens, the row range or the strides. */
+ * weight type) against a double-precision reference on random data and, bitwise, against
+ * a plain-C emulation of its summation order, plus the invariant that batch invariance
+ * rests on: a (row, token) result is bitwise the same whatever the tile, the number of
+ * tokens, the row range or the strides. */
 #include "../core/cpu_kernels.h"
 
 #include "../core/half.h"
@@ -73,6 +74,27 @@ static const char *tname(enum gguf_dtype t)
 	return "?";
 }
 
+/* The summation order itself, emulated in plain C: `lanes` lanes (8 for the scalar and
+ * AVX2 levels, 16 for AVX-512), each a chain of fmaf over k in steps of `lanes` with the
+ * last step zero padded, then the lanes halved (lane j + lane j + n / 2) down to 4 and
+ * added as (0 + 2) + (1 + 3). Batch invariance only needs every tile to agree with
+ * every other; this pins the order down, so a kernel rewrite or a tuning that reorders
+ * the sums fails here even when it stays invariant. */
+static float ref_dot(int lanes, enum gguf_dtype type, const void *row, const float *x, int64_t k)
+{
+	float acc[16] = {0};
+	for (int64_t i = 0; i < k; i += lanes)
+		for (int j = 0; j < lanes; j++) {
+			int in = i + j < k;
+			float w = in ? (float)w_ref(type, row, i + j) : 0.0f; /* exact */
+			acc[j] = fmaf(w, in ? x[i + j] : 0.0f, acc[j]);
+		}
+	for (int n = lanes; n > 4; n /= 2)
+		for (int j = 0; j < n / 2; j++)
+			acc[j] = acc[j] + acc[j + n / 2];
+	return (acc[0] + acc[2]) + (acc[1] + acc[3]);
+}
+
 static void test_one(enum cpuk_level lvl, enum gguf_dtype type, int64_t k)
 {
 	enum { N = 11, T = 7 };
@@ -117,6 +139,17 @@ static void test_one(enum cpuk_level lvl, enum gguf_dtype type, int64_t k)
 		untouched &= isnan(y[t * ldy + N]) && isnan(y[t * ldy + N + 1]);
 	CHECK(untouched, "%s %s k=%lld writes only [r0, r1)", cpuk_level_name(lvl), tname(type),
 	      (long long)k);
+
+	/* the order: bitwise the emulation of the level's lanes */
+	int lanes = lvl == CPUK_AVX512 ? 16 : 8, same_ref = 1;
+	for (int r = 0; r < N; r++)
+		for (int t = 0; t < T; t++) {
+			float want =
+			    ref_dot(lanes, type, (const char *)w + rb * (size_t)r, x + t * ldx, k);
+			same_ref &= memcmp(&want, &y[t * ldy + r], sizeof want) == 0;
+		}
+	CHECK(same_ref, "%s %s k=%lld: equals the plain-C emulation of %d lanes bitwise",
+	      cpuk_level_name(lvl), tname(type), (long long)k, lanes);
 
 	/* invariance: one row, one token at a time, from contiguous copies, and an
 	 * unaligned row range, give the same bits */
