@@ -274,6 +274,12 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 	bool tiled = a->tiles && a->n_tiles > 0 && npl <= 4;
 	struct gpu_attn_args q = *a;
 	if (!tiled) { /* every token through the per-query kernel */
+		/* The caller sized partial[] (and chose n_split) for the n_list listed tokens;
+		 * when tiles were given but the head is too large for the tiled kernel, all
+		 * n_tok tokens come here and n_split * n_tok partial rows would overrun that
+		 * scratch. One split needs no scratch, and such a pass has enough blocks. */
+		if (a->tiles && a->n_tiles > 0)
+			n_split = 1;
 		q.list = NULL;
 		q.n_list = a->n_tok;
 	}

@@ -130,8 +130,20 @@ static enum bg_status dev_alloc(void **p, size_t bytes, const char *what, struct
 	if (e != cudaSuccess) {
 		cudaGetLastError();
 		*p = NULL;
-		return bg_fail(err, BG_ERR_NOMEM, "out of device memory: %s needs %.1f MiB (%s)",
-			       what, (double)bytes / 1048576.0, cudaGetErrorString(e));
+		/* one sentence that says what did not fit and how much was free */
+		size_t free_b = 0, total_b = 0;
+		if (e != cudaErrorMemoryAllocation ||
+		    cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+			cudaGetLastError();
+			return bg_fail(err, BG_ERR_NOMEM,
+				       "out of device memory: %.1f MiB needed for %s (%s)",
+				       (double)bytes / 1048576.0, what, cudaGetErrorString(e));
+		}
+		return bg_fail(err, BG_ERR_NOMEM,
+			       "out of device memory: %.1f MiB needed for %s, but only %.1f MiB "
+			       "of the device's %.1f GiB are free",
+			       (double)bytes / 1048576.0, what, (double)free_b / 1048576.0,
+			       (double)total_b / 1073741824.0);
 	}
 	return BG_OK;
 }
@@ -601,11 +613,15 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		return st;
 	if (b->n_logits > c->logits_cap) {
 		size_t V = c->hp.n_vocab, E = c->hp.n_embd;
+		size_t es = gpu_dtype_size(c->dt);
 		size_t cap_l = (size_t)c->logits_cap * V * 4, cap_x = 0;
-		int32_t rows = b->n_logits + b->n_logits / 2;
+		/* dev_grow adds half again as headroom: ask for the rows wanted and use all it
+		 * gives, no more (2048 rows of a 128k vocabulary are 1 GB, allocated after the
+		 * KV pool took its share of the memory) */
+		size_t rows = (size_t)b->n_logits;
 		void *lp = c->logits;
 		drop_graphs(c); /* they write the old logits buffer */
-		st = dev_grow(c, &lp, &cap_l, (size_t)rows * V * 4, "the logits", err);
+		st = dev_grow(c, &lp, &cap_l, rows * V * 4, "the logits", err);
 		c->logits = (float *)lp;
 		if (st != BG_OK) {
 			c->logits_cap = 0;
@@ -613,13 +629,14 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		}
 		cudaFree(c->xl);
 		c->xl = NULL;
-		st = dev_grow(c, &c->xl, &cap_x, (size_t)rows * E * gpu_dtype_size(c->dt),
-			      "the LM head input", err);
+		st = dev_grow(c, &c->xl, &cap_x, rows * E * es, "the LM head input", err);
 		if (st != BG_OK) {
 			c->logits_cap = 0;
 			return st;
 		}
-		c->logits_cap = rows;
+		size_t cap_rows =
+		    cap_l / (V * 4) < cap_x / (E * es) ? cap_l / (V * 4) : cap_x / (E * es);
+		c->logits_cap = (int32_t)cap_rows;
 	}
 
 	if (graph_fits(c, b))
@@ -1024,9 +1041,25 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 				 struct bg_err *err)
 {
 	const struct model_hparams *hp = &m->hp;
-	CUDA_CHECK(cudaSetDevice(c->device));
+	/* the first call that creates the device's context: a full or busy GPU fails here,
+	 * which deserves a sentence rather than a file:line */
+	cudaError_t e0 = cudaSetDevice(c->device);
+	if (e0 != cudaSuccess) {
+		cudaGetLastError();
+		return bg_fail(err, e0 == cudaErrorMemoryAllocation ? BG_ERR_NOMEM : BG_ERR_DEVICE,
+			       "CUDA device %d cannot be used: %s", c->device,
+			       cudaGetErrorString(e0));
+	}
 	struct cudaDeviceProp prop;
 	CUDA_CHECK(cudaGetDeviceProperties(&prop, c->device));
+	/* The library holds code for sm_80, 86, 89 and 90 (+ PTX for newer); an older GPU
+	 * would fail on the first kernel launch with cudaErrorNoKernelImageForDevice. Say so
+	 * now, in a sentence. */
+	if (prop.major < 8)
+		return bg_fail(err, BG_ERR_DEVICE,
+			       "CUDA device %d (%s) has compute capability %d.%d; the CUDA "
+			       "backend needs 8.0 (Ampere) or newer",
+			       c->device, prop.name, prop.major, prop.minor);
 	c->n_sm = prop.multiProcessorCount;
 	c->hp = *hp;
 	c->dt = pick_dtype(m);
@@ -1037,7 +1070,12 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 
 	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 	CUDA_CHECK(cudaEventCreateWithFlags(&c->meta_ev, cudaEventDisableTiming));
-	CUBLAS_CHECK(cublasCreate(&c->cublas));
+	cublasStatus_t cs = cublasCreate(&c->cublas);
+	if (cs != CUBLAS_STATUS_SUCCESS) {
+		c->cublas = NULL;
+		return bg_fail(err, BG_ERR_DEVICE, "cuBLAS could not start on CUDA device %d: %s",
+			       c->device, cublasGetStatusString(cs));
+	}
 	CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
 	enum bg_status st = dev_alloc(&c->cublas_ws, CUDA_CUBLAS_WS, "the cuBLAS workspace", err);
 	if (st != BG_OK)

@@ -99,7 +99,8 @@ struct gpu_attn_args {
  * from the paged pool. The per-query kernel splits the context in n_split parts when
  * that fills the GPU better (decode), with partial[] as scratch
  * (gpu_attention_partial_floats of the per-query token count). Heads larger than 128 go
- * to the per-query kernel whatever the tiles say. */
+ * to the per-query kernel whatever the tiles say, then with one split (n_split is
+ * ignored: the scratch was sized for the listed tokens only). */
 cudaError_t gpu_attention(const struct gpu_attn_args *a, enum gpu_dtype dt, int n_split,
 			  float *partial, cudaStream_t stream);
 size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_split);

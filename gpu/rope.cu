@@ -21,8 +21,10 @@ __global__ void rope_kernel(float *qkv, int ld, const int32_t *pos, int n_heads,
 		int a = neox ? i : 2 * i;
 		int b = neox ? i + half : 2 * i + 1;
 		float x0 = hp[a], x1 = hp[b];
-		hp[a] = x0 * c - x1 * s;
-		hp[b] = x0 * s + x1 * c;
+		/* explicit roundings: nvcc would contract these into FMAs (one rounding less),
+		 * which the CPU backend's plain x0 * c - x1 * s does not do */
+		hp[a] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+		hp[b] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
 	}
 }
 

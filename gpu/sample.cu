@@ -211,13 +211,15 @@ __global__ void __launch_bounds__(SAMPLE_THREADS)
 				continue;
 			int n_out = h.cnt >> 1;
 			float x = v[h.id];
+			/* __fmul_rn: nvcc would contract x * rep - pres and x - n_out * freq
+			 * into FMAs (one rounding less than the CPU's separate operations) */
 			if (R.rep != 1.0f && R.rep > 0.0f)
-				x = x > 0.0f ? x / R.rep : x * R.rep;
+				x = x > 0.0f ? x / R.rep : __fmul_rn(x, R.rep);
 			if (n_out > 0) {
 				if (R.pres != 0.0f)
 					x -= R.pres;
 				if (R.freq != 0.0f)
-					x -= (float)n_out * R.freq;
+					x -= __fmul_rn((float)n_out, R.freq);
 			}
 			v[h.id] = x;
 		}
@@ -283,6 +285,11 @@ __global__ void __launch_bounds__(SAMPLE_THREADS)
 					hi = mid - 1;
 			}
 			token = key_id(lo);
+			/* NaN or infinite logits make the masses NaN and the search end on key
+			 * `cut` (0 without top-k: id -1); never hand back an id outside the
+			 * vocabulary */
+			if (token < 0 || token >= n)
+				token = key_id(top);
 		}
 	}
 	if (threadIdx.x == 0) {

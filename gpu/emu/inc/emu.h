@@ -43,6 +43,9 @@ inline __half __float2half_rn(float f) { return __half{half_f32_to_f16(f)}; }
 inline float __bfloat162float(__nv_bfloat16 h) { return half_bf16_to_f32(h.x); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16{half_f32_to_bf16(f)}; }
 inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
+inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
 inline float cospif(float x) { return (float)cos(M_PI * (double)x); }
 using std::min;
 using std::max;
@@ -69,7 +72,7 @@ void emu_launch(dim3 grid, dim3 block, std::function<void()> fn);
 
 // ---- runtime ----
 typedef int cudaError_t;
-enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorInsufficientDriver = 35 };
+enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorInsufficientDriver = 35 };
 typedef void *cudaStream_t;
 typedef void *cudaEvent_t;
 enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
