@@ -2,8 +2,9 @@
  *
  * Device memory, allocated at creation and then only grown on demand:
  *   weights   one allocation: token embedding, output norm, LM head (unless tied), and per
- *             layer the norms (fp32), Wq|Wk|Wv fused as one [n_q + 2 n_kv, n_embd] matrix,
- *             Wo, Wgate|Wup fused as [2 n_ff, n_embd], Wdown; all of the storage type dt
+ *             layer the norms (fp32), Wq|Wk|Wv fused as one [n_q + 2 n_kv, n_embd] matrix
+ *             (and its biases bq|bk|bv, fp32, for qwen2), Wo, Wgate|Wup fused as
+ *             [2 n_ff, n_embd], Wdown; all of the storage type dt
  *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here).
  *   KV pool   n_blocks blocks, each contiguous: [n_layer][K, V][block_size][n_kv] of dt, so
  *             that swapping or copying a block is one memcpy.
@@ -44,6 +45,7 @@ struct cuda_layer {
 	float *ffn_norm;  /* [n_embd] */
 	void *wgu;	  /* [2 n_ff, n_embd] */
 	void *wdown;	  /* [n_embd, n_ff] */
+	float *bqkv;	  /* [n_q + 2 n_kv] fp32 Q|K|V biases (qwen2), or NULL */
 };
 
 struct cuda_ctx {
@@ -200,17 +202,23 @@ struct upload {
 	uint64_t tensor_id; /* synthetic: which tensor of the model (seeds its values) */
 };
 
-/* Fills dst (elements of dst_dt, or fp32 when norm) with weight w. */
+enum upload_kind {
+	UP_MATRIX, /* storage type dt; synthetic values N(0, 0.02^2) */
+	UP_NORM,   /* fp32; synthetic values 1 */
+	UP_BIAS,   /* fp32; synthetic values N(0, 0.5^2), like core/synth.c's biases */
+};
+
+/* Fills dst (elements of dt, or fp32 for norms and biases) with weight w. */
 static enum bg_status upload_weight(struct upload *u, const struct model_weight *w, void *dst,
-				    bool norm, struct bg_err *err)
+				    enum upload_kind kind, struct bg_err *err)
 {
 	struct cuda_ctx *c = u->c;
-	enum gpu_dtype dt = norm ? GPU_F32 : c->dt;
+	enum gpu_dtype dt = kind == UP_MATRIX ? c->dt : GPU_F32;
 	uint64_t n = w->ne0 * w->ne1;
 	uint64_t id = u->tensor_id++;
 	if (!w->data) { /* a lazy synthetic model: made here, from its seed */
-		CUDA_CHECK(gpu_synth_weights(dst, dt, n, u->m->synth_seed, id, norm ? 0.0f : 0.02f,
-					     c->stream));
+		float stddev = kind == UP_MATRIX ? 0.02f : kind == UP_BIAS ? 0.5f : 0.0f;
+		CUDA_CHECK(gpu_synth_weights(dst, dt, n, u->m->synth_seed, id, stddev, c->stream));
 		return BG_OK;
 	}
 	uint64_t raw = gguf_row_bytes(w->type, w->ne0) * w->ne1;
@@ -261,7 +269,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_o = align_up(E * (size_t)c->n_q * es, 256);
 	size_t sz_gu = align_up(2 * F * E * es, 256);
 	size_t sz_down = align_up(E * F * es, 256);
-	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down;
+	size_t sz_bias = hp->qkv_bias ? align_up((size_t)(c->n_q + 2 * c->n_kv) * 4, 256) : 0;
+	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down + sz_bias;
 	size_t total = sz_embd + sz_norm + (tied ? 0 : sz_embd) + per_layer * hp->n_layer;
 	enum bg_status st = dev_alloc(&c->weights, total, "the model weights", err);
 	if (st != BG_OK)
@@ -283,11 +292,11 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_embd;
 	}
 	struct upload u = {c, m, NULL, 0, 0};
-	st = upload_weight(&u, &m->tok_embd, c->tok_embd, false, err);
+	st = upload_weight(&u, &m->tok_embd, c->tok_embd, UP_MATRIX, err);
 	if (st == BG_OK)
-		st = upload_weight(&u, &m->output_norm, c->output_norm, true, err);
+		st = upload_weight(&u, &m->output_norm, c->output_norm, UP_NORM, err);
 	if (st == BG_OK && !tied)
-		st = upload_weight(&u, &m->output, c->output, false, err);
+		st = upload_weight(&u, &m->output, c->output, UP_MATRIX, err);
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
@@ -303,25 +312,38 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_gu;
 		L->wdown = p;
 		p += sz_down;
+		L->bqkv = sz_bias ? (float *)p : NULL;
+		p += sz_bias;
 		char *qkv = (char *)L->wqkv;
-		st = upload_weight(&u, &ml->attn_norm, L->attn_norm, true, err);
+		st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->wq, qkv, false, err);
+			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->wk, qkv + (size_t)c->n_q * E * es, false, err);
+			st = upload_weight(&u, &ml->wk, qkv + (size_t)c->n_q * E * es, UP_MATRIX, err);
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->wv, qkv + (size_t)(c->n_q + c->n_kv) * E * es,
-					   false, err);
+					   UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->wo, L->wo, false, err);
+			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, true, err);
+			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->w_gate, L->wgu, false, err);
+			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + F * E * es, false, err);
+			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + F * E * es, UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->w_down, L->wdown, false, err);
+			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
+	}
+	/* The biases come after every other tensor, so that a lazy synthetic model's tensor
+	 * ids, and so its values, are the same as before biases existed. */
+	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer && hp->qkv_bias; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		float *b = c->layers[l].bqkv;
+		st = upload_weight(&u, &ml->bq, b, UP_BIAS, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->bk, b + c->n_q, UP_BIAS, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->bv, b + c->n_q + c->n_kv, UP_BIAS, err);
 	}
 	/* staging must outlive the conversions that read it */
 	cudaError_t e = cudaStreamSynchronize(c->stream);
@@ -430,6 +452,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 					   n, E, l > 0, c->xn, c->dt, s));
 		CUBLAS_CHECK(
 		    gpu_gemm(c->cublas, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv, c->dt));
+		if (L->bqkv)
+			CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, L->bqkv, n, c->ld_qkv, s));
 		CUDA_CHECK(gpu_rope(c->qkv, c->ld_qkv, d_pos, n, (int)hp->n_head,
 				    (int)hp->n_head_kv, (int)hp->head_dim, (int)hp->rope_dim,
 				    hp->rope_base, hp->rope_neox, s));

@@ -41,6 +41,12 @@ cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float 
 			    const int32_t *rows, int n_out, int n, bool write_back, void *out,
 			    enum gpu_dtype dt, cudaStream_t stream);
 
+/* ---- bias.cu ---- */
+
+/* x[t, i] += bias[i] for t < n_tok, i < width; x is [n_tok, ld] fp32. */
+cudaError_t gpu_bias_add(float *x, int ld, const float *bias, int n_tok, int width,
+			 cudaStream_t stream);
+
 /* ---- rope.cu ---- */
 
 /* Rotates, in place, the first n_head + n_head_kv heads of each row of qkv ([n_tok, ld],

@@ -436,6 +436,23 @@ static void test_kv_write(void)
 	}
 }
 
+static void test_bias(void)
+{
+	int n_tok = 37, width = 896 + 2 * 128, ld = width + 5; /* qwen2.5-0.5b's Q|K|V */
+	std::vector<float> x = rand_vec((size_t)n_tok * ld, -3, 3), b = rand_vec(width, -2, 2);
+	float *dx = dev_vec(x), *db = dev_vec(b);
+	REQUIRE(gpu_bias_add(dx, ld, db, n_tok, width, 0));
+	std::vector<float> got = dev_download<float>(dx, x.size()), want = x;
+	for (int t = 0; t < n_tok; t++)
+		for (int i = 0; i < width; i++)
+			want[(size_t)t * ld + i] += b[i];
+	/* one fp32 addition, correctly rounded on both sides: exact; the columns past width
+	 * must be untouched */
+	check_close("bias_add", got, want, 0, 0);
+	cudaFree(dx);
+	cudaFree(db);
+}
+
 static void test_swiglu(void)
 {
 	for (enum gpu_dtype dt : all_dt) {
@@ -1068,6 +1085,7 @@ int main(void)
 	test_rmsnorm();
 	test_rope();
 	test_kv_write();
+	test_bias();
 	test_swiglu();
 	test_gemm(h);
 	test_attention(prop.multiProcessorCount);

@@ -1,0 +1,22 @@
+/* bias: the Q, K and V projection biases of qwen2, added to the fp32 QKV rows after the
+ * fused QKV GEMM and before RoPE, as the CPU backend adds them (one addition per element,
+ * so the result is the GEMM's value plus the bias, rounded once). */
+#include "gpu_ops.cuh"
+
+/* One block per token row; the threads stride over its columns. */
+__global__ void bias_add_kernel(float *x, int ld, const float *bias, int width)
+{
+	float *row = x + (int64_t)blockIdx.x * ld;
+	for (int i = threadIdx.x; i < width; i += blockDim.x)
+		row[i] += bias[i];
+}
+
+cudaError_t gpu_bias_add(float *x, int ld, const float *bias, int n_tok, int width,
+			 cudaStream_t stream)
+{
+	if (n_tok <= 0 || width <= 0)
+		return cudaSuccess;
+	int threads = width >= 256 ? 256 : ((width + 31) / 32) * 32;
+	bias_add_kernel<<<n_tok, threads, 0, stream>>>(x, ld, bias, width);
+	return cudaGetLastError();
+}
