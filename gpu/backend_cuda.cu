@@ -319,7 +319,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->wk, qkv + (size_t)c->n_q * E * es, UP_MATRIX, err);
+			st = upload_weight(&u, &ml->wk, qkv + (size_t)c->n_q * E * es, UP_MATRIX,
+					   err);
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->wv, qkv + (size_t)(c->n_q + c->n_kv) * E * es,
 					   UP_MATRIX, err);
@@ -330,7 +331,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + F * E * es, UP_MATRIX, err);
+			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + F * E * es, UP_MATRIX,
+					   err);
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
 	}
