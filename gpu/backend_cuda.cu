@@ -99,6 +99,7 @@ struct cuda_ctx {
 	 * lives in d_gmeta at a layout fixed per bucket: tokens, pos, slots, tok_bt, rows,
 	 * list [Bp each], then the packed block tables. Disabled by BG_CUDA_GRAPHS=0. */
 	bool graphs_on;
+	int graph_ctx; /* the context the graph metadata and split counts are sized for */
 	cudaGraphExec_t graph[CUDA_GRAPH_BUCKETS];
 	int32_t *d_gmeta, *h_gmeta;
 	size_t gmeta_cap; /* int32s */
@@ -581,11 +582,11 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		struct pass ps = {Bp, Bp, 0, 0, 0, Bp};
 		struct pass_ptrs pp = {d,	   d + Bp,     d + 2 * Bp, d + 3 * Bp,
 				       d + 4 * Bp, d + 6 * Bp, NULL,	   d + 5 * Bp};
-		/* The split count is baked into the graph: size it for long contexts (each
-		 * token splits its own context, so short ones only get short splits). */
-		int n_split =
-		    gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.head_dim,
-					 CUDA_GRAPH_MAX_CTX, c->n_sm, CUDA_PARTIAL_FLOATS);
+		/* The split count is baked into the graph: size it for the longest context
+		 * the model allows (each token splits its own context, so short ones only
+		 * get short splits, but splits past a short context are empty blocks). */
+		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.head_dim,
+						   c->graph_ctx, c->n_sm, CUDA_PARTIAL_FLOATS);
 		cudaGraph_t g = NULL;
 		CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
 		enum bg_status st = run_pass(c, &ps, &pp, n_split, 0, err);
@@ -1195,12 +1196,13 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	const char *ge = getenv("BG_CUDA_GRAPHS");
 	c->graphs_on = !(ge && strcmp(ge, "0") == 0);
 	if (c->graphs_on) {
-		uint32_t ctx = hp->n_ctx_train && hp->n_ctx_train < CUDA_GRAPH_MAX_CTX
-				   ? hp->n_ctx_train
+		c->graph_ctx = hp->n_ctx_train && hp->n_ctx_train < CUDA_GRAPH_MAX_CTX
+				   ? (int)hp->n_ctx_train
 				   : CUDA_GRAPH_MAX_CTX;
-		c->gmeta_cap =
-		    6 * (size_t)CUDA_GRAPH_MAX_B +
-		    (size_t)CUDA_GRAPH_MAX_B * ((ctx + c->block_size - 1) / c->block_size) + 1;
+		c->gmeta_cap = 6 * (size_t)CUDA_GRAPH_MAX_B +
+			       (size_t)CUDA_GRAPH_MAX_B *
+				   ((c->graph_ctx + c->block_size - 1) / c->block_size) +
+			       1;
 		CUDA_CHECK(cudaEventCreateWithFlags(&c->gmeta_ev, cudaEventDisableTiming));
 		CUDA_CHECK(cudaMallocHost((void **)&c->h_gmeta, c->gmeta_cap * 4));
 		st = dev_alloc((void **)&c->d_gmeta, c->gmeta_cap * 4, "graph metadata", err);
