@@ -104,10 +104,12 @@ bench)
 	setup
 	build
 	m=synthetic:llama-3-8b
-	$bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.jsonl"
+	# Each step has a time limit, so that one slow step leaves time for the others
+	# within the device tool's 10 minutes a command.
+	timeout 150 $bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.jsonl"
 	# 128/128x1024 is F1's shape at a count transformers can finish (the hf stage).
 	for w in V2 F1 128/128x1024; do
-		$bld/batchgen bench --device cuda -m $m --workload $w --warmup 32 \
+		timeout 150 $bld/batchgen bench --device cuda -m $m --workload $w --warmup 32 \
 			--report "$out/$(echo $w | tr / _).json" 2>&1 | tee -a "$out/bench.log"
 	done
 	;;

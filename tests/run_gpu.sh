@@ -41,9 +41,12 @@ else
 	# memcheck slows every kernel launch by orders of magnitude: gpu_test_engine runs a
 	# reduced workload there (24 requests of at most 8 tokens, which still fills batches,
 	# preempts under max-util and checks agreement) instead of its 200 requests
+	# Each program under memcheck gets BG_MEMCHECK_TIMEOUT seconds (default 300; exit
+	# 124 counts as a failure), so that one slow program cannot take a GPU session.
 	for t in "${progs[@]}"; do
 		run_one "memcheck:$(basename "$t")" env BG_GPU_ENGINE_N=24 \
-			BG_GPU_ENGINE_MAX_TOKENS=8 "$san" --tool memcheck --error-exitcode 99 "$t"
+			BG_GPU_ENGINE_MAX_TOKENS=8 timeout "${BG_MEMCHECK_TIMEOUT:-300}" \
+			"$san" --tool memcheck --error-exitcode 99 "$t"
 	done
 fi
 
