@@ -6,8 +6,9 @@
 #   bash bench/gpu_session.sh pack          here, before the first device call: fills .gpu/
 #                                           (git-ignored) with what the GPU machine lacks
 #   bash bench/gpu_session.sh tests         there: build, then `make test-gpu`
-#   bash bench/gpu_session.sh bench         there: B1 (gpu_decode), V2 and F1 on an
-#                                           8B-shaped bf16 model through `batchgen bench`
+#   bash bench/gpu_session.sh bench [W...]  there: B1 (gpu_decode), V2, F1 and
+#                                           128/128x1024 on an 8B-shaped bf16 model
+#                                           through `batchgen bench` (or the W named)
 #   bash bench/gpu_session.sh hf [SPEC...]  there: the same workloads through Hugging Face
 #                                           transformers (static cache and generate_batch)
 #
@@ -104,12 +105,16 @@ bench)
 	setup
 	build
 	m=synthetic:llama-3-8b
-	# Each step has a time limit, so that one slow step leaves time for the others
-	# within the device tool's 10 minutes a command.
-	timeout 150 $bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.jsonl"
-	# 128/128x1024 is F1's shape at a count transformers can finish (the hf stage).
-	for w in V2 F1 128/128x1024; do
-		timeout 150 $bld/batchgen bench --device cuda -m $m --workload $w --warmup 32 \
+	# B1 is bench/gpu_decode; 128/128x1024 is F1's shape at a count transformers can
+	# finish (the hf stage). Each step has a time limit, so that one slow step leaves
+	# time for the others; name fewer steps to split them over two commands.
+	[ $# -gt 0 ] || set -- B1 V2 F1 128/128x1024
+	for w in "$@"; do
+		if [ "$w" = B1 ]; then
+			timeout 120 $bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.jsonl"
+			continue
+		fi
+		timeout 200 $bld/batchgen bench --device cuda -m $m --workload $w --warmup 32 \
 			--report "$out/$(echo $w | tr / _).json" 2>&1 | tee -a "$out/bench.log"
 	done
 	;;
