@@ -68,6 +68,19 @@ if need_jq; then
 fi
 check "the summary went to stderr" grep -q "requests" "$TMP/err.txt"
 
+# A line without "id" is known by its line number: an explicit id equal to another line's
+# number is the same id, whichever comes first (cli/idset keeps line numbers apart from
+# explicit ids, so both orders must be caught).
+if command -v jq >/dev/null; then
+	printf '%s\n' '{"id":"3","prompt":"a","max_tokens":1}' '{"prompt":"b","max_tokens":1}' \
+		'{"prompt":"c","max_tokens":1}' '{"id":"2","prompt":"d","max_tokens":1}' \
+		'{"id":"03","prompt":"e","max_tokens":1}' >"$TMP/lineids.jsonl"
+	"$BATCHGEN" run -i "$TMP/lineids.jsonl" -o "$TMP/lineids.out" 2>/dev/null
+	check_eq "ids equal to another line's number are duplicates, in both orders" \
+		"$(jq -r '"\(.id) \(.error.code // "ok")"' <"$TMP/lineids.out" | tr '\n' ,)" \
+		"3 ok,2 ok,3 duplicate_id,2 duplicate_id,03 ok,"
+fi
+
 # ---- the first 1000 lines through stdin and -o: the same results ----------------------
 head -n 1000 "$in" | "$BATCHGEN" --device cpu -q -o "$TMP/out2.jsonl" >"$TMP/stdout2.txt" 2>"$TMP/err2.txt"
 check_eq "exit status via stdin" "$?" 1
