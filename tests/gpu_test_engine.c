@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "engine_util.h"
+#include "gpu_util.h"
 #include "core/backend_cpu.h"
 #include "core/engine.h"
 #include "core/model.h"
@@ -258,21 +259,6 @@ static void compare(const char *name, struct request *const *ref, struct request
 
 /* ---- setup ---- */
 
-static struct backend *make(const struct model *m, bool cuda, int64_t kv_tokens)
-{
-	struct backend_config cfg = {0};
-	cfg.block_size = 16;
-	cfg.kv_tokens = kv_tokens;
-	cfg.mem_fraction = 0.9f;
-	cfg.n_threads = 0;
-	struct backend *b = NULL;
-	struct bg_err err = {0};
-	enum bg_status st =
-	    cuda ? backend_cuda_create(m, &cfg, &b, &err) : backend_cpu_create(m, &cfg, &b, &err);
-	CHECK(st == BG_OK, "%s backend: %s", cuda ? "cuda" : "cpu", err.msg);
-	return st == BG_OK ? b : NULL;
-}
-
 static int32_t env_int(const char *name, int32_t def)
 {
 	const char *v = getenv(name);
@@ -324,9 +310,9 @@ int main(void)
 	/* big: no-evict with 96 requests of up to 148 tokens (10 blocks) fits at once.
 	 * small: 16 blocks of 16; a request needs up to 10, so max-util with 64 in flight
 	 * must preempt, while every request still fits the pool alone. */
-	struct backend *big = m ? make(m, true, 32768) : NULL;
-	struct backend *small = m ? make(m, true, 256) : NULL;
-	struct backend *cpu = m ? make(m, false, 32768) : NULL;
+	struct backend *big = m ? gpu_util_backend(m, true, 16, 32768) : NULL;
+	struct backend *small = m ? gpu_util_backend(m, true, 16, 256) : NULL;
+	struct backend *cpu = m ? gpu_util_backend(m, false, 16, 32768) : NULL;
 	if (!tok || !big || !small || !cpu)
 		goto out;
 	struct model_hparams hp = m->hp;

@@ -21,6 +21,7 @@
 #include "../core/model.h"
 #include "../gpu/backend_cuda.h"
 #include "check.h"
+#include "gpu_util.h"
 #include "ref_outputs.h"
 
 #define MAXTOK 64
@@ -37,21 +38,6 @@ static struct model *load(const char *rel)
 	enum bg_status st = model_load(path, &m, &err);
 	CHECK(st == BG_OK, "model_load %s: %s", rel, err.msg);
 	return st == BG_OK ? m : NULL;
-}
-
-static struct backend *make(const struct model *m, bool cuda, int32_t block_size, int64_t kv_tokens)
-{
-	struct backend_config cfg = {0};
-	cfg.block_size = block_size;
-	cfg.kv_tokens = kv_tokens;
-	cfg.mem_fraction = 0.9f;
-	cfg.n_threads = 2;
-	struct backend *b = NULL;
-	struct bg_err err = {0};
-	enum bg_status st =
-	    cuda ? backend_cuda_create(m, &cfg, &b, &err) : backend_cpu_create(m, &cfg, &b, &err);
-	CHECK(st == BG_OK, "%s backend: %s", cuda ? "cuda" : "cpu", err.msg);
-	return st == BG_OK ? b : NULL;
 }
 
 /* One sequence driven step by step. */
@@ -154,8 +140,8 @@ static void test_stories(void)
 	int n_gen = ref_json_ints(
 	    cJSON_GetObjectItem(cJSON_GetObjectItem(ref, "generated"), "token_ids"), want, MAXTOK);
 	CHECK(n_prompt == 5 && n_gen == 32, "reference: %d prompt, %d generated", n_prompt, n_gen);
-	struct backend *g = make(m, true, 16, 8192);
-	struct backend *c = make(m, false, 16, 8192);
+	struct backend *g = gpu_util_backend(m, true, 16, 8192);
+	struct backend *c = gpu_util_backend(m, false, 16, 8192);
 	if (!g || !c)
 		goto out;
 	int V = g->n_vocab;
@@ -361,7 +347,7 @@ static void test_stories(void)
 	/* 6. decode through CUDA graphs (the default) equals decode without them */
 	{
 		setenv("BG_CUDA_GRAPHS", "0", 1);
-		struct backend *ng = make(m, true, 16, 8192);
+		struct backend *ng = gpu_util_backend(m, true, 16, 8192);
 		unsetenv("BG_CUDA_GRAPHS");
 		if (ng) {
 			static struct seq sa, sb;
@@ -416,7 +402,7 @@ static void test_tiny_random(void)
 		cJSON_Delete(ref);
 		return;
 	}
-	struct backend *g = make(m, true, 32, 1024);
+	struct backend *g = gpu_util_backend(m, true, 32, 1024);
 	if (!g)
 		goto out;
 	static struct seq s;
@@ -475,8 +461,8 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		CHECK(0, "model_open %s: %s", spec, err.msg);
 		return;
 	}
-	struct backend *g = make(m, true, 16, 512);
-	struct backend *c = make(m, false, 16, 512);
+	struct backend *g = gpu_util_backend(m, true, 16, 512);
+	struct backend *c = gpu_util_backend(m, false, 16, 512);
 	if (g && c) {
 		static struct seq sg, sc;
 		int32_t toks[24], blocks[4] = {0, 1, 2, 3};
@@ -526,7 +512,8 @@ static void test_lazy_synthetic(void)
 		return;
 	}
 	CHECK(m->synthetic && m->tok_embd.data == NULL, "the lazy model has host weights");
-	struct backend *a = make(m, true, 16, 1024), *b = make(m, true, 16, 1024);
+	struct backend *a = gpu_util_backend(m, true, 16, 1024),
+		       *b = gpu_util_backend(m, true, 16, 1024);
 	if (a && b) {
 		static struct seq sa, sb;
 		int32_t toks[40], blocks[3] = {0, 1, 2};
@@ -571,7 +558,7 @@ static void test_errors(void)
 	struct model *m = load("models/stories260K.gguf");
 	if (!m)
 		return;
-	struct backend *g = make(m, true, 16, 256);
+	struct backend *g = gpu_util_backend(m, true, 16, 256);
 	if (g) {
 		struct bg_err err = {0};
 		int32_t tok = 100000, table[1] = {999};
