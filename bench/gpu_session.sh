@@ -123,9 +123,13 @@ hf)
 	# V2 by default; F1's 8192 requests take transformers far longer than one command may
 	# run, so compare F1 as 128/128x1024 on both sides (bench stage: --workload 128/128x1024).
 	[ $# -gt 0 ] || set -- 256/256x1000
+	# one process per mode, each with its own time limit, so that a slow static run
+	# leaves generate_batch its turn
 	for w in "$@"; do
-		PYTHONUNBUFFERED=1 timeout 540 python3 bench/hf_transformers.py --workload "$w" \
-			--static-batch 128 2>&1 | tee -a "$out/hf.jsonl"
+		for mode in static cb; do
+			PYTHONUNBUFFERED=1 timeout 270 python3 bench/hf_transformers.py --workload "$w" \
+				--mode $mode --static-batch 128 2>&1 | tee -a "$out/hf.jsonl"
+		done
 	done
 	;;
 *)
