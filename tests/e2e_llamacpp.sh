@@ -106,46 +106,37 @@ compare_model() {
 		test $((compared * 2)) -ge $((${#which[@]} * N))
 }
 
-check "synth f32" "$BATCHGEN" synth --shape tiny --dtype f32 --seed 3 -o "$TMP/tiny-f32.gguf"
+# synth_compare LABEL MARGIN SYNTH_ARGS...: writes $TMP/LABEL.gguf with batchgen synth and
+# compares it with llama.cpp (compare_model).
+synth_compare() {
+	local label=$1 margin=$2
+	shift 2
+	check "synth $label" "$BATCHGEN" synth "$@" -o "$TMP/$label.gguf"
+	compare_model "$label" "$TMP/$label.gguf" "$margin"
+}
+
 # f32: both engines compute in f32 and differ only in summation order (~1e-6 relative), far
 # below the top-2 gaps of these models: every step must match
-compare_model tiny-f32 "$TMP/tiny-f32.gguf" 0
+synth_compare tiny-f32 0 --shape tiny --dtype f32 --seed 3
 # f16, bf16, q8_0 weights: llama.cpp's CPU matmuls first round the activations to f16
 # (relative 2^-11), bf16 (2^-8) or q8 blocks (1/254 of the block max), which moved log-probs
 # by up to ~0.025 in trials; steps whose top-2 margin is below twice that are not compared
-check "synth bf16" "$BATCHGEN" synth --shape tiny --dtype bf16 --seed 7 -o "$TMP/tiny-bf16.gguf"
-compare_model tiny-bf16 "$TMP/tiny-bf16.gguf" 0.05
-check "synth q8_0" "$BATCHGEN" synth --shape tiny --dtype q8_0 --seed 6 -o "$TMP/tiny-q8_0.gguf"
-compare_model tiny-q8_0 "$TMP/tiny-q8_0.gguf" 0.05
-
+synth_compare tiny-bf16 0.05 --shape tiny --dtype bf16 --seed 7
+synth_compare tiny-q8_0 0.05 --shape tiny --dtype q8_0 --seed 6
 if spm=$(shared vocab/ggml-vocab-llama-spm.gguf); then
-	check "synth f16 spm" "$BATCHGEN" synth --shape tiny --dtype f16 --seed 4 \
-		--vocab-from "$spm" -o "$TMP/tiny-f16-spm.gguf"
-	compare_model tiny-f16-spm "$TMP/tiny-f16-spm.gguf" 0.02
+	synth_compare tiny-f16-spm 0.02 --shape tiny --dtype f16 --seed 4 --vocab-from "$spm"
 fi
 
 # qwen2 (shape qwen2-tiny: untied output, f32 biases whatever the dtype); same margins as
 # llama's for each dtype, for the same reasons
-check "synth qwen2 f32" "$BATCHGEN" synth --shape qwen2-tiny --dtype f32 --seed 3 \
-	-o "$TMP/qwen2-f32.gguf"
-compare_model qwen2-f32 "$TMP/qwen2-f32.gguf" 0
-check "synth qwen2 f16" "$BATCHGEN" synth --shape qwen2-tiny --dtype f16 --seed 11 \
-	-o "$TMP/qwen2-f16.gguf"
-compare_model qwen2-f16 "$TMP/qwen2-f16.gguf" 0.02
-check "synth qwen2 bf16" "$BATCHGEN" synth --shape qwen2-tiny --dtype bf16 --seed 12 \
-	-o "$TMP/qwen2-bf16.gguf"
-compare_model qwen2-bf16 "$TMP/qwen2-bf16.gguf" 0.05
-check "synth qwen2 q8_0" "$BATCHGEN" synth --shape qwen2-tiny --dtype q8_0 --seed 13 \
-	-o "$TMP/qwen2-q8_0.gguf"
-compare_model qwen2-q8_0 "$TMP/qwen2-q8_0.gguf" 0.05
+synth_compare qwen2-f32 0 --shape qwen2-tiny --dtype f32 --seed 3
+synth_compare qwen2-f16 0.02 --shape qwen2-tiny --dtype f16 --seed 11
+synth_compare qwen2-bf16 0.05 --shape qwen2-tiny --dtype bf16 --seed 12
+synth_compare qwen2-q8_0 0.05 --shape qwen2-tiny --dtype q8_0 --seed 13
 # no output.weight: llama.cpp's qwen2 loader then uses token_embd for the output too
-check "synth qwen2 tied" "$BATCHGEN" synth --shape qwen2-tiny --dtype f32 --tie --seed 14 \
-	-o "$TMP/qwen2-tied.gguf"
-compare_model qwen2-tied "$TMP/qwen2-tied.gguf" 0
+synth_compare qwen2-tied 0 --shape qwen2-tiny --dtype f32 --tie --seed 14
 if qv=$(shared vocab/ggml-vocab-qwen2.gguf); then
-	check "synth qwen2 f16 qwen2-vocab" "$BATCHGEN" synth --shape qwen2-tiny --dtype f16 \
-		--seed 15 --vocab-from "$qv" -o "$TMP/qwen2-f16-bpe.gguf"
-	compare_model qwen2-f16-bpe "$TMP/qwen2-f16-bpe.gguf" 0.02
+	synth_compare qwen2-f16-bpe 0.02 --shape qwen2-tiny --dtype f16 --seed 15 --vocab-from "$qv"
 fi
 
 # the real model too: the first prompt of ../shared's reference, through the same harness
