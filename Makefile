@@ -21,7 +21,9 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90] \
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 VERSION := 0.1.0
 
-CPPFLAGS += -I. -D_GNU_SOURCE
+# One include root for core/ ("model/gguf.h": every include line names its room) and the
+# repository root for the programs outside it ("cli/options.h", "gpu/backend_cuda.h").
+CPPFLAGS += -Icore -I. -D_GNU_SOURCE
 CFLAGS += -std=c11 -Wall -Wextra -Werror -g -MMD -MP -pthread
 LDLIBS += -lcjson -lpcre2-8 -lm -ldl -pthread
 ifeq ($(SAN),1)
@@ -31,7 +33,7 @@ else
 CFLAGS += -O2
 endif
 
-CORE_SRC := $(wildcard core/*.c)
+CORE_SRC := $(wildcard core/*.c core/*/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 
@@ -44,7 +46,7 @@ GPU_CU_OBJ := $(GPU_CU_SRC:%.cu=$(BUILD)/%.cu.o)
 CUDA_PLUGIN := $(BUILD)/libbatchgen-cuda.so
 CUDA_LDFLAGS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 # nvcc warnings (device and host side) are errors, like -Werror for the C code.
-NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCH) -I. -Werror all-warnings \
+NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCH) -Icore -I. -Werror all-warnings \
 	-Xcompiler -Wall,-Wextra,-Werror,-fPIC
 # GPU tests (tests/gpu_test_*.c|cu) and the decode micro-benchmark: built with CUDA only,
 # run by `make test-gpu` (tests/run_gpu.sh), never by `make test`.
@@ -143,7 +145,7 @@ test-gpu: gpu-progs
 	@tests/run_gpu.sh $(BUILD)
 
 format:
-	clang-format -i $(CORE_SRC) $(CLI_SRC) $(wildcard core/*.h core/*.inc cli/*.h gpu/*.h gpu/*.c gpu/*.cu tests/*.c tests/*.h)
+	clang-format -i $(CORE_SRC) $(CLI_SRC) $(wildcard core/*.h core/*/*.h core/*/*.inc cli/*.h gpu/*.h gpu/*.c gpu/*.cu tests/*.c tests/*.h)
 
 install: $(BUILD)/batchgen $(CUDA_PLUGIN)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
@@ -157,4 +159,4 @@ endif
 clean:
 	rm -rf build build-san
 
--include $(wildcard $(BUILD)/*/*.d $(BUILD)/*.d)
+-include $(wildcard $(BUILD)/*/*/*.d $(BUILD)/*/*.d $(BUILD)/*.d)

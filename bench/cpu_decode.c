@@ -11,9 +11,9 @@
  * weight of the same dtype at 1, 8 and 64 tokens.
  *
  * Build (from the repository root):
- *   gcc -std=c11 -O2 -D_GNU_SOURCE -I. -pthread core/status.c core/gguf.c core/model.c \
- *       core/synth.c core/sampler.c core/threadpool.c core/cpu_kernels.c core/backend.c \
- *       core/backend_cpu.c bench/cpu_decode.c -o /tmp/cpu_decode -lcjson -lpcre2-8 -lm
+ *   gcc -std=c11 -O2 -D_GNU_SOURCE -Icore -I. -pthread core/status.c core/model/gguf.c core/model/model.c \
+ *       core/model/synth.c core/sample/sampler.c core/cpu/threadpool.c core/cpu/cpu_kernels.c core/backend.c \
+ *       core/cpu/backend_cpu.c bench/cpu_decode.c -o /tmp/cpu_decode -lcjson -lpcre2-8 -lm
  * (or link build/libbatchgen.a instead of the core sources)
  */
 #include <stdio.h>
@@ -21,12 +21,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/backend_cpu.h"
-#include "core/cpu_kernels.h"
-#include "core/gguf.h"
-#include "core/model.h"
-#include "core/synth.h"
-#include "core/threadpool.h"
+#include "cpu/backend_cpu.h"
+#include "cpu/cpu_kernels.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/synth.h"
+#include "cpu/threadpool.h"
 
 static double now(void)
 {

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/engine.h"
+#include "engine/engine.h"
 
 #define NV 64
 

@@ -27,10 +27,11 @@ header() {
 }
 
 if [ "${1:-}" != --cli ]; then
-	src="core/status.c core/kv.c core/scheduler.c core/engine.c core/request.c core/sampler.c
-	     core/gguf.c core/tok*.c bench/engine_memory.c"
+	src="core/status.c core/engine/kv.c core/engine/scheduler.c core/engine/engine.c
+	     core/engine/request.c core/sample/sampler.c core/model/gguf.c core/text/tok*.c
+	     bench/engine_memory.c"
 	# shellcheck disable=SC2086
-	$CC -std=c11 -O2 -D_GNU_SOURCE -I. -pthread $src -o "$BUILD/engine_memory" -lcjson -lpcre2-8 -lm
+	$CC -std=c11 -O2 -D_GNU_SOURCE -Icore -I. -pthread $src -o "$BUILD/engine_memory" -lcjson -lpcre2-8 -lm
 	{
 		header engine_memory "$*"
 		"$BUILD/engine_memory" "$@"

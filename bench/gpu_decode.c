@@ -24,9 +24,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/backend.h"
-#include "../core/model.h"
-#include "../gpu/backend_cuda.h"
+#include "backend.h"
+#include "model/model.h"
+#include "gpu/backend_cuda.h"
 
 static double now_s(void)
 {

@@ -27,7 +27,7 @@ fixed shape does not depend on the ids; EOS is disabled).
 
 Weights are random (bf16, the shape's config), prompts are random token ids, EOS is
 disabled (min_new_tokens = steps) so every sequence decodes exactly `steps` tokens, like
-batchgen's B1 benchmark. Shapes mirror core/synth.c.
+batchgen's B1 benchmark. Shapes mirror core/model/synth.c.
 """
 import argparse
 import json

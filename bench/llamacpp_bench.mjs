@@ -3,7 +3,7 @@
 //
 // Runs the same fixed-shape workload as `batchgen bench --workload ISL/OSLxN` through
 // llama.cpp's CPU build (node-llama-cpp from bench/node_modules): the same requests (random
-// prompt token ids re-generated here with core/workload.c's generator, checked by the
+// prompt token ids re-generated here with core/io/workload.c's generator, checked by the
 // content checksum), greedy, EOS ignored (an end-of-generation token is yielded and fed
 // back like any other), OSL tokens per request. One context with `sequences: P`; P workers
 // each own one sequence and take the next request when theirs is done, so up to P
@@ -46,7 +46,7 @@ function parseArgs(argv) {
 	return a;
 }
 
-// ---- core/workload.c's generator, transcribed (BigInt for 64-bit arithmetic) ----------
+// ---- core/io/workload.c's generator, transcribed (BigInt for 64-bit arithmetic) ----------
 const M64 = (1n << 64n) - 1n;
 function fmix(z) {
 	z = ((z ^ (z >> 30n)) * 0xBF58476D1CE4E5B9n) & M64;

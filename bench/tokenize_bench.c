@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/gguf.h"
-#include "core/tokenizer.h"
+#include "model/gguf.h"
+#include "text/tokenizer.h"
 
 static double now(void)
 {

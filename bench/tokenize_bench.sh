@@ -27,7 +27,8 @@ trap 'rm -rf "$work"' EXIT
 	exit 2
 }
 cc=${CC:-cc}
-$cc -std=c11 -O2 -D_GNU_SOURCE -I. core/status.c core/gguf.c core/tok_split.c core/tokenizer.c core/tok_encode.c \
+$cc -std=c11 -O2 -D_GNU_SOURCE -Icore -I. core/status.c core/model/gguf.c core/text/tok_split.c \
+	core/text/tokenizer.c core/text/tok_encode.c \
 	bench/tokenize_bench.c -o "$work/tokenize_bench" -lpcre2-8
 
 # ---- corpus: deterministic, valid UTF-8, ~10 MB ----
@@ -55,7 +56,7 @@ field() { sed -E "s/.*\"$1\": ?([0-9.e+-]+).*/\1/"; }
 
 machine=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- core/tokenizer.c core/tok_split.c core/tok_encode.c core/tok_internal.h 2>/dev/null || commit="$commit (tokenizer sources modified)"
+git diff --quiet HEAD -- core/text/ 2>/dev/null || commit="$commit (tokenizer sources modified)"
 date_utc=$(date -u +%Y-%m-%dT%H:%MZ)
 load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 table="| vocab | chunks | tokens | batchgen MB/s | llama.cpp MB/s | ratio | ids identical |

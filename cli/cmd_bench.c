@@ -32,12 +32,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/engine.h"
-#include "../core/workload.h"
-#include "../gpu/backend_cuda.h"
-#include "commands.h"
-#include "options.h"
-#include "version.h"
+#include "engine/engine.h"
+#include "io/workload.h"
+#include "gpu/backend_cuda.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/version.h"
 
 #define BENCH_SCHEMA "batchgen-bench/1"
 /* The warm-up set's seed differs from the measured one by this constant ("WARMUP"). */

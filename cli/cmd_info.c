@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "core/gguf.h"
-#include "core/model.h"
+#include "model/gguf.h"
+#include "model/model.h"
 
 static void info_usage(FILE *f)
 {

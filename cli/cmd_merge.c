@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "lines.h"
+#include "cli/commands.h"
+#include "cli/lines.h"
 
 static void merge_usage(FILE *f)
 {

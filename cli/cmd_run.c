@@ -33,15 +33,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/chat.h"
-#include "../core/engine.h"
-#include "../core/jsonl.h"
-#include "commands.h"
-#include "idset.h"
-#include "lines.h"
-#include "options.h"
-#include "progress.h"
-#include "resume.h"
+#include "text/chat.h"
+#include "engine/engine.h"
+#include "io/jsonl.h"
+#include "cli/commands.h"
+#include "cli/idset.h"
+#include "cli/lines.h"
+#include "cli/options.h"
+#include "cli/progress.h"
+#include "cli/resume.h"
 
 #define MAX_LOGGED_ERRORS 5 /* error results also named on stderr; the rest are counted */
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "core/gguf.h"
-#include "core/synth.h"
+#include "model/gguf.h"
+#include "model/synth.h"
 
 static void synth_usage(FILE *f)
 {

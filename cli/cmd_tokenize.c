@@ -9,8 +9,8 @@
 #include <cjson/cJSON.h>
 
 #include "cli/commands.h"
-#include "core/gguf.h"
-#include "core/tokenizer.h"
+#include "model/gguf.h"
+#include "text/tokenizer.h"
 
 static void tokenize_usage(FILE *f)
 {

@@ -1,4 +1,4 @@
-#include "idset.h"
+#include "cli/idset.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "lines.h"
+#include "cli/lines.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>

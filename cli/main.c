@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "options.h"
+#include "cli/commands.h"
+#include "cli/options.h"
 
 static const struct {
 	const char *name;

@@ -1,4 +1,4 @@
-#include "options.h"
+#include "cli/options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/backend_cpu.h"
-#include "../gpu/backend_cuda.h"
-#include "version.h"
+#include "cpu/backend_cpu.h"
+#include "gpu/backend_cuda.h"
+#include "cli/version.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* The table                                                                            */

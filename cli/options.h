@@ -18,14 +18,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../core/backend.h"
-#include "../core/engine.h"
-#include "../core/jsonl.h"
-#include "../core/model.h"
-#include "../core/request.h"
-#include "../core/sampler.h"
-#include "../core/status.h"
-#include "../core/tokenizer.h"
+#include "backend.h"
+#include "engine/engine.h"
+#include "io/jsonl.h"
+#include "model/model.h"
+#include "engine/request.h"
+#include "sample/sampler.h"
+#include "status.h"
+#include "text/tokenizer.h"
 
 /* Which commands an option belongs to (a mask). */
 enum opt_cmd {

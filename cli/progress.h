@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../core/engine.h"
-#include "../core/request.h"
-#include "../core/status.h"
+#include "engine/engine.h"
+#include "engine/request.h"
+#include "status.h"
 
 struct progress;
 

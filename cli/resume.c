@@ -1,4 +1,4 @@
-#include "resume.h"
+#include "cli/resume.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../core/jsonl.h"
+#include "io/jsonl.h"
 
 /* Whether a result line reports an error: native {"error": {...}}, or OpenAI's form with
  * a response status other than 200 or a top-level error. */

@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "../core/status.h"
-#include "idset.h"
+#include "status.h"
+#include "cli/idset.h"
 
 struct resume_stats {
 	int64_t n_kept;	  /* results kept */

@@ -1,4 +1,4 @@
-#include "version.h"
+#include "cli/version.h"
 
 #ifndef BG_VERSION
 #define BG_VERSION "0.0.0"

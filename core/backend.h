@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "sampler.h"
+#include "model/model.h"
+#include "sample/sampler.h"
 #include "status.h"
 
 /* One sequence's share of a forward pass: n_tokens new tokens at positions

@@ -19,7 +19,7 @@
  * head (GQA) run side by side and read that head's K/V from L2 instead of DRAM. Scores
  * and the softmax are fp32 whatever the storage type of K/V.
  */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 #define ATTN_WARPS 4
 

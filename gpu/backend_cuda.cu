@@ -20,7 +20,7 @@
  * wait for the stream. A device error leaves the context usable only for destroy when it
  * is sticky (the CUDA runtime then fails every later call, which becomes BG_ERR_DEVICE).
  */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 #include <math.h>
 #include <stdarg.h>
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin.h"
+#include "gpu/plugin.h"
 
 #define CUDA_DEFAULT_CAP_TOK 2048	 /* tokens per pass (activations) */
 #define CUDA_SAMPLE_GROUP    64		 /* rows per sampling launch (bounds the work buffer) */
@@ -206,7 +206,7 @@ struct upload {
 enum upload_kind {
 	UP_MATRIX, /* storage type dt; synthetic values N(0, 0.02^2) */
 	UP_NORM,   /* fp32; synthetic values 1 */
-	UP_BIAS,   /* fp32; synthetic values N(0, 0.5^2), like core/synth.c's biases */
+	UP_BIAS,   /* fp32; synthetic values N(0, 0.5^2), like core/model/synth.c's biases */
 };
 
 /* Fills dst (elements of dt, or fp32 for norms and biases) with weight w. */

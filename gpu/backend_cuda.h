@@ -7,7 +7,7 @@
 #ifndef BG_BACKEND_CUDA_H
 #define BG_BACKEND_CUDA_H
 
-#include "../core/backend.h"
+#include "backend.h"
 
 /* Number of CUDA devices usable now: 0 without the library, the driver, or a device.
  * Without the NVIDIA driver it answers without loading the library. */

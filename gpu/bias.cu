@@ -1,7 +1,7 @@
 /* bias: the Q, K and V projection biases of qwen2, added to the fp32 QKV rows after the
  * fused QKV GEMM and before RoPE, as the CPU backend adds them (one addition per element,
  * so the result is the GEMM's value plus the bias, rounded once). */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 /* One block per token row; the threads stride over its columns. */
 __global__ void bias_add_kernel(float *x, int ld, const float *bias, int width)

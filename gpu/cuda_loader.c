@@ -6,8 +6,8 @@
  * the executable's folder (make install). A build without CUDA has no library, and every
  * entry point says so.
  */
-#include "backend_cuda.h"
-#include "plugin.h"
+#include "gpu/backend_cuda.h"
+#include "gpu/plugin.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /* embed: the token embedding gather, widening the stored rows to the fp32 residual. */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 template <typename T>
 __global__ void embed_kernel(const T *embd, const int32_t *tokens, int n_embd, float *x)

@@ -1,7 +1,7 @@
 /* gemm: every projection of the model as one cuBLAS call over all tokens of the
  * iteration. Row-major y[n_tok, n_out] = x[n_tok, n_in] W^T is, in cuBLAS's column-major
  * terms, Y(n_out x n_tok) = W^T(n_out x n_in) X(n_in x n_tok) with W stored (n_in x n_out). */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y, int n_out,
 			int n_in, int n_tok, int ldy, enum gpu_dtype dt)

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 extern "C" {
-#include "../core/status.h"
+#include "status.h"
 }
 
 #define CUDA_CHECK(call)                                                                           \

@@ -8,10 +8,10 @@
 #ifndef BG_GPU_OPS_CUH
 #define BG_GPU_OPS_CUH
 
-#include "gpu_common.cuh"
+#include "gpu/gpu_common.cuh"
 
 extern "C" {
-#include "../core/sampler.h"
+#include "sample/sampler.h"
 }
 
 /* ---- weights.cu ---- */
@@ -130,7 +130,7 @@ cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y
 
 /* ---- sample.cu ---- */
 
-/* One row to sample, as the device sees it (see core/sampler.h for the definition). */
+/* One row to sample, as the device sees it (see core/sample/sampler.h for the definition). */
 struct gpu_sample_row {
 	int32_t logits_row;
 	int32_t forced;	   /* >= 0: score this token; -1: sample */

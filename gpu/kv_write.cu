@@ -1,5 +1,5 @@
 /* kv_write: stores the new tokens' K and V rows into their paged slots. */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 template <typename T>
 __global__ void kv_write_kernel(const float *qkv, int ld, int k_col, int v_col,

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#include "../core/backend.h"
+#include "backend.h"
 
 #define GPU_PLUGIN_ABI	1
 #define GPU_PLUGIN_FILE "libbatchgen-cuda.so"

@@ -1,6 +1,6 @@
 /* rmsnorm: the residual add fused with the RMS normalization that follows it. The
  * residual stream stays fp32; the normalized row is stored as the next GEMM's input. */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 template <typename T>
 __global__ void add_rmsnorm_kernel(float *x, const float *delta, const float *w, float eps,

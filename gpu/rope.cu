@@ -1,5 +1,5 @@
 /* rope: rotary position embedding of the q and k heads, in place in the fp32 QKV rows. */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 /* One block per token; thread k handles rotation pair k of one head. The angle and its
  * sine/cosine are computed in double and rounded to fp32, as the CPU backend does: in

@@ -1,4 +1,4 @@
-/* sample: core/sampler.c's definition of sampling, on the device, one block per row, so
+/* sample: core/sample/sampler.c's definition of sampling, on the device, one block per row, so
  * that only the sampler_result structs cross to the host.
  *
  * The CPU sorts candidates by (value desc, id asc) and walks them. Here the same total
@@ -16,7 +16,7 @@
  * involve no such sum in a decision and match the CPU exactly (up to the last bit of
  * the log-prob, whose double log-sum-exp is summed in a different order).
  */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 #define SAMPLE_THREADS 512
 #define SAMPLE_WARPS   (SAMPLE_THREADS / 32)

@@ -1,5 +1,5 @@
 /* swiglu: the gated activation between the fused gate/up GEMM and the down GEMM. */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 template <typename T> __global__ void swiglu_kernel(const float *gu, int64_t n, int n_ff, T *out)
 {

@@ -1,6 +1,6 @@
 /* weights: converting GGUF tensors to the device storage type, and the seeded random
  * weights of a lazy synthetic model (made on the device: no host copy of 8B parameters). */
-#include "gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 template <typename T>
 __global__ void convert_kernel(const void *src, int src_type, uint64_t n, T *dst)

@@ -71,7 +71,8 @@ static inline void *check_read_file(const char *path, size_t *len)
 		n = ftell(f);
 	char *buf = NULL;
 	if (n >= 0 && fseek(f, 0, SEEK_SET) == 0)
-		buf = (char *)malloc((size_t)n + 1); /* a cast: gpu_test_kernels.cu includes this as C++ */
+		buf = (char *)malloc((size_t)n +
+				     1); /* a cast: gpu_test_kernels.cu includes this as C++ */
 	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
 		free(buf);
 		buf = NULL;

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/engine.h"
-#include "core/request.h"
+#include "engine/engine.h"
+#include "engine/request.h"
 
 /* A seeded xorshift64 draw in [0, n): reproducible, not good, randomness. */
 static inline uint32_t engine_util_rnd(uint64_t *state, uint32_t n)

@@ -25,9 +25,9 @@
 #include "check.h"
 #include "engine_util.h"
 #include "gpu_util.h"
-#include "core/backend_cpu.h"
-#include "core/engine.h"
-#include "core/model.h"
+#include "cpu/backend_cpu.h"
+#include "engine/engine.h"
+#include "model/model.h"
 #include "gpu/backend_cuda.h"
 
 /* Greedy flips are accepted only where the reference's top-1 and the other run's token

@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "../gpu/gpu_ops.cuh"
+#include "gpu/gpu_ops.cuh"
 
 extern "C" {
-#include "../core/half.h"
-#include "../core/sampler.h"
-#include "../gpu/plugin.h"
+#include "model/half.h"
+#include "sample/sampler.h"
+#include "gpu/plugin.h"
 }
 #include "check.h"
 
@@ -871,7 +871,7 @@ static void test_sample(void)
 		}
 		/* Tokens must be identical: the decisions are exact except when u * total lies
 		 * within ~1e-7 relative of a cumulative boundary (probability ~1e-6 per row). */
-		CHECK(tok_bad == 0, "V %d: %d of %d sampled tokens differ from core/sampler.c", V,
+		CHECK(tok_bad == 0, "V %d: %d of %d sampled tokens differ from core/sample/sampler.c", V,
 		      tok_bad, n_rows);
 		CHECK(lp_bad == 0, "V %d: %d log-probs differ", V, lp_bad);
 		CHECK(top_bad == 0, "V %d: %d top-n lists differ", V, top_bad);

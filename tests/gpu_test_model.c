@@ -1,5 +1,5 @@
 /* gpu_test_model: the CUDA backend as a whole against llama.cpp's reference outputs
- * (../shared/models/ref_outputs) and against the CPU backend (core/backend_cpu.c):
+ * (../shared/models/ref_outputs) and against the CPU backend (core/cpu/backend_cpu.c):
  *   - stories260K (F32 path, F32 KV): greedy 32 tokens equal llama.cpp's, token for token;
  *     every step's logits equal the CPU backend's within fp32 summation-order tolerance;
  *   - the same generation batched 4 ways at once (whole prompt, chunks of 2, one token at
@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/backend_cpu.h"
-#include "../core/model.h"
-#include "../gpu/backend_cuda.h"
+#include "cpu/backend_cpu.h"
+#include "model/model.h"
+#include "gpu/backend_cuda.h"
 #include "check.h"
 #include "gpu_util.h"
 #include "ref_outputs.h"
@@ -300,7 +300,7 @@ static void test_stories(void)
 		}
 	}
 
-	/* 5. sampling through backend->sample equals core/sampler.c on the same logits (the
+	/* 5. sampling through backend->sample equals core/sample/sampler.c on the same logits (the
 	 * GPU's own, read back), RNG stream included */
 	{
 		static struct seq sg;
@@ -340,7 +340,7 @@ static void test_stories(void)
 		/* exact but for u * total landing within ~1e-7 of a boundary (see gpu/sample.cu);
 		 * the log-prob's double log-sum-exp may round differently in the last bit only
 		 * in rare cases, which would show here as a failure worth a look */
-		CHECK(bad < 0, "step %d: backend->sample differs from core/sampler.c", bad);
+		CHECK(bad < 0, "step %d: backend->sample differs from core/sample/sampler.c", bad);
 		CHECK(memcmp(&rg, &rc, sizeof rg) == 0, "the RNG streams diverged");
 		free(scratch);
 	}

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "core/backend_cpu.h"
-#include "core/model.h"
+#include "cpu/backend_cpu.h"
+#include "model/model.h"
 #include "gpu/backend_cuda.h"
 
 static inline struct backend *gpu_util_backend(const struct model *m, bool cuda, int32_t block_size,

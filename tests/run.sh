@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# run.sh BUILD_DIR LABEL: runs every test program in BUILD_DIR/tests and every
-# tests/e2e_*.sh against BUILD_DIR/batchgen, one line per test, then a total line
-# "LABEL: N passed, N failed". Each test's output goes to BUILD_DIR/tests/NAME.log.
+# run.sh BUILD_DIR LABEL: runs the layering check (tests/layers.sh), every test program in
+# BUILD_DIR/tests and every tests/e2e_*.sh against BUILD_DIR/batchgen, one line per test,
+# then a total line "LABEL: N passed, N failed". Each test's output goes to BUILD_DIR/tests/NAME.log.
 set -u
 build=$1
 label=${2:-tests}
@@ -9,6 +9,8 @@ label=${2:-tests}
 RUN_NAME_WIDTH=28
 RUN_FAIL_RE='FAIL|ERROR|Sanitizer|runtime error'
 run_init "$build"
+
+run_one layers bash tests/layers.sh
 
 for t in "$logdir"/test_*; do
 	[ -x "$t" ] && [ -f "$t" ] || continue

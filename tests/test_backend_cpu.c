@@ -3,15 +3,15 @@
  * table), chunking invariance of the paged KV cache, swap and copy round trips; qwen2
  * (Q/K/V biases, NeoX RoPE) against the double forward, and the biases' effects that
  * follow from attention's algebra. */
-#include "../core/backend_cpu.h"
+#include "cpu/backend_cpu.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-#include "../core/cpu_kernels.h"
-#include "../core/half.h"
-#include "../core/model.h"
-#include "../core/synth.h"
+#include "cpu/cpu_kernels.h"
+#include "model/half.h"
+#include "model/model.h"
+#include "model/synth.h"
 #include "check.h"
 #include "ref_outputs.h"
 

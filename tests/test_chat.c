@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/chat.h"
-#include "core/gguf.h"
+#include "text/chat.h"
+#include "model/gguf.h"
 
 /* llama.cpp's test conversation. */
 static const struct chat_message conv[] = {

@@ -6,11 +6,11 @@
  * resume_scan on hand-made output files.
  *
  * cli/ is not part of libbatchgen.a, so the sources are compiled into this program. */
-#include "../cli/idset.c"
-#include "../cli/options.c"
-#include "../cli/progress.c"
-#include "../cli/resume.c"
-#include "../cli/version.c"
+#include "cli/idset.c"
+#include "cli/options.c"
+#include "cli/progress.c"
+#include "cli/resume.c"
+#include "cli/version.c"
 
 #include <stdarg.h>
 

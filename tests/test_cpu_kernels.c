@@ -3,9 +3,9 @@
  * a plain-C emulation of its summation order, plus the invariant that batch invariance
  * rests on: a (row, token) result is bitwise the same whatever the tile, the number of
  * tokens, the row range or the strides. */
-#include "../core/cpu_kernels.h"
+#include "cpu/cpu_kernels.h"
 
-#include "../core/half.h"
+#include "model/half.h"
 #include "check.h"
 
 static uint64_t rng_state = 0x1234567887654321ull;

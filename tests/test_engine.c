@@ -16,8 +16,8 @@
  */
 #include "check.h"
 #include "engine_util.h"
-#include "core/engine.h"
-#include "core/gguf.h"
+#include "engine/engine.h"
+#include "model/gguf.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

@@ -2,12 +2,12 @@
  * Python reading of stories260K.gguf), the v1 refusal, a writer round trip of every value
  * type and tensor dtype, and hostile inputs: every truncation of the metadata region,
  * seeded byte flips, and hand-made absurd counts, sizes, alignments and shapes. */
-#include "core/gguf.h"
+#include "model/gguf.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "tests/check.h"
+#include "check.h"
 
 static bool str_is(struct gguf_str s, const char *want)
 {

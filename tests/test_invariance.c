@@ -15,9 +15,9 @@
 #include "check.h"
 #include "engine_util.h"
 #include "ref_outputs.h"
-#include "core/backend_cpu.h"
-#include "core/engine.h"
-#include "core/model.h"
+#include "cpu/backend_cpu.h"
+#include "engine/engine.h"
+#include "model/model.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/chat.h"
-#include "core/gguf.h"
-#include "core/jsonl.h"
-#include "core/tokenizer.h"
+#include "text/chat.h"
+#include "model/gguf.h"
+#include "io/jsonl.h"
+#include "text/tokenizer.h"
 
 /* ---- helpers ---- */
 

@@ -1,7 +1,7 @@
 /* test_kv: the KV block pool under random workloads, with its invariants checked after
  * every operation, plus hand-checked allocation order and failure behaviour. */
 #include "check.h"
-#include "core/kv.h"
+#include "engine/kv.h"
 
 #include <stdint.h>
 

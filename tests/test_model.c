@@ -2,15 +2,15 @@
  * ../shared/models/README.md), refusals (vocab-only, v1, other architectures, misshapen or
  * missing tensors made with the writer), the built-in and synthetic models, and the qwen2
  * architecture (qwen2.* keys, Q/K/V bias tensors, NeoX RoPE) and its refusals. */
-#include "core/model.h"
+#include "model/model.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "core/half.h"
-#include "core/synth.h"
-#include "core/tokenizer.h"
-#include "tests/check.h"
+#include "model/half.h"
+#include "model/synth.h"
+#include "text/tokenizer.h"
+#include "check.h"
 
 static bool has(const struct bg_err *e, const char *needle)
 {

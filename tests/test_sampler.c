@@ -1,6 +1,6 @@
-/* test_sampler: the sampling definition of core/sampler.h, checked against hand-derived
+/* test_sampler: the sampling definition of core/sample/sampler.h, checked against hand-derived
  * values, independent double-precision math and statistics over many seeded draws. */
-#include "../core/sampler.h"
+#include "sample/sampler.h"
 
 #include <stdint.h>
 

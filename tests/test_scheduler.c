@@ -7,7 +7,7 @@
  * most recently started, paused sequences resume before new admissions, static runs in
  * lockstep batches. */
 #include "check.h"
-#include "core/scheduler.h"
+#include "engine/scheduler.h"
 
 #include <stdint.h>
 

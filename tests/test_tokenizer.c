@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "check.h"
-#include "core/gguf.h"
-#include "core/tokenizer.h"
+#include "model/gguf.h"
+#include "text/tokenizer.h"
 
 #define SEP "\n__ggml_vocab_test__\n"
 

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/request.h"
-#include "core/status.h"
-#include "core/workload.h"
+#include "engine/request.h"
+#include "status.h"
+#include "io/workload.h"
 
 static void test_parse(void)
 {
@@ -221,7 +221,7 @@ static void test_determinism(void)
 	/* Pinned values: the request stream is part of the benchmark's definition (the
 	 * llama.cpp harness re-implements it), so a silent change must fail here. The ids of
 	 * request 0 of 4/1 with seed 1 in [3, 32000) were computed by an independent Python
-	 * transcription of the definition in core/workload.c (state = seed ^ fmix(2i + 1 +
+	 * transcription of the definition in core/io/workload.c (state = seed ^ fmix(2i + 1 +
 	 * stream); id = lo + splitmix64_next(state) % (hi - lo)). */
 	CHECK(wl_parse("4/1", &s, &err) == BG_OK, "%s", err.msg);
 	struct wl_gen *g = NULL;

@@ -11,15 +11,15 @@
  * [n_blocks][block_size][kv_dim] and V follows at 2l + 1, kv_dim = n_head_kv * head_dim.
  * The swap unit of one block is, for every layer in order, its K slab then its V slab.
  */
-#include "backend_cpu.h"
+#include "cpu/backend_cpu.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_kernels.h"
-#include "threadpool.h"
+#include "cpu/cpu_kernels.h"
+#include "cpu/threadpool.h"
 
 struct cpu_ctx {
 	const struct model *m;

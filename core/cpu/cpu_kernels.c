@@ -7,11 +7,11 @@
  * accumulator per (row, token) pair, so the arithmetic of each dot product is the same
  * in every tile shape.
  */
-#include "cpu_kernels.h"
+#include "cpu/cpu_kernels.h"
 
 #include <string.h>
 
-#include "half.h"
+#include "model/half.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CPUK_X86 1
@@ -182,7 +182,7 @@ INLINE T512 float hsum_512(__m512 v)
 #define V_LDW	ldw_512
 #define V_HSUM	hsum_512
 #define V(name) name##_512
-#include "cpu_kernels_simd.inc"
+#include "cpu/cpu_kernels_simd.inc"
 
 /* ---- AVX2 + FMA + F16C: 8 lanes, tiles of 4 rows x 2 tokens or 8 rows x 1 token ---- */
 
@@ -227,7 +227,7 @@ INLINE T256 float hsum_256(__m256 v)
 #define V_LDW	ldw_256
 #define V_HSUM	hsum_256
 #define V(name) name##_256
-#include "cpu_kernels_simd.inc"
+#include "cpu/cpu_kernels_simd.inc"
 
 #endif /* CPUK_X86 */
 

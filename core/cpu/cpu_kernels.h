@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "model/gguf.h"
 
 enum cpuk_level {
 	CPUK_SCALAR = 0,

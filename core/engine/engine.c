@@ -8,7 +8,7 @@
  * depend on what it was batched with, nor on preemption (a recomputed context samples
  * only its final position, which is the next new token).
  */
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kv.h"
-#include "scheduler.h"
+#include "engine/kv.h"
+#include "engine/scheduler.h"
 
 void engine_config_default(struct engine_config *c)
 {

@@ -41,9 +41,9 @@
 #include <stdio.h>
 
 #include "backend.h"
-#include "request.h"
+#include "engine/request.h"
 #include "status.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 enum engine_policy {
 	ENGINE_POLICY_NO_EVICT = 0, /* GUARANTEED_NO_EVICT */

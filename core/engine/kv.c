@@ -1,4 +1,4 @@
-#include "kv.h"
+#include "engine/kv.h"
 
 #include <stdlib.h>
 #include <string.h>

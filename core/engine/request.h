@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampler.h"
+#include "sample/sampler.h"
 
 enum req_finish {
 	REQ_FINISH_NONE = 0, /* still running */

@@ -1,4 +1,4 @@
-#include "scheduler.h"
+#include "engine/scheduler.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* scheduler: the capacity scheduler and the micro-batch scheduler (DESIGN.md §4).
  *
- * Pure logic over sequence state and the KV pool (core/kv.h); no backend, no clock, no
+ * Pure logic over sequence state and the KV pool (core/engine/kv.h); no backend, no clock, no
  * tokens. The engine enqueues sequences, calls sched_step once per iteration, runs the
  * plan on a backend, reports progress with sched_advance and completion with
  * sched_finish.
@@ -40,7 +40,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kv.h"
+#include "engine/kv.h"
 #include "status.h"
 
 enum sched_policy {

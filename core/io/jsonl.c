@@ -1,4 +1,4 @@
-#include "jsonl.h"
+#include "io/jsonl.h"
 #include "strbuf.h"
 
 #include <cjson/cJSON.h>

@@ -32,11 +32,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chat.h"
-#include "request.h"
-#include "sampler.h"
+#include "text/chat.h"
+#include "engine/request.h"
+#include "sample/sampler.h"
 #include "status.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 #define JSONL_MAX_TOP  SAMPLER_MAX_TOP /* logprobs / prompt_logprobs upper bound (20) */
 #define JSONL_MAX_STOP 64	       /* stop strings per request */

@@ -1,4 +1,4 @@
-#include "workload.h"
+#include "io/workload.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "request.h"
+#include "engine/request.h"
 #include "status.h"
 
 enum wl_kind {

@@ -1,5 +1,5 @@
 /* gguf: GGUF v2/v3 reader (hostile-input safe) and v3 writer. See gguf.h. */
-#include "gguf.h"
+#include "model/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,12 +1,12 @@
 /* model: Llama (and qwen2) hyper-parameters and weights from a GGUF context. See model.h. */
-#include "model.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "synth.h"
+#include "model/synth.h"
 
 /* Sizes beyond these are refused as corrupt before any 64-bit product is formed from
  * them; the largest real Llama models are well inside (405B: 126 layers, 16384 embd,

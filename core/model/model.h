@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "model/gguf.h"
 #include "status.h"
 
 struct model_hparams {
@@ -98,7 +98,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 
 /* Opens what -m names: NULL or "" = the built-in model (made in memory,
  * deterministically); "synthetic:NAME[:DTYPE]" (llama-3-8b, llama-3.2-1b, llama-2-7b,
- * llama-100m, tiny, qwen2.5-0.5b, qwen2-tiny, ... see core/synth.h; DTYPE f32|f16|bf16|q8_0,
+ * llama-100m, tiny, qwen2.5-0.5b, qwen2-tiny, ... see core/model/synth.h; DTYPE f32|f16|bf16|q8_0,
  * default f16; seed 0) = random weights of a named shape, materialized in host memory (through the
  * GGUF writer and parser, with a generated tokenizer) unless lazy; otherwise a path. */
 enum bg_status model_open(const char *spec, bool lazy, struct model **out, struct bg_err *err);

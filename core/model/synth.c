@@ -1,12 +1,12 @@
 /* synth: synthetic Llama models and the built-in model. See synth.h. */
-#include "synth.h"
+#include "model/synth.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
+#include "model/half.h"
 
 /* ---- shapes ---- */
 

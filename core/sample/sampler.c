@@ -5,7 +5,7 @@
  * orderings use a total order (value descending, then id ascending), so any correct sort
  * gives the same sequence.
  */
-#include "sampler.h"
+#include "sample/sampler.h"
 
 #include <math.h>
 #include <string.h>

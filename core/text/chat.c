@@ -1,4 +1,4 @@
-#include "chat.h"
+#include "text/chat.h"
 #include "strbuf.h"
 
 #include <stdint.h>

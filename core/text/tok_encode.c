@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
-#include "tokenizer.h"
+#include "text/tok_internal.h"
+#include "text/tokenizer.h"
 
 /* ---- encoding: per-call scratch (struct tok stays read-only) ---- */
 

@@ -1,5 +1,5 @@
-/* tok_internal: private parts of the tokenizer module shared by core/tokenizer.c (vocabulary,
- * encoders, decoders) and core/tok_split.c (UTF-8 handling and the regex pre-tokenizers).
+/* tok_internal: private parts of the tokenizer module shared by core/text/tokenizer.c (vocabulary,
+ * encoders, decoders) and core/text/tok_split.c (UTF-8 handling and the regex pre-tokenizers).
  * Not a public contract: only the tokenizer's own sources include it.
  *
  * Everything here mirrors llama.cpp's llama-vocab.cpp / unicode.cpp behaviour (the
@@ -103,7 +103,8 @@ enum tok_pre {
 
 const char *const *tok_pre_regexes(enum tok_pre pre);
 
-/* ---- the tokenizer object (core/tokenizer.c builds it, core/tok_encode.c reads it) ---- */
+/* ---- the tokenizer object (core/text/tokenizer.c builds it, core/text/tok_encode.c reads it) ----
+ */
 
 #define ESC_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's visible space */
 

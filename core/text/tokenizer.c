@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
-#include "tokenizer.h"
+#include "text/tok_internal.h"
+#include "text/tokenizer.h"
 
 /* ---- accessors ---- */
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "model/gguf.h"
 #include "status.h"
 
 struct tok;

@@ -36,7 +36,7 @@ for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$out/src/gpu/$(
 python3 "$here/transform.py" "$root/tests/gpu_test_kernels.cu" "$out/src/tests/gpu_test_kernels.cu"
 sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 7}/; s/{{1500, 1}, {100, 37}, {0, 1}}/{{300, 1}, {100, 37}, {0, 1}}/' \
 	"$out/src/tests/gpu_test_kernels.cu"
-F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$root -w"
+F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$root/core -I$root -w"
 for f in "$out"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$out/o/$(basename "$f" .cu).o"; done
 g++ $F -c "$here/emu.cpp" -o "$out/o/emu.o"
 # the model and engine tests reach the backend as the binary does: through the plugin loader
@@ -46,7 +46,7 @@ if [ $kernels -eq 1 ]; then
 	g++ -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
 fi
 for t in model engine; do
-	gcc -std=c11 -O2 -g -D_GNU_SOURCE -I"$root" -c "$root/tests/gpu_test_$t.c" -o "$out/$t.o"
+	gcc -std=c11 -O2 -g -D_GNU_SOURCE -I"$root/core" -I"$root" -c "$root/tests/gpu_test_$t.c" -o "$out/$t.o"
 	g++ -o "$out/emu_$t" "$out/$t.o" -rdynamic -Wl,--whole-archive "$build/libbatchgen.a" \
 		-Wl,--no-whole-archive -lcjson -lpcre2-8 -lm -ldl -lpthread
 done

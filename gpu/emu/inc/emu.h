@@ -21,7 +21,7 @@
 #include <vector>
 #include <algorithm>
 extern "C" {
-#include "core/half.h"
+#include "model/half.h"
 }
 #define __global__
 #define __device__
