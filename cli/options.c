@@ -437,9 +437,9 @@ bool opt_parse(struct opt_config *c, unsigned cmd, int argc, char **argv, int *e
 	for (size_t j = 0; j < params_count; j++) {
 		const struct param_def *p = &params_table[j];
 		if (p->cli)
-			longs[nl++] = (struct option){p->cli,
-						      p->meta ? required_argument : no_argument,
-						      NULL, PARAM_OPT + (int)j};
+			longs[nl++] =
+			    (struct option){p->cli, p->meta ? required_argument : no_argument, NULL,
+					    PARAM_OPT + (int)j};
 	}
 	longs[nl] = (struct option){0, 0, 0, 0};
 	shorts[ns] = 0;
