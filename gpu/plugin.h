@@ -19,11 +19,14 @@ extern "C" {
 
 #include "backend.h"
 
-#define GPU_PLUGIN_ABI	1
+#define GPU_PLUGIN_ABI	2
 #define GPU_PLUGIN_FILE "libbatchgen-cuda.so"
 
 int gpu_plugin_abi(void);	   /* GPU_PLUGIN_ABI the library was built with */
-int gpu_plugin_device_count(void); /* CUDA devices usable now; 0 on any error */
+/* CUDA devices usable now; 0 on any error. When a driver is present but unusable (older
+ * than this build's CUDA needs), why (cap bytes, may be NULL) gets the sentence that says
+ * so; otherwise why is left as it is. */
+int gpu_plugin_device_count(char *why, size_t cap);
 /* backend_cuda_create's contract (gpu/backend_cuda.h). */
 enum bg_status gpu_plugin_create(const struct model *m, const struct backend_config *cfg,
 				 struct backend **out, struct bg_err *err);
