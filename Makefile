@@ -87,7 +87,7 @@ FORCE:
 
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -Xptxas -v -MMD -MP -c $< -o $@ 2>$@.ptxas || { cat $@.ptxas >&2; exit 1; }
 
 $(LIB): $(CORE_OBJ) $(GPU_OBJ)
 	@rm -f $@
