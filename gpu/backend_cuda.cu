@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "gpu/plugin.h"
+#include "abi_layout.h" /* generated: build/gpu/abi_layout.h */
 
 #define CUDA_DEFAULT_CAP_TOK 2048	 /* tokens per pass (activations) */
 #define CUDA_SAMPLE_GROUP    64		 /* rows per sampling launch (bounds the work buffer) */
@@ -1023,9 +1024,12 @@ static const struct backend_ops cuda_ops = {
 
 /* ---- creation ---- */
 
+/* nvcc's host compiler must lay the shared structs out as the C compiler did */
+GPU_ABI_CHECKS
+
 extern "C" int gpu_plugin_abi(void)
 {
-	return GPU_PLUGIN_ABI;
+	return (int)(GPU_PLUGIN_ABI ^ GPU_ABI_LAYOUT);
 }
 
 /* Why no device can be used when the driver is the cause, else "" (no driver at all, no

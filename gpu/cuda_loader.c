@@ -8,6 +8,7 @@
  */
 #include "gpu/backend_cuda.h"
 #include "gpu/plugin.h"
+#include "abi_layout.h" /* generated: build/gpu/abi_layout.h */
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -73,7 +74,7 @@ static void plugin_load(void)
 	plugin_int_fn abi = (plugin_int_fn)dlsym(h, "gpu_plugin_abi");
 	plugin.device_count = (plugin_count_fn)dlsym(h, "gpu_plugin_device_count");
 	plugin.create = (plugin_create_fn)dlsym(h, "gpu_plugin_create");
-	if (!abi || !plugin.device_count || !plugin.create || abi() != GPU_PLUGIN_ABI) {
+	if (!abi || !plugin.device_count || !plugin.create || abi() != (int)(GPU_PLUGIN_ABI ^ GPU_ABI_LAYOUT)) {
 		snprintf(plugin.why, sizeof plugin.why,
 			 "the CUDA backend library " GPU_PLUGIN_FILE
 			 " does not match this batchgen binary (rebuild both)");

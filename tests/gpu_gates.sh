@@ -88,7 +88,7 @@ if [ -z "$clang" ] || [ ! -d "$cuda_path/include" ]; then
 	echo "SKIP: clang-19 or the CUDA toolkit not found: clang CUDA pass not run"
 else
 	CF=(-x cuda --cuda-gpu-arch=sm_90 --cuda-path="$cuda_path" -Wno-unknown-cuda-version
-		-std=c++17 -fsyntax-only -I"$root/gpu/clang" -I"$root/core" -I"$root"
+		-std=c++17 -fsyntax-only -I"$root/gpu/clang" -I"$root/core" -I"$root" -I"$build/gpu"
 		-Wall -Wextra -Wshadow -Wshorten-64-to-32 -Werror)
 	for f in "$root"/gpu/*.cu; do
 		if "$clang" "${CF[@]}" "$f" >"$TMP/clang.log" 2>&1; then pass; else

@@ -38,7 +38,9 @@ for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$out/src/gpu/$(
 python3 "$here/transform.py" "$root/tests/gpu_test_kernels.cu" "$out/src/tests/gpu_test_kernels.cu"
 sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 7}/; s/{{1500, 1}, {100, 37}, {0, 1}}/{{300, 1}, {100, 37}, {0, 1}}/' \
 	"$out/src/tests/gpu_test_kernels.cu"
-F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$root/core -I$root -w"
+gcc -std=c11 -I"$root/core" -I"$root" "$root/gpu/abi_layout.c" -o "$out/abi_layout"
+"$out/abi_layout" >"$out/src/gpu/abi_layout.h"
+F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$out/src/gpu -I$root/core -I$root -w"
 for f in "$out"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$out/o/$(basename "$f" .cu).o"; done
 g++ $F -c "$here/emu.cpp" -o "$out/o/emu.o"
 # the model and engine tests reach the backend as the binary does: through the plugin loader
