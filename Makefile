@@ -85,6 +85,10 @@ $(BUILD)/cli/version.o: cli/version.c FORCE
 
 FORCE:
 
+# The built-in model is assembled into this object (.incbin, path relative to the
+# repository root); the compiler's .d files do not see it, so the dependency is named here.
+$(BUILD)/core/model/builtin.o: testdata/stories260K.gguf
+
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -Xptxas -v -MMD -MP -c $< -o $@ 2>$@.ptxas || { cat $@.ptxas >&2; exit 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh: installs what a fresh Debian/Ubuntu machine lacks, builds batchgen, and runs
-# the main job on the built-in model over testdata/prompts.jsonl.
+# the main job on the built-in model (stories260K: short English stories) over
+# testdata/prompts.jsonl.
 #   ./setup.sh              install, build, run the sample job
 #   ./setup.sh --deps-only  install the build and test dependencies only
 set -euo pipefail

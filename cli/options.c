@@ -57,7 +57,7 @@ struct opt_def {
 static const struct opt_def opt_table[] = {
     /* files */
     {"model", 'm', K_STR, F(model), NULL, "FILE", BOTH, NOLIM, NULL,
-     "GGUF model file, or synthetic:NAME (default: a small built-in model)"},
+     "GGUF model file, or synthetic:NAME (default: the built-in stories260K)"},
     {"input", 'i', K_STR, F(input), "-", "FILE", RUN, NOLIM, NULL,
      "JSONL requests to read, - for standard input"},
     {"output", 'o', K_STR, F(output), "-", "FILE", RUN, NOLIM, NULL,
