@@ -592,9 +592,19 @@ const char *opt_device_name(const struct opt_config *c, char *buf, size_t cap)
 bool opt_use_cuda(const struct opt_config *c)
 {
 	/* device_count answers 0 without loading the CUDA library when there is no driver,
-	 * so that `auto` costs nothing on a machine without a GPU. */
-	return c->device == OPT_DEVICE_CUDA ||
-	       (c->device == OPT_DEVICE_AUTO && backend_cuda_device_count() > 0);
+	 * so that `auto` costs nothing on a machine without a GPU. A driver too old for this
+	 * build is worth a warning: the user has a GPU and would otherwise not learn why it
+	 * sits idle. */
+	if (c->device == OPT_DEVICE_CUDA)
+		return true;
+	if (c->device != OPT_DEVICE_AUTO)
+		return false;
+	char why[BG_ERR_MSG];
+	if (backend_cuda_device_count(why, sizeof why) > 0)
+		return true;
+	if (why[0])
+		fprintf(stderr, "batchgen: warning: %s; running on the CPU\n", why);
+	return false;
 }
 
 enum bg_status opt_open_runtime(const struct opt_config *c, bool lazy, struct opt_runtime *rt,
