@@ -114,7 +114,7 @@ for mode in (0x00, 0x01, 0x0a, 0x0f):
         open(f"{out}/request/raw-{n:03d}", "wb").write(bytes([mode]) + r)
         n += 1
 built = [(b"id-1", b"Once upon a time", b"\n"), (b"x\xff", b"caf\xc3\xa9 \xe2\x96\x81", b"The"),
-         (b"", b"a\x00b", b"")]
+         (b"", b"a\x00b", b""), (b"id-nul", b"a\x00b", b"s\x00t")]  # the last: defect 2
 for mode in (0x10, 0x21, 0x3a, 0x3b):
     for i, p, s in built:
         open(f"{out}/request/built-{n:03d}", "wb").write(bytes([mode]) + i.replace(b"\xff", b"") + b"\xff" + p + b"\xff" + s)
