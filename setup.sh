@@ -7,9 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq)
-# `make CC=clang` and `make fuzz` (libFuzzer and the sanitizer runtimes of clang 19)
-pkgs+=(clang clang-19 libclang-rt-19-dev)
+pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq
+	clang-19) # clang-19: the CUDA gates' second front end (tests/gpu_gates.sh)
+# `make CC=clang` (clang) and `make fuzz` (libFuzzer and the sanitizer runtimes of clang 19)
+pkgs+=(clang libclang-rt-19-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -373,8 +373,8 @@ static struct ereq *intake_place(struct engine *e, struct request *r)
 static bool intake_check_fields(struct engine *e, struct ereq *er)
 {
 	struct request *r = er->r;
-	if (r->max_tokens < 1) {
-		fail_req(e, er, "invalid_request", "max_tokens must be at least 1 (got %d)",
+	if (r->max_tokens < 0) {
+		fail_req(e, er, "invalid_request", "max_tokens must be at least 0 (got %d)",
 			 r->max_tokens);
 		return false;
 	}
@@ -488,6 +488,12 @@ static bool intake_check_length(struct engine *e, struct ereq *er, int64_t *n_ma
 			 "to generate",
 			 P, e->max_seq_len);
 		return false;
+	}
+	if (r->max_tokens == 0) {
+		/* to the end: the longest sequence the context and the KV pool allow */
+		int64_t room = (int64_t)kv_n_blocks(e->pool) * kv_block_size(e->pool) + 1;
+		int64_t end = room < e->max_seq_len ? room : e->max_seq_len;
+		r->max_tokens = end > P ? (int32_t)(end - P) : 1; /* 1: refused just below */
 	}
 	/* prompt + max_tokens beyond the max sequence length is refused, as vLLM does and
 	 * DESIGN.md §4 says: silently capping would hand back fewer tokens than asked. */
