@@ -8,6 +8,7 @@
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
 #   chat       template texts (../shared/chat_templates, cut at 4 KiB) and conversations
 #   resume     result files written by batchgen, whole, torn and foreign
+#   grammar    GBNF grammars (JSON-like, arithmetic, classes, repetitions, the empty rule)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build-fuzz/seeds}
@@ -15,7 +16,7 @@ BATCHGEN=${BATCHGEN:-build/batchgen}
 shared=${BG_SHARED:-../shared}
 [ -x "$BATCHGEN" ] || make -j2 "$BATCHGEN" >/dev/null
 rm -rf "$out"
-mkdir -p "$out"/{gguf,request,tokenizer,chat,resume}
+mkdir -p "$out"/{gguf,request,tokenizer,chat,resume,grammar}
 
 # ---- gguf: synthetic models, small enough for a forward pass in the harness ----
 small=(--layers 1 --embd 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 32)
@@ -160,6 +161,24 @@ head -c -7 "$out/resume/native" >"$out/resume/torn"
 printf 'not json\n{"id":"z"}\n' >"$out/resume/foreign"
 printf '' >"$out/resume/empty"
 
-for d in gguf request tokenizer chat resume; do
+# ---- grammar: GBNF texts, then a candidate string ----
+/usr/bin/python3 - "$out" <<'PY'
+import sys
+out = sys.argv[1]
+g = [
+    (r'root ::= "a" [b-d]* ("x" | "yz"){1,3}', "abbyz"),
+    ("root ::= object\nobject ::= \"{\" ws ( string \":\" ws value (\",\" ws string \":\" ws value)* )? \"}\"\n"
+     "value ::= object | string | \"true\" | \"null\" | [0-9]+\nstring ::= \"\\\"\" [^\"\\\\]* \"\\\"\"\nws ::= [ \\t\\n]*", '{"a": true, "b": 12}'),
+    ("root ::= expr\nexpr ::= term ((\"+\" | \"-\") term)*\nterm ::= [0-9]+ | \"(\" expr \")\"", "(1+2)-3"),
+    ("root ::= [\\u00e9\\U0001F999]+ . # comment", "\u00e9\U0001F999x"),
+    ("root ::=", ""),
+    ("root ::= a\na ::= \"x\"? a?", "xx"),
+    ("root ::= (\"ab\" | [^a]){0,2000}", "abab"),
+]
+for n, (t, c) in enumerate(g):
+    open(f"{out}/grammar/{n:02d}", "wb").write(t.encode().decode("unicode_escape").encode("utf-8") + b"\xff" + c.encode("utf-8"))
+PY
+
+for d in gguf request tokenizer chat resume grammar; do
 	printf '%s: %d seeds, %d bytes\n' "$d" "$(ls "$out/$d" | wc -l)" "$(cat "$out/$d"/* | wc -c)"
 done
