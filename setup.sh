@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq)
+pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq
+	clang-19) # clang-19: the CUDA gates' second front end (tests/gpu_gates.sh)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
