@@ -30,7 +30,7 @@ cat >"$TMP/in.jsonl" <<'JSONL'
 {"id":"c","prompt":"hello","max_tokens":8,"temperature":0.8,"top_p":0.9,"seed":3}
 JSONL
 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/cpu.jsonl" --device cpu
-"$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" --device cuda
+BG_EMU_SEED=7 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" --device cuda 2>"$TMP/gpu.err"
 check_eq "cuda (emulated): exit status" $? 0
 tokens() { jq -c '[.id, .token_ids, .error]' "$1" | sort; }
 check_eq "cuda (emulated): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" "$(tokens "$TMP/cpu.jsonl")"
