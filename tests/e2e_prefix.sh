@@ -54,6 +54,6 @@ check_eq "openai: the first request computes everything" \
 check_eq "openai: the second reuses floor((P - 1) / 8) blocks (P = $P)" \
 	"$(jq -s '.[1].response.body.usage.prompt_tokens_details.cached_tokens' "$TMP/oa.out")" \
 	"$(((P - 1) / 8 * 8))"
-check_eq "openai: the same text" "$(jq -r .response.body.choices[0].text "$TMP/oa.out" | sort -u | wc -l | tr -d ' ')" 1
+check_eq "openai: the same text" "$(jq -c .response.body.choices[0].text "$TMP/oa.out" | sort -u | wc -l | tr -d ' ')" 1
 
 summary
