@@ -153,17 +153,6 @@ static bool parse_i64(const char *s, int64_t *out)
 	return true;
 }
 
-static bool parse_f64(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v))
-		return false;
-	*out = v;
-	return true;
-}
-
 /* Reads the first set of the rank/size pairs the launchers export. */
 static bool shard_from_env(int64_t *k, int64_t *n)
 {
@@ -192,14 +181,8 @@ static bool opt_set(struct opt_config *c, const struct opt_def *d, const char *a
 	case K_I32:
 	case K_I64: {
 		int64_t v;
-		if (!parse_i64(arg, &v)) {
-			snprintf(msg, cap, "'%s' is not an integer", arg);
+		if (!params_text_int(arg, d->lo, d->hi, &v, msg, cap))
 			return false;
-		}
-		if ((double)v < d->lo || (double)v > d->hi) {
-			snprintf(msg, cap, "%s is out of range [%.0f, %.0f]", arg, d->lo, d->hi);
-			return false;
-		}
 		if (d->kind == K_I32)
 			*(int32_t *)(base + d->off) = (int32_t)v;
 		else
@@ -219,14 +202,8 @@ static bool opt_set(struct opt_config *c, const struct opt_def *d, const char *a
 	}
 	case K_F64: {
 		double v;
-		if (!parse_f64(arg, &v)) {
-			snprintf(msg, cap, "'%s' is not a number", arg);
+		if (!params_text_num(arg, d->lo, d->hi, false, &v, msg, cap))
 			return false;
-		}
-		if (v < d->lo || v > d->hi) {
-			snprintf(msg, cap, "%s is out of range [%g, %g]", arg, d->lo, d->hi);
-			return false;
-		}
 		*(double *)(base + d->off) = v;
 		return true;
 	}

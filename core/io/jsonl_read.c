@@ -67,6 +67,22 @@ static char *dup_str(struct parse *p, const char *s)
 	return c;
 }
 
+/* Hands w's callback one warning, "line N: " and the formatted rest. */
+static void warn_emit(struct parse *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_emit(struct parse *p, const char *fmt, ...)
+{
+	struct jsonl_warn *w = p->w;
+	if (!w->emit)
+		return;
+	char msg[320];
+	int n = snprintf(msg, sizeof msg, "line %" PRId64 ": ", p->r->line);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+	va_end(ap);
+	w->emit(w->user, msg);
+}
+
 static void warn_unknown(struct parse *p, const char *prefix, const char *name)
 {
 	struct jsonl_warn *w = p->w;
@@ -79,25 +95,12 @@ static void warn_unknown(struct parse *p, const char *prefix, const char *name)
 			return;
 	if (w->n_names == JSONL_WARN_NAMES) {
 		w->full = true;
-		if (w->emit) {
-			char msg[160];
-			snprintf(msg, sizeof msg,
-				 "line %" PRId64
-				 ": more than %d distinct unknown fields; no longer "
-				 "reporting them",
-				 p->r->line, JSONL_WARN_NAMES);
-			w->emit(w->user, msg);
-		}
+		warn_emit(p, "more than %d distinct unknown fields; no longer reporting them",
+			  JSONL_WARN_NAMES);
 		return;
 	}
 	snprintf(w->names[w->n_names++], sizeof w->names[0], "%s", full);
-	if (w->emit) {
-		char msg[200];
-		snprintf(msg, sizeof msg,
-			 "line %" PRId64 ": unknown field \"%s\" ignored (reported once)",
-			 p->r->line, full);
-		w->emit(w->user, msg);
-	}
+	warn_emit(p, "unknown field \"%s\" ignored (reported once)", full);
 }
 
 static bool name_in(const char *name, const char *const *list)
@@ -624,15 +627,10 @@ static void warn_model(struct parse *p, const char *model)
 	if (!w || w->model_warned || !loaded || strcmp(model, loaded) == 0)
 		return;
 	w->model_warned = true;
-	if (w->emit) {
-		char msg[320];
-		snprintf(msg, sizeof msg,
-			 "line %" PRId64
-			 ": body.model \"%.100s\" is not the loaded model \"%.100s\"; requests "
-			 "run on the loaded model (reported once)",
-			 p->r->line, model, loaded);
-		w->emit(w->user, msg);
-	}
+	warn_emit(p,
+		  "body.model \"%.100s\" is not the loaded model \"%.100s\"; requests run on "
+		  "the loaded model (reported once)",
+		  model, loaded);
 }
 
 /* Step 2: body.model, and what batchgen cannot do, refused rather than silently
@@ -785,10 +783,12 @@ static void parse_openai(struct parse *p, const cJSON *o)
 
 /* ---- NUL characters ---- */
 
-/* Whether the JSON text has a \u0000 escape inside a string (an escaped backslash
- * before "u0000" makes it text, not a NUL). */
-static bool has_nul_escape(const char *s, size_t n)
+/* Counts the \u0000 escapes inside the strings of the JSON text s[0, n) (an escaped
+ * backslash before "u0000" makes it text, not a NUL); with rewrite, turns each into
+ * \u0001 (the same length and structure), else leaves s as it is. */
+static size_t nul_escapes(char *s, size_t n, bool rewrite)
 {
+	size_t count = 0;
 	bool in_str = false;
 	for (size_t i = 0; i < n; i++) {
 		if (!in_str) {
@@ -796,39 +796,18 @@ static bool has_nul_escape(const char *s, size_t n)
 		} else if (s[i] == '"') {
 			in_str = false;
 		} else if (s[i] == '\\') {
-			if (n - i > 5 && memcmp(s + i + 1, "u0000", 5) == 0)
-				return true;
+			if (n - i > 5 && memcmp(s + i + 1, "u0000", 5) == 0) {
+				count++;
+				if (rewrite)
+					s[i + 5] = '1';
+			}
 			i++; /* the escaped character */
 		}
 	}
-	return false;
+	return count;
 }
 
-/* A copy of s[0, n) with every \u0000 escape in a string turned into \u0001 (the same
- * length, the same structure). NULL when memory runs out. */
-static char *nul_to_soh(const char *s, size_t n)
-{
-	char *c = malloc(n + 1);
-	if (!c)
-		return NULL;
-	memcpy(c, s, n);
-	c[n] = 0;
-	bool in_str = false;
-	for (size_t i = 0; i < n; i++) {
-		if (!in_str) {
-			in_str = c[i] == '"';
-		} else if (c[i] == '"') {
-			in_str = false;
-		} else if (c[i] == '\\') {
-			if (n - i > 5 && memcmp(c + i + 1, "u0000", 5) == 0)
-				c[i + 5] = '1';
-			i++;
-		}
-	}
-	return c;
-}
-
-/* Walks a (parsed from the line) and b (from its nul_to_soh copy) side by side; a string
+/* Walks a (parsed from the line) and b (from its copy with NULs made U+0001) side by side; a string
  * or key that holds a NUL is shorter in a. Writes the path of the first one into path
  * ("body.messages[1].content") and returns true. */
 static bool nul_path(const cJSON *a, const cJSON *b, char *path, size_t cap)
@@ -859,11 +838,14 @@ static void find_nul(struct parse *p, const char *line, size_t len, const cJSON 
 		     const char *id_name, char *path, size_t cap, bool *id_nul)
 {
 	snprintf(path, cap, "a string");
-	char *copy = nul_to_soh(line, len);
+	char *copy = malloc(len + 1);
 	if (!copy) {
 		p->oom = true;
 		return;
 	}
+	memcpy(copy, line, len);
+	copy[len] = 0;
+	nul_escapes(copy, len, true);
 	cJSON *other = cJSON_ParseWithLength(copy, len);
 	free(copy);
 	if (!other)
@@ -914,7 +896,7 @@ static void parse_object(struct parse *p, const char *line, size_t len, const cJ
 	bool openai = is_openai_object(root);
 	char nul_at[160] = "";
 	bool id_nul = false;
-	if (has_nul_escape(line, len)) {
+	if (nul_escapes((char *)line, len, false) > 0) { /* not written: rewrite false */
 		find_nul(p, line, len, root, openai ? "custom_id" : "id", nul_at, sizeof nul_at,
 			 &id_nul);
 		fail(p, "invalid_request",

@@ -16,36 +16,32 @@ void jsonl_out_opts_init(struct jsonl_out_opts *o)
 
 /* ==== writer ==== */
 
-/* A float with the fewest significant digits that read back as the same float (a
- * log-prob is a float; printing its double expansion would show noise digits). */
-static void sb_float(struct strbuf *b, float v)
-{
-	if (!isfinite(v)) {
-		strbuf_puts(b, "null"); /* JSON has no infinities; a -inf log-prob reads as null */
-		return;
-	}
-	char tmp[32];
-	for (int prec = 1; prec <= 9; prec++) {
-		snprintf(tmp, sizeof tmp, "%.*g", prec, (double)v);
-		if (strtof(tmp, NULL) == v)
-			break;
-	}
-	strbuf_puts(b, tmp);
-}
-
-static void sb_double(struct strbuf *b, double v)
+/* v with the fewest significant digits that read back as the same value, as a float (a
+ * log-prob is a float; printing its double expansion would show noise digits) or as a
+ * double. JSON has no infinities: a -inf log-prob reads as null. */
+static void sb_shortest(struct strbuf *b, double v, bool as_float)
 {
 	if (!isfinite(v)) {
 		strbuf_puts(b, "null");
 		return;
 	}
 	char tmp[40];
-	for (int prec = 1; prec <= 17; prec++) {
+	for (int prec = 1; prec <= (as_float ? 9 : 17); prec++) {
 		snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-		if (strtod(tmp, NULL) == v)
+		if (as_float ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
 			break;
 	}
 	strbuf_puts(b, tmp);
+}
+
+static void sb_float(struct strbuf *b, float v)
+{
+	sb_shortest(b, v, true);
+}
+
+static void sb_double(struct strbuf *b, double v)
+{
+	sb_shortest(b, v, false);
 }
 
 static void sb_ms(struct strbuf *b, double v)

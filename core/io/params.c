@@ -118,14 +118,39 @@ void params_copy(struct request *dst, const struct request *src, const struct pa
 	memcpy((char *)dst + p->off, (const char *)src + p->off, size);
 }
 
-static bool text_int(const char *s, long long *out)
+bool params_text_int(const char *text, double lo, double hi, int64_t *out, char *msg, size_t cap)
 {
 	char *end;
 	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end)
+	long long v = text ? strtoll(text, &end, 10) : 0;
+	if (!text || errno || end == text || *end) {
+		snprintf(msg, cap, "'%s' is not an integer", text ? text : "");
 		return false;
+	}
+	if ((double)v < lo || (double)v > hi) {
+		snprintf(msg, cap, "%s is out of range [%.0f, %.0f]", text, lo, hi);
+		return false;
+	}
 	*out = v;
+	return true;
+}
+
+bool params_text_num(const char *text, double lo, double hi, bool lo_open, double *out, char *msg,
+		     size_t cap)
+{
+	char *end;
+	errno = 0;
+	double d = text ? strtod(text, &end) : NAN;
+	if (!text || errno || end == text || *end || !isfinite(d)) {
+		snprintf(msg, cap, "'%s' is not a number", text ? text : "");
+		return false;
+	}
+	if (d > hi || (lo_open ? d <= lo : d < lo)) {
+		snprintf(msg, cap, "%s is out of range %c%g, %g]", text, lo_open ? '(' : '[', lo,
+			 hi);
+		return false;
+	}
+	*out = d;
 	return true;
 }
 
@@ -133,40 +158,21 @@ bool params_set_text(struct request *r, const struct param_def *p, const char *t
 		     size_t cap)
 {
 	char *field = (char *)r + p->off;
-	long long v;
+	int64_t v;
+	double d;
 	switch (p->type) {
 	case PARAM_INT:
-	case PARAM_LOGPROBS: {
-		double lo = p->type == PARAM_LOGPROBS ? -1 : p->lo;
-		if (!text || !text_int(text, &v)) {
-			snprintf(msg, cap, "'%s' is not an integer", text ? text : "");
+	case PARAM_LOGPROBS:
+		if (!params_text_int(text, p->type == PARAM_LOGPROBS ? -1 : p->lo, p->hi, &v, msg,
+				     cap))
 			return false;
-		}
-		if ((double)v < lo || (double)v > p->hi) {
-			snprintf(msg, cap, "%s is out of range [%.0f, %.0f]", text, lo, p->hi);
-			return false;
-		}
-		if ((p->flags & PARAM_NEG_OFF) && v < 0)
-			v = 0;
-		*(int32_t *)field = (int32_t)v;
+		*(int32_t *)field = (p->flags & PARAM_NEG_OFF) && v < 0 ? 0 : (int32_t)v;
 		return true;
-	}
-	case PARAM_NUM: {
-		char *end;
-		errno = 0;
-		double d = text ? strtod(text, &end) : NAN;
-		if (!text || errno || end == text || *end || !isfinite(d)) {
-			snprintf(msg, cap, "'%s' is not a number", text ? text : "");
+	case PARAM_NUM:
+		if (!params_text_num(text, p->lo, p->hi, p->lo_open, &d, msg, cap))
 			return false;
-		}
-		if (d > p->hi || (p->lo_open ? d <= p->lo : d < p->lo)) {
-			snprintf(msg, cap, "%s is out of range %c%g, %g]", text,
-				 p->lo_open ? '(' : '[', p->lo, p->hi);
-			return false;
-		}
 		*(float *)field = (float)d;
 		return true;
-	}
 	case PARAM_BOOL:
 	case PARAM_TRIBOOL: {
 		bool b;

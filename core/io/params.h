@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/request.h"
 
@@ -74,6 +75,14 @@ void params_copy(struct request *dst, const struct request *src, const struct pa
  * of the row's type or out of its range; r is then unchanged. */
 bool params_set_text(struct request *r, const struct param_def *p, const char *text, char *msg,
 		     size_t cap);
+
+/* Number parsing as flags and defaults are written, shared with cli/options: an integer
+ * (decimal) in [lo, hi], a finite number in [lo, hi] (or (lo, hi] when lo_open). false
+ * with one sentence in msg ("'x' is not an integer", "7 is out of range [0, 1]"). */
+bool params_text_int(const char *text, double lo, double hi, int64_t *out, char *msg,
+		     size_t cap);
+bool params_text_num(const char *text, double lo, double hi, bool lo_open, double *out,
+		     char *msg, size_t cap);
 
 /* The documented special values (not in the row's range but valid as a default): an
  * OpenAI line's max_tokens default is PARAMS_TO_END. */
