@@ -17,7 +17,7 @@
 # and each stage writes its logs to $OUT (at most 8 files come back): env.txt, build.log
 # and one file per step. Each stage builds (incrementally when the machine is still warm).
 #
-# .gpu/ holds: debs/ (cJSON and PCRE2 from this machine's Debian, unpacked on the GPU
+# .gpu/ holds: debs/ (cJSON, PCRE2 and curl.h from this machine's Debian, unpacked on the GPU
 # machine with dpkg -x when its compiler cannot find them), shared/models (the small
 # models of ../shared the GPU tests read, through BG_SHARED, since ../shared does not
 # travel), and prebuilt/ (this machine's build for sm_90 with the two libraries beside it,
@@ -38,6 +38,8 @@ pack()
 	# .git does not travel: the commit goes along in a file, for --version and reports.
 	echo "$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD || echo -dirty)" >.gpu/commit
 	(cd .gpu/debs && apt-get download libcjson1 libcjson-dev libpcre2-8-0 libpcre2-dev)
+	# curl.h only (batchgen loads libcurl at run time; hf: downloads are not used there)
+	(cd .gpu/debs && apt-get download libcurl4-openssl-dev)
 	cp -r ../shared/models/. .gpu/shared/models/
 	make BUILD=.gpu/b CUDA=1 CUDA_ARCH="$arch" GIT_COMMIT="$(cat .gpu/commit)" gpu-progs >/dev/null
 	cp .gpu/b/batchgen .gpu/b/libbatchgen-cuda.so .gpu/prebuilt/
@@ -66,15 +68,16 @@ setup()
 	export PATH=$PATH:/usr/local/cuda/bin
 	export BG_SHARED=$PWD/.gpu/shared
 	if ! echo '#include <cjson/cJSON.h>' | gcc -E -x c - >/dev/null 2>&1 ||
-		! echo '#include <pcre2.h>' | gcc -E -DPCRE2_CODE_UNIT_WIDTH=8 -x c - >/dev/null 2>&1; then
+		! echo '#include <pcre2.h>' | gcc -E -DPCRE2_CODE_UNIT_WIDTH=8 -x c - >/dev/null 2>&1 ||
+		! echo '#include <curl/curl.h>' | gcc -E -x c - >/dev/null 2>&1; then
 		local d=/tmp/bgdeps
 		mkdir -p $d
 		for f in .gpu/debs/*.deb; do dpkg -x "$f" $d; done
 		local lib=$d/usr/lib/x86_64-linux-gnu
-		export CPATH=$d/usr/include${CPATH:+:$CPATH}
+		export CPATH=$d/usr/include:$d/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
 		export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
 		export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-		echo "cJSON/PCRE2 from .gpu/debs" >>"$out/env.txt"
+		echo "cJSON/PCRE2/curl.h from .gpu/debs" >>"$out/env.txt"
 	fi
 }
 

@@ -2,20 +2,25 @@
  * parameter count, weight bytes by dtype, tokenizer, and every metadata key/value. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/model_spec.h"
+#include "io/hub.h"
 #include "model/gguf.h"
 #include "model/model.h"
 
 static void info_usage(FILE *f)
 {
-	fprintf(f, "usage: batchgen info [-m MODEL]\n"
+	fprintf(f, "usage: batchgen info [-m MODEL] [--offline]\n"
 		   "\n"
 		   "Describes a model: architecture, hyper-parameters, parameter count, weight\n"
 		   "bytes by dtype, tokenizer, and the GGUF metadata. MODEL is a GGUF file,\n"
-		   "synthetic:NAME (a named random-weight shape), or absent for the built-in\n"
-		   "model (stories260K).\n");
+		   "hf:OWNER/REPO[:QUANT|/FILE.gguf][@REV] (from the Hugging Face hub cache,\n"
+		   "downloaded into it when missing; --offline: the cache only), synthetic:NAME\n"
+		   "(a named random-weight shape), or absent for the built-in model\n"
+		   "(stories260K).\n");
 }
 
 static void print_bytes(uint64_t b)
@@ -104,16 +109,19 @@ int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"model", required_argument, NULL, 'm'},
+	    {"offline", no_argument, NULL, 'O'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *spec = NULL;
+	bool offline = false;
 	int c;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":m:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': spec = optarg; break;
+		case 'O': offline = true; break;
 		case 'h': info_usage(stdout); return CLI_EXIT_OK;
 		case ':':
 			fprintf(stderr, "batchgen info: %s needs a value\n", argv[optind - 1]);
@@ -132,12 +140,18 @@ int cmd_info(int argc, char **argv)
 	struct bg_err err = {0};
 	/* synthetic shapes are described without generating their weights */
 	bool lazy = spec && strncmp(spec, "synthetic:", 10) == 0;
-	if (model_open(spec, lazy, &m, &err) != BG_OK) {
+	char *path = NULL;
+	if (model_spec_resolve(spec, offline, false, &path, &err) != BG_OK ||
+	    model_open(path, lazy, &m, &err) != BG_OK) {
+		free(path);
 		fprintf(stderr, "batchgen: %s\n", err.msg);
 		return CLI_EXIT_MODEL;
 	}
 	const struct model_hparams *hp = &m->hp;
 	printf("model: %s\n", spec && spec[0] ? spec : "(built-in)");
+	if (hub_is_spec(spec))
+		printf("file: %s\n", path);
+	free(path);
 	if (m->gguf)
 		printf("gguf: version %u, %llu keys, %llu tensors, alignment %u\n",
 		       gguf_version(m->gguf), (unsigned long long)gguf_n_kv(m->gguf),
@@ -157,6 +171,37 @@ int cmd_info(int argc, char **argv)
 	printf("rope_type: %s\n", hp->rope_neox ? "neox" : "normal");
 	printf("rms_eps: %g\n", (double)hp->rms_eps);
 	printf("qkv_bias: %s\n", hp->qkv_bias ? "yes" : "no");
+	/* the architecture features (core/model/arch.h), the lines only where present */
+	if (hp->rope_factors[0])
+		printf("rope_factors: %s\n", hp->rope_factors);
+	if (hp->rope_freq_scale != 1.0f || hp->rope_yarn)
+		printf("rope_scaling: %s, factor %g, original context %u\n",
+		       hp->rope_yarn ? "yarn" : "linear", 1.0 / (double)hp->rope_freq_scale,
+		       hp->n_ctx_orig);
+	if (hp->rope_attn_factor != 1.0f)
+		printf("rope_attn_factor: %g\n", (double)hp->rope_attn_factor);
+	if (hp->qk_norm)
+		printf("qk_norm: yes\n");
+	if (hp->post_norms)
+		printf("post_norms: yes\n");
+	if (hp->gelu)
+		printf("ffn_act: gelu\n");
+	if (hp->embd_scale != 1.0f)
+		printf("embd_scale: %g\n", (double)hp->embd_scale);
+	if (hp->attn_softcap > 0.0f)
+		printf("attn_softcap: %g\n", (double)hp->attn_softcap);
+	if (hp->final_softcap > 0.0f)
+		printf("final_softcap: %g\n", (double)hp->final_softcap);
+	if (hp->n_swa > 0) {
+		uint32_t nw = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			nw += m->layers[l].swa;
+		printf("sliding_window: %u on %u of %u layers (pattern %u), rope base %g there\n",
+		       hp->n_swa, nw, hp->n_layer, hp->swa_pattern, (double)hp->rope_base_swa);
+	} else if (hp->n_swa_file > 0) {
+		printf("sliding_window: %u in the file, not applied (as llama.cpp)\n",
+		       hp->n_swa_file);
+	}
 	bool tied = is_tied(m);
 	printf("output: %s\n", tied ? "tied to token_embd" : "separate output.weight");
 	printf("n_params: %llu (%.2f M)\n", (unsigned long long)m->n_params,

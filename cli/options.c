@@ -10,6 +10,7 @@
 
 #include "cpu/backend_cpu.h"
 #include "gpu/backend_cuda.h"
+#include "cli/model_spec.h"
 #include "cli/version.h"
 
 /* ------------------------------------------------------------------------------------ */
@@ -56,7 +57,10 @@ struct opt_def {
 static const struct opt_def opt_table[] = {
     /* files */
     {"model", 'm', K_STR, F(model), NULL, "FILE", BOTH, NOLIM, NULL,
-     "GGUF model file, or synthetic:NAME (default: the built-in stories260K)"},
+     "GGUF model file, hf:OWNER/REPO[:QUANT|/FILE.gguf][@REV] (Hugging Face, through "
+     "its hub cache), or synthetic:NAME (default: the built-in stories260K)"},
+    {"offline", 0, K_TRUE, F(offline), NULL, NULL, BOTH, NOLIM, NULL,
+     "hf: models from the hub cache only, never the network (also HF_HUB_OFFLINE=1)"},
     {"input", 'i', K_STR, F(input), "-", "FILE", RUN, NOLIM, NULL,
      "JSONL requests to read, - for standard input"},
     {"output", 'o', K_STR, F(output), "-", "FILE", RUN, NOLIM, NULL,
@@ -396,6 +400,11 @@ void opt_usage(FILE *f, unsigned cmd)
 		}
 		usage_row(f, d->letter, d->name, d->meta, d->def, d->help);
 	}
+	fprintf(f, "\nMODEL: a GGUF file; hf:OWNER/REPO[:QUANT] (default :Q4_K_M; or "
+		   "/FILE.gguf, @REVISION)\nfrom the Hugging Face hub cache ($HF_HUB_CACHE, else "
+		   "$HF_HOME/hub, else\n~/.cache/huggingface/hub), downloaded from $HF_ENDPOINT "
+		   "into it when missing,\nwith $HF_TOKEN for gated models; synthetic:NAME; or none: "
+		   "the built-in stories260K.\n");
 	if (cmd == OPT_CMD_RUN)
 		fprintf(f,
 			"\nexit status: 0 all requests succeeded, 1 some results are errors, "
@@ -437,9 +446,9 @@ bool opt_parse(struct opt_config *c, unsigned cmd, int argc, char **argv, int *e
 	for (size_t j = 0; j < params_count; j++) {
 		const struct param_def *p = &params_table[j];
 		if (p->cli)
-			longs[nl++] = (struct option){p->cli,
-						      p->meta ? required_argument : no_argument,
-						      NULL, PARAM_OPT + (int)j};
+			longs[nl++] =
+			    (struct option){p->cli, p->meta ? required_argument : no_argument, NULL,
+					    PARAM_OPT + (int)j};
 	}
 	longs[nl] = (struct option){0, 0, 0, 0};
 	shorts[ns] = 0;
@@ -611,7 +620,12 @@ enum bg_status opt_open_runtime(const struct opt_config *c, bool lazy, struct op
 				struct bg_err *err)
 {
 	memset(rt, 0, sizeof *rt);
-	enum bg_status st = model_open(c->model, lazy, &rt->model, err);
+	char *spec = NULL;
+	enum bg_status st = model_spec_resolve(c->model, c->offline, c->quiet, &spec, err);
+	if (st != BG_OK)
+		goto fail;
+	st = model_open(spec, lazy, &rt->model, err);
+	free(spec);
 	if (st != BG_OK)
 		goto fail;
 	if (rt->model->gguf) {

@@ -44,7 +44,9 @@ enum opt_device {
 
 struct opt_config {
 	/* ---- files ---- */
-	const char *model;  /* -m: GGUF path or synthetic:NAME; NULL = the built-in model */
+	const char *model;  /* -m: GGUF path, hf:OWNER/REPO[:TAG], synthetic:NAME; NULL =
+			     * the built-in model */
+	bool offline;	    /* --offline: hf: names from the hub cache only */
 	const char *input;  /* -i: JSONL requests, "-" = stdin */
 	const char *output; /* -o: JSONL results, "-" = stdout */
 	const char *stats;  /* --stats: per-iteration JSONL, NULL = none */
@@ -120,7 +122,8 @@ struct opt_runtime {
 	struct backend *backend;
 };
 
-/* Opens the model named by c->model (model_open(spec, lazy)), its tokenizer and the
+/* Opens the model named by c->model (an hf: name resolved through the hub cache first,
+ * cli/model_spec.h; then model_open(spec, lazy)), its tokenizer and the
  * backend named by c->device. On failure everything opened is closed, rt is zeroed, and
  * err holds one sentence (the caller exits with status 3). */
 /* Whether the options select the CUDA backend: --device cuda[:N], or auto with a device. */

@@ -57,6 +57,12 @@ if [ $have_dev -eq 1 ] && [ -x "$build/batchgen" ]; then
 		printf '%s\n' '{\"id\":\"a\",\"input_ids\":[1,2,3],\"max_tokens\":8}' |
 		'$build/batchgen' run --device cuda -m synthetic:tiny -i - -o - >/dev/null &&
 		echo '1 passed, 0 failed'"
+	# the built-in model (stories260K, embedded; no -m): the same greedy tokens as the CPU
+	run_one "batchgen-cuda-builtin" bash -c "
+		r='{\"prompt\":\"Once upon a time\",\"max_tokens\":32}'
+		a=\$(echo \"\$r\" | '$build/batchgen' --device cpu -q | grep -o '\"token_ids\":\[[0-9,]*\]') &&
+		b=\$(echo \"\$r\" | '$build/batchgen' --device cuda -q | grep -o '\"token_ids\":\[[0-9,]*\]') &&
+		[ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ] && echo '1 passed, 0 failed'"
 	model=${BG_SHARED:-../shared}/models/stories260K.gguf
 	if [ -r "$model" ]; then
 		tmp=$(mktemp -d)
