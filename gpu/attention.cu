@@ -13,7 +13,8 @@
  * consecutive query positions of one sequence. K/V tiles of 32 keys are loaded into
  * shared memory once for all of them; each warp owns 4 queries, lane j scores key j of
  * the tile, and the online softmax advances one tile at a time. Keys beyond a query's
- * position are masked (causal).
+ * position are masked (causal), and in a windowed layer (gemma) the keys at or before
+ * position - window too; gemma2's score soft-cap applies after the scale.
  *
  * In both, the head is the fastest grid index so that the query heads sharing one KV
  * head (GQA) run side by side and read that head's K/V from L2 instead of DRAM. Scores
@@ -35,8 +36,10 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 	const int hd = a.head_dim;
 	const int kvh = h / (a.n_head / a.n_head_kv);
 	const int ctx = a.tok_pos[t] + 1;
-	const int len = (ctx + n_split - 1) / n_split;
-	const int j0 = sp * len;
+	/* a windowed layer: keys (pos - window, pos] only */
+	const int lo = a.window > 0 ? max(0, ctx - a.window) : 0;
+	const int len = (ctx - lo + n_split - 1) / n_split;
+	const int j0 = lo + sp * len;
 	const int j1 = min(ctx, j0 + len);
 	const int32_t *bt = a.bt + a.tok_bt[t];
 
@@ -63,6 +66,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 				dot += q[i] * ld_f32(k[d]);
 		}
 		float s = warp_sum(dot) * a.scale;
+		if (a.softcap > 0.0f)
+			s = __fmul_rn(a.softcap, tanhf((s / a.softcap)));
 		float m_new = fmaxf(m, s);
 		float corr = expf(m - m_new); /* 0 on the first key (m = -inf) */
 		float p = expf(s - m_new);
@@ -160,6 +165,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_
 	const int t0 = a.tiles[2 * blockIdx.y], nq = a.tiles[2 * blockIdx.y + 1];
 	const int p0 = a.tok_pos[t0];
 	const int n_keys = p0 + nq; /* the last query sees [0, p0 + nq - 1] */
+	/* windowed: the first query sees keys from p0 - window + 1 on */
+	const int k_lo = a.window > 0 ? max(0, p0 + 1 - a.window) : 0;
 	const int32_t *bt = a.bt + a.tok_bt[t0];
 	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
 
@@ -178,7 +185,7 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_
 		for (int e = 0; e < NPL; e++)
 			acc[qi][e] = 0.0f;
 	}
-	for (int kb = 0; kb < n_keys; kb += TILE_KEYS) {
+	for (int kb = k_lo; kb < n_keys; kb += TILE_KEYS) {
 		__syncthreads(); /* the previous tile (and q_s, the first time) is ready/consumed */
 		for (int e = threadIdx.x; e < TILE_KEYS * hd; e += blockDim.x) {
 			int j = e / hd, d = e % hd, key = kb + j;
@@ -202,12 +209,16 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_
 			const int p = p0 + i;
 			if (kb > p)
 				continue; /* the whole tile is in this query's future */
+			if (a.window > 0 && kb + TILE_KEYS - 1 <= p - a.window)
+				continue; /* ... or wholly before its window (warp-uniform) */
 			float s = -INFINITY;
-			if (kb + lane <= p) {
+			if (kb + lane <= p && (a.window <= 0 || kb + lane > p - a.window)) {
 				float dot = 0.0f;
 				for (int d = 0; d < hd; d++)
 					dot += q_s[i][d] * k_s[lane][d];
 				s = dot * a.scale;
+				if (a.softcap > 0.0f)
+					s = __fmul_rn(a.softcap, tanhf((s / a.softcap)));
 			}
 			float mt = warp_max(s);
 			float m_new = fmaxf(m[qi], mt);

@@ -31,6 +31,10 @@
 #include "gpu/plugin.h"
 #include "abi_layout.h" /* generated: build/gpu/abi_layout.h */
 
+extern "C" {
+#include "model/arch.h"
+}
+
 #define CUDA_DEFAULT_CAP_TOK 2048	 /* tokens per pass (activations) */
 #define CUDA_SAMPLE_GROUP    64		 /* rows per sampling launch (bounds the work buffer) */
 #define CUDA_PARTIAL_FLOATS  (4u << 20)	 /* split-K attention scratch, 16 MiB */
@@ -47,6 +51,9 @@ struct cuda_layer {
 	void *wgu;	  /* [2 n_ff, n_embd] */
 	void *wdown;	  /* [n_embd, n_ff] */
 	float *bqkv;	  /* [n_q + 2 n_kv] fp32 Q|K|V biases (qwen2), or NULL */
+	float *q_norm, *k_norm;	    /* [head_dim] fp32 each (qwen3, gemma3), or NULL */
+	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
+	bool swa;		     /* attends through the sliding window hp.n_swa */
 };
 
 struct cuda_ctx {
@@ -64,6 +71,10 @@ struct cuda_ctx {
 
 	void *weights;
 	size_t weight_bytes;
+	/* RoPE: [2][rope_dim / 2] angles per position (global layers, then windowed ones;
+	 * core/model/arch.h) and the cos/sin scale of each */
+	double *d_freq;
+	float mscale[2];
 	void *tok_embd; /* [n_vocab, n_embd] */
 	float *output_norm;
 	void *output; /* [n_vocab, n_embd] (== tok_embd when tied) */
@@ -259,10 +270,13 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
 	/* Tied output: a file's output points at the embedding; a lazy synthetic model has
 	 * no data pointers, but then its parameter count leaves the output out. */
+	uint64_t extra_params = (hp->qk_norm ? 2 * (uint64_t)hp->head_dim : 0) +
+				(hp->post_norms ? 2 * (uint64_t)E : 0) +
+				(hp->qkv_bias ? (uint64_t)(c->n_q + 2 * c->n_kv) : 0);
 	uint64_t untied_params =
 	    (uint64_t)V * E * 2 + E +
-	    (uint64_t)hp->n_layer *
-		(2 * E + E * (uint64_t)(c->n_q + 2 * c->n_kv) + (uint64_t)c->n_q * E + 3 * E * F);
+	    (uint64_t)hp->n_layer * (2 * E + E * (uint64_t)(c->n_q + 2 * c->n_kv) +
+				     (uint64_t)c->n_q * E + 3 * E * F + extra_params);
 	bool lazy = !m->tok_embd.data;
 	bool tied = lazy ? m->n_params < untied_params : m->output.data == m->tok_embd.data;
 	size_t sz_embd = align_up(V * E * es, 256);
@@ -272,7 +286,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_gu = align_up(2 * F * E * es, 256);
 	size_t sz_down = align_up(E * F * es, 256);
 	size_t sz_bias = hp->qkv_bias ? align_up((size_t)(c->n_q + 2 * c->n_kv) * 4, 256) : 0;
-	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down + sz_bias;
+	size_t sz_qkn = hp->qk_norm ? 2 * align_up((size_t)hp->head_dim * 4, 256) : 0;
+	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
+	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
 	size_t total = sz_embd + sz_norm + (tied ? 0 : sz_embd) + per_layer * hp->n_layer;
 	enum bg_status st = dev_alloc(&c->weights, total, "the model weights", err);
 	if (st != BG_OK)
@@ -316,6 +332,17 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_down;
 		L->bqkv = sz_bias ? (float *)p : NULL;
 		p += sz_bias;
+		if (sz_qkn) {
+			L->q_norm = (float *)p;
+			L->k_norm = (float *)(p + sz_qkn / 2);
+		}
+		p += sz_qkn;
+		if (sz_post) {
+			L->attn_post = (float *)p;
+			L->ffn_post = (float *)(p + sz_norm);
+		}
+		p += sz_post;
+		L->swa = ml->swa;
 		char *qkv = (char *)L->wqkv;
 		st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
 		if (st == BG_OK)
@@ -349,6 +376,19 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->bv, b + c->n_q + c->n_kv, UP_BIAS, err);
 	}
+	/* then the Q/K norms and post-norms (gemma, qwen3), likewise after the others */
+	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		const struct cuda_layer *L = &c->layers[l];
+		if (st == BG_OK && L->q_norm)
+			st = upload_weight(&u, &ml->q_norm, L->q_norm, UP_NORM, err);
+		if (st == BG_OK && L->k_norm)
+			st = upload_weight(&u, &ml->k_norm, L->k_norm, UP_NORM, err);
+		if (st == BG_OK && L->attn_post)
+			st = upload_weight(&u, &ml->attn_post_norm, L->attn_post, UP_NORM, err);
+		if (st == BG_OK && L->ffn_post)
+			st = upload_weight(&u, &ml->ffn_post_norm, L->ffn_post, UP_NORM, err);
+	}
 	/* staging must outlive the conversions that read it */
 	cudaError_t e = cudaStreamSynchronize(c->stream);
 	cudaFree(u.staging);
@@ -356,6 +396,36 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		return st;
 	CUDA_CHECK(e);
 	return BG_OK;
+}
+
+/* The RoPE angles per position of the global and the windowed layers (arch.h), computed
+ * on the host in double as the CPU backend does, uploaded once. */
+static enum bg_status load_rope(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
+{
+	size_t half = c->hp.rope_dim / 2;
+	double *h = (double *)malloc(2 * half * sizeof(double) + 1);
+	float *f = m->rope_factors.data ? (float *)malloc(half * sizeof(float)) : NULL;
+	if (!h || (m->rope_factors.data && !f)) {
+		free(h);
+		free(f);
+		return bg_fail(err, BG_ERR_NOMEM, "out of host memory");
+	}
+	if (f) /* copied: the file's f32 data may be misaligned */
+		memcpy(f, m->rope_factors.data, half * sizeof(float));
+	arch_rope_freqs(&c->hp, f, false, h, &c->mscale[0]);
+	arch_rope_freqs(&c->hp, f, true, h + half, &c->mscale[1]);
+	free(f);
+	enum bg_status st = dev_alloc((void **)&c->d_freq, 2 * half * sizeof(double) + 8,
+				      "the RoPE table", err);
+	if (st == BG_OK) {
+		cudaError_t e = cudaMemcpy(c->d_freq, h, 2 * half * sizeof(double),
+					   cudaMemcpyHostToDevice);
+		if (e != cudaSuccess)
+			st = bg_fail(err, BG_ERR_DEVICE, "uploading the RoPE table: %s",
+				     cudaGetErrorString(e));
+	}
+	free(h);
+	return st;
 }
 
 /* ---- activations ---- */
@@ -441,6 +511,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	cudaStream_t s = c->stream;
 
 	CUDA_CHECK(gpu_embed(c->tok_embd, c->dt, d_tokens, n, E, c->x, s));
+	if (hp->embd_scale != 1.0f) /* gemma */
+		CUDA_CHECK(gpu_scale(c->x, (int64_t)n * E, hp->embd_scale, s));
+	const int half = (int)hp->rope_dim / 2;
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct cuda_layer *L = &c->layers[l];
 		struct gpu_kv_layer kv;
@@ -458,9 +531,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		    gpu_gemm(c->cublas, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv, c->dt));
 		if (L->bqkv)
 			CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, L->bqkv, n, c->ld_qkv, s));
+		if (L->q_norm) /* qwen3, gemma3: per head, before RoPE */
+			CUDA_CHECK(gpu_head_rmsnorm(c->qkv, c->ld_qkv, n, (int)hp->n_head,
+						    (int)hp->n_head_kv, (int)hp->head_dim,
+						    L->q_norm, L->k_norm, hp->rms_eps, s));
+		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
 		CUDA_CHECK(gpu_rope(c->qkv, c->ld_qkv, d_pos, n, (int)hp->n_head,
 				    (int)hp->n_head_kv, (int)hp->head_dim, (int)hp->rope_dim,
-				    hp->rope_base, hp->rope_neox, s));
+				    c->d_freq + rk * half, c->mscale[rk], hp->rope_neox, s));
 		CUDA_CHECK(gpu_kv_write(c->qkv, c->ld_qkv, c->n_q, c->n_q + c->n_kv, d_slots, n, kv,
 					c->dt, s));
 		struct gpu_attn_args a;
@@ -474,7 +552,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.n_head = (int)hp->n_head;
 		a.n_head_kv = (int)hp->n_head_kv;
 		a.head_dim = (int)hp->head_dim;
-		a.scale = 1.0f / sqrtf((float)hp->head_dim);
+		a.scale = hp->attn_scale;
+		a.softcap = hp->attn_softcap;
+		a.window = L->swa ? (int)hp->n_swa : 0;
 		a.out = c->attn;
 		a.max_ctx = ps->max_ctx;
 		a.tiles = d_tiles;
@@ -483,11 +563,17 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.n_list = ps->n_list;
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wo, c->attn, c->tmp, E, c->n_q, n, E, c->dt));
+		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
+			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
+						   E, false, c->tmp, GPU_F32, s));
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
 		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F, c->dt));
-		CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, s));
+		CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
 		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wdown, c->act, c->tmp, E, F, n, E, c->dt));
+		if (L->ffn_post)
+			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
+						   E, false, c->tmp, GPU_F32, s));
 	}
 	if (ps->n_out == 0)
 		return BG_OK;
@@ -496,6 +582,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				   false, c->xl, c->dt, s));
 	CUBLAS_CHECK(gpu_gemm(c->cublas, c->output, c->xl, c->logits + (size_t)row0 * hp->n_vocab,
 			      (int)hp->n_vocab, E, ps->n_out, (int)hp->n_vocab, c->dt));
+	if (hp->final_softcap > 0.0f) /* gemma2 */
+		CUDA_CHECK(gpu_softcap(c->logits + (size_t)row0 * hp->n_vocab,
+				       (int64_t)ps->n_out * hp->n_vocab, hp->final_softcap, s));
 	return BG_OK;
 }
 
@@ -996,6 +1085,7 @@ static void cuda_destroy(void *ctx)
 	cudaFreeHost(c->h_gmeta);
 	cudaFree(c->cublas_ws);
 	cudaFree(c->weights);
+	cudaFree(c->d_freq);
 	cudaFree(c->kv);
 	cudaFree(c->x); /* the base of all activations */
 	cudaFree(c->partial);
@@ -1085,26 +1175,6 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->n_vocab > 0x7fffffffu / 2)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "a vocabulary of %u is too large",
 			       hp->n_vocab);
-	/* the architecture features of core/model/arch.h this backend does not compute yet:
-	 * refused by name rather than run wrongly (the CPU backend runs them) */
-	const char *missing = hp->qk_norm			     ? "per-head Q/K norms"
-			      : hp->post_norms			     ? "post-norms"
-			      : hp->gelu			     ? "GELU"
-			      : hp->embd_scale != 1.0f		     ? "an embedding scale"
-			      : hp->attn_softcap > 0.0f		     ? "attention soft-capping"
-			      : hp->final_softcap > 0.0f	     ? "final soft-capping"
-			      : hp->n_swa > 0			     ? "sliding-window attention"
-			      : m->rope_factors.ne0 > 0		     ? "RoPE frequency factors"
-			      : hp->rope_freq_scale != 1.0f	     ? "RoPE scaling"
-			      : hp->rope_yarn			     ? "YaRN"
-			      : hp->rope_attn_factor != 1.0f	     ? "a RoPE attention factor"
-			      : hp->head_dim * hp->n_head != hp->n_embd ? "a head size other than "
-									  "n_embd / n_head"
-									: NULL;
-	if (missing)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend does not run %s models yet (%s); use --device cpu",
-			       m->arch, missing);
 	return BG_OK;
 }
 
@@ -1155,6 +1225,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUDA_CUBLAS_WS));
 
 	st = load_weights(c, m, err);
+	if (st == BG_OK)
+		st = load_rope(c, m, err);
 	if (st != BG_OK)
 		return st;
 

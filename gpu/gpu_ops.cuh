@@ -52,9 +52,25 @@ cudaError_t gpu_bias_add(float *x, int ld, const float *bias, int n_tok, int wid
 /* Rotates, in place, the first n_head + n_head_kv heads of each row of qkv ([n_tok, ld],
  * fp32: q heads then k heads, head_dim each) by position pos[t]. Pairs are
  * (2i, 2i+1) for llama (neox == false) or (i, i + rope_dim/2) for NeoX; only the first
- * rope_dim dimensions of each head rotate; theta = pos * base^(-2i/rope_dim). */
+ * rope_dim dimensions of each head rotate; theta = pos * freq[i] (freq: [rope_dim / 2]
+ * device doubles, core/model/arch.h's arch_rope_freqs), cos and sin times mscale. */
 cudaError_t gpu_rope(float *qkv, int ld, const int32_t *pos, int n_tok, int n_head, int n_head_kv,
-		     int head_dim, int rope_dim, float base, bool neox, cudaStream_t stream);
+		     int head_dim, int rope_dim, const double *freq, float mscale, bool neox,
+		     cudaStream_t stream);
+
+/* ---- head_norm.cu ---- */
+
+/* In place: each query head (first n_head heads of a qkv row) and key head (next
+ * n_head_kv) becomes x / sqrt(mean(x^2) + eps) * w, w = qw or kw ([hd] fp32). */
+cudaError_t gpu_head_rmsnorm(float *qkv, int ld, int n_tok, int n_head, int n_head_kv, int hd,
+			     const float *qw, const float *kw, float eps, cudaStream_t stream);
+
+/* ---- scale.cu ---- */
+
+/* x[i] *= s for i < n (fp32). */
+cudaError_t gpu_scale(float *x, int64_t n, float s, cudaStream_t stream);
+/* x[i] = cap * tanh(x[i] / cap) for i < n (fp32; soft-capping). */
+cudaError_t gpu_softcap(float *x, int64_t n, float cap, cudaStream_t stream);
 
 /* ---- kv_write.cu ---- */
 
@@ -83,7 +99,9 @@ struct gpu_attn_args {
 	const int32_t *tok_bt;	/* [n_tok] offset of the token's block table in bt */
 	const int32_t *bt;	/* block tables, concatenated */
 	int n_tok, n_head, n_head_kv, head_dim;
-	float scale; /* 1/sqrt(head_dim) */
+	float scale;   /* the score scale: 1/sqrt(head_dim) unless the model says otherwise */
+	float softcap; /* > 0: scores become softcap * tanh(score / softcap) */
+	int window;    /* > 0: a query at p sees keys (p - window, p] only */
 	void *out;   /* [n_tok, n_head * head_dim] of dt */
 	int max_ctx; /* max over tokens of pos + 1 */
 	/* How the tokens are covered (together, every token exactly once):
@@ -117,9 +135,10 @@ int gpu_attention_splits(int n_tok, int n_head, int head_dim, int max_ctx, int n
 
 /* ---- swiglu.cu ---- */
 
-/* out[t, i] = silu(gu[t, i]) * gu[t, n_ff + i]; gu is [n_tok, 2*n_ff] fp32, out of dt. */
+/* out[t, i] = act(gu[t, i]) * gu[t, n_ff + i]; gu is [n_tok, 2*n_ff] fp32, out of dt; act
+ * is silu, or GELU (tanh form) when gelu. */
 cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
-		       cudaStream_t stream);
+		       bool gelu, cudaStream_t stream);
 
 /* ---- gemm.cu ---- */
 

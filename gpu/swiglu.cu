@@ -1,7 +1,8 @@
 /* swiglu: the gated activation between the fused gate/up GEMM and the down GEMM. */
 #include "gpu/gpu_ops.cuh"
 
-template <typename T> __global__ void swiglu_kernel(const float *gu, int64_t n, int n_ff, T *out)
+template <typename T>
+__global__ void swiglu_kernel(const float *gu, int64_t n, int n_ff, bool gelu, T *out)
 {
 	int64_t stride = (int64_t)gridDim.x * blockDim.x;
 	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -9,13 +10,23 @@ template <typename T> __global__ void swiglu_kernel(const float *gu, int64_t n, 
 		float g = gu[t * 2 * n_ff + j];
 		float u = gu[t * 2 * n_ff + n_ff + j];
 		/* silu(g) = g * sigmoid(g); expf(-g) overflows to inf for g < -88, giving
-		 * g / inf = -0, the right limit */
-		out[i] = st_t<T>(g / (1.0f + expf(-g)) * u);
+		 * g / inf = -0, the right limit. GELU: the tanh form, written as the CPU
+		 * backend's expression (roundings spelled out: no FMA contraction) */
+		float a;
+		if (gelu) {
+			float in = __fmul_rn(
+			    __fmul_rn(0.79788456080286535588f, g),
+			    __fadd_rn(1.0f, __fmul_rn(__fmul_rn(0.044715f, g), g)));
+			a = __fmul_rn(__fmul_rn(0.5f, g), __fadd_rn(1.0f, tanhf(in)));
+		} else {
+			a = g / (1.0f + expf(-g));
+		}
+		out[i] = st_t<T>(__fmul_rn(a, u));
 	}
 }
 
 cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
-		       cudaStream_t stream)
+		       bool gelu, cudaStream_t stream)
 {
 	int64_t n = (int64_t)n_tok * n_ff;
 	if (n <= 0)
@@ -24,6 +35,6 @@ cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu
 	if (blocks > 65536)
 		blocks = 65536;
 	GPU_DISPATCH_DTYPE(dt, T,
-			   swiglu_kernel<T><<<blocks, 256, 0, stream>>>(gu, n, n_ff, (T *)out));
+			   swiglu_kernel<T><<<blocks, 256, 0, stream>>>(gu, n, n_ff, gelu, (T *)out));
 	return cudaGetLastError();
 }

@@ -6,7 +6,8 @@
 # random order of seed 7; NaN-filled shared memory; deferred streams; capture rules):
 #  - greedy and seeded sampled requests give the CPU backend's tokens, and cumulative
 #    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
-#    SIMD code; a wrong kernel moves them by far more on this model);
+#    SIMD code; a wrong kernel moves them by far more on this model); the same for a tiny
+#    file of each architecture of core/model/arch.h;
 #  - a driver older than the build's CUDA (the emulator plays one with
 #    $BG_EMU_DRIVER_VERSION): `--device cuda` exits 3 naming both versions; `--device
 #    auto` warns with the same sentence and runs on the CPU; no driver at all says so.
@@ -56,6 +57,24 @@ check_eq "cuda (emulated), reuse and n = 3: the CPU backend's tokens and cached 
 	"$(samples "$TMP/reuse_gpu.jsonl")" "$(samples "$TMP/reuse_cpu.jsonl")"
 check "cuda (emulated): later requests took cached blocks" \
 	test "$(jq -s 'map(.usage.cached_tokens) | add' "$TMP/reuse_gpu.jsonl")" -gt 0
+
+# ---- the architectures of core/model/arch.h (tiny f32 files, prompts past their windows) --
+# Every feature's kernel runs here: rope factors and YaRN, Q/K norms, embedding scale, GELU,
+# post-norms, soft-caps, windowed layers (tiled prompt and per-query decode), LongRoPE.
+printf '%s\n' '{"id":"w","input_ids":[1,290,291,292,293,294,295,296,297,298,299,300,301,302,303,304,305,306,307,308,309,310,311,312,313,314,315,316,317,318,319,320],"max_tokens":6,"temperature":0,"ignore_eos":true}' \
+	'{"id":"s","input_ids":[1,5,77,260],"max_tokens":6,"temperature":0,"ignore_eos":true}' >"$TMP/arch.jsonl"
+for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny; do
+	"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
+	"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
+	"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
+	check_eq "$sh (emulated cuda): the CPU backend's tokens" "$(tokens "$TMP/$sh.gpu.jsonl")" \
+		"$(tokens "$TMP/$sh.cpu.jsonl")"
+	far=$(jq -s -r '[.[] | {(.id): .cum_logprob}] | add' "$TMP/$sh.cpu.jsonl" >"$TMP/$sh.lp" &&
+		jq -r --slurpfile c "$TMP/$sh.lp" \
+			'select(((.cum_logprob - $c[0][.id]) | fabs) > 1e-4 or .cum_logprob == null) | .id' \
+			"$TMP/$sh.gpu.jsonl")
+	check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
+done
 
 # ---- a driver too old for the build -----------------------------------------------------
 BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \

@@ -364,8 +364,12 @@ static void test_rope(void)
 			pos[t] = t == 0 ? 0 : t == 1 ? 4095 : (int32_t)(rnd_u32() % 9000);
 		float *d = dev_vec(qkv);
 		int32_t *dp = dev_vec(pos);
+		std::vector<double> freq(cs.rope_dim / 2);
+		for (int i = 0; i < cs.rope_dim / 2; i++)
+			freq[i] = pow(10000.0, -2.0 * i / cs.rope_dim);
+		double *dfreq = dev_vec(freq);
 		REQUIRE(gpu_rope(d, ld, dp, n_tok, cs.n_head, cs.n_head_kv, cs.hd, cs.rope_dim,
-				 10000.0f, cs.neox, 0));
+				 dfreq, 1.0f, cs.neox, 0));
 		std::vector<float> got = dev_download<float>(d, qkv.size()), want = qkv;
 		int half = cs.rope_dim / 2;
 		for (int t = 0; t < n_tok; t++)
@@ -389,6 +393,7 @@ static void test_rope(void)
 		check_close(what, got, want, 1e-7, 2.4e-7);
 		cudaFree(d);
 		cudaFree(dp);
+		cudaFree(dfreq);
 	}
 }
 
@@ -462,7 +467,7 @@ static void test_swiglu(void)
 		float *d = dev_vec(gu);
 		void *out;
 		REQUIRE(cudaMalloc(&out, (size_t)n_tok * n_ff * 4));
-		REQUIRE(gpu_swiglu(d, n_tok, n_ff, out, dt, 0));
+		REQUIRE(gpu_swiglu(d, n_tok, n_ff, out, dt, false, 0));
 		std::vector<float> got = dev_download_st(dt, out, (size_t)n_tok * n_ff);
 		std::vector<float> want((size_t)n_tok * n_ff);
 		for (int t = 0; t < n_tok; t++)
@@ -621,6 +626,8 @@ static void test_attention(int n_sm)
 			a.n_head_kv = sh.n_head_kv;
 			a.head_dim = sh.hd;
 			a.scale = 1.0f / sqrtf((float)sh.hd);
+			a.softcap = 0.0f;
+			a.window = 0;
 			a.out = dout;
 			a.max_ctx = max_ctx;
 			a.tiles = NULL;

@@ -8,6 +8,7 @@
  *   - KV swap out / in to other blocks and copy-on-write, then generation goes on equal;
  *   - llama-2-tiny-random (F16 path): teacher-forced log-probs against llama.cpp's;
  *   - synthetic llama-100m materialized as f16 and q8_0 (the BF16 path) against the CPU;
+ *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU;
  *   - a lazy synthetic model (weights made on the device) runs and is deterministic;
  *   - sampling through backend->sample equals the CPU backend's, RNG stream included.
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
@@ -503,6 +504,23 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 	model_free(m);
 }
 
+/* The architectures of core/model/arch.h in f32 against the CPU backend: a 24-token
+ * prompt (tiled attention; past the tiny files' 16-token windows) then 4 decode steps
+ * (per-query attention). Every feature's kernel is on this path: Llama 3.1 factors and
+ * YaRN (RoPE table, mscale), Q/K norms, embedding scale, GELU, post-norms, soft-caps,
+ * windowed layers with their own RoPE, fused phi3 tensors (views) and LongRoPE. fp32
+ * GEMMs on both sides: only summation orders differ, as for qwen2. */
+static void test_arch_vs_cpu(void)
+{
+	static const char *const specs[] = {
+	    "synthetic:llama3-tiny:f32", "synthetic:llama-yarn-tiny:f32",
+	    "synthetic:qwen3-tiny:f32",	 "synthetic:gemma2-tiny:f32",
+	    "synthetic:gemma3-tiny:f32", "synthetic:phi3-tiny:f32",
+	};
+	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
+}
+
 static void test_lazy_synthetic(void)
 {
 	struct model *m = NULL;
@@ -591,6 +609,11 @@ int main(void)
 		printf("0 passed, 0 failed\n");
 		return 0;
 	}
+	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone (quick under gpu/emu) */
+	if (getenv("BG_GPU_ONLY_ARCH")) {
+		test_arch_vs_cpu();
+		return check_summary();
+	}
 	test_stories();
 	test_tiny_random();
 	/* q8_0 weights become BF16 on the device, and activations are rounded to bf16 at
@@ -601,6 +624,7 @@ int main(void)
 	/* qwen2 (Q/K/V biases, NeoX RoPE) in f32: fp32 GEMMs without TF32 on both sides,
 	 * so only summation orders differ (~1e-6 relative per layer) */
 	test_synthetic_vs_cpu("synthetic:qwen2-tiny:f32", 1e-4, 0.9999999);
+	test_arch_vs_cpu();
 	test_lazy_synthetic();
 	test_errors();
 	return check_summary();

@@ -1,0 +1,38 @@
+/* head_norm: the per-head RMS norm of qwen3's and gemma3's queries and keys, in place in
+ * the fp32 QKV rows after the projection and before RoPE, as the CPU backend computes it
+ * (the sum of squares in double, then x * scale * w rounded as there). */
+#include "gpu/gpu_ops.cuh"
+
+/* One warp per (token, head): heads [0, n_head) are queries (weights qw), the next
+ * n_head_kv keys (weights kw). */
+__global__ void head_rmsnorm_kernel(float *qkv, int ld, int n_tok, int n_head, int n_head_kv,
+				    int hd, const float *qw, const float *kw, float eps)
+{
+	int item = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+	int lane = threadIdx.x & 31;
+	int heads = n_head + n_head_kv;
+	if (item >= n_tok * heads)
+		return; /* warp-uniform */
+	int t = item / heads, h = item % heads;
+	float *x = qkv + (int64_t)t * ld + (int64_t)h * hd;
+	const float *w = h < n_head ? qw : kw;
+	double ss = 0.0;
+	for (int d = lane; d < hd; d += 32)
+		ss += (double)x[d] * x[d];
+	ss = warp_sum_d(ss);
+	float scale = (float)(1.0 / sqrt(ss / (double)hd + (double)eps));
+	for (int d = lane; d < hd; d += 32)
+		x[d] = __fmul_rn(__fmul_rn(x[d], scale), w[d]);
+}
+
+cudaError_t gpu_head_rmsnorm(float *qkv, int ld, int n_tok, int n_head, int n_head_kv, int hd,
+			     const float *qw, const float *kw, float eps, cudaStream_t stream)
+{
+	int64_t items = (int64_t)n_tok * (n_head + n_head_kv);
+	if (items <= 0)
+		return cudaSuccess;
+	unsigned blocks = gpu_div_up((uint64_t)items, 4); /* 4 warps per block */
+	head_rmsnorm_kernel<<<blocks, 128, 0, stream>>>(qkv, ld, n_tok, n_head, n_head_kv, hd, qw,
+							 kw, eps);
+	return cudaGetLastError();
+}
