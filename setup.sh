@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # setup.sh: installs what a fresh Debian/Ubuntu machine lacks, builds batchgen, and runs
-# the main job on the built-in model over testdata/prompts.jsonl.
+# the main job on the built-in model (stories260K: short English stories) over
+# testdata/prompts.jsonl.
 #   ./setup.sh              install, build, run the sample job
 #   ./setup.sh --deps-only  install the build and test dependencies only
 set -euo pipefail
 cd "$(dirname "$0")"
 
-pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq)
+pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq
+	clang-19) # clang-19: the CUDA gates' second front end (tests/gpu_gates.sh)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

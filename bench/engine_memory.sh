@@ -4,7 +4,7 @@
 #   bench/engine_memory.sh [N ...]        the engine alone (null backend: only the engine's
 #                                         own memory is measured; bench/engine_memory.c)
 #   bench/engine_memory.sh --cli [N ...]  the whole CLI ($BATCHGEN, default build/batchgen,
-#                                         built-in model, max_tokens 1, -o /dev/null), for
+#                                         synthetic:builtin (the old built-in model), max_tokens 1, -o /dev/null), for
 #                                         inputs whose ids count up ("id":"q<i>"), inputs
 #                                         without ids (ids are line numbers) and inputs of
 #                                         random ids (what cli/idset.c keeps in its table);
@@ -45,7 +45,7 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
 {
 	header "cli_memory BATCHGEN=$BATCHGEN" "--cli ${sizes[*]}"
-	echo "# each: /usr/bin/time -f %M \$BATCHGEN -i IN -o /dev/null --quiet (peak RSS in KB)"
+	echo "# each: /usr/bin/time -f %M \$BATCHGEN -m synthetic:builtin -i IN -o /dev/null --quiet (peak RSS in KB)"
 	echo "# ids=given: {\"id\":\"q<i>\",\"input_ids\":[1,5+i%300,7],\"max_tokens\":1}; ids=lines: the same without \"id\";"
 	echo "# ids=random: \"id\":\"u<16 random hex digits>z\" (srand(1), distinct in practice)"
 	for n in "${sizes[@]}"; do
@@ -64,7 +64,7 @@ sizes=("$@")
 				mv "$in.tmp" "$in"
 			fi
 			t0=$(date +%s.%N)
-			kb=$(/usr/bin/time -f %M "$BATCHGEN" -i "$in" -o /dev/null --quiet 2>&1 >/dev/null | tail -1)
+			kb=$(/usr/bin/time -f %M "$BATCHGEN" -m synthetic:builtin -i "$in" -o /dev/null --quiet 2>&1 >/dev/null | tail -1)
 			t1=$(date +%s.%N)
 			printf 'cli ids=%s n=%d peak_rss_kb=%s secs=%.2f\n' "$kind" "$n" "$kb" "$(echo "$t1 - $t0" | bc)"
 		done

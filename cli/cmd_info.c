@@ -15,7 +15,7 @@ static void info_usage(FILE *f)
 		   "Describes a model: architecture, hyper-parameters, parameter count, weight\n"
 		   "bytes by dtype, tokenizer, and the GGUF metadata. MODEL is a GGUF file,\n"
 		   "synthetic:NAME (a named random-weight shape), or absent for the built-in\n"
-		   "model.\n");
+		   "model (stories260K).\n");
 }
 
 static void print_bytes(uint64_t b)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e_bench: `batchgen bench` on the built-in model. Two runs of one workload do the same
+# e2e_bench: `batchgen bench` on synthetic:builtin (the old default). Two runs of one workload do the same
 # work (token counts, shape and content checksums); the report is complete and consistent
 # with --stats; --baseline passes a matching report, fails a regressed one with status 4,
 # and refuses (status 2) a report of another workload or configuration. No timing is
@@ -15,10 +15,10 @@ edit() { # edit IN OUT EXPR: applies a Python statement to `r`
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(r,open(sys.argv[2],"w"))' "$1" "$2" "$3"
 }
 
-"$BATCHGEN" bench --device cpu --workload $W --warmup 2 --report "$TMP/a.json" \
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --warmup 2 --report "$TMP/a.json" \
 	--stats "$TMP/a.stats" 2>"$TMP/a.err"
 check_eq "first run exit status" "$?" 0
-"$BATCHGEN" bench --device cpu --workload $W --warmup 0 --report "$TMP/b.json" -q 2>"$TMP/b.err"
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --warmup 0 --report "$TMP/b.json" -q 2>"$TMP/b.err"
 check_eq "second run exit status" "$?" 0
 check_eq "quiet: nothing on stderr" "$(wc -c <"$TMP/b.err" | tr -d ' ')" 0
 check "table on stderr" grep -q 'output tok/s' "$TMP/a.err"
@@ -63,36 +63,36 @@ print("%016x" % h)')
 
 	# --baseline: a report claiming 1000x the speed is a regression (4) ...
 	edit "$TMP/a.json" "$TMP/fast.json" 'r["results"]["output_tok_s"] *= 1000'
-	"$BATCHGEN" bench --device cpu --workload $W --baseline "$TMP/fast.json" \
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --baseline "$TMP/fast.json" \
 		--max-regression 5 -q 2>"$TMP/fast.err"
 	check_eq "regression exit status" "$?" 4
 	check "regression message" grep -q REGRESSION "$TMP/fast.err"
 	# ... one claiming 1/1000 of it passes, and so does the report itself with a 99% margin
 	edit "$TMP/a.json" "$TMP/slow.json" 'r["results"]["output_tok_s"] /= 1000'
-	"$BATCHGEN" bench --device cpu --workload $W --baseline "$TMP/slow.json" -q 2>"$TMP/slow.err"
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --baseline "$TMP/slow.json" -q 2>"$TMP/slow.err"
 	check_eq "matching baseline exit status" "$?" 0
-	"$BATCHGEN" bench --device cpu --workload $W --baseline "$TMP/a.json" --max-regression 99 \
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --baseline "$TMP/a.json" --max-regression 99 \
 		-q 2>/dev/null
 	check_eq "own report as baseline" "$?" 0
 	# ... another workload, count or configuration is refused (2), with a sentence
-	"$BATCHGEN" bench --device cpu --workload 24/4x6 --baseline "$TMP/a.json" -q \
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload 24/4x6 --baseline "$TMP/a.json" -q \
 		--report "$TMP/refused.json" 2>"$TMP/w.err"
 	check_eq "other workload refused" "$?" 2
 	check "other workload message" grep -q 'different workload' "$TMP/w.err"
 	check "refused before running: no report" test ! -e "$TMP/refused.json"
-	"$BATCHGEN" bench --device cpu --workload 24/8x5 --baseline "$TMP/a.json" -q 2>/dev/null
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload 24/8x5 --baseline "$TMP/a.json" -q 2>/dev/null
 	check_eq "other count refused" "$?" 2
-	"$BATCHGEN" bench --device cpu --workload $W --block-size 16 --baseline "$TMP/a.json" \
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --block-size 16 --baseline "$TMP/a.json" \
 		-q 2>"$TMP/c.err"
 	check_eq "other configuration refused" "$?" 2
 	check "configuration message names the option" grep -q 'block_size' "$TMP/c.err"
 	edit "$TMP/a.json" "$TMP/other.json" 'r["schema"] = "something-else"'
-	"$BATCHGEN" bench --device cpu --workload $W --baseline "$TMP/other.json" -q 2>/dev/null
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --baseline "$TMP/other.json" -q 2>/dev/null
 	check_eq "not a bench report refused" "$?" 2
 fi
 
 # --requests wins over the spec's count
-"$BATCHGEN" bench --device cpu --workload 24/8x2 --requests 3 --warmup 0 -q --report "$TMP/n.json"
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload 24/8x2 --requests 3 --warmup 0 -q --report "$TMP/n.json"
 check_eq "--requests exit status" "$?" 0
 if [ -s "$TMP/n.json" ]; then
 	check_eq "--requests spec" "$(json "$TMP/n.json" 'r["workload"]["spec"]')" 24/8x3
@@ -100,13 +100,13 @@ if [ -s "$TMP/n.json" ]; then
 fi
 
 # usage errors: nothing runs
-"$BATCHGEN" bench --device cpu --workload F9 2>"$TMP/u.err"
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload F9 2>"$TMP/u.err"
 check_eq "unknown workload" "$?" 2
 check "unknown workload message" grep -q 'unknown workload' "$TMP/u.err"
-"$BATCHGEN" bench --device cpu --workload B1 2>"$TMP/b1.err"
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload B1 2>"$TMP/b1.err"
 check_eq "B1 refused on the CPU" "$?" 2
 check "B1 message" grep -q 'CUDA only' "$TMP/b1.err"
-"$BATCHGEN" bench --device cpu --workload $W --baseline "$TMP/missing.json" 2>/dev/null
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --baseline "$TMP/missing.json" 2>/dev/null
 check_eq "missing baseline" "$?" 2
 
 summary

@@ -22,7 +22,7 @@ done >"$in"
 # a request OpenAI would refuse: no prompt
 printf '{"custom_id":"bad-13","method":"POST","url":"/v1/completions","body":{"model":"tiny","max_tokens":3}}\n' >>"$in"
 
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/out.jsonl" --chat-template chatml
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/out.jsonl" --chat-template chatml
 check_eq "exit 1 (one bad request)" "$?" 1
 check_eq "one line per request" "$(wc -l <"$TMP/out.jsonl" | tr -d ' ')" 13
 check "every line is JSON" jq -e . "$TMP/out.jsonl" >/dev/null
@@ -52,14 +52,14 @@ check_eq "the bad request has an error" \
 
 # greedy completions equal the native form of the same prompts
 jq -c 'select(.url == "/v1/completions" and .body.prompt != null) | {id: .custom_id, prompt: .body.prompt, max_tokens: .body.max_tokens, temperature: 0}' "$in" >"$TMP/native.jsonl"
-"$BATCHGEN" --device cpu -q -i "$TMP/native.jsonl" -o "$TMP/native.out"
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/native.jsonl" -o "$TMP/native.out"
 check "OpenAI and native forms generate the same text" cmp -s \
 	<(jq -r 'select(.custom_id | startswith("cmpl")) | .response.body.choices[0].text' "$TMP/out.jsonl") \
 	<(jq -r .text "$TMP/native.out")
 
 # without a chat template (the built-in model has none unless it says so): chat requests
 # fail, completions still run
-"$BATCHGEN" -q -i "$in" -o "$TMP/nochat.jsonl" 2>/dev/null
+"$BATCHGEN" -m synthetic:builtin -q -i "$in" -o "$TMP/nochat.jsonl" 2>/dev/null
 rc=$?
 if jq -e 'select(.custom_id | startswith("chat")) | .response.status_code != 200' "$TMP/nochat.jsonl" >/dev/null; then
 	check_eq "no template: exit 1" "$rc" 1
@@ -68,7 +68,7 @@ if jq -e 'select(.custom_id | startswith("chat")) | .response.status_code != 200
 fi
 
 # an unknown template name is a usage error
-"$BATCHGEN" -q -i "$in" --chat-template no-such-template >/dev/null 2>"$TMP/t.err"
+"$BATCHGEN" -m synthetic:builtin -q -i "$in" --chat-template no-such-template >/dev/null 2>"$TMP/t.err"
 check_eq "unknown template: exit 2" "$?" 2
 check "unknown template: lists the known ones" grep -q chatml "$TMP/t.err"
 

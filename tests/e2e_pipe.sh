@@ -28,7 +28,7 @@ for order in completion input; do
 		sleep 6
 		touch "$marker"
 		req b "the second line" 4
-	) | "$BATCHGEN" --device cpu -q -i - -o - --order $order >"$fifo" &
+	) | "$BATCHGEN" -m synthetic:builtin --device cpu -q -i - -o - --order $order >"$fifo" &
 	pid=$!
 	exec 3<"$fifo"
 	first=
@@ -50,7 +50,7 @@ done
 # ---- a feedback loop: the next request is written after the previous result is read ----
 N=6
 rm -f "$TMP/loop.in"
-coproc BG { "$BATCHGEN" --device cpu -q -i - -o - --order completion; }
+coproc BG { "$BATCHGEN" -m synthetic:builtin --device cpu -q -i - -o - --order completion; }
 bg_pid=$BG_PID
 n_got=0
 prev="once upon a time"
@@ -71,7 +71,7 @@ rc=$?
 check_eq "feedback loop: every result came back before the next request" "$n_got" $N
 check_eq "feedback loop: exit 0 at the end of the input" "$rc" 0
 if [ "$n_got" = $N ]; then
-	"$BATCHGEN" --device cpu -q -i "$TMP/loop.in" -o "$TMP/loop.ref"
+	"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/loop.in" -o "$TMP/loop.ref"
 	check "feedback loop: same results as a run from a file" \
 		cmp -s <(norm "$TMP/loop.out") <(norm "$TMP/loop.ref")
 fi
@@ -84,9 +84,9 @@ long=$(head -c 150000 /dev/zero | tr '\0' a | sed 's/aa/a /g')
 	req o3 "after the long one" 2
 	req o4 "no newline at the end" 2 | tr -d '\n'
 } >"$TMP/odd.jsonl"
-"$BATCHGEN" --device cpu -q -i "$TMP/odd.jsonl" -o "$TMP/odd.ref"
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/odd.jsonl" -o "$TMP/odd.ref"
 rc_file=$?
-cat "$TMP/odd.jsonl" | "$BATCHGEN" --device cpu -q -i - -o "$TMP/odd.out"
+cat "$TMP/odd.jsonl" | "$BATCHGEN" -m synthetic:builtin --device cpu -q -i - -o "$TMP/odd.out"
 check_eq "odd lines: the same exit code from a pipe as from the file" "$?" "$rc_file"
 check_eq "odd lines: one result per line" "$(jq -r .id "$TMP/odd.out" | tr '\n' ' ')" "o1 o2 o3 o4 "
 check "odd lines: the same results as from the file" \
@@ -97,7 +97,7 @@ fifo=$TMP/in.fifo
 mkfifo "$fifo"
 (req s1 "a story" 3; exec sleep 60) >"$fifo" &
 feeder=$!
-"$BATCHGEN" --device cpu -i "$fifo" -o "$TMP/int.jsonl" 2>"$TMP/int.err" &
+"$BATCHGEN" -m synthetic:builtin --device cpu -i "$fifo" -o "$TMP/int.jsonl" 2>"$TMP/int.err" &
 pid=$!
 for _ in $(seq 1 200); do
 	[ -s "$TMP/int.jsonl" ] && break

@@ -12,7 +12,7 @@ awk 'BEGIN { for (i = 1; i <= 600; i++)
 	printf "{\"id\":\"p%d\",\"prompt\":\"line %d\",\"max_tokens\":4,\"ignore_eos\":true}\n", i, i }' >"$in"
 
 # a file: the total is known; with a 10 ms interval the run draws some lines
-"$BATCHGEN" -i "$in" -o "$TMP/out.jsonl" --progress-interval 0.01 --report "$TMP/report.json" \
+"$BATCHGEN" -m synthetic:builtin -i "$in" -o "$TMP/out.jsonl" --progress-interval 0.01 --report "$TMP/report.json" \
 	2>"$TMP/err.txt"
 check_eq "run exits 0" "$?" 0
 check "progress lines count requests of the known total" grep -qE '^progress: [0-9]+/600 \(' "$TMP/err.txt"
@@ -29,7 +29,7 @@ check_eq "results on the output" "$(wc -l <"$TMP/out.jsonl" | tr -d ' ')" 600
 		sed -n "$((b * 50 + 1)),$((b * 50 + 50))p" "$in"
 		sleep 0.4
 	done
-} | "$BATCHGEN" -o "$TMP/burst.jsonl" --max-queued 4 --progress-interval 0.1 \
+} | "$BATCHGEN" -m synthetic:builtin -o "$TMP/burst.jsonl" --max-queued 4 --progress-interval 0.1 \
 	--stats "$TMP/stats.jsonl" 2>"$TMP/err4.txt"
 n_prog=$(grep -c '^progress: ' "$TMP/err4.txt")
 n_iter=$(wc -l <"$TMP/stats.jsonl" | tr -d ' ')
@@ -57,18 +57,18 @@ if need_jq; then
 fi
 
 # a long interval: no progress line at all for a short run, but the summary
-head -n 5 "$in" | "$BATCHGEN" --progress-interval 1000 >/dev/null 2>"$TMP/err2.txt"
+head -n 5 "$in" | "$BATCHGEN" -m synthetic:builtin --progress-interval 1000 >/dev/null 2>"$TMP/err2.txt"
 check_eq "no progress line before the interval" "$(grep -c '^progress: ' "$TMP/err2.txt")" 0
 check "summary still there" grep -q 'requests (5 ok' "$TMP/err2.txt"
 
 # --quiet
-head -n 5 "$in" | "$BATCHGEN" -q --progress-interval 0.01 >/dev/null 2>"$TMP/err3.txt"
+head -n 5 "$in" | "$BATCHGEN" -m synthetic:builtin -q --progress-interval 0.01 >/dev/null 2>"$TMP/err3.txt"
 check_eq "--quiet: nothing on stderr" "$(wc -c <"$TMP/err3.txt" | tr -d ' ')" 0
 
 # a terminal: script(1) gives the command a pty for stderr
 if command -v script >/dev/null; then
 	head -n 300 "$in" >"$TMP/in300.jsonl"
-	script -qfec "$BATCHGEN -i $TMP/in300.jsonl -o $TMP/tty.jsonl" /dev/null >"$TMP/tty.txt" 2>&1 </dev/null
+	script -qfec "$BATCHGEN -m synthetic:builtin -i $TMP/in300.jsonl -o $TMP/tty.jsonl" /dev/null >"$TMP/tty.txt" 2>&1 </dev/null
 	check "terminal: the line is redrawn with CR" grep -q $'\r' "$TMP/tty.txt"
 	check_eq "terminal: no plain progress lines" "$(grep -c 'progress: ' "$TMP/tty.txt")" 0
 	check "terminal: the summary" grep -q '300 requests' "$TMP/tty.txt"

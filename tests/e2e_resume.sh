@@ -26,7 +26,7 @@ norm() { jq -c '{id, token_ids, text, finish_reason, error}' "$1" | sort; }
 
 # the reference, timed to place the kills inside a run
 t0=$(date +%s%N)
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/ref.jsonl"
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/ref.jsonl"
 check_eq "reference run exits 0" "$?" 0
 dur_ms=$((($(date +%s%N) - t0) / 1000000))
 [ $dur_ms -ge 60 ] || dur_ms=60
@@ -39,7 +39,7 @@ RANDOM=20261122
 kills=0
 for attempt in 1 2 3 4 5; do
 	delay_ms=$((RANDOM % (dur_ms / 3)))
-	"$BATCHGEN" --device cpu -q -i "$in" -o "$out" --resume &
+	"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$out" --resume &
 	pid=$!
 	sleep "$(awk -v d=$delay_ms 'BEGIN { printf "%.3f", d / 1000 }')"
 	if kill -KILL $pid 2>/dev/null; then
@@ -55,23 +55,23 @@ for attempt in 1 2 3 4 5; do
 done
 echo "killed $kills of 5 runs (a whole run takes ${dur_ms} ms)"
 check "at least one run was killed mid-way" test $kills -ge 1
-"$BATCHGEN" --device cpu -q -i "$in" -o "$out" --resume
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$out" --resume
 check_eq "final resume exits 0" "$?" 0
 check_eq "no id twice" "$(jq -r .id "$out" | sort | uniq -d | wc -l | tr -d ' ')" 0
 check_eq "every id once" "$(jq -r .id "$out" | sort -u | wc -l | tr -d ' ')" $N
 check "same results as the uninterrupted run" cmp -s <(norm "$out") <(norm "$TMP/ref.jsonl")
-"$BATCHGEN" --device cpu -q -i "$in" -o "$out" --resume
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$out" --resume
 check_eq "resuming a finished run exits 0" "$?" 0
 check_eq "and adds nothing" "$(wc -l <"$out" | tr -d ' ')" $N
 
 # ---- --order completion: results in any order, resumed by id ----------------------------
 rm -f "$TMP/oc.jsonl"
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/oc.jsonl" --order completion &
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/oc.jsonl" --order completion &
 pid=$!
 sleep "$(awk -v d=$((dur_ms / 3)) 'BEGIN { printf "%.3f", d / 1000 }')"
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/oc.jsonl" --order completion --resume
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/oc.jsonl" --order completion --resume
 check_eq "completion order: resume exits 0" "$?" 0
 check_eq "completion order: no id twice" "$(jq -r .id "$TMP/oc.jsonl" | sort | uniq -d | wc -l | tr -d ' ')" 0
 check "completion order: same results" cmp -s <(norm "$TMP/oc.jsonl") <(norm "$TMP/ref.jsonl")
@@ -79,7 +79,7 @@ check "completion order: same results" cmp -s <(norm "$TMP/oc.jsonl") <(norm "$T
 # ---- a torn last line -------------------------------------------------------------------
 head -n 100 "$TMP/ref.jsonl" >"$TMP/torn.jsonl"
 sed -n 101p "$TMP/ref.jsonl" | head -c 25 >>"$TMP/torn.jsonl" # no newline: torn
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/torn.jsonl" --resume
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/torn.jsonl" --resume
 check_eq "resume after a torn line exits 0" "$?" 0
 check_eq "torn: every id once" "$(jq -r .id "$TMP/torn.jsonl" | sort | uniq | wc -l | tr -d ' ')" $N
 check_eq "torn: no extra line" "$(wc -l <"$TMP/torn.jsonl" | tr -d ' ')" $N
@@ -88,7 +88,7 @@ check "torn: same results" cmp -s <(norm "$TMP/torn.jsonl") <(norm "$TMP/ref.jso
 # a damaged line in the middle is not silently dropped: resume refuses (exit 2)
 { head -n 10 "$TMP/ref.jsonl"; echo 'not json'; sed -n 11,20p "$TMP/ref.jsonl"; } >"$TMP/bad.jsonl"
 cp "$TMP/bad.jsonl" "$TMP/bad.orig"
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/bad.jsonl" --resume 2>/dev/null
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/bad.jsonl" --resume 2>/dev/null
 check_eq "a damaged middle line: exit 2" "$?" 2
 check "a damaged middle line: file untouched" cmp -s "$TMP/bad.jsonl" "$TMP/bad.orig"
 
@@ -99,7 +99,7 @@ mkfifo "$fifo"
 (head -n 100 "$in"; exec sleep 30) >"$fifo" &
 feeder=$!
 # (a short look-ahead, so that the engine runs what it has instead of waiting to fill it)
-"$BATCHGEN" --device cpu -i "$fifo" -o "$TMP/int.jsonl" --max-queued 8 2>"$TMP/int.err" &
+"$BATCHGEN" -m synthetic:builtin --device cpu -i "$fifo" -o "$TMP/int.jsonl" --max-queued 8 2>"$TMP/int.err" &
 pid=$!
 # wait until some results are out, then interrupt
 for _ in $(seq 1 200); do
@@ -120,7 +120,7 @@ check "SIGINT: some but not all results" test "$n_int" -gt 0 -a "$n_int" -lt $N
 # input order is kept: the results are the first n_int lines' ids
 check_eq "SIGINT: an in-order prefix" "$(jq -r .id "$TMP/int.jsonl" | tr '\n' ' ')" \
 	"$(head -n "$n_int" "$in" | jq -r .id | tr '\n' ' ')"
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/int.jsonl" --resume
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/int.jsonl" --resume
 check_eq "SIGINT then resume: exit 0" "$?" 0
 check "SIGINT then resume: same results" cmp -s <(norm "$TMP/int.jsonl") <(norm "$TMP/ref.jsonl")
 # input order is kept across the resume too
@@ -129,10 +129,10 @@ check "SIGINT then resume: input order" cmp -s <(jq -r .id "$TMP/int.jsonl") <(j
 # ---- duplicates across a resume --------------------------------------------------------
 printf '%s\n' '{"id":"a","prompt":"one","max_tokens":2}' '{"id":"b","prompt":"two","max_tokens":2}' \
 	'{"id":"a","prompt":"three","max_tokens":2}' >"$TMP/dup.jsonl"
-"$BATCHGEN" --device cpu -q -i "$TMP/dup.jsonl" -o "$TMP/dup.ref"
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/dup.jsonl" -o "$TMP/dup.ref"
 check_eq "duplicate: exit 1" "$?" 1
 head -n 1 "$TMP/dup.ref" >"$TMP/dup.out"
-"$BATCHGEN" --device cpu -q -i "$TMP/dup.jsonl" -o "$TMP/dup.out" --resume
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/dup.jsonl" -o "$TMP/dup.out" --resume
 check_eq "duplicate: resume exits 1" "$?" 1
 check "duplicate: the same three results" cmp -s <(norm "$TMP/dup.out") <(norm "$TMP/dup.ref")
 

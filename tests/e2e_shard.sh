@@ -17,10 +17,10 @@ awk 'BEGIN { for (i = 1; i <= 203; i++) {
 	printf "{\"prompt\":\"shard test %d\",\"max_tokens\":%d,\"temperature\":0.9,\"top_k\":20}\n", i, 1 + i % 7 } }' >"$in"
 strip() { jq -c 'del(.metrics)' "$1"; }
 
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/all.jsonl" --seed 5
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/all.jsonl" --seed 5
 check_eq "unsharded: exit 1 (one bad line)" "$?" 1
 for k in 0 1 2 3; do
-	"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/s$k.jsonl" --seed 5 --shard $k/4
+	"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/s$k.jsonl" --seed 5 --shard $k/4
 	rc=$?
 	# line 50 (index 49) is in shard 1
 	if [ $k -eq 1 ]; then check_eq "shard $k: exit 1" "$rc" 1; else check_eq "shard $k: exit 0" "$rc" 0; fi
@@ -38,7 +38,7 @@ check "merge to stdout is the same" cmp -s "$TMP/merged.jsonl" "$TMP/merged2.jso
 # a shard cut short (here: its last 30 results lost, as after a kill) and finished with
 # --resume still merges into the same output: the resumed file stays in input order
 head -n 21 "$TMP/s1.jsonl" >"$TMP/s1r.jsonl"
-"$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/s1r.jsonl" --seed 5 --shard 1/4 --resume
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/s1r.jsonl" --seed 5 --shard 1/4 --resume
 check_eq "resumed shard: exit 1 (its bad line)" "$?" 1
 "$BATCHGEN" merge -i "$in" "$TMP/s0.jsonl" "$TMP/s1r.jsonl" "$TMP"/s{2,3}.jsonl >"$TMP/merged3.jsonl"
 check "merge with a resumed shard == unsharded" cmp -s <(strip "$TMP/merged3.jsonl") <(strip "$TMP/all.jsonl")
@@ -58,17 +58,17 @@ printf '{"id":"x"' >>"$TMP/s3short.jsonl"
 check_eq "merge: a torn shard is refused" "$?" 2
 
 # --shard auto from the launchers' variables
-SLURM_PROCID=2 SLURM_NTASKS=4 "$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/auto.jsonl" --seed 5 --shard auto
+SLURM_PROCID=2 SLURM_NTASKS=4 "$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/auto.jsonl" --seed 5 --shard auto
 check_eq "slurm auto: exit 0" "$?" 0
 check "slurm auto == --shard 2/4" cmp -s <(strip "$TMP/auto.jsonl") <(strip "$TMP/s2.jsonl")
-OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 "$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/auto3.jsonl" --seed 5 --shard auto
+OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 "$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/auto3.jsonl" --seed 5 --shard auto
 check "open mpi auto == --shard 3/4" cmp -s <(strip "$TMP/auto3.jsonl") <(strip "$TMP/s3.jsonl")
-PMI_RANK=0 PMI_SIZE=4 "$BATCHGEN" --device cpu -q -i "$in" -o "$TMP/auto0.jsonl" --seed 5 --shard auto
+PMI_RANK=0 PMI_SIZE=4 "$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" -o "$TMP/auto0.jsonl" --seed 5 --shard auto
 check "pmi auto == --shard 0/4" cmp -s <(strip "$TMP/auto0.jsonl") <(strip "$TMP/s0.jsonl")
 env -u SLURM_PROCID -u SLURM_NTASKS -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE \
-	-u PMI_RANK -u PMI_SIZE "$BATCHGEN" --device cpu -q -i "$in" --shard auto >/dev/null 2>&1
+	-u PMI_RANK -u PMI_SIZE "$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" --shard auto >/dev/null 2>&1
 check_eq "auto without a launcher: exit 2" "$?" 2
-"$BATCHGEN" --device cpu -q -i "$in" --shard 1/4 --order completion >/dev/null 2>&1
+"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$in" --shard 1/4 --order completion >/dev/null 2>&1
 check_eq "--shard with --order completion: exit 2" "$?" 2
 
 summary

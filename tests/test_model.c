@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "model/builtin.h"
 #include "model/half.h"
 #include "model/synth.h"
 #include "text/tokenizer.h"
@@ -336,11 +337,55 @@ static double tensor_std(const struct model_weight *w, double *mean)
 	return sqrt(s2 / (double)n - *mean * *mean);
 }
 
+/* The default model: stories260K, embedded. Its bytes are the repository's file (which
+ * ../shared/models/README.md gives by size and sha256), its shape is the one that README
+ * lists, and it parses in place. What it generates is checked by tests/e2e_builtin.sh
+ * against llama.cpp's reference. */
+static void test_builtin_default(void)
+{
+	struct bg_err err = {0};
+	CHECK(builtin_gguf_size() == 1185376, "embedded size %zu", builtin_gguf_size());
+	CHECK(((uintptr_t)builtin_gguf_data() & 63) == 0, "embedded bytes 64-byte aligned");
+	FILE *f = fopen("testdata/stories260K.gguf", "rb");
+	CHECK(f != NULL, "testdata/stories260K.gguf readable (tests run from the repository root)");
+	if (f) {
+		size_t n = builtin_gguf_size();
+		unsigned char *buf = malloc(n + 1);
+		size_t got = buf ? fread(buf, 1, n + 1, f) : 0;
+		CHECK(got == n && memcmp(buf, builtin_gguf_data(), n) == 0,
+		      "embedded bytes == testdata/stories260K.gguf");
+		free(buf);
+		fclose(f);
+	}
+	struct model *m = NULL;
+	CHECK(model_open(NULL, false, &m, &err) == BG_OK, "%s", err.msg);
+	if (!m)
+		return;
+	const struct model_hparams *hp = &m->hp;
+	CHECK(strcmp(m->arch, "llama") == 0 && strcmp(m->name, "stories260K") == 0, "%s %s",
+	      m->arch, m->name);
+	CHECK(hp->n_layer == 5 && hp->n_embd == 64 && hp->n_head == 8 && hp->n_head_kv == 4 &&
+		  hp->n_ff == 172 && hp->n_vocab == 512 && hp->head_dim == 8,
+	      "stories260K hparams");
+	CHECK(m->output.data != m->tok_embd.data, "separate output.weight");
+	CHECK(m->tok_embd.type == GGUF_DTYPE_F32, "f32");
+	/* parsed in place: the weights point into the embedded bytes */
+	const char *lo = builtin_gguf_data(), *hi = lo + builtin_gguf_size();
+	CHECK((const char *)m->tok_embd.data >= lo && (const char *)m->tok_embd.data < hi,
+	      "weights in place");
+	model_free(m);
+	/* "" is the default too */
+	CHECK(model_open("", false, &m, &err) == BG_OK && m && m->hp.n_vocab == 512, "%s",
+	      err.msg);
+	model_free(m);
+}
+
+/* synthetic:builtin: the random-weight model that was the default before stories260K */
 static void test_builtin(void)
 {
 	struct model *m = NULL;
 	struct bg_err err = {0};
-	CHECK(model_open(NULL, false, &m, &err) == BG_OK, "%s", err.msg);
+	CHECK(model_open("synthetic:builtin", false, &m, &err) == BG_OK, "%s", err.msg);
 	if (!m)
 		return;
 	const struct model_hparams *hp = &m->hp;
@@ -392,8 +437,8 @@ static void test_builtin(void)
 	}
 	model_free(m);
 
-	void *a, *b;
-	size_t la, lb;
+	void *a = NULL, *b = NULL;
+	size_t la = 0, lb = 0;
 	CHECK(synth_builtin(&a, &la, &err) == BG_OK && synth_builtin(&b, &lb, &err) == BG_OK &&
 		  la == lb && memcmp(a, b, la) == 0,
 	      "builtin is deterministic");
@@ -762,6 +807,7 @@ int main(void)
 	test_refusals();
 	test_rewrites();
 	test_flips();
+	test_builtin_default();
 	test_builtin();
 	test_synthetic();
 	test_qwen2();

@@ -332,164 +332,223 @@ static bool ring_put(struct engine *e, struct ereq *er)
 	return true;
 }
 
-/* Tokenizes and validates; on a problem fails the request (it is emitted in its turn). */
-static void intake(struct engine *e, struct request *r, struct bg_err *err)
+/* Hands r back failed at once, outside the ring (nothing to attach the result to, or no
+ * room to keep its place in order): the result still goes out. */
+static void reject_unplaced(struct engine *e, struct request *r)
 {
-	(void)err;
+	snprintf(r->error.code, sizeof r->error.code, "internal");
+	snprintf(r->error.message, sizeof r->error.message, "out of memory");
+	r->finish = REQ_FINISH_ERROR;
+	e->tot.n_done++;
+	e->tot.n_failed++;
+	if (e->sink(e->user, r) != 0)
+		e->sink_failed = true;
+}
+
+/* Wraps r in an ereq and gives it its place in the input order (the reorder ring).
+ * NULL when that fails: r has then been handed back failed. */
+static struct ereq *intake_place(struct engine *e, struct request *r)
+{
+	e->tot.n_read++;
 	struct ereq *er = calloc(1, sizeof *er);
 	if (!er) {
-		/* Nothing to attach the result to: hand the request back failed at once. */
-		snprintf(r->error.code, sizeof r->error.code, "internal");
-		snprintf(r->error.message, sizeof r->error.message, "out of memory");
-		r->finish = REQ_FINISH_ERROR;
-		e->tot.n_read++;
-		e->tot.n_done++;
-		e->tot.n_failed++;
-		if (e->sink(e->user, r) != 0)
-			e->sink_failed = true;
-		return;
+		reject_unplaced(e, r);
+		return NULL;
 	}
 	er->r = r;
 	er->ord = e->next_ord;
 	if (r->t_arrival == 0)
 		r->t_arrival = now_s();
-	e->tot.n_read++;
-	if (e->cfg.order == ENGINE_ORDER_INPUT) {
-		if (!ring_put(e, er)) {
-			er->r = NULL;
-			ereq_free(er);
-			r->finish = REQ_FINISH_ERROR;
-			snprintf(r->error.code, sizeof r->error.code, "internal");
-			snprintf(r->error.message, sizeof r->error.message, "out of memory");
-			e->tot.n_done++;
-			e->tot.n_failed++;
-			/* Cannot keep order without the ring; the result still goes out. */
-			if (e->sink(e->user, r) != 0)
-				e->sink_failed = true;
-			return;
-		}
+	if (e->cfg.order == ENGINE_ORDER_INPUT && !ring_put(e, er)) {
+		er->r = NULL;
+		ereq_free(er);
+		reject_unplaced(e, r);
+		return NULL;
 	}
 	e->next_ord++;
-	if (r->error.code[0]) {
-		complete(e, er, REQ_FINISH_ERROR);
-		return;
-	}
-	int32_t n_vocab = e->be->n_vocab;
-	if (r->max_tokens < 1) {
-		fail_req(e, er, "invalid_request", "max_tokens must be at least 1 (got %d)",
+	return er;
+}
+
+/* The checks that need no tokens. False: the request has been failed. */
+static bool intake_check_fields(struct engine *e, struct ereq *er)
+{
+	struct request *r = er->r;
+	if (r->max_tokens < 0) {
+		fail_req(e, er, "invalid_request", "max_tokens must be at least 0 (got %d)",
 			 r->max_tokens);
-		return;
+		return false;
 	}
 	if (r->logprobs > SAMPLER_MAX_TOP || r->prompt_logprobs > SAMPLER_MAX_TOP) {
 		fail_req(e, er, "invalid_request",
 			 "logprobs and prompt_logprobs must be at most %d", SAMPLER_MAX_TOP);
-		return;
+		return false;
 	}
-	if (r->input_ids) {
-		if (r->n_input_ids <= 0) {
-			fail_req(e, er, "invalid_request", "input_ids is empty");
-			return;
-		}
-		for (int32_t i = 0; i < r->n_input_ids; i++)
-			if (r->input_ids[i] < 0 || r->input_ids[i] >= n_vocab) {
-				fail_req(e, er, "invalid_request",
-					 "input_ids[%d] = %d is outside the vocabulary [0, %d)", i,
-					 r->input_ids[i], n_vocab);
-				return;
-			}
-		free(r->prompt_ids);
-		r->prompt_ids = malloc((size_t)r->n_input_ids * sizeof *r->prompt_ids);
-		if (!r->prompt_ids) {
-			fail_req(e, er, "internal", "out of memory");
-			return;
-		}
-		memcpy(r->prompt_ids, r->input_ids, (size_t)r->n_input_ids * sizeof *r->prompt_ids);
-		r->n_prompt = r->n_input_ids;
-	} else if (r->prompt) {
-		if (r->prompt_len == 0) {
-			fail_req(e, er, "invalid_request", "prompt is empty");
-			return;
-		}
-		if (!e->tok) {
-			fail_req(e, er, "invalid_request",
-				 "this model has no tokenizer: give input_ids instead of a prompt");
-			return;
-		}
-		bool bos = r->add_bos < 0 ? tok_add_bos(e->tok) : r->add_bos != 0;
-		int32_t *ids = NULL;
-		size_t n = 0;
-		struct bg_err terr = {0};
-		if (tok_encode(e->tok, r->prompt, r->prompt_len, bos, e->cfg.parse_special, &ids,
-			       &n, &terr) != BG_OK) {
-			fail_req(e, er, "invalid_request", "cannot tokenize the prompt: %s",
-				 terr.msg);
-			return;
-		}
-		free(r->prompt_ids);
-		r->prompt_ids = ids;
-		r->n_prompt = n > INT32_MAX ? INT32_MAX : (int32_t)n;
-		if (n == 0) {
-			fail_req(e, er, "invalid_request", "prompt is empty after tokenization");
-			return;
-		}
-		for (int32_t i = 0; i < r->n_prompt; i++)
-			if (ids[i] < 0 || ids[i] >= n_vocab) {
-				fail_req(e, er, "invalid_request",
-					 "prompt token %d is outside the model's vocabulary of %d",
-					 ids[i], n_vocab);
-				return;
-			}
-	} else {
-		fail_req(e, er, "invalid_request", "request has neither prompt nor input_ids");
-		return;
+	return true;
+}
+
+/* The first out-of-vocabulary id of ids[n], or -1. */
+static int32_t first_oov(const int32_t *ids, int32_t n, int32_t n_vocab)
+{
+	for (int32_t i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= n_vocab)
+			return i;
+	return -1;
+}
+
+/* r->prompt_ids from input_ids, copied as given. False: the request has been failed. */
+static bool intake_ids(struct engine *e, struct ereq *er)
+{
+	struct request *r = er->r;
+	int32_t n_vocab = e->be->n_vocab;
+	if (r->n_input_ids <= 0) {
+		fail_req(e, er, "invalid_request", "input_ids is empty");
+		return false;
 	}
+	int32_t bad = first_oov(r->input_ids, r->n_input_ids, n_vocab);
+	if (bad >= 0) {
+		fail_req(e, er, "invalid_request",
+			 "input_ids[%d] = %d is outside the vocabulary [0, %d)", bad,
+			 r->input_ids[bad], n_vocab);
+		return false;
+	}
+	free(r->prompt_ids);
+	r->prompt_ids = malloc((size_t)r->n_input_ids * sizeof *r->prompt_ids);
+	if (!r->prompt_ids) {
+		fail_req(e, er, "internal", "out of memory");
+		return false;
+	}
+	memcpy(r->prompt_ids, r->input_ids, (size_t)r->n_input_ids * sizeof *r->prompt_ids);
+	r->n_prompt = r->n_input_ids;
+	return true;
+}
+
+/* r->prompt_ids by tokenizing the prompt. False: the request has been failed. */
+static bool intake_tokenize(struct engine *e, struct ereq *er)
+{
+	struct request *r = er->r;
+	if (r->prompt_len == 0) {
+		fail_req(e, er, "invalid_request", "prompt is empty");
+		return false;
+	}
+	if (!e->tok) {
+		fail_req(e, er, "invalid_request",
+			 "this model has no tokenizer: give input_ids instead of a prompt");
+		return false;
+	}
+	/* Refused by size before tokenizing, so that memory stays bounded whatever the line
+	 * (tokenizing takes ~25 bytes per byte): each token stands for at most
+	 * tok_max_token_bytes bytes (tokenizer.h; a text that would fit only because the
+	 * tokenizer drops bytes is refused too). */
+	uint64_t least = ((uint64_t)r->prompt_len + tok_max_token_bytes(e->tok) - 1) /
+			 tok_max_token_bytes(e->tok);
+	if (least >= (uint64_t)e->max_seq_len ||
+	    least + (uint64_t)(r->max_tokens > 0 ? r->max_tokens : 0) > (uint64_t)e->max_seq_len) {
+		fail_req(e, er, "too_long",
+			 "prompt is %zu bytes, at least %llu tokens (no token is longer than %zu "
+			 "bytes); with max_tokens (%d) that is beyond the max sequence length of %d",
+			 r->prompt_len, (unsigned long long)least, tok_max_token_bytes(e->tok),
+			 r->max_tokens, e->max_seq_len);
+		return false;
+	}
+	bool bos = r->add_bos < 0 ? tok_add_bos(e->tok) : r->add_bos != 0;
+	int32_t *ids = NULL;
+	size_t n = 0;
+	struct bg_err terr = {0};
+	if (tok_encode(e->tok, r->prompt, r->prompt_len, bos, e->cfg.parse_special, &ids, &n,
+		       &terr) != BG_OK) {
+		fail_req(e, er, "invalid_request", "cannot tokenize the prompt: %s", terr.msg);
+		return false;
+	}
+	free(r->prompt_ids);
+	r->prompt_ids = ids;
+	r->n_prompt = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+	if (n == 0) {
+		fail_req(e, er, "invalid_request", "prompt is empty after tokenization");
+		return false;
+	}
+	int32_t bad = first_oov(ids, r->n_prompt, e->be->n_vocab);
+	if (bad >= 0) {
+		fail_req(e, er, "invalid_request",
+			 "prompt token %d is outside the model's vocabulary of %d", ids[bad],
+			 e->be->n_vocab);
+		return false;
+	}
+	return true;
+}
+
+/* The length limits of the prompt and of prompt + max_tokens; *n_max = prompt +
+ * max_tokens. False: the request has been failed. */
+static bool intake_check_length(struct engine *e, struct ereq *er, int64_t *n_max)
+{
+	struct request *r = er->r;
 	int32_t P = r->n_prompt;
 	if (P >= e->max_seq_len) {
 		fail_req(e, er, "too_long",
 			 "prompt is %d tokens; the max sequence length is %d, which leaves no room "
 			 "to generate",
 			 P, e->max_seq_len);
-		return;
+		return false;
+	}
+	if (r->max_tokens == 0) {
+		/* to the end: the longest sequence the context and the KV pool allow */
+		int64_t room = (int64_t)kv_n_blocks(e->pool) * kv_block_size(e->pool) + 1;
+		int64_t end = room < e->max_seq_len ? room : e->max_seq_len;
+		r->max_tokens = end > P ? (int32_t)(end - P) : 1; /* 1: refused just below */
 	}
 	/* prompt + max_tokens beyond the max sequence length is refused, as vLLM does and
 	 * DESIGN.md §4 says: silently capping would hand back fewer tokens than asked. */
-	int64_t n_max = (int64_t)P + r->max_tokens;
-	if (n_max > e->max_seq_len) {
+	*n_max = (int64_t)P + r->max_tokens;
+	if (*n_max > e->max_seq_len) {
 		fail_req(e, er, "too_long",
 			 "prompt (%d tokens) + max_tokens (%d) is %lld, beyond the max sequence "
 			 "length of %d",
-			 P, r->max_tokens, (long long)n_max, e->max_seq_len);
-		return;
+			 P, r->max_tokens, (long long)*n_max, e->max_seq_len);
+		return false;
 	}
-	int32_t need = kv_blocks_for(e->pool, n_max - 1);
+	int32_t need = kv_blocks_for(e->pool, *n_max - 1);
 	if (need > kv_n_blocks(e->pool)) {
 		fail_req(e, er, "too_long",
 			 "prompt + max_tokens needs %d KV blocks (%lld tokens) but the pool has %d "
 			 "blocks of %d tokens",
-			 need, (long long)(n_max - 1), kv_n_blocks(e->pool),
+			 need, (long long)(*n_max - 1), kv_n_blocks(e->pool),
 			 kv_block_size(e->pool));
-		return;
+		return false;
 	}
 	if (!e->cfg.chunked_context && P > e->cfg.max_num_tokens) {
 		fail_req(
 		    e, er, "too_long",
 		    "prompt is %d tokens, more than max_num_tokens (%d) with chunked context off",
 		    P, e->cfg.max_num_tokens);
-		return;
+		return false;
 	}
-	if (r->prompt_logprobs >= 0) {
-		r->prompt_lp = malloc((size_t)P * sizeof *r->prompt_lp);
-		if (r->prompt_logprobs > 0)
-			r->prompt_top = calloc((size_t)P, sizeof *r->prompt_top);
-		if (!r->prompt_lp || (r->prompt_logprobs > 0 && !r->prompt_top)) {
-			fail_req(e, er, "internal", "out of memory");
-			return;
-		}
-		for (int32_t i = 0; i < P; i++)
-			r->prompt_lp[i] = NAN;
-		if (r->prompt_top)
-			r->prompt_top[0].token = r->prompt_ids[0];
+	return true;
+}
+
+/* The prompt log-prob arrays, all NAN until computed. False: the request has been failed. */
+static bool intake_prompt_logprobs(struct engine *e, struct ereq *er)
+{
+	struct request *r = er->r;
+	int32_t P = r->n_prompt;
+	if (r->prompt_logprobs < 0)
+		return true;
+	r->prompt_lp = malloc((size_t)P * sizeof *r->prompt_lp);
+	if (r->prompt_logprobs > 0)
+		r->prompt_top = calloc((size_t)P, sizeof *r->prompt_top);
+	if (!r->prompt_lp || (r->prompt_logprobs > 0 && !r->prompt_top)) {
+		fail_req(e, er, "internal", "out of memory");
+		return false;
 	}
+	for (int32_t i = 0; i < P; i++)
+		r->prompt_lp[i] = NAN;
+	if (r->prompt_top)
+		r->prompt_top[0].token = r->prompt_ids[0];
+	return true;
+}
+
+/* Sampling state and the scheduler's sequence; queues it for admission. */
+static void intake_enqueue(struct engine *e, struct ereq *er, int64_t n_max)
+{
+	struct request *r = er->r;
 	er->sp_gen = r->sampling;
 	er->sp_gen.n_top = r->logprobs > 0 ? r->logprobs : 0;
 	er->sp_prompt = r->sampling;
@@ -497,12 +556,39 @@ static void intake(struct engine *e, struct request *r, struct bg_err *err)
 	if (e->tok)
 		tok_stream_init(&er->ts, e->tok);
 	er->sq.order = er->ord;
-	er->sq.n_tokens = P;
+	er->sq.n_tokens = r->n_prompt;
 	er->sq.n_kv_max = (int32_t)(n_max - 1);
 	er->sq.user = er;
 	struct bg_err qerr = {0};
 	if (sched_enqueue(e->sched, &er->sq, &qerr) != BG_OK)
 		fail_req(e, er, "internal", "%s", qerr.msg);
+}
+
+/* Tokenizes and validates; on a problem fails the request (it is emitted in its turn). */
+static void intake(struct engine *e, struct request *r)
+{
+	struct ereq *er = intake_place(e, r);
+	if (!er)
+		return;
+	if (r->error.code[0]) {
+		complete(e, er, REQ_FINISH_ERROR);
+		return;
+	}
+	if (!intake_check_fields(e, er))
+		return;
+	bool ok;
+	if (r->input_ids)
+		ok = intake_ids(e, er);
+	else if (r->prompt)
+		ok = intake_tokenize(e, er);
+	else {
+		fail_req(e, er, "invalid_request", "request has neither prompt nor input_ids");
+		ok = false;
+	}
+	int64_t n_max = 0;
+	if (!ok || !intake_check_length(e, er, &n_max) || !intake_prompt_logprobs(e, er))
+		return;
+	intake_enqueue(e, er, n_max);
 }
 
 /* ---- preemption by swap ---- */
@@ -952,7 +1038,7 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 				read_failed = true;
 				read_err = serr;
 			} else if (r) {
-				intake(e, r, err);
+				intake(e, r);
 			}
 		}
 		if (e->sink_failed) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/builtin.h"
 #include "model/synth.h"
 
 /* Sizes beyond these are refused as corrupt before any 64-bit product is formed from
@@ -519,14 +520,29 @@ enum bg_status model_open(const char *spec, bool lazy, struct model **out, struc
 {
 	*out = NULL;
 	if (!spec || !spec[0]) {
+		/* parsed in place: the embedded bytes live as long as the program */
+		struct gguf_ctx *g = NULL;
+		struct bg_err e = {0};
+		enum bg_status st =
+		    gguf_parse(builtin_gguf_data(), builtin_gguf_size(), false, &g, &e);
+		if (!st)
+			st = model_from_gguf(g, out, &e);
+		if (st)
+			return bg_fail(err, st, "built-in model: %s", e.msg);
+		snprintf((*out)->name, sizeof(*out)->name, "%s", BUILTIN_MODEL_NAME);
+		return BG_OK;
+	}
+	if (strcmp(spec, "synthetic:builtin") == 0) {
+		/* the random-weight model that was the default before stories260K: the same
+		 * bytes (synth_builtin), always materialized (it is small) */
 		void *buf;
 		size_t len;
 		struct bg_err e = {0};
 		enum bg_status st = synth_builtin(&buf, &len, &e);
 		if (!st)
-			st = from_buffer(buf, len, "builtin", out, &e);
+			st = from_buffer(buf, len, spec, out, &e);
 		if (st)
-			return bg_fail(err, st, "built-in model: %s", e.msg);
+			return bg_fail(err, st, "%s: %s", spec, e.msg);
 		return BG_OK;
 	}
 	if (strncmp(spec, "synthetic:", 10) == 0)

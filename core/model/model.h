@@ -96,8 +96,10 @@ enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
 				  struct bg_err *err);
 
-/* Opens what -m names: NULL or "" = the built-in model (made in memory,
- * deterministically); "synthetic:NAME[:DTYPE]" (llama-3-8b, llama-3.2-1b, llama-2-7b,
+/* Opens what -m names: NULL or "" = the built-in model (stories260K, embedded in the
+ * binary: core/model/builtin.h); "synthetic:builtin" = the small random-weight model
+ * that was the default before (synth_builtin's bytes, always materialized);
+ * "synthetic:NAME[:DTYPE]" (llama-3-8b, llama-3.2-1b, llama-2-7b,
  * llama-100m, tiny, qwen2.5-0.5b, qwen2-tiny, ... see core/model/synth.h; DTYPE f32|f16|bf16|q8_0,
  * default f16; seed 0) = random weights of a named shape, materialized in host memory (through the
  * GGUF writer and parser, with a generated tokenizer) unless lazy; otherwise a path. */
