@@ -10,6 +10,10 @@
 #   batching  (b) one workload batched (PARALLEL sequences) and one request at a time, both
 #                 engines: what continuous batching gains, and batchgen vs llama.cpp
 #   shapes    (c) an F1-like (128/128) and a V2-like (256/256) workload at PARALLEL sequences
+#   quant     (d) llama.cpp-quantized files (QUANT_PRESETS [Q4_K_M] of a QUANT_SHAPE
+#                 [tinyllama-1.1b] F16 synth model, made with ../shared/tools/llama_quantize.c):
+#                 Q_ISL/Q_OSL [32/32] at batch 1 and at PARALLEL sequences (not in the default
+#                 list: the models take minutes and gigabytes to make)
 #
 # Environment (defaults in brackets):
 #   BATCHGEN [build/batchgen]     the binary under test
@@ -113,6 +117,24 @@ row() { # row LABEL BATCHGEN LLAMACPP RATIO BG_CPU_MS LC_CPU_MS
 
 echo "| measurement | batchgen | llama.cpp | batchgen / llama.cpp | CPU ms per output token (batchgen / llama.cpp) |"
 echo "|---|---|---|---|---|"
+
+qmodel() { # qmodel PRESET: the QUANT_SHAPE model in PRESET (F16 from synth, the rest from
+	# llama.cpp's quantizer), made once
+	local shape=${QUANT_SHAPE:-tinyllama-1.1b} lib=$HERE/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	local f16=$MODELS/$shape-F16.gguf m=$MODELS/$shape-$1.gguf
+	if [ ! -s "$f16" ]; then
+		echo "making $f16" >&2
+		"$BATCHGEN" synth --shape "$shape" --dtype f16 -o "$f16.tmp" >&2 && mv "$f16.tmp" "$f16"
+	fi
+	if [ ! -s "$m" ]; then
+		echo "making $m" >&2
+		cc -O1 "${BG_SHARED:-$HERE/../../shared}/tools/llama_quantize.c" -o "$MODELS/llama_quantize" -ldl >&2
+		LD_LIBRARY_PATH=$lib "$MODELS/llama_quantize" "$lib/libllama.v0.5.0.so" "$f16" "$m.tmp" "$1" \
+			>"$MODELS/quantize.log" 2>&1 && mv "$m.tmp" "$m"
+	fi
+	echo "$m"
+}
+
 for s in "${scenarios[@]}"; do
 	case $s in
 	decode)
@@ -149,8 +171,20 @@ for s in "${scenarios[@]}"; do
 		read -r b l ra _ _ bc lcm <<<"$res"
 		row "(c) V2-like 256/256x$V2_N output tok/s, $PARALLEL sequences, F16" "$b" "$l" "$ra" "$bc" "$lcm"
 		;;
+	quant)
+		for p in ${QUANT_PRESETS:-Q4_K_M}; do
+			m=$(qmodel "$p")
+			qi=${Q_ISL:-32} qo=${Q_OSL:-32}
+			res=$(pair "quant-$p-b1" "$m" "$qi" "$qo" 1 1 1 "$THREADS" "$LC_THREADS")
+			read -r b l ra _ _ bc lcm <<<"$res"
+			row "(d) $p ${qi}/${qo}x1 output tok/s, batch 1, $THREADS threads" "$b" "$l" "$ra" "$bc" "$lcm"
+			res=$(pair "quant-$p-b$PARALLEL" "$m" "$qi" "$qo" "$PARALLEL" "$PARALLEL" "$PARALLEL" "$THREADS" "$LC_THREADS")
+			read -r b l ra _ _ bc lcm <<<"$res"
+			row "(d) $p ${qi}/${qo}x$PARALLEL output tok/s, $PARALLEL sequences" "$b" "$l" "$ra" "$bc" "$lcm"
+		done
+		;;
 	*)
-		echo "compare_llamacpp: unknown scenario $s (decode, batching, shapes)" >&2
+		echo "compare_llamacpp: unknown scenario $s (decode, batching, shapes, quant)" >&2
 		exit 2
 		;;
 	esac

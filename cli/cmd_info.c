@@ -63,9 +63,12 @@ static bool is_tied(const struct model *m)
 /* Weight bytes and counts by dtype over the model's own tensors (what a backend loads). */
 static void print_by_dtype(const struct model *m)
 {
-	static const enum gguf_dtype types[] = {GGUF_DTYPE_F32, GGUF_DTYPE_F16, GGUF_DTYPE_BF16,
-						GGUF_DTYPE_Q8_0};
-	uint64_t bytes[4] = {0}, count[4] = {0};
+	static const enum gguf_dtype types[] = {
+	    GGUF_DTYPE_F32,  GGUF_DTYPE_F16,  GGUF_DTYPE_BF16, GGUF_DTYPE_Q8_0,   GGUF_DTYPE_Q4_0,
+	    GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1, GGUF_DTYPE_Q2_K,   GGUF_DTYPE_Q3_K,
+	    GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
+	enum { NT = sizeof types / sizeof types[0] };
+	uint64_t bytes[NT] = {0}, count[NT] = {0};
 	const struct model_weight *ws[3] = {&m->tok_embd, &m->output_norm, &m->output};
 	int n_top = is_tied(m) ? 2 : 3;
 	for (uint32_t l = 0; l <= m->hp.n_layer; l++) {
@@ -88,7 +91,7 @@ static void print_by_dtype(const struct model *m)
 			}
 		}
 		for (int i = 0; i < n; i++)
-			for (int t = 0; t < 4; t++)
+			for (int t = 0; t < NT; t++)
 				if (list[i]->type == types[t]) {
 					bytes[t] += gguf_row_bytes(list[i]->type, list[i]->ne0) *
 						    list[i]->ne1;
@@ -96,7 +99,7 @@ static void print_by_dtype(const struct model *m)
 				}
 	}
 	printf("weights by dtype:\n");
-	for (int t = 0; t < 4; t++)
+	for (int t = 0; t < NT; t++)
 		if (count[t]) {
 			printf("  %-5s %4llu tensors, ", gguf_dtype_name(types[t]),
 			       (unsigned long long)count[t]);

@@ -6,6 +6,7 @@
 #include "cpu/cpu_kernels.h"
 
 #include "model/half.h"
+#include "model/quant.h"
 #include "check.h"
 
 static uint64_t rng_state = 0x1234567887654321ull;
@@ -16,11 +17,43 @@ static double urand(void) /* [-1, 1) */
 	return (double)(rng_state >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
-/* Random weights [n][k] of type; returns the buffer (rows packed). */
+/* Byte offsets of the fp16 scale fields (d, and dmin / m where present) of each block
+ * type other than Q8_0, -1 terminated; quant.h's layouts. */
+static const int *half_fields(enum gguf_dtype t)
+{
+	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
+			 q3k[] = {108, -1}, q6k[] = {208, -1};
+	switch (t) {
+	case GGUF_DTYPE_Q4_1:
+	case GGUF_DTYPE_Q5_1:
+	case GGUF_DTYPE_Q4_K:
+	case GGUF_DTYPE_Q5_K: return dm;
+	case GGUF_DTYPE_Q2_K: return q2k;
+	case GGUF_DTYPE_Q3_K: return q3k;
+	case GGUF_DTYPE_Q6_K: return q6k;
+	default: return d0;
+	}
+}
+
+/* Random weights [n][k] of type; returns the buffer (rows packed). Block types other
+ * than Q8_0 get random bytes with finite, small fp16 scales. */
 static void *make_weights(enum gguf_dtype type, int64_t n, int64_t k)
 {
 	size_t rb = cpuk_row_bytes(type, k);
 	uint8_t *w = malloc(rb * (size_t)n + 1);
+	if (type != GGUF_DTYPE_Q8_0 && quant_is_quantized(type)) {
+		size_t bb = quant_block_bytes(type);
+		for (size_t b = 0; b < rb * (size_t)n / bb; b++) {
+			uint8_t *blk = w + b * bb;
+			for (size_t i = 0; i < bb; i++)
+				blk[i] = (uint8_t)(urand() * 128.0 + 128.0);
+			for (const int *f = half_fields(type); *f >= 0; f++) {
+				uint16_t h = half_f32_to_f16((float)(0.001 + 0.01 * (urand() + 1)));
+				memcpy(blk + *f, &h, 2);
+			}
+		}
+		return w;
+	}
 	for (int64_t r = 0; r < n; r++) {
 		uint8_t *row = w + rb * (size_t)r;
 		for (int64_t i = 0; i < k; i++) {
@@ -37,6 +70,7 @@ static void *make_weights(enum gguf_dtype type, int64_t n, int64_t k)
 				b->qs[i % 32] = (int8_t)(urand() * 127.0);
 				break;
 			}
+			default: break;
 			}
 		}
 	}
@@ -59,8 +93,14 @@ static double w_ref(enum gguf_dtype type, const void *row, int64_t i)
 		const struct cpuk_q8_0 *b = (const struct cpuk_q8_0 *)row + i / 32;
 		return (double)half_f16_to_f32(b->d) * (double)b->qs[i % 32];
 	}
+	default: { /* the block's reference dequantization (tests/test_quant.c checks it) */
+		float blk[256];
+		int be = quant_block_elems(type);
+		quant_dequant(type, (const char *)row + (size_t)(i / be) * quant_block_bytes(type),
+			      blk, be);
+		return blk[i % be];
 	}
-	return 0;
+	}
 }
 
 static const char *tname(enum gguf_dtype t)
@@ -69,9 +109,8 @@ static const char *tname(enum gguf_dtype t)
 	case GGUF_DTYPE_F32: return "f32";
 	case GGUF_DTYPE_F16: return "f16";
 	case GGUF_DTYPE_BF16: return "bf16";
-	case GGUF_DTYPE_Q8_0: return "q8_0";
+	default: return gguf_dtype_name(t);
 	}
-	return "?";
 }
 
 /* The summation order itself, emulated in plain C: `lanes` lanes (8 for the scalar and
@@ -109,6 +148,13 @@ static void test_one(enum cpuk_level lvl, enum gguf_dtype type, int64_t k)
 		y[i] = NAN;
 	cpuk_matmul(lvl, type, w, k, 0, N, x, ldx, T, y, ldy);
 	size_t rb = cpuk_row_bytes(type, k);
+	/* the block types other than Q8_0 multiply with the activations rounded as llama.cpp
+	 * rounds them (quant_round_act, checked in test_quant): the references use those */
+	float *xa = malloc(sizeof(float) * (size_t)(T * ldx));
+	memcpy(xa, x, sizeof(float) * (size_t)(T * ldx));
+	if (type != GGUF_DTYPE_Q8_0)
+		for (int t = 0; t < T; t++)
+			quant_round_act(type, x + t * ldx, xa + t * ldx, k);
 
 	/* accuracy: any order of k fused multiply-adds (plus, for Q8_0, one rounding of
 	 * d * q, and the final reduction) errs by at most (k + 8) * 2^-24 * sum |w x|
@@ -120,7 +166,7 @@ static void test_one(enum cpuk_level lvl, enum gguf_dtype type, int64_t k)
 			const void *row = (const char *)w + rb * (size_t)r;
 			double ref = 0, mag = 0;
 			for (int64_t i = 0; i < k; i++) {
-				double p = w_ref(type, row, i) * (double)x[t * ldx + i];
+				double p = w_ref(type, row, i) * (double)xa[t * ldx + i];
 				ref += p;
 				mag += fabs(p);
 			}
@@ -145,7 +191,7 @@ static void test_one(enum cpuk_level lvl, enum gguf_dtype type, int64_t k)
 	for (int r = 0; r < N; r++)
 		for (int t = 0; t < T; t++) {
 			float want =
-			    ref_dot(lanes, type, (const char *)w + rb * (size_t)r, x + t * ldx, k);
+			    ref_dot(lanes, type, (const char *)w + rb * (size_t)r, xa + t * ldx, k);
 			same_ref &= memcmp(&want, &y[t * ldy + r], sizeof want) == 0;
 		}
 	CHECK(same_ref, "%s %s k=%lld: equals the plain-C emulation of %d lanes bitwise",
@@ -201,6 +247,7 @@ static void test_one(enum cpuk_level lvl, enum gguf_dtype type, int64_t k)
 	CHECK(exact, "%s dequant k=%lld", tname(type), (long long)k);
 	free(deq);
 	free(y2);
+	free(xa);
 	free(xc);
 	free(y);
 	free(x);
@@ -277,7 +324,11 @@ static void test_rows(enum cpuk_level lvl)
 int main(void)
 {
 	static const int64_t ks[] = {1, 5, 8, 15, 16, 17, 31, 64, 100, 172, 256, 1000};
-	static const int64_t kq[] = {32, 64, 96, 256, 1024};
+	static const int64_t kq[] = {32, 64, 96, 256, 1024, 1280, 1312};
+	static const enum gguf_dtype qtypes[] = {
+	    GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1,
+	    GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q5_K,
+	    GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
 	static const enum gguf_dtype types[] = {GGUF_DTYPE_F32, GGUF_DTYPE_F16, GGUF_DTYPE_BF16};
 	int n_levels = 0;
 	for (int l = CPUK_SCALAR; l <= CPUK_AVX512; l++) {
@@ -294,6 +345,12 @@ int main(void)
 				test_one(lvl, types[ti], ks[i]);
 		for (size_t i = 0; i < sizeof kq / sizeof kq[0]; i++)
 			test_one(lvl, GGUF_DTYPE_Q8_0, kq[i]);
+		/* the other block types (dequantized in chunks of 256, for up to 32 tokens at a
+		 * time): rows of 1, 4 and 5 chunks and a partial one */
+		for (size_t ti = 0; ti < sizeof qtypes / sizeof qtypes[0]; ti++)
+			for (size_t i = 0; i < sizeof kq / sizeof kq[0]; i++)
+				if (kq[i] % quant_block_elems(qtypes[ti]) == 0)
+					test_one(lvl, qtypes[ti], kq[i]);
 	}
 	CHECK(n_levels >= 1 && cpuk_supported(cpuk_detect()), "detected level %s",
 	      cpuk_level_name(cpuk_detect()));

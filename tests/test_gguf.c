@@ -732,9 +732,17 @@ static void test_crafted(void)
 	fb_data(&f, 32);
 	expect("data outside file", &f, BG_ERR_FORMAT, "'huge'");
 	fb_header(&f, 3, 1, 0);
-	fb_tensor(&f, "q4", 1, (uint64_t[]){32}, 2, 0);
-	fb_data(&f, 32);
-	expect("q4_0", &f, BG_ERR_UNSUPPORTED, "'q4' has type q4_0");
+	fb_tensor(&f, "q2", 1, (uint64_t[]){256}, 16, 0); /* iq2_xxs: not supported */
+	fb_data(&f, 128);
+	expect("iq2_xxs", &f, BG_ERR_UNSUPPORTED, "'q2' has type iq2_xxs (id 16)");
+	fb_header(&f, 3, 1, 0);
+	fb_tensor(&f, "q81", 1, (uint64_t[]){32}, 9, 0); /* q8_1: an activation type only */
+	fb_data(&f, 64);
+	expect("q8_1", &f, BG_ERR_UNSUPPORTED, "'q81' has type q8_1");
+	fb_header(&f, 3, 1, 0);
+	fb_tensor(&f, "q4k", 1, (uint64_t[]){128}, GGUF_DTYPE_Q4_K, 0);
+	fb_data(&f, 160);
+	expect("q4_K row not a super-block multiple", &f, BG_ERR_FORMAT, "'q4k' of type q4_K");
 	fb_header(&f, 3, 1, 0);
 	fb_tensor(&f, "odd", 1, (uint64_t[]){33}, GGUF_DTYPE_Q8_0, 0);
 	fb_data(&f, 64);

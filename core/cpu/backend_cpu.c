@@ -86,9 +86,7 @@ struct cpu_ctx {
 
 static int weight_rows_ok(const struct model_weight *w)
 {
-	return w->data != NULL &&
-	       (w->type == GGUF_DTYPE_F32 || w->type == GGUF_DTYPE_F16 ||
-		w->type == GGUF_DTYPE_BF16 || (w->type == GGUF_DTYPE_Q8_0 && w->ne0 % 32 == 0));
+	return w->data != NULL && cpuk_row_bytes(w->type, (int64_t)w->ne0) != 0;
 }
 
 static enum bg_status check_weight(const struct model_weight *w, const char *name, int layer,

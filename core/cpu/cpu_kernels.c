@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/half.h"
+#include "model/quant.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CPUK_X86 1
@@ -28,13 +29,7 @@
 
 size_t cpuk_row_bytes(enum gguf_dtype type, int64_t k)
 {
-	switch (type) {
-	case GGUF_DTYPE_F32: return (size_t)k * 4;
-	case GGUF_DTYPE_F16:
-	case GGUF_DTYPE_BF16: return (size_t)k * 2;
-	case GGUF_DTYPE_Q8_0: return (size_t)(k / 32) * sizeof(struct cpuk_q8_0);
-	}
-	return 0;
+	return (size_t)gguf_row_bytes(type, (uint64_t)k);
 }
 
 /* One weight element as fp32 (scalar path and vector tails). */
@@ -48,14 +43,38 @@ INLINE float w_elem(enum gguf_dtype type, const void *row, int64_t i)
 		const struct cpuk_q8_0 *b = (const struct cpuk_q8_0 *)row + i / 32;
 		return half_f16_to_f32(b->d) * (float)b->qs[i % 32];
 	}
+	default: break; /* the other block types go through matmul_deq */
 	}
 	return 0.0f;
 }
 
 void cpuk_dequant_row(enum gguf_dtype type, const void *row, int64_t k, float *out)
 {
-	for (int64_t i = 0; i < k; i++)
-		out[i] = w_elem(type, row, i);
+	quant_dequant(type, row, out, k);
+}
+
+/* The block types other than Q8_0 are dequantized DQ_C elements (a multiple of every
+ * block size) at a time, for up to DQ_T tokens (see matmul_deq). */
+#define DQ_C 256
+#define DQ_T 32
+
+static bool deq_type(enum gguf_dtype type)
+{
+	return type != GGUF_DTYPE_Q8_0 && quant_is_quantized(type);
+}
+
+#ifndef CPUK_ACT_ROUND
+#define CPUK_ACT_ROUND 1
+#endif
+
+/* out[0, n) = the activations x[0, n) the block types multiply with (quant_round_act:
+ * llama.cpp's 8-bit blocks); n is a whole number of blocks */
+static void act_chunk(enum gguf_dtype type, const float *x, float *out, int64_t n)
+{
+	if (CPUK_ACT_ROUND)
+		quant_round_act(type, x, out, n);
+	else
+		memcpy(out, x, sizeof(float) * (size_t)n);
 }
 
 /* ---- scalar: 8 emulated lanes, fused multiply-add via fmaf ---- */
@@ -74,9 +93,47 @@ INLINE float scalar_dot(enum gguf_dtype type, const void *row, const float *x, i
 	return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
+/* The scalar level's matmul_deq: the same 8-lane chains as scalar_dot over the
+ * dequantized row, a row at a time, for DQ_T tokens per dequantization. */
+static void matmul_scalar_deq(enum gguf_dtype type, const void *w, int64_t k, int64_t r0,
+			      int64_t r1, const float *x, int64_t ldx, int32_t n_tok, float *y,
+			      int64_t ldy)
+{
+	size_t rb = cpuk_row_bytes(type, k);
+	float wbuf[DQ_C], xq[DQ_C], acc[DQ_T][SC_W];
+	for (int32_t t0 = 0; t0 < n_tok; t0 += DQ_T) {
+		int nt = n_tok - t0 < DQ_T ? (int)(n_tok - t0) : DQ_T;
+		for (int64_t r = r0; r < r1; r++) {
+			memset(acc, 0, sizeof acc);
+			for (int64_t c0 = 0; c0 < k; c0 += DQ_C) {
+				int64_t n = k - c0 < DQ_C ? k - c0 : DQ_C;
+				quant_dequant(type,
+					      (const char *)w + (size_t)r * rb + cpuk_row_bytes(type, c0),
+					      wbuf, n);
+				for (int t = 0; t < nt; t++) {
+					act_chunk(type, x + (int64_t)(t0 + t) * ldx + c0, xq, n);
+					for (int64_t i = 0; i < n; i += SC_W)
+						for (int j = 0; j < SC_W; j++)
+							acc[t][j] = __builtin_fmaf(wbuf[i + j], xq[i + j],
+										   acc[t][j]);
+				}
+			}
+			for (int t = 0; t < nt; t++) {
+				const float *a = acc[t];
+				y[(int64_t)(t0 + t) * ldy + r] = ((a[0] + a[4]) + (a[2] + a[6])) +
+								 ((a[1] + a[5]) + (a[3] + a[7]));
+			}
+		}
+	}
+}
+
 static void matmul_scalar(enum gguf_dtype type, const void *w, int64_t k, int64_t r0, int64_t r1,
 			  const float *x, int64_t ldx, int32_t n_tok, float *y, int64_t ldy)
 {
+	if (deq_type(type)) {
+		matmul_scalar_deq(type, w, k, r0, r1, x, ldx, n_tok, y, ldy);
+		return;
+	}
 	size_t rb = cpuk_row_bytes(type, k);
 	for (int64_t r = r0; r < r1; r++) {
 		const void *row = (const char *)w + (size_t)r * rb;
@@ -160,6 +217,7 @@ INLINE T512 __m512 ldw_512(enum gguf_dtype type, const void *row, int64_t i)
 		__m512 d = _mm512_cvtph_ps(_mm256_set1_epi16((short)b->d));
 		return _mm512_mul_ps(qf, d);
 	}
+	default: break; /* the other block types go through matmul_deq */
 	}
 	return _mm512_setzero_ps();
 }
@@ -207,6 +265,7 @@ INLINE T256 __m256 ldw_256(enum gguf_dtype type, const void *row, int64_t i)
 		__m256 d = _mm256_cvtph_ps(_mm_set1_epi16((short)b->d));
 		return _mm256_mul_ps(qf, d);
 	}
+	default: break; /* the other block types go through matmul_deq */
 	}
 	return _mm256_setzero_ps();
 }

@@ -1,6 +1,6 @@
 /* cpu_kernels: the dot products of the CPU backend, for F32/F16/BF16/Q8_0 weights with
- * fp32 activations, in a portable scalar version and AVX2+FMA / AVX-512 versions chosen
- * at run time.
+ * fp32 activations (and llama.cpp's other block types, below), in a portable scalar
+ * version and AVX2+FMA / AVX-512 versions chosen at run time.
  *
  * Invariant (what batch invariance rests on): for a given level, weight type and row
  * length k, the value computed for one (weight row, activation row) pair is bitwise the
@@ -15,6 +15,18 @@
  *
  * Weights are dequantized on the fly: F16 and BF16 exactly to fp32, Q8_0 (blocks of 32:
  * fp16 scale d, 32 int8 q) as d * q rounded to fp32. Q8_0 rows need k % 32 == 0.
+ *
+ * The other block types of model/quant.h (Q4_0 ... IQ4_XS) are dequantized by
+ * quant_dequant, bit for bit as llama.cpp does, DQ_C = 256 elements at a time into a
+ * buffer, and multiplied there with up to 32 tokens; their activations are first rounded
+ * per row as llama.cpp's CPU matmuls quantize them (quant_round_act: Q8_0 / Q8_1 blocks
+ * of 32, Q8_K blocks of 256). That choice was measured (README, "Quantized weights"): it
+ * makes most steps agree with llama.cpp to 1e-5 in log-prob, where fp32 activations are
+ * off by 0.06-0.11 everywhere; the rounding is a function of the row alone, so batch
+ * invariance holds. The dot product on the rounded activations follows the same order
+ * (VW-lane FMA chains, then the fixed reduction) as the F32 kernel's on the dequantized
+ * row: bitwise that. (llama.cpp then multiplies in int8; the fp32 products here differ
+ * from its by rounding only.) Rows need k % 32 == 0, k % 256 == 0 for the K types.
  */
 #ifndef BG_CPU_KERNELS_H
 #define BG_CPU_KERNELS_H

@@ -1,5 +1,6 @@
 /* gguf: GGUF v2/v3 reader (hostile-input safe) and v3 writer. See gguf.h. */
 #include "model/gguf.h"
+#include "model/quant.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +63,18 @@ const char *gguf_dtype_name(enum gguf_dtype t)
 	switch (t) {
 	case GGUF_DTYPE_F32: return "f32";
 	case GGUF_DTYPE_F16: return "f16";
+	case GGUF_DTYPE_Q4_0: return "q4_0";
+	case GGUF_DTYPE_Q4_1: return "q4_1";
+	case GGUF_DTYPE_Q5_0: return "q5_0";
+	case GGUF_DTYPE_Q5_1: return "q5_1";
 	case GGUF_DTYPE_Q8_0: return "q8_0";
+	case GGUF_DTYPE_Q2_K: return "q2_K";
+	case GGUF_DTYPE_Q3_K: return "q3_K";
+	case GGUF_DTYPE_Q4_K: return "q4_K";
+	case GGUF_DTYPE_Q5_K: return "q5_K";
+	case GGUF_DTYPE_Q6_K: return "q6_K";
+	case GGUF_DTYPE_IQ4_NL: return "iq4_nl";
+	case GGUF_DTYPE_IQ4_XS: return "iq4_xs";
 	case GGUF_DTYPE_BF16: return "bf16";
 	}
 	return "?";
@@ -82,19 +94,15 @@ static const char *ggml_type_name(uint32_t t)
 
 uint64_t gguf_row_bytes(enum gguf_dtype t, uint64_t n)
 {
-	switch (t) {
-	case GGUF_DTYPE_F32: return n <= UINT64_MAX / 4 ? n * 4 : 0;
-	case GGUF_DTYPE_F16:
-	case GGUF_DTYPE_BF16: return n <= UINT64_MAX / 2 ? n * 2 : 0;
-	case GGUF_DTYPE_Q8_0: return n % 32 == 0 ? n / 32 * 34 : 0;
-	}
-	return 0;
+	uint64_t be = (uint64_t)quant_block_elems(t), bb = quant_block_bytes(t);
+	if (be == 0 || n % be != 0 || n / be > UINT64_MAX / bb)
+		return 0;
+	return n / be * bb;
 }
 
 static bool dtype_known(uint32_t t)
 {
-	return t == GGUF_DTYPE_F32 || t == GGUF_DTYPE_F16 || t == GGUF_DTYPE_Q8_0 ||
-	       t == GGUF_DTYPE_BF16;
+	return t <= GGUF_DTYPE_BF16 && quant_block_elems((enum gguf_dtype)t) > 0;
 }
 
 /* Copies a (possibly hostile) string into out for an error message: printable ASCII
@@ -440,7 +448,8 @@ static enum bg_status parse_tensor_infos(struct gguf_ctx *c, struct rd *r)
 		if (!dtype_known(type))
 			return bg_fail(r->err, BG_ERR_UNSUPPORTED,
 				       "tensor '%s' has type %s (id %u), which is not supported "
-				       "(supported: f32, f16, bf16, q8_0)",
+				       "(supported: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
+				       "q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs)",
 				       sn, ggml_type_name(type), type);
 		t->type = (enum gguf_dtype)type;
 		uint64_t row = gguf_row_bytes(t->type, t->ne[0]);

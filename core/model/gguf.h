@@ -47,7 +47,18 @@ enum gguf_type {
 enum gguf_dtype {
 	GGUF_DTYPE_F32 = 0,
 	GGUF_DTYPE_F16 = 1,
+	GGUF_DTYPE_Q4_0 = 2, /* Q4_0 ... IQ4_XS: llama.cpp's block formats, see model/quant.h */
+	GGUF_DTYPE_Q4_1 = 3,
+	GGUF_DTYPE_Q5_0 = 6,
+	GGUF_DTYPE_Q5_1 = 7,
 	GGUF_DTYPE_Q8_0 = 8, /* blocks of 32: fp16 scale + 32 int8, 34 bytes */
+	GGUF_DTYPE_Q2_K = 10,
+	GGUF_DTYPE_Q3_K = 11,
+	GGUF_DTYPE_Q4_K = 12,
+	GGUF_DTYPE_Q5_K = 13,
+	GGUF_DTYPE_Q6_K = 14,
+	GGUF_DTYPE_IQ4_NL = 20,
+	GGUF_DTYPE_IQ4_XS = 23,
 	GGUF_DTYPE_BF16 = 30,
 };
 
@@ -125,7 +136,7 @@ uint64_t gguf_n_tensors(const struct gguf_ctx *ctx);
 const struct gguf_tensor *gguf_tensor(const struct gguf_ctx *ctx, uint64_t i);
 const struct gguf_tensor *gguf_find_tensor(const struct gguf_ctx *ctx, const char *name);
 
-const char *gguf_dtype_name(enum gguf_dtype t); /* "f32", "f16", "q8_0", "bf16" */
+const char *gguf_dtype_name(enum gguf_dtype t); /* ggml's names: "f32", "q4_K", "iq4_xs"... */
 /* Bytes of a row of n elements of type t; 0 if n is not a multiple of the block size. */
 uint64_t gguf_row_bytes(enum gguf_dtype t, uint64_t n);
 

@@ -441,8 +441,8 @@ static uint32_t file_type(enum gguf_dtype t)
 	case GGUF_DTYPE_F16: return 1;
 	case GGUF_DTYPE_Q8_0: return 7;
 	case GGUF_DTYPE_BF16: return 32;
+	default: return 0; /* synth writes only the four types above */
 	}
-	return 0;
 }
 
 struct synth_build {

@@ -1,0 +1,427 @@
+/* quant: see quant.h. Each dequantizer is ggml's reference one (ggml-quants.c), written
+ * with the same operand types and order so the results are the same bits. */
+#include "model/quant.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/half.h"
+
+static_assert(sizeof(struct quant_q4_0) == 18, "block_q4_0");
+static_assert(sizeof(struct quant_q4_1) == 20, "block_q4_1");
+static_assert(sizeof(struct quant_q5_0) == 22, "block_q5_0");
+static_assert(sizeof(struct quant_q5_1) == 24, "block_q5_1");
+static_assert(sizeof(struct quant_q8_0) == 34, "block_q8_0");
+static_assert(sizeof(struct quant_q2_k) == 84, "block_q2_K");
+static_assert(sizeof(struct quant_q3_k) == 110, "block_q3_K");
+static_assert(sizeof(struct quant_q4_k) == 144, "block_q4_K");
+static_assert(sizeof(struct quant_q5_k) == 176, "block_q5_K");
+static_assert(sizeof(struct quant_q6_k) == 210, "block_q6_K");
+static_assert(sizeof(struct quant_iq4_nl) == 18, "block_iq4_nl");
+static_assert(sizeof(struct quant_iq4_xs) == 136, "block_iq4_xs");
+
+const int8_t quant_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+				     1,	   13,	 25,  38,  53,	69,  89,  113};
+
+bool quant_is_quantized(enum gguf_dtype t)
+{
+	return quant_block_elems(t) > 1;
+}
+
+int quant_block_elems(enum gguf_dtype t)
+{
+	switch (t) {
+	case GGUF_DTYPE_F32:
+	case GGUF_DTYPE_F16:
+	case GGUF_DTYPE_BF16: return 1;
+	case GGUF_DTYPE_Q4_0:
+	case GGUF_DTYPE_Q4_1:
+	case GGUF_DTYPE_Q5_0:
+	case GGUF_DTYPE_Q5_1:
+	case GGUF_DTYPE_Q8_0:
+	case GGUF_DTYPE_IQ4_NL: return 32;
+	case GGUF_DTYPE_Q2_K:
+	case GGUF_DTYPE_Q3_K:
+	case GGUF_DTYPE_Q4_K:
+	case GGUF_DTYPE_Q5_K:
+	case GGUF_DTYPE_Q6_K:
+	case GGUF_DTYPE_IQ4_XS: return 256;
+	}
+	return 0;
+}
+
+size_t quant_block_bytes(enum gguf_dtype t)
+{
+	switch (t) {
+	case GGUF_DTYPE_F32: return 4;
+	case GGUF_DTYPE_F16:
+	case GGUF_DTYPE_BF16: return 2;
+	case GGUF_DTYPE_Q4_0: return sizeof(struct quant_q4_0);
+	case GGUF_DTYPE_Q4_1: return sizeof(struct quant_q4_1);
+	case GGUF_DTYPE_Q5_0: return sizeof(struct quant_q5_0);
+	case GGUF_DTYPE_Q5_1: return sizeof(struct quant_q5_1);
+	case GGUF_DTYPE_Q8_0: return sizeof(struct quant_q8_0);
+	case GGUF_DTYPE_Q2_K: return sizeof(struct quant_q2_k);
+	case GGUF_DTYPE_Q3_K: return sizeof(struct quant_q3_k);
+	case GGUF_DTYPE_Q4_K: return sizeof(struct quant_q4_k);
+	case GGUF_DTYPE_Q5_K: return sizeof(struct quant_q5_k);
+	case GGUF_DTYPE_Q6_K: return sizeof(struct quant_q6_k);
+	case GGUF_DTYPE_IQ4_NL: return sizeof(struct quant_iq4_nl);
+	case GGUF_DTYPE_IQ4_XS: return sizeof(struct quant_iq4_xs);
+	}
+	return 0;
+}
+
+static float h2f(uint16_t h)
+{
+	return half_f16_to_f32(h);
+}
+
+/* ---- blocks of 32 ---- */
+
+static void dq_q4_0(const struct quant_q4_0 *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int j = 0; j < 16; j++) {
+		const int x0 = (b->qs[j] & 0x0F) - 8;
+		const int x1 = (b->qs[j] >> 4) - 8;
+		y[j] = x0 * d;
+		y[j + 16] = x1 * d;
+	}
+}
+
+static void dq_q4_1(const struct quant_q4_1 *b, float *y)
+{
+	const float d = h2f(b->d), m = h2f(b->m);
+	for (int j = 0; j < 16; j++) {
+		const int x0 = b->qs[j] & 0x0F;
+		const int x1 = b->qs[j] >> 4;
+		y[j] = x0 * d + m;
+		y[j + 16] = x1 * d + m;
+	}
+}
+
+static void dq_q5_0(const struct quant_q5_0 *b, float *y)
+{
+	const float d = h2f(b->d);
+	uint32_t qh;
+	memcpy(&qh, b->qh, sizeof qh);
+	for (int j = 0; j < 16; j++) {
+		const uint8_t xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
+		const uint8_t xh_1 = ((qh >> (j + 12))) & 0x10;
+		const int32_t x0 = ((b->qs[j] & 0x0F) | xh_0) - 16;
+		const int32_t x1 = ((b->qs[j] >> 4) | xh_1) - 16;
+		y[j] = x0 * d;
+		y[j + 16] = x1 * d;
+	}
+}
+
+static void dq_q5_1(const struct quant_q5_1 *b, float *y)
+{
+	const float d = h2f(b->d), m = h2f(b->m);
+	uint32_t qh;
+	memcpy(&qh, b->qh, sizeof qh);
+	for (int j = 0; j < 16; j++) {
+		const uint8_t xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
+		const uint8_t xh_1 = ((qh >> (j + 12))) & 0x10;
+		const int x0 = (b->qs[j] & 0x0F) | xh_0;
+		const int x1 = (b->qs[j] >> 4) | xh_1;
+		y[j] = x0 * d + m;
+		y[j + 16] = x1 * d + m;
+	}
+}
+
+static void dq_q8_0(const struct quant_q8_0 *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int j = 0; j < 32; j++)
+		y[j] = b->qs[j] * d;
+}
+
+static void dq_iq4_nl(const struct quant_iq4_nl *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int j = 0; j < 16; j++) {
+		y[j] = d * quant_iq4_values[b->qs[j] & 0xf];
+		y[j + 16] = d * quant_iq4_values[b->qs[j] >> 4];
+	}
+}
+
+/* ---- super-blocks of 256 ---- */
+
+static void dq_q2_k(const struct quant_q2_k *b, float *y)
+{
+	const float d = h2f(b->d), min = h2f(b->dmin);
+	const uint8_t *q = b->qs;
+	int is = 0;
+	for (int n = 0; n < 256; n += 128) {
+		int shift = 0;
+		for (int j = 0; j < 4; j++) {
+			uint8_t sc = b->scales[is++];
+			float dl = d * (sc & 0xF), ml = min * (sc >> 4);
+			for (int l = 0; l < 16; l++)
+				*y++ = dl * ((int8_t)((q[l] >> shift) & 3)) - ml;
+			sc = b->scales[is++];
+			dl = d * (sc & 0xF), ml = min * (sc >> 4);
+			for (int l = 0; l < 16; l++)
+				*y++ = dl * ((int8_t)((q[l + 16] >> shift) & 3)) - ml;
+			shift += 2;
+		}
+		q += 32;
+	}
+}
+
+/* Q3_K's 16 6-bit scales, unpacked from 12 bytes, still biased by 32. */
+static void q3_k_scales(const uint8_t packed[12], int8_t out[16])
+{
+	const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+	uint32_t aux[4];
+	memcpy(aux, packed, 12);
+	uint32_t tmp = aux[2];
+	aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+	aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+	aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+	aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+	memcpy(out, aux, 16);
+}
+
+static void dq_q3_k(const struct quant_q3_k *b, float *y)
+{
+	const float d_all = h2f(b->d);
+	const uint8_t *q = b->qs, *hm = b->hmask;
+	int8_t scales[16];
+	q3_k_scales(b->scales, scales);
+	uint8_t m = 1;
+	int is = 0;
+	for (int n = 0; n < 256; n += 128) {
+		int shift = 0;
+		for (int j = 0; j < 4; j++) {
+			float dl = d_all * (scales[is++] - 32);
+			for (int l = 0; l < 16; l++)
+				*y++ = dl * ((int8_t)((q[l + 0] >> shift) & 3) -
+					     ((hm[l + 0] & m) ? 0 : 4));
+			dl = d_all * (scales[is++] - 32);
+			for (int l = 0; l < 16; l++)
+				*y++ = dl * ((int8_t)((q[l + 16] >> shift) & 3) -
+					     ((hm[l + 16] & m) ? 0 : 4));
+			shift += 2;
+			m <<= 1;
+		}
+		q += 32;
+	}
+}
+
+/* Q4_K's and Q5_K's 6-bit scale and min of group j in [0, 8). */
+static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+	if (j < 4) {
+		*d = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+	}
+}
+
+static void dq_q4_k(const struct quant_q4_k *b, float *y)
+{
+	const uint8_t *q = b->qs;
+	const float d = h2f(b->d), min = h2f(b->dmin);
+	int is = 0;
+	uint8_t sc, m;
+	for (int j = 0; j < 256; j += 64) {
+		scale_min_k4(is + 0, b->scales, &sc, &m);
+		const float d1 = d * sc, m1 = min * m;
+		scale_min_k4(is + 1, b->scales, &sc, &m);
+		const float d2 = d * sc, m2 = min * m;
+		for (int l = 0; l < 32; l++)
+			*y++ = d1 * (q[l] & 0xF) - m1;
+		for (int l = 0; l < 32; l++)
+			*y++ = d2 * (q[l] >> 4) - m2;
+		q += 32;
+		is += 2;
+	}
+}
+
+static void dq_q5_k(const struct quant_q5_k *b, float *y)
+{
+	const uint8_t *ql = b->qs, *qh = b->qh;
+	const float d = h2f(b->d), min = h2f(b->dmin);
+	int is = 0;
+	uint8_t sc, m, u1 = 1, u2 = 2;
+	for (int j = 0; j < 256; j += 64) {
+		scale_min_k4(is + 0, b->scales, &sc, &m);
+		const float d1 = d * sc, m1 = min * m;
+		scale_min_k4(is + 1, b->scales, &sc, &m);
+		const float d2 = d * sc, m2 = min * m;
+		for (int l = 0; l < 32; l++)
+			*y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+		for (int l = 0; l < 32; l++)
+			*y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+		ql += 32;
+		is += 2;
+		u1 <<= 2;
+		u2 <<= 2;
+	}
+}
+
+static void dq_q6_k(const struct quant_q6_k *b, float *y)
+{
+	const float d = h2f(b->d);
+	const uint8_t *ql = b->ql, *qh = b->qh;
+	const int8_t *sc = b->scales;
+	for (int n = 0; n < 256; n += 128) {
+		for (int l = 0; l < 32; l++) {
+			int is = l / 16;
+			const int8_t q1 = (int8_t)((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+			const int8_t q2 = (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+			const int8_t q3 = (int8_t)((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+			const int8_t q4 = (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+			y[l + 0] = d * sc[is + 0] * q1;
+			y[l + 32] = d * sc[is + 2] * q2;
+			y[l + 64] = d * sc[is + 4] * q3;
+			y[l + 96] = d * sc[is + 6] * q4;
+		}
+		y += 128;
+		ql += 64;
+		qh += 32;
+		sc += 8;
+	}
+}
+
+static void dq_iq4_xs(const struct quant_iq4_xs *b, float *y)
+{
+	const uint8_t *qs = b->qs;
+	const float d = h2f(b->d);
+	for (int ib = 0; ib < 8; ib++) {
+		const int ls = ((b->scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) |
+			       (((b->scales_h >> 2 * ib) & 3) << 4);
+		const float dl = d * (ls - 32);
+		for (int j = 0; j < 16; j++) {
+			y[j + 0] = dl * quant_iq4_values[qs[j] & 0xf];
+			y[j + 16] = dl * quant_iq4_values[qs[j] >> 4];
+		}
+		y += 32;
+		qs += 16;
+	}
+}
+
+void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n)
+{
+	const int be = quant_block_elems(t);
+	if (be <= 0 || n % be != 0)
+		abort(); /* programmer error: see the contract */
+	const size_t bb = quant_block_bytes(t);
+	const char *p = src;
+	for (int64_t i = 0; i < n; i += be, p += bb) {
+		float *y = dst + i;
+		switch (t) {
+		case GGUF_DTYPE_F32: memcpy(y, p, 4); break;
+		case GGUF_DTYPE_F16: {
+			uint16_t h;
+			memcpy(&h, p, 2);
+			*y = half_f16_to_f32(h);
+			break;
+		}
+		case GGUF_DTYPE_BF16: {
+			uint16_t h;
+			memcpy(&h, p, 2);
+			*y = half_bf16_to_f32(h);
+			break;
+		}
+		case GGUF_DTYPE_Q4_0: dq_q4_0((const void *)p, y); break;
+		case GGUF_DTYPE_Q4_1: dq_q4_1((const void *)p, y); break;
+		case GGUF_DTYPE_Q5_0: dq_q5_0((const void *)p, y); break;
+		case GGUF_DTYPE_Q5_1: dq_q5_1((const void *)p, y); break;
+		case GGUF_DTYPE_Q8_0: dq_q8_0((const void *)p, y); break;
+		case GGUF_DTYPE_Q2_K: dq_q2_k((const void *)p, y); break;
+		case GGUF_DTYPE_Q3_K: dq_q3_k((const void *)p, y); break;
+		case GGUF_DTYPE_Q4_K: dq_q4_k((const void *)p, y); break;
+		case GGUF_DTYPE_Q5_K: dq_q5_k((const void *)p, y); break;
+		case GGUF_DTYPE_Q6_K: dq_q6_k((const void *)p, y); break;
+		case GGUF_DTYPE_IQ4_NL: dq_iq4_nl((const void *)p, y); break;
+		case GGUF_DTYPE_IQ4_XS: dq_iq4_xs((const void *)p, y); break;
+		}
+	}
+}
+
+/* ---- activations as llama.cpp quantizes them (see quant.h) ---- */
+
+/* ggml's nearest_int: round to nearest, ties to even, for |f| < 2^22 */
+static int nearest_int(float f)
+{
+	float v = f + 12582912.f;
+	int32_t i;
+	memcpy(&i, &v, sizeof i);
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+/* Q8_0 / Q8_1 as ggml-cpu's x86 quantize_row_q8_0/_1 make them (AVX path) */
+static void round_q8_0(const float *x, float *out)
+{
+	float amax = 0.0f;
+	for (int j = 0; j < 32; j++) {
+		float a = fabsf(x[j]);
+		amax = a > amax ? a : amax;
+	}
+	const float d = half_f16_to_f32(half_f32_to_f16(amax / 127.f));
+	const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+	for (int j = 0; j < 32; j++)
+		out[j] = d * (float)nearest_int(x[j] * id);
+}
+
+/* Q8_K as quantize_row_q8_K_ref makes it (ggml-cpu uses the reference on x86) */
+static void round_q8_k(const float *x, float *out)
+{
+	float max = 0.0f, amax = 0.0f;
+	for (int j = 0; j < 256; j++) {
+		float ax = fabsf(x[j]);
+		if (ax > amax) {
+			amax = ax;
+			max = x[j];
+		}
+	}
+	if (amax == 0.0f) {
+		for (int j = 0; j < 256; j++)
+			out[j] = 0.0f;
+		return;
+	}
+	const float iscale = -127.f / max, d = 1 / iscale;
+	for (int j = 0; j < 256; j++) {
+		int v = nearest_int(iscale * x[j]);
+		out[j] = d * (float)(v < 127 ? v : 127);
+	}
+}
+
+void quant_round_act(enum gguf_dtype t, const float *x, float *out, int64_t n)
+{
+	switch (t) {
+	case GGUF_DTYPE_Q4_0:
+	case GGUF_DTYPE_Q4_1:
+	case GGUF_DTYPE_Q5_0:
+	case GGUF_DTYPE_Q5_1:
+	case GGUF_DTYPE_Q8_0:
+	case GGUF_DTYPE_IQ4_NL:
+		if (n % 32)
+			abort();
+		for (int64_t i = 0; i < n; i += 32)
+			round_q8_0(x + i, out + i);
+		return;
+	case GGUF_DTYPE_Q2_K:
+	case GGUF_DTYPE_Q3_K:
+	case GGUF_DTYPE_Q4_K:
+	case GGUF_DTYPE_Q5_K:
+	case GGUF_DTYPE_Q6_K:
+	case GGUF_DTYPE_IQ4_XS:
+		if (n % 256)
+			abort();
+		for (int64_t i = 0; i < n; i += 256)
+			round_q8_k(x + i, out + i);
+		return;
+	default:
+		if (out != x)
+			memcpy(out, x, sizeof(float) * (size_t)n);
+	}
+}

@@ -1,0 +1,111 @@
+/* quant: llama.cpp's block-quantized weight formats (ggml's block_* layouts, as stored in
+ * GGUF files) and their reference dequantization to fp32.
+ *
+ * Types: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (blocks of 32 elements) and Q2_K, Q3_K, Q4_K, Q5_K,
+ * Q6_K, IQ4_NL (32), IQ4_XS (K-quant super-blocks of 256). A row of n elements is n /
+ * block elements consecutive blocks; n must be a multiple of the block size.
+ *
+ * Invariant: quant_dequant gives bitwise the values of ggml's dequantize_row_* (ggml-base,
+ * ggml-quants.c), the same fp32 operations in the same order with no contraction into
+ * fused multiply-adds (the project builds with -std=c11, which sets -ffp-contract=off);
+ * tests/test_quant.c checks it against llama.cpp's own library where it is installed.
+ */
+#ifndef BG_QUANT_H
+#define BG_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/gguf.h"
+
+/* ---- block layouts (sizes checked by static asserts in quant.c) ---- */
+
+struct quant_q4_0 { /* 18 bytes: x = d * (q - 8) */
+	uint16_t d;
+	uint8_t qs[16]; /* element j in the low nibble of qs[j], j + 16 in the high one */
+};
+struct quant_q4_1 { /* 20 bytes: x = d * q + m */
+	uint16_t d, m;
+	uint8_t qs[16];
+};
+struct quant_q5_0 { /* 22 bytes: x = d * (q - 16), q's 5th bit j in bit j of qh */
+	uint16_t d;
+	uint8_t qh[4];
+	uint8_t qs[16];
+};
+struct quant_q5_1 { /* 24 bytes: x = d * q + m */
+	uint16_t d, m;
+	uint8_t qh[4];
+	uint8_t qs[16];
+};
+struct quant_q8_0 { /* 34 bytes: x = d * q */
+	uint16_t d;
+	int8_t qs[32];
+};
+struct quant_q2_k { /* 84 bytes: 16 groups of 16, 4-bit scale and min each */
+	uint8_t scales[16];
+	uint8_t qs[64];
+	uint16_t d, dmin;
+};
+struct quant_q3_k { /* 110 bytes: 16 groups of 16, 6-bit scales */
+	uint8_t hmask[32];
+	uint8_t qs[64];
+	uint8_t scales[12];
+	uint16_t d;
+};
+struct quant_q4_k { /* 144 bytes: 8 groups of 32, 6-bit scale and min each */
+	uint16_t d, dmin;
+	uint8_t scales[12];
+	uint8_t qs[128];
+};
+struct quant_q5_k { /* 176 bytes */
+	uint16_t d, dmin;
+	uint8_t scales[12];
+	uint8_t qh[32];
+	uint8_t qs[128];
+};
+struct quant_q6_k { /* 210 bytes: 16 groups of 16, int8 scales */
+	uint8_t ql[128];
+	uint8_t qh[64];
+	int8_t scales[16];
+	uint16_t d;
+};
+struct quant_iq4_nl { /* 18 bytes: x = d * kvalues[q] */
+	uint16_t d;
+	uint8_t qs[16];
+};
+struct quant_iq4_xs { /* 136 bytes: 8 groups of 32, 6-bit scales */
+	uint16_t d;
+	uint16_t scales_h;
+	uint8_t scales_l[4];
+	uint8_t qs[128];
+};
+
+/* IQ4_NL's and IQ4_XS's 16 non-uniform levels (ggml's kvalues_iq4nl). */
+extern const int8_t quant_iq4_values[16];
+
+/* True for the block-quantized types above (Q8_0 included). */
+bool quant_is_quantized(enum gguf_dtype t);
+
+/* Elements per block (1 for F32/F16/BF16) and bytes per block (0 for unknown types). */
+int quant_block_elems(enum gguf_dtype t);
+size_t quant_block_bytes(enum gguf_dtype t);
+
+/* dst[0, n) = the n elements at src, type t (any type gguf_dtype knows), as fp32.
+ * n must be a multiple of quant_block_elems(t) (programmer error otherwise). */
+void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n);
+
+/* Activations the way llama.cpp's CPU matmuls see them: before multiplying with weights
+ * of type t it quantizes each activation row in blocks (ggml's vec_dot_type): Q8_0 (32
+ * elements, fp16 d = amax / 127, q = round-to-even(x * 127 / amax)) for Q4_0, Q5_0, Q8_0
+ * and IQ4_NL; Q8_1 (the same, plus a block sum) for Q4_1 and Q5_1; Q8_K (256 elements,
+ * fp32 d = max / -127 with max the element of largest magnitude, q = min(127,
+ * round-to-even(x * -127 / max))) for the K-quants and IQ4_XS. out[i] = d * q[i], the
+ * value of the quantized activation, so an fp32 dot product with it differs from
+ * llama.cpp's integer one only by rounding (and by Q8_1's block sum, which llama.cpp
+ * keeps in fp16). n is a multiple of the block (256 for the K types, 32 otherwise);
+ * out may equal x. F32/F16/BF16: out = x. */
+void quant_round_act(enum gguf_dtype t, const float *x, float *out, int64_t n);
+
+#endif

@@ -1,0 +1,203 @@
+/* test_quant: the block formats' dequantization (model/quant.h) against llama.cpp's own,
+ * bit for bit: ggml's to_float of each type from the libggml-base.so that node-llama-cpp
+ * installs under bench/node_modules (loaded at run time; skipped visibly without it, a
+ * failure under CI=true), on random blocks and on blocks that ggml's reference quantizer
+ * made from Gaussian data; plus hand-derived values that need no llama.cpp, and the
+ * sizes gguf_row_bytes gives. */
+#include "model/quant.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+
+#include "model/half.h"
+#include "check.h"
+
+#define GGML_LIB "bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so"
+
+/* ggml.h's struct ggml_type_traits (v0.5.0's llama.cpp); checked against the type's
+ * name, block size and bytes before use. */
+struct ggml_traits {
+	const char *type_name;
+	int64_t blck_size;
+	int64_t blck_size_interleave;
+	size_t type_size;
+	bool is_quantized;
+	void (*to_float)(const void *x, float *y, int64_t k);
+	void (*from_float_ref)(const float *x, void *y, int64_t k);
+};
+
+static const enum gguf_dtype types[] = {
+    GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1,
+    GGUF_DTYPE_Q8_0, GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,
+    GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng >> 33);
+}
+
+static float gauss(void)
+{
+	double u1 = ((double)rnd() + 1.0) / 2147483649.0, u2 = (double)rnd() / 2147483648.0;
+	return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* byte offsets of the fp16 scale fields of a block (quant.h's layouts), -1 terminated */
+static const int *half_fields(enum gguf_dtype t)
+{
+	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
+			 q3k[] = {108, -1}, q6k[] = {208, -1};
+	switch (t) {
+	case GGUF_DTYPE_Q4_1:
+	case GGUF_DTYPE_Q5_1:
+	case GGUF_DTYPE_Q4_K:
+	case GGUF_DTYPE_Q5_K: return dm;
+	case GGUF_DTYPE_Q2_K: return q2k;
+	case GGUF_DTYPE_Q3_K: return q3k;
+	case GGUF_DTYPE_Q6_K: return q6k;
+	default: return d0;
+	}
+}
+
+static void test_hand(void)
+{
+	/* Q4_0, d = 0.5: low nibble 1 -> (1 - 8) * 0.5, high nibble 12 -> (12 - 8) * 0.5 */
+	struct quant_q4_0 b0 = {.d = 0x3800};
+	b0.qs[0] = 0xC1;
+	float y[256];
+	quant_dequant(GGUF_DTYPE_Q4_0, &b0, y, 32);
+	CHECK(y[0] == -3.5f && y[16] == 2.0f && y[1] == -4.0f, "q4_0: %g %g %g", y[0], y[16],
+	      y[1]);
+	/* Q5_0: qh bit 0 set adds 16 to element 0: (1 | 16) - 16 = 1 */
+	struct quant_q5_0 b5 = {.d = 0x3C00, .qh = {1, 0, 0, 0}};
+	b5.qs[0] = 0x01;
+	quant_dequant(GGUF_DTYPE_Q5_0, &b5, y, 32);
+	CHECK(y[0] == 1.0f && y[16] == -16.0f, "q5_0: %g %g", y[0], y[16]);
+	/* Q4_K: group 0 scale 2, min 3 (scales[0] = 2, scales[4] = 3), d = 1, dmin = 0.5:
+	 * element 0 with nibble 5 -> 1 * 2 * 5 - 0.5 * 3 = 8.5; group 1 (high nibbles,
+	 * scale scales[1] = 0) -> -0.5 * min (scales[5] = 4) = -2 */
+	struct quant_q4_k bk = {.d = 0x3C00, .dmin = 0x3800};
+	bk.scales[0] = 2, bk.scales[4] = 3, bk.scales[5] = 4;
+	bk.qs[0] = 0x75;
+	quant_dequant(GGUF_DTYPE_Q4_K, &bk, y, 256);
+	CHECK(y[0] == 8.5f && y[32] == -2.0f && y[1] == -1.5f, "q4_K: %g %g %g", y[0], y[32],
+	      y[1]);
+	/* Q6_K: element 0 = d * scales[0] * ((ql & 15 | (qh & 3) << 4) - 32) = 2 * (63 - 32) */
+	struct quant_q6_k b6 = {.d = 0x3C00};
+	b6.scales[0] = 2;
+	b6.ql[0] = 0x0F, b6.qh[0] = 0x03;
+	quant_dequant(GGUF_DTYPE_Q6_K, &b6, y, 256);
+	CHECK(y[0] == 62.0f && y[1] == 2.0f * -32 && y[32] == 0.0f, "q6_K: %g %g %g", y[0],
+	      y[1], y[32]);
+	/* IQ4_NL: nibble 0 -> -127 d, nibble 15 -> 113 d */
+	struct quant_iq4_nl bn = {.d = 0x3C00};
+	bn.qs[0] = 0xF0;
+	quant_dequant(GGUF_DTYPE_IQ4_NL, &bn, y, 32);
+	CHECK(y[0] == -127.0f && y[16] == 113.0f, "iq4_nl: %g %g", y[0], y[16]);
+	/* sizes per row, and rows that are not whole blocks */
+	CHECK(gguf_row_bytes(GGUF_DTYPE_Q4_K, 4096) == 16 * 144 &&
+		  gguf_row_bytes(GGUF_DTYPE_Q6_K, 256) == 210 &&
+		  gguf_row_bytes(GGUF_DTYPE_IQ4_XS, 512) == 272 &&
+		  gguf_row_bytes(GGUF_DTYPE_Q5_1, 64) == 48 &&
+		  gguf_row_bytes(GGUF_DTYPE_Q4_K, 128) == 0 && gguf_row_bytes(GGUF_DTYPE_Q4_0, 48) == 0,
+	      "row bytes");
+}
+
+/* quant_dequant == ggml's to_float, bitwise, on n_blocks blocks at src */
+static bool same_as_ggml(const struct ggml_traits *tr, enum gguf_dtype t, const void *src,
+			 int64_t n, float *a, float *b)
+{
+	quant_dequant(t, src, a, n);
+	tr->to_float(src, b, n);
+	for (int64_t i = 0; i < n; i++)
+		if (memcmp(&a[i], &b[i], 4) != 0) {
+			fprintf(stderr, "%s element %lld: ours %.9g, ggml %.9g\n", gguf_dtype_name(t),
+				(long long)i, a[i], b[i]);
+			return false;
+		}
+	return true;
+}
+
+static void test_ggml(void)
+{
+	void *h = dlopen(GGML_LIB, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *ci = getenv("CI");
+		if (ci && strcmp(ci, "true") == 0) {
+			check_n_fail++;
+			fprintf(stderr, "FAIL: %s is missing (npm ci --prefix bench)\n", GGML_LIB);
+		} else {
+			check_n_skip++;
+			fprintf(stderr, "SKIP: %s not found (npm ci --prefix bench); the comparison "
+					"with llama.cpp's dequantization is skipped\n",
+				GGML_LIB);
+		}
+		return;
+	}
+	const struct ggml_traits *(*traits)(int) =
+	    (const struct ggml_traits *(*)(int))dlsym(h, "ggml_get_type_traits");
+	CHECK(traits != NULL, "ggml_get_type_traits in %s", GGML_LIB);
+	if (!traits) {
+		dlclose(h);
+		return;
+	}
+	enum { NB = 64 };
+	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+		enum gguf_dtype t = types[ti];
+		const struct ggml_traits *tr = traits((int)t);
+		int be = quant_block_elems(t);
+		size_t bb = quant_block_bytes(t);
+		bool layout = tr && tr->type_name && !strcmp(tr->type_name, gguf_dtype_name(t)) &&
+			      tr->blck_size == be && tr->type_size == bb && tr->to_float;
+		CHECK(layout, "%s: ggml's traits say block %lld of %zu bytes", gguf_dtype_name(t),
+		      tr ? (long long)tr->blck_size : -1LL, tr ? tr->type_size : 0);
+		if (!layout)
+			continue;
+		int64_t n = (int64_t)NB * be;
+		uint8_t *q = malloc(NB * bb);
+		float *x = malloc(sizeof(float) * (size_t)n), *a = malloc(sizeof(float) * (size_t)n),
+		      *b = malloc(sizeof(float) * (size_t)n);
+		/* random bytes, finite scales of either sign */
+		for (size_t i = 0; i < NB * bb; i++)
+			q[i] = (uint8_t)rnd();
+		for (int blk = 0; blk < NB; blk++)
+			for (const int *f = half_fields(t); *f >= 0; f++) {
+				uint16_t hv = half_f32_to_f16(gauss() * 0.05f);
+				memcpy(q + (size_t)blk * bb + *f, &hv, 2);
+			}
+		CHECK(same_as_ggml(tr, t, q, n, a, b), "%s: random blocks equal ggml's bitwise",
+		      gguf_dtype_name(t));
+		/* what llama.cpp's quantizer writes for Gaussian weights (with outliers) */
+		if (tr->from_float_ref) {
+			for (int64_t i = 0; i < n; i++)
+				x[i] = gauss() * (i % 97 == 0 ? 0.2f : 0.02f);
+			tr->from_float_ref(x, q, n);
+			bool same = same_as_ggml(tr, t, q, n, a, b);
+			double err = 0, mag = 0;
+			for (int64_t i = 0; i < n; i++) {
+				err += (a[i] - x[i]) * (double)(a[i] - x[i]);
+				mag += (double)x[i] * x[i];
+			}
+			/* the quantizer's own round trip: relative rms error well under 1 for
+			 * every type (2-bit Q2_K is the coarsest, ~0.3) */
+			CHECK(same && sqrt(err / mag) < 0.5,
+			      "%s: quantized blocks equal ggml's bitwise (rel. rms error %.4f)",
+			      gguf_dtype_name(t), sqrt(err / mag));
+		}
+		free(q);
+		free(x);
+		free(a);
+		free(b);
+	}
+	dlclose(h);
+}
+
+int main(void)
+{
+	test_hand();
+	test_ggml();
+	return check_summary();
+}
