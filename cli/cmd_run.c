@@ -36,6 +36,7 @@
 #include "text/chat.h"
 #include "engine/engine.h"
 #include "io/jsonl.h"
+#include "cli/chat_select.h"
 #include "cli/commands.h"
 #include "cli/idset.h"
 #include "cli/lines.h"
@@ -343,6 +344,7 @@ static int reader_take(struct reader *rd, bool may_block, volatile sig_atomic_t 
 
 struct run {
 	struct opt_config cfg;
+	struct chat_jinja *jinja; /* the Jinja chat template, or NULL (cli/chat_select.h) */
 	struct opt_runtime rt;
 	struct jsonl_defaults defaults;
 	struct jsonl_out_opts wopts;
@@ -532,40 +534,6 @@ static void run_progress(void *user, const struct engine_progress *p)
 /* The command                                                                          */
 /* ------------------------------------------------------------------------------------ */
 
-/* The chat template for chat requests: --chat-template NAME, else the model's own
- * (tokenizer.chat_template), else none (chat requests then get an error result). */
-static bool pick_chat_template(struct run *r, const struct chat_template **out)
-{
-	*out = NULL;
-	if (r->cfg.chat_template) {
-		*out = chat_template_by_name(r->cfg.chat_template);
-		if (!*out)
-			*out = chat_template_detect(r->cfg.chat_template);
-		if (!*out) {
-			fprintf(stderr,
-				"batchgen: --chat-template: unknown template '%s' (known: %s)\n",
-				r->cfg.chat_template, chat_template_names());
-			return false;
-		}
-		return true;
-	}
-	struct gguf_str s;
-	if (r->rt.model && r->rt.model->gguf &&
-	    gguf_get_str(r->rt.model->gguf, "tokenizer.chat_template", &s)) {
-		char *text = strndup(s.ptr, (size_t)s.len);
-		if (text) {
-			*out = chat_template_detect(text);
-			free(text);
-		}
-		if (!*out && !r->cfg.quiet)
-			fprintf(stderr,
-				"batchgen: the model's chat template is not one batchgen "
-				"knows; chat requests need --chat-template NAME (%s)\n",
-				chat_template_names());
-	}
-	return true;
-}
-
 static void close_all(struct run *r, struct engine *e, FILE *stats)
 {
 	reader_stop(&r->rd);
@@ -579,6 +547,8 @@ static void close_all(struct run *r, struct engine *e, FILE *stats)
 	opt_close_runtime(&r->rt);
 	idset_destroy(r->ids);
 	progress_destroy(r->prog);
+	chat_jinja_destroy(r->jinja);
+	r->jinja = NULL;
 }
 
 int cmd_run(int argc, char **argv)
@@ -685,13 +655,15 @@ int cmd_run(int argc, char **argv)
 		return CLI_EXIT_MODEL;
 	}
 	const struct chat_template *ct;
-	if (!pick_chat_template(r, &ct)) {
+	if (!chat_select(c->chat_template_file, c->chat_template, c->chat_date,
+			 r->rt.model ? r->rt.model->gguf : NULL, r->rt.tok, c->quiet, &ct, &r->jinja)) {
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;
 	}
 	time_t now = time(NULL);
 	opt_jsonl_defaults(c, &r->defaults);
 	r->defaults.chat = ct;
+	r->defaults.jinja = r->jinja;
 	r->defaults.tok = r->rt.tok;
 	r->defaults.model_name = r->rt.model->name;
 	r->defaults.created = (int64_t)now;

@@ -8,7 +8,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli/chat_select.h"
 #include "cli/commands.h"
+#include "io/jsonl.h"
 #include "model/gguf.h"
 #include "text/tokenizer.h"
 
@@ -32,6 +34,12 @@ static void tokenize_usage(FILE *f)
 	    "      --parse-special   turn the text of special tokens (<|eot_id|>, <s>, ...) into\n"
 	    "                        their ids; without it they are plain text\n"
 	    "      --detokenize      the reverse: see `batchgen detokenize --help`\n"
+	    "      --chat            TEXT is a request line ({\"messages\": [...], \"tools\": [...]});\n"
+	    "                        print the prompt ids `run` gives it (the chat template\n"
+	    "                        rendered and tokenized), or its error\n"
+	    "      --print-prompt    with --chat: print the rendered prompt text instead\n"
+	    "      --chat-template NAME, --chat-template-file FILE, --chat-date YYYY-MM-DD\n"
+	    "                        with --chat: as for `batchgen run`\n"
 	    "  -h, --help            this help\n");
 }
 
@@ -230,6 +238,64 @@ out:
 	return rc;
 }
 
+/* tokenize --chat: the request line text is parsed as `run` parses it, its messages
+ * rendered with the chat template run would pick, and the prompt ids (or, with
+ * print_prompt, the rendered text) printed. */
+static int tokenize_chat(const char *model, const char *text, size_t len, const char *tfile,
+			 const char *tname, const char *date, bool print_prompt)
+{
+	struct bg_err err = {0};
+	struct gguf_ctx *g = NULL;
+	if (gguf_open(model, &g, &err) != BG_OK) {
+		fprintf(stderr, "batchgen: %s\n", err.msg);
+		return CLI_EXIT_MODEL;
+	}
+	struct tok *t = NULL;
+	if (tok_load(g, &t, &err) != BG_OK) {
+		fprintf(stderr, "batchgen: %s: %s\n", model, err.msg);
+		gguf_close(g);
+		return CLI_EXIT_MODEL;
+	}
+	const struct chat_template *ct = NULL;
+	struct chat_jinja *cj = NULL;
+	int rc = CLI_EXIT_OK;
+	if (!chat_select(tfile, tname, date, g, t, false, &ct, &cj)) {
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
+	struct jsonl_defaults d;
+	jsonl_defaults_init(&d);
+	d.chat = ct;
+	d.jinja = cj;
+	d.tok = print_prompt ? NULL : t;
+	struct request *r = NULL;
+	if (jsonl_parse_request(text, len, 1, &d, NULL, &r) != BG_OK) {
+		fprintf(stderr, "batchgen: out of memory\n");
+		rc = CLI_EXIT_SOME_FAILED;
+		goto out;
+	}
+	if (r->error.code[0]) {
+		fprintf(stderr, "batchgen: tokenize --chat: %s: %s\n", r->error.code, r->error.message);
+		rc = CLI_EXIT_SOME_FAILED;
+	} else if (print_prompt) {
+		if (r->prompt)
+			fwrite(r->prompt, 1, r->prompt_len, stdout);
+	} else {
+		printf("[");
+		for (int32_t i = 0; i < r->n_input_ids; i++)
+			printf(i ? ", %d" : "%d", r->input_ids[i]);
+		printf("]\n");
+	}
+	req_free(r);
+out:
+	chat_jinja_destroy(cj);
+	tok_free(t);
+	gguf_close(g);
+	if (fflush(stdout) != 0 && rc == CLI_EXIT_OK)
+		rc = CLI_EXIT_SOME_FAILED;
+	return rc;
+}
+
 int cmd_tokenize(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) { /* --detokenize: the same command line, reversed */
@@ -248,10 +314,15 @@ int cmd_tokenize(int argc, char **argv)
 			return rc;
 		}
 	}
-	enum { O_BOS = 1000, O_NO_BOS, O_SPECIAL };
+	enum { O_BOS = 1000, O_NO_BOS, O_SPECIAL, O_CHAT, O_PRINT, O_CT, O_CTF, O_DATE };
 	static const struct option longopts[] = {
 	    {"model", required_argument, NULL, 'm'},
 	    {"file", required_argument, NULL, 'f'},
+	    {"chat", no_argument, NULL, O_CHAT},
+	    {"print-prompt", no_argument, NULL, O_PRINT},
+	    {"chat-template", required_argument, NULL, O_CT},
+	    {"chat-template-file", required_argument, NULL, O_CTF},
+	    {"chat-date", required_argument, NULL, O_DATE},
 	    {"bos", no_argument, NULL, O_BOS},
 	    {"no-bos", no_argument, NULL, O_NO_BOS},
 	    {"parse-special", no_argument, NULL, O_SPECIAL},
@@ -260,7 +331,8 @@ int cmd_tokenize(int argc, char **argv)
 	};
 	const char *model = NULL, *file = NULL;
 	int bos = -1; /* -1 = the vocabulary's default */
-	bool special = false;
+	bool special = false, chat = false, print_prompt = false;
+	const char *tname = NULL, *tfile = NULL, *date = NULL;
 	optind = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "m:f:h", longopts, NULL)) != -1) {
@@ -270,6 +342,11 @@ int cmd_tokenize(int argc, char **argv)
 		case O_BOS: bos = 1; break;
 		case O_NO_BOS: bos = 0; break;
 		case O_SPECIAL: special = true; break;
+		case O_CHAT: chat = true; break;
+		case O_PRINT: print_prompt = true; break;
+		case O_CT: tname = optarg; break;
+		case O_CTF: tfile = optarg; break;
+		case O_DATE: date = optarg; break;
 		case 'h': tokenize_usage(stdout); return CLI_EXIT_OK;
 		default: tokenize_usage(stderr); return CLI_EXIT_USAGE;
 		}
@@ -288,6 +365,11 @@ int cmd_tokenize(int argc, char **argv)
 	}
 	if (!file)
 		len = strlen(text);
+	if (chat) {
+		int rc = tokenize_chat(model, text, len, tfile, tname, date, print_prompt);
+		free(text);
+		return rc;
+	}
 	struct tok *t = open_tok(model);
 	if (!t) {
 		free(text);

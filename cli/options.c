@@ -108,6 +108,11 @@ static const struct opt_def opt_table[] = {
     {"chat-template", 0, K_STR, F(chat_template), NULL, "NAME", RUN, NOLIM, NULL,
      "chat template for chat requests (chatml, llama2, llama3, zephyr, ...; "
      "default: the model's own)"},
+    {"chat-template-file", 0, K_STR, F(chat_template_file), NULL, "FILE", RUN, NOLIM, NULL,
+     "a Jinja chat template for chat requests, run as transformers runs it"},
+    {"chat-date", 0, K_STR, F(chat_date), NULL, "YYYY-MM-DD", RUN, NOLIM, NULL,
+     "the date strftime_now gives chat templates (default: today); fix it for "
+     "reproducible datasets"},
     /* run */
     {"resume", 0, K_TRUE, F(resume), NULL, NULL, RUN, NOLIM, NULL,
      "keep the complete results already in -o FILE and do only the missing requests"},

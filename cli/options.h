@@ -78,6 +78,8 @@ struct opt_config {
 	bool req_given[PARAMS_MAX];
 	uint64_t seed;		   /* base seed: a line without "seed" samples with seed + line */
 	const char *chat_template; /* NULL = the model's tokenizer.chat_template */
+	const char *chat_template_file; /* a Jinja chat template file (cli/chat_select.h) */
+	const char *chat_date;	   /* YYYY-MM-DD for strftime_now; NULL = today */
 
 	/* ---- run only ---- */
 	bool resume;

@@ -357,11 +357,76 @@ static void parse_params(struct parse *p, const cJSON *o, bool openai)
 
 /* ---- chat messages ---- */
 
-/* Renders "messages" with the chat template into r->prompt (or r->input_ids when the
- * defaults carry a tokenizer). */
-static void parse_messages(struct parse *p, const cJSON *msgs, const char *name)
+/* Takes the rendered chat prompt text (malloc'd) into r->prompt, or tokenizes it into
+ * r->input_ids (special tokens parsed) when the defaults carry a tokenizer. BOS: the
+ * request's add_bos; when it has none, the vocabulary's default for built-in templates and
+ * none for Jinja templates (they write bos_token themselves). */
+static void set_chat_prompt(struct parse *p, char *text, size_t text_len, const char *name, bool jinja)
 {
 	struct request *r = p->r;
+	if (p->d->tok) {
+		bool bos = r->add_bos >= 0 ? r->add_bos != 0 : !jinja && tok_add_bos(p->d->tok);
+		int32_t *ids = NULL;
+		size_t nids = 0;
+		struct bg_err err = {0};
+		enum bg_status st =
+		    tok_encode(p->d->tok, text, text_len, bos, true, (int32_t **)&ids, &nids, &err);
+		free(text);
+		if (st == BG_ERR_NOMEM) {
+			p->oom = true;
+		} else if (st != BG_OK) {
+			fail(p, "invalid_request", "%s: tokenizing the chat prompt: %s", name,
+			     err.msg);
+		} else if (nids > INT32_MAX) {
+			free(ids);
+			fail(p, "invalid_request", "%s: the chat prompt is too long", name);
+		} else {
+			r->input_ids = ids;
+			r->n_input_ids = (int32_t)nids;
+			/* BOS is now part of input_ids: the engine must not add another one */
+			r->add_bos = 0;
+		}
+		return;
+	}
+	r->prompt = text;
+	r->prompt_len = text_len;
+}
+
+/* "messages" rendered by the Jinja template (chat_jinja.h). BOS is added only when the
+ * request asks for it ("add_bos": true): the template writes bos_token itself. */
+static void parse_messages_jinja(struct parse *p, const cJSON *msgs, const cJSON *tools,
+				 const cJSON *kwargs, const char *name)
+{
+	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
+		fail(p, "invalid_request", "%s must be a non-empty array of {role, content} objects", name);
+		return;
+	}
+	char *text = NULL;
+	size_t text_len = 0;
+	struct bg_err err = {0};
+	enum bg_status st = chat_jinja_render(p->d->jinja, msgs, tools, kwargs, true, &text, &text_len, &err);
+	if (st == BG_ERR_NOMEM)
+		p->oom = true;
+	else if (st != BG_OK)
+		fail(p, "invalid_request", "%s: %s", name, err.msg);
+	if (text)
+		set_chat_prompt(p, text, text_len, name, true);
+}
+
+/* Renders "messages" with the chat template into r->prompt (or r->input_ids when the
+ * defaults carry a tokenizer). */
+static void parse_messages(struct parse *p, const cJSON *msgs, const cJSON *tools,
+			   const cJSON *kwargs, const char *name)
+{
+	if (p->d->jinja) {
+		parse_messages_jinja(p, msgs, tools, kwargs, name);
+		return;
+	}
+	if ((tools && !cJSON_IsNull(tools)) || kwargs) {
+		fail(p, "unsupported", "tools and chat_template_kwargs need a Jinja chat template "
+				       "(the model's own or --chat-template-file)");
+		return;
+	}
 	if (!cJSON_IsArray(msgs)) {
 		fail(p, "invalid_request", "%s must be an array of {role, content} objects", name);
 		return;
@@ -442,40 +507,15 @@ static void parse_messages(struct parse *p, const cJSON *msgs, const char *name)
 		free(owned[k]);
 	free(owned);
 	free(m);
-	if (!text)
-		return;
-	if (p->d->tok) {
-		int32_t *ids = NULL;
-		size_t nids = 0;
-		struct bg_err err = {0};
-		bool bos = r->add_bos < 0 ? tok_add_bos(p->d->tok) : r->add_bos != 0;
-		enum bg_status st =
-		    tok_encode(p->d->tok, text, text_len, bos, true, (int32_t **)&ids, &nids, &err);
-		free(text);
-		if (st == BG_ERR_NOMEM) {
-			p->oom = true;
-		} else if (st != BG_OK) {
-			fail(p, "invalid_request", "%s: tokenizing the chat prompt: %s", name,
-			     err.msg);
-		} else if (nids > INT32_MAX) {
-			free(ids);
-			fail(p, "invalid_request", "%s: the chat prompt is too long", name);
-		} else {
-			r->input_ids = ids;
-			r->n_input_ids = (int32_t)nids;
-			/* BOS is now part of input_ids: the engine must not add another one */
-			r->add_bos = 0;
-		}
-		return;
-	}
-	r->prompt = text;
-	r->prompt_len = text_len;
+	if (text)
+		set_chat_prompt(p, text, text_len, name, false);
 }
 
 /* ---- native form ---- */
 
 /* Native fields besides the parameter table's. */
-static const char *const native_fields[] = {"id", "prompt", "input_ids", "messages", NULL};
+static const char *const native_fields[] = {"id", "prompt", "input_ids", "messages",
+					    "tools", "chat_template_kwargs", NULL};
 
 static void parse_input(struct parse *p, const cJSON *o, const char *prompt_name)
 {
@@ -530,7 +570,7 @@ static void parse_native(struct parse *p, const cJSON *o)
 	parse_params(p, o, false);
 	const cJSON *it;
 	if (!failed(p) && (it = field(o, "messages")))
-		parse_messages(p, it, "messages");
+		parse_messages(p, it, field(o, "tools"), field(o, "chat_template_kwargs"), "messages");
 }
 
 /* ---- OpenAI batch form ---- */
@@ -541,8 +581,8 @@ static const char *const openai_top_fields[] = {"custom_id", "method", "url", "b
 static const char *const openai_body_fields[] = {
     "model", "prompt", "messages", "logprobs", "top_logprobs", "echo", "best_of", "suffix",
     "logit_bias", "tools", "tool_choice", "functions", "function_call", "response_format",
-    /* extension, as in vLLM */
-    "input_ids", NULL};
+    /* extensions, as in vLLM */
+    "input_ids", "chat_template_kwargs", NULL};
 /* Fields that change nothing in a batch result: accepted without a warning. */
 static const char *const openai_body_silent[] = {"stream",
 						 "stream_options",
@@ -670,8 +710,9 @@ static void openai_model_and_refusals(struct parse *p, const cJSON *body, struct
 		fail(p, "unsupported", "body.suffix is not supported");
 	if (nonempty_value(field(body, "logit_bias")))
 		fail(p, "unsupported", "body.logit_bias is not supported");
-	if (nonempty_value(field(body, "tools")) || nonempty_value(field(body, "functions")))
-		fail(p, "unsupported", "tools and functions are not supported");
+	if ((nonempty_value(field(body, "tools")) && !field(body, "messages")) ||
+	    nonempty_value(field(body, "functions")))
+		fail(p, "unsupported", "functions (and tools without messages) are not supported");
 	if ((it = field(body, "response_format"))) {
 		const cJSON *type = cJSON_IsObject(it) ? field(it, "type") : NULL;
 		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
@@ -778,7 +819,8 @@ static void parse_openai(struct parse *p, const cJSON *o)
 	parse_params(p, body, true);
 	openai_logprobs(p, body, info);
 	if (chat && !failed(p))
-		parse_messages(p, field(body, "messages"), "body.messages");
+		parse_messages(p, field(body, "messages"), field(body, "tools"),
+			       field(body, "chat_template_kwargs"), "body.messages");
 }
 
 /* ---- NUL characters ---- */

@@ -42,6 +42,10 @@ struct jsonl_defaults {
 	/* The chat template for "messages" (native or /v1/chat/completions); NULL: chat
 	 * requests get the error "model has no chat template; pass --chat-template NAME". */
 	const struct chat_template *chat;
+	/* The Jinja chat template (the model's own, or --chat-template-file); when set it
+	 * renders "messages" (with "tools" and "chat_template_kwargs") instead of chat, and the
+	 * rendered prompt is tokenized without an added BOS, as transformers and vLLM do. */
+	const struct chat_jinja *jinja;
 	/* When set, a rendered chat prompt is tokenized here (parse_special = true, BOS as
 	 * add_bos says), so that the template's control tokens become their ids; the request
 	 * then carries input_ids. When NULL, the rendered text is left in prompt. */

@@ -1,0 +1,1253 @@
+/* jinja_parse: the lexer and parser of the Jinja interpreter, following jinja2's lexer.py
+ * and parser.py (3.1) with trim_blocks and lstrip_blocks on: the same whitespace rules,
+ * the same operator precedence, the same tag-end detection (an end marker only counts
+ * outside brackets). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/jinja_int.h"
+
+#define MAX_NEST 200
+
+enum tt { T_DATA, T_VAR_BEGIN, T_VAR_END, T_BLOCK_BEGIN, T_BLOCK_END, T_NAME, T_STRING, T_INT, T_FLOAT, T_OP, T_EOF };
+
+struct tok {
+	enum tt t;
+	int line;
+	const char *s; /* T_DATA, T_NAME, T_STRING (decoded), T_OP: NUL-terminated */
+	size_t n;
+	int64_t i;
+	double f;
+};
+
+struct parser {
+	struct jx_env *e;
+	struct tok *tk;
+	size_t n, cap, pos;
+	int nest;
+};
+
+/* ---- lexer ---- */
+
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static bool is_name0(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static void push(struct parser *p, struct tok t)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		struct tok *nt = jx_alloc(p->e, cap * sizeof *nt);
+		if (p->n)
+			memcpy(nt, p->tk, p->n * sizeof *nt);
+		p->tk = nt;
+		p->cap = cap;
+	}
+	p->tk[p->n++] = t;
+}
+
+static int count_nl(const char *s, size_t n)
+{
+	int k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += s[i] == '\n';
+	return k;
+}
+
+static void put_utf8(struct strbuf *b, uint32_t c)
+{
+	char o[4];
+	if (c < 0x80) {
+		o[0] = (char)c;
+		strbuf_put(b, o, 1);
+	} else if (c < 0x800) {
+		o[0] = (char)(0xC0 | (c >> 6));
+		o[1] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 2);
+	} else if (c < 0x10000) {
+		o[0] = (char)(0xE0 | (c >> 12));
+		o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 3);
+	} else {
+		o[0] = (char)(0xF0 | (c >> 18));
+		o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+		o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+		o[3] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 4);
+	}
+}
+
+static int hexval(char c)
+{
+	if (is_digit(c))
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* A string literal at s[*i] (the quote); Python escapes. */
+static void lex_string(struct parser *p, const char *s, size_t len, size_t *i, int *line)
+{
+	char q = s[*i];
+	size_t j = *i + 1;
+	struct strbuf b = {0};
+	int start_line = *line;
+	for (;;) {
+		if (j >= len) {
+			free(b.p);
+			jx_fail(p->e, start_line, BG_ERR_FORMAT, "unterminated string");
+		}
+		char c = s[j];
+		if (c == q)
+			break;
+		if (c == '\n')
+			(*line)++;
+		if (c != '\\' || j + 1 >= len) {
+			strbuf_put(&b, &c, 1);
+			j++;
+			continue;
+		}
+		char d = s[j + 1];
+		j += 2;
+		switch (d) {
+		case 'n': strbuf_puts(&b, "\n"); break;
+		case 't': strbuf_puts(&b, "\t"); break;
+		case 'r': strbuf_puts(&b, "\r"); break;
+		case 'a': strbuf_puts(&b, "\a"); break;
+		case 'b': strbuf_puts(&b, "\b"); break;
+		case 'f': strbuf_puts(&b, "\f"); break;
+		case 'v': strbuf_puts(&b, "\v"); break;
+		case '\\': strbuf_puts(&b, "\\"); break;
+		case '\'': strbuf_puts(&b, "'"); break;
+		case '"': strbuf_puts(&b, "\""); break;
+		case '\n': (*line)++; break;
+		case 'x':
+		case 'u':
+		case 'U': {
+			int nd = d == 'x' ? 2 : d == 'u' ? 4 : 8;
+			uint32_t c2 = 0;
+			int k;
+			for (k = 0; k < nd && j + (size_t)k < len && hexval(s[j + (size_t)k]) >= 0; k++)
+				c2 = c2 * 16 + (uint32_t)hexval(s[j + (size_t)k]);
+			if (k < nd || c2 > 0x10FFFF) {
+				free(b.p);
+				jx_fail(p->e, *line, BG_ERR_FORMAT, "bad \\%c escape in a string", d);
+			}
+			j += (size_t)nd;
+			put_utf8(&b, c2);
+			break;
+		}
+		default:
+			if (d >= '0' && d <= '7') {
+				uint32_t c2 = (uint32_t)(d - '0');
+				for (int k = 0; k < 2 && j < len && s[j] >= '0' && s[j] <= '7'; k++)
+					c2 = c2 * 8 + (uint32_t)(s[j++] - '0');
+				put_utf8(&b, c2);
+			} else {
+				strbuf_put(&b, "\\", 1);
+				strbuf_put(&b, &d, 1);
+				if (d == '\n')
+					(*line)++;
+			}
+		}
+	}
+	*i = j + 1;
+	struct jx_val v = jx_strbuf_val(p->e, &b);
+	push(p, (struct tok){.t = T_STRING, .line = start_line, .s = v.s->p, .n = v.s->n});
+}
+
+static const char *const OPS2[] = {"//", "**", "==", "!=", "<=", ">="};
+static const char OPS1[] = "+-*/%~<>=()[]{},.:|";
+
+/* Tokens of one tag starting at s[*i]; stops after the end marker. Returns the index
+ * after the tag (and whatever whitespace control consumed). */
+static size_t lex_tag(struct parser *p, const char *s, size_t len, size_t i, int *line, bool block,
+		      bool *line_starting)
+{
+	int depth = 0;
+	int tag_line = *line;
+	for (;;) {
+		while (i < len && is_ws(s[i])) {
+			if (s[i] == '\n')
+				(*line)++;
+			i++;
+		}
+		if (i >= len)
+			jx_fail(p->e, tag_line, BG_ERR_FORMAT, "unexpected end of template: %s not closed",
+				block ? "'{%'" : "'{{'");
+		if (depth == 0) {
+			const char *end = block ? "%}" : "}}";
+			size_t m = 0;
+			char sign = 0;
+			if ((s[i] == '-' || (block && s[i] == '+')) && i + 2 < len && memcmp(s + i + 1, end, 2) == 0) {
+				sign = s[i];
+				m = 3;
+			} else if (i + 1 < len && memcmp(s + i, end, 2) == 0) {
+				m = 2;
+			}
+			if (m) {
+				push(p, (struct tok){.t = block ? T_BLOCK_END : T_VAR_END, .line = *line});
+				i += m;
+				*line_starting = false;
+				if (sign == '-') {
+					while (i < len && is_ws(s[i])) {
+						*line_starting = s[i] == '\n';
+						if (s[i] == '\n')
+							(*line)++;
+						i++;
+					}
+				} else if (block && sign != '+' && i < len && s[i] == '\n') {
+					(*line)++;
+					i++;
+					*line_starting = true;
+				}
+				return i;
+			}
+		}
+		char c = s[i];
+		if (is_name0(c)) {
+			size_t j = i;
+			while (j < len && (is_name0(s[j]) || is_digit(s[j])))
+				j++;
+			push(p, (struct tok){.t = T_NAME, .line = *line, .s = jx_strdup(p->e, s + i, j - i), .n = j - i});
+			i = j;
+		} else if (is_digit(c)) {
+			size_t j = i;
+			bool fl = false;
+			while (j < len && (is_digit(s[j]) || s[j] == '_'))
+				j++;
+			if (j + 1 < len && s[j] == '.' && is_digit(s[j + 1])) {
+				fl = true;
+				j++;
+				while (j < len && (is_digit(s[j]) || s[j] == '_'))
+					j++;
+			}
+			if (j < len && (s[j] == 'e' || s[j] == 'E')) {
+				size_t k = j + 1;
+				if (k < len && (s[k] == '+' || s[k] == '-'))
+					k++;
+				if (k < len && is_digit(s[k])) {
+					fl = true;
+					j = k;
+					while (j < len && is_digit(s[j]))
+						j++;
+				}
+			}
+			char buf[64];
+			size_t n = 0;
+			for (size_t k = i; k < j && n < sizeof buf - 1; k++)
+				if (s[k] != '_')
+					buf[n++] = s[k];
+			buf[n] = 0;
+			struct tok t = {.t = fl ? T_FLOAT : T_INT, .line = *line};
+			if (fl) {
+				t.f = strtod(buf, NULL);
+			} else {
+				char *endp;
+				unsigned long long u = strtoull(buf, &endp, 10);
+				if (u > INT64_MAX)
+					jx_fail(p->e, *line, BG_ERR_UNSUPPORTED, "integer literal too large");
+				t.i = (int64_t)u;
+			}
+			push(p, t);
+			i = j;
+		} else if (c == '\'' || c == '"') {
+			lex_string(p, s, len, &i, line);
+		} else {
+			size_t m = 0;
+			for (size_t k = 0; k < sizeof OPS2 / sizeof *OPS2; k++)
+				if (i + 1 < len && memcmp(s + i, OPS2[k], 2) == 0)
+					m = 2;
+			if (!m && strchr(OPS1, c) && c)
+				m = 1;
+			if (!m)
+				jx_fail(p->e, *line, BG_ERR_FORMAT, "unexpected character '%c'", c);
+			if (c == '(' || c == '[' || c == '{')
+				depth++;
+			else if ((c == ')' || c == ']' || c == '}') && depth > 0)
+				depth--;
+			push(p, (struct tok){.t = T_OP, .line = *line, .s = jx_strdup(p->e, s + i, m), .n = m});
+			i += m;
+		}
+	}
+}
+
+static void lex(struct parser *p, const char *src, size_t srclen)
+{
+	/* jinja2 joins the lines of the source with "\n" (\r\n and \r are newlines) and, with
+	 * keep_trailing_newline off, drops one final newline. */
+	char *s = jx_alloc(p->e, srclen + 1);
+	size_t len = 0;
+	for (size_t i = 0; i < srclen; i++) {
+		if (src[i] == '\r') {
+			s[len++] = '\n';
+			if (i + 1 < srclen && src[i + 1] == '\n')
+				i++;
+		} else {
+			s[len++] = src[i];
+		}
+	}
+	if (len && s[len - 1] == '\n')
+		len--;
+	s[len] = 0;
+
+	size_t i = 0;
+	int line = 1;
+	bool line_starting = true;
+	while (i < len) {
+		size_t q = i;
+		int kind = 0; /* '{', '%', '#' */
+		while (q + 1 < len) {
+			if (s[q] == '{' && (s[q + 1] == '{' || s[q + 1] == '%' || s[q + 1] == '#')) {
+				kind = s[q + 1];
+				break;
+			}
+			q++;
+		}
+		if (!kind)
+			q = len;
+		size_t tn = q - i;
+		char sign = kind && q + 2 < len && (s[q + 2] == '-' || s[q + 2] == '+') ? s[q + 2] : 0;
+		if (sign == '-') {
+			while (tn > 0 && is_ws(s[i + tn - 1]))
+				tn--;
+		} else if (kind && kind != '{' && sign != '+') {
+			size_t l = tn;
+			while (l > 0 && s[i + l - 1] != '\n')
+				l--;
+			bool nl = l > 0;
+			bool all_ws = l < tn;
+			for (size_t k = l; k < tn; k++)
+				if (!is_ws(s[i + k]))
+					all_ws = false;
+			if ((nl || line_starting) && all_ws)
+				tn = l;
+		}
+		if (tn)
+			push(p, (struct tok){.t = T_DATA, .line = line, .s = jx_strdup(p->e, s + i, tn), .n = tn});
+		line += count_nl(s + i, q - i);
+		if (!kind)
+			break;
+		size_t j = q + 2 + (sign ? 1 : 0);
+		if (kind == '#') {
+			const char *e = NULL;
+			for (size_t k = q + 2; k + 1 < len; k++)
+				if (s[k] == '#' && s[k + 1] == '}') {
+					e = s + k;
+					break;
+				}
+			if (!e)
+				jx_fail(p->e, line, BG_ERR_FORMAT, "unexpected end of template: comment not closed");
+			size_t k = (size_t)(e - s);
+			line += count_nl(s + q, k - q);
+			char esign = k > q + 2 && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
+			i = k + 2;
+			line_starting = false;
+			if (esign == '-') {
+				while (i < len && is_ws(s[i])) {
+					line_starting = s[i] == '\n';
+					line += s[i] == '\n';
+					i++;
+				}
+			} else if (esign != '+' && i < len && s[i] == '\n') {
+				i++;
+				line++;
+				line_starting = true;
+			}
+			continue;
+		}
+		bool block = kind == '%';
+		/* {% raw %} ... {% endraw %}: the body is data */
+		if (block) {
+			size_t k = j;
+			while (k < len && is_ws(s[k]))
+				k++;
+			if (len - k >= 3 && memcmp(s + k, "raw", 3) == 0 && (k + 3 >= len || !is_name0(s[k + 3]))) {
+				size_t m = k + 3;
+				while (m < len && is_ws(s[m]))
+					m++;
+				char rs = m < len && s[m] == '-' ? '-' : 0;
+				if (rs)
+					m++;
+				if (m + 1 < len && s[m] == '%' && s[m + 1] == '}') {
+					m += 2;
+					if (rs == '-')
+						while (m < len && is_ws(s[m]))
+							m++;
+					else if (m < len && s[m] == '\n')
+						m++;
+					const char *end = strstr(s + m, "endraw");
+					if (!end)
+						jx_fail(p->e, line, BG_ERR_FORMAT, "missing endraw");
+					size_t b = (size_t)(end - s);
+					while (b > m && s[b - 1] != '{')
+						b--;
+					size_t data_end = b > m ? b - 1 : m;
+					size_t dn = data_end - m;
+					if (b > 0 && s[b] == '-')
+						while (dn > 0 && is_ws(s[m + dn - 1]))
+							dn--;
+					if (dn)
+						push(p, (struct tok){.t = T_DATA, .line = line, .s = jx_strdup(p->e, s + m, dn), .n = dn});
+					const char *close = strstr(end, "%}");
+					if (!close)
+						jx_fail(p->e, line, BG_ERR_FORMAT, "missing endraw");
+					line += count_nl(s + q, (size_t)(close - s) - q);
+					i = (size_t)(close - s) + 2;
+					line_starting = false;
+					if (close > s && close[-1] == '-') {
+						while (i < len && is_ws(s[i]))
+							line += s[i++] == '\n';
+					} else if (i < len && s[i] == '\n') {
+						i++;
+						line++;
+						line_starting = true;
+					}
+					continue;
+				}
+			}
+		}
+		push(p, (struct tok){.t = block ? T_BLOCK_BEGIN : T_VAR_BEGIN, .line = line});
+		i = lex_tag(p, s, len, j, &line, block, &line_starting);
+	}
+	push(p, (struct tok){.t = T_EOF, .line = line});
+}
+
+/* ---- parser ---- */
+
+static struct tok *cur(struct parser *p) { return &p->tk[p->pos]; }
+static struct tok *next(struct parser *p)
+{
+	struct tok *t = &p->tk[p->pos];
+	if (t->t != T_EOF)
+		p->pos++;
+	return t;
+}
+static bool is_op(struct parser *p, const char *op)
+{
+	struct tok *t = cur(p);
+	return t->t == T_OP && strcmp(t->s, op) == 0;
+}
+static bool is_name(struct parser *p, const char *name)
+{
+	struct tok *t = cur(p);
+	return t->t == T_NAME && strcmp(t->s, name) == 0;
+}
+static bool skip_op(struct parser *p, const char *op)
+{
+	if (!is_op(p, op))
+		return false;
+	p->pos++;
+	return true;
+}
+static bool skip_name(struct parser *p, const char *name)
+{
+	if (!is_name(p, name))
+		return false;
+	p->pos++;
+	return true;
+}
+
+static const char *tok_desc(struct tok *t)
+{
+	switch (t->t) {
+	case T_NAME:
+	case T_OP: return t->s;
+	case T_STRING: return "a string";
+	case T_INT:
+	case T_FLOAT: return "a number";
+	case T_BLOCK_END: return "'%}'";
+	case T_VAR_END: return "'}}'";
+	case T_EOF: return "end of template";
+	default: return "template data";
+	}
+}
+
+_Noreturn static void unexpected(struct parser *p, const char *want)
+{
+	struct tok *t = cur(p);
+	jx_fail(p->e, t->line, BG_ERR_FORMAT, "expected %s, got %s", want, tok_desc(t));
+}
+
+static void expect_op(struct parser *p, const char *op)
+{
+	if (!skip_op(p, op)) {
+		char w[8];
+		snprintf(w, sizeof w, "'%s'", op);
+		unexpected(p, w);
+	}
+}
+
+static const char *expect_name(struct parser *p)
+{
+	if (cur(p)->t != T_NAME)
+		unexpected(p, "a name");
+	return next(p)->s;
+}
+
+static void expect_block_end(struct parser *p)
+{
+	if (cur(p)->t != T_BLOCK_END)
+		unexpected(p, "'%}'");
+	p->pos++;
+}
+
+static struct jx_node *node(struct parser *p, enum jx_kind k, int line)
+{
+	struct jx_node *n = jx_alloc(p->e, sizeof *n);
+	n->kind = k;
+	n->line = line;
+	return n;
+}
+
+struct nodevec {
+	struct jx_node **v;
+	int n, cap;
+};
+static void nv_push(struct parser *p, struct nodevec *v, struct jx_node *x)
+{
+	if (v->n == v->cap) {
+		int cap = v->cap ? v->cap * 2 : 4;
+		struct jx_node **nv = jx_alloc(p->e, (size_t)cap * sizeof *nv);
+		if (v->n)
+			memcpy(nv, v->v, (size_t)v->n * sizeof *nv);
+		v->v = nv;
+		v->cap = cap;
+	}
+	v->v[v->n++] = x;
+}
+
+static void enter(struct parser *p)
+{
+	if (++p->nest > MAX_NEST)
+		jx_fail(p->e, cur(p)->line, BG_ERR_CAPACITY, "template nested more than %d deep", MAX_NEST);
+}
+
+static struct jx_node *parse_expr(struct parser *p);
+static struct jx_node *parse_or(struct parser *p);
+static struct jx_node *parse_unary(struct parser *p, bool with_filter);
+static struct jx_node *parse_tuple(struct parser *p, bool with_cond, bool explicit_parens);
+
+/* (args, name=value, ...) after the '(' has been read into n (N_CALL/N_FILTER/N_TEST). */
+static void parse_args(struct parser *p, struct jx_node *n)
+{
+	struct nodevec pos = {0}, kw = {0};
+	const char **kn = NULL;
+	int kcap = 0;
+	while (!is_op(p, ")")) {
+		if (pos.n + kw.n)
+			expect_op(p, ",");
+		if (is_op(p, ")"))
+			break;
+		if (cur(p)->t == T_NAME && p->tk[p->pos + 1].t == T_OP && strcmp(p->tk[p->pos + 1].s, "=") == 0) {
+			const char *name = next(p)->s;
+			p->pos++;
+			if (kw.n == kcap) {
+				kcap = kcap ? kcap * 2 : 4;
+				const char **nk = jx_alloc(p->e, (size_t)kcap * sizeof *nk);
+				if (kw.n)
+					memcpy(nk, kn, (size_t)kw.n * sizeof *nk);
+				kn = nk;
+			}
+			kn[kw.n] = name;
+			nv_push(p, &kw, parse_expr(p));
+		} else {
+			if (kw.n)
+				jx_fail(p->e, cur(p)->line, BG_ERR_FORMAT, "positional argument after keyword argument");
+			nv_push(p, &pos, parse_expr(p));
+		}
+	}
+	expect_op(p, ")");
+	n->v = pos.v;
+	n->nv = pos.n;
+	n->w = kw.v;
+	n->nk = kw.n;
+	n->kn = kn;
+}
+
+static struct jx_node *parse_primary(struct parser *p)
+{
+	struct tok *t = cur(p);
+	struct jx_node *n;
+	switch (t->t) {
+	case T_NAME:
+		p->pos++;
+		if (!strcmp(t->s, "true") || !strcmp(t->s, "True") || !strcmp(t->s, "false") || !strcmp(t->s, "False")) {
+			n = node(p, N_CONST, t->line);
+			n->val = jx_bool(t->s[0] == 't' || t->s[0] == 'T');
+		} else if (!strcmp(t->s, "none") || !strcmp(t->s, "None")) {
+			n = node(p, N_CONST, t->line);
+			n->val = jx_none();
+		} else {
+			n = node(p, N_NAME, t->line);
+			n->s = t->s;
+			n->sn = t->n;
+		}
+		return n;
+	case T_STRING: {
+		p->pos++;
+		n = node(p, N_CONST, t->line);
+		if (cur(p)->t != T_STRING) {
+			n->val = jx_str(p->e, t->s, t->n);
+			return n;
+		}
+		struct strbuf b = {0};
+		strbuf_put(&b, t->s, t->n);
+		while (cur(p)->t == T_STRING) {
+			struct tok *u = next(p);
+			strbuf_put(&b, u->s, u->n);
+		}
+		n->val = jx_strbuf_val(p->e, &b);
+		return n;
+	}
+	case T_INT:
+	case T_FLOAT:
+		p->pos++;
+		n = node(p, N_CONST, t->line);
+		n->val = t->t == T_INT ? jx_int(t->i) : jx_float(t->f);
+		return n;
+	case T_OP:
+		if (skip_op(p, "(")) {
+			n = parse_tuple(p, true, true);
+			expect_op(p, ")");
+			return n;
+		}
+		if (skip_op(p, "[")) {
+			struct nodevec v = {0};
+			while (!is_op(p, "]")) {
+				if (v.n)
+					expect_op(p, ",");
+				if (is_op(p, "]"))
+					break;
+				nv_push(p, &v, parse_expr(p));
+			}
+			expect_op(p, "]");
+			n = node(p, N_LIST, t->line);
+			n->v = v.v;
+			n->nv = v.n;
+			return n;
+		}
+		if (skip_op(p, "{")) {
+			struct nodevec k = {0}, v = {0};
+			while (!is_op(p, "}")) {
+				if (k.n)
+					expect_op(p, ",");
+				if (is_op(p, "}"))
+					break;
+				nv_push(p, &k, parse_expr(p));
+				expect_op(p, ":");
+				nv_push(p, &v, parse_expr(p));
+			}
+			expect_op(p, "}");
+			n = node(p, N_DICT, t->line);
+			n->v = k.v;
+			n->w = v.v;
+			n->nv = k.n;
+			return n;
+		}
+		break;
+	default: break;
+	}
+	unexpected(p, "an expression");
+}
+
+static struct jx_node *parse_postfix(struct parser *p, struct jx_node *n)
+{
+	for (;;) {
+		int line = cur(p)->line;
+		if (skip_op(p, ".")) {
+			struct tok *t = next(p);
+			if (t->t == T_NAME) {
+				struct jx_node *g = node(p, N_GETATTR, line);
+				g->a = n;
+				g->s = t->s;
+				g->sn = t->n;
+				n = g;
+			} else if (t->t == T_INT) {
+				struct jx_node *k = node(p, N_CONST, line), *g = node(p, N_GETITEM, line);
+				k->val = jx_int(t->i);
+				g->a = n;
+				g->b = k;
+				n = g;
+			} else {
+				p->pos--;
+				unexpected(p, "an attribute name");
+			}
+		} else if (skip_op(p, "[")) {
+			struct jx_node *parts[3] = {0};
+			int k = 0;
+			bool slice = false;
+			for (;;) {
+				if (is_op(p, ":")) {
+					p->pos++;
+					slice = true;
+					if (++k > 2)
+						unexpected(p, "']'");
+					continue;
+				}
+				if (is_op(p, "]"))
+					break;
+				if (parts[k])
+					unexpected(p, "']'");
+				parts[k] = parse_expr(p);
+			}
+			expect_op(p, "]");
+			struct jx_node *g = node(p, slice ? N_SLICE : N_GETITEM, line);
+			g->a = n;
+			g->b = parts[0];
+			g->c = parts[1];
+			g->d = parts[2];
+			if (!slice && !g->b)
+				unexpected(p, "an expression");
+			n = g;
+		} else if (skip_op(p, "(")) {
+			struct jx_node *c = node(p, N_CALL, line);
+			c->a = n;
+			parse_args(p, c);
+			n = c;
+		} else {
+			return n;
+		}
+	}
+}
+
+static struct jx_node *parse_filter(struct parser *p, struct jx_node *n)
+{
+	int line = cur(p)->line;
+	const char *name = expect_name(p);
+	while (skip_op(p, ".")) /* a dotted filter name: jinja2 looks up the whole name */
+		name = expect_name(p);
+	struct jx_node *f = node(p, N_FILTER, line);
+	f->s = name;
+	f->sn = strlen(name);
+	f->a = n;
+	if (skip_op(p, "("))
+		parse_args(p, f);
+	return f;
+}
+
+static struct jx_node *parse_filter_expr(struct parser *p, struct jx_node *n)
+{
+	for (;;) {
+		if (skip_op(p, "|")) {
+			n = parse_filter(p, n);
+		} else if (is_name(p, "is")) {
+			int line = next(p)->line;
+			struct jx_node *t = node(p, N_TEST, line);
+			t->op = skip_name(p, "not");
+			const char *name = expect_name(p);
+			while (skip_op(p, "."))
+				name = expect_name(p);
+			t->s = name;
+			t->sn = strlen(name);
+			t->a = n;
+			struct tok *c = cur(p);
+			if (skip_op(p, "(")) {
+				parse_args(p, t);
+			} else if ((c->t == T_NAME || c->t == T_STRING || c->t == T_INT || c->t == T_FLOAT ||
+				    (c->t == T_OP && (!strcmp(c->s, "[") || !strcmp(c->s, "{")))) &&
+				   !is_name(p, "else") && !is_name(p, "or") && !is_name(p, "and")) {
+				struct jx_node *arg = parse_postfix(p, parse_primary(p));
+				t->v = jx_alloc(p->e, sizeof *t->v);
+				t->v[0] = arg;
+				t->nv = 1;
+			}
+			n = t;
+		} else if (skip_op(p, "(")) {
+			struct jx_node *c = node(p, N_CALL, n->line);
+			c->a = n;
+			parse_args(p, c);
+			n = c;
+		} else {
+			return n;
+		}
+	}
+}
+
+static struct jx_node *parse_unary(struct parser *p, bool with_filter)
+{
+	enter(p);
+	struct tok *t = cur(p);
+	struct jx_node *n;
+	if (is_op(p, "-") || is_op(p, "+")) {
+		p->pos++;
+		n = node(p, N_UNARY, t->line);
+		n->op = t->s[0];
+		n->a = parse_unary(p, false);
+	} else {
+		n = parse_primary(p);
+	}
+	n = parse_postfix(p, n);
+	if (with_filter)
+		n = parse_filter_expr(p, n);
+	p->nest--;
+	return n;
+}
+
+static struct jx_node *binop(struct parser *p, int op, struct jx_node *a, struct jx_node *b, int line)
+{
+	struct jx_node *n = node(p, N_BINOP, line);
+	n->op = op;
+	n->a = a;
+	n->b = b;
+	return n;
+}
+
+static struct jx_node *parse_pow(struct parser *p)
+{
+	struct jx_node *n = parse_unary(p, true);
+	while (is_op(p, "**")) {
+		int line = next(p)->line;
+		n = binop(p, OP_POW, n, parse_unary(p, true), line);
+	}
+	return n;
+}
+
+static struct jx_node *parse_math2(struct parser *p)
+{
+	struct jx_node *n = parse_pow(p);
+	for (;;) {
+		int op = is_op(p, "*") ? OP_MUL : is_op(p, "/") ? OP_DIV : is_op(p, "//") ? OP_FLOORDIV : is_op(p, "%") ? OP_MOD : 0;
+		if (!op)
+			return n;
+		int line = next(p)->line;
+		n = binop(p, op, n, parse_pow(p), line);
+	}
+}
+
+static struct jx_node *parse_concat(struct parser *p)
+{
+	struct jx_node *n = parse_math2(p);
+	while (is_op(p, "~")) {
+		int line = next(p)->line;
+		n = binop(p, OP_CONCAT, n, parse_math2(p), line);
+	}
+	return n;
+}
+
+static struct jx_node *parse_math1(struct parser *p)
+{
+	struct jx_node *n = parse_concat(p);
+	for (;;) {
+		int op = is_op(p, "+") ? OP_ADD : is_op(p, "-") ? OP_SUB : 0;
+		if (!op)
+			return n;
+		int line = next(p)->line;
+		n = binop(p, op, n, parse_concat(p), line);
+	}
+}
+
+static struct jx_node *parse_compare(struct parser *p)
+{
+	int line = cur(p)->line;
+	struct jx_node *first = parse_math1(p);
+	struct nodevec v = {0};
+	int *ops = NULL, ocap = 0;
+	for (;;) {
+		int op = 0;
+		if (is_op(p, "=="))
+			op = OP_EQ;
+		else if (is_op(p, "!="))
+			op = OP_NE;
+		else if (is_op(p, "<"))
+			op = OP_LT;
+		else if (is_op(p, "<="))
+			op = OP_LE;
+		else if (is_op(p, ">"))
+			op = OP_GT;
+		else if (is_op(p, ">="))
+			op = OP_GE;
+		else if (is_name(p, "in"))
+			op = OP_IN;
+		else if (is_name(p, "not") && p->tk[p->pos + 1].t == T_NAME && !strcmp(p->tk[p->pos + 1].s, "in")) {
+			op = OP_NOTIN;
+			p->pos++;
+		}
+		if (!op)
+			break;
+		p->pos++;
+		if (v.n == ocap) {
+			ocap = ocap ? ocap * 2 : 2;
+			int *no = jx_alloc(p->e, (size_t)ocap * sizeof *no);
+			if (v.n)
+				memcpy(no, ops, (size_t)v.n * sizeof *no);
+			ops = no;
+		}
+		ops[v.n] = op;
+		nv_push(p, &v, parse_math1(p));
+	}
+	if (!v.n)
+		return first;
+	struct jx_node *n = node(p, N_COMPARE, line);
+	n->a = first;
+	n->v = v.v;
+	n->nv = v.n;
+	n->ops = ops;
+	return n;
+}
+
+static struct jx_node *parse_not(struct parser *p)
+{
+	if (is_name(p, "not")) {
+		int line = next(p)->line;
+		enter(p);
+		struct jx_node *n = node(p, N_UNARY, line);
+		n->op = '!';
+		n->a = parse_not(p);
+		p->nest--;
+		return n;
+	}
+	return parse_compare(p);
+}
+
+static struct jx_node *parse_and(struct parser *p)
+{
+	struct jx_node *n = parse_not(p);
+	while (is_name(p, "and")) {
+		int line = next(p)->line;
+		struct jx_node *m = node(p, N_AND, line);
+		m->a = n;
+		m->b = parse_not(p);
+		n = m;
+	}
+	return n;
+}
+
+static struct jx_node *parse_or(struct parser *p)
+{
+	struct jx_node *n = parse_and(p);
+	while (is_name(p, "or")) {
+		int line = next(p)->line;
+		struct jx_node *m = node(p, N_OR, line);
+		m->a = n;
+		m->b = parse_and(p);
+		n = m;
+	}
+	return n;
+}
+
+static struct jx_node *parse_cond(struct parser *p, bool with_cond)
+{
+	struct jx_node *n = parse_or(p);
+	while (with_cond && is_name(p, "if")) {
+		int line = next(p)->line;
+		enter(p);
+		struct jx_node *c = node(p, N_COND, line);
+		c->a = n;
+		c->b = parse_or(p);
+		if (skip_name(p, "else"))
+			c->c = parse_cond(p, true);
+		p->nest--;
+		n = c;
+	}
+	return n;
+}
+
+static struct jx_node *parse_expr(struct parser *p) { return parse_cond(p, true); }
+
+static bool tuple_end(struct parser *p)
+{
+	struct tok *t = cur(p);
+	if (t->t == T_VAR_END || t->t == T_BLOCK_END || t->t == T_EOF)
+		return true;
+	if (t->t == T_OP && (!strcmp(t->s, ")") || !strcmp(t->s, "]") || !strcmp(t->s, "}") || !strcmp(t->s, "=") || !strcmp(t->s, "|")))
+		return true;
+	return t->t == T_NAME && (!strcmp(t->s, "if") || !strcmp(t->s, "in") || !strcmp(t->s, "recursive"));
+}
+
+static struct jx_node *parse_tuple(struct parser *p, bool with_cond, bool explicit_parens)
+{
+	int line = cur(p)->line;
+	struct nodevec v = {0};
+	bool comma = false;
+	for (;;) {
+		if (v.n)
+			expect_op(p, ",");
+		if (tuple_end(p))
+			break;
+		nv_push(p, &v, parse_cond(p, with_cond));
+		if (is_op(p, ","))
+			comma = true;
+		else
+			break;
+	}
+	if (!comma && v.n == 1)
+		return v.v[0];
+	if (!v.n && !explicit_parens)
+		unexpected(p, "an expression");
+	struct jx_node *n = node(p, N_TUPLE, line);
+	n->v = v.v;
+	n->nv = v.n;
+	return n;
+}
+
+/* ---- statements ---- */
+
+static struct jx_node *parse_body(struct parser *p, const char *const *ends);
+
+static struct jx_node *parse_for(struct parser *p, int line)
+{
+	struct jx_node *n = node(p, N_FOR, line);
+	struct nodevec t = {0};
+	do {
+		struct jx_node *nm = node(p, N_NAME, cur(p)->line);
+		nm->s = expect_name(p);
+		nm->sn = strlen(nm->s);
+		nv_push(p, &t, nm);
+	} while (skip_op(p, ","));
+	n->v = t.v;
+	n->nv = t.n;
+	if (!skip_name(p, "in"))
+		unexpected(p, "'in'");
+	n->a = parse_tuple(p, false, false);
+	if (skip_name(p, "if"))
+		n->d = parse_expr(p);
+	if (skip_name(p, "recursive"))
+		jx_fail(p->e, line, BG_ERR_UNSUPPORTED, "recursive loops are not supported");
+	expect_block_end(p);
+	static const char *const ends[] = {"endfor", "else", NULL};
+	n->b = parse_body(p, ends);
+	if (skip_name(p, "else")) {
+		expect_block_end(p);
+		static const char *const ends2[] = {"endfor", NULL};
+		n->c = parse_body(p, ends2);
+	}
+	p->pos++; /* endfor */
+	expect_block_end(p);
+	return n;
+}
+
+static struct jx_node *parse_if(struct parser *p, int line)
+{
+	struct jx_node *n = node(p, N_IF, line);
+	n->a = parse_tuple(p, false, false);
+	expect_block_end(p);
+	static const char *const ends[] = {"elif", "else", "endif", NULL};
+	n->b = parse_body(p, ends);
+	struct tok *t = next(p);
+	if (!strcmp(t->s, "elif")) {
+		n->c = parse_if(p, t->line);
+		return n; /* the nested if consumed endif */
+	}
+	if (!strcmp(t->s, "else")) {
+		expect_block_end(p);
+		static const char *const ends2[] = {"endif", NULL};
+		n->c = parse_body(p, ends2);
+		p->pos++;
+	}
+	expect_block_end(p);
+	return n;
+}
+
+static void parse_params(struct parser *p, struct jx_node *n)
+{
+	struct nodevec names = {0}, defs = {0};
+	expect_op(p, "(");
+	while (!is_op(p, ")")) {
+		if (names.n)
+			expect_op(p, ",");
+		if (is_op(p, ")"))
+			break;
+		struct jx_node *nm = node(p, N_NAME, cur(p)->line);
+		nm->s = expect_name(p);
+		nm->sn = strlen(nm->s);
+		nv_push(p, &names, nm);
+		if (skip_op(p, "="))
+			nv_push(p, &defs, parse_expr(p));
+		else if (defs.n)
+			jx_fail(p->e, nm->line, BG_ERR_FORMAT, "non-default argument follows default argument");
+	}
+	expect_op(p, ")");
+	n->v = names.v;
+	n->nv = names.n;
+	/* w[nv]: the default of each parameter or NULL */
+	n->w = jx_alloc(p->e, ((size_t)names.n + 1) * sizeof *n->w);
+	for (int i = 0; i < defs.n; i++)
+		n->w[names.n - defs.n + i] = defs.v[i];
+}
+
+static struct jx_node *parse_stmt(struct parser *p)
+{
+	struct tok *t = next(p);
+	if (t->t != T_NAME) {
+		p->pos--;
+		unexpected(p, "a statement name");
+	}
+	int line = t->line;
+	const char *k = t->s;
+	struct jx_node *n;
+	if (!strcmp(k, "for"))
+		return parse_for(p, line);
+	if (!strcmp(k, "if"))
+		return parse_if(p, line);
+	if (!strcmp(k, "set")) {
+		struct jx_node *target;
+		struct jx_node *nm = node(p, N_NAME, cur(p)->line);
+		nm->s = expect_name(p);
+		nm->sn = strlen(nm->s);
+		target = nm;
+		if (skip_op(p, ".")) {
+			target = node(p, N_GETATTR, line);
+			target->a = nm;
+			target->s = expect_name(p);
+			target->sn = strlen(target->s);
+		} else if (is_op(p, ",")) {
+			struct nodevec v = {0};
+			nv_push(p, &v, nm);
+			while (skip_op(p, ",")) {
+				struct jx_node *x = node(p, N_NAME, cur(p)->line);
+				x->s = expect_name(p);
+				x->sn = strlen(x->s);
+				nv_push(p, &v, x);
+			}
+			target = node(p, N_TUPLE, line);
+			target->v = v.v;
+			target->nv = v.n;
+		}
+		if (skip_op(p, "=")) {
+			n = node(p, N_SET, line);
+			n->a = target;
+			n->b = parse_tuple(p, true, false);
+			expect_block_end(p);
+			return n;
+		}
+		if (target->kind != N_NAME)
+			unexpected(p, "'='");
+		n = node(p, N_SETBLOCK, line);
+		n->a = target;
+		if (is_op(p, "|")) {
+			struct jx_node *f = NULL;
+			while (skip_op(p, "|"))
+				f = parse_filter(p, f);
+			n->c = f;
+		}
+		expect_block_end(p);
+		static const char *const ends[] = {"endset", NULL};
+		n->b = parse_body(p, ends);
+		p->pos++;
+		expect_block_end(p);
+		return n;
+	}
+	if (!strcmp(k, "macro")) {
+		n = node(p, N_MACRO, line);
+		n->s = expect_name(p);
+		n->sn = strlen(n->s);
+		parse_params(p, n);
+		expect_block_end(p);
+		static const char *const ends[] = {"endmacro", NULL};
+		n->b = parse_body(p, ends);
+		p->pos++;
+		if (cur(p)->t == T_NAME)
+			p->pos++; /* {% endmacro name %} */
+		expect_block_end(p);
+		return n;
+	}
+	if (!strcmp(k, "call")) {
+		n = node(p, N_CALLBLOCK, line);
+		if (is_op(p, "("))
+			parse_params(p, n);
+		else
+			n->w = jx_alloc(p->e, sizeof *n->w);
+		n->a = parse_expr(p);
+		if (n->a->kind != N_CALL)
+			jx_fail(p->e, line, BG_ERR_FORMAT, "expected a call in the call block");
+		expect_block_end(p);
+		static const char *const ends[] = {"endcall", NULL};
+		n->b = parse_body(p, ends);
+		p->pos++;
+		expect_block_end(p);
+		return n;
+	}
+	if (!strcmp(k, "filter")) {
+		n = node(p, N_FILTERBLOCK, line);
+		struct jx_node *f = parse_filter(p, NULL);
+		while (skip_op(p, "|"))
+			f = parse_filter(p, f);
+		n->a = f;
+		expect_block_end(p);
+		static const char *const ends[] = {"endfilter", NULL};
+		n->b = parse_body(p, ends);
+		p->pos++;
+		expect_block_end(p);
+		return n;
+	}
+	if (!strcmp(k, "generation")) {
+		expect_block_end(p);
+		static const char *const ends[] = {"endgeneration", NULL};
+		n = parse_body(p, ends);
+		p->pos++;
+		expect_block_end(p);
+		return n;
+	}
+	if (!strcmp(k, "break") || !strcmp(k, "continue")) {
+		n = node(p, k[0] == 'b' ? N_BREAK : N_CONTINUE, line);
+		expect_block_end(p);
+		return n;
+	}
+	jx_fail(p->e, line, BG_ERR_UNSUPPORTED, "unknown or unsupported tag '%s'", k);
+}
+
+/* Statements until a block tag named in ends (NULL-terminated; NULL: the end of the
+ * template). Leaves the cursor on that tag's name. */
+static struct jx_node *parse_body(struct parser *p, const char *const *ends)
+{
+	enter(p);
+	struct jx_node *body = node(p, N_BODY, cur(p)->line);
+	struct nodevec v = {0};
+	for (;;) {
+		struct tok *t = cur(p);
+		if (t->t == T_EOF) {
+			if (ends)
+				jx_fail(p->e, t->line, BG_ERR_FORMAT, "unexpected end of template, expected '%s'", ends[0]);
+			break;
+		}
+		if (t->t == T_DATA) {
+			struct jx_node *d = node(p, N_DATA, t->line);
+			d->s = t->s;
+			d->sn = t->n;
+			nv_push(p, &v, d);
+			p->pos++;
+		} else if (t->t == T_VAR_BEGIN) {
+			p->pos++;
+			struct jx_node *o = node(p, N_OUTPUT, t->line);
+			o->a = parse_tuple(p, true, false);
+			if (cur(p)->t != T_VAR_END)
+				unexpected(p, "'}}'");
+			p->pos++;
+			nv_push(p, &v, o);
+		} else if (t->t == T_BLOCK_BEGIN) {
+			p->pos++;
+			struct tok *nm = cur(p);
+			bool end = false;
+			for (int i = 0; ends && ends[i]; i++)
+				if (nm->t == T_NAME && !strcmp(nm->s, ends[i]))
+					end = true;
+			if (end)
+				break;
+			if (nm->t == T_NAME && !strncmp(nm->s, "end", 3))
+				jx_fail(p->e, nm->line, BG_ERR_FORMAT, "unexpected '%s'%s%s%s", nm->s,
+					ends ? ", expected '" : "", ends ? ends[0] : "", ends ? "'" : "");
+			if (nm->t == T_NAME && (!strcmp(nm->s, "elif") || !strcmp(nm->s, "else")))
+				jx_fail(p->e, nm->line, BG_ERR_FORMAT, "unexpected '%s'", nm->s);
+			nv_push(p, &v, parse_stmt(p));
+		} else {
+			unexpected(p, "template data or a tag");
+		}
+	}
+	body->v = v.v;
+	body->nv = v.n;
+	p->nest--;
+	return body;
+}
+
+struct jx_node *jx_parse(struct jx_env *e, const char *src, size_t len)
+{
+	struct parser p = {.e = e};
+	lex(&p, src, len);
+	return parse_body(&p, NULL);
+}

@@ -1,0 +1,318 @@
+/* test_jinja: the Jinja interpreter.
+ *
+ * 1. Hand-derived cases (expected outputs worked out from jinja2's documented rules and
+ *    checked once against python3-jinja2), errors naming the line, and the limits: an
+ *    endless loop, deep recursion and a huge output stop with an error, quickly.
+ * 2. The oracle: tests/jinja_oracle.py renders every template of ../shared/chat_templates
+ *    for several conversations with Python's jinja2 under transformers' conventions; each
+ *    rendering jinja2 produces must be byte-identical here, and each one jinja2 refuses
+ *    must be refused here too. Prints the counts.
+ */
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "text/jinja.h"
+
+static const struct jinja_opts OPTS = {.year = 2026, .month = 1, .day = 15};
+
+/* Renders src with vars (a JSON object text, or NULL); returns the output or the error
+ * message (malloc'd), *ok says which. */
+static char *render(const char *src, const char *vars, const struct jinja_opts *o, bool *ok)
+{
+	struct bg_err err = {0};
+	struct jinja_template *t = NULL;
+	char *out = NULL;
+	cJSON *v = vars ? cJSON_Parse(vars) : NULL;
+	*ok = jinja_compile(src, strlen(src), &t, &err) == BG_OK &&
+	      jinja_render(t, v, o ? o : &OPTS, &out, NULL, &err) == BG_OK;
+	jinja_free(t);
+	cJSON_Delete(v);
+	return *ok ? out : strdup(err.msg);
+}
+
+static void expect(const char *src, const char *vars, const char *want)
+{
+	bool ok;
+	char *got = render(src, vars, NULL, &ok);
+	CHECK(ok && strcmp(got, want) == 0, "template %s\n  want [%s]\n  got  [%s]%s", src, want, got,
+	      ok ? "" : " (error)");
+	free(got);
+}
+
+static void expect_error(const char *src, const char *vars, const char *want_substr)
+{
+	bool ok;
+	char *got = render(src, vars, NULL, &ok);
+	CHECK(!ok && strstr(got, want_substr), "template %s\n  want an error with [%s]\n  got %s [%s]", src,
+	      want_substr, ok ? "output" : "error", got);
+	free(got);
+}
+
+static void unit_cases(void)
+{
+	/* whitespace: trim_blocks, lstrip_blocks, '-' and '+', the final newline */
+	expect("a\n  {% if true %}\n  b\n  {% endif %}\nc\n", NULL, "a\n  b\nc");
+	expect("a  {%- if true -%}  b  {%- endif %}", NULL, "ab");
+	expect("x {{ 1 }}\n{{- 2 -}}\n y", NULL, "x 12y");
+	expect("  {%+ if true %}a{% endif %}", NULL, "  a");
+	expect("{% if true +%}\na{% endif %}", NULL, "\na");
+	expect("a {# c #}\n  {# d #}\nb", NULL, "a b");
+	expect("{{ 'x' }}\n", NULL, "x");
+	expect("{{ 'x' }}\n\n", NULL, "x\n");
+	expect("l1\r\nl2", NULL, "l1\nl2");
+	/* values as Python prints them */
+	expect("{{ none }} {{ true }} {{ 1.0 }} {{ 10/4 }} {{ 7//2 }} {{ -7 % 3 }} {{ 2**10 }} {{ 1e20 }} {{ 0.1 }}", NULL,
+	       "None True 1.0 2.5 3 2 1024 1e+20 0.1");
+	expect("{{ [1, 'a', none] }} {{ {'k': \"it's\"} }} {{ (1,) }}", NULL, "[1, 'a', None] {'k': \"it's\"} (1,)");
+	expect("{{ 'ab' ~ 3 ~ none }} {{ 'a' + 'b' }} {{ 'ab' * 2 }} {{ [1] + [2] }}", NULL, "ab3None ab abab [1, 2]");
+	expect("{{ x }}|{{ d.y is defined }}|{{ d.missing }}|{{ d['k'] }}", "{\"d\": {\"k\": 5}}", "|False||5");
+	/* strings */
+	expect("{{ '  a b  '.strip() }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b '.split() }}|{{ 'xax'.lstrip('x') }}", NULL,
+	       "a b|['a', 'b', '', 'c']|['a', 'b']|ax");
+	expect("{{ 'héllo'|length }} {{ 'héllo'[1] }} {{ 'héllo'[::-1] }} {{ 'abcdef'[1:4] }} {{ [1,2,3][-1] }}", NULL,
+	       "5 é olléh bcd 3");
+	expect("{{ 'Hello World'|upper }} {{ 'hello world'|title }} {{ 'hELLO'|capitalize }} {{ 'a-b'|replace('-', '+') }}",
+	       NULL, "HELLO WORLD Hello World Hello a+b");
+	expect("{{ 'abc'.startswith('a') }} {{ 'abc'.endswith(('x', 'c')) }} {{ 'a\\nb'|indent(2) }}", NULL,
+	       "True True a\n  b");
+	expect("{{ 'x\\n\\ny\\n'|indent(2, true) }}|{{ '%s-%d'|format('a', 3) }}", NULL, "  x\n\n  y\n|a-3");
+	expect("{{ '<a & \"b\">'|e }}", NULL, "&lt;a &amp; &#34;b&#34;&gt;");
+	expect("{{ 'x'|safe + '<' }}|{{ '<'|e + '<' }}|{{ 'x'|safe ~ '<' }}", NULL, "x&lt;|&lt;&lt;|x<");
+	/* tojson as transformers defines it */
+	expect("{{ d|tojson }}|{{ d|tojson(indent=2) }}|{{ 'ü\"'|tojson }}",
+	       "{\"d\": {\"b\": [1, 2.5, null, true], \"a\": \"x\"}}",
+	       "{\"b\": [1, 2.5, null, true], \"a\": \"x\"}|{\n  \"b\": [\n    1,\n    2.5,\n    null,\n    true\n  ],\n  "
+	       "\"a\": \"x\"\n}|\"ü\\\"\"");
+	expect("{{ d|tojson(sort_keys=true) }} {{ d|tojson(separators=(',', ':')) }}", "{\"d\": {\"b\": 1, \"a\": 2}}",
+	       "{\"a\": 2, \"b\": 1} {\"b\":1,\"a\":2}");
+	/* loops */
+	expect("{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}"
+	       "{{ loop.revindex }}{{ loop.previtem }}|{% endfor %}",
+	       "{\"xs\": [\"a\", \"b\"]}", "10TrueFalse22|21FalseTrue21a|");
+	expect("{% for x in [] %}a{% else %}empty{% endfor %}", NULL, "empty");
+	expect("{% for x in [1,2,3,4] if x is even %}{{ x }}{{ loop.last }}{% endfor %}", NULL, "2False4True");
+	expect("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %}",
+	       "{\"d\": {\"z\": 1, \"a\": 2}}", "z=1;a=2;za");
+	expect("{% for x in range(10) %}{% if x == 3 %}{% break %}{% endif %}{% if x == 1 %}{% continue %}{% endif %}"
+	       "{{ x }}{% endfor %}",
+	       NULL, "02");
+	/* scoping: a set inside a loop does not outlive its iteration; namespace does */
+	expect("{% set a = 0 %}{% for x in [1,2,3] %}{% set a = a + x %}{{ a }},{% endfor %}|{{ a }}", NULL, "1,2,3,|0");
+	expect("{% set ns = namespace(a=0) %}{% for x in [1,2,3] %}{% set ns.a = ns.a + x %}{% endfor %}{{ ns.a }}", NULL,
+	       "6");
+	expect("{% if true %}{% set c = 3 %}{% endif %}{{ c }}", NULL, "3");
+	expect("{% set a, b = 1, 2 %}{{ b }}{{ a }}", NULL, "21");
+	expect("{% set t %}  in {{ 1 }}  {% endset %}[{{ t }}]", NULL, "[  in 1  ]");
+	/* macros, caller, filter blocks */
+	expect("{% macro m(a, b='B') %}{{ a }}{{ b }}{% endmacro %}{{ m(1) }}{{ m(1, b=2) }}{{ m() }}", NULL, "1B12B");
+	expect("{% macro m() %}{{ v }}{% endmacro %}{% set v = 1 %}{{ m() }}{% set v = 2 %}{{ m() }}", NULL, "12");
+	expect("{% macro w() %}<{{ caller() }}>{% endmacro %}{% call w() %}in{% endcall %}", NULL, "<in>");
+	expect("{% filter upper %}ab{{ 'c' }}{% endfilter %}", NULL, "ABC");
+	/* filters */
+	expect("{{ xs|map(attribute='n')|join(',') }}|{{ xs|selectattr('n', 'equalto', 2)|list|length }}|"
+	       "{{ xs|rejectattr('n', 'gt', 1)|map(attribute='n')|first }}",
+	       "{\"xs\": [{\"n\": 1}, {\"n\": 2}, {\"n\": 3}]}", "1,2,3|1|1");
+	expect("{{ d|dictsort }} {{ [3,1,2]|sort }} {{ [3,1,2]|sort(reverse=true) }} {{ ['a','B','a']|unique|list }}",
+	       "{\"d\": {\"b\": 1, \"A\": 2}}", "[('A', 2), ('b', 1)] [1, 2, 3] [3, 2, 1] ['a', 'B']");
+	expect("{{ x|default('d') }} {{ ''|default('d', true) }} {{ '42'|int + 1 }} {{ 'x'|int }} {{ [1,2]|last }} "
+	       "{{ [1,2,3]|sum }} {{ [4,2,8]|max }} {{ 3.7|int }} {{ 2.567|round(2) }}",
+	       NULL, "d d 43 0 2 6 8 3 2.57");
+	expect("{{ 'a' in 'cat' }} {{ 1 in [1,2] }} {{ 'k' in {'k': 1} }} {{ 'z' not in 'cat' }} {{ 1 < 2 < 3 }}", NULL,
+	       "True True True True True");
+	/* tests */
+	expect("{{ x is none }}{{ x is string }}{{ x is mapping }}{{ x is iterable }}{{ 1 is number }}{{ true is boolean }}"
+	       "{{ 3 is odd }}{{ 4 is divisibleby 2 }}{{ 'ab' is lower }}{{ f is callable }}",
+	       "{\"x\": \"s\"}", "FalseTrueFalseTrueTrueTrueTrueTrueTrueFalse");
+	/* globals */
+	expect("{{ strftime_now('%d %B %Y') }} {{ range(2, 8, 3)|list }} {{ dict(a=1) }}", NULL,
+	       "15 January 2026 [2, 5] {'a': 1}");
+	expect("{% raw %}{{ x }}{% endraw %}", NULL, "{{ x }}");
+	/* errors name the line; the sandbox forbids mutation */
+	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
+	expect_error("a\nb\n{% if x %}", NULL, "line 3");
+	expect_error("{{ 1 +* 2 }}", NULL, "line 1");
+	expect_error("{% set l = [] %}\n{% set _ = l.append(1) %}", NULL, "line 2: access to attribute 'append'");
+	expect_error("{{ x.y.z }}", NULL, "undefined");
+	expect_error("{{ 1 / 0 }}", NULL, "division by zero");
+	expect_error("{% foo %}", NULL, "unknown or unsupported tag 'foo'");
+	expect_error("{{ 'a' < 1 }}", NULL, "not supported between");
+	expect_error("{{ 'unterminated }}", NULL, "unterminated string");
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A hostile template stops with an error mentioning what; bounded time (seconds, even
+ * under the sanitizers) and memory (the arena limit). */
+static void limit_case(const char *src, const char *what)
+{
+	double t0 = now();
+	bool ok;
+	struct jinja_opts o = OPTS;
+	o.max_steps = 2000000; /* the default is larger; the mechanism is the same */
+	char *got = render(src, NULL, &o, &ok);
+	double dt = now() - t0;
+	CHECK(!ok && strstr(got, what), "hostile template %s: want an error with [%s], got %s", src, what, got);
+	CHECK(dt < 20, "hostile template took %.1f s", dt);
+	free(got);
+}
+
+static void limits(void)
+{
+	limit_case("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "steps");
+	limit_case("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "nested more than");
+	limit_case("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+		   "exceeds");
+	limit_case("{% for i in range(1000000) %}{{ 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' * 1000 }}{% endfor %}",
+		   "exceeds");
+	limit_case("{{ range(100000000) }}", "range too large");
+	/* nesting in the source is bounded at parse time */
+	char deep[2100];
+	size_t n = 0;
+	for (int i = 0; i < 1000; i++)
+		deep[n++] = '(';
+	deep[n++] = '1';
+	for (int i = 0; i < 1000; i++)
+		deep[n++] = ')';
+	deep[n] = 0;
+	char src[2200];
+	snprintf(src, sizeof src, "{{ %s }}", deep);
+	limit_case(src, "nested more than");
+	/* long left-associative chains parse flat but evaluate deep: bounded too */
+	static char chain[200100];
+	n = 0;
+	n += (size_t)sprintf(chain, "{{ 1");
+	for (int i = 0; i < 40000; i++)
+		n += (size_t)sprintf(chain + n, "+1");
+	sprintf(chain + n, " }}{{ x");
+	n += 7;
+	for (int i = 0; i < 20000; i++) /* 5 bytes each: the buffer holds it */
+		n += (size_t)sprintf(chain + n, "|trim");
+	sprintf(chain + n, " }}");
+	limit_case(chain, "nested more than");
+	limit_case("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}{% for i in range(10**9) %}{% endfor %}", "steps");
+	struct jinja_opts o = OPTS;
+	o.max_memory = 1 << 20;
+	bool ok;
+	char *got = render("{% for i in range(100000) %}{% set x = [i, i, i, i] %}{% endfor %}", NULL, &o, &ok);
+	CHECK(!ok && strstr(got, "memory"), "memory limit: got %s", got);
+	free(got);
+}
+
+/* ---- the oracle ---- */
+
+struct cached {
+	char name[256];
+	struct jinja_template *t;
+	char err[BG_ERR_MSG];
+};
+
+static void oracle(void)
+{
+	const char *dir = check_shared("chat_templates");
+	if (!dir)
+		return;
+	char tdir[4096];
+	snprintf(tdir, sizeof tdir, "%s", dir);
+	char cmd[8192];
+	snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/jinja_oracle.py '%s' 2026-01-15", tdir);
+	FILE *p = popen(cmd, "r");
+	CHECK(p != NULL, "cannot run %s", cmd);
+	if (!p)
+		return;
+	struct cached c = {0};
+	char *line = NULL;
+	size_t cap = 0;
+	int n_lines = 0, n_match = 0, n_mismatch = 0, n_both_refuse = 0, n_we_refuse = 0, n_we_render = 0;
+	int n_templates = 0, n_templates_ok = 0, tmpl_bad = 0, tmpl_rendered = 0;
+	while (getline(&line, &cap, p) > 0) {
+		cJSON *rec = cJSON_Parse(line);
+		CHECK(rec != NULL, "oracle line %d is not JSON", n_lines + 1);
+		if (!rec)
+			continue;
+		n_lines++;
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(rec, "template"));
+		const char *cname = cJSON_GetStringValue(cJSON_GetObjectItem(rec, "case"));
+		bool ok = cJSON_IsTrue(cJSON_GetObjectItem(rec, "ok"));
+		if (strcmp(c.name, name) != 0) {
+			if (c.name[0]) {
+				n_templates_ok += !tmpl_bad && tmpl_rendered;
+			}
+			n_templates++;
+			tmpl_bad = tmpl_rendered = 0;
+			jinja_free(c.t);
+			c.t = NULL;
+			snprintf(c.name, sizeof c.name, "%s", name);
+			char path[8192];
+			snprintf(path, sizeof path, "%s/%s", tdir, name);
+			size_t len;
+			char *src = check_read_file(path, &len);
+			struct bg_err err = {0};
+			if (!src || jinja_compile(src, len, &c.t, &err) != BG_OK)
+				snprintf(c.err, sizeof c.err, "%s", src ? err.msg : "cannot read");
+			free(src);
+		}
+		char *out = NULL;
+		size_t out_len = 0;
+		struct bg_err err = {0};
+		bool rendered = c.t && jinja_render(c.t, cJSON_GetObjectItem(rec, "vars"), &OPTS, &out, &out_len, &err) == BG_OK;
+		if (!c.t)
+			snprintf(err.msg, sizeof err.msg, "%s", c.err);
+		if (ok) {
+			tmpl_rendered = 1;
+			const char *want = cJSON_GetStringValue(cJSON_GetObjectItem(rec, "out"));
+			bool same = rendered && strlen(want) == out_len && memcmp(want, out, out_len) == 0;
+			if (same) {
+				n_match++;
+			} else {
+				n_mismatch++;
+				tmpl_bad = 1;
+				if (!rendered) {
+					CHECK(false, "%s [%s]: jinja2 renders it, we fail: %s", name, cname, err.msg);
+				} else {
+					size_t k = 0;
+					while (k < out_len && want[k] == out[k])
+						k++;
+					size_t from = k > 40 ? k - 40 : 0;
+					CHECK(false, "%s [%s]: differs at byte %zu:\n  jinja2: [%.80s]\n  ours:   [%.80s]", name,
+					      cname, k, want + from, out + from);
+				}
+			}
+		} else if (!rendered) {
+			n_both_refuse++;
+		} else {
+			/* jinja2 refuses what we render: an error we do not raise (a warning, not a
+			 * failure: the bar is the renderings jinja2 produces) */
+			n_we_render++;
+			fprintf(stderr, "NOTE %s [%s]: jinja2 refuses (%s), we render\n", name, cname,
+				cJSON_GetStringValue(cJSON_GetObjectItem(rec, "error")));
+		}
+		(void)n_we_refuse;
+		free(out);
+		cJSON_Delete(rec);
+	}
+	if (c.name[0])
+		n_templates_ok += !tmpl_bad && tmpl_rendered;
+	jinja_free(c.t);
+	free(line);
+	int rc = pclose(p);
+	CHECK(rc == 0, "the oracle script failed (status %d)", rc);
+	CHECK(n_lines > 0, "the oracle produced no renderings");
+	printf("oracle: %d templates, %d of them match jinja2 in every case jinja2 renders; %d renderings: %d "
+	       "byte-identical, %d differ; %d refused by both; %d refused by jinja2 only\n",
+	       n_templates, n_templates_ok, n_lines, n_match, n_mismatch, n_both_refuse, n_we_render);
+}
+
+int main(void)
+{
+	unit_cases();
+	limits();
+	oracle();
+	return check_summary();
+}
