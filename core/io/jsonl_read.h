@@ -26,6 +26,7 @@
 #include "io/jsonl.h"
 #include "status.h"
 #include "text/chat.h"
+#include "text/chat_jinja.h"
 #include "text/tokenizer.h"
 
 /* What an omitted field becomes. The parameter values are two request templates, of which
