@@ -23,7 +23,7 @@ VERSION := 0.1.0
 
 # One include root for core/ ("model/gguf.h": every include line names its room) and the
 # repository root for the programs outside it ("cli/options.h", "gpu/backend_cuda.h").
-CPPFLAGS += -Icore -I. -D_GNU_SOURCE
+CPPFLAGS += -Icore -I. -I$(BUILD)/gpu -D_GNU_SOURCE
 CFLAGS += -std=c11 -Wall -Wextra -Werror -g -MMD -MP -pthread
 LDLIBS += -lcjson -lpcre2-8 -lm -ldl -pthread
 ifeq ($(SAN),1)
@@ -46,7 +46,7 @@ GPU_CU_OBJ := $(GPU_CU_SRC:%.cu=$(BUILD)/%.cu.o)
 CUDA_PLUGIN := $(BUILD)/libbatchgen-cuda.so
 CUDA_LDFLAGS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 # nvcc warnings (device and host side) are errors, like -Werror for the C code.
-NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCH) -Icore -I. -Werror all-warnings \
+NVCCFLAGS := -std=c++17 -O3 $(CUDA_ARCH) -Icore -I. -I$(BUILD)/gpu -Werror all-warnings \
 	-Xcompiler -Wall,-Wextra,-Werror,-fPIC
 # GPU tests (tests/gpu_test_*.c|cu) and the decode micro-benchmark: built with CUDA only,
 # run by `make test-gpu` (tests/run_gpu.sh), never by `make test`.
@@ -91,7 +91,16 @@ $(BUILD)/core/model/builtin.o: testdata/stories260K.gguf
 
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -Xptxas -v -MMD -MP -c $< -o $@ 2>$@.ptxas || { cat $@.ptxas >&2; exit 1; }
+
+# The layout of the structs crossing the plugin boundary, as the C compiler sees it
+# (gpu/abi_layout.c says why).
+ABI_LAYOUT := $(BUILD)/gpu/abi_layout.h
+$(ABI_LAYOUT): gpu/abi_layout.c $(wildcard core/*.h core/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $(BUILD)/gpu/abi_layout
+	$(BUILD)/gpu/abi_layout >$@.tmp && mv $@.tmp $@
+$(BUILD)/gpu/backend_cuda.cu.o $(BUILD)/gpu/cuda_loader.o: $(ABI_LAYOUT)
 
 $(LIB): $(CORE_OBJ) $(GPU_OBJ)
 	@rm -f $@

@@ -9,7 +9,8 @@ cd "$(dirname "$0")"
 
 pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq
 	libcurl4-openssl-dev # hf: downloads (curl.h; libcurl itself is loaded at run time)
-	python3) # tests/hub_server.py, the local hub that tests/e2e_hub.sh downloads from
+	python3 # tests/hub_server.py, the local hub that tests/e2e_hub.sh downloads from
+	clang-19) # clang-19: the CUDA gates' second front end (tests/gpu_gates.sh)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpu_decode: bad arguments\n");
 		return 2;
 	}
-	if (backend_cuda_device_count() == 0) {
+	if (backend_cuda_device_count(NULL, 0) == 0) {
 		fprintf(stderr, "gpu_decode: no CUDA device; nothing measured\n");
 		return 3;
 	}

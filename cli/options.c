@@ -30,6 +30,7 @@ enum opt_kind {
 	K_SHARD,  /* K/N | auto */
 	K_HELP,
 	K_VERSION,
+	K_PARAMS, /* not an option: where the flags of io/params' table are listed */
 };
 
 struct opt_def {
@@ -51,9 +52,7 @@ struct opt_def {
 #define BOTH	 OPT_CMD_BOTH
 #define NOLIM	 0, 0
 
-/* Every option of run and bench. Defaults: OpenAI's max_tokens (16) and top_p (1), but
- * greedy decoding (temperature 0) so that a run is reproducible and comparable with
- * llama.cpp out of the box; TensorRT-LLM's capacity policy (guaranteed no evict) and
+/* Every option of run and bench. Defaults: TensorRT-LLM's capacity policy (guaranteed no evict) and
  * free-memory fraction (0.9); vLLM's 256 sequences and 8192 tokens per iteration. */
 static const struct opt_def opt_table[] = {
     /* files */
@@ -98,27 +97,11 @@ static const struct opt_def opt_table[] = {
      "GPU: fraction of the memory left after the weights used for the KV cache"},
     {"max-seq-len", 0, K_I32, F(max_seq_len), "0", "N", BOTH, 0, 1 << 24, NULL,
      "longest sequence (prompt + output), 0 = the model's context length"},
-    /* request defaults */
-    {"max-tokens", 0, K_I32, F(max_tokens), "16", "N", RUN, 1, 1 << 24, NULL,
-     "default tokens to generate per request"},
-    {"temperature", 0, K_F64, F(temperature), "0", "T", RUN, 0, 100, NULL,
-     "default sampling temperature, 0 = greedy"},
-    {"top-k", 0, K_I32, F(top_k), "0", "K", RUN, 0, INT32_MAX, NULL, "default top-k, 0 = disabled"},
-    {"top-p", 0, K_F64, F(top_p), "1", "P", RUN, 0, 1, NULL, "default nucleus mass, 1 = disabled"},
-    {"min-p", 0, K_F64, F(min_p), "0", "P", RUN, 0, 1, NULL, "default min-p, 0 = disabled"},
+    /* request defaults: the flags of io/params' table */
+    {"", 0, K_PARAMS, 0, NULL, NULL, RUN, NOLIM, NULL, "(io/params' table: --max-tokens, ...)"},
     {"seed", 0, K_U64, F(seed), "0", "S", BOTH, NOLIM, NULL,
      "base seed: a request without \"seed\" samples with S + its line number; "
      "bench: the workload's seed"},
-    {"repetition-penalty", 0, K_F64, F(repetition_penalty), "1", "F", RUN, 0.01, 100, NULL,
-     "default repetition penalty, 1 = disabled"},
-    {"presence-penalty", 0, K_F64, F(presence_penalty), "0", "F", RUN, -100, 100, NULL,
-     "default presence penalty, 0 = disabled"},
-    {"frequency-penalty", 0, K_F64, F(frequency_penalty), "0", "F", RUN, -100, 100, NULL,
-     "default frequency penalty, 0 = disabled"},
-    {"logprobs", 0, K_I32, F(logprobs), "-1", "N", RUN, -1, SAMPLER_MAX_TOP, NULL,
-     "default log-probs: -1 none, 0 the chosen token's, N also the top N"},
-    {"ignore-eos", 0, K_TRUE, F(ignore_eos), NULL, NULL, RUN, NOLIM, NULL,
-     "by default, keep generating past end-of-generation tokens (until max_tokens)"},
     {"chat-template", 0, K_STR, F(chat_template), NULL, "NAME", RUN, NOLIM, NULL,
      "chat template for chat requests (chatml, llama2, llama3, zephyr, ...; "
      "default: the model's own)"},
@@ -318,7 +301,8 @@ static bool opt_set(struct opt_config *c, const struct opt_def *d, const char *a
 		return true;
 	}
 	case K_HELP:
-	case K_VERSION: return true;
+	case K_VERSION:
+	case K_PARAMS: return true;
 	}
 	return false;
 }
@@ -327,6 +311,7 @@ void opt_defaults(struct opt_config *c)
 {
 	memset(c, 0, sizeof *c);
 	c->chunked_context = true; /* the K_FALSE flag --no-chunked-context turns it off */
+	params_defaults(&c->req, false);
 	for (size_t i = 0; i < OPT_N; i++) {
 		const struct opt_def *d = &opt_table[i];
 		char msg[256];
@@ -368,6 +353,24 @@ static void print_wrapped(FILE *f, const char *text, int col, int width)
 	fputc('\n', f);
 }
 
+static void usage_row(FILE *f, int letter, const char *name, const char *meta, const char *def,
+		      const char *help)
+{
+	char lhs[64];
+	if (letter)
+		snprintf(lhs, sizeof lhs, "-%c, --%s%s%s", letter, name, meta ? " " : "",
+			 meta ? meta : "");
+	else
+		snprintf(lhs, sizeof lhs, "    --%s%s%s", name, meta ? " " : "", meta ? meta : "");
+	char text[512];
+	if (def && meta)
+		snprintf(text, sizeof text, "%s (default: %s)", help, def);
+	else
+		snprintf(text, sizeof text, "%s", help);
+	fprintf(f, "  %-28s ", lhs);
+	print_wrapped(f, text, 31, 80);
+}
+
 void opt_usage(FILE *f, unsigned cmd)
 {
 	if (cmd == OPT_CMD_BENCH)
@@ -387,20 +390,15 @@ void opt_usage(FILE *f, unsigned cmd)
 		const struct opt_def *d = &opt_table[i];
 		if (!(d->cmds & cmd))
 			continue;
-		char lhs[64];
-		if (d->letter)
-			snprintf(lhs, sizeof lhs, "-%c, --%s%s%s", d->letter, d->name,
-				 d->meta ? " " : "", d->meta ? d->meta : "");
-		else
-			snprintf(lhs, sizeof lhs, "    --%s%s%s", d->name, d->meta ? " " : "",
-				 d->meta ? d->meta : "");
-		char text[512];
-		if (d->def && d->meta)
-			snprintf(text, sizeof text, "%s (default: %s)", d->help, d->def);
-		else
-			snprintf(text, sizeof text, "%s", d->help);
-		fprintf(f, "  %-28s ", lhs);
-		print_wrapped(f, text, 31, 80);
+		if (d->kind == K_PARAMS) {
+			for (size_t j = 0; j < params_count; j++) {
+				const struct param_def *p = &params_table[j];
+				if (p->cli)
+					usage_row(f, 0, p->cli, p->meta, p->def, p->help);
+			}
+			continue;
+		}
+		usage_row(f, d->letter, d->name, d->meta, d->def, d->help);
 	}
 	fprintf(f, "\nMODEL: a GGUF file; hf:OWNER/REPO[:QUANT] (default :Q4_K_M; or "
 		   "/FILE.gguf, @REVISION)\nfrom the Hugging Face hub cache ($HF_HUB_CACHE, else "
@@ -424,21 +422,35 @@ void opt_usage(FILE *f, unsigned cmd)
 bool opt_parse(struct opt_config *c, unsigned cmd, int argc, char **argv, int *exit_code)
 {
 	opt_defaults(c);
-	struct option longs[OPT_N + 1];
+	/* long options: opt_table's rows (value 256 + row), then the parameter table's flags
+	 * (value PARAM_OPT + row) */
+	enum { PARAM_OPT = 256 + (int)OPT_N };
+	struct option longs[OPT_N + PARAMS_MAX + 1];
+	size_t nl = 0;
 	char shorts[2 * OPT_N + 2];
 	size_t ns = 0;
 	shorts[ns++] = ':'; /* report a missing argument as ':' */
 	for (size_t i = 0; i < OPT_N; i++) {
 		const struct opt_def *d = &opt_table[i];
-		longs[i] = (struct option){d->name, d->meta ? required_argument : no_argument, NULL,
-					   256 + (int)i};
+		if (d->kind == K_PARAMS)
+			continue;
+		longs[nl++] = (struct option){d->name, d->meta ? required_argument : no_argument,
+					      NULL, 256 + (int)i};
 		if (d->letter) {
 			shorts[ns++] = (char)d->letter;
 			if (d->meta)
 				shorts[ns++] = ':';
 		}
 	}
-	longs[OPT_N] = (struct option){0, 0, 0, 0};
+	BG_ASSERT(params_count <= PARAMS_MAX);
+	for (size_t j = 0; j < params_count; j++) {
+		const struct param_def *p = &params_table[j];
+		if (p->cli)
+			longs[nl++] = (struct option){p->cli,
+						      p->meta ? required_argument : no_argument,
+						      NULL, PARAM_OPT + (int)j};
+	}
+	longs[nl] = (struct option){0, 0, 0, 0};
 	shorts[ns] = 0;
 	const char *cmdname = cmd == OPT_CMD_BENCH ? "bench" : "run";
 
@@ -447,6 +459,24 @@ bool opt_parse(struct opt_config *c, unsigned cmd, int argc, char **argv, int *e
 	int ch;
 	while ((ch = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
 		const struct opt_def *d = NULL;
+		if (ch >= PARAM_OPT && ch < PARAM_OPT + (int)params_count) {
+			/* a request default (run only) */
+			const struct param_def *p = &params_table[ch - PARAM_OPT];
+			char msg[256];
+			if (!(cmd & OPT_CMD_RUN)) {
+				fprintf(stderr, "batchgen %s: --%s is not an option of %s\n",
+					cmdname, p->cli, cmdname);
+				*exit_code = 2;
+				return false;
+			}
+			if (!params_set_text(&c->req, p, optarg, msg, sizeof msg)) {
+				fprintf(stderr, "batchgen %s: --%s: %s\n", cmdname, p->cli, msg);
+				*exit_code = 2;
+				return false;
+			}
+			c->req_given[ch - PARAM_OPT] = true;
+			continue;
+		}
 		if (ch >= 256 && ch < 256 + (int)OPT_N) {
 			d = &opt_table[ch - 256];
 		} else if (ch == '?' || ch == ':') {
@@ -542,34 +572,16 @@ void opt_backend_config(const struct opt_config *c, struct backend_config *out)
 	out->device_index = c->device_index;
 }
 
-void opt_request_defaults(const struct opt_config *c, struct request *r)
-{
-	r->max_tokens = c->max_tokens;
-	r->sampling.temperature = (float)c->temperature;
-	r->sampling.top_k = c->top_k;
-	r->sampling.top_p = (float)c->top_p;
-	r->sampling.min_p = (float)c->min_p;
-	r->sampling.seed = c->seed;
-	r->sampling.repetition_penalty = (float)c->repetition_penalty;
-	r->sampling.presence_penalty = (float)c->presence_penalty;
-	r->sampling.frequency_penalty = (float)c->frequency_penalty;
-	r->logprobs = c->logprobs;
-	r->sampling.n_top = c->logprobs > 0 ? c->logprobs : 0;
-	r->ignore_eos = c->ignore_eos;
-}
-
 void opt_jsonl_defaults(const struct opt_config *c, struct jsonl_defaults *d)
 {
 	jsonl_defaults_init(d);
-	struct request r;
-	memset(&r, 0, sizeof r);
-	sampler_params_default(&r.sampling);
-	opt_request_defaults(c, &r);
-	d->max_tokens = r.max_tokens;
-	d->sampling = r.sampling;
-	d->sampling.n_top = 0;
-	d->logprobs = r.logprobs;
-	d->ignore_eos = r.ignore_eos;
+	for (size_t j = 0; j < params_count; j++) {
+		if (!c->req_given[j])
+			continue;
+		params_copy(&d->native, &c->req, &params_table[j]);
+		params_copy(&d->openai, &c->req, &params_table[j]);
+	}
+	d->native.sampling.seed = d->openai.sampling.seed = c->seed;
 }
 
 const char *opt_device_name(const struct opt_config *c, char *buf, size_t cap)
@@ -589,9 +601,19 @@ const char *opt_device_name(const struct opt_config *c, char *buf, size_t cap)
 bool opt_use_cuda(const struct opt_config *c)
 {
 	/* device_count answers 0 without loading the CUDA library when there is no driver,
-	 * so that `auto` costs nothing on a machine without a GPU. */
-	return c->device == OPT_DEVICE_CUDA ||
-	       (c->device == OPT_DEVICE_AUTO && backend_cuda_device_count() > 0);
+	 * so that `auto` costs nothing on a machine without a GPU. A driver too old for this
+	 * build is worth a warning: the user has a GPU and would otherwise not learn why it
+	 * sits idle. */
+	if (c->device == OPT_DEVICE_CUDA)
+		return true;
+	if (c->device != OPT_DEVICE_AUTO)
+		return false;
+	char why[BG_ERR_MSG];
+	if (backend_cuda_device_count(why, sizeof why) > 0)
+		return true;
+	if (why[0])
+		fprintf(stderr, "batchgen: warning: %s; running on the CPU\n", why);
+	return false;
 }
 
 enum bg_status opt_open_runtime(const struct opt_config *c, bool lazy, struct opt_runtime *rt,

@@ -1,7 +1,8 @@
 /* options: the one table of command-line options of `batchgen run` and `batchgen bench`,
  * their defaults and their meaning (llama2.c style: defaults declared in one place).
  *
- * Every option is a row of the table in options.c: long name, short letter, the field of
+ * Every option is a row of the table in options.c (the request defaults, --max-tokens,
+ * --temperature, ..., are the rows of io/params' table, shown where opt_table says): long name, short letter, the field of
  * struct opt_config it sets, its default (as text, parsed by the same code as the command
  * line, so the help text and the behaviour cannot disagree), the commands it belongs to
  * and one line of help. opt_parse applies the defaults, then the command line
@@ -21,6 +22,7 @@
 #include "backend.h"
 #include "engine/engine.h"
 #include "io/jsonl.h"
+#include "io/params.h"
 #include "model/model.h"
 #include "engine/request.h"
 #include "sample/sampler.h"
@@ -69,17 +71,11 @@ struct opt_config {
 	int32_t max_seq_len; /* 0 = the model's context length */
 
 	/* ---- request defaults (a request's own fields win) ---- */
-	int32_t max_tokens;
-	double temperature;
-	int32_t top_k;
-	double top_p;
-	double min_p;
-	uint64_t seed;
-	double repetition_penalty;
-	double presence_penalty;
-	double frequency_penalty;
-	int32_t logprobs; /* -1 = none */
-	bool ignore_eos;
+	/* The flags of io/params' table write into req (its native defaults otherwise) and
+	 * mark req_given[row]; a given flag sets the default of native and OpenAI lines. */
+	struct request req; /* only the table's scalar fields are used */
+	bool req_given[PARAMS_MAX];
+	uint64_t seed;		   /* base seed: a line without "seed" samples with seed + line */
 	const char *chat_template; /* NULL = the model's tokenizer.chat_template */
 
 	/* ---- run only ---- */
@@ -115,10 +111,8 @@ void opt_print_version(FILE *f);
 /* The configuration of the engine, of the backend, and the defaults of a request. */
 void opt_engine_config(const struct opt_config *c, struct engine_config *out);
 void opt_backend_config(const struct opt_config *c, struct backend_config *out);
-/* Sets r's max_tokens, sampling parameters, logprobs and ignore_eos from the defaults. */
-void opt_request_defaults(const struct opt_config *c, struct request *r);
-/* The parser's defaults (jsonl_defaults_init, then the flags); chat template, tokenizer
- * and model name are left for the caller. */
+/* The parser's defaults (jsonl_defaults_init, then the flags given, for both forms, and
+ * the base seed); chat template, tokenizer and model name are left for the caller. */
 void opt_jsonl_defaults(const struct opt_config *c, struct jsonl_defaults *d);
 
 /* What a run needs: the model, its tokenizer and the backend. */

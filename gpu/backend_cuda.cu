@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "gpu/plugin.h"
+#include "abi_layout.h" /* generated: build/gpu/abi_layout.h */
 
 #define CUDA_DEFAULT_CAP_TOK 2048	 /* tokens per pass (activations) */
 #define CUDA_SAMPLE_GROUP    64		 /* rows per sampling launch (bounds the work buffer) */
@@ -1023,17 +1024,41 @@ static const struct backend_ops cuda_ops = {
 
 /* ---- creation ---- */
 
+/* nvcc's host compiler must lay the shared structs out as the C compiler did */
+GPU_ABI_CHECKS
+
 extern "C" int gpu_plugin_abi(void)
 {
-	return GPU_PLUGIN_ABI;
+	return (int)(GPU_PLUGIN_ABI ^ GPU_ABI_LAYOUT);
 }
 
-extern "C" int gpu_plugin_device_count(void)
+/* Why no device can be used when the driver is the cause, else "" (no driver at all, no
+ * device, or another error: cudaGetErrorString says which). */
+static void driver_too_old(char *why, size_t cap)
+{
+	int drv = 0;
+	if (cudaDriverGetVersion(&drv) != cudaSuccess || drv == 0)
+		snprintf(why, cap,
+			 "no CUDA device is available: no NVIDIA driver was found (this build "
+			 "needs one for CUDA %d.%d or newer)",
+			 CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+	else
+		snprintf(why, cap,
+			 "the NVIDIA driver is too old: it supports CUDA %d.%d, this build of "
+			 "batchgen needs CUDA %d.%d or newer (update the driver, or rebuild with an "
+			 "older CUDA toolkit)",
+			 drv / 1000, drv % 1000 / 10, CUDART_VERSION / 1000,
+			 CUDART_VERSION % 1000 / 10);
+}
+
+extern "C" int gpu_plugin_device_count(char *why, size_t cap)
 {
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess) {
 		cudaGetLastError(); /* no driver or no device: not an error here */
+		if (e == cudaErrorInsufficientDriver && why && cap)
+			driver_too_old(why, cap);
 		return 0;
 	}
 	return n;
@@ -1230,12 +1255,13 @@ extern "C" enum bg_status gpu_plugin_create(const struct model *m, const struct 
 	cudaError_t e = cudaGetDeviceCount(&n_dev);
 	if (e != cudaSuccess || n_dev == 0) {
 		cudaGetLastError();
-		if (e == cudaErrorInsufficientDriver)
-			return bg_fail(
-			    err, BG_ERR_DEVICE,
-			    "no CUDA device is available: the NVIDIA "
-			    "driver is missing or older than this build's CUDA %d.%d needs",
-			    CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+		if (e == cudaErrorInsufficientDriver) {
+			/* Name both versions: "update the driver" is the whole fix, and a user
+			 * cannot act on it without knowing which driver is there. */
+			char why[BG_ERR_MSG];
+			driver_too_old(why, sizeof why);
+			return bg_fail(err, BG_ERR_DEVICE, "%s", why);
+		}
 		return bg_fail(err, BG_ERR_DEVICE, "no CUDA device is available (%s)",
 			       e != cudaSuccess ? cudaGetErrorString(e)
 						: "the driver reports none");

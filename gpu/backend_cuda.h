@@ -10,8 +10,11 @@
 #include "backend.h"
 
 /* Number of CUDA devices usable now: 0 without the library, the driver, or a device.
- * Without the NVIDIA driver it answers without loading the library. */
-int backend_cuda_device_count(void);
+ * Without the NVIDIA driver it answers without loading the library. why (cap bytes, may be
+ * NULL) is set to "" and, when a driver is installed but too old for this build, to the
+ * sentence naming both versions: `--device auto` warns with it instead of silently
+ * running on the CPU. */
+int backend_cuda_device_count(char *why, size_t cap);
 enum bg_status backend_cuda_create(const struct model *m, const struct backend_config *cfg,
 				   struct backend **out, struct bg_err *err);
 

@@ -8,6 +8,7 @@
  */
 #include "gpu/backend_cuda.h"
 #include "gpu/plugin.h"
+#include "abi_layout.h" /* generated: build/gpu/abi_layout.h */
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -18,12 +19,13 @@
 #include <unistd.h>
 
 typedef int (*plugin_int_fn)(void);
+typedef int (*plugin_count_fn)(char *, size_t);
 typedef enum bg_status (*plugin_create_fn)(const struct model *, const struct backend_config *,
 					   struct backend **, struct bg_err *);
 
 struct cuda_plugin {
 	void *handle;
-	plugin_int_fn device_count;
+	plugin_count_fn device_count;
 	plugin_create_fn create;
 	char why[BG_ERR_MSG]; /* why it could not be loaded */
 };
@@ -70,9 +72,9 @@ static void plugin_load(void)
 	if (!h)
 		return;
 	plugin_int_fn abi = (plugin_int_fn)dlsym(h, "gpu_plugin_abi");
-	plugin.device_count = (plugin_int_fn)dlsym(h, "gpu_plugin_device_count");
+	plugin.device_count = (plugin_count_fn)dlsym(h, "gpu_plugin_device_count");
 	plugin.create = (plugin_create_fn)dlsym(h, "gpu_plugin_create");
-	if (!abi || !plugin.device_count || !plugin.create || abi() != GPU_PLUGIN_ABI) {
+	if (!abi || !plugin.device_count || !plugin.create || abi() != (int)(GPU_PLUGIN_ABI ^ GPU_ABI_LAYOUT)) {
 		snprintf(plugin.why, sizeof plugin.why,
 			 "the CUDA backend library " GPU_PLUGIN_FILE
 			 " does not match this batchgen binary (rebuild both)");
@@ -90,8 +92,10 @@ static const struct cuda_plugin *plugin_get(void)
 	return &plugin;
 }
 
-int backend_cuda_device_count(void)
+int backend_cuda_device_count(char *why, size_t cap)
 {
+	if (why && cap)
+		why[0] = 0;
 	/* Without the NVIDIA driver there is no device: answer without loading cuBLAS. A
 	 * library named by $BATCHGEN_CUDA_LIB is asked directly (e.g. gpu/emu's). */
 	const char *env = getenv("BATCHGEN_CUDA_LIB");
@@ -102,7 +106,7 @@ int backend_cuda_device_count(void)
 		dlclose(driver);
 	}
 	const struct cuda_plugin *p = plugin_get();
-	return p->handle ? p->device_count() : 0;
+	return p->handle ? p->device_count(why, cap) : 0;
 }
 
 enum bg_status backend_cuda_create(const struct model *m, const struct backend_config *cfg,

@@ -51,7 +51,8 @@ static inline const char *engine_util_prompt(uint32_t i)
 
 /* A request with id "<prefix><seq>" and seq seq; its prompt is a copy of prompt when that
  * is not NULL, else a copy of ids [n_ids] (a 1-element buffer when n_ids is 0, so that
- * input_ids is never a malloc(0)). Everything else keeps req_new's defaults. */
+ * input_ids is never a malloc(0)), and max_tokens 16. Everything else keeps req_new's
+ * defaults. */
 static inline struct request *engine_util_req(const char *prefix, int32_t seq, const char *prompt,
 					      const int32_t *ids, int32_t n_ids)
 {
@@ -60,6 +61,7 @@ static inline struct request *engine_util_req(const char *prefix, int32_t seq, c
 	snprintf(id, sizeof id, "%s%d", prefix, seq);
 	r->id = strdup(id);
 	r->seq = seq;
+	r->max_tokens = 16;
 	if (prompt) {
 		r->prompt = strdup(prompt);
 		r->prompt_len = strlen(prompt);

@@ -291,7 +291,7 @@ static void make_specs(struct spec *sp, int32_t n, int32_t cap_tokens)
 
 int main(void)
 {
-	if (backend_cuda_device_count() == 0) {
+	if (backend_cuda_device_count(NULL, 0) == 0) {
 		printf("SKIP: no CUDA device; the GPU engine test did not run\n");
 		printf("0 passed, 0 failed\n");
 		return 0;

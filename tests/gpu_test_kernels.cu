@@ -1068,7 +1068,7 @@ static void test_kv_large(void)
 
 int main(void)
 {
-	if (gpu_plugin_device_count() == 0) {
+	if (gpu_plugin_device_count(NULL, 0) == 0) {
 		printf("SKIP: no CUDA device; the GPU kernel tests did not run\n");
 		printf("0 passed, 0 failed\n");
 		return 0;

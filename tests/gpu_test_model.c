@@ -586,7 +586,7 @@ static void test_errors(void)
 
 int main(void)
 {
-	if (backend_cuda_device_count() == 0) {
+	if (backend_cuda_device_count(NULL, 0) == 0) {
 		printf("SKIP: no CUDA device; the GPU model tests did not run\n");
 		printf("0 passed, 0 failed\n");
 		return 0;

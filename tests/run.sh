@@ -11,6 +11,8 @@ RUN_FAIL_RE='FAIL|ERROR|Sanitizer|runtime error'
 run_init "$build"
 
 run_one layers bash tests/layers.sh
+# the CUDA build's compile-time gates: once, on the build that has CUDA objects
+[ -d "$build/gpu" ] && ls "$build"/gpu/*.cu.o >/dev/null 2>&1 && run_one gpu_gates bash tests/gpu_gates.sh "$build"
 
 for t in "$logdir"/test_*; do
 	[ -x "$t" ] && [ -f "$t" ] || continue

@@ -45,9 +45,10 @@ static void test_options(void)
 	CHECK(code == 0, "code %d", code);
 	CHECK(strcmp(c.input, "-") == 0 && strcmp(c.output, "-") == 0, "stdin/stdout defaults");
 	CHECK(c.model == NULL, "built-in model by default");
-	CHECK(c.max_tokens == 16 && c.temperature == 0 && c.top_p == 1 && c.top_k == 0,
+	CHECK(c.req.max_tokens == 16 && c.req.sampling.temperature == 0 &&
+		  c.req.sampling.top_p == 1 && c.req.sampling.top_k == 0,
 	      "request defaults");
-	CHECK(c.logprobs == -1 && !c.ignore_eos, "no logprobs by default");
+	CHECK(c.req.logprobs == -1 && !c.req.ignore_eos, "no logprobs by default");
 	CHECK(c.policy == ENGINE_POLICY_NO_EVICT && c.order == ENGINE_ORDER_INPUT,
 	      "policy/order defaults");
 	CHECK(c.chunked_context, "chunked context on by default");
@@ -66,7 +67,7 @@ static void test_options(void)
 	CHECK(c.policy == ENGINE_POLICY_MAX_UTIL && c.preempt == ENGINE_PREEMPT_SWAP &&
 		  c.order == ENGINE_ORDER_COMPLETION,
 	      "enums map to the engine's values");
-	CHECK(c.max_tokens == 7 && c.temperature == 0.5, "numbers");
+	CHECK(c.req.max_tokens == 7 && c.req.sampling.temperature == 0.5f, "numbers");
 	CHECK(c.seed == UINT64_MAX, "seed takes the full 64 bits");
 	CHECK(c.device == OPT_DEVICE_CUDA && c.device_index == 3, "cuda:N");
 	CHECK(!c.chunked_context && c.quiet, "flags");
@@ -78,8 +79,18 @@ static void test_options(void)
 	CHECK(ec.policy == ENGINE_POLICY_MAX_UTIL && !ec.chunked_context, "engine config");
 	struct jsonl_defaults d;
 	opt_jsonl_defaults(&c, &d);
-	CHECK(d.max_tokens == 7 && d.sampling.temperature == 0.5f && d.sampling.seed == UINT64_MAX,
+	CHECK(d.native.max_tokens == 7 && d.native.sampling.temperature == 0.5f &&
+		  d.native.sampling.seed == UINT64_MAX,
 	      "jsonl defaults");
+	/* flags given set OpenAI lines' defaults too; others keep OpenAI's own */
+	CHECK(d.openai.max_tokens == 7 && d.openai.sampling.temperature == 0.5f &&
+		  d.openai.sampling.seed == UINT64_MAX && d.openai.sampling.top_p == 1.0f,
+	      "jsonl OpenAI defaults follow the flags given");
+	opt_defaults(&c);
+	opt_jsonl_defaults(&c, &d);
+	CHECK(d.openai.max_tokens == PARAMS_TO_END && d.openai.sampling.temperature == 1.0f &&
+		  d.native.max_tokens == 16 && d.native.sampling.temperature == 0.0f,
+	      "without flags: OpenAI lines to the end at temperature 1, native 16 greedy");
 
 	/* usage errors: exit 2 */
 	const char *bad[][3] = {

@@ -644,7 +644,8 @@ static void test_errors(const struct tok *tok)
 	sp[2].ids[1] = TV + 5; /* outside the vocabulary */
 	sp[3].n_ids = 0;       /* empty */
 	sp[4].preset_error = "invalid_json";
-	sp[5].max_tokens = 0;
+	sp[5].max_tokens = 0; /* to the end of the context: 32 - 3 tokens */
+	sp[5].ignore_eos = true;
 	sp[6].max_tokens = 40; /* prompt 3 + 40 > 32: refused as too_long */
 	sp[6].ignore_eos = true;
 	sp[7].prompt = ""; /* empty text prompt */
@@ -660,7 +661,7 @@ static void test_errors(const struct tok *tok)
 			       "invalid_request",
 			       "invalid_request",
 			       "invalid_json",
-			       "invalid_request",
+			       "",
 			       "too_long",
 			       "invalid_request"};
 	for (int i = 0; i < 8; i++) {
@@ -678,6 +679,9 @@ static void test_errors(const struct tok *tok)
 	if (R.res[0])
 		CHECK(R.res[0]->n_out >= 1 && R.res[0]->finish != REQ_FINISH_ERROR,
 		      "the good request ran");
+	if (R.res[5])
+		CHECK(R.res[5]->finish == REQ_FINISH_LENGTH && R.res[5]->n_out == 32 - 3,
+		      "max_tokens 0 runs to the end of the context: %d tokens", R.res[5]->n_out);
 	if (R.res[6]) /* prompt + max_tokens beyond the max sequence length: refused */
 		CHECK(R.res[6]->n_out == 0 &&
 			  strstr(R.res[6]->error.message, "max sequence length"),

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "b64_util.h"
 #include "check.h"
 
 static bool str_is(struct gguf_str s, const char *want)
@@ -770,6 +771,49 @@ static void test_crafted(void)
 	CHECK(gguf_open("/dev/null", &g, &err) != BG_OK, "dev null");
 }
 
+/* Issue 16, defect 4: keys (and tensor names) with a NUL byte. The reader accepted them,
+ * the writer cut them at the NUL, so `synth --vocab-from` a file with the key
+ * "tokenizer.ggml.model\0evil" replaced the real tokenizer.ggml.model. Both are refused. */
+static void test_nul_in_names(void)
+{
+	size_t len;
+	unsigned char *buf =
+	    b64_decode("R0dVRgMAAAAAAAAAAAAAAAEAAAAAAAAAAgAAAAAAAAAAawgAAAABAAAAAAAAAHY=", &len);
+	CHECK(buf && len == 47, "base64");
+	struct fb f;
+	if (buf) {
+		memcpy(f.b, buf, len);
+		f.n = len;
+		expect("the issue's key \"\\0k\"", &f, BG_ERR_FORMAT, "NUL byte");
+		free(buf);
+	}
+	static const char k[] = "tokenizer.ggml.model\0evil";
+	fb_header(&f, 3, 0, 2);
+	fb_str(&f, "tokenizer.ggml.model");
+	fb_u32(&f, GGUF_TYPE_STRING);
+	fb_str(&f, "gpt2");
+	fb_u64(&f, sizeof k - 1);
+	memcpy(f.b + f.n, k, sizeof k - 1);
+	f.n += sizeof k - 1;
+	fb_u32(&f, GGUF_TYPE_STRING);
+	fb_str(&f, "bert");
+	expect("a key that reads as tokenizer.ggml.model", &f, BG_ERR_FORMAT, "NUL byte");
+	f.b[f.n - 4 - 8 - 4 - 5] = '_'; /* the NUL of the key becomes '_': accepted */
+	struct bg_err err = {0};
+	CHECK(parse_copy(f.b, f.n, &err, NULL) == BG_OK, "the same key without NUL: %s",
+	      err.msg);
+	fb_header(&f, 3, 1, 0);
+	fb_u64(&f, 3);
+	memcpy(f.b + f.n, "w\0x", 3);
+	f.n += 3;
+	fb_u32(&f, 1);
+	fb_u64(&f, 8);
+	fb_u32(&f, GGUF_DTYPE_F32);
+	fb_u64(&f, 0);
+	fb_data(&f, 32);
+	expect("a tensor name with a NUL", &f, BG_ERR_FORMAT, "NUL byte");
+}
+
 int main(void)
 {
 	const char *p = check_shared("models/stories260K.gguf");
@@ -787,5 +831,6 @@ int main(void)
 	test_v1();
 	test_writer();
 	test_crafted();
+	test_nul_in_names();
 	return check_summary();
 }

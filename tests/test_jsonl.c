@@ -102,19 +102,19 @@ static void test_defaults(void)
 {
 	struct jsonl_defaults d;
 	jsonl_defaults_init(&d);
-	d.max_tokens = 33;
-	d.sampling.temperature = 0.7f;
-	d.sampling.top_k = 40;
-	d.sampling.top_p = 0.9f;
-	d.sampling.min_p = 0.05f;
-	d.sampling.seed = 100;
-	d.sampling.repetition_penalty = 1.1f;
-	d.sampling.presence_penalty = 0.25f;
-	d.sampling.frequency_penalty = -0.5f;
-	d.logprobs = 2;
-	d.prompt_logprobs = 1;
-	d.add_bos = 0;
-	d.ignore_eos = true;
+	d.native.max_tokens = 33;
+	d.native.sampling.temperature = 0.7f;
+	d.native.sampling.top_k = 40;
+	d.native.sampling.top_p = 0.9f;
+	d.native.sampling.min_p = 0.05f;
+	d.native.sampling.seed = 100;
+	d.native.sampling.repetition_penalty = 1.1f;
+	d.native.sampling.presence_penalty = 0.25f;
+	d.native.sampling.frequency_penalty = -0.5f;
+	d.native.logprobs = 2;
+	d.native.prompt_logprobs = 1;
+	d.native.add_bos = 0;
+	d.native.ignore_eos = true;
 	struct request *r = parse("{\"prompt\": \"Once upon a time\"}", 5, &d, NULL);
 	CHECK(r->error.code[0] == 0, "valid: %s", r->error.message);
 	CHECK(strcmp(r->id, "5") == 0, "missing id -> line number, got %s", r->id);
@@ -383,7 +383,7 @@ static void test_openai_parse(void)
 {
 	struct jsonl_defaults d;
 	jsonl_defaults_init(&d);
-	d.max_tokens = 50;
+	d.openai.max_tokens = 50;
 	d.model_name = "tiny";
 	d.created = 1700000000;
 	struct request *r = parse(
@@ -797,7 +797,7 @@ static void test_native_error_writer(void)
 {
 	struct jsonl_defaults d;
 	jsonl_defaults_init(&d);
-	d.logprobs = 3;
+	d.native.logprobs = 3;
 	struct request *r =
 	    parse("{\"id\": \"bad\", \"prompt\": \"a\", \"top_p\": 7}", 42, &d, NULL);
 	char *raw = NULL;

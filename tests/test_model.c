@@ -437,8 +437,8 @@ static void test_builtin(void)
 	}
 	model_free(m);
 
-	void *a, *b;
-	size_t la, lb;
+	void *a = NULL, *b = NULL;
+	size_t la = 0, lb = 0;
 	CHECK(synth_builtin(&a, &la, &err) == BG_OK && synth_builtin(&b, &lb, &err) == BG_OK &&
 		  la == lb && memcmp(a, b, la) == 0,
 	      "builtin is deterministic");

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "b64_util.h"
 #include "check.h"
 #include "model/gguf.h"
 #include "text/tokenizer.h"
@@ -719,6 +720,33 @@ static void test_errors(void)
 	tok_free(NULL);
 }
 
+/* Issue 16, defect 3: a gpt2 vocabulary {a, b} whose merges hold "x" and "y" (no space:
+ * two empty halves, not tokens). Loading it left the merge arena NULL and did arithmetic,
+ * memcpy and memcmp on it (the sanitized build aborted here). It must load and encode. */
+static void test_merge_without_space(void)
+{
+	size_t len;
+	unsigned char *buf = b64_decode(
+	    "R0dVRgMAAAAAAAAAAAAAAAMAAAAAAAAAFAAAAAAAAAB0b2tlbml6ZXIuZ2dtbC5tb2RlbAgAAAAEAAAAAAAAAGd"
+	    "wdDIVAAAAAAAAAHRva2VuaXplci5nZ21sLnRva2VucwkAAAAIAAAAAgAAAAAAAAABAAAAAAAAAGEBAAAAAAAAAGI"
+	    "VAAAAAAAAAHRva2VuaXplci5nZ21sLm1lcmdlcwkAAAAIAAAAAgAAAAAAAAABAAAAAAAAAHgBAAAAAAAAAHk=",
+	    &len);
+	CHECK(buf != NULL, "base64");
+	struct gguf_ctx *g = NULL;
+	struct tok *t = NULL;
+	struct bg_err err = {0};
+	CHECK(buf && gguf_parse(buf, len, true, &g, &err) == BG_OK, "%s", err.msg);
+	if (!g)
+		return;
+	CHECK(tok_load(g, &t, &err) == BG_OK, "merges without a space: %s", err.msg);
+	gguf_close(g);
+	if (t) {
+		const int32_t want[] = {0, 1, 0};
+		expect_ids(t, "aba", false, false, want, 3, "merges without a space");
+		tok_free(t);
+	}
+}
+
 /* ---- one struct tok shared by threads (immutable after tok_load) ---- */
 
 struct thread_arg {
@@ -783,6 +811,7 @@ int main(void)
 {
 	clock_t c0 = clock();
 	test_errors();
+	test_merge_without_space();
 	test_vocab_pairs();
 	fprintf(stderr, "vocab pairs: %.2f s\n", (double)(clock() - c0) / CLOCKS_PER_SEC);
 	test_once_upon();

@@ -15,6 +15,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CPUK_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define CPUK_X86 0
@@ -233,15 +234,50 @@ INLINE T256 float hsum_256(__m256 v)
 
 /* ---- dispatch ---- */
 
+#if CPUK_X86
+/* The CPU's features straight from CPUID, with XGETBV for the OS's side (the AVX and
+ * AVX-512 register state must be enabled), rather than __builtin_cpu_supports: clang 14
+ * does not know its "f16c" feature, and the same code must build with gcc and clang. */
+struct cpuk_x86 {
+	bool avx2_fma_f16c, avx512f;
+};
+
+static uint64_t cpuk_xgetbv0(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static struct cpuk_x86 cpuk_x86_features(void)
+{
+	struct cpuk_x86 f = {false, false};
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return f;
+	bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
+	     f16c = c & (1u << 29);
+	if (!osxsave || !avx)
+		return f;
+	uint64_t xcr0 = cpuk_xgetbv0();
+	if ((xcr0 & 0x6) != 0x6) /* XMM and YMM state */
+		return f;
+	if (__get_cpuid_max(0, NULL) < 7)
+		return f;
+	__cpuid_count(7, 0, a, b, c, d);
+	f.avx2_fma_f16c = (b & (1u << 5)) && fma && f16c;
+	f.avx512f = (b & (1u << 16)) && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM state */
+	return f;
+}
+#endif
+
 bool cpuk_supported(enum cpuk_level level)
 {
 	switch (level) {
 	case CPUK_SCALAR: return true;
 #if CPUK_X86
-	case CPUK_AVX2:
-		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-		       __builtin_cpu_supports("f16c");
-	case CPUK_AVX512: return __builtin_cpu_supports("avx512f");
+	case CPUK_AVX2: return cpuk_x86_features().avx2_fma_f16c;
+	case CPUK_AVX512: return cpuk_x86_features().avx512f;
 #else
 	default: return false;
 #endif

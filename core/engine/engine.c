@@ -373,8 +373,8 @@ static struct ereq *intake_place(struct engine *e, struct request *r)
 static bool intake_check_fields(struct engine *e, struct ereq *er)
 {
 	struct request *r = er->r;
-	if (r->max_tokens < 1) {
-		fail_req(e, er, "invalid_request", "max_tokens must be at least 1 (got %d)",
+	if (r->max_tokens < 0) {
+		fail_req(e, er, "invalid_request", "max_tokens must be at least 0 (got %d)",
 			 r->max_tokens);
 		return false;
 	}
@@ -435,6 +435,21 @@ static bool intake_tokenize(struct engine *e, struct ereq *er)
 			 "this model has no tokenizer: give input_ids instead of a prompt");
 		return false;
 	}
+	/* Refused by size before tokenizing, so that memory stays bounded whatever the line
+	 * (tokenizing takes ~25 bytes per byte): each token stands for at most
+	 * tok_max_token_bytes bytes (tokenizer.h; a text that would fit only because the
+	 * tokenizer drops bytes is refused too). */
+	uint64_t least = ((uint64_t)r->prompt_len + tok_max_token_bytes(e->tok) - 1) /
+			 tok_max_token_bytes(e->tok);
+	if (least >= (uint64_t)e->max_seq_len ||
+	    least + (uint64_t)(r->max_tokens > 0 ? r->max_tokens : 0) > (uint64_t)e->max_seq_len) {
+		fail_req(e, er, "too_long",
+			 "prompt is %zu bytes, at least %llu tokens (no token is longer than %zu "
+			 "bytes); with max_tokens (%d) that is beyond the max sequence length of %d",
+			 r->prompt_len, (unsigned long long)least, tok_max_token_bytes(e->tok),
+			 r->max_tokens, e->max_seq_len);
+		return false;
+	}
 	bool bos = r->add_bos < 0 ? tok_add_bos(e->tok) : r->add_bos != 0;
 	int32_t *ids = NULL;
 	size_t n = 0;
@@ -473,6 +488,12 @@ static bool intake_check_length(struct engine *e, struct ereq *er, int64_t *n_ma
 			 "to generate",
 			 P, e->max_seq_len);
 		return false;
+	}
+	if (r->max_tokens == 0) {
+		/* to the end: the longest sequence the context and the KV pool allow */
+		int64_t room = (int64_t)kv_n_blocks(e->pool) * kv_block_size(e->pool) + 1;
+		int64_t end = room < e->max_seq_len ? room : e->max_seq_len;
+		r->max_tokens = end > P ? (int32_t)(end - P) : 1; /* 1: refused just below */
 	}
 	/* prompt + max_tokens beyond the max sequence length is refused, as vLLM does and
 	 * DESIGN.md §4 says: silently capping would hand back fewer tokens than asked. */

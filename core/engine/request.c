@@ -21,7 +21,7 @@ struct request *req_new(void)
 	if (!r)
 		return NULL;
 	r->add_bos = -1;
-	r->max_tokens = 16;
+	r->max_tokens = 0; /* until end-of-generation or the end of the context */
 	r->logprobs = -1;
 	r->prompt_logprobs = -1;
 	sampler_params_default(&r->sampling);

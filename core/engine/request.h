@@ -40,6 +40,8 @@ struct request {
 	int32_t *input_ids; /* [n_input_ids] token ids, or NULL */
 	int32_t n_input_ids;
 	int add_bos; /* -1: the vocabulary's default; 0/1: forced */
+	/* tokens to generate at most; 0: until end-of-generation or the end of the context
+	 * (the max sequence length, or what the KV pool holds when that is less) */
 	int32_t max_tokens;
 	struct sampler_params sampling;
 	char **stop; /* [n_stop] stop strings (NUL-terminated) */
@@ -74,7 +76,9 @@ struct request {
 	int32_t preemptions;
 };
 
-struct request *req_new(void);	  /* zeroed with defaults: add_bos -1, logprobs -1, ... */
+/* Zeroed, with the neutral values: add_bos -1, logprobs -1, max_tokens 0, sampling
+ * disabled (greedy). The defaults a user sees are io/params' table's. */
+struct request *req_new(void);
 void req_free(struct request *r); /* NULL-safe; frees every owned array and user */
 
 #endif

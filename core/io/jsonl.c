@@ -1,4 +1,5 @@
 #include "io/jsonl.h"
+#include "io/params.h"
 #include "strbuf.h"
 
 #include <cjson/cJSON.h>
@@ -14,12 +15,8 @@
 void jsonl_defaults_init(struct jsonl_defaults *d)
 {
 	memset(d, 0, sizeof *d);
-	d->max_tokens = 16;
-	sampler_params_default(&d->sampling);
-	d->logprobs = -1;
-	d->prompt_logprobs = -1;
-	d->add_bos = -1;
-	d->ignore_eos = false;
+	params_defaults(&d->native, false);
+	params_defaults(&d->openai, true);
 	d->seed_plus_line = true;
 }
 
@@ -238,12 +235,17 @@ static bool name_in(const char *name, const char *const *list)
 	return false;
 }
 
+/* Warns about the fields of obj that are neither in known, nor in silent, nor (table
+ * NATIVE or OPENAI) a row of the parameter table for that form. */
+enum table_form { TABLE_NONE, TABLE_NATIVE, TABLE_OPENAI };
 static void check_unknown(struct parse *p, const cJSON *obj, const char *prefix,
-			  const char *const *known, const char *const *silent)
+			  const char *const *known, const char *const *silent, enum table_form t)
 {
 	for (const cJSON *it = obj->child; it; it = it->next) {
 		const char *k = it->string ? it->string : "";
 		if (name_in(k, known) || (silent && name_in(k, silent)))
+			continue;
+		if (t != TABLE_NONE && params_find(k, t == TABLE_OPENAI))
 			continue;
 		warn_unknown(p, prefix, k);
 	}
@@ -363,7 +365,7 @@ static void get_ids(struct parse *p, const cJSON *it, const char *name, bool non
 	*n = cnt;
 }
 
-static void get_stop(struct parse *p, const cJSON *it)
+static void get_stop(struct parse *p, const cJSON *it, const char *name)
 {
 	struct request *r = p->r;
 	const char *one[1];
@@ -375,7 +377,7 @@ static void get_stop(struct parse *p, const cJSON *it)
 	} else if (cJSON_IsArray(it)) {
 		cnt = cJSON_GetArraySize(it);
 		if (cnt > JSONL_MAX_STOP) {
-			fail(p, "invalid_request", "stop has %d strings; at most %d", cnt,
+			fail(p, "invalid_request", "%s has %d strings; at most %d", name, cnt,
 			     JSONL_MAX_STOP);
 			return;
 		}
@@ -387,19 +389,19 @@ static void get_stop(struct parse *p, const cJSON *it)
 		int i = 0;
 		for (const cJSON *e = it->child; e; e = e->next, i++) {
 			if (!cJSON_IsString(e)) {
-				fail(p, "invalid_request", "stop[%d] must be a string", i);
+				fail(p, "invalid_request", "%s[%d] must be a string", name, i);
 				free(list);
 				return;
 			}
 			list[i] = e->valuestring;
 		}
 	} else {
-		fail(p, "invalid_request", "stop must be a string or an array of strings");
+		fail(p, "invalid_request", "%s must be a string or an array of strings", name);
 		return;
 	}
 	for (int i = 0; i < cnt; i++) {
 		if (list[i][0] == '\0') {
-			fail(p, "invalid_request", "stop strings must not be empty");
+			fail(p, "invalid_request", "%s strings must not be empty", name);
 			if (list != one)
 				free(list);
 			return;
@@ -422,53 +424,58 @@ static void get_stop(struct parse *p, const cJSON *it)
 		free(list);
 }
 
-/* The sampling and stopping fields shared by both forms (OpenAI bodies accept the
- * extensions top_k, min_p, repetition_penalty, ... as vLLM does). */
-static void parse_common(struct parse *p, const cJSON *o)
+/* Reads one parameter (a row of params_table) from it into the request. */
+static void read_param(struct parse *p, const struct param_def *d, const cJSON *it,
+		       const char *name)
 {
 	struct request *r = p->r;
-	struct sampler_params *s = &r->sampling;
-	const cJSON *it;
+	char *f = (char *)r + d->off;
 	int64_t v;
-	if ((it = field(o, "max_tokens")) && get_int(p, it, "max_tokens", 1, INT32_MAX, &v))
-		r->max_tokens = (int32_t)v;
-	if ((it = field(o, "temperature")))
-		get_num(p, it, "temperature", 0, 1e6, CLOSED, &s->temperature);
-	if ((it = field(o, "top_k"))) {
-		/* -1 is vLLM's spelling of "disabled" */
-		if (get_int(p, it, "top_k", -1, INT32_MAX, &v))
-			s->top_k = v < 0 ? 0 : (int32_t)v;
-	}
-	if ((it = field(o, "top_p")))
-		get_num(p, it, "top_p", 0, 1, OPEN_LO, &s->top_p);
-	if ((it = field(o, "min_p")))
-		get_num(p, it, "min_p", 0, 1, CLOSED, &s->min_p);
-	if ((it = field(o, "seed"))) {
+	bool b;
+	switch (d->type) {
+	case PARAM_INT:
+		if (get_int(p, it, name, (int64_t)d->lo, (int64_t)d->hi, &v))
+			*(int32_t *)f = (d->flags & PARAM_NEG_OFF) && v < 0 ? 0 : (int32_t)v;
+		break;
+	case PARAM_NUM:
+		get_num(p, it, name, d->lo, d->hi, d->lo_open ? OPEN_LO : CLOSED, (float *)f);
+		break;
+	case PARAM_BOOL: get_bool(p, it, name, (bool *)f); break;
+	case PARAM_TRIBOOL:
+		if (get_bool(p, it, name, &b))
+			*(int *)f = b;
+		break;
+	case PARAM_LOGPROBS: get_logprobs(p, it, name, (int32_t *)f); break;
+	case PARAM_SEED:
 		/* any integer; a negative one is taken modulo 2^64. Doubles hold integers
 		 * exactly up to 2^53, which is what JSON parsers promise anyway. */
 		if (!is_integer(it) || fabs(it->valuedouble) >= 9223372036854775808.0) {
-			fail(p, "invalid_request", "seed must be an integer");
+			fail(p, "invalid_request", "%s must be an integer", name);
 		} else {
-			s->seed = (uint64_t)(int64_t)it->valuedouble;
+			*(uint64_t *)f = (uint64_t)(int64_t)it->valuedouble;
 			p->seed_given = true;
 		}
+		break;
+	case PARAM_STOP: get_stop(p, it, name); break;
+	case PARAM_IDS:
+		get_ids(p, it, name, false, (int32_t **)f, (int32_t *)((char *)r + d->off_n));
+		break;
 	}
-	if ((it = field(o, "repetition_penalty")))
-		get_num(p, it, "repetition_penalty", 0, 1e6, OPEN_LO, &s->repetition_penalty);
-	if ((it = field(o, "presence_penalty")))
-		get_num(p, it, "presence_penalty", -2, 2, CLOSED, &s->presence_penalty);
-	if ((it = field(o, "frequency_penalty")))
-		get_num(p, it, "frequency_penalty", -2, 2, CLOSED, &s->frequency_penalty);
-	if ((it = field(o, "stop")))
-		get_stop(p, it);
-	if ((it = field(o, "stop_token_ids")))
-		get_ids(p, it, "stop_token_ids", false, &r->stop_token_ids, &r->n_stop_token_ids);
-	if ((it = field(o, "ignore_eos")))
-		get_bool(p, it, "ignore_eos", &r->ignore_eos);
-	if ((it = field(o, "add_bos"))) {
-		bool b;
-		if (get_bool(p, it, "add_bos", &b))
-			r->add_bos = b;
+}
+
+/* The parameters of the table present in o, in the table's order (native field names, or
+ * an OpenAI body's, whose errors name them "body.NAME"). */
+static void parse_params(struct parse *p, const cJSON *o, bool openai)
+{
+	for (size_t i = 0; i < params_count; i++) {
+		const struct param_def *d = &params_table[i];
+		const char *name = openai ? d->openai : d->name;
+		const cJSON *it;
+		if (!name || !(it = field(o, name)))
+			continue;
+		char shown[64];
+		snprintf(shown, sizeof shown, "%s%s", openai ? "body." : "", name);
+		read_param(p, d, it, shown);
 	}
 }
 
@@ -591,26 +598,8 @@ static void parse_messages(struct parse *p, const cJSON *msgs, const char *name)
 
 /* ---- native form ---- */
 
-static const char *const native_fields[] = {"id",
-					    "prompt",
-					    "input_ids",
-					    "messages",
-					    "max_tokens",
-					    "temperature",
-					    "top_k",
-					    "top_p",
-					    "min_p",
-					    "seed",
-					    "repetition_penalty",
-					    "presence_penalty",
-					    "frequency_penalty",
-					    "stop",
-					    "stop_token_ids",
-					    "ignore_eos",
-					    "logprobs",
-					    "prompt_logprobs",
-					    "add_bos",
-					    NULL};
+/* Native fields besides the parameter table's. */
+static const char *const native_fields[] = {"id", "prompt", "input_ids", "messages", NULL};
 
 static void parse_input(struct parse *p, const cJSON *o, const char *prompt_name)
 {
@@ -648,7 +637,7 @@ static void parse_input(struct parse *p, const cJSON *o, const char *prompt_name
 static void parse_native(struct parse *p, const cJSON *o)
 {
 	struct request *r = p->r;
-	check_unknown(p, o, "", native_fields, NULL);
+	check_unknown(p, o, "", native_fields, NULL, TABLE_NATIVE);
 	const cJSON *id = field(o, "id");
 	if (id) {
 		if (!cJSON_IsString(id) || id->valuestring[0] == '\0') {
@@ -659,12 +648,8 @@ static void parse_native(struct parse *p, const cJSON *o)
 		}
 	}
 	parse_input(p, o, "prompt");
-	parse_common(p, o);
+	parse_params(p, o, false);
 	const cJSON *it;
-	if ((it = field(o, "logprobs")))
-		get_logprobs(p, it, "logprobs", &r->logprobs);
-	if ((it = field(o, "prompt_logprobs")))
-		get_logprobs(p, it, "prompt_logprobs", &r->prompt_logprobs);
 	if (!failed(p) && (it = field(o, "messages")))
 		parse_messages(p, it, "messages");
 }
@@ -672,14 +657,14 @@ static void parse_native(struct parse *p, const cJSON *o)
 /* ---- OpenAI batch form ---- */
 
 static const char *const openai_top_fields[] = {"custom_id", "method", "url", "body", NULL};
+/* Body fields besides the parameter table's OpenAI names: read by the endpoint's own code
+ * or refused there. */
 static const char *const openai_body_fields[] = {
-    "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p",
-    "seed", "stop", "logprobs", "top_logprobs", "n", "presence_penalty", "frequency_penalty",
-    "echo", "best_of", "suffix", "logit_bias", "tools", "tool_choice", "functions", "function_call",
+    "model", "prompt", "messages", "logprobs", "top_logprobs", "n", "echo", "best_of",
+    "suffix", "logit_bias", "tools", "tool_choice", "functions", "function_call",
     "response_format",
-    /* extensions, as in vLLM */
-    "top_k", "min_p", "repetition_penalty", "ignore_eos", "stop_token_ids", "add_bos",
-    "prompt_logprobs", "input_ids", NULL};
+    /* extension, as in vLLM */
+    "input_ids", NULL};
 /* Fields that change nothing in a batch result: accepted without a warning. */
 static const char *const openai_body_silent[] = {"stream",
 						 "stream_options",
@@ -720,7 +705,7 @@ static struct jsonl_info *make_info(struct parse *p, enum jsonl_form form)
 static void parse_openai(struct parse *p, const cJSON *o)
 {
 	struct request *r = p->r;
-	check_unknown(p, o, "", openai_top_fields, NULL);
+	check_unknown(p, o, "", openai_top_fields, NULL, TABLE_NONE);
 
 	struct jsonl_info *info = make_info(p, JSONL_FORM_OPENAI_COMPLETION);
 	if (!info)
@@ -757,7 +742,7 @@ static void parse_openai(struct parse *p, const cJSON *o)
 		fail(p, "invalid_request", "body must be an object");
 		return;
 	}
-	check_unknown(p, body, "body.", openai_body_fields, openai_body_silent);
+	check_unknown(p, body, "body.", openai_body_fields, openai_body_silent, TABLE_OPENAI);
 	if (failed(p))
 		return;
 
@@ -840,13 +825,7 @@ static void parse_openai(struct parse *p, const cJSON *o)
 	}
 	if (failed(p))
 		return;
-	parse_common(p, body);
-	/* max_completion_tokens is the newer name; it wins when both are given */
-	if ((it = field(body, "max_completion_tokens"))) {
-		int64_t v;
-		if (get_int(p, it, "body.max_completion_tokens", 1, INT32_MAX, &v))
-			r->max_tokens = (int32_t)v;
-	}
+	parse_params(p, body, true);
 	if (chat) {
 		bool lp = false;
 		if ((it = field(body, "logprobs")))
@@ -872,8 +851,6 @@ static void parse_openai(struct parse *p, const cJSON *o)
 				r->logprobs = (int32_t)v;
 		}
 	}
-	if ((it = field(body, "prompt_logprobs")))
-		get_logprobs(p, it, "body.prompt_logprobs", &r->prompt_logprobs);
 	if (chat && !failed(p))
 		parse_messages(p, field(body, "messages"), "body.messages");
 }
@@ -886,6 +863,13 @@ static bool all_space(const char *s, size_t n)
 		if (!(s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
 			return false;
 	return true;
+}
+
+/* The parameter values of template t (jsonl_defaults), every scalar row of the table. */
+static void apply_defaults(struct request *r, const struct request *t)
+{
+	for (size_t i = 0; i < params_count; i++)
+		params_copy(r, t, &params_table[i]);
 }
 
 enum bg_status jsonl_parse_request(const char *line, size_t len, int64_t line_no,
@@ -902,12 +886,7 @@ enum bg_status jsonl_parse_request(const char *line, size_t len, int64_t line_no
 	if (!r)
 		return BG_ERR_NOMEM;
 	r->line = line_no;
-	r->max_tokens = d->max_tokens;
-	r->sampling = d->sampling;
-	r->logprobs = d->logprobs;
-	r->prompt_logprobs = d->prompt_logprobs;
-	r->add_bos = d->add_bos;
-	r->ignore_eos = d->ignore_eos;
+	apply_defaults(r, &d->native);
 	char num[32];
 	snprintf(num, sizeof num, "%" PRId64, line_no);
 	r->id = strdup(num);
@@ -937,6 +916,7 @@ enum bg_status jsonl_parse_request(const char *line, size_t len, int64_t line_no
 			fail(&p, "invalid_request", "a line must be a JSON object");
 		} else if (cJSON_GetObjectItemCaseSensitive(root, "custom_id") ||
 			   cJSON_GetObjectItemCaseSensitive(root, "body")) {
+			apply_defaults(r, &d->openai);
 			parse_openai(&p, root);
 		} else {
 			parse_native(&p, root);
@@ -947,8 +927,11 @@ enum bg_status jsonl_parse_request(const char *line, size_t len, int64_t line_no
 		req_free(r);
 		return BG_ERR_NOMEM;
 	}
-	if (!p.seed_given && d->seed_plus_line)
-		r->sampling.seed = d->sampling.seed + (uint64_t)line_no;
+	if (!p.seed_given && d->seed_plus_line) {
+		const struct request *t = jsonl_request_form(r) == JSONL_FORM_NATIVE ? &d->native
+										       : &d->openai;
+		r->sampling.seed = t->sampling.seed + (uint64_t)line_no;
+	}
 	r->sampling.n_top = r->logprobs > 0 ? r->logprobs : 0;
 	if (r->error.code[0]) {
 		/* nothing to run: drop what was parsed so the engine cannot mistake it */

@@ -13,8 +13,9 @@
  *  - OpenAI batch: {"custom_id", "method": "POST", "url": "/v1/completions" |
  *    "/v1/chat/completions", "body": {...}}. Results come back in OpenAI's batch output
  *    form with OpenAI's completion / chat.completion objects.
- * Omitted fields take their values from struct jsonl_defaults (the command line). `null`
- * counts as omitted. Unknown fields are ignored and reported once per name (jsonl_warn).
+ * The parameters (max_tokens, temperature, stop, ...) are the rows of io/params' table;
+ * omitted ones take their values from struct jsonl_defaults (the table's defaults for the
+ * line's form, then the command line's flags). `null` counts as omitted. Unknown fields are ignored and reported once per name (jsonl_warn).
  *
  * Error codes written into request.error.code by the parser: "empty_line",
  * "invalid_json", "invalid_request" (a wrong type, a missing or out-of-range field; the
@@ -41,14 +42,13 @@
 #define JSONL_MAX_TOP  SAMPLER_MAX_TOP /* logprobs / prompt_logprobs upper bound (20) */
 #define JSONL_MAX_STOP 64	       /* stop strings per request */
 
-/* What an omitted field becomes. Filled by the CLI from its flags. */
+/* What an omitted field becomes. The parameter values are two request templates, of which
+ * only the fields named by io/params' table are read: native lines take theirs from
+ * `native`, OpenAI lines from `openai` (jsonl_defaults_init: the table's defaults for each
+ * form; the CLI then writes the flags it was given into both). */
 struct jsonl_defaults {
-	int32_t max_tokens;		/* >= 1 */
-	struct sampler_params sampling; /* temperature, top_k, ..., seed (n_top ignored) */
-	int32_t logprobs;		/* -1: none; 0: chosen token only; n: plus top-n */
-	int32_t prompt_logprobs;	/* -1: none */
-	int add_bos;			/* -1: the vocabulary's default; 0/1 */
-	bool ignore_eos;
+	struct request native; /* max_tokens 16, greedy, no log-probs, vocabulary BOS, ... */
+	struct request openai; /* as native, but OpenAI's max_tokens (none) and temperature 1 */
 	/* When a line has no "seed", the request's seed is sampling.seed + its line number,
 	 * so that equal prompts on different lines differ while a run stays reproducible
 	 * (and independent of batching, sharding or --resume). false: sampling.seed as is. */
@@ -64,8 +64,8 @@ struct jsonl_defaults {
 	int64_t created;	/* OpenAI "created" (Unix seconds), stamped on each request */
 };
 
-/* Defaults as the tool documents them: max_tokens 16, greedy, no log-probs, vocab BOS,
- * seed_plus_line true, no chat template, created 0. */
+/* The table's defaults for both forms (params_defaults), seed_plus_line true, no chat
+ * template, created 0. */
 void jsonl_defaults_init(struct jsonl_defaults *d);
 
 /* Unknown field names already reported. Owned by the caller, zero-initialised (or

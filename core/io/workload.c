@@ -326,10 +326,7 @@ int wl_gen_next(struct wl_gen *g, struct request **out, struct bg_err *err)
 	r->seq = i;
 	r->add_bos = 0; /* the prompt is exactly ISL random ids */
 	r->max_tokens = osl;
-	r->ignore_eos = true;
-	r->sampling.temperature = 0.0f;
-	r->logprobs = -1;
-	r->prompt_logprobs = -1;
+	r->ignore_eos = true; /* otherwise req_new's neutral values: greedy, no log-probs */
 
 	g->content_sum = h;
 	g->shape_sum = wl_fnv_u32(wl_fnv_u32(g->shape_sum, (uint32_t)isl), (uint32_t)osl);

@@ -346,6 +346,11 @@ static enum bg_status parse_kvs(struct gguf_ctx *c, struct rd *r)
 		kv->key.len = klen;
 		r->pos += (size_t)klen;
 		show(sk, kv->key.ptr, kv->key.len);
+		/* keys are looked up and written as C strings: one with a NUL would read as
+		 * its prefix (and a writer copying it would replace that key) */
+		if (memchr(kv->key.ptr, '\0', (size_t)klen))
+			return bg_fail(r->err, BG_ERR_FORMAT, "key %llu ('%s') contains a NUL byte",
+				       (unsigned long long)i, sk);
 		uint32_t t;
 		if (!rd_u32(r, &t))
 			return bg_fail(r->err, BG_ERR_FORMAT,
@@ -394,6 +399,10 @@ static enum bg_status parse_tensor_infos(struct gguf_ctx *c, struct rd *r)
 		t->name.len = nlen;
 		r->pos += (size_t)nlen;
 		show(sn, t->name.ptr, t->name.len);
+		if (memchr(t->name.ptr, '\0', (size_t)nlen)) /* names are C strings too */
+			return bg_fail(r->err, BG_ERR_FORMAT,
+				       "tensor %llu ('%s') has a NUL byte in its name",
+				       (unsigned long long)i, sn);
 		if (!rd_u32(r, &t->n_dims))
 			return bg_fail(
 			    r->err, BG_ERR_FORMAT,
@@ -1202,10 +1211,18 @@ void gguf_writer_set_raw(struct gguf_writer *w, const char *key, enum gguf_type 
 	w_set(w, key, type, dup_bytes(val, len), len);
 }
 
+static void w_bad(struct gguf_writer *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 void gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_ctx *from, uint64_t i)
 {
 	BG_ASSERT(i < from->n_kv);
 	const struct kv *kv = &from->kvs[i];
+	/* the parser refuses such keys; a C-string key cut at a NUL would replace another */
+	if (memchr(kv->key.ptr, '\0', (size_t)kv->key.len)) {
+		w_bad(w, "key %llu contains a NUL byte", (unsigned long long)i);
+		return;
+	}
 	char *key = malloc((size_t)kv->key.len + 1);
 	if (!key) {
 		w->oom = true;
@@ -1217,8 +1234,6 @@ void gguf_writer_copy_kv(struct gguf_writer *w, const struct gguf_ctx *from, uin
 	free(key);
 }
 
-static void w_bad(struct gguf_writer *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 static void w_bad(struct gguf_writer *w, const char *fmt, ...)
 {
 	if (w->bad[0])

@@ -7,7 +7,9 @@
  * BG_ERR_UNSUPPORTED. After a successful parse every accessor below is safe and O(1) or
  * O(log n); strings point into the buffer and are NOT NUL-terminated (use .len).
  *
- * Invariants of a parsed context: keys are unique; every tensor's data range
+ * Invariants of a parsed context: keys are unique; keys and tensor names hold no NUL
+ * byte (such a file is refused: they are looked up and written as C strings, so the
+ * writer could not copy them); every tensor's data range
  * [offset, offset + nbytes) lies inside the buffer and is aligned to general.alignment;
  * tensor names are unique; nbytes matches the type and shape.
  *

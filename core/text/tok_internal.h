@@ -150,6 +150,7 @@ struct tok {
 	char *arena;	/* token texts, each NUL-terminated */
 	size_t *off;	/* [n_vocab] */
 	uint32_t *len;	/* [n_vocab] */
+	size_t max_len; /* max(len[]), at least 1: see tok_max_token_bytes */
 	float *score;	/* [n_vocab] */
 	uint16_t *attr; /* [n_vocab], TOK_ATTR_* bits */
 	struct tok_map map;

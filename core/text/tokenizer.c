@@ -36,6 +36,10 @@ int32_t tok_n_vocab(const struct tok *t)
 {
 	return t->n_vocab;
 }
+size_t tok_max_token_bytes(const struct tok *t)
+{
+	return t->max_len ? t->max_len : 1;
+}
 const char *tok_model_name(const struct tok *t)
 {
 	return t->model;
@@ -256,6 +260,8 @@ static enum bg_status load_vocab(struct tok *t, const struct gguf_ctx *g, struct
 		t->arena[o + l] = 0;
 		t->off[i] = o;
 		t->len[i] = (uint32_t)l;
+		if (l > t->max_len)
+			t->max_len = l;
 		uint64_t hv = hash_bytes(t->arena + o, l);
 		size_t h = hv & t->map.mask;
 		for (;;) {
@@ -650,8 +656,8 @@ static enum bg_status load_merges(struct tok *t, const struct gguf_ctx *g, struc
 				h = (h + 1) & p->mask;
 			if (p->e[h].key == k)
 				continue; /* llama.cpp keeps the first rank */
-			if (la + lb > tmp_cap) {
-				tmp_cap = (la + lb) * 2;
+			if (!tmp || la + lb > tmp_cap) { /* never NULL: memcpy(NULL, ., 0) is UB */
+				tmp_cap = (la + lb) * 2 + 16;
 				char *nt = realloc(tmp, tmp_cap);
 				if (!nt) {
 					free(tmp);
@@ -692,7 +698,9 @@ static enum bg_status load_merges(struct tok *t, const struct gguf_ctx *g, struc
 				slot[h] = (int32_t)j;
 			}
 		}
-		if (arena_len + la + lb > arena_cap) {
+		/* allocated even for two empty halves (a merge without a space): the lookups
+		 * below do arithmetic and memcmp on m->arena, which must not be NULL */
+		if (!m->arena || arena_len + la + lb > arena_cap) {
 			arena_cap = (arena_len + la + lb) * 2 + 256;
 			char *na = realloc(m->arena, arena_cap);
 			if (!na) {

@@ -29,6 +29,13 @@ enum bg_status tok_load(const struct gguf_ctx *g, struct tok **out, struct bg_er
 void tok_free(struct tok *t); /* NULL-safe */
 
 int32_t tok_n_vocab(const struct tok *t);
+/* The length in bytes of the longest token text (at least 1). No token stands for more
+ * bytes of input than its text (U+2581 and byte-level characters are never shorter than
+ * the bytes they stand for, <0xXX> stands for one), so a text of len bytes encodes to at
+ * least ceil(len / tok_max_token_bytes) ids, unless the tokenizer drops bytes (bytes
+ * without a token, whitespace stripped around special tokens): what callers use to refuse
+ * a text that cannot fit before tokenizing it, in bounded memory. */
+size_t tok_max_token_bytes(const struct tok *t);
 const char *tok_model_name(const struct tok *t); /* "llama", "gpt2" */
 int32_t tok_bos(const struct tok *t);		 /* -1 when the vocabulary has none */
 int32_t tok_eos(const struct tok *t);		 /* -1 when none */

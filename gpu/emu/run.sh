@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu/emu/run.sh [OUT_DIR] [--model] [--engine] [--no-kernels]: builds gpu/*.cu and
+# gpu/emu/run.sh [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only]: builds gpu/*.cu and
 # tests/gpu_test_kernels.cu (sizes reduced, for speed), tests/gpu_test_model.c and
 # tests/gpu_test_engine.c against the CUDA emulator in gpu/emu, and runs:
 #   the kernel test (~15 min on one core), unless --no-kernels;
@@ -8,18 +8,20 @@
 #   with --engine, the engine test reduced to BG_GPU_ENGINE_N requests (default 20) of at
 #   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8): a few minutes on one core.
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
-# logic, not speed. Needs a built libbatchgen.a of the CPU modules in $BUILD (default
+# logic, not speed. --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
+# (tests/e2e_gpu_emu.sh runs the binary on it). Needs a built libbatchgen.a of the CPU modules in $BUILD (default
 # build/). OUT_DIR defaults to /tmp/bg-emu.
 set -eu
 out=/tmp/bg-emu
-kernels=1 model=0 engine=0
+kernels=1 model=0 engine=0 plugin_only=0
 for a in "$@"; do
 	case $a in
 	--model) model=1 ;;
 	--engine) engine=1 ;;
 	--no-kernels) kernels=0 ;;
+	--plugin-only) plugin_only=1 kernels=0 ;;
 	-*)
-		echo "usage: $0 [OUT_DIR] [--model] [--engine] [--no-kernels]" >&2
+		echo "usage: $0 [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only]" >&2
 		exit 2
 		;;
 	*) out=$a ;;
@@ -36,11 +38,14 @@ for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$out/src/gpu/$(
 python3 "$here/transform.py" "$root/tests/gpu_test_kernels.cu" "$out/src/tests/gpu_test_kernels.cu"
 sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 7}/; s/{{1500, 1}, {100, 37}, {0, 1}}/{{300, 1}, {100, 37}, {0, 1}}/' \
 	"$out/src/tests/gpu_test_kernels.cu"
-F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$root/core -I$root -w"
+gcc -std=c11 -I"$root/core" -I"$root" "$root/gpu/abi_layout.c" -o "$out/abi_layout"
+"$out/abi_layout" >"$out/src/gpu/abi_layout.h"
+F="-std=c++17 -O2 -g -fPIC -I$here/inc -I$out/src -I$out/src/gpu -I$root/core -I$root -w"
 for f in "$out"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$out/o/$(basename "$f" .cu).o"; done
 g++ $F -c "$here/emu.cpp" -o "$out/o/emu.o"
 # the model and engine tests reach the backend as the binary does: through the plugin loader
 g++ -shared -o "$out/libbatchgen-cuda.so" "$out"/o/*.o
+[ $plugin_only -eq 1 ] && exit 0
 if [ $kernels -eq 1 ]; then
 	g++ $F -x c++ -c "$out/src/tests/gpu_test_kernels.cu" -o "$out/kernels.o"
 	g++ -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread

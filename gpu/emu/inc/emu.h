@@ -134,7 +134,19 @@ enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
 enum { cudaStreamCaptureModeRelaxed = 2 };
 typedef struct emu_graph *cudaGraph_t;
 typedef struct emu_graph *cudaGraphExec_t;
-inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+// The driver's CUDA version: $BG_EMU_DRIVER_VERSION (e.g. 12020 for 12.2) plays an older
+// driver, which makes cudaGetDeviceCount fail as real CUDA does; "0" plays no driver.
+inline int emu_driver_version() {
+	const char *v = getenv("BG_EMU_DRIVER_VERSION");
+	return v && *v ? atoi(v) : CUDART_VERSION;
+}
+inline cudaError_t cudaDriverGetVersion(int *v) { *v = emu_driver_version(); return cudaSuccess; }
+inline cudaError_t cudaGetDeviceCount(int *n) {
+	*n = 0;
+	if (emu_driver_version() < CUDART_VERSION) return cudaErrorInsufficientDriver;
+	*n = 1;
+	return cudaSuccess;
+}
 inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int) { *s = (void *)1; return 0; }
 inline cudaError_t cudaStreamDestroy(cudaStream_t) { return 0; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return 0; }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# e2e_gpu_emu: the binary on the CUDA backend as the user runs it, with the backend built
+# against the CPU emulator (gpu/emu/run.sh --plugin-only) and loaded through
+# $BATCHGEN_CUDA_LIB, so that every `make test` runs gpu/ end to end once:
+#  - greedy and seeded sampled requests give the CPU backend's tokens, and cumulative
+#    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
+#    SIMD code; a wrong kernel moves them by far more on this model);
+#  - a driver older than the build's CUDA (the emulator plays one with
+#    $BG_EMU_DRIVER_VERSION): `--device cuda` exits 3 naming both versions; `--device
+#    auto` warns with the same sentence and runs on the CPU; no driver at all says so.
+. tests/check.sh
+. tests/need_jq.sh
+need_jq || { summary; exit; }
+command -v g++ >/dev/null || { echo "SKIP: g++ not found"; summary; exit; }
+
+plugin=$TMP/emu
+if ! bash gpu/emu/run.sh "$plugin" --plugin-only >"$TMP/build.log" 2>&1; then
+	cat "$TMP/build.log" >&2
+	check "the emulated CUDA backend builds" false
+	summary
+	exit
+fi
+export BATCHGEN_CUDA_LIB=$plugin/libbatchgen-cuda.so
+
+cat >"$TMP/in.jsonl" <<'JSONL'
+{"id":"a","prompt":"Once upon a time","max_tokens":8,"temperature":0}
+{"id":"b","prompt":"The cat sat on","max_tokens":8,"temperature":0}
+{"id":"c","prompt":"hello","max_tokens":8,"temperature":0.8,"top_p":0.9,"seed":3}
+JSONL
+"$BATCHGEN" -m synthetic:builtin -q -i "$TMP/in.jsonl" -o "$TMP/cpu.jsonl" --device cpu
+"$BATCHGEN" -m synthetic:builtin -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" --device cuda
+check_eq "cuda (emulated): exit status" $? 0
+tokens() { jq -c '[.id, .token_ids, .error]' "$1" | sort; }
+check_eq "cuda (emulated): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" "$(tokens "$TMP/cpu.jsonl")"
+far=$(jq -s -r '[.[] | {(.id): .cum_logprob}] | add' "$TMP/cpu.jsonl" >"$TMP/cpu.lp" &&
+	jq -r --slurpfile c "$TMP/cpu.lp" \
+		'select(((.cum_logprob - $c[0][.id]) | fabs) > 1e-4) | .id' "$TMP/gpu.jsonl")
+check_eq "cuda (emulated): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
+# the built-in model (stories260K, no -m): llama.cpp's greedy tokens on the CPU
+# (tests/e2e_builtin.sh), the same on the CUDA backend
+echo '{"id":"s","prompt":"Once upon a time","max_tokens":32}' >"$TMP/story.jsonl"
+"$BATCHGEN" -q -i "$TMP/story.jsonl" -o "$TMP/story-cpu.jsonl" --device cpu
+"$BATCHGEN" -q -i "$TMP/story.jsonl" -o "$TMP/story-gpu.jsonl" --device cuda
+check_eq "cuda (emulated), built-in model: the CPU backend's tokens" \
+	"$(tokens "$TMP/story-gpu.jsonl")" "$(tokens "$TMP/story-cpu.jsonl")"
+
+# ---- a driver too old for the build -----------------------------------------------------
+BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -m synthetic:builtin -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \
+	--device cuda 2>"$TMP/old.err"
+check_eq "old driver, --device cuda: exit status 3" $? 3
+check "old driver: the message names the driver's CUDA version" grep -q 'supports CUDA 12.2' "$TMP/old.err"
+check "old driver: ... and the build's" grep -qE 'needs CUDA [0-9]+\.[0-9]+ or newer' "$TMP/old.err"
+check "old driver: no result is written" test ! -s "$TMP/old.jsonl"
+
+BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -m synthetic:builtin -q -i "$TMP/in.jsonl" -o "$TMP/auto.jsonl" \
+	--device auto 2>"$TMP/auto.err"
+check_eq "old driver, --device auto: exit status 0" $? 0
+check "old driver, --device auto: warns that the driver is too old" \
+	grep -q 'warning: the NVIDIA driver is too old.*running on the CPU' "$TMP/auto.err"
+check_eq "old driver, --device auto: the CPU's results" "$(tokens "$TMP/auto.jsonl")" "$(tokens "$TMP/cpu.jsonl")"
+
+BG_EMU_DRIVER_VERSION=0 "$BATCHGEN" -m synthetic:builtin -q -i "$TMP/in.jsonl" -o "$TMP/none.jsonl" \
+	--device cuda 2>"$TMP/none.err"
+check_eq "no driver, --device cuda: exit status 3" $? 3
+check "no driver: says so" grep -q 'no NVIDIA driver was found' "$TMP/none.err"
+summary

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# e2e_limits: memory stays bounded on a huge request line (issue 16, defect 5).
+#  - a 16 MB prompt with no space (one word: the tokenizer's worst case, ~25 bytes of
+#    memory per prompt byte) is refused as too_long by its size, before tokenizing: the
+#    run's peak RSS grows by less than 8 bytes per line byte over a tiny request's (it
+#    grew by ~25 before; what is left is the line, its JSON string and the prompt copy);
+#  - a prompt that fits by size is still tokenized and answered.
+. tests/check.sh
+
+MB=16
+/usr/bin/python3 - "$TMP" "$MB" <<'PY'
+import json, sys
+d, mb = sys.argv[1], int(sys.argv[2])
+with open(d + "/big.jsonl", "w") as f:
+    f.write(json.dumps({"id": "big", "prompt": "a" * (mb << 20), "max_tokens": 2}) + "\n")
+with open(d + "/small.jsonl", "w") as f:
+    f.write(json.dumps({"id": "small", "prompt": "a", "max_tokens": 2}) + "\n")
+PY
+# peak RSS (KiB) of a run of the binary on $1, through getrusage of the child
+peak() {
+	/usr/bin/python3 -c '
+import resource, subprocess, sys
+subprocess.run([sys.argv[1], "-m", "synthetic:builtin", "--device", "cpu", "-q", "-i", sys.argv[2], "-o", sys.argv[3]])
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$BATCHGEN" "$1" "$2"
+}
+# ASan keeps freed memory in quarantine; without it the peak is the live memory
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0
+small=$(peak "$TMP/small.jsonl" "$TMP/small.out")
+big=$(peak "$TMP/big.jsonl" "$TMP/big.out")
+grow=$(((big - small) * 1024 / (MB << 20)))
+check "peak RSS grows by $grow bytes per line byte (< 8; small $small KiB, big $big KiB)" \
+	test "$grow" -lt 8
+check_eq "the huge prompt is too_long" "$(grep -o '"code":"[a-z_]*"' "$TMP/big.out")" \
+	'"code":"too_long"'
+check "the error names the size" grep -q 'prompt is 16777216 bytes, at least' "$TMP/big.out"
+check "a small prompt is answered" grep -q '"finish_reason":"length"' "$TMP/small.out"
+summary
