@@ -169,7 +169,37 @@ ifneq ($(CUDA_PLUGIN),)
 	install -m 755 $(CUDA_PLUGIN) $(DESTDIR)$(PREFIX)/lib/batchgen/
 endif
 
+# ---- fuzzing (fuzz/README.md) ----
+# `make fuzz` builds the libFuzzer harnesses fuzz/fuzz_*.c with clang under ASan + UBSan
+# into build-fuzz/ (core/ and cli/ without main.c are compiled again with coverage
+# instrumentation); fuzz/run.sh runs each for a bounded time. FUZZ_DEFS switches on the
+# oracles of defects that other branches fix (fuzz/fuzz_util.h).
+FUZZ_CC ?= $(shell command -v clang-19 2>/dev/null || echo clang)
+FUZZ_DEFS ?=
+FUZZ_BUILD := build-fuzz
+FUZZ_CFLAGS := -std=c11 -Wall -Wextra -Werror -g -O1 -MMD -MP -pthread -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=all $(FUZZ_DEFS)
+FUZZ_LIB_SRC := $(CORE_SRC) $(filter-out cli/main.c,$(CLI_SRC)) gpu/cuda_loader.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BIN := $(patsubst fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard fuzz/fuzz_*.c))
+
+.PHONY: fuzz
+fuzz: $(FUZZ_BIN)
+
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/libfuzz.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: fuzz/fuzz_%.c $(FUZZ_BUILD)/libfuzz.a
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_BUILD)/libfuzz.a \
+		$(LDLIBS) -o $@
+
 clean:
-	rm -rf build build-san
+	rm -rf build build-san $(FUZZ_BUILD)
 
 -include $(wildcard $(BUILD)/*/*/*.d $(BUILD)/*/*.d $(BUILD)/*.d)
+-include $(wildcard $(FUZZ_BUILD)/*/*/*.d $(FUZZ_BUILD)/*/*.d $(FUZZ_BUILD)/*.d)

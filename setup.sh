@@ -8,9 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq
+	clang-19 # the CUDA gates' second front end (tests/gpu_gates.sh)
 	libcurl4-openssl-dev # hf: downloads (curl.h; libcurl itself is loaded at run time)
-	python3 # tests/hub_server.py, the local hub that tests/e2e_hub.sh downloads from
-	clang-19) # clang-19: the CUDA gates' second front end (tests/gpu_gates.sh)
+	python3) # tests/hub_server.py, the local hub that tests/e2e_hub.sh downloads from
+# `make CC=clang` (clang) and `make fuzz` (libFuzzer and the sanitizer runtimes of clang 19)
+pkgs+=(clang libclang-rt-19-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -171,6 +171,37 @@ int cmd_info(int argc, char **argv)
 	printf("rope_type: %s\n", hp->rope_neox ? "neox" : "normal");
 	printf("rms_eps: %g\n", (double)hp->rms_eps);
 	printf("qkv_bias: %s\n", hp->qkv_bias ? "yes" : "no");
+	/* the architecture features (core/model/arch.h), the lines only where present */
+	if (hp->rope_factors[0])
+		printf("rope_factors: %s\n", hp->rope_factors);
+	if (hp->rope_freq_scale != 1.0f || hp->rope_yarn)
+		printf("rope_scaling: %s, factor %g, original context %u\n",
+		       hp->rope_yarn ? "yarn" : "linear", 1.0 / (double)hp->rope_freq_scale,
+		       hp->n_ctx_orig);
+	if (hp->rope_attn_factor != 1.0f)
+		printf("rope_attn_factor: %g\n", (double)hp->rope_attn_factor);
+	if (hp->qk_norm)
+		printf("qk_norm: yes\n");
+	if (hp->post_norms)
+		printf("post_norms: yes\n");
+	if (hp->gelu)
+		printf("ffn_act: gelu\n");
+	if (hp->embd_scale != 1.0f)
+		printf("embd_scale: %g\n", (double)hp->embd_scale);
+	if (hp->attn_softcap > 0.0f)
+		printf("attn_softcap: %g\n", (double)hp->attn_softcap);
+	if (hp->final_softcap > 0.0f)
+		printf("final_softcap: %g\n", (double)hp->final_softcap);
+	if (hp->n_swa > 0) {
+		uint32_t nw = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			nw += m->layers[l].swa;
+		printf("sliding_window: %u on %u of %u layers (pattern %u), rope base %g there\n",
+		       hp->n_swa, nw, hp->n_layer, hp->swa_pattern, (double)hp->rope_base_swa);
+	} else if (hp->n_swa_file > 0) {
+		printf("sliding_window: %u in the file, not applied (as llama.cpp)\n",
+		       hp->n_swa_file);
+	}
 	bool tied = is_tied(m);
 	printf("output: %s\n", tied ? "tied to token_embd" : "separate output.weight");
 	printf("n_params: %llu (%.2f M)\n", (unsigned long long)m->n_params,

@@ -93,9 +93,15 @@ struct reader {
 	/* under mu */
 	struct in_line q[IN_QUEUE_CAP]; /* ring: count lines from head */
 	int head, count;
-	bool done;	/* the reader has stopped: end of input, read error, or quit */
-	int read_errno; /* the read error, 0 at the end of input */
-	bool quit;	/* the main thread wants the reader gone */
+	bool done; /* the reader has stopped: end of input, read error, or quit */
+	/* The input's form (jsonl_sniff_form of its first non-blank line, over all shards);
+	 * -1 until known. Leading blank lines are held (counted) until it is known, so that
+	 * every line handed over can be answered in the file's form. Written by the reader
+	 * before it queues a line, read by the main thread after it takes one. */
+	int file_form;
+	int64_t held_blank; /* leading blank lines not yet handed over: lines 1..held_blank */
+	int read_errno;	    /* the read error, 0 at the end of input */
+	bool quit;	    /* the main thread wants the reader gone */
 };
 
 /* Queues one line; false when told to quit (the line is then freed). */
@@ -117,7 +123,7 @@ static bool reader_push(struct reader *rd, struct in_line *ln)
 }
 
 /* Hands over bytes [p, p + n) as line number line_no if it belongs to this shard. */
-static bool reader_line(struct reader *rd, const char *p, size_t n, int64_t line_no, int *err)
+static bool reader_emit(struct reader *rd, const char *p, size_t n, int64_t line_no, int *err)
 {
 	if ((line_no - 1) % rd->shard_n != rd->shard_k)
 		return true;
@@ -131,6 +137,31 @@ static bool reader_line(struct reader *rd, const char *p, size_t n, int64_t line
 	memcpy(ln.text, p, n);
 	ln.text[n] = 0;
 	return reader_push(rd, &ln);
+}
+
+/* Sets the file's form (once) and hands over the leading blank lines held until then. */
+static bool reader_set_form(struct reader *rd, int form, int *err)
+{
+	rd->file_form = form;
+	for (int64_t i = 1; i <= rd->held_blank; i++)
+		if (!reader_emit(rd, "", 0, i, err))
+			return false;
+	rd->held_blank = 0;
+	return true;
+}
+
+/* One physical line: its form decides the file's when it is the first non-blank one. */
+static bool reader_line(struct reader *rd, const char *p, size_t n, int64_t line_no, int *err)
+{
+	if (rd->file_form < 0) {
+		if (jsonl_blank(p, n)) {
+			rd->held_blank = line_no;
+			return true;
+		}
+		if (!reader_set_form(rd, (int)jsonl_sniff_form(p, n), err))
+			return false;
+	}
+	return reader_emit(rd, p, n, line_no, err);
 }
 
 static void *reader_main(void *arg)
@@ -197,6 +228,8 @@ static void *reader_main(void *arg)
 			/* the end: a last line without its newline still counts */
 			if (end > start)
 				reader_line(rd, buf + start, end - start, ++line_no, &err);
+			if (rd->file_form < 0) /* blank lines only */
+				reader_set_form(rd, JSONL_FORM_NATIVE, &err);
 			break;
 		}
 		end += (size_t)got;
@@ -218,6 +251,8 @@ static bool reader_start(struct reader *rd, int fd, int64_t shard_n, int64_t sha
 	rd->shard_n = shard_n;
 	rd->shard_k = shard_k;
 	rd->wake[0] = rd->wake[1] = -1;
+	rd->file_form = -1;
+	rd->held_blank = 0;
 	if (pipe2(rd->wake, O_CLOEXEC) != 0)
 		return false;
 	pthread_condattr_t ca;
@@ -378,6 +413,9 @@ static int run_source(void *user, struct request **out, struct bg_err *err)
 			return ENGINE_SOURCE_ERROR;
 		}
 		struct request *q = NULL;
+		/* set by the reader before it queued the first line */
+		r->defaults.file_form =
+		    (enum jsonl_form)(r->rd.file_form < 0 ? 0 : r->rd.file_form);
 		enum bg_status st =
 		    jsonl_parse_request(ln.text, ln.len, ln.line_no, &r->defaults, &r->warn, &q);
 		free(ln.text);

@@ -16,13 +16,19 @@ static void synth_usage(FILE *f)
 		"                      [--kv-heads N] [--ffn N] [--vocab N] [--ctx N]\n"
 		"                      [--rope-base F] [--eps F] [--dtype f32|f16|bf16|q8_0]\n"
 		"                      [--seed S] [--tie|--no-tie] [--vocab-from FILE.gguf]\n"
-		"                      [--name NAME] -o OUT.gguf\n"
+		"                      [--name NAME] [--arch ARCH] [--head-dim N]\n"
+		"                      [--sliding-window N] -o OUT.gguf\n"
 		"       batchgen synth --list-shapes\n"
 		"\n"
 		"Writes a Llama GGUF model with seeded random weights (N(0, 1/fan_in), norms 1).\n"
 		"--shape starts from a named shape (default tiny); the size flags override it.\n"
 		"The shape also names the architecture: the qwen2* shapes write qwen2 models\n"
-		"(f32 Q/K/V biases, N(0, 0.25); NeoX RoPE in batchgen and llama.cpp alike).\n"
+		"(f32 Q/K/V biases, N(0, 0.25); NeoX RoPE in batchgen and llama.cpp alike),\n"
+		"the qwen3*, gemma2*, gemma3*, phi3* shapes those architectures (llama3-tiny,\n"
+		"llama-linear-tiny, llama-yarn-tiny: Llama 3.1 rope_freqs, linear, YaRN).\n"
+		"--arch sets the architecture of any shape (llama, qwen2, qwen3, gemma2,\n"
+		"gemma3, phi3); --head-dim the attention.key_length; --sliding-window the\n"
+		"attention.sliding_window key (gemma2/3 apply it; phi3 only records it).\n"
 		"--vocab-from copies the tokenizer.* keys of another GGUF file (the vocabulary\n"
 		"size is then that file's); otherwise a SentencePiece-style vocabulary is made.\n"
 		"The same flags and seed always give the same file.\n");
@@ -85,6 +91,9 @@ int cmd_synth(int argc, char **argv)
 		O_VOCAB_FROM,
 		O_NAME,
 		O_LIST,
+		O_ARCH,
+		O_HEAD_DIM,
+		O_SWA,
 	};
 	static const struct option opts[] = {
 	    {"shape", required_argument, NULL, O_SHAPE},
@@ -105,6 +114,9 @@ int cmd_synth(int argc, char **argv)
 	    {"name", required_argument, NULL, O_NAME},
 	    {"output", required_argument, NULL, 'o'},
 	    {"list-shapes", no_argument, NULL, O_LIST},
+	    {"arch", required_argument, NULL, O_ARCH},
+	    {"head-dim", required_argument, NULL, O_HEAD_DIM},
+	    {"sliding-window", required_argument, NULL, O_SWA},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -152,6 +164,9 @@ int cmd_synth(int argc, char **argv)
 		case O_NOTIE: o.tie_output = false; break;
 		case O_VOCAB_FROM: vocab_from = optarg; break;
 		case O_NAME: o.name = optarg; break;
+		case O_ARCH: o.shape.arch = optarg; break; /* synth_check validates it */
+		case O_HEAD_DIM: ok = parse_u32(optarg, &o.shape.head_dim); break;
+		case O_SWA: ok = parse_u32(optarg, &o.shape.n_swa); break;
 		case 'o': out = optarg; break;
 		case O_LIST:
 			for (size_t i = 0; i < synth_n_shapes(); i++) {

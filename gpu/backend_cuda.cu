@@ -1085,6 +1085,26 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->n_vocab > 0x7fffffffu / 2)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "a vocabulary of %u is too large",
 			       hp->n_vocab);
+	/* the architecture features of core/model/arch.h this backend does not compute yet:
+	 * refused by name rather than run wrongly (the CPU backend runs them) */
+	const char *missing = hp->qk_norm			     ? "per-head Q/K norms"
+			      : hp->post_norms			     ? "post-norms"
+			      : hp->gelu			     ? "GELU"
+			      : hp->embd_scale != 1.0f		     ? "an embedding scale"
+			      : hp->attn_softcap > 0.0f		     ? "attention soft-capping"
+			      : hp->final_softcap > 0.0f	     ? "final soft-capping"
+			      : hp->n_swa > 0			     ? "sliding-window attention"
+			      : m->rope_factors.ne0 > 0		     ? "RoPE frequency factors"
+			      : hp->rope_freq_scale != 1.0f	     ? "RoPE scaling"
+			      : hp->rope_yarn			     ? "YaRN"
+			      : hp->rope_attn_factor != 1.0f	     ? "a RoPE attention factor"
+			      : hp->head_dim * hp->n_head != hp->n_embd ? "a head size other than "
+									  "n_embd / n_head"
+									: NULL;
+	if (missing)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run %s models yet (%s); use --device cpu",
+			       m->arch, missing);
 	return BG_OK;
 }
 

@@ -72,4 +72,81 @@ fi
 check_eq "unknown template: exit 2" "$?" 2
 check "unknown template: lists the known ones" grep -q chatml "$TMP/t.err"
 
+# ---- OpenAI batch semantics (issue 13) --------------------------------------------------
+# defaults as OpenAI defines them: no max_tokens -> to the end of the context, no
+# temperature -> 1; native lines keep max_tokens 16 and greedy decoding
+printf '%s\n' \
+	'{"custom_id":"end","url":"/v1/completions","body":{"prompt":"Once upon a time","ignore_eos":true,"temperature":0}}' \
+	'{"custom_id":"t1","url":"/v1/completions","body":{"prompt":"Once upon a time","max_tokens":24,"seed":5}}' \
+	>"$TMP/sem.jsonl"
+"$BATCHGEN" --device cpu -q --max-seq-len 40 -i "$TMP/sem.jsonl" -o "$TMP/sem.out"
+check_eq "no max_tokens: to the end of the context" \
+	"$(jq -r 'select(.custom_id == "end") | .response.body | "\(.usage.total_tokens) \(.choices[0].finish_reason)"' "$TMP/sem.out")" \
+	"40 length"
+printf '%s\n' '{"id":"n1","prompt":"Once upon a time","max_tokens":24,"seed":5,"temperature":1}' \
+	'{"id":"n0","prompt":"Once upon a time","max_tokens":24,"seed":5}' \
+	'{"id":"n16","prompt":"Once upon a time","ignore_eos":true}' >"$TMP/semn.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/semn.jsonl" -o "$TMP/semn.out"
+t1=$(jq -r 'select(.custom_id == "t1") | .response.body.choices[0].text' "$TMP/sem.out")
+check_eq "no temperature: samples at 1 (as a native line at temperature 1)" "$t1" \
+	"$(jq -r 'select(.id == "n1") | .text' "$TMP/semn.out")"
+check "no temperature: not greedy" test "$t1" != "$(jq -r 'select(.id == "n0") | .text' "$TMP/semn.out")"
+check_eq "native lines keep max_tokens 16" \
+	"$(jq -r 'select(.id == "n16") | .usage.completion_tokens' "$TMP/semn.out")" 16
+"$BATCHGEN" --device cpu -q --max-tokens 3 -i "$TMP/sem.jsonl" -o "$TMP/sem3.out"
+check_eq "a --max-tokens given applies to OpenAI lines too" \
+	"$(jq -r 'select(.custom_id == "end") | .response.body.usage.completion_tokens' "$TMP/sem3.out")" 3
+
+# lines without a usable custom_id, blank lines and non-objects: answered in the OpenAI
+# shape with "custom_id": null (never another line's id), one result per input line, and
+# --resume and merge keep the accounting
+{
+	printf '\n' # a leading blank line: the file's form is known from the next line
+	printf '%s\n' '{"custom_id":"1","url":"/v1/completions","body":{"prompt":"a","max_tokens":2,"temperature":0}}' \
+		'{"url":"/v1/completions","body":{"prompt":"b","max_tokens":2}}' \
+		'[1, 2]' \
+		'{"custom_id":"3","url":"/v1/completions","body":{"prompt":"c","max_tokens":2,"temperature":0}}' \
+		'' \
+		'{"custom_id":"s","url":"/v1/completions","body":{"prompt":"d","stream":true}}' \
+		'{"custom_id":"2","url":"/v1/completions","body":{"prompt":"e","max_tokens":2,"temperature":0}}'
+} >"$TMP/mix.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/mix.jsonl" -o "$TMP/mix.out"
+check_eq "mixed file: one result per input line" "$(wc -l <"$TMP/mix.out" | tr -d ' ')" 8
+check_eq "mixed file: every result in the OpenAI shape" \
+	"$(jq -r '[has("id"), has("custom_id"), has("response"), has("error")] | all' "$TMP/mix.out" | sort -u)" true
+check_eq "mixed file: custom_id null where the line has none" \
+	"$(jq -r '.custom_id' "$TMP/mix.out" | tr '\n' ,)" "null,1,null,null,3,null,s,2,"
+check_eq "mixed file: their errors name their lines" \
+	"$(jq -r 'select(.custom_id == null) | "\(.response.status_code) \(.response.body.error.line)"' "$TMP/mix.out" | tr '\n' ,)" \
+	"400 1,400 3,400 4,400 6,"
+check_eq "stream: true is refused" \
+	"$(jq -r 'select(.custom_id == "s") | .response.body.error.code' "$TMP/mix.out")" unsupported
+normo() { jq -c 'del(.id, .response.request_id, .response.body.id, .response.body.created)' "$1"; }
+head -n 5 "$TMP/mix.out" >"$TMP/mixr.out"
+for i in 1 2; do
+	"$BATCHGEN" --device cpu -q -i "$TMP/mix.jsonl" -o "$TMP/mixr.out" --resume
+	check_eq "mixed file: resume $i keeps one result per line" "$(wc -l <"$TMP/mixr.out" | tr -d ' ')" 8
+done
+check "mixed file: resumed results equal a whole run" cmp -s <(normo "$TMP/mixr.out") <(normo "$TMP/mix.out")
+for k in 0 1; do
+	"$BATCHGEN" --device cpu -q -i "$TMP/mix.jsonl" --shard $k/2 -o "$TMP/mix.$k"
+done
+"$BATCHGEN" merge -i "$TMP/mix.jsonl" -o "$TMP/mix.merged" "$TMP/mix.0" "$TMP/mix.1"
+check "mixed file: two shards merged equal a whole run" cmp -s <(normo "$TMP/mix.merged") <(normo "$TMP/mix.out")
+
+# a model other than the loaded one: exactly one warning for the whole file
+"$BATCHGEN" --device cpu -i "$in" -o "$TMP/w.out" --chat-template chatml 2>"$TMP/w.err"
+check_eq "another model: one warning" "$(grep -c 'is not the loaded model' "$TMP/w.err")" 1
+
+# NUL inside a prompt or a stop string is refused, never cut at (issue 16); an escaped
+# backslash before u0000 is text
+printf '%s\n' '{"id":"p","prompt":"abc\u0000def","max_tokens":2}' \
+	'{"id":"s","prompt":"abc","stop":["x\u0000y"],"max_tokens":2}' \
+	'{"custom_id":"c","url":"/v1/chat/completions","body":{"messages":[{"role":"user","content":"\u0000hi"}],"max_tokens":2}}' \
+	'{"id":"ok","prompt":"abc\\u0000def","max_tokens":2}' >"$TMP/nul.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/nul.jsonl" -o "$TMP/nul.out" --chat-template chatml
+check_eq "NUL: refused, naming the field" \
+	"$(jq -r '(.error.message // .response.body.error.message // "ok") | split(" ")[0]' "$TMP/nul.out" | tr '\n' ,)" \
+	"prompt,stop[0],body.messages[0].content,ok,"
+
 summary

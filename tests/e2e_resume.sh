@@ -136,4 +136,19 @@ head -n 1 "$TMP/dup.ref" >"$TMP/dup.out"
 check_eq "duplicate: resume exits 1" "$?" 1
 check "duplicate: the same three results" cmp -s <(norm "$TMP/dup.out") <(norm "$TMP/dup.ref")
 
+# ---- ids that are not valid UTF-8 (issue 16): an error each, and resume stays exact ------
+# The writer could not write such an id back unchanged (it would hold U+FFFD), so --resume
+# would never find it and run the line again on every resume (2 -> 4 -> 6 lines before).
+echo 'eyJpZCI6Inj/IiwicHJvbXB0IjoiaGkiLCJtYXhfdG9rZW5zIjoyfQp7ImlkIjoief4iLCJwcm9tcHQiOiJ5byIsIm1heF90b2tlbnMiOjJ9Cg==' |
+	base64 -d >"$TMP/utf8.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/utf8.jsonl" -o "$TMP/utf8.out"
+check_eq "id not UTF-8: exit 1" "$?" 1
+check_eq "id not UTF-8: an error known by the line number" \
+	"$(jq -r '"\(.id) \(.error.code) \(.error.message)"' "$TMP/utf8.out" | tr '\n' ,)" \
+	"1 invalid_request id is not valid UTF-8,2 invalid_request id is not valid UTF-8,"
+for i in 1 2; do
+	"$BATCHGEN" --device cpu -q -i "$TMP/utf8.jsonl" -o "$TMP/utf8.out" --resume
+	check_eq "id not UTF-8: resume $i writes nothing again" "$(wc -l <"$TMP/utf8.out" | tr -d ' ')" 2
+done
+
 summary

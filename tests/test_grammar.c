@@ -553,8 +553,24 @@ static const char *const LLAMA_GRAMMARS[] = {
     "root ::= ([ぁ-ん] | [α-ω] | .){1,8}",
 };
 
+/* An empty rule: the matcher's first step copies a stack of 0 words into a buffer that
+ * was never allocated (memcpy(NULL, ., 0), undefined; found by fuzz/fuzz_grammar). Its
+ * language is the empty string alone. */
+static void test_empty_rule(void)
+{
+	struct grammar *g = NULL;
+	struct bg_err err = {0};
+	CHECK(grammar_parse("root ::=\n", 9, NULL, &g, &err) == BG_OK, "%s", err.msg);
+	if (!g)
+		return;
+	CHECK(grammar_matches(g, "", 0), "the empty rule matches the empty string");
+	CHECK(!grammar_matches(g, "a", 1), "and nothing else");
+	grammar_free(g);
+}
+
 int main(void)
 {
+	test_empty_rule();
 	test_languages();
 	test_errors();
 	test_hand_vocab();

@@ -441,8 +441,11 @@ static void test_openai_parse(void)
 	     "\"b\"]}}",
 	     "unsupported", "one per line"},
 	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
-	     "\"n\": 2}}",
-	     "unsupported", "n = 1"},
+	     "\"n\": 2, \"best_of\": 3}}",
+	     "unsupported", "best_of"},
+	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
+	     "\"n\": 0}}",
+	     "invalid_request", "n"},
 	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
 	     "\"echo\": true}}",
 	     "unsupported", "echo"},
@@ -488,7 +491,7 @@ static void test_openai_parse(void)
 		expect_error(errs[i].line, errs[i].code, errs[i].what);
 
 	/* the error result of an OpenAI line keeps the custom_id when it is readable */
-	r = parse("{\"custom_id\": \"zz\", \"url\": \"/v1/completions\", \"body\": {\"n\": 3, "
+	r = parse("{\"custom_id\": \"zz\", \"url\": \"/v1/completions\", \"body\": {\"echo\": true, "
 		  "\"prompt\": \"a\"}}",
 		  8, &d, NULL);
 	CHECK(strcmp(r->id, "zz") == 0 && jsonl_request_form(r) == JSONL_FORM_OPENAI_COMPLETION,
@@ -667,6 +670,7 @@ static struct request *made_result(void)
 	r->ttft_ms = 8.5;
 	r->e2e_ms = 140.0;
 	r->preemptions = 1;
+	r->cached_tokens = 2;
 	return r;
 }
 
@@ -716,9 +720,10 @@ static void test_native_writer(void)
 		  get(j, "cum_logprob")->valuedouble == -3.7818,
 	      "cum_logprob round-trips");
 	const cJSON *u = get(j, "usage");
-	static const char *const ukeys[] = {"prompt_tokens", "completion_tokens", NULL};
+	static const char *const ukeys[] = {"prompt_tokens", "completion_tokens", "cached_tokens",
+					    NULL};
 	CHECK(exact_keys(u, ukeys) && num_is(get(u, "prompt_tokens"), 4) &&
-		  num_is(get(u, "completion_tokens"), 3),
+		  num_is(get(u, "completion_tokens"), 3) && num_is(get(u, "cached_tokens"), 2),
 	      "usage");
 	const cJSON *m = get(j, "metrics");
 	static const char *const mkeys[] = {"queue_ms", "ttft_ms", "e2e_ms", "preemptions", NULL};
@@ -921,9 +926,10 @@ static void test_openai_writer(void)
 	      "text_offset");
 	const cJSON *u = get(body, "usage");
 	static const char *const u_keys[] = {"prompt_tokens", "completion_tokens", "total_tokens",
-					     NULL};
+					     "prompt_tokens_details", NULL};
 	CHECK(exact_keys(u, u_keys) && num_is(get(u, "prompt_tokens"), 4) &&
-		  num_is(get(u, "completion_tokens"), 3) && num_is(get(u, "total_tokens"), 7),
+		  num_is(get(u, "completion_tokens"), 3) && num_is(get(u, "total_tokens"), 7) &&
+		  num_is(get(get(u, "prompt_tokens_details"), "cached_tokens"), 2),
 	      "usage");
 	char *id = NULL;
 	CHECK(jsonl_result_id(raw, strlen(raw), &id) == BG_OK && strcmp(id, "req-1") == 0,
@@ -1006,7 +1012,7 @@ static void test_openai_error_writer(void)
 	struct jsonl_defaults d;
 	jsonl_defaults_init(&d);
 	struct request *r = parse("{\"custom_id\": \"e1\", \"url\": \"/v1/completions\", \"body\": "
-				  "{\"prompt\": \"a\", \"n\": 4}}",
+				  "{\"prompt\": \"a\", \"echo\": true}}",
 				  11, &d, NULL);
 	char *raw = NULL;
 	cJSON *j = write_and_parse(r, NULL, NULL, &raw);
@@ -1029,12 +1035,26 @@ static void test_openai_error_writer(void)
 	/* a broken line of an OpenAI file still gets an OpenAI-shaped result */
 	r = parse("{\"custom_id\": \"e3\", \"url\": ", 13, &d, NULL);
 	j = write_and_parse(r, NULL, NULL, NULL);
-	CHECK(
-	    j && str_is(get(j, "custom_id"), "13") &&
-		num_is(get(get(j, "response"), "status_code"), 400) &&
-		str_is(get(get(get(get(j, "response"), "body"), "error"), "code"), "invalid_json"),
-	    "invalid JSON in OpenAI form");
+	/* its custom_id cannot be read: null, never an id another line may have (issue 13) */
+	CHECK(j && cJSON_IsNull(get(j, "custom_id")) &&
+		  num_is(get(get(j, "response"), "status_code"), 400) &&
+		  str_is(get(get(get(get(j, "response"), "body"), "error"), "code"),
+			 "invalid_json") &&
+		  num_is(get(get(get(get(j, "response"), "body"), "error"), "line"), 13),
+	      "invalid JSON in OpenAI form: custom_id null, the line in the error");
 	cJSON_Delete(j);
+	{
+		/* --resume reads back the line's reserved key, which is the request's id */
+		char *line = NULL, *id = NULL;
+		size_t len = 0;
+		CHECK(jsonl_write_result(r, NULL, NULL, &line, &len) == BG_OK &&
+			  jsonl_result_id(line, len - 1, &id) == BG_OK && id &&
+			  strcmp(id, r->id) == 0 && (unsigned char)id[0] == 0xFF &&
+			  strcmp(id + 1, "13") == 0,
+		      "result id of a line without custom_id is its reserved key");
+		free(line);
+		free(id);
+	}
 	req_free(r);
 	/* an empty line: native unless the writer is told the file is OpenAI */
 	r = parse("", 14, &d, NULL);
@@ -1045,11 +1065,32 @@ static void test_openai_error_writer(void)
 	jsonl_out_opts_init(&o);
 	o.default_form = JSONL_FORM_OPENAI_COMPLETION;
 	j = write_and_parse(r, NULL, &o, NULL);
-	CHECK(j && str_is(get(j, "custom_id"), "14") &&
+	CHECK(j && cJSON_IsNull(get(j, "custom_id")) &&
 		  str_is(get(get(get(get(j, "response"), "body"), "error"), "code"), "empty_line"),
 	      "empty line, OpenAI default form");
 	cJSON_Delete(j);
 	req_free(r);
+	/* the parser told the file's form answers blank and non-object lines in it */
+	d.file_form = JSONL_FORM_OPENAI_COMPLETION;
+	static const char *const shapeless[] = {"", "  ", "[1, 2]", "42", "{oops", NULL};
+	for (int k = 0; shapeless[k]; k++) {
+		r = parse(shapeless[k], 20 + k, &d, NULL);
+		j = write_and_parse(r, NULL, NULL, NULL);
+		CHECK(j && cJSON_IsNull(get(j, "custom_id")) &&
+			  num_is(get(get(j, "response"), "status_code"), 400) &&
+			  num_is(get(get(get(get(j, "response"), "body"), "error"), "line"),
+				 20 + k) &&
+			  (unsigned char)r->id[0] == 0xFF,
+		      "'%s' in an OpenAI file: OpenAI shape, custom_id null", shapeless[k]);
+		cJSON_Delete(j);
+		req_free(r);
+	}
+	d.file_form = JSONL_FORM_NATIVE;
+	CHECK(jsonl_sniff_form("{\"custom_id\": \"a\"}", 17) == JSONL_FORM_OPENAI_COMPLETION &&
+		  jsonl_sniff_form("{\"prompt\": \"a\"}", 15) == JSONL_FORM_NATIVE &&
+		  jsonl_sniff_form("{\"body\": ", 9) == JSONL_FORM_OPENAI_COMPLETION &&
+		  jsonl_sniff_form("[1]", 3) == JSONL_FORM_NATIVE,
+	      "jsonl_sniff_form");
 	/* a server-side failure is a 500 */
 	r = parse("{\"custom_id\": \"e2\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": "
 		  "\"a\"}}",
@@ -1170,8 +1211,182 @@ static void test_chat_tokenized(void)
 	gguf_close(g);
 }
 
+/* ---- ids, NUL, and OpenAI batch semantics (issues 13 and 16) ---- */
+
+static void test_ids_and_nul(void)
+{
+	struct jsonl_defaults d;
+	jsonl_defaults_init(&d);
+	d.chat = chat_template_by_name("chatml");
+	d.model_name = "stories";
+	/* an id that is not valid UTF-8: an error, and the line number as its id (native) or
+	 * the reserved key (OpenAI), so the writer never changes an id --resume reads back */
+	struct request *r = parse("{\"id\": \"x\xff\", \"prompt\": \"hi\"}", 1, &d, NULL);
+	CHECK(strcmp(r->error.code, "invalid_request") == 0 && strstr(r->error.message, "UTF-8") &&
+		  strcmp(r->id, "1") == 0,
+	      "native id not UTF-8: %s, id %s", r->error.message, r->id);
+	req_free(r);
+	r = parse("{\"custom_id\": \"y\xfe\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": "
+		  "\"a\"}}",
+		  2, &d, NULL);
+	CHECK(strstr(r->error.message, "UTF-8") && (unsigned char)r->id[0] == 0xFF &&
+		  jsonl_request_info(r) && !jsonl_request_info(r)->custom_id,
+	      "custom_id not UTF-8: %s", r->error.message);
+	req_free(r);
+	/* no custom_id: an error, and the reserved key of its line, never "3" */
+	r = parse("{\"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\"}}", 3, &d, NULL);
+	CHECK(strstr(r->error.message, "custom_id") && (unsigned char)r->id[0] == 0xFF &&
+		  strcmp(r->id + 1, "3") == 0,
+	      "no custom_id: %s", r->error.message);
+	req_free(r);
+
+	/* NUL inside strings: refused, naming the field, never cut at it */
+	static const struct {
+		const char *line, *where;
+	} nul[] = {
+	    {"{\"id\": \"a\", \"prompt\": \"abc\\u0000def\"}", "prompt"},
+	    {"{\"id\": \"a\", \"prompt\": \"\\u0000abc\"}", "prompt"},
+	    {"{\"id\": \"a\", \"prompt\": \"x\", \"stop\": [\"ok\", \"s\\u0000t\"]}", "stop[1]"},
+	    {"{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\\u0000\"}]}",
+	     "messages[0].content"},
+	    {"{\"custom_id\": \"c\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": "
+	     "[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": "
+	     "\"a\\u0000\"}]}]}}",
+	     "body.messages[0].content[0].text"},
+	    {"{\"custom_id\": \"c\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": "
+	     "\"p\\u0000\", \"stop\": \"x\"}}",
+	     "body.prompt"},
+	};
+	for (size_t i = 0; i < sizeof nul / sizeof nul[0]; i++) {
+		r = parse(nul[i].line, 4, &d, NULL);
+		CHECK(strcmp(r->error.code, "invalid_request") == 0 &&
+			  strstr(r->error.message, "NUL") &&
+			  strncmp(r->error.message, nul[i].where, strlen(nul[i].where)) == 0 &&
+			  !r->prompt && !r->input_ids,
+		      "%s: '%s'", nul[i].line, r->error.message);
+		/* the id is still the line's own */
+		CHECK(strcmp(r->id, nul[i].line[2] == 'i' ? "a" : "c") == 0, "id kept: %s", r->id);
+		req_free(r);
+	}
+	/* a NUL in the id itself: the id cannot be trusted either */
+	r = parse("{\"id\": \"a\\u0000b\", \"prompt\": \"x\"}", 5, &d, NULL);
+	CHECK(strstr(r->error.message, "NUL") && strcmp(r->id, "5") == 0, "NUL in id: %s, id %s",
+	      r->error.message, r->id);
+	req_free(r);
+	r = parse("{\"custom_id\": \"a\\u0000b\", \"url\": \"/v1/completions\", \"body\": "
+		  "{\"prompt\": \"x\"}}",
+		  6, &d, NULL);
+	CHECK(strstr(r->error.message, "NUL") && (unsigned char)r->id[0] == 0xFF,
+	      "NUL in custom_id: %s", r->error.message);
+	req_free(r);
+	/* an escaped backslash before u0000 is text, not a NUL */
+	r = parse("{\"id\": \"a\", \"prompt\": \"C:\\\\u0000\"}", 7, &d, NULL);
+	CHECK(r->error.code[0] == 0 && strcmp(r->prompt, "C:\\u0000") == 0 && r->prompt_len == 8,
+	      "\\\\u0000 is text: %s", r->error.message);
+	req_free(r);
+
+	/* stream: true is refused, false is fine */
+	r = parse("{\"custom_id\": \"s\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": "
+		  "\"a\", \"stream\": true}}",
+		  8, &d, NULL);
+	CHECK(strcmp(r->error.code, "unsupported") == 0 && strstr(r->error.message, "stream"),
+	      "stream true: %s", r->error.message);
+	req_free(r);
+	r = parse("{\"custom_id\": \"s\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": "
+		  "\"a\", \"stream\": false}}",
+		  8, &d, NULL);
+	CHECK(r->error.code[0] == 0, "stream false: %s", r->error.message);
+	req_free(r);
+
+	/* a body.model other than the loaded model: one warning for the whole stream */
+	struct warn_log log = {0};
+	struct jsonl_warn w;
+	jsonl_warn_init(&w, on_warn, &log);
+	const char *same = "{\"custom_id\": \"m1\", \"url\": \"/v1/completions\", \"body\": "
+			   "{\"model\": \"stories\", \"prompt\": \"a\"}}";
+	const char *other = "{\"custom_id\": \"m2\", \"url\": \"/v1/completions\", \"body\": "
+			    "{\"model\": \"gpt-4o\", \"prompt\": \"a\"}}";
+	req_free(parse(same, 1, &d, &w));
+	CHECK(log.n == 0, "the loaded model's name: no warning");
+	req_free(parse(other, 2, &d, &w));
+	req_free(parse(other, 3, &d, &w));
+	req_free(parse(same, 4, &d, &w));
+	CHECK(log.n == 1 && strstr(log.last, "gpt-4o") && strstr(log.last, "stories") &&
+		  strstr(log.last, "line 2"),
+	      "one warning: %d, %s", log.n, log.last);
+}
+
+/* n > 1: the native choices array (ERRATA) and OpenAI's choices[index]. */
+static void fill_choices(struct request *r)
+{
+	r->n_choices = 2;
+	r->choices = calloc(2, sizeof *r->choices);
+	for (int i = 0; i < 2; i++) {
+		struct req_choice *c = &r->choices[i];
+		c->finish = i ? REQ_FINISH_STOP : REQ_FINISH_LENGTH;
+		c->n_out = 1 + i;
+		c->out_ids = malloc(2 * sizeof(int32_t));
+		c->out_ids[0] = 7;
+		c->out_ids[1] = 8;
+		c->text = strdup(i ? "BB" : "A");
+		c->text_len = strlen(c->text);
+		c->cum_logprob = -1.5 * (i + 1);
+	}
+	r->n_prompt = 3;
+	r->n_out = 3;
+	r->finish = REQ_FINISH_LENGTH;
+}
+
+static void test_choices_writer(void)
+{
+	struct jsonl_defaults d;
+	jsonl_defaults_init(&d);
+	struct request *r = parse("{\"id\": \"s\", \"prompt\": \"a\", \"n\": 2}", 1, &d, NULL);
+	CHECK(r && r->n == 2, "native n parsed");
+	fill_choices(r);
+	char *raw = NULL;
+	cJSON *j = write_and_parse(r, NULL, NULL, &raw);
+	if (j) {
+		static const char *const keys[] = {"id", "choices", "usage", "metrics", "error", NULL};
+		static const char *const ck[] = {"index",	  "text",	 "token_ids",
+						 "finish_reason", "cum_logprob", NULL};
+		const cJSON *ch = get(j, "choices");
+		const cJSON *c1 = cJSON_GetArrayItem(ch, 1);
+		CHECK(exact_keys(j, keys) && cJSON_GetArraySize(ch) == 2 && exact_keys(c1, ck),
+		      "native shape: %s", raw);
+		CHECK(num_is(get(c1, "index"), 1) && str_is(get(c1, "text"), "BB") &&
+			  cJSON_GetArraySize(get(c1, "token_ids")) == 2 &&
+			  str_is(get(c1, "finish_reason"), "stop") &&
+			  num_is(get(c1, "cum_logprob"), -3.0) &&
+			  num_is(get(get(j, "usage"), "completion_tokens"), 3),
+		      "native choice 1 and usage");
+		cJSON_Delete(j);
+	}
+	free(raw);
+	req_free(r);
+	r = parse("{\"custom_id\": \"o\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": "
+		  "\"a\", \"n\": 2, \"best_of\": 2}}",
+		  2, &d, NULL);
+	CHECK(r && r->n == 2 && !r->error.code[0], "openai n parsed");
+	fill_choices(r);
+	raw = NULL;
+	j = write_and_parse(r, NULL, NULL, &raw);
+	if (j) {
+		const cJSON *ch = get(get(get(j, "response"), "body"), "choices");
+		const cJSON *c1 = cJSON_GetArrayItem(ch, 1);
+		CHECK(cJSON_GetArraySize(ch) == 2 && num_is(get(c1, "index"), 1) &&
+			  str_is(get(c1, "text"), "BB") && str_is(get(c1, "finish_reason"), "stop") &&
+			  num_is(get(cJSON_GetArrayItem(ch, 0), "index"), 0),
+		      "openai choices[index]: %s", raw);
+		cJSON_Delete(j);
+	}
+	free(raw);
+	req_free(r);
+}
+
 int main(void)
 {
+	test_choices_writer();
 	test_defaults();
 	test_native_full();
 	test_errors();
@@ -1182,6 +1397,7 @@ int main(void)
 	test_result_id();
 	test_native_error_writer();
 	test_openai_error_writer();
+	test_ids_and_nul();
 	struct gguf_ctx *g = NULL;
 	struct tok *t = NULL;
 	load_vocab(&g, &t);

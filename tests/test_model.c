@@ -221,8 +221,12 @@ static void test_rewrites(void)
 		  has(&err, "'blk.1.ffn_norm.weight'"),
 	      "f16 norm: %s", err.msg);
 	CHECK(rewrite(src, E_ARCH, "gemma", &m, &err) == BG_ERR_UNSUPPORTED &&
-		  has(&err, "'gemma'") && has(&err, "only llama and qwen2"),
+		  has(&err, "'gemma'") && has(&err, "supported: llama, qwen2, qwen3"),
 	      "arch: %s", err.msg);
+	/* mixture-of-experts and other architectures are refused by name, never run */
+	CHECK(rewrite(src, E_ARCH, "qwen3moe", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'qwen3moe' is not supported"),
+	      "qwen3moe: %s", err.msg);
 	/* qwen2 reads qwen2.* keys: the llama.* ones of this file do not count */
 	CHECK(rewrite(src, E_ARCH, "qwen2", &m, &err) == BG_ERR_FORMAT &&
 		  has(&err, "qwen2.block_count is missing"),
@@ -237,8 +241,9 @@ static void test_rewrites(void)
 	CHECK(rewrite(src, E_EXTRA, "blk.0.attn_q.bias", &m, &err) == BG_ERR_UNSUPPORTED &&
 		  has(&err, "'blk.0.attn_q.bias'") && has(&err, "not part of a llama model"),
 	      "extra tensor: %s", err.msg);
-	CHECK(rewrite(src, E_EXTRA, "rope_freqs.weight", &m, &err) == BG_ERR_UNSUPPORTED &&
-		  has(&err, "'rope_freqs.weight'"),
+	/* rope_freqs is read now (Llama 3.1): one of the wrong length is refused */
+	CHECK(rewrite(src, E_EXTRA, "rope_freqs.weight", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "'rope_freqs.weight' has shape [64], expected [4]"),
 	      "rope_freqs: %s", err.msg);
 	CHECK(rewrite(src, E_EXPERTS, "", &m, &err) == BG_ERR_UNSUPPORTED &&
 		  has(&err, "expert_count"),
@@ -800,6 +805,103 @@ static void test_qwen2(void)
 	      err.msg);
 }
 
+/* The architectures of core/model/arch.h: published parameter counts of the full shapes
+ * (lazy), and what the loader makes of each tiny synthetic file. */
+static void test_arch(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	/* Hugging Face model cards / safetensors totals */
+	struct {
+		const char *spec;
+		uint64_t n_params;
+	} known[] = {
+	    {"synthetic:llama-3.1-8b", 8030261248ull}, {"synthetic:llama-3.1-70b", 70553706496ull},
+	    {"synthetic:qwen3-0.6b", 596049920ull},    {"synthetic:qwen3-8b", 8190735360ull},
+	    {"synthetic:gemma2-2b", 2614341888ull},    {"synthetic:gemma3-1b", 999885952ull},
+	    {"synthetic:phi3-mini", 3821079552ull},
+	};
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+		CHECK(model_open(known[i].spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		if (!m)
+			continue;
+		CHECK(m->n_params == known[i].n_params, "%s: n_params %llu", known[i].spec,
+		      (unsigned long long)m->n_params);
+		const struct synth_shape *sh = synth_find_shape(known[i].spec + 10);
+		CHECK(sh && synth_n_params(sh, sh->tie_output) == m->n_params,
+		      "%s: synth_n_params agrees", known[i].spec);
+		model_free(m);
+		m = NULL;
+	}
+
+	/* qwen3: head_dim from key_length, Q/K norms */
+	CHECK(model_open("synthetic:qwen3-tiny", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.head_dim == 32 && m->hp.qk_norm && m->hp.rope_neox &&
+			  m->layers[1].q_norm.ne0 == 32 && m->layers[1].k_norm.data &&
+			  m->layers[0].wq.ne1 == 128 && m->layers[0].wo.ne0 == 128 && !m->hp.n_swa,
+		      "qwen3-tiny features");
+		model_free(m);
+		m = NULL;
+	}
+	/* gemma2: every other layer windowed, soft-caps, sqrt(n_embd), post-norms */
+	CHECK(model_open("synthetic:gemma2-tiny", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.n_swa == 16 && m->layers[0].swa && !m->layers[1].swa &&
+			  m->layers[2].swa && !m->layers[3].swa && m->hp.attn_softcap == 2.0f &&
+			  m->hp.final_softcap == 3.0f && m->hp.embd_scale == 8.0f && m->hp.gelu &&
+			  m->hp.post_norms && m->layers[3].ffn_post_norm.data &&
+			  fabsf(m->hp.attn_scale - 1.0f / sqrtf(32.0f)) < 1e-7f &&
+			  m->hp.rope_base_swa == m->hp.rope_base,
+		      "gemma2-tiny features");
+		model_free(m);
+		m = NULL;
+	}
+	/* gemma3: 5 windowed layers then a global one; local RoPE base 10000, global 1e6 */
+	CHECK(model_open("synthetic:gemma3-tiny", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->layers[0].swa && m->layers[4].swa && !m->layers[5].swa &&
+			  m->hp.rope_base_swa == 10000.0f && m->hp.rope_base == 1e6f &&
+			  m->hp.final_softcap == 0.0f && m->hp.attn_softcap == 0.0f && m->hp.qk_norm,
+		      "gemma3-tiny features");
+		model_free(m);
+		m = NULL;
+	}
+	/* phi3: fused tensors as row views; the window is recorded, not applied; long
+	 * factors because n_ctx_train 256 > the original 64 */
+	CHECK(model_open("synthetic:phi3-tiny:f32", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_layer *ly = &m->layers[1];
+		size_t row = 64 * 4; /* f32 rows of n_embd */
+		CHECK(m->hp.n_swa == 0 && m->hp.n_swa_file == 16 && !ly->swa &&
+			  (const char *)ly->wk.data == (const char *)ly->wq.data + 64 * row &&
+			  (const char *)ly->wv.data == (const char *)ly->wk.data + 64 * row &&
+			  (const char *)ly->w_up.data == (const char *)ly->w_gate.data + 128 * row &&
+			  ly->w_gate.ne1 == 128 && ly->w_up.ne1 == 128 &&
+			  strcmp(m->hp.rope_factors, "rope_factors_long") == 0 &&
+			  m->rope_factors.ne0 == 8 && m->hp.rope_attn_factor > 1.0f,
+		      "phi3-tiny features");
+		model_free(m);
+		m = NULL;
+	}
+	/* llama 3.1 rope_freqs; yarn keys */
+	CHECK(model_open("synthetic:llama3-tiny", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(strcmp(m->hp.rope_factors, "rope_freqs") == 0 && m->rope_factors.ne0 == 8 &&
+			  m->hp.n_ctx_orig == 64,
+		      "llama3-tiny rope_freqs");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(model_open("synthetic:llama-yarn-tiny", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.rope_yarn && m->hp.rope_freq_scale == 0.25f && m->hp.n_ctx_orig == 64,
+		      "llama-yarn-tiny");
+		model_free(m);
+		m = NULL;
+	}
+}
+
 int main(void)
 {
 	test_stories();
@@ -811,5 +913,6 @@ int main(void)
 	test_builtin();
 	test_synthetic();
 	test_qwen2();
+	test_arch();
 	return check_summary();
 }

@@ -163,8 +163,8 @@ static void test_defaults_agree(void)
 	      "the CLI's defaults are the table's");
 	CHECK(d.native.max_tokens == 16 && d.native.sampling.temperature == 0.0f &&
 		  d.native.sampling.top_p == 1.0f && d.native.logprobs == -1 &&
-		  d.native.prompt_logprobs == -1 && d.native.add_bos == -1 && !d.native.ignore_eos &&
-		  d.native.sampling.repetition_penalty == 1.0f,
+		  d.native.prompt_logprobs == -1 && d.native.add_bos == -1 &&
+		  !d.native.ignore_eos && d.native.sampling.repetition_penalty == 1.0f,
 	      "native defaults as documented");
 	CHECK(d.openai.max_tokens == PARAMS_TO_END && d.openai.sampling.temperature == 1.0f &&
 		  d.openai.sampling.top_p == 1.0f && d.openai.logprobs == -1,
@@ -175,7 +175,8 @@ static void test_defaults_agree(void)
 	jsonl_parse_request(line, strlen(line), 1, &d, NULL, &r);
 	CHECK(r && r->max_tokens == 16 && r->sampling.temperature == 0.0f, "parsed native");
 	req_free(r);
-	line = "{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"x\"}}";
+	line =
+	    "{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"x\"}}";
 	jsonl_parse_request(line, strlen(line), 1, &d, NULL, &r);
 	CHECK(r && r->max_tokens == PARAMS_TO_END && r->sampling.temperature == 1.0f,
 	      "parsed OpenAI");

@@ -20,6 +20,7 @@
 
 #include "cpu/cpu_kernels.h"
 #include "cpu/threadpool.h"
+#include "model/arch.h"
 
 struct cpu_ctx {
 	const struct model *m;
@@ -40,6 +41,16 @@ struct cpu_ctx {
 	 * biases. Copied (memcpy) so that a file's 4-byte misaligned f32 data is never read
 	 * through a float pointer. */
 	float *biases;
+	/* per layer [q_norm (head_dim), k_norm (head_dim), attn_post_norm (n_embd),
+	 * ffn_post_norm (n_embd)], the parts the model has (others left 0); NULL when the
+	 * model has neither Q/K norms nor post-norms */
+	float *extra_norms;
+	size_t extra_per_layer;
+	/* RoPE: per rotated pair the angle per position and the cos/sin scale
+	 * (arch_rope_freqs), for the global layers and the windowed ones */
+	double *freq, *freq_swa; /* [rope_dim / 2] each */
+	float mscale, mscale_swa;
+	bool rope_swa_differs;
 
 	/* activations, sized for cap_tok tokens */
 	int32_t cap_tok;
@@ -52,6 +63,7 @@ struct cpu_ctx {
 	float *hb;	  /* [cap_tok][n_ff] */
 	float *hb2;	  /* [cap_tok][n_ff] */
 	float *rope;	  /* [cap_tok][rope_dim / 2][2] cos, sin */
+	float *rope_swa;  /* likewise for the windowed layers, when their RoPE differs */
 	int32_t *tok_pos; /* [cap_tok] */
 	int32_t *tok_seq; /* [cap_tok] */
 
@@ -129,6 +141,7 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 		 grow(&c->hb, t * hp->n_ff, sizeof(float)) &&
 		 grow(&c->hb2, t * hp->n_ff, sizeof(float)) &&
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
+		 grow(&c->rope_swa, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
 		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t));
 	if (!ok) {
 		c->cap_tok = 0;
@@ -170,7 +183,7 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
 	size_t per_tok = (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_dim + 2 * (size_t)c->kv_dim +
-			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 2) *
+			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 4) *
 			     sizeof(float) +
 			 2 * sizeof(int32_t);
 	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
@@ -300,34 +313,52 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 	const float *qv = c->q + (int64_t)t * c->q_dim + h * hd;
 	const float *kb = kv_k(c, layer), *vb = kv_v(c, layer);
 	int32_t bs = c->block_size;
-	float scale = 1.0f / sqrtf((float)hd);
-	/* walk the sequence block by block: positions [j0, j0 + n) live in one block */
+	float scale = hp->attn_scale, cap = hp->attn_softcap;
+	/* a windowed layer sees positions [pos - n_swa + 1, pos] (llama.cpp's standard SWA
+	 * mask: masked when pos - j >= n_swa) */
+	int32_t lo = 0;
+	if (c->m->layers[layer].swa && pos >= (int32_t)hp->n_swa)
+		lo = pos - (int32_t)hp->n_swa + 1;
+	/* walk the sequence block by block: positions [j0, j1) live in one block */
 	float mx = -INFINITY;
-	for (int32_t j0 = 0; j0 <= pos; j0 += bs) {
-		const float *kp = kb + (size_t)s->block_table[j0 / bs] * bs * c->kv_dim + kvh * hd;
-		int32_t n = pos + 1 - j0 < bs ? pos + 1 - j0 : bs;
+	for (int32_t j0 = lo; j0 <= pos;) {
+		int32_t j1 = (j0 / bs + 1) * bs;
+		if (j1 > pos + 1)
+			j1 = pos + 1;
+		int32_t n = j1 - j0;
+		const float *kp = kb + ((size_t)s->block_table[j0 / bs] * bs + (size_t)(j0 % bs)) *
+					   c->kv_dim +
+				  kvh * hd;
 		/* the block's scores in one call: several key rows per pass, each dot
 		 * bitwise as cpuk_dot_f32 */
 		cpuk_dot_f32_rows(c->lvl, qv, kp, c->kv_dim, n, hd, sc + j0);
 		for (int32_t j = 0; j < n; j++) {
 			float d = sc[j0 + j] * scale;
+			if (cap > 0.0f) /* gemma2's soft-capping of the scores */
+				d = cap * tanhf(d / cap);
 			sc[j0 + j] = d;
 			if (d > mx)
 				mx = d;
 		}
+		j0 = j1;
 	}
 	float sum = 0.0f;
-	for (int32_t j = 0; j <= pos; j++) {
+	for (int32_t j = lo; j <= pos; j++) {
 		sc[j] = expf(sc[j] - mx);
 		sum += sc[j];
 	}
 	float *out = c->att + (int64_t)t * c->q_dim + h * hd;
 	for (int64_t d = 0; d < hd; d++)
 		out[d] = 0.0f;
-	for (int32_t j0 = 0; j0 <= pos; j0 += bs) {
-		const float *vp = vb + (size_t)s->block_table[j0 / bs] * bs * c->kv_dim + kvh * hd;
-		int32_t n = pos + 1 - j0 < bs ? pos + 1 - j0 : bs;
-		cpuk_axpy_rows(c->lvl, hd, sc + j0, n, vp, c->kv_dim, out);
+	for (int32_t j0 = lo; j0 <= pos;) {
+		int32_t j1 = (j0 / bs + 1) * bs;
+		if (j1 > pos + 1)
+			j1 = pos + 1;
+		const float *vp = vb + ((size_t)s->block_table[j0 / bs] * bs + (size_t)(j0 % bs)) *
+					   c->kv_dim +
+				  kvh * hd;
+		cpuk_axpy_rows(c->lvl, hd, sc + j0, j1 - j0, vp, c->kv_dim, out);
+		j0 = j1;
 	}
 	float inv = 1.0f / sum;
 	for (int64_t d = 0; d < hd; d++)
@@ -436,15 +467,24 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			const char *row =
 			    (const char *)m->tok_embd.data +
 			    (size_t)s->tokens[j] * cpuk_row_bytes(m->tok_embd.type, E);
-			cpuk_dequant_row(m->tok_embd.type, row, E, c->x + (int64_t)t * E);
+			float *xr = c->x + (int64_t)t * E;
+			cpuk_dequant_row(m->tok_embd.type, row, E, xr);
+			if (hp->embd_scale != 1.0f) /* gemma: sqrt(n_embd) */
+				for (int64_t i = 0; i < E; i++)
+					xr[i] *= hp->embd_scale;
+			/* theta = pos * freq[r] (arch_rope_freqs), in double for accuracy */
+			double p = (double)(s->pos0 + j);
 			float *cs = c->rope + (int64_t)t * half * 2;
 			for (int32_t r = 0; r < half; r++) {
-				/* theta = pos * base^(-2r / rope_dim), in double for accuracy */
-				double th =
-				    (double)(s->pos0 + j) *
-				    pow((double)hp->rope_base, -2.0 * r / (double)hp->rope_dim);
-				cs[2 * r] = (float)cos(th);
-				cs[2 * r + 1] = (float)sin(th);
+				cs[2 * r] = (float)cos(p * c->freq[r]) * c->mscale;
+				cs[2 * r + 1] = (float)sin(p * c->freq[r]) * c->mscale;
+			}
+			if (c->rope_swa_differs) {
+				cs = c->rope_swa + (int64_t)t * half * 2;
+				for (int32_t r = 0; r < half; r++) {
+					cs[2 * r] = (float)cos(p * c->freq_swa[r]) * c->mscale_swa;
+					cs[2 * r + 1] = (float)sin(p * c->freq_swa[r]) * c->mscale_swa;
+				}
 			}
 		}
 	}
@@ -468,10 +508,25 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			add_bias(c->k, c->kv_dim, T, bq + c->q_dim, c->kv_dim);
 			add_bias(c->v, c->kv_dim, T, bq + c->q_dim + c->kv_dim, c->kv_dim);
 		}
+		if (hp->qk_norm) { /* qwen3, gemma3: each head normalized, before RoPE */
+			const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
+			const float *kn = qn + hd;
+			for (t = 0; t < T; t++) {
+				for (uint32_t h = 0; h < hp->n_head; h++) {
+					float *qh = c->q + t * c->q_dim + h * hd;
+					rmsnorm(qh, qh, qn, hd, hp->rms_eps);
+				}
+				for (uint32_t h = 0; h < hp->n_head_kv; h++) {
+					float *kh = c->k + t * c->kv_dim + h * hd;
+					rmsnorm(kh, kh, kn, hd, hp->rms_eps);
+				}
+			}
+		}
 		/* RoPE, then K/V into the pool */
 		float *kl = kv_k(c, l), *vl = kv_v(c, l);
+		const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 		for (t = 0; t < T; t++) {
-			const float *cs = c->rope + (int64_t)t * half * 2;
+			const float *cs = rope_l + (int64_t)t * half * 2;
 			for (uint32_t h = 0; h < hp->n_head; h++)
 				rope_apply(hp, c->q + t * c->q_dim + h * hd, cs);
 			for (uint32_t h = 0; h < hp->n_head_kv; h++)
@@ -494,6 +549,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			tp_run(c->pool, (r.n_items + r.per_task - 1) / r.per_task, att_task, &r);
 		}
 		matmul1(c, &L->wo, c->att, c->xb, T);
+		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
+							 2 * hd
+						   : NULL;
+		if (post) /* gemma: the branch output is normalized before the residual add */
+			for (t = 0; t < T; t++)
+				rmsnorm(c->xb + t * E, c->xb + t * E, post, E, hp->rms_eps);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
 
@@ -506,11 +567,25 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			int64_t ld[2] = {F, F};
 			matmuls(c, 2, ws, xs, ys, ld, T);
 		}
-		for (int64_t i = 0; i < (int64_t)T * F; i++) {
-			float g = c->hb[i];
-			c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
+		if (hp->gelu) {
+			/* GELU, tanh form (ggml's gelu; llama.cpp's CPU build looks it up in an
+			 * f16 table, within 2^-11 relative of this) */
+			const float k0 = 0.79788456080286535588f, k1 = 0.044715f;
+			for (int64_t i = 0; i < (int64_t)T * F; i++) {
+				float g = c->hb[i];
+				c->hb[i] = 0.5f * g * (1.0f + tanhf(k0 * g * (1.0f + k1 * g * g))) *
+					   c->hb2[i];
+			}
+		} else {
+			for (int64_t i = 0; i < (int64_t)T * F; i++) {
+				float g = c->hb[i];
+				c->hb[i] = g / (1.0f + expf(-g)) * c->hb2[i];
+			}
 		}
 		matmul1(c, &L->w_down, c->hb, c->xb, T);
+		if (post)
+			for (t = 0; t < T; t++)
+				rmsnorm(c->xb + t * E, c->xb + t * E, post + E, E, hp->rms_eps);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
 	}
@@ -526,6 +601,11 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 					hp->rms_eps);
 	if (n > 0)
 		matmul1(c, &m->output, c->xf, c->logits, n);
+	if (hp->final_softcap > 0.0f) { /* gemma2: cap * tanh(logit / cap) */
+		float cap = hp->final_softcap;
+		for (int64_t i = 0; i < (int64_t)n * hp->n_vocab; i++)
+			c->logits[i] = cap * tanhf(c->logits[i] / cap);
+	}
 	c->n_logits = n;
 	c->batch = NULL;
 	return BG_OK;
@@ -687,6 +767,10 @@ static void cpu_destroy(void *ctx)
 	free(c->kv);
 	free(c->norms);
 	free(c->biases);
+	free(c->extra_norms);
+	free(c->freq);
+	free(c->freq_swa);
+	free(c->rope_swa);
 	free(c->x);
 	free(c->xb);
 	free(c->q);
@@ -768,6 +852,21 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		for (int i = 0; i < 9; i++)
 			if ((st = check_weight(ws[i], names[i], (int)l, err)) != BG_OK)
 				return st;
+		const struct model_weight *xs[4] = {&L->q_norm, &L->k_norm, &L->attn_post_norm,
+						    &L->ffn_post_norm};
+		static const char *xnames[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm",
+						"post_ffw_norm"};
+		uint64_t xlen[4] = {hp->head_dim, hp->head_dim, hp->n_embd, hp->n_embd};
+		for (int i = 0; i < 4; i++) {
+			if (!(i < 2 ? hp->qk_norm : hp->post_norms))
+				continue;
+			if ((st = check_weight(xs[i], xnames[i], (int)l, err)) != BG_OK)
+				return st;
+			if (xs[i]->type != GGUF_DTYPE_F32 || xs[i]->ne0 != xlen[i])
+				return bg_fail(err, BG_ERR_UNSUPPORTED,
+					       "the CPU backend needs %s (layer %u) as %llu f32 values",
+					       xnames[i], l, (unsigned long long)xlen[i]);
+		}
 		if (!hp->qkv_bias)
 			continue;
 		/* the biases are read as f32 vectors of the projections' output sizes */
@@ -785,6 +884,52 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 					       "the CPU backend needs %s (layer %u) as %llu f32 "
 					       "values",
 					       bnames[i], l, (unsigned long long)want[i]);
+		}
+	}
+	return BG_OK;
+}
+
+/* The Q/K norms and post-norms as f32 arrays, and the RoPE frequencies. */
+static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
+				       struct bg_err *err)
+{
+	const struct model_hparams *hp = &m->hp;
+	size_t hd = hp->head_dim, E = hp->n_embd, half = hp->rope_dim / 2;
+	c->freq = malloc(half * sizeof(double));
+	c->freq_swa = malloc(half * sizeof(double));
+	float *factors = NULL;
+	if (m->rope_factors.data) {
+		factors = malloc(half * sizeof(float));
+		if (factors)
+			memcpy(factors, m->rope_factors.data, half * sizeof(float));
+	}
+	if (!c->freq || !c->freq_swa || (m->rope_factors.data && !factors)) {
+		free(factors);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the RoPE tables");
+	}
+	arch_rope_freqs(hp, factors, false, c->freq, &c->mscale);
+	arch_rope_freqs(hp, factors, true, c->freq_swa, &c->mscale_swa);
+	free(factors);
+	c->rope_swa_differs = c->mscale != c->mscale_swa ||
+			      memcmp(c->freq, c->freq_swa, half * sizeof(double)) != 0;
+	if (!hp->qk_norm && !hp->post_norms)
+		return BG_OK;
+	c->extra_per_layer = 2 * hd + 2 * E;
+	c->extra_norms = calloc((size_t)hp->n_layer * c->extra_per_layer, sizeof(float));
+	if (!c->extra_norms)
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the norms");
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct model_layer *L = &m->layers[l];
+		float *dst = c->extra_norms + (size_t)l * c->extra_per_layer;
+		if (hp->qk_norm) {
+			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, (int64_t)hd, dst);
+			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, (int64_t)hd, dst + hd);
+		}
+		if (hp->post_norms) {
+			cpuk_dequant_row(L->attn_post_norm.type, L->attn_post_norm.data, (int64_t)E,
+					 dst + 2 * hd);
+			cpuk_dequant_row(L->ffn_post_norm.type, L->ffn_post_norm.data, (int64_t)E,
+					 dst + 2 * hd + E);
 		}
 	}
 	return BG_OK;
@@ -904,6 +1049,12 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 			memcpy(dst + c->q_dim + c->kv_dim, L->bv.data,
 			       (size_t)c->kv_dim * sizeof(float));
 		}
+	}
+
+	if ((st = load_arch_extras(c, m, err)) != BG_OK) {
+		cpu_destroy(c);
+		free(b);
+		return st;
 	}
 
 	b->ops = &cpu_ops;

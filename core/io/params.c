@@ -17,48 +17,49 @@
  * limit (generate to end-of-generation or the end of the context) and temperature 1.
  * A flag given on the command line sets the default of both forms. */
 const struct param_def params_table[] = {
-    {"max_tokens", "max_tokens", PARAM_INT, R(max_tokens), NO_N, "16", "0", 1, INT32_MAX, false,
-     0, "max-tokens", "N",
+    {"max_tokens", "max_tokens", PARAM_INT, R(max_tokens), NO_N, "16", "0", 1, INT32_MAX, false, 0,
+     "max-tokens", "N",
      "default tokens to generate per request (OpenAI lines: until end-of-generation or the "
      "end of the context)"},
     /* the newer OpenAI name; read after max_tokens, so it wins when both are given */
-    {NULL, "max_completion_tokens", PARAM_INT, R(max_tokens), NO_N, NULL, NULL, 1, INT32_MAX,
-     false, 0, NULL, NULL, "OpenAI's newer name of max_tokens (wins over it)"},
+    {NULL, "max_completion_tokens", PARAM_INT, R(max_tokens), NO_N, NULL, NULL, 1, INT32_MAX, false,
+     0, NULL, NULL, "OpenAI's newer name of max_tokens (wins over it)"},
     {"temperature", "temperature", PARAM_NUM, R(sampling.temperature), NO_N, "0", "1", 0, 1e6,
-     false, 0, "temperature", "T",
-     "default sampling temperature, 0 = greedy (OpenAI lines: 1)"},
+     false, 0, "temperature", "T", "default sampling temperature, 0 = greedy (OpenAI lines: 1)"},
     {"top_k", "top_k", PARAM_INT, R(sampling.top_k), NO_N, "0", NULL, -1, INT32_MAX, false,
      PARAM_NEG_OFF, "top-k", "K", "default top-k, 0 or -1 = disabled"},
-    {"top_p", "top_p", PARAM_NUM, R(sampling.top_p), NO_N, "1", NULL, 0, 1, true, 0, "top-p",
-     "P", "default nucleus mass, 1 = disabled"},
-    {"min_p", "min_p", PARAM_NUM, R(sampling.min_p), NO_N, "0", NULL, 0, 1, false, 0, "min-p",
-     "P", "default min-p, 0 = disabled"},
+    {"top_p", "top_p", PARAM_NUM, R(sampling.top_p), NO_N, "1", NULL, 0, 1, true, 0, "top-p", "P",
+     "default nucleus mass, 1 = disabled"},
+    {"min_p", "min_p", PARAM_NUM, R(sampling.min_p), NO_N, "0", NULL, 0, 1, false, 0, "min-p", "P",
+     "default min-p, 0 = disabled"},
     /* the command line's --seed is a base seed (plus the line number), cli/options.c */
     {"seed", "seed", PARAM_SEED, R(sampling.seed), NO_N, "0", NULL, 0, 0, false, 0, NULL, NULL,
      "sampling seed, any integer (negative: modulo 2^64)"},
-    {"repetition_penalty", "repetition_penalty", PARAM_NUM, R(sampling.repetition_penalty),
-     NO_N, "1", NULL, 0, 1e6, true, 0, "repetition-penalty", "F",
+    {"repetition_penalty", "repetition_penalty", PARAM_NUM, R(sampling.repetition_penalty), NO_N,
+     "1", NULL, 0, 1e6, true, 0, "repetition-penalty", "F",
      "default repetition penalty, 1 = disabled"},
     {"presence_penalty", "presence_penalty", PARAM_NUM, R(sampling.presence_penalty), NO_N, "0",
      NULL, -2, 2, false, 0, "presence-penalty", "F", "default presence penalty, 0 = disabled"},
-    {"frequency_penalty", "frequency_penalty", PARAM_NUM, R(sampling.frequency_penalty), NO_N,
-     "0", NULL, -2, 2, false, 0, "frequency-penalty", "F",
-     "default frequency penalty, 0 = disabled"},
+    {"frequency_penalty", "frequency_penalty", PARAM_NUM, R(sampling.frequency_penalty), NO_N, "0",
+     NULL, -2, 2, false, 0, "frequency-penalty", "F", "default frequency penalty, 0 = disabled"},
     {"stop", "stop", PARAM_STOP, R(stop), R(n_stop), NULL, NULL, 0, 0, false, 0, NULL, NULL,
      "strings that end generation (not part of the text returned)"},
-    {"stop_token_ids", "stop_token_ids", PARAM_IDS, R(stop_token_ids), R(n_stop_token_ids),
-     NULL, NULL, 0, 0, false, 0, NULL, NULL, "token ids that end generation"},
+    {"stop_token_ids", "stop_token_ids", PARAM_IDS, R(stop_token_ids), R(n_stop_token_ids), NULL,
+     NULL, 0, 0, false, 0, NULL, NULL, "token ids that end generation"},
     {"ignore_eos", "ignore_eos", PARAM_BOOL, R(ignore_eos), NO_N, "false", NULL, 0, 0, false, 0,
      "ignore-eos", NULL,
      "by default, keep generating past end-of-generation tokens (until max_tokens)"},
     /* OpenAI bodies: the endpoint's own logprobs (completions: an integer; chat: a boolean
      * with top_logprobs), read in io/jsonl_read.c */
-    {"logprobs", NULL, PARAM_LOGPROBS, R(logprobs), NO_N, "-1", NULL, 0, SAMPLER_MAX_TOP, false,
-     0, "logprobs", "N", "default log-probs: -1 none, 0 the chosen token's, N also the top N"},
-    {"prompt_logprobs", "prompt_logprobs", PARAM_LOGPROBS, R(prompt_logprobs), NO_N, "-1", NULL,
-     0, SAMPLER_MAX_TOP, false, 0, NULL, NULL, "log-probs of the prompt tokens, as logprobs"},
-    {"add_bos", "add_bos", PARAM_TRIBOOL, R(add_bos), NO_N, NULL, NULL, 0, 0, false, 0, NULL,
-     NULL, "prepend the beginning-of-sequence token (default: as the vocabulary says)"},
+    {"logprobs", NULL, PARAM_LOGPROBS, R(logprobs), NO_N, "-1", NULL, 0, SAMPLER_MAX_TOP, false, 0,
+     "logprobs", "N", "default log-probs: -1 none, 0 the chosen token's, N also the top N"},
+    {"prompt_logprobs", "prompt_logprobs", PARAM_LOGPROBS, R(prompt_logprobs), NO_N, "-1", NULL, 0,
+     SAMPLER_MAX_TOP, false, 0, NULL, NULL, "log-probs of the prompt tokens, as logprobs"},
+    {"add_bos", "add_bos", PARAM_TRIBOOL, R(add_bos), NO_N, NULL, NULL, 0, 0, false, 0, NULL, NULL,
+     "prepend the beginning-of-sequence token (default: as the vocabulary says)"},
+    /* engine (issue 14): samples sharing one prefill; sample i draws with seed + i */
+    {"n", "n", PARAM_INT, R(n), NO_N, "1", NULL, 1, REQ_MAX_N, false, 0, NULL, NULL,
+     "samples of the prompt, one prefill (the result has a choices array)"},
 };
 
 const size_t params_count = sizeof params_table / sizeof params_table[0];
@@ -159,8 +160,8 @@ bool params_set_text(struct request *r, const struct param_def *p, const char *t
 			return false;
 		}
 		if (d > p->hi || (p->lo_open ? d <= p->lo : d < p->lo)) {
-			snprintf(msg, cap, "%s is out of range %c%g, %g]", text, p->lo_open ? '(' : '[',
-				 p->lo, p->hi);
+			snprintf(msg, cap, "%s is out of range %c%g, %g]", text,
+				 p->lo_open ? '(' : '[', p->lo, p->hi);
 			return false;
 		}
 		*(float *)field = (float)d;

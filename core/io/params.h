@@ -43,9 +43,9 @@ struct param_def {
 	const char *openai; /* field of an OpenAI body read through this row; NULL: none
 			     * (the endpoint's own code may still read a field of that name) */
 	enum param_type type;
-	size_t off;	    /* offsetof(struct request, ...) of the value (or the list) */
-	size_t off_n;	    /* PARAM_STOP, PARAM_IDS: offsetof of the int32_t count */
-	const char *def;    /* native default, as a flag would write it; NULL: none/empty */
+	size_t off;		/* offsetof(struct request, ...) of the value (or the list) */
+	size_t off_n;		/* PARAM_STOP, PARAM_IDS: offsetof of the int32_t count */
+	const char *def;	/* native default, as a flag would write it; NULL: none/empty */
 	const char *openai_def; /* an OpenAI line's default when that API defines another */
 	double lo, hi;		/* range (PARAM_INT, PARAM_NUM, PARAM_LOGPROBS) */
 	bool lo_open;		/* PARAM_NUM: lo itself is out of range */

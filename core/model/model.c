@@ -1,4 +1,5 @@
-/* model: Llama (and qwen2) hyper-parameters and weights from a GGUF context. See model.h. */
+/* model: hyper-parameters and weights of the supported architectures from a GGUF context.
+ * See model.h; the per-architecture features come from arch.c's table. */
 #include "model/model.h"
 
 #include <math.h>
@@ -6,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "model/builtin.h"
 #include "model/synth.h"
 
@@ -36,14 +38,14 @@ static bool get_u32_key(const struct gguf_ctx *g, const char *arch, const char *
 {
 	char key[128];
 	snprintf(key, sizeof key, "%s.%s", arch, suffix);
-	return gguf_get_u32(g, key, out);
+	return g && gguf_get_u32(g, key, out); /* g NULL: a lazy model, defaults only */
 }
 
 static bool get_f32_key(const struct gguf_ctx *g, const char *arch, const char *suffix, float *out)
 {
 	char key[128];
 	snprintf(key, sizeof key, "%s.%s", arch, suffix);
-	return gguf_get_f32(g, key, out);
+	return g && gguf_get_f32(g, key, out);
 }
 
 /* A required positive u32 key in [1, max]. */
@@ -64,6 +66,117 @@ static enum bg_status need_u32(const struct gguf_ctx *g, const char *arch, const
 	return BG_OK;
 }
 
+/* rope.scaling.*: the frequency scale and YaRN, as llama.cpp reads them for every
+ * architecture: the type defaults to linear (a no-op without a factor); the factor is
+ * rope.scaling.factor or the older rope.scale_linear; longrope (phi3) scales like linear
+ * and takes its per-dimension factors from the rope_factors_* tensors. */
+static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *arch,
+					struct model_hparams *hp, struct bg_err *err)
+{
+	char key[128], buf[40];
+	hp->rope_freq_scale = 1.0f;
+	hp->rope_attn_factor = 1.0f;
+	hp->n_ctx_orig = hp->n_ctx_train;
+	struct gguf_str sc = {"linear", 6};
+	snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+	gguf_get_str(g, key, &sc);
+	bool none = sc.len == 4 && memcmp(sc.ptr, "none", 4) == 0;
+	bool linear = (sc.len == 6 && memcmp(sc.ptr, "linear", 6) == 0) ||
+		      (sc.len == 8 && memcmp(sc.ptr, "longrope", 8) == 0);
+	hp->rope_yarn = sc.len == 4 && memcmp(sc.ptr, "yarn", 4) == 0;
+	if (!none && !linear && !hp->rope_yarn)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s '%s' is not supported (none, linear, yarn, longrope are)", key,
+			       clean(buf, sizeof buf, sc));
+	float factor = 0.0f;
+	if (!get_f32_key(g, arch, "rope.scaling.factor", &factor))
+		get_f32_key(g, arch, "rope.scale_linear", &factor);
+	if (!(isfinite(factor) && factor >= 0.0f && factor < 1e6f))
+		return bg_fail(err, BG_ERR_FORMAT, "%s.rope.scaling.factor %g is not usable", arch,
+			       (double)factor);
+	if (factor != 0.0f && !none)
+		hp->rope_freq_scale = 1.0f / factor;
+	if (get_f32_key(g, arch, "rope.scaling.attn_factor", &hp->rope_attn_factor) &&
+	    !(isfinite(hp->rope_attn_factor) && hp->rope_attn_factor > 0.0f &&
+	      hp->rope_attn_factor < 100.0f))
+		return bg_fail(err, BG_ERR_FORMAT, "%s.rope.scaling.attn_factor %g is not usable",
+			       arch, (double)hp->rope_attn_factor);
+	uint32_t oc;
+	if (get_u32_key(g, arch, "rope.scaling.original_context_length", &oc) && oc > 0)
+		hp->n_ctx_orig = oc;
+	float lm = 0.0f;
+	if (get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &lm) && lm != 0.0f)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.rope.scaling.yarn_log_multiplier (DeepSeek-style YaRN) is not "
+			       "supported",
+			       arch);
+	hp->rope_base_swa = hp->rope_base;
+	hp->rope_freq_scale_swa = hp->rope_freq_scale;
+	return BG_OK;
+}
+
+/* The architecture's graph features (arch.h) and the keys that tune them. */
+static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
+				    const struct arch_info *ai, struct model_hparams *hp,
+				    struct bg_err *err)
+{
+	hp->rope_neox = ai->rope_neox;
+	hp->qkv_bias = ai->qkv_bias;
+	hp->qk_norm = ai->qk_norm;
+	hp->post_norms = ai->post_norms;
+	hp->gelu = ai->gelu;
+	hp->embd_scale = ai->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
+	hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+	/* gemma 27B sizes scale queries by n_embd / n_head (llama.cpp: type 27B) */
+	if (ai->gemma_q_scale && ((strcmp(arch, "gemma2") == 0 && hp->n_layer == 46) ||
+				  (strcmp(arch, "gemma3") == 0 && hp->n_layer == 62)))
+		hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+	hp->attn_softcap = ai->attn_softcap;
+	if (ai->attn_softcap > 0.0f)
+		get_f32_key(g, arch, "attn_logit_softcapping", &hp->attn_softcap);
+	hp->final_softcap = ai->final_softcap_default;
+	if (ai->final_softcap)
+		get_f32_key(g, arch, "final_logit_softcapping", &hp->final_softcap);
+	if (!(isfinite(hp->attn_softcap) && hp->attn_softcap >= 0.0f) ||
+	    !(isfinite(hp->final_softcap) && hp->final_softcap >= 0.0f))
+		return bg_fail(err, BG_ERR_FORMAT, "a soft-capping value is not a number >= 0");
+	uint32_t w = 0;
+	bool has_w = get_u32_key(g, arch, "attention.sliding_window", &w);
+	hp->n_swa_file = has_w ? w : 0;
+	if (ai->swa_pattern && !ai->swa_read_only && !(ai->swa_needs_key && w == 0)) {
+		hp->n_swa = has_w ? w : ai->swa_default;
+		hp->swa_pattern = ai->swa_pattern;
+		char key[128];
+		snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+		if (g && gguf_find_key(g, key) >= 0 && !get_u32_key(g, arch, "attention.sliding_window_pattern",
+							      &hp->swa_pattern))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s is not an unsigned integer (a per-layer list is not "
+				       "supported)",
+				       key);
+		if (ai->swa_rope_own) {
+			hp->rope_base_swa = 10000.0f;
+			hp->rope_freq_scale_swa = 1.0f;
+		}
+		get_f32_key(g, arch, "rope.freq_base_swa", &hp->rope_base_swa);
+		if (!(isfinite(hp->rope_base_swa) && hp->rope_base_swa > 1.0f))
+			return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base_swa is not a number above 1");
+	}
+	/* other architectures: llama.cpp does not read the key (Mistral 7B v0.1 files carry
+	 * one and run with full attention there); n_swa_file records it */
+	return BG_OK;
+}
+
+/* Whether layer l is windowed: llama.cpp's set_swa_pattern (the last layer of each group
+ * of `pattern` is global; pattern 0 or 1 with a window: pattern 0 = all windowed). */
+static bool layer_is_swa(const struct model_hparams *hp, uint32_t l)
+{
+	if (hp->n_swa == 0)
+		return false;
+	uint32_t p = hp->swa_pattern;
+	return p == 0 || l % p < p - 1;
+}
+
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
 				  struct bg_err *err)
 {
@@ -78,12 +191,11 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	for (size_t i = 0; i < a.len; i++)
 		if ((unsigned char)arch[i] < 0x20 || (unsigned char)arch[i] >= 0x7f)
 			arch[i] = '?';
-	/* qwen2 is llama with Q/K/V biases and NeoX RoPE (llama.cpp: LLAMA_ROPE_TYPE_NEOX) */
-	bool qwen2 = strcmp(arch, "qwen2") == 0;
-	if (strcmp(arch, "llama") != 0 && !qwen2)
+	const struct arch_info *ai = arch_find(arch);
+	if (!ai)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "architecture '%s' is not supported (only llama and qwen2 are)",
-			       arch);
+			       "architecture '%s' is not supported (supported: %s)", arch,
+			       arch_names());
 
 	enum bg_status st;
 	if ((st = need_u32(g, arch, "block_count", MODEL_MAX_LAYERS, &hp->n_layer, err)) ||
@@ -107,17 +219,18 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       "head_count %u is not a multiple of head_count_kv %u", hp->n_head,
 			       hp->n_head_kv);
 	hp->head_dim = hp->n_embd / hp->n_head;
-	uint32_t kl;
-	if (get_u32_key(g, arch, "attention.key_length", &kl) && kl != hp->head_dim)
+	uint32_t kl, vl;
+	if (get_u32_key(g, arch, "attention.key_length", &kl)) {
+		if (kl == 0 || kl > 4096)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "attention.key_length %u is not in [1, 4096]", kl);
+		hp->head_dim = kl;
+	}
+	if (get_u32_key(g, arch, "attention.value_length", &vl) && vl != hp->head_dim)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "attention.key_length %u differs from embedding_length / head_count "
-			       "= %u, which is not supported",
-			       kl, hp->head_dim);
-	if (get_u32_key(g, arch, "attention.value_length", &kl) && kl != hp->head_dim)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "attention.value_length %u differs from the head size %u, which is "
+			       "attention.value_length %u differs from the key length %u, which is "
 			       "not supported",
-			       kl, hp->head_dim);
+			       vl, hp->head_dim);
 	hp->rope_dim = hp->head_dim;
 	if (get_u32_key(g, arch, "rope.dimension_count", &hp->rope_dim) &&
 	    (hp->rope_dim == 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2))
@@ -132,17 +245,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	    !(isfinite(hp->rope_base) && hp->rope_base > 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base %g is not a number above 1",
 			       (double)hp->rope_base);
-	struct gguf_str sc;
-	snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-	char buf[40];
-	if (gguf_get_str(g, key, &sc) && !(sc.len == 4 && memcmp(sc.ptr, "none", 4) == 0))
-		return bg_fail(err, BG_ERR_UNSUPPORTED, "%s '%s' (rope scaling) is not supported",
-			       key, clean(buf, sizeof buf, sc));
-	float fs;
-	if (get_f32_key(g, arch, "rope.scale_linear", &fs) && fs != 1.0f)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.rope.scale_linear %g (rope scaling) is not supported", arch,
-			       (double)fs);
+	if ((st = read_rope_scaling(g, arch, hp, err)))
+		return st;
 	uint32_t n_expert = 0;
 	if (get_u32_key(g, arch, "expert_count", &n_expert) && n_expert > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -154,8 +258,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "attention.layer_norm_rms_epsilon %g is not in (0, 1)",
 			       (double)hp->rms_eps);
-	hp->rope_neox = qwen2;
-	hp->qkv_bias = qwen2;
+	if ((st = read_features(g, arch, ai, hp, err)))
+		return st;
 
 	/* vocabulary size: the tokenizer's, else <arch>.vocab_size, else token_embd's rows */
 	enum gguf_type et;
@@ -249,18 +353,69 @@ void model_free(struct model *m)
 	free(m);
 }
 
+/* Rows [r0, r1) of w as a weight of its own (a fused tensor's part): no copy, not
+ * counted again. */
+static struct model_weight row_view(const struct model_weight *w, uint64_t r0, uint64_t r1)
+{
+	struct model_weight v = *w;
+	v.data = (const char *)w->data + r0 * gguf_row_bytes(w->type, w->ne0);
+	v.ne1 = r1 - r0;
+	return v;
+}
+
+/* The RoPE frequency factors: rope_freqs (Llama 3.1's "llama3" scaling), else LongRoPE's
+ * long or short set, chosen as llama.cpp's get_rope_factors does at its default context
+ * (n_ctx = n_ctx_train): long when that exceeds the original context. */
+static enum bg_status load_rope_factors(struct loader *L)
+{
+	struct model *m = L->m;
+	struct model_hparams *hp = &m->hp;
+	uint64_t n = hp->rope_dim / 2;
+	if (gguf_find_tensor(L->g, "rope_freqs.weight")) {
+		snprintf(hp->rope_factors, sizeof hp->rope_factors, "rope_freqs");
+		return take(L, "rope_freqs.weight", n, 0, TK_NORM, &m->rope_factors);
+	}
+	struct model_weight lw = {0}, sw = {0};
+	enum bg_status st;
+	if (gguf_find_tensor(L->g, "rope_factors_long.weight") &&
+	    (st = take(L, "rope_factors_long.weight", n, 0, TK_NORM, &lw)))
+		return st;
+	if (gguf_find_tensor(L->g, "rope_factors_short.weight") &&
+	    (st = take(L, "rope_factors_short.weight", n, 0, TK_NORM, &sw)))
+		return st;
+	bool use_long = hp->n_ctx_train > hp->n_ctx_orig;
+	const struct model_weight *w = use_long ? &lw : &sw;
+	if (w->data) {
+		m->rope_factors = *w;
+		snprintf(hp->rope_factors, sizeof hp->rope_factors, "%s",
+			 use_long ? "rope_factors_long" : "rope_factors_short");
+	}
+	/* factors of 0 or NaN would make every angle infinite */
+	if (m->rope_factors.data) {
+		for (uint64_t i = 0; i < n; i++) {
+			float f;
+			memcpy(&f, (const char *)m->rope_factors.data + 4 * i, 4);
+			if (!(isfinite(f) && f > 0.0f))
+				return bg_fail(L->err, BG_ERR_FORMAT,
+					       "tensor '%s' has a factor %g that is not a positive "
+					       "number",
+					       hp->rope_factors, (double)f);
+		}
+	}
+	return BG_OK;
+}
+
 static enum bg_status load_tensors(struct loader *L)
 {
 	struct model *m = L->m;
 	const struct model_hparams *hp = &m->hp;
-	uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+	uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff, HD = hp->head_dim;
 	uint64_t Q = (uint64_t)hp->n_head * hp->head_dim;
 	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
+	const struct arch_info *ai = arch_find(m->arch);
 	enum bg_status st;
-	if (gguf_find_tensor(L->g, "rope_freqs.weight"))
-		return bg_fail(L->err, BG_ERR_UNSUPPORTED,
-			       "tensor 'rope_freqs.weight' (Llama 3.1 rope scaling) is not "
-			       "supported");
+	if ((st = load_rope_factors(L)))
+		return st;
 	if ((st = take(L, "token_embd.weight", E, V, TK_MATRIX, &m->tok_embd)) ||
 	    (st = take(L, "output_norm.weight", E, 0, TK_NORM, &m->output_norm)))
 		return st;
@@ -280,19 +435,47 @@ static enum bg_status load_tensors(struct loader *L)
 			return st;                                                                 \
 	} while (0)
 		TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
-		TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
-		TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
-		TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+		snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
+		if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
+			struct model_weight qkv;
+			if ((st = take(L, n, E, Q + 2 * KV, TK_MATRIX, &qkv)))
+				return st;
+			ly->wq = row_view(&qkv, 0, Q);
+			ly->wk = row_view(&qkv, Q, Q + KV);
+			ly->wv = row_view(&qkv, Q + KV, Q + 2 * KV);
+		} else {
+			TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
+			TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
+			TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+		}
 		if (hp->qkv_bias) {
 			TAKE("attn_q.bias", Q, 0, TK_BIAS, bq);
 			TAKE("attn_k.bias", KV, 0, TK_BIAS, bk);
 			TAKE("attn_v.bias", KV, 0, TK_BIAS, bv);
 		}
+		if (hp->qk_norm) {
+			TAKE("attn_q_norm.weight", HD, 0, TK_NORM, q_norm);
+			TAKE("attn_k_norm.weight", HD, 0, TK_NORM, k_norm);
+		}
 		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
+		if (hp->post_norms)
+			TAKE("post_attention_norm.weight", E, 0, TK_NORM, attn_post_norm);
 		TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
-		TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
-		TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
+		if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
+			struct model_weight gu;
+			snprintf(n, sizeof n, "blk.%u.ffn_up.weight", l);
+			if ((st = take(L, n, E, 2 * F, TK_MATRIX, &gu)))
+				return st;
+			ly->w_gate = row_view(&gu, 0, F);
+			ly->w_up = row_view(&gu, F, 2 * F);
+		} else {
+			TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
+			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
+		}
 		TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
+		if (hp->post_norms)
+			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
+		ly->swa = layer_is_swa(hp, l);
 #undef TAKE
 	}
 	return BG_OK;
@@ -407,7 +590,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	snprintf(m->arch, sizeof m->arch, "%s", synth_arch(s));
 	snprintf(m->name, sizeof m->name, "synthetic:%s", s->name);
-	bool qwen2 = strcmp(m->arch, "qwen2") == 0;
+	const struct arch_info *ai = arch_find(m->arch);
+	BG_ASSERT(ai); /* synth_check accepted the shape */
 	struct model_hparams *hp = &m->hp;
 	hp->n_vocab = synth_n_vocab(o);
 	hp->n_ctx_train = s->n_ctx;
@@ -415,13 +599,29 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_layer = s->n_layer;
 	hp->n_head = s->n_head;
 	hp->n_head_kv = s->n_head_kv;
-	hp->head_dim = s->n_embd / s->n_head;
+	hp->head_dim = synth_head_dim(s);
 	hp->n_ff = s->n_ff;
 	hp->rope_dim = hp->head_dim;
 	hp->rope_base = s->rope_base;
 	hp->rms_eps = s->rms_eps;
-	hp->rope_neox = qwen2;
-	hp->qkv_bias = qwen2;
+	/* the keys synth would write, from the arch's defaults (no file: g NULL) */
+	hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f;
+	hp->rope_attn_factor = 1.0f;
+	hp->n_ctx_orig = hp->n_ctx_train;
+	hp->rope_base_swa = hp->rope_base;
+	struct synth_shape sw = *s;
+	enum bg_status st = read_features(NULL, m->arch, ai, hp, err);
+	hp->n_swa_file = sw.n_swa;
+	if (!st && ai->swa_pattern && !ai->swa_read_only && sw.n_swa) {
+		hp->n_swa = sw.n_swa;
+		hp->swa_pattern = ai->swa_pattern;
+		if (ai->swa_rope_own)
+			hp->rope_base_swa = 10000.0f;
+	}
+	if (st) {
+		model_free(m);
+		return st;
+	}
 	uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
 	uint64_t Q = (uint64_t)hp->n_head * hp->head_dim;
 	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
@@ -448,11 +648,20 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->bk, GGUF_DTYPE_F32, KV, 1);
 			W(ly->bv, GGUF_DTYPE_F32, KV, 1);
 		}
+		if (hp->qk_norm) {
+			W(ly->q_norm, GGUF_DTYPE_F32, hp->head_dim, 1);
+			W(ly->k_norm, GGUF_DTYPE_F32, hp->head_dim, 1);
+		}
 		W(ly->wo, o->dtype, Q, E);
 		W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
 		W(ly->w_gate, o->dtype, E, F);
 		W(ly->w_up, o->dtype, E, F);
 		W(ly->w_down, o->dtype, F, E);
+		if (hp->post_norms) {
+			W(ly->attn_post_norm, GGUF_DTYPE_F32, E, 1);
+			W(ly->ffn_post_norm, GGUF_DTYPE_F32, E, 1);
+		}
+		ly->swa = layer_is_swa(hp, l);
 	}
 #undef W
 	m->synthetic = true;

@@ -1,8 +1,11 @@
-/* model: a Llama-architecture model described by a GGUF file.
+/* model: a dense decoder-only transformer described by a GGUF file.
  *
- * Architectures: `llama`, and `qwen2` (Qwen2 / Qwen2.5), which is llama plus a bias on the
- * Q, K and V projections (blk.N.attn_{q,k,v}.bias, f32, required), NeoX-layout RoPE, and
- * its hyper-parameters under `qwen2.*`. A llama file with any bias tensor is refused.
+ * Architectures (core/model/arch.h): `llama` (with Llama 3.1's rope_freqs and linear /
+ * yarn rope scaling), `qwen2` (Q/K/V biases, NeoX RoPE), `qwen3` (per-head Q/K norms),
+ * `gemma2` and `gemma3` (embedding scale, GELU, post-norms, soft-capping, sliding-window
+ * layers), `phi3` (fused attn_qkv and gate|up ffn_up, LongRoPE factors). A fused tensor
+ * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
+ * so backends see one layout. A llama file with any bias tensor is refused.
  *
  * model_load reads the hyper-parameters from the `<arch>.*` metadata, finds every tensor
  * by its GGUF name, and checks each shape against the hyper-parameters; a missing or
@@ -37,6 +40,35 @@ struct model_hparams {
 	bool rope_neox;	   /* false for llama: rotate interleaved pairs (x[2i], x[2i+1]);
 			    * true for qwen2: rotate (x[i], x[i + rope_dim / 2]) */
 	bool qkv_bias;	   /* qwen2: Q, K and V projections have a bias */
+
+	/* The architecture's features (core/model/arch.h says which has which). head_dim
+	 * is <arch>.attention.key_length when present (qwen3, gemma: n_head * head_dim may
+	 * differ from n_embd). Defaults give the plain llama graph. */
+	bool qk_norm;	     /* RMS norm of each Q and K head (layer attn_q_norm / attn_k_norm)
+			      * after the projection, before RoPE */
+	bool post_norms;     /* RMS norm of the attention and FFN outputs before the residual add
+			      * (layer attn_post_norm / ffn_post_norm) */
+	bool gelu;	     /* FFN gate activation: GELU, tanh form; else SiLU */
+	float embd_scale;    /* embeddings are multiplied by this: 1, or sqrt(n_embd) (gemma) */
+	float attn_scale;    /* q.k is multiplied by this: 1/sqrt(head_dim) unless the arch says */
+	float attn_softcap;  /* > 0: scores become cap * tanh(score / cap) (gemma2) */
+	float final_softcap; /* > 0: logits become cap * tanh(logit / cap) (gemma2) */
+	uint32_t n_swa;	     /* > 0: a layer with model_layer.swa attends to the last n_swa
+			      * positions only (itself included) */
+	uint32_t n_swa_file; /* the window the file states, applied or not (phi3: not) */
+	uint32_t swa_pattern; /* with n_swa: layer l is windowed iff l % p < p - 1 (p = 0: all) */
+
+	/* RoPE beyond the base frequency (core/model/arch.c computes the angles) */
+	float rope_freq_scale;	   /* 1 / rope.scaling.factor (linear, yarn), else 1 */
+	bool rope_yarn;		   /* rope.scaling.type yarn */
+	float rope_attn_factor;	   /* rope.scaling.attn_factor, default 1 */
+	uint32_t n_ctx_orig;	   /* rope.scaling.original_context_length, default n_ctx_train */
+	float rope_base_swa;	   /* base of the windowed layers (== rope_base unless gemma3) */
+	float rope_freq_scale_swa; /* freq_scale of the windowed layers */
+	char rope_factors[24];	   /* which frequency-factor tensor the model uses, "" if none:
+				    * "rope_freqs" (Llama 3.1), "rope_factors_long" or
+				    * "rope_factors_short" (LongRoPE: long when n_ctx_train >
+				    * n_ctx_orig, as llama.cpp does at its default context) */
 };
 
 struct model_weight {
@@ -62,6 +94,11 @@ struct model_layer {
 				   model has no QKV bias */
 	struct model_weight bk; /* (n_head_kv * head_dim) likewise */
 	struct model_weight bv; /* (n_head_kv * head_dim) likewise */
+
+	/* hp.qk_norm: (head_dim) f32 each; hp.post_norms: (n_embd) f32 each; else zero */
+	struct model_weight q_norm, k_norm;
+	struct model_weight attn_post_norm, ffn_post_norm;
+	bool swa; /* this layer attends through the sliding window hp.n_swa */
 };
 
 struct model {
@@ -71,6 +108,8 @@ struct model {
 	struct model_weight tok_embd;	 /* (n_embd, n_vocab) */
 	struct model_weight output_norm; /* (n_embd) f32 */
 	struct model_weight output;	 /* (n_embd, n_vocab); == tok_embd when tied */
+	struct model_weight rope_factors; /* (rope_dim / 2) f32 divisors of the RoPE
+					   * frequencies (hp.rope_factors), or zero */
 	struct model_layer *layers;	 /* [n_layer] */
 	uint64_t n_params;
 	uint64_t weight_bytes;

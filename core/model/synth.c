@@ -6,10 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "model/half.h"
 
 /* ---- shapes ---- */
 
+/* the architecture extras after `arch` are zero unless named */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct synth_shape shapes[] = {
     /* name        layers embd heads kv  ffn    vocab   ctx   rope_base  eps  tied  arch */
     {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false, "llama"},
@@ -27,7 +31,42 @@ static const struct synth_shape shapes[] = {
     {"qwen2-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "qwen2"},
     /* n_vocab 0: exactly the generated pieces */
     {"builtin", 4, 128, 4, 2, 344, 0, 1024, 10000.0f, 1e-5f, true, "llama"},
+    /* Llama 3.1 / 3.3: rope_freqs ("llama3" factor 8 over 8192), 70B with the same */
+    {"llama-3.1-8b", 32, 4096, 32, 8, 14336, 128256, 131072, 500000.0f, 1e-5f, false, "llama",
+     .n_ctx_orig = 8192, .rope_freqs = true},
+    {"llama-3.1-70b", 80, 8192, 64, 8, 28672, 128256, 131072, 500000.0f, 1e-5f, false, "llama",
+     .n_ctx_orig = 8192, .rope_freqs = true},
+    /* tiny test shapes of each feature; small original contexts and windows so that
+     * prompts of ~40 tokens exercise them */
+    {"llama3-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "llama",
+     .n_ctx_orig = 64, .rope_freqs = true},
+    {"llama-linear-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "llama",
+     .rope_scaling = "linear", .rope_factor = 4.0f},
+    {"llama-yarn-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "llama",
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64},
+    /* Qwen3-0.6B's config.json: head_dim 128 (n_head * head_dim = 2048 != n_embd) */
+    {"qwen3-0.6b", 28, 1024, 16, 8, 3072, 151936, 40960, 1000000.0f, 1e-6f, true, "qwen3",
+     .head_dim = 128},
+    {"qwen3-8b", 36, 4096, 32, 8, 12288, 151936, 40960, 1000000.0f, 1e-6f, false, "qwen3",
+     .head_dim = 128},
+    {"qwen3-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "qwen3",
+     .head_dim = 32},
+    /* Gemma 2 2B / Gemma 3 1B config.json values */
+    {"gemma2-2b", 26, 2304, 8, 4, 9216, 256000, 8192, 10000.0f, 1e-6f, true, "gemma2",
+     .head_dim = 256, .n_swa = 4096},
+    {"gemma2-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-6f, true, "gemma2", .head_dim = 32,
+     .n_swa = 16, .attn_softcap = 2.0f, .final_softcap = 3.0f},
+    {"gemma3-1b", 26, 1152, 4, 1, 6912, 262144, 32768, 1000000.0f, 1e-6f, true, "gemma3",
+     .head_dim = 256, .n_swa = 512},
+    {"gemma3-tiny", 6, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma3",
+     .head_dim = 32, .n_swa = 16},
+    /* Phi-3-mini-4k: sliding_window 2047 in the file, not applied */
+    {"phi3-mini", 32, 3072, 32, 32, 8192, 32064, 4096, 10000.0f, 1e-5f, false, "phi3",
+     .n_swa = 2047},
+    {"phi3-tiny", 2, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "phi3", .n_swa = 16,
+     .n_ctx_orig = 64},
 };
+#pragma GCC diagnostic pop
 
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -55,9 +94,29 @@ const char *synth_arch(const struct synth_shape *s)
 	return s->arch ? s->arch : "llama";
 }
 
+uint32_t synth_head_dim(const struct synth_shape *s)
+{
+	return s->head_dim ? s->head_dim : s->n_embd / (s->n_head ? s->n_head : 1);
+}
+
+static bool is_arch(const struct synth_shape *s, const char *a)
+{
+	return strcmp(synth_arch(s), a) == 0;
+}
+
 static bool has_qkv_bias(const struct synth_shape *s)
 {
-	return strcmp(synth_arch(s), "qwen2") == 0;
+	return is_arch(s, "qwen2");
+}
+
+static bool has_qk_norm(const struct synth_shape *s)
+{
+	return is_arch(s, "qwen3") || is_arch(s, "gemma3");
+}
+
+static bool has_post_norms(const struct synth_shape *s)
+{
+	return is_arch(s, "gemma2") || is_arch(s, "gemma3");
 }
 
 void synth_opts_init(struct synth_opts *o, const struct synth_shape *s)
@@ -223,10 +282,10 @@ uint32_t synth_n_vocab(const struct synth_opts *o)
 enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 {
 	const struct synth_shape *s = &o->shape;
-	if (strcmp(synth_arch(s), "llama") != 0 && strcmp(synth_arch(s), "qwen2") != 0)
+	if (!arch_find(synth_arch(s)))
 		return bg_fail(err, BG_ERR_INVALID,
-			       "architecture '%s' is not one synth makes (llama, qwen2)",
-			       synth_arch(s));
+			       "architecture '%s' is not one synth makes (%s)", synth_arch(s),
+			       arch_names());
 	if (!s->n_layer || !s->n_embd || !s->n_head || !s->n_head_kv || !s->n_ff || !s->n_ctx)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "every size of the shape must be positive (layers %u, embd %u, "
@@ -241,9 +300,14 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (s->n_head % s->n_head_kv)
 		return bg_fail(err, BG_ERR_INVALID, "heads %u is not a multiple of kv heads %u",
 			       s->n_head, s->n_head_kv);
-	if ((s->n_embd / s->n_head) % 2)
-		return bg_fail(err, BG_ERR_INVALID, "the head size %u is odd (rope needs pairs)",
-			       s->n_embd / s->n_head);
+	if (synth_head_dim(s) % 2 || synth_head_dim(s) > 4096)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "the head size %u is odd or too large (rope needs pairs)",
+			       synth_head_dim(s));
+	if (s->rope_scaling && strcmp(s->rope_scaling, "linear") != 0 &&
+	    strcmp(s->rope_scaling, "yarn") != 0)
+		return bg_fail(err, BG_ERR_INVALID, "rope scaling '%s' is not linear or yarn",
+			       s->rope_scaling);
 	if (!(s->rope_base > 1.0f) || !(s->rms_eps > 0.0f && s->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_INVALID, "rope base must be > 1 and eps in (0, 1)");
 	if (o->dtype == GGUF_DTYPE_Q8_0 && (s->n_embd % 32 || s->n_ff % 32))
@@ -269,11 +333,15 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 {
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
-	uint64_t hd = s->n_embd / (s->n_head ? s->n_head : 1);
-	uint64_t KV = s->n_head_kv * hd;
-	uint64_t layer = E + E * E + 2 * E * KV + E * E + E + 3 * E * F;
+	uint64_t hd = synth_head_dim(s);
+	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
+	uint64_t layer = E + E * Q + 2 * E * KV + Q * E + E + 3 * E * F;
 	if (has_qkv_bias(s))
-		layer += E + 2 * KV;
+		layer += Q + 2 * KV;
+	if (has_qk_norm(s))
+		layer += 2 * hd;
+	if (has_post_norms(s))
+		layer += 2 * E;
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer;
 }
 
@@ -308,7 +376,7 @@ static float rng_normal(struct normal_rng *r)
 	return (float)(rad * cos(2.0 * M_PI * u2));
 }
 
-enum fill_kind { FILL_RANDOM, FILL_ONES };
+enum fill_kind { FILL_RANDOM, FILL_ONES, FILL_VALUES };
 
 struct fill_job {
 	uint64_t seed;
@@ -316,6 +384,7 @@ struct fill_job {
 	enum gguf_dtype dtype;
 	uint64_t n; /* elements */
 	float std;
+	const float *values; /* FILL_VALUES: [n] f32 (rope factors) */
 };
 
 static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t nbytes,
@@ -349,7 +418,9 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 		return BG_OK;
 	}
 	for (uint64_t i = 0; i < j->n; i++) {
-		float x = j->kind == FILL_ONES ? 1.0f : j->std * rng_normal(&r);
+		float x = j->kind == FILL_ONES	  ? 1.0f
+			  : j->kind == FILL_VALUES ? j->values[i]
+						   : j->std * rng_normal(&r);
 		if (j->dtype == GGUF_DTYPE_F32) {
 			memcpy((uint8_t *)dst + 4 * i, &x, 4);
 		} else {
@@ -380,13 +451,45 @@ struct synth_build {
 	size_t n_jobs;
 	struct vocab vocab;
 	bool tied;
+	bool embd_scaled; /* gemma: the model multiplies embeddings by sqrt(n_embd) */
+	float *factors[2]; /* rope factor tensors' values, referenced by their jobs */
 };
 
 static void build_free(struct synth_build *b)
 {
 	gguf_writer_destroy(b->w);
 	free(b->jobs);
+	free(b->factors[0]);
+	free(b->factors[1]);
 	vocab_free(&b->vocab);
+}
+
+/* Llama 3.1's "llama3" rope factors (convert_hf_to_gguf's formula): factor 8, low 1,
+ * high 4, over original context n_orig, for head size dim and base. */
+static void llama3_factors(float *out, uint32_t dim, float base, uint32_t n_orig)
+{
+	const float factor = 8.0f, lo = 1.0f, hi = 4.0f;
+	float low_wl = (float)n_orig / lo, high_wl = (float)n_orig / hi;
+	for (uint32_t i = 0; i < dim / 2; i++) {
+		float freq = 1.0f / powf(base, (float)(2 * i) / (float)dim);
+		float wl = 2.0f * (float)M_PI / freq;
+		if (wl < high_wl)
+			out[i] = 1.0f;
+		else if (wl > low_wl)
+			out[i] = factor;
+		else {
+			float sm = ((float)n_orig / wl - lo) / (hi - lo);
+			out[i] = 1.0f / ((1.0f - sm) / factor + sm);
+		}
+	}
+}
+
+/* LongRoPE factors of the Phi-3 kind: 1 for the fast dimensions rising to `top` for the
+ * slow ones (long: top 4, short: top 1.5), so that the two sets give different angles. */
+static void longrope_factors(float *out, uint32_t n, float top)
+{
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = 1.0f + (top - 1.0f) * (float)i / (float)(n > 1 ? n - 1 : 1);
 }
 
 /* Weight scales. A projection with fan-in ne0 gets std 1/sqrt(ne0), so every matrix-vector
@@ -408,11 +511,16 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 	float std = 1.0f / sqrtf((float)ne0);
 	if (strcmp(name, "token_embd.weight") == 0)
 		std = b->tied ? OUT_SCALE / sqrtf((float)ne0) : 1.0f; /* tied: it is the output */
+	/* gemma scales embeddings by sqrt(n_embd): N(0, 1/n_embd) makes the model's input
+	 * N(0, 1) again (and, tied, logits spread by about 1); larger, the input token's own
+	 * embedding would dominate every later residual stream */
+	if (strcmp(name, "token_embd.weight") == 0 && b->embd_scaled)
+		std = 1.0f / sqrtf((float)ne0);
 	else if (strcmp(name, "output.weight") == 0)
 		std = OUT_SCALE / sqrtf((float)ne0);
 	else if (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".bias") == 0)
 		std = BIAS_STD;
-	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std};
+	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std, NULL};
 	uint64_t ne[2] = {ne0, ne1};
 	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
 }
@@ -426,13 +534,14 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	const struct synth_shape *s = &o->shape;
 	uint32_t n_vocab = synth_n_vocab(o);
 	b->w = gguf_writer_create();
-	b->jobs = calloc(3 + 12 * (size_t)s->n_layer, sizeof *b->jobs);
+	b->jobs = calloc(6 + 16 * (size_t)s->n_layer, sizeof *b->jobs);
 	if (!b->w || !b->jobs) {
 		build_free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
 	}
 	struct gguf_writer *w = b->w;
 	b->tied = o->tie_output;
+	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3");
 	const char *arch = synth_arch(s);
 	char key[96];
 #define ARCH_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
@@ -444,7 +553,34 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, ARCH_KEY("embedding_length"), s->n_embd);
 	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer);
 	gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
-	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), s->n_embd / s->n_head);
+	uint32_t hd = synth_head_dim(s);
+	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), hd);
+	if (hd != s->n_embd / s->n_head) {
+		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length"), hd);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length"), hd);
+	}
+	bool gemma2 = is_arch(s, "gemma2"), phi3 = is_arch(s, "phi3");
+	if (s->n_swa)
+		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window"), s->n_swa);
+	if (gemma2) {
+		gguf_writer_set_f32(w, ARCH_KEY("attn_logit_softcapping"),
+				    s->attn_softcap > 0.0f ? s->attn_softcap : 50.0f);
+		gguf_writer_set_f32(w, ARCH_KEY("final_logit_softcapping"),
+				    s->final_softcap > 0.0f ? s->final_softcap : 30.0f);
+	}
+	if (s->rope_scaling) {
+		gguf_writer_set_str(w, ARCH_KEY("rope.scaling.type"), s->rope_scaling);
+		gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.factor"), s->rope_factor);
+	}
+	if (s->n_ctx_orig)
+		gguf_writer_set_u32(w, ARCH_KEY("rope.scaling.original_context_length"),
+				    s->n_ctx_orig);
+	if (phi3 && s->n_ctx_orig) { /* convert_hf_to_gguf's LongRoPE attention factor */
+		float scale = (float)s->n_ctx / (float)s->n_ctx_orig;
+		if (scale > 1.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.attn_factor"),
+					    sqrtf(1.0f + logf(scale) / logf((float)s->n_ctx_orig)));
+	}
 	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
 	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count_kv"), s->n_head_kv);
 	gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), s->rms_eps);
@@ -476,10 +612,31 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", false);
 	}
 
-	uint64_t E = s->n_embd, V = n_vocab, F = s->n_ff;
-	uint64_t KV = (uint64_t)s->n_head_kv * (s->n_embd / s->n_head);
-	bool bias = has_qkv_bias(s);
+	uint64_t E = s->n_embd, V = n_vocab, F = s->n_ff, HD = hd;
+	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
+	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s);
 	enum gguf_dtype t = o->dtype;
+	if (s->rope_freqs || (phi3 && s->n_ctx_orig)) {
+		for (int k = 0; k < 2; k++)
+			if (!(b->factors[k] = calloc(hd / 2, sizeof(float)))) {
+				build_free(b);
+				return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+			}
+		const char *names[2] = {"rope_freqs.weight", NULL};
+		if (s->rope_freqs) {
+			llama3_factors(b->factors[0], hd, s->rope_base,
+				       s->n_ctx_orig ? s->n_ctx_orig : 8192);
+		} else {
+			longrope_factors(b->factors[0], hd / 2, 4.0f);
+			longrope_factors(b->factors[1], hd / 2, 1.5f);
+			names[0] = "rope_factors_long.weight";
+			names[1] = "rope_factors_short.weight";
+		}
+		for (int k = 0; k < 2 && names[k]; k++) {
+			add(b, names[k], GGUF_DTYPE_F32, FILL_VALUES, hd / 2, 1, o->seed);
+			b->jobs[b->n_jobs - 1].values = b->factors[k];
+		}
+	}
 	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
 	add(b, "output_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1, o->seed);
 	if (!o->tie_output)
@@ -492,19 +649,35 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		add(b, n, type, kind, a, c, o->seed);                                              \
 	} while (0)
 		ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		ADD("attn_q.weight", t, FILL_RANDOM, E, E);
-		ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
-		ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
+		if (phi3) { /* fused, as Phi-3's own checkpoints are */
+			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
+		} else {
+			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
+			ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
+			ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
+		}
 		if (bias) { /* f32 whatever the dtype, as llama.cpp's converter writes them */
-			ADD("attn_q.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
+			ADD("attn_q.bias", GGUF_DTYPE_F32, FILL_RANDOM, Q, 1);
 			ADD("attn_k.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 			ADD("attn_v.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 		}
-		ADD("attn_output.weight", t, FILL_RANDOM, E, E);
+		if (qkn) {
+			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
+			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
+		}
+		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
+		if (post)
+			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
-		ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+		if (phi3) {
+			ADD("ffn_up.weight", t, FILL_RANDOM, E, 2 * F);
+		} else {
+			ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
+			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+		}
 		ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
+		if (post)
+			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 #undef ADD
 	}
 	return BG_OK;

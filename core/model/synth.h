@@ -1,9 +1,10 @@
-/* synth: synthetic Llama models (random weights of a named or custom shape) and the
- * built-in model.
+/* synth: synthetic models (random weights of a named or custom shape) and the built-in
+ * model.
  *
- * A synthetic model is an ordinary GGUF file (or buffer) with architecture `llama` or
- * `qwen2` (the shape says which; qwen2 adds f32 Q/K/V biases, N(0, 0.5^2), and its keys
- * are `qwen2.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
+ * A synthetic model is an ordinary GGUF file (or buffer) of one of the architectures of
+ * core/model/arch.h (the shape says which; qwen2 adds f32 Q/K/V biases, N(0, 0.5^2); qwen3
+ * and gemma3 Q/K norms, gemma post-norms, all norms 1; phi3 writes fused attn_qkv and
+ * gate|up ffn_up and LongRoPE factors; keys are `<arch>.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
  * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
  * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
  * `tokenizer.*` keys copied from another GGUF file, or a generated SentencePiece-style (`llama`)
@@ -36,7 +37,20 @@ struct synth_shape {
 	float rope_base;
 	float rms_eps;
 	bool tie_output;  /* the real model ties output.weight to token_embd */
-	const char *arch; /* general.architecture: "llama" (NULL means llama too) or "qwen2" */
+	const char *arch; /* general.architecture (NULL means llama): llama, qwen2, qwen3,
+			   * gemma2, gemma3, phi3 (core/model/arch.h) */
+	/* Architecture extras; zero = absent / the default. */
+	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
+	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
+	float attn_softcap;	  /* gemma2 attn_logit_softcapping (0: 50) */
+	float final_softcap;	  /* gemma2 final_logit_softcapping (0: 30) */
+	const char *rope_scaling; /* rope.scaling.type "linear" or "yarn", with rope_factor */
+	float rope_factor;
+	uint32_t n_ctx_orig; /* rope.scaling.original_context_length; with rope_freqs it is
+			      * also the "llama3" factors' original context, and phi3 writes
+			      * LongRoPE factors (long and short) for it */
+	bool rope_freqs;     /* rope_freqs.weight: Llama 3.1's factors (factor 8, low 1,
+			      * high 4 over n_ctx_orig) */
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
@@ -47,6 +61,9 @@ const struct synth_shape *synth_shape_at(size_t i); /* i < synth_n_shapes() */
 
 /* The architecture of shape s: s->arch, or "llama" when NULL. */
 const char *synth_arch(const struct synth_shape *s);
+
+/* The head size of shape s: s->head_dim, or n_embd / n_head when 0. */
+uint32_t synth_head_dim(const struct synth_shape *s);
 
 /* Parameters of a model of shape s (every weight and bias, output counted unless tied). */
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output);

@@ -875,7 +875,9 @@ struct grammar_scratch {
 
 static bool wb_reserve(struct grammar_scratch *s, struct wbuf *b, size_t more)
 {
-	if (b->n + more <= b->cap)
+	/* allocated on the first call even for 0 words: callers memcpy into b->w, and
+	 * memcpy(NULL, ., 0) is undefined (found by fuzz/fuzz_grammar: `root ::=`) */
+	if (b->w && b->n + more <= b->cap)
 		return true;
 	size_t total = s->sets.cap + s->todo.cap + s->tidx.cap + s->cur.cap + s->seen.cap;
 	size_t nc = b->cap ? b->cap : 256;

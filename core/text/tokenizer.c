@@ -312,12 +312,97 @@ static enum bg_status load_vocab(struct tok *t, const struct gguf_ctx *g, struct
 	return BG_OK;
 }
 
-/* Special ids, BOS policy, EOG set and the attribute fix-ups llama.cpp applies by name. */
-static enum bg_status load_specials(struct tok *t, const struct gguf_ctx *g,
-				    const struct pre_info *pi, struct bg_err *err)
+/* ---- special tokens: load_specials in named steps ---- */
+
+/* Fill-in-the-middle ids (-1: none); pad, rep and sep also end generation. */
+struct fim_ids {
+	int32_t pre, suf, mid, pad, rep, sep;
+};
+
+/* The names llama.cpp recognises special tokens by, when the file does not say. */
+static const char *const eot_names[] = {"<|eot_id|>",
+					"<|im_end|>",
+					"<|end|>",
+					"<end_of_turn>",
+					"<|endoftext|>",
+					"<|end_of_text|>",
+					"<EOT>",
+					"_<EOT>",
+					"[EOT]",
+					"<\xef\xbd\x9c"
+					"end" ESC_SPACE "of" ESC_SPACE "sentence\xef\xbd\x9c>",
+					"<end_of_utterance>",
+					NULL};
+static const char *const eom_names[] = {"<|eom_id|>", NULL};
+static const char *const pre_names[] = {"<|fim_prefix|>",
+					"<fim-prefix>",
+					"<fim_prefix>",
+					"<\xef\xbd\x9c"
+					"fim" ESC_SPACE "begin\xef\xbd\x9c>",
+					"<PRE>",
+					ESC_SPACE "<PRE>",
+					"<|code_prefix|>",
+					"<|prefix|>",
+					NULL};
+static const char *const suf_names[] = {"<|fim_suffix|>",
+					"<fim-suffix>",
+					"<fim_suffix>",
+					"<\xef\xbd\x9c"
+					"fim" ESC_SPACE "hole\xef\xbd\x9c>",
+					"<SUF>",
+					ESC_SPACE "<SUF>",
+					"<|code_suffix|>",
+					"<|suffix|>",
+					NULL};
+static const char *const mid_names[] = {"<|fim_middle|>",
+					"<fim-middle>",
+					"<fim_middle>",
+					"<\xef\xbd\x9c"
+					"fim" ESC_SPACE "end\xef\xbd\x9c>",
+					"<MID>",
+					ESC_SPACE "<MID>",
+					"<|code_middle|>",
+					"<|middle|>",
+					NULL};
+static const char *const pad_names[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>",
+					"<PAD>",       "[PAD]",	    NULL};
+static const char *const rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+					"<REPO>",	"<reponame>",	 NULL};
+static const char *const sep_names[] = {"<|file_sep|>", NULL};
+static const char *const eog_names[] = {"<|eot_id|>",
+					"<|im_end|>",
+					"<|end|>",
+					"<|return|>",
+					"<|call|>",
+					"<|flush|>",
+					"<|calls|>",
+					"<end_of_turn>",
+					"<|endoftext|>",
+					"</s>",
+					"<|eom_id|>",
+					"<EOT>",
+					"_<EOT>",
+					"[EOT]",
+					"[EOS]",
+					"<|end_of_text|>",
+					"<end_of_utterance>",
+					"<eos>",
+					"<turn|>",
+					"<|tool_response>",
+					"<\xef\xbd\x9c"
+					"end" ESC_SPACE "of" ESC_SPACE "sentence\xef\xbd\x9c>",
+					"[e~[",
+					NULL};
+static const char *const ud_names[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>",
+				       NULL};
+
+/* Step 1: the ids the file states (after the defaults of the vocabulary's type) and its
+ * BOS policy. */
+static void specials_from_keys(struct tok *t, const struct gguf_ctx *g, const struct pre_info *pi,
+			       struct fim_ids *f)
 {
 	int32_t n = t->n_vocab;
-	int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
+	*f = (struct fim_ids){-1, -1, -1, -1, -1, -1};
 	if (t->type == TOK_SPM) {
 		t->bos = 1, t->eos = 2, t->unk = 0;
 	} else if (t->pre == TOK_PRE_GEMMA4 && strcmp(t->model, "gemma4") == 0) {
@@ -333,120 +418,51 @@ static enum bg_status load_specials(struct tok *t, const struct gguf_ctx *g,
 	read_special(g, "tokenizer.ggml.eot_token_id", n, &t->eot);
 	read_special(g, "tokenizer.ggml.eom_token_id", n, &t->eom);
 	read_special(g, "tokenizer.ggml.unknown_token_id", n, &t->unk);
-	read_special(g, "tokenizer.ggml.fim_pre_token_id", n, &fim_pre);
-	read_special(g, "tokenizer.ggml.fim_suf_token_id", n, &fim_suf);
-	read_special(g, "tokenizer.ggml.fim_mid_token_id", n, &fim_mid);
-	read_special(g, "tokenizer.ggml.fim_pad_token_id", n, &fim_pad);
-	read_special(g, "tokenizer.ggml.fim_rep_token_id", n, &fim_rep);
-	read_special(g, "tokenizer.ggml.fim_sep_token_id", n, &fim_sep);
-	read_special(g, "tokenizer.ggml.prefix_token_id", n, &fim_pre);
-	read_special(g, "tokenizer.ggml.suffix_token_id", n, &fim_suf);
-	read_special(g, "tokenizer.ggml.middle_token_id", n, &fim_mid);
+	read_special(g, "tokenizer.ggml.fim_pre_token_id", n, &f->pre);
+	read_special(g, "tokenizer.ggml.fim_suf_token_id", n, &f->suf);
+	read_special(g, "tokenizer.ggml.fim_mid_token_id", n, &f->mid);
+	read_special(g, "tokenizer.ggml.fim_pad_token_id", n, &f->pad);
+	read_special(g, "tokenizer.ggml.fim_rep_token_id", n, &f->rep);
+	read_special(g, "tokenizer.ggml.fim_sep_token_id", n, &f->sep);
+	read_special(g, "tokenizer.ggml.prefix_token_id", n, &f->pre);
+	read_special(g, "tokenizer.ggml.suffix_token_id", n, &f->suf);
+	read_special(g, "tokenizer.ggml.middle_token_id", n, &f->mid);
 
 	bool b;
 	if (gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &b))
 		t->add_bos = b;
 	if (t->pre == TOK_PRE_GEMMA4)
 		t->add_bos = true; /* llama.cpp's Gemma 4 override */
+}
 
-	static const char *const eot_names[] = {"<|eot_id|>",
-						"<|im_end|>",
-						"<|end|>",
-						"<end_of_turn>",
-						"<|endoftext|>",
-						"<|end_of_text|>",
-						"<EOT>",
-						"_<EOT>",
-						"[EOT]",
-						"<\xef\xbd\x9c"
-						"end" ESC_SPACE "of" ESC_SPACE
-						"sentence\xef\xbd\x9c>",
-						"<end_of_utterance>",
-						NULL};
-	static const char *const eom_names[] = {"<|eom_id|>", NULL};
-	static const char *const pre_names[] = {"<|fim_prefix|>",
-						"<fim-prefix>",
-						"<fim_prefix>",
-						"<\xef\xbd\x9c"
-						"fim" ESC_SPACE "begin\xef\xbd\x9c>",
-						"<PRE>",
-						ESC_SPACE "<PRE>",
-						"<|code_prefix|>",
-						"<|prefix|>",
-						NULL};
-	static const char *const suf_names[] = {"<|fim_suffix|>",
-						"<fim-suffix>",
-						"<fim_suffix>",
-						"<\xef\xbd\x9c"
-						"fim" ESC_SPACE "hole\xef\xbd\x9c>",
-						"<SUF>",
-						ESC_SPACE "<SUF>",
-						"<|code_suffix|>",
-						"<|suffix|>",
-						NULL};
-	static const char *const mid_names[] = {"<|fim_middle|>",
-						"<fim-middle>",
-						"<fim_middle>",
-						"<\xef\xbd\x9c"
-						"fim" ESC_SPACE "end\xef\xbd\x9c>",
-						"<MID>",
-						ESC_SPACE "<MID>",
-						"<|code_middle|>",
-						"<|middle|>",
-						NULL};
-	static const char *const pad_names[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>",
-						"<PAD>",       "[PAD]",	    NULL};
-	static const char *const rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
-						"<REPO>",	"<reponame>",	 NULL};
-	static const char *const sep_names[] = {"<|file_sep|>", NULL};
+/* Step 2: the ids the file left unset, found by name; control tokens named "unused..."
+ * are unused. */
+static void specials_by_name(struct tok *t, struct fim_ids *f)
+{
 	detect_special(t, &t->eot, eot_names);
 	detect_special(t, &t->eom, eom_names);
-	detect_special(t, &fim_pre, pre_names);
-	detect_special(t, &fim_suf, suf_names);
-	detect_special(t, &fim_mid, mid_names);
-	detect_special(t, &fim_pad, pad_names);
-	detect_special(t, &fim_rep, rep_names);
-	detect_special(t, &fim_sep, sep_names);
-
-	/* control tokens named "unused..." are unused */
-	for (int32_t i = 0; i < n; i++)
+	detect_special(t, &f->pre, pre_names);
+	detect_special(t, &f->suf, suf_names);
+	detect_special(t, &f->mid, mid_names);
+	detect_special(t, &f->pad, pad_names);
+	detect_special(t, &f->rep, rep_names);
+	detect_special(t, &f->sep, sep_names);
+	for (int32_t i = 0; i < t->n_vocab; i++)
 		if ((t->attr[i] & TOK_ATTR_CONTROL) && strstr(t->arena + t->off[i], "unused"))
 			t->attr[i] |= TOK_ATTR_UNUSED;
+}
 
-	t->eog = calloc((size_t)n, 1);
+/* Step 3: the end-of-generation set: the FIM pad/rep/sep ids, the tokens named as ends
+ * (made control tokens), EOS, EOT and EOM; gpt-oss's structural tokens always render. */
+static enum bg_status specials_eog(struct tok *t, const struct fim_ids *f, struct bg_err *err)
+{
+	t->eog = calloc((size_t)t->n_vocab, 1);
 	if (!t->eog)
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
-	if (fim_pad >= 0)
-		t->eog[fim_pad] = 1;
-	if (fim_rep >= 0)
-		t->eog[fim_rep] = 1;
-	if (fim_sep >= 0)
-		t->eog[fim_sep] = 1;
-	static const char *const eog_names[] = {"<|eot_id|>",
-						"<|im_end|>",
-						"<|end|>",
-						"<|return|>",
-						"<|call|>",
-						"<|flush|>",
-						"<|calls|>",
-						"<end_of_turn>",
-						"<|endoftext|>",
-						"</s>",
-						"<|eom_id|>",
-						"<EOT>",
-						"_<EOT>",
-						"[EOT]",
-						"[EOS]",
-						"<|end_of_text|>",
-						"<end_of_utterance>",
-						"<eos>",
-						"<turn|>",
-						"<|tool_response>",
-						"<\xef\xbd\x9c"
-						"end" ESC_SPACE "of" ESC_SPACE
-						"sentence\xef\xbd\x9c>",
-						"[e~[",
-						NULL};
+	const int32_t fim_ends[] = {f->pad, f->rep, f->sep};
+	for (size_t i = 0; i < sizeof fim_ends / sizeof fim_ends[0]; i++)
+		if (fim_ends[i] >= 0)
+			t->eog[fim_ends[i]] = 1;
 	for (const char *const *p = eog_names; *p; p++) {
 		int32_t id = lookup(t, *p, strlen(*p));
 		if (id >= 0) {
@@ -454,9 +470,6 @@ static enum bg_status load_specials(struct tok *t, const struct gguf_ctx *g,
 			t->attr[id] |= TOK_ATTR_CONTROL;
 		}
 	}
-	/* gpt-oss: these always render */
-	static const char *const ud_names[] = {"<|channel|>", "<|message|>", "<|start|>",
-					       "<|constrain|>", NULL};
 	for (const char *const *p = ud_names; *p; p++) {
 		int32_t id = lookup(t, *p, strlen(*p));
 		if (id >= 0)
@@ -468,7 +481,12 @@ static enum bg_status load_specials(struct tok *t, const struct gguf_ctx *g,
 		t->eog[t->eot] = 1;
 	if (t->eom >= 0)
 		t->eog[t->eom] = 1;
+	return BG_OK;
+}
 
+/* Step 4: the vocabularies where a name-based end is not one. */
+static void specials_exceptions(struct tok *t)
+{
 	/* o200k_harmony / solar-open: <|end|> is not an end of generation there */
 	int32_t id_return = lookup(t, "<|return|>", 10), id_call = lookup(t, "<|call|>", 8);
 	int32_t id_calls = lookup(t, "<|calls|>", 9), id_flush = lookup(t, "<|flush|>", 9);
@@ -487,6 +505,19 @@ static enum bg_status load_specials(struct tok *t, const struct gguf_ctx *g,
 		t->eog[id_s] = 0;
 		t->attr[id_s] = TOK_ATTR_NORMAL;
 	}
+}
+
+/* Special ids, BOS policy, EOG set and the attribute fix-ups llama.cpp applies by name. */
+static enum bg_status load_specials(struct tok *t, const struct gguf_ctx *g,
+				    const struct pre_info *pi, struct bg_err *err)
+{
+	struct fim_ids fim;
+	specials_from_keys(t, g, pi, &fim);
+	specials_by_name(t, &fim);
+	enum bg_status st = specials_eog(t, &fim, err);
+	if (st != BG_OK)
+		return st;
+	specials_exceptions(t);
 	return BG_OK;
 }
 

@@ -1,74 +1,562 @@
+// emu.cpp: the emulator's runtime (gpu/emu/inc/emu.h says what it does and why).
 #include "emu.h"
+
+#include <deque>
+#include <map>
+#include <random>
+#include <sys/mman.h>
+
 uint3e threadIdx, blockIdx;
 dim3 blockDim, gridDim;
+
+// ---- errors ---------------------------------------------------------------------------
+static cudaError_t last_error = cudaSuccess;
+static cudaError_t fail(cudaError_t e)
+{
+	last_error = e;
+	return e;
+}
+cudaError_t cudaGetLastError()
+{
+	cudaError_t e = last_error;
+	last_error = cudaSuccess;
+	return e;
+}
+cudaError_t cudaPeekAtLastError() { return last_error; }
+const char *cudaGetErrorName(cudaError_t e)
+{
+	switch (e) {
+	case cudaSuccess: return "cudaSuccess";
+	case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+	case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+	case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+	case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+	case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+	case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+	default: return "cudaErrorUnknown";
+	}
+}
+const char *cudaGetErrorString(cudaError_t e)
+{
+	switch (e) {
+	case cudaSuccess: return "no error";
+	case cudaErrorInvalidValue: return "invalid argument";
+	case cudaErrorMemoryAllocation: return "out of memory";
+	case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+	case cudaErrorInsufficientDriver:
+		return "CUDA driver version is insufficient for CUDA runtime version";
+	case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+	case cudaErrorStreamCaptureInvalidated:
+		return "operation failed due to a previous error during capture";
+	default: return "unknown error";
+	}
+}
+
+// ---- the device -------------------------------------------------------------------------
+static const size_t TOTAL_MEM = (size_t)81559 << 20; // what an H100 80GB SXM reports
+static const size_t POISON_MAX = (size_t)64 << 20;  // allocations filled with 0xff up to this
+static std::map<void *, size_t> device_allocs;
+static size_t device_used;
+
+static int driver_version()
+{
+	const char *v = getenv("BG_EMU_DRIVER_VERSION");
+	return v && *v ? atoi(v) : CUDART_VERSION;
+}
+cudaError_t cudaDriverGetVersion(int *v)
+{
+	*v = driver_version();
+	return cudaSuccess;
+}
+// $BG_EMU_DRIVER_VERSION (e.g. 12020 for 12.2) plays an older driver, which makes
+// cudaGetDeviceCount fail as real CUDA does; "0" plays no driver.
+cudaError_t cudaGetDeviceCount(int *n)
+{
+	*n = 0;
+	if (driver_version() < CUDART_VERSION)
+		return fail(cudaErrorInsufficientDriver);
+	*n = 1;
+	return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : fail(cudaErrorInvalidValue); }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
+{
+	memset(p, 0, sizeof *p);
+	strcpy(p->name, "emu H100");
+	p->multiProcessorCount = 132;
+	p->major = 9;
+	p->minor = 0;
+	p->totalGlobalMem = TOTAL_MEM;
+	p->sharedMemPerBlock = 48 << 10;
+	p->sharedMemPerBlockOptin = 227 << 10;
+	p->maxThreadsPerBlock = 1024;
+	return cudaSuccess;
+}
+cudaError_t cudaMalloc(void **p, size_t n)
+{
+	*p = nullptr;
+	if (n > TOTAL_MEM - device_used)
+		return fail(cudaErrorMemoryAllocation);
+	size_t len = n ? n : 1;
+	void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		return fail(cudaErrorMemoryAllocation);
+	if (len <= POISON_MAX)
+		memset(m, 0xff, len);
+	device_allocs[m] = len;
+	device_used += len;
+	*p = m;
+	return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
+{
+	*free_b = TOTAL_MEM - device_used;
+	*total_b = TOTAL_MEM;
+	return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t n)
+{
+	*p = malloc(n ? n : 1);
+	return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+// ---- streams, events, graphs --------------------------------------------------------------
+// A stream is a queue of work that runs when the host waits for it. Each piece of work
+// gets a ticket; an event remembers the ticket of the last work queued before it.
+struct emu_graph {
+	std::vector<std::function<void()>> ops;
+};
+struct emu_stream {
+	std::deque<std::function<void()>> q;
+	uint64_t queued = 0, done = 0;
+	emu_graph *capture = nullptr;
+	bool capture_invalid = false;
+};
+struct emu_event {
+	emu_stream *s = nullptr;
+	uint64_t ticket = 0;
+};
+static std::vector<emu_stream *> streams;
+
+static void run_until(emu_stream *s, uint64_t ticket)
+{
+	while (s->done < ticket && !s->q.empty()) {
+		std::function<void()> op = std::move(s->q.front());
+		s->q.pop_front();
+		op();
+		s->done++;
+	}
+}
+static void run_all()
+{
+	for (emu_stream *s : streams)
+		run_until(s, s->queued);
+}
+// Work for stream s: recorded while s captures, run now on the legacy stream, else queued.
+static void enqueue(emu_stream *s, std::function<void()> op)
+{
+	if (!s) {
+		op();
+		return;
+	}
+	if (s->capture) {
+		s->capture->ops.push_back(std::move(op));
+		return;
+	}
+	s->q.push_back(std::move(op));
+	s->queued++;
+}
+static emu_stream *capturing_stream()
+{
+	for (emu_stream *s : streams)
+		if (s->capture)
+			return s;
+	return nullptr;
+}
+// A call that would wait for a capturing stream: refused, and the capture is invalid.
+static bool capture_violation(emu_stream *waits_for)
+{
+	emu_stream *c = capturing_stream();
+	if (!c || (waits_for && waits_for != c))
+		return false;
+	c->capture_invalid = true;
+	fail(cudaErrorStreamCaptureUnsupported);
+	return true;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int)
+{
+	*s = new emu_stream();
+	streams.push_back(*s);
+	return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+	if (!s)
+		return fail(cudaErrorInvalidValue);
+	run_until(s, s->queued);
+	streams.erase(std::find(streams.begin(), streams.end(), s));
+	delete s->capture;
+	delete s;
+	return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+	if (capture_violation(s))
+		return cudaErrorStreamCaptureUnsupported;
+	if (s)
+		run_until(s, s->queued);
+	return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize()
+{
+	if (capture_violation(nullptr))
+		return cudaErrorStreamCaptureUnsupported;
+	run_all();
+	return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, int)
+{
+	*e = new emu_event();
+	return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+	delete e;
+	return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+	if (s && s->capture)
+		return fail(cudaErrorInvalidValue); // events inside graphs: not used by gpu/
+	e->s = s;
+	e->ticket = s ? s->queued : 0;
+	return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+	if (e->s && capture_violation(e->s))
+		return cudaErrorStreamCaptureUnsupported;
+	if (e->s)
+		run_until(e->s, e->ticket);
+	return cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned)
+{
+	emu_stream *src = e->s;
+	uint64_t t = e->ticket;
+	enqueue(s, [src, t]() {
+		if (src)
+			run_until(src, t);
+	});
+	return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, int)
+{
+	if (!s || s->capture)
+		return fail(cudaErrorInvalidValue);
+	s->capture = new emu_graph();
+	s->capture_invalid = false;
+	return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g)
+{
+	*g = nullptr;
+	if (!s || !s->capture)
+		return fail(cudaErrorInvalidValue);
+	emu_graph *graph = s->capture;
+	s->capture = nullptr;
+	if (s->capture_invalid) {
+		delete graph;
+		return fail(cudaErrorStreamCaptureInvalidated);
+	}
+	*g = graph;
+	return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long)
+{
+	*e = new emu_graph(*g);
+	return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g)
+{
+	delete g;
+	return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t g)
+{
+	delete g;
+	return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s)
+{
+	for (auto &op : g->ops)
+		enqueue(s, op);
+	return cudaSuccess;
+}
+
+// ---- memory operations ----------------------------------------------------------------------
+cudaError_t cudaFree(void *p)
+{
+	if (!p)
+		return cudaSuccess;
+	if (capture_violation(nullptr)) // cudaFree waits for the device
+		return cudaErrorStreamCaptureUnsupported;
+	run_all();
+	auto it = device_allocs.find(p);
+	if (it == device_allocs.end()) {
+		fprintf(stderr, "emu: cudaFree of %p, which cudaMalloc did not return\n", p);
+		abort();
+	}
+	munmap(p, it->second);
+	device_used -= it->second;
+	device_allocs.erase(it);
+	return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p)
+{
+	if (capture_violation(nullptr))
+		return cudaErrorStreamCaptureUnsupported;
+	run_all();
+	free(p);
+	return cudaSuccess;
+}
+// The legacy stream: runs now, without waiting for the (non-blocking) streams.
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind)
+{
+	memcpy(d, s, n);
+	return cudaSuccess;
+}
+cudaError_t cudaMemset(void *d, int v, size_t n)
+{
+	memset(d, v, n);
+	return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t st)
+{
+	enqueue(st, [=]() { memcpy(d, s, n); });
+	return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
+{
+	enqueue(st, [=]() { memset(d, v, n); });
+	return cudaSuccess;
+}
+
+// ---- kernels: fibers, barriers, random orders ---------------------------------------------
 namespace {
-struct Fiber { ucontext_t ctx; uint3e tid; bool done; std::vector<char> stack; };
+struct Fiber {
+	ucontext_t ctx;
+	uint3e tid;
+	bool done;
+	std::vector<char> stack;
+};
 std::vector<Fiber> fibers;
 ucontext_t sched;
 int cur = -1;
 std::function<void()> body;
-struct Group { int count = 0, gen = 0, size = 0; };
+struct Group {
+	int count = 0, gen = 0, size = 0;
+};
 Group blockg;
 std::vector<Group> warpg;
 std::vector<uint64_t> xchg;
+uint64_t block_gen; // counts block starts: shared memory is refilled once per block
+std::map<void *, uint64_t> shared_gen;
+std::mt19937_64 &rng()
+{
+	static std::mt19937_64 r = [] {
+		const char *v = getenv("BG_EMU_SEED");
+		uint64_t seed = v && *v ? strtoull(v, nullptr, 10) : 1;
+		if (v && *v)
+			fprintf(stderr, "emu: BG_EMU_SEED=%llu (thread and block order)\n",
+				(unsigned long long)seed);
+		return std::mt19937_64(seed);
+	}();
+	return r;
+}
 void yield_() { swapcontext(&fibers[cur].ctx, &sched); }
-void entry() { body(); fibers[cur].done = true; swapcontext(&fibers[cur].ctx, &sched); }
-void wait(Group &g) {
+void entry()
+{
+	body();
+	fibers[cur].done = true;
+	swapcontext(&fibers[cur].ctx, &sched);
+}
+void wait(Group &g)
+{
 	int gen = g.gen;
-	if (++g.count == g.size) { g.count = 0; g.gen++; return; }
-	while (g.gen == gen) yield_();
+	if (++g.count == g.size) {
+		g.count = 0;
+		g.gen++;
+		return;
+	}
+	while (g.gen == gen)
+		yield_();
 }
 int flat() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
-}
+} // namespace
+
 void emu_wait_block() { wait(blockg); }
 void emu_wait_warp() { wait(warpg[flat() / 32]); }
 void emu_xchg_put(uint64_t v) { xchg[flat()] = v; }
 uint64_t emu_xchg_get(int lane) { return xchg[(flat() / 32) * 32 + lane]; }
-static void emu_launch_now(dim3 grid, dim3 block, std::function<void()> fn) {
-	int nt = block.x * block.y * block.z;
-	if (nt % 32) { fprintf(stderr, "emu: block of %d threads\n", nt); abort(); }
-	body = fn; blockDim = block; gridDim = grid;
-	fibers.resize(nt);
-	xchg.assign(nt, 0);
-	for (auto &f : fibers) if (f.stack.empty()) f.stack.resize(1 << 16);
-	for (unsigned bz = 0; bz < grid.z; bz++)
-	for (unsigned by = 0; by < grid.y; by++)
-	for (unsigned bx = 0; bx < grid.x; bx++) {
-		blockIdx = {bx, by, bz};
-		blockg = Group(); blockg.size = nt;
-		warpg.assign(nt / 32, Group());
-		for (auto &w : warpg) w.size = 32;
-		for (int t = 0; t < nt; t++) {
-			Fiber &f = fibers[t];
-			f.tid = {(unsigned)(t % block.x), (unsigned)((t / block.x) % block.y), (unsigned)(t / (block.x * block.y))};
-			f.done = false;
-			getcontext(&f.ctx);
-			f.ctx.uc_stack.ss_sp = f.stack.data();
-			f.ctx.uc_stack.ss_size = f.stack.size();
-			f.ctx.uc_link = nullptr;
-			makecontext(&f.ctx, entry, 0);
-		}
-		int left = nt;
-		while (left) {
-			for (int t = 0; t < nt; t++) {
-				if (fibers[t].done) continue;
-				cur = t; threadIdx = fibers[t].tid;
-				swapcontext(&sched, &fibers[t].ctx);
-				if (fibers[t].done) left--;
-			}
+void emu_shared_init(void *p, size_t n)
+{
+	uint64_t &g = shared_gen[p];
+	if (g != block_gen) {
+		memset(p, 0xff, n);
+		g = block_gen;
+	}
+}
+
+static void run_block(int nt, dim3 block)
+{
+	block_gen++;
+	blockg = Group();
+	blockg.size = nt;
+	warpg.assign((nt + 31) / 32, Group());
+	for (size_t w = 0; w < warpg.size(); w++)
+		warpg[w].size = std::min(32, nt - (int)w * 32);
+	for (int t = 0; t < nt; t++) {
+		Fiber &f = fibers[t];
+		f.tid = {(unsigned)(t % block.x), (unsigned)((t / block.x) % block.y),
+			 (unsigned)(t / (block.x * block.y))};
+		f.done = false;
+		getcontext(&f.ctx);
+		f.ctx.uc_stack.ss_sp = f.stack.data();
+		f.ctx.uc_stack.ss_size = f.stack.size();
+		f.ctx.uc_link = nullptr;
+		makecontext(&f.ctx, entry, 0);
+	}
+	std::vector<int> order(nt);
+	for (int t = 0; t < nt; t++)
+		order[t] = t;
+	int left = nt;
+	while (left) {
+		std::shuffle(order.begin(), order.end(), rng());
+		for (int t : order) {
+			if (fibers[t].done)
+				continue;
+			cur = t;
+			threadIdx = fibers[t].tid;
+			swapcontext(&sched, &fibers[t].ctx);
+			if (fibers[t].done)
+				left--;
 		}
 	}
 }
 
-struct emu_graph { std::vector<std::function<void()>> ops; };
-static emu_graph *capturing = nullptr;
-void emu_record_or_run(std::function<void()> fn) { if (capturing) capturing->ops.push_back(fn); else fn(); }
-void emu_launch(dim3 grid, dim3 block, std::function<void()> fn) {
-	emu_record_or_run([=]() { emu_launch_now(grid, block, fn); });
+static void launch_now(dim3 grid, dim3 block, const std::function<void()> &fn)
+{
+	int nt = (int)(block.x * block.y * block.z);
+	body = fn;
+	blockDim = block;
+	gridDim = grid;
+	fibers.resize(nt);
+	xchg.assign(nt, 0);
+	for (auto &f : fibers)
+		if (f.stack.empty())
+			f.stack.resize(1 << 16);
+	uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
+	std::vector<uint64_t> blocks(nb);
+	for (uint64_t b = 0; b < nb; b++)
+		blocks[b] = b;
+	std::shuffle(blocks.begin(), blocks.end(), rng());
+	for (uint64_t b : blocks) {
+		blockIdx = {(unsigned)(b % grid.x), (unsigned)((b / grid.x) % grid.y),
+			    (unsigned)(b / ((uint64_t)grid.x * grid.y))};
+		run_block(nt, block);
+	}
 }
-cudaError_t cudaStreamBeginCapture(cudaStream_t, int) { capturing = new emu_graph(); return 0; }
-cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) { *g = capturing; capturing = nullptr; return 0; }
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long) { *e = new emu_graph(*g); return 0; }
-cudaError_t cudaGraphDestroy(cudaGraph_t g) { delete g; return 0; }
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t g) { delete g; return 0; }
-cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t) { for (auto &f : g->ops) f(); return 0; }
+
+void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn)
+{
+	uint64_t nt = (uint64_t)block.x * block.y * block.z;
+	if (nt == 0 || nt > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
+	    grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 ||
+	    grid.z > 65535 || smem > (48u << 10)) {
+		fail(cudaErrorInvalidConfiguration);
+		return;
+	}
+	enqueue(s, [=]() { launch_now(grid, block, fn); });
+}
+
+// ---- cuBLAS -------------------------------------------------------------------------------
+struct emu_blas {
+	emu_stream *stream = nullptr;
+};
+const char *cublasGetStatusString(cublasStatus_t s)
+{
+	switch (s) {
+	case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+	case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+	case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+	default: return "CUBLAS_STATUS_UNKNOWN";
+	}
+}
+cublasStatus_t cublasCreate(cublasHandle_t *h)
+{
+	*h = new emu_blas();
+	return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy(cublasHandle_t h)
+{
+	delete h;
+	return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s)
+{
+	h->stream = s;
+	return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetWorkspace(cublasHandle_t, void *, size_t) { return CUBLAS_STATUS_SUCCESS; }
+
+static float load(const void *p, int t, size_t i)
+{
+	if (t == CUDA_R_32F)
+		return ((const float *)p)[i];
+	uint16_t h = ((const uint16_t *)p)[i];
+	return t == CUDA_R_16F ? half_f16_to_f32(h) : half_bf16_to_f32(h);
+}
+static void store(void *p, int t, size_t i, float v)
+{
+	if (t == CUDA_R_32F)
+		((float *)p)[i] = v;
+	else
+		((uint16_t *)p)[i] = t == CUDA_R_16F ? half_f32_to_f16(v) : half_f32_to_bf16(v);
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
+			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
+			    void *C, int ct, int ldc, int compute, int)
+{
+	// the checks cuBLAS makes before it runs anything
+	bool op_ok = (ta == CUBLAS_OP_N || ta == CUBLAS_OP_T) && (tb == CUBLAS_OP_N || tb == CUBLAS_OP_T);
+	int rows_a = ta == CUBLAS_OP_N ? m : k, rows_b = tb == CUBLAS_OP_N ? k : n;
+	if (!h || !op_ok || m < 0 || n < 0 || k < 0 || lda < std::max(1, rows_a) ||
+	    ldb < std::max(1, rows_b) || ldc < std::max(1, m) || !alpha || !beta)
+		return CUBLAS_STATUS_INVALID_VALUE;
+	bool types_ok = at == bt && (at == CUDA_R_32F || at == CUDA_R_16F || at == CUDA_R_16BF) &&
+			(ct == CUDA_R_32F || ct == at);
+	if (!types_ok || compute != CUBLAS_COMPUTE_32F)
+		return CUBLAS_STATUS_NOT_SUPPORTED;
+	float al = *(const float *)alpha, be = *(const float *)beta;
+	enqueue(h->stream, [=]() {
+		for (int j = 0; j < n; j++)
+			for (int i = 0; i < m; i++) {
+				float acc = 0;
+				for (int l = 0; l < k; l++) {
+					float a = ta == CUBLAS_OP_N ? load(A, at, (size_t)l * lda + i)
+								    : load(A, at, (size_t)i * lda + l);
+					float b = tb == CUBLAS_OP_N ? load(B, bt, (size_t)j * ldb + l)
+								    : load(B, bt, (size_t)l * ldb + j);
+					acc = fmaf(a, b, acc);
+				}
+				size_t ci = (size_t)j * ldc + i;
+				float c = be != 0 ? be * load(C, ct, ci) : 0; // beta 0: C is not read
+				store(C, ct, ci, fmaf(al, acc, c));
+			}
+	});
+	return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,7 +1,37 @@
-"""transform.py SRC DST: rewrites CUDA launches `kernel<<<grid, block, ...>>>(args)` into
-emu_launch calls (arguments evaluated at launch, as CUDA does) so that g++ can compile
-gpu/*.cu against gpu/emu/inc/emu.h."""
+"""transform.py SRC DST: rewrites CUDA source so that g++ can compile gpu/*.cu against
+gpu/emu/inc/emu.h:
+ - launches `kernel<<<grid, block[, smem[, stream]]>>>(args)` become emu_launch calls
+   (arguments evaluated at launch, as CUDA does);
+ - each `__shared__ T name[...];` declaration is followed by emu_shared_init(name, size),
+   which fills it with 0xff bytes at the start of every block (emu.h says why)."""
 import sys, re, os
+
+SHARED = re.compile(r'^(\s*)__shared__\s+([^;]*);', re.M)
+
+def declarators(decl):
+    """names declared by `T a[N], b[M][K]` (the type is the first word or words)"""
+    parts, d, cur = [], 0, ''
+    for ch in decl:
+        if ch in '([{<': d += 1
+        if ch in ')]}>': d -= 1
+        if ch == ',' and d == 0: parts.append(cur); cur = ''
+        else: cur += ch
+    parts.append(cur)
+    names = []
+    for i, p in enumerate(parts):
+        p = p.split('=')[0]
+        p = re.sub(r'\[.*', '', p.strip())
+        names.append(re.findall(r'[A-Za-z_]\w*', p)[-1])
+    return names
+
+def poison_shared(s):
+    def rep(m):
+        if 'extern' in m.group(2):
+            return m.group(0)
+        calls = ' '.join('emu_shared_init(&%s, sizeof %s);' % (n, n) for n in declarators(m.group(2)))
+        return m.group(0) + ' ' + calls
+    return SHARED.sub(rep, s)
+
 def transform(s):
     out = []
     i = 0
@@ -46,9 +76,11 @@ def transform(s):
             else: cur += ch
         parts.append(cur)
         out.append(s[i:k])
-        out.append('[&]() { auto emu_args = std::make_tuple(%s); emu_launch(dim3(%s), dim3(%s), [=]() { std::apply(%s, emu_args); }); }()' % (args, parts[0], parts[1], name))
+        smem = parts[2] if len(parts) > 2 else '0'
+        stream = parts[3] if len(parts) > 3 else '0'
+        out.append('[&]() { auto emu_args = std::make_tuple(%s); emu_launch(dim3(%s), dim3(%s), %s, %s, [=]() { std::apply(%s, emu_args); }); }()' % (args, parts[0], parts[1], smem, stream, name))
         i = q + 1
     return ''.join(out)
 src, dst = sys.argv[1], sys.argv[2]
 os.makedirs(os.path.dirname(dst), exist_ok=True)
-open(dst, 'w').write(transform(open(src).read()))
+open(dst, 'w').write(transform(poison_shared(open(src).read())))

@@ -1,14 +1,37 @@
-// emu: a minimal CUDA emulator for running gpu/ and its tests on a machine without a GPU
-// (a debugging aid, not part of the build; see gpu/emu/run.sh).
+// emu: a CUDA emulator for running gpu/ and its tests on a machine without a GPU (a
+// debugging aid, built by gpu/emu/run.sh; tests/e2e_gpu_emu.sh runs the binary on it).
 //
-// The blocks of a launch run one after another on the calling thread; the threads of a
-// block are ucontext fibers scheduled cooperatively, so __syncthreads and the warp
-// shuffles (the only inter-thread operations gpu/ uses) are barriers. Launches are
-// synchronous; streams and events are no-ops; a CUDA graph records the launches and
-// cuBLAS calls made during capture and replays them. cublasGemmEx is a plain
-// double-accumulating loop with cuBLAS's column-major semantics. Memory is host memory.
-// What it cannot show: timing, races between blocks, and anything specific to real
-// hardware (alignment faults, occupancy, fp contraction differences).
+// It is meant to be at least as strict as an H100, so that what passes here is likely to
+// pass there:
+//  - the device is an H100 (132 SMs, 79.6 GiB); device memory is reserved lazily (mmap
+//    NORESERVE) and, up to 64 MiB an allocation, filled with 0xff bytes (NaN as floats):
+//    cudaMalloc memory is not zeroed on a GPU either;
+//  - launch limits are checked as CUDA checks them (block <= 1024 threads and (1024, 1024,
+//    64), grid.y/z <= 65535, dynamic shared memory <= 48 KiB): a bad launch runs nothing
+//    and cudaGetLastError returns cudaErrorInvalidConfiguration;
+//  - the threads of a block are ucontext fibers switched at barriers and warp shuffles;
+//    between two barriers they run in a random order, and the blocks of a grid in a random
+//    order, from the seed $BG_EMU_SEED (default 1; printed when set), so a missing
+//    __syncthreads or a cross-block dependency shows as a wrong result for some seed;
+//  - every __shared__ array is filled with 0xff bytes at the start of each block (the
+//    transform adds the call), so reading shared memory nobody wrote gives NaN;
+//  - streams are deferred: work queued on a stream runs only when the host synchronizes
+//    with it (cudaStreamSynchronize, cudaEventSynchronize on an event recorded after it,
+//    cudaDeviceSynchronize, cudaFree), so host code that reads results without waiting
+//    sees stale data on every run, not once in a while. The legacy stream (0) runs at
+//    once and, as with cudaStreamNonBlocking streams on a GPU, does not wait for the
+//    others;
+//  - graph capture follows CUDA's rules: work on the capturing stream is recorded, not run;
+//    a call that would wait for the capturing stream (cudaStreamSynchronize on it,
+//    cudaDeviceSynchronize, cudaEventSynchronize on an event it recorded) fails with
+//    cudaErrorStreamCaptureUnsupported and invalidates the capture
+//    (cudaStreamEndCapture then fails with cudaErrorStreamCaptureInvalidated);
+//  - cublasGemmEx accumulates in fp32 (fmaf) and checks its arguments as cuBLAS does
+//    (leading dimensions, transposes, type combinations, compute type);
+//  - gpu/emu/run.sh compiles with -ffp-contract=fast (and -mfma where the CPU has it), so
+//    a*b+c contracts into an FMA as nvcc contracts it.
+// What it cannot show: timing, occupancy, register spills (tests/gpu_gates.sh reads
+// ptxas for those), races inside a warp, memory-model effects between blocks.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -20,6 +43,7 @@
 #include <ucontext.h>
 #include <vector>
 #include <algorithm>
+#include <cstddef>
 extern "C" {
 #include "model/half.h"
 }
@@ -68,31 +92,69 @@ template <typename T> inline T emu_shfl(T v, int src) {
 }
 template <typename T> inline T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl(v, (int)((threadIdx.x & 31) ^ o)); }
 template <typename T> inline T __shfl_sync(unsigned, T v, int src) { return emu_shfl(v, src); }
-void emu_launch(dim3 grid, dim3 block, std::function<void()> fn);
 
-// ---- runtime ----
+// ---- runtime (gpu/emu/emu.cpp) ----
 typedef int cudaError_t;
-enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorInsufficientDriver = 35 };
-typedef void *cudaStream_t;
-typedef void *cudaEvent_t;
+enum {
+	cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
+	cudaErrorInvalidConfiguration = 9, cudaErrorInsufficientDriver = 35,
+	cudaErrorNoKernelImageForDevice = 209, cudaErrorStreamCaptureUnsupported = 900,
+	cudaErrorStreamCaptureInvalidated = 901,
+};
+typedef struct emu_stream *cudaStream_t;
+typedef struct emu_event *cudaEvent_t;
+typedef struct emu_graph *cudaGraph_t;
+typedef struct emu_graph *cudaGraphExec_t;
 enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
-inline cudaError_t cudaGetLastError() { return cudaSuccess; }
-inline const char *cudaGetErrorString(cudaError_t) { return "emu error"; }
-inline const char *cudaGetErrorName(cudaError_t) { return "emuError"; }
-inline cudaError_t cudaMalloc(void **p, size_t n) { *p = malloc(n ? n : 1); return cudaSuccess; }
+enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+enum { cudaStreamCaptureModeRelaxed = 2 };
+#define CUDART_VERSION 13000
+struct cudaDeviceProp {
+	char name[256]; int multiProcessorCount; int major, minor; size_t totalGlobalMem;
+	size_t sharedMemPerBlock; size_t sharedMemPerBlockOptin; int maxThreadsPerBlock;
+};
+cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
+const char *cudaGetErrorString(cudaError_t e);
+const char *cudaGetErrorName(cudaError_t e);
+cudaError_t cudaDriverGetVersion(int *v);
+cudaError_t cudaGetDeviceCount(int *n);
+cudaError_t cudaSetDevice(int);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int);
+cudaError_t cudaMalloc(void **p, size_t n);
 template <typename T> inline cudaError_t cudaMalloc(T **p, size_t n) { return cudaMalloc((void **)p, n); }
-inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
-inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) { memcpy(d, s, n); return cudaSuccess; }
-inline cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-inline cudaError_t cudaSetDevice(int) { return cudaSuccess; }
-struct cudaDeviceProp { char name[256]; int multiProcessorCount; int major, minor; };
-inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int) { strcpy(p->name, "emu"); p->multiProcessorCount = 8; p->major = 9; p->minor = 0; return cudaSuccess; }
+cudaError_t cudaFree(void *p);
+cudaError_t cudaMallocHost(void **p, size_t n);
+cudaError_t cudaFreeHost(void *p);
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b);
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind);
+cudaError_t cudaMemset(void *d, int v, size_t n);
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t st);
+cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int flags);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamSynchronize(cudaStream_t s);
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags = 0);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, int flags);
+cudaError_t cudaEventDestroy(cudaEvent_t e);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, int mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long);
+cudaError_t cudaGraphDestroy(cudaGraph_t g);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t g);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s);
+// the transform's targets: a launch `k<<<grid, block, smem, stream>>>(args)`, and the
+// 0xff fill of each __shared__ variable at the start of each block
+void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn);
+void emu_shared_init(void *p, size_t n);
 
-// ---- cuBLAS (reference semantics, column-major) ----
-typedef void *cublasHandle_t;
+// ---- cuBLAS: cublasGemmEx, column-major, fp32 accumulation, cuBLAS's argument checks ----
+typedef struct emu_blas *cublasHandle_t;
 typedef int cublasStatus_t;
-enum { CUBLAS_STATUS_SUCCESS = 0 };
+enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
 typedef int cublasOperation_t;
 enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 typedef int cudaDataType_t;
@@ -100,78 +162,11 @@ enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 typedef int cublasComputeType_t;
 enum { CUBLAS_COMPUTE_32F = 68 };
 enum { CUBLAS_GEMM_DEFAULT = -1 };
-inline const char *cublasGetStatusString(cublasStatus_t) { return "emu"; }
-inline cublasStatus_t cublasCreate(cublasHandle_t *h) { *h = (void *)1; return 0; }
-inline cublasStatus_t cublasDestroy(cublasHandle_t) { return 0; }
-inline float emu_ld(const void *p, int t, size_t i) {
-	if (t == CUDA_R_32F) return ((const float *)p)[i];
-	uint16_t h = ((const uint16_t *)p)[i];
-	return t == CUDA_R_16F ? half_f16_to_f32(h) : half_bf16_to_f32(h);
-}
-inline cublasStatus_t cublasGemmEx(cublasHandle_t, int ta, int tb, int m, int n, int k, const void *alpha,
-				   const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
-				   void *C, int ct, int ldc, int, int) {
-	if (ct != CUDA_R_32F) return 1;
-	float al = *(const float *)alpha, be = *(const float *)beta;
-	for (int j = 0; j < n; j++)
-		for (int i = 0; i < m; i++) {
-			double acc = 0;
-			for (int l = 0; l < k; l++) {
-				float a = ta == CUBLAS_OP_N ? emu_ld(A, at, (size_t)l * lda + i) : emu_ld(A, at, (size_t)i * lda + l);
-				float b = tb == CUBLAS_OP_N ? emu_ld(B, bt, (size_t)j * ldb + l) : emu_ld(B, bt, (size_t)l * ldb + j);
-				acc += (double)a * b;
-			}
-			float *c = (float *)C + (size_t)j * ldc + i;
-			*c = (float)(al * acc + (be != 0 ? be * *c : 0));
-		}
-	return 0;
-}
-
-// ---- more runtime for the backend: streams/events are no-ops (everything is
-// synchronous), graphs record launches during capture and replay them ----
-#define CUDART_VERSION 13000
-enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
-enum { cudaStreamCaptureModeRelaxed = 2 };
-typedef struct emu_graph *cudaGraph_t;
-typedef struct emu_graph *cudaGraphExec_t;
-// The driver's CUDA version: $BG_EMU_DRIVER_VERSION (e.g. 12020 for 12.2) plays an older
-// driver, which makes cudaGetDeviceCount fail as real CUDA does; "0" plays no driver.
-inline int emu_driver_version() {
-	const char *v = getenv("BG_EMU_DRIVER_VERSION");
-	return v && *v ? atoi(v) : CUDART_VERSION;
-}
-inline cudaError_t cudaDriverGetVersion(int *v) { *v = emu_driver_version(); return cudaSuccess; }
-inline cudaError_t cudaGetDeviceCount(int *n) {
-	*n = 0;
-	if (emu_driver_version() < CUDART_VERSION) return cudaErrorInsufficientDriver;
-	*n = 1;
-	return cudaSuccess;
-}
-inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, int) { *s = (void *)1; return 0; }
-inline cudaError_t cudaStreamDestroy(cudaStream_t) { return 0; }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return 0; }
-inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, int) { *e = (void *)1; return 0; }
-inline cudaError_t cudaEventDestroy(cudaEvent_t) { return 0; }
-inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return 0; }
-inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return 0; }
-inline cudaError_t cudaMallocHost(void **p, size_t n) { *p = malloc(n ? n : 1); return 0; }
-inline cudaError_t cudaFreeHost(void *p) { free(p); return 0; }
-inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memcpy(d, s, n); return 0; }
-inline cudaError_t cudaMemGetInfo(size_t *f, size_t *t) { *f = 256u << 20; *t = 1u << 30; return 0; }
-cudaError_t cudaStreamBeginCapture(cudaStream_t, int);
-cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *);
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t *, cudaGraph_t, unsigned long long);
-cudaError_t cudaGraphDestroy(cudaGraph_t);
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t);
-cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t);
-inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return 0; }
-inline cublasStatus_t cublasSetWorkspace(cublasHandle_t, void *, size_t) { return 0; }
-void emu_record_or_run(std::function<void()> fn);
-#define cublasGemmEx(...) emu_gemm_ex(__VA_ARGS__)
-inline cublasStatus_t emu_gemm_ex(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
-				  const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
-				  void *C, int ct, int ldc, int x, int y) {
-	float al = *(const float *)alpha, be = *(const float *)beta;
-	emu_record_or_run([=]() { float a2 = al, b2 = be; (cublasGemmEx)(h, ta, tb, m, n, k, &a2, A, at, lda, B, bt, ldb, &b2, C, ct, ldc, x, y); });
-	return 0;
-}
+const char *cublasGetStatusString(cublasStatus_t s);
+cublasStatus_t cublasCreate(cublasHandle_t *h);
+cublasStatus_t cublasDestroy(cublasHandle_t h);
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s);
+cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *w, size_t n);
+cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
+			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
+			    void *C, int ct, int ldc, int compute, int algo);

@@ -1,0 +1,105 @@
+/* arch: the architecture table and the shared RoPE frequencies. See arch.h. */
+#include "model/arch.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "model/model.h"
+
+/* Sources (llama.cpp src/models/<name>.cpp and src/llama-model.cpp, the bundled version):
+ * gemma2 defaults n_swa 4096, pattern 2 (even layers windowed), attn soft-cap 50, final
+ * 30; gemma3 pattern 6 (5 windowed, 1 global), windowed only when sliding_window is set,
+ * local RoPE base 10000, final soft-cap only when the key is present; phi3 reads
+ * sliding_window and disables it ("Phi SWA is currently disabled"). */
+static const struct arch_info table[] = {
+    {.name = "llama",
+     .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, TinyLlama, SmolLM",
+     .refuse_bias = true},
+    {.name = "qwen2", .families = "Qwen2, Qwen2.5", .rope_neox = true, .qkv_bias = true},
+    {.name = "qwen3", .families = "Qwen3 (dense)", .rope_neox = true, .qk_norm = true},
+    {.name = "gemma2",
+     .families = "Gemma 2",
+     .rope_neox = true,
+     .post_norms = true,
+     .gelu = true,
+     .embd_scale = true,
+     .gemma_q_scale = true,
+     .attn_softcap = 50.0f,
+     .final_softcap = true,
+     .final_softcap_default = 30.0f,
+     .swa_pattern = 2,
+     .swa_default = 4096},
+    {.name = "gemma3",
+     .families = "Gemma 3 (text)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .post_norms = true,
+     .gelu = true,
+     .embd_scale = true,
+     .gemma_q_scale = true,
+     .final_softcap = true,
+     .swa_pattern = 6,
+     .swa_needs_key = true,
+     .swa_rope_own = true},
+    {.name = "phi3",
+     .families = "Phi-3, Phi-3.5-mini, Phi-4-mini",
+     .rope_neox = true,
+     .fused_up = true,
+     .swa_read_only = true},
+};
+
+#define N_ARCH (sizeof table / sizeof table[0])
+
+const struct arch_info *arch_find(const char *name)
+{
+	for (size_t i = 0; i < N_ARCH; i++)
+		if (strcmp(table[i].name, name) == 0)
+			return &table[i];
+	return NULL;
+}
+
+const char *arch_names(void)
+{
+	return "llama, qwen2, qwen3, gemma2, gemma3, phi3";
+}
+
+/* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow
+ * depend on it) */
+static float corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
+{
+	return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) /
+	       (2.0f * logf(base));
+}
+
+void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
+		     float *mscale)
+{
+	int half = (int)hp->rope_dim / 2;
+	double base = swa ? hp->rope_base_swa : hp->rope_base;
+	float scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale;
+	float lo = 0.0f, hi = 0.0f;
+	if (hp->rope_yarn) {
+		lo = floorf(corr_dim((int)hp->rope_dim, (int)hp->n_ctx_orig, 32.0f, (float)base));
+		hi = ceilf(corr_dim((int)hp->rope_dim, (int)hp->n_ctx_orig, 1.0f, (float)base));
+		lo = fmaxf(0.0f, lo);
+		hi = fminf((float)hp->rope_dim - 1.0f, hi);
+	}
+	for (int i = 0; i < half; i++) {
+		double f = pow(base, -2.0 * i / (double)hp->rope_dim);
+		if (factors)
+			f /= (double)factors[i];
+		double mix = 0.0;
+		if (hp->rope_yarn) { /* ggml's rope_yarn_ramp, ext_factor 1 */
+			float y = ((float)i - lo) / fmaxf(0.001f, hi - lo);
+			mix = 1.0 - fmin(1.0, fmax(0.0, (double)y));
+		}
+		freq[i] = f * ((double)scale * (1.0 - mix) + mix);
+	}
+	/* llama.cpp: attn_factor = rope.scaling.attn_factor (default 1), and with YaRN ggml
+	 * multiplies by 1 + 0.1 ln(1 / freq_scale) where llama_context has divided by it
+	 * again, leaving get_mscale(factor) = 1 + 0.1 ln(factor) for factor > 1 */
+	float m = hp->rope_attn_factor;
+	if (hp->rope_yarn && scale < 1.0f)
+		m *= 1.0f + 0.1f * logf(1.0f / scale);
+	*mscale = m;
+}

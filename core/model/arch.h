@@ -1,0 +1,63 @@
+/* arch: the table of supported dense architectures, and the RoPE frequencies they share.
+ *
+ * One row per `general.architecture` value batchgen runs, saying which graph features the
+ * architecture has (as llama.cpp's src/models/<arch>.cpp builds it: the facts, not the
+ * code): NeoX or interleaved RoPE, Q/K/V biases, per-head Q/K RMS norms, post-attention
+ * and post-FFN norms, GELU(tanh) or SiLU gating, the embedding scale, attention and final
+ * logit soft-capping, the sliding-window layer pattern, a fused gate|up FFN tensor.
+ * model.c reads the keys and tensors a row asks for; the backends read only the resulting
+ * struct model_hparams / struct model_layer fields, never the architecture name.
+ *
+ * Invariant: an architecture not in the table is refused by model_read_hparams (with a
+ * message naming it); a row never describes a feature that a backend does not implement.
+ */
+#ifndef BG_ARCH_H
+#define BG_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct model_hparams;
+
+struct arch_info {
+	const char *name;     /* general.architecture */
+	const char *families; /* for messages and `batchgen info` */
+	bool rope_neox;	      /* rotate (x[i], x[i + d/2]) instead of (x[2i], x[2i+1]) */
+	bool qkv_bias;	      /* attn_{q,k,v}.bias required (qwen2) */
+	bool qk_norm;	      /* attn_q_norm / attn_k_norm (head_dim), before RoPE */
+	bool post_norms;      /* post_attention_norm / post_ffw_norm on the branch outputs */
+	bool gelu;	      /* FFN gate activation GELU (tanh form) instead of SiLU */
+	bool embd_scale;      /* embeddings multiplied by sqrt(n_embd) */
+	bool gemma_q_scale;   /* query scale 1/sqrt(head_dim), or 1/sqrt(n_embd/n_head) for
+			       * the 27B sizes (gemma_pytorch's query_pre_attn_scalar) */
+	float attn_softcap;   /* default of <arch>.attn_logit_softcapping; 0 = not read */
+	bool final_softcap;   /* reads <arch>.final_logit_softcapping */
+	float final_softcap_default;
+	uint32_t swa_pattern; /* default <arch>.attention.sliding_window_pattern; 0 = the arch
+			       * has no windowed layers */
+	uint32_t swa_default; /* window when the file has no sliding_window key (gemma2 4096) */
+	bool swa_needs_key;   /* gemma3: windowed only when the file sets a window */
+	bool swa_read_only;   /* phi3: the key is read but no window applied (as llama.cpp) */
+	bool swa_rope_own;    /* gemma3: windowed layers use rope.freq_base_swa (10000 when
+			       * absent) and no frequency scaling; gemma2: the global values */
+	bool fused_up;	      /* ffn_up holds gate|up ([n_embd, 2 n_ff]), no ffn_gate (phi3) */
+	bool refuse_bias;     /* any *.bias tensor is refused (llama) */
+};
+
+/* The row of an architecture, or NULL. */
+const struct arch_info *arch_find(const char *name);
+
+/* The names of the supported architectures, comma separated, for messages. */
+const char *arch_names(void);
+
+/* RoPE of one layer kind, as ggml's rope_ext computes it (llama.cpp passes freq_base,
+ * freq_scale, ext_factor, attn_factor, beta_fast = 32, beta_slow = 1, n_ctx_orig): pair i
+ * of a head at position p turns by p * freq[i], and cos/sin are multiplied by *mscale.
+ * freq[i] = base^(-2i / rope_dim) / factor[i] (factors: rope_freqs or LongRoPE, 1 when
+ * NULL), times freq_scale (linear), or YaRN's blend of the scaled and unscaled frequency.
+ * swa: the windowed layers' base and scale (hp->rope_base_swa, hp->rope_freq_scale_swa).
+ * freq has rope_dim / 2 entries. Computed in double. */
+void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
+		     float *mscale);
+
+#endif

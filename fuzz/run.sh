@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# run.sh [SECONDS] [NAME...]: runs each libFuzzer harness (default: all of
+# build-fuzz/fuzz_*) for SECONDS (default 60) over its corpus, one at a time, and prints
+# one line per harness: executions, coverage, corpus, and "ok" or where the reproducer is.
+# The corpus of NAME lives in build-fuzz/corpus/NAME (kept between runs, so a campaign
+# grows it) and starts from fuzz/seeds.sh's seeds; a crash, sanitizer report, timeout
+# (> 10 s on one input), out-of-memory (> 2 GB) or leak stops that harness and leaves the
+# input in build-fuzz/artifacts/. Logs: build-fuzz/logs/NAME.log. Exits 1 when any
+# harness found something. Reproduce with: build-fuzz/fuzz_NAME ARTIFACT
+# Environment: FUZZ_NICE=1 runs under nice -n 19; FUZZ_ARGS adds libFuzzer flags.
+set -u
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+	for b in build-fuzz/fuzz_*; do
+		[ -x "$b" ] && [ -f "$b" ] && case $b in *.d) ;; *) names+=("${b#build-fuzz/fuzz_}") ;; esac
+	done
+fi
+if [ ${#names[@]} -eq 0 ]; then
+	echo "run.sh: no harness in build-fuzz/ (make fuzz first)" >&2
+	exit 2
+fi
+[ -d build-fuzz/seeds ] || fuzz/seeds.sh >/dev/null
+mkdir -p build-fuzz/logs build-fuzz/artifacts
+nice=()
+[ "${FUZZ_NICE:-0}" = 1 ] && nice=(nice -n 19)
+fail=0
+for n in "${names[@]}"; do
+	case $n in
+	gguf) max_len=131072 ;;
+	tokenizer) max_len=4096 ;;
+	*) max_len=8192 ;;
+	esac
+	corpus=build-fuzz/corpus/$n
+	mkdir -p "$corpus"
+	log=build-fuzz/logs/$n.log
+	t0=$(date +%s)
+	# shellcheck disable=SC2086
+	"${nice[@]}" build-fuzz/fuzz_"$n" -max_total_time="$secs" -max_len="$max_len" -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/"$n"- \
+		${FUZZ_ARGS:-} "$corpus" build-fuzz/seeds/"$n" >"$log" 2>&1
+	rc=$?
+	execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+	cov=$(grep -oE '(DONE|pulse|NEW|REDUCE|INITED) +cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 |
+		sed -E 's/.*cov: ([0-9]+) ft: ([0-9]+)/cov \1, ft \2/')
+	files=$(ls "$corpus" | wc -l)
+	if [ $rc -eq 0 ]; then
+		res=ok
+	else
+		fail=1
+		art=$(grep -o 'Test unit written to [^ ]*' "$log" | tail -1 | sed 's/Test unit written to //')
+		res="FOUND (rc $rc): $(grep -m1 -E 'ERROR|ORACLE|runtime error|SUMMARY' "$log" | cut -c1-160); reproduce: build-fuzz/fuzz_$n $art"
+	fi
+	printf 'fuzz_%-10s %6ss  %10s execs  %-22s corpus %5s  %s\n' "$n" "$(($(date +%s) - t0))" \
+		"${execs:-?}" "${cov:-?}" "$files" "$res"
+done
+exit $fail

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# e2e_llamacpp_arch: the architectures of core/model/arch.h against llama.cpp's own graphs
+# (node-llama-cpp's CPU build, bench/llamacpp_greedy.mjs --logprobs): Llama 3.1 rope_freqs,
+# linear and YaRN rope scaling, qwen3 (Q/K norms, head_dim != n_embd / n_head), gemma2
+# (embedding scale, GELU, post-norms, attention and final soft-caps, every other layer
+# windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
+# attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied).
+# Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
+# tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
+# reach past both), 12 greedy tokens each, run as one batchgen job.
+#
+# Per step: the greedy tokens equal llama.cpp's, and the chosen token's log-prob agrees
+# within TOL. Tolerances (measured worst cases in brackets, on these seeds and others):
+#   f32 weights, llama.cpp with f32 KV and flash attention off: both compute in f32 and
+#     differ in summation order only: 2e-5 [2.5e-6]; gemma 5e-3 [2.1e-3], because
+#     llama.cpp's CPU GELU rounds its input to f16 and looks the result up in an f16
+#     table (ggml-cpu vec.h, GGML_GELU_FP16), a relative error up to 2^-11 per activation;
+#   f16 weights, llama.cpp's default context (f16 KV cache, flash attention): llama.cpp
+#     also rounds activations and K/V to f16: 0.03 [0.011];
+#   q8_0 weights: llama.cpp quantizes activations to q8 blocks: 0.25 [0.12].
+# As in e2e_llamacpp.sh, comparison stops at the first step whose top-2 margin (in
+# batchgen's top_logprobs) is below MARGIN, where rounding may pick the other branch; at
+# least half of all steps must be compared.
+# Needs `npm ci --prefix bench`; skips visibly without it (fails under CI=true).
+source tests/check.sh
+source tests/need_llamacpp.sh
+
+if ! need_llamacpp "llama.cpp architecture cross-check"; then
+	summary
+	exit $?
+fi
+
+N=12
+PROMPTS='[[1, 300, 301, 302], [1, 5, 77, 260, 261, 400, 12, 13], [1, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329]]'
+F32KV=(--kv-type f32 --flash-attn off)
+
+# arch_compare LABEL MARGIN TOL "LLAMA_OPTS" SYNTH_ARGS...: writes $TMP/LABEL.gguf, runs
+# both engines, checks tokens and log-probs per prompt (see the header).
+arch_compare() {
+	local label=$1 margin=$2 tol=$3 lopts=$4
+	shift 4
+	local model=$TMP/$label.gguf in=$TMP/$label.in.jsonl out=$TMP/$label.out.jsonl
+	check "synth $label" "$BATCHGEN" synth "$@" -o "$model"
+	node -e '
+		const p = JSON.parse(process.argv[1]);
+		p.forEach((ids, i) => console.log(JSON.stringify({id: "p" + i, input_ids: ids,
+			max_tokens: Number(process.argv[2]), temperature: 0, ignore_eos: true,
+			logprobs: 2})));' "$PROMPTS" "$N" >"$in"
+	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$in" -o "$out" -q
+	# shellcheck disable=SC2086
+	node bench/llamacpp_greedy.mjs "$model" "$PROMPTS" "$N" --logprobs --context-size 128 \
+		$lopts >"$TMP/$label.llama" 2>"$TMP/llama.err" ||
+		echo "FAIL $label: llama.cpp failed: $(tail -n 3 "$TMP/llama.err")" >&2
+	local res
+	res=$(node -e '
+		const fs = require("fs");
+		const [outF, llF, marginS, tolS] = process.argv.slice(1);
+		const margin = Number(marginS), tol = Number(tolS);
+		const ll = fs.readFileSync(llF, "utf8").trim().split("\n").filter(Boolean).map(JSON.parse);
+		const got = {};
+		for (const l of fs.readFileSync(outF, "utf8").split("\n"))
+			if (l.trim()) { const r = JSON.parse(l); got[r.id] = r; }
+		let compared = 0, worst = 0, bad = [];
+		for (let i = 0; i < 3; i++) {
+			const r = got["p" + i], w = ll[i];
+			if (!r || !r.token_ids || !w) { bad.push(`p${i}: no result`); continue; }
+			for (let n = 0; n < w.token_ids.length; n++) {
+				const top = (r.top_logprobs || [])[n] || [];
+				if (margin > 0 && (top.length < 2 || top[0].logprob - top[1].logprob < margin)) break;
+				if (r.token_ids[n] !== w.token_ids[n]) {
+					bad.push(`p${i} step ${n}: got ${r.token_ids} want ${w.token_ids}`);
+					break;
+				}
+				const d = Math.abs(r.logprobs[n] - w.logprobs[n]);
+				worst = Math.max(worst, d);
+				if (!(d <= tol)) bad.push(`p${i} step ${n}: logprob ${r.logprobs[n]} vs ${w.logprobs[n]}`);
+				compared++;
+			}
+		}
+		console.log(`${bad.length ? "bad" : "ok"} ${compared} ${worst.toExponential(2)} ${bad.slice(0, 2).join("; ")}`);
+	' "$out" "$TMP/$label.llama" "$margin" "$tol")
+	echo "$label: $res"
+	local verdict compared
+	read -r verdict compared _ <<<"$res"
+	check_eq "$label: tokens and log-probs vs llama.cpp" "$verdict" ok
+	check "$label: $compared of $((3 * N)) steps compared" test $((compared * 2)) -ge $((3 * N))
+}
+
+# Llama 3.1 rope_freqs ("llama3" factors over an original context of 64), linear and YaRN
+arch_compare llama3-f32 0 2e-5 "${F32KV[*]}" --shape llama3-tiny --dtype f32 --seed 3
+arch_compare llama3-q8_0 0.25 0.25 "" --shape llama3-tiny --dtype q8_0 --seed 5
+arch_compare llama-linear-f32 0 2e-5 "${F32KV[*]}" --shape llama-linear-tiny --dtype f32 --seed 3
+arch_compare llama-yarn-f32 0 2e-5 "${F32KV[*]}" --shape llama-yarn-tiny --dtype f32 --seed 3
+arch_compare llama-yarn-f16 0.02 0.03 "" --shape llama-yarn-tiny --dtype f16 --seed 5
+# qwen3: per-head Q/K norms, head_dim 32 with n_embd 64 / 4 heads
+arch_compare qwen3-f32 0 2e-5 "${F32KV[*]}" --shape qwen3-tiny --dtype f32 --seed 3
+arch_compare qwen3-f16 0.02 0.03 "" --shape qwen3-tiny --dtype f16 --seed 5
+arch_compare qwen3-q8_0 0.25 0.25 "" --shape qwen3-tiny --dtype q8_0 --seed 9
+# gemma2 (tied, soft-caps 2 and 3 so that they bite) and gemma3 (untied, window 16)
+arch_compare gemma2-f32 0 5e-3 "${F32KV[*]}" --shape gemma2-tiny --dtype f32 --seed 3
+arch_compare gemma2-f16 0.02 0.03 "" --shape gemma2-tiny --dtype f16 --seed 5
+arch_compare gemma3-f32 0 5e-3 "${F32KV[*]}" --shape gemma3-tiny --dtype f32 --seed 3
+arch_compare gemma3-f16 0.02 0.03 "" --shape gemma3-tiny --dtype f16 --seed 5
+# phi3: llama.cpp gives Phi-3 tokenizer treatment to a general.name containing "phi3",
+# which needs a Phi-3 vocabulary, hence the neutral name. Context 128 > the original 64:
+# llama.cpp picks the long factors, as batchgen does for n_ctx_train 256 > 64.
+arch_compare phi3-f32 0 2e-5 "${F32KV[*]}" --shape phi3-tiny --dtype f32 --seed 3 --name "tiny p3"
+arch_compare phi3-f16 0.02 0.03 "" --shape phi3-tiny --dtype f16 --seed 5 --name "tiny p3"
+
+summary
