@@ -20,7 +20,7 @@ PY
 peak() {
 	/usr/bin/python3 -c '
 import resource, subprocess, sys
-subprocess.run([sys.argv[1], "--device", "cpu", "-q", "-i", sys.argv[2], "-o", sys.argv[3]])
+subprocess.run([sys.argv[1], "-m", "synthetic:builtin", "--device", "cpu", "-q", "-i", sys.argv[2], "-o", sys.argv[3]])
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$BATCHGEN" "$1" "$2"
 }
 # ASan keeps freed memory in quarantine; without it the peak is the live memory
