@@ -84,6 +84,7 @@ struct bench_phase {
 	int64_t n_tpot;
 	int64_t prompt_tokens, output_tokens;
 	int64_t preemptions;
+	int64_t reused_blocks, missed_blocks, cached_tokens; /* block reuse */
 	double cpu_s; /* process CPU time during the run: less sensitive to a busy machine */
 	char first_error[400];
 	/* per iteration, from the progress callback */
@@ -140,7 +141,8 @@ static int bench_sink(void *user, struct request *r)
 	struct bench_phase *p = user;
 	/* every benchmark request ignores EOS and must produce exactly max_tokens tokens */
 	bool ok =
-	    r->error.code[0] == 0 && r->finish == REQ_FINISH_LENGTH && r->n_out == r->max_tokens;
+	    r->error.code[0] == 0 && r->finish == REQ_FINISH_LENGTH &&
+	    r->n_out == r->max_tokens * (r->n_choices > 0 ? r->n_choices : 1);
 	if (!ok) {
 		if (p->n_failed == 0)
 			snprintf(p->first_error, sizeof p->first_error,
@@ -216,6 +218,9 @@ static enum bg_status bench_run_phase(const struct engine_config *ecfg, struct o
 		p->kv_peak = tot.kv_peak_blocks;
 	if (tot.preemptions > p->preemptions)
 		p->preemptions = tot.preemptions;
+	p->reused_blocks += tot.reused_blocks;
+	p->missed_blocks += tot.missed_blocks;
+	p->cached_tokens += tot.cached_tokens;
 	engine_destroy(e);
 	return st;
 }
@@ -289,7 +294,7 @@ static void bench_id_range(const struct opt_runtime *rt, int32_t *lo, int32_t *h
 
 static const char *bench_policy_name(int p)
 {
-	static const char *names[] = {"no-evict", "max-util", "static"};
+	static const char *names[] = {"no-evict", "max-util", "static", "adaptive"};
 	return p >= 0 && p < 3 ? names[p] : "?";
 }
 
@@ -308,6 +313,7 @@ static void bench_engine_options_json(cJSON *o, const struct opt_config *c)
 	cJSON_AddNumberToObject(o, "max_batch_size", c->max_batch_size);
 	cJSON_AddNumberToObject(o, "max_num_tokens", c->max_num_tokens);
 	cJSON_AddBoolToObject(o, "chunked_context", c->chunked_context);
+	cJSON_AddBoolToObject(o, "prefix_cache", c->prefix_cache);
 	cJSON_AddNumberToObject(o, "max_queued", c->max_queued);
 	cJSON_AddNumberToObject(o, "block_size", c->block_size);
 	cJSON_AddNumberToObject(o, "kv_tokens", (double)c->kv_tokens);
@@ -633,6 +639,13 @@ static void bench_add_results(cJSON *rep, struct bench_phase *p, double wall_s,
 	cJSON_AddNumberToObject(r, "kv_blocks_total", b->n_blocks);
 	cJSON_AddNumberToObject(r, "kv_tokens_total", (double)b->n_blocks * b->block_size);
 	cJSON_AddNumberToObject(r, "preemptions", (double)p->preemptions);
+	cJSON_AddNumberToObject(r, "prompt_tok_s", (double)p->prompt_tokens / w);
+	cJSON_AddNumberToObject(r, "reused_blocks", (double)p->reused_blocks);
+	cJSON_AddNumberToObject(r, "missed_blocks", (double)p->missed_blocks);
+	int64_t looked = p->reused_blocks + p->missed_blocks;
+	cJSON_AddNumberToObject(r, "cache_hit_rate",
+				looked ? (double)p->reused_blocks / (double)looked : 0.0);
+	cJSON_AddNumberToObject(r, "cached_tokens", (double)p->cached_tokens);
 }
 
 /* One phase of n requests of spec from seed: generator, engine, collection. Returns an

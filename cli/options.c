@@ -75,8 +75,9 @@ static const struct opt_def opt_table[] = {
     {"threads", 0, K_I32, F(threads), "0", "N", BOTH, 0, 4096, NULL,
      "CPU backend worker threads, 0 = all cores"},
     /* engine */
-    {"policy", 0, K_ENUM, F(policy), "no-evict", "P", BOTH, NOLIM, "no-evict|max-util|static",
-     "capacity scheduling: no-evict, max-util or static"},
+    {"policy", 0, K_ENUM, F(policy), "no-evict", "P", BOTH, NOLIM,
+     "no-evict|max-util|static|adaptive",
+     "capacity scheduling: no-evict, max-util, static or adaptive"},
     {"preempt", 0, K_ENUM, F(preempt), "recompute", "MODE", BOTH, NOLIM, "recompute|swap",
      "how max-util resumes a paused request: recompute or swap"},
     {"order", 0, K_ENUM, F(order), "input", "ORDER", RUN, NOLIM, "input|completion",
@@ -87,6 +88,8 @@ static const struct opt_def opt_table[] = {
      "most tokens (context chunks + generation steps) in one iteration"},
     {"no-chunked-context", 0, K_FALSE, F(chunked_context), NULL, NULL, BOTH, NOLIM, NULL,
      "process each prompt in one iteration instead of in chunks"},
+    {"no-prefix-cache", 0, K_FALSE, F(prefix_cache), NULL, NULL, BOTH, NOLIM, NULL,
+     "do not reuse the KV blocks of prompt prefixes across requests"},
     {"max-queued", 0, K_I32, F(max_queued), "1024", "N", BOTH, 1, 1 << 24, NULL,
      "requests read ahead of the running set (bounds memory)"},
     {"block-size", 0, K_I32, F(block_size), "32", "N", BOTH, 1, 4096, NULL,
@@ -117,7 +120,7 @@ static const struct opt_def opt_table[] = {
      "no progress and no summary on stderr (errors only)"},
     /* bench */
     {"workload", 0, K_STR, F(workload), NULL, "SPEC", BENCH, NOLIM, NULL,
-     "bench: a workload id (F1..F6, V1, V2, S1, B1) or ISL/OSL, with an optional "
+     "bench: a workload id (F1..F6, V1, V2, S1, B1, P1, N8, N8S) or ISL/OSL, with an optional "
      "xN count, e.g. 128/128x32"},
     {"requests", 0, K_I64, F(requests), "0", "N", BENCH, 0, 1e9, NULL,
      "bench: number of requests, 0 = the workload's default"},
@@ -311,6 +314,7 @@ void opt_defaults(struct opt_config *c)
 {
 	memset(c, 0, sizeof *c);
 	c->chunked_context = true; /* the K_FALSE flag --no-chunked-context turns it off */
+	c->prefix_cache = true;	   /* --no-prefix-cache */
 	params_defaults(&c->req, false);
 	for (size_t i = 0; i < OPT_N; i++) {
 		const struct opt_def *d = &opt_table[i];
@@ -557,6 +561,7 @@ void opt_engine_config(const struct opt_config *c, struct engine_config *out)
 	out->max_batch_size = c->max_batch_size;
 	out->max_num_tokens = c->max_num_tokens;
 	out->chunked_context = c->chunked_context;
+	out->prefix_cache = c->prefix_cache;
 	out->max_queued = c->max_queued;
 	out->max_seq_len = c->max_seq_len;
 	out->stats = NULL; /* the command opens --stats */

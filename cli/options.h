@@ -64,6 +64,7 @@ struct opt_config {
 	int32_t max_batch_size;
 	int32_t max_num_tokens;
 	bool chunked_context;
+	bool prefix_cache;
 	int32_t max_queued;
 	int32_t block_size;
 	int64_t kv_tokens; /* 0 = size from memory */

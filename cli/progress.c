@@ -336,6 +336,15 @@ enum bg_status progress_write_report(struct progress *p, const struct engine_pro
 	if (kv) {
 		cJSON_AddNumberToObject(kv, "peak_used_blocks", t.kv_peak_blocks);
 		cJSON_AddNumberToObject(kv, "max_num_blocks", t.kv_total_blocks);
+		/* block reuse: prompt blocks taken from the cache / computed at admission */
+		cJSON_AddNumberToObject(kv, "reused_blocks", (double)t.reused_blocks);
+		cJSON_AddNumberToObject(kv, "missed_blocks", (double)t.missed_blocks);
+		cJSON_AddNumberToObject(kv, "cache_hit_rate",
+					t.reused_blocks + t.missed_blocks > 0
+					    ? (double)t.reused_blocks /
+						  (double)(t.reused_blocks + t.missed_blocks)
+					    : 0.0);
+		cJSON_AddNumberToObject(kv, "cached_tokens", (double)t.cached_tokens);
 	}
 	cJSON_AddNumberToObject(o, "iterations", (double)t.iter);
 	char *text = cJSON_Print(o);

@@ -67,7 +67,7 @@ struct backend_ops {
 	/* Copies one logits row of the last forward to host memory dst[n_vocab] (tests). */
 	enum bg_status (*get_logits)(void *ctx, int32_t row, float *dst, struct bg_err *err);
 	/* Swap: copies blocks[n] (all layers, K and V) to/from host memory of n * block_bytes
-	 * bytes. */
+	 * bytes. Swap-out leaves the blocks as they are: other sequences may share them. */
 	enum bg_status (*kv_swap_out)(void *ctx, const int32_t *blocks, int32_t n, void *host,
 				      struct bg_err *err);
 	enum bg_status (*kv_swap_in)(void *ctx, const int32_t *blocks, int32_t n, const void *host,

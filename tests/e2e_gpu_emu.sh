@@ -39,6 +39,24 @@ far=$(jq -s -r '[.[] | {(.id): .cum_logprob}] | add' "$TMP/cpu.jsonl" >"$TMP/cpu
 		'select(((.cum_logprob - $c[0][.id]) | fabs) > 1e-4) | .id' "$TMP/gpu.jsonl")
 check_eq "cuda (emulated): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 
+# ---- block reuse and n > 1 on the CUDA backend (issue 14): cached prompt blocks and
+# samples whose shared last block is copied on write (the backend's kv_copy), one request
+# at a time so that later ones hit the cache; the same tokens as the CPU backend
+cat >"$TMP/reuse.jsonl" <<'JSONL'
+{"id":"r1","prompt":"Once upon a time there was a little dog who liked to run","max_tokens":6,"temperature":0}
+{"id":"r2","prompt":"Once upon a time there was a little dog who liked to run","max_tokens":6,"temperature":0.7,"seed":5,"n":3}
+{"id":"r3","prompt":"Once upon a time there was a little dog who liked to sleep","max_tokens":6,"temperature":0}
+JSONL
+reuse=(-q -i "$TMP/reuse.jsonl" --block-size 4 --max-batch-size 3)
+"$BATCHGEN" "${reuse[@]}" -o "$TMP/reuse_cpu.jsonl" --device cpu
+"$BATCHGEN" "${reuse[@]}" -o "$TMP/reuse_gpu.jsonl" --device cuda
+check_eq "cuda (emulated), reuse and n = 3: exit status" $? 0
+samples() { jq -c '[.id, .usage.cached_tokens, (.choices // [.] | map(.token_ids))]' "$1"; }
+check_eq "cuda (emulated), reuse and n = 3: the CPU backend's tokens and cached tokens" \
+	"$(samples "$TMP/reuse_gpu.jsonl")" "$(samples "$TMP/reuse_cpu.jsonl")"
+check "cuda (emulated): later requests took cached blocks" \
+	test "$(jq -s 'map(.usage.cached_tokens) | add' "$TMP/reuse_gpu.jsonl")" -gt 0
+
 # ---- a driver too old for the build -----------------------------------------------------
 BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \
 	--device cuda 2>"$TMP/old.err"

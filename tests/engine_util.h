@@ -85,8 +85,8 @@ static inline void engine_util_req_stops(struct request *r, const char *const *s
 }
 
 /* The scheduling setups every batch-invariance sweep covers, in this order: no-evict,
- * max-util with recompute, max-util with swap, static. */
-#define ENGINE_UTIL_N_POLICIES 4
+ * max-util with recompute, max-util with swap, static, adaptive with swap. */
+#define ENGINE_UTIL_N_POLICIES 5
 
 /* Resets cfg to engine_config_default, then sets the policy and preempt mode of setup i
  * in [0, ENGINE_UTIL_N_POLICIES); returns the setup's name (for messages). */
@@ -101,6 +101,7 @@ static inline const char *engine_util_policy(struct engine_config *cfg, int i)
 	    {ENGINE_POLICY_MAX_UTIL, ENGINE_PREEMPT_RECOMPUTE, "max-util/recompute"},
 	    {ENGINE_POLICY_MAX_UTIL, ENGINE_PREEMPT_SWAP, "max-util/swap"},
 	    {ENGINE_POLICY_STATIC, ENGINE_PREEMPT_RECOMPUTE, "static"},
+	    {ENGINE_POLICY_ADAPTIVE, ENGINE_PREEMPT_SWAP, "adaptive/swap"},
 	};
 	engine_config_default(cfg);
 	cfg->policy = setups[i].policy;

@@ -39,7 +39,8 @@ struct fake {
 	int mode;
 	int32_t succ[64]; /* FAKE_SUCC: the token that follows each token */
 	/* records */
-	int64_t n_forward, max_seqs, max_tokens, total_tokens, swap_outs, swap_ins;
+	int64_t n_forward, max_seqs, max_tokens, total_tokens, swap_outs, swap_ins, copies;
+	bool shared_ok; /* blocks may be shared (samples): swap-out must not poison them */
 	int errors;
 	char err[256];
 };
@@ -97,9 +98,14 @@ static enum bg_status fake_forward(void *ctx, const struct backend_batch *b, str
 				fake_bad(f, "block index out of range");
 				return bg_fail(err, BG_ERR_INVALID, "bad block");
 			}
+		}
+		/* Blocks are shared read-only (block reuse); a block WRITTEN by two sequences
+		 * of one batch is a bug. */
+		for (int32_t j = 0; j < q->n_tokens; j++) {
+			int32_t blk = q->block_table[(q->pos0 + j) / f->bs];
 			int64_t stamp = f->n_forward * 1024 + s;
 			if (f->owner[blk] / 1024 == f->n_forward && f->owner[blk] != stamp)
-				fake_bad(f, "a block is in two sequences of one batch");
+				fake_bad(f, "a block is written by two sequences of one batch");
 			f->owner[blk] = stamp;
 		}
 		for (int32_t j = 0; j < q->n_tokens; j++) {
@@ -169,7 +175,8 @@ static enum bg_status fake_swap_out(void *ctx, const int32_t *blocks, int32_t n,
 		for (int32_t j = 0; j < f->bs; j++) {
 			size_t sl = (size_t)blocks[i] * f->bs + (size_t)j;
 			h[(size_t)i * f->bs + j] = f->kv[sl];
-			f->kv[sl] = 0xdeadbeef; /* poison: swap-in must restore it */
+			if (!f->shared_ok)
+				f->kv[sl] = 0xdeadbeef; /* poison: swap-in must restore it */
 		}
 	f->swap_outs++;
 	return BG_OK;
@@ -200,11 +207,23 @@ static void fake_mem(void *ctx, struct backend_mem *m)
 	m->on_device = false;
 }
 
+static enum bg_status fake_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg_err *err)
+{
+	struct fake *f = ctx;
+	if (src < 0 || src >= f->nb || dst < 0 || dst >= f->nb || src == dst)
+		return bg_fail(err, BG_ERR_INVALID, "bad copy %d -> %d", src, dst);
+	memcpy(&f->kv[(size_t)dst * f->bs], &f->kv[(size_t)src * f->bs], f->bs * sizeof *f->kv);
+	memcpy(&f->valid[(size_t)dst * f->bs], &f->valid[(size_t)src * f->bs], (size_t)f->bs);
+	f->copies++;
+	return BG_OK;
+}
+
 static const struct backend_ops fake_ops = {
     .forward = fake_forward,
     .sample = fake_sample,
     .kv_swap_out = fake_swap_out,
     .kv_swap_in = fake_swap_in,
+    .kv_copy = fake_kv_copy,
     .mem_info = fake_mem,
 };
 
@@ -305,6 +324,7 @@ struct spec {
 	bool ignore_eos;
 	int32_t logprobs, prompt_logprobs;
 	const char *preset_error; /* a parse error carried in */
+	int32_t n;		  /* samples; 0 = 1 */
 };
 
 struct run {
@@ -334,6 +354,7 @@ static int src(void *user, struct request **out, struct bg_err *err)
 	r->ignore_eos = s->ignore_eos;
 	r->logprobs = s->logprobs;
 	r->prompt_logprobs = s->prompt_logprobs;
+	r->n = s->n > 0 ? s->n : 1;
 	engine_util_req_stops(r, s->stop, s->n_stop);
 	if (s->stop_tok > 0) {
 		r->stop_token_ids = malloc(sizeof(int32_t));
@@ -562,7 +583,8 @@ static void test_invariance_fake(const struct tok *tok)
 				}
 				if (cfg.policy == ENGINE_POLICY_MAX_UTIL && cfg.max_batch_size > 1)
 					CHECK(preempt > 0, "max-util preempted (%d)", preempt);
-				if (cfg.policy != ENGINE_POLICY_MAX_UTIL)
+				if (cfg.policy != ENGINE_POLICY_MAX_UTIL &&
+				    cfg.policy != ENGINE_POLICY_ADAPTIVE)
 					CHECK(preempt == 0, "policy %d never preempts (%d)", pi,
 					      preempt);
 				if (cfg.preempt == ENGINE_PREEMPT_SWAP && cfg.max_batch_size > 1)
@@ -594,7 +616,7 @@ static void test_random_configs(const struct tok *tok)
 	int n_cfg = getenv("BG_ENGINE_FUZZ") ? atoi(getenv("BG_ENGINE_FUZZ")) : 24;
 	for (int k = 0; k < n_cfg; k++) {
 		engine_config_default(&cfg);
-		cfg.policy = (enum engine_policy)wrnd(3);
+		cfg.policy = (enum engine_policy)wrnd(4);
 		cfg.preempt = wrnd(2) ? ENGINE_PREEMPT_SWAP : ENGINE_PREEMPT_RECOMPUTE;
 		cfg.chunked_context = wrnd(3) != 0;
 		cfg.max_batch_size = 1 + (int32_t)wrnd(20);
@@ -603,6 +625,7 @@ static void test_random_configs(const struct tok *tok)
 		cfg.max_queued = 1 + (int32_t)wrnd(6);
 		cfg.reorder_window = 1 + (int32_t)wrnd(4);
 		cfg.order = wrnd(2) ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
+		cfg.prefix_cache = wrnd(2);
 		int32_t bs = 1 + (int32_t)wrnd(16);
 		int32_t nb = (max_seq - 1 + bs - 1) / bs + (int32_t)wrnd(12);
 		be = fake_backend(&f, TV, nb, bs, FAKE_HASH);
@@ -877,7 +900,7 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 				       "mem"};
 	static const char *kv[] = {"max_num_blocks",   "free_num_blocks",  "used_num_blocks",
 				   "tokens_per_block", "alloc_new_blocks", "reused_blocks",
-				   "missed_blocks",    "cache_hit_rate"};
+				   "missed_blocks",    "cache_hit_rate",   "cached_blocks"};
 	static const char *inf[] = {"num_scheduled_requests", "num_context_requests",
 				    "num_gen_requests",	      "num_paused_requests",
 				    "num_ctx_tokens",	      "num_gen_tokens",
@@ -897,7 +920,7 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 		const cJSON *b =
 		    cJSON_GetObjectItemCaseSensitive(j, is_static ? "static" : "inflight");
 		const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "mem");
-		ok = ok && has_exactly(k, kv, 8) && has_exactly(m, mem, 2) &&
+		ok = ok && has_exactly(k, kv, 9) && has_exactly(m, mem, 2) &&
 		     (is_static ? has_exactly(b, st, 5) : has_exactly(b, inf, 7));
 		if (ok) {
 			const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "timestamp");
@@ -1334,6 +1357,107 @@ static void test_pending_source(const struct tok *tok)
 	free(sp);
 }
 
+/* n > 1: sample i of a request equals the request run alone with seed + i, under every
+ * policy (with preemption and swaps), chunking and batch size, with copy-on-write of the
+ * shared last prompt block (the fake backend checks no block is written by two
+ * sequences of a batch, and never reads a slot not written). */
+static void test_samples(const struct tok *tok)
+{
+	const int32_t N = 40, max_seq = 64;
+	struct spec *sp = make_workload(N, true);
+	int32_t n_exp = 0;
+	for (int32_t i = 0; i < N; i++) {
+		sp[i].n = wrnd(3) == 0 ? 1 : 2 + (int32_t)wrnd(4);
+		sp[i].temperature = 0.9f;
+		sp[i].prompt_logprobs = -1;
+		n_exp += sp[i].n;
+	}
+	/* references: every sample as a request of its own, seed + i */
+	struct spec *ex = calloc((size_t)n_exp, sizeof *ex);
+	int32_t *first = calloc((size_t)N, sizeof *first);
+	for (int32_t i = 0, k = 0; i < N; i++) {
+		first[i] = k;
+		for (int32_t j = 0; j < sp[i].n; j++, k++) {
+			ex[k] = sp[i];
+			ex[k].n = 1;
+			ex[k].seed = sp[i].seed + (uint64_t)j;
+		}
+	}
+	struct fake f;
+	struct backend be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	struct run R0;
+	CHECK(run_specs(&cfg, &be, tok, max_seq, ex, n_exp, &R0, NULL) == BG_OK, "reference run");
+	fake_free(&f);
+	int64_t copies = 0, distinct = 0;
+	for (int pi = 0; pi < ENGINE_UTIL_N_POLICIES; pi++)
+		for (int v = 0; v < 2; v++) {
+			engine_util_policy(&cfg, pi);
+			cfg.chunked_context = v;
+			cfg.max_batch_size = v ? 16 : 6;
+			cfg.max_num_tokens = 48;
+			cfg.prefix_cache = pi % 2 == 0;
+			cfg.order = v ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
+			/* 30 blocks of 4: tight, max-util and adaptive preempt; no-evict and
+			 * static reserve a family's whole future: 44 hold the largest */
+			bool pre = cfg.policy == ENGINE_POLICY_MAX_UTIL ||
+				   cfg.policy == ENGINE_POLICY_ADAPTIVE;
+			be = fake_backend(&f, TV, pre ? 30 : 44, 4, FAKE_HASH);
+			f.shared_ok = true;
+			struct run R;
+			enum bg_status st = run_specs(&cfg, &be, tok, max_seq, sp, N, &R, NULL);
+			int diff = 0;
+			char why[200] = "";
+			for (int32_t i = 0; i < N; i++) {
+				const struct request *r = R.res[i];
+				if (!r || (sp[i].n > 1 && r->n_choices != sp[i].n)) {
+					diff++;
+					continue;
+				}
+				int32_t total = 0;
+				for (int32_t j = 0; j < sp[i].n; j++) {
+					struct request view = *r;
+					if (sp[i].n > 1) {
+						const struct req_choice *c = &r->choices[j];
+						view.finish = c->finish;
+						view.out_ids = c->out_ids;
+						view.n_out = c->n_out;
+						view.out_logprobs = c->out_logprobs;
+						view.out_top = c->out_top;
+						view.text = c->text;
+						view.text_len = c->text_len;
+						distinct += j > 0 && (c->n_out != r->choices[0].n_out ||
+								      memcmp(c->out_ids, r->choices[0].out_ids,
+									     (size_t)c->n_out * 4));
+					}
+					total += view.n_out;
+					char w[128];
+					if (!same_result(R0.res[first[i] + j], &view, w, sizeof w) &&
+					    diff++ == 0)
+						snprintf(why, sizeof why, "request %d sample %d: %s", i, j,
+							 w);
+				}
+				if (r->n_out != total && diff++ == 0)
+					snprintf(why, sizeof why, "request %d: n_out %d, samples %d", i,
+						 r->n_out, total);
+			}
+			CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0 && diff == 0 &&
+				  f.errors == 0,
+			      "samples, policy %d v %d: %d results, %d differ (%s) %s", pi, v,
+			      R.n_emitted, diff, why, f.err);
+			copies += f.copies;
+			run_free(&R);
+			fake_free(&f);
+		}
+	CHECK(copies > 0 && distinct > 0, "copy-on-write happened (%lld), samples differ (%lld)",
+	      (long long)copies, (long long)distinct);
+	run_free(&R0);
+	free(ex);
+	free(first);
+	free(sp);
+}
+
 int main(void)
 {
 	struct tok *tok = make_tok();
@@ -1351,6 +1475,7 @@ int main(void)
 	test_policies(tok);
 	test_invariance_fake(tok);
 	test_random_configs(tok);
+	test_samples(tok);
 	tok_free(tok);
 	return check_summary();
 }

@@ -216,9 +216,10 @@ int main(void)
 		    engine_util_rnd(&st_rng, 5) == 0 ? (int32_t)engine_util_rnd(&st_rng, 3) : -1;
 	}
 
-	/* references: each request alone */
+	/* references: each request alone, no block reuse */
 	struct engine_config cfg;
 	engine_config_default(&cfg);
+	cfg.prefix_cache = false;
 	struct request **ref = calloc((size_t)N, sizeof *ref);
 	int n_stop = 0;
 	for (int32_t i = 0; i < N; i++) {
@@ -248,15 +249,24 @@ int main(void)
 				struct run R;
 				enum bg_status st = run(&cfg, be, tok, &hp, sp, N, &R);
 				int diff = 0;
-				int64_t preempt = 0;
+				int64_t preempt = 0, cached = 0, plp_cached = 0;
 				char why[160] = "";
 				for (int32_t i = 0; i < N; i++) {
 					char w[128];
 					if (!same(ref[i], R.res[i], w, sizeof w) && diff++ == 0)
 						snprintf(why, sizeof why, "request %d: %s", i, w);
-					if (R.res[i])
+					if (R.res[i]) {
 						preempt += R.res[i]->preemptions;
+						cached += R.res[i]->cached_tokens;
+						if (R.res[i]->prompt_logprobs >= 0)
+							plp_cached += R.res[i]->cached_tokens;
+					}
 				}
+				CHECK(cached > 0 && plp_cached == 0,
+				      "%s chunk %d bs %d: %lld prompt tokens from the cache, %lld "
+				      "for prompt log-probs",
+				      name, chunk, cfg.max_batch_size, (long long)cached,
+				      (long long)plp_cached);
 				CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0,
 				      "%s chunk %d bs %d: %d results of %d", name, chunk,
 				      cfg.max_batch_size, R.n_emitted, N);
@@ -267,13 +277,15 @@ int main(void)
 					CHECK(preempt > 0,
 					      "%s chunk %d: preemptions happened (%lld)", name,
 					      chunk, (long long)preempt);
-				if (cfg.policy != ENGINE_POLICY_MAX_UTIL)
+				if (cfg.policy != ENGINE_POLICY_MAX_UTIL &&
+				    cfg.policy != ENGINE_POLICY_ADAPTIVE)
 					CHECK(preempt == 0, "%s never preempts", name);
 				fprintf(
 				    stderr,
-				    "%-20s chunk %d bs %2d: %d/%d identical, %lld preemptions\n",
+				    "%-20s chunk %d bs %2d: %d/%d identical, %lld preemptions, "
+				    "%lld cached tokens\n",
 				    name, chunk, cfg.max_batch_size, N - diff, N,
-				    (long long)preempt);
+				    (long long)preempt, (long long)cached);
 				run_free(&R);
 			}
 	/* An independent oracle through the whole engine path: llama.cpp's greedy

@@ -441,8 +441,11 @@ static void test_openai_parse(void)
 	     "\"b\"]}}",
 	     "unsupported", "one per line"},
 	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
-	     "\"n\": 2}}",
-	     "unsupported", "n = 1"},
+	     "\"n\": 2, \"best_of\": 3}}",
+	     "unsupported", "best_of"},
+	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
+	     "\"n\": 0}}",
+	     "invalid_request", "n"},
 	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
 	     "\"echo\": true}}",
 	     "unsupported", "echo"},
@@ -488,7 +491,7 @@ static void test_openai_parse(void)
 		expect_error(errs[i].line, errs[i].code, errs[i].what);
 
 	/* the error result of an OpenAI line keeps the custom_id when it is readable */
-	r = parse("{\"custom_id\": \"zz\", \"url\": \"/v1/completions\", \"body\": {\"n\": 3, "
+	r = parse("{\"custom_id\": \"zz\", \"url\": \"/v1/completions\", \"body\": {\"echo\": true, "
 		  "\"prompt\": \"a\"}}",
 		  8, &d, NULL);
 	CHECK(strcmp(r->id, "zz") == 0 && jsonl_request_form(r) == JSONL_FORM_OPENAI_COMPLETION,
@@ -667,6 +670,7 @@ static struct request *made_result(void)
 	r->ttft_ms = 8.5;
 	r->e2e_ms = 140.0;
 	r->preemptions = 1;
+	r->cached_tokens = 2;
 	return r;
 }
 
@@ -716,9 +720,10 @@ static void test_native_writer(void)
 		  get(j, "cum_logprob")->valuedouble == -3.7818,
 	      "cum_logprob round-trips");
 	const cJSON *u = get(j, "usage");
-	static const char *const ukeys[] = {"prompt_tokens", "completion_tokens", NULL};
+	static const char *const ukeys[] = {"prompt_tokens", "completion_tokens", "cached_tokens",
+					    NULL};
 	CHECK(exact_keys(u, ukeys) && num_is(get(u, "prompt_tokens"), 4) &&
-		  num_is(get(u, "completion_tokens"), 3),
+		  num_is(get(u, "completion_tokens"), 3) && num_is(get(u, "cached_tokens"), 2),
 	      "usage");
 	const cJSON *m = get(j, "metrics");
 	static const char *const mkeys[] = {"queue_ms", "ttft_ms", "e2e_ms", "preemptions", NULL};
@@ -921,9 +926,10 @@ static void test_openai_writer(void)
 	      "text_offset");
 	const cJSON *u = get(body, "usage");
 	static const char *const u_keys[] = {"prompt_tokens", "completion_tokens", "total_tokens",
-					     NULL};
+					     "prompt_tokens_details", NULL};
 	CHECK(exact_keys(u, u_keys) && num_is(get(u, "prompt_tokens"), 4) &&
-		  num_is(get(u, "completion_tokens"), 3) && num_is(get(u, "total_tokens"), 7),
+		  num_is(get(u, "completion_tokens"), 3) && num_is(get(u, "total_tokens"), 7) &&
+		  num_is(get(get(u, "prompt_tokens_details"), "cached_tokens"), 2),
 	      "usage");
 	char *id = NULL;
 	CHECK(jsonl_result_id(raw, strlen(raw), &id) == BG_OK && strcmp(id, "req-1") == 0,
@@ -1006,7 +1012,7 @@ static void test_openai_error_writer(void)
 	struct jsonl_defaults d;
 	jsonl_defaults_init(&d);
 	struct request *r = parse("{\"custom_id\": \"e1\", \"url\": \"/v1/completions\", \"body\": "
-				  "{\"prompt\": \"a\", \"n\": 4}}",
+				  "{\"prompt\": \"a\", \"echo\": true}}",
 				  11, &d, NULL);
 	char *raw = NULL;
 	cJSON *j = write_and_parse(r, NULL, NULL, &raw);
@@ -1310,8 +1316,77 @@ static void test_ids_and_nul(void)
 	      "one warning: %d, %s", log.n, log.last);
 }
 
+/* n > 1: the native choices array (ERRATA) and OpenAI's choices[index]. */
+static void fill_choices(struct request *r)
+{
+	r->n_choices = 2;
+	r->choices = calloc(2, sizeof *r->choices);
+	for (int i = 0; i < 2; i++) {
+		struct req_choice *c = &r->choices[i];
+		c->finish = i ? REQ_FINISH_STOP : REQ_FINISH_LENGTH;
+		c->n_out = 1 + i;
+		c->out_ids = malloc(2 * sizeof(int32_t));
+		c->out_ids[0] = 7;
+		c->out_ids[1] = 8;
+		c->text = strdup(i ? "BB" : "A");
+		c->text_len = strlen(c->text);
+		c->cum_logprob = -1.5 * (i + 1);
+	}
+	r->n_prompt = 3;
+	r->n_out = 3;
+	r->finish = REQ_FINISH_LENGTH;
+}
+
+static void test_choices_writer(void)
+{
+	struct jsonl_defaults d;
+	jsonl_defaults_init(&d);
+	struct request *r = parse("{\"id\": \"s\", \"prompt\": \"a\", \"n\": 2}", 1, &d, NULL);
+	CHECK(r && r->n == 2, "native n parsed");
+	fill_choices(r);
+	char *raw = NULL;
+	cJSON *j = write_and_parse(r, NULL, NULL, &raw);
+	if (j) {
+		static const char *const keys[] = {"id", "choices", "usage", "metrics", "error", NULL};
+		static const char *const ck[] = {"index",	  "text",	 "token_ids",
+						 "finish_reason", "cum_logprob", NULL};
+		const cJSON *ch = get(j, "choices");
+		const cJSON *c1 = cJSON_GetArrayItem(ch, 1);
+		CHECK(exact_keys(j, keys) && cJSON_GetArraySize(ch) == 2 && exact_keys(c1, ck),
+		      "native shape: %s", raw);
+		CHECK(num_is(get(c1, "index"), 1) && str_is(get(c1, "text"), "BB") &&
+			  cJSON_GetArraySize(get(c1, "token_ids")) == 2 &&
+			  str_is(get(c1, "finish_reason"), "stop") &&
+			  num_is(get(c1, "cum_logprob"), -3.0) &&
+			  num_is(get(get(j, "usage"), "completion_tokens"), 3),
+		      "native choice 1 and usage");
+		cJSON_Delete(j);
+	}
+	free(raw);
+	req_free(r);
+	r = parse("{\"custom_id\": \"o\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": "
+		  "\"a\", \"n\": 2, \"best_of\": 2}}",
+		  2, &d, NULL);
+	CHECK(r && r->n == 2 && !r->error.code[0], "openai n parsed");
+	fill_choices(r);
+	raw = NULL;
+	j = write_and_parse(r, NULL, NULL, &raw);
+	if (j) {
+		const cJSON *ch = get(get(get(j, "response"), "body"), "choices");
+		const cJSON *c1 = cJSON_GetArrayItem(ch, 1);
+		CHECK(cJSON_GetArraySize(ch) == 2 && num_is(get(c1, "index"), 1) &&
+			  str_is(get(c1, "text"), "BB") && str_is(get(c1, "finish_reason"), "stop") &&
+			  num_is(get(cJSON_GetArrayItem(ch, 0), "index"), 0),
+		      "openai choices[index]: %s", raw);
+		cJSON_Delete(j);
+	}
+	free(raw);
+	req_free(r);
+}
+
 int main(void)
 {
+	test_choices_writer();
 	test_defaults();
 	test_native_full();
 	test_errors();

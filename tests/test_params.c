@@ -5,6 +5,7 @@
  * documented special value), and the CLI's defaults, the parser's and the table's agree.
  *
  * cli/ is not part of libbatchgen.a, so the option code is compiled into this program. */
+#include "cli/model_spec.c"
 #include "cli/options.c"
 #include "cli/version.c"
 

@@ -5,7 +5,10 @@
  * no block owned twice, used + free = total, scheduled = ctx + gen, batch size and token
  * budget respected, FCFS admission, no-evict/static never pause, max-util pauses only the
  * most recently started, paused sequences resume before new admissions, static runs in
- * lockstep batches. */
+ * lockstep batches. With block reuse on, prompts come from a few families that share
+ * prefixes and a prompt slot's tag is its content (a hash of the prompt up to it), so a
+ * block another sequence computed may be read exactly when it holds the same prefix;
+ * a step never writes into a block held by more than one table. */
 #include "check.h"
 #include "engine/scheduler.h"
 
@@ -28,6 +31,7 @@ struct sim_seq {
 	int32_t n_out;
 	bool done;
 	int32_t *swap; /* tags of the swapped-out positions */
+	int32_t ptok[64], ptag[64]; /* [n_prompt] prompt tokens, content tags */
 };
 
 struct sim {
@@ -40,7 +44,7 @@ struct sim {
 
 static int32_t tag(const struct sim_seq *s, int32_t pos)
 {
-	return s->id * 4096 + pos + 1;
+	return pos < s->n_prompt ? s->ptag[pos] : s->id * 4096 + pos + 1;
 }
 
 static int32_t *slot(struct sim *sm, const struct sched_seq *q, int32_t pos)
@@ -67,6 +71,7 @@ struct cfg {
 	bool swap;
 	bool chunked;
 	int32_t max_bs, max_tokens, n_blocks, bs;
+	bool cache;
 };
 
 static void run_one(const struct cfg *c, int n_req)
@@ -80,10 +85,12 @@ static void run_one(const struct cfg *c, int n_req)
 				  .max_num_tokens = c->max_tokens,
 				  .chunked_context = c->chunked,
 				  .on_pause = sim_pause,
-				  .pause_user = &sm};
+				  .pause_user = &sm,
+				  .prefix_cache = c->cache};
 	struct sched *s = NULL;
 	CHECK(sched_create(&sc, sm.pool, &s, &err) == BG_OK, "sched: %s", err.msg);
 	const int32_t max_seq = 96;
+	int64_t n_cached_tokens = 0;
 	struct sim_seq *seqs = calloc((size_t)n_req, sizeof *seqs);
 	int n = 0;
 	/* Skewed lengths: mostly short outputs, some long; prompts 1..60. Requests the
@@ -101,6 +108,18 @@ static void run_one(const struct cfg *c, int n_req)
 		q->q.n_tokens = q->n_prompt;
 		q->q.n_kv_max = n_max - 1;
 		q->q.user = q;
+		/* family f's tokens up to a random cut, then a random tail; the tag of position
+		 * p hashes tokens [0, p] (negative: apart from generated positions' tags) */
+		int32_t f = (int32_t)rnd(3), cut = (int32_t)rnd(64);
+		uint32_t h = 2166136261u;
+		for (int32_t k = 0; k < q->n_prompt; k++) {
+			q->ptok[k] = k < cut ? f * 1000 + k : 5000 + (int32_t)rnd(4);
+			h = (h ^ (uint32_t)q->ptok[k]) * 16777619u;
+			q->ptag[k] = -(int32_t)(1 + (h & 0x3fffffff));
+		}
+		q->q.prompt = q->ptok;
+		q->q.n_prompt = q->n_prompt;
+		q->q.cache_lookup = rnd(5) != 0;
 		if (q->n_prompt >= max_seq || kv_blocks_for(sm.pool, n_max - 1) > c->n_blocks ||
 		    (!c->chunked && q->n_prompt > c->max_tokens))
 			continue;
@@ -151,7 +170,7 @@ static void run_one(const struct cfg *c, int n_req)
 		V(plan.n > 0 || (plan.n_running == 0 && plan.n_paused == 0 &&
 				 (plan.n_waiting == 0 || !allow)),
 		  "no progress with work to do");
-		if (c->policy != SCHED_MAX_UTIL)
+		if (c->policy != SCHED_MAX_UTIL && c->policy != SCHED_ADAPTIVE)
 			V(plan.n_paused_now == 0 && plan.n_paused == 0, "%s paused a request",
 			  c->policy == SCHED_STATIC ? "static" : "no-evict");
 		if (plan.n_paused > 0)
@@ -175,6 +194,11 @@ static void run_one(const struct cfg *c, int n_req)
 				V(q->order > last_admitted, "FCFS broken: %lld after %lld",
 				  (long long)q->order, (long long)last_admitted);
 				last_admitted = q->order;
+				V(q->n_cached % c->bs == 0 && q->n_cached < q->n_tokens &&
+				      q->n_cached <= ss->n_prompt && (c->cache || !q->n_cached) &&
+				      (q->cache_lookup || !q->n_cached),
+				  "cached %d of a %d-token prompt", q->n_cached, ss->n_prompt);
+				n_cached_tokens += q->n_cached;
 			}
 			if (was_running[ss->id] && q->start_stamp > max_stamp_before)
 				max_stamp_before = q->start_stamp;
@@ -213,7 +237,8 @@ static void run_one(const struct cfg *c, int n_req)
 			V(q->step_samples == (q->n_computed + q->step_tokens == q->n_tokens),
 			  "step_samples");
 			if (!c->chunked && q->step_ctx && !q->recomputing)
-				V(q->n_computed == 0 && q->step_tokens == q->n_tokens,
+				V(q->n_computed == q->n_cached &&
+				      q->n_computed + q->step_tokens == q->n_tokens,
 				  "chunking off but a prompt was split");
 			if (q->step_swap_in) {
 				sm.n_swapins++;
@@ -229,8 +254,11 @@ static void run_one(const struct cfg *c, int n_req)
 					V(false, "seq %d pos %d overwritten", ss->id, p);
 					break;
 				}
-			for (int32_t p = q->n_computed; p < q->n_computed + q->step_tokens; p++)
+			for (int32_t p = q->n_computed; p < q->n_computed + q->step_tokens; p++) {
+				V(kv_refcount(sm.pool, q->kv.blocks[p / sm.bs]) == 1,
+				  "seq %d writes pos %d into a shared block", ss->id, p);
 				*slot(&sm, q, p) = tag(ss, p);
+			}
 		}
 		V(tok_sum == plan.n_ctx_tokens + plan.n_gen_tokens, "token sums");
 		total_sched += plan.n;
@@ -260,13 +288,23 @@ static void run_one(const struct cfg *c, int n_req)
 	      (long long)total_sched);
 	CHECK(violations == 0, "policy %d swap %d chunk %d: %d violations", c->policy, c->swap,
 	      c->chunked, violations);
-	if (c->policy == SCHED_MAX_UTIL && c->max_bs > 1) /* one sequence alone always fits */
+	if (c->policy != SCHED_NO_EVICT && c->policy != SCHED_STATIC && c->max_bs > 1)
+		/* one sequence alone always fits */
 		CHECK(total_pauses > 0, "max-util paused under pressure (%lld)",
 		      (long long)total_pauses);
 	if (c->swap)
 		CHECK(sm.n_swapins > 0 && sm.n_swapins <= sm.n_swapouts, "swaps out %d in %d",
 		      sm.n_swapouts, sm.n_swapins);
 	CHECK(kv_n_free(sm.pool) == c->n_blocks, "all blocks back");
+	struct kv_stats ks;
+	kv_get_stats(sm.pool, &ks);
+	if (c->cache)
+		CHECK(n_cached_tokens > 0 && ks.reused_total > 0 && ks.missed_total > 0,
+		      "policy %d: reuse happened (%lld tokens, %lld hits, %lld misses)",
+		      c->policy, (long long)n_cached_tokens, (long long)ks.reused_total,
+		      (long long)ks.missed_total);
+	else
+		CHECK(ks.reused_total == 0 && ks.cached_blocks == 0, "no reuse when off");
 	sched_destroy(s);
 	for (int i = 0; i < n; i++)
 		free(seqs[i].swap);
@@ -319,21 +357,142 @@ static void test_admission_rules(void)
 	kv_pool_destroy(pool);
 }
 
+/* Block reuse, hand-derived: pool of 10 blocks of 4 tokens, no-evict. */
+static void test_cache_counts(void)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(10, 4, &pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = SCHED_NO_EVICT,
+				  .max_batch_size = 8,
+				  .max_num_tokens = 64,
+				  .chunked_context = true,
+				  .prefix_cache = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	/* A and B: the same 10-token prompt, up to 13 positions = 4 blocks; C: its first 8 */
+	struct sched_seq q[3] = {{0}};
+	for (int i = 0; i < 3; i++) {
+		q[i] = (struct sched_seq){.order = i, .n_tokens = i == 2 ? 8 : 10, .n_kv_max = 13,
+					  .prompt = tok, .n_prompt = i == 2 ? 8 : 10,
+					  .cache_lookup = true};
+	}
+	struct sched_plan plan;
+	struct kv_stats ks;
+	CHECK(sched_enqueue(s, &q[0], &err) == BG_OK, "enqueue A");
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 1, "A admitted");
+	kv_get_stats(pool, &ks);
+	CHECK(q[0].n_cached == 0 && q[0].step_tokens == 10 && ks.reused_new == 0 &&
+		  ks.missed_new == 3,
+	      "A: nothing cached, 3 blocks missed (%lld)", (long long)ks.missed_new);
+	sched_advance(s, &q[0], true);
+	kv_get_stats(pool, &ks);
+	CHECK(ks.cached_blocks == 2, "A's 2 full prompt blocks are keyed (%d)", ks.cached_blocks);
+	kv_stats_reset_iter(pool);
+	CHECK(sched_enqueue(s, &q[1], &err) == BG_OK, "enqueue B");
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 1, "B admitted");
+	kv_get_stats(pool, &ks);
+	/* B may take 2 blocks (positions up to 9 = its last token's); it computes 2 tokens */
+	CHECK(q[1].n_cached == 8 && q[1].step_tokens == 2 && q[1].kv.blocks[0] == q[0].kv.blocks[0] &&
+		  kv_refcount(pool, q[0].kv.blocks[1]) == 2 && ks.reused_new == 2 &&
+		  ks.missed_new == 1,
+	      "B: 8 tokens cached, 2 blocks reused, 1 missed (%d, %lld, %lld)", q[1].n_cached,
+	      (long long)ks.reused_new, (long long)ks.missed_new);
+	/* no-evict: used A 3 + B 1 new = 4; reserved A 1 + B 1 = 2 */
+	CHECK(kv_n_used(pool) == 4 && sched_reserved_blocks(s) == 2, "accounting (%d used)",
+	      kv_n_used(pool));
+	sched_advance(s, &q[0], true);
+	sched_advance(s, &q[1], true);
+	sched_finish(s, &q[0]);
+	sched_finish(s, &q[1]);
+	kv_get_stats(pool, &ks);
+	CHECK(kv_n_free(pool) == 10 && ks.idle_blocks == 2, "all free, 2 of them cached idle");
+	kv_stats_reset_iter(pool);
+	CHECK(sched_enqueue(s, &q[2], &err) == BG_OK, "enqueue C");
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 1, "C admitted");
+	kv_get_stats(pool, &ks);
+	CHECK(q[2].n_cached == 4 && q[2].step_tokens == 4 && ks.reused_new == 1 &&
+		  ks.missed_new == 1 && ks.idle_blocks == 1,
+	      "C (8 tokens, 2 full blocks): 1 block taken, its last 4 tokens computed");
+	sched_destroy(s);
+	kv_pool_destroy(pool);
+}
+
+/* The adaptive policy's budget, hand-derived: pool of 10 blocks of 4 = 40 tokens. */
+static void test_adaptive(void)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(10, 4, &pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = SCHED_ADAPTIVE,
+				  .max_batch_size = 8,
+				  .max_num_tokens = 64,
+				  .chunked_context = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	CHECK(sched_token_budget(s) == 40, "the budget starts at the pool's 40 tokens");
+	/* each: 4-token prompt, n_kv_max 19 (5 blocks) */
+	struct sched_seq q[3] = {{0}};
+	for (int i = 0; i < 3; i++) {
+		q[i].order = i;
+		q[i].n_tokens = 4;
+		q[i].n_kv_max = 19;
+		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+	}
+	struct sched_plan plan;
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step 1");
+	/* 19 + 19 = 38 <= 40; + 19 = 57 > 40 with 2 of 10 blocks used: +100 */
+	CHECK(plan.n_new == 2 && plan.token_budget == 140 && plan.promised_tokens == 38,
+	      "two admitted, budget 40 + 100 (%d, %lld, %lld)", plan.n_new,
+	      (long long)plan.token_budget, (long long)plan.promised_tokens);
+	for (int32_t i = 0; i < plan.n; i++)
+		sched_advance(s, plan.seqs[i], true);
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step 2");
+	CHECK(plan.n_new == 1 && plan.promised_tokens == 57 && plan.token_budget == 140,
+	      "the third fits the grown budget");
+	/* run until the pool (10 blocks) cannot hold three growing sequences: a pause */
+	int64_t pauses = 0;
+	for (int it = 0; it < 40 && pauses == 0; it++) {
+		for (int32_t i = 0; i < plan.n; i++)
+			sched_advance(s, plan.seqs[i], plan.seqs[i]->step_samples);
+		CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step");
+		pauses += plan.n_paused_now;
+	}
+	CHECK(pauses == 1 && plan.token_budget == 4,
+	      "a pause takes 1000 off, down to the floor of one block (%lld, %lld)",
+	      (long long)pauses, (long long)plan.token_budget);
+	sched_destroy(s);
+	kv_pool_destroy(pool);
+}
+
 int main(void)
 {
+	test_adaptive();
 	test_admission_rules();
+	test_cache_counts();
 	const struct cfg cfgs[] = {
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4},
-	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4},
-	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4},
-	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4},
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4},
-	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4},
-	    {SCHED_STATIC, false, false, 8, 64, 40, 4},
-	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4},
-	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4},
-	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, false},
+	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4, false},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, false},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, false},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, false},
+	    {SCHED_STATIC, false, false, 8, 64, 40, 4, false},
+	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4, false},
+	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4, false},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, false},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, true},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, true},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, true},
+	    {SCHED_ADAPTIVE, false, true, 8, 32, 24, 4, false},
+	    {SCHED_ADAPTIVE, true, true, 64, 128, 40, 4, true},
+	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true},
 	};
 	for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
 		run_one(&cfgs[i], 400);

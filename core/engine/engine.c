@@ -33,6 +33,7 @@ void engine_config_default(struct engine_config *c)
 	c->stats = NULL;
 	c->reorder_window = 0;
 	c->parse_special = true;
+	c->prefix_cache = true;
 }
 
 /* The engine's side of one request, alive from the source to the sink. */
@@ -50,6 +51,17 @@ struct ereq {
 	void *swap_buf;	  /* [n_swapped_blocks * block_bytes] while swapped out */
 	size_t swap_bytes;
 	bool done;
+	/* samples (n > 1): the request's ereq (the root, sample 0) owns the others (kids,
+	 * samples 1..n-1), each with its own request clone, sequence and RNG (seed + i),
+	 * forked from the root's sequence after its prompt. A kid that finishes moves its
+	 * output into the root's choices and is freed; the root is complete when its own
+	 * sequence and every kid have finished. */
+	struct ereq *parent; /* the root, for a kid; NULL for a root */
+	struct ereq **kids;  /* [n_kids] live kids (NULL once merged); roots only */
+	int32_t n_kids, n_live_kids;
+	int32_t sample;	    /* its index among the samples */
+	bool own_done;	    /* root: its own sequence finished, waiting for kids */
+	enum req_finish own_finish;
 };
 
 struct engine {
@@ -83,6 +95,7 @@ struct engine {
 	size_t swap_host_bytes;
 	double t0;
 	struct engine_progress tot;
+	int64_t reused_base, missed_base; /* the pool's reuse totals when the run began */
 };
 
 static double now_s(void)
@@ -127,14 +140,16 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 	if (st != BG_OK)
 		goto fail;
 	struct sched_config sc = {
-	    .policy = cfg->policy == ENGINE_POLICY_MAX_UTIL ? SCHED_MAX_UTIL
-		      : cfg->policy == ENGINE_POLICY_STATIC ? SCHED_STATIC
-							    : SCHED_NO_EVICT,
+	    .policy = cfg->policy == ENGINE_POLICY_MAX_UTIL   ? SCHED_MAX_UTIL
+		      : cfg->policy == ENGINE_POLICY_STATIC   ? SCHED_STATIC
+		      : cfg->policy == ENGINE_POLICY_ADAPTIVE ? SCHED_ADAPTIVE
+							      : SCHED_NO_EVICT,
 	    .max_batch_size = cfg->max_batch_size,
 	    .max_num_tokens = cfg->max_num_tokens,
 	    .chunked_context = cfg->chunked_context,
 	    .on_pause = on_pause,
 	    .pause_user = e,
+	    .prefix_cache = cfg->prefix_cache,
 	};
 	if ((st = sched_create(&sc, e->pool, &e->sched, err)) != BG_OK)
 		goto fail;
@@ -155,32 +170,40 @@ static void ereq_free(struct ereq *er)
 {
 	if (!er)
 		return;
+	for (int32_t i = 0; i < er->n_kids; i++)
+		ereq_free(er->kids[i]);
+	free(er->kids);
 	free(er->swap_buf);
 	req_free(er->r);
 	free(er);
+}
+
+/* Takes er's family (its root, the root's live kids) out of the scheduler. */
+static struct ereq *drop_family(struct engine *e, struct ereq *er)
+{
+	struct ereq *root = er->parent ? er->parent : er;
+	for (int32_t i = 0; i < root->n_kids; i++) {
+		struct ereq *k = root->kids[i];
+		if (k && k->sq.state != SCHED_NEW && k->sq.state != SCHED_DONE)
+			sched_finish(e->sched, &k->sq);
+	}
+	if (root->sq.state != SCHED_NEW && root->sq.state != SCHED_DONE)
+		sched_finish(e->sched, &root->sq);
+	return root;
 }
 
 /* Frees every request still held (a run that was stopped or failed). */
 static void drop_inflight(struct engine *e)
 {
 	struct sched *s = e->sched;
-	while (sched_n_running(s) > 0) {
-		struct sched_seq *q = sched_running(s)[0];
-		sched_finish(s, q);
+	/* A family leaves together; in input order the ring frees its root (and kids). */
+	while (sched_n_running(s) + sched_n_paused(s) + sched_n_waiting(s) > 0) {
+		struct sched_seq *q = sched_n_running(s) > 0  ? sched_running(s)[0]
+				      : sched_n_paused(s) > 0 ? sched_paused(s)[0]
+							      : sched_waiting_at(s, 0);
+		struct ereq *root = drop_family(e, q->user);
 		if (e->cfg.order != ENGINE_ORDER_INPUT)
-			ereq_free(q->user);
-	}
-	while (sched_n_paused(s) > 0) {
-		struct sched_seq *q = sched_paused(s)[0];
-		sched_finish(s, q);
-		if (e->cfg.order != ENGINE_ORDER_INPUT)
-			ereq_free(q->user);
-	}
-	while (sched_n_waiting(s) > 0) {
-		struct sched_seq *q = sched_waiting_at(s, 0);
-		sched_finish(s, q);
-		if (e->cfg.order != ENGINE_ORDER_INPUT)
-			ereq_free(q->user);
+			ereq_free(root);
 	}
 	/* In input order the ring holds every request not emitted (done or not). */
 	for (int64_t o = e->head_ord; o < e->next_ord; o++) {
@@ -266,8 +289,11 @@ static bool text_ensure(struct request *r, size_t *cap)
 	return true;
 }
 
-/* Marks er finished: frees its KV, fills the metrics, and emits it (order completion) or
- * buffers it until every earlier request is out (order input). */
+static void finish_root(struct engine *e, struct ereq *er, enum req_finish finish);
+
+/* Marks er's sequence finished and frees its KV. A root without live kids is complete
+ * (finish_root); a root with live kids waits for them; a kid moves its output into the
+ * root's choices and is freed. */
 static void complete(struct engine *e, struct ereq *er, enum req_finish finish)
 {
 	struct request *r = er->r;
@@ -280,12 +306,53 @@ static void complete(struct engine *e, struct ereq *er, enum req_finish finish)
 	}
 	r->finish = finish;
 	text_ensure(r, &er->text_cap);
+	if (er->parent) {
+		struct ereq *root = er->parent;
+		struct request *rr = root->r;
+		req_take_choice(r, &rr->choices[er->sample]);
+		if (r->error.code[0] && !rr->error.code[0])
+			rr->error = r->error;
+		root->kids[er->sample - 1] = NULL;
+		root->n_live_kids--;
+		ereq_free(er);
+		if (root->own_done && root->n_live_kids == 0)
+			finish_root(e, root, root->own_finish);
+		return;
+	}
+	if (er->n_live_kids > 0) {
+		er->own_done = true;
+		er->own_finish = finish;
+		/* Not forked yet (failed, or stopped, during its prompt): the kids never ran
+		 * and end with it; the last one completes the root. */
+		for (int32_t i = 0; !er->sq.forked && i < er->n_kids; i++)
+			if (er->kids[i])
+				complete(e, er->kids[i], finish);
+		return;
+	}
+	finish_root(e, er, finish);
+}
+
+/* er (a root) and all its samples are finished: fills the metrics, and emits it (order
+ * completion) or buffers it until every earlier request is out (order input). */
+static void finish_root(struct engine *e, struct ereq *er, enum req_finish finish)
+{
+	struct request *r = er->r;
+	r->finish = finish;
+	if (r->n_choices > 0) {
+		/* sample 0 is the root's own sequence; n_out becomes the samples' total */
+		req_take_choice(r, &r->choices[0]);
+		r->finish = r->error.code[0] ? REQ_FINISH_ERROR : r->choices[0].finish;
+		for (int32_t i = 0; i < r->n_choices; i++)
+			r->n_out += r->choices[i].n_out;
+		text_ensure(r, &er->text_cap);
+	}
 	double t = now_s();
 	r->t_done = t;
 	r->e2e_ms = (t - r->t_arrival) * 1e3;
 	if (r->n_out == 0)
 		r->ttft_ms = 0;
 	r->preemptions = er->sq.preemptions;
+	r->cached_tokens = er->sq.n_cached;
 	e->tot.n_done++;
 	if (finish == REQ_FINISH_ERROR)
 		e->tot.n_failed++;
@@ -545,6 +612,108 @@ static bool intake_prompt_logprobs(struct engine *e, struct ereq *er)
 	return true;
 }
 
+/* A copy of what sample i of r needs to run: prompt ids, stops, sampling with seed +
+ * i, logprobs (not prompt log-probs: the root computes those once). NULL: no memory. */
+static struct request *sample_clone(const struct request *r, int32_t i)
+{
+	struct request *c = req_new();
+	if (!c)
+		return NULL;
+	c->seq = r->seq;
+	c->line = r->line;
+	c->max_tokens = r->max_tokens;
+	c->sampling = r->sampling;
+	c->sampling.seed = r->sampling.seed + (uint64_t)i;
+	c->ignore_eos = r->ignore_eos;
+	c->logprobs = r->logprobs;
+	c->n = 1;
+	c->n_prompt = r->n_prompt;
+	c->prompt_ids = malloc((size_t)r->n_prompt * sizeof *c->prompt_ids);
+	c->stop = r->n_stop ? calloc((size_t)r->n_stop, sizeof *c->stop) : NULL;
+	c->stop_token_ids = r->n_stop_token_ids
+				? malloc((size_t)r->n_stop_token_ids * sizeof *c->stop_token_ids)
+				: NULL;
+	bool ok = c->prompt_ids && (!r->n_stop || c->stop) &&
+		  (!r->n_stop_token_ids || c->stop_token_ids);
+	if (ok) {
+		memcpy(c->prompt_ids, r->prompt_ids, (size_t)r->n_prompt * sizeof *c->prompt_ids);
+		for (int32_t k = 0; k < r->n_stop; k++, c->n_stop++)
+			if (!(c->stop[k] = strdup(r->stop[k])))
+				ok = false;
+		if (r->n_stop_token_ids)
+			memcpy(c->stop_token_ids, r->stop_token_ids,
+			       (size_t)r->n_stop_token_ids * sizeof *c->stop_token_ids);
+		c->n_stop_token_ids = r->n_stop_token_ids;
+	}
+	if (!ok) {
+		req_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* n > 1: the kids (samples 1..n-1, not yet in the scheduler) and the choices array.
+ * False: the request has been failed. */
+static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
+{
+	struct request *r = er->r;
+	if (r->n <= 1)
+		return true;
+	if (r->n > e->cfg.max_batch_size) {
+		fail_req(e, er, "invalid_request",
+			 "n = %d samples do not fit a batch of max_batch_size %d", r->n,
+			 e->cfg.max_batch_size);
+		return false;
+	}
+	/* no-evict and static reserve the whole family: the prompt's full blocks once, the
+	 * rest n times (max-util may pause samples instead) */
+	int64_t full = kv_blocks_for(e->pool, n_max - 1);
+	int64_t shared = r->n_prompt / kv_block_size(e->pool);
+	int64_t need = shared + (int64_t)r->n * (full - shared);
+	if ((e->cfg.policy == ENGINE_POLICY_NO_EVICT || e->cfg.policy == ENGINE_POLICY_STATIC) &&
+	    need > kv_n_blocks(e->pool)) {
+		fail_req(e, er, "too_long",
+			 "n = %d samples of prompt + max_tokens need %lld KV blocks but the pool "
+			 "has %d",
+			 r->n, (long long)need, kv_n_blocks(e->pool));
+		return false;
+	}
+	r->choices = calloc((size_t)r->n, sizeof *r->choices);
+	er->kids = calloc((size_t)(r->n - 1), sizeof *er->kids);
+	if (!r->choices || !er->kids) {
+		fail_req(e, er, "internal", "out of memory");
+		return false;
+	}
+	r->n_choices = r->n;
+	for (int32_t i = 1; i < r->n; i++) {
+		struct ereq *k = calloc(1, sizeof *k);
+		struct request *kr = k ? sample_clone(r, i) : NULL;
+		if (!kr) {
+			free(k);
+			fail_req(e, er, "internal", "out of memory");
+			return false;
+		}
+		k->r = kr;
+		k->ord = er->ord;
+		k->parent = er;
+		k->sample = i;
+		k->sp_gen = kr->sampling;
+		k->sp_gen.n_top = kr->logprobs > 0 ? kr->logprobs : 0;
+		if (e->tok)
+			tok_stream_init(&k->ts, e->tok);
+		sampler_rng_seed(&k->rng, kr->sampling.seed);
+		k->sq.order = er->ord;
+		k->sq.user = k;
+		k->sq.prompt = kr->prompt_ids;
+		k->sq.n_prompt = kr->n_prompt;
+		k->sq.cache_lookup = true;
+		k->sq.n_samples = 1;
+		er->kids[er->n_kids++] = k;
+		er->n_live_kids++;
+	}
+	return true;
+}
+
 /* Sampling state and the scheduler's sequence; queues it for admission. */
 static void intake_enqueue(struct engine *e, struct ereq *er, int64_t n_max)
 {
@@ -559,6 +728,10 @@ static void intake_enqueue(struct engine *e, struct ereq *er, int64_t n_max)
 	er->sq.n_tokens = r->n_prompt;
 	er->sq.n_kv_max = (int32_t)(n_max - 1);
 	er->sq.user = er;
+	er->sq.prompt = r->prompt_ids;
+	er->sq.n_prompt = r->n_prompt;
+	er->sq.cache_lookup = r->prompt_logprobs < 0;
+	er->sq.n_samples = r->n;
 	struct bg_err qerr = {0};
 	if (sched_enqueue(e->sched, &er->sq, &qerr) != BG_OK)
 		fail_req(e, er, "internal", "%s", qerr.msg);
@@ -586,7 +759,8 @@ static void intake(struct engine *e, struct request *r)
 		ok = false;
 	}
 	int64_t n_max = 0;
-	if (!ok || !intake_check_length(e, er, &n_max) || !intake_prompt_logprobs(e, er))
+	if (!ok || !intake_check_length(e, er, &n_max) || !intake_prompt_logprobs(e, er) ||
+	    !intake_samples(e, er, n_max))
 		return;
 	intake_enqueue(e, er, n_max);
 }
@@ -732,6 +906,12 @@ static enum req_finish append_token(struct engine *e, struct ereq *er,
 
 /* ---- one iteration ---- */
 
+/* reused / (reused + missed), 0 when nothing was looked up. */
+static double hit_rate(int64_t reused, int64_t missed)
+{
+	return reused + missed > 0 ? (double)reused / (double)(reused + missed) : 0.0;
+}
+
 static void write_stats(struct engine *e, const struct sched_plan *plan, double lat_ms)
 {
 	FILE *f = e->cfg.stats;
@@ -756,10 +936,13 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		"\"num_completed_requests\": %d, "
 		"\"kv_cache\": {\"max_num_blocks\": %d, \"free_num_blocks\": %d, "
 		"\"used_num_blocks\": %d, \"tokens_per_block\": %d, \"alloc_new_blocks\": %lld, "
-		"\"reused_blocks\": 0, \"missed_blocks\": 0, \"cache_hit_rate\": 0.0}, ",
+		"\"reused_blocks\": %lld, \"missed_blocks\": %lld, \"cache_hit_rate\": %.4f, "
+		"\"cached_blocks\": %d}, ",
 		stamp, ts.tv_nsec / 1000000L, (long long)e->iter, lat_ms, plan->n_running,
 		e->cfg.max_batch_size, plan->n_waiting, plan->n_new, e->iter_completed, ks.n_blocks,
-		ks.free_blocks, ks.used_blocks, ks.block_size, (long long)ks.alloc_new);
+		ks.free_blocks, ks.used_blocks, ks.block_size, (long long)ks.alloc_new,
+		(long long)ks.reused_new, (long long)ks.missed_new,
+		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks);
 	if (e->cfg.policy == ENGINE_POLICY_STATIC)
 		fprintf(
 		    f,
@@ -775,6 +958,9 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		    "\"num_ctx_tokens\": %d, \"num_gen_tokens\": %d, \"micro_batch_id\": 0}, ",
 		    plan->n, plan->n_ctx, plan->n_gen, plan->n_paused, plan->n_ctx_tokens,
 		    plan->n_gen_tokens);
+	if (e->cfg.policy == ENGINE_POLICY_ADAPTIVE)
+		fprintf(f, "\"adaptive\": {\"token_budget\": %lld, \"promised_tokens\": %lld}, ",
+			(long long)plan->token_budget, (long long)plan->promised_tokens);
 	fprintf(f, "\"mem\": {\"device_bytes\": %zu, \"host_bytes\": %zu}}\n", dev, host);
 	fflush(f);
 }
@@ -819,15 +1005,62 @@ static enum bg_status scratch_reserve(struct engine *e, int32_t n_seqs, int32_t 
 	return BG_OK;
 }
 
+/* True when q's step samples the first token of a request with n > 1: its other samples
+ * fork from it now. */
+static bool forks_now(const struct sched_seq *q)
+{
+	const struct ereq *er = q->user;
+	return q->step_samples && !q->forked && !er->parent && er->r->n > 1 && er->n_kids > 0;
+}
+
+/* Adds er's kids to the scheduler sharing its blocks, and appends each one's first token
+ * res[k] (a kid may finish at once). */
+static enum bg_status fork_samples(struct engine *e, struct ereq *er,
+				   const struct sampler_result *res, struct bg_err *err)
+{
+	int32_t n = er->n_kids;
+	for (int32_t k = 0; k < n; k++) {
+		struct ereq *kid = er->kids[k];
+		enum bg_status st = sched_fork(e->sched, &er->sq, &kid->sq, err);
+		if (st != BG_OK)
+			return st;
+		kid->r->t_arrival = er->r->t_arrival;
+	}
+	/* kids may be freed as they finish: walk a copy */
+	struct ereq *live[REQ_MAX_N];
+	memcpy(live, er->kids, (size_t)n * sizeof *live);
+	for (int32_t k = 0; k < n; k++) {
+		enum req_finish f = append_token(e, live[k], &res[k]);
+		if (f == REQ_FINISH_ERROR)
+			fail_req(e, live[k], "internal", "out of memory for the output");
+		else if (f != REQ_FINISH_NONE)
+			complete(e, live[k], f);
+	}
+	return BG_OK;
+}
+
 /* Runs one planned batch: swap-ins, forward, sample, append, stop checks. */
 static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan, struct bg_err *err)
 {
 	const struct backend_ops *ops = e->be->ops;
-	int32_t ntok = 0, nrows = 0;
+	int32_t ntok = 0, nrows = 0, nlog = 0, extra = 0;
+	for (int32_t i = 0; i < plan->n; i++)
+		if (forks_now(plan->seqs[i]))
+			extra += ((struct ereq *)plan->seqs[i]->user)->r->n - 1;
 	enum bg_status st =
-	    scratch_reserve(e, plan->n, plan->n_ctx_tokens + plan->n_gen_tokens, err);
+	    scratch_reserve(e, plan->n, plan->n_ctx_tokens + plan->n_gen_tokens + extra, err);
 	if (st != BG_OK)
 		return st;
+	/* Copy-on-write first: a source block released this step may be handed to a
+	 * sequence that swaps in below. */
+	for (int32_t i = 0; i < plan->n; i++) {
+		struct sched_seq *q = plan->seqs[i];
+		struct bg_err cerr = {0};
+		if (q->step_cow_src >= 0 &&
+		    (!ops->kv_copy ||
+		     ops->kv_copy(e->be->ctx, q->step_cow_src, q->step_cow_dst, &cerr) != BG_OK))
+			return bg_fail(err, BG_ERR_DEVICE, "KV block copy failed: %s", cerr.msg);
+	}
 	for (int32_t i = 0; i < plan->n; i++) {
 		struct sched_seq *q = plan->seqs[i];
 		struct ereq *er = q->user;
@@ -862,7 +1095,7 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 			e->bwant[ntok + j] = w;
 			if (w) {
 				struct backend_sample_row *row = &e->rows[nrows];
-				row->logits_row = nrows;
+				row->logits_row = nlog;
 				row->forced = forced;
 				row->params = sp;
 				row->history.prompt = r->prompt_ids;
@@ -871,7 +1104,21 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 				row->history.n_output = r->n_out;
 				row->rng = &er->rng;
 				nrows++;
+				nlog++;
 			}
+		}
+		/* the first token of every other sample: the same logits, its own RNG */
+		for (int32_t k = 0; forks_now(q) && k < er->n_kids; k++) {
+			struct ereq *kid = er->kids[k];
+			struct backend_sample_row *row = &e->rows[nrows++];
+			row->logits_row = nlog - 1;
+			row->forced = -1;
+			row->params = &kid->sp_gen;
+			row->history.prompt = kid->r->prompt_ids;
+			row->history.n_prompt = kid->r->n_prompt;
+			row->history.output = NULL;
+			row->history.n_output = 0;
+			row->rng = &kid->rng;
 		}
 		e->bseqs[i] = (struct backend_seq){
 		    .tokens = &e->btok[ntok],
@@ -883,7 +1130,7 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		};
 		ntok += c;
 	}
-	struct backend_batch batch = {.seqs = e->bseqs, .n_seqs = plan->n, .n_logits = nrows};
+	struct backend_batch batch = {.seqs = e->bseqs, .n_seqs = plan->n, .n_logits = nlog};
 	struct bg_err berr = {0};
 	if (ops->forward(e->be->ctx, &batch, &berr) != BG_OK) {
 		fail_batch(e, plan, "forward", &berr);
@@ -929,9 +1176,14 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		}
 		if (q->step_ctx && !q->recomputing)
 			e->tot.prompt_tokens += c;
+		bool fork = forks_now(q);
 		sched_advance(e->sched, q, sampled != NULL);
 		if (!sampled)
 			continue;
+		if (fork && (st = fork_samples(e, er, &e->res[row], err)) != BG_OK)
+			return st;
+		if (fork)
+			row += er->n_kids;
 		enum req_finish f = append_token(e, er, sampled);
 		if (f == REQ_FINISH_ERROR)
 			fail_req(e, er, "internal", "out of memory for the output");
@@ -955,7 +1207,33 @@ static void fill_progress(struct engine *e)
 	e->tot.kv_used_blocks = ks.used_blocks;
 	e->tot.kv_total_blocks = ks.n_blocks;
 	e->tot.kv_peak_blocks = ks.peak_used;
+	e->tot.reused_blocks = ks.reused_total - e->reused_base;
+	e->tot.missed_blocks = ks.missed_total - e->missed_base;
 	e->tot.elapsed_s = now_s() - e->t0;
+}
+
+/* Requests (not samples) in the scheduler: roots, and roots waiting for their kids. */
+static int64_t unfinished_roots(const struct engine *e)
+{
+	const struct sched *s = e->sched;
+	int64_t n = 0;
+	int32_t nr = sched_n_running(s), np = sched_n_paused(s), nw = sched_n_waiting(s);
+	for (int32_t i = 0; i < nr + np + nw; i++) {
+		const struct sched_seq *q = i < nr	     ? sched_running(s)[i]
+					    : i < nr + np ? sched_paused(s)[i - nr]
+							  : sched_waiting_at(s, i - nr - np);
+		const struct ereq *er = q->user;
+		if (!er->parent) {
+			n++;
+		} else if (er->parent->own_done) {
+			/* count the root once: at its first live kid */
+			int32_t k = 0;
+			while (!er->parent->kids[k])
+				k++;
+			n += er->parent->kids[k] == er;
+		}
+	}
+	return n;
 }
 
 /* True when the earliest request not yet emitted is still waiting for admission: it
@@ -981,6 +1259,10 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 	e->iter = 0;
 	e->iter_completed = 0;
 	memset(&e->tot, 0, sizeof e->tot);
+	struct kv_stats ks0;
+	kv_get_stats(e->pool, &ks0);
+	e->reused_base = ks0.reused_total;
+	e->missed_base = ks0.missed_total;
 	bool eof = false, read_failed = false;
 	struct bg_err read_err = {0};
 	bool input_order = e->cfg.order == ENGINE_ORDER_INPUT;
@@ -1004,8 +1286,7 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 				}
 				e->n_buffered = 0;
 			} else {
-				unfinished = sched_n_running(e->sched) + sched_n_paused(e->sched) +
-					     sched_n_waiting(e->sched);
+				unfinished = unfinished_roots(e);
 			}
 			drop_inflight(e);
 			if (n_unfinished)
@@ -1069,6 +1350,9 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 			struct ereq *er = q->user;
 			er->r->queue_ms = (t_it - er->r->t_arrival) * 1e3;
 			sampler_rng_seed(&er->rng, er->r->sampling.seed);
+			/* cached prompt tokens count as prompt tokens processed */
+			e->tot.prompt_tokens += q->n_cached;
+			e->tot.cached_tokens += q->n_cached;
 		}
 		if (plan.n == 0) {
 			if (sched_n_running(e->sched) == 0 && sched_n_paused(e->sched) == 0 &&

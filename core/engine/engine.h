@@ -28,6 +28,19 @@
  *  - metrics: queue_ms = admission - arrival (r->t_arrival, set when the request is read
  *    unless the source set it), ttft_ms = first token - arrival, e2e_ms = done - arrival,
  *    CLOCK_MONOTONIC; preemptions = times paused (max-util).
+ *  - block reuse (prefix caching, cfg.prefix_cache): full blocks of prompt KV stay in
+ *    the pool after their request ends, found again by their tokens and everything
+ *    before them (kv.h); a request takes the longest cached prefix and computes only the
+ *    rest; r->cached_tokens says how many prompt tokens it took. A request that asks for
+ *    prompt log-probs takes nothing from the cache (the log-prob of a prompt token needs
+ *    the logits of the position before it, which a cached block does not keep): it
+ *    computes its whole prompt, and its blocks are still cached for others. The KV of a
+ *    block is the same bits whoever computed it, so results do not depend on the cache.
+ *  - n > 1 (samples): one prefill; the samples 1..n-1 fork from the request's own
+ *    sequence when it samples its first token (sched_fork: every block shared, the
+ *    partly filled last one copied on write), each with its own RNG seeded with seed + i
+ *    and its own stop conditions; the result (r->choices, sample order) is complete when
+ *    every sample is. Sample i returns what the request alone with seed + i returns.
  *  - outputs do not depend on batching or preemption: the request's RNG is seeded from its
  *    seed at admission and only advanced when it samples; a recomputed context samples
  *    only at its end, which is the next new token; prompt log-probs are computed once.
@@ -49,6 +62,7 @@ enum engine_policy {
 	ENGINE_POLICY_NO_EVICT = 0, /* GUARANTEED_NO_EVICT */
 	ENGINE_POLICY_MAX_UTIL,	    /* MAX_UTILIZATION */
 	ENGINE_POLICY_STATIC,	    /* lockstep batches (baseline) */
+	ENGINE_POLICY_ADAPTIVE,	    /* max-util + an AIMD token budget (scheduler.h) */
 };
 
 enum engine_preempt {
@@ -77,6 +91,8 @@ struct engine_config {
 				 * completes. 0 = max(1024, 4 * max_batch_size) */
 	bool parse_special;	/* tokenize prompts with special-token parsing (llama.cpp
 				 * server, HF default): true */
+	bool prefix_cache;	/* block reuse across requests (--no-prefix-cache: false):
+				 * true */
 };
 
 void engine_config_default(struct engine_config *c);
@@ -118,6 +134,8 @@ struct engine_progress {
 	int64_t prompt_tokens, output_tokens; /* totals so far */
 	int64_t preemptions;
 	int32_t kv_used_blocks, kv_total_blocks, kv_peak_blocks;
+	int64_t cached_tokens;		   /* prompt tokens taken from the cache (in prompt_tokens) */
+	int64_t reused_blocks, missed_blocks; /* block reuse lookups, totals */
 	double elapsed_s;
 };
 typedef void (*engine_progress_fn)(void *user, const struct engine_progress *p);

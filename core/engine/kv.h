@@ -4,13 +4,26 @@
  * A pool of n_blocks blocks of block_size token slots each. Free blocks sit on a LIFO
  * free list (so allocation is deterministic); every block carries a reference count (1
  * for a block owned by one sequence; > 1 for a prefix shared with kv_share, split again
- * by kv_make_private before a write: copy-on-write). The engine uses count 1 only for
- * now. A sequence's block table (struct kv_table) lists the blocks that hold
- * its positions [0, n * block_size): position p lives in blocks[p / block_size].
+ * by kv_make_private before a write: copy-on-write). A sequence's block table (struct
+ * kv_table) lists the blocks that hold its positions [0, n * block_size): position p
+ * lives in blocks[p / block_size].
  *
- * Invariants (kv_check): a block is on the free list iff its count is 0; no block is on
- * the free list twice; used + free = total; given the live tables, each block's count
- * equals the number of tables that hold it.
+ * Block reuse (prefix caching). A full block of prompt KV may be given a key: the
+ * block_size tokens it holds and the uid of the keyed block before it in its sequence
+ * (0 for a sequence's first block). uids are unique for the pool's lifetime and a block
+ * gets a new one each time it is keyed, so a chain of keys names a whole prefix: block i
+ * of a prompt matches a cached block only when their tokens are equal AND the cached
+ * block's parent uid is the uid of the block matched at i - 1. The hash only finds
+ * candidates; tokens and parent are always compared. A keyed block whose count drops
+ * to 0 is not freed but kept "idle" on a least-recently-used list; blocks are handed
+ * out from the free list first, then by evicting the least recently used idle block
+ * (its key is forgotten; keyed children of it can no longer be reached and age out the
+ * same way). kv_n_free counts free + idle blocks: both can be handed out at once.
+ *
+ * Invariants (kv_check): a block is on the free list iff its count is 0 and it has no
+ * key; a block is on the idle list iff its count is 0 and it has a key; no block is on
+ * either list twice; used + free + idle = total; every keyed block is found by its key;
+ * given the live tables, each block's count equals the number of tables that hold it.
  */
 #ifndef BG_KV_H
 #define BG_KV_H
@@ -33,11 +46,17 @@ struct kv_table {
 struct kv_stats {
 	int32_t n_blocks;   /* total */
 	int32_t block_size; /* tokens per block */
-	int32_t free_blocks;
-	int32_t used_blocks;
+	int32_t free_blocks; /* free + idle: blocks that can be handed out */
+	int32_t used_blocks; /* count > 0 */
 	int32_t peak_used;   /* the most blocks ever used at once */
 	int64_t alloc_new;   /* blocks handed out since the last kv_stats_reset_iter */
 	int64_t alloc_total; /* blocks handed out since creation */
+	/* block reuse */
+	int32_t cached_blocks;		  /* blocks with a key (idle or in use) */
+	int32_t idle_blocks;		  /* keyed blocks with count 0 */
+	int64_t reused_new, missed_new;	  /* kv_cache_note since kv_stats_reset_iter */
+	int64_t reused_total, missed_total; /* since creation */
+	int64_t evicted_total;		  /* idle blocks whose key was dropped to reuse them */
 };
 
 /* Creates a pool of n_blocks (> 0) blocks of block_size (> 0) tokens. */
@@ -77,6 +96,33 @@ enum bg_status kv_share(struct kv_pool *p, struct kv_table *dst, const struct kv
  * *copy_from = -1. BG_ERR_CAPACITY when no block is free: nothing changed. */
 enum bg_status kv_make_private(struct kv_pool *p, struct kv_table *t, int32_t i, int32_t *copy_from,
 			       struct bg_err *err);
+
+/* ---- block reuse ---- */
+
+/* How many leading full blocks of tokens[n_blocks * block_size] are cached as one
+ * chain (0..n_blocks); *n_idle (may be NULL) = how many of those have count 0 (taking
+ * them lowers kv_n_free). Changes nothing. */
+int32_t kv_cache_peek(const struct kv_pool *p, const int32_t *tokens, int32_t n_blocks,
+		      int32_t *n_idle);
+
+/* Appends the first n blocks of the chain kv_cache_peek found for tokens (n <= what it
+ * returned) to the empty table t, raising each block's count (idle blocks leave the idle
+ * list, so they cannot be evicted while held); *uid = the uid of the last one (0 when n
+ * is 0), the parent for kv_cache_put of block n. BG_ERR_INVALID when t is not empty or
+ * the chain is shorter than n, BG_ERR_NOMEM: nothing changed on failure. */
+enum bg_status kv_cache_take(struct kv_pool *p, struct kv_table *t, const int32_t *tokens,
+			     int32_t n, uint64_t *uid, struct bg_err *err);
+
+/* Keys block (count > 0, every slot written) by (parent, tokens[block_size]). Returns the
+ * uid that now names this content after parent: the block's own uid when it already had
+ * a key or got one now, or the uid of an equal entry already cached (block then stays
+ * unkeyed: one copy of a prefix is enough). Returns 0, keying nothing, when the cache's
+ * tables cannot be allocated (reuse is an optimization: nothing else changes). */
+uint64_t kv_cache_put(struct kv_pool *p, int32_t block, uint64_t parent, const int32_t *tokens);
+
+/* Counts lookups for the statistics: reused blocks taken from the cache, missed blocks
+ * the sequence computes itself. */
+void kv_cache_note(struct kv_pool *p, int32_t reused, int32_t missed);
 
 /* Frees t's array (call after kv_release); NULL-safe. */
 void kv_table_free(struct kv_table *t);

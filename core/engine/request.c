@@ -1,6 +1,7 @@
 #include "engine/request.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 const char *req_finish_name(enum req_finish f)
 {
@@ -24,8 +25,36 @@ struct request *req_new(void)
 	r->max_tokens = 0; /* until end-of-generation or the end of the context */
 	r->logprobs = -1;
 	r->prompt_logprobs = -1;
+	r->n = 1;
 	sampler_params_default(&r->sampling);
 	return r;
+}
+
+void req_choice_clear(struct req_choice *c)
+{
+	free(c->out_ids);
+	free(c->out_logprobs);
+	free(c->out_top);
+	free(c->text);
+	memset(c, 0, sizeof *c);
+}
+
+void req_take_choice(struct request *r, struct req_choice *c)
+{
+	c->finish = r->finish;
+	c->out_ids = r->out_ids;
+	c->n_out = r->n_out;
+	c->out_logprobs = r->out_logprobs;
+	c->out_top = r->out_top;
+	c->text = r->text;
+	c->text_len = r->text_len;
+	c->cum_logprob = r->cum_logprob;
+	r->out_ids = NULL;
+	r->out_logprobs = NULL;
+	r->out_top = NULL;
+	r->text = NULL;
+	r->n_out = 0;
+	r->text_len = 0;
 }
 
 void req_free(struct request *r)
@@ -48,5 +77,8 @@ void req_free(struct request *r)
 	free(r->prompt_lp);
 	free(r->prompt_top);
 	free(r->text);
+	for (int32_t i = 0; i < r->n_choices; i++)
+		req_choice_clear(&r->choices[i]);
+	free(r->choices);
 	free(r);
 }

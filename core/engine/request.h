@@ -25,6 +25,21 @@ enum req_finish {
 
 const char *req_finish_name(enum req_finish f); /* "stop", "eos", ... */
 
+/* One returned sequence of a request with n > 1 (the per-sequence part of a result). */
+struct req_choice {
+	enum req_finish finish;
+	int32_t *out_ids; /* [n_out] */
+	int32_t n_out;
+	float *out_logprobs;		/* [n_out] when logprobs >= 0 */
+	struct sampler_result *out_top; /* [n_out] when logprobs > 0 */
+	char *text;			/* NUL-terminated */
+	size_t text_len;
+	double cum_logprob;
+};
+
+/* The most samples one request may ask for (n). */
+#define REQ_MAX_N 128
+
 struct req_error {
 	char code[32]; /* "invalid_json", "invalid_request", "too_long", ...; "" = none */
 	char message[256];
@@ -51,6 +66,7 @@ struct request {
 	bool ignore_eos;
 	int32_t logprobs;	 /* -1: none; 0: the chosen token's only; n: plus top-n */
 	int32_t prompt_logprobs; /* -1: none; n >= 0 as for logprobs */
+	int32_t n;		 /* samples of the prompt, >= 1 (one prefill, shared blocks) */
 	void *user;		 /* owned by the caller (e.g. OpenAI request form) */
 	void (*user_free)(void *user);
 
@@ -74,11 +90,19 @@ struct request {
 	double t_done;
 	double queue_ms, ttft_ms, e2e_ms;
 	int32_t preemptions;
+	int32_t cached_tokens; /* prompt tokens whose KV came from the prefix cache */
+	/* n > 1: every sample's sequence, sample i drawn with seed + i (choices[0] is the
+	 * request's own: the per-sequence fields above are moved into it). 0 otherwise. */
+	struct req_choice *choices; /* [n_choices] */
+	int32_t n_choices;
 };
 
 /* Zeroed, with the neutral values: add_bos -1, logprobs -1, max_tokens 0, sampling
  * disabled (greedy). The defaults a user sees are io/params' table's. */
 struct request *req_new(void);
 void req_free(struct request *r); /* NULL-safe; frees every owned array and user */
+/* Moves r's per-sequence outputs (finish, ids, log-probs, text, cum_logprob) into c. */
+void req_take_choice(struct request *r, struct req_choice *c);
+void req_choice_clear(struct req_choice *c); /* frees c's arrays, zeroes it */
 
 #endif

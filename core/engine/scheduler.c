@@ -18,7 +18,17 @@ struct sched {
 	struct sched_seq **plan; /* [max_batch_size] */
 	int64_t clock;		 /* start stamps */
 	int32_t static_size;	 /* members of the current static batch */
+	int64_t budget;		 /* adaptive: tokens that running sequences may be promised */
+	int64_t budget_lo, budget_hi;
 };
+
+/* AIMD steps of the adaptive policy (the FasterTransformer write-up's LightLLM numbers). */
+enum { SCHED_AIMD_INCREASE = 100, SCHED_AIMD_DECREASE = 1000 };
+
+static bool preempts(const struct sched *s)
+{
+	return s->cfg.policy == SCHED_MAX_UTIL || s->cfg.policy == SCHED_ADAPTIVE;
+}
 
 enum bg_status sched_create(const struct sched_config *cfg, struct kv_pool *pool,
 			    struct sched **out, struct bg_err *err)
@@ -33,6 +43,10 @@ enum bg_status sched_create(const struct sched_config *cfg, struct kv_pool *pool
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the scheduler");
 	s->cfg = *cfg;
 	s->pool = pool;
+	int64_t pool_tokens = (int64_t)kv_n_blocks(pool) * kv_block_size(pool);
+	s->budget = pool_tokens;
+	s->budget_lo = kv_block_size(pool);
+	s->budget_hi = 8 * pool_tokens;
 	s->run = calloc((size_t)cfg->max_batch_size, sizeof *s->run);
 	s->plan = calloc((size_t)cfg->max_batch_size, sizeof *s->plan);
 	if (!s->run || !s->plan) {
@@ -94,6 +108,11 @@ enum bg_status sched_enqueue(struct sched *s, struct sched_seq *q, struct bg_err
 	q->swapped = q->recomputing = false;
 	q->step_tokens = 0;
 	q->preemptions = 0;
+	q->n_cached = 0;
+	q->n_keyed = 0;
+	q->cache_uid = 0;
+	q->forked = false;
+	q->step_cow_src = q->step_cow_dst = -1;
 	return BG_OK;
 }
 
@@ -157,6 +176,7 @@ static void run_compact(struct sched *s)
 
 static void clear_step(struct sched_seq *q)
 {
+	q->step_cow_src = q->step_cow_dst = -1;
 	q->step_tokens = 0;
 	q->step_ctx = q->step_samples = q->step_swap_in = false;
 	q->step_new = q->step_resumed = false;
@@ -181,13 +201,169 @@ static void set_step(struct sched_seq *q, int32_t tokens)
 	q->step_samples = q->n_computed + tokens == q->n_tokens;
 }
 
+/* ---- block reuse ---- */
+
+/* Cached blocks q could take now (its table is empty); *n_idle of them are idle. */
+static int32_t cache_peek(const struct sched *s, const struct sched_seq *q, int32_t *n_idle)
+{
+	*n_idle = 0;
+	if (!s->cfg.prefix_cache || !q->cache_lookup || !q->prompt || q->swapped)
+		return 0;
+	int32_t lim = q->n_prompt < q->n_tokens - 1 ? q->n_prompt : q->n_tokens - 1;
+	return kv_cache_peek(s->pool, q->prompt, lim / kv_block_size(s->pool), n_idle);
+}
+
+/* q (empty table, n_computed 0) takes k cached blocks and starts after them; counts the
+ * lookup. */
+static enum bg_status cache_take(struct sched *s, struct sched_seq *q, int32_t k,
+				 struct bg_err *err)
+{
+	if (!s->cfg.prefix_cache)
+		return BG_OK;
+	if (k > 0) {
+		enum bg_status st = kv_cache_take(s->pool, &q->kv, q->prompt, k, &q->cache_uid, err);
+		if (st != BG_OK)
+			return st;
+		q->n_computed = k * kv_block_size(s->pool);
+		q->n_keyed = k;
+	}
+	kv_cache_note(s->pool, k, kv_blocks_for(s->pool, q->n_prompt) - k);
+	return BG_OK;
+}
+
+/* Keys q's prompt blocks that became full. */
+static void cache_put_full(struct sched *s, struct sched_seq *q)
+{
+	if (!s->cfg.prefix_cache || !q->prompt)
+		return;
+	int32_t bs = kv_block_size(s->pool);
+	int32_t done = q->n_computed < q->n_prompt ? q->n_computed : q->n_prompt;
+	for (; q->n_keyed < done / bs; q->n_keyed++) {
+		uint64_t uid = kv_cache_put(s->pool, q->kv.blocks[q->n_keyed], q->cache_uid,
+					    q->prompt + (size_t)q->n_keyed * bs);
+		if (!uid) {
+			q->n_keyed = INT32_MAX; /* no cache tables: stop keying this one */
+			return;
+		}
+		q->cache_uid = uid;
+	}
+}
+
+/* Tokens of a first chunk for q if it took k cached blocks, and the blocks of the pool
+ * that admitting it so costs now (new blocks + idle ones taken). */
+static int32_t chunk_after_cache(const struct sched *s, struct sched_seq *q, int32_t k,
+				 int32_t n_idle, int32_t budget, int32_t *cost)
+{
+	int32_t saved = q->n_computed;
+	q->n_computed = k * kv_block_size(s->pool);
+	int32_t c = ctx_tokens(s, q, budget);
+	*cost = kv_blocks_for(s->pool, (int64_t)q->n_computed + c) - k + n_idle;
+	q->n_computed = saved;
+	return c;
+}
+
+/* ---- samples ---- */
+
+/* The family size q still has to fork into (1 when none). */
+static int32_t family(const struct sched_seq *q)
+{
+	return !q->forked && q->n_samples > 1 ? q->n_samples : 1;
+}
+
+/* Blocks q may ever hold, with the family it forks into: the prompt's full blocks are
+ * shared by all samples, everything after them is each sample's own. */
+static int64_t family_blocks(const struct sched *s, const struct sched_seq *q)
+{
+	int64_t full = kv_blocks_for(s->pool, q->n_kv_max);
+	int32_t n = family(q);
+	if (n == 1)
+		return full;
+	int64_t shared = q->n_prompt / kv_block_size(s->pool);
+	if (shared > full)
+		shared = full;
+	return shared + n * (full - shared);
+}
+
+/* Batch slots the running sequences hold, their pending siblings included. */
+static int32_t slots_used(const struct sched *s)
+{
+	int32_t n = 0;
+	for (int32_t i = 0; i < s->n_run; i++)
+		n += family(s->run[i]);
+	return n;
+}
+
+/* 1 when q's next write (position n_computed) falls into a block it shares. */
+static int32_t cow_need(const struct sched *s, const struct sched_seq *q)
+{
+	int32_t bs = kv_block_size(s->pool);
+	int32_t i = q->n_computed / bs;
+	if (q->n_computed % bs == 0 || i >= q->kv.n)
+		return 0;
+	return kv_refcount(s->pool, q->kv.blocks[i]) > 1;
+}
+
+/* Gives q a private copy of the shared block its step writes into first. */
+static enum bg_status cow_step(struct sched *s, struct sched_seq *q, struct bg_err *err)
+{
+	if (!cow_need(s, q))
+		return BG_OK;
+	int32_t i = q->n_computed / kv_block_size(s->pool), from = -1;
+	enum bg_status st = kv_make_private(s->pool, &q->kv, i, &from, err);
+	if (st != BG_OK)
+		return st;
+	q->step_cow_src = from;
+	q->step_cow_dst = q->kv.blocks[i];
+	return BG_OK;
+}
+
+enum bg_status sched_fork(struct sched *s, struct sched_seq *parent, struct sched_seq *child,
+			  struct bg_err *err)
+{
+	BG_ASSERT(parent->state == SCHED_RUNNING && !parent->in_ctx && parent->n_samples > 1);
+	BG_ASSERT(child->state == SCHED_NEW || child->state == SCHED_DONE);
+	BG_ASSERT(s->n_run < s->cfg.max_batch_size);
+	enum bg_status st = kv_share(s->pool, &child->kv, &parent->kv, parent->kv.n, err);
+	if (st != BG_OK)
+		return st;
+	child->state = SCHED_RUNNING;
+	child->n_tokens = parent->n_tokens;
+	child->n_computed = parent->n_computed;
+	child->n_kv_max = parent->n_kv_max;
+	child->in_ctx = false;
+	child->swapped = child->recomputing = false;
+	child->n_swapped_blocks = 0;
+	child->preemptions = 0;
+	child->n_cached = parent->n_cached;
+	child->n_keyed = parent->n_keyed;
+	child->cache_uid = parent->cache_uid;
+	child->n_samples = 1;
+	child->forked = true;
+	child->start_stamp = ++s->clock;
+	clear_step(child);
+	s->run[s->n_run++] = child;
+	parent->forked = true;
+	return BG_OK;
+}
+
 /* Pauses running q: on_pause may swap it out; its blocks go back to the pool. */
 static enum bg_status pause_seq(struct sched *s, struct sched_seq *q, struct bg_err *err)
 {
-	BG_ASSERT(s->cfg.policy == SCHED_MAX_UTIL);
+	BG_ASSERT(preempts(s));
+	if (s->cfg.policy == SCHED_ADAPTIVE)
+		s->budget = s->budget - SCHED_AIMD_DECREASE > s->budget_lo
+				? s->budget - SCHED_AIMD_DECREASE
+				: s->budget_lo;
 	bool swapped = false;
+	/* a copy-on-write planned this step has not been made: what to save is still in
+	 * the source block */
+	int32_t cow_i = q->n_computed / kv_block_size(s->pool);
+	if (q->step_cow_src >= 0)
+		q->kv.blocks[cow_i] = q->step_cow_src;
 	if (q->n_computed > 0 && s->cfg.on_pause)
 		swapped = s->cfg.on_pause(s->cfg.pause_user, q);
+	if (q->step_cow_src >= 0)
+		q->kv.blocks[cow_i] = q->step_cow_dst;
 	if (swapped) {
 		q->swapped = true;
 		q->n_swapped_blocks = kv_blocks_for(s->pool, q->n_computed);
@@ -199,10 +375,26 @@ static enum bg_status pause_seq(struct sched *s, struct sched_seq *q, struct bg_
 		q->recomputing = true;
 	}
 	kv_release(s->pool, &q->kv);
+	q->n_keyed = 0;
+	q->cache_uid = 0;
 	q->state = SCHED_PAUSED;
 	q->preemptions++;
 	clear_step(q);
 	return paused_insert(s, q, err);
+}
+
+/* Tokens promised to the running sequences: the sum of their n_kv_max. */
+static int64_t promised_tokens(const struct sched *s)
+{
+	int64_t r = 0;
+	for (int32_t i = 0; i < s->n_run; i++)
+		r += s->run[i]->n_kv_max;
+	return r;
+}
+
+int64_t sched_token_budget(const struct sched *s)
+{
+	return s->budget;
 }
 
 int64_t sched_reserved_blocks(const struct sched *s)
@@ -210,9 +402,10 @@ int64_t sched_reserved_blocks(const struct sched *s)
 	int64_t r = 0;
 	for (int32_t i = 0; i < s->n_run; i++) {
 		const struct sched_seq *q = s->run[i];
-		int32_t full = kv_blocks_for(s->pool, q->n_kv_max);
+		int64_t full = family_blocks(s, q);
 		if (full > q->kv.n)
 			r += full - q->kv.n;
+		r += cow_need(s, q);
 	}
 	return r;
 }
@@ -223,12 +416,18 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 	if (s->n_run == 0) {
 		s->static_size = 0;
 		int64_t avail = kv_n_free(s->pool);
-		while (allow_admit && s->wq_n > 0 && s->n_run < s->cfg.max_batch_size) {
+		while (allow_admit && s->wq_n > 0 &&
+		       slots_used(s) + family(wq_at(s, 0)) <= s->cfg.max_batch_size) {
 			struct sched_seq *q = wq_at(s, 0);
-			int32_t full = kv_blocks_for(s->pool, q->n_kv_max);
+			int32_t n_idle, k = cache_peek(s, q, &n_idle);
+			int64_t full = family_blocks(s, q) - k + n_idle;
 			if (full > avail)
 				break;
 			avail -= full;
+			enum bg_status st = cache_take(s, q, k, err);
+			if (st != BG_OK)
+				return st;
+			q->n_cached = q->n_computed;
 			wq_pop(s);
 			q->state = SCHED_RUNNING;
 			q->start_stamp = ++s->clock;
@@ -236,7 +435,7 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 			s->run[s->n_run++] = q;
 			plan->n_new++;
 		}
-		s->static_size = s->n_run;
+		s->static_size = slots_used(s);
 	}
 	bool any_ctx = false;
 	for (int32_t i = 0; i < s->n_run; i++)
@@ -249,6 +448,8 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 			continue;
 		/* The admission reservation guarantees these blocks. */
 		enum bg_status st = kv_grow(s->pool, &q->kv, (int64_t)q->n_computed + c, err);
+		if (st == BG_OK)
+			st = cow_step(s, q, err);
 		if (st == BG_ERR_CAPACITY)
 			BG_ASSERT(!"static reservation broken");
 		if (st != BG_OK)
@@ -289,8 +490,8 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 			continue;
 		int64_t upto = (int64_t)q->n_computed + q->step_tokens;
 		BG_ASSERT(upto <= q->n_kv_max);
-		while (kv_blocks_missing(s->pool, &q->kv, upto) > kv_n_free(s->pool)) {
-			BG_ASSERT(s->cfg.policy == SCHED_MAX_UTIL); /* no-evict reserved them */
+		while (kv_blocks_missing(s->pool, &q->kv, upto) + cow_need(s, q) > kv_n_free(s->pool)) {
+			BG_ASSERT(preempts(s)); /* no-evict reserved them */
 			struct sched_seq *v = NULL;
 			for (int32_t j = s->n_run - 1; j >= 0 && !v; j--)
 				if (s->run[j]->state == SCHED_RUNNING)
@@ -304,7 +505,8 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		}
 		if (q->state != SCHED_RUNNING)
 			continue;
-		if ((st = kv_grow(s->pool, &q->kv, upto, err)) != BG_OK)
+		if ((st = kv_grow(s->pool, &q->kv, upto, err)) != BG_OK ||
+		    (st = cow_step(s, q, err)) != BG_OK)
 			return st;
 		set_step(q, q->step_tokens);
 	}
@@ -314,15 +516,22 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 	if (plan->n_paused_now > 0)
 		return BG_OK;
 	/* Paused sequences resume before any new admission, oldest input first. */
-	while (s->n_paused > 0 && s->n_run < s->cfg.max_batch_size && budget > 0) {
+	while (s->n_paused > 0 && slots_used(s) + family(s->paused[0]) <= s->cfg.max_batch_size &&
+	       budget > 0) {
 		struct sched_seq *q = s->paused[0];
-		int32_t c = ctx_tokens(s, q, budget);
+		int32_t n_idle, k = q->n_computed == 0 ? cache_peek(s, q, &n_idle) : 0, cost;
+		int32_t c = q->n_computed == 0 ? chunk_after_cache(s, q, k, n_idle, budget, &cost)
+					       : ctx_tokens(s, q, budget);
 		if (!q->in_ctx)
 			c = 1;
+		if (q->n_computed != 0)
+			cost = kv_blocks_for(s->pool, (int64_t)q->n_computed + c);
 		if (c == 0)
 			break;
-		if (kv_blocks_for(s->pool, (int64_t)q->n_computed + c) > kv_n_free(s->pool))
+		if (cost > kv_n_free(s->pool))
 			break;
+		if (q->n_computed == 0 && (st = cache_take(s, q, k, err)) != BG_OK)
+			return st;
 		if ((st = kv_grow(s->pool, &q->kv, (int64_t)q->n_computed + c, err)) != BG_OK)
 			return st;
 		paused_remove_at(s, 0);
@@ -339,20 +548,35 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 	if (s->n_paused > 0 || !allow_admit)
 		return BG_OK;
 	int64_t avail = (int64_t)kv_n_free(s->pool) - sched_reserved_blocks(s);
-	while (s->wq_n > 0 && s->n_run < s->cfg.max_batch_size && budget > 0) {
+	int64_t promised = promised_tokens(s);
+	while (s->wq_n > 0 && slots_used(s) + family(wq_at(s, 0)) <= s->cfg.max_batch_size &&
+	       budget > 0) {
 		struct sched_seq *q = wq_at(s, 0);
-		int32_t c = ctx_tokens(s, q, budget);
+		if (s->cfg.policy == SCHED_ADAPTIVE && s->n_run > 0 &&
+		    promised + q->n_kv_max > s->budget) {
+			/* does not fit the budget: grow it while memory is not short */
+			if ((int64_t)kv_n_used(s->pool) * 10 < (int64_t)kv_n_blocks(s->pool) * 9)
+				s->budget = s->budget + SCHED_AIMD_INCREASE < s->budget_hi
+						? s->budget + SCHED_AIMD_INCREASE
+						: s->budget_hi;
+			break;
+		}
+		int32_t n_idle, k = cache_peek(s, q, &n_idle), cost;
+		int32_t c = chunk_after_cache(s, q, k, n_idle, budget, &cost);
 		if (c == 0)
 			break;
 		if (s->cfg.policy == SCHED_NO_EVICT) {
-			int32_t full = kv_blocks_for(s->pool, q->n_kv_max);
+			int64_t full = family_blocks(s, q) - k + n_idle;
 			if (full > avail)
 				break;
 			avail -= full;
 		}
-		if (kv_blocks_for(s->pool, c) > kv_n_free(s->pool))
+		if (cost > kv_n_free(s->pool))
 			break;
-		if ((st = kv_grow(s->pool, &q->kv, c, err)) != BG_OK)
+		if ((st = cache_take(s, q, k, err)) != BG_OK)
+			return st;
+		q->n_cached = q->n_computed;
+		if ((st = kv_grow(s->pool, &q->kv, (int64_t)q->n_computed + c, err)) != BG_OK)
 			return st;
 		wq_pop(s);
 		q->state = SCHED_RUNNING;
@@ -362,6 +586,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		s->run[s->n_run++] = q;
 		budget -= c;
 		plan->n_new++;
+		promised += q->n_kv_max;
 	}
 	return BG_OK;
 }
@@ -391,6 +616,8 @@ enum bg_status sched_step(struct sched *s, bool allow_admit, struct sched_plan *
 		}
 	}
 	plan->seqs = s->plan;
+	plan->token_budget = s->budget;
+	plan->promised_tokens = promised_tokens(s);
 	plan->n_running = s->n_run;
 	plan->n_paused = s->n_paused;
 	plan->n_waiting = s->wq_n;
@@ -399,10 +626,10 @@ enum bg_status sched_step(struct sched *s, bool allow_admit, struct sched_plan *
 
 void sched_advance(struct sched *s, struct sched_seq *q, bool appended)
 {
-	(void)s;
 	BG_ASSERT(q->state == SCHED_RUNNING && q->step_tokens > 0);
 	q->n_computed += q->step_tokens;
 	BG_ASSERT(q->n_computed <= q->n_tokens);
+	cache_put_full(s, q);
 	if (appended) {
 		BG_ASSERT(q->n_computed == q->n_tokens);
 		q->n_tokens++;

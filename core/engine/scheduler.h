@@ -21,6 +21,13 @@
  *    itself) and free their blocks (after on_pause, which may swap them out). Paused
  *    sequences resume, oldest input first, before any new admission; a resumed sequence
  *    counts as just started.
+ *  - ADAPTIVE (LightLLM's token budget, adjusted like TCP congestion control): MAX_UTIL,
+ *    plus a budget on the tokens promised to running sequences (sum of n_kv_max). The
+ *    head of the queue is admitted only while the promise stays within the budget (or
+ *    when nothing runs). When it does not fit and fewer than 90% of the blocks are in
+ *    use, the budget grows by 100 tokens (additive increase, once per step); every
+ *    pause lowers it by 1000 (multiplicative-style decrease). It starts at the pool's
+ *    size in tokens and stays within [block_size, 8 * pool tokens].
  *  - STATIC: when nothing runs, admit a batch (FCFS, up to max_batch_size, reserved as in
  *    NO_EVICT); run all its contexts, then its generation steps in lockstep; admit the
  *    next batch only when every member has finished.
@@ -29,6 +36,24 @@
  * context a prompt chunk takes what the token budget leaves; without, a prompt runs only
  * whole (the engine rejects prompts longer than max_num_tokens). Contexts being
  * recomputed after a pause are always chunked (they are an internal matter).
+ *
+ * Block reuse (cfg.prefix_cache): a sequence admitted, or resumed by recompute, first
+ * takes from the pool's cache (kv.h) the longest chain of full blocks of its prompt that
+ * is cached, up to the last full block before its last known token (at least one token
+ * is always computed: it yields the logits), and starts with n_computed at their end.
+ * The accounting counts what taking them costs: idle cached blocks it takes leave
+ * kv_n_free, shared ones do not, and no-evict reserves kv_blocks_for(n_kv_max) minus the
+ * blocks taken. After each step, every prompt block that became full is keyed in the
+ * cache (kv_cache_put), so that later sequences, running or not, can share it.
+ *
+ * Samples (n > 1): a sequence with n_samples > 1 is admitted with room for the whole
+ * family (n_samples batch slots; under no-evict and static n_samples * its blocks); after
+ * its context phase, sched_fork adds each sibling as a running sequence that shares all
+ * of its blocks. Before a step writes into a block held by more than one table (the
+ * last, partial prompt block), the scheduler gives the writer a private copy
+ * (kv_make_private): step_cow_src/step_cow_dst name the blocks the caller copies before
+ * running the step. Such copies are counted where blocks are counted (admission
+ * reservations, max-util's room-making).
  *
  * Invariants after every step: scheduled = context + generation entries; the running
  * count <= max_batch_size; token total <= max_num_tokens; every scheduled sequence's
@@ -47,6 +72,7 @@ enum sched_policy {
 	SCHED_NO_EVICT = 0,
 	SCHED_MAX_UTIL,
 	SCHED_STATIC,
+	SCHED_ADAPTIVE,
 };
 
 enum sched_state {
@@ -64,6 +90,11 @@ struct sched_seq {
 	int32_t n_kv_max; /* the most positions it may ever need: min(prompt + max_tokens,
 			   * max_seq_len) - 1, >= n_tokens */
 	void *user;	  /* the caller's object */
+	const int32_t *prompt; /* [n_prompt] the prompt's tokens, for block reuse (NULL: none) */
+	int32_t n_prompt;
+	bool cache_lookup; /* take cached blocks at admission; false: compute the whole
+			    * prompt (its blocks are still keyed for others) */
+	int32_t n_samples; /* sequences this one forks into after its prompt (0 or 1: none) */
 	/* ---- owned by the scheduler (read-only for the caller) ---- */
 	enum sched_state state;
 	int32_t n_computed;	  /* tokens whose KV is written */
@@ -74,6 +105,9 @@ struct sched_seq {
 	int32_t n_swapped_blocks; /* blocks of KV the swap buffer holds */
 	struct kv_table kv;
 	int32_t preemptions;
+	int32_t n_cached;     /* prompt tokens taken from the cache at first admission */
+	int32_t n_keyed;      /* kv.blocks[0, n_keyed) are known to the cache ... */
+	uint64_t cache_uid;   /* ... as the chain ending at this uid */
 	/* the current step (valid after sched_step for scheduled sequences) */
 	int32_t step_tokens; /* tokens fed this step; 0 = not scheduled */
 	bool step_ctx;	     /* the step is a context chunk */
@@ -82,6 +116,9 @@ struct sched_seq {
 			      * kv.blocks[0, n_swapped_blocks) in before running it */
 	bool step_new;	     /* admitted (first started) this step */
 	bool step_resumed;   /* resumed this step */
+	int32_t step_cow_src, step_cow_dst; /* copy-on-write this step: the caller copies
+					     * block src into dst before running it; -1 = none */
+	bool forked;			    /* its siblings were forked (or it is one) */
 };
 
 /* Called when a running sequence is paused, before its blocks are freed. The
@@ -97,6 +134,7 @@ struct sched_config {
 	bool chunked_context;
 	sched_pause_fn on_pause; /* NULL: always recompute */
 	void *pause_user;
+	bool prefix_cache; /* block reuse across sequences (see above) */
 };
 
 /* One iteration's plan. */
@@ -111,6 +149,8 @@ struct sched_plan {
 	int32_t n_paused_now;			/* paused this step */
 	int32_t n_running, n_paused, n_waiting; /* counts after the step */
 	int32_t empty_gen_slots; /* static: finished members idling in a generation step */
+	int64_t token_budget;	 /* adaptive: the budget after the step */
+	int64_t promised_tokens; /* adaptive: sum of n_kv_max of the running sequences */
 };
 
 struct sched;
@@ -136,6 +176,13 @@ enum bg_status sched_step(struct sched *s, bool allow_admit, struct sched_plan *
  * says a token was sampled and appended (n_tokens + 1, the context phase ends). */
 void sched_advance(struct sched *s, struct sched_seq *q, bool appended);
 
+/* Samples: adds child (state NEW, its caller fields set) as a running sequence that shares
+ * every block of parent (running, out of its context phase, n_samples > 1) and has its
+ * token counts; the caller then appends the child's own first token as it does for the
+ * parent. BG_ERR_NOMEM (nothing changed). */
+enum bg_status sched_fork(struct sched *s, struct sched_seq *parent, struct sched_seq *child,
+			  struct bg_err *err);
+
 /* Removes q (running, paused or waiting) and releases its blocks; q->state = DONE. */
 void sched_finish(struct sched *s, struct sched_seq *q);
 
@@ -149,7 +196,12 @@ struct sched_seq *const *sched_paused(const struct sched *s);
 /* The i-th waiting sequence (FCFS), 0 <= i < sched_n_waiting. */
 struct sched_seq *sched_waiting_at(const struct sched *s, int32_t i);
 
-/* Blocks the running sequences may still claim: sum of kv_blocks_for(n_kv_max) - held. */
+/* Adaptive: the current token budget. */
+int64_t sched_token_budget(const struct sched *s);
+
+/* Blocks the running sequences may still claim: sum of kv_blocks_for(n_kv_max) - held
+ * (a sequence that will fork: its family's, the prompt's full blocks counted once), plus
+ * one for each pending copy-on-write. */
 int64_t sched_reserved_blocks(const struct sched *s);
 
 #endif

@@ -536,7 +536,7 @@ static const char *const openai_top_fields[] = {"custom_id", "method", "url", "b
 /* Body fields besides the parameter table's OpenAI names: read by the endpoint's own code
  * or refused there. */
 static const char *const openai_body_fields[] = {
-    "model", "prompt", "messages", "logprobs", "top_logprobs", "n", "echo", "best_of", "suffix",
+    "model", "prompt", "messages", "logprobs", "top_logprobs", "echo", "best_of", "suffix",
     "logit_bias", "tools", "tool_choice", "functions", "function_call", "response_format",
     /* extension, as in vLLM */
     "input_ids", NULL};
@@ -657,15 +657,14 @@ static void openai_model_and_refusals(struct parse *p, const cJSON *body, struct
 			     "body.stream = true: a batch answers with whole responses; remove "
 			     "stream or set it to false");
 	}
-	if ((it = field(body, "n"))) {
-		int64_t n;
-		if (get_int(p, it, "body.n", 1, INT32_MAX, &n) && n != 1)
-			fail(p, "unsupported", "body.n = %" PRId64 ": only n = 1 is supported", n);
-	}
 	if ((it = field(body, "best_of"))) {
-		int64_t n;
-		if (get_int(p, it, "body.best_of", 1, INT32_MAX, &n) && n != 1)
-			fail(p, "unsupported", "body.best_of > 1 is not supported");
+		/* n (parse_common) samples are returned; choosing the best of more is not done */
+		int64_t n, want = 1;
+		const cJSON *nn = field(body, "n");
+		if (nn && is_integer(nn))
+			want = (int64_t)nn->valuedouble;
+		if (get_int(p, it, "body.best_of", 1, INT32_MAX, &n) && n != want)
+			fail(p, "unsupported", "body.best_of other than n is not supported");
 	}
 	if (nonempty_value(field(body, "echo")))
 		fail(p, "unsupported", "body.echo is not supported");

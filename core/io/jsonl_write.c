@@ -188,14 +188,11 @@ static void sb_top_array(struct strbuf *b, const char *key, const struct sampler
 	strbuf_put(b, "]", 1);
 }
 
-static void write_native(struct strbuf *b, const struct request *r, const struct tok *t,
-			 const struct jsonl_out_opts *o)
+/* The per-sequence fields of a plain result: ,"text", "token_ids", "finish_reason",
+ * "logprobs"?, "top_logprobs"? */
+static void write_native_seq(struct strbuf *b, const struct request *r, const struct tok *t,
+			     const struct jsonl_out_opts *o, const char *ec, int32_t n_out)
 {
-	const char *ec = error_code(r);
-	int32_t n_out = ec || !r->out_ids ? 0 : r->n_out;
-	strbuf_put(b, "{", 1);
-	sb_key(b, "id");
-	jsonl_sb_quote(b, r->id ? r->id : "", r->id ? strlen(r->id) : 0);
 	strbuf_put(b, ",", 1);
 	sb_key(b, "text");
 	jsonl_sb_quote(b, ec || !r->text ? "" : r->text, ec || !r->text ? 0 : r->text_len);
@@ -209,6 +206,53 @@ static void write_native(struct strbuf *b, const struct request *r, const struct
 		sb_logprob_array(b, "logprobs", r->out_logprobs, n_out, 0, "null");
 	if (r->logprobs > 0)
 		sb_top_array(b, "top_logprobs", r->out_top, n_out, 0, "[]", t, o->render_special);
+}
+
+/* n > 1: ,"choices":[{index, text, token_ids, finish_reason, logprobs?, top_logprobs?,
+ * cum_logprob}, ...] (ERRATA: one entry per sequence, the per-sequence fields of a plain
+ * result). */
+static void write_native_choices(struct strbuf *b, const struct request *r, const struct tok *t,
+				 const struct jsonl_out_opts *o)
+{
+	strbuf_puts(b, ",");
+	sb_key(b, "choices");
+	strbuf_put(b, "[", 1);
+	for (int32_t i = 0; i < r->n_choices; i++) {
+		const struct req_choice *c = &r->choices[i];
+		int32_t n_out = c->out_ids ? c->n_out : 0;
+		strbuf_printf(b, "%s{\"index\":%" PRId32 ",", i ? "," : "", i);
+		sb_key(b, "text");
+		jsonl_sb_quote(b, c->text ? c->text : "", c->text ? c->text_len : 0);
+		strbuf_put(b, ",", 1);
+		sb_key(b, "token_ids");
+		sb_ids(b, c->out_ids, n_out);
+		strbuf_printf(b, ",\"finish_reason\":\"%s\"", req_finish_name(c->finish));
+		if (r->logprobs >= 0)
+			sb_logprob_array(b, "logprobs", c->out_logprobs, n_out, 0, "null");
+		if (r->logprobs > 0)
+			sb_top_array(b, "top_logprobs", c->out_top, n_out, 0, "[]", t,
+				     o->render_special);
+		strbuf_puts(b, ",");
+		sb_key(b, "cum_logprob");
+		sb_double(b, c->cum_logprob);
+		strbuf_put(b, "}", 1);
+	}
+	strbuf_put(b, "]", 1);
+}
+
+static void write_native(struct strbuf *b, const struct request *r, const struct tok *t,
+			 const struct jsonl_out_opts *o)
+{
+	const char *ec = error_code(r);
+	int32_t n_out = ec || !r->out_ids ? 0 : r->n_out;
+	strbuf_put(b, "{", 1);
+	sb_key(b, "id");
+	jsonl_sb_quote(b, r->id ? r->id : "", r->id ? strlen(r->id) : 0);
+	bool choices = r->n_choices > 0 && !ec;
+	if (choices)
+		write_native_choices(b, r, t, o);
+	else
+		write_native_seq(b, r, t, o, ec, n_out);
 	if (r->prompt_logprobs >= 0) {
 		int32_t n_prompt = ec || !r->prompt_ids ? 0 : r->n_prompt;
 		strbuf_puts(b, ",");
@@ -220,12 +264,14 @@ static void write_native(struct strbuf *b, const struct request *r, const struct
 			sb_top_array(b, "prompt_top_logprobs", r->prompt_top, n_prompt, 1, "null",
 				     t, o->render_special);
 	}
-	strbuf_puts(b, ",");
-	sb_key(b, "cum_logprob");
-	sb_double(b, ec ? 0.0 : r->cum_logprob);
+	if (!choices) {
+		strbuf_puts(b, ",");
+		sb_key(b, "cum_logprob");
+		sb_double(b, ec ? 0.0 : r->cum_logprob);
+	}
 	strbuf_puts(b, ",\"usage\":{\"prompt_tokens\":");
-	strbuf_printf(b, "%" PRId32 ",\"completion_tokens\":%" PRId32 "}", ec ? 0 : r->n_prompt,
-		      n_out);
+	strbuf_printf(b, "%" PRId32 ",\"completion_tokens\":%" PRId32 ",\"cached_tokens\":%" PRId32 "}",
+		      ec ? 0 : r->n_prompt, choices ? r->n_out : n_out, ec ? 0 : r->cached_tokens);
 	strbuf_puts(b, ",\"metrics\":{\"queue_ms\":");
 	sb_ms(b, r->queue_ms);
 	strbuf_puts(b, ",\"ttft_ms\":");
@@ -394,6 +440,10 @@ static void write_chat_logprobs(struct strbuf *b, const struct request *r, const
 	strbuf_puts(b, "]}");
 }
 
+static void write_openai_choice(struct strbuf *b, const struct request *r, const struct tok *t,
+				const struct jsonl_out_opts *o, const struct jsonl_info *info,
+				bool chat, int32_t index);
+
 static void write_openai(struct strbuf *b, const struct request *r, const struct tok *t,
 			 const struct jsonl_out_opts *o, const struct jsonl_info *info)
 {
@@ -451,11 +501,42 @@ static void write_openai(struct strbuf *b, const struct request *r, const struct
 		      chat ? "chat.completion" : "text_completion", created);
 	const char *model = info->model ? info->model : "batchgen";
 	jsonl_sb_quote(b, model, strlen(model));
-	strbuf_puts(b, ",\"choices\":[{");
+	strbuf_puts(b, ",\"choices\":[");
+	/* n > 1: choices[index], each written from a view of r with that sequence's fields */
+	int32_t n_ch = r->n_choices > 0 ? r->n_choices : 1;
+	for (int32_t ci = 0; ci < n_ch; ci++) {
+		struct request view = *r;
+		if (r->n_choices > 0) {
+			const struct req_choice *c = &r->choices[ci];
+			view.finish = c->finish;
+			view.out_ids = c->out_ids;
+			view.n_out = c->n_out;
+			view.out_logprobs = c->out_logprobs;
+			view.out_top = c->out_top;
+			view.text = c->text;
+			view.text_len = c->text_len;
+		}
+		strbuf_puts(b, ci ? ",{" : "{");
+		write_openai_choice(b, &view, t, o, info, chat, ci);
+	}
+	strbuf_put(b, "]", 1);
+	strbuf_printf(b,
+		      ",\"usage\":{\"prompt_tokens\":%" PRId32 ",\"completion_tokens\":%" PRId32
+		      ",\"total_tokens\":%" PRId64 ",\"prompt_tokens_details\":{\"cached_tokens\":%" PRId32
+		      "}}}},\"error\":null}",
+		      r->n_prompt, r->n_out, (int64_t)r->n_prompt + r->n_out, r->cached_tokens);
+}
+
+/* One entry of an OpenAI body's choices (after its "{"), from r's sequence fields. */
+static void write_openai_choice(struct strbuf *b, const struct request *r, const struct tok *t,
+				const struct jsonl_out_opts *o, const struct jsonl_info *info,
+				bool chat, int32_t index)
+{
 	const char *text = r->text ? r->text : "";
 	size_t text_len = r->text ? r->text_len : 0;
 	if (chat) {
-		strbuf_puts(b, "\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
+		strbuf_printf(b, "\"index\":%" PRId32 ",\"message\":{\"role\":\"assistant\",\"content\":",
+			      index);
 		jsonl_sb_quote(b, text, text_len);
 		strbuf_puts(b, "},\"logprobs\":");
 		if (info->chat_logprobs && r->logprobs >= 0)
@@ -465,17 +546,13 @@ static void write_openai(struct strbuf *b, const struct request *r, const struct
 	} else {
 		strbuf_puts(b, "\"text\":");
 		jsonl_sb_quote(b, text, text_len);
-		strbuf_puts(b, ",\"index\":0,\"logprobs\":");
+		strbuf_printf(b, ",\"index\":%" PRId32 ",\"logprobs\":", index);
 		if (r->logprobs >= 0)
 			write_completion_logprobs(b, r, t, o);
 		else
 			strbuf_puts(b, "null");
 	}
-	strbuf_printf(b, ",\"finish_reason\":\"%s\"}]", openai_finish(r->finish));
-	strbuf_printf(b,
-		      ",\"usage\":{\"prompt_tokens\":%" PRId32 ",\"completion_tokens\":%" PRId32
-		      ",\"total_tokens\":%" PRId64 "}}},\"error\":null}",
-		      r->n_prompt, r->n_out, (int64_t)r->n_prompt + r->n_out);
+	strbuf_printf(b, ",\"finish_reason\":\"%s\"}", openai_finish(r->finish));
 }
 
 enum bg_status jsonl_write_result(const struct request *r, const struct tok *t,

@@ -57,6 +57,9 @@ const struct param_def params_table[] = {
      SAMPLER_MAX_TOP, false, 0, NULL, NULL, "log-probs of the prompt tokens, as logprobs"},
     {"add_bos", "add_bos", PARAM_TRIBOOL, R(add_bos), NO_N, NULL, NULL, 0, 0, false, 0, NULL, NULL,
      "prepend the beginning-of-sequence token (default: as the vocabulary says)"},
+    /* engine (issue 14): samples sharing one prefill; sample i draws with seed + i */
+    {"n", "n", PARAM_INT, R(n), NO_N, "1", NULL, 1, REQ_MAX_N, false, 0, NULL, NULL,
+     "samples of the prompt, one prefill (the result has a choices array)"},
 };
 
 const size_t params_count = sizeof params_table / sizeof params_table[0];

@@ -76,12 +76,17 @@ struct wl_named {
 	const char *name;
 	int32_t isl, osl;
 	int64_t n; /* the 7-8B column of WORKLOADS.md */
+	int32_t shared_prefix, n_samples, group;
 };
 
 static const struct wl_named wl_fixed_table[] = {
-    {"F1", 128, 128, 8192},  {"F2", 128, 2048, 1000},  {"F3", 2048, 128, 1000},
-    {"F4", 500, 2000, 1000}, {"F5", 1000, 1000, 1000}, {"F6", 2048, 2048, 500},
-    {"V1", 1024, 128, 1000}, {"V2", 256, 256, 1000},
+    {"F1", 128, 128, 8192, 0, 0, 0},  {"F2", 128, 2048, 1000, 0, 0, 0},
+    {"F3", 2048, 128, 1000, 0, 0, 0}, {"F4", 500, 2000, 1000, 0, 0, 0},
+    {"F5", 1000, 1000, 1000, 0, 0, 0}, {"F6", 2048, 2048, 500, 0, 0, 0},
+    {"V1", 1024, 128, 1000, 0, 0, 0}, {"V2", 256, 256, 1000, 0, 0, 0},
+    /* issue 14's engine workloads */
+    {"P1", 1100, 128, 256, 1000, 0, 0}, {"N8", 128, 128, 32, 0, 8, 0},
+    {"N8S", 128, 128, 256, 0, 0, 8},
 };
 
 static bool wl_parse_i64(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out)
@@ -152,6 +157,9 @@ enum bg_status wl_parse(const char *text, struct wl_spec *out, struct bg_err *er
 			out->kind = WL_FIXED;
 			out->isl = wl_fixed_table[i].isl;
 			out->osl = wl_fixed_table[i].osl;
+			out->shared_prefix = wl_fixed_table[i].shared_prefix;
+			out->n_samples = wl_fixed_table[i].n_samples;
+			out->group = wl_fixed_table[i].group;
 			snprintf(out->name, sizeof out->name, "%s", wl_fixed_table[i].name);
 			if (!out->n_given)
 				out->n_requests = wl_fixed_table[i].n;
@@ -184,7 +192,7 @@ enum bg_status wl_parse(const char *text, struct wl_spec *out, struct bg_err *er
 	}
 	return bg_fail(
 	    err, BG_ERR_INVALID,
-	    "unknown workload '%s' (known: F1..F6, V1, V2, S1, B1, or ISL/OSL[xN] such as "
+	    "unknown workload '%s' (known: F1..F6, V1, V2, S1, B1, P1, N8, N8S, or ISL/OSL[xN] such as "
 	    "128/128x32)",
 	    text);
 }
@@ -313,14 +321,20 @@ int wl_gen_next(struct wl_gen *g, struct request **out, struct bg_err *err)
 		bg_fail(err, BG_ERR_NOMEM, "out of memory making request %" PRId64, i);
 		return -1;
 	}
-	uint64_t st = wl_stream(g->seed, i, WL_STREAM_TOKENS);
+	int64_t si = g->spec.group > 1 ? i / g->spec.group : i;
+	uint64_t st = wl_stream(g->seed, si, WL_STREAM_TOKENS);
+	/* the shared prefix: the stream of a request index no request has */
+	uint64_t sp = wl_stream(g->seed, -1, WL_STREAM_TOKENS);
 	uint64_t range = (uint64_t)(g->id_hi - g->id_lo);
 	uint64_t h = wl_fnv_u32(wl_fnv_u32(g->content_sum, (uint32_t)isl), (uint32_t)osl);
 	for (int32_t k = 0; k < isl; k++) {
 		/* modulo bias is below range / 2^64: negligible */
-		r->input_ids[k] = g->id_lo + (int32_t)(wl_next(&st) % range);
+		uint64_t *s = k < g->spec.shared_prefix ? &sp : &st;
+		r->input_ids[k] = g->id_lo + (int32_t)(wl_next(s) % range);
 		h = wl_fnv_u32(h, (uint32_t)r->input_ids[k]);
 	}
+	if (g->spec.n_samples > 1)
+		r->n = g->spec.n_samples;
 	r->n_input_ids = isl;
 	r->line = i + 1;
 	r->seq = i;
@@ -331,7 +345,7 @@ int wl_gen_next(struct wl_gen *g, struct request **out, struct bg_err *err)
 	g->content_sum = h;
 	g->shape_sum = wl_fnv_u32(wl_fnv_u32(g->shape_sum, (uint32_t)isl), (uint32_t)osl);
 	g->prompt_tokens += isl;
-	g->output_tokens += osl;
+	g->output_tokens += (int64_t)osl * (g->spec.n_samples > 1 ? g->spec.n_samples : 1);
 	g->made++;
 	*out = r;
 	return 1;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# engine_reuse.sh: the engine workloads of issue 14 with `batchgen bench`, each feature on
+# and off in the same run, on the same machine:
+#   P1   1000-token shared system prompt + 100-token question, 128 output tokens:
+#        block reuse on (default) vs --no-prefix-cache (prompt tokens/s)
+#   N8   8 samples of each prompt (n = 8, one prefill) vs N8S, the same as 8 separate
+#        requests with --no-prefix-cache (output tokens/s)
+#   S1   the three scheduling policies + adaptive in a memory-tight pool (--kv-tokens)
+#
+#   bench/engine_reuse.sh [COUNT]    COUNT requests of P1 and S1 (default 64; the issue's
+#                                    P1 is 256), COUNT/8 prompts of N8
+#
+# $BATCHGEN (default build/batchgen), the built-in model on the CPU (--device cpu) unless
+# $MODEL is set. Wall time on a shared machine is noisy: each line also has the process
+# CPU seconds. llama.cpp has no counterpart to these switches in node-llama-cpp's API, so
+# there is no llama.cpp ratio here (bench/compare_llamacpp.sh compares the plain engine).
+# Appends to bench/results/engine_reuse.txt with date, machine, commit and command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BATCHGEN=${BATCHGEN:-build/batchgen}
+N=${1:-64}
+out=bench/results/engine_reuse.txt
+mkdir -p bench/results
+machine=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
+model=(${MODEL:+-m "$MODEL"})
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() { # name, extra args...
+	local name=$1
+	shift
+	"$BATCHGEN" bench "${model[@]}" --device cpu --max-seq-len 2048 -q --report "$tmp/r.json" "$@" >/dev/null 2>&1
+	jq -r --arg n "$name" '.results | "\($n)\twall_s \(.wall_s | . * 100 | round / 100)\tcpu_s \(.cpu_s | . * 100 | round / 100)\tprompt_tok_s \(.prompt_tok_s | round)\toutput_tok_s \(.output_tok_s | round)\tpreemptions \(.preemptions)\tttft_p50_ms \(.ttft_ms.p50 | round)\treused \(.reused_blocks)\tmissed \(.missed_blocks)\thit_rate \(.cache_hit_rate | . * 1000 | round / 1000)"' "$tmp/r.json"
+}
+{
+	echo
+	echo "# engine_reuse $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo '+uncommitted') machine ${machine:-unknown} ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
+	echo "# command: BATCHGEN=$BATCHGEN${MODEL:+ MODEL=$MODEL} bench/engine_reuse.sh $N"
+	run "P1x$N cache" --workload "P1x$N"
+	run "P1x$N no-cache" --workload "P1x$N" --no-prefix-cache
+	run "N8x$((N / 8)) n=8" --workload "N8x$((N / 8))"
+	run "N8Sx$N separate" --workload "N8Sx$N" --no-prefix-cache
+	for p in no-evict max-util adaptive static; do
+		run "S1x$N $p kv=2048" --workload "S1x$N" --policy "$p" --kv-tokens 2048
+	done
+} | tee -a "$out"
