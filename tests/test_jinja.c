@@ -9,6 +9,7 @@
  *    must be refused here too. Prints the counts.
  */
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -309,10 +310,91 @@ static void oracle(void)
 	       n_templates, n_templates_ok, n_lines, n_match, n_mismatch, n_both_refuse, n_we_render);
 }
 
+/* ---- fuzz ---- */
+
+/* A seeded fuzz loop over the real templates: random byte edits, truncations and splices
+ * of template syntax. Every mutant must compile or fail with a message, and render or fail
+ * with a message; the sanitizers catch the rest. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void fuzz(void)
+{
+	const char *dir = check_shared("chat_templates");
+	if (!dir)
+		return;
+	static const char *const names[] = {"Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja",
+					    "google-gemma-4-31B-it.jinja", "openai-gpt-oss-120b.jinja",
+					    "mistralai-Mistral-Nemo-Instruct-2407.jinja", "GLM-4.6.jinja"};
+	static const char *const snippets[] = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]", "'",
+					       "\"", "|", ".", "endfor", "endif", "{% for x in messages %}",
+					       "{% macro m() %}{{ m() }}", "{{ loop.index", "namespace(", "\\", "\n"};
+	cJSON *vars = cJSON_Parse("{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", "
+				  "\"content\": \"U\"}], \"tools\": null, \"add_generation_prompt\": true, "
+				  "\"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}");
+	int n_ok = 0, n_err = 0, n_bad = 0;
+	struct jinja_opts o = OPTS;
+	o.max_steps = 200000;
+	for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+		size_t len;
+		char *src = check_read_file(path, &len);
+		if (!src)
+			continue;
+		for (int it = 0; it < 60; it++) {
+			char *m = malloc(len + 64);
+			size_t n = len;
+			memcpy(m, src, len);
+			for (int e = 0, ne = 1 + (int)(rng() % 4); e < ne && n; e++) {
+				size_t at = (size_t)(rng() % n);
+				switch (rng() % 4) {
+				case 0: m[at] = (char)(rng() & 0xff); break;		  /* flip a byte */
+				case 1: n = at; break;					  /* truncate */
+				case 2: memmove(m + at, m + at + 1, n - at - 1); n--; break; /* delete */
+				default: { /* splice a piece of syntax */
+					const char *sn = snippets[rng() % (sizeof snippets / sizeof *snippets)];
+					size_t sl = strlen(sn);
+					if (sl <= 15) {
+						memmove(m + at + sl, m + at, n - at);
+						memcpy(m + at, sn, sl);
+						n += sl;
+					}
+				}
+				}
+			}
+			struct jinja_template *t = NULL;
+			struct bg_err err = {0};
+			char *out = NULL;
+			if (jinja_compile(m, n, &t, &err) == BG_OK && jinja_render(t, vars, &o, &out, NULL, &err) == BG_OK)
+				n_ok++;
+			else if (err.msg[0])
+				n_err++;
+			else
+				n_bad++;
+			free(out);
+			jinja_free(t);
+			free(m);
+		}
+		free(src);
+	}
+	cJSON_Delete(vars);
+	CHECK(n_bad == 0, "fuzz: %d failures without a message", n_bad);
+	CHECK(n_ok > 0 && n_err > 0, "fuzz: %d rendered, %d refused: the mutants should give both", n_ok, n_err);
+	printf("fuzz: %d mutants rendered, %d refused with a message\n", n_ok, n_err);
+}
+
 int main(void)
 {
 	unit_cases();
 	limits();
+	fuzz();
 	oracle();
 	return check_summary();
 }

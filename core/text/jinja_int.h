@@ -164,6 +164,28 @@ struct jx_node {
 	struct jx_val val;
 };
 
+/* ---- tokens (jinja_lex.c) for the parser (jinja_parse.c) ---- */
+enum jx_tt { T_DATA, T_VAR_BEGIN, T_VAR_END, T_BLOCK_BEGIN, T_BLOCK_END, T_NAME, T_STRING, T_INT, T_FLOAT, T_OP, T_EOF };
+
+struct jx_tok {
+	enum jx_tt t;
+	int line;
+	const char *s; /* T_DATA, T_NAME, T_STRING (decoded), T_OP: NUL-terminated */
+	size_t n;
+	int64_t i;
+	double f;
+};
+
+struct jx_parser {
+	struct jx_env *e;
+	struct jx_tok *tk;
+	size_t n, cap, pos;
+	int nest;
+};
+
+/* Tokenizes src[len] into p->tk (ends with T_EOF); p->e set. */
+void jx_lex(struct jx_parser *p, const char *src, size_t len);
+
 /* Parses src into a tree allocated in e's arena. */
 struct jx_node *jx_parse(struct jx_env *e, const char *src, size_t len);
 

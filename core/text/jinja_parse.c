@@ -1,7 +1,6 @@
-/* jinja_parse: the lexer and parser of the Jinja interpreter, following jinja2's lexer.py
- * and parser.py (3.1) with trim_blocks and lstrip_blocks on: the same whitespace rules,
- * the same operator precedence, the same tag-end detection (an end marker only counts
- * outside brackets). */
+/* jinja_parse: the parser of the Jinja interpreter (tokens from jinja_lex.c to a syntax
+ * tree), following jinja2's parser.py (3.1): the same statements, the same operator
+ * precedence, the same nesting of tests and filters. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,442 +9,34 @@
 
 #define MAX_NEST 200
 
-enum tt { T_DATA, T_VAR_BEGIN, T_VAR_END, T_BLOCK_BEGIN, T_BLOCK_END, T_NAME, T_STRING, T_INT, T_FLOAT, T_OP, T_EOF };
-
-struct tok {
-	enum tt t;
-	int line;
-	const char *s; /* T_DATA, T_NAME, T_STRING (decoded), T_OP: NUL-terminated */
-	size_t n;
-	int64_t i;
-	double f;
-};
-
-struct parser {
-	struct jx_env *e;
-	struct tok *tk;
-	size_t n, cap, pos;
-	int nest;
-};
-
-/* ---- lexer ---- */
-
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-static bool is_name0(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-static void push(struct parser *p, struct tok t)
-{
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 256;
-		struct tok *nt = jx_alloc(p->e, cap * sizeof *nt);
-		if (p->n)
-			memcpy(nt, p->tk, p->n * sizeof *nt);
-		p->tk = nt;
-		p->cap = cap;
-	}
-	p->tk[p->n++] = t;
-}
-
-static int count_nl(const char *s, size_t n)
-{
-	int k = 0;
-	for (size_t i = 0; i < n; i++)
-		k += s[i] == '\n';
-	return k;
-}
-
-static void put_utf8(struct strbuf *b, uint32_t c)
-{
-	char o[4];
-	if (c < 0x80) {
-		o[0] = (char)c;
-		strbuf_put(b, o, 1);
-	} else if (c < 0x800) {
-		o[0] = (char)(0xC0 | (c >> 6));
-		o[1] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 2);
-	} else if (c < 0x10000) {
-		o[0] = (char)(0xE0 | (c >> 12));
-		o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 3);
-	} else {
-		o[0] = (char)(0xF0 | (c >> 18));
-		o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-		o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-		o[3] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 4);
-	}
-}
-
-static int hexval(char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* A string literal at s[*i] (the quote); Python escapes. */
-static void lex_string(struct parser *p, const char *s, size_t len, size_t *i, int *line)
-{
-	char q = s[*i];
-	size_t j = *i + 1;
-	struct strbuf b = {0};
-	int start_line = *line;
-	for (;;) {
-		if (j >= len) {
-			free(b.p);
-			jx_fail(p->e, start_line, BG_ERR_FORMAT, "unterminated string");
-		}
-		char c = s[j];
-		if (c == q)
-			break;
-		if (c == '\n')
-			(*line)++;
-		if (c != '\\' || j + 1 >= len) {
-			strbuf_put(&b, &c, 1);
-			j++;
-			continue;
-		}
-		char d = s[j + 1];
-		j += 2;
-		switch (d) {
-		case 'n': strbuf_puts(&b, "\n"); break;
-		case 't': strbuf_puts(&b, "\t"); break;
-		case 'r': strbuf_puts(&b, "\r"); break;
-		case 'a': strbuf_puts(&b, "\a"); break;
-		case 'b': strbuf_puts(&b, "\b"); break;
-		case 'f': strbuf_puts(&b, "\f"); break;
-		case 'v': strbuf_puts(&b, "\v"); break;
-		case '\\': strbuf_puts(&b, "\\"); break;
-		case '\'': strbuf_puts(&b, "'"); break;
-		case '"': strbuf_puts(&b, "\""); break;
-		case '\n': (*line)++; break;
-		case 'x':
-		case 'u':
-		case 'U': {
-			int nd = d == 'x' ? 2 : d == 'u' ? 4 : 8;
-			uint32_t c2 = 0;
-			int k;
-			for (k = 0; k < nd && j + (size_t)k < len && hexval(s[j + (size_t)k]) >= 0; k++)
-				c2 = c2 * 16 + (uint32_t)hexval(s[j + (size_t)k]);
-			if (k < nd || c2 > 0x10FFFF) {
-				free(b.p);
-				jx_fail(p->e, *line, BG_ERR_FORMAT, "bad \\%c escape in a string", d);
-			}
-			j += (size_t)nd;
-			put_utf8(&b, c2);
-			break;
-		}
-		default:
-			if (d >= '0' && d <= '7') {
-				uint32_t c2 = (uint32_t)(d - '0');
-				for (int k = 0; k < 2 && j < len && s[j] >= '0' && s[j] <= '7'; k++)
-					c2 = c2 * 8 + (uint32_t)(s[j++] - '0');
-				put_utf8(&b, c2);
-			} else {
-				strbuf_put(&b, "\\", 1);
-				strbuf_put(&b, &d, 1);
-				if (d == '\n')
-					(*line)++;
-			}
-		}
-	}
-	*i = j + 1;
-	struct jx_val v = jx_strbuf_val(p->e, &b);
-	push(p, (struct tok){.t = T_STRING, .line = start_line, .s = v.s->p, .n = v.s->n});
-}
-
-static const char *const OPS2[] = {"//", "**", "==", "!=", "<=", ">="};
-static const char OPS1[] = "+-*/%~<>=()[]{},.:|";
-
-/* Tokens of one tag starting at s[*i]; stops after the end marker. Returns the index
- * after the tag (and whatever whitespace control consumed). */
-static size_t lex_tag(struct parser *p, const char *s, size_t len, size_t i, int *line, bool block,
-		      bool *line_starting)
-{
-	int depth = 0;
-	int tag_line = *line;
-	for (;;) {
-		while (i < len && is_ws(s[i])) {
-			if (s[i] == '\n')
-				(*line)++;
-			i++;
-		}
-		if (i >= len)
-			jx_fail(p->e, tag_line, BG_ERR_FORMAT, "unexpected end of template: %s not closed",
-				block ? "'{%'" : "'{{'");
-		if (depth == 0) {
-			const char *end = block ? "%}" : "}}";
-			size_t m = 0;
-			char sign = 0;
-			if ((s[i] == '-' || (block && s[i] == '+')) && i + 2 < len && memcmp(s + i + 1, end, 2) == 0) {
-				sign = s[i];
-				m = 3;
-			} else if (i + 1 < len && memcmp(s + i, end, 2) == 0) {
-				m = 2;
-			}
-			if (m) {
-				push(p, (struct tok){.t = block ? T_BLOCK_END : T_VAR_END, .line = *line});
-				i += m;
-				*line_starting = false;
-				if (sign == '-') {
-					while (i < len && is_ws(s[i])) {
-						*line_starting = s[i] == '\n';
-						if (s[i] == '\n')
-							(*line)++;
-						i++;
-					}
-				} else if (block && sign != '+' && i < len && s[i] == '\n') {
-					(*line)++;
-					i++;
-					*line_starting = true;
-				}
-				return i;
-			}
-		}
-		char c = s[i];
-		if (is_name0(c)) {
-			size_t j = i;
-			while (j < len && (is_name0(s[j]) || is_digit(s[j])))
-				j++;
-			push(p, (struct tok){.t = T_NAME, .line = *line, .s = jx_strdup(p->e, s + i, j - i), .n = j - i});
-			i = j;
-		} else if (is_digit(c)) {
-			size_t j = i;
-			bool fl = false;
-			while (j < len && (is_digit(s[j]) || s[j] == '_'))
-				j++;
-			if (j + 1 < len && s[j] == '.' && is_digit(s[j + 1])) {
-				fl = true;
-				j++;
-				while (j < len && (is_digit(s[j]) || s[j] == '_'))
-					j++;
-			}
-			if (j < len && (s[j] == 'e' || s[j] == 'E')) {
-				size_t k = j + 1;
-				if (k < len && (s[k] == '+' || s[k] == '-'))
-					k++;
-				if (k < len && is_digit(s[k])) {
-					fl = true;
-					j = k;
-					while (j < len && is_digit(s[j]))
-						j++;
-				}
-			}
-			char buf[64];
-			size_t n = 0;
-			for (size_t k = i; k < j && n < sizeof buf - 1; k++)
-				if (s[k] != '_')
-					buf[n++] = s[k];
-			buf[n] = 0;
-			struct tok t = {.t = fl ? T_FLOAT : T_INT, .line = *line};
-			if (fl) {
-				t.f = strtod(buf, NULL);
-			} else {
-				char *endp;
-				unsigned long long u = strtoull(buf, &endp, 10);
-				if (u > INT64_MAX)
-					jx_fail(p->e, *line, BG_ERR_UNSUPPORTED, "integer literal too large");
-				t.i = (int64_t)u;
-			}
-			push(p, t);
-			i = j;
-		} else if (c == '\'' || c == '"') {
-			lex_string(p, s, len, &i, line);
-		} else {
-			size_t m = 0;
-			for (size_t k = 0; k < sizeof OPS2 / sizeof *OPS2; k++)
-				if (i + 1 < len && memcmp(s + i, OPS2[k], 2) == 0)
-					m = 2;
-			if (!m && strchr(OPS1, c) && c)
-				m = 1;
-			if (!m)
-				jx_fail(p->e, *line, BG_ERR_FORMAT, "unexpected character '%c'", c);
-			if (c == '(' || c == '[' || c == '{')
-				depth++;
-			else if ((c == ')' || c == ']' || c == '}') && depth > 0)
-				depth--;
-			push(p, (struct tok){.t = T_OP, .line = *line, .s = jx_strdup(p->e, s + i, m), .n = m});
-			i += m;
-		}
-	}
-}
-
-static void lex(struct parser *p, const char *src, size_t srclen)
-{
-	/* jinja2 joins the lines of the source with "\n" (\r\n and \r are newlines) and, with
-	 * keep_trailing_newline off, drops one final newline. */
-	char *s = jx_alloc(p->e, srclen + 1);
-	size_t len = 0;
-	for (size_t i = 0; i < srclen; i++) {
-		if (src[i] == '\r') {
-			s[len++] = '\n';
-			if (i + 1 < srclen && src[i + 1] == '\n')
-				i++;
-		} else {
-			s[len++] = src[i];
-		}
-	}
-	if (len && s[len - 1] == '\n')
-		len--;
-	s[len] = 0;
-
-	size_t i = 0;
-	int line = 1;
-	bool line_starting = true;
-	while (i < len) {
-		size_t q = i;
-		int kind = 0; /* '{', '%', '#' */
-		while (q + 1 < len) {
-			if (s[q] == '{' && (s[q + 1] == '{' || s[q + 1] == '%' || s[q + 1] == '#')) {
-				kind = s[q + 1];
-				break;
-			}
-			q++;
-		}
-		if (!kind)
-			q = len;
-		size_t tn = q - i;
-		char sign = kind && q + 2 < len && (s[q + 2] == '-' || s[q + 2] == '+') ? s[q + 2] : 0;
-		if (sign == '-') {
-			while (tn > 0 && is_ws(s[i + tn - 1]))
-				tn--;
-		} else if (kind && kind != '{' && sign != '+') {
-			size_t l = tn;
-			while (l > 0 && s[i + l - 1] != '\n')
-				l--;
-			bool nl = l > 0;
-			bool all_ws = l < tn;
-			for (size_t k = l; k < tn; k++)
-				if (!is_ws(s[i + k]))
-					all_ws = false;
-			if ((nl || line_starting) && all_ws)
-				tn = l;
-		}
-		if (tn)
-			push(p, (struct tok){.t = T_DATA, .line = line, .s = jx_strdup(p->e, s + i, tn), .n = tn});
-		line += count_nl(s + i, q - i);
-		if (!kind)
-			break;
-		size_t j = q + 2 + (sign ? 1 : 0);
-		if (kind == '#') {
-			const char *e = NULL;
-			for (size_t k = q + 2; k + 1 < len; k++)
-				if (s[k] == '#' && s[k + 1] == '}') {
-					e = s + k;
-					break;
-				}
-			if (!e)
-				jx_fail(p->e, line, BG_ERR_FORMAT, "unexpected end of template: comment not closed");
-			size_t k = (size_t)(e - s);
-			line += count_nl(s + q, k - q);
-			char esign = k > q + 2 && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
-			i = k + 2;
-			line_starting = false;
-			if (esign == '-') {
-				while (i < len && is_ws(s[i])) {
-					line_starting = s[i] == '\n';
-					line += s[i] == '\n';
-					i++;
-				}
-			} else if (esign != '+' && i < len && s[i] == '\n') {
-				i++;
-				line++;
-				line_starting = true;
-			}
-			continue;
-		}
-		bool block = kind == '%';
-		/* {% raw %} ... {% endraw %}: the body is data */
-		if (block) {
-			size_t k = j;
-			while (k < len && is_ws(s[k]))
-				k++;
-			if (len - k >= 3 && memcmp(s + k, "raw", 3) == 0 && (k + 3 >= len || !is_name0(s[k + 3]))) {
-				size_t m = k + 3;
-				while (m < len && is_ws(s[m]))
-					m++;
-				char rs = m < len && s[m] == '-' ? '-' : 0;
-				if (rs)
-					m++;
-				if (m + 1 < len && s[m] == '%' && s[m + 1] == '}') {
-					m += 2;
-					if (rs == '-')
-						while (m < len && is_ws(s[m]))
-							m++;
-					else if (m < len && s[m] == '\n')
-						m++;
-					const char *end = strstr(s + m, "endraw");
-					if (!end)
-						jx_fail(p->e, line, BG_ERR_FORMAT, "missing endraw");
-					size_t b = (size_t)(end - s);
-					while (b > m && s[b - 1] != '{')
-						b--;
-					size_t data_end = b > m ? b - 1 : m;
-					size_t dn = data_end - m;
-					if (b > 0 && s[b] == '-')
-						while (dn > 0 && is_ws(s[m + dn - 1]))
-							dn--;
-					if (dn)
-						push(p, (struct tok){.t = T_DATA, .line = line, .s = jx_strdup(p->e, s + m, dn), .n = dn});
-					const char *close = strstr(end, "%}");
-					if (!close)
-						jx_fail(p->e, line, BG_ERR_FORMAT, "missing endraw");
-					line += count_nl(s + q, (size_t)(close - s) - q);
-					i = (size_t)(close - s) + 2;
-					line_starting = false;
-					if (close > s && close[-1] == '-') {
-						while (i < len && is_ws(s[i]))
-							line += s[i++] == '\n';
-					} else if (i < len && s[i] == '\n') {
-						i++;
-						line++;
-						line_starting = true;
-					}
-					continue;
-				}
-			}
-		}
-		push(p, (struct tok){.t = block ? T_BLOCK_BEGIN : T_VAR_BEGIN, .line = line});
-		i = lex_tag(p, s, len, j, &line, block, &line_starting);
-	}
-	push(p, (struct tok){.t = T_EOF, .line = line});
-}
-
 /* ---- parser ---- */
 
-static struct tok *cur(struct parser *p) { return &p->tk[p->pos]; }
-static struct tok *next(struct parser *p)
+static struct jx_tok *cur(struct jx_parser *p) { return &p->tk[p->pos]; }
+static struct jx_tok *next(struct jx_parser *p)
 {
-	struct tok *t = &p->tk[p->pos];
+	struct jx_tok *t = &p->tk[p->pos];
 	if (t->t != T_EOF)
 		p->pos++;
 	return t;
 }
-static bool is_op(struct parser *p, const char *op)
+static bool is_op(struct jx_parser *p, const char *op)
 {
-	struct tok *t = cur(p);
+	struct jx_tok *t = cur(p);
 	return t->t == T_OP && strcmp(t->s, op) == 0;
 }
-static bool is_name(struct parser *p, const char *name)
+static bool is_name(struct jx_parser *p, const char *name)
 {
-	struct tok *t = cur(p);
+	struct jx_tok *t = cur(p);
 	return t->t == T_NAME && strcmp(t->s, name) == 0;
 }
-static bool skip_op(struct parser *p, const char *op)
+static bool skip_op(struct jx_parser *p, const char *op)
 {
 	if (!is_op(p, op))
 		return false;
 	p->pos++;
 	return true;
 }
-static bool skip_name(struct parser *p, const char *name)
+static bool skip_name(struct jx_parser *p, const char *name)
 {
 	if (!is_name(p, name))
 		return false;
@@ -453,7 +44,7 @@ static bool skip_name(struct parser *p, const char *name)
 	return true;
 }
 
-static const char *tok_desc(struct tok *t)
+static const char *tok_desc(struct jx_tok *t)
 {
 	switch (t->t) {
 	case T_NAME:
@@ -468,13 +59,13 @@ static const char *tok_desc(struct tok *t)
 	}
 }
 
-_Noreturn static void unexpected(struct parser *p, const char *want)
+_Noreturn static void unexpected(struct jx_parser *p, const char *want)
 {
-	struct tok *t = cur(p);
+	struct jx_tok *t = cur(p);
 	jx_fail(p->e, t->line, BG_ERR_FORMAT, "expected %s, got %s", want, tok_desc(t));
 }
 
-static void expect_op(struct parser *p, const char *op)
+static void expect_op(struct jx_parser *p, const char *op)
 {
 	if (!skip_op(p, op)) {
 		char w[8];
@@ -483,21 +74,21 @@ static void expect_op(struct parser *p, const char *op)
 	}
 }
 
-static const char *expect_name(struct parser *p)
+static const char *expect_name(struct jx_parser *p)
 {
 	if (cur(p)->t != T_NAME)
 		unexpected(p, "a name");
 	return next(p)->s;
 }
 
-static void expect_block_end(struct parser *p)
+static void expect_block_end(struct jx_parser *p)
 {
 	if (cur(p)->t != T_BLOCK_END)
 		unexpected(p, "'%}'");
 	p->pos++;
 }
 
-static struct jx_node *node(struct parser *p, enum jx_kind k, int line)
+static struct jx_node *node(struct jx_parser *p, enum jx_kind k, int line)
 {
 	struct jx_node *n = jx_alloc(p->e, sizeof *n);
 	n->kind = k;
@@ -509,7 +100,7 @@ struct nodevec {
 	struct jx_node **v;
 	int n, cap;
 };
-static void nv_push(struct parser *p, struct nodevec *v, struct jx_node *x)
+static void nv_push(struct jx_parser *p, struct nodevec *v, struct jx_node *x)
 {
 	if (v->n == v->cap) {
 		int cap = v->cap ? v->cap * 2 : 4;
@@ -522,19 +113,19 @@ static void nv_push(struct parser *p, struct nodevec *v, struct jx_node *x)
 	v->v[v->n++] = x;
 }
 
-static void enter(struct parser *p)
+static void enter(struct jx_parser *p)
 {
 	if (++p->nest > MAX_NEST)
 		jx_fail(p->e, cur(p)->line, BG_ERR_CAPACITY, "template nested more than %d deep", MAX_NEST);
 }
 
-static struct jx_node *parse_expr(struct parser *p);
-static struct jx_node *parse_or(struct parser *p);
-static struct jx_node *parse_unary(struct parser *p, bool with_filter);
-static struct jx_node *parse_tuple(struct parser *p, bool with_cond, bool explicit_parens);
+static struct jx_node *parse_expr(struct jx_parser *p);
+static struct jx_node *parse_or(struct jx_parser *p);
+static struct jx_node *parse_unary(struct jx_parser *p, bool with_filter);
+static struct jx_node *parse_tuple(struct jx_parser *p, bool with_cond, bool explicit_parens);
 
 /* (args, name=value, ...) after the '(' has been read into n (N_CALL/N_FILTER/N_TEST). */
-static void parse_args(struct parser *p, struct jx_node *n)
+static void parse_args(struct jx_parser *p, struct jx_node *n)
 {
 	struct nodevec pos = {0}, kw = {0};
 	const char **kn = NULL;
@@ -570,9 +161,9 @@ static void parse_args(struct parser *p, struct jx_node *n)
 	n->kn = kn;
 }
 
-static struct jx_node *parse_primary(struct parser *p)
+static struct jx_node *parse_primary(struct jx_parser *p)
 {
-	struct tok *t = cur(p);
+	struct jx_tok *t = cur(p);
 	struct jx_node *n;
 	switch (t->t) {
 	case T_NAME:
@@ -599,7 +190,7 @@ static struct jx_node *parse_primary(struct parser *p)
 		struct strbuf b = {0};
 		strbuf_put(&b, t->s, t->n);
 		while (cur(p)->t == T_STRING) {
-			struct tok *u = next(p);
+			struct jx_tok *u = next(p);
 			strbuf_put(&b, u->s, u->n);
 		}
 		n->val = jx_strbuf_val(p->e, &b);
@@ -656,12 +247,12 @@ static struct jx_node *parse_primary(struct parser *p)
 	unexpected(p, "an expression");
 }
 
-static struct jx_node *parse_postfix(struct parser *p, struct jx_node *n)
+static struct jx_node *parse_postfix(struct jx_parser *p, struct jx_node *n)
 {
 	for (;;) {
 		int line = cur(p)->line;
 		if (skip_op(p, ".")) {
-			struct tok *t = next(p);
+			struct jx_tok *t = next(p);
 			if (t->t == T_NAME) {
 				struct jx_node *g = node(p, N_GETATTR, line);
 				g->a = n;
@@ -716,7 +307,7 @@ static struct jx_node *parse_postfix(struct parser *p, struct jx_node *n)
 	}
 }
 
-static struct jx_node *parse_filter(struct parser *p, struct jx_node *n)
+static struct jx_node *parse_filter(struct jx_parser *p, struct jx_node *n)
 {
 	int line = cur(p)->line;
 	const char *name = expect_name(p);
@@ -731,7 +322,7 @@ static struct jx_node *parse_filter(struct parser *p, struct jx_node *n)
 	return f;
 }
 
-static struct jx_node *parse_filter_expr(struct parser *p, struct jx_node *n)
+static struct jx_node *parse_filter_expr(struct jx_parser *p, struct jx_node *n)
 {
 	for (;;) {
 		if (skip_op(p, "|")) {
@@ -746,7 +337,7 @@ static struct jx_node *parse_filter_expr(struct parser *p, struct jx_node *n)
 			t->s = name;
 			t->sn = strlen(name);
 			t->a = n;
-			struct tok *c = cur(p);
+			struct jx_tok *c = cur(p);
 			if (skip_op(p, "(")) {
 				parse_args(p, t);
 			} else if ((c->t == T_NAME || c->t == T_STRING || c->t == T_INT || c->t == T_FLOAT ||
@@ -769,10 +360,10 @@ static struct jx_node *parse_filter_expr(struct parser *p, struct jx_node *n)
 	}
 }
 
-static struct jx_node *parse_unary(struct parser *p, bool with_filter)
+static struct jx_node *parse_unary(struct jx_parser *p, bool with_filter)
 {
 	enter(p);
-	struct tok *t = cur(p);
+	struct jx_tok *t = cur(p);
 	struct jx_node *n;
 	if (is_op(p, "-") || is_op(p, "+")) {
 		p->pos++;
@@ -789,7 +380,7 @@ static struct jx_node *parse_unary(struct parser *p, bool with_filter)
 	return n;
 }
 
-static struct jx_node *binop(struct parser *p, int op, struct jx_node *a, struct jx_node *b, int line)
+static struct jx_node *binop(struct jx_parser *p, int op, struct jx_node *a, struct jx_node *b, int line)
 {
 	struct jx_node *n = node(p, N_BINOP, line);
 	n->op = op;
@@ -798,7 +389,7 @@ static struct jx_node *binop(struct parser *p, int op, struct jx_node *a, struct
 	return n;
 }
 
-static struct jx_node *parse_pow(struct parser *p)
+static struct jx_node *parse_pow(struct jx_parser *p)
 {
 	struct jx_node *n = parse_unary(p, true);
 	while (is_op(p, "**")) {
@@ -808,7 +399,7 @@ static struct jx_node *parse_pow(struct parser *p)
 	return n;
 }
 
-static struct jx_node *parse_math2(struct parser *p)
+static struct jx_node *parse_math2(struct jx_parser *p)
 {
 	struct jx_node *n = parse_pow(p);
 	for (;;) {
@@ -820,7 +411,7 @@ static struct jx_node *parse_math2(struct parser *p)
 	}
 }
 
-static struct jx_node *parse_concat(struct parser *p)
+static struct jx_node *parse_concat(struct jx_parser *p)
 {
 	struct jx_node *n = parse_math2(p);
 	while (is_op(p, "~")) {
@@ -830,7 +421,7 @@ static struct jx_node *parse_concat(struct parser *p)
 	return n;
 }
 
-static struct jx_node *parse_math1(struct parser *p)
+static struct jx_node *parse_math1(struct jx_parser *p)
 {
 	struct jx_node *n = parse_concat(p);
 	for (;;) {
@@ -842,7 +433,7 @@ static struct jx_node *parse_math1(struct parser *p)
 	}
 }
 
-static struct jx_node *parse_compare(struct parser *p)
+static struct jx_node *parse_compare(struct jx_parser *p)
 {
 	int line = cur(p)->line;
 	struct jx_node *first = parse_math1(p);
@@ -891,7 +482,7 @@ static struct jx_node *parse_compare(struct parser *p)
 	return n;
 }
 
-static struct jx_node *parse_not(struct parser *p)
+static struct jx_node *parse_not(struct jx_parser *p)
 {
 	if (is_name(p, "not")) {
 		int line = next(p)->line;
@@ -905,7 +496,7 @@ static struct jx_node *parse_not(struct parser *p)
 	return parse_compare(p);
 }
 
-static struct jx_node *parse_and(struct parser *p)
+static struct jx_node *parse_and(struct jx_parser *p)
 {
 	struct jx_node *n = parse_not(p);
 	while (is_name(p, "and")) {
@@ -918,7 +509,7 @@ static struct jx_node *parse_and(struct parser *p)
 	return n;
 }
 
-static struct jx_node *parse_or(struct parser *p)
+static struct jx_node *parse_or(struct jx_parser *p)
 {
 	struct jx_node *n = parse_and(p);
 	while (is_name(p, "or")) {
@@ -931,7 +522,7 @@ static struct jx_node *parse_or(struct parser *p)
 	return n;
 }
 
-static struct jx_node *parse_cond(struct parser *p, bool with_cond)
+static struct jx_node *parse_cond(struct jx_parser *p, bool with_cond)
 {
 	struct jx_node *n = parse_or(p);
 	while (with_cond && is_name(p, "if")) {
@@ -948,11 +539,11 @@ static struct jx_node *parse_cond(struct parser *p, bool with_cond)
 	return n;
 }
 
-static struct jx_node *parse_expr(struct parser *p) { return parse_cond(p, true); }
+static struct jx_node *parse_expr(struct jx_parser *p) { return parse_cond(p, true); }
 
-static bool tuple_end(struct parser *p)
+static bool tuple_end(struct jx_parser *p)
 {
-	struct tok *t = cur(p);
+	struct jx_tok *t = cur(p);
 	if (t->t == T_VAR_END || t->t == T_BLOCK_END || t->t == T_EOF)
 		return true;
 	if (t->t == T_OP && (!strcmp(t->s, ")") || !strcmp(t->s, "]") || !strcmp(t->s, "}") || !strcmp(t->s, "=") || !strcmp(t->s, "|")))
@@ -960,7 +551,7 @@ static bool tuple_end(struct parser *p)
 	return t->t == T_NAME && (!strcmp(t->s, "if") || !strcmp(t->s, "in") || !strcmp(t->s, "recursive"));
 }
 
-static struct jx_node *parse_tuple(struct parser *p, bool with_cond, bool explicit_parens)
+static struct jx_node *parse_tuple(struct jx_parser *p, bool with_cond, bool explicit_parens)
 {
 	int line = cur(p)->line;
 	struct nodevec v = {0};
@@ -988,9 +579,9 @@ static struct jx_node *parse_tuple(struct parser *p, bool with_cond, bool explic
 
 /* ---- statements ---- */
 
-static struct jx_node *parse_body(struct parser *p, const char *const *ends);
+static struct jx_node *parse_body(struct jx_parser *p, const char *const *ends);
 
-static struct jx_node *parse_for(struct parser *p, int line)
+static struct jx_node *parse_for(struct jx_parser *p, int line)
 {
 	struct jx_node *n = node(p, N_FOR, line);
 	struct nodevec t = {0};
@@ -1022,14 +613,14 @@ static struct jx_node *parse_for(struct parser *p, int line)
 	return n;
 }
 
-static struct jx_node *parse_if(struct parser *p, int line)
+static struct jx_node *parse_if(struct jx_parser *p, int line)
 {
 	struct jx_node *n = node(p, N_IF, line);
 	n->a = parse_tuple(p, false, false);
 	expect_block_end(p);
 	static const char *const ends[] = {"elif", "else", "endif", NULL};
 	n->b = parse_body(p, ends);
-	struct tok *t = next(p);
+	struct jx_tok *t = next(p);
 	if (!strcmp(t->s, "elif")) {
 		n->c = parse_if(p, t->line);
 		return n; /* the nested if consumed endif */
@@ -1044,7 +635,7 @@ static struct jx_node *parse_if(struct parser *p, int line)
 	return n;
 }
 
-static void parse_params(struct parser *p, struct jx_node *n)
+static void parse_params(struct jx_parser *p, struct jx_node *n)
 {
 	struct nodevec names = {0}, defs = {0};
 	expect_op(p, "(");
@@ -1071,9 +662,9 @@ static void parse_params(struct parser *p, struct jx_node *n)
 		n->w[names.n - defs.n + i] = defs.v[i];
 }
 
-static struct jx_node *parse_stmt(struct parser *p)
+static struct jx_node *parse_stmt(struct jx_parser *p)
 {
-	struct tok *t = next(p);
+	struct jx_tok *t = next(p);
 	if (t->t != T_NAME) {
 		p->pos--;
 		unexpected(p, "a statement name");
@@ -1194,13 +785,13 @@ static struct jx_node *parse_stmt(struct parser *p)
 
 /* Statements until a block tag named in ends (NULL-terminated; NULL: the end of the
  * template). Leaves the cursor on that tag's name. */
-static struct jx_node *parse_body(struct parser *p, const char *const *ends)
+static struct jx_node *parse_body(struct jx_parser *p, const char *const *ends)
 {
 	enter(p);
 	struct jx_node *body = node(p, N_BODY, cur(p)->line);
 	struct nodevec v = {0};
 	for (;;) {
-		struct tok *t = cur(p);
+		struct jx_tok *t = cur(p);
 		if (t->t == T_EOF) {
 			if (ends)
 				jx_fail(p->e, t->line, BG_ERR_FORMAT, "unexpected end of template, expected '%s'", ends[0]);
@@ -1222,7 +813,7 @@ static struct jx_node *parse_body(struct parser *p, const char *const *ends)
 			nv_push(p, &v, o);
 		} else if (t->t == T_BLOCK_BEGIN) {
 			p->pos++;
-			struct tok *nm = cur(p);
+			struct jx_tok *nm = cur(p);
 			bool end = false;
 			for (int i = 0; ends && ends[i]; i++)
 				if (nm->t == T_NAME && !strcmp(nm->s, ends[i]))
@@ -1247,7 +838,7 @@ static struct jx_node *parse_body(struct parser *p, const char *const *ends)
 
 struct jx_node *jx_parse(struct jx_env *e, const char *src, size_t len)
 {
-	struct parser p = {.e = e};
-	lex(&p, src, len);
+	struct jx_parser p = {.e = e};
+	jx_lex(&p, src, len);
 	return parse_body(&p, NULL);
 }
