@@ -59,6 +59,10 @@ const struct param_def params_table[] = {
      0, SAMPLER_MAX_TOP, false, 0, NULL, NULL, "log-probs of the prompt tokens, as logprobs"},
     {"add_bos", "add_bos", PARAM_TRIBOOL, R(add_bos), NO_N, NULL, NULL, 0, 0, false, 0, NULL,
      NULL, "prepend the beginning-of-sequence token (default: as the vocabulary says)"},
+    /* issue 15; grammar, json_schema, regex, choice, logit_bias and bad_words are structured
+     * values, read by io/jsonl's parse_constraints */
+    {"min_tokens", "min_tokens", PARAM_INT, R(min_tokens), NO_N, "0", NULL, 0, INT32_MAX, false,
+     0, NULL, NULL, "end-of-generation and stop_token_ids masked until this many tokens"},
 };
 
 const size_t params_count = sizeof params_table / sizeof params_table[0];
