@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 		}
 		if (s == 0)
 			t_pre = now() - ts;
-		struct backend_sample_row row = {0, -1, &sp, {NULL, 0, NULL, 0}, &rng};
+		struct backend_sample_row row = {0, -1, &sp, {NULL, 0, NULL, 0}, &rng, NULL};
 		struct sampler_result res;
 		b->ops->sample(b->ctx, &row, 1, &res, &err);
 		next[s] = res.token;
@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 		for (int s = 0; s < batch; s++) {
 			seqs[s] = (struct backend_seq){
 			    &next[s], 1, n_prompt + i, table + s * per_seq, per_seq, &one};
-			rows[s] = (struct backend_sample_row){s, -1, &sp, {NULL, 0, NULL, 0}, &rng};
+			rows[s] = (struct backend_sample_row){s, -1, &sp, {NULL, 0, NULL, 0}, &rng, NULL};
 		}
 		struct backend_batch bt = {seqs, batch, batch};
 		if (b->ops->forward(b->ctx, &bt, &err) != BG_OK ||

@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 				tok[s] = (s * 7919 + 1) % b->n_vocab;
 				want[s] = 1;
 				rows[s] = (struct backend_sample_row){
-				    s, -1, &p, {NULL, 0, NULL, 0}, NULL};
+				    s, -1, &p, {NULL, 0, NULL, 0}, NULL, NULL};
 			}
 			double t0 = 0, kv_bytes = 0;
 			for (int it = 0; it < warm + steps; it++) {

@@ -48,6 +48,7 @@ struct backend_sample_row {
 	const struct sampler_params *params;
 	struct sampler_history history;
 	struct sampler_rng *rng; /* the request's RNG, advanced by one draw when sampling */
+	const struct sampler_constraint *constraint; /* NULL: none; applied before sampling */
 };
 
 struct backend_mem {

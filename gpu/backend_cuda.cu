@@ -1016,6 +1016,9 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
 	CUDA_CHECK(cudaSetDevice(c->device));
 	for (int32_t i = 0; i < n_rows; i++) {
+		if (rows[i].constraint) /* the engine keeps constrained requests off CUDA */
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "sample row %d: constraints are not supported on CUDA yet", i);
 		if (rows[i].logits_row < 0 || rows[i].logits_row >= c->n_logits)
 			return bg_fail(err, BG_ERR_INVALID,
 				       "sample row %d asks for logits row %d of "

@@ -91,7 +91,7 @@ static int32_t greedy(struct backend *b, int32_t row, float *logprob, struct bg_
 {
 	struct sampler_params p;
 	sampler_params_default(&p);
-	struct backend_sample_row r = {row, -1, &p, {NULL, 0, NULL, 0}, NULL};
+	struct backend_sample_row r = {row, -1, &p, {NULL, 0, NULL, 0}, NULL, NULL};
 	struct sampler_result out;
 	if (b->ops->sample(b->ctx, &r, 1, &out, err) != BG_OK)
 		return -1;
@@ -327,7 +327,7 @@ static void test_stories(void)
 			CHECK(g->ops->get_logits(g->ctx, r1, lg, &err) == BG_OK, "get_logits");
 			struct sampler_history h = {sg.tokens, sg.n_prompt, sg.tokens + sg.n_prompt,
 						    sg.n_tok - sg.n_prompt};
-			struct backend_sample_row a = {r1, -1, &p, h, &rg};
+			struct backend_sample_row a = {r1, -1, &p, h, &rg, NULL};
 			struct sampler_result o1, o2;
 			CHECK(g->ops->sample(g->ctx, &a, 1, &o1, &err) == BG_OK, "sample: %s",
 			      err.msg);
@@ -428,7 +428,7 @@ static void test_tiny_random(void)
 		struct sampler_params p;
 		sampler_params_default(&p);
 		p.n_top = 1;
-		struct backend_sample_row row = {r, tok, &p, {NULL, 0, NULL, 0}, NULL};
+		struct backend_sample_row row = {r, tok, &p, {NULL, 0, NULL, 0}, NULL, NULL};
 		struct sampler_result o;
 		CHECK(g->ops->sample(g->ctx, &row, 1, &o, &err) == BG_OK, "score: %s", err.msg);
 		double d1 = fabs(o.logprob - lp), d2 = fabs(o.top_logprobs[0] - top_lp);

@@ -111,7 +111,7 @@ static void check_reference(const struct model *m, const char *json_rel, int che
 	enum bg_status st = forward1(b, prompt, np, 0, table, 16);
 	for (int i = 0; i < ng && st == BG_OK; i++) {
 		const cJSON *step = cJSON_GetArrayItem(steps, i);
-		struct backend_sample_row row = {0, -1, &p, {prompt, np, gen, i}, &rng};
+		struct backend_sample_row row = {0, -1, &p, {prompt, np, gen, i}, &rng, NULL};
 		struct sampler_result res;
 		struct bg_err err = {0};
 		st = b->ops->sample(b->ctx, &row, 1, &res, &err);
@@ -184,7 +184,7 @@ static void check_free_greedy(const struct model *m, const char *json_rel)
 	enum bg_status st = forward1(b, prompt, np, 0, table, 16);
 	int same = 0;
 	for (int i = 0; i < ng && st == BG_OK; i++) {
-		struct backend_sample_row row = {0, -1, &p, {prompt, np, mine, i}, &rng};
+		struct backend_sample_row row = {0, -1, &p, {prompt, np, mine, i}, &rng, NULL};
 		struct sampler_result res;
 		struct bg_err err = {0};
 		st = b->ops->sample(b->ctx, &row, 1, &res, &err);
@@ -654,7 +654,7 @@ static void test_sample_rows(const struct model *m)
 			/* with shared: rows 0, 2 and 4 draw from one RNG, in that order */
 			struct sampler_rng *rr = shared && i % 2 == 0 ? &r[0] : &r[i];
 			rows[i] = (struct backend_sample_row){
-			    5 - i, i == 3 ? 9 : -1, &p, {toks[0], 4, NULL, 0}, rr};
+			    5 - i, i == 3 ? 9 : -1, &p, {toks[0], 4, NULL, 0}, rr, NULL};
 		}
 		struct sampler_result res[6];
 		CHECK(b->ops->sample(b->ctx, rows, 6, res, &err) == BG_OK, "sample: %s", err.msg);
@@ -720,7 +720,7 @@ static void test_contract(const struct model *m)
 	CHECK(b->ops->get_logits(b->ctx, 1, lg, &err) == BG_ERR_INVALID, "row out of range");
 	struct sampler_params p;
 	sampler_params_default(&p);
-	struct backend_sample_row row = {1, -1, &p, {NULL, 0, NULL, 0}, NULL};
+	struct backend_sample_row row = {1, -1, &p, {NULL, 0, NULL, 0}, NULL, NULL};
 	struct sampler_result res;
 	CHECK(b->ops->sample(b->ctx, &row, 1, &res, &err) == BG_ERR_INVALID, "sample bad row");
 	/* forced scoring: the log-prob of a given token */

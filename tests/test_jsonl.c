@@ -96,6 +96,72 @@ static cJSON *write_and_parse(const struct request *r, const struct tok *t,
 	return j;
 }
 
+/* ---- parser: constraints (issue 15) ---- */
+
+static void test_constraints(void)
+{
+	struct jsonl_defaults d;
+	jsonl_defaults_init(&d);
+	struct request *r = parse(
+	    "{\"prompt\": \"a\", \"json_schema\": {\"type\": \"integer\"}, \"logit_bias\": "
+	    "{\"5\": -100, \"7\": 2.5}, \"bad_words\": [\"x y\"], \"min_tokens\": 3}",
+	    1, &d, NULL);
+	CHECK(r->error.code[0] == 0, "valid: %s", r->error.message);
+	CHECK(r->grammar && grammar_matches(r->grammar, "-12", 3) &&
+		  !grammar_matches(r->grammar, "1.5", 3),
+	      "json_schema compiled");
+	CHECK(r->n_bias == 2 && r->bias_ids[0] == 5 && r->bias_vals[0] == -100 &&
+		  r->bias_ids[1] == 7 && r->bias_vals[1] == 2.5f,
+	      "logit_bias");
+	CHECK(r->n_bad_words == 1 && strcmp(r->bad_words[0], "x y") == 0, "bad_words");
+	CHECK(r->min_tokens == 3, "min_tokens");
+	req_free(r);
+	static const struct {
+		const char *line, *match, *nomatch;
+	} ok[] = {
+	    {"{\"prompt\": \"a\", \"grammar\": \"root ::= [a-c]+\"}", "abc", "abd"},
+	    {"{\"prompt\": \"a\", \"regex\": \"[0-9]{2}\"}", "42", "4"},
+	    {"{\"prompt\": \"a\", \"choice\": [\"yes\", \"no\"]}", "no", "yes no"},
+	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
+	     "\"response_format\": {\"type\": \"json_object\"}}}",
+	     "{\"k\": [1]}", "[1]"},
+	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
+	     "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"n\", "
+	     "\"strict\": true, \"schema\": {\"type\": \"boolean\"}}}}}",
+	     "true", "1"},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		r = parse(ok[i].line, 1, &d, NULL);
+		CHECK(r->error.code[0] == 0 && r->grammar, "%s: %s", ok[i].line, r->error.message);
+		if (r->grammar) {
+			CHECK(grammar_matches(r->grammar, ok[i].match, strlen(ok[i].match)), "%s",
+			      ok[i].match);
+			CHECK(!grammar_matches(r->grammar, ok[i].nomatch, strlen(ok[i].nomatch)),
+			      "%s", ok[i].nomatch);
+		}
+		req_free(r);
+	}
+	static const struct {
+		const char *line, *msg;
+	} bad[] = {
+	    {"{\"prompt\": \"a\", \"grammar\": \"root ::= (\"}", "grammar: line 1, column 11"},
+	    {"{\"prompt\": \"a\", \"grammar\": 3}", "grammar must be a string"},
+	    {"{\"prompt\": \"a\", \"regex\": \"(\", \"choice\": [\"a\"]}", "at most one of"},
+	    {"{\"prompt\": \"a\", \"choice\": []}", "choice must be a non-empty array"},
+	    {"{\"prompt\": \"a\", \"json_schema\": {\"type\": \"tuple\"}}", "unknown type"},
+	    {"{\"prompt\": \"a\", \"logit_bias\": {\"1\": 101}}", "[-100, 100]"},
+	    {"{\"prompt\": \"a\", \"bad_words\": [\"\"]}", "non-empty strings"},
+	    {"{\"prompt\": \"a\", \"min_tokens\": -1}", "min_tokens must be in"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		r = parse(bad[i].line, 1, &d, NULL);
+		CHECK(strcmp(r->error.code, "invalid_request") == 0 &&
+			  strstr(r->error.message, bad[i].msg),
+		      "%s: %s %s", bad[i].line, r->error.code, r->error.message);
+		req_free(r);
+	}
+}
+
 /* ---- parser: native form ---- */
 
 static void test_defaults(void)
@@ -453,8 +519,17 @@ static void test_openai_parse(void)
 	     "\"logprobs\": true}}",
 	     "invalid_request", "body.logprobs must be an integer"},
 	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
-	     "\"logit_bias\": {\"50256\": -100}}}",
-	     "unsupported", "logit_bias"},
+	     "\"response_format\": {\"type\": \"xml\"}}}",
+	     "unsupported", "response_format.type \"xml\""},
+	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
+	     "\"logit_bias\": {\"x\": -100}}}",
+	     "invalid_request", "body.logit_bias keys must be token ids"},
+	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
+	     "\"response_format\": {\"type\": \"json_object\"}, \"regex\": \"a\"}}",
+	     "invalid_request", "at most one of body.grammar"},
+	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"a\", "
+	     "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\"}}}}",
+	     "invalid_request", "json_schema.schema is missing"},
 	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"prompt\": \"\"}}",
 	     "invalid_request", "prompt is empty"},
 	    {"{\"custom_id\": \"a\", \"url\": \"/v1/completions\", \"body\": {\"messages\": []}}",
@@ -1175,6 +1250,7 @@ static void test_chat_tokenized(void)
 	if (!path)
 		return;
 	struct gguf_ctx *g = NULL;
+	test_constraints();
 	struct tok *t = NULL;
 	struct bg_err err = {0};
 	if (gguf_open(path, &g, &err) != BG_OK || tok_load(g, &t, &err) != BG_OK) {

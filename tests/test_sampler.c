@@ -501,8 +501,57 @@ static void test_vs_naive(void)
 	free(l);
 }
 
+/* sampler_constrain: biases first, then the mask; greedy picks the best allowed token and
+ * its log-prob is taken over the allowed ones (hand-derived: two allowed logits 1 and 1
+ * after the bias -> log(1/2)). */
+static void test_constrain(void)
+{
+	float lg[40];
+	for (int i = 0; i < 40; i++)
+		lg[i] = (float)i / 10.0f;
+	uint32_t allow[2] = {(1u << 3) | (1u << 7), 1u << (33 - 32)};
+	int32_t ids[3] = {7, 33, 99};
+	float b[3] = {-0.3f, -2.3f, 50.0f}; /* 7 -> 0.4; 33 -> 1.0; 99 out of range: ignored */
+	struct sampler_constraint c = {allow, ids, b, 3};
+	sampler_constrain(lg, 40, &c);
+	int n_inf = 0;
+	for (int i = 0; i < 40; i++)
+		n_inf += isinf(lg[i]) && lg[i] < 0;
+	CHECK(n_inf == 37, "37 tokens masked, got %d", n_inf);
+	CHECK_NEAR(lg[3], 0.3, 0, 1e-6);
+	CHECK_NEAR(lg[7], 0.4, 1e-6, 0);
+	CHECK_NEAR(lg[33], 1.0, 1e-6, 0);
+	struct sampler_params p;
+	sampler_params_default(&p);
+	struct sampler_rng rng;
+	sampler_rng_seed(&rng, 1);
+	void *scr = scratch_for(40);
+	struct sampler_result out;
+	sampler_sample(lg, 40, &p, NULL, &rng, scr, &out);
+	CHECK(out.token == 33, "greedy picks the allowed best: %d", out.token);
+	double lse = log(exp(0.3) + exp(0.4) + exp(1.0));
+	CHECK_NEAR(out.logprob, 1.0 - lse, 1e-6, 0);
+	p.temperature = 1.0f;
+	for (int k = 0; k < 200; k++) {
+		sampler_sample(lg, 40, &p, NULL, &rng, scr, &out);
+		if (out.token != 3 && out.token != 7 && out.token != 33) {
+			CHECK(0, "sampled a masked token %d", out.token);
+			break;
+		}
+	}
+	free(scr);
+	/* no mask: only the biases */
+	float l2[4] = {0, 0, 0, 0};
+	int32_t id2[1] = {2};
+	float b2[1] = {-INFINITY};
+	struct sampler_constraint c2 = {NULL, id2, b2, 1};
+	sampler_constrain(l2, 4, &c2);
+	CHECK(l2[0] == 0 && l2[1] == 0 && isinf(l2[2]) && l2[3] == 0, "a ban without a mask");
+}
+
 int main(void)
 {
+	test_constrain();
 	test_rng();
 	test_logprobs();
 	test_ties();

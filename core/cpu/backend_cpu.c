@@ -76,7 +76,7 @@ struct cpu_ctx {
 	float *xf;     /* [cap_logits][n_embd] final-normed rows that want logits */
 	float *logits; /* [cap_logits][n_vocab] */
 
-	void *samp_scratch; /* [n_threads][samp_bytes] */
+	void *samp_scratch; /* [n_threads][samp_bytes]: the sampler's, then a constrained row */
 	size_t samp_bytes;
 
 	const struct backend_batch *batch; /* during forward */
@@ -623,13 +623,20 @@ static void samp_task(void *arg, int32_t i, int32_t thread)
 	struct cpu_ctx *c = r->c;
 	const struct backend_sample_row *row = &r->rows[i];
 	const float *lg = c->logits + (size_t)row->logits_row * c->hp.n_vocab;
+	char *scratch = (char *)c->samp_scratch + (size_t)thread * c->samp_bytes;
+	if (row->constraint) {
+		/* a copy, so that the logits rows stay as the forward left them */
+		float *cl = (float *)(scratch + sampler_scratch_bytes((int32_t)c->hp.n_vocab));
+		memcpy(cl, lg, c->hp.n_vocab * sizeof *cl);
+		sampler_constrain(cl, (int32_t)c->hp.n_vocab, row->constraint);
+		lg = cl;
+	}
 	if (row->forced >= 0)
 		sampler_score(lg, (int32_t)c->hp.n_vocab, row->forced, row->params->n_top,
 			      &r->out[i]);
 	else
 		sampler_sample(lg, (int32_t)c->hp.n_vocab, row->params, &row->history, row->rng,
-			       (char *)c->samp_scratch + (size_t)thread * c->samp_bytes,
-			       &r->out[i]);
+			       scratch, &r->out[i]);
 }
 
 static enum bg_status cpu_sample(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
@@ -1003,7 +1010,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->kv = calloc(kv_floats ? kv_floats : 1, sizeof(float));
 	size_t E = hp->n_embd;
 	c->norms = malloc((2 * (size_t)hp->n_layer + 1) * E * sizeof(float));
-	c->samp_bytes = sampler_scratch_bytes((int32_t)hp->n_vocab);
+	c->samp_bytes = sampler_scratch_bytes((int32_t)hp->n_vocab) + hp->n_vocab * sizeof(float);
 	if (!c->kv || !c->norms) {
 		cpu_destroy(c);
 		free(b);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/constrain.h"
 #include "engine/kv.h"
 #include "engine/scheduler.h"
 
@@ -62,12 +63,17 @@ struct ereq {
 	int32_t sample;	    /* its index among the samples */
 	bool own_done;	    /* root: its own sequence finished, waiting for kids */
 	enum req_finish own_finish;
+	struct constrain *con;	   /* NULL: unconstrained (engine/constrain.h) */
+	struct sampler_constraint sc; /* this step's, built by constrain_step */
+	bool con_dead;		   /* no token allowed at this step */
+	struct bg_err con_err;	   /* set when the constraint step failed */
 };
 
 struct engine {
 	struct engine_config cfg;
 	struct backend *be;
 	const struct tok *tok;
+	struct constrain_vocab *cvocab; /* built on the first constrained request */
 	struct kv_pool *pool;
 	struct sched *sched;
 	int32_t max_seq_len;
@@ -174,6 +180,7 @@ static void ereq_free(struct ereq *er)
 		ereq_free(er->kids[i]);
 	free(er->kids);
 	free(er->swap_buf);
+	constrain_free(er->con);
 	req_free(er->r);
 	free(er);
 }
@@ -224,6 +231,7 @@ void engine_destroy(struct engine *e)
 		drop_inflight(e);
 	sched_destroy(e->sched);
 	kv_pool_destroy(e->pool);
+	constrain_vocab_free(e->cvocab);
 	free(e->bseqs);
 	free(e->btok);
 	free(e->bwant);
@@ -714,6 +722,39 @@ static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 	return true;
 }
 
+/* The request's constraint state; false after failing the request. Constraints are
+ * applied by the CPU backend only, for now. */
+static bool constrain_begin(struct engine *e, struct ereq *er)
+{
+	struct bg_err cerr = {0};
+	if (!e->tok) {
+		fail_req(e, er, "invalid_request", "constraints need the model's vocabulary");
+		return false;
+	}
+	if (er->r->n > 1) {
+		/* the constraint state is per request; samples would each need their own */
+		fail_req(e, er, "unsupported",
+			 "n > 1 with grammar, json_schema, regex, choice, logit_bias, bad_words or "
+			 "min_tokens is not supported yet");
+		return false;
+	}
+	if (strcmp(e->be->name, "cpu") != 0) {
+		fail_req(e, er, "unsupported",
+			 "grammar, json_schema, regex, choice, logit_bias, bad_words and "
+			 "min_tokens run on the CPU backend only, for now");
+		return false;
+	}
+	if (!e->cvocab && constrain_vocab_create(e->tok, &e->cvocab, &cerr) != BG_OK) {
+		fail_req(e, er, "internal", "%s", cerr.msg);
+		return false;
+	}
+	if (constrain_create(e->cvocab, er->r, &er->con, &cerr) != BG_OK) {
+		fail_req(e, er, "invalid_request", "%s", cerr.msg);
+		return false;
+	}
+	return true;
+}
+
 /* Sampling state and the scheduler's sequence; queues it for admission. */
 static void intake_enqueue(struct engine *e, struct ereq *er, int64_t n_max)
 {
@@ -724,6 +765,8 @@ static void intake_enqueue(struct engine *e, struct ereq *er, int64_t n_max)
 	er->sp_prompt.n_top = r->prompt_logprobs > 0 ? r->prompt_logprobs : 0;
 	if (e->tok)
 		tok_stream_init(&er->ts, e->tok);
+	if (constrain_wanted(r) && !constrain_begin(e, er))
+		return;
 	er->sq.order = er->ord;
 	er->sq.n_tokens = r->n_prompt;
 	er->sq.n_kv_max = (int32_t)(n_max - 1);
@@ -1039,6 +1082,31 @@ static enum bg_status fork_samples(struct engine *e, struct ereq *er,
 	return BG_OK;
 }
 
+/* Checks the sampled token against the request's constraint and advances it; false after
+ * the request ended here (no token was allowed: "stop" when the grammar is complete,
+ * else an error). */
+static bool constrain_apply(struct engine *e, struct ereq *er, const struct sampler_result *res)
+{
+	struct bg_err cerr = {0};
+	if (er->con_err.msg[0]) {
+		fail_req(e, er, "grammar", "%s", er->con_err.msg);
+		return false;
+	}
+	if (er->con_dead) {
+		if (constrain_complete(er->con))
+			complete(e, er, REQ_FINISH_STOP);
+		else
+			fail_req(e, er, "grammar",
+				 "no token of the vocabulary can continue the output");
+		return false;
+	}
+	if (constrain_accept(er->con, e->cvocab, res->token, &cerr) != BG_OK) {
+		fail_req(e, er, "grammar", "%s", cerr.msg);
+		return false;
+	}
+	return true;
+}
+
 /* Runs one planned batch: swap-ins, forward, sample, append, stop checks. */
 static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan, struct bg_err *err)
 {
@@ -1103,6 +1171,15 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 				row->history.output = r->out_ids;
 				row->history.n_output = r->n_out;
 				row->rng = &er->rng;
+				row->constraint = NULL;
+				if (er->con && forced < 0) {
+					er->con_err.msg[0] = 0;
+					if (constrain_step(er->con, e->cvocab, r, &er->sc,
+							   &er->con_dead, &er->con_err) != BG_OK)
+						er->con_dead = true;
+					else if (!er->con_dead)
+						row->constraint = &er->sc;
+				}
 				nrows++;
 				nlog++;
 			}
@@ -1119,6 +1196,7 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 			row->history.output = NULL;
 			row->history.n_output = 0;
 			row->rng = &kid->rng;
+			row->constraint = NULL;
 		}
 		e->bseqs[i] = (struct backend_seq){
 		    .tokens = &e->btok[ntok],
@@ -1184,6 +1262,8 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 			return st;
 		if (fork)
 			row += er->n_kids;
+		if (er->con && !constrain_apply(e, er, sampled))
+			continue;
 		enum req_finish f = append_token(e, er, sampled);
 		if (f == REQ_FINISH_ERROR)
 			fail_req(e, er, "internal", "out of memory for the output");

@@ -68,6 +68,12 @@ void req_free(struct request *r)
 		free(r->stop[i]);
 	free(r->stop);
 	free(r->stop_token_ids);
+	grammar_free(r->grammar);
+	free(r->bias_ids);
+	free(r->bias_vals);
+	for (int32_t i = 0; i < r->n_bad_words; i++)
+		free(r->bad_words[i]);
+	free(r->bad_words);
 	if (r->user && r->user_free)
 		r->user_free(r->user);
 	free(r->prompt_ids);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sample/grammar.h"
 #include "sample/sampler.h"
 
 enum req_finish {
@@ -67,6 +68,15 @@ struct request {
 	int32_t logprobs;	 /* -1: none; 0: the chosen token's only; n: plus top-n */
 	int32_t prompt_logprobs; /* -1: none; n >= 0 as for logprobs */
 	int32_t n;		 /* samples of the prompt, >= 1 (one prefill, shared blocks) */
+	/* constraints (structured output and logit controls; engine/constrain.h) */
+	struct grammar *grammar; /* owned; NULL = none (from grammar, json_schema, regex,
+				    choice or response_format) */
+	int32_t min_tokens;	 /* EOG and stop_token_ids masked while n_out < this */
+	int32_t *bias_ids;	 /* [n_bias] logit_bias token ids */
+	float *bias_vals;	 /* [n_bias] */
+	int32_t n_bias;
+	char **bad_words; /* [n_bad_words] NUL-terminated */
+	int32_t n_bad_words;
 	void *user;		 /* owned by the caller (e.g. OpenAI request form) */
 	void (*user_free)(void *user);
 

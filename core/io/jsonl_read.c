@@ -1,5 +1,8 @@
 #include "io/jsonl_read.h"
 #include "io/params.h"
+#include "sample/grammar.h"
+#include "sample/json_schema.h"
+#include "sample/regex.h"
 #include "strbuf.h"
 
 #include <cjson/cJSON.h>
@@ -355,6 +358,156 @@ static void parse_params(struct parse *p, const cJSON *o, bool openai)
 	}
 }
 
+/* ---- constraints (issue 15): grammar, json_schema, regex, choice, response_format,
+ * logit_bias, bad_words, min_tokens; engine/constrain.h applies them ---- */
+
+/* Compiles GBNF text into r->grammar; the error names the field and the position. */
+static void set_grammar(struct parse *p, const char *gbnf, const char *name)
+{
+	struct bg_err err = {0};
+	if (grammar_parse(gbnf, strlen(gbnf), NULL, &p->r->grammar, &err) != BG_OK)
+		fail(p, "invalid_request", "%s: %s", name,
+		     strncmp(err.msg, "grammar: ", 9) == 0 ? err.msg + 9 : err.msg);
+}
+
+static void set_schema(struct parse *p, const cJSON *schema, const char *name)
+{
+	char *gbnf = NULL;
+	struct bg_err err = {0};
+	if (json_schema_to_gbnf(schema, &gbnf, &err) != BG_OK)
+		fail(p, "invalid_request", "%s: %s", name, err.msg);
+	else
+		set_grammar(p, gbnf, name);
+	free(gbnf);
+}
+
+/* The one structured-output constraint of a line (several are an error). pre: "" or
+ * "body." for messages. */
+static void parse_constraints(struct parse *p, const cJSON *o, const char *pre, bool openai)
+{
+	struct request *r = p->r;
+	const cJSON *g = field(o, "grammar"), *js = field(o, "json_schema"), *rx = field(o, "regex"),
+		    *ch = field(o, "choice"), *rf = openai ? field(o, "response_format") : NULL;
+	const cJSON *rf_type = cJSON_IsObject(rf) ? field(rf, "type") : NULL;
+	if (rf && (!cJSON_IsString(rf_type) || strcmp(rf_type->valuestring, "text") == 0))
+		rf = NULL; /* "text" (or junk, refused below) asks for nothing */
+	if (openai && field(o, "response_format") && !cJSON_IsString(rf_type))
+		fail(p, "invalid_request", "%sresponse_format.type must be a string", pre);
+	int n = (g != NULL) + (js != NULL) + (rx != NULL) + (ch != NULL) + (rf != NULL);
+	char name[64];
+	if (n > 1) {
+		fail(p, "invalid_request",
+		     "give at most one of %sgrammar, json_schema, regex, choice and "
+		     "response_format", pre);
+	} else if (g) {
+		snprintf(name, sizeof name, "%sgrammar", pre);
+		if (!cJSON_IsString(g))
+			fail(p, "invalid_request", "%s must be a string (GBNF)", name);
+		else
+			set_grammar(p, g->valuestring, name);
+	} else if (js) {
+		snprintf(name, sizeof name, "%sjson_schema", pre);
+		set_schema(p, js, name);
+	} else if (rx) {
+		snprintf(name, sizeof name, "%sregex", pre);
+		char *gbnf = NULL;
+		struct bg_err err = {0};
+		if (!cJSON_IsString(rx))
+			fail(p, "invalid_request", "%s must be a string", name);
+		else if (regex_to_gbnf(rx->valuestring, &gbnf, &err) != BG_OK)
+			fail(p, "invalid_request", "%s: %s", name, err.msg);
+		else
+			set_grammar(p, gbnf, name);
+		free(gbnf);
+	} else if (ch) {
+		snprintf(name, sizeof name, "%schoice", pre);
+		int cnt = cJSON_IsArray(ch) ? cJSON_GetArraySize(ch) : 0;
+		const char **list = calloc((size_t)(cnt ? cnt : 1), sizeof *list);
+		int k = 0;
+		for (const cJSON *e = cnt ? ch->child : NULL; e && list; e = e->next)
+			if (cJSON_IsString(e))
+				list[k++] = e->valuestring;
+		char *gbnf = NULL;
+		struct bg_err err = {0};
+		if (!list)
+			p->oom = true;
+		else if (cnt == 0 || k != cnt)
+			fail(p, "invalid_request", "%s must be a non-empty array of strings", name);
+		else if (choice_to_gbnf(list, (size_t)k, &gbnf, &err) != BG_OK)
+			fail(p, "invalid_request", "%s: %s", name, err.msg);
+		else
+			set_grammar(p, gbnf, name);
+		free(gbnf);
+		free(list);
+	} else if (rf) {
+		const char *t = rf_type->valuestring;
+		char *gbnf = NULL;
+		struct bg_err err = {0};
+		if (strcmp(t, "json_object") == 0) {
+			if (json_schema_object_gbnf(&gbnf, &err) != BG_OK)
+				fail(p, "internal", "%s", err.msg);
+			else
+				set_grammar(p, gbnf, "body.response_format");
+		} else if (strcmp(t, "json_schema") == 0) {
+			const cJSON *w = field(rf, "json_schema");
+			const cJSON *sc = cJSON_IsObject(w) ? field(w, "schema") : NULL;
+			if (!sc)
+				fail(p, "invalid_request",
+				     "body.response_format.json_schema.schema is missing");
+			else
+				set_schema(p, sc, "body.response_format.json_schema.schema");
+		} else {
+			fail(p, "unsupported", "body.response_format.type \"%s\" is not supported", t);
+		}
+		free(gbnf);
+	}
+	const cJSON *it;
+	if ((it = field(o, "logit_bias"))) {
+		int cnt = cJSON_IsObject(it) ? cJSON_GetArraySize(it) : -1;
+		if (cnt < 0) {
+			fail(p, "invalid_request", "%slogit_bias must be an object", pre);
+		} else if (cnt > 0) {
+			r->bias_ids = calloc((size_t)cnt, sizeof *r->bias_ids);
+			r->bias_vals = calloc((size_t)cnt, sizeof *r->bias_vals);
+			if (!r->bias_ids || !r->bias_vals)
+				p->oom = true;
+			for (const cJSON *e = it->child; e && !failed(p); e = e->next) {
+				char *end = NULL;
+				long id = strtol(e->string, &end, 10);
+				if (!e->string[0] || *end || id < 0 || id > INT32_MAX)
+					fail(p, "invalid_request",
+					     "%slogit_bias keys must be token ids, got \"%s\"", pre,
+					     e->string);
+				else if (!cJSON_IsNumber(e) || e->valuedouble < -100 ||
+					 e->valuedouble > 100)
+					fail(p, "invalid_request",
+					     "%slogit_bias values must be numbers in [-100, 100]", pre);
+				else {
+					r->bias_ids[r->n_bias] = (int32_t)id;
+					r->bias_vals[r->n_bias++] = (float)e->valuedouble;
+				}
+			}
+		}
+	}
+	if ((it = field(o, "bad_words"))) {
+		int cnt = cJSON_IsArray(it) ? cJSON_GetArraySize(it) : -1;
+		if (cnt < 0) {
+			fail(p, "invalid_request", "%sbad_words must be an array of strings", pre);
+		} else if (cnt > 0) {
+			r->bad_words = calloc((size_t)cnt, sizeof *r->bad_words);
+			if (!r->bad_words)
+				p->oom = true;
+			for (const cJSON *e = it->child; e && !failed(p); e = e->next) {
+				if (!cJSON_IsString(e) || !e->valuestring[0])
+					fail(p, "invalid_request",
+					     "%sbad_words must be non-empty strings", pre);
+				else
+					r->bad_words[r->n_bad_words++] = dup_str(p, e->valuestring);
+			}
+		}
+	}
+}
+
 /* ---- chat messages ---- */
 
 /* Takes the rendered chat prompt text (malloc'd) into r->prompt, or tokenizes it into
@@ -514,8 +667,12 @@ static void parse_messages(struct parse *p, const cJSON *msgs, const cJSON *tool
 /* ---- native form ---- */
 
 /* Native fields besides the parameter table's. */
-static const char *const native_fields[] = {"id", "prompt", "input_ids", "messages",
-					    "tools", "chat_template_kwargs", NULL};
+/* Native fields besides the parameter table's (the constraints, issue 15, are read by
+ * parse_constraints). */
+static const char *const native_fields[] = {
+    "id",	   "prompt",	   "input_ids", "messages", "tools",	 "chat_template_kwargs",
+    "grammar",	   "json_schema", "regex",     "choice",   "logit_bias", "bad_words",
+    NULL};
 
 static void parse_input(struct parse *p, const cJSON *o, const char *prompt_name)
 {
@@ -568,6 +725,7 @@ static void parse_native(struct parse *p, const cJSON *o)
 	}
 	parse_input(p, o, "prompt");
 	parse_params(p, o, false);
+	parse_constraints(p, o, "", false);
 	const cJSON *it;
 	if (!failed(p) && (it = field(o, "messages")))
 		parse_messages(p, it, field(o, "tools"), field(o, "chat_template_kwargs"), "messages");
@@ -582,7 +740,8 @@ static const char *const openai_body_fields[] = {
     "model", "prompt", "messages", "logprobs", "top_logprobs", "echo", "best_of", "suffix",
     "logit_bias", "tools", "tool_choice", "functions", "function_call", "response_format",
     /* extensions, as in vLLM */
-    "input_ids", "chat_template_kwargs", NULL};
+    "input_ids", "chat_template_kwargs", "grammar", "json_schema", "regex", "choice", "bad_words",
+    NULL};
 /* Fields that change nothing in a batch result: accepted without a warning. */
 static const char *const openai_body_silent[] = {"stream",
 						 "stream_options",
@@ -708,18 +867,10 @@ static void openai_model_and_refusals(struct parse *p, const cJSON *body, struct
 		fail(p, "unsupported", "body.echo is not supported");
 	if ((it = field(body, "suffix")) && !(cJSON_IsString(it) && it->valuestring[0] == '\0'))
 		fail(p, "unsupported", "body.suffix is not supported");
-	if (nonempty_value(field(body, "logit_bias")))
-		fail(p, "unsupported", "body.logit_bias is not supported");
 	if ((nonempty_value(field(body, "tools")) && !field(body, "messages")) ||
 	    nonempty_value(field(body, "functions")))
 		fail(p, "unsupported", "functions (and tools without messages) are not supported");
-	if ((it = field(body, "response_format"))) {
-		const cJSON *type = cJSON_IsObject(it) ? field(it, "type") : NULL;
-		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
-			fail(p, "unsupported",
-			     "body.response_format other than text is not "
-			     "supported");
-	}
+	parse_constraints(p, body, "body.", true);
 }
 
 /* Step 3: a completion's prompt: a string, [string], token ids or [[token ids]] (one

@@ -60,6 +60,10 @@ const struct param_def params_table[] = {
     /* engine (issue 14): samples sharing one prefill; sample i draws with seed + i */
     {"n", "n", PARAM_INT, R(n), NO_N, "1", NULL, 1, REQ_MAX_N, false, 0, NULL, NULL,
      "samples of the prompt, one prefill (the result has a choices array)"},
+    /* issue 15; grammar, json_schema, regex, choice, logit_bias and bad_words are structured
+     * values, read by io/jsonl's parse_constraints */
+    {"min_tokens", "min_tokens", PARAM_INT, R(min_tokens), NO_N, "0", NULL, 0, INT32_MAX, false,
+     0, NULL, NULL, "end-of-generation and stop_token_ids masked until this many tokens"},
 };
 
 const size_t params_count = sizeof params_table / sizeof params_table[0];

@@ -40,6 +40,7 @@ struct gel {
 };
 
 struct grammar {
+	uint64_t hash;	      /* of the elements: identifies the grammar in mask caches */
 	struct gel *el;	      /* [n_el], all rules, each ending with GE_END */
 	uint32_t n_el;
 	uint32_t *rule_start; /* [n_rules] index of each rule's first element */
@@ -775,6 +776,9 @@ enum bg_status grammar_parse(const char *text, size_t len, const char *root, str
 		k += p.rules[i].n;
 	}
 	BG_ASSERT(k == g->n_el);
+	g->hash = 1469598103934665603ull ^ g->root;
+	for (uint32_t i = 0; i < g->n_el; i++)
+		g->hash = (g->hash ^ ((uint64_t)g->el[i].type << 32 | g->el[i].value)) * 1099511628211ull;
 	if (!check_left_recursion(&p, g))
 		goto fail;
 	goto done;
@@ -868,9 +872,42 @@ struct grammar_scratch {
 	struct wbuf tidx; /* start of each todo entry */
 	struct wbuf cur;  /* the stack being expanded */
 	struct wbuf seen; /* [hash, len, pos...] stacks already expanded in this accept */
+	/* accept_char results of this step: in a trie walk the same (set, code point) pair
+	 * comes back at many nodes (every token prefix of the same length inside a string
+	 * reaches the same set). memo holds [n_src, src words, n_res, res words] records. */
+	struct wbuf memo;
+	struct memo_slot {
+		uint64_t key;
+		uint32_t gen; /* == memo_gen: filled in this step */
+		uint32_t at;  /* record offset in memo */
+		uint32_t chr;
+	} *slots;	   /* [GRAMMAR_MEMO_SLOTS] */
+	uint32_t memo_gen, memo_used;
+	/* The mask walk keeps every set it reaches, interned (one copy per distinct set),
+	 * so a set is known by its offset and a transition (offset, code point) is looked up
+	 * without hashing words. */
+	struct htab {
+		uint64_t *keys;
+		uint32_t *vals;
+		uint32_t *gens; /* == memo_gen: filled in this step */
+		size_t cap, used;
+	} trans, intern;
 	uint64_t ops;	  /* stack operations in this step */
 	bool over;	  /* the step ran past its budget */
 	bool oom;
+	/* Masks of recent states: inside a JSON string or a repetition the state repeats
+	 * step after step (and across the rows of a batch), and its mask is copied instead
+	 * of walked. Keyed by grammar, vocabulary and the state's words. */
+	struct mask_entry {
+		uint64_t key;	      /* hash of everything below, 0 = empty */
+		const void *g, *v;    /* identities, with their content hashes */
+		uint64_t ghash, vhash;
+		uint32_t *words;      /* [n_words] the state's set, then partial value/remain */
+		size_t n_words;
+		uint32_t *mask;	      /* [mask_words] */
+		size_t mask_words;
+	} cache[GRAMMAR_MASK_CACHE];
+	uint32_t cache_next; /* round-robin victim */
 };
 
 static bool wb_reserve(struct grammar_scratch *s, struct wbuf *b, size_t more)
@@ -879,7 +916,7 @@ static bool wb_reserve(struct grammar_scratch *s, struct wbuf *b, size_t more)
 	 * memcpy(NULL, ., 0) is undefined (found by fuzz/fuzz_grammar: `root ::=`) */
 	if (b->w && b->n + more <= b->cap)
 		return true;
-	size_t total = s->sets.cap + s->todo.cap + s->tidx.cap + s->cur.cap + s->seen.cap;
+	size_t total = s->sets.cap + s->todo.cap + s->tidx.cap + s->cur.cap + s->seen.cap + s->memo.cap;
 	size_t nc = b->cap ? b->cap : 256;
 	while (nc < b->n + more)
 		nc *= 2;
@@ -1004,10 +1041,83 @@ static bool todo_push(struct grammar_scratch *s, const uint32_t *pos, uint32_t l
 	return true;
 }
 
+static size_t set_words(const uint32_t *w);
+
+#define GRAMMAR_MEMO_SLOTS 8192u
+
+static uint64_t memo_key(const uint32_t *w, size_t n, uint32_t chr)
+{
+	uint64_t h = 1469598103934665603ull ^ chr;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ w[i]) * 1099511628211ull;
+	return h;
+}
+
+static bool accept_char_raw(const struct grammar *g, struct grammar_scratch *s, size_t from,
+			    uint32_t chr, size_t *out);
+
 /* Appends to s->sets the set of stacks reached from the set at `from` by code point chr
- * (llama_grammar_accept); *out is its offset. */
+ * (llama_grammar_accept); *out is its offset. Memoized within the step. */
 static bool accept_char(const struct grammar *g, struct grammar_scratch *s, size_t from, uint32_t chr,
 			size_t *out)
+{
+	size_t n_src = set_words(s->sets.w + from);
+	uint64_t key = memo_key(s->sets.w + from, n_src, chr);
+	uint32_t slot = (uint32_t)(key & (GRAMMAR_MEMO_SLOTS - 1));
+	if (s->slots) {
+		for (uint32_t probe = 0; probe < 8; probe++, slot = (slot + 1) & (GRAMMAR_MEMO_SLOTS - 1)) {
+			struct memo_slot *m = &s->slots[slot];
+			if (m->gen != s->memo_gen)
+				break;
+			if (m->key != key || m->chr != chr || s->memo.w[m->at] != n_src ||
+			    memcmp(s->memo.w + m->at + 1, s->sets.w + from, n_src * 4) != 0)
+				continue;
+			uint32_t res_at = m->at + 1 + (uint32_t)n_src;
+			uint32_t n_res = s->memo.w[res_at];
+			if (!wb_reserve(s, &s->sets, n_res))
+				return false;
+			*out = s->sets.n;
+			memcpy(s->sets.w + s->sets.n, s->memo.w + res_at + 1, n_res * 4);
+			s->sets.n += n_res;
+			s->ops++;
+			return true;
+		}
+	}
+	if (!accept_char_raw(g, s, from, chr, out))
+		return false;
+	/* remember it, when there is room (a full table only costs speed) */
+	if (!s->slots) {
+		s->slots = calloc(GRAMMAR_MEMO_SLOTS, sizeof *s->slots);
+		if (!s->slots)
+			return true;
+	}
+	slot = (uint32_t)(key & (GRAMMAR_MEMO_SLOTS - 1));
+	for (uint32_t probe = 0; probe < 8; probe++, slot = (slot + 1) & (GRAMMAR_MEMO_SLOTS - 1)) {
+		struct memo_slot *m = &s->slots[slot];
+		if (m->gen == s->memo_gen)
+			continue;
+		size_t n_res = set_words(s->sets.w + *out);
+		if (s->memo_used >= GRAMMAR_MEMO_SLOTS / 2 || s->memo.n + n_src + n_res + 2 > UINT32_MAX / 2 ||
+		    !wb_reserve(s, &s->memo, n_src + n_res + 2)) {
+			s->over = false; /* a memo that does not fit is no error */
+			return true;
+		}
+		uint32_t at = (uint32_t)s->memo.n;
+		s->memo.w[s->memo.n++] = (uint32_t)n_src;
+		memcpy(s->memo.w + s->memo.n, s->sets.w + from, n_src * 4);
+		s->memo.n += n_src;
+		s->memo.w[s->memo.n++] = (uint32_t)n_res;
+		memcpy(s->memo.w + s->memo.n, s->sets.w + *out, n_res * 4);
+		s->memo.n += n_res;
+		*m = (struct memo_slot){key, s->memo_gen, at, chr};
+		s->memo_used++;
+		break;
+	}
+	return true;
+}
+
+static bool accept_char_raw(const struct grammar *g, struct grammar_scratch *s, size_t from,
+			    uint32_t chr, size_t *out)
 {
 	if (!wb_reserve(s, &s->sets, 1))
 		return false;
@@ -1102,7 +1212,20 @@ static enum bg_status step_error(struct grammar_scratch *s, struct bg_err *err)
 
 static void step_begin(struct grammar_scratch *s)
 {
-	s->sets.n = s->todo.n = s->tidx.n = s->cur.n = s->seen.n = 0;
+	s->sets.n = s->todo.n = s->tidx.n = s->cur.n = s->seen.n = s->memo.n = 0;
+	s->memo_gen++;
+	s->memo_used = 0;
+	if (s->memo_gen == 0) { /* wrapped: old generations could match again */
+		if (s->slots)
+			memset(s->slots, 0, GRAMMAR_MEMO_SLOTS * sizeof *s->slots);
+		if (s->trans.gens)
+			memset(s->trans.gens, 0, s->trans.cap * 4);
+		if (s->intern.gens)
+			memset(s->intern.gens, 0, s->intern.cap * 4);
+		s->trans.used = s->intern.used = 0;
+		s->memo_gen = 1;
+	}
+	s->trans.used = s->intern.used = 0;
 	s->ops = 0;
 	s->over = s->oom = false;
 }
@@ -1116,11 +1239,23 @@ void grammar_scratch_free(struct grammar_scratch *s)
 {
 	if (!s)
 		return;
+	for (int i = 0; i < GRAMMAR_MASK_CACHE; i++) {
+		free(s->cache[i].words);
+		free(s->cache[i].mask);
+	}
 	free(s->sets.w);
 	free(s->todo.w);
 	free(s->tidx.w);
 	free(s->cur.w);
 	free(s->seen.w);
+	free(s->memo.w);
+	free(s->slots);
+	free(s->trans.keys);
+	free(s->trans.vals);
+	free(s->trans.gens);
+	free(s->intern.keys);
+	free(s->intern.vals);
+	free(s->intern.gens);
 	free(s);
 }
 
@@ -1315,6 +1450,7 @@ enum bg_status grammar_state_accept_bytes(struct grammar_state *st, const char *
  * ====================================================================================== */
 
 struct grammar_vocab {
+	uint64_t hash; /* of the pieces and flags: identifies the vocabulary in mask caches */
 	int32_t n_vocab;
 	bool *is_eog;	       /* [n_vocab] */
 	char **piece;	       /* [n_vocab] copies */
@@ -1424,6 +1560,13 @@ enum bg_status grammar_vocab_create(int32_t n_vocab, const char *const *piece,
 		v->next_tok[i] = v->first_tok[node];
 		v->first_tok[node] = i;
 	}
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)n_vocab;
+	for (int32_t i = 0; i < n_vocab; i++) {
+		for (uint32_t k = 0; k < piece_len[i]; k++)
+			h = (h ^ (uint8_t)piece[i][k]) * 1099511628211ull;
+		h = (h ^ (0x100u + (is_eog[i] ? 1u : 0u) + piece_len[i] * 4u)) * 1099511628211ull;
+	}
+	v->hash = h;
 	*out = v;
 	return BG_OK;
 }
@@ -1440,8 +1583,111 @@ static void mask_set(uint32_t *mask, int32_t id)
 	mask[id >> 5] |= 1u << (id & 31);
 }
 
-/* Visits the children of trie node `node`, whose prefix leaves the set at s->sets[set]
- * and the decoder d. False on budget/oom. */
+/* ---- hash tables of the walk (open addressing, cleared per step by generation) ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* The slot of key (found, or the empty one where it would go). */
+static size_t ht_slot(const struct htab *t, uint32_t gen, uint64_t key)
+{
+	size_t i = (size_t)mix64(key) & (t->cap - 1);
+	while (t->gens[i] == gen && t->keys[i] != key)
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+static bool ht_grow(struct grammar_scratch *s, struct htab *t)
+{
+	if (t->cap && (t->used + 1) * 2 <= t->cap)
+		return true;
+	size_t nc = t->cap ? t->cap * 2 : 4096;
+	if (nc > GRAMMAR_STEP_WORDS) {
+		s->over = true;
+		return false;
+	}
+	struct htab n = {calloc(nc, 8), calloc(nc, 4), calloc(nc, 4), nc, t->used};
+	if (!n.keys || !n.vals || !n.gens) {
+		free(n.keys);
+		free(n.vals);
+		free(n.gens);
+		s->oom = true;
+		return false;
+	}
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->gens[i] == s->memo_gen) {
+			size_t j = ht_slot(&n, s->memo_gen, t->keys[i]);
+			n.keys[j] = t->keys[i];
+			n.vals[j] = t->vals[i];
+			n.gens[j] = s->memo_gen;
+		}
+	free(t->keys);
+	free(t->vals);
+	free(t->gens);
+	*t = n;
+	return true;
+}
+
+/* The set at s->sets[at..top) (just built) as an interned set: an earlier identical set
+ * (the new copy is dropped) or this one (kept). */
+static bool intern_set(struct grammar_scratch *s, size_t at, size_t *out)
+{
+	size_t n = set_words(s->sets.w + at);
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s->sets.w[at + i]) * 1099511628211ull;
+	/* collisions of h between different sets: probe on with h + k */
+	for (uint64_t k = h;; k++) {
+		if (!ht_grow(s, &s->intern))
+			return false;
+		size_t i = ht_slot(&s->intern, s->memo_gen, k);
+		if (s->intern.gens[i] != s->memo_gen) {
+			s->intern.keys[i] = k;
+			s->intern.vals[i] = (uint32_t)at;
+			s->intern.gens[i] = s->memo_gen;
+			s->intern.used++;
+			*out = at;
+			return true;
+		}
+		size_t o = s->intern.vals[i];
+		if (set_words(s->sets.w + o) == n && memcmp(s->sets.w + o, s->sets.w + at, n * 4) == 0) {
+			s->sets.n = at;
+			*out = o;
+			return true;
+		}
+	}
+}
+
+/* The interned set reached from the interned set at `from` by chr. */
+static bool walk_accept(const struct grammar *g, struct grammar_scratch *s, size_t from, uint32_t chr,
+			size_t *out)
+{
+	uint64_t key = (uint64_t)from << 21 | chr;
+	if (!ht_grow(s, &s->trans))
+		return false;
+	size_t i = ht_slot(&s->trans, s->memo_gen, key);
+	if (s->trans.gens[i] == s->memo_gen) {
+		*out = s->trans.vals[i];
+		return true;
+	}
+	size_t at;
+	if (!accept_char_raw(g, s, from, chr, &at) || !intern_set(s, at, out))
+		return false;
+	i = ht_slot(&s->trans, s->memo_gen, key); /* intern_set does not touch trans */
+	s->trans.keys[i] = key;
+	s->trans.vals[i] = (uint32_t)*out;
+	s->trans.gens[i] = s->memo_gen;
+	s->trans.used++;
+	return true;
+}
+
+/* Visits the children of trie node `node`, whose prefix leaves the interned set at
+ * s->sets[set] and the decoder d. False on budget/oom. */
 static bool walk_node(struct walk *w, uint32_t node, size_t set, struct u8dec d)
 {
 	struct grammar_scratch *s = w->s;
@@ -1451,14 +1697,12 @@ static bool walk_node(struct walk *w, uint32_t node, size_t set, struct u8dec d)
 		int r = u8_step(&dd, w->v->byte[c], &cp);
 		if (r < 0)
 			continue; /* invalid UTF-8: this token and all longer ones refused */
-		size_t mark = s->sets.n, cset = set;
+		size_t cset = set;
 		if (r == 1) {
-			if (!accept_char(w->g, s, set, cp, &cset))
+			if (!walk_accept(w->g, s, set, cp, &cset))
 				return false;
-			if (s->sets.w[cset] == 0) {
-				s->sets.n = mark;
+			if (s->sets.w[cset] == 0)
 				continue;
-			}
 		}
 		if (w->v->first_tok[c] >= 0 &&
 		    (dd.remain == 0 || set_partial_ok(w->g, s->sets.w + cset, dd.value, dd.remain)))
@@ -1466,18 +1710,70 @@ static bool walk_node(struct walk *w, uint32_t node, size_t set, struct u8dec d)
 				mask_set(w->mask, t);
 		if (w->v->first_child[c] != UINT32_MAX && !walk_node(w, c, cset, dd))
 			return false;
-		s->sets.n = mark;
 	}
 	return true;
+}
+
+static uint64_t state_key(const struct grammar_state *st, const struct grammar_vocab *v)
+{
+	uint64_t h = st->g->hash ^ (v->hash * 31u) ^ ((uint64_t)st->partial_value << 8) ^
+		     (uint64_t)(st->partial_remain + 1);
+	for (size_t i = 0; i < st->n_words; i++)
+		h = (h ^ st->set[i]) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+static struct mask_entry *cache_find(struct grammar_scratch *s, const struct grammar_state *st,
+				     const struct grammar_vocab *v, uint64_t key)
+{
+	for (int i = 0; i < GRAMMAR_MASK_CACHE; i++) {
+		struct mask_entry *e = &s->cache[i];
+		if (e->key == key && e->g == st->g && e->ghash == st->g->hash && e->v == v &&
+		    e->vhash == v->hash && e->n_words == st->n_words + 2 &&
+		    memcmp(e->words, st->set, st->n_words * 4) == 0 &&
+		    e->words[st->n_words] == st->partial_value &&
+		    e->words[st->n_words + 1] == (uint32_t)st->partial_remain)
+			return e;
+	}
+	return NULL;
+}
+
+static void cache_put(struct grammar_scratch *s, const struct grammar_state *st,
+		      const struct grammar_vocab *v, uint64_t key, const uint32_t *mask, size_t mw)
+{
+	struct mask_entry *e = &s->cache[s->cache_next];
+	s->cache_next = (s->cache_next + 1) % GRAMMAR_MASK_CACHE;
+	uint32_t *w = realloc(e->words, (st->n_words + 2) * 4);
+	if (w)
+		e->words = w;
+	uint32_t *m = e->mask_words == mw ? e->mask : realloc(e->mask, mw * 4);
+	if (m)
+		e->mask = m;
+	if (!w || !m) {
+		e->key = 0;
+		return;
+	}
+	memcpy(w, st->set, st->n_words * 4);
+	w[st->n_words] = st->partial_value;
+	w[st->n_words + 1] = (uint32_t)st->partial_remain;
+	memcpy(m, mask, mw * 4);
+	*e = (struct mask_entry){key, st->g, v, st->g->hash, v->hash, w, st->n_words + 2, m, mw};
 }
 
 enum bg_status grammar_state_mask(const struct grammar_state *st, const struct grammar_vocab *v,
 				  struct grammar_scratch *s, uint32_t *mask, struct bg_err *err)
 {
 	int32_t n = v->n_vocab;
-	memset(mask, 0, (size_t)((n + 31) / 32) * 4);
+	size_t mw = (size_t)((n + 31) / 32);
+	memset(mask, 0, mw * 4);
 	if (st->finished)
 		return BG_OK;
+	uint64_t key = state_key(st, v);
+	const struct mask_entry *hit = cache_find(s, st, v, key);
+	if (hit) {
+		memcpy(mask, hit->mask, mw * 4);
+		return BG_OK;
+	}
 	step_begin(s);
 	if (!wb_reserve(s, &s->sets, st->n_words))
 		return step_error(s, err);
@@ -1485,12 +1781,14 @@ enum bg_status grammar_state_mask(const struct grammar_state *st, const struct g
 	s->sets.n = st->n_words;
 	struct walk w = {st->g, v, s, mask};
 	struct u8dec d = {st->partial_value, st->partial_remain, st->partial_remain > 0};
-	if (!walk_node(&w, 0, 0, d))
+	size_t root = 0;
+	if (!intern_set(s, 0, &root) || !walk_node(&w, 0, root, d))
 		return step_error(s, err);
 	if (set_has_empty(st->set))
 		for (int32_t i = 0; i < n; i++)
 			if (v->is_eog[i])
 				mask_set(mask, i);
+	cache_put(s, st, v, key, mask, mw);
 	return BG_OK;
 }
 

@@ -49,6 +49,7 @@
 #define GRAMMAR_MAX_TOKEN_BYTES 1024	 /* longer tokens are never allowed */
 #define GRAMMAR_STEP_OPS (1u << 26)	 /* stack operations per step */
 #define GRAMMAR_STEP_WORDS (1u << 24)	 /* 32-bit words of scratch per step (64 MiB) */
+#define GRAMMAR_MASK_CACHE 16		 /* recent masks a scratch keeps (see grammar.c) */
 
 struct grammar;
 struct grammar_vocab;
@@ -70,7 +71,8 @@ enum bg_status grammar_vocab_create(int32_t n_vocab, const char *const *piece,
 void grammar_vocab_free(struct grammar_vocab *v); /* NULL-safe */
 int32_t grammar_vocab_n(const struct grammar_vocab *v);
 
-/* Working memory of mask and accept steps; one per thread, reused across steps. */
+/* Working memory of mask and accept steps, and a cache of the masks of the last
+ * GRAMMAR_MASK_CACHE states; one per thread, reused across steps and rows. */
 struct grammar_scratch *grammar_scratch_create(void); /* NULL on allocation failure */
 void grammar_scratch_free(struct grammar_scratch *s); /* NULL-safe */
 

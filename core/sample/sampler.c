@@ -66,6 +66,19 @@ void sampler_params_default(struct sampler_params *p)
 	p->n_top = 0;
 }
 
+void sampler_constrain(float *logits, int32_t n_vocab, const struct sampler_constraint *c)
+{
+	for (int32_t k = 0; k < c->n_bias; k++) {
+		int32_t id = c->bias_ids[k];
+		if (id >= 0 && id < n_vocab)
+			logits[id] += c->bias[k];
+	}
+	if (c->allow)
+		for (int32_t i = 0; i < n_vocab; i++)
+			if (!((c->allow[i >> 5] >> (i & 31)) & 1))
+				logits[i] = -INFINITY;
+}
+
 size_t sampler_scratch_bytes(int32_t n_vocab)
 {
 	return (size_t)n_vocab * (2 * sizeof(float) + sizeof(int32_t));

@@ -14,6 +14,12 @@
  *     probability < min_p * max probability, renormalize, draw with u in [0, 1) from the
  *     request's RNG walking ids in descending-probability order.
  *
+ * Constraints (structured output, logit_bias, min_tokens, bad words) come before step 1:
+ * sampler_constrain adds each bias to its token's logit, then sets the logit of every
+ * token the constraint's mask leaves out to -inf. Every step above then sees these
+ * logits, the reported log-probs included (so under a grammar, a token's log-prob is
+ * taken over the tokens the grammar allows).
+ *
  * RNG: xoshiro256** seeded from the 64-bit request seed through splitmix64, one draw
  * (upper 24 bits -> float in [0,1)) per sampled token; the state lives with the request
  * so that batching and preemption never change which numbers a request sees.
@@ -58,6 +64,18 @@ struct sampler_history {
 	const int32_t *output; /* [n_output] */
 	int32_t n_output;
 };
+
+/* What a request allows at one step; a row without one is unconstrained. */
+struct sampler_constraint {
+	const uint32_t *allow; /* [(n_vocab + 31) / 32] bit i of word i / 32: token i allowed;
+				  NULL = every token */
+	const int32_t *bias_ids; /* [n_bias] token ids (out-of-range ids are ignored) */
+	const float *bias;	 /* [n_bias] added to the logit; -INFINITY bans the token */
+	int32_t n_bias;
+};
+
+/* Applies c to logits[n_vocab] in place (see the header comment). */
+void sampler_constrain(float *logits, int32_t n_vocab, const struct sampler_constraint *c);
 
 void sampler_params_default(struct sampler_params *p); /* greedy, everything disabled */
 void sampler_rng_seed(struct sampler_rng *rng, uint64_t seed);
