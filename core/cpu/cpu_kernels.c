@@ -194,6 +194,132 @@ INLINE size_t pf_off(enum gguf_dtype type, int64_t i)
 	}
 }
 
+/* ---- AVX2 dequantization of the Q4_K_M types and Q8_K activation rounding ----
+ *
+ * The same IEEE operations as quant_dequant / quant_round_act, element by element (a
+ * product then a difference, never fused; the scale products computed in scalar code as
+ * there), so the results are bitwise theirs: only faster. Used by both vector levels (the
+ * AVX-512 level requires AVX2 too). */
+
+#define TDQ __attribute__((target("avx2,fma,f16c")))
+
+INLINE TDQ __m256 u8x8_to_ps(const uint8_t *p) /* 8 bytes, zero-extended, as floats */
+{
+	return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+
+static TDQ void deq_q4_k_avx2(const struct quant_q4_k *b, float *y)
+{
+	const uint8_t *q = b->qs;
+	const float d = half_f16_to_f32(b->d), min = half_f16_to_f32(b->dmin);
+	const __m128i lo = _mm_set1_epi8(0x0F);
+	for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
+		uint8_t sc, m;
+		quant_scale_min_k4(is + 0, b->scales, &sc, &m);
+		const __m256 d1 = _mm256_set1_ps(d * sc), m1 = _mm256_set1_ps(min * m);
+		quant_scale_min_k4(is + 1, b->scales, &sc, &m);
+		const __m256 d2 = _mm256_set1_ps(d * sc), m2 = _mm256_set1_ps(min * m);
+		for (int l = 0; l < 32; l += 8) {
+			__m128i v = _mm_loadl_epi64((const __m128i *)(q + l));
+			__m256 a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_and_si128(v, lo)));
+			__m256 h = _mm256_cvtepi32_ps(
+			    _mm256_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), lo)));
+			_mm256_storeu_ps(y + j + l, _mm256_sub_ps(_mm256_mul_ps(d1, a), m1));
+			_mm256_storeu_ps(y + j + 32 + l, _mm256_sub_ps(_mm256_mul_ps(d2, h), m2));
+		}
+	}
+}
+
+static TDQ void deq_q6_k_avx2(const struct quant_q6_k *b, float *y)
+{
+	const float d = half_f16_to_f32(b->d);
+	const uint8_t *ql = b->ql, *qh = b->qh;
+	const int8_t *sc = b->scales;
+	const __m128i lo = _mm_set1_epi8(0x0F), three = _mm_set1_epi8(3), off = _mm_set1_epi8(32);
+	for (int n = 0; n < 256; n += 128, y += 128, ql += 64, qh += 32, sc += 8) {
+		for (int l = 0; l < 32; l += 8) {
+			const int is = l / 16;
+			__m128i a = _mm_loadl_epi64((const __m128i *)(ql + l));
+			__m128i c = _mm_loadl_epi64((const __m128i *)(ql + l + 32));
+			__m128i h = _mm_loadl_epi64((const __m128i *)(qh + l));
+			__m128i q1 = _mm_or_si128(_mm_and_si128(a, lo),
+						  _mm_slli_epi16(_mm_and_si128(h, three), 4));
+			__m128i q2 = _mm_or_si128(_mm_and_si128(c, lo),
+						  _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 2), three), 4));
+			__m128i q3 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), lo),
+						  _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 4), three), 4));
+			__m128i q4 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(c, 4), lo),
+						  _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 6), three), 4));
+			__m128i qs[4] = {q1, q2, q3, q4};
+			for (int u = 0; u < 4; u++) {
+				__m128i s8 = _mm_sub_epi8(qs[u], off);
+				__m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(s8));
+				__m256 ds = _mm256_set1_ps(d * sc[is + 2 * u]);
+				_mm256_storeu_ps(y + l + 32 * u, _mm256_mul_ps(ds, f));
+			}
+		}
+	}
+}
+
+/* Q8_K rounding of 256 activations (quant_round_act's round_q8_k) */
+static TDQ void round_q8_k_avx2(const float *x, float *out)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	__m256 mx = _mm256_setzero_ps();
+	for (int j = 0; j < 256; j += 8)
+		/* max_ps returns its second operand where either is NaN: NaNs are skipped,
+		 * as the scalar comparison skips them */
+		mx = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), mx);
+	float t[8];
+	_mm256_storeu_ps(t, mx);
+	float amax = 0.0f;
+	for (int j = 0; j < 8; j++)
+		amax = t[j] > amax ? t[j] : amax;
+	if (amax == 0.0f) {
+		memset(out, 0, 256 * sizeof(float));
+		return;
+	}
+	float max = 0.0f;
+	for (int j = 0; j < 256; j++)
+		if (__builtin_fabsf(x[j]) == amax) {
+			max = x[j];
+			break;
+		}
+	const float iscale = -127.f / max, d = 1 / iscale;
+	const __m256 is = _mm256_set1_ps(iscale), dv = _mm256_set1_ps(d), magic = _mm256_set1_ps(12582912.f);
+	const __m256i mant = _mm256_set1_epi32(0x007fffff), bias = _mm256_set1_epi32(0x00400000),
+		      top = _mm256_set1_epi32(127);
+	for (int j = 0; j < 256; j += 8) {
+		__m256 v = _mm256_add_ps(_mm256_mul_ps(is, _mm256_loadu_ps(x + j)), magic);
+		__m256i i = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v), mant), bias);
+		i = _mm256_min_epi32(i, top);
+		_mm256_storeu_ps(out + j, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(i)));
+	}
+}
+
+/* dst[0, n) = quant_dequant(type, src, ., n), bitwise, faster for Q4_K and Q6_K */
+static TDQ void deq_fast(enum gguf_dtype type, const void *src, float *dst, int64_t n)
+{
+	if (type == GGUF_DTYPE_Q4_K)
+		for (int64_t i = 0; i < n; i += 256)
+			deq_q4_k_avx2((const struct quant_q4_k *)src + i / 256, dst + i);
+	else if (type == GGUF_DTYPE_Q6_K)
+		for (int64_t i = 0; i < n; i += 256)
+			deq_q6_k_avx2((const struct quant_q6_k *)src + i / 256, dst + i);
+	else
+		quant_dequant(type, src, dst, n);
+}
+
+/* act_chunk, bitwise, faster for the Q8_K types */
+static TDQ void act_fast(enum gguf_dtype type, const float *x, float *out, int64_t n)
+{
+	if (CPUK_ACT_ROUND && quant_block_elems(type) == 256)
+		for (int64_t i = 0; i < n; i += 256)
+			round_q8_k_avx2(x + i, out + i);
+	else
+		act_chunk(type, x, out, n);
+}
+
 /* ---- AVX-512F: 16 lanes, tiles of 4 rows x 4 tokens or 8 rows x 1 token ---- */
 
 #define T512 __attribute__((target("avx512f")))
@@ -336,7 +462,8 @@ bool cpuk_supported(enum cpuk_level level)
 	case CPUK_SCALAR: return true;
 #if CPUK_X86
 	case CPUK_AVX2: return cpuk_x86_features().avx2_fma_f16c;
-	case CPUK_AVX512: return cpuk_x86_features().avx512f;
+	case CPUK_AVX512: /* AVX2 too: the block types' dequantization (deq_fast) uses it */
+		return cpuk_x86_features().avx512f && cpuk_x86_features().avx2_fma_f16c;
 #else
 	default: return false;
 #endif

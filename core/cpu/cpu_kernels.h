@@ -17,7 +17,8 @@
  * fp16 scale d, 32 int8 q) as d * q rounded to fp32. Q8_0 rows need k % 32 == 0.
  *
  * The other block types of model/quant.h (Q4_0 ... IQ4_XS) are dequantized by
- * quant_dequant, bit for bit as llama.cpp does, DQ_C = 256 elements at a time into a
+ * quant_dequant (AVX2 code for Q4_K and Q6_K at the vector levels, bitwise the same), bit
+ * for bit as llama.cpp does, DQ_C = 256 elements at a time into a
  * buffer, and multiplied there with up to 32 tokens; their activations are first rounded
  * per row as llama.cpp's CPU matmuls quantize them (quant_round_act: Q8_0 / Q8_1 blocks
  * of 32, Q8_K blocks of 256). That choice was measured (README, "Quantized weights"): it

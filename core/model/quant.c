@@ -213,18 +213,6 @@ static void dq_q3_k(const struct quant_q3_k *b, float *y)
 	}
 }
 
-/* Q4_K's and Q5_K's 6-bit scale and min of group j in [0, 8). */
-static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
-{
-	if (j < 4) {
-		*d = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-		*m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
-	}
-}
-
 static void dq_q4_k(const struct quant_q4_k *b, float *y)
 {
 	const uint8_t *q = b->qs;
@@ -232,9 +220,9 @@ static void dq_q4_k(const struct quant_q4_k *b, float *y)
 	int is = 0;
 	uint8_t sc, m;
 	for (int j = 0; j < 256; j += 64) {
-		scale_min_k4(is + 0, b->scales, &sc, &m);
+		quant_scale_min_k4(is + 0, b->scales, &sc, &m);
 		const float d1 = d * sc, m1 = min * m;
-		scale_min_k4(is + 1, b->scales, &sc, &m);
+		quant_scale_min_k4(is + 1, b->scales, &sc, &m);
 		const float d2 = d * sc, m2 = min * m;
 		for (int l = 0; l < 32; l++)
 			*y++ = d1 * (q[l] & 0xF) - m1;
@@ -252,9 +240,9 @@ static void dq_q5_k(const struct quant_q5_k *b, float *y)
 	int is = 0;
 	uint8_t sc, m, u1 = 1, u2 = 2;
 	for (int j = 0; j < 256; j += 64) {
-		scale_min_k4(is + 0, b->scales, &sc, &m);
+		quant_scale_min_k4(is + 0, b->scales, &sc, &m);
 		const float d1 = d * sc, m1 = min * m;
-		scale_min_k4(is + 1, b->scales, &sc, &m);
+		quant_scale_min_k4(is + 1, b->scales, &sc, &m);
 		const float d2 = d * sc, m2 = min * m;
 		for (int l = 0; l < 32; l++)
 			*y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;

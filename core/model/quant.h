@@ -82,6 +82,19 @@ struct quant_iq4_xs { /* 136 bytes: 8 groups of 32, 6-bit scales */
 	uint8_t qs[128];
 };
 
+/* Q4_K's and Q5_K's 6-bit scale *d and min *m of group j in [0, 8), from their 12 packed
+ * bytes (ggml's get_scale_min_k4). */
+static inline void quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
+{
+	if (j < 4) {
+		*d = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+	}
+}
+
 /* IQ4_NL's and IQ4_XS's 16 non-uniform levels (ggml's kvalues_iq4nl). */
 extern const int8_t quant_iq4_values[16];
 
