@@ -190,6 +190,8 @@ $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
+$(FUZZ_BUILD)/gpu/cuda_loader.o: $(ABI_LAYOUT)
+
 $(FUZZ_BUILD)/libfuzz.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -6,9 +6,9 @@
  * oracles with FUZZ_CHECK: a violated oracle prints the reason and aborts, which libFuzzer
  * records as a crash with the reproducing input, like a sanitizer report.
  *
- * Known defects that another branch fixes are switched off by a compile-time flag, so that
- * the campaign is not stopped by them; flip the flag (make fuzz FUZZ_DEFS=...) once the
- * fix has landed:
+ * Oracles for defects fixed on another branch were first off behind a compile-time flag;
+ * both fixes have landed (ids must be valid UTF-8; a NUL refuses the line), so both are
+ * on by default (FUZZ_DEFS=-DFLAG=0 turns one off):
  *   FUZZ_EXACT_IDS  (issue 16 defect 1, issue 19's branch): the id read back from a
  *                   written result equals the request's id for every id, also one that
  *                   is not valid UTF-8. Off: checked for valid UTF-8 ids only.
@@ -27,10 +27,10 @@
 #include <unistd.h>
 
 #ifndef FUZZ_EXACT_IDS
-#define FUZZ_EXACT_IDS 0
+#define FUZZ_EXACT_IDS 1
 #endif
 #ifndef FUZZ_NUL_TEXT
-#define FUZZ_NUL_TEXT 0
+#define FUZZ_NUL_TEXT 1
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

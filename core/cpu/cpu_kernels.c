@@ -203,11 +203,6 @@ INLINE size_t pf_off(enum gguf_dtype type, int64_t i)
 
 #define TDQ __attribute__((target("avx2,fma,f16c")))
 
-INLINE TDQ __m256 u8x8_to_ps(const uint8_t *p) /* 8 bytes, zero-extended, as floats */
-{
-	return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)));
-}
-
 static TDQ void deq_q4_k_avx2(const struct quant_q4_k *b, float *y)
 {
 	const uint8_t *q = b->qs;
