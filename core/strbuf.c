@@ -52,3 +52,21 @@ void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 	va_end(ap);
 	b->len += (size_t)n;
 }
+
+void strbuf_json_ascii(struct strbuf *b, unsigned char c)
+{
+	switch (c) {
+	case '"': strbuf_puts(b, "\\\""); break;
+	case '\\': strbuf_puts(b, "\\\\"); break;
+	case '\n': strbuf_puts(b, "\\n"); break;
+	case '\r': strbuf_puts(b, "\\r"); break;
+	case '\t': strbuf_puts(b, "\\t"); break;
+	case '\b': strbuf_puts(b, "\\b"); break;
+	case '\f': strbuf_puts(b, "\\f"); break;
+	default:
+		if (c < 0x20)
+			strbuf_printf(b, "\\u%04x", c);
+		else
+			strbuf_put(b, &c, 1);
+	}
+}

@@ -22,5 +22,8 @@ struct strbuf {
 void strbuf_put(struct strbuf *b, const void *s, size_t n); /* appends n bytes (may be NUL) */
 void strbuf_puts(struct strbuf *b, const char *s);
 void strbuf_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends an ASCII byte c (< 0x80) as it stands inside a JSON string: the escapes JSON
+ * names (\" \\ \n \r \t \b \f), \u00XX for the other control bytes, else c itself. */
+void strbuf_json_ascii(struct strbuf *b, unsigned char c);
 
 #endif

@@ -667,6 +667,13 @@ static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 	struct request *r = er->r;
 	if (r->n <= 1)
 		return true;
+	if (constrain_wanted(r)) {
+		/* the constraint state is per request; samples would each need their own */
+		fail_req(e, er, "unsupported",
+			 "n > 1 with grammar, json_schema, regex, choice, logit_bias, bad_words or "
+			 "min_tokens is not supported yet");
+		return false;
+	}
 	if (r->n > e->cfg.max_batch_size) {
 		fail_req(e, er, "invalid_request",
 			 "n = %d samples do not fit a batch of max_batch_size %d", r->n,
@@ -729,13 +736,6 @@ static bool constrain_begin(struct engine *e, struct ereq *er)
 	struct bg_err cerr = {0};
 	if (!e->tok) {
 		fail_req(e, er, "invalid_request", "constraints need the model's vocabulary");
-		return false;
-	}
-	if (er->r->n > 1) {
-		/* the constraint state is per request; samples would each need their own */
-		fail_req(e, er, "unsupported",
-			 "n > 1 with grammar, json_schema, regex, choice, logit_bias, bad_words or "
-			 "min_tokens is not supported yet");
 		return false;
 	}
 	if (strcmp(e->be->name, "cpu") != 0) {

@@ -70,20 +70,7 @@ void jsonl_sb_quote(struct strbuf *b, const char *s, size_t n)
 	while (i < n) {
 		unsigned char c = u[i];
 		if (c < 0x80) {
-			switch (c) {
-			case '"': strbuf_puts(b, "\\\""); break;
-			case '\\': strbuf_puts(b, "\\\\"); break;
-			case '\n': strbuf_puts(b, "\\n"); break;
-			case '\r': strbuf_puts(b, "\\r"); break;
-			case '\t': strbuf_puts(b, "\\t"); break;
-			case '\b': strbuf_puts(b, "\\b"); break;
-			case '\f': strbuf_puts(b, "\\f"); break;
-			default:
-				if (c < 0x20)
-					strbuf_printf(b, "\\u%04x", c);
-				else
-					strbuf_put(b, &c, 1);
-			}
+			strbuf_json_ascii(b, c);
 			i++;
 			continue;
 		}

@@ -481,20 +481,10 @@ static void json_str(struct strbuf *b, const char *s, size_t n)
 	strbuf_puts(b, "\"");
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		switch (c) {
-		case '"': strbuf_puts(b, "\\\""); break;
-		case '\\': strbuf_puts(b, "\\\\"); break;
-		case '\n': strbuf_puts(b, "\\n"); break;
-		case '\r': strbuf_puts(b, "\\r"); break;
-		case '\t': strbuf_puts(b, "\\t"); break;
-		case '\b': strbuf_puts(b, "\\b"); break;
-		case '\f': strbuf_puts(b, "\\f"); break;
-		default:
-			if (c < 0x20)
-				strbuf_printf(b, "\\u%04x", c);
-			else
-				strbuf_put(b, &s[i], 1);
-		}
+		if (c < 0x80)
+			strbuf_json_ascii(b, c);
+		else
+			strbuf_put(b, &c, 1); /* UTF-8 as it is (ensure_ascii=False) */
 	}
 	strbuf_puts(b, "\"");
 }
