@@ -35,6 +35,7 @@ for n in "${names[@]}"; do
 	# a grammar step is bounded by a budget of 2^26 operations, not by time: a 36-byte
 	# grammar (`("ab"* | [^a]){0,2000}`) takes 0.6 s to start and ~40 ms a step at -O2
 	grammar) max_len=8192 timeout=60 ;;
+	jinja) max_len=32768 ;; # real chat templates run to ~20 KB
 	*) max_len=8192 ;;
 	esac
 	corpus=build-fuzz/corpus/$n

@@ -9,6 +9,8 @@
 #   chat       template texts (../shared/chat_templates, cut at 4 KiB) and conversations
 #   resume     result files written by batchgen, whole, torn and foreign
 #   grammar    GBNF grammars (JSON-like, arithmetic, classes, repetitions, the empty rule)
+#   jinja      the Jinja chat templates of ../shared/chat_templates whole, with and without
+#              a JSON object of variables after the 0xff separator
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build-fuzz/seeds}
@@ -16,7 +18,7 @@ BATCHGEN=${BATCHGEN:-build/batchgen}
 shared=${BG_SHARED:-../shared}
 [ -x "$BATCHGEN" ] || make -j2 "$BATCHGEN" >/dev/null
 rm -rf "$out"
-mkdir -p "$out"/{gguf,request,tokenizer,chat,resume,grammar}
+mkdir -p "$out"/{gguf,request,tokenizer,chat,resume,grammar,jinja}
 
 # ---- gguf: synthetic models, small enough for a forward pass in the harness ----
 small=(--layers 1 --embd 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 32)
@@ -179,6 +181,19 @@ for n, (t, c) in enumerate(g):
     open(f"{out}/grammar/{n:02d}", "wb").write(t.encode().decode("unicode_escape").encode("utf-8") + b"\xff" + c.encode("utf-8"))
 PY
 
-for d in gguf request tokenizer chat resume grammar; do
+# ---- jinja: real templates, then (optionally) 0xff and a JSON object of variables ----
+/usr/bin/python3 - "$out" "$shared" <<'PY'
+import glob, sys
+out, shared = sys.argv[1], sys.argv[2]
+tmpls = [b"{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content | trim }}\n{% endfor %}",
+         b"{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}",
+         b"{% macro f(x) %}{{ x ~ x }}{% endmacro %}{{ f('a') | upper }}{{ [1, 2] | tojson }}"]
+tmpls += [open(f, "rb").read().replace(b"\xff", b"") for f in sorted(glob.glob(shared + "/chat_templates/*.jinja"))]
+vars_ = b'{"messages": [{"role": "user", "content": "Hello"}], "add_generation_prompt": false, "x": [1, "a", null]}'
+for n, t in enumerate(tmpls):
+    open(f"{out}/jinja/{n:03d}", "wb").write(t if n % 2 else t + b"\xff" + vars_)
+PY
+
+for d in gguf request tokenizer chat resume grammar jinja; do
 	printf '%s: %d seeds, %d bytes\n' "$d" "$(ls "$out/$d" | wc -l)" "$(cat "$out/$d"/* | wc -c)"
 done
