@@ -10,7 +10,8 @@ cd "$(dirname "$0")"
 pkgs=(build-essential libcjson-dev libpcre2-dev groff-base pkg-config jq
 	clang-19 # the CUDA gates' second front end (tests/gpu_gates.sh)
 	libcurl4-openssl-dev # hf: downloads (curl.h; libcurl itself is loaded at run time)
-	python3) # tests/hub_server.py, the local hub that tests/e2e_hub.sh downloads from
+	python3 # tests/hub_server.py, the local hub that tests/e2e_hub.sh downloads from
+	python3-jinja2 python3-jsonschema) # the oracles of tests/e2e_chat_jinja.sh, e2e_grammar.sh
 # `make CC=clang` (clang) and `make fuzz` (libFuzzer and the sanitizer runtimes of clang 19)
 pkgs+=(clang libclang-rt-19-dev)
 missing=()
