@@ -69,6 +69,7 @@ struct cuda_ctx {
 
 	enum gpu_dtype dt;
 	struct model_hparams hp;
+	uint32_t kv_window; /* model_kv_window: block table entries before it may be -1 */
 	int n_q, n_kv, ld_qkv;
 
 	void *weights;
@@ -664,7 +665,8 @@ static enum bg_status check_batch(const struct cuda_ctx *c, const struct backend
 			return bg_fail(err, BG_ERR_INVALID,
 				       "batch sequence %d has %d blocks for %lld positions", i,
 				       sq->n_blocks, (long long)end);
-		for (int64_t j = 0; j < need; j++)
+		for (int64_t j = backend_first_block(sq->pos0, c->kv_window, c->block_size);
+		     j < need; j++)
 			if (sq->block_table[j] < 0 || sq->block_table[j] >= c->n_blocks)
 				return bg_fail(err, BG_ERR_INVALID,
 					       "batch sequence %d names KV block %d of %d", i,
@@ -1269,6 +1271,7 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			       c->device, prop.name, prop.major, prop.minor);
 	c->n_sm = prop.multiProcessorCount;
 	c->hp = *hp;
+	c->kv_window = model_kv_window(hp);
 	c->dt = pick_dtype(m);
 	c->n_q = (int)(hp->n_head * hp->head_dim);
 	c->n_kv = (int)(hp->n_head_kv * hp->head_dim);
