@@ -443,11 +443,31 @@ int64_t sched_token_budget(const struct sched *s)
 	return s->budget;
 }
 
+/* A forked beam's share of its family's future blocks: the family never holds more than
+ * the prompt's full blocks + width * (full - those), and every beam counts the blocks
+ * past the prompt that it holds alone (refcount 1) as already its own. Summed over the
+ * beams, this is at least what the family may still take from the pool. */
+static int64_t gang_reserve(const struct sched *s, const struct sched_seq *q)
+{
+	int64_t full = kv_blocks_for(s->pool, q->n_kv_max);
+	int64_t shared = q->n_prompt / kv_block_size(s->pool);
+	if (shared > full)
+		shared = full;
+	int64_t own = 0;
+	for (int32_t b = (int32_t)shared; b < q->kv.n; b++)
+		own += kv_refcount(s->pool, q->kv.blocks[b]) == 1;
+	return full - shared - own;
+}
+
 int64_t sched_reserved_blocks(const struct sched *s)
 {
 	int64_t r = 0;
 	for (int32_t i = 0; i < s->n_run; i++) {
 		const struct sched_seq *q = s->run[i];
+		if (q->gang && q->forked) {
+			r += gang_reserve(s, q);
+			continue;
+		}
 		int64_t full = family_blocks(s, q), held = kv_table_held(&q->kv);
 		if (full > held)
 			r += full - held;
@@ -489,7 +509,8 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 	int32_t budget = s->cfg.max_num_tokens;
 	for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
 		struct sched_seq *q = s->run[i];
-		int32_t c = any_ctx ? (q->in_ctx ? ctx_tokens(s, q, budget) : 0) : 1;
+		int32_t c = any_ctx ? (q->in_ctx ? ctx_tokens(s, q, budget) : 0)
+				    : q->n_tokens > q->n_computed; /* 0: a held beam */
 		if (c == 0)
 			continue;
 		/* The admission reservation guarantees these blocks. */
@@ -516,7 +537,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 	 * keep latency flat), then context chunks FCFS with what the budget leaves. */
 	for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
 		struct sched_seq *q = s->run[i];
-		if (!q->in_ctx) {
+		if (!q->in_ctx && q->n_tokens > q->n_computed) { /* else a held beam */
 			q->step_tokens = 1;
 			budget--;
 		}
@@ -540,8 +561,10 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 			BG_ASSERT(preempts(s)); /* no-evict reserved them */
 			struct sched_seq *v = NULL;
 			for (int32_t j = s->n_run - 1; j >= 0 && !v; j--)
-				if (s->run[j]->state == SCHED_RUNNING)
+				if (s->run[j]->state == SCHED_RUNNING && !s->run[j]->gang)
 					v = s->run[j];
+			/* gang families were admitted with their blocks reserved */
+			BG_ASSERT(v && "beam family short of its reserved blocks");
 			budget += v->step_tokens;
 			if ((st = pause_seq(s, v, err)) != BG_OK)
 				return st;
@@ -611,7 +634,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		int32_t c = chunk_after_cache(s, q, k, n_idle, budget, &cost);
 		if (c == 0)
 			break;
-		if (s->cfg.policy == SCHED_NO_EVICT) {
+		if (s->cfg.policy == SCHED_NO_EVICT || q->gang) {
 			int64_t full = family_blocks(s, q) - (s->win_blocks ? 0 : k - n_idle);
 			if (full > avail)
 				break;
@@ -684,6 +707,61 @@ void sched_advance(struct sched *s, struct sched_seq *q, bool appended)
 		q->recomputing = false;
 	}
 	q->step_tokens = 0;
+}
+
+void sched_append(struct sched *s, struct sched_seq *q)
+{
+	(void)s;
+	BG_ASSERT(q->state == SCHED_RUNNING && q->n_computed == q->n_tokens &&
+		  q->n_tokens < q->n_kv_max + 1);
+	q->n_tokens++;
+	q->in_ctx = false;
+	q->recomputing = false;
+}
+
+enum bg_status sched_beam_reorder(struct sched *s, struct sched_seq *const *seqs, int32_t n_old,
+				  const int32_t *parent, int32_t n_new, struct bg_err *err)
+{
+	BG_ASSERT(n_new >= 0 && n_new <= n_old && n_old <= 64);
+	if (n_new == 0) {
+		for (int32_t i = 0; i < n_old; i++) {
+			kv_release(s->pool, &seqs[i]->kv);
+			seqs[i]->n_tokens = seqs[i]->n_computed;
+		}
+		return BG_OK;
+	}
+	struct kv_table nt[64];
+	memset(nt, 0, sizeof nt);
+	for (int32_t j = 0; j < n_new; j++) {
+		const struct sched_seq *p = seqs[parent[j]];
+		BG_ASSERT(parent[j] >= 0 && parent[j] < n_old && p->state == SCHED_RUNNING &&
+			  p->n_computed == seqs[parent[0]]->n_computed);
+		enum bg_status st = kv_share(s->pool, &nt[j], &p->kv, p->kv.n, err);
+		if (st != BG_OK) {
+			for (int32_t k = 0; k <= j; k++) {
+				kv_release(s->pool, &nt[k]);
+				kv_table_free(&nt[k]);
+			}
+			return st;
+		}
+	}
+	int32_t n_computed = seqs[parent[0]]->n_computed, n_tokens = seqs[parent[0]]->n_tokens;
+	for (int32_t i = 0; i < n_old; i++)
+		kv_release(s->pool, &seqs[i]->kv);
+	for (int32_t j = 0; j < n_old; j++) {
+		struct sched_seq *q = seqs[j];
+		BG_ASSERT(q->state == SCHED_RUNNING);
+		if (j < n_new) {
+			kv_table_free(&q->kv);
+			q->kv = nt[j];
+			q->n_computed = n_computed;
+			q->n_tokens = n_tokens;
+			q->in_ctx = false;
+		} else {
+			q->n_tokens = q->n_computed; /* no beam: held, with nothing to feed */
+		}
+	}
+	return BG_OK;
 }
 
 void sched_finish(struct sched *s, struct sched_seq *q)

@@ -66,6 +66,19 @@
  * block_size)); with cached blocks the windowed reservation does not subtract them. A
  * paused sequence with dropped blocks resumes by recompute, never swap.
  *
+ * Beams (engine/beam.h): a beam search is a family of gang sequences (gang set on the
+ * root before sched_enqueue, n_samples = its width). Beams advance in lockstep: a
+ * sequence whose step sampled does not append by itself (sched_advance(q, false)); it is
+ * held (not scheduled: nothing is pending) until the caller has chosen every beam's next
+ * token, then re-pointed (sched_beam_reorder: each beam continues the table of the beam
+ * it extends, sharing its blocks, copied on write) and given its token (sched_append).
+ * Gang sequences are never paused, under any policy: every policy admits a gang root
+ * only when its whole family's blocks fit beside what the running sequences may still
+ * claim (no-evict's rule), and max-util makes room by pausing other sequences only. A
+ * beam's reservation counts the blocks beyond the prompt that it does not hold alone
+ * as still to come (beams re-share blocks at every reorder), so that the family never
+ * needs more than it reserved.
+ *
  * Invariants after every step: scheduled = context + generation entries; the running
  * count <= max_batch_size; token total <= max_num_tokens; every scheduled sequence's
  * table covers n_computed + its tokens; a NO_EVICT or STATIC sequence is never paused.
@@ -106,6 +119,7 @@ struct sched_seq {
 	bool cache_lookup; /* take cached blocks at admission; false: compute the whole
 			    * prompt (its blocks are still keyed for others) */
 	int32_t n_samples; /* sequences this one forks into after its prompt (0 or 1: none) */
+	bool gang;	   /* a beam of a beam search (see "Beams" above): never paused */
 	/* ---- owned by the scheduler (read-only for the caller) ---- */
 	enum sched_state state;
 	int32_t n_computed;	  /* tokens whose KV is written */
@@ -195,6 +209,19 @@ void sched_advance(struct sched *s, struct sched_seq *q, bool appended);
  * parent. BG_ERR_NOMEM (nothing changed). */
 enum bg_status sched_fork(struct sched *s, struct sched_seq *parent, struct sched_seq *child,
 			  struct bg_err *err);
+
+/* Beams: q (running, out of its context phase or at its end, n_computed == n_tokens: it
+ * was held) gets its next token: n_tokens + 1, the context phase ends. */
+void sched_append(struct sched *s, struct sched_seq *q);
+
+/* Beams: beam j of seqs[0, n_new) continues the table of seqs[parent[j]] (every
+ * seqs[i], i < n_old, running; the parents with the same n_computed): each new table
+ * shares all of its parent's blocks and takes its token counts, then the old tables are
+ * released, so a block leaves no table before its new holders hold it. seqs[n_new,
+ * n_old) are left with empty tables and nothing to feed (held, until a later reorder
+ * gives them a beam again). BG_ERR_NOMEM: nothing changed. */
+enum bg_status sched_beam_reorder(struct sched *s, struct sched_seq *const *seqs, int32_t n_old,
+				  const int32_t *parent, int32_t n_new, struct bg_err *err);
 
 /* Removes q (running, paused or waiting) and releases its blocks; q->state = DONE. */
 void sched_finish(struct sched *s, struct sched_seq *q);
