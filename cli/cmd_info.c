@@ -199,8 +199,11 @@ int cmd_info(int argc, char **argv)
 		uint32_t nw = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++)
 			nw += m->layers[l].swa;
-		printf("sliding_window: %u on %u of %u layers (pattern %u), rope base %g there\n",
-		       hp->n_swa, nw, hp->n_layer, hp->swa_pattern, (double)hp->rope_base_swa);
+		printf("sliding_window: %u on %u of %u layers (pattern %u), rope base %g there; "
+		       "%s\n",
+		       hp->n_swa, nw, hp->n_layer, hp->swa_pattern, (double)hp->rope_base_swa,
+		       model_kv_window(hp) ? "KV blocks behind the window are given back"
+					   : "every KV block kept (global layers read it all)");
 	} else if (hp->n_swa_file > 0) {
 		printf("sliding_window: %u in the file, not applied (as llama.cpp)\n",
 		       hp->n_swa_file);

@@ -1093,6 +1093,264 @@ static void test_kv_large(void)
 	cudaFree(partial);
 }
 
+/* ---- the kernels of the newer architectures (core/model/arch.h) ---- */
+
+/* gpu_head_rmsnorm (qwen3/gemma3 Q/K norms): each query and key head normalized with its
+ * weights, the value heads untouched. Reference: the CPU backend's expression (sum of
+ * squares in double, x * scale * w in fp32). */
+static void test_head_norm(void)
+{
+	int n_tok = 9, n_head = 8, n_head_kv = 2, hd = 64;
+	int ld = (n_head + 2 * n_head_kv) * hd;
+	float eps = 1e-6f;
+	std::vector<float> qkv = rand_vec((size_t)n_tok * ld, -3, 3);
+	std::vector<float> qw = rand_vec(hd, 0.5f, 1.5f), kw = rand_vec(hd, -1.5f, 1.5f);
+	float *d = dev_vec(qkv), *dqw = dev_vec(qw), *dkw = dev_vec(kw);
+	REQUIRE(gpu_head_rmsnorm(d, ld, n_tok, n_head, n_head_kv, hd, dqw, dkw, eps, 0));
+	std::vector<float> got = dev_download<float>(d, qkv.size()), want = qkv;
+	for (int t = 0; t < n_tok; t++)
+		for (int h = 0; h < n_head + n_head_kv; h++) {
+			float *x = &want[(size_t)t * ld + (size_t)h * hd];
+			const float *w = h < n_head ? qw.data() : kw.data();
+			double ss = 0;
+			for (int i = 0; i < hd; i++)
+				ss += (double)x[i] * x[i];
+			float sc = (float)(1.0 / sqrt(ss / hd + (double)eps));
+			for (int i = 0; i < hd; i++)
+				x[i] = x[i] * sc * w[i];
+		}
+	/* the warp's double sum runs in another order: the scale may differ in its last
+	 * bit, 2 fp32 ulps after the products; the value heads must be bit-exact */
+	check_close("head_rmsnorm", got, want, 0, 2.5e-7);
+	cudaFree(d);
+	cudaFree(dqw);
+	cudaFree(dkw);
+}
+
+/* gpu_scale (gemma's embedding scale) and gpu_softcap (gemma2's final logit cap). */
+static void test_scale_softcap(void)
+{
+	std::vector<float> x = rand_vec(3001, -200, 200);
+	x[0] = 0.0f;
+	x[1] = 1e-30f;
+	float *d = dev_vec(x);
+	REQUIRE(gpu_scale(d, (int64_t)x.size(), 48.0f, 0));
+	std::vector<float> got = dev_download<float>(d, x.size()), want(x.size());
+	for (size_t i = 0; i < x.size(); i++)
+		want[i] = x[i] * 48.0f;
+	check_close("scale", got, want, 0, 0); /* one correctly rounded product */
+	REQUIRE(cudaMemcpy(d, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+	REQUIRE(gpu_softcap(d, (int64_t)x.size(), 30.0f, 0));
+	got = dev_download<float>(d, x.size());
+	for (size_t i = 0; i < x.size(); i++)
+		want[i] = 30.0f * tanhf(x[i] / 30.0f);
+	/* CUDA's tanhf is within 2 ulp of glibc's */
+	check_close("softcap", got, want, 1e-30, 5e-7);
+	bool bounded = true;
+	for (float v : got)
+		bounded &= fabsf(v) <= 30.0f;
+	CHECK(bounded, "softcap: every value within [-30, 30]");
+	cudaFree(d);
+}
+
+/* gpu_swiglu with GELU (tanh form), the gemma FFN gate. */
+static void test_gelu(void)
+{
+	for (enum gpu_dtype dt : all_dt) {
+		int n_tok = 7, n_ff = 300;
+		std::vector<float> gu = rand_vec((size_t)n_tok * 2 * n_ff, -8, 8);
+		float *d = dev_vec(gu);
+		void *out;
+		REQUIRE(cudaMalloc(&out, (size_t)n_tok * n_ff * 4));
+		REQUIRE(gpu_swiglu(d, n_tok, n_ff, out, dt, true, 0));
+		std::vector<float> got = dev_download_st(dt, out, (size_t)n_tok * n_ff);
+		std::vector<float> want((size_t)n_tok * n_ff);
+		for (int t = 0; t < n_tok; t++)
+			for (int i = 0; i < n_ff; i++) {
+				float g = gu[(size_t)t * 2 * n_ff + i],
+				      u = gu[(size_t)t * 2 * n_ff + n_ff + i];
+				float in = 0.79788456080286535588f * g * (1.0f + 0.044715f * g * g);
+				want[(size_t)t * n_ff + i] =
+				    st_round(dt, 0.5f * g * (1.0f + tanhf(in)) * u);
+			}
+		/* tanhf within 2 ulp of glibc's: near g = -4, 1 + tanh cancels, so the error
+		 * is absolute: 2 ulp of 1 times |0.5 g u| <= 32 */
+		check_close("gelu", got, want, 8e-6, dt == GPU_F32 ? 1e-6 : st_rtol(dt));
+		cudaFree(d);
+		cudaFree(out);
+	}
+}
+
+/* gpu_rope with non-uniform frequencies (Llama 3.1's rope_freqs, LongRoPE, YaRN reach the
+ * kernel as arbitrary freq[], tabulated by gpu_rope_table_fill) and an attention factor. */
+static void test_rope_factors(void)
+{
+	int n_tok = 6, n_head = 4, n_head_kv = 2, hd = 64, half = hd / 2;
+	int ld = (n_head + 2 * n_head_kv) * hd;
+	std::vector<float> qkv = rand_vec((size_t)n_tok * ld, -1, 1);
+	std::vector<int32_t> pos = {0, 1, 63, 64, 4000, 131071};
+	std::vector<double> freq(half);
+	for (int i = 0; i < half; i++)
+		freq[i] = pow(500000.0, -2.0 * i / hd) / (1.0 + (rnd_u32() % 32));
+	float msc = 1.1386294f;
+	float *d = dev_vec(qkv);
+	int32_t *dp = dev_vec(pos);
+	std::vector<float> tab(GPU_ROPE_TABLE_FLOATS(half));
+	gpu_rope_table_fill(freq.data(), half, tab.data());
+	float *df = dev_vec(tab);
+	for (int neox = 0; neox < 2; neox++) {
+		REQUIRE(cudaMemcpy(d, qkv.data(), qkv.size() * 4, cudaMemcpyHostToDevice));
+		REQUIRE(gpu_rope(d, ld, dp, n_tok, n_head, n_head_kv, hd, hd, df, msc, neox, 0));
+		std::vector<float> got = dev_download<float>(d, qkv.size()), want = qkv;
+		for (int t = 0; t < n_tok; t++)
+			for (int h = 0; h < n_head + n_head_kv; h++)
+				for (int i = 0; i < half; i++) {
+					double th = (double)pos[t] * freq[i];
+					float c = (float)cos(th) * msc, sn = (float)sin(th) * msc;
+					float *v = &want[(size_t)t * ld + (size_t)h * hd];
+					int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+					float x0 = v[a], x1 = v[b];
+					volatile float p0 = x0 * c, p1 = x1 * sn, p2 = x0 * sn, p3 = x1 * c;
+					v[a] = p0 - p1;
+					v[b] = p2 + p3;
+				}
+		/* as test_rope beyond position 2048 (the digit tables' fp32 products), times
+		 * the attention factor */
+		check_close(neox ? "rope factors neox" : "rope factors", got, want, 8e-7, 0);
+	}
+	cudaFree(d);
+	cudaFree(dp);
+	cudaFree(df);
+}
+
+/* Windowed attention with score soft-capping (gemma), through the per-query and the tiled
+ * kernels at several splits, with the block-table entries before each sequence's window
+ * set to -1 as the engine leaves them once every layer is windowed (scheduler.h): a kernel
+ * that reads outside the window reads no block at all. Reference in double. */
+static void test_attention_window(int n_sm)
+{
+	const int n_head = 8, n_head_kv = 4, hd = 64, bs = 8, W = 40, kv_dim = n_head_kv * hd;
+	const float cap = 5.0f, scale = 0.125f;
+	struct {
+		int pos0, n;
+	} seqs[4] = {{300, 1}, {100, 37}, {0, 1}, {20, 1}}; /* the last: window not reached */
+	int n_tok = 0, max_ctx = 0, n_blocks = 0;
+	for (auto &q : seqs) {
+		n_tok += q.n;
+		max_ctx = std::max(max_ctx, q.pos0 + q.n);
+		n_blocks += (q.pos0 + q.n + bs - 1) / bs;
+	}
+	int64_t block_elems = (int64_t)2 * bs * kv_dim; /* one layer */
+	enum gpu_dtype dt = GPU_F32;
+	std::vector<float> pool = rand_vec((size_t)block_elems * n_blocks, -1, 1);
+	std::vector<int32_t> bt, tok_pos, tok_bt;
+	std::vector<std::vector<int32_t>> tables;
+	int next = 0;
+	for (auto &q : seqs) {
+		int nb = (q.pos0 + q.n + bs - 1) / bs, first = 0;
+		if (q.pos0 - W + 1 > 0)
+			first = (q.pos0 - W + 1) / bs;
+		std::vector<int32_t> tb;
+		for (int b = 0; b < nb; b++)
+			tb.push_back(b < first ? -1 : next++);
+		int off = (int)bt.size();
+		bt.insert(bt.end(), tb.begin(), tb.end());
+		for (int j = 0; j < q.n; j++) {
+			tok_pos.push_back(q.pos0 + j);
+			tok_bt.push_back(off);
+		}
+		tables.push_back(tb);
+	}
+	int ldq = (n_head + 2 * n_head_kv) * hd;
+	std::vector<float> qv = rand_vec((size_t)n_tok * ldq, -2, 2);
+	size_t out_n = (size_t)n_tok * n_head * hd;
+	std::vector<float> want(out_n);
+	int t = 0;
+	for (int si = 0; si < 4; si++)
+		for (int j = 0; j < seqs[si].n; j++, t++) {
+			int p = seqs[si].pos0 + j, lo = std::max(0, p - W + 1);
+			for (int h = 0; h < n_head; h++) {
+				int kvh = h / (n_head / n_head_kv);
+				std::vector<double> sc(p + 1);
+				double mx = -INFINITY, sum = 0;
+				for (int k = lo; k <= p; k++) {
+					size_t base = (size_t)tables[si][k / bs] * block_elems +
+						      (size_t)(k % bs) * kv_dim + (size_t)kvh * hd;
+					double d = 0;
+					for (int e = 0; e < hd; e++)
+						d += (double)qv[(size_t)t * ldq + h * hd + e] * pool[base + e];
+					sc[k] = cap * tanh(d * scale / cap);
+					mx = std::max(mx, sc[k]);
+				}
+				for (int k = lo; k <= p; k++)
+					sum += (sc[k] = exp(sc[k] - mx));
+				for (int e = 0; e < hd; e++) {
+					double o = 0;
+					for (int k = lo; k <= p; k++)
+						o += sc[k] * pool[(size_t)tables[si][k / bs] * block_elems +
+								  (size_t)bs * kv_dim + (size_t)(k % bs) * kv_dim +
+								  (size_t)kvh * hd + e];
+					want[(size_t)t * n_head * hd + h * hd + e] = (float)(o / sum);
+				}
+			}
+		}
+	float *dpool = dev_vec(pool), *dq = dev_vec(qv);
+	int32_t *dbt = dev_vec(bt), *dpos = dev_vec(tok_pos), *dtb = dev_vec(tok_bt);
+	std::vector<int32_t> tiles = {1, 16, 17, 16, 33, 5}, list = {0, 38, 39};
+	int32_t *dtiles = dev_vec(tiles), *dlist = dev_vec(list);
+	void *dout;
+	float *partial;
+	const size_t part_cap = 1 << 20;
+	REQUIRE(cudaMalloc(&dout, out_n * 4));
+	REQUIRE(cudaMalloc(&partial, part_cap * 4));
+	struct gpu_attn_args a;
+	memset(&a, 0, sizeof a);
+	a.q = dq;
+	a.ldq = ldq;
+	a.kv = {dpool, block_elems, (int64_t)bs * kv_dim, bs, kv_dim};
+	a.tok_pos = dpos;
+	a.tok_bt = dtb;
+	a.bt = dbt;
+	a.n_tok = n_tok;
+	a.n_head = n_head;
+	a.n_head_kv = n_head_kv;
+	a.head_dim = hd;
+	a.scale = scale;
+	a.softcap = cap;
+	a.window = W;
+	a.out = dout;
+	a.max_ctx = max_ctx;
+	for (int tiled = 0; tiled < 2; tiled++) {
+		a.tiles = tiled ? dtiles : NULL;
+		a.n_tiles = tiled ? 3 : 0;
+		a.list = tiled ? dlist : NULL;
+		a.n_list = tiled ? 3 : 0;
+		int n_q = tiled ? 3 : n_tok;
+		int heur = gpu_attention_splits(n_q, n_head, hd, max_ctx, n_sm, part_cap);
+		int splits[3] = {1, 4, heur};
+		for (int ns : splits) {
+			if (gpu_attention_partial_floats(n_q, n_head, hd, ns) > part_cap)
+				continue;
+			REQUIRE(cudaMemset(dout, 0xff, out_n * 4));
+			REQUIRE(gpu_attention(&a, dt, ns, partial, 0));
+			std::vector<float> got = dev_download_st(dt, dout, out_n);
+			char what[96];
+			snprintf(what, sizeof what, "attention window %d softcap %g splits %d %s", W,
+				 (double)cap, ns, tiled ? "tiled+list" : "per-query");
+			check_close(what, got, want, 2e-5, st_rtol(dt));
+		}
+	}
+	cudaFree(dpool);
+	cudaFree(dq);
+	cudaFree(dbt);
+	cudaFree(dpos);
+	cudaFree(dtb);
+	cudaFree(dtiles);
+	cudaFree(dlist);
+	cudaFree(dout);
+	cudaFree(partial);
+}
+
 int main(void)
 {
 	if (gpu_plugin_device_count(NULL, 0) == 0) {
@@ -1126,6 +1384,11 @@ int main(void)
 	RUN(sample, test_sample());
 	RUN(sample_nan, test_sample_nan());
 	RUN(kv_large, test_kv_large());
+	RUN(head_norm, test_head_norm());
+	RUN(scale_softcap, test_scale_softcap());
+	RUN(gelu, test_gelu());
+	RUN(freq_factors, test_rope_factors());
+	RUN(attn_window, test_attention_window(prop.multiProcessorCount));
 #undef RUN
 	cublasDestroy(h);
 	REQUIRE(cudaDeviceSynchronize());

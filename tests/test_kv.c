@@ -317,6 +317,53 @@ static void test_cache_random(void)
 	kv_pool_destroy(p);
 }
 
+/* kv_drop_front (sliding window): dropped entries become KV_DROPPED, their blocks go back
+ * (keyed ones stay cached), sharing keeps them dropped, release skips them. */
+static void test_drop(void)
+{
+	struct kv_pool *p = NULL;
+	struct bg_err err = {0};
+	char why[256] = "";
+	CHECK(kv_pool_create(8, 4, &p, &err) == BG_OK, "create");
+	struct kv_table a = {0}, b = {0};
+	CHECK(kv_grow(p, &a, 20, &err) == BG_OK && a.n == 5, "a: 5 blocks");
+	int32_t toks[4] = {7, 8, 9, 10};
+	int32_t b0 = a.blocks[0], b1 = a.blocks[1];
+	CHECK(kv_cache_put(p, b0, 0, toks) != 0, "block 0 keyed");
+	kv_drop_front(p, &a, 2);
+	struct kv_stats ks;
+	kv_get_stats(p, &ks);
+	CHECK(a.n == 5 && a.n_dropped == 2 && a.blocks[0] == KV_DROPPED &&
+		  a.blocks[1] == KV_DROPPED && kv_table_held(&a) == 3,
+	      "two entries dropped, the table still covers 20 positions");
+	CHECK(kv_refcount(p, b0) == 0 && kv_refcount(p, b1) == 0 && kv_n_free(p) == 5 &&
+		  ks.idle_blocks == 1 && ks.dropped_total == 2 && ks.dropped_new == 2,
+	      "their blocks are back (the keyed one idle, still cached)");
+	const struct kv_table *ts[2] = {&a, &b};
+	CHECK(kv_check(p, ts, 1, why, sizeof why), "after the drop: %s", why);
+	kv_drop_front(p, &a, 1);
+	CHECK(a.n_dropped == 2, "dropping fewer than already dropped changes nothing");
+	CHECK(kv_share(p, &b, &a, 4, &err) == BG_OK && b.n_dropped == 2 &&
+		  b.blocks[1] == KV_DROPPED && kv_refcount(p, a.blocks[2]) == 2,
+	      "sharing copies the dropped entries and shares the held blocks");
+	CHECK(kv_check(p, ts, 2, why, sizeof why), "after sharing: %s", why);
+	a.blocks[0] = b1; /* a dropped entry that names a block: caught */
+	CHECK(!kv_check(p, ts, 2, why, sizeof why), "a dropped entry holding a block is caught");
+	a.blocks[0] = KV_DROPPED;
+	kv_drop_front(p, &b, 99);
+	CHECK(b.n_dropped == 4 && kv_table_held(&b) == 0, "drop clamps to the table");
+	kv_release(p, &a);
+	kv_release(p, &b);
+	kv_stats_reset_iter(p);
+	kv_get_stats(p, &ks);
+	CHECK(a.n == 0 && a.n_dropped == 0 && kv_n_free(p) == 8 && ks.dropped_new == 0 &&
+		  ks.dropped_total == 4 && kv_check(p, NULL, 0, why, sizeof why),
+	      "all back after release: %s", why);
+	kv_table_free(&a);
+	kv_table_free(&b);
+	kv_pool_destroy(p);
+}
+
 int main(void)
 {
 	test_basics();
@@ -324,5 +371,6 @@ int main(void)
 	test_random();
 	test_cache();
 	test_cache_random();
+	test_drop();
 	return check_summary();
 }
