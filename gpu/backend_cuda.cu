@@ -6,7 +6,7 @@
  *             (and its biases bq|bk|bv, fp32, for qwen2), Wo, Wgate|Wup fused as
  *             [2 n_ff, n_embd], Wdown; all of the storage type dt
  *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here;
- *             BF16 for the other block types too, dequantized on the host by quant_dequant).
+ *             BF16 for the other block types too, dequantized on the device: gpu/dequant.cu).
  *   KV pool   n_blocks blocks, each contiguous: [n_layer][K, V][block_size][n_kv] of dt, so
  *             that swapping or copying a block is one memcpy.
  *   activations for up to cap_tok tokens per pass; a larger batch runs as several passes
@@ -34,7 +34,6 @@
 
 extern "C" {
 #include "model/arch.h"
-#include "model/quant.h"
 }
 
 #define CUDA_DEFAULT_CAP_TOK 2048	 /* tokens per pass (activations) */
@@ -225,55 +224,6 @@ enum upload_kind {
 	UP_BIAS,   /* fp32; synthetic values N(0, 0.5^2), like core/model/synth.c's biases */
 };
 
-/* The block types other than Q8_0 (model/quant.h) are dequantized on the host by
- * quant_dequant, the CPU backend's own bit-exact dequantizer, in slices of rows, and
- * converted to dt on the device: the GPU multiplies with the same weights as the CPU,
- * rounded once to dt. */
-static enum bg_status upload_dequantized(struct upload *u, const struct model_weight *w, void *dst,
-					 enum gpu_dtype dt, struct bg_err *err)
-{
-	struct cuda_ctx *c = u->c;
-	const uint64_t slice_elems = (uint64_t)4 << 20; /* 16 MiB of fp32 per slice */
-	uint64_t rows = slice_elems / w->ne0 ? slice_elems / w->ne0 : 1;
-	size_t bytes = (size_t)(rows * w->ne0) * sizeof(float);
-	if (u->staging_cap < bytes) {
-		CUDA_CHECK(cudaStreamSynchronize(c->stream));
-		cudaFree(u->staging);
-		u->staging = NULL;
-		u->staging_cap = 0;
-		enum bg_status st = dev_alloc(&u->staging, bytes, "weight staging", err);
-		if (st != BG_OK)
-			return st;
-		u->staging_cap = bytes;
-	}
-	float *host = (float *)malloc(bytes);
-	if (!host)
-		return bg_fail(err, BG_ERR_NOMEM, "out of memory dequantizing a %s weight",
-			       gguf_dtype_name(w->type));
-	uint64_t rb = gguf_row_bytes(w->type, w->ne0);
-	size_t es = gpu_dtype_size(dt);
-	for (uint64_t r0 = 0; r0 < w->ne1; r0 += rows) {
-		uint64_t n = w->ne1 - r0 < rows ? w->ne1 - r0 : rows;
-		quant_dequant(w->type, (const char *)w->data + r0 * rb, host, (int64_t)(n * w->ne0));
-		/* synchronous: the host slice is reused, and the previous conversion has to
-		 * finish with staging first (same stream) */
-		cudaError_t e = cudaStreamSynchronize(c->stream);
-		if (e == cudaSuccess)
-			e = cudaMemcpy(u->staging, host, (size_t)(n * w->ne0) * sizeof(float),
-				       cudaMemcpyHostToDevice);
-		if (e == cudaSuccess)
-			e = gpu_convert_weights(u->staging, (int)GGUF_DTYPE_F32, n * w->ne0,
-						(char *)dst + (size_t)(r0 * w->ne0) * es, dt,
-						c->stream);
-		if (e != cudaSuccess) {
-			free(host);
-			CUDA_CHECK(e);
-		}
-	}
-	free(host);
-	return BG_OK;
-}
-
 /* Fills dst (elements of dt, or fp32 for norms and biases) with weight w. */
 static enum bg_status upload_weight(struct upload *u, const struct model_weight *w, void *dst,
 				    enum upload_kind kind, struct bg_err *err)
@@ -300,9 +250,6 @@ static enum bg_status upload_weight(struct upload *u, const struct model_weight 
 		CUDA_CHECK(cudaMemcpyAsync(dst, w->data, raw, cudaMemcpyHostToDevice, c->stream));
 		return BG_OK;
 	}
-	if (w->type != GGUF_DTYPE_F32 && w->type != GGUF_DTYPE_F16 && w->type != GGUF_DTYPE_BF16 &&
-	    w->type != GGUF_DTYPE_Q8_0)
-		return upload_dequantized(u, w, dst, dt, err);
 	if (u->staging_cap < raw) {
 		CUDA_CHECK(cudaStreamSynchronize(c->stream));
 		cudaFree(u->staging);
@@ -315,7 +262,13 @@ static enum bg_status upload_weight(struct upload *u, const struct model_weight 
 	}
 	/* same stream: the copy waits for the previous conversion to finish with staging */
 	CUDA_CHECK(cudaMemcpyAsync(u->staging, w->data, raw, cudaMemcpyHostToDevice, c->stream));
-	CUDA_CHECK(gpu_convert_weights(u->staging, (int)w->type, n, dst, dt, c->stream));
+	/* the other block types (model/quant.h) are dequantized on the device (gpu/dequant.cu),
+	 * bitwise as the CPU's quant_dequant, then rounded once to dt */
+	if (w->type != GGUF_DTYPE_F32 && w->type != GGUF_DTYPE_F16 && w->type != GGUF_DTYPE_BF16 &&
+	    w->type != GGUF_DTYPE_Q8_0)
+		CUDA_CHECK(gpu_dequant_weights(u->staging, (int)w->type, n, dst, dt, c->stream));
+	else
+		CUDA_CHECK(gpu_convert_weights(u->staging, (int)w->type, n, dst, dt, c->stream));
 	return BG_OK;
 }
 

@@ -25,6 +25,17 @@ cudaError_t gpu_convert_weights(const void *src, int src_type, uint64_t n, void 
 cudaError_t gpu_synth_weights(void *dst, enum gpu_dtype dt, uint64_t n, uint64_t seed,
 			      uint64_t tensor, float stddev, cudaStream_t stream);
 
+/* ---- dequant.cu ---- */
+
+/* Whether gpu_dequant_weights takes GGUF type src_type (the block types of model/quant.h:
+ * Q4_0 ... IQ4_XS, Q8_0 included). */
+bool gpu_dequant_supported(int src_type);
+/* dst[n] (dt) = the n elements of the blocks at src (device memory, GGUF type src_type),
+ * dequantized bitwise as quant_dequant does, then rounded to dt. n must be a whole number
+ * of blocks (cudaErrorInvalidValue otherwise, or for an unsupported type). */
+cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void *dst,
+				enum gpu_dtype dt, cudaStream_t stream);
+
 /* ---- embed.cu ---- */
 
 /* x[t, :] = embd[tokens[t], :] for t < n_tok; embd is [n_vocab, n_embd] of dt. Token ids

@@ -19,8 +19,10 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/qdot.h"
 #include "cpu/threadpool.h"
 #include "model/arch.h"
+#include "model/quant.h"
 
 struct cpu_ctx {
 	const struct model *m;
@@ -67,6 +69,11 @@ struct cpu_ctx {
 	float *rope_swa;  /* likewise for the windowed layers, when their RoPE differs */
 	int32_t *tok_pos; /* [cap_tok] */
 	int32_t *tok_seq; /* [cap_tok] */
+	/* quantized weights: the activations of up to 3 matmuls of one dispatch quantized
+	 * into llama.cpp's 8-bit blocks (cpu/qdot), each slot [cap_tok][qact_row] bytes */
+	enum qdot_isa qisa;
+	size_t qact_row; /* qdot_act_row_bytes' bound for the model's longest input row */
+	uint8_t *qact;	 /* [3][cap_tok][qact_row] */
 
 	int32_t cap_ctx;
 	float *att_scores; /* [n_threads][cap_ctx] */
@@ -141,7 +148,8 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 		 grow(&c->hb2, t * hp->n_ff, sizeof(float)) &&
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
 		 grow(&c->rope_swa, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
-		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t));
+		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
+		 grow(&c->qact, 3 * t, c->qact_row);
 	if (!ok) {
 		c->cap_tok = 0;
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for activations of %d tokens", n);
@@ -227,7 +235,9 @@ struct mm_job {
 	const float *x; /* [n_tok][w->ne0] */
 	float *y;	/* [n_tok][ldy] */
 	int64_t ldy;
-	int64_t chunk; /* rows per task */
+	const uint8_t *qx; /* quantized weights: x as qdot_quantize_row made it, else NULL */
+	size_t ldq;	   /* bytes between qx's rows */
+	int64_t chunk;	   /* rows per task */
 	int32_t first_task;
 };
 
@@ -250,8 +260,41 @@ static void mm_task(void *arg, int32_t task, int32_t thread)
 	int64_t r1 = r0 + jb->chunk;
 	if (r1 > (int64_t)jb->w->ne1)
 		r1 = (int64_t)jb->w->ne1;
-	cpuk_matmul(r->c->lvl, jb->w->type, jb->w->data, (int64_t)jb->w->ne0, r0, r1, jb->x,
-		    (int64_t)jb->w->ne0, r->n_tok, jb->y, jb->ldy);
+	if (jb->qx)
+		qdot_matmul(r->c->qisa, jb->w->type, jb->w->data, (int64_t)jb->w->ne0, r0, r1,
+			    jb->qx, jb->ldq, r->n_tok, jb->y, jb->ldy);
+	else
+		cpuk_matmul(r->c->lvl, jb->w->type, jb->w->data, (int64_t)jb->w->ne0, r0, r1, jb->x,
+			    (int64_t)jb->w->ne0, r->n_tok, jb->y, jb->ldy);
+}
+
+/* Quantized weights: whether the integer kernels (cpu/qdot) multiply this type. */
+static bool qdot_uses(enum gguf_dtype t)
+{
+	return qdot_handles(t) && t != GGUF_DTYPE_Q8_0;
+}
+
+/* Job i's activations quantized for its weight type into slot i of c->qact, or those of
+ * an earlier job of the dispatch with the same input and block format. */
+static void quantize_act(struct cpu_ctx *c, struct mm_run *r, int i, int32_t n_tok)
+{
+	struct mm_job *jb = &r->jobs[i];
+	const enum gguf_dtype t = jb->w->type;
+	const int64_t k = (int64_t)jb->w->ne0;
+	jb->ldq = c->qact_row;
+	for (int j = 0; j < i; j++) {
+		const struct mm_job *o = &r->jobs[j];
+		if (o->qx && o->x == jb->x && (int64_t)o->w->ne0 == k &&
+		    quant_block_elems(o->w->type) == quant_block_elems(t) &&
+		    quant_has_offset(o->w->type) == quant_has_offset(t)) {
+			jb->qx = o->qx;
+			return;
+		}
+	}
+	uint8_t *dst = c->qact + (size_t)i * (size_t)c->cap_tok * c->qact_row;
+	for (int32_t tok = 0; tok < n_tok; tok++)
+		qdot_quantize_row(t, jb->x + (int64_t)tok * k, k, dst + (size_t)tok * c->qact_row);
+	jb->qx = dst;
 }
 
 /* Runs up to 3 matmuls y_i = x_i W_i^T over n_tok rows in one pool dispatch. Row chunks
@@ -276,6 +319,10 @@ static void matmuls(struct cpu_ctx *c, int n, const struct model_weight *const *
 		jb->ldy = ldy[i];
 		jb->chunk = target;
 		jb->first_task = tasks;
+		jb->qx = NULL;
+		if (qdot_uses(w[i]->type) && n_tok <= c->cap_tok &&
+		    qdot_act_row_bytes(w[i]->type, (int64_t)w[i]->ne0) <= c->qact_row)
+			quantize_act(c, &r, i, n_tok);
 		tasks += (int32_t)(((int64_t)w[i]->ne1 + target - 1) / target);
 	}
 	tp_run(c->pool, tasks, mm_task, &r);
@@ -777,6 +824,7 @@ static void cpu_destroy(void *ctx)
 	free(c->att);
 	free(c->hb);
 	free(c->hb2);
+	free(c->qact);
 	free(c->rope);
 	free(c->tok_pos);
 	free(c->tok_seq);
@@ -987,6 +1035,16 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 			    "(scalar, avx2, avx512)",
 			    want_lvl);
 		}
+	}
+	/* the integer kernels give the same bits on every instruction set; the scalar level
+	 * (tests) keeps to the portable code */
+	c->qisa = c->lvl == CPUK_SCALAR ? QDOT_PORTABLE : qdot_detect();
+	{
+		int64_t kmax = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
+		int64_t qd = (int64_t)hp->n_head * hp->head_dim;
+		kmax = qd > kmax ? qd : kmax;
+		/* the larger of Q8_0 blocks (40 bytes per 32) and Q8_K (292 per 256) */
+		c->qact_row = (size_t)(kmax / 32 + 1) * sizeof(struct qdot_a32);
 	}
 	c->block_size = cfg->block_size;
 	c->n_blocks = (int32_t)n_blocks;

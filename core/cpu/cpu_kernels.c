@@ -418,10 +418,6 @@ INLINE T256 float hsum_256(__m256 v)
 /* The CPU's features straight from CPUID, with XGETBV for the OS's side (the AVX and
  * AVX-512 register state must be enabled), rather than __builtin_cpu_supports: clang 14
  * does not know its "f16c" feature, and the same code must build with gcc and clang. */
-struct cpuk_x86 {
-	bool avx2_fma_f16c, avx512f;
-};
-
 static uint64_t cpuk_xgetbv0(void)
 {
 	uint32_t lo, hi;
@@ -429,9 +425,9 @@ static uint64_t cpuk_xgetbv0(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
-static struct cpuk_x86 cpuk_x86_features(void)
+static struct cpuk_features cpuk_x86_features(void)
 {
-	struct cpuk_x86 f = {false, false};
+	struct cpuk_features f = {false, false, false, false};
 	unsigned a, b, c, d;
 	if (!__get_cpuid(1, &a, &b, &c, &d))
 		return f;
@@ -447,9 +443,22 @@ static struct cpuk_x86 cpuk_x86_features(void)
 	__cpuid_count(7, 0, a, b, c, d);
 	f.avx2_fma_f16c = (b & (1u << 5)) && fma && f16c;
 	f.avx512f = (b & (1u << 16)) && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM state */
+	/* AVX-512 VNNI (ECX bit 11) with VL (EBX bit 31): its 256-bit forms */
+	f.avx512vnni_vl = f.avx512f && f.avx2_fma_f16c && (c & (1u << 11)) && (b & (1u << 31));
+	__cpuid_count(7, 1, a, b, c, d);
+	f.avxvnni = f.avx2_fma_f16c && (a & (1u << 4)); /* leaf 7.1 EAX bit 4 */
 	return f;
 }
 #endif
+
+struct cpuk_features cpuk_features(void)
+{
+#if CPUK_X86
+	return cpuk_x86_features();
+#else
+	return (struct cpuk_features){false, false, false, false};
+#endif
+}
 
 bool cpuk_supported(enum cpuk_level level)
 {

@@ -28,6 +28,11 @@
  * (VW-lane FMA chains, then the fixed reduction) as the F32 kernel's on the dequantized
  * row: bitwise that. (llama.cpp then multiplies in int8; the fp32 products here differ
  * from its by rounding only.) Rows need k % 32 == 0, k % 256 == 0 for the K types.
+ *
+ * The CPU backend multiplies those types (not Q8_0) with cpu/qdot instead: activations
+ * quantized once per matmul into llama.cpp's 8-bit blocks and integer dot products, as
+ * llama.cpp computes them (measured closer to it, and faster; README "Quantized
+ * weights"). The fp32 path here stays as the backend's fallback and for comparison.
  */
 #ifndef BG_CPU_KERNELS_H
 #define BG_CPU_KERNELS_H
@@ -49,6 +54,14 @@ struct cpuk_q8_0 {
 	uint16_t d;    /* fp16 scale */
 	int8_t qs[32]; /* quants */
 };
+
+/* What the processor (and the OS's register state) offers, from CPUID and XGETBV. */
+struct cpuk_features {
+	bool avx2_fma_f16c, avx512f;
+	bool avx512vnni_vl; /* AVX-512 VNNI with AVX-512VL (and AVX2) */
+	bool avxvnni;	    /* AVX-VNNI (VEX-encoded), with AVX2 */
+};
+struct cpuk_features cpuk_features(void);
 
 /* The best level this processor supports. */
 enum cpuk_level cpuk_detect(void);

@@ -213,41 +213,25 @@ static void dq_q3_k(const struct quant_q3_k *b, float *y)
 	}
 }
 
-static void dq_q4_k(const struct quant_q4_k *b, float *y)
+/* Q4_K and Q5_K: 8 groups of 32 with 6-bit scales and mins, x = d * sc * q - dmin * m;
+ * Q5_K's fifth bit of element l of group pair j is bit 2j (low group) or 2j + 1 (high
+ * group) of qh[l]; qh NULL: Q4_K. Adding 0 for Q4_K keeps its int operand, so the fp32
+ * operations (and bits) are ggml's dequantize_row_q4_K's. */
+static void dq_k_4_5(uint16_t dh, uint16_t dminh, const uint8_t scales[12], const uint8_t *ql,
+		     const uint8_t *qh, float *y)
 {
-	const uint8_t *q = b->qs;
-	const float d = h2f(b->d), min = h2f(b->dmin);
-	int is = 0;
-	uint8_t sc, m;
-	for (int j = 0; j < 256; j += 64) {
-		quant_scale_min_k4(is + 0, b->scales, &sc, &m);
-		const float d1 = d * sc, m1 = min * m;
-		quant_scale_min_k4(is + 1, b->scales, &sc, &m);
-		const float d2 = d * sc, m2 = min * m;
-		for (int l = 0; l < 32; l++)
-			*y++ = d1 * (q[l] & 0xF) - m1;
-		for (int l = 0; l < 32; l++)
-			*y++ = d2 * (q[l] >> 4) - m2;
-		q += 32;
-		is += 2;
-	}
-}
-
-static void dq_q5_k(const struct quant_q5_k *b, float *y)
-{
-	const uint8_t *ql = b->qs, *qh = b->qh;
-	const float d = h2f(b->d), min = h2f(b->dmin);
+	const float d = h2f(dh), min = h2f(dminh);
 	int is = 0;
 	uint8_t sc, m, u1 = 1, u2 = 2;
 	for (int j = 0; j < 256; j += 64) {
-		quant_scale_min_k4(is + 0, b->scales, &sc, &m);
+		quant_scale_min_k4(is + 0, scales, &sc, &m);
 		const float d1 = d * sc, m1 = min * m;
-		quant_scale_min_k4(is + 1, b->scales, &sc, &m);
+		quant_scale_min_k4(is + 1, scales, &sc, &m);
 		const float d2 = d * sc, m2 = min * m;
 		for (int l = 0; l < 32; l++)
-			*y++ = d1 * ((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+			*y++ = d1 * ((ql[l] & 0xF) + (qh && (qh[l] & u1) ? 16 : 0)) - m1;
 		for (int l = 0; l < 32; l++)
-			*y++ = d2 * ((ql[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+			*y++ = d2 * ((ql[l] >> 4) + (qh && (qh[l] & u2) ? 16 : 0)) - m2;
 		ql += 32;
 		is += 2;
 		u1 <<= 2;
@@ -326,12 +310,196 @@ void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n)
 		case GGUF_DTYPE_Q8_0: dq_q8_0((const void *)p, y); break;
 		case GGUF_DTYPE_Q2_K: dq_q2_k((const void *)p, y); break;
 		case GGUF_DTYPE_Q3_K: dq_q3_k((const void *)p, y); break;
-		case GGUF_DTYPE_Q4_K: dq_q4_k((const void *)p, y); break;
-		case GGUF_DTYPE_Q5_K: dq_q5_k((const void *)p, y); break;
+		case GGUF_DTYPE_Q4_K: {
+			const struct quant_q4_k *b = (const void *)p;
+			dq_k_4_5(b->d, b->dmin, b->scales, b->qs, NULL, y);
+			break;
+		}
+		case GGUF_DTYPE_Q5_K: {
+			const struct quant_q5_k *b = (const void *)p;
+			dq_k_4_5(b->d, b->dmin, b->scales, b->qs, b->qh, y);
+			break;
+		}
 		case GGUF_DTYPE_Q6_K: dq_q6_k((const void *)p, y); break;
 		case GGUF_DTYPE_IQ4_NL: dq_iq4_nl((const void *)p, y); break;
 		case GGUF_DTYPE_IQ4_XS: dq_iq4_xs((const void *)p, y); break;
 		}
+	}
+}
+
+/* ---- integer views (see quant.h) ---- */
+
+bool quant_has_offset(enum gguf_dtype t)
+{
+	return t == GGUF_DTYPE_Q4_1 || t == GGUF_DTYPE_Q5_1;
+}
+
+bool quant_signed_q(enum gguf_dtype t)
+{
+	switch (t) {
+	case GGUF_DTYPE_Q4_0:
+	case GGUF_DTYPE_Q5_0:
+	case GGUF_DTYPE_Q8_0:
+	case GGUF_DTYPE_IQ4_NL:
+	case GGUF_DTYPE_Q3_K:
+	case GGUF_DTYPE_Q6_K:
+	case GGUF_DTYPE_IQ4_XS: return true;
+	default: return false;
+	}
+}
+
+void quant_ints_32(enum gguf_dtype t, const void *src, struct quant_ints32 *o)
+{
+	o->m = 0.0f;
+	switch (t) {
+	case GGUF_DTYPE_Q4_0: {
+		const struct quant_q4_0 *b = src;
+		o->d = h2f(b->d);
+		for (int j = 0; j < 16; j++) {
+			o->q[j] = (int8_t)((b->qs[j] & 0x0F) - 8);
+			o->q[j + 16] = (int8_t)((b->qs[j] >> 4) - 8);
+		}
+		return;
+	}
+	case GGUF_DTYPE_Q4_1: {
+		const struct quant_q4_1 *b = src;
+		o->d = h2f(b->d);
+		o->m = h2f(b->m);
+		for (int j = 0; j < 16; j++) {
+			o->q[j] = (int8_t)(b->qs[j] & 0x0F);
+			o->q[j + 16] = (int8_t)(b->qs[j] >> 4);
+		}
+		return;
+	}
+	case GGUF_DTYPE_Q5_0:
+	case GGUF_DTYPE_Q5_1: {
+		const bool one = t == GGUF_DTYPE_Q5_1;
+		const struct quant_q5_0 *b0 = src;
+		const struct quant_q5_1 *b1 = src;
+		const uint8_t *qs = one ? b1->qs : b0->qs, *qhp = one ? b1->qh : b0->qh;
+		o->d = h2f(one ? b1->d : b0->d);
+		if (one)
+			o->m = h2f(b1->m);
+		uint32_t qh;
+		memcpy(&qh, qhp, sizeof qh);
+		for (int j = 0; j < 16; j++) {
+			int x0 = (qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10);
+			int x1 = (qs[j] >> 4) | ((qh >> (j + 12)) & 0x10);
+			o->q[j] = (int8_t)(one ? x0 : x0 - 16);
+			o->q[j + 16] = (int8_t)(one ? x1 : x1 - 16);
+		}
+		return;
+	}
+	case GGUF_DTYPE_Q8_0: {
+		const struct quant_q8_0 *b = src;
+		o->d = h2f(b->d);
+		memcpy(o->q, b->qs, 32);
+		return;
+	}
+	case GGUF_DTYPE_IQ4_NL: {
+		const struct quant_iq4_nl *b = src;
+		o->d = h2f(b->d);
+		for (int j = 0; j < 16; j++) {
+			o->q[j] = quant_iq4_values[b->qs[j] & 0xf];
+			o->q[j + 16] = quant_iq4_values[b->qs[j] >> 4];
+		}
+		return;
+	}
+	default: abort(); /* programmer error: see the contract */
+	}
+}
+
+void quant_ints_256(enum gguf_dtype t, const void *src, struct quant_ints256 *o)
+{
+	memset(o->mn, 0, sizeof o->mn);
+	o->dmin = 0.0f;
+	switch (t) {
+	case GGUF_DTYPE_Q2_K: {
+		const struct quant_q2_k *b = src;
+		o->d = h2f(b->d);
+		o->dmin = h2f(b->dmin);
+		for (int g = 0; g < 16; g++) {
+			o->sc[g] = b->scales[g] & 0xF;
+			o->mn[g] = b->scales[g] >> 4;
+		}
+		/* element e = 128 h + 32 j + 16 s + l: bits 2j of qs[32 h + 16 s + l] */
+		for (int e = 0; e < 256; e++) {
+			int h = e / 128, j = e / 32 % 4, sl = e % 32;
+			o->q[e] = (int8_t)((b->qs[32 * h + sl] >> (2 * j)) & 3);
+		}
+		return;
+	}
+	case GGUF_DTYPE_Q3_K: {
+		const struct quant_q3_k *b = src;
+		int8_t sc[16];
+		q3_k_scales(b->scales, sc);
+		o->d = h2f(b->d);
+		for (int g = 0; g < 16; g++)
+			o->sc[g] = (int16_t)(sc[g] - 32);
+		for (int e = 0; e < 256; e++) {
+			int h = e / 128, j = e / 32 % 4, sl = e % 32;
+			int lo = (b->qs[32 * h + sl] >> (2 * j)) & 3;
+			int hi = b->hmask[sl] & (1 << (4 * h + j));
+			o->q[e] = (int8_t)(lo - (hi ? 0 : 4));
+		}
+		return;
+	}
+	case GGUF_DTYPE_Q4_K:
+	case GGUF_DTYPE_Q5_K: {
+		const bool five = t == GGUF_DTYPE_Q5_K;
+		const struct quant_q4_k *b4 = src;
+		const struct quant_q5_k *b5 = src;
+		const uint8_t *scales = five ? b5->scales : b4->scales,
+			      *qs = five ? b5->qs : b4->qs;
+		o->d = h2f(five ? b5->d : b4->d);
+		o->dmin = h2f(five ? b5->dmin : b4->dmin);
+		for (int g = 0; g < 8; g++) {
+			uint8_t sc, m;
+			quant_scale_min_k4(g, scales, &sc, &m);
+			o->sc[2 * g] = o->sc[2 * g + 1] = sc;
+			o->mn[2 * g] = o->mn[2 * g + 1] = m;
+		}
+		/* element e = 64 j + 32 s + l: nibble s of qs[32 j + l], fifth bit 2j + s of qh[l]
+		 */
+		for (int e = 0; e < 256; e++) {
+			int j = e / 64, s = e / 32 % 2, l = e % 32;
+			int v = (qs[32 * j + l] >> (4 * s)) & 0xF;
+			if (five && (b5->qh[l] >> (2 * j + s)) & 1)
+				v += 16;
+			o->q[e] = (int8_t)v;
+		}
+		return;
+	}
+	case GGUF_DTYPE_Q6_K: {
+		const struct quant_q6_k *b = src;
+		o->d = h2f(b->d);
+		for (int g = 0; g < 16; g++)
+			o->sc[g] = b->scales[g];
+		/* element e = 128 h + 32 u + l: nibble u / 2 of ql[64 h + 32 (u % 2) + l], high
+		 * bits 2u of qh[32 h + l] */
+		for (int e = 0; e < 256; e++) {
+			int h = e / 128, u = e / 32 % 4, l = e % 32;
+			int lo = (b->ql[64 * h + 32 * (u % 2) + l] >> (4 * (u / 2))) & 0xF;
+			int hi = (b->qh[32 * h + l] >> (2 * u)) & 3;
+			o->q[e] = (int8_t)((lo | hi << 4) - 32);
+		}
+		return;
+	}
+	case GGUF_DTYPE_IQ4_XS: {
+		const struct quant_iq4_xs *b = src;
+		o->d = h2f(b->d);
+		for (int ib = 0; ib < 8; ib++) {
+			int ls = ((b->scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) |
+				 (((b->scales_h >> 2 * ib) & 3) << 4);
+			o->sc[2 * ib] = o->sc[2 * ib + 1] = (int16_t)(ls - 32);
+			for (int j = 0; j < 16; j++) {
+				o->q[32 * ib + j] = quant_iq4_values[b->qs[16 * ib + j] & 0xf];
+				o->q[32 * ib + 16 + j] = quant_iq4_values[b->qs[16 * ib + j] >> 4];
+			}
+		}
+		return;
+	}
+	default: abort(); /* programmer error: see the contract */
 	}
 }
 

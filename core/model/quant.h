@@ -121,4 +121,29 @@ void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n);
  * out may equal x. F32/F16/BF16: out = x. */
 void quant_round_act(enum gguf_dtype t, const float *x, float *out, int64_t n);
 
+/* ---- integer views of the blocks (for integer dot products, cpu/qdot) ----
+ * Every type's value is x = d * q (+ m) per element of a block of 32, or d * sc[g] * q -
+ * dmin * mn[g] per element of group g = e / 16 of a super-block of 256, with small
+ * integers q (|q| <= 128), sc (|sc| <= 128) and mn (0..63): the values quant_dequant
+ * computes are these products, rounded as ggml rounds them. */
+struct quant_ints32 {
+	int8_t q[32];
+	float d, m; /* m = 0 except Q4_1 and Q5_1 */
+};
+struct quant_ints256 {
+	int8_t q[256];
+	int16_t sc[16], mn[16]; /* per group of 16 (a group of 32 gives two equal entries) */
+	float d, dmin;		/* dmin = 0 and mn all 0 except Q2_K, Q4_K and Q5_K */
+};
+
+/* True for Q4_1 and Q5_1 (x = d * q + m with q >= 0). */
+bool quant_has_offset(enum gguf_dtype t);
+/* True where q may be negative (Q4_0, Q5_0, Q8_0, IQ4_NL, Q3_K, Q6_K, IQ4_XS). */
+bool quant_signed_q(enum gguf_dtype t);
+/* The block at src of a type with 32-element blocks, as integers (programmer error for
+ * other types). */
+void quant_ints_32(enum gguf_dtype t, const void *src, struct quant_ints32 *out);
+/* The super-block at src of a K type or IQ4_XS, as integers. */
+void quant_ints_256(enum gguf_dtype t, const void *src, struct quant_ints256 *out);
+
 #endif

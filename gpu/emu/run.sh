@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu/emu/run.sh [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only]: builds gpu/*.cu and
+# gpu/emu/run.sh [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only] [--dequant]: builds gpu/*.cu and
 # tests/gpu_test_kernels.cu (sizes reduced, for speed), tests/gpu_test_model.c and
 # tests/gpu_test_engine.c against the CUDA emulator in gpu/emu, and runs:
 #   the kernel test (~15 min on one core), unless --no-kernels;
@@ -9,17 +9,19 @@
 #   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8): a few minutes on one core.
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
 # logic, not speed. --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
-# (tests/e2e_gpu_emu.sh runs the binary on it). Needs a built libbatchgen.a of the CPU modules in $BUILD (default
+# (tests/e2e_gpu_emu.sh runs the binary on it). --dequant builds only gpu/dequant.cu and
+# tests/gpu_test_dequant.cu and runs that test (tests/e2e_gpu_dequant.sh). Needs a built libbatchgen.a of the CPU modules in $BUILD (default
 # build/). OUT_DIR defaults to /tmp/bg-emu.
 set -eu
 out=/tmp/bg-emu
-kernels=1 model=0 engine=0 plugin_only=0
+kernels=1 model=0 engine=0 plugin_only=0 dequant=0
 for a in "$@"; do
 	case $a in
 	--model) model=1 ;;
 	--engine) engine=1 ;;
 	--no-kernels) kernels=0 ;;
 	--plugin-only) plugin_only=1 kernels=0 ;;
+	--dequant) dequant=1 ;;
 	-*)
 		echo "usage: $0 [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only]" >&2
 		exit 2
@@ -45,6 +47,16 @@ gcc -std=c11 -I"$root/core" -I"$root" "$root/gpu/abi_layout.c" -o "$out/abi_layo
 fma=""
 grep -qw fma /proc/cpuinfo && fma=-mfma
 F="-std=c++17 -O2 -g -fPIC -ffp-contract=fast $fma -I$here/inc -I$out/src -I$out/src/gpu -I$root/core -I$root -w"
+if [ $dequant -eq 1 ]; then
+	python3 "$here/transform.py" "$root/tests/gpu_test_dequant.cu" "$out/src/tests/gpu_test_dequant.cu"
+	g++ $F -x c++ -c "$out/src/gpu/dequant.cu" -o "$out/dequant.o"
+	g++ $F -x c++ -c "$out/src/tests/gpu_test_dequant.cu" -o "$out/test_dequant.o"
+	g++ $F -c "$here/emu.cpp" -o "$out/emu.o"
+	g++ -o "$out/emu_dequant" "$out/test_dequant.o" "$out/dequant.o" "$out/emu.o" "$build/libbatchgen.a" \
+		-lcjson -lpcre2-8 -lm -ldl -lpthread
+	cd "$root"
+	exec "$out/emu_dequant"
+fi
 for f in "$out"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$out/o/$(basename "$f" .cu).o"; done
 g++ $F -c "$here/emu.cpp" -o "$out/o/emu.o"
 # the model and engine tests reach the backend as the binary does: through the plugin loader

@@ -1,0 +1,276 @@
+/* qdot: see qdot.h for the arithmetic every instruction set reproduces.
+ *
+ * The portable code states it plainly on model/quant's integer views of the blocks. The
+ * vector levels share one body, qdot_simd.inc, compiled once per instruction set; they
+ * differ only in how eight 4-element int8 lane sums are formed (AVX2's maddubs + madd, or
+ * one VNNI dpbusd), which is exact either way.
+ */
+#include "cpu/qdot.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu_kernels.h"
+#include "model/half.h"
+#include "model/quant.h"
+
+#if defined(__x86_64__)
+#define QDOT_X86 1
+#include <immintrin.h>
+#else
+#define QDOT_X86 0
+#endif
+
+/* ---- types ---- */
+
+bool qdot_handles(enum gguf_dtype t)
+{
+	return quant_is_quantized(t);
+}
+
+static bool is_k(enum gguf_dtype t)
+{
+	return quant_block_elems(t) == 256;
+}
+
+size_t qdot_act_row_bytes(enum gguf_dtype t, int64_t k)
+{
+	if (is_k(t))
+		return (size_t)(k / 256) * sizeof(struct qdot_a256);
+	return (size_t)(k / 32) * sizeof(struct qdot_a32);
+}
+
+/* ---- activation quantization (llama.cpp's quantize_row_q8_0 / _q8_1 / _q8_K) ---- */
+
+/* ggml's nearest_int (round half to even for |f| < 2^22), kept in [-127, 127]: finite
+ * activations never leave it, and non-finite ones must not make an int8 that could
+ * saturate the vector code's 16-bit pair sums. */
+static int near127(float f)
+{
+	float v = f + 12582912.f;
+	int32_t i;
+	memcpy(&i, &v, sizeof i);
+	i = (i & 0x007fffff) - 0x00400000;
+	return i < -127 ? -127 : i > 127 ? 127 : i;
+}
+
+/* ggml-cpu's x86 quantize_row_q8_0 / q8_1 (AVX path): d = amax / 127 stored as fp16, q =
+ * round(x * 127 / amax); Q8_1's s = fp16(d * sum q) with the unrounded d */
+static void quant_a32(const float *x, struct qdot_a32 *y, bool with_sum)
+{
+	float amax = 0.0f;
+	for (int j = 0; j < 32; j++) {
+		float a = fabsf(x[j]);
+		amax = a > amax ? a : amax;
+	}
+	const float d = amax / 127.f;
+	const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+	int sum = 0;
+	for (int j = 0; j < 32; j++) {
+		y->qs[j] = (int8_t)near127(x[j] * id);
+		sum += y->qs[j];
+	}
+	y->d = half_f16_to_f32(half_f32_to_f16(d));
+	y->s = with_sum ? half_f16_to_f32(half_f32_to_f16(d * (float)sum)) : 0.0f;
+}
+
+/* quantize_row_q8_K_ref: the element of largest magnitude maps to -127 */
+static void quant_a256(const float *x, struct qdot_a256 *y)
+{
+	float max = 0.0f, amax = 0.0f;
+	for (int j = 0; j < 256; j++) {
+		float ax = fabsf(x[j]);
+		if (ax > amax) {
+			amax = ax;
+			max = x[j];
+		}
+	}
+	if (amax == 0.0f) {
+		memset(y, 0, sizeof *y);
+		return;
+	}
+	const float iscale = -127.f / max;
+	for (int j = 0; j < 256; j++)
+		y->qs[j] = (int8_t)near127(iscale * x[j]);
+	for (int g = 0; g < 16; g++) {
+		int s = 0;
+		for (int i = 0; i < 16; i++)
+			s += y->qs[16 * g + i];
+		y->bsums[g] = (int16_t)s;
+	}
+	y->d = 1 / iscale;
+}
+
+void qdot_quantize_row(enum gguf_dtype t, const float *x, int64_t k, void *out)
+{
+	if (is_k(t)) {
+		struct qdot_a256 *y = out;
+		for (int64_t i = 0; i < k; i += 256)
+			quant_a256(x + i, y++);
+	} else {
+		struct qdot_a32 *y = out;
+		bool with_sum = quant_has_offset(t);
+		for (int64_t i = 0; i < k; i += 32)
+			quant_a32(x + i, y++, with_sum);
+	}
+}
+
+/* ---- the portable arithmetic (qdot.h) ---- */
+
+static float hsum8(const float a[8])
+{
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+static float dot32_portable(enum gguf_dtype t, const void *wrow, const struct qdot_a32 *x,
+			    int64_t nb)
+{
+	const size_t bb = quant_block_bytes(t);
+	const bool off = quant_has_offset(t);
+	float acc[8] = {0}, summs = 0.0f;
+	for (int64_t ib = 0; ib < nb; ib++) {
+		struct quant_ints32 w;
+		quant_ints_32(t, (const char *)wrow + (size_t)ib * bb, &w);
+		const float dd = w.d * x[ib].d;
+		for (int l = 0; l < 8; l++) {
+			int32_t s = 0;
+			for (int e = 4 * l; e < 4 * l + 4; e++)
+				s += (int32_t)w.q[e] * x[ib].qs[e];
+			acc[l] = fmaf(dd, (float)s, acc[l]);
+		}
+		if (off)
+			summs = summs + w.m * x[ib].s;
+	}
+	return off ? hsum8(acc) + summs : hsum8(acc);
+}
+
+static float dot256_portable(enum gguf_dtype t, const void *wrow, const struct qdot_a256 *x,
+			     int64_t nb)
+{
+	const size_t bb = quant_block_bytes(t);
+	const bool mins = t == GGUF_DTYPE_Q2_K || t == GGUF_DTYPE_Q4_K || t == GGUF_DTYPE_Q5_K;
+	float acc = 0.0f;
+	for (int64_t ib = 0; ib < nb; ib++) {
+		struct quant_ints256 w;
+		quant_ints_256(t, (const char *)wrow + (size_t)ib * bb, &w);
+		int32_t isum = 0, summ = 0;
+		for (int g = 0; g < 16; g++) {
+			int32_t s = 0;
+			for (int e = 16 * g; e < 16 * g + 16; e++)
+				s += (int32_t)w.q[e] * x[ib].qs[e];
+			isum += w.sc[g] * s;
+			summ += w.mn[g] * x[ib].bsums[g];
+		}
+		if (mins)
+			acc = acc +
+			      ((w.d * x[ib].d) * (float)isum - (w.dmin * x[ib].d) * (float)summ);
+		else
+			acc = acc + (w.d * x[ib].d) * (float)isum;
+	}
+	return acc;
+}
+
+static void matmul_portable(enum gguf_dtype t, const void *w, int64_t k, int64_t r0, int64_t r1,
+			    const void *qx, size_t ldq, int32_t n_tok, float *y, int64_t ldy)
+{
+	const size_t rb = (size_t)gguf_row_bytes(t, (uint64_t)k);
+	const int64_t nb = k / quant_block_elems(t);
+	for (int64_t r = r0; r < r1; r++) {
+		const char *row = (const char *)w + (size_t)r * rb;
+		for (int32_t tok = 0; tok < n_tok; tok++) {
+			const void *xr = (const char *)qx + (size_t)tok * ldq;
+			y[(int64_t)tok * ldy + r] = is_k(t) ? dot256_portable(t, row, xr, nb)
+							    : dot32_portable(t, row, xr, nb);
+		}
+	}
+}
+
+/* ---- vector levels ---- */
+
+#if QDOT_X86
+
+#define QINLINE static inline __attribute__((always_inline))
+#define QUNROLL _Pragma("GCC unroll 8")
+
+/* AVX2: the eight 4-byte lane sums of u8 a times s8 b through 16-bit pair sums (which
+ * cannot saturate: |a| <= 128, |b| <= 127) */
+#define QTARGET __attribute__((target("avx2,fma,f16c")))
+QINLINE QTARGET __m256i lanes_avx2(__m256i a, __m256i b)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+}
+#define Q_LANES lanes_avx2
+#define Q(name) name##_avx2
+#include "cpu/qdot_simd.inc"
+
+#define QTARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
+QINLINE QTARGET __m256i lanes_avxvnni(__m256i a, __m256i b)
+{
+	return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b);
+}
+#define Q_LANES lanes_avxvnni
+#define Q(name) name##_avxvnni
+#include "cpu/qdot_simd.inc"
+
+#define QTARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+QINLINE QTARGET __m256i lanes_avx512vnni(__m256i a, __m256i b)
+{
+	return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
+}
+#define Q_LANES lanes_avx512vnni
+#define Q(name) name##_avx512vnni
+#include "cpu/qdot_simd.inc"
+
+#endif /* QDOT_X86 */
+
+/* ---- dispatch ---- */
+
+bool qdot_supported(enum qdot_isa isa)
+{
+	struct cpuk_features f = cpuk_features();
+	switch (isa) {
+	case QDOT_PORTABLE: return true;
+	case QDOT_AVX2: return QDOT_X86 && f.avx2_fma_f16c;
+	case QDOT_AVXVNNI: return QDOT_X86 && f.avxvnni;
+	case QDOT_AVX512VNNI: return QDOT_X86 && f.avx512vnni_vl;
+	}
+	return false;
+}
+
+enum qdot_isa qdot_detect(void)
+{
+	static const enum qdot_isa pref[] = {QDOT_AVX512VNNI, QDOT_AVXVNNI, QDOT_AVX2};
+	for (size_t i = 0; i < sizeof pref / sizeof pref[0]; i++)
+		if (qdot_supported(pref[i]))
+			return pref[i];
+	return QDOT_PORTABLE;
+}
+
+const char *qdot_isa_name(enum qdot_isa isa)
+{
+	switch (isa) {
+	case QDOT_PORTABLE: return "portable";
+	case QDOT_AVX2: return "avx2";
+	case QDOT_AVXVNNI: return "avxvnni";
+	case QDOT_AVX512VNNI: return "avx512vnni";
+	}
+	return "?";
+}
+
+void qdot_matmul(enum qdot_isa isa, enum gguf_dtype t, const void *w, int64_t k, int64_t r0,
+		 int64_t r1, const void *qx, size_t ldq, int32_t n_tok, float *y, int64_t ldy)
+{
+	if (!qdot_handles(t) || k % quant_block_elems(t) != 0)
+		abort(); /* programmer error: see the contract */
+#if QDOT_X86
+	switch (isa) {
+	case QDOT_AVX2: matmul_avx2(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
+	case QDOT_AVXVNNI: matmul_avxvnni(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
+	case QDOT_AVX512VNNI: matmul_avx512vnni(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
+	case QDOT_PORTABLE: break;
+	}
+#endif
+	(void)isa;
+	matmul_portable(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy);
+}

@@ -1,0 +1,200 @@
+/* dequant: llama.cpp's block-quantized weights (model/quant.h: Q4_0 ... IQ4_XS) to the
+ * device storage type, on the device.
+ *
+ * One thread per element: it reads its block's scales and its own bits and computes the
+ * element with the fp32 operations of quant_dequant (ggml's dequantize_row_*), in the
+ * same order, each rounded on its own (__fmul_rn / __fsub_rn / __fadd_rn: nvcc would
+ * otherwise contract a * b - c into one FMA): the value is bitwise the CPU's, then
+ * rounded once to dt as gpu_convert_weights rounds. tests/gpu_test_dequant.cu checks it
+ * bit for bit against quant_dequant (under the emulator in make test).
+ */
+#include "gpu/gpu_ops.cuh"
+
+/* IQ4_NL's and IQ4_XS's levels (quant_iq4_values), as code: no __constant__ table */
+__device__ __forceinline__ int dq_iq4_value(int q)
+{
+	switch (q & 15) {
+	case 0: return -127;
+	case 1: return -104;
+	case 2: return -83;
+	case 3: return -65;
+	case 4: return -49;
+	case 5: return -35;
+	case 6: return -22;
+	case 7: return -10;
+	case 8: return 1;
+	case 9: return 13;
+	case 10: return 25;
+	case 11: return 38;
+	case 12: return 53;
+	case 13: return 69;
+	case 14: return 89;
+	default: return 113;
+	}
+}
+
+__device__ __forceinline__ float dq_h(const uint8_t *p)
+{
+	return __half2float(*(const __half *)p);
+}
+
+__device__ __forceinline__ uint32_t dq_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Q4_K's and Q5_K's 6-bit scale and min of group j (quant_scale_min_k4) */
+__device__ __forceinline__ void dq_scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+{
+	if (j < 4) {
+		*d = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+		*m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+	}
+}
+
+/* Q3_K's 6-bit scale of group g, still biased by 32 (quant.c's q3_k_scales, one entry) */
+__device__ __forceinline__ int dq_q3_scale(const uint8_t *s, int g)
+{
+	int lo = g < 8 ? s[g] & 0xF : s[g - 8] >> 4;
+	int hi = (s[8 + g % 4] >> (2 * (g / 4))) & 3;
+	return lo | hi << 4;
+}
+
+/* element e of the block at b (type t, gguf_dtype ids) */
+__device__ float dq_elem(int t, const uint8_t *b, int e)
+{
+	switch (t) {
+	case 2: { /* Q4_0: d, qs[16] */
+		int q = e < 16 ? b[2 + e] & 0xF : b[2 + e - 16] >> 4;
+		return __fmul_rn((float)(q - 8), dq_h(b));
+	}
+	case 3: { /* Q4_1: d, m, qs[16] */
+		int q = e < 16 ? b[4 + e] & 0xF : b[4 + e - 16] >> 4;
+		return __fadd_rn(__fmul_rn((float)q, dq_h(b)), dq_h(b + 2));
+	}
+	case 6:	  /* Q5_0: d, qh[4], qs[16] */
+	case 7: { /* Q5_1: d, m, qh[4], qs[16] */
+		const int o = t == 7 ? 2 : 0;
+		uint32_t qh = dq_u32(b + 2 + o);
+		const uint8_t *qs = b + 6 + o;
+		int j = e % 16;
+		int xh = e < 16 ? ((qh >> j) << 4) & 0x10 : (qh >> (j + 12)) & 0x10;
+		int q = (e < 16 ? qs[j] & 0xF : qs[j] >> 4) | xh;
+		if (t == 6)
+			return __fmul_rn((float)(q - 16), dq_h(b));
+		return __fadd_rn(__fmul_rn((float)q, dq_h(b)), dq_h(b + 2));
+	}
+	case 8: /* Q8_0: d, qs[32] */ return __fmul_rn((float)(int8_t)b[2 + e], dq_h(b));
+	case 20: { /* IQ4_NL: d, qs[16] */
+		int q = e < 16 ? b[2 + e] & 0xF : b[2 + e - 16] >> 4;
+		return __fmul_rn(dq_h(b), (float)dq_iq4_value(q));
+	}
+	case 10: { /* Q2_K: scales[16], qs[64], d, dmin */
+		int h = e / 128, j = e / 32 % 4, sl = e % 32, sc = b[e / 16];
+		float dl = __fmul_rn(dq_h(b + 80), (float)(sc & 0xF));
+		float ml = __fmul_rn(dq_h(b + 82), (float)(sc >> 4));
+		int q = (b[16 + 32 * h + sl] >> (2 * j)) & 3;
+		return __fsub_rn(__fmul_rn(dl, (float)q), ml);
+	}
+	case 11: { /* Q3_K: hmask[32], qs[64], scales[12], d */
+		int h = e / 128, j = e / 32 % 4, sl = e % 32;
+		float dl = __fmul_rn(dq_h(b + 108), (float)(dq_q3_scale(b + 96, e / 16) - 32));
+		int lo = (b[32 + 32 * h + sl] >> (2 * j)) & 3;
+		int hi = b[sl] & (1 << (4 * h + j));
+		return __fmul_rn(dl, (float)(lo - (hi ? 0 : 4)));
+	}
+	case 12:   /* Q4_K: d, dmin, scales[12], qs[128] */
+	case 13: { /* Q5_K: d, dmin, scales[12], qh[32], qs[128] */
+		const bool five = t == 13;
+		const uint8_t *qs = b + (five ? 48 : 16);
+		int j = e / 64, s = e / 32 % 2, l = e % 32, sc, m;
+		dq_scale_min_k4(2 * j + s, b + 4, &sc, &m);
+		float d1 = __fmul_rn(dq_h(b), (float)sc), m1 = __fmul_rn(dq_h(b + 2), (float)m);
+		int q = (qs[32 * j + l] >> (4 * s)) & 0xF;
+		if (five && ((b[16 + l] >> (2 * j + s)) & 1))
+			q += 16;
+		return __fsub_rn(__fmul_rn(d1, (float)q), m1);
+	}
+	case 14: { /* Q6_K: ql[128], qh[64], scales[16] (int8), d */
+		int h = e / 128, u = e / 32 % 4, l = e % 32;
+		int lo = (b[64 * h + 32 * (u % 2) + l] >> (4 * (u / 2))) & 0xF;
+		int hi = (b[128 + 32 * h + l] >> (2 * u)) & 3;
+		float ds = __fmul_rn(dq_h(b + 208), (float)(int8_t)b[192 + e / 16]);
+		return __fmul_rn(ds, (float)((lo | hi << 4) - 32));
+	}
+	case 23: { /* IQ4_XS: d, scales_h, scales_l[4], qs[128] */
+		int ib = e / 32, j = e % 32;
+		int sh = b[2] | b[3] << 8;
+		int ls = ((b[4 + ib / 2] >> 4 * (ib % 2)) & 0xF) | (((sh >> 2 * ib) & 3) << 4);
+		float dl = __fmul_rn(dq_h(b), (float)(ls - 32));
+		int q = j < 16 ? b[8 + 16 * ib + j] & 0xF : b[8 + 16 * ib + j - 16] >> 4;
+		return __fmul_rn(dl, (float)dq_iq4_value(q));
+	}
+	}
+	return 0.0f;
+}
+
+template <typename T>
+__global__ void dequant_kernel(const uint8_t *src, int t, int be, int bb, uint64_t n, T *dst)
+{
+	uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+	for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		dst[i] = st_t<T>(dq_elem(t, src + (i / be) * bb, (int)(i % be)));
+}
+
+bool gpu_dequant_supported(int src_type)
+{
+	switch (src_type) {
+	case 2:
+	case 3:
+	case 6:
+	case 7:
+	case 8:
+	case 10:
+	case 11:
+	case 12:
+	case 13:
+	case 14:
+	case 20:
+	case 23: return true;
+	}
+	return false;
+}
+
+cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void *dst,
+				enum gpu_dtype dt, cudaStream_t stream)
+{
+	if (!gpu_dequant_supported(src_type))
+		return cudaErrorInvalidValue;
+	const bool k = (src_type >= 10 && src_type <= 14) || src_type == 23;
+	const int be = k ? 256 : 32;
+	int bb = 0;
+	switch (src_type) {
+	case 2: bb = 18; break;
+	case 3: bb = 20; break;
+	case 6: bb = 22; break;
+	case 7: bb = 24; break;
+	case 8: bb = 34; break;
+	case 10: bb = 84; break;
+	case 11: bb = 110; break;
+	case 12: bb = 144; break;
+	case 13: bb = 176; break;
+	case 14: bb = 210; break;
+	case 20: bb = 18; break;
+	case 23: bb = 136; break;
+	}
+	if (n == 0)
+		return cudaSuccess;
+	if (n % be)
+		return cudaErrorInvalidValue;
+	unsigned blocks = gpu_div_up(n, 256);
+	if (blocks > 65536)
+		blocks = 65536;
+	GPU_DISPATCH_DTYPE(dt, T,
+			   dequant_kernel<T><<<blocks, 256, 0, stream>>>(
+			       (const uint8_t *)src, src_type, be, bb, n, (T *)dst));
+	return cudaGetLastError();
+}
