@@ -8,6 +8,7 @@
 #    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
 #    SIMD code; a wrong kernel moves them by far more on this model); the same for a tiny
 #    file of each architecture of core/model/arch.h;
+#  - block reuse, n > 1 and beam search give the CPU backend's sequences;
 #  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
 #    backend's tokens (gpu/mask.cu);
 #  - a driver older than the build's CUDA (the emulator plays one with
@@ -87,6 +88,31 @@ far=$(lp "$TMP/con_cpu.jsonl" >"$TMP/con_cpu.lp" && lp "$TMP/con_gpu.jsonl" |
 		'to_entries[] | select([.key as $k | .value | to_entries[] | (.value - $c[0][$k][.key]) | fabs | select(. > 1e-4)] | length > 0) | .key')
 check_eq "cuda (emulated), constraints: cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 
+# ---- beam search on the CUDA backend (issue 14): beams of widths 3 and 4 beside a greedy
+# request, blocks of 4 tokens so that beams copy partly filled blocks on write and follow
+# each other's tables; the same beams, in the same order, as the CPU backend, cumulative
+# log-probs within 1e-4
+cat >"$TMP/beam.jsonl" <<'JSONL'
+{"id":"b1","prompt":"Once upon a time there was a little dog","max_tokens":7,"beam_width":3,"n":3}
+{"id":"b2","prompt":"The cat sat on","max_tokens":5,"temperature":0}
+{"id":"b3","prompt":"Lily and Ben went to the park.","max_tokens":6,"beam_width":4,"n":2,"length_penalty":0.5,"logprobs":1}
+JSONL
+beam=(-q -i "$TMP/beam.jsonl" --block-size 4)
+"$BATCHGEN" "${beam[@]}" -o "$TMP/beam_cpu.jsonl" --device cpu
+"$BATCHGEN" "${beam[@]}" -o "$TMP/beam_gpu.jsonl" --device cuda
+check_eq "cuda (emulated), beam search: exit status" $? 0
+beams() { jq -c '[.id, .error, (.choices // [.] | map([.token_ids, .finish_reason]))]' "$1"; }
+check_eq "cuda (emulated), beam search: the CPU backend's beams" \
+	"$(beams "$TMP/beam_gpu.jsonl")" "$(beams "$TMP/beam_cpu.jsonl")"
+check_eq "beam search: the requests return 3, 1 and 2 sequences" \
+	"$(jq -c '(.choices // [.]) | length' "$TMP/beam_cpu.jsonl" | tr '\n' ' ')" "3 1 2 "
+far=$(jq -s -r '[.[] | {(.id): [(.choices // [.])[].cum_logprob]}] | add' "$TMP/beam_cpu.jsonl" \
+	>"$TMP/beam.lp" && jq -r --slurpfile c "$TMP/beam.lp" \
+	'. as $r | (.choices // [.]) | to_entries[] |
+	 select(((.value.cum_logprob - $c[0][$r.id][.key]) | fabs) > 1e-4) | $r.id' \
+	"$TMP/beam_gpu.jsonl")
+check_eq "cuda (emulated), beam search: cumulative log-probs within 1e-4 of the CPU's" "$far" ""
+
 # ---- the architectures of core/model/arch.h (tiny f32 files, prompts past their windows) --
 # Every feature's kernel runs here: rope factors and YaRN, Q/K norms, embedding scale, GELU,
 # post-norms, soft-caps, windowed layers (tiled prompt and per-query decode), LongRoPE.
@@ -104,6 +130,18 @@ for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-ti
 			"$TMP/$sh.gpu.jsonl")
 	check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 done
+# every layer windowed: blocks behind the window are given back (-1 in the block table) in
+# a pool of 8 blocks of 4 tokens, smaller than the 32-token prompt + 6
+sh=gemma2-swa-tiny small=(--block-size 4 --kv-tokens 32 --max-num-tokens 8)
+"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
+"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu "${small[@]}"
+"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda \
+	"${small[@]}" --stats "$TMP/$sh.stats"
+check_eq "$sh (emulated cuda, small pool): the CPU backend's tokens" \
+	"$(tokens "$TMP/$sh.gpu.jsonl")" "$(tokens "$TMP/$sh.cpu.jsonl")"
+check "$sh (emulated cuda): 12 tokens and blocks given back" test \
+	"$(jq -s '[.[].token_ids | length] | add' "$TMP/$sh.gpu.jsonl")" = 12 -a \
+	"$(jq -s 'map(.kv_cache.window_dropped_blocks) | add' "$TMP/$sh.stats")" -gt 0
 
 # ---- a driver too old for the build -----------------------------------------------------
 BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \

@@ -66,6 +66,9 @@ static void unit_cases(void)
 	/* values as Python prints them */
 	expect("{{ none }} {{ true }} {{ 1.0 }} {{ 10/4 }} {{ 7//2 }} {{ -7 % 3 }} {{ 2**10 }} {{ 1e20 }} {{ 0.1 }}", NULL,
 	       "None True 1.0 2.5 3 2 1024 1e+20 0.1");
+	/* mixed int and float arithmetic (a float operand was once read as a bool: UBSan,
+	 * found by fuzz_jinja on {{ 8181e26*1 }}) */
+	expect("{{ 8181e26*1 }} {{ 2.5 * 2 }} {{ 1.5 + true }} {{ 3 - 0.5 }}", NULL, "8.181e+29 5.0 2.5 2.5");
 	expect("{{ [1, 'a', none] }} {{ {'k': \"it's\"} }} {{ (1,) }}", NULL, "[1, 'a', None] {'k': \"it's\"} (1,)");
 	expect("{{ 'ab' ~ 3 ~ none }} {{ 'a' + 'b' }} {{ 'ab' * 2 }} {{ [1] + [2] }}", NULL, "ab3None ab abab [1, 2]");
 	expect("{{ x }}|{{ d.y is defined }}|{{ d.missing }}|{{ d['k'] }}", "{\"d\": {\"k\": 5}}", "|False||5");

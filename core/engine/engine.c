@@ -16,9 +16,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/beam.h"
 #include "engine/constrain.h"
 #include "engine/kv.h"
 #include "engine/scheduler.h"
+#include "model/model.h"
 
 void engine_config_default(struct engine_config *c)
 {
@@ -67,6 +69,10 @@ struct ereq {
 	struct sampler_constraint sc; /* this step's, built by constrain_step */
 	bool con_dead;		   /* no token allowed at this step */
 	struct bg_err con_err;	   /* set when the constraint step failed */
+	/* beam search (beam_width > 1): the root owns the search; its kids are beams
+	 * 1..W-1 (slots; kept until the root is freed, even when not live) */
+	struct beam *beam;
+	bool beam_over; /* root: the family has finished (or failed) */
 };
 
 struct engine {
@@ -78,6 +84,7 @@ struct engine {
 	struct sched *sched;
 	int32_t max_seq_len;
 	int32_t window;
+	int32_t kv_window; /* > 0: every layer is windowed, blocks behind it are given back */
 	/* batch scratch, grown to the largest batch seen (at most max_batch_size sequences
 	 * and max_num_tokens tokens, but a large limit costs nothing until it is used) */
 	struct backend_seq *bseqs; /* [seq_cap] */
@@ -156,7 +163,10 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 	    .on_pause = on_pause,
 	    .pause_user = e,
 	    .prefix_cache = cfg->prefix_cache,
+	    /* sliding window on every layer: blocks behind it are given back (scheduler.h) */
+	    .kv_window = (int32_t)model_kv_window(hp),
 	};
+	e->kv_window = sc.kv_window;
 	if ((st = sched_create(&sc, e->pool, &e->sched, err)) != BG_OK)
 		goto fail;
 	e->ring_cap = 1024;
@@ -180,6 +190,7 @@ static void ereq_free(struct ereq *er)
 		ereq_free(er->kids[i]);
 	free(er->kids);
 	free(er->swap_buf);
+	beam_free(er->beam);
 	constrain_free(er->con);
 	req_free(er->r);
 	free(er);
@@ -299,12 +310,141 @@ static bool text_ensure(struct request *r, size_t *cap)
 
 static void finish_root(struct engine *e, struct ereq *er, enum req_finish finish);
 
+/* ---- beam search (engine/beam.h): the engine's side ---- */
+
+/* A beam member ends outside a finished search (an error, the run failing, or a request
+ * refused before it ran): it leaves the scheduler; so do its family's members that are
+ * not in the batch being failed (step_tokens 0: the batch fails the others in turn). The
+ * last one out completes the root with the error. */
+static void beam_complete(struct engine *e, struct ereq *er, enum req_finish finish)
+{
+	struct ereq *root = er->parent ? er->parent : er;
+	if (root->beam_over)
+		return;
+	if (er->r->error.code[0] && !root->r->error.code[0])
+		root->r->error = er->r->error;
+	if (er->sq.state != SCHED_NEW && er->sq.state != SCHED_DONE)
+		sched_finish(e->sched, &er->sq);
+	bool live = false;
+	for (int32_t i = -1; i < root->n_kids; i++) {
+		struct ereq *m = i < 0 ? root : root->kids[i];
+		if (m->sq.state == SCHED_NEW || m->sq.state == SCHED_DONE)
+			continue;
+		if (m->sq.state == SCHED_RUNNING && m->sq.step_tokens > 0)
+			live = true;
+		else
+			sched_finish(e->sched, &m->sq);
+	}
+	if (live)
+		return;
+	root->beam_over = true;
+	/* an unfinished search returns nothing but its error */
+	free(root->r->out_ids);
+	root->r->out_ids = NULL;
+	root->r->n_out = 0;
+	finish_root(e, root, root->r->error.code[0] ? REQ_FINISH_ERROR : finish);
+}
+
+/* What ends a beam: the request's stop ids, end-of-generation unless ignore_eos. */
+struct beam_fin {
+	const struct tok *tok;
+	const struct request *r;
+};
+
+static enum req_finish beam_finishing(void *user, int32_t token)
+{
+	const struct beam_fin *bf = user;
+	const struct request *r = bf->r;
+	for (int32_t i = 0; i < r->n_stop_token_ids; i++)
+		if (r->stop_token_ids[i] == token)
+			return REQ_FINISH_STOP;
+	return !r->ignore_eos && bf->tok && tok_is_eog(bf->tok, token) ? REQ_FINISH_EOS
+								       : REQ_FINISH_NONE;
+}
+
+/* The family's member in slot i (0: the root). */
+static struct ereq *beam_member(struct ereq *root, int32_t i)
+{
+	return i == 0 ? root : root->kids[i - 1];
+}
+
+/* Fails root's whole search (every live member has run its step). */
+static void beam_fail(struct engine *e, struct ereq *root, const char *msg)
+{
+	snprintf(root->r->error.code, sizeof root->r->error.code, "internal");
+	snprintf(root->r->error.message, sizeof root->r->error.message, "%.200s", msg);
+	beam_complete(e, root, REQ_FINISH_ERROR);
+}
+
+/* Every live beam of root's family has its candidates: picks the next beams
+ * (beam_step), re-points their KV (the first step forks the family: every slot shares
+ * the prompt's blocks; later, each new beam shares the table of the beam it extends;
+ * slots without a beam keep an empty table and wait), gives each its token, or ends
+ * the search and completes the request. */
+static void beam_advance(struct engine *e, struct ereq *root)
+{
+	int32_t W = root->n_kids + 1, n_next = 0, parent[REQ_MAX_BEAM_WIDTH];
+	struct request *reqs[REQ_MAX_BEAM_WIDTH];
+	struct sched_seq *seqs[REQ_MAX_BEAM_WIDTH];
+	for (int32_t i = 0; i < W; i++) {
+		reqs[i] = beam_member(root, i)->r;
+		seqs[i] = &beam_member(root, i)->sq;
+	}
+	bool first = root->r->n_out == 0 && !root->sq.forked, done = false;
+	struct beam_fin bf = {e->tok, root->r};
+	struct bg_err berr = {0};
+	if (beam_step(root->beam, reqs, beam_finishing, &bf, parent, &n_next, &done, &berr) !=
+	    BG_OK) {
+		beam_fail(e, root, berr.msg);
+		return;
+	}
+	if (first && n_next > 0) {
+		root->r->t_first_token = now_s();
+		root->r->ttft_ms = (root->r->t_first_token - root->r->t_arrival) * 1e3;
+	}
+	e->tot.output_tokens += n_next;
+	if (done) {
+		if (beam_finish(root->beam, reqs, root->r, e->tok, &berr) != BG_OK) {
+			beam_fail(e, root, berr.msg);
+			return;
+		}
+		text_ensure(root->r, &root->text_cap);
+		root->beam_over = true;
+		for (int32_t i = 0; i < W; i++)
+			if (seqs[i]->state != SCHED_NEW && seqs[i]->state != SCHED_DONE)
+				sched_finish(e->sched, seqs[i]);
+		finish_root(e, root, root->r->finish);
+		return;
+	}
+	if (first) {
+		sched_append(e->sched, &root->sq);
+		for (int32_t k = 0; k < root->n_kids; k++) {
+			if (sched_fork(e->sched, &root->sq, &root->kids[k]->sq, &berr) != BG_OK) {
+				beam_fail(e, root, berr.msg);
+				return;
+			}
+			root->kids[k]->r->t_arrival = root->r->t_arrival;
+		}
+	}
+	if (sched_beam_reorder(e->sched, seqs, W, parent, n_next, &berr) != BG_OK) {
+		beam_fail(e, root, berr.msg);
+		return;
+	}
+	if (!first)
+		for (int32_t j = 0; j < n_next; j++)
+			sched_append(e->sched, seqs[j]);
+}
+
 /* Marks er's sequence finished and frees its KV. A root without live kids is complete
  * (finish_root); a root with live kids waits for them; a kid moves its output into the
  * root's choices and is freed. */
 static void complete(struct engine *e, struct ereq *er, enum req_finish finish)
 {
 	struct request *r = er->r;
+	if (er->beam || (er->parent && er->parent->beam)) {
+		beam_complete(e, er, finish);
+		return;
+	}
 	if (er->sq.state != SCHED_NEW && er->sq.state != SCHED_DONE)
 		sched_finish(e->sched, &er->sq);
 	if (er->swap_buf) {
@@ -346,7 +486,7 @@ static void finish_root(struct engine *e, struct ereq *er, enum req_finish finis
 {
 	struct request *r = er->r;
 	r->finish = finish;
-	if (r->n_choices > 0) {
+	if (r->n_choices > 0 && !er->beam) {
 		/* sample 0 is the root's own sequence; n_out becomes the samples' total */
 		req_take_choice(r, &r->choices[0]);
 		r->finish = r->error.code[0] ? REQ_FINISH_ERROR : r->choices[0].finish;
@@ -567,6 +707,8 @@ static bool intake_check_length(struct engine *e, struct ereq *er, int64_t *n_ma
 	if (r->max_tokens == 0) {
 		/* to the end: the longest sequence the context and the KV pool allow */
 		int64_t room = (int64_t)kv_n_blocks(e->pool) * kv_block_size(e->pool) + 1;
+		if (sched_blocks_needed(e->sched, e->max_seq_len, P, 1) <= kv_n_blocks(e->pool))
+			room = e->max_seq_len; /* a window on every layer bounds the KV held */
 		int64_t end = room < e->max_seq_len ? room : e->max_seq_len;
 		r->max_tokens = end > P ? (int32_t)(end - P) : 1; /* 1: refused just below */
 	}
@@ -580,12 +722,12 @@ static bool intake_check_length(struct engine *e, struct ereq *er, int64_t *n_ma
 			 P, r->max_tokens, (long long)*n_max, e->max_seq_len);
 		return false;
 	}
-	int32_t need = kv_blocks_for(e->pool, *n_max - 1);
+	int64_t need = sched_blocks_needed(e->sched, *n_max - 1, P, 1);
 	if (need > kv_n_blocks(e->pool)) {
 		fail_req(e, er, "too_long",
-			 "prompt + max_tokens needs %d KV blocks (%lld tokens) but the pool has %d "
+			 "prompt + max_tokens needs %lld KV blocks (%lld tokens) but the pool has %d "
 			 "blocks of %d tokens",
-			 need, (long long)(*n_max - 1), kv_n_blocks(e->pool),
+			 (long long)need, (long long)(*n_max - 1), kv_n_blocks(e->pool),
 			 kv_block_size(e->pool));
 		return false;
 	}
@@ -676,10 +818,12 @@ static struct request *sample_clone(const struct request *r, int32_t i)
 
 /* n > 1: the kids (samples 1..n-1, not yet in the scheduler) and the choices array.
  * False: the request has been failed. */
+static bool make_kids(struct engine *e, struct ereq *er, int32_t count);
+
 static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 {
 	struct request *r = er->r;
-	if (r->n <= 1)
+	if (r->n <= 1 || r->beam_width > 1)
 		return true;
 	if (r->n > e->cfg.max_batch_size) {
 		fail_req(e, er, "invalid_request",
@@ -689,9 +833,7 @@ static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 	}
 	/* no-evict and static reserve the whole family: the prompt's full blocks once, the
 	 * rest n times (max-util may pause samples instead) */
-	int64_t full = kv_blocks_for(e->pool, n_max - 1);
-	int64_t shared = r->n_prompt / kv_block_size(e->pool);
-	int64_t need = shared + (int64_t)r->n * (full - shared);
+	int64_t need = sched_blocks_needed(e->sched, n_max - 1, r->n_prompt, r->n);
 	if ((e->cfg.policy == ENGINE_POLICY_NO_EVICT || e->cfg.policy == ENGINE_POLICY_STATIC) &&
 	    need > kv_n_blocks(e->pool)) {
 		fail_req(e, er, "too_long",
@@ -707,7 +849,15 @@ static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 		return false;
 	}
 	r->n_choices = r->n;
-	for (int32_t i = 1; i < r->n; i++) {
+	return make_kids(e, er, r->n);
+}
+
+/* er's kids 1..count-1 (er->kids has room for them), not yet in the scheduler. False:
+ * the request has been failed. */
+static bool make_kids(struct engine *e, struct ereq *er, int32_t count)
+{
+	struct request *r = er->r;
+	for (int32_t i = 1; i < count; i++) {
 		struct ereq *k = calloc(1, sizeof *k);
 		struct request *kr = k ? sample_clone(r, i) : NULL;
 		if (!kr) {
@@ -732,6 +882,62 @@ static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 		k->sq.n_samples = 1;
 		er->kids[er->n_kids++] = k;
 		er->n_live_kids++;
+	}
+	return true;
+}
+
+/* Beam search (beam_width > 1): the refusals (beam.h), the whole family's KV against the
+ * pool (every policy reserves it: beams are never paused), the search state and the
+ * beams 1..W-1. False: the request has been failed. */
+static bool intake_beam(struct engine *e, struct ereq *er, int64_t n_max)
+{
+	struct request *r = er->r;
+	char msg[200];
+	const char *code = beam_refusal(r, e->cfg.max_batch_size, msg, sizeof msg);
+	if (code) {
+		fail_req(e, er, code, "%s", msg);
+		return false;
+	}
+	if (r->beam_width <= 1)
+		return true;
+	if (e->kv_window > 0) {
+		/* beams re-share and copy block tables at every step; tables with blocks given
+		 * back behind the window are not part of that (scheduler.h) */
+		fail_req(e, er, "invalid_request",
+			 "beam search is not supported on a model whose every layer has a sliding "
+			 "window");
+		return false;
+	}
+	int32_t W = r->beam_width;
+	int64_t full = kv_blocks_for(e->pool, n_max - 1);
+	int64_t shared = r->n_prompt / kv_block_size(e->pool);
+	if (shared > full)
+		shared = full;
+	int64_t need = shared + (int64_t)W * (full - shared);
+	if (need > kv_n_blocks(e->pool)) {
+		fail_req(e, er, "too_long",
+			 "beam_width = %d beams of prompt + max_tokens need %lld KV blocks but the "
+			 "pool has %d",
+			 W, (long long)need, kv_n_blocks(e->pool));
+		return false;
+	}
+	struct beam_params bp = {.width = W,
+				 .n_return = r->n,
+				 .length_penalty = r->length_penalty,
+				 .early_stopping = r->early_stopping,
+				 .max_out = r->max_tokens,
+				 .logprobs = r->logprobs};
+	struct bg_err berr = {0};
+	er->kids = calloc((size_t)(W - 1), sizeof *er->kids);
+	if (!er->kids || beam_create(&bp, &er->beam, &berr) != BG_OK) {
+		fail_req(e, er, "internal", "%s", berr.msg[0] ? berr.msg : "out of memory");
+		return false;
+	}
+	if (!make_kids(e, er, W))
+		return false;
+	for (int32_t k = 0; k < er->n_kids; k++) {
+		er->kids[k]->sq.gang = true;
+		er->kids[k]->sp_gen.n_top = beam_n_top(&bp, e->be->n_vocab);
 	}
 	return true;
 }
@@ -776,6 +982,12 @@ static void intake_enqueue(struct engine *e, struct ereq *er, int64_t n_max)
 	er->sq.n_prompt = r->n_prompt;
 	er->sq.cache_lookup = r->prompt_logprobs < 0;
 	er->sq.n_samples = r->n;
+	if (er->beam) {
+		struct beam_params bp = {.width = r->beam_width, .logprobs = r->logprobs};
+		er->sp_gen.n_top = beam_n_top(&bp, e->be->n_vocab);
+		er->sq.n_samples = r->beam_width;
+		er->sq.gang = true;
+	}
 	struct bg_err qerr = {0};
 	if (sched_enqueue(e->sched, &er->sq, &qerr) != BG_OK)
 		fail_req(e, er, "internal", "%s", qerr.msg);
@@ -804,7 +1016,7 @@ static void intake(struct engine *e, struct request *r)
 	}
 	int64_t n_max = 0;
 	if (!ok || !intake_check_length(e, er, &n_max) || !intake_prompt_logprobs(e, er) ||
-	    !intake_samples(e, er, n_max))
+	    !intake_samples(e, er, n_max) || !intake_beam(e, er, n_max))
 		return;
 	intake_enqueue(e, er, n_max);
 }
@@ -981,12 +1193,13 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		"\"kv_cache\": {\"max_num_blocks\": %d, \"free_num_blocks\": %d, "
 		"\"used_num_blocks\": %d, \"tokens_per_block\": %d, \"alloc_new_blocks\": %lld, "
 		"\"reused_blocks\": %lld, \"missed_blocks\": %lld, \"cache_hit_rate\": %.4f, "
-		"\"cached_blocks\": %d}, ",
+		"\"cached_blocks\": %d, \"window_dropped_blocks\": %lld}, ",
 		stamp, ts.tv_nsec / 1000000L, (long long)e->iter, lat_ms, plan->n_running,
 		e->cfg.max_batch_size, plan->n_waiting, plan->n_new, e->iter_completed, ks.n_blocks,
 		ks.free_blocks, ks.used_blocks, ks.block_size, (long long)ks.alloc_new,
 		(long long)ks.reused_new, (long long)ks.missed_new,
-		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks);
+		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks,
+		(long long)ks.dropped_new);
 	if (e->cfg.policy == ENGINE_POLICY_STATIC)
 		fprintf(
 		    f,
@@ -1054,7 +1267,8 @@ static enum bg_status scratch_reserve(struct engine *e, int32_t n_seqs, int32_t 
 static bool forks_now(const struct sched_seq *q)
 {
 	const struct ereq *er = q->user;
-	return q->step_samples && !q->forked && !er->parent && er->r->n > 1 && er->n_kids > 0;
+	return q->step_samples && !q->forked && !er->parent && er->r->n > 1 && er->n_kids > 0 &&
+	       !er->beam;
 }
 
 static bool constrain_apply(struct engine *e, struct ereq *er, const struct sampler_result *res);
@@ -1272,9 +1486,16 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		if (q->step_ctx && !q->recomputing)
 			e->tot.prompt_tokens += c;
 		bool fork = forks_now(q);
-		sched_advance(e->sched, q, sampled != NULL);
+		struct ereq *broot = er->beam ? er : er->parent && er->parent->beam ? er->parent : NULL;
+		sched_advance(e->sched, q, sampled != NULL && !broot);
 		if (!sampled)
 			continue;
+		if (broot) {
+			/* a beam waits (held) until every beam of its family has its candidates */
+			if (beam_collect(broot->beam, er->sample, sampled))
+				beam_advance(e, broot);
+			continue;
+		}
 		if (fork && (st = fork_samples(e, er, &e->res[row], err)) != BG_OK)
 			return st;
 		if (fork)

@@ -26,6 +26,8 @@ struct request *req_new(void)
 	r->logprobs = -1;
 	r->prompt_logprobs = -1;
 	r->n = 1;
+	r->beam_width = 1;
+	r->length_penalty = 1.0f;
 	sampler_params_default(&r->sampling);
 	return r;
 }

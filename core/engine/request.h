@@ -41,6 +41,10 @@ struct req_choice {
 /* The most samples one request may ask for (n). */
 #define REQ_MAX_N 128
 
+/* The widest beam search (beam_width): each beam's candidates are its 2 * beam_width most
+ * likely tokens, which the sampler reports (SAMPLER_MAX_TOP alternatives at most). */
+#define REQ_MAX_BEAM_WIDTH (SAMPLER_MAX_TOP / 2)
+
 struct req_error {
 	char code[32]; /* "invalid_json", "invalid_request", "too_long", ...; "" = none */
 	char message[256];
@@ -67,7 +71,12 @@ struct request {
 	bool ignore_eos;
 	int32_t logprobs;	 /* -1: none; 0: the chosen token's only; n: plus top-n */
 	int32_t prompt_logprobs; /* -1: none; n >= 0 as for logprobs */
-	int32_t n;		 /* samples of the prompt, >= 1 (one prefill, shared blocks) */
+	int32_t n;		 /* samples of the prompt, >= 1 (one prefill, shared blocks);
+				  * with beam_width > 1, the beams returned (<= beam_width) */
+	/* beam search (engine/beam.h): beam_width > 1 searches; 1 = off */
+	int32_t beam_width;
+	float length_penalty; /* score = cum_logprob / len^length_penalty; 1 by default */
+	bool early_stopping;  /* stop once beam_width hypotheses are finished */
 	/* constraints (structured output and logit controls; engine/constrain.h) */
 	struct grammar *grammar; /* owned; NULL = none (from grammar, json_schema, regex,
 				    choice or response_format) */

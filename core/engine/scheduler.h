@@ -55,6 +55,30 @@
  * running the step. Such copies are counted where blocks are counted (admission
  * reservations, max-util's room-making).
  *
+ * Sliding window (cfg.kv_window = W > 0, only when EVERY layer of the model is windowed:
+ * with interleaved global layers a request keeps all its blocks): the query at position
+ * p reads positions (p - W, p] only, so after each step, and after taking cached blocks,
+ * a sequence gives back (kv_drop_front) the blocks that end at or before
+ * n_computed - W + 1; its table keeps KV_DROPPED entries there. What a sequence holds at
+ * once is then bounded by win_blocks = kv_blocks_for(W - 2 + block_size + max_num_tokens),
+ * and that bound replaces kv_blocks_for(n_kv_max) wherever the policies reserve or
+ * promise (sched_blocks_needed; the adaptive promise is min(n_kv_max, win_blocks *
+ * block_size)); with cached blocks the windowed reservation does not subtract them. A
+ * paused sequence with dropped blocks resumes by recompute, never swap.
+ *
+ * Beams (engine/beam.h): a beam search is a family of gang sequences (gang set on the
+ * root before sched_enqueue, n_samples = its width). Beams advance in lockstep: a
+ * sequence whose step sampled does not append by itself (sched_advance(q, false)); it is
+ * held (not scheduled: nothing is pending) until the caller has chosen every beam's next
+ * token, then re-pointed (sched_beam_reorder: each beam continues the table of the beam
+ * it extends, sharing its blocks, copied on write) and given its token (sched_append).
+ * Gang sequences are never paused, under any policy: every policy admits a gang root
+ * only when its whole family's blocks fit beside what the running sequences may still
+ * claim (no-evict's rule), and max-util makes room by pausing other sequences only. A
+ * beam's reservation counts the blocks beyond the prompt that it does not hold alone
+ * as still to come (beams re-share blocks at every reorder), so that the family never
+ * needs more than it reserved.
+ *
  * Invariants after every step: scheduled = context + generation entries; the running
  * count <= max_batch_size; token total <= max_num_tokens; every scheduled sequence's
  * table covers n_computed + its tokens; a NO_EVICT or STATIC sequence is never paused.
@@ -95,6 +119,7 @@ struct sched_seq {
 	bool cache_lookup; /* take cached blocks at admission; false: compute the whole
 			    * prompt (its blocks are still keyed for others) */
 	int32_t n_samples; /* sequences this one forks into after its prompt (0 or 1: none) */
+	bool gang;	   /* a beam of a beam search (see "Beams" above): never paused */
 	/* ---- owned by the scheduler (read-only for the caller) ---- */
 	enum sched_state state;
 	int32_t n_computed;	  /* tokens whose KV is written */
@@ -135,6 +160,8 @@ struct sched_config {
 	sched_pause_fn on_pause; /* NULL: always recompute */
 	void *pause_user;
 	bool prefix_cache; /* block reuse across sequences (see above) */
+	int32_t kv_window; /* > 0: every layer attends to the last kv_window positions only
+			    * (see "Sliding window" above); 0: none */
 };
 
 /* One iteration's plan. */
@@ -183,6 +210,19 @@ void sched_advance(struct sched *s, struct sched_seq *q, bool appended);
 enum bg_status sched_fork(struct sched *s, struct sched_seq *parent, struct sched_seq *child,
 			  struct bg_err *err);
 
+/* Beams: q (running, out of its context phase or at its end, n_computed == n_tokens: it
+ * was held) gets its next token: n_tokens + 1, the context phase ends. */
+void sched_append(struct sched *s, struct sched_seq *q);
+
+/* Beams: beam j of seqs[0, n_new) continues the table of seqs[parent[j]] (every
+ * seqs[i], i < n_old, running; the parents with the same n_computed): each new table
+ * shares all of its parent's blocks and takes its token counts, then the old tables are
+ * released, so a block leaves no table before its new holders hold it. seqs[n_new,
+ * n_old) are left with empty tables and nothing to feed (held, until a later reorder
+ * gives them a beam again). BG_ERR_NOMEM: nothing changed. */
+enum bg_status sched_beam_reorder(struct sched *s, struct sched_seq *const *seqs, int32_t n_old,
+				  const int32_t *parent, int32_t n_new, struct bg_err *err);
+
 /* Removes q (running, paused or waiting) and releases its blocks; q->state = DONE. */
 void sched_finish(struct sched *s, struct sched_seq *q);
 
@@ -198,6 +238,13 @@ struct sched_seq *sched_waiting_at(const struct sched *s, int32_t i);
 
 /* Adaptive: the current token budget. */
 int64_t sched_token_budget(const struct sched *s);
+
+/* Blocks one request may hold at once: kv_blocks_for(n_positions), or with samples the
+ * prompt's full blocks once and the rest n_samples times, bounded by the sliding window
+ * when cfg.kv_window > 0 (n_samples times its bound). The engine refuses requests whose
+ * need exceeds the pool. */
+int64_t sched_blocks_needed(const struct sched *s, int64_t n_positions, int32_t n_prompt,
+			    int32_t n_samples);
 
 /* Blocks the running sequences may still claim: sum of kv_blocks_for(n_kv_max) - held
  * (a sequence that will fork: its family's, the prompt's full blocks counted once), plus

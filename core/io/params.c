@@ -60,6 +60,14 @@ const struct param_def params_table[] = {
     /* engine (issue 14): samples sharing one prefill; sample i draws with seed + i */
     {"n", "n", PARAM_INT, R(n), NO_N, "1", NULL, 1, REQ_MAX_N, false, 0, NULL, NULL,
      "samples of the prompt, one prefill (the result has a choices array)"},
+    /* engine (issue 14): beam search, engine/beam.h (vLLM's and TensorRT-LLM's names) */
+    {"beam_width", "beam_width", PARAM_INT, R(beam_width), NO_N, "1", NULL, 1, REQ_MAX_BEAM_WIDTH,
+     false, 0, NULL, NULL,
+     "beam search with this many beams, 1 = off (n: how many beams are returned)"},
+    {"length_penalty", "length_penalty", PARAM_NUM, R(length_penalty), NO_N, "1", NULL, -100, 100,
+     false, 0, NULL, NULL, "beam score = cum_logprob / length^length_penalty"},
+    {"early_stopping", "early_stopping", PARAM_BOOL, R(early_stopping), NO_N, "false", NULL, 0, 0,
+     false, 0, NULL, NULL, "beam search ends once beam_width hypotheses are finished"},
     /* issue 15; grammar, json_schema, regex, choice, logit_bias and bad_words are structured
      * values, read by io/jsonl's parse_constraints */
     {"min_tokens", "min_tokens", PARAM_INT, R(min_tokens), NO_N, "0", NULL, 0, INT32_MAX, false,

@@ -140,6 +140,47 @@ static bool rvec_push(struct gparser *p, struct rvec *r, uint32_t type, uint32_t
 	return true;
 }
 
+struct gp_item {
+	uint32_t lo, hi;
+};
+
+static int gp_item_cmp(const void *a, const void *b)
+{
+	const struct gp_item *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* Rewrites the negated class that starts at rule->e[first] with its characters and ranges
+ * in increasing order of their first code point (the same set, the same number of
+ * elements): match_partial then finds a gap in one pass. */
+static bool gp_sort_class(struct gparser *p, struct rvec *rule, uint32_t first)
+{
+	uint32_t n_el = rule->n - first, n = 0;
+	if (n_el == 0)
+		return true;
+	struct gp_item *it = malloc(n_el * sizeof *it);
+	if (!it) {
+		gp_fail(p, p->src, BG_ERR_NOMEM, "out of memory");
+		return false;
+	}
+	for (uint32_t i = first; i < rule->n; n++) {
+		bool range = i + 1 < rule->n && rule->e[i + 1].type == GE_CHAR_RNG_UPPER;
+		it[n] = (struct gp_item){rule->e[i].value, rule->e[i + range].value};
+		i += 1 + range;
+	}
+	qsort(it, n, sizeof *it, gp_item_cmp);
+	uint32_t o = first;
+	for (uint32_t k = 0; k < n; k++) {
+		bool range = it[k].lo != it[k].hi;
+		rule->e[o++] = (struct gel){k ? GE_CHAR_ALT : GE_CHAR_NOT, it[k].lo};
+		if (range)
+			rule->e[o++] = (struct gel){GE_CHAR_RNG_UPPER, it[k].hi};
+	}
+	free(it);
+	rule->n = o; /* o <= the old n: a range of one character [a-a] becomes one element */
+	return true;
+}
+
 static bool rvec_append(struct gparser *p, struct rvec *r, const struct gel *e, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -416,6 +457,8 @@ static const char *parse_sequence(struct gparser *p, const char *s, uint32_t rul
 						return NULL;
 				}
 			}
+			if (start_type == GE_CHAR_NOT && !gp_sort_class(p, rule, last))
+				return NULL;
 			s = parse_space(s + 1, nested);
 		} else if (is_word_char(*s)) {
 			const char *e = parse_name(p, s);
@@ -828,8 +871,36 @@ static bool match_char(const struct gel *pos, uint32_t chr, const struct gel **n
 	return found == positive;
 }
 
+/* Is some code point of [low, high] outside every range and character of the negated
+ * class at pos? The parser sorted the class by first code point (gp_sort_class): one
+ * pass moves `cur` past each interval that covers it, and the first interval that starts
+ * above `cur` leaves `cur` uncovered. */
+static bool negated_leaves_gap(const struct gel *pos, uint32_t low, uint32_t high)
+{
+	uint32_t cur = low;
+	do {
+		uint32_t lo = pos->value, hi = pos->value;
+		if (pos[1].type == GE_CHAR_RNG_UPPER)
+			hi = pos[1].value, pos += 2;
+		else
+			pos += 1;
+		if (lo > cur)
+			return true;
+		if (hi >= cur) {
+			if (hi >= high)
+				return false;
+			cur = hi + 1;
+		}
+	} while (pos->type == GE_CHAR_ALT);
+	return true;
+}
+
 /* Can an unfinished UTF-8 sequence (value, n_remain more bytes) complete to a code point
- * that pos matches? (llama_grammar_match_partial_char) */
+ * that pos matches? As llama_grammar_match_partial_char for characters and positive
+ * classes; for a negated class, yes when some completion avoids every excluded character
+ * (llama.cpp says no as soon as one excluded character is a possible completion, so that
+ * `[^🦙]` refused the first byte of every 4-byte character, and a text was accepted whole
+ * but refused byte by byte: found by fuzz_grammar). */
 static bool match_partial(const struct gel *pos, uint32_t value, int n_remain)
 {
 	bool positive = pos->type == GE_CHAR || pos->type == GE_CHAR_ANY;
@@ -843,6 +914,8 @@ static bool match_partial(const struct gel *pos, uint32_t value, int n_remain)
 		else if (n_remain == 3)
 			low = 1u << 16;
 	}
+	if (pos->type == GE_CHAR_NOT)
+		return negated_leaves_gap(pos, low, high);
 	do {
 		if (pos[1].type == GE_CHAR_RNG_UPPER) {
 			if (pos->value <= high && low <= pos[1].value)

@@ -143,7 +143,8 @@ static bool checked_mul(int64_t a, int64_t b, int64_t *o) { return !__builtin_mu
 
 static bool isnum(struct jx_val v) { return v.t == JX_INT || v.t == JX_FLOAT || v.t == JX_BOOL; }
 static double fnum(struct jx_val v) { return v.t == JX_FLOAT ? v.f : v.t == JX_INT ? (double)v.i : v.b; }
-static int64_t inum(struct jx_val v) { return v.t == JX_INT ? v.i : v.b; }
+/* An int or a bool as an integer; 0 for anything else (a float's bits are not a bool). */
+static int64_t inum(struct jx_val v) { return v.t == JX_INT ? v.i : v.t == JX_BOOL ? v.b : 0; }
 
 _Noreturn static void bad_operands(struct jx_render *r, const char *op, struct jx_val a, struct jx_val b)
 {
