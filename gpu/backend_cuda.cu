@@ -107,6 +107,13 @@ struct cuda_ctx {
 	struct sampler_result *d_sout, *h_sout;
 	int32_t *hist_cnt; /* host [n_vocab], all zero between calls */
 	int32_t *hist_ids; /* host [n_vocab] */
+	/* constrained rows (gpu/mask.cu): per sampling group their gpu_constrain_rows, masks
+	 * and biases, uploaded together, and the constrained copies of their logits rows
+	 * ([rows, n_vocab] fp32) that the sampler reads instead of the forward's */
+	void *d_con, *h_con;
+	size_t con_cap;
+	float *clogits;
+	size_t clogits_cap; /* bytes */
 
 	/* CUDA graphs of decode-only passes (every sequence feeds one token and wants its
 	 * logits), one per power-of-two bucket of the batch size; a batch is padded to its
@@ -891,9 +898,80 @@ static bool penalties_on(const struct sampler_params *p)
 	       p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
 }
 
+/* The constrained rows of a group, perm[nu .. nu + nc) of rows: uploads their masks and
+ * biases and enqueues gpu_constrain, which writes their logits, with the constraint
+ * applied, to rows [0, nc) of c->clogits. */
+static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
+				      const int32_t *perm, int32_t nu, int32_t nc, struct bg_err *err)
+{
+	int32_t V = (int32_t)c->hp.n_vocab, nw = (V + 31) / 32;
+	size_t n_mask = 0, n_bias = 0;
+	for (int32_t j = nu; j < nu + nc; j++) {
+		const struct sampler_constraint *sc = rows[perm[j]].constraint;
+		n_mask += sc->allow ? (size_t)nw : 0;
+		n_bias += sc->n_bias > 0 ? (size_t)sc->n_bias : 0;
+	}
+	size_t b_rows = align_up((size_t)nc * sizeof(struct gpu_constrain_row), 256);
+	size_t b_mask = align_up(n_mask * 4, 256), b_ids = align_up(n_bias * 4, 256);
+	size_t need = b_rows + b_mask + b_ids + n_bias * 4 + 256;
+	size_t dcap = c->con_cap;
+	enum bg_status st = host_grow(c, &c->h_con, &c->con_cap, need, err);
+	if (st == BG_OK)
+		st = dev_grow(c, &c->d_con, &dcap, c->con_cap, "constraint masks", err);
+	if (st == BG_OK)
+		st = dev_grow(c, (void **)&c->clogits, &c->clogits_cap, (size_t)nc * V * 4,
+			      "constrained logits", err);
+	if (st != BG_OK) {
+		c->con_cap = 0;
+		return st;
+	}
+	c->con_cap = c->con_cap < dcap ? c->con_cap : dcap;
+	char *h = (char *)c->h_con;
+	struct gpu_constrain_row *hr = (struct gpu_constrain_row *)h;
+	uint32_t *hm = (uint32_t *)(h + b_rows);
+	int32_t *hi = (int32_t *)(h + b_rows + b_mask);
+	float *hb = (float *)(h + b_rows + b_mask + b_ids);
+	int32_t mo = 0, bo = 0;
+	for (int32_t j = 0; j < nc; j++) {
+		const struct backend_sample_row *r = &rows[perm[nu + j]];
+		const struct sampler_constraint *sc = r->constraint;
+		int32_t nb = sc->n_bias > 0 ? sc->n_bias : 0;
+		hr[j] = (struct gpu_constrain_row){r->logits_row, sc->allow ? mo : -1, bo, nb};
+		if (sc->allow) {
+			memcpy(hm + mo, sc->allow, (size_t)nw * 4);
+			mo += nw;
+		}
+		if (nb) {
+			memcpy(hi + bo, sc->bias_ids, (size_t)nb * 4);
+			memcpy(hb + bo, sc->bias, (size_t)nb * 4);
+			bo += nb;
+		}
+	}
+	char *d = (char *)c->d_con;
+	CUDA_CHECK(cudaMemcpyAsync(d, h, b_rows + b_mask + b_ids + n_bias * 4,
+				   cudaMemcpyHostToDevice, c->stream));
+	CUDA_CHECK(gpu_constrain(c->logits, V, (const struct gpu_constrain_row *)d, nc,
+				 (const uint32_t *)(d + b_rows), (const int32_t *)(d + b_rows + b_mask),
+				 (const float *)(d + b_rows + b_mask + b_ids), c->clogits, c->stream));
+	return BG_OK;
+}
+
+/* Samples rows[n] (n <= CUDA_SAMPLE_GROUP). The device sees the unconstrained rows first
+ * (the forward's logits), then the constrained ones (their copies in c->clogits): two
+ * sampler launches, results put back in row order. */
 static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
 				   int32_t n, struct sampler_result *out, struct bg_err *err)
 {
+	int32_t perm[CUDA_SAMPLE_GROUP], pos[CUDA_SAMPLE_GROUP]; /* device order <-> row */
+	int32_t nu = 0, nc = 0;
+	for (int32_t i = 0; i < n; i++)
+		if (!rows[i].constraint)
+			perm[nu++] = i;
+	for (int32_t i = 0; i < n; i++)
+		if (rows[i].constraint)
+			perm[nu + nc++] = i;
+	for (int32_t j = 0; j < n; j++)
+		pos[perm[j]] = j;
 	/* history entries first (sizes), then the rows */
 	size_t n_hist = 0;
 	for (int32_t i = 0; i < n; i++)
@@ -917,8 +995,8 @@ static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_samp
 	for (int32_t i = 0; i < n; i++) {
 		const struct backend_sample_row *r = &rows[i];
 		const struct sampler_params *p = r->params;
-		struct gpu_sample_row *g = &hr[i];
-		g->logits_row = r->logits_row;
+		struct gpu_sample_row *g = &hr[pos[i]];
+		g->logits_row = r->constraint ? pos[i] - nu : r->logits_row;
 		g->forced = r->forced;
 		g->temperature = p->temperature;
 		g->top_k = p->top_k;
@@ -963,13 +1041,22 @@ static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_samp
 	}
 	size_t used = bytes_rows + (size_t)n_he * sizeof(struct gpu_hist_entry);
 	CUDA_CHECK(cudaMemcpyAsync(c->d_sin, c->h_sin, used, cudaMemcpyHostToDevice, c->stream));
-	CUDA_CHECK(gpu_sample(c->logits, V, (const struct gpu_sample_row *)c->d_sin, n,
-			      (const struct gpu_hist_entry *)((char *)c->d_sin + bytes_rows),
-			      c->sample_work, c->d_sout, c->stream));
+	if (nc > 0 && (st = constrain_group(c, rows, perm, nu, nc, err)) != BG_OK)
+		return st;
+	const struct gpu_sample_row *drows = (const struct gpu_sample_row *)c->d_sin;
+	const struct gpu_hist_entry *dhist =
+	    (const struct gpu_hist_entry *)((char *)c->d_sin + bytes_rows);
+	if (nu > 0) /* one stream: the second launch reuses the work buffer after the first */
+		CUDA_CHECK(gpu_sample(c->logits, V, drows, nu, dhist, c->sample_work, c->d_sout,
+				      c->stream));
+	if (nc > 0)
+		CUDA_CHECK(gpu_sample(c->clogits, V, drows + nu, nc, dhist, c->sample_work,
+				      c->d_sout + nu, c->stream));
 	CUDA_CHECK(cudaMemcpyAsync(c->h_sout, c->d_sout, (size_t)n * sizeof *out,
 				   cudaMemcpyDeviceToHost, c->stream));
 	CUDA_CHECK(cudaStreamSynchronize(c->stream));
-	memcpy(out, c->h_sout, (size_t)n * sizeof *out);
+	for (int32_t j = 0; j < n; j++)
+		out[perm[j]] = c->h_sout[j];
 	return BG_OK;
 }
 
@@ -979,9 +1066,9 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
 	CUDA_CHECK(cudaSetDevice(c->device));
 	for (int32_t i = 0; i < n_rows; i++) {
-		if (rows[i].constraint) /* the engine keeps constrained requests off CUDA */
-			return bg_fail(err, BG_ERR_UNSUPPORTED,
-				       "sample row %d: constraints are not supported on CUDA yet", i);
+		const struct sampler_constraint *sc = rows[i].constraint;
+		if (sc && (sc->n_bias < 0 || (sc->n_bias > 0 && (!sc->bias_ids || !sc->bias))))
+			return bg_fail(err, BG_ERR_INVALID, "sample row %d: malformed constraint", i);
 		if (rows[i].logits_row < 0 || rows[i].logits_row >= c->n_logits)
 			return bg_fail(err, BG_ERR_INVALID,
 				       "sample row %d asks for logits row %d of "
@@ -1082,7 +1169,7 @@ static void cuda_mem_info(void *ctx, struct backend_mem *out)
 	out->workspace_bytes = c->act_bytes + CUDA_CUBLAS_WS +
 			       (size_t)c->logits_cap * c->hp.n_vocab * 4 +
 			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)c->hp.n_vocab) * 4 +
-			       CUDA_PARTIAL_FLOATS * 4;
+			       CUDA_PARTIAL_FLOATS * 4 + c->clogits_cap;
 	out->on_device = true;
 }
 
@@ -1118,6 +1205,9 @@ static void cuda_destroy(void *ctx)
 	cudaFreeHost(c->h_sin);
 	cudaFree(c->d_sout);
 	cudaFreeHost(c->h_sout);
+	cudaFree(c->d_con);
+	cudaFreeHost(c->h_con);
+	cudaFree(c->clogits);
 	if (c->stream)
 		cudaStreamDestroy(c->stream);
 	cudaGetLastError(); /* leave no error behind for whoever uses CUDA next */

@@ -203,4 +203,22 @@ cudaError_t gpu_sample(const float *logits, int n_vocab, const struct gpu_sample
 		       struct sampler_result *out, cudaStream_t stream);
 size_t gpu_sample_work_floats(int n_rows, int n_vocab);
 
+/* ---- mask.cu ---- */
+
+/* One constrained row of a sampling call (core/sample/sampler.h's sampler_constraint). */
+struct gpu_constrain_row {
+	int32_t src_row;  /* the logits row it reads */
+	int32_t mask_off; /* its allowed-token bits: words [mask_off, mask_off + (n_vocab + 31)
+			     / 32) of masks (bit t % 32 of word t / 32); -1: every token */
+	int32_t bias_off; /* its biases: entries [bias_off, bias_off + bias_n) of bias_ids and */
+	int32_t bias_n;	  /* bias, added in that order (ids outside [0, n_vocab) ignored) */
+};
+
+/* out[r, :] ([n_rows, n_vocab] fp32) = logits[rows[r].src_row, :] with sampler_constrain
+ * applied: bitwise the CPU's (biases added one by one in order, then the tokens left out
+ * of the mask set to -inf). logits is not written. */
+cudaError_t gpu_constrain(const float *logits, int n_vocab, const struct gpu_constrain_row *rows,
+			  int n_rows, const uint32_t *masks, const int32_t *bias_ids,
+			  const float *bias, float *out, cudaStream_t stream);
+
 #endif

@@ -9,6 +9,8 @@
 #    SIMD code; a wrong kernel moves them by far more on this model); the same for a tiny
 #    file of each architecture of core/model/arch.h;
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
+#  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
+#    backend's tokens (gpu/mask.cu);
 #  - a driver older than the build's CUDA (the emulator plays one with
 #    $BG_EMU_DRIVER_VERSION): `--device cuda` exits 3 naming both versions; `--device
 #    auto` warns with the same sentence and runs on the CPU; no driver at all says so.
@@ -58,6 +60,33 @@ check_eq "cuda (emulated), reuse and n = 3: the CPU backend's tokens and cached 
 	"$(samples "$TMP/reuse_gpu.jsonl")" "$(samples "$TMP/reuse_cpu.jsonl")"
 check "cuda (emulated): later requests took cached blocks" \
 	test "$(jq -s 'map(.usage.cached_tokens) | add' "$TMP/reuse_gpu.jsonl")" -gt 0
+
+# ---- constraints on the CUDA backend (issue 15): gpu/mask.cu applies each constrained
+# row's mask and biases on the device; a batch mixing constrained and free rows gives the
+# CPU backend's tokens for grammar, json_schema, regex, choice, the logit controls and
+# n = 2 under a regex (both samples' first rows read one logits row)
+cat >"$TMP/con.jsonl" <<'JSONL'
+{"id":"g","prompt":"Once upon a time","max_tokens":5,"temperature":0,"grammar":"root ::= \"[\" [0-9]+ (\", \" [0-9]+)* \"]\""}
+{"id":"j","prompt":"The cat","max_tokens":5,"temperature":0.8,"seed":4,"json_schema":{"type":"object","properties":{"name":{"type":"string","maxLength":8},"age":{"type":"integer"}},"required":["name","age"]}}
+{"id":"c","prompt":"hello","max_tokens":5,"temperature":0.9,"seed":5,"choice":["alpha","beta","gamma delta"]}
+{"id":"u","prompt":"The cat sat on","max_tokens":5,"temperature":0.7,"seed":9}
+{"id":"b","prompt":"The cat sat on","max_tokens":5,"temperature":0.7,"seed":9,"logit_bias":{"261":-100,"276":2.5},"bad_words":["big tree","He"],"min_tokens":8}
+{"id":"n","prompt":"hello","max_tokens":5,"temperature":0.9,"seed":3,"n":2,"regex":"[a-z]{2,8}( [a-z]{2,8})?"}
+JSONL
+"$BATCHGEN" -q -i "$TMP/con.jsonl" -o "$TMP/con_cpu.jsonl" --device cpu
+"$BATCHGEN" -q -i "$TMP/con.jsonl" -o "$TMP/con_gpu.jsonl" --device cuda
+check_eq "cuda (emulated), constraints: exit status" $? 0
+check_eq "cuda (emulated), constraints: no line refused" \
+	"$(jq -c 'select(.error != null) | .id' "$TMP/con_gpu.jsonl")" ""
+check_eq "cuda (emulated), constraints: the CPU backend's tokens" \
+	"$(samples "$TMP/con_gpu.jsonl")" "$(samples "$TMP/con_cpu.jsonl")"
+check "cuda (emulated), constraints: the choice is one of the choices" \
+	grep -qxE 'alpha|beta|gamma delta' <(jq -r 'select(.id == "c") | .text' "$TMP/con_gpu.jsonl")
+lp() { jq -c '{(.id): [(.choices // [.])[].cum_logprob]}' "$1" | jq -s add; }
+far=$(lp "$TMP/con_cpu.jsonl" >"$TMP/con_cpu.lp" && lp "$TMP/con_gpu.jsonl" |
+	jq -r --slurpfile c "$TMP/con_cpu.lp" \
+		'to_entries[] | select([.key as $k | .value | to_entries[] | (.value - $c[0][$k][.key]) | fabs | select(. > 1e-4)] | length > 0) | .key')
+check_eq "cuda (emulated), constraints: cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 
 # ---- beam search on the CUDA backend (issue 14): beams of widths 3 and 4 beside a greedy
 # request, blocks of 4 tokens so that beams copy partly filled blocks on write and follow

@@ -953,6 +953,92 @@ static void test_sample_nan(void)
 	cudaFree(dout);
 }
 
+/* gpu/mask.cu against core/sample/sampler.c's sampler_constrain, bitwise: random logits
+ * (a few -inf), rows reading the same logits row with different constraints, masks of
+ * every density (none, empty, full, random), biases with repeated ids (added in order:
+ * 0.1 then 1e8 then -1e8 rounds differently in any other order), ids outside the
+ * vocabulary, -inf bans and biases on tokens the mask leaves out. */
+static void test_constrain(void)
+{
+	const int sizes[] = {37, 3000, 40000};
+	for (int V : sizes) {
+		const int n_src = 3, n_rows = 6, nw = (V + 31) / 32;
+		std::vector<float> logits((size_t)n_src * V);
+		for (size_t i = 0; i < logits.size(); i++)
+			logits[i] = rnd_u32() % 97 == 0 ? -INFINITY : rnd_uniform(-8, 8);
+		std::vector<struct gpu_constrain_row> rows(n_rows);
+		std::vector<uint32_t> masks;
+		std::vector<int32_t> ids;
+		std::vector<float> bias;
+		for (int r = 0; r < n_rows; r++) {
+			struct gpu_constrain_row &g = rows[r];
+			g.src_row = r % n_src;
+			g.mask_off = r == 1 ? -1 : (int32_t)masks.size();
+			for (int w = 0; w < nw && r != 1; w++) {
+				uint32_t m = r == 2 ? 0u : r == 3 ? ~0u : rnd_u32() & rnd_u32();
+				masks.push_back(m);
+			}
+			g.bias_off = (int32_t)ids.size();
+			g.bias_n = r == 5 ? 0 : 7 + r;
+			for (int k = 0; k < g.bias_n; k++) {
+				int32_t id = (int32_t)(rnd_u32() % (uint32_t)V);
+				float b = rnd_uniform(-3, 3);
+				if (k == 0)
+					id = -1;
+				else if (k == 1)
+					id = V;
+				else if (k == 2 || k == 3 || k == 4) { /* one id three times */
+					id = (int32_t)((uint32_t)(r * 7919) % (uint32_t)V);
+					b = k == 2 ? 0.1f : k == 3 ? 1e8f : -1e8f;
+				} else if (k == 5)
+					b = -INFINITY;
+				ids.push_back(id);
+				bias.push_back(b);
+			}
+		}
+		masks.push_back(0); /* never empty */
+		ids.push_back(0);
+		bias.push_back(0.0f);
+		float *dl = dev_vec(logits);
+		struct gpu_constrain_row *drows = dev_vec(rows);
+		uint32_t *dm = dev_vec(masks);
+		int32_t *di = dev_vec(ids);
+		float *db = dev_vec(bias);
+		float *dout;
+		REQUIRE(cudaMalloc(&dout, (size_t)n_rows * V * 4));
+		REQUIRE(gpu_constrain(dl, V, drows, n_rows, dm, di, db, dout, 0));
+		std::vector<float> got = dev_download<float>(dout, (size_t)n_rows * V);
+		std::vector<float> src_after = dev_download<float>(dl, logits.size());
+		int bad = 0, first = -1;
+		for (int r = 0; r < n_rows; r++) {
+			std::vector<float> want(logits.begin() + (size_t)rows[r].src_row * V,
+						logits.begin() + (size_t)(rows[r].src_row + 1) * V);
+			struct sampler_constraint sc = {
+			    rows[r].mask_off >= 0 ? &masks[rows[r].mask_off] : NULL,
+			    ids.data() + rows[r].bias_off, bias.data() + rows[r].bias_off,
+			    rows[r].bias_n};
+			sampler_constrain(want.data(), V, &sc);
+			for (int t = 0; t < V; t++)
+				if (memcmp(&want[t], &got[(size_t)r * V + t], 4) != 0) {
+					if (bad++ == 0)
+						first = r * V + t;
+				}
+		}
+		CHECK(bad == 0,
+		      "constrain V %d: %d of %d values differ from sampler_constrain (first: row %d "
+		      "token %d)",
+		      V, bad, n_rows * V, first < 0 ? 0 : first / V, first < 0 ? 0 : first % V);
+		CHECK(memcmp(src_after.data(), logits.data(), logits.size() * 4) == 0,
+		      "constrain V %d: the forward's logits were written", V);
+		cudaFree(dl);
+		cudaFree(drows);
+		cudaFree(dm);
+		cudaFree(di);
+		cudaFree(db);
+		cudaFree(dout);
+	}
+}
+
 /* 64-bit addressing of the KV pool at full scale: an 8B model's pool (~50 GB of bf16)
  * has blocks more than 2^31 elements past its base. Here a bf16 pool of 32771 blocks of
  * an 8B-shaped layer (8 KV heads x 128, 2 layers, blocks of 16: 64 Ki elements each,
@@ -1383,6 +1469,7 @@ int main(void)
 	RUN(attention, test_attention(prop.multiProcessorCount));
 	RUN(sample, test_sample());
 	RUN(sample_nan, test_sample_nan());
+	RUN(constrain, test_constrain());
 	RUN(kv_large, test_kv_large());
 	RUN(head_norm, test_head_norm());
 	RUN(scale_softcap, test_scale_softcap());

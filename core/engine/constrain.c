@@ -106,6 +106,35 @@ void constrain_free(struct constrain *c)
 	free(c);
 }
 
+struct constrain *constrain_clone(const struct constrain *c, const struct constrain_vocab *cv)
+{
+	struct constrain *k = calloc(1, sizeof *k);
+	if (!k)
+		return NULL;
+	bool ok = true;
+	if (c->gs) {
+		k->gs = grammar_state_clone(c->gs);
+		k->mask = malloc((size_t)(cv->n_vocab + 31) / 32 * sizeof *k->mask);
+		ok = k->gs && k->mask;
+	}
+	if (ok && c->n_seq > 0) {
+		size_t n = (size_t)c->seq_start[c->n_seq];
+		k->seq = malloc((n ? n : 1) * sizeof *k->seq);
+		k->seq_start = malloc(((size_t)c->n_seq + 1) * sizeof *k->seq_start);
+		ok = k->seq && k->seq_start;
+		if (ok) {
+			memcpy(k->seq, c->seq, n * sizeof *k->seq);
+			memcpy(k->seq_start, c->seq_start, ((size_t)c->n_seq + 1) * sizeof *k->seq_start);
+			k->n_seq = c->n_seq;
+		}
+	}
+	if (!ok) {
+		constrain_free(k);
+		return NULL;
+	}
+	return k;
+}
+
 /* Appends the tokens of text (no BOS) as one bad-word sequence. */
 static enum bg_status add_seq(struct constrain *c, const struct tok *t, const char *text,
 			      struct bg_err *err)

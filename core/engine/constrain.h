@@ -42,6 +42,11 @@ enum bg_status constrain_create(struct constrain_vocab *cv, const struct request
 				struct constrain **out, struct bg_err *err);
 void constrain_free(struct constrain *c); /* NULL-safe */
 
+/* A copy of c in the same state (grammar state, bad-word sequences), for a sample forked
+ * from c's request (n > 1): from here on each advances on its own. The grammar itself is
+ * shared, so c's request must outlive the copy. NULL when out of memory. */
+struct constrain *constrain_clone(const struct constrain *c, const struct constrain_vocab *cv);
+
 /* The constraint for the next token of r (r->out_ids so far); *sc points into c and stays
  * valid until the next call. *dead is set when no token at all is allowed (the grammar
  * cannot continue with this vocabulary, or is complete and end-of-generation is banned). */

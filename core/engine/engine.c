@@ -777,6 +777,20 @@ static struct request *sample_clone(const struct request *r, int32_t i)
 	c->ignore_eos = r->ignore_eos;
 	c->logprobs = r->logprobs;
 	c->n = 1;
+	/* the logit controls constrain_step reads from the request; the grammar state and
+	 * bad-word sequences come with the root's constraint, cloned at the fork */
+	c->min_tokens = r->min_tokens;
+	if (r->n_bias > 0) {
+		c->bias_ids = malloc((size_t)r->n_bias * sizeof *c->bias_ids);
+		c->bias_vals = malloc((size_t)r->n_bias * sizeof *c->bias_vals);
+		if (!c->bias_ids || !c->bias_vals) {
+			req_free(c);
+			return NULL;
+		}
+		memcpy(c->bias_ids, r->bias_ids, (size_t)r->n_bias * sizeof *c->bias_ids);
+		memcpy(c->bias_vals, r->bias_vals, (size_t)r->n_bias * sizeof *c->bias_vals);
+		c->n_bias = r->n_bias;
+	}
 	c->n_prompt = r->n_prompt;
 	c->prompt_ids = malloc((size_t)r->n_prompt * sizeof *c->prompt_ids);
 	c->stop = r->n_stop ? calloc((size_t)r->n_stop, sizeof *c->stop) : NULL;
@@ -811,13 +825,6 @@ static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 	struct request *r = er->r;
 	if (r->n <= 1 || r->beam_width > 1)
 		return true;
-	if (constrain_wanted(r)) {
-		/* the constraint state is per request; samples would each need their own */
-		fail_req(e, er, "unsupported",
-			 "n > 1 with grammar, json_schema, regex, choice, logit_bias, bad_words or "
-			 "min_tokens is not supported yet");
-		return false;
-	}
 	if (r->n > e->cfg.max_batch_size) {
 		fail_req(e, er, "invalid_request",
 			 "n = %d samples do not fit a batch of max_batch_size %d", r->n,
@@ -935,19 +942,13 @@ static bool intake_beam(struct engine *e, struct ereq *er, int64_t n_max)
 	return true;
 }
 
-/* The request's constraint state; false after failing the request. Constraints are
- * applied by the CPU backend only, for now. */
+/* The request's constraint state; false after failing the request. Every backend applies
+ * the constraint a sample row carries (the CPU's sampler_constrain, CUDA's gpu/mask.cu). */
 static bool constrain_begin(struct engine *e, struct ereq *er)
 {
 	struct bg_err cerr = {0};
 	if (!e->tok) {
 		fail_req(e, er, "invalid_request", "constraints need the model's vocabulary");
-		return false;
-	}
-	if (strcmp(e->be->name, "cpu") != 0) {
-		fail_req(e, er, "unsupported",
-			 "grammar, json_schema, regex, choice, logit_bias, bad_words and "
-			 "min_tokens run on the CPU backend only, for now");
 		return false;
 	}
 	if (!e->cvocab && constrain_vocab_create(e->tok, &e->cvocab, &cerr) != BG_OK) {
@@ -1270,6 +1271,8 @@ static bool forks_now(const struct sched_seq *q)
 	       !er->beam;
 }
 
+static bool constrain_apply(struct engine *e, struct ereq *er, const struct sampler_result *res);
+
 /* Adds er's kids to the scheduler sharing its blocks, and appends each one's first token
  * res[k] (a kid may finish at once). */
 static enum bg_status fork_samples(struct engine *e, struct ereq *er,
@@ -1282,11 +1285,24 @@ static enum bg_status fork_samples(struct engine *e, struct ereq *er,
 		if (st != BG_OK)
 			return st;
 		kid->r->t_arrival = er->r->t_arrival;
+		/* each sample its own constraint, in the root's state before its first token
+		 * (the root accepts its own after this): the same mask its first row used */
+		if (er->con) {
+			kid->con = constrain_clone(er->con, e->cvocab);
+			kid->con_dead = er->con_dead;
+			kid->con_err = er->con_err;
+		}
 	}
 	/* kids may be freed as they finish: walk a copy */
 	struct ereq *live[REQ_MAX_N];
 	memcpy(live, er->kids, (size_t)n * sizeof *live);
 	for (int32_t k = 0; k < n; k++) {
+		if (er->con && !live[k]->con) {
+			fail_req(e, live[k], "internal", "out of memory for constraints");
+			continue;
+		}
+		if (live[k]->con && !constrain_apply(e, live[k], &res[k]))
+			continue;
 		enum req_finish f = append_token(e, live[k], &res[k]);
 		if (f == REQ_FINISH_ERROR)
 			fail_req(e, live[k], "internal", "out of memory for the output");
@@ -1410,7 +1426,8 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 			row->history.output = NULL;
 			row->history.n_output = 0;
 			row->rng = &kid->rng;
-			row->constraint = NULL;
+			/* the root's mask: every sample starts in the same state */
+			row->constraint = er->con && !er->con_dead ? &er->sc : NULL;
 		}
 		e->bseqs[i] = (struct backend_seq){
 		    .tokens = &e->btok[ntok],
