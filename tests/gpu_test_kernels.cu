@@ -565,18 +565,29 @@ static void test_gemm(cublasHandle_t h)
 static void test_attention(int n_sm)
 {
 	/* a pass whose tokens are all in tiles leaves nothing to split */
-	CHECK(gpu_attention_splits(0, 32, 128, 4096, n_sm, 1 << 22) == 1, "splits of no tokens");
-	CHECK(gpu_attention_splits(1, 32, 128, 100, n_sm, 1 << 22) == 1, "short context: 1 split");
-	int s1 = gpu_attention_splits(1, 32, 128, 4096, n_sm, 1 << 22);
+	CHECK(gpu_attention_splits(0, 32, 8, 128, GPU_BF16, 4096, n_sm, 1 << 22) == 1,
+	      "splits of no tokens");
+	CHECK(gpu_attention_splits(1, 32, 8, 128, GPU_BF16, 100, n_sm, 1 << 22) == 1,
+	      "short context: 1 split");
+	int s1 = gpu_attention_splits(1, 32, 8, 128, GPU_BF16, 4096, n_sm, 1 << 22);
 	CHECK(s1 >= 1 && s1 <= 32 &&
 		  gpu_attention_partial_floats(1, 32, 128, s1) <= (size_t)1 << 22,
 	      "decode split count %d", s1);
+	/* GQA groups of 1 to 8 (the GQA decode kernel: 1 or 2 heads a warp), head sizes
+	 * from 8 to 256 (f32 at 256 and rows that are no multiple of 16 bytes go to the
+	 * per-query kernel); each with plain causal attention, then (bf16 only, for time) a
+	 * window of 64 keys (gemma2/3's local layers) and a score soft-cap of 30 (gemma2) */
 	struct {
 		int n_head, n_head_kv, hd, bs;
-	} shapes[5] = {
-	    {8, 4, 8, 16}, {32, 8, 128, 32}, {4, 4, 64, 16}, {6, 2, 96, 8}, {4, 1, 256, 16}};
+	} shapes[8] = {{8, 4, 8, 16},	  {32, 8, 128, 32}, {4, 4, 64, 16},  {6, 2, 96, 8},
+		       {4, 1, 256, 16}, {16, 2, 64, 16},  {14, 2, 128, 16}, {4, 2, 36, 16}};
 	for (auto &sh : shapes)
-		for (enum gpu_dtype dt : all_dt) {
+		for (enum gpu_dtype dt : all_dt)
+			for (int variant = 0; variant < 3; variant++) {
+			if (variant > 0 && dt != GPU_BF16)
+				continue;
+			const int window = variant == 1 ? 64 : 0;
+			const float softcap = variant == 2 ? 30.0f : 0.0f;
 			int n_layer = 2, layer = 1, kv_dim = sh.n_head_kv * sh.hd;
 			/* three sequences: a long decode step, a context chunk in the middle of a
 			 * prompt, and the very first token of a prompt */
@@ -644,8 +655,8 @@ static void test_attention(int n_sm)
 			a.n_head_kv = sh.n_head_kv;
 			a.head_dim = sh.hd;
 			a.scale = 1.0f / sqrtf((float)sh.hd);
-			a.softcap = 0.0f;
-			a.window = 0;
+			a.softcap = softcap;
+			a.window = window;
 			a.out = dout;
 			a.max_ctx = max_ctx;
 			a.tiles = NULL;
@@ -680,6 +691,10 @@ static void test_attention(int n_sm)
 									       h * sh.hd + e] *
 								     pool[base + e];
 							sc[k] = d / sqrt((double)sh.hd);
+							if (softcap > 0)
+								sc[k] = softcap * tanh(sc[k] / softcap);
+							if (window > 0 && k <= p - window)
+								sc[k] = -INFINITY;
 							mx = std::max(mx, sc[k]);
 						}
 						double sum = 0;
@@ -710,8 +725,8 @@ static void test_attention(int n_sm)
 				a.list = tiled ? dlist : NULL;
 				a.n_list = tiled ? 2 : 0;
 				int n_q = tiled ? 2 : n_tok;
-				int heur = gpu_attention_splits(n_q, sh.n_head, sh.hd, max_ctx,
-								n_sm, part_cap);
+				int heur = gpu_attention_splits(n_q, sh.n_head, sh.n_head_kv, sh.hd,
+								dt, max_ctx, n_sm, part_cap);
 				int splits[3] = {1, 5, heur};
 				for (int ns : splits) {
 					REQUIRE(
@@ -725,10 +740,11 @@ static void test_attention(int n_sm)
 					std::vector<float> got = dev_download_st(dt, dout, out_n);
 					char what[128];
 					snprintf(what, sizeof what,
-						 "attention h %d/%d hd %d bs %d %s splits %d %s",
+						 "attention h %d/%d hd %d bs %d %s splits %d %s "
+						 "window %d softcap %g",
 						 sh.n_head, sh.n_head_kv, sh.hd, sh.bs,
 						 gpu_dtype_name(dt), ns,
-						 tiled ? "tiled+list" : "per-query");
+						 tiled ? "tiled+list" : "per-query", window, softcap);
 					std::vector<uint32_t> gd =
 					    dev_download<uint32_t>(partial + used, guard);
 					size_t touched = 0;
