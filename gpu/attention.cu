@@ -1,6 +1,9 @@
-/* attention: causal attention over the paged KV pool, in two kernels.
+/* attention: causal attention over the paged KV pool, in three kernels.
  *
- * Per-query (decode steps), flash-decoding style: block (h, i, split) handles query head
+ * Decode steps go to the GQA decode kernel (below, before the tiled one) where the shape
+ * allows: one block per KV head sharing each staged K/V tile among its query heads.
+ *
+ * Per-query (decode steps of other shapes), flash-decoding style: block (h, i, split) handles query head
  * h of token list[i] and one contiguous part of its context [0, pos]. Its 4 warps take
  * keys round-robin; for each key the warp computes the dot product (lane l holds dims l,
  * l+32, ...) and updates its online-softmax state (running max m, sum l, unnormalized
@@ -148,6 +151,167 @@ __global__ void attn_reduce_kernel(const float *partial, const int32_t *list, in
 	}
 }
 
+/* ---- decode, GQA-grouped: one block per (KV head, token, split) ----
+ *
+ * The G = n_head / n_head_kv query heads that share a KV head run in one block, so each
+ * K/V tile is read from memory once for all of them (the per-query kernel reads it G
+ * times). 4 warps; warp w owns query heads w, w + 4 (GPW of them, G <= 4 * GPW). Tiles of
+ * DEC_KEYS keys are staged in shared memory with 16-byte loads, as stored (f32, f16 or
+ * bf16); lane j scores key j of the tile for each of its warp's heads (starting at a
+ * lane-dependent dimension, so the 32 lanes read 32 different banks), then the online
+ * softmax advances a tile at a time, as in the tiled kernel. Each head's state lives in
+ * one warp, so the block needs no merge: it writes the output row, or (m, l, acc) to
+ * partial[] in attn_kernel's layout for attn_reduce_kernel. Window and soft-cap as in
+ * attn_kernel. Used when K/V rows allow 16-byte loads, G <= 8, and the staged tile fits. */
+#define DEC_KEYS 32
+
+template <typename T, int NPL, int GPW>
+__global__ void __launch_bounds__(ATTN_WARPS * 32)
+    attn_decode_gqa_kernel(struct gpu_attn_args a, int n_split, float *partial)
+{
+	constexpr int HD = NPL * 32;
+	constexpr int G_MAX = ATTN_WARPS * GPW;
+	constexpr int EPV = 16 / (int)sizeof(T); /* elements per 16-byte vector */
+	__shared__ float q_s[G_MAX][HD];
+	__shared__ uint4 k_s[DEC_KEYS * HD / EPV];
+	__shared__ uint4 v_s[DEC_KEYS * HD / EPV];
+	const int kvh = blockIdx.x, li = blockIdx.y, sp = blockIdx.z;
+	const int t = a.list ? a.list[li] : li;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int hd = a.head_dim, G = a.n_head / a.n_head_kv;
+	const int vpr = hd / EPV; /* vectors per K/V row */
+	const int ctx = a.tok_pos[t] + 1;
+	const int lo = a.window > 0 ? max(0, ctx - a.window) : 0;
+	const int len = (ctx - lo + n_split - 1) / n_split;
+	const int j0 = lo + sp * len;
+	const int j1 = min(ctx, j0 + len);
+	const int32_t *bt = a.bt + a.tok_bt[t];
+	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
+	const T *ks = (const T *)k_s, *vs = (const T *)v_s;
+
+	for (int e = threadIdx.x; e < G * hd; e += blockDim.x) {
+		int g = e / hd, d = e - g * hd;
+		q_s[g][d] = a.q[(int64_t)t * a.ldq + (int64_t)(kvh * G + g) * hd + d];
+	}
+	float m[GPW], l[GPW], acc[GPW][NPL];
+#pragma unroll
+	for (int gi = 0; gi < GPW; gi++) {
+		m[gi] = -INFINITY;
+		l[gi] = 0.0f;
+#pragma unroll
+		for (int e = 0; e < NPL; e++)
+			acc[gi][e] = 0.0f;
+	}
+	for (int kb = j0; kb < j1; kb += DEC_KEYS) {
+		__syncthreads(); /* the previous tile (and q_s, the first time) is ready/consumed */
+		for (int e = threadIdx.x; e < DEC_KEYS * vpr; e += blockDim.x) {
+			int j = e / vpr, c = e - j * vpr, key = kb + j;
+			uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+			if (key < j1) {
+				int64_t blk = bt[key / a.kv.block_size];
+				const T *k = base + blk * a.kv.block_stride +
+					     (int64_t)(key % a.kv.block_size) * a.kv.kv_dim;
+				kv = ((const uint4 *)k)[c];
+				vv = ((const uint4 *)(k + a.kv.v_offset))[c];
+			}
+			k_s[j * vpr + c] = kv;
+			v_s[j * vpr + c] = vv;
+		}
+		__syncthreads();
+		const int n_j = min(DEC_KEYS, j1 - kb);
+#pragma unroll
+		for (int gi = 0; gi < GPW; gi++) {
+			const int g = warp + ATTN_WARPS * gi;
+			if (g >= G)
+				break; /* warp-uniform */
+			float s = -INFINITY;
+			if (lane < n_j) {
+				const T *kr = ks + lane * hd;
+				float dot = 0.0f;
+				/* from a lane-dependent start: the lanes hit different banks */
+				int d = (lane * (4 / (int)sizeof(T))) % hd;
+				for (int i = 0; i < hd; i++) {
+					dot += q_s[g][d] * ld_f32(kr[d]);
+					d = d + 1 == hd ? 0 : d + 1;
+				}
+				s = dot * a.scale;
+				if (a.softcap > 0.0f)
+					s = __fmul_rn(a.softcap, tanhf((s / a.softcap)));
+			}
+			float mt = warp_max(s);
+			float m_new = fmaxf(m[gi], mt);
+			float corr = expf(m[gi] - m_new); /* 0 on the first tile */
+			float pr = s == -INFINITY ? 0.0f : expf(s - m_new);
+			l[gi] = l[gi] * corr + warp_sum(pr);
+#pragma unroll
+			for (int e = 0; e < NPL; e++)
+				acc[gi][e] *= corr;
+			for (int j = 0; j < n_j; j++) {
+				float pj = __shfl_sync(0xffffffffu, pr, j);
+				const T *vr = vs + j * hd;
+#pragma unroll
+				for (int e = 0; e < NPL; e++) {
+					int d = lane + 32 * e;
+					if (d < hd)
+						acc[gi][e] += pj * ld_f32(vr[d]);
+				}
+			}
+			m[gi] = m_new;
+		}
+	}
+#pragma unroll
+	for (int gi = 0; gi < GPW; gi++) {
+		const int g = warp + ATTN_WARPS * gi;
+		if (g >= G)
+			break;
+		const int h = kvh * G + g;
+		if (n_split == 1) {
+			T *o = (T *)a.out + (int64_t)t * a.n_head * hd + (int64_t)h * hd;
+#pragma unroll
+			for (int e = 0; e < NPL; e++) {
+				int d = lane + 32 * e;
+				if (d < hd)
+					o[d] = st_t<T>(l[gi] > 0.0f ? acc[gi][e] / l[gi] : 0.0f);
+			}
+		} else {
+			float *pp = partial + (((int64_t)li * a.n_head + h) * n_split + sp) * (hd + 2);
+			if (lane == 0) {
+				pp[0] = m[gi];
+				pp[1] = l[gi];
+			}
+#pragma unroll
+			for (int e = 0; e < NPL; e++) {
+				int d = lane + 32 * e;
+				if (d < hd)
+					pp[2 + d] = acc[gi][e];
+			}
+		}
+	}
+}
+
+/* Whether attn_decode_gqa_kernel takes the per-query tokens of this shape. */
+static bool decode_gqa_ok(int n_head, int n_head_kv, int hd, int kv_dim, size_t es)
+{
+	int npl = (hd + 31) / 32;
+	return n_head_kv > 0 && hd > 0 && n_head % n_head_kv == 0 && n_head / n_head_kv <= 2 * ATTN_WARPS &&
+	       (hd * es) % 16 == 0 && (kv_dim * es) % 16 == 0 && hd <= 256 &&
+	       !(es == 4 && npl > 4); /* f32 tiles of 256 dims would not fit in 48 KiB */
+}
+
+template <typename T, int NPL>
+static void launch_decode_gqa(dim3 grid, const struct gpu_attn_args &q, int n_split,
+			      float *partial, cudaStream_t stream)
+{
+	if constexpr (sizeof(T) == 4 && NPL > 4)
+		return; /* decode_gqa_ok refuses it: its tiles would not fit in 48 KiB */
+	else if (q.n_head / q.n_head_kv <= ATTN_WARPS)
+		attn_decode_gqa_kernel<T, NPL, 1>
+		    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+	else
+		attn_decode_gqa_kernel<T, NPL, 2>
+		    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+}
+
 #define TILE_KEYS 32
 
 template <typename T, int NPL>
@@ -258,14 +422,17 @@ size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_s
 	return n_split <= 1 ? 0 : (size_t)n_tok * n_head * n_split * (head_dim + 2);
 }
 
-int gpu_attention_splits(int n_tok, int n_head, int head_dim, int max_ctx, int n_sm,
-			 size_t max_partial_floats)
+int gpu_attention_splits(int n_tok, int n_head, int n_head_kv, int head_dim, enum gpu_dtype dt,
+			 int max_ctx, int n_sm, size_t max_partial_floats)
 {
 	/* Aim for at least two blocks per SM, with no fewer than 128 keys per split (below
-	 * that the extra pass costs more than it gains). */
+	 * that the extra pass costs more than it gains). The GQA decode kernel runs one block
+	 * per KV head, the per-query one per query head. */
 	if (n_tok <= 0 || n_head <= 0)
 		return 1; /* nothing for the per-query kernel (all tokens are in tiles) */
-	int64_t base = (int64_t)n_tok * n_head;
+	bool gqa = decode_gqa_ok(n_head, n_head_kv, head_dim, n_head_kv * head_dim,
+				 gpu_dtype_size(dt));
+	int64_t base = (int64_t)n_tok * (gqa ? n_head_kv : n_head);
 	int64_t want = (2 * (int64_t)n_sm + base - 1) / base;
 	int64_t by_len = max_ctx / 128;
 	int64_t s = want < by_len ? want : by_len;
@@ -308,6 +475,18 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 	}
 	if (q.n_list <= 0)
 		return cudaSuccess;
+	if (decode_gqa_ok(a->n_head, a->n_head_kv, a->head_dim, a->kv.kv_dim, sizeof(T)) &&
+	    (uintptr_t)a->kv.base % 16 == 0) {
+		dim3 grid(a->n_head_kv, q.n_list, n_split);
+		if (npl <= 1)
+			launch_decode_gqa<T, 1>(grid, q, n_split, partial, stream);
+		else if (npl <= 2)
+			launch_decode_gqa<T, 2>(grid, q, n_split, partial, stream);
+		else if (npl <= 4)
+			launch_decode_gqa<T, 4>(grid, q, n_split, partial, stream);
+		else
+			launch_decode_gqa<T, 8>(grid, q, n_split, partial, stream);
+	} else {
 	dim3 grid(a->n_head, q.n_list, n_split);
 	if (npl <= 1)
 		attn_kernel<T, 1><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
@@ -317,6 +496,7 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 		attn_kernel<T, 4><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
 	else
 		attn_kernel<T, 8><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+	}
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess || n_split == 1)
 		return e;

@@ -699,8 +699,9 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		/* The split count is baked into the graph: size it for the longest context
 		 * the model allows (each token splits its own context, so short ones only
 		 * get short splits, but splits past a short context are empty blocks). */
-		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.head_dim,
-						   c->graph_ctx, c->n_sm, CUDA_PARTIAL_FLOATS);
+		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.n_head_kv,
+						   (int)c->hp.head_dim, c->dt, c->graph_ctx, c->n_sm,
+						   CUDA_PARTIAL_FLOATS);
 		cudaGraph_t g = NULL;
 		CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
 		enum bg_status st = run_pass(c, &ps, &pp, n_split, 0, err);
@@ -879,8 +880,9 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		c->meta_ev_pending = true;
 		struct pass_ptrs pp = pass_layout(c, &ps);
 		int n_split =
-		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, (int)c->hp.head_dim,
-					 ps.max_ctx, c->n_sm, CUDA_PARTIAL_FLOATS);
+		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, (int)c->hp.n_head_kv,
+					 (int)c->hp.head_dim, c->dt, ps.max_ctx, c->n_sm,
+					 CUDA_PARTIAL_FLOATS);
 		st = run_pass(c, &ps, &pp, n_split, row, err);
 		if (st != BG_OK)
 			return st;

@@ -133,7 +133,8 @@ struct gpu_attn_args {
 	 *  tiles[2 * i], tiles[2 * i + 1]: first token and count (<= GPU_ATTN_TILE) of a run
 	 *  of consecutive positions of one sequence (a context chunk), done by the tiled
 	 *  kernel, which loads each K/V tile once for the whole run;
-	 *  list[n_list]: the other tokens (decode steps), one query per block, split-K.
+	 *  list[n_list]: the other tokens (decode steps), split-K: one block per KV head (all
+ *  its query heads together) where the GQA decode kernel applies, else per query head.
 	 * With tiles == NULL and list == NULL every token goes to the per-query kernel. */
 	const int32_t *tiles;
 	int n_tiles;
@@ -153,10 +154,12 @@ struct gpu_attn_args {
 cudaError_t gpu_attention(const struct gpu_attn_args *a, enum gpu_dtype dt, int n_split,
 			  float *partial, cudaStream_t stream);
 size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_split);
-/* Heuristic split count for n_tok tokens of max context max_ctx on n_sm SMs, bounded so
- * that partial scratch stays under max_partial_floats. */
-int gpu_attention_splits(int n_tok, int n_head, int head_dim, int max_ctx, int n_sm,
-			 size_t max_partial_floats);
+/* Heuristic split count for n_tok per-query tokens of max context max_ctx on n_sm SMs
+ * (counting the blocks of the kernel the shape goes to: one per KV head for the GQA
+ * decode kernel, one per query head otherwise), bounded so that partial scratch stays
+ * under max_partial_floats. */
+int gpu_attention_splits(int n_tok, int n_head, int n_head_kv, int head_dim, enum gpu_dtype dt,
+			 int max_ctx, int n_sm, size_t max_partial_floats);
 
 /* ---- swiglu.cu ---- */
 

@@ -1,22 +1,29 @@
-/* sample: core/sample/sampler.c's definition of sampling, on the device, one block per row, so
- * that only the sampler_result structs cross to the host.
+/* sample: core/sample/sampler.c's definition of sampling, on the device: one launch for all
+ * rows, one block per row, so that only the sampler_result structs cross to the host.
  *
  * The CPU sorts candidates by (value desc, id asc) and walks them. Here the same total
  * order is a 64-bit key per token: (order-preserving bits of the value) << 32 | ~id, so
- * "the first r candidates" is always a set {key >= K}. Every step becomes a threshold
- * on the key, found without sorting:
- *   top-k   radix select of the k-th largest key (exact: integer histograms);
- *   top-p   binary search for the largest K whose prefix mass {key >= K} is >= top_p;
- *   draw    binary search for the largest kept K whose prefix mass is > u * total.
- * Probabilities are computed as the CPU does (float expf(v - max), divided by a double
- * sum); sums are double, taken in a fixed tree order, so results are deterministic. They
- * differ from the CPU's sequential double sums by ~1e-16 relative, and CUDA's expf from
- * glibc's by <= 2 ulp: the sampled token can differ from the CPU's only when u * total
- * falls within that distance of a cumulative boundary. Greedy, top-n and log-probs
- * involve no such sum in a decision and match the CPU exactly (up to the last bit of
- * the log-prob, whose double log-sum-exp is summed in a different order).
+ * "the first r candidates" is always a set {key >= K}, and every step is a threshold on
+ * the key found by radix select, 8 bits a pass from the top (8 passes, no sorting):
+ *   top-k   the k-th largest key, on counts;
+ *   top-p   the largest K whose prefix mass {key >= K} reaches top_p * W, on masses;
+ *   min-p   one max-reduction: the best key after the top whose e < min_p;
+ *   draw    the largest kept K whose prefix mass exceeds u * total, on masses.
+ * Probabilities and masses use core/sample/sampler_math.h's arithmetic (sampler_expf,
+ * integer weights summed exactly in uint64, the same double comparisons), so the sampled
+ * token is the CPU sampler's for the same logits and u, bit for bit, whatever the order of
+ * the sums. About 20 passes over the row (28 with top-k) where the binary searches on the
+ * key took ~130. Greedy is one argmax pass. The log-probs' double log-sum-exp is summed in
+ * a tree order: the same value as the CPU's up to its last bits.
+ *
+ * No local memory: helpers are inlined, the per-row state is registers and __shared__; the
+ * launch bounds ask for 2 blocks an SM (64 registers): with the block size alone, ptxas for
+ * sm_90 aims at 4 (32 registers) and spills.
  */
 #include "gpu/gpu_ops.cuh"
+
+#define SAMPLER_MATH_DEVICE
+#include "sample/sampler_math.h"
 
 #define SAMPLE_THREADS 512
 #define SAMPLE_WARPS   (SAMPLE_THREADS / 32)
@@ -36,7 +43,7 @@ __device__ __forceinline__ int key_id(uint64_t k)
 
 /* Block-wide reductions; every thread gets the result. sh is reused, so each ends with
  * a barrier. */
-__device__ double block_sum_d(double v, double *sh)
+__device__ __forceinline__ double block_sum_d(double v, double *sh)
 {
 	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	v = warp_sum_d(v);
@@ -55,7 +62,7 @@ __device__ double block_sum_d(double v, double *sh)
 	return r;
 }
 
-__device__ uint64_t block_max_u64(uint64_t v, uint64_t *sh)
+__device__ __forceinline__ uint64_t block_max_u64(uint64_t v, uint64_t *sh)
 {
 	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	for (int o = 16; o > 0; o >>= 1) {
@@ -80,7 +87,7 @@ __device__ uint64_t block_max_u64(uint64_t v, uint64_t *sh)
 	return r;
 }
 
-__device__ float block_max_f(float v, float *sh)
+__device__ __forceinline__ float block_max_f(float v, float *sh)
 {
 	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	v = warp_max(v);
@@ -100,7 +107,7 @@ __device__ float block_max_f(float v, float *sh)
 }
 
 /* The k-th largest key of v[0, n) (1 <= k <= n), 8 bits at a time from the top. */
-__device__ uint64_t kth_largest_key(const float *v, int n, int k, int *hist, uint64_t *sh)
+__device__ __forceinline__ uint64_t kth_largest_key(const float *v, int n, int k, int *hist, uint64_t *sh)
 {
 	uint64_t prefix = 0, mask = 0;
 	int remaining = k;
@@ -133,21 +140,84 @@ __device__ uint64_t kth_largest_key(const float *v, int n, int k, int *hist, uin
 	return prefix;
 }
 
-/* Mass of the tokens with key >= T among those with key >= cut (and, with min_p, prob
- * >= thr_p or the top token). */
-__device__ double prefix_mass(const float *v, const float *pr, int n, uint64_t T, uint64_t top,
-			      float thr_p, bool use_minp, double *shd)
+__device__ __forceinline__ uint64_t block_sum_u64(uint64_t v, uint64_t *sh)
 {
-	double s = 0.0;
-	for (int i = threadIdx.x; i < n; i += blockDim.x) {
-		uint64_t key = tok_key(v[i], i);
-		if (key >= T && (!use_minp || key == top || !(pr[i] < thr_p)))
-			s += (double)pr[i];
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	if (lane == 0)
+		sh[warp] = v;
+	__syncthreads();
+	if (warp == 0) {
+		uint64_t w = lane < SAMPLE_WARPS ? sh[lane] : 0;
+		for (int o = 16; o > 0; o >>= 1)
+			w += __shfl_xor_sync(0xffffffffu, w, o);
+		if (lane == 0)
+			sh[SAMPLE_WARPS] = w;
 	}
-	return block_sum_d(s, shd);
+	__syncthreads();
+	uint64_t r = sh[SAMPLE_WARPS];
+	__syncthreads();
+	return r;
 }
 
-__global__ void __launch_bounds__(SAMPLE_THREADS)
+/* Radix select on mass: among the tokens with key >= lo, walking keys in descending order
+ * with cum = the mass of the keys >= the current one, the first key with
+ * (double)cum >= thr (strict == false) or (double)cum > thr (strict == true). Returns 0
+ * when no key qualifies (every real key is > 0: its low half is ~id >= 2^31). Per pass,
+ * a histogram of counts and masses by the next 8 bits; thread 0 walks it. e holds
+ * e_i; a token's mass is sampler_weight(e_i). */
+__device__ __forceinline__ uint64_t mass_select(const float *v, const float *e, int n, uint64_t lo,
+						double thr, bool strict, int *hcnt,
+						unsigned long long *hmass, uint64_t *sh)
+{
+	uint64_t prefix = 0, mask = 0, above = 0; /* above: mass of the keys over the bucket */
+	for (int shift = 56; shift >= 0; shift -= 8) {
+		for (int b = threadIdx.x; b < 256; b += blockDim.x) {
+			hcnt[b] = 0;
+			hmass[b] = 0;
+		}
+		__syncthreads();
+		for (int i = threadIdx.x; i < n; i += blockDim.x) {
+			uint64_t key = tok_key(v[i], i);
+			if (key >= lo && (key & mask) == prefix) {
+				int d = (int)(key >> shift) & 255;
+				atomicAdd(&hcnt[d], 1);
+				uint64_t w = sampler_weight(e[i]);
+				if (w)
+					atomicAdd(&hmass[d], (unsigned long long)w);
+			}
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			int d = 255, found = 0;
+			for (; d >= 0; d--) {
+				if (hcnt[d] == 0)
+					continue;
+				double c = (double)(above + hmass[d]);
+				if (strict ? c > thr : c >= thr) {
+					found = 1;
+					break;
+				}
+				above += hmass[d];
+			}
+			sh[0] = prefix | ((uint64_t)(found ? d : 0) << shift);
+			sh[1] = above;
+			sh[2] = (uint64_t)found;
+		}
+		__syncthreads();
+		prefix = sh[0];
+		above = sh[1];
+		bool found = sh[2] != 0;
+		__syncthreads();
+		if (!found)
+			return 0; /* only at the top byte: below it the chosen bucket qualifies */
+		mask |= (uint64_t)255 << shift;
+	}
+	return prefix;
+}
+
+__global__ void __launch_bounds__(SAMPLE_THREADS, 2)
     sample_kernel(const float *logits, int n_vocab, const struct gpu_sample_row *rows,
 		  const struct gpu_hist_entry *hist, float *work, struct sampler_result *out)
 {
@@ -155,6 +225,7 @@ __global__ void __launch_bounds__(SAMPLE_THREADS)
 	__shared__ uint64_t shk[SAMPLE_WARPS + 1];
 	__shared__ float shf[SAMPLE_WARPS + 1];
 	__shared__ int shist[256];
+	__shared__ unsigned long long shm[256];
 	const struct gpu_sample_row R = rows[blockIdx.x];
 	const float *lg = logits + (int64_t)R.logits_row * n_vocab;
 	float *v = work + (int64_t)blockIdx.x * 2 * n_vocab; /* [n_vocab] penalized / T */
@@ -235,61 +306,57 @@ __global__ void __launch_bounds__(SAMPLE_THREADS)
 			for (int i = threadIdx.x; i < n; i += blockDim.x)
 				v[i] /= R.temperature;
 			__syncthreads();
+			/* top-k: keys >= lo stay */
 			int k = (R.top_k > 0 && R.top_k < n) ? R.top_k : n;
-			uint64_t cut = k < n ? kth_largest_key(v, n, k, shist, shk) : 0;
+			uint64_t lo = k < n ? kth_largest_key(v, n, k, shist, shk) : 0;
 			uint64_t top = 0;
 			for (int i = threadIdx.x; i < n; i += blockDim.x) {
 				uint64_t key = tok_key(v[i], i);
 				top = key > top ? key : top;
 			}
 			top = block_max_u64(top, shk);
-			float vmax = v[key_id(top)];
-			/* softmax over the kept candidates */
-			double sum = 0.0;
+			const float vmax = v[key_id(top)];
+			/* e and the kept mass W (the dropped weigh 0) */
+			uint64_t W = 0;
 			for (int i = threadIdx.x; i < n; i += blockDim.x) {
-				float e = tok_key(v[i], i) >= cut ? expf(v[i] - vmax) : 0.0f;
-				pr[i] = e;
-				sum += e;
+				float ei = tok_key(v[i], i) >= lo ? sampler_expf(v[i] - vmax) : 0.0f;
+				pr[i] = ei;
+				W += sampler_weight(ei);
 			}
-			sum = block_sum_d(sum, shd);
-			for (int i = threadIdx.x; i < n; i += blockDim.x)
-				pr[i] = (float)(pr[i] / sum);
-			__syncthreads();
-			/* top-p: the smallest prefix with mass >= top_p */
+			W = block_sum_u64(W, shk); /* its barriers also publish pr[] */
+			/* top-p: the smallest prefix whose mass reaches top_p * W */
 			if (R.top_p < 1.0f) {
-				uint64_t lo = cut, hi = top;
-				if (prefix_mass(v, pr, n, lo, top, 0.0f, false, shd) >=
-				    (double)R.top_p) {
-					while (lo < hi) {
-						uint64_t mid = lo + (hi - lo) / 2 + 1;
-						if (prefix_mass(v, pr, n, mid, top, 0.0f, false,
-								shd) >= (double)R.top_p)
-							lo = mid;
-						else
-							hi = mid - 1;
-					}
-					cut = lo;
+				uint64_t K = mass_select(v, pr, n, lo, (double)R.top_p * (double)W,
+							 false, shist, shm, shk);
+				if (K)
+					lo = K;
+			}
+			/* min-p: drop from the first candidate after the best whose e < min_p */
+			if (R.min_p > 0.0f) {
+				uint64_t first = 0;
+				for (int i = threadIdx.x; i < n; i += blockDim.x) {
+					uint64_t key = tok_key(v[i], i);
+					if (key >= lo && key != top && pr[i] < R.min_p && key > first)
+						first = key;
 				}
+				first = block_max_u64(first, shk);
+				if (first)
+					lo = first + 1;
 			}
-			bool use_minp = R.min_p > 0.0f;
-			float thr_p = R.min_p * pr[key_id(top)];
-			/* the draw: the first kept token whose cumulative mass exceeds u * total */
-			double total = prefix_mass(v, pr, n, cut, top, thr_p, use_minp, shd);
-			double target = (double)R.u * total;
-			uint64_t lo = cut, hi = top;
-			while (lo < hi) {
-				uint64_t mid = lo + (hi - lo) / 2 + 1;
-				if (prefix_mass(v, pr, n, mid, top, thr_p, use_minp, shd) > target)
-					lo = mid;
-				else
-					hi = mid - 1;
-			}
-			token = key_id(lo);
-			/* NaN or infinite logits make the masses NaN and the search end on key
-			 * `cut` (0 without top-k: id -1); never hand back an id outside the
-			 * vocabulary */
+			/* the draw: the first kept key whose prefix mass exceeds u * total */
+			uint64_t total = 0;
+			for (int i = threadIdx.x; i < n; i += blockDim.x)
+				if (tok_key(v[i], i) >= lo)
+					total += sampler_weight(pr[i]);
+			total = block_sum_u64(total, shk);
+			uint64_t K = 0;
+			if (total > 0)
+				K = mass_select(v, pr, n, lo, (double)R.u * (double)total, true, shist,
+						shm, shk);
+			/* total == 0 (NaN or infinite logits): the best candidate, as the CPU */
+			token = K ? key_id(K) : key_id(top);
 			if (token < 0 || token >= n)
-				token = key_id(top);
+				token = 0;
 		}
 	}
 	if (threadIdx.x == 0) {

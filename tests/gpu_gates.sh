@@ -19,9 +19,8 @@ build=${1:-build}
 REG_BUDGET=128
 SMEM_BUDGET=49152
 # Kernels allowed over the limits today, each with its reason; remove a line when fixed.
-#   sample_kernel: per-row top-k/top-p state in local memory (24-byte stack, ~20-byte
-#   spills); issue 17's one-launch radix-select sampler replaces it.
-KNOWN=(sample_kernel)
+# None now (issue 17 fixed the last two: sample_kernel, rope_kernel).
+KNOWN=()
 root=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -565,18 +565,29 @@ static void test_gemm(cublasHandle_t h)
 static void test_attention(int n_sm)
 {
 	/* a pass whose tokens are all in tiles leaves nothing to split */
-	CHECK(gpu_attention_splits(0, 32, 128, 4096, n_sm, 1 << 22) == 1, "splits of no tokens");
-	CHECK(gpu_attention_splits(1, 32, 128, 100, n_sm, 1 << 22) == 1, "short context: 1 split");
-	int s1 = gpu_attention_splits(1, 32, 128, 4096, n_sm, 1 << 22);
+	CHECK(gpu_attention_splits(0, 32, 8, 128, GPU_BF16, 4096, n_sm, 1 << 22) == 1,
+	      "splits of no tokens");
+	CHECK(gpu_attention_splits(1, 32, 8, 128, GPU_BF16, 100, n_sm, 1 << 22) == 1,
+	      "short context: 1 split");
+	int s1 = gpu_attention_splits(1, 32, 8, 128, GPU_BF16, 4096, n_sm, 1 << 22);
 	CHECK(s1 >= 1 && s1 <= 32 &&
 		  gpu_attention_partial_floats(1, 32, 128, s1) <= (size_t)1 << 22,
 	      "decode split count %d", s1);
+	/* GQA groups of 1 to 8 (the GQA decode kernel: 1 or 2 heads a warp), head sizes
+	 * from 8 to 256 (f32 at 256 and rows that are no multiple of 16 bytes go to the
+	 * per-query kernel); each with plain causal attention, then (bf16 only, for time) a
+	 * window of 64 keys (gemma2/3's local layers) and a score soft-cap of 30 (gemma2) */
 	struct {
 		int n_head, n_head_kv, hd, bs;
-	} shapes[5] = {
-	    {8, 4, 8, 16}, {32, 8, 128, 32}, {4, 4, 64, 16}, {6, 2, 96, 8}, {4, 1, 256, 16}};
+	} shapes[8] = {{8, 4, 8, 16},	  {32, 8, 128, 32}, {4, 4, 64, 16},  {6, 2, 96, 8},
+		       {4, 1, 256, 16}, {16, 2, 64, 16},  {14, 2, 128, 16}, {4, 2, 36, 16}};
 	for (auto &sh : shapes)
-		for (enum gpu_dtype dt : all_dt) {
+		for (enum gpu_dtype dt : all_dt)
+			for (int variant = 0; variant < 3; variant++) {
+			if (variant > 0 && dt != GPU_BF16)
+				continue;
+			const int window = variant == 1 ? 64 : 0;
+			const float softcap = variant == 2 ? 30.0f : 0.0f;
 			int n_layer = 2, layer = 1, kv_dim = sh.n_head_kv * sh.hd;
 			/* three sequences: a long decode step, a context chunk in the middle of a
 			 * prompt, and the very first token of a prompt */
@@ -644,8 +655,8 @@ static void test_attention(int n_sm)
 			a.n_head_kv = sh.n_head_kv;
 			a.head_dim = sh.hd;
 			a.scale = 1.0f / sqrtf((float)sh.hd);
-			a.softcap = 0.0f;
-			a.window = 0;
+			a.softcap = softcap;
+			a.window = window;
 			a.out = dout;
 			a.max_ctx = max_ctx;
 			a.tiles = NULL;
@@ -680,6 +691,10 @@ static void test_attention(int n_sm)
 									       h * sh.hd + e] *
 								     pool[base + e];
 							sc[k] = d / sqrt((double)sh.hd);
+							if (softcap > 0)
+								sc[k] = softcap * tanh(sc[k] / softcap);
+							if (window > 0 && k <= p - window)
+								sc[k] = -INFINITY;
 							mx = std::max(mx, sc[k]);
 						}
 						double sum = 0;
@@ -710,8 +725,8 @@ static void test_attention(int n_sm)
 				a.list = tiled ? dlist : NULL;
 				a.n_list = tiled ? 2 : 0;
 				int n_q = tiled ? 2 : n_tok;
-				int heur = gpu_attention_splits(n_q, sh.n_head, sh.hd, max_ctx,
-								n_sm, part_cap);
+				int heur = gpu_attention_splits(n_q, sh.n_head, sh.n_head_kv, sh.hd,
+								dt, max_ctx, n_sm, part_cap);
 				int splits[3] = {1, 5, heur};
 				for (int ns : splits) {
 					REQUIRE(
@@ -725,10 +740,11 @@ static void test_attention(int n_sm)
 					std::vector<float> got = dev_download_st(dt, dout, out_n);
 					char what[128];
 					snprintf(what, sizeof what,
-						 "attention h %d/%d hd %d bs %d %s splits %d %s",
+						 "attention h %d/%d hd %d bs %d %s splits %d %s "
+						 "window %d softcap %g",
 						 sh.n_head, sh.n_head_kv, sh.hd, sh.bs,
 						 gpu_dtype_name(dt), ns,
-						 tiled ? "tiled+list" : "per-query");
+						 tiled ? "tiled+list" : "per-query", window, softcap);
 					std::vector<uint32_t> gd =
 					    dev_download<uint32_t>(partial + used, guard);
 					size_t touched = 0;
@@ -894,8 +910,8 @@ static void test_sample(void)
 			CHECK(memcmp(&rng_cpu[r], &rng_gpu[r], sizeof rng_cpu[r]) == 0,
 			      "row %d: the RNG advanced differently", r);
 		}
-		/* Tokens must be identical: the decisions are exact except when u * total lies
-		 * within ~1e-7 relative of a cumulative boundary (probability ~1e-6 per row). */
+		/* Tokens must be identical: both samplers decide with sampler_math.h's
+		 * arithmetic (integer masses, the same fp32 exp), in any summation order. */
 		CHECK(tok_bad == 0, "V %d: %d of %d sampled tokens differ from core/sample/sampler.c", V,
 		      tok_bad, n_rows);
 		CHECK(lp_bad == 0, "V %d: %d log-probs differ", V, lp_bad);
@@ -906,6 +922,87 @@ static void test_sample(void)
 		cudaFree(work);
 		cudaFree(dout);
 	}
+}
+
+/* Exactly the CPU sampler's token, row after row of hard cases: many exact ties (values on
+ * a coarse grid), -inf logits (banned tokens), top_k = 1, tiny top_p, top_p and min_p
+ * together, flat rows (high temperature: the draw walks far), near-greedy rows (low
+ * temperature: weights underflow to 0), a row of -inf but one, and every combination with
+ * top-k. Each row's u is the CPU RNG's next draw, handed to the device (the host does the
+ * same in gpu/backend_cuda.cu). */
+static void test_sample_exact(void)
+{
+	const int V = 1000, n_rows = 96;
+	std::vector<float> logits((size_t)n_rows * V);
+	std::vector<struct gpu_sample_row> rows(n_rows);
+	std::vector<struct sampler_params> params(n_rows);
+	std::vector<struct sampler_rng> rng(n_rows);
+	for (int r = 0; r < n_rows; r++) {
+		float *lg = &logits[(size_t)r * V];
+		int shape = r % 4;
+		for (int i = 0; i < V; i++) {
+			float x = rnd_uniform(-6, 6);
+			if (shape == 0)
+				x = floorf(x); /* 12 distinct values: ties everywhere */
+			if (shape == 1 && rnd_u32() % 5 == 0)
+				x = -INFINITY;
+			if (shape == 3)
+				x = -INFINITY;
+			lg[i] = x;
+		}
+		if (shape == 3)
+			lg[rnd_u32() % V] = 1.5f; /* the only finite logit */
+		struct sampler_params *p = &params[r];
+		sampler_params_default(p);
+		p->seed = 7000 + r;
+		static const float temps[6] = {1.0f, 0.05f, 8.0f, 0.7f, 100.0f, 1.3f};
+		p->temperature = temps[(r / 4) % 6];
+		int kind = (r / 24) % 4;
+		if (kind == 1)
+			p->top_k = r % 3 == 0 ? 1 : 1 + (int32_t)(rnd_u32() % 300);
+		if (kind == 2)
+			p->top_p = r % 3 == 0 ? 1e-6f : rnd_uniform(0.05f, 0.999f);
+		if (kind == 3) {
+			p->top_k = r % 2 ? 0 : 1 + (int32_t)(rnd_u32() % 600);
+			p->top_p = rnd_uniform(0.3f, 1.0f);
+			p->min_p = r % 3 == 0 ? 0.9f : rnd_uniform(0.001f, 0.2f);
+		}
+		sampler_rng_seed(&rng[r], p->seed);
+		struct sampler_rng g = rng[r];
+		rows[r] = {r, -1, p->temperature, p->top_k, p->top_p, p->min_p, 1.0f, 0.0f, 0.0f,
+			   0, 0, 0, sampler_rng_uniform(&g)};
+	}
+	float *dl = dev_vec(logits);
+	struct gpu_sample_row *drows = dev_vec(rows);
+	struct gpu_hist_entry *dh = dev_vec(std::vector<gpu_hist_entry>(1));
+	float *work;
+	REQUIRE(cudaMalloc(&work, gpu_sample_work_floats(n_rows, V) * 4));
+	struct sampler_result *dout;
+	REQUIRE(cudaMalloc(&dout, n_rows * sizeof *dout));
+	REQUIRE(gpu_sample(dl, V, drows, n_rows, dh, work, dout, 0));
+	std::vector<struct sampler_result> got = dev_download<struct sampler_result>(dout, n_rows);
+	std::vector<uint8_t> scratch(sampler_scratch_bytes(V));
+	int bad = 0, distinct = 0, prev = -1;
+	for (int r = 0; r < n_rows; r++) {
+		struct sampler_result want;
+		sampler_sample(&logits[(size_t)r * V], V, &params[r], NULL, &rng[r], scratch.data(),
+			       &want);
+		if (got[r].token != want.token && bad++ < 5)
+			fprintf(stderr, "  row %d (T %g top_k %d top_p %g min_p %g): token %d, want %d\n",
+				r, params[r].temperature, params[r].top_k, params[r].top_p,
+				params[r].min_p, got[r].token, want.token);
+		distinct += want.token != prev;
+		prev = want.token;
+	}
+	CHECK(bad == 0, "%d of %d hard rows sample another token than core/sample/sampler.c", bad,
+	      n_rows);
+	CHECK(distinct > n_rows / 2, "the rows' tokens vary (%d changes): the test has teeth",
+	      distinct);
+	cudaFree(dl);
+	cudaFree(drows);
+	cudaFree(dh);
+	cudaFree(work);
+	cudaFree(dout);
 }
 
 /* NaN logits (an overflowed f16 activation upstream) must still give a token id inside
@@ -1470,6 +1567,7 @@ int main(void)
 	RUN(sample, test_sample());
 	RUN(sample_nan, test_sample_nan());
 	RUN(constrain, test_constrain());
+	RUN(sample_exact, test_sample_exact());
 	RUN(kv_large, test_kv_large());
 	RUN(head_norm, test_head_norm());
 	RUN(scale_softcap, test_scale_softcap());

@@ -1,6 +1,7 @@
 /* test_sampler: the sampling definition of core/sample/sampler.h, checked against hand-derived
  * values, independent double-precision math and statistics over many seeded draws. */
 #include "sample/sampler.h"
+#include "sample/sampler_math.h"
 
 #include <stdint.h>
 
@@ -385,12 +386,12 @@ static int naive_cmp(const void *a, const void *b)
 	return x < y ? -1 : 1;
 }
 
-/* The definition with a full qsort; sums in the orders sampler.c documents (softmax and
- * the uncut mass in the kept set's natural order, a cut set's mass best first). */
+/* The definition with a full qsort and every mass summed from scratch in rank order
+ * (sampler.c: e = sampler_expf(v - max), integer weights, the documented comparisons). */
 static int32_t naive_sample(const float *logits, int32_t n_vocab, const struct sampler_params *p,
 			    struct sampler_rng *rng)
 {
-	float *v = malloc(sizeof(float) * n_vocab), *pr = malloc(sizeof(float) * n_vocab);
+	float *v = malloc(sizeof(float) * n_vocab);
 	int32_t *ids = malloc(sizeof(int32_t) * n_vocab);
 	for (int32_t i = 0; i < n_vocab; i++) {
 		v[i] = logits[i] / p->temperature;
@@ -398,63 +399,70 @@ static int32_t naive_sample(const float *logits, int32_t n_vocab, const struct s
 	}
 	naive_keys = v;
 	qsort(ids, (size_t)n_vocab, sizeof *ids, naive_cmp);
-	int topk = p->top_k > 0 && p->top_k < n_vocab;
-	int32_t n = topk ? p->top_k : n_vocab;
+	int32_t n = p->top_k > 0 && p->top_k < n_vocab ? p->top_k : n_vocab;
 	float mx = v[ids[0]];
-	double sum = 0, mass = 0;
-	if (topk) {
-		for (int32_t j = 0; j < n; j++)
-			sum += (pr[ids[j]] = expf(v[ids[j]] - mx));
-		for (int32_t j = 0; j < n; j++)
-			mass += (pr[ids[j]] = (float)(pr[ids[j]] / sum));
-	} else {
-		for (int32_t i = 0; i < n; i++)
-			sum += (pr[i] = expf(v[i] - mx));
-		for (int32_t i = 0; i < n; i++)
-			mass += (pr[i] = (float)(pr[i] / sum));
-	}
+	uint64_t W = 0;
+	for (int32_t j = 0; j < n; j++)
+		W += sampler_weight(sampler_expf(v[ids[j]] - mx));
 	int32_t keep = n;
-	int cut = 0;
 	if (p->top_p < 1.0f) {
-		double cum = 0;
+		uint64_t cum = 0;
 		for (int32_t j = 0; j < n; j++) {
-			cum += pr[ids[j]];
-			if (cum >= p->top_p) {
+			cum += sampler_weight(sampler_expf(v[ids[j]] - mx));
+			if ((double)cum >= (double)p->top_p * (double)W) {
 				keep = j + 1;
-				cut = 1;
 				break;
 			}
 		}
 	}
-	if (p->min_p > 0.0f) {
-		float thr = p->min_p * pr[ids[0]];
-		int32_t k = 1;
-		while (k < keep && !(pr[ids[k]] < thr))
-			k++;
-		if (k < keep) {
-			keep = k;
-			cut = 1;
-		}
-	}
-	double total = 0;
-	if (cut)
-		for (int32_t j = 0; j < keep; j++)
-			total += pr[ids[j]];
-	else
-		total = mass;
-	double target = (double)sampler_rng_uniform(rng) * total, cum = 0;
-	int32_t tok = ids[keep - 1];
-	for (int32_t j = 0; j < keep; j++) {
-		cum += pr[ids[j]];
-		if (target < cum) {
+	if (p->min_p > 0.0f)
+		for (int32_t k = 1; k < keep; k++)
+			if (sampler_expf(v[ids[k]] - mx) < p->min_p) {
+				keep = k;
+				break;
+			}
+	uint64_t total = 0;
+	for (int32_t j = 0; j < keep; j++)
+		total += sampler_weight(sampler_expf(v[ids[j]] - mx));
+	double target = (double)sampler_rng_uniform(rng) * (double)total;
+	uint64_t cum = 0;
+	int32_t tok = ids[0];
+	for (int32_t j = 0; j < keep && total > 0; j++) {
+		cum += sampler_weight(sampler_expf(v[ids[j]] - mx));
+		if ((double)cum > target) {
 			tok = ids[j];
 			break;
 		}
 	}
 	free(v);
-	free(pr);
 	free(ids);
 	return tok;
+}
+
+/* sampler_expf against libm's exp in double: within 2 fp32 ulp on [-86, 0] (the range
+ * softmax uses), and its edges; sampler_weight's fixed point. */
+static void test_expf(void)
+{
+	double worst = 0;
+	float wx = 0;
+	for (float x = -86.0f; x <= 0.0f; x += 0.000731f) {
+		double r = exp((double)x);
+		float rf = (float)r;
+		double ulp = (double)nextafterf(rf, INFINITY) - rf;
+		double d = fabs((double)sampler_expf(x) - r) / ulp;
+		if (d > worst) {
+			worst = d;
+			wx = x;
+		}
+	}
+	CHECK(worst <= 2.0, "sampler_expf within 2 ulp of exp: worst %.3f ulp at %g", worst, wx);
+	CHECK(sampler_expf(0.0f) == 1.0f && sampler_expf(-INFINITY) == 0.0f &&
+		  isnan(sampler_expf(NAN)) && sampler_expf(-100.0f) == 0.0f,
+	      "sampler_expf edges: exp(0) = 1, exp(-inf) = 0, NaN, underflow to 0");
+	CHECK(sampler_weight(1.0f) == (uint64_t)1 << 32 && sampler_weight(0.5f) == (uint64_t)1 << 31 &&
+		  sampler_weight(0x1p-33f) == 0 && sampler_weight(NAN) == 0 &&
+		  sampler_weight(0x1.000002p-1f) == ((uint64_t)1 << 31) + 256,
+	      "sampler_weight is floor(e * 2^32)");
 }
 
 static void test_vs_naive(void)
@@ -465,6 +473,8 @@ static void test_vs_naive(void)
 	for (int i = 0; i < NV; i++) {
 		st = st * 6364136223846793005ull + 1442695040888963407ull;
 		l[i] = (float)((st >> 40) % 1000) * 0.01f; /* many exact ties */
+		if (i % 7 == 3)
+			l[i] = -INFINITY; /* banned tokens weigh 0 */
 	}
 	void *scr = scratch_for(NV);
 	/* flat distributions (high temperature) make the walk go far past the first 64
@@ -475,7 +485,8 @@ static void test_vs_naive(void)
 	} cases[] = {
 	    {1.0f, 1.0f, 0.0f, 0},   {5.0f, 1.0f, 0.0f, 0},  {20.0f, 0.9f, 0.0f, 0},
 	    {3.0f, 1.0f, 0.3f, 0},   {50.0f, 1.0f, 0.9f, 0}, {2.0f, 0.95f, 0.05f, 0},
-	    {4.0f, 0.8f, 0.0f, 500}, {1.0f, 1.0f, 0.0f, 7},
+	    {4.0f, 0.8f, 0.0f, 500}, {1.0f, 1.0f, 0.0f, 7},  {1.0f, 1e-6f, 0.0f, 0},
+	    {3.0f, 1.0f, 0.0f, 1},   {9.0f, 0.5f, 0.5f, 40}, {0.05f, 1.0f, 0.0f, 0},
 	};
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
 		struct sampler_params p;
@@ -558,6 +569,7 @@ int main(void)
 	test_penalties();
 	test_filters();
 	test_determinism();
+	test_expf();
 	test_vs_naive();
 	return check_summary();
 }

@@ -1,11 +1,13 @@
 /* sampler: the one definition of sampling (see sampler.h for the steps).
  *
- * Every loop below walks token ids in a fixed order and every sum is taken in double in
- * that order, so the result depends only on the inputs and the RNG state. Candidate
+ * Every loop below walks token ids in a fixed order; the log-sum-exp is taken in double in
+ * that order, and the decisions of sampling use exact integer masses (sampler_math.h), so
+ * the result depends only on the inputs and the RNG state. Candidate
  * orderings use a total order (value descending, then id ascending), so any correct sort
  * gives the same sequence.
  */
 #include "sample/sampler.h"
+#include "sample/sampler_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -262,67 +264,61 @@ static void sorted_prefix(int32_t *ids, int32_t n_vocab, int32_t m, const float 
 
 /* Steps 3 after the penalties: temperature, top-k, softmax, top-p, min-p, draw.
  *
+ * Probabilities are exact integer weights (sampler_math.h): e_i = sampler_expf(v_i - max),
+ * w_i = sampler_weight(e_i), masses are uint64 sums, so they do not depend on the order
+ * of the sums and the CUDA sampler makes the same decisions. With W the kept mass and
+ * cum_j the mass of the j + 1 best candidates (rank order: value descending, id
+ * ascending):
+ *   top-p  keeps the best j + 1, for the first j with (double)cum_j >= top_p * (double)W;
+ *   min-p  then drops the first candidate after the best whose e < min_p (e is the
+ *          probability relative to the best one) and every one after it;
+ *   draw   the first kept j with (double)cum_j > (double)u * (double)total, total the
+ *          kept mass; the best candidate when total is 0 (NaN or infinite logits).
+ *
  * Only a prefix of the descending order is ever needed (top-p and min-p cut it, the draw
  * walks it), so without top-k the order is built for the best 64 candidates first and
- * extended 16x at a time only when the walk runs off its end. Every sum runs over the
- * same candidates in the same order whatever the prefix length, so the result is the
- * one a full sort would give. Sums: the softmax normalizer and, when neither top-p nor
- * min-p cut anything, the total kept mass run in the kept set's natural order (best first
- * for top-k, id order otherwise); after a cut, the kept mass runs best first. */
-static int32_t sample_filtered(float *v, float *prob, int32_t *ids, int32_t n_vocab,
+ * extended 16x at a time only when the walk runs off its end. */
+static int32_t sample_filtered(float *v, float *e, int32_t *ids, int32_t n_vocab,
 			       const struct sampler_params *p, struct sampler_rng *rng)
 {
 	for (int32_t i = 0; i < n_vocab; i++)
 		v[i] /= p->temperature;
-	int32_t n;   /* candidates kept by top-k */
-	int32_t m;   /* length of the sorted prefix in ids[] */
-	double mass; /* their probability mass, natural order */
+	int32_t n;     /* candidates kept by top-k */
+	int32_t m;     /* length of the sorted prefix in ids[] */
+	uint64_t mass; /* their weight */
 	if (p->top_k > 0 && p->top_k < n_vocab) {
 		for (int32_t i = 0; i < n_vocab; i++)
 			ids[i] = i;
 		n = m = select_top_k(ids, n_vocab, p->top_k, v);
 		float mx = v[ids[0]];
-		double sum = 0.0;
+		mass = 0;
 		for (int32_t j = 0; j < n; j++) {
-			float e = expf(v[ids[j]] - mx);
-			prob[ids[j]] = e;
-			sum += e;
-		}
-		mass = 0.0;
-		for (int32_t j = 0; j < n; j++) {
-			prob[ids[j]] = (float)(prob[ids[j]] / sum);
-			mass += prob[ids[j]];
+			e[ids[j]] = sampler_expf(v[ids[j]] - mx);
+			mass += sampler_weight(e[ids[j]]);
 		}
 	} else {
 		n = n_vocab;
-		float mx = -INFINITY;
-		for (int32_t i = 0; i < n; i++)
-			if (v[i] > mx)
-				mx = v[i];
-		double sum = 0.0;
-		for (int32_t i = 0; i < n; i++) {
-			prob[i] = expf(v[i] - mx);
-			sum += prob[i];
-		}
-		mass = 0.0;
-		for (int32_t i = 0; i < n; i++) {
-			prob[i] = (float)(prob[i] / sum);
-			mass += prob[i];
-		}
 		m = n < 64 ? n : 64;
 		sorted_prefix(ids, n_vocab, m, v);
+		float mx = v[ids[0]];
+		mass = 0;
+		for (int32_t i = 0; i < n; i++) {
+			e[i] = sampler_expf(v[i] - mx);
+			mass += sampler_weight(e[i]);
+		}
 	}
 
 	double target_u = (double)sampler_rng_uniform(rng); /* the one draw */
+	double thr_p = (double)p->top_p * (double)mass;
 	for (;;) {
 		int32_t keep = n;
 		int cut = 0;
 		int extend = 0;
 		if (p->top_p < 1.0f) {
-			double cum = 0.0;
+			uint64_t cum = 0;
 			for (int32_t j = 0; j < m; j++) {
-				cum += prob[ids[j]];
-				if (cum >= p->top_p) {
+				cum += sampler_weight(e[ids[j]]);
+				if ((double)cum >= thr_p) {
 					keep = j + 1;
 					cut = 1;
 					break;
@@ -331,11 +327,9 @@ static int32_t sample_filtered(float *v, float *prob, int32_t *ids, int32_t n_vo
 			extend |= !cut && m < n;
 		}
 		if (!extend && p->min_p > 0.0f) {
-			/* probabilities do not increase along ids[], so a prefix stays */
-			float thr = p->min_p * prob[ids[0]];
 			int32_t lim = keep < m ? keep : m;
 			int32_t k = 1;
-			while (k < lim && !(prob[ids[k]] < thr))
+			while (k < lim && !(e[ids[k]] < p->min_p))
 				k++;
 			if (k < lim || (k == keep && keep <= m)) {
 				if (k < keep) {
@@ -347,22 +341,24 @@ static int32_t sample_filtered(float *v, float *prob, int32_t *ids, int32_t n_vo
 			}
 		}
 		if (!extend) {
-			double total = 0.0;
+			uint64_t total = 0;
 			if (cut)
 				for (int32_t j = 0; j < keep; j++)
-					total += prob[ids[j]];
+					total += sampler_weight(e[ids[j]]);
 			else
 				total = mass;
-			double target = target_u * total;
-			double cum = 0.0;
+			if (total == 0)
+				return ids[0];
+			double target = target_u * (double)total;
+			uint64_t cum = 0;
 			int32_t lim = keep < m ? keep : m;
 			for (int32_t j = 0; j < lim; j++) {
-				cum += prob[ids[j]];
-				if (target < cum)
+				cum += sampler_weight(e[ids[j]]);
+				if ((double)cum > target)
 					return ids[j];
 			}
-			if (keep <= m)
-				return ids[keep - 1]; /* rounding left target just above the sum */
+			/* (double)total > target whenever total > 0 (u <= 1 - 2^-24), so the
+			 * walk ends inside the kept set; it ran off the prefix */
 		}
 		/* the walk needs more of the order */
 		m = m > n / 16 ? n : m * 16;
@@ -377,7 +373,7 @@ void sampler_sample(const float *logits, int32_t n_vocab, const struct sampler_p
 		    struct sampler_result *out)
 {
 	float *v = scratch;			    /* [n_vocab] penalized, scaled logits */
-	float *prob = v + n_vocab;		    /* [n_vocab] probabilities, indexed by id */
+	float *prob = v + n_vocab;		    /* [n_vocab] e = exp(v - max), indexed by id */
 	int32_t *ids = (int32_t *)(prob + n_vocab); /* [n_vocab] counts, then candidates */
 
 	double lse = log_sum_exp(logits, n_vocab);

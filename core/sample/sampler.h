@@ -13,6 +13,9 @@
  *     smallest set whose mass >= top_p (ties to the lower id), drop tokens whose
  *     probability < min_p * max probability, renormalize, draw with u in [0, 1) from the
  *     request's RNG walking ids in descending-probability order.
+ *     Probabilities and masses are exact integer weights computed with sampler_math.h's
+ *     arithmetic, so that the CUDA backend, given the same logits and u, draws the same
+ *     token (sampler.c states the exact comparisons).
  *
  * Constraints (structured output, logit_bias, min_tokens, bad words) come before step 1:
  * sampler_constrain adds each bias to its token's logit, then sets the logit of every

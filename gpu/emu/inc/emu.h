@@ -61,6 +61,8 @@ struct uint3e { unsigned x, y, z; };
 extern uint3e threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
 struct float2 { float x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 struct __half { uint16_t x; };
 struct __nv_bfloat16 { uint16_t x; };
 inline float __half2float(__half h) { return half_f16_to_f32(h.x); }

@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""perf_model.py: a roofline model of the CUDA backend's decode step and prefill (issue 17).
+
+For a model shape and batch it counts, kernel by kernel, the bytes each kernel must move
+through DRAM and the floating-point operations it must do, and bounds its time by an
+H100 SXM's peaks: time = max(bytes / 3.35 TB/s, flops / 989 TFLOPS bf16 dense). The step
+time is the sum over kernels (they run one after another in the decode graph). These are
+ESTIMATES from counting, not measurements; where a GPU has run bench/gpu_session.sh, pass
+its `batchgen bench` report with --measured to print the measured step time beside them.
+
+"before" and "after" differ in the kernels issue 17 replaced:
+  attention  before: one block per query head, so each K/V byte is read G = n_head /
+             n_head_kv times (through L2 at best: counted here as L2 traffic at
+             ~10 TB/s, H100's L2 read bandwidth, an optimistic bound);
+             after: gpu/attention.cu's GQA decode kernel, each K/V byte read once.
+  sampling   before: ~130 passes over a row of logits (binary searches on a 64-bit key);
+             after: ~20 (radix select on masses, gpu/sample.cu), 8 bytes a pass (value
+             and weight), greedy 1 pass of 4 bytes.
+  rope       before: double-precision sincos per pair (~100 fp64 instructions: at 67
+             TFLOPS fp64 the 2 x pairs x tokens x layers sincos are not free at batch 256);
+             after: table lookups, bandwidth only.
+What it cannot show: instruction-issue limits inside a kernel (the old per-query
+attention's per-key shuffles and 2-byte loads, which the issue estimates at ~2x its
+bandwidth bound), launch gaps, occupancy. It bounds from below.
+Usage: perf_model.py [--shape llama3-8b] [--scenarios 1x512,1x32768,256x512,64x4096]
+                     [--prefill 32768] [--measured REPORT.json] [--detail]
+"""
+import argparse
+import json
+import sys
+
+BW = 3.35e12      # H100 SXM HBM3, bytes/s
+L2_BW = 10e12     # H100 L2 read bandwidth (approximate), bytes/s
+BF16 = 989e12     # dense bf16 tensor-core peak, flop/s
+FP32 = 67e12      # CUDA-core fp32 (non-tensor), flop/s
+FP64 = 67e12      # fp64 (tensor-core figure; CUDA-core fp64 is 34 TFLOPS)
+
+SHAPES = {
+    # n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab
+    "llama3-8b": (32, 4096, 14336, 32, 8, 128, 128256),
+    "llama3-70b": (80, 8192, 28672, 64, 8, 128, 128256),
+    "qwen3-8b": (36, 4096, 12288, 32, 8, 128, 151936),
+    "gemma2-9b": (42, 3584, 14336, 16, 8, 256, 256000),
+}
+
+
+def kernels(shape, B, ctx, after):
+    """[(name, bytes, flops, flops_peak, l2_bytes)] of one decode step: B sequences, each
+    with ctx tokens of context (its new token included), bf16 weights and KV."""
+    L, E, F, H, HKV, HD, V = shape
+    G = H // HKV
+    qd, kvd = H * HD, HKV * HD
+    w_layer = E * (qd + 2 * kvd) + qd * E + 3 * E * F
+    ks = []
+    ks.append(("GEMMs (weights)", 2 * w_layer * L, 2 * B * w_layer * L, BF16, 0))
+    ks.append(("LM head", 2 * E * V, 2 * B * E * V, BF16, 0))
+    # activations: fp32 residual, bf16 GEMM inputs, fp32 GEMM outputs (qkv, gate|up, ...)
+    act = B * L * (4 * E * 4 + 2 * E * 2 + 4 * (qd + 2 * kvd) * 3 + 2 * qd * 2
+                   + 4 * 2 * F * 2 + 2 * F * 2)
+    ks.append(("activations (norm, bias, swiglu, ...)", act, 0, FP32, 0))
+    kv = B * ctx * L * 2 * kvd * 2
+    att_fl = 4 * B * ctx * H * HD * L
+    if after:
+        ks.append(("decode attention (GQA kernel)", kv, att_fl, FP32, 0))
+    else:
+        ks.append(("decode attention (per query head)", kv, att_fl, FP32, kv * (G - 1)))
+    ks.append(("KV write", B * L * 2 * kvd * 2, 0, FP32, 0))
+    pairs = B * L * (H + HKV) * (HD // 2)
+    if after:
+        ks.append(("rope (tables)", B * L * (qd + kvd) * 4 * 2, 6 * pairs, FP32, 0))
+    else:
+        ks.append(("rope (double sincos)", B * L * (qd + kvd) * 4 * 2, 100 * pairs, FP64, 0))
+    ks.append(("logits write", B * V * 4, 0, FP32, 0))
+    for name, passes in (("sampling, greedy", 1), ("sampling, top-p", 20 if after else 130)):
+        by = B * V * (4 if passes == 1 else 8) * passes
+        ks.append((name, by, 0, FP32, 0))
+    return ks
+
+
+def step_time(ks, sampled):
+    t = 0.0
+    rows = []
+    for name, by, fl, peak, l2 in ks:
+        if name.startswith("sampling") and name != ("sampling, top-p" if sampled else "sampling, greedy"):
+            continue
+        tk = max(by / BW, fl / peak if peak else 0, l2 / L2_BW)
+        rows.append((name, by, fl, tk))
+        t += tk
+    return t, rows
+
+
+def prefill(shape, n):
+    """FLOPs of a prefill of n tokens (causal attention: half of the n^2 scores)."""
+    L, E, F, H, HKV, HD, V = shape
+    qd, kvd = H * HD, HKV * HD
+    w_layer = E * (qd + 2 * kvd) + qd * E + 3 * E * F
+    gemm = 2 * n * w_layer * L + 2 * E * V  # the LM head for the last token only
+    attn = 2 * 2 * n * n / 2 * H * HD * L
+    return gemm, attn
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
+    ap.add_argument("--scenarios", default="1x512,1x32768,256x512,64x4096",
+                    help="BATCHxCONTEXT,...")
+    ap.add_argument("--prefill", type=int, default=32768)
+    ap.add_argument("--measured", help="a `batchgen bench` JSON report from a GPU run")
+    ap.add_argument("--detail", action="store_true", help="per-kernel rows")
+    a = ap.parse_args()
+    shape = SHAPES[a.shape]
+    print(f"# perf_model: {a.shape} bf16 on an H100 SXM (HBM {BW/1e12:.2f} TB/s, "
+          f"bf16 {BF16/1e12:.0f} TFLOPS) -- roofline ESTIMATES, not measurements")
+    print("| batch | context | sampling | before ms | after ms | after tok/s | roofline ms |")
+    print("|---|---|---|---|---|---|---|")
+    for sc in a.scenarios.split(","):
+        B, ctx = (int(x) for x in sc.split("x"))
+        if True:
+            for sampled in (False, True):
+                tb, _ = step_time(kernels(shape, B, ctx, False), sampled)
+                ta, rows = step_time(kernels(shape, B, ctx, True), sampled)
+                # the floor: weights + KV + logits once, or the GEMM flops
+                L, E, F, H, HKV, HD, V = shape
+                floor = sum(r[3] for r in rows if r[0] in (
+                    "GEMMs (weights)", "LM head", "decode attention (GQA kernel)"))
+                print(f"| {B} | {ctx} | {'top-p' if sampled else 'greedy'} | {tb*1e3:.2f} | "
+                      f"{ta*1e3:.2f} | {B/ta:.0f} | {floor*1e3:.2f} |")
+                if a.detail:
+                    for name, by, fl, tk in rows:
+                        print(f"|   | | {name} | | {tk*1e3:.3f} | {by/1e9:.2f} GB | "
+                              f"{fl/1e12:.2f} TFLOP |")
+    g, at = prefill(shape, a.prefill)
+    t_gemm, t_att = g / BF16, at / BF16
+    print(f"\nprefill of {a.prefill} tokens: {g/1e12:.0f} TFLOP of GEMMs + {at/1e12:.0f} TFLOP "
+          f"of causal attention: {1e3*(t_gemm + t_att):.0f} ms at the bf16 peak; at "
+          f"FlashAttention-3's ~600 TFLOPS for attention and cuBLAS's ~700 for GEMMs: "
+          f"{1e3*(g/700e12 + at/600e12):.0f} ms. Attention on CUDA cores (fp32 FMA, "
+          f"{FP32/1e12:.0f} TFLOPS peak): >= {1e3*at/FP32:.0f} ms for attention alone.")
+    if a.measured:
+        with open(a.measured) as f:
+            rep = json.load(f)
+        print("\nmeasured:", json.dumps(rep.get("results", rep))[:2000])
+    else:
+        print("\nmeasured: none -- no GPU has been lent to this project; "
+              "bench/gpu_session.sh bench produces the report to pass with --measured.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
