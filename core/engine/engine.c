@@ -241,6 +241,11 @@ void engine_destroy(struct engine *e)
 	free(e);
 }
 
+int32_t engine_max_seq_len(const struct engine *e)
+{
+	return e->max_seq_len;
+}
+
 void engine_totals(const struct engine *e, struct engine_progress *out)
 {
 	*out = e->tot;

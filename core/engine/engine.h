@@ -162,6 +162,10 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
  * the rest: call it from the source, on engine_run's thread. */
 bool engine_idle(const struct engine *e);
 
+/* The max sequence length in effect (engine_config's, else the model's context length,
+ * else the KV pool's size): prompt plus output tokens of one sequence. */
+int32_t engine_max_seq_len(const struct engine *e);
+
 /* Totals of the last run, for summaries and reports. */
 void engine_totals(const struct engine *e, struct engine_progress *out);
 

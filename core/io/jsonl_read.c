@@ -517,6 +517,21 @@ static void parse_constraints(struct parse *p, const cJSON *o, const char *pre, 
 static void set_chat_prompt(struct parse *p, char *text, size_t text_len, const char *name, bool jinja)
 {
 	struct request *r = p->r;
+	if (p->d->tok && p->d->max_seq_len > 0) {
+		size_t mtb = tok_max_token_bytes(p->d->tok);
+		uint64_t least = ((uint64_t)text_len + mtb - 1) / mtb;
+		uint64_t room = (uint64_t)p->d->max_seq_len;
+		if (least >= room || least + (uint64_t)(r->max_tokens > 0 ? r->max_tokens : 0) > room) {
+			free(text);
+			fail(p, "too_long",
+			     "%s: the chat prompt is %zu bytes, at least %llu tokens (no token is "
+			     "longer than %zu bytes); with max_tokens (%d) that is beyond the max "
+			     "sequence length of %d",
+			     name, text_len, (unsigned long long)least, mtb, r->max_tokens,
+			     p->d->max_seq_len);
+			return;
+		}
+	}
 	if (p->d->tok) {
 		bool bos = r->add_bos >= 0 ? r->add_bos != 0 : !jinja && tok_add_bos(p->d->tok);
 		int32_t *ids = NULL;
