@@ -8,6 +8,7 @@
 #    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
 #    SIMD code; a wrong kernel moves them by far more on this model); the same for a tiny
 #    file of each architecture of core/model/arch.h;
+#  - a request whose logits turn NaN fails alone with backend_error (tests/e2e_nan.sh);
 #  - a driver older than the build's CUDA (the emulator plays one with
 #    $BG_EMU_DRIVER_VERSION): `--device cuda` exits 3 naming both versions; `--device
 #    auto` warns with the same sentence and runs on the CPU; no driver at all says so.
@@ -75,6 +76,28 @@ for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-ti
 			"$TMP/$sh.gpu.jsonl")
 	check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 done
+
+# ---- NaN logits (tests/e2e_nan.sh): the request whose logits turn NaN fails alone with
+# backend_error, the others in its batch get the CPU backend's tokens; the engine reads
+# the NaN from the log-prob the CUDA sampler reports (backend.h), as from the CPU's
+"$BATCHGEN" synth --layers 2 --embd 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 64 \
+	--no-tie --dtype f32 -o "$TMP/nanbase.gguf" 2>/dev/null
+/usr/bin/python3 tests/gguf_nan.py "$TMP/nanbase.gguf" "$TMP/nan.gguf" token_embd.weight 100
+cat >"$TMP/nan.jsonl" <<'JSONL'
+{"id":"ok","input_ids":[1,5,6,7],"max_tokens":4,"logprobs":1}
+{"id":"bad","input_ids":[1,5,100,7],"max_tokens":4,"logprobs":1}
+{"id":"plp","input_ids":[1,100,7],"max_tokens":2,"prompt_logprobs":1}
+{"id":"ok2","input_ids":[1,8,9],"max_tokens":3,"temperature":0.8,"seed":4}
+JSONL
+"$BATCHGEN" -q -m "$TMP/nan.gguf" -i "$TMP/nan.jsonl" -o "$TMP/nan.cpu.jsonl" --device cpu
+"$BATCHGEN" -q -m "$TMP/nan.gguf" -i "$TMP/nan.jsonl" -o "$TMP/nan.gpu.jsonl" --device cuda
+check_eq "NaN logits (emulated cuda): exit status 1 (two lines failed)" $? 1
+nanres() { jq -c '[.id, .token_ids, .finish_reason, .error.code]' "$1"; }
+check_eq "NaN logits (emulated cuda): the CPU backend's results" "$(nanres "$TMP/nan.gpu.jsonl")" \
+	"$(nanres "$TMP/nan.cpu.jsonl")"
+check_eq "NaN logits (emulated cuda): bad and plp fail with backend_error" \
+	"$(jq -r 'select(.error) | .id + " " + .error.code' "$TMP/nan.gpu.jsonl" | tr '\n' ' ')" \
+	"bad backend_error plp backend_error "
 
 # ---- a driver too old for the build -----------------------------------------------------
 BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \

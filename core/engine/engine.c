@@ -1232,11 +1232,14 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		struct request *r = er->r;
 		int32_t K = q->n_computed, c = q->step_tokens;
 		const struct sampler_result *sampled = NULL;
+		int32_t nan_at = -1; /* the first position whose logits row held a NaN */
 		for (int32_t j = 0; j < c; j++) {
 			if (!e->bwant[(int32_t)(e->bseqs[i].tokens - e->btok) + j])
 				continue;
 			const struct sampler_result *res = &e->res[row++];
 			int32_t p = K + j;
+			if (nan_at < 0 && isnan(res->logprob)) /* backend.h: a NaN logits row */
+				nan_at = p;
 			if (q->step_ctx && r->prompt_logprobs >= 0 && p < r->n_prompt - 1 &&
 			    p >= er->plp_next) {
 				r->prompt_lp[p + 1] = res->logprob;
@@ -1263,6 +1266,18 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		sched_advance(e->sched, q, sampled != NULL);
 		if (!sampled)
 			continue;
+		/* A NaN log-prob: the row's logits held a NaN (backend.h), or every token was
+		 * masked out, which a dead grammar explains (constrain_apply ends it) */
+		if (nan_at >= 0 && !er->con_dead) {
+			/* this request only: the batch's other rows are their own */
+			if (fork)
+				row += er->n_kids;
+			fail_req(e, er, "backend_error",
+				 "the logits at position %d are NaN (a numerical failure in the "
+				 "model)%s",
+				 nan_at, er->con ? ", or the request's constraints ban every token" : "");
+			continue;
+		}
 		if (fork && (st = fork_samples(e, er, &e->res[row], err)) != BG_OK)
 			return st;
 		if (fork)

@@ -18,7 +18,9 @@
  *    max_tokens exceeds the max sequence length, as vLLM refuses it; the KV the request
  *    may need exceeds the whole pool; with chunked context off, the prompt exceeds
  *    max_num_tokens),
- *    "backend_error" (its batch failed in forward/sample), "internal" (out of memory).
+ *    "backend_error" (its batch failed in forward/sample; or its logits row turned NaN,
+ *    a numerical failure of the model: that request alone fails, the batch's others go
+ *    on), "internal" (out of memory).
  *    A request that arrives with error.code set is emitted as it is.
  *  - finish: a stop_token_ids hit -> "stop"; an end-of-generation token (unless
  *    ignore_eos) -> "eos"; a stop string found in the detokenized text, across token
