@@ -630,29 +630,15 @@ static void parse_messages(struct parse *p, const cJSON *msgs, const cJSON *tool
 		} else if (cJSON_IsString(c)) {
 			m[i].content = c->valuestring;
 		} else if (cJSON_IsArray(c)) {
-			/* content parts: only text parts can be rendered */
-			struct strbuf b = {0};
-			strbuf_put(&b, "", 0);
-			int j = 0;
-			for (const cJSON *part = c->child; part; part = part->next, j++) {
-				const cJSON *type = field(part, "type");
-				const cJSON *text = field(part, "text");
-				if (!cJSON_IsString(type) ||
-				    strcmp(type->valuestring, "text") != 0 ||
-				    !cJSON_IsString(text)) {
-					fail(p, "unsupported",
-					     "%s[%d].content[%d]: only {\"type\": \"text\", "
-					     "\"text\": "
-					     "...} parts are supported",
-					     name, i, j);
-					break;
-				}
-				strbuf_puts(&b, text->valuestring);
-			}
-			if (b.oom)
+			/* content parts: the text parts joined with "\n", as the Jinja path and
+			 * vLLM join them (chat_jinja.h) */
+			struct bg_err perr = {0};
+			enum bg_status st = chat_content_text(c, &owned[i], &perr);
+			if (st == BG_ERR_NOMEM)
 				p->oom = true;
-			owned[i] = b.p;
-			m[i].content = b.p ? b.p : "";
+			else if (st != BG_OK)
+				fail(p, "unsupported", "%s[%d].%s", name, i, perr.msg);
+			m[i].content = owned[i] ? owned[i] : "";
 		} else {
 			fail(p, "invalid_request",
 			     "%s[%d].content must be a string or an array of text parts", name, i);
