@@ -35,7 +35,8 @@
 
 #include "text/chat.h"
 #include "engine/engine.h"
-#include "io/jsonl.h"
+#include "io/jsonl_read.h"
+#include "io/jsonl_write.h"
 #include "cli/chat_select.h"
 #include "cli/commands.h"
 #include "cli/idset.h"
@@ -707,6 +708,8 @@ int cmd_run(int argc, char **argv)
 		return st == BG_ERR_INVALID || st == BG_ERR_CAPACITY ? CLI_EXIT_USAGE
 								     : CLI_EXIT_MODEL;
 	}
+	/* chat prompts are refused by size before tokenizing (jsonl_read.h) */
+	r->defaults.max_seq_len = engine_max_seq_len(e);
 	if (!c->quiet) {
 		char dev[32];
 		fprintf(stderr,

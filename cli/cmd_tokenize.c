@@ -10,7 +10,7 @@
 
 #include "cli/chat_select.h"
 #include "cli/commands.h"
-#include "io/jsonl.h"
+#include "io/jsonl_read.h"
 #include "model/gguf.h"
 #include "text/tokenizer.h"
 

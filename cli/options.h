@@ -21,7 +21,7 @@
 
 #include "backend.h"
 #include "engine/engine.h"
-#include "io/jsonl.h"
+#include "io/jsonl_read.h"
 #include "io/params.h"
 #include "model/model.h"
 #include "engine/request.h"

@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "io/jsonl.h"
+#include "io/jsonl_write.h"
 
 /* Whether a result line reports an error: native {"error": {...}}, or OpenAI's form with
  * a response status other than 200 or a top-level error. */

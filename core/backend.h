@@ -72,7 +72,9 @@ struct backend_ops {
 	/* Runs the model over the batch, writes K/V of every new token into its slot, and
 	 * keeps the wanted logits rows until the next forward. */
 	enum bg_status (*forward)(void *ctx, const struct backend_batch *batch, struct bg_err *err);
-	/* Samples/scores rows of the last forward; out[n_rows]. */
+	/* Samples/scores rows of the last forward; out[n_rows]. A row whose logits (after
+	 * its constraint) hold a NaN, or are all -inf, reports logprob NaN (sampler.h); the
+	 * engine checks that on the host, per row, so a backend needs no flag of its own. */
 	enum bg_status (*sample)(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
 				 struct sampler_result *out, struct bg_err *err);
 	/* Copies one logits row of the last forward to host memory dst[n_vocab] (tests). */

@@ -2,15 +2,24 @@
 
 #include <stdarg.h>
 
-enum bg_status bg_fail(struct bg_err *err, enum bg_status status, const char *fmt, ...)
+enum bg_status bg_failv(struct bg_err *err, enum bg_status status, const char *prefix,
+			const char *fmt, va_list ap)
 {
 	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-		va_end(ap);
+		int n = snprintf(err->msg, sizeof err->msg, "%s", prefix ? prefix : "");
+		size_t off = n < 0 ? 0 : (size_t)n < sizeof err->msg ? (size_t)n : sizeof err->msg - 1;
+		vsnprintf(err->msg + off, sizeof err->msg - off, fmt, ap);
 		err->status = status;
 	}
+	return status;
+}
+
+enum bg_status bg_fail(struct bg_err *err, enum bg_status status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	bg_failv(err, status, NULL, fmt, ap);
+	va_end(ap);
 	return status;
 }
 

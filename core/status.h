@@ -8,6 +8,7 @@
 #ifndef BG_STATUS_H
 #define BG_STATUS_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,6 +34,11 @@ struct bg_err {
  * callers can write `return bg_fail(err, BG_ERR_FORMAT, "...", ...)`. */
 enum bg_status bg_fail(struct bg_err *err, enum bg_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* bg_fail for a module's own error helper: the sentence is prefix (NULL: none; a
+ * location such as "grammar: line 3, column 7: ") followed by fmt formatted with ap. */
+enum bg_status bg_failv(struct bg_err *err, enum bg_status status, const char *prefix,
+			const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
 /* A short fixed name for a status ("format error", ...). */
 const char *bg_status_name(enum bg_status s);

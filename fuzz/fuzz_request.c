@@ -17,7 +17,8 @@
 #include <string.h>
 
 #include "fuzz/fuzz_util.h"
-#include "io/jsonl.h"
+#include "io/jsonl_read.h"
+#include "io/jsonl_write.h"
 #include "model/gguf.h"
 #include "model/model.h"
 #include "text/chat.h"

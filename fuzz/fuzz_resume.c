@@ -13,7 +13,7 @@
 #include "cli/idset.h"
 #include "cli/resume.h"
 #include "fuzz/fuzz_util.h"
-#include "io/jsonl.h"
+#include "io/jsonl_write.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

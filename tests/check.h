@@ -4,6 +4,8 @@
  *
  *   CHECK(cond, fmt, ...)           one check; prints file:line and the message on failure
  *   CHECK_NEAR(a, b, atol, rtol)    |a - b| <= atol + rtol * |b|
+ *   CHECK_HAS(text, part, fmt, ...) text (may be NULL) contains part; the message says
+ *                                   both, after fmt (the case being checked)
  *   check_shared(rel)               path of a file under ../shared (or $BG_SHARED), or NULL
  *                                   after printing a visible SKIP line; under CI=true a
  *                                   missing file is a failure, not a skip.
@@ -37,6 +39,15 @@ static int check_n_pass, check_n_fail, check_n_skip;
 		double check_a_ = (a), check_b_ = (b);                                             \
 		CHECK(fabs(check_a_ - check_b_) <= (atol) + (rtol)*fabs(check_b_),                 \
 		      "%s = %.9g, %s = %.9g", #a, check_a_, #b, check_b_);                         \
+	} while (0)
+
+#define CHECK_HAS(text, part, ...)                                                                 \
+	do {                                                                                       \
+		const char *check_t_ = (text), *check_p_ = (part);                                 \
+		char check_what_[512];                                                             \
+		snprintf(check_what_, sizeof check_what_, __VA_ARGS__);                            \
+		CHECK(check_t_ && strstr(check_t_, check_p_), "%s: '%s' lacks '%s'", check_what_, \
+		      check_t_ ? check_t_ : "(null)", check_p_);                                   \
 	} while (0)
 
 static inline const char *check_shared(const char *rel)

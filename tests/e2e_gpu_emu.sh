@@ -11,6 +11,7 @@
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
 #  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
 #    backend's tokens (gpu/mask.cu);
+#  - a request whose logits turn NaN fails alone with backend_error (tests/e2e_nan.sh);
 #  - a driver older than the build's CUDA (the emulator plays one with
 #    $BG_EMU_DRIVER_VERSION): `--device cuda` exits 3 naming both versions; `--device
 #    auto` warns with the same sentence and runs on the CPU; no driver at all says so.
@@ -142,6 +143,28 @@ check_eq "$sh (emulated cuda, small pool): the CPU backend's tokens" \
 check "$sh (emulated cuda): 12 tokens and blocks given back" test \
 	"$(jq -s '[.[].token_ids | length] | add' "$TMP/$sh.gpu.jsonl")" = 12 -a \
 	"$(jq -s 'map(.kv_cache.window_dropped_blocks) | add' "$TMP/$sh.stats")" -gt 0
+
+# ---- NaN logits (tests/e2e_nan.sh): the request whose logits turn NaN fails alone with
+# backend_error, the others in its batch get the CPU backend's tokens; the engine reads
+# the NaN from the log-prob the CUDA sampler reports (backend.h), as from the CPU's
+"$BATCHGEN" synth --layers 2 --embd 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 64 \
+	--no-tie --dtype f32 -o "$TMP/nanbase.gguf" 2>/dev/null
+/usr/bin/python3 tests/gguf_nan.py "$TMP/nanbase.gguf" "$TMP/nan.gguf" token_embd.weight 100
+cat >"$TMP/nan.jsonl" <<'JSONL'
+{"id":"ok","input_ids":[1,5,6,7],"max_tokens":4,"logprobs":1}
+{"id":"bad","input_ids":[1,5,100,7],"max_tokens":4,"logprobs":1}
+{"id":"plp","input_ids":[1,100,7],"max_tokens":2,"prompt_logprobs":1}
+{"id":"ok2","input_ids":[1,8,9],"max_tokens":3,"temperature":0.8,"seed":4}
+JSONL
+"$BATCHGEN" -q -m "$TMP/nan.gguf" -i "$TMP/nan.jsonl" -o "$TMP/nan.cpu.jsonl" --device cpu
+"$BATCHGEN" -q -m "$TMP/nan.gguf" -i "$TMP/nan.jsonl" -o "$TMP/nan.gpu.jsonl" --device cuda
+check_eq "NaN logits (emulated cuda): exit status 1 (two lines failed)" $? 1
+nanres() { jq -c '[.id, .token_ids, .finish_reason, .error.code]' "$1"; }
+check_eq "NaN logits (emulated cuda): the CPU backend's results" "$(nanres "$TMP/nan.gpu.jsonl")" \
+	"$(nanres "$TMP/nan.cpu.jsonl")"
+check_eq "NaN logits (emulated cuda): bad and plp fail with backend_error" \
+	"$(jq -r 'select(.error) | .id + " " + .error.code' "$TMP/nan.gpu.jsonl" | tr '\n' ' ')" \
+	"bad backend_error plp backend_error "
 
 # ---- a driver too old for the build -----------------------------------------------------
 BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \

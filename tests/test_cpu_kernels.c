@@ -8,6 +8,7 @@
 #include "model/half.h"
 #include "model/quant.h"
 #include "check.h"
+#include "quant_util.h"
 
 static uint64_t rng_state = 0x1234567887654321ull;
 
@@ -15,24 +16,6 @@ static double urand(void) /* [-1, 1) */
 {
 	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
 	return (double)(rng_state >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
-/* Byte offsets of the fp16 scale fields (d, and dmin / m where present) of each block
- * type other than Q8_0, -1 terminated; quant.h's layouts. */
-static const int *half_fields(enum gguf_dtype t)
-{
-	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
-			 q3k[] = {108, -1}, q6k[] = {208, -1};
-	switch (t) {
-	case GGUF_DTYPE_Q4_1:
-	case GGUF_DTYPE_Q5_1:
-	case GGUF_DTYPE_Q4_K:
-	case GGUF_DTYPE_Q5_K: return dm;
-	case GGUF_DTYPE_Q2_K: return q2k;
-	case GGUF_DTYPE_Q3_K: return q3k;
-	case GGUF_DTYPE_Q6_K: return q6k;
-	default: return d0;
-	}
 }
 
 /* Random weights [n][k] of type; returns the buffer (rows packed). Block types other
@@ -47,7 +30,7 @@ static void *make_weights(enum gguf_dtype type, int64_t n, int64_t k)
 			uint8_t *blk = w + b * bb;
 			for (size_t i = 0; i < bb; i++)
 				blk[i] = (uint8_t)(urand() * 128.0 + 128.0);
-			for (const int *f = half_fields(type); *f >= 0; f++) {
+			for (const int *f = quant_util_half_fields(type); *f >= 0; f++) {
 				uint16_t h = half_f32_to_f16((float)(0.001 + 0.01 * (urand() + 1)));
 				memcpy(blk + *f, &h, 2);
 			}

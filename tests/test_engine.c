@@ -1421,13 +1421,7 @@ static void test_samples(const struct tok *tok)
 					struct request view = *r;
 					if (sp[i].n > 1) {
 						const struct req_choice *c = &r->choices[j];
-						view.finish = c->finish;
-						view.out_ids = c->out_ids;
-						view.n_out = c->n_out;
-						view.out_logprobs = c->out_logprobs;
-						view.out_top = c->out_top;
-						view.text = c->text;
-						view.text_len = c->text_len;
+						req_choice_view(r, c, &view);
 						distinct += j > 0 && (c->n_out != r->choices[0].n_out ||
 								      memcmp(c->out_ids, r->choices[0].out_ids,
 									     (size_t)c->n_out * 4));

@@ -80,7 +80,7 @@ static void expect_error(const char *gbnf, enum bg_status want, const char *msg_
 	struct bg_err err = {0};
 	enum bg_status st = grammar_parse(gbnf, strlen(gbnf), NULL, &g, &err);
 	CHECK(st == want && g == NULL, "status %d for %s", (int)st, gbnf);
-	CHECK(strstr(err.msg, msg_part) != NULL, "message '%s' lacks '%s'", err.msg, msg_part);
+	CHECK_HAS(err.msg, msg_part, "grammar %s", gbnf);
 	grammar_free(g);
 }
 

@@ -10,8 +10,10 @@
 
 #include "check.h"
 #include "text/chat.h"
+#include "text/chat_jinja.h"
 #include "model/gguf.h"
-#include "io/jsonl.h"
+#include "io/jsonl_read.h"
+#include "io/jsonl_write.h"
 #include "text/tokenizer.h"
 
 /* ---- helpers ---- */
@@ -589,12 +591,29 @@ static void test_chat_parse(void)
 	CHECK(r->error.code[0] == 0, "valid: %s", r->error.message);
 	const struct jsonl_info *info = jsonl_request_info(r);
 	CHECK(info && info->form == JSONL_FORM_OPENAI_CHAT && info->chat_logprobs, "chat form");
-	/* ChatML as published: <|im_start|>role\ncontent<|im_end|>\n ... */
+	/* ChatML as published: <|im_start|>role\ncontent<|im_end|>\n ...; content parts
+	 * joined with "\n", as vLLM does for a template that takes a string */
 	CHECK(r->prompt && strcmp(r->prompt, "<|im_start|>system\nBe brief.<|im_end|>\n"
-					     "<|im_start|>user\nHi there<|im_end|>\n"
+					     "<|im_start|>user\nHi \nthere<|im_end|>\n"
 					     "<|im_start|>assistant\n") == 0,
 	      "rendered: %s", r->prompt);
 	CHECK(r->logprobs == 3 && r->max_tokens == 12, "top_logprobs -> logprobs");
+	/* the same line through a ChatML Jinja template: the same prompt, byte for byte */
+	static const char chatml_jinja[] =
+	    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+	    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+	struct chat_jinja *cj = NULL;
+	CHECK(chat_jinja_create(chatml_jinja, strlen(chatml_jinja), NULL, NULL, 2025, 1, 1, &cj,
+				NULL) == BG_OK,
+	      "chatml jinja");
+	struct jsonl_defaults dj = d;
+	dj.jinja = cj;
+	struct request *rj = parse(line, 1, &dj, NULL);
+	CHECK(rj->error.code[0] == 0 && rj->prompt && r->prompt && strcmp(rj->prompt, r->prompt) == 0,
+	      "content parts: built-in '%s', Jinja '%s'", r->prompt ? r->prompt : "",
+	      rj->prompt ? rj->prompt : rj->error.message);
+	req_free(rj);
+	chat_jinja_destroy(cj);
 	req_free(r);
 
 	r = parse("{\"custom_id\": \"c2\", \"url\": \"/v1/chat/completions\", \"body\": "

@@ -12,7 +12,7 @@
 #include <ctype.h>
 
 #include "check.h"
-#include "io/jsonl.h"
+#include "io/jsonl_read.h"
 #include "io/params.h"
 
 /* Whether the man page names field as a term: on a macro line (".B name", ".BR a ", " b",

@@ -11,6 +11,7 @@
 
 #include "model/half.h"
 #include "check.h"
+#include "quant_util.h"
 
 #define GGML_LIB "bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so"
 
@@ -43,23 +44,6 @@ static float gauss(void)
 {
 	double u1 = ((double)rnd() + 1.0) / 2147483649.0, u2 = (double)rnd() / 2147483648.0;
 	return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-/* byte offsets of the fp16 scale fields of a block (quant.h's layouts), -1 terminated */
-static const int *half_fields(enum gguf_dtype t)
-{
-	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
-			 q3k[] = {108, -1}, q6k[] = {208, -1};
-	switch (t) {
-	case GGUF_DTYPE_Q4_1:
-	case GGUF_DTYPE_Q5_1:
-	case GGUF_DTYPE_Q4_K:
-	case GGUF_DTYPE_Q5_K: return dm;
-	case GGUF_DTYPE_Q2_K: return q2k;
-	case GGUF_DTYPE_Q3_K: return q3k;
-	case GGUF_DTYPE_Q6_K: return q6k;
-	default: return d0;
-	}
 }
 
 static void test_hand(void)
@@ -164,7 +148,7 @@ static void test_ggml(void)
 		for (size_t i = 0; i < NB * bb; i++)
 			q[i] = (uint8_t)rnd();
 		for (int blk = 0; blk < NB; blk++)
-			for (const int *f = half_fields(t); *f >= 0; f++) {
+			for (const int *f = quant_util_half_fields(t); *f >= 0; f++) {
 				uint16_t hv = half_f32_to_f16(gauss() * 0.05f);
 				memcpy(q + (size_t)blk * bb + *f, &hv, 2);
 			}

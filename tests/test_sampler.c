@@ -560,8 +560,55 @@ static void test_constrain(void)
 	CHECK(l2[0] == 0 && l2[1] == 0 && isinf(l2[2]) && l2[3] == 0, "a ban without a mask");
 }
 
+/* A NaN logit (a numerical failure) or a row that is all -inf gives a NaN log-prob, the
+ * signal the engine fails the request on (sampler.h), for greedy, sampled and scored
+ * rows; a token in the vocabulary all the same. One finite row stays finite. */
+static void test_nonfinite(void)
+{
+	enum { V = 8 };
+	void *scr = scratch_for(V);
+	float nan_row[V] = {0.5f, 1.0f, NAN, -2.0f, 0.0f, 3.0f, 1.0f, 0.25f};
+	float inf_row[V];
+	for (int i = 0; i < V; i++)
+		inf_row[i] = -INFINITY;
+	const float *rows[2] = {nan_row, inf_row};
+	for (int k = 0; k < 2; k++) {
+		for (int greedy = 0; greedy < 2; greedy++) {
+			struct sampler_params p;
+			sampler_params_default(&p);
+			p.temperature = greedy ? 0.0f : 0.8f;
+			p.top_p = 0.9f;
+			p.n_top = 2;
+			struct sampler_rng rng;
+			sampler_rng_seed(&rng, 5);
+			struct sampler_history h = {0};
+			struct sampler_result out;
+			sampler_sample(rows[k], V, &p, &h, &rng, scr, &out);
+			CHECK(isnan(out.logprob), "%s row, %s: logprob %g is not NaN",
+			      k ? "-inf" : "NaN", greedy ? "greedy" : "sampled", out.logprob);
+			CHECK(out.token >= 0 && out.token < V, "token %d in the vocabulary", out.token);
+		}
+		struct sampler_result sc;
+		sampler_score(rows[k], V, 3, 2, &sc);
+		CHECK(isnan(sc.logprob), "%s row, scored: logprob %g", k ? "-inf" : "NaN",
+		      sc.logprob);
+	}
+	nan_row[2] = 2.0f;
+	struct sampler_params p;
+	sampler_params_default(&p);
+	struct sampler_rng rng;
+	sampler_rng_seed(&rng, 5);
+	struct sampler_history h = {0};
+	struct sampler_result out;
+	sampler_sample(nan_row, V, &p, &h, &rng, scr, &out);
+	CHECK(out.token == 5 && isfinite(out.logprob), "finite row: token %d, logprob %g",
+	      out.token, out.logprob);
+	free(scr);
+}
+
 int main(void)
 {
+	test_nonfinite();
 	test_constrain();
 	test_rng();
 	test_logprobs();

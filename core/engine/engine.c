@@ -252,6 +252,11 @@ void engine_destroy(struct engine *e)
 	free(e);
 }
 
+int32_t engine_max_seq_len(const struct engine *e)
+{
+	return e->max_seq_len;
+}
+
 void engine_totals(const struct engine *e, struct engine_progress *out)
 {
 	*out = e->tot;
@@ -1458,11 +1463,14 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		struct request *r = er->r;
 		int32_t K = q->n_computed, c = q->step_tokens;
 		const struct sampler_result *sampled = NULL;
+		int32_t nan_at = -1; /* the first position whose logits row held a NaN */
 		for (int32_t j = 0; j < c; j++) {
 			if (!e->bwant[(int32_t)(e->bseqs[i].tokens - e->btok) + j])
 				continue;
 			const struct sampler_result *res = &e->res[row++];
 			int32_t p = K + j;
+			if (nan_at < 0 && isnan(res->logprob)) /* backend.h: a NaN logits row */
+				nan_at = p;
 			if (q->step_ctx && r->prompt_logprobs >= 0 && p < r->n_prompt - 1 &&
 			    p >= er->plp_next) {
 				r->prompt_lp[p + 1] = res->logprob;
@@ -1494,6 +1502,19 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 			/* a beam waits (held) until every beam of its family has its candidates */
 			if (beam_collect(broot->beam, er->sample, sampled))
 				beam_advance(e, broot);
+			continue;
+		}
+		/* A NaN log-prob: the row's logits held a NaN (backend.h), or every token was
+		 * masked out, which a dead grammar explains (constrain_apply ends it). Beams
+		 * (above) are not checked yet. */
+		if (nan_at >= 0 && !er->con_dead) {
+			/* this request only: the batch's other rows are their own */
+			if (fork)
+				row += er->n_kids;
+			fail_req(e, er, "backend_error",
+				 "the logits at position %d are NaN (a numerical failure in the "
+				 "model)%s",
+				 nan_at, er->con ? ", or the request's constraints ban every token" : "");
 			continue;
 		}
 		if (fork && (st = fork_samples(e, er, &e->res[row], err)) != BG_OK)

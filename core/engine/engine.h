@@ -18,7 +18,9 @@
  *    max_tokens exceeds the max sequence length, as vLLM refuses it; the KV the request
  *    may need exceeds the whole pool; with chunked context off, the prompt exceeds
  *    max_num_tokens),
- *    "backend_error" (its batch failed in forward/sample), "internal" (out of memory).
+ *    "backend_error" (its batch failed in forward/sample; or its logits row turned NaN,
+ *    a numerical failure of the model: that request alone fails, the batch's others go
+ *    on), "internal" (out of memory).
  *    A request that arrives with error.code set is emitted as it is.
  *  - finish: a stop_token_ids hit -> "stop"; an end-of-generation token (unless
  *    ignore_eos) -> "eos"; a stop string found in the detokenized text, across token
@@ -161,6 +163,10 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
  * source called while this is true may block (see engine_source_fn); thread-unsafe like
  * the rest: call it from the source, on engine_run's thread. */
 bool engine_idle(const struct engine *e);
+
+/* The max sequence length in effect (engine_config's, else the model's context length,
+ * else the KV pool's size): prompt plus output tokens of one sequence. */
+int32_t engine_max_seq_len(const struct engine *e);
 
 /* Totals of the last run, for summaries and reports. */
 void engine_totals(const struct engine *e, struct engine_progress *out);

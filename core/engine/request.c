@@ -59,6 +59,19 @@ void req_take_choice(struct request *r, struct req_choice *c)
 	r->text_len = 0;
 }
 
+void req_choice_view(const struct request *r, const struct req_choice *c, struct request *view)
+{
+	*view = *r;
+	view->finish = c->finish;
+	view->out_ids = c->out_ids;
+	view->n_out = c->n_out;
+	view->out_logprobs = c->out_logprobs;
+	view->out_top = c->out_top;
+	view->text = c->text;
+	view->text_len = c->text_len;
+	view->cum_logprob = c->cum_logprob;
+}
+
 void req_free(struct request *r)
 {
 	if (!r)

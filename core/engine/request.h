@@ -123,5 +123,9 @@ void req_free(struct request *r); /* NULL-safe; frees every owned array and user
 /* Moves r's per-sequence outputs (finish, ids, log-probs, text, cum_logprob) into c. */
 void req_take_choice(struct request *r, struct req_choice *c);
 void req_choice_clear(struct req_choice *c); /* frees c's arrays, zeroes it */
+/* *view = *r with c's per-sequence outputs in place of r's (the reverse of
+ * req_take_choice, borrowing): a request-shaped look at one sample, for writers and
+ * tests. view owns nothing: never req_free it. */
+void req_choice_view(const struct request *r, const struct req_choice *c, struct request *view);
 
 #endif

@@ -25,8 +25,8 @@
  *
  * The module is split by direction: io/jsonl_read (request lines in), io/jsonl_write
  * (result lines out, and reading back the id of a result for --resume); this header
- * holds what both share (the forms, the parser's record for the writer, JSON strings)
- * and includes both.
+ * holds what both share (the forms, the parser's record for the writer, JSON strings);
+ * each user includes the direction it needs.
  *
  * Output (DESIGN.md §6): jsonl_write_result writes one JSON object and a "\n"; every
  * string in it is valid UTF-8 (bytes that are not are replaced by U+FFFD), log-probs are
@@ -97,7 +97,3 @@ void jsonl_line_key(int64_t line, char *buf, size_t cap); /* cap >= 24 */
 bool jsonl_blank(const char *s, size_t n);
 
 #endif
-
-/* Most callers use both directions. */
-#include "io/jsonl_read.h"
-#include "io/jsonl_write.h"

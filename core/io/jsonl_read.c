@@ -517,6 +517,21 @@ static void parse_constraints(struct parse *p, const cJSON *o, const char *pre, 
 static void set_chat_prompt(struct parse *p, char *text, size_t text_len, const char *name, bool jinja)
 {
 	struct request *r = p->r;
+	if (p->d->tok && p->d->max_seq_len > 0) {
+		size_t mtb = tok_max_token_bytes(p->d->tok);
+		uint64_t least = ((uint64_t)text_len + mtb - 1) / mtb;
+		uint64_t room = (uint64_t)p->d->max_seq_len;
+		if (least >= room || least + (uint64_t)(r->max_tokens > 0 ? r->max_tokens : 0) > room) {
+			free(text);
+			fail(p, "too_long",
+			     "%s: the chat prompt is %zu bytes, at least %llu tokens (no token is "
+			     "longer than %zu bytes); with max_tokens (%d) that is beyond the max "
+			     "sequence length of %d",
+			     name, text_len, (unsigned long long)least, mtb, r->max_tokens,
+			     p->d->max_seq_len);
+			return;
+		}
+	}
 	if (p->d->tok) {
 		bool bos = r->add_bos >= 0 ? r->add_bos != 0 : !jinja && tok_add_bos(p->d->tok);
 		int32_t *ids = NULL;
@@ -615,29 +630,15 @@ static void parse_messages(struct parse *p, const cJSON *msgs, const cJSON *tool
 		} else if (cJSON_IsString(c)) {
 			m[i].content = c->valuestring;
 		} else if (cJSON_IsArray(c)) {
-			/* content parts: only text parts can be rendered */
-			struct strbuf b = {0};
-			strbuf_put(&b, "", 0);
-			int j = 0;
-			for (const cJSON *part = c->child; part; part = part->next, j++) {
-				const cJSON *type = field(part, "type");
-				const cJSON *text = field(part, "text");
-				if (!cJSON_IsString(type) ||
-				    strcmp(type->valuestring, "text") != 0 ||
-				    !cJSON_IsString(text)) {
-					fail(p, "unsupported",
-					     "%s[%d].content[%d]: only {\"type\": \"text\", "
-					     "\"text\": "
-					     "...} parts are supported",
-					     name, i, j);
-					break;
-				}
-				strbuf_puts(&b, text->valuestring);
-			}
-			if (b.oom)
+			/* content parts: the text parts joined with "\n", as the Jinja path and
+			 * vLLM join them (chat_jinja.h) */
+			struct bg_err perr = {0};
+			enum bg_status st = chat_content_text(c, &owned[i], &perr);
+			if (st == BG_ERR_NOMEM)
 				p->oom = true;
-			owned[i] = b.p;
-			m[i].content = b.p ? b.p : "";
+			else if (st != BG_OK)
+				fail(p, "unsupported", "%s[%d].%s", name, i, perr.msg);
+			m[i].content = owned[i] ? owned[i] : "";
 		} else {
 			fail(p, "invalid_request",
 			     "%s[%d].content must be a string or an array of text parts", name, i);

@@ -51,6 +51,12 @@ struct jsonl_defaults {
 	 * add_bos says), so that the template's control tokens become their ids; the request
 	 * then carries input_ids. When NULL, the rendered text is left in prompt. */
 	const struct tok *tok;
+	/* The engine's max sequence length (engine_max_seq_len), or 0 for no bound. With tok
+	 * set, a rendered chat prompt of more bytes than max_seq_len tokens can hold (no token
+	 * stands for more than tok_max_token_bytes bytes), max_tokens included, is refused as
+	 * "too_long" before it is tokenized, as the engine refuses such a prompt (memory
+	 * stays bounded whatever the line: tokenizing takes ~25 bytes per byte). */
+	int32_t max_seq_len;
 	/* The loaded model's name: OpenAI "model" when the body has none (NULL: "batchgen"),
 	 * and a body.model that differs from it is warned about once (jsonl_warn). */
 	const char *model_name;

@@ -502,16 +502,8 @@ static void write_openai(struct strbuf *b, const struct request *r, const struct
 	int32_t n_ch = r->n_choices > 0 ? r->n_choices : 1;
 	for (int32_t ci = 0; ci < n_ch; ci++) {
 		struct request view = *r;
-		if (r->n_choices > 0) {
-			const struct req_choice *c = &r->choices[ci];
-			view.finish = c->finish;
-			view.out_ids = c->out_ids;
-			view.n_out = c->n_out;
-			view.out_logprobs = c->out_logprobs;
-			view.out_top = c->out_top;
-			view.text = c->text;
-			view.text_len = c->text_len;
-		}
+		if (r->n_choices > 0)
+			req_choice_view(r, &r->choices[ci], &view);
 		strbuf_puts(b, ci ? ",{" : "{");
 		write_openai_choice(b, &view, t, o, info, chat, ci);
 	}

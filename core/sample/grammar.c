@@ -107,14 +107,14 @@ __attribute__((format(printf, 4, 5))) static const char *gp_fail(struct gparser 
 	if (p->failed)
 		return NULL;
 	p->failed = true;
-	char msg[BG_ERR_MSG];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	int line, col;
 	gp_where(p, at, &line, &col);
-	bg_fail(p->err, st, "grammar: line %d, column %d: %s", line, col, msg);
+	char pre[64];
+	snprintf(pre, sizeof pre, "grammar: line %d, column %d: ", line, col);
+	va_list ap;
+	va_start(ap, fmt);
+	bg_failv(p->err, st, pre, fmt, ap);
+	va_end(ap);
 	return NULL;
 }
 

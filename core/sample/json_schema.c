@@ -38,12 +38,12 @@ __attribute__((format(printf, 3, 4))) static char *js_fail(struct js *j, enum bg
 	if (j->failed)
 		return NULL;
 	j->failed = true;
-	char msg[BG_ERR_MSG];
+	char pre[sizeof j->path + 24];
+	snprintf(pre, sizeof pre, "json_schema at '%s': ", j->path[0] ? j->path : "/");
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	bg_failv(j->err, st, pre, fmt, ap);
 	va_end(ap);
-	bg_fail(j->err, st, "json_schema at '%s': %s", j->path[0] ? j->path : "/", msg);
 	return NULL;
 }
 

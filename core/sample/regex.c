@@ -31,12 +31,12 @@ __attribute__((format(printf, 3, 4))) static bool rx_fail(struct rx *r, enum bg_
 	if (r->failed)
 		return false;
 	r->failed = true;
-	char msg[BG_ERR_MSG];
+	char pre[64];
+	snprintf(pre, sizeof pre, "regex: at offset %zu: ", (size_t)(r->p - r->src));
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	bg_failv(r->err, st, pre, fmt, ap);
 	va_end(ap);
-	bg_fail(r->err, st, "regex: at offset %zu: %s", (size_t)(r->p - r->src), msg);
 	return false;
 }
 

@@ -23,6 +23,11 @@
  * logits, the reported log-probs included (so under a grammar, a token's log-prob is
  * taken over the tokens the grammar allows).
  *
+ * Non-finite rows: when the logits hold a NaN (a numerical failure of the model), or every
+ * logit is -inf (everything masked out), the log-sum-exp and so the reported logprob are
+ * NaN; the token is then an id inside the vocabulary that means nothing. The engine
+ * fails such a request (engine.h); a NaN log-prob is never written out.
+ *
  * RNG: xoshiro256** seeded from the 64-bit request seed through splitmix64, one draw
  * (upper 24 bits -> float in [0,1)) per sampled token; the state lives with the request
  * so that batching and preemption never change which numbers a request sees.

@@ -60,6 +60,35 @@ bool chat_jinja_parse_date(const char *s, int *y, int *m, int *d)
 	return !(*m == 2 && *d == 29 && !leap);
 }
 
+enum bg_status chat_content_text(const cJSON *parts, char **out, struct bg_err *err)
+{
+	*out = NULL;
+	struct strbuf b = {0};
+	strbuf_put(&b, "", 0);
+	int j = 0;
+	for (const cJSON *part = parts ? parts->child : NULL; part; part = part->next, j++) {
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+		const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 ||
+		    !cJSON_IsString(text)) {
+			free(b.p);
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "content[%d]: only {\"type\": \"text\", \"text\": ...} parts "
+				       "are supported",
+				       j);
+		}
+		if (j)
+			strbuf_puts(&b, "\n");
+		strbuf_puts(&b, text->valuestring);
+	}
+	if (b.oom) {
+		free(b.p);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	}
+	*out = b.p;
+	return BG_OK;
+}
+
 /* A copy of message i, normalised as vLLM does; NULL with err set on a bad message. */
 static cJSON *normalise(const cJSON *msg, int i, struct bg_err *err)
 {
@@ -79,28 +108,15 @@ static cJSON *normalise(const cJSON *msg, int i, struct bg_err *err)
 	}
 	cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
 	if (c && cJSON_IsArray(c)) {
-		struct strbuf b = {0};
-		strbuf_put(&b, "", 0);
-		int j = 0;
-		for (const cJSON *part = c->child; part; part = part->next, j++) {
-			const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
-			const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-			if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 ||
-			    !cJSON_IsString(text)) {
-				free(b.p);
-				cJSON_Delete(m);
-				bg_fail(err, BG_ERR_UNSUPPORTED,
-					"messages[%d].content[%d]: only {\"type\": \"text\", \"text\": ...} "
-					"parts are supported",
-					i, j);
-				return NULL;
-			}
-			if (j)
-				strbuf_puts(&b, "\n");
-			strbuf_puts(&b, text->valuestring);
+		char *joined = NULL;
+		struct bg_err perr = {0};
+		if (chat_content_text(c, &joined, &perr) != BG_OK) {
+			cJSON_Delete(m);
+			bg_fail(err, perr.status, "messages[%d].%s", i, perr.msg);
+			return NULL;
 		}
-		cJSON *s = b.oom ? NULL : cJSON_CreateString(b.p);
-		free(b.p);
+		cJSON *s = cJSON_CreateString(joined);
+		free(joined);
 		if (!s || !cJSON_ReplaceItemInObjectCaseSensitive(m, "content", s)) {
 			cJSON_Delete(s);
 			cJSON_Delete(m);

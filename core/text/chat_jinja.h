@@ -42,6 +42,13 @@ enum bg_status chat_jinja_render(const struct chat_jinja *cj, const cJSON *messa
 				 const cJSON *tools, const cJSON *extra, bool add_generation_prompt,
 				 char **out, size_t *out_len, struct bg_err *err);
 
+/* The text of an OpenAI content-parts array: the "text" of its {"type": "text"} parts
+ * joined with "\n", as vLLM joins them for a template that takes a string (its "string"
+ * content format); both the Jinja and the built-in chat paths use it. A malloc'd string
+ * in *out ("" for no parts). Another kind of part: BG_ERR_UNSUPPORTED, err saying
+ * "content[J]: ..."; out of memory: BG_ERR_NOMEM. */
+enum bg_status chat_content_text(const cJSON *parts, char **out, struct bg_err *err);
+
 /* Parses "YYYY-MM-DD" into *y, *m, *d; false when it is not a valid date. */
 bool chat_jinja_parse_date(const char *s, int *y, int *m, int *d);
 

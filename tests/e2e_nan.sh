@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# e2e_nan: a request whose logits turn NaN (a numerical failure of the model) fails alone,
+# with finish_reason "error" and code backend_error, and the requests batched with it are
+# answered as they are alone; before, it sampled token 0 with null log-probs, silently.
+# The model: a tiny synthetic f32 file whose token 100 has a NaN embedding row
+# (tests/gguf_nan.py), so that exactly the sequences holding token 100 see NaN logits.
+# tests/e2e_gpu_emu.sh runs the same file on the (emulated) CUDA backend.
+. tests/check.sh
+. tests/need_jq.sh
+need_jq || { summary; exit; }
+
+"$BATCHGEN" synth --layers 2 --embd 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 64 --no-tie \
+	--dtype f32 -o "$TMP/base.gguf" 2>/dev/null
+/usr/bin/python3 tests/gguf_nan.py "$TMP/base.gguf" "$TMP/nan.gguf" token_embd.weight 100
+check_eq "the NaN model is written" $? 0
+# ok: never sees token 100; bad: in its prompt; plp: prompt log-probs over it
+cat >"$TMP/in.jsonl" <<'JSONL'
+{"id":"ok","input_ids":[1,5,6,7],"max_tokens":4,"logprobs":1}
+{"id":"bad","input_ids":[1,5,100,7],"max_tokens":4,"logprobs":1}
+{"id":"plp","input_ids":[1,100,7],"max_tokens":2,"prompt_logprobs":1}
+{"id":"ok2","input_ids":[1,8,9],"max_tokens":3,"temperature":0.8,"seed":4}
+JSONL
+"$BATCHGEN" -q -m "$TMP/nan.gguf" --device cpu -i "$TMP/in.jsonl" -o "$TMP/out.jsonl"
+check_eq "exit status 1 (some line failed; the run went on)" $? 1
+code() { jq -r "select(.id == \"$2\") | [.finish_reason, .error.code] | join(\" \")" "$1"; }
+check_eq "bad: error backend_error" "$(code "$TMP/out.jsonl" bad)" "error backend_error"
+check_eq "plp: error backend_error" "$(code "$TMP/out.jsonl" plp)" "error backend_error"
+check "bad: the message says NaN" grep -q '"id":"bad".*"message":"the logits at position 3 are NaN' \
+	"$TMP/out.jsonl"
+check_eq "no null log-prob anywhere" "$(grep -c 'logprob":null' "$TMP/out.jsonl")" 0
+# the others, alone on the file without NaN, give the same results
+grep -E '"id":"ok2?"' "$TMP/in.jsonl" >"$TMP/solo.jsonl"
+"$BATCHGEN" -q -m "$TMP/base.gguf" --device cpu -i "$TMP/solo.jsonl" -o "$TMP/solo.out"
+same() { jq -c 'select(.id == "ok" or .id == "ok2") | [.id, .token_ids, .logprobs, .finish_reason]' "$1"; }
+check_eq "ok, ok2: the results they get alone" "$(same "$TMP/out.jsonl")" "$(same "$TMP/solo.out")"
+summary

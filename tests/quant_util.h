@@ -1,0 +1,30 @@
+/* quant_util: what the tests of quantized blocks share (test_quant, test_cpu_kernels).
+ * Header-only, static functions: each test program is one translation unit.
+ *
+ *   quant_util_half_fields(type)   byte offsets of a block's fp16 scale fields (d, and
+ *                                  dmin / m where the type has them), -1 terminated,
+ *                                  written from quant.h's layouts (not read from core/),
+ *                                  so that random blocks can be given finite scales
+ */
+#ifndef BG_TEST_QUANT_UTIL_H
+#define BG_TEST_QUANT_UTIL_H
+
+#include "model/gguf.h"
+
+static inline const int *quant_util_half_fields(enum gguf_dtype t)
+{
+	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
+			 q3k[] = {108, -1}, q6k[] = {208, -1};
+	switch (t) {
+	case GGUF_DTYPE_Q4_1:
+	case GGUF_DTYPE_Q5_1:
+	case GGUF_DTYPE_Q4_K:
+	case GGUF_DTYPE_Q5_K: return dm;
+	case GGUF_DTYPE_Q2_K: return q2k;
+	case GGUF_DTYPE_Q3_K: return q3k;
+	case GGUF_DTYPE_Q6_K: return q6k;
+	default: return d0;
+	}
+}
+
+#endif
