@@ -17,7 +17,7 @@ static void synth_usage(FILE *f)
 		"                      [--rope-base F] [--eps F] [--dtype f32|f16|bf16|q8_0]\n"
 		"                      [--seed S] [--tie|--no-tie] [--vocab-from FILE.gguf]\n"
 		"                      [--name NAME] [--arch ARCH] [--head-dim N]\n"
-		"                      [--sliding-window N] -o OUT.gguf\n"
+		"                      [--sliding-window N] [--swa-all] -o OUT.gguf\n"
 		"       batchgen synth --list-shapes\n"
 		"\n"
 		"Writes a Llama GGUF model with seeded random weights (N(0, 1/fan_in), norms 1).\n"
@@ -28,7 +28,8 @@ static void synth_usage(FILE *f)
 		"llama-linear-tiny, llama-yarn-tiny: Llama 3.1 rope_freqs, linear, YaRN).\n"
 		"--arch sets the architecture of any shape (llama, qwen2, qwen3, gemma2,\n"
 		"gemma3, phi3); --head-dim the attention.key_length; --sliding-window the\n"
-		"attention.sliding_window key (gemma2/3 apply it; phi3 only records it).\n"
+		"attention.sliding_window key (gemma2/3 apply it; phi3 only records it);\n"
+		"--swa-all writes sliding_window_pattern 0 (every layer windowed).\n"
 		"--vocab-from copies the tokenizer.* keys of another GGUF file (the vocabulary\n"
 		"size is then that file's); otherwise a SentencePiece-style vocabulary is made.\n"
 		"The same flags and seed always give the same file.\n");
@@ -94,6 +95,7 @@ int cmd_synth(int argc, char **argv)
 		O_ARCH,
 		O_HEAD_DIM,
 		O_SWA,
+		O_SWA_ALL,
 	};
 	static const struct option opts[] = {
 	    {"shape", required_argument, NULL, O_SHAPE},
@@ -117,6 +119,7 @@ int cmd_synth(int argc, char **argv)
 	    {"arch", required_argument, NULL, O_ARCH},
 	    {"head-dim", required_argument, NULL, O_HEAD_DIM},
 	    {"sliding-window", required_argument, NULL, O_SWA},
+	    {"swa-all", no_argument, NULL, O_SWA_ALL},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -167,6 +170,7 @@ int cmd_synth(int argc, char **argv)
 		case O_ARCH: o.shape.arch = optarg; break; /* synth_check validates it */
 		case O_HEAD_DIM: ok = parse_u32(optarg, &o.shape.head_dim); break;
 		case O_SWA: ok = parse_u32(optarg, &o.shape.n_swa); break;
+		case O_SWA_ALL: o.shape.swa_all = true; break;
 		case 'o': out = optarg; break;
 		case O_LIST:
 			for (size_t i = 0; i < synth_n_shapes(); i++) {

@@ -23,7 +23,9 @@
 /* One sequence's share of a forward pass: n_tokens new tokens at positions
  * [pos0, pos0 + n_tokens). The block table covers positions [0, pos0 + n_tokens): token at
  * position p lives in block block_table[p / block_size], slot p % block_size. K/V of
- * positions [0, pos0) were written by earlier calls (or swapped in). */
+ * positions [0, pos0) were written by earlier calls (or swapped in). When every layer is
+ * windowed (W = model_kv_window > 0), the entries before backend_first_block are -1:
+ * blocks the engine gave back, which no query of this call reads. */
 struct backend_seq {
 	const int32_t *tokens;	    /* [n_tokens] */
 	int32_t n_tokens;	    /* >= 1 */
@@ -32,6 +34,14 @@ struct backend_seq {
 	int32_t n_blocks;	    /* >= ceil((pos0 + n_tokens) / block_size) */
 	const uint8_t *want_logits; /* [n_tokens]: 1 where a logits row is needed */
 };
+
+/* The first block_table entry a forward pass from pos0 may read: with a window W on every
+ * layer (0: none), the block of position pos0 - W + 1; else 0. */
+static inline int64_t backend_first_block(int64_t pos0, uint32_t window, int32_t block_size)
+{
+	int64_t lo = pos0 - (int64_t)window + 1;
+	return window > 0 && lo > 0 ? lo / block_size : 0;
+}
 
 /* Logits rows are numbered in batch order: seq 0's wanted tokens first (in position
  * order), then seq 1's, ... n_logits is their total. */

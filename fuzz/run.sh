@@ -4,9 +4,10 @@
 # one line per harness: executions, coverage, corpus, and "ok" or where the reproducer is.
 # The corpus of NAME lives in build-fuzz/corpus/NAME (kept between runs, so a campaign
 # grows it) and starts from fuzz/seeds.sh's seeds; a crash, sanitizer report, timeout
-# (> 10 s on one input, 60 s for grammar), out-of-memory (> 2 GB) or leak stops that harness and leaves the
+# (> 10 s on one input, 60 s for grammar, 30 s for regex and schema), out-of-memory (> 2 GB) or leak stops that harness and leaves the
 # input in build-fuzz/artifacts/. Logs: build-fuzz/logs/NAME.log. Exits 1 when any
 # harness found something. Reproduce with: build-fuzz/fuzz_NAME ARTIFACT
+# fuzz/NAME.dict, when present, is passed as the harness's dictionary.
 # Environment: FUZZ_NICE=1 runs under nice -n 19; FUZZ_ARGS adds libFuzzer flags.
 set -u
 cd "$(dirname "$0")/.."
@@ -36,16 +37,20 @@ for n in "${names[@]}"; do
 	# grammar (`("ab"* | [^a]){0,2000}`) takes 0.6 s to start and ~40 ms a step at -O2
 	grammar) max_len=8192 timeout=60 ;;
 	jinja) max_len=32768 ;; # real chat templates run to ~20 KB
+	# a walk's mask step costs ~100 grammar steps: 3 walks of up to 64 characters
+	regex | schema) max_len=4096 timeout=30 ;;
 	*) max_len=8192 ;;
 	esac
 	corpus=build-fuzz/corpus/$n
 	mkdir -p "$corpus"
 	log=build-fuzz/logs/$n.log
+	dict=()
+	[ -f fuzz/"$n".dict ] && dict=(-dict=fuzz/"$n".dict)
 	t0=$(date +%s)
 	# shellcheck disable=SC2086
 	"${nice[@]}" build-fuzz/fuzz_"$n" -max_total_time="$secs" -max_len="$max_len" -timeout="$timeout" \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/"$n"- \
-		${FUZZ_ARGS:-} "$corpus" build-fuzz/seeds/"$n" >"$log" 2>&1
+		"${dict[@]}" ${FUZZ_ARGS:-} "$corpus" build-fuzz/seeds/"$n" >"$log" 2>&1
 	rc=$?
 	execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
 	cov=$(grep -oE '(DONE|pulse|NEW|REDUCE|INITED) +cov: [0-9]+ ft: [0-9]+' "$log" | tail -1 |

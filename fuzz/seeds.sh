@@ -11,6 +11,9 @@
 #   grammar    GBNF grammars (JSON-like, arithmetic, classes, repetitions, the empty rule)
 #   jinja      the Jinja chat templates of ../shared/chat_templates whole, with and without
 #              a JSON object of variables after the 0xff separator
+#   regex      the patterns of tests/test_json_schema.c (and a few hostile ones), in plain
+#              and json_string mode, then walk/candidate bytes
+#   schema     the schemas of tests/test_json_schema.c (and a few hostile ones), then walk bytes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build-fuzz/seeds}
@@ -18,7 +21,7 @@ BATCHGEN=${BATCHGEN:-build/batchgen}
 shared=${BG_SHARED:-../shared}
 [ -x "$BATCHGEN" ] || make -j2 "$BATCHGEN" >/dev/null
 rm -rf "$out"
-mkdir -p "$out"/{gguf,request,tokenizer,chat,resume,grammar,jinja}
+mkdir -p "$out"/{gguf,request,tokenizer,chat,resume,grammar,jinja,regex,schema}
 
 # ---- gguf: synthetic models, small enough for a forward pass in the harness ----
 small=(--layers 1 --embd 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 32)
@@ -194,6 +197,61 @@ for n, t in enumerate(tmpls):
     open(f"{out}/jinja/{n:03d}", "wb").write(t if n % 2 else t + b"\xff" + vars_)
 PY
 
-for d in gguf request tokenizer chat resume grammar jinja; do
+# ---- regex and schema: the test file's patterns and schemas, then walk bytes ----
+/usr/bin/python3 - "$out" tests/test_json_schema.c <<'PY'
+import json, re, sys
+out, src = sys.argv[1], open(sys.argv[2]).read()
+def c_strings(block):
+    """The C string literals of block (adjacent ones joined), unescaped."""
+    res, cur, prev_end = [], None, None
+    for m in re.finditer(r'"((?:[^"\\]|\\.)*)"', block):
+        lit = m.group(1).encode().decode("unicode_escape")
+        if cur is not None and block[prev_end:m.start()].strip() == "":
+            cur += lit
+        else:
+            if cur is not None:
+                res.append(cur)
+            cur = lit
+        prev_end = m.end()
+    if cur is not None:
+        res.append(cur)
+    return res
+def table(name):
+    m = re.search(name + r"\[\] = \{(.*?)\n\s*\};", src, re.S)
+    return m.group(1) if m else ""
+walk = bytes(range(1, 255, 3))
+schemas = [t for t in c_strings(table("SCHEMAS")) if t.startswith("{")]
+good = []
+for t in schemas:
+    try:
+        json.loads(t)
+        good.append(t)
+    except ValueError:
+        pass
+# refused ones and hostile ones: deep nesting, $ref cycles, huge bounds
+good += ['{"type": "string", "not": {}}', '{"$ref": "#"}',
+         '{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}',
+         '{"type": "integer", "minimum": -9223372036854775808, "maximum": 9223372036854775807}',
+         '{"type": "array", "items": {"type": "array", "items": {"type": "array", "minItems": 2000}}}',
+         '{"type": "string", "pattern": "(a*)*"}', '{"type": "number", "exclusiveMinimum": 0.5}',
+         '{"type": ["object", "array"], "properties": {"a": {}}, "items": {"type": "null"}}']
+for n, t in enumerate(good):
+    open(f"{out}/schema/{n:03d}", "wb").write(t.encode() + b"\xff" + walk)
+pats = []
+for blk in ("REGEXES", "BAD"):
+    b = table(blk)
+    for line in b.split("\n"):
+        # REGEXES: the pattern first on its line; BAD: pattern, message pairs
+        pats += c_strings(line)[:1] if blk == "REGEXES" else c_strings(line)[::2]
+pats += ["(((a)|b)*)*", "[]a-]x\\v\\0", "a.b??c+?", "((a{2000}){2000}){2000}", "(" * 70 + ")" * 70,
+         "[\\d-z]+", "x{2}|y{0,}|"]
+n = 0
+for p in pats:
+    for mode in (0, 1):
+        open(f"{out}/regex/{n:03d}", "wb").write(bytes([mode]) + p.encode() + b"\xff" + walk)
+        n += 1
+PY
+
+for d in gguf request tokenizer chat resume grammar jinja regex schema; do
 	printf '%s: %d seeds, %d bytes\n' "$d" "$(ls "$out/$d" | wc -l)" "$(cat "$out/$d"/* | wc -c)"
 done

@@ -69,13 +69,15 @@ struct cuda_ctx {
 
 	enum gpu_dtype dt;
 	struct model_hparams hp;
+	uint32_t kv_window; /* model_kv_window: block table entries before it may be -1 */
 	int n_q, n_kv, ld_qkv;
 
 	void *weights;
 	size_t weight_bytes;
-	/* RoPE: [2][rope_dim / 2] angles per position (global layers, then windowed ones;
-	 * core/model/arch.h) and the cos/sin scale of each */
-	double *d_freq;
+	/* RoPE: the cos/sin digit tables (gpu_ops.cuh, GPU_ROPE_TABLE_FLOATS(rope_dim / 2)
+	 * floats each) of the global layers, then of the windowed ones (core/model/arch.h),
+	 * and the cos/sin scale of each */
+	float *d_rope;
 	float mscale[2];
 	void *tok_embd; /* [n_vocab, n_embd] */
 	float *output_norm;
@@ -452,16 +454,19 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	return BG_OK;
 }
 
-/* The RoPE angles per position of the global and the windowed layers (arch.h), computed
- * on the host in double as the CPU backend does, uploaded once. */
+/* The RoPE tables of the global and the windowed layers (arch.h's angles per position,
+ * then gpu_rope_table_fill's cos/sin digit tables, in double as the CPU backend computes
+ * them), built on the host and uploaded once. */
 static enum bg_status load_rope(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
 {
-	size_t half = c->hp.rope_dim / 2;
+	size_t half = c->hp.rope_dim / 2, nt = GPU_ROPE_TABLE_FLOATS(half);
 	double *h = (double *)malloc(2 * half * sizeof(double) + 1);
 	float *f = m->rope_factors.data ? (float *)malloc(half * sizeof(float)) : NULL;
-	if (!h || (m->rope_factors.data && !f)) {
+	float *tab = (float *)malloc(2 * nt * sizeof(float) + 1);
+	if (!h || !tab || (m->rope_factors.data && !f)) {
 		free(h);
 		free(f);
+		free(tab);
 		return bg_fail(err, BG_ERR_NOMEM, "out of host memory");
 	}
 	if (f) /* copied: the file's f32 data may be misaligned */
@@ -469,16 +474,19 @@ static enum bg_status load_rope(struct cuda_ctx *c, const struct model *m, struc
 	arch_rope_freqs(&c->hp, f, false, h, &c->mscale[0]);
 	arch_rope_freqs(&c->hp, f, true, h + half, &c->mscale[1]);
 	free(f);
-	enum bg_status st = dev_alloc((void **)&c->d_freq, 2 * half * sizeof(double) + 8,
+	gpu_rope_table_fill(h, (int)half, tab);
+	gpu_rope_table_fill(h + half, (int)half, tab + nt);
+	free(h);
+	enum bg_status st = dev_alloc((void **)&c->d_rope, 2 * nt * sizeof(float) + 8,
 				      "the RoPE table", err);
 	if (st == BG_OK) {
-		cudaError_t e = cudaMemcpy(c->d_freq, h, 2 * half * sizeof(double),
+		cudaError_t e = cudaMemcpy(c->d_rope, tab, 2 * nt * sizeof(float),
 					   cudaMemcpyHostToDevice);
 		if (e != cudaSuccess)
 			st = bg_fail(err, BG_ERR_DEVICE, "uploading the RoPE table: %s",
 				     cudaGetErrorString(e));
 	}
-	free(h);
+	free(tab);
 	return st;
 }
 
@@ -592,7 +600,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
 		CUDA_CHECK(gpu_rope(c->qkv, c->ld_qkv, d_pos, n, (int)hp->n_head,
 				    (int)hp->n_head_kv, (int)hp->head_dim, (int)hp->rope_dim,
-				    c->d_freq + rk * half, c->mscale[rk], hp->rope_neox, s));
+				    c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half), c->mscale[rk],
+				    hp->rope_neox, s));
 		CUDA_CHECK(gpu_kv_write(c->qkv, c->ld_qkv, c->n_q, c->n_q + c->n_kv, d_slots, n, kv,
 					c->dt, s));
 		struct gpu_attn_args a;
@@ -656,7 +665,8 @@ static enum bg_status check_batch(const struct cuda_ctx *c, const struct backend
 			return bg_fail(err, BG_ERR_INVALID,
 				       "batch sequence %d has %d blocks for %lld positions", i,
 				       sq->n_blocks, (long long)end);
-		for (int64_t j = 0; j < need; j++)
+		for (int64_t j = backend_first_block(sq->pos0, c->kv_window, c->block_size);
+		     j < need; j++)
 			if (sq->block_table[j] < 0 || sq->block_table[j] >= c->n_blocks)
 				return bg_fail(err, BG_ERR_INVALID,
 					       "batch sequence %d names KV block %d of %d", i,
@@ -1142,7 +1152,7 @@ static void cuda_destroy(void *ctx)
 	cudaFreeHost(c->h_gmeta);
 	cudaFree(c->cublas_ws);
 	cudaFree(c->weights);
-	cudaFree(c->d_freq);
+	cudaFree(c->d_rope);
 	cudaFree(c->kv);
 	cudaFree(c->x); /* the base of all activations */
 	cudaFree(c->partial);
@@ -1261,6 +1271,7 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			       c->device, prop.name, prop.major, prop.minor);
 	c->n_sm = prop.multiProcessorCount;
 	c->hp = *hp;
+	c->kv_window = model_kv_window(hp);
 	c->dt = pick_dtype(m);
 	c->n_q = (int)(hp->n_head * hp->head_dim);
 	c->n_kv = (int)(hp->n_head_kv * hp->head_dim);

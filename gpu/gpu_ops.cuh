@@ -49,13 +49,27 @@ cudaError_t gpu_bias_add(float *x, int ld, const float *bias, int n_tok, int wid
 
 /* ---- rope.cu ---- */
 
+/* The RoPE digit tables (rope.cu): rows of [half] (cos, sin) fp32 pairs, GPU_ROPE_ROWS0 rows
+ * for the position's low 11 bits, then GPU_ROPE_ROWS1 for bits 11-20, then GPU_ROPE_ROWS2
+ * for bits 21-30; GPU_ROPE_TABLE_FLOATS(half) floats in all. */
+#define GPU_ROPE_ROWS0 2048
+#define GPU_ROPE_ROWS1 1024
+#define GPU_ROPE_ROWS2 1024
+#define GPU_ROPE_TABLE_FLOATS(half) \
+	((size_t)(GPU_ROPE_ROWS0 + GPU_ROPE_ROWS1 + GPU_ROPE_ROWS2) * (size_t)(half) * 2)
+/* Fills table (host memory, GPU_ROPE_TABLE_FLOATS(half) floats) from freq ([half] angles
+ * per position, core/model/arch.h's arch_rope_freqs): cos and sin of d * 2^shift * freq[i]
+ * computed in double, rounded to fp32; row 0 of each digit is exactly (1, 0). */
+extern "C" void gpu_rope_table_fill(const double *freq, int half, float *table);
+
 /* Rotates, in place, the first n_head + n_head_kv heads of each row of qkv ([n_tok, ld],
- * fp32: q heads then k heads, head_dim each) by position pos[t]. Pairs are
- * (2i, 2i+1) for llama (neox == false) or (i, i + rope_dim/2) for NeoX; only the first
- * rope_dim dimensions of each head rotate; theta = pos * freq[i] (freq: [rope_dim / 2]
- * device doubles, core/model/arch.h's arch_rope_freqs), cos and sin times mscale. */
+ * fp32: q heads then k heads, head_dim each) by position pos[t] (0 <= pos[t], int32). Pairs
+ * are (2i, 2i+1) for llama (neox == false) or (i, i + rope_dim/2) for NeoX; only the first
+ * rope_dim dimensions of each head rotate; theta = pos * freq[i], its cos and sin composed
+ * from table (device copy of gpu_rope_table_fill's, for rope_dim / 2), times mscale. Bitwise
+ * the CPU backend's cos/sin for pos < 2048, within ~2 fp32 ulp beyond. */
 cudaError_t gpu_rope(float *qkv, int ld, const int32_t *pos, int n_tok, int n_head, int n_head_kv,
-		     int head_dim, int rope_dim, const double *freq, float mscale, bool neox,
+		     int head_dim, int rope_dim, const float *table, float mscale, bool neox,
 		     cudaStream_t stream);
 
 /* ---- head_norm.cu ---- */

@@ -182,4 +182,13 @@ if [ $rc -ne 0 ]; then
 	check_eq "--device cuda without CUDA: one line" "$(wc -l <"$TMP/c.err" | tr -d ' ')" 1
 fi
 
+# beam search on a model whose every layer is windowed (blocks behind the window are given
+# back, which beams' shared tables do not follow): that line is refused, the others run
+"$BATCHGEN" synth --shape gemma2-swa-tiny --dtype f32 --seed 3 -o "$TMP/swa.gguf" 2>/dev/null
+printf '%s\n' '{"id":"b","prompt":"Once","max_tokens":3,"temperature":0,"beam_width":2}' \
+	'{"id":"g","prompt":"Once","max_tokens":3,"temperature":0}' |
+	"$BATCHGEN" -m "$TMP/swa.gguf" -q -i - -o "$TMP/swa.out" 2>/dev/null
+check_eq "beam on an all-windowed model: refused" "$(jq -r 'select(.id=="b") | .error.message' "$TMP/swa.out" | grep -c 'sliding window')" 1
+check_eq "beam on an all-windowed model: the other line runs" "$(jq -r 'select(.id=="g") | .finish_reason' "$TMP/swa.out")" length
+
 summary

@@ -101,6 +101,18 @@ for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-ti
 			"$TMP/$sh.gpu.jsonl")
 	check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 done
+# every layer windowed: blocks behind the window are given back (-1 in the block table) in
+# a pool of 8 blocks of 4 tokens, smaller than the 32-token prompt + 6
+sh=gemma2-swa-tiny small=(--block-size 4 --kv-tokens 32 --max-num-tokens 8)
+"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
+"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu "${small[@]}"
+"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda \
+	"${small[@]}" --stats "$TMP/$sh.stats"
+check_eq "$sh (emulated cuda, small pool): the CPU backend's tokens" \
+	"$(tokens "$TMP/$sh.gpu.jsonl")" "$(tokens "$TMP/$sh.cpu.jsonl")"
+check "$sh (emulated cuda): 12 tokens and blocks given back" test \
+	"$(jq -s '[.[].token_ids | length] | add' "$TMP/$sh.gpu.jsonl")" = 12 -a \
+	"$(jq -s 'map(.kv_cache.window_dropped_blocks) | add' "$TMP/$sh.stats")" -gt 0
 
 # ---- a driver too old for the build -----------------------------------------------------
 BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \

@@ -33,6 +33,7 @@ fi
 N=12
 PROMPTS='[[1, 300, 301, 302], [1, 5, 77, 260, 261, 400, 12, 13], [1, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329]]'
 F32KV=(--kv-type f32 --flash-attn off)
+BGOPTS="" # extra batchgen options
 
 # arch_compare LABEL MARGIN TOL "LLAMA_OPTS" SYNTH_ARGS...: writes $TMP/LABEL.gguf, runs
 # both engines, checks tokens and log-probs per prompt (see the header).
@@ -46,7 +47,8 @@ arch_compare() {
 		p.forEach((ids, i) => console.log(JSON.stringify({id: "p" + i, input_ids: ids,
 			max_tokens: Number(process.argv[2]), temperature: 0, ignore_eos: true,
 			logprobs: 2})));' "$PROMPTS" "$N" >"$in"
-	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$in" -o "$out" -q
+	# shellcheck disable=SC2086
+	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$in" -o "$out" -q $BGOPTS
 	# shellcheck disable=SC2086
 	node bench/llamacpp_greedy.mjs "$model" "$PROMPTS" "$N" --logprobs --context-size 128 \
 		$lopts >"$TMP/$label.llama" 2>"$TMP/llama.err" ||
@@ -106,5 +108,19 @@ arch_compare gemma3-f16 0.02 0.03 "" --shape gemma3-tiny --dtype f16 --seed 5
 # llama.cpp picks the long factors, as batchgen does for n_ctx_train 256 > 64.
 arch_compare phi3-f32 0 2e-5 "${F32KV[*]}" --shape phi3-tiny --dtype f32 --seed 3 --name "tiny p3"
 arch_compare phi3-f16 0.02 0.03 "" --shape phi3-tiny --dtype f16 --seed 5 --name "tiny p3"
+
+# Every layer windowed (gemma2 with sliding_window_pattern 0, window 16): the engine gives
+# back the KV blocks behind the window. A pool of 8 blocks of 4 tokens holds the 41-token
+# prompt + 12 only that way; the interleaved file (gemma2-tiny) keeps every block and is
+# refused in the same pool.
+BGOPTS="--block-size 4 --kv-tokens 32 --max-num-tokens 8 --stats $TMP/swa.stats"
+arch_compare gemma2-swa-f32 0 5e-3 "${F32KV[*]}" --shape gemma2-swa-tiny --dtype f32 --seed 3
+check "gemma2-swa: blocks behind the window were given back" \
+	test "$(node -e 'let n = 0; for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) n += JSON.parse(l).kv_cache.window_dropped_blocks; console.log(n)' "$TMP/swa.stats")" -gt 0
+BGOPTS=""
+"$BATCHGEN" -m "$TMP/gemma2-f32.gguf" -i "$TMP/gemma2-swa-f32.in.jsonl" -o "$TMP/inter.out.jsonl" \
+	-q --block-size 4 --kv-tokens 32 --max-num-tokens 8 2>/dev/null
+check_eq "gemma2 (interleaved global layers) in the same pool: the long prompt is refused" \
+	"$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) { const r = JSON.parse(l); if (r.id === "p2") console.log(r.error ? r.error.code : "ran") }' "$TMP/inter.out.jsonl")" too_long
 
 summary

@@ -8,6 +8,8 @@
  * happen: asserted from the results' metrics) and static, with chunked context on and
  * off, at max_batch_size 1 and 64.
  *
+ * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance).
+ *
  * Size: 200 requests plain. Sanitizer builds are several times slower, so they run 48
  * requests unless BG_INVARIANCE_N says otherwise (BG_INVARIANCE_N also overrides the
  * plain count).
@@ -154,6 +156,94 @@ static bool same(const struct request *a, const struct request *b, char *why, si
 	if (memcmp(&a->cum_logprob, &b->cum_logprob, sizeof a->cum_logprob))
 		return snprintf(why, cap, "cum_logprob differs"), false;
 	return true;
+}
+
+/* The architectures of core/model/arch.h: tiny random-weight models (f32, materialized
+ * through the GGUF writer), n requests of token-id prompts up to 40 tokens (past their
+ * 16-token windows), greedy and sampled; every policy with chunked context, batch 64, in
+ * a pool of 24 blocks of 4 tokens (max-util must preempt). gemma2-swa-tiny windows every
+ * layer, so its blocks behind the window are given back while it runs. */
+static void arch_invariance(const char *shape, int32_t n)
+{
+	char spec[64];
+	snprintf(spec, sizeof spec, "synthetic:%s:f32", shape);
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	struct tok *tok = NULL;
+	struct backend *be = NULL;
+	CHECK(model_open(spec, false, &m, &err) == BG_OK, "%s: %s", shape, err.msg);
+	if (m)
+		CHECK(tok_load(m->gguf, &tok, &err) == BG_OK, "%s tokenizer: %s", shape, err.msg);
+	struct backend_config bc = {.block_size = 4, .kv_tokens = 96, .n_threads = 1};
+	if (tok)
+		CHECK(backend_cpu_create(m, &bc, &be, &err) == BG_OK, "%s backend: %s", shape,
+		      err.msg);
+	struct spec *sp = calloc((size_t)n, sizeof *sp);
+	struct request **ref = calloc((size_t)n, sizeof *ref);
+	if (!be || !sp || !ref)
+		goto out;
+	uint64_t rng = 0x9E3779B97F4A7C15ull;
+	for (int32_t i = 0; i < n; i++) {
+		struct spec *s = &sp[i];
+		s->n_ids = 1 + (int32_t)engine_util_rnd(&rng, 40);
+		s->ids[0] = 1;
+		for (int32_t j = 1; j < s->n_ids; j++)
+			s->ids[j] = 3 + (int32_t)engine_util_rnd(&rng, 509);
+		s->max_tokens = 1 + (int32_t)engine_util_rnd(&rng, 16);
+		s->top_p = 1.0f;
+		if (engine_util_rnd(&rng, 2)) {
+			s->temperature = 0.8f;
+			s->top_k = 40;
+			s->seed = engine_util_rnd(&rng, 100000);
+		}
+		s->logprobs = (int32_t)engine_util_rnd(&rng, 3) - 1;
+		s->prompt_logprobs = -1;
+	}
+	struct model_hparams hp = m->hp;
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	cfg.prefix_cache = false;
+	for (int32_t i = 0; i < n; i++) {
+		struct run R;
+		CHECK(run(&cfg, be, tok, &hp, &sp[i], 1, &R) == BG_OK, "%s solo %d", shape, i);
+		ref[i] = R.res[0];
+		R.res[0] = NULL;
+		run_free(&R);
+	}
+	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++) {
+		const char *name = engine_util_policy(&cfg, p);
+		cfg.max_batch_size = 64;
+		cfg.max_num_tokens = 32;
+		cfg.max_queued = 32;
+		struct run R;
+		enum bg_status st = run(&cfg, be, tok, &hp, sp, n, &R);
+		int diff = 0;
+		int64_t preempt = 0;
+		char why[160] = "";
+		for (int32_t i = 0; i < n; i++) {
+			char w[128];
+			if (!same(ref[i], R.res[i], w, sizeof w) && diff++ == 0)
+				snprintf(why, sizeof why, "request %d: %s", i, w);
+			if (R.res[i])
+				preempt += R.res[i]->preemptions;
+		}
+		CHECK(st == BG_OK && R.n_emitted == n && diff == 0,
+		      "%s %s: %d of %d results, %d differ from solo (%s)", shape, name,
+		      R.n_emitted, n, diff, why);
+		if (cfg.policy == ENGINE_POLICY_MAX_UTIL)
+			CHECK(preempt > 0, "%s %s: preemptions happened", shape, name);
+		fprintf(stderr, "%-16s %-20s: %d/%d identical, %lld preemptions\n", shape, name,
+			n - diff, n, (long long)preempt);
+		run_free(&R);
+	}
+out:
+	for (int32_t i = 0; ref && i < n; i++)
+		req_free(ref[i]);
+	free(ref);
+	free(sp);
+	backend_destroy(be);
+	tok_free(tok);
+	model_free(m);
 }
 
 int main(void)
@@ -333,5 +423,10 @@ int main(void)
 	backend_destroy(be);
 	tok_free(tok);
 	model_free(m);
+
+	static const char *const arch_shapes[] = {"llama3-tiny",     "qwen3-tiny",  "gemma2-tiny",
+						  "gemma2-swa-tiny", "gemma3-tiny", "phi3-tiny"};
+	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
+		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	return check_summary();
 }

@@ -390,6 +390,10 @@ static void test_refused(void)
 	    {"{\"type\": \"string\", \"pattern\": \"(?=a)\"}", "(? groups", BG_ERR_UNSUPPORTED},
 	    {"{\"type\": \"string\", \"maxLength\": 5000}", "above 2000", BG_ERR_UNSUPPORTED},
 	    {"3", "a schema must be an object", BG_ERR_FORMAT},
+	    {"{\"$ref\": \"#\"}", "refers back to itself before any JSON token", BG_ERR_UNSUPPORTED},
+	    {"{\"$defs\": {\"a\": {\"anyOf\": [{\"type\": \"null\"}, {\"$ref\": \"#/$defs/b\"}]}, "
+	     "\"b\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}",
+	     "$ref #/$defs/a refers back", BG_ERR_UNSUPPORTED},
 	};
 	for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
 		cJSON *s = cJSON_Parse(R[i].schema);
@@ -490,6 +494,8 @@ static void test_regex(struct grammar_vocab *v, struct grammar_scratch *s)
 	    {"a++", "possessive"},		{"a{3,1}", "out of order"},  {"*a", "nothing to repeat"},
 	    {"a^b", "anchors"},			{"[z-a]", "out of order"},   {"\\b", "\\b is not"},
 	    {"a{2001}", "more than 2000"},
+	    {"(a*)*", "can match the empty"},	{"(b|c?)+", "can match the empty"},
+	    {"(x?()){2,}", "can match the empty"},
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
 		char *gbnf = NULL;

@@ -72,6 +72,7 @@ struct cfg {
 	bool chunked;
 	int32_t max_bs, max_tokens, n_blocks, bs;
 	bool cache;
+	int32_t window; /* sched_config.kv_window */
 };
 
 static void run_one(const struct cfg *c, int n_req)
@@ -86,10 +87,15 @@ static void run_one(const struct cfg *c, int n_req)
 				  .chunked_context = c->chunked,
 				  .on_pause = sim_pause,
 				  .pause_user = &sm,
-				  .prefix_cache = c->cache};
+				  .prefix_cache = c->cache,
+				  .kv_window = c->window};
 	struct sched *s = NULL;
 	CHECK(sched_create(&sc, sm.pool, &s, &err) == BG_OK, "sched: %s", err.msg);
 	const int32_t max_seq = 96;
+	/* with a window, what a sequence holds at once (scheduler.h) */
+	const int32_t win_blocks =
+	    c->window ? kv_blocks_for(sm.pool, c->window - 2 + c->bs + c->max_tokens) : 0;
+	int n_long = 0; /* requests that fit the pool only through the window */
 	int64_t n_cached_tokens = 0;
 	struct sim_seq *seqs = calloc((size_t)n_req, sizeof *seqs);
 	int n = 0;
@@ -120,9 +126,11 @@ static void run_one(const struct cfg *c, int n_req)
 		q->q.prompt = q->ptok;
 		q->q.n_prompt = q->n_prompt;
 		q->q.cache_lookup = rnd(5) != 0;
-		if (q->n_prompt >= max_seq || kv_blocks_for(sm.pool, n_max - 1) > c->n_blocks ||
+		if (q->n_prompt >= max_seq ||
+		    sched_blocks_needed(s, n_max - 1, q->n_prompt, 1) > c->n_blocks ||
 		    (!c->chunked && q->n_prompt > c->max_tokens))
 			continue;
+		n_long += kv_blocks_for(sm.pool, n_max - 1) > c->n_blocks;
 		n++;
 	}
 	int next_enq = 0, n_done = 0, violations = 0;
@@ -202,6 +210,10 @@ static void run_one(const struct cfg *c, int n_req)
 			}
 			if (was_running[ss->id] && q->start_stamp > max_stamp_before)
 				max_stamp_before = q->start_stamp;
+			if (c->window)
+				V(kv_table_held(&q->kv) <= win_blocks,
+				  "seq %d holds %d blocks, the window bound is %d", ss->id,
+				  kv_table_held(&q->kv), win_blocks);
 		}
 		for (int32_t i = 0; i < sched_n_paused(s); i++) {
 			struct sched_seq *q = sched_paused(s)[i];
@@ -248,8 +260,18 @@ static void run_one(const struct cfg *c, int n_req)
 				free(ss->swap);
 				ss->swap = NULL;
 			}
-			/* what was written before must still be there */
-			for (int32_t p = 0; p < q->n_computed; p++)
+			/* what was written before must still be there: with a window, the
+			 * positions the step reads, and only those blocks may be dropped */
+			int32_t lo = c->window && q->n_computed - c->window + 1 > 0
+					 ? q->n_computed - c->window + 1
+					 : 0;
+			V(q->kv.n_dropped <= lo / c->bs, "seq %d dropped %d blocks, window from %d",
+			  ss->id, q->kv.n_dropped, lo);
+			if (c->window && q->step_tokens == 1)
+				V(q->kv.n_dropped == lo / c->bs,
+				  "seq %d kept %d blocks behind its window (from %d)", ss->id,
+				  lo / c->bs - q->kv.n_dropped, lo);
+			for (int32_t p = lo; p < q->n_computed; p++)
 				if (*slot(&sm, q, p) != tag(ss, p)) {
 					V(false, "seq %d pos %d overwritten", ss->id, p);
 					break;
@@ -290,7 +312,7 @@ static void run_one(const struct cfg *c, int n_req)
 	      c->chunked, violations);
 	if (c->policy != SCHED_NO_EVICT && c->policy != SCHED_STATIC && c->max_bs > 1)
 		/* one sequence alone always fits */
-		CHECK(total_pauses > 0, "max-util paused under pressure (%lld)",
+		CHECK(total_pauses > 0, "max-util (window %d) paused under pressure (%lld)", c->window,
 		      (long long)total_pauses);
 	if (c->swap)
 		CHECK(sm.n_swapins > 0 && sm.n_swapins <= sm.n_swapouts, "swaps out %d in %d",
@@ -298,6 +320,12 @@ static void run_one(const struct cfg *c, int n_req)
 	CHECK(kv_n_free(sm.pool) == c->n_blocks, "all blocks back");
 	struct kv_stats ks;
 	kv_get_stats(sm.pool, &ks);
+	if (c->window)
+		CHECK(ks.dropped_total > 0 && n_long > 0,
+		      "window %d: %lld blocks given back; %d requests longer than the pool",
+		      c->window, (long long)ks.dropped_total, n_long);
+	else
+		CHECK(ks.dropped_total == 0, "no window, nothing dropped");
 	if (c->cache)
 		CHECK(n_cached_tokens > 0 && ks.reused_total > 0 && ks.missed_total > 0,
 		      "policy %d: reuse happened (%lld tokens, %lld hits, %lld misses)",
@@ -472,27 +500,35 @@ int main(void)
 	test_admission_rules();
 	test_cache_counts();
 	const struct cfg cfgs[] = {
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false},
-	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false},
-	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, false},
-	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4, false},
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, false},
-	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, false},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4, false},
-	    {SCHED_STATIC, false, false, 8, 64, 40, 4, false},
-	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4, false},
-	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4, false},
-	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, false},
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true},
-	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true},
-	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, true},
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true},
-	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, true},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true},
-	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, true},
-	    {SCHED_ADAPTIVE, false, true, 8, 32, 24, 4, false},
-	    {SCHED_ADAPTIVE, true, true, 64, 128, 40, 4, true},
-	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false, 0},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, false, 0},
+	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4, false, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, false, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, false, 0},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, false, 0},
+	    {SCHED_STATIC, false, false, 8, 64, 40, 4, false, 0},
+	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4, false, 0},
+	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4, false, 0},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, false, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, true, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, true, 0},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, true, 0},
+	    {SCHED_ADAPTIVE, false, true, 8, 32, 24, 4, false, 0},
+	    {SCHED_ADAPTIVE, true, true, 64, 128, 40, 4, true, 0},
+	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0},
+	    /* a window on every layer: pools smaller than the longest requests */
+	    {SCHED_NO_EVICT, false, true, 8, 16, 12, 4, false, 8},
+	    {SCHED_NO_EVICT, false, true, 8, 16, 16, 4, true, 8},
+	    {SCHED_MAX_UTIL, false, true, 8, 16, 12, 4, true, 8},
+	    {SCHED_MAX_UTIL, true, true, 8, 16, 12, 4, true, 8},
+	    {SCHED_MAX_UTIL, true, false, 6, 24, 12, 4, false, 16},
+	    {SCHED_STATIC, false, true, 8, 16, 16, 4, true, 8},
+	    {SCHED_ADAPTIVE, true, true, 8, 16, 12, 4, true, 8},
 	};
 	for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
 		run_one(&cfgs[i], 400);

@@ -25,6 +25,7 @@
 struct cpu_ctx {
 	const struct model *m;
 	struct model_hparams hp;
+	uint32_t kv_window; /* model_kv_window: block table entries before it may be -1 */
 	enum cpuk_level lvl;
 	struct tp_pool *pool;
 	int n_threads;
@@ -410,7 +411,8 @@ static enum bg_status validate_batch(const struct cpu_ctx *c, const struct backe
 			return bg_fail(err, BG_ERR_INVALID,
 				       "forward: sequence %d has %d blocks, needs %lld", i,
 				       s->n_blocks, (long long)need);
-		for (int64_t j = 0; j < need; j++)
+		for (int64_t j = backend_first_block(s->pos0, c->kv_window, c->block_size);
+		     j < need; j++)
 			if (s->block_table[j] < 0 || s->block_table[j] >= c->n_blocks)
 				return bg_fail(err, BG_ERR_INVALID,
 					       "forward: sequence %d: block %d out of range", i,
@@ -470,20 +472,11 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			if (hp->embd_scale != 1.0f) /* gemma: sqrt(n_embd) */
 				for (int64_t i = 0; i < E; i++)
 					xr[i] *= hp->embd_scale;
-			/* theta = pos * freq[r] (arch_rope_freqs), in double for accuracy */
 			double p = (double)(s->pos0 + j);
-			float *cs = c->rope + (int64_t)t * half * 2;
-			for (int32_t r = 0; r < half; r++) {
-				cs[2 * r] = (float)cos(p * c->freq[r]) * c->mscale;
-				cs[2 * r + 1] = (float)sin(p * c->freq[r]) * c->mscale;
-			}
-			if (c->rope_swa_differs) {
-				cs = c->rope_swa + (int64_t)t * half * 2;
-				for (int32_t r = 0; r < half; r++) {
-					cs[2 * r] = (float)cos(p * c->freq_swa[r]) * c->mscale_swa;
-					cs[2 * r + 1] = (float)sin(p * c->freq_swa[r]) * c->mscale_swa;
-				}
-			}
+			arch_rope_cos_sin(c->freq, half, p, c->mscale, c->rope + (int64_t)t * half * 2);
+			if (c->rope_swa_differs)
+				arch_rope_cos_sin(c->freq_swa, half, p, c->mscale_swa,
+						  c->rope_swa + (int64_t)t * half * 2);
 		}
 	}
 
@@ -972,6 +965,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	}
 	c->m = m;
 	c->hp = *hp;
+	c->kv_window = model_kv_window(hp);
 	c->lvl = cpuk_detect();
 	/* BG_CPU_KERNELS=scalar|avx2|avx512 picks a lower level (tests, benchmarks); the
 	 * choice is fixed for the backend's life, as batch invariance needs. */

@@ -20,6 +20,7 @@
 #include "engine/constrain.h"
 #include "engine/kv.h"
 #include "engine/scheduler.h"
+#include "model/model.h"
 
 void engine_config_default(struct engine_config *c)
 {
@@ -83,6 +84,7 @@ struct engine {
 	struct sched *sched;
 	int32_t max_seq_len;
 	int32_t window;
+	int32_t kv_window; /* > 0: every layer is windowed, blocks behind it are given back */
 	/* batch scratch, grown to the largest batch seen (at most max_batch_size sequences
 	 * and max_num_tokens tokens, but a large limit costs nothing until it is used) */
 	struct backend_seq *bseqs; /* [seq_cap] */
@@ -161,7 +163,10 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 	    .on_pause = on_pause,
 	    .pause_user = e,
 	    .prefix_cache = cfg->prefix_cache,
+	    /* sliding window on every layer: blocks behind it are given back (scheduler.h) */
+	    .kv_window = (int32_t)model_kv_window(hp),
 	};
+	e->kv_window = sc.kv_window;
 	if ((st = sched_create(&sc, e->pool, &e->sched, err)) != BG_OK)
 		goto fail;
 	e->ring_cap = 1024;
@@ -702,6 +707,8 @@ static bool intake_check_length(struct engine *e, struct ereq *er, int64_t *n_ma
 	if (r->max_tokens == 0) {
 		/* to the end: the longest sequence the context and the KV pool allow */
 		int64_t room = (int64_t)kv_n_blocks(e->pool) * kv_block_size(e->pool) + 1;
+		if (sched_blocks_needed(e->sched, e->max_seq_len, P, 1) <= kv_n_blocks(e->pool))
+			room = e->max_seq_len; /* a window on every layer bounds the KV held */
 		int64_t end = room < e->max_seq_len ? room : e->max_seq_len;
 		r->max_tokens = end > P ? (int32_t)(end - P) : 1; /* 1: refused just below */
 	}
@@ -715,12 +722,12 @@ static bool intake_check_length(struct engine *e, struct ereq *er, int64_t *n_ma
 			 P, r->max_tokens, (long long)*n_max, e->max_seq_len);
 		return false;
 	}
-	int32_t need = kv_blocks_for(e->pool, *n_max - 1);
+	int64_t need = sched_blocks_needed(e->sched, *n_max - 1, P, 1);
 	if (need > kv_n_blocks(e->pool)) {
 		fail_req(e, er, "too_long",
-			 "prompt + max_tokens needs %d KV blocks (%lld tokens) but the pool has %d "
+			 "prompt + max_tokens needs %lld KV blocks (%lld tokens) but the pool has %d "
 			 "blocks of %d tokens",
-			 need, (long long)(*n_max - 1), kv_n_blocks(e->pool),
+			 (long long)need, (long long)(*n_max - 1), kv_n_blocks(e->pool),
 			 kv_block_size(e->pool));
 		return false;
 	}
@@ -819,9 +826,7 @@ static bool intake_samples(struct engine *e, struct ereq *er, int64_t n_max)
 	}
 	/* no-evict and static reserve the whole family: the prompt's full blocks once, the
 	 * rest n times (max-util may pause samples instead) */
-	int64_t full = kv_blocks_for(e->pool, n_max - 1);
-	int64_t shared = r->n_prompt / kv_block_size(e->pool);
-	int64_t need = shared + (int64_t)r->n * (full - shared);
+	int64_t need = sched_blocks_needed(e->sched, n_max - 1, r->n_prompt, r->n);
 	if ((e->cfg.policy == ENGINE_POLICY_NO_EVICT || e->cfg.policy == ENGINE_POLICY_STATIC) &&
 	    need > kv_n_blocks(e->pool)) {
 		fail_req(e, er, "too_long",
@@ -888,6 +893,14 @@ static bool intake_beam(struct engine *e, struct ereq *er, int64_t n_max)
 	}
 	if (r->beam_width <= 1)
 		return true;
+	if (e->kv_window > 0) {
+		/* beams re-share and copy block tables at every step; tables with blocks given
+		 * back behind the window are not part of that (scheduler.h) */
+		fail_req(e, er, "invalid_request",
+			 "beam search is not supported on a model whose every layer has a sliding "
+			 "window");
+		return false;
+	}
 	int32_t W = r->beam_width;
 	int64_t full = kv_blocks_for(e->pool, n_max - 1);
 	int64_t shared = r->n_prompt / kv_block_size(e->pool);
@@ -1179,12 +1192,13 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		"\"kv_cache\": {\"max_num_blocks\": %d, \"free_num_blocks\": %d, "
 		"\"used_num_blocks\": %d, \"tokens_per_block\": %d, \"alloc_new_blocks\": %lld, "
 		"\"reused_blocks\": %lld, \"missed_blocks\": %lld, \"cache_hit_rate\": %.4f, "
-		"\"cached_blocks\": %d}, ",
+		"\"cached_blocks\": %d, \"window_dropped_blocks\": %lld}, ",
 		stamp, ts.tv_nsec / 1000000L, (long long)e->iter, lat_ms, plan->n_running,
 		e->cfg.max_batch_size, plan->n_waiting, plan->n_new, e->iter_completed, ks.n_blocks,
 		ks.free_blocks, ks.used_blocks, ks.block_size, (long long)ks.alloc_new,
 		(long long)ks.reused_new, (long long)ks.missed_new,
-		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks);
+		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks,
+		(long long)ks.dropped_new);
 	if (e->cfg.policy == ENGINE_POLICY_STATIC)
 		fprintf(
 		    f,

@@ -25,9 +25,24 @@ struct kv_pool {
 	int32_t n_idle, n_cached;
 	uint64_t next_uid;
 	int64_t reused_new, missed_new, reused_total, missed_total, evicted_total;
+	int64_t dropped_new, dropped_total; /* kv_drop_front */
 };
 
 static bool table_reserve(struct kv_table *t, int32_t need);
+static void lru_push(struct kv_pool *p, int32_t b);
+
+/* Drops one reference on block b; at 0 it goes to the idle list (keyed) or the free
+ * list. */
+static void unref(struct kv_pool *p, int32_t b)
+{
+	BG_ASSERT(b >= 0 && b < p->n_blocks && p->refs[b] > 0);
+	if (--p->refs[b] > 0)
+		return;
+	if (p->uid && p->uid[b])
+		lru_push(p, b); /* kept for reuse; most recently used last */
+	else
+		p->free_list[p->n_free++] = b;
+}
 
 /* ---- the cache's tables ---- */
 
@@ -245,17 +260,23 @@ void kv_release(struct kv_pool *p, struct kv_table *t)
 	/* Release in reverse so that the blocks come back on top of the stack in the order
 	 * they were handed out: the next sequence gets the same indices (cache-friendly, and
 	 * deterministic). */
-	for (int32_t i = t->n - 1; i >= 0; i--) {
-		int32_t b = t->blocks[i];
-		BG_ASSERT(b >= 0 && b < p->n_blocks && p->refs[b] > 0);
-		if (--p->refs[b] > 0)
-			continue;
-		if (p->uid && p->uid[b])
-			lru_push(p, b); /* kept for reuse; most recently used last */
-		else
-			p->free_list[p->n_free++] = b;
-	}
+	for (int32_t i = t->n - 1; i >= t->n_dropped; i--)
+		unref(p, t->blocks[i]);
 	t->n = 0;
+	t->n_dropped = 0;
+}
+
+void kv_drop_front(struct kv_pool *p, struct kv_table *t, int32_t n)
+{
+	if (n > t->n)
+		n = t->n;
+	/* in position order: the oldest block becomes the least recently used idle one */
+	for (; t->n_dropped < n; t->n_dropped++) {
+		unref(p, t->blocks[t->n_dropped]);
+		t->blocks[t->n_dropped] = KV_DROPPED;
+		p->dropped_total++;
+		p->dropped_new++;
+	}
 }
 
 static bool table_reserve(struct kv_table *t, int32_t need)
@@ -281,11 +302,14 @@ enum bg_status kv_share(struct kv_pool *p, struct kv_table *dst, const struct kv
 			       n, src->n, dst->n);
 	if (!table_reserve(dst, n))
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for a block table");
+	dst->n_dropped = src->n_dropped < n ? src->n_dropped : n;
 	for (int32_t i = 0; i < n; i++) {
 		int32_t b = src->blocks[i];
+		dst->blocks[i] = b;
+		if (i < dst->n_dropped)
+			continue;
 		BG_ASSERT(p->refs[b] > 0);
 		p->refs[b]++;
-		dst->blocks[i] = b;
 	}
 	dst->n = n;
 	return BG_OK;
@@ -294,7 +318,7 @@ enum bg_status kv_share(struct kv_pool *p, struct kv_table *dst, const struct kv
 enum bg_status kv_make_private(struct kv_pool *p, struct kv_table *t, int32_t i, int32_t *copy_from,
 			       struct bg_err *err)
 {
-	BG_ASSERT(i >= 0 && i < t->n);
+	BG_ASSERT(i >= t->n_dropped && i < t->n);
 	int32_t old = t->blocks[i];
 	*copy_from = -1;
 	if (p->refs[old] <= 1)
@@ -394,7 +418,7 @@ void kv_table_free(struct kv_table *t)
 		return;
 	free(t->blocks);
 	t->blocks = NULL;
-	t->n = t->cap = 0;
+	t->n = t->cap = t->n_dropped = 0;
 }
 
 int32_t kv_refcount(const struct kv_pool *p, int32_t block)
@@ -420,6 +444,8 @@ void kv_get_stats(const struct kv_pool *p, struct kv_stats *out)
 	out->reused_total = p->reused_total;
 	out->missed_total = p->missed_total;
 	out->evicted_total = p->evicted_total;
+	out->dropped_new = p->dropped_new;
+	out->dropped_total = p->dropped_total;
 }
 
 void kv_stats_reset_iter(struct kv_pool *p)
@@ -427,6 +453,7 @@ void kv_stats_reset_iter(struct kv_pool *p)
 	p->alloc_new = 0;
 	p->reused_new = 0;
 	p->missed_new = 0;
+	p->dropped_new = 0;
 }
 
 bool kv_check(const struct kv_pool *p, const struct kv_table *const *tables, int32_t n_tables,
@@ -499,7 +526,13 @@ bool kv_check(const struct kv_pool *p, const struct kv_table *const *tables, int
 			const struct kv_table *kt = tables[t];
 			if (!kt)
 				continue;
-			for (int32_t i = 0; i < kt->n; i++) {
+			if (kt->n_dropped < 0 || kt->n_dropped > kt->n)
+				KV_BAD("table %d has %d dropped of %d blocks", t, kt->n_dropped, kt->n);
+			for (int32_t i = 0; i < kt->n_dropped; i++)
+				if (kt->blocks[i] != KV_DROPPED)
+					KV_BAD("table %d's dropped entry %d holds block %d", t, i,
+					       kt->blocks[i]);
+			for (int32_t i = kt->n_dropped; i < kt->n; i++) {
 				int32_t b = kt->blocks[i];
 				if (b < 0 || b >= p->n_blocks)
 					KV_BAD("table %d holds an invalid block %d", t, b);

@@ -36,11 +36,17 @@
 
 struct kv_pool;
 
-/* One sequence's block table. Zero-initialize it ({0}) before first use. */
+/* The entry of a block table whose block was given back by kv_drop_front. */
+#define KV_DROPPED (-1)
+
+/* One sequence's block table. Zero-initialize it ({0}) before first use.
+ * blocks[0, n_dropped) are KV_DROPPED: positions no layer will read again (a sliding
+ * window has passed them, see kv_drop_front); blocks[n_dropped, n) are held. */
 struct kv_table {
 	int32_t *blocks; /* [n] block indices, in position order */
-	int32_t n;	 /* blocks held */
+	int32_t n;	 /* entries: the table covers positions [0, n * block_size) */
 	int32_t cap;	 /* allocated entries of blocks */
+	int32_t n_dropped; /* leading entries given back (KV_DROPPED) */
 };
 
 struct kv_stats {
@@ -57,6 +63,8 @@ struct kv_stats {
 	int64_t reused_new, missed_new;	  /* kv_cache_note since kv_stats_reset_iter */
 	int64_t reused_total, missed_total; /* since creation */
 	int64_t evicted_total;		  /* idle blocks whose key was dropped to reuse them */
+	int64_t dropped_new, dropped_total; /* blocks given back by kv_drop_front (sliding
+					     * window): this iteration, since creation */
 };
 
 /* Creates a pool of n_blocks (> 0) blocks of block_size (> 0) tokens. */
@@ -84,8 +92,20 @@ enum bg_status kv_grow(struct kv_pool *p, struct kv_table *t, int64_t n_tokens, 
  * the free list) and empties t (its array is kept for reuse). */
 void kv_release(struct kv_pool *p, struct kv_table *t);
 
-/* Prefix sharing: appends src's first n blocks to the empty table dst; each shared
- * block's count goes up by one (no block is taken from the free list). BG_ERR_INVALID
+/* Sliding window: gives back t's reference on its blocks [n_dropped, n) (n clamped to
+ * t->n) and marks them KV_DROPPED; the table keeps covering the same positions, and
+ * positions in dropped blocks must never be read or written again. Blocks whose count
+ * reaches 0 go to the free list, or stay cached (idle) when keyed. */
+void kv_drop_front(struct kv_pool *p, struct kv_table *t, int32_t n);
+
+/* Blocks t holds: n - n_dropped. */
+static inline int32_t kv_table_held(const struct kv_table *t)
+{
+	return t->n - t->n_dropped;
+}
+
+/* Prefix sharing: appends src's first n entries to the empty table dst (dropped ones stay
+ * dropped); each shared held block's count goes up by one (no block is taken from the free list). BG_ERR_INVALID
  * when dst is not empty or n > src->n, BG_ERR_NOMEM: nothing changed on failure. */
 enum bg_status kv_share(struct kv_pool *p, struct kv_table *dst, const struct kv_table *src,
 			int32_t n, struct bg_err *err);

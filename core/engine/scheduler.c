@@ -20,10 +20,13 @@ struct sched {
 	int32_t static_size;	 /* members of the current static batch */
 	int64_t budget;		 /* adaptive: tokens that running sequences may be promised */
 	int64_t budget_lo, budget_hi;
+	int32_t win_blocks; /* cfg.kv_window > 0: the most blocks a sequence holds at once */
 };
 
 /* AIMD steps of the adaptive policy (the FasterTransformer write-up's LightLLM numbers). */
 enum { SCHED_AIMD_INCREASE = 100, SCHED_AIMD_DECREASE = 1000 };
+
+static void window_drop(struct sched *s, struct sched_seq *q);
 
 static bool preempts(const struct sched *s)
 {
@@ -47,6 +50,13 @@ enum bg_status sched_create(const struct sched_config *cfg, struct kv_pool *pool
 	s->budget = pool_tokens;
 	s->budget_lo = kv_block_size(pool);
 	s->budget_hi = 8 * pool_tokens;
+	if (cfg->kv_window > 0) {
+		/* after kv_drop_front, a step feeding c <= max_num_tokens tokens from position
+		 * n holds the blocks of positions [n - W + 1 rounded down to a block, n + c):
+		 * at most kv_blocks_for(W - 2 + block_size + c) */
+		int64_t span = (int64_t)cfg->kv_window - 2 + kv_block_size(pool) + cfg->max_num_tokens;
+		s->win_blocks = kv_blocks_for(pool, span);
+	}
 	s->run = calloc((size_t)cfg->max_batch_size, sizeof *s->run);
 	s->plan = calloc((size_t)cfg->max_batch_size, sizeof *s->plan);
 	if (!s->run || !s->plan) {
@@ -228,6 +238,7 @@ static enum bg_status cache_take(struct sched *s, struct sched_seq *q, int32_t k
 		q->n_keyed = k;
 	}
 	kv_cache_note(s->pool, k, kv_blocks_for(s->pool, q->n_prompt) - k);
+	window_drop(s, q);
 	return BG_OK;
 }
 
@@ -258,6 +269,15 @@ static int32_t chunk_after_cache(const struct sched *s, struct sched_seq *q, int
 	q->n_computed = k * kv_block_size(s->pool);
 	int32_t c = ctx_tokens(s, q, budget);
 	*cost = kv_blocks_for(s->pool, (int64_t)q->n_computed + c) - k + n_idle;
+	if (s->win_blocks > 0) {
+		/* window_drop gives back at once the taken blocks behind the window: what it
+		 * then holds bounds what it costs */
+		int64_t lo = (int64_t)q->n_computed - s->cfg.kv_window + 1;
+		int32_t held = kv_blocks_for(s->pool, (int64_t)q->n_computed + c) -
+			       (lo > 0 ? (int32_t)(lo / kv_block_size(s->pool)) : 0);
+		if (held < *cost)
+			*cost = held;
+	}
 	q->n_computed = saved;
 	return c;
 }
@@ -274,14 +294,32 @@ static int32_t family(const struct sched_seq *q)
  * shared by all samples, everything after them is each sample's own. */
 static int64_t family_blocks(const struct sched *s, const struct sched_seq *q)
 {
-	int64_t full = kv_blocks_for(s->pool, q->n_kv_max);
-	int32_t n = family(q);
+	return sched_blocks_needed(s, q->n_kv_max, q->n_prompt, family(q));
+}
+
+int64_t sched_blocks_needed(const struct sched *s, int64_t n_positions, int32_t n_prompt,
+			    int32_t n_samples)
+{
+	int64_t full = kv_blocks_for(s->pool, n_positions);
+	int32_t n = n_samples > 1 ? n_samples : 1;
+	if (s->win_blocks > 0 && full > s->win_blocks) /* the window bounds what each holds */
+		return (int64_t)n * s->win_blocks;
 	if (n == 1)
 		return full;
-	int64_t shared = q->n_prompt / kv_block_size(s->pool);
+	int64_t shared = n_prompt / kv_block_size(s->pool);
 	if (shared > full)
 		shared = full;
 	return shared + n * (full - shared);
+}
+
+/* Sliding window on every layer: gives back q's blocks that lie wholly before the window
+ * of its next position n_computed, i.e. that end at or before n_computed - W + 1. */
+static void window_drop(struct sched *s, struct sched_seq *q)
+{
+	int64_t lo = (int64_t)q->n_computed - s->cfg.kv_window + 1;
+	if (s->cfg.kv_window <= 0 || lo < kv_block_size(s->pool))
+		return;
+	kv_drop_front(s->pool, &q->kv, (int32_t)(lo / kv_block_size(s->pool)));
 }
 
 /* Batch slots the running sequences hold, their pending siblings included. */
@@ -360,7 +398,8 @@ static enum bg_status pause_seq(struct sched *s, struct sched_seq *q, struct bg_
 	int32_t cow_i = q->n_computed / kv_block_size(s->pool);
 	if (q->step_cow_src >= 0)
 		q->kv.blocks[cow_i] = q->step_cow_src;
-	if (q->n_computed > 0 && s->cfg.on_pause)
+	/* a table with dropped blocks resumes by recompute (the swap unit is a whole table) */
+	if (q->n_computed > 0 && s->cfg.on_pause && q->kv.n_dropped == 0)
 		swapped = s->cfg.on_pause(s->cfg.pause_user, q);
 	if (q->step_cow_src >= 0)
 		q->kv.blocks[cow_i] = q->step_cow_dst;
@@ -383,12 +422,19 @@ static enum bg_status pause_seq(struct sched *s, struct sched_seq *q, struct bg_
 	return paused_insert(s, q, err);
 }
 
-/* Tokens promised to the running sequences: the sum of their n_kv_max. */
+/* Tokens q may hold at once: n_kv_max, or what its window lets it hold. */
+static int64_t promise(const struct sched *s, const struct sched_seq *q)
+{
+	int64_t w = (int64_t)s->win_blocks * kv_block_size(s->pool);
+	return w > 0 && w < q->n_kv_max ? w : q->n_kv_max;
+}
+
+/* Tokens promised to the running sequences: the sum of their promise. */
 static int64_t promised_tokens(const struct sched *s)
 {
 	int64_t r = 0;
 	for (int32_t i = 0; i < s->n_run; i++)
-		r += s->run[i]->n_kv_max;
+		r += promise(s, s->run[i]);
 	return r;
 }
 
@@ -422,9 +468,9 @@ int64_t sched_reserved_blocks(const struct sched *s)
 			r += gang_reserve(s, q);
 			continue;
 		}
-		int64_t full = family_blocks(s, q);
-		if (full > q->kv.n)
-			r += full - q->kv.n;
+		int64_t full = family_blocks(s, q), held = kv_table_held(&q->kv);
+		if (full > held)
+			r += full - held;
 		r += cow_need(s, q);
 	}
 	return r;
@@ -440,7 +486,7 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 		       slots_used(s) + family(wq_at(s, 0)) <= s->cfg.max_batch_size) {
 			struct sched_seq *q = wq_at(s, 0);
 			int32_t n_idle, k = cache_peek(s, q, &n_idle);
-			int64_t full = family_blocks(s, q) - k + n_idle;
+			int64_t full = family_blocks(s, q) - (s->win_blocks ? 0 : k - n_idle);
 			if (full > avail)
 				break;
 			avail -= full;
@@ -576,7 +622,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 	       budget > 0) {
 		struct sched_seq *q = wq_at(s, 0);
 		if (s->cfg.policy == SCHED_ADAPTIVE && s->n_run > 0 &&
-		    promised + q->n_kv_max > s->budget) {
+		    promised + promise(s, q) > s->budget) {
 			/* does not fit the budget: grow it while memory is not short */
 			if ((int64_t)kv_n_used(s->pool) * 10 < (int64_t)kv_n_blocks(s->pool) * 9)
 				s->budget = s->budget + SCHED_AIMD_INCREASE < s->budget_hi
@@ -589,7 +635,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		if (c == 0)
 			break;
 		if (s->cfg.policy == SCHED_NO_EVICT || q->gang) {
-			int64_t full = family_blocks(s, q) - k + n_idle;
+			int64_t full = family_blocks(s, q) - (s->win_blocks ? 0 : k - n_idle);
 			if (full > avail)
 				break;
 			avail -= full;
@@ -609,7 +655,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		s->run[s->n_run++] = q;
 		budget -= c;
 		plan->n_new++;
-		promised += q->n_kv_max;
+		promised += promise(s, q);
 	}
 	return BG_OK;
 }
@@ -652,7 +698,8 @@ void sched_advance(struct sched *s, struct sched_seq *q, bool appended)
 	BG_ASSERT(q->state == SCHED_RUNNING && q->step_tokens > 0);
 	q->n_computed += q->step_tokens;
 	BG_ASSERT(q->n_computed <= q->n_tokens);
-	cache_put_full(s, q);
+	cache_put_full(s, q); /* before window_drop: it keys blocks the window may pass */
+	window_drop(s, q);
 	if (appended) {
 		BG_ASSERT(q->n_computed == q->n_tokens);
 		q->n_tokens++;

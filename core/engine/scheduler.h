@@ -55,6 +55,17 @@
  * running the step. Such copies are counted where blocks are counted (admission
  * reservations, max-util's room-making).
  *
+ * Sliding window (cfg.kv_window = W > 0, only when EVERY layer of the model is windowed:
+ * with interleaved global layers a request keeps all its blocks): the query at position
+ * p reads positions (p - W, p] only, so after each step, and after taking cached blocks,
+ * a sequence gives back (kv_drop_front) the blocks that end at or before
+ * n_computed - W + 1; its table keeps KV_DROPPED entries there. What a sequence holds at
+ * once is then bounded by win_blocks = kv_blocks_for(W - 2 + block_size + max_num_tokens),
+ * and that bound replaces kv_blocks_for(n_kv_max) wherever the policies reserve or
+ * promise (sched_blocks_needed; the adaptive promise is min(n_kv_max, win_blocks *
+ * block_size)); with cached blocks the windowed reservation does not subtract them. A
+ * paused sequence with dropped blocks resumes by recompute, never swap.
+ *
  * Beams (engine/beam.h): a beam search is a family of gang sequences (gang set on the
  * root before sched_enqueue, n_samples = its width). Beams advance in lockstep: a
  * sequence whose step sampled does not append by itself (sched_advance(q, false)); it is
@@ -149,6 +160,8 @@ struct sched_config {
 	sched_pause_fn on_pause; /* NULL: always recompute */
 	void *pause_user;
 	bool prefix_cache; /* block reuse across sequences (see above) */
+	int32_t kv_window; /* > 0: every layer attends to the last kv_window positions only
+			    * (see "Sliding window" above); 0: none */
 };
 
 /* One iteration's plan. */
@@ -225,6 +238,13 @@ struct sched_seq *sched_waiting_at(const struct sched *s, int32_t i);
 
 /* Adaptive: the current token budget. */
 int64_t sched_token_budget(const struct sched *s);
+
+/* Blocks one request may hold at once: kv_blocks_for(n_positions), or with samples the
+ * prompt's full blocks once and the rest n_samples times, bounded by the sliding window
+ * when cfg.kv_window > 0 (n_samples times its bound). The engine refuses requests whose
+ * need exceeds the pool. */
+int64_t sched_blocks_needed(const struct sched *s, int64_t n_positions, int32_t n_prompt,
+			    int32_t n_samples);
 
 /* Blocks the running sequences may still claim: sum of kv_blocks_for(n_kv_max) - held
  * (a sequence that will fork: its family's, the prompt's full blocks counted once), plus

@@ -103,3 +103,11 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
 		m *= 1.0f + 0.1f * logf(1.0f / scale);
 	*mscale = m;
 }
+
+void arch_rope_cos_sin(const double *freq, int half, double pos, float mscale, float *cs)
+{
+	for (int i = 0; i < half; i++) {
+		cs[2 * i] = (float)cos(pos * freq[i]) * mscale;
+		cs[2 * i + 1] = (float)sin(pos * freq[i]) * mscale;
+	}
+}

@@ -60,4 +60,10 @@ const char *arch_names(void);
 void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
 		     float *mscale);
 
+/* The rotation of one position from arch_rope_freqs' output: cs[2i] = cos(pos * freq[i]) *
+ * mscale, cs[2i + 1] = sin(...) * mscale for i < half, the angle in double (in fp32,
+ * pos * freq would be off by up to ~2e-4 rad at long contexts). The one place the CPU
+ * backend turns frequencies into angles. */
+void arch_rope_cos_sin(const double *freq, int half, double pos, float mscale, float *cs);
+
 #endif

@@ -167,14 +167,23 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
-/* Whether layer l is windowed: llama.cpp's set_swa_pattern (the last layer of each group
- * of `pattern` is global; pattern 0 or 1 with a window: pattern 0 = all windowed). */
-static bool layer_is_swa(const struct model_hparams *hp, uint32_t l)
+/* model_layer_is_swa, model_kv_window: see model.h */
+bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l)
 {
 	if (hp->n_swa == 0)
 		return false;
 	uint32_t p = hp->swa_pattern;
 	return p == 0 || l % p < p - 1;
+}
+
+uint32_t model_kv_window(const struct model_hparams *hp)
+{
+	if (!hp || hp->n_swa == 0 || hp->n_layer == 0)
+		return 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		if (!model_layer_is_swa(hp, l))
+			return 0;
+	return hp->n_swa;
 }
 
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
@@ -475,7 +484,7 @@ static enum bg_status load_tensors(struct loader *L)
 		TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
-		ly->swa = layer_is_swa(hp, l);
+		ly->swa = model_layer_is_swa(hp, l);
 #undef TAKE
 	}
 	return BG_OK;
@@ -614,7 +623,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_swa_file = sw.n_swa;
 	if (!st && ai->swa_pattern && !ai->swa_read_only && sw.n_swa) {
 		hp->n_swa = sw.n_swa;
-		hp->swa_pattern = ai->swa_pattern;
+		hp->swa_pattern = sw.swa_all ? 0 : ai->swa_pattern;
 		if (ai->swa_rope_own)
 			hp->rope_base_swa = 10000.0f;
 	}
@@ -661,7 +670,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->attn_post_norm, GGUF_DTYPE_F32, E, 1);
 			W(ly->ffn_post_norm, GGUF_DTYPE_F32, E, 1);
 		}
-		ly->swa = layer_is_swa(hp, l);
+		ly->swa = model_layer_is_swa(hp, l);
 	}
 #undef W
 	m->synthetic = true;

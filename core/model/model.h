@@ -147,4 +147,13 @@ enum bg_status model_open(const char *spec, bool lazy, struct model **out, struc
 /* (model_open's messages likewise start with the path, the spec, or "built-in model".) */
 void model_free(struct model *m); /* NULL-safe */
 
+/* Whether layer l is windowed (llama.cpp's set_swa_pattern: the last layer of each group
+ * of swa_pattern is global; pattern 0 = every layer windowed); false without a window. */
+bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l);
+
+/* The sliding window when EVERY layer is windowed (then KV before it is never read again
+ * and the engine gives its blocks back); 0 when some layer attends to the whole context
+ * or there is no window. */
+uint32_t model_kv_window(const struct model_hparams *hp);
+
 #endif

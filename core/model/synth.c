@@ -56,6 +56,10 @@ static const struct synth_shape shapes[] = {
      .head_dim = 256, .n_swa = 4096},
     {"gemma2-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-6f, true, "gemma2", .head_dim = 32,
      .n_swa = 16, .attn_softcap = 2.0f, .final_softcap = 3.0f},
+    /* gemma2-tiny with sliding_window_pattern 0: every layer windowed (llama.cpp's
+     * set_swa_pattern), the case where the engine gives back blocks behind the window */
+    {"gemma2-swa-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-6f, true, "gemma2",
+     .head_dim = 32, .n_swa = 16, .swa_all = true, .attn_softcap = 2.0f, .final_softcap = 3.0f},
     {"gemma3-1b", 26, 1152, 4, 1, 6912, 262144, 32768, 1000000.0f, 1e-6f, true, "gemma3",
      .head_dim = 256, .n_swa = 512},
     {"gemma3-tiny", 6, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma3",
@@ -562,6 +566,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	bool gemma2 = is_arch(s, "gemma2"), phi3 = is_arch(s, "phi3");
 	if (s->n_swa)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window"), s->n_swa);
+	if (s->swa_all)
+		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
 	if (gemma2) {
 		gguf_writer_set_f32(w, ARCH_KEY("attn_logit_softcapping"),
 				    s->attn_softcap > 0.0f ? s->attn_softcap : 50.0f);

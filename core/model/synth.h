@@ -42,6 +42,7 @@ struct synth_shape {
 	/* Architecture extras; zero = absent / the default. */
 	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
 	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
+	bool swa_all;		  /* attention.sliding_window_pattern 0: every layer windowed */
 	float attn_softcap;	  /* gemma2 attn_logit_softcapping (0: 50) */
 	float final_softcap;	  /* gemma2 final_logit_softcapping (0: 30) */
 	const char *rope_scaling; /* rope.scaling.type "linear" or "yarn", with rope_factor */

@@ -22,7 +22,9 @@ struct js {
 	size_t n_names, cap_names;
 	char **ref_keys; /* [n_refs] "$ref" strings already given a rule */
 	char **ref_rules;
+	int *ref_guard; /* [n_refs] j->guard when its visit began; -1 once done */
 	size_t n_refs, cap_refs;
+	int guard; /* JSON tokens ("{", "[") on the path from the root to this visit */
 	const cJSON *root;
 	int depth;
 	bool failed;
@@ -303,6 +305,15 @@ static void int_range(struct strbuf *b, bool has_lo, int64_t lo, bool has_hi, in
 
 static char *visit(struct js *j, const cJSON *s, const char *hint);
 
+/* A schema that comes after a JSON token of its parent (a property value, an item). */
+static char *visit_guarded(struct js *j, const cJSON *s, const char *hint)
+{
+	j->guard++;
+	char *r = visit(j, s, hint);
+	j->guard--;
+	return r;
+}
+
 static const char *const IGNORED[] = {"title",	  "description", "default", "examples",
 				      "$schema",  "$id",	 "$comment", "format",
 				      "readOnly", "writeOnly",	 "deprecated", "$defs",
@@ -406,7 +417,7 @@ static char *visit_object(struct js *j, const cJSON *s, const char *hint)
 		snprintf(h, sizeof h, "%s-%s", hint, p->string);
 		size_t plen = strlen(j->path);
 		snprintf(j->path + plen, sizeof j->path - plen, "/properties/%s", p->string);
-		char *vr = visit(j, p, h);
+		char *vr = visit_guarded(j, p, h);
 		j->path[plen] = 0;
 		if (!vr)
 			break;
@@ -437,7 +448,7 @@ static char *visit_object(struct js *j, const cJSON *s, const char *hint)
 			snprintf(h, sizeof h, "%s-additional-value", hint);
 			size_t plen = strlen(j->path);
 			snprintf(j->path + plen, sizeof j->path - plen, "/additionalProperties");
-			char *vr = cJSON_IsTrue(addl) ? strdup(js_prim(j, "value")) : visit(j, addl, h);
+			char *vr = cJSON_IsTrue(addl) ? strdup(js_prim(j, "value")) : visit_guarded(j, addl, h);
 			j->path[plen] = 0;
 			if (vr) {
 				/* the key: any string, or when properties are named, any string
@@ -570,8 +581,16 @@ static char *visit_int_range(struct js *j, const cJSON *s, const char *hint)
 static char *visit_ref(struct js *j, const char *ref, const char *hint)
 {
 	for (size_t i = 0; i < j->n_refs; i++)
-		if (strcmp(j->ref_keys[i], ref) == 0)
+		if (strcmp(j->ref_keys[i], ref) == 0) {
+			/* reached again before any JSON token: the rule would be left-recursive
+			 * (and the schema validates nothing finite through this path) */
+			if (j->ref_guard[i] == j->guard)
+				return js_fail(j, BG_ERR_UNSUPPORTED,
+					       "$ref %s refers back to itself before any JSON token "
+					       "(left recursion)",
+					       ref);
 			return strdup(j->ref_rules[i]);
+		}
 	const cJSON *target = NULL;
 	if (strcmp(ref, "#") == 0) {
 		target = j->root;
@@ -595,7 +614,10 @@ static char *visit_ref(struct js *j, const char *ref, const char *hint)
 		char **b = realloc(j->ref_rules, nc * sizeof *b);
 		if (b)
 			j->ref_rules = b;
-		if (!a || !b)
+		int *g = realloc(j->ref_guard, nc * sizeof *g);
+		if (g)
+			j->ref_guard = g;
+		if (!a || !b || !g)
 			return js_fail(j, BG_ERR_NOMEM, "out of memory");
 		j->cap_refs = nc;
 	}
@@ -607,10 +629,12 @@ static char *visit_ref(struct js *j, const char *ref, const char *hint)
 		return NULL;
 	j->ref_keys[j->n_refs] = strdup(ref);
 	j->ref_rules[j->n_refs] = name;
-	j->n_refs++;
+	j->ref_guard[j->n_refs] = j->guard;
+	size_t me = j->n_refs++;
 	char *body = visit(j, target, hint);
 	if (!body)
 		return NULL;
+	j->ref_guard[me] = -1;
 	js_define(j, name, body);
 	free(body);
 	return strdup(name);
@@ -642,7 +666,7 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 			{
 				char h[160];
 				snprintf(h, sizeof h, "%s-tuple-%d", hint, i);
-				char *r = visit(j, it, h);
+				char *r = visit_guarded(j, it, h);
 				if (!r)
 					break;
 				strbuf_printf(&b, "%s %s", i ? " \",\" space" : "", r);
@@ -660,7 +684,7 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 			return js_fail(j, BG_ERR_FORMAT, "items must be a schema");
 		char h[160];
 		snprintf(h, sizeof h, "%s-item", hint);
-		char *it = items && cJSON_IsObject(items) ? visit(j, items, h) : strdup(js_prim(j, "value"));
+		char *it = items && cJSON_IsObject(items) ? visit_guarded(j, items, h) : strdup(js_prim(j, "value"));
 		if (!it)
 			return NULL;
 		struct strbuf b = {0};
@@ -893,6 +917,7 @@ static enum bg_status finish(struct js *j, char *top, char **gbnf)
 	}
 	free(j->ref_keys);
 	free(j->ref_rules);
+	free(j->ref_guard);
 	return st;
 }
 

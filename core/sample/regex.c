@@ -19,6 +19,7 @@ struct rx {
 	const char *src, *p, *end;
 	bool json;
 	int depth;
+	bool nullable; /* the last atom, sequence or alternation parsed matches "" */
 	bool failed;
 	struct bg_err *err;
 	struct strbuf out;
@@ -308,7 +309,7 @@ static bool parse_atom(struct rx *r)
 		}
 		r->depth++;
 		strbuf_puts(&r->out, "(");
-		if (!parse_alt(r))
+		if (!parse_alt(r)) /* sets r->nullable */
 			return false;
 		strbuf_puts(&r->out, ")");
 		r->depth--;
@@ -317,6 +318,7 @@ static bool parse_atom(struct rx *r)
 		r->p++;
 		return true;
 	}
+	r->nullable = false;
 	if (c == '[')
 		return parse_class(r);
 	if (c == '.') {
@@ -369,7 +371,7 @@ static bool parse_int(struct rx *r, int *v)
 
 static bool parse_seq(struct rx *r)
 {
-	bool any = false;
+	bool any = false, all_nullable = true;
 	while (r->p < r->end && *r->p != '|' && *r->p != ')') {
 		if (*r->p == '$' && r->p + 1 == r->end && r->depth == 0) {
 			r->p++;
@@ -411,8 +413,15 @@ static bool parse_seq(struct rx *r)
 			if (mx >= 0 && mx < mn)
 				return rx_fail(r, BG_ERR_FORMAT, "a repetition range out of order");
 		}
+		all_nullable = all_nullable && (r->nullable || mn == 0);
 		if (mn < 0)
 			continue;
+		/* X{m,} of an X that matches "" is left-recursive in GBNF (the grammar refuses
+		 * it, as llama.cpp's does): refused here with a hint */
+		if (mx < 0 && r->nullable)
+			return rx_fail(r, BG_ERR_UNSUPPORTED,
+				       "an unbounded repetition of something that can match the empty "
+				       "string (as in (a*)*); repeat its non-empty part");
 		r->p++;
 		if (r->p < r->end && *r->p == '+')
 			return rx_fail(r, BG_ERR_UNSUPPORTED, "possessive quantifiers");
@@ -427,6 +436,7 @@ static bool parse_seq(struct rx *r)
 	}
 	if (!any)
 		strbuf_puts(&r->out, "\"\"");
+	r->nullable = all_nullable;
 	return true;
 }
 
@@ -434,12 +444,15 @@ static bool parse_alt(struct rx *r)
 {
 	if (!parse_seq(r))
 		return false;
+	bool nullable = r->nullable;
 	while (r->p < r->end && *r->p == '|') {
 		r->p++;
 		strbuf_puts(&r->out, " | ");
 		if (!parse_seq(r))
 			return false;
+		nullable = nullable || r->nullable;
 	}
+	r->nullable = nullable;
 	return true;
 }
 

@@ -8,7 +8,9 @@
  * nothing: a constraint has no preference). `^` at the very start and `$` at the very end
  * are accepted and mean nothing more: the whole output must match (full match, as
  * vLLM/outlines do). Refused with BG_ERR_UNSUPPORTED and the offset: backreferences,
- * lookarounds, \b, possessive quantifiers, named groups, flags, anchors elsewhere.
+ * lookarounds, \b, possessive quantifiers, named groups, flags, anchors elsewhere,
+ * and an unbounded repetition of something that can match the empty string (`(a*)*`,
+ * `(a|b?)+`: left-recursive as GBNF; bounded ones such as `(a*){0,3}` are fine).
  *
  * json_string mode (a JSON schema `pattern`): the expression is for the inside of a
  * JSON string literal. The matched string's characters `"` and `\` are produced in their

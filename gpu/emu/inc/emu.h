@@ -51,7 +51,7 @@ extern "C" {
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __shared__ static
 struct dim3 {
 	unsigned x, y, z;
@@ -60,6 +60,7 @@ struct dim3 {
 struct uint3e { unsigned x, y, z; };
 extern uint3e threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
+struct float2 { float x, y; };
 struct __half { uint16_t x; };
 struct __nv_bfloat16 { uint16_t x; };
 inline float __half2float(__half h) { return half_f16_to_f32(h.x); }
@@ -74,6 +75,7 @@ inline float cospif(float x) { return (float)cos(M_PI * (double)x); }
 using std::min;
 using std::max;
 inline int atomicAdd(int *p, int v) { int o = *p; *p += v; return o; }
+inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p += v; return o; }
 
 // ---- fibers ----
 void emu_wait_block();
