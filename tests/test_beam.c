@@ -25,6 +25,7 @@
 #include "cpu/backend_cpu.h"
 #include "engine/beam.h"
 #include "engine/engine.h"
+#include "io/workload.h"
 #include "model/model.h"
 
 #include <math.h>
@@ -864,9 +865,28 @@ static void test_refusals(void)
 	fake_free(&f);
 }
 
+/* The bench workload BW4: 128/128 requests with beam_width 4, every beam returned. */
+static void test_workload_bw4(void)
+{
+	struct wl_spec w;
+	struct bg_err err = {0};
+	CHECK(wl_parse("bw4x3", &w, &err) == BG_OK && w.beam_width == 4 && w.n_requests == 3,
+	      "BW4x3 parses: %s", err.msg);
+	struct wl_gen *g = NULL;
+	CHECK(wl_gen_create(&w, 3, 1, 3, 500, "bw", &g, &err) == BG_OK, "gen: %s", err.msg);
+	struct request *r = NULL;
+	CHECK(g && wl_gen_next(g, &r, &err) == 1 && r && r->beam_width == 4 && r->n == 4 &&
+		  r->max_tokens == 128 && r->n_input_ids == 128,
+	      "a BW4 request: beam_width 4, n 4, 128/128");
+	req_free(r);
+	wl_gen_destroy(g);
+	CHECK(wl_parse("N8", &w, &err) == BG_OK && w.beam_width == 0, "N8 has no beams");
+}
+
 int main(void)
 {
 	test_refusals();
+	test_workload_bw4();
 	test_exhaustive(3, 3, 9);
 	test_exhaustive(2, 4, 8);
 	test_exhaustive(4, 2, 4);

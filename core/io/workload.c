@@ -87,6 +87,7 @@ static const struct wl_named wl_fixed_table[] = {
     /* issue 14's engine workloads */
     {"P1", 1100, 128, 256, 1000, 0, 0}, {"N8", 128, 128, 32, 0, 8, 0},
     {"N8S", 128, 128, 256, 0, 0, 8},
+    {"BW4", 128, 128, 32, 0, 0, 0}, /* + beam_width 4, set in wl_parse */
 };
 
 static bool wl_parse_i64(const char *s, size_t len, int64_t lo, int64_t hi, int64_t *out)
@@ -160,6 +161,7 @@ enum bg_status wl_parse(const char *text, struct wl_spec *out, struct bg_err *er
 			out->shared_prefix = wl_fixed_table[i].shared_prefix;
 			out->n_samples = wl_fixed_table[i].n_samples;
 			out->group = wl_fixed_table[i].group;
+			out->beam_width = strcasecmp(base, "BW4") == 0 ? 4 : 0;
 			snprintf(out->name, sizeof out->name, "%s", wl_fixed_table[i].name);
 			if (!out->n_given)
 				out->n_requests = wl_fixed_table[i].n;
@@ -192,7 +194,7 @@ enum bg_status wl_parse(const char *text, struct wl_spec *out, struct bg_err *er
 	}
 	return bg_fail(
 	    err, BG_ERR_INVALID,
-	    "unknown workload '%s' (known: F1..F6, V1, V2, S1, B1, P1, N8, N8S, or ISL/OSL[xN] such as "
+	    "unknown workload '%s' (known: F1..F6, V1, V2, S1, B1, P1, N8, N8S, BW4, or ISL/OSL[xN] such as "
 	    "128/128x32)",
 	    text);
 }
@@ -335,6 +337,8 @@ int wl_gen_next(struct wl_gen *g, struct request **out, struct bg_err *err)
 	}
 	if (g->spec.n_samples > 1)
 		r->n = g->spec.n_samples;
+	if (g->spec.beam_width > 1) /* greedy and ignore_eos: every beam reaches osl */
+		r->n = r->beam_width = g->spec.beam_width;
 	r->n_input_ids = isl;
 	r->line = i + 1;
 	r->seq = i;
@@ -345,7 +349,9 @@ int wl_gen_next(struct wl_gen *g, struct request **out, struct bg_err *err)
 	g->content_sum = h;
 	g->shape_sum = wl_fnv_u32(wl_fnv_u32(g->shape_sum, (uint32_t)isl), (uint32_t)osl);
 	g->prompt_tokens += isl;
-	g->output_tokens += (int64_t)osl * (g->spec.n_samples > 1 ? g->spec.n_samples : 1);
+	g->output_tokens += (int64_t)osl * (g->spec.n_samples > 1	? g->spec.n_samples
+					    : g->spec.beam_width > 1 ? g->spec.beam_width
+								     : 1);
 	g->made++;
 	*out = r;
 	return 1;

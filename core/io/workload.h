@@ -46,6 +46,7 @@ struct wl_spec {
 	int32_t shared_prefix; /* the first tokens of every prompt are the same */
 	int32_t n_samples;     /* request field n (0 = 1) */
 	int32_t group;	       /* requests i and j with i / group == j / group share a prompt */
+	int32_t beam_width;    /* BW4: beam search of this width, all beams returned (0 = off) */
 	/* WL_LOGNORMAL: ln-space means and deviations, and the drop rules */
 	double isl_mu, isl_sigma, osl_mu, osl_sigma;
 	int32_t min_isl, min_osl, max_isl, max_total;
