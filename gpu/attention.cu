@@ -270,8 +270,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 #pragma unroll
 			for (int e = 0; e < NPL; e++) {
 				int d = lane + 32 * e;
-				if (d < hd)
-					o[d] = st_t<T>(l[gi] > 0.0f ? acc[gi][e] / l[gi] : 0.0f);
+				if (d < hd) /* l >= 1 (the query's own key); a NaN must reach the sampler */
+					o[d] = st_t<T>(acc[gi][e] / l[gi]);
 			}
 		} else {
 			float *pp = partial + (((int64_t)li * a.n_head + h) * n_split + sp) * (hd + 2);

@@ -1509,7 +1509,7 @@ static void test_attention_window(int n_sm)
 		a.list = tiled ? dlist : NULL;
 		a.n_list = tiled ? 3 : 0;
 		int n_q = tiled ? 3 : n_tok;
-		int heur = gpu_attention_splits(n_q, n_head, hd, max_ctx, n_sm, part_cap);
+		int heur = gpu_attention_splits(n_q, n_head, n_head_kv, hd, dt, max_ctx, n_sm, part_cap);
 		int splits[3] = {1, 4, heur};
 		for (int ns : splits) {
 			if (gpu_attention_partial_floats(n_q, n_head, hd, ns) > part_cap)
