@@ -43,7 +43,8 @@ echo slow >"$TMP/state/test--slow.mode"
 $PY tests/hub_server.py "$TMP/hub.json" "$TMP/state" 2>"$TMP/server.err" &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$TMP"' EXIT
-for _ in $(seq 100); do [ -s "$TMP/state/port" ] && break; sleep 0.05; done
+# python3 may take seconds to start on a loaded machine: wait up to 30 s
+for _ in $(seq 600); do [ -s "$TMP/state/port" ] && break; sleep 0.05; done
 check "the server started" test -s "$TMP/state/port"
 port=$(cat "$TMP/state/port" 2>/dev/null)
 
