@@ -53,6 +53,17 @@ void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+int strbuf_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 void strbuf_json_ascii(struct strbuf *b, unsigned char c)
 {
 	switch (c) {

@@ -25,5 +25,9 @@ void strbuf_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format
 /* Appends an ASCII byte c (< 0x80) as it stands inside a JSON string: the escapes JSON
  * names (\" \\ \n \r \t \b \f), \u00XX for the other control bytes, else c itself. */
 void strbuf_json_ascii(struct strbuf *b, unsigned char c);
+/* The value of the hex digit c (0-9, a-f, A-F), or -1 for any other byte. Here, in the base
+ * text module, because the escape readers of the grammar, regex and template parsers
+ * (\xHH, \uHHHH) sit in rooms that cannot include one another. */
+int strbuf_hex_digit(char c);
 
 #endif

@@ -158,30 +158,35 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	return BG_OK;
 }
 
+/* Makes the float arrays *a ([*cap][row_a]) and *b ([*cap][row_b]; b NULL: none) hold at
+ * least n rows, *cap growing as grown_cap(*cap, first, n). 0 when out of memory, with *cap
+ * 0 so that the next call allocates again. */
+static int grow_rows(int32_t *cap, int32_t first, int32_t n, float **a, size_t row_a, float **b,
+		     size_t row_b)
+{
+	if (n <= *cap)
+		return 1;
+	int32_t want = grown_cap(*cap, first, n);
+	if (!grow(a, (size_t)want * row_a, sizeof(float)) ||
+	    (b && !grow(b, (size_t)want * row_b, sizeof(float)))) {
+		*cap = 0;
+		return 0;
+	}
+	*cap = want;
+	return 1;
+}
+
 static enum bg_status ensure_ctx(struct cpu_ctx *c, int32_t n, struct bg_err *err)
 {
-	if (n <= c->cap_ctx)
-		return BG_OK;
-	int32_t cap = grown_cap(c->cap_ctx, 256, n);
-	if (!grow(&c->att_scores, (size_t)cap * c->n_threads, sizeof(float))) {
-		c->cap_ctx = 0;
+	if (!grow_rows(&c->cap_ctx, 256, n, &c->att_scores, (size_t)c->n_threads, NULL, 0))
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for attention of %d positions", n);
-	}
-	c->cap_ctx = cap;
 	return BG_OK;
 }
 
 static enum bg_status ensure_logits(struct cpu_ctx *c, int32_t n, struct bg_err *err)
 {
-	if (n <= c->cap_logits)
-		return BG_OK;
-	int32_t cap = grown_cap(c->cap_logits, 4, n);
-	if (!grow(&c->xf, (size_t)cap * c->hp.n_embd, sizeof(float)) ||
-	    !grow(&c->logits, (size_t)cap * c->hp.n_vocab, sizeof(float))) {
-		c->cap_logits = 0;
+	if (!grow_rows(&c->cap_logits, 4, n, &c->xf, c->hp.n_embd, &c->logits, c->hp.n_vocab))
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for %d logits rows", n);
-	}
-	c->cap_logits = cap;
 	return BG_OK;
 }
 
@@ -739,42 +744,42 @@ static size_t slab_floats(const struct cpu_ctx *c)
 	return (size_t)c->block_size * (size_t)c->kv_dim;
 }
 
-static enum bg_status cpu_kv_swap_out(void *ctx, const int32_t *blocks, int32_t n, void *host,
-				      struct bg_err *err)
+/* Copies the blocks' slabs, block by block, layer by layer, K before V, into to[] when to is
+ * not NULL, else from from[] into the cache: the host layout of kv_swap_out/kv_swap_in. */
+static enum bg_status kv_swap(struct cpu_ctx *c, const int32_t *blocks, int32_t n, float *to,
+			      const float *from, struct bg_err *err)
 {
-	struct cpu_ctx *c = ctx;
 	enum bg_status st = check_blocks(c, blocks, n, err);
 	if (st != BG_OK)
 		return st;
 	size_t sl = slab_floats(c);
-	float *dst = host;
-	for (int32_t i = 0; i < n; i++)
-		for (uint32_t l = 0; l < c->hp.n_layer; l++) {
-			memcpy(dst, kv_k(c, l) + (size_t)blocks[i] * sl, sl * sizeof(float));
-			dst += sl;
-			memcpy(dst, kv_v(c, l) + (size_t)blocks[i] * sl, sl * sizeof(float));
-			dst += sl;
-		}
+	for (int32_t i = 0; i < n; i++) {
+		size_t off = (size_t)blocks[i] * sl;
+		for (uint32_t l = 0; l < c->hp.n_layer; l++)
+			for (int v = 0; v < 2; v++) {
+				float *slab = (v ? kv_v(c, l) : kv_k(c, l)) + off;
+				if (to) {
+					memcpy(to, slab, sl * sizeof(float));
+					to += sl;
+				} else {
+					memcpy(slab, from, sl * sizeof(float));
+					from += sl;
+				}
+			}
+	}
 	return BG_OK;
+}
+
+static enum bg_status cpu_kv_swap_out(void *ctx, const int32_t *blocks, int32_t n, void *host,
+				      struct bg_err *err)
+{
+	return kv_swap(ctx, blocks, n, host, NULL, err);
 }
 
 static enum bg_status cpu_kv_swap_in(void *ctx, const int32_t *blocks, int32_t n, const void *host,
 				     struct bg_err *err)
 {
-	struct cpu_ctx *c = ctx;
-	enum bg_status st = check_blocks(c, blocks, n, err);
-	if (st != BG_OK)
-		return st;
-	size_t sl = slab_floats(c);
-	const float *src = host;
-	for (int32_t i = 0; i < n; i++)
-		for (uint32_t l = 0; l < c->hp.n_layer; l++) {
-			memcpy(kv_k(c, l) + (size_t)blocks[i] * sl, src, sl * sizeof(float));
-			src += sl;
-			memcpy(kv_v(c, l) + (size_t)blocks[i] * sl, src, sl * sizeof(float));
-			src += sl;
-		}
-	return BG_OK;
+	return kv_swap(ctx, blocks, n, NULL, host, err);
 }
 
 static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg_err *err)

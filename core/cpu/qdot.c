@@ -78,15 +78,8 @@ static void quant_a32(const float *x, struct qdot_a32 *y, bool with_sum)
 /* quantize_row_q8_K_ref: the element of largest magnitude maps to -127 */
 static void quant_a256(const float *x, struct qdot_a256 *y)
 {
-	float max = 0.0f, amax = 0.0f;
-	for (int j = 0; j < 256; j++) {
-		float ax = fabsf(x[j]);
-		if (ax > amax) {
-			amax = ax;
-			max = x[j];
-		}
-	}
-	if (amax == 0.0f) {
+	const float max = quant_max_magnitude(x, 256);
+	if (max == 0.0f) {
 		memset(y, 0, sizeof *y);
 		return;
 	}

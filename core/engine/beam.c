@@ -222,12 +222,22 @@ static void add_hyp(struct beam *b, struct hyp *h)
 	b->n_hyps++;
 }
 
-/* Moves h into request r's output arrays (freeing r's). */
-static void hyp_to_beam(struct hyp *h, struct request *r)
+/* Frees beam r's output arrays: no tokens (cum_logprob is left as it is). */
+static void drop_output(struct request *r)
 {
 	free(r->out_ids);
 	free(r->out_logprobs);
 	free(r->out_top);
+	r->out_ids = NULL;
+	r->out_logprobs = NULL;
+	r->out_top = NULL;
+	r->n_out = 0;
+}
+
+/* Moves h into request r's output arrays (freeing r's). */
+static void hyp_to_beam(struct hyp *h, struct request *r)
+{
+	drop_output(r);
 	r->out_ids = h->ids;
 	r->out_logprobs = h->lps;
 	r->out_top = h->top;
@@ -282,15 +292,8 @@ enum bg_status beam_step(struct beam *b, struct request *const *beams, beam_fini
 	for (int32_t j = 0; j < nn; j++)
 		hyp_to_beam(&next[j], beams[j]);
 	for (int32_t s = nn; s < L; s++) {
-		struct request *r = beams[s];
-		free(r->out_ids);
-		free(r->out_logprobs);
-		free(r->out_top);
-		r->out_ids = NULL;
-		r->out_logprobs = NULL;
-		r->out_top = NULL;
-		r->n_out = 0;
-		r->cum_logprob = 0;
+		drop_output(beams[s]);
+		beams[s]->cum_logprob = 0;
 	}
 	b->n_live = nn;
 	b->n_collected = 0;
@@ -385,16 +388,8 @@ enum bg_status beam_finish(struct beam *b, struct request *const *beams, struct 
 		memset(h, 0, sizeof *h);
 	}
 	/* the live beams not returned (the root's own request is beams[0]) */
-	for (int32_t s = 0; s < b->n_live; s++) {
-		struct request *br = beams[s];
-		free(br->out_ids);
-		free(br->out_logprobs);
-		free(br->out_top);
-		br->out_ids = NULL;
-		br->out_logprobs = NULL;
-		br->out_top = NULL;
-		br->n_out = 0;
-	}
+	for (int32_t s = 0; s < b->n_live; s++)
+		drop_output(beams[s]);
 	b->n_live = 0;
 	for (int32_t i = 0; i < r->n_choices; i++)
 		req_choice_clear(&r->choices[i]);

@@ -146,10 +146,12 @@ static void sb_top_native(struct strbuf *b, const struct sampler_result *s, cons
 	strbuf_put(b, "]", 1);
 }
 
-/* ,"key":[v0,v1,...] of n log-probs; entries before `first` (and all of them when lp is
- * NULL) are written as `missing`. */
-static void sb_logprob_array(struct strbuf *b, const char *key, const float *lp, int32_t n,
-			     int32_t first, const char *missing)
+/* ,"key":[e0,e1,...], one entry per token for n tokens: the log-prob lp[i], or with lp NULL
+ * the alternatives top[i] in the native form (with t and render_special); entries before
+ * `first` (and all of them when lp and top are both NULL) are written as `missing`. */
+static void sb_token_array(struct strbuf *b, const char *key, int32_t n, int32_t first,
+			   const char *missing, const float *lp, const struct sampler_result *top,
+			   const struct tok *t, bool render_special)
 {
 	strbuf_puts(b, ",");
 	sb_key(b, key);
@@ -157,29 +159,12 @@ static void sb_logprob_array(struct strbuf *b, const char *key, const float *lp,
 	for (int32_t i = 0; i < n; i++) {
 		if (i)
 			strbuf_put(b, ",", 1);
-		if (lp && i >= first)
+		if (i < first || (!lp && !top))
+			strbuf_puts(b, missing);
+		else if (lp)
 			sb_float(b, lp[i]);
 		else
-			strbuf_puts(b, missing);
-	}
-	strbuf_put(b, "]", 1);
-}
-
-/* ,"key":[[alternatives of token 0], ...] in the native form; as sb_logprob_array. */
-static void sb_top_array(struct strbuf *b, const char *key, const struct sampler_result *top,
-			 int32_t n, int32_t first, const char *missing, const struct tok *t,
-			 bool render_special)
-{
-	strbuf_puts(b, ",");
-	sb_key(b, key);
-	strbuf_put(b, "[", 1);
-	for (int32_t i = 0; i < n; i++) {
-		if (i)
-			strbuf_put(b, ",", 1);
-		if (top && i >= first)
 			sb_top_native(b, &top[i], t, render_special);
-		else
-			strbuf_puts(b, missing);
 	}
 	strbuf_put(b, "]", 1);
 }
@@ -199,9 +184,10 @@ static void write_native_seq(struct strbuf *b, const struct request *r, const st
 	sb_key(b, "finish_reason");
 	strbuf_printf(b, "\"%s\"", ec ? "error" : req_finish_name(r->finish));
 	if (r->logprobs >= 0)
-		sb_logprob_array(b, "logprobs", r->out_logprobs, n_out, 0, "null");
+		sb_token_array(b, "logprobs", n_out, 0, "null", r->out_logprobs, NULL, t, false);
 	if (r->logprobs > 0)
-		sb_top_array(b, "top_logprobs", r->out_top, n_out, 0, "[]", t, o->render_special);
+		sb_token_array(b, "top_logprobs", n_out, 0, "[]", NULL, r->out_top, t,
+			       o->render_special);
 }
 
 /* n > 1: ,"choices":[{index, text, token_ids, finish_reason, logprobs?, top_logprobs?,
@@ -224,10 +210,11 @@ static void write_native_choices(struct strbuf *b, const struct request *r, cons
 		sb_ids(b, c->out_ids, n_out);
 		strbuf_printf(b, ",\"finish_reason\":\"%s\"", req_finish_name(c->finish));
 		if (r->logprobs >= 0)
-			sb_logprob_array(b, "logprobs", c->out_logprobs, n_out, 0, "null");
+			sb_token_array(b, "logprobs", n_out, 0, "null", c->out_logprobs, NULL, t,
+				       false);
 		if (r->logprobs > 0)
-			sb_top_array(b, "top_logprobs", c->out_top, n_out, 0, "[]", t,
-				     o->render_special);
+			sb_token_array(b, "top_logprobs", n_out, 0, "[]", NULL, c->out_top, t,
+				       o->render_special);
 		strbuf_puts(b, ",");
 		sb_key(b, "cum_logprob");
 		sb_double(b, c->cum_logprob);
@@ -255,10 +242,11 @@ static void write_native(struct strbuf *b, const struct request *r, const struct
 		sb_key(b, "prompt_token_ids");
 		sb_ids(b, r->prompt_ids, n_prompt);
 		/* the first prompt token has no log-prob (NAN): null */
-		sb_logprob_array(b, "prompt_logprobs", r->prompt_lp, n_prompt, 1, "null");
+		sb_token_array(b, "prompt_logprobs", n_prompt, 1, "null", r->prompt_lp, NULL, t,
+			       false);
 		if (r->prompt_logprobs > 0)
-			sb_top_array(b, "prompt_top_logprobs", r->prompt_top, n_prompt, 1, "null",
-				     t, o->render_special);
+			sb_token_array(b, "prompt_top_logprobs", n_prompt, 1, "null", NULL,
+				       r->prompt_top, t, o->render_special);
 	}
 	if (!choices) {
 		strbuf_puts(b, ",");

@@ -335,30 +335,57 @@ static uint64_t *sorted_index(uint64_t n, int (*cmp)(const void *, const void *,
 	return idx;
 }
 
+/* A kind of header name (a key, a tensor's name) and what rd_name says of a bad one. */
+struct name_kind {
+	uint64_t max_len;
+	const char *truncated; /* takes the name's index and the count of names */
+	const char *bad_len;   /* the index, the length and the bytes left (may ignore it) */
+	const char *has_nul;   /* the index and the name as show() writes it */
+};
+
+static const struct name_kind KEY_NAME = {
+    GGUF_MAX_KEY_LEN,
+    "truncated: key/value pair %llu of %llu runs past the end of the file",
+    "key %llu has an impossible length %llu (%zu bytes remain)",
+    "key %llu ('%s') contains a NUL byte",
+};
+static const struct name_kind TENSOR_NAME = {
+    GGUF_MAX_NAME_LEN,
+    "truncated: tensor info %llu of %llu runs past the end of the file",
+    "tensor %llu has an impossible name length %llu", /* the bytes left are not shown */
+    "tensor %llu ('%s') has a NUL byte in its name",
+};
+
+/* Name i of n: a length-prefixed string of 1 to k->max_len bytes with no NUL, into *s and
+ * (for messages) shown. Keys and tensor names are looked up and written as C strings: one
+ * with a NUL would read as its prefix (and a writer copying a key would replace another). */
+static enum bg_status rd_name(struct rd *r, const struct name_kind *k, uint64_t i, uint64_t n,
+			      struct gguf_str *s, char shown[80])
+{
+	uint64_t len;
+	if (!rd_u64(r, &len))
+		return bg_fail(r->err, BG_ERR_FORMAT, k->truncated, (unsigned long long)i,
+			       (unsigned long long)n);
+	if (len == 0 || len > k->max_len || len > rd_left(r))
+		return bg_fail(r->err, BG_ERR_FORMAT, k->bad_len, (unsigned long long)i,
+			       (unsigned long long)len, rd_left(r));
+	s->ptr = (const char *)r->b + r->pos;
+	s->len = len;
+	r->pos += (size_t)len;
+	show(shown, s->ptr, s->len);
+	if (memchr(s->ptr, '\0', (size_t)len))
+		return bg_fail(r->err, BG_ERR_FORMAT, k->has_nul, (unsigned long long)i, shown);
+	return BG_OK;
+}
+
 static enum bg_status parse_kvs(struct gguf_ctx *c, struct rd *r)
 {
 	char sk[80];
 	for (uint64_t i = 0; i < c->n_kv; i++) {
 		struct kv *kv = &c->kvs[i];
-		uint64_t klen;
-		if (!rd_u64(r, &klen))
-			return bg_fail(r->err, BG_ERR_FORMAT,
-				       "truncated: key/value pair %llu of %llu runs past the end "
-				       "of the file",
-				       (unsigned long long)i, (unsigned long long)c->n_kv);
-		if (klen == 0 || klen > GGUF_MAX_KEY_LEN || klen > rd_left(r))
-			return bg_fail(r->err, BG_ERR_FORMAT,
-				       "key %llu has an impossible length %llu (%zu bytes remain)",
-				       (unsigned long long)i, (unsigned long long)klen, rd_left(r));
-		kv->key.ptr = (const char *)r->b + r->pos;
-		kv->key.len = klen;
-		r->pos += (size_t)klen;
-		show(sk, kv->key.ptr, kv->key.len);
-		/* keys are looked up and written as C strings: one with a NUL would read as
-		 * its prefix (and a writer copying it would replace that key) */
-		if (memchr(kv->key.ptr, '\0', (size_t)klen))
-			return bg_fail(r->err, BG_ERR_FORMAT, "key %llu ('%s') contains a NUL byte",
-				       (unsigned long long)i, sk);
+		enum bg_status st = rd_name(r, &KEY_NAME, i, c->n_kv, &kv->key, sk);
+		if (st)
+			return st;
 		uint32_t t;
 		if (!rd_u32(r, &t))
 			return bg_fail(r->err, BG_ERR_FORMAT,
@@ -370,7 +397,7 @@ static enum bg_status parse_kvs(struct gguf_ctx *c, struct rd *r)
 				       sk, t);
 		kv->type = (enum gguf_type)t;
 		size_t start = r->pos;
-		enum bg_status st = rd_value(r, t, 0, sk, kv);
+		st = rd_value(r, t, 0, sk, kv);
 		if (st)
 			return st;
 		kv->val = r->b + start;
@@ -393,24 +420,9 @@ static enum bg_status parse_tensor_infos(struct gguf_ctx *c, struct rd *r)
 	char sn[80];
 	for (uint64_t i = 0; i < c->n_tensors; i++) {
 		struct gguf_tensor *t = &c->tensors[i];
-		uint64_t nlen;
-		if (!rd_u64(r, &nlen))
-			return bg_fail(r->err, BG_ERR_FORMAT,
-				       "truncated: tensor info %llu of %llu runs past the end of "
-				       "the file",
-				       (unsigned long long)i, (unsigned long long)c->n_tensors);
-		if (nlen == 0 || nlen > GGUF_MAX_NAME_LEN || nlen > rd_left(r))
-			return bg_fail(r->err, BG_ERR_FORMAT,
-				       "tensor %llu has an impossible name length %llu",
-				       (unsigned long long)i, (unsigned long long)nlen);
-		t->name.ptr = (const char *)r->b + r->pos;
-		t->name.len = nlen;
-		r->pos += (size_t)nlen;
-		show(sn, t->name.ptr, t->name.len);
-		if (memchr(t->name.ptr, '\0', (size_t)nlen)) /* names are C strings too */
-			return bg_fail(r->err, BG_ERR_FORMAT,
-				       "tensor %llu ('%s') has a NUL byte in its name",
-				       (unsigned long long)i, sn);
+		enum bg_status st = rd_name(r, &TENSOR_NAME, i, c->n_tensors, &t->name, sn);
+		if (st)
+			return st;
 		if (!rd_u32(r, &t->n_dims))
 			return bg_fail(
 			    r->err, BG_ERR_FORMAT,

@@ -528,18 +528,24 @@ static void round_q8_0(const float *x, float *out)
 		out[j] = d * (float)nearest_int(x[j] * id);
 }
 
-/* Q8_K as quantize_row_q8_K_ref makes it (ggml-cpu uses the reference on x86) */
-static void round_q8_k(const float *x, float *out)
+float quant_max_magnitude(const float *x, int n)
 {
 	float max = 0.0f, amax = 0.0f;
-	for (int j = 0; j < 256; j++) {
+	for (int j = 0; j < n; j++) {
 		float ax = fabsf(x[j]);
 		if (ax > amax) {
 			amax = ax;
 			max = x[j];
 		}
 	}
-	if (amax == 0.0f) {
+	return max;
+}
+
+/* Q8_K as quantize_row_q8_K_ref makes it (ggml-cpu uses the reference on x86) */
+static void round_q8_k(const float *x, float *out)
+{
+	const float max = quant_max_magnitude(x, 256);
+	if (max == 0.0f) {
 		for (int j = 0; j < 256; j++)
 			out[j] = 0.0f;
 		return;

@@ -120,6 +120,10 @@ void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n);
  * keeps in fp16). n is a multiple of the block (256 for the K types, 32 otherwise);
  * out may equal x. F32/F16/BF16: out = x. */
 void quant_round_act(enum gguf_dtype t, const float *x, float *out, int64_t n);
+/* The element of x[n] of largest magnitude, with its sign (the first of equals; NaNs are
+ * passed over), or 0 when all are zero: Q8_K's scale is -127 / it
+ * (quantize_row_q8_K_ref), for quant_round_act and the CPU kernels' activations alike. */
+float quant_max_magnitude(const float *x, int n);
 
 /* ---- integer views of the blocks (for integer dot products, cpu/qdot) ----
  * Every type's value is x = d * q (+ m) per element of a block of 32, or d * sc[g] * q -

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
+
 enum {
 	GE_END = 0,
 	GE_ALT,
@@ -318,17 +320,10 @@ static const char *parse_char(struct gparser *p, const char *s, uint32_t *cp)
 		uint32_t v = 0;
 		const char *c = s + 2;
 		for (int i = 0; i < nhex; i++, c++) {
-			char h = *c;
-			uint32_t d;
-			if (h >= '0' && h <= '9')
-				d = (uint32_t)(h - '0');
-			else if (h >= 'a' && h <= 'f')
-				d = (uint32_t)(h - 'a' + 10);
-			else if (h >= 'A' && h <= 'F')
-				d = (uint32_t)(h - 'A' + 10);
-			else
+			int d = strbuf_hex_digit(*c);
+			if (d < 0)
 				return gp_fail(p, c, BG_ERR_FORMAT, "expecting %d hex digits", nhex);
-			v = (v << 4) | d;
+			v = (v << 4) | (uint32_t)d;
 		}
 		*cp = v;
 		return c;

@@ -180,17 +180,10 @@ static bool hexval(struct rx *r, int n, uint32_t *v)
 	for (int i = 0; i < n; i++) {
 		if (r->p >= r->end)
 			return rx_fail(r, BG_ERR_FORMAT, "expecting %d hex digits", n);
-		char h = *r->p++;
-		uint32_t d;
-		if (h >= '0' && h <= '9')
-			d = (uint32_t)(h - '0');
-		else if (h >= 'a' && h <= 'f')
-			d = (uint32_t)(h - 'a' + 10);
-		else if (h >= 'A' && h <= 'F')
-			d = (uint32_t)(h - 'A' + 10);
-		else
+		int d = strbuf_hex_digit(*r->p++);
+		if (d < 0)
 			return rx_fail(r, BG_ERR_FORMAT, "expecting %d hex digits", n);
-		*v = (*v << 4) | d;
+		*v = (*v << 4) | (uint32_t)d;
 	}
 	return true;
 }

@@ -58,17 +58,6 @@ static void put_utf8(struct strbuf *b, uint32_t c)
 	}
 }
 
-static int hexval(char c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A string literal at s[*i] (the quote); Python escapes. */
 static void lex_string(struct jx_parser *p, const char *s, size_t len, size_t *i, int *line)
 {
@@ -111,8 +100,12 @@ static void lex_string(struct jx_parser *p, const char *s, size_t len, size_t *i
 			int nd = d == 'x' ? 2 : d == 'u' ? 4 : 8;
 			uint32_t c2 = 0;
 			int k;
-			for (k = 0; k < nd && j + (size_t)k < len && hexval(s[j + (size_t)k]) >= 0; k++)
-				c2 = c2 * 16 + (uint32_t)hexval(s[j + (size_t)k]);
+			for (k = 0; k < nd && j + (size_t)k < len; k++) {
+				int h = strbuf_hex_digit(s[j + (size_t)k]);
+				if (h < 0)
+					break;
+				c2 = c2 * 16 + (uint32_t)h;
+			}
 			if (k < nd || c2 > 0x10FFFF) {
 				free(b.p);
 				jx_fail(p->e, *line, BG_ERR_FORMAT, "bad \\%c escape in a string", d);
