@@ -2,7 +2,8 @@
  * (../shared/models/stories260K.gguf, DESIGN.md §10).
  *
  * Every request of a varied workload (prompt lengths, max_tokens, greedy and seeded
- * sampling, stop strings, log-probs and prompt log-probs) must return bitwise the same
+ * sampling, stop strings, log-probs and prompt log-probs, grammar constraints and logit
+ * biases: a constrained row's mask must not depend on its neighbours) must return bitwise the same
  * token ids, text and log-probs in a busy batch as when it runs alone, under no-evict,
  * max-util with recompute, max-util with swap (in a pool small enough that preemptions
  * happen: asserted from the results' metrics) and static, with chunked context on and
@@ -38,6 +39,12 @@
 static uint64_t st_rng = 0x2545F4914F6CDD1Dull;
 
 static const char *const stops[] = {".", " the", ",", "and", "\"", " was"};
+/* GBNF constraints (structured output, issue 15), drawn for some requests */
+static const char *const grammars[] = {
+    "root ::= [a-z ]+ \".\"",
+    "root ::= \"{\\\"name\\\": \\\"\" [a-zA-Z ]{1,12} \"\\\", \\\"age\\\": \" [0-9]{1,3} \"}\"",
+    "root ::= (\"yes\" | \"no\" | \"maybe\") \" \" [a-z]+",
+};
 
 struct spec {
 	const char *prompt;
@@ -50,6 +57,9 @@ struct spec {
 	uint64_t seed;
 	const char *stop;
 	int32_t logprobs, prompt_logprobs;
+	const char *grammar; /* GBNF or NULL */
+	int32_t bias_id;     /* a logit_bias entry when bias != 0 */
+	float bias;
 };
 
 struct run {
@@ -74,6 +84,22 @@ static int src(void *user, struct request **out, struct bg_err *err)
 	r->logprobs = s->logprobs;
 	r->prompt_logprobs = s->prompt_logprobs;
 	engine_util_req_stops(r, &s->stop, s->stop ? 1 : 0);
+	if (s->grammar &&
+	    grammar_parse(s->grammar, strlen(s->grammar), NULL, &r->grammar, err) != BG_OK) {
+		req_free(r);
+		return -1;
+	}
+	if (s->bias != 0.0f) {
+		r->bias_ids = malloc(sizeof *r->bias_ids);
+		r->bias_vals = malloc(sizeof *r->bias_vals);
+		if (!r->bias_ids || !r->bias_vals) {
+			req_free(r);
+			return -1;
+		}
+		r->bias_ids[0] = s->bias_id;
+		r->bias_vals[0] = s->bias;
+		r->n_bias = 1;
+	}
 	R->next++;
 	*out = r;
 	return 1;
@@ -304,6 +330,12 @@ int main(void)
 		s->logprobs = (int32_t)engine_util_rnd(&st_rng, 4) - 1;
 		s->prompt_logprobs =
 		    engine_util_rnd(&st_rng, 5) == 0 ? (int32_t)engine_util_rnd(&st_rng, 3) : -1;
+		if (engine_util_rnd(&st_rng, 4) == 0)
+			s->grammar = grammars[engine_util_rnd(&st_rng, sizeof grammars / sizeof grammars[0])];
+		if (engine_util_rnd(&st_rng, 6) == 0) {
+			s->bias_id = 3 + (int32_t)engine_util_rnd(&st_rng, 509);
+			s->bias = engine_util_rnd(&st_rng, 2) ? 5.0f : -100.0f;
+		}
 	}
 
 	/* references: each request alone, no block reuse */
@@ -325,6 +357,22 @@ int main(void)
 		}
 	}
 	CHECK(n_stop > 0, "some requests stop on a stop string (%d)", n_stop);
+	/* the constraints bite: the constrained texts stay in their grammars' alphabets */
+	int n_constrained = 0, n_outside = 0;
+	for (int32_t i = 0; i < N; i++) {
+		if (!sp[i].grammar || !ref[i])
+			continue;
+		n_constrained++;
+		const char *t = ref[i]->text;
+		if (sp[i].grammar == grammars[1])
+			n_outside += strncmp(t, "{\"name\": \"", strlen(t) < 10 ? strlen(t) : 10) != 0;
+		else
+			n_outside += t[strspn(t, sp[i].grammar == grammars[0]
+						     ? "abcdefghijklmnopqrstuvwxyz ."
+						     : "abcdefghijklmnopqrstuvwxyz ")] != '\0';
+	}
+	CHECK(n_constrained > 0 && n_outside == 0,
+	      "%d constrained requests, %d of them outside their grammar", n_constrained, n_outside);
 
 	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++)
 		for (int chunk = 0; chunk < 2; chunk++)
