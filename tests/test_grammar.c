@@ -393,8 +393,8 @@ static void test_real_vocab(const char *rel)
 		return;
 	struct grammar_scratch *s = grammar_scratch_create();
 	static const char *const grammars[] = {
-	    "root ::= \"{\" ws \"\\\"name\\\"\" ws \":\" ws str ws \"}\"\n"
-	    "str ::= \"\\\"\" [^\"\\\\]{0,12} \"\\\"\"\nws ::= [ \\t\\n]{0,3}",
+	    ("root ::= \"{\" ws \"\\\"name\\\"\" ws \":\" ws str ws \"}\"\n"
+	     "str ::= \"\\\"\" [^\"\\\\]{0,12} \"\\\"\"\nws ::= [ \\t\\n]{0,3}"),
 	    "root ::= [0-9]+ (\".\" [0-9]+)?",
 	    "root ::= (\"yes\" | \"no\" | \"maybe\" | \"日本\")",
 	    "root ::= [^x]{0,5}",
