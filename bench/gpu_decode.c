@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 	int steps = 128, block_size = 32, device = 0;
 	int batches[16] = {1, 8, 64, 256}, n_b = 4;
 	int contexts[16] = {512, 2048}, n_c = 2;
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) { /* every option takes a value */
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v) {
@@ -112,7 +112,6 @@ int main(int argc, char **argv)
 			fprintf(stderr, "gpu_decode: unknown option %s\n", a);
 			return 2;
 		}
-		i++;
 	}
 	if (steps <= 0 || block_size <= 0 || n_b <= 0 || n_c <= 0) {
 		fprintf(stderr, "gpu_decode: bad arguments\n");
