@@ -24,7 +24,9 @@ VERSION := 0.1.0
 # One include root for core/ ("model/gguf.h": every include line names its room) and the
 # repository root for the programs outside it ("cli/options.h", "gpu/backend_cuda.h").
 CPPFLAGS += -Icore -I. -I$(BUILD)/gpu -D_GNU_SOURCE
-CFLAGS += -std=c11 -Wall -Wextra -Werror -g -MMD -MP -pthread
+# -ffp-contract=off: no fused multiply-adds the source did not write. gcc implies it with
+# -std=c11, clang does not; bitwise results across ISA levels and backends depend on it.
+CFLAGS += -std=c11 -ffp-contract=off -Wall -Wextra -Werror -g -MMD -MP -pthread
 LDLIBS += -lcjson -lpcre2-8 -lm -ldl -pthread
 ifeq ($(SAN),1)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -177,7 +179,7 @@ endif
 FUZZ_CC ?= $(shell command -v clang-19 2>/dev/null || echo clang)
 FUZZ_DEFS ?=
 FUZZ_BUILD := build-fuzz
-FUZZ_CFLAGS := -std=c11 -Wall -Wextra -Werror -g -O1 -MMD -MP -pthread -fno-omit-frame-pointer \
+FUZZ_CFLAGS := -std=c11 -ffp-contract=off -Wall -Wextra -Werror -g -O1 -MMD -MP -pthread -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all $(FUZZ_DEFS)
 FUZZ_LIB_SRC := $(CORE_SRC) $(filter-out cli/main.c,$(CLI_SRC)) gpu/cuda_loader.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)

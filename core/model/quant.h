@@ -7,7 +7,7 @@
  *
  * Invariant: quant_dequant gives bitwise the values of ggml's dequantize_row_* (ggml-base,
  * ggml-quants.c), the same fp32 operations in the same order with no contraction into
- * fused multiply-adds (the project builds with -std=c11, which sets -ffp-contract=off);
+ * fused multiply-adds (the Makefile passes -ffp-contract=off, for gcc and clang alike);
  * tests/test_quant.c checks it against llama.cpp's own library where it is installed.
  */
 #ifndef BG_QUANT_H
