@@ -77,7 +77,9 @@ def read_header(path):
 def main():
     for path in sys.argv[1:]:
         by_type, total, per_token = {}, 0, 0
-        for name, dims, t in read_header(path):
+        tensors = read_header(path)
+        tied = not any(name == "output.weight" for name, _, _ in tensors)
+        for name, dims, t in tensors:
             tname, be, bb = TYPES[t]
             n = 1
             for d in dims:
@@ -85,11 +87,12 @@ def main():
             nbytes = n // be * bb
             by_type[tname] = by_type.get(tname, 0) + nbytes
             total += nbytes
-            if name != "token_embd.weight":
+            if name != "token_embd.weight" or tied:
                 per_token += nbytes
         kinds = ", ".join("%s %.1f MB" % (k, v / 1e6) for k, v in sorted(by_type.items()))
-        print("%s: total %.1f MB (%s); read per token at batch 1: %.1f MB"
-              % (path, total / 1e6, kinds, per_token / 1e6))
+        print("%s: total %.1f MB (%s); read per token at batch 1: %.1f MB%s"
+              % (path, total / 1e6, kinds, per_token / 1e6,
+                 " (tied embeddings: the LM head reads token_embd)" if tied else ""))
 
 
 if __name__ == "__main__":
