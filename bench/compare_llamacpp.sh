@@ -12,8 +12,8 @@
 #   shapes    (c) an F1-like (128/128) and a V2-like (256/256) workload at PARALLEL sequences
 #   quant     (d) llama.cpp-quantized files (QUANT_PRESETS [Q4_K_M] of a QUANT_SHAPE
 #                 [tinyllama-1.1b] F16 synth model, made with ../shared/tools/llama_quantize.c):
-#                 Q_ISL/Q_OSL [32/32] at batch 1 and at PARALLEL sequences (not in the default
-#                 list: the models take minutes and gigabytes to make)
+#                 Q_ISL/Q_OSL [32/32] at each batch size of Q_BATCHES [1 PARALLEL] (not in
+#                 the default list: the models take minutes and gigabytes to make)
 #
 # Environment (defaults in brackets):
 #   BATCHGEN [build/batchgen]     the binary under test
@@ -27,6 +27,11 @@
 #   RUNS     [1]                  repetitions of each measurement; the median is reported
 #   F1_N [32] V2_N [16] B_ISL/B_OSL/B_N [128/64/16] D_ISL/D_OSL [32/128]: workload sizes
 #   OUT      [/tmp/batchgen-compare]  folder for the reports (JSON) of every run
+#   BENCH_LOCK [unset]            a lock file: each run (batchgen then llama.cpp) holds it
+#                                 (flock), so that timed runs of people sharing the machine
+#                                 never overlap (leave it unset when the whole script runs
+#                                 under that lock already)
+# The load average before each run is printed on stderr and appended to $OUT/loadavg.txt.
 # Prints a Markdown table on stdout (progress on stderr). Needs node and bench/node_modules
 # (`npm install --prefix bench`).
 set -euo pipefail
@@ -82,6 +87,11 @@ pair() {
 	local bt=() lt=() ra=() bd=() ld=() bc=() lcpu=()
 	for r in $(seq 1 "$RUNS"); do
 		local rb=$OUT/$name.bg.$r.json rl=$OUT/$name.lc.$r.json
+		if [ -n "${BENCH_LOCK:-}" ]; then
+			exec 9>>"$BENCH_LOCK"
+			flock 9
+		fi
+		echo "$name run $r: load average $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/loadavg.txt" >&2
 		echo "batchgen  $name run $r: ${isl}/${osl}x${n}, max-batch-size $mb, $bth threads" >&2
 		"$BATCHGEN" bench -q --device cpu --threads "$bth" -m "$model" \
 			--workload "${isl}/${osl}x${n}" --max-batch-size "$mb" --warmup 1 --report "$rb"
@@ -94,6 +104,7 @@ pair() {
 		node "$HERE/llamacpp_bench.mjs" --model "$model" --isl "$isl" --osl "$osl" \
 			--requests "$n" --parallel "$par" --seed "$seed" --id-lo "$lo" --id-hi "$hi" \
 			--threads "$lth" --json "$rl" >/dev/null
+		[ -z "${BENCH_LOCK:-}" ] || exec 9>&-
 		got=$(field "$rl" 'r["content_checksum"]')
 		if [ "$got" != "$want" ]; then
 			echo "compare_llamacpp: $name: llama.cpp ran other requests ($got, batchgen $want)" >&2
@@ -175,12 +186,11 @@ for s in "${scenarios[@]}"; do
 		for p in ${QUANT_PRESETS:-Q4_K_M}; do
 			m=$(qmodel "$p")
 			qi=${Q_ISL:-32} qo=${Q_OSL:-32}
-			res=$(pair "quant-$p-b1" "$m" "$qi" "$qo" 1 1 1 "$THREADS" "$LC_THREADS")
-			read -r b l ra _ _ bc lcm <<<"$res"
-			row "(d) $p ${qi}/${qo}x1 output tok/s, batch 1, $THREADS threads" "$b" "$l" "$ra" "$bc" "$lcm"
-			res=$(pair "quant-$p-b$PARALLEL" "$m" "$qi" "$qo" "$PARALLEL" "$PARALLEL" "$PARALLEL" "$THREADS" "$LC_THREADS")
-			read -r b l ra _ _ bc lcm <<<"$res"
-			row "(d) $p ${qi}/${qo}x$PARALLEL output tok/s, $PARALLEL sequences" "$b" "$l" "$ra" "$bc" "$lcm"
+			for qb in ${Q_BATCHES:-1 $PARALLEL}; do
+				res=$(pair "quant-$p-b$qb" "$m" "$qi" "$qo" "$qb" "$qb" "$qb" "$THREADS" "$LC_THREADS")
+				read -r b l ra _ _ bc lcm <<<"$res"
+				row "(d) $p ${qi}/${qo}x$qb output tok/s, batch $qb, $THREADS threads" "$b" "$l" "$ra" "$bc" "$lcm"
+			done
 		done
 		;;
 	*)
