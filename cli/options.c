@@ -546,6 +546,7 @@ void opt_engine_config(const struct opt_config *c, struct engine_config *out)
 	out->prefix_cache = c->prefix_cache;
 	out->max_queued = c->max_queued;
 	out->max_seq_len = c->max_seq_len;
+	out->constrain_threads = c->threads;
 	out->stats = NULL; /* the command opens --stats */
 }
 
