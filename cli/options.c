@@ -73,7 +73,7 @@ static const struct opt_def opt_table[] = {
     {"device", 0, K_DEVICE, F(device), "auto", "DEV", BOTH, NOLIM, NULL,
      "auto, cpu, cuda or cuda:N; auto picks CUDA when a device is present"},
     {"threads", 0, K_I32, F(threads), "0", "N", BOTH, 0, 4096, NULL,
-     "CPU backend worker threads, 0 = all cores"},
+     "CPU backend and grammar-mask threads, 0 = all cores"},
     /* engine */
     {"policy", 0, K_ENUM, F(policy), "no-evict", "P", BOTH, NOLIM,
      "no-evict|max-util|static|adaptive",
@@ -546,6 +546,7 @@ void opt_engine_config(const struct opt_config *c, struct engine_config *out)
 	out->prefix_cache = c->prefix_cache;
 	out->max_queued = c->max_queued;
 	out->max_seq_len = c->max_seq_len;
+	out->constrain_threads = c->threads;
 	out->stats = NULL; /* the command opens --stats */
 }
 

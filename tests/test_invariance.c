@@ -9,7 +9,9 @@
  * happen: asserted from the results' metrics) and static, with chunked context on and
  * off, at max_batch_size 1 and 64.
  *
- * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance).
+ * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance),
+ * and for grammar-constrained requests (JSON schemas, GBNF, n = 2 samples) whose masks are
+ * computed on 1, 2 or 4 threads (grammar_invariance).
  *
  * Size: 200 requests plain. Sanitizer builds are several times slower, so they run 48
  * requests unless BG_INVARIANCE_N says otherwise (BG_INVARIANCE_N also overrides the
@@ -21,6 +23,8 @@
 #include "cpu/backend_cpu.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "sample/grammar.h"
+#include "sample/json_schema.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -63,6 +67,7 @@ struct spec {
 	const char *grammar; /* GBNF or NULL */
 	int32_t bias_id;     /* a logit_bias entry when bias != 0 */
 	float bias;
+	int32_t n; /* samples; 0 means 1 */
 };
 
 struct run {
@@ -103,6 +108,7 @@ static int src(void *user, struct request **out, struct bg_err *err)
 		r->bias_vals[0] = s->bias;
 		r->n_bias = 1;
 	}
+	r->n = s->n > 0 ? s->n : 1;
 	R->next++;
 	*out = r;
 	return 1;
@@ -273,6 +279,138 @@ out:
 	backend_destroy(be);
 	tok_free(tok);
 	model_free(m);
+}
+
+/* Constrained requests: masks are computed for all rows of a batch at once, spread over
+ * cfg.constrain_threads threads, each thread with its own grammar scratch and mask cache.
+ * Every request (and every sample of an n = 2 request, which forks from the root's first
+ * mask) must come out bitwise the same in a busy batch on 1, 2 and 4 threads as alone on
+ * one; and every output that ended by end-of-generation must be in the grammar's language
+ * (so the masks were applied, forked rows included). */
+static void grammar_invariance(struct backend *be, const struct tok *tok,
+			       const struct model_hparams *hp)
+{
+	static const char *const schemas[] = {
+	    "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", "
+	    "\"maxLength\": 12}, \"age\": {\"type\": \"integer\", \"minimum\": 0, "
+	    "\"maximum\": 120}, \"color\": {\"enum\": [\"red\", \"green\"]}}, "
+	    "\"required\": [\"name\", \"age\", \"color\"]}",
+	    "{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"minimum\": -5, "
+	    "\"maximum\": 5}, \"minItems\": 1, \"maxItems\": 4}",
+	    "{\"type\": \"string\", \"minLength\": 3, \"maxLength\": 8}",
+	};
+	enum { N_SCHEMA = sizeof schemas / sizeof schemas[0], N_G = 30 };
+	char *gbnf[N_SCHEMA + 1] = {0};
+	struct bg_err err = {0};
+	for (int i = 0; i < N_SCHEMA; i++) {
+		cJSON *js = cJSON_Parse(schemas[i]);
+		CHECK(js && json_schema_to_gbnf(js, &gbnf[i], &err) == BG_OK, "schema %d: %s", i,
+		      err.msg);
+		cJSON_Delete(js);
+	}
+	gbnf[N_SCHEMA] =
+	    strdup("root ::= (\"Once\" | \"The\" | \"Lily\") \" \" [a-z]+ (\" \" [a-z]+)* \".\"");
+	struct grammar *g[N_SCHEMA + 1] = {0};
+	for (int i = 0; i <= N_SCHEMA; i++)
+		CHECK(gbnf[i] && grammar_parse(gbnf[i], strlen(gbnf[i]), NULL, &g[i], &err) == BG_OK,
+		      "grammar %d: %s", i, err.msg);
+	struct spec sp[N_G];
+	memset(sp, 0, sizeof sp);
+	uint64_t rng = 0xD1B54A32D192ED03ull;
+	for (int32_t i = 0; i < N_G; i++) {
+		struct spec *s = &sp[i];
+		s->prompt = engine_util_prompt(engine_util_rnd(&rng, 1000));
+		s->grammar = gbnf[i % (N_SCHEMA + 1)];
+		s->max_tokens = 40;
+		s->top_p = 1.0f;
+		if (i % 3) {
+			s->temperature = 0.8f;
+			s->seed = engine_util_rnd(&rng, 100000);
+		}
+		s->n = i % 5 == 0 ? 2 : 1;
+		s->logprobs = (int32_t)engine_util_rnd(&rng, 3) - 1;
+		s->prompt_logprobs = -1;
+	}
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	cfg.prefix_cache = false;
+	cfg.constrain_threads = 1;
+	struct request *ref[N_G] = {0};
+	for (int32_t i = 0; i < N_G; i++) {
+		struct run R;
+		CHECK(run(&cfg, be, tok, hp, &sp[i], 1, &R) == BG_OK, "grammar solo %d", i);
+		ref[i] = R.res[0];
+		R.res[0] = NULL;
+		run_free(&R);
+	}
+	/* every finished sequence is in its language */
+	int ended = 0, bad = 0, samples = 0, failed = 0;
+	for (int32_t i = 0; i < N_G; i++) {
+		const struct request *r = ref[i];
+		if (!r)
+			continue;
+		int32_t nc = r->n_choices ? r->n_choices : 1;
+		for (int32_t c = 0; c < nc; c++) {
+			struct request v;
+			if (r->n_choices)
+				req_choice_view(r, &r->choices[c], &v);
+			else
+				v = *r;
+			samples++;
+			if (v.finish == REQ_FINISH_ERROR && failed++ == 0)
+				fprintf(stderr, "request %d sample %d failed: %s\n", i, c,
+					r->error.message);
+			if (v.finish != REQ_FINISH_EOS)
+				continue;
+			ended++;
+			const struct grammar *gi = g[i % (N_SCHEMA + 1)];
+			if (!grammar_matches(gi, v.text, v.text_len) && bad++ == 0)
+				fprintf(stderr, "request %d sample %d: '%s' is not in its grammar\n", i,
+					c, v.text);
+		}
+	}
+	CHECK(samples == N_G + (N_G + 4) / 5, "every sample returned (%d)", samples);
+	CHECK(ended >= N_G / 3 && bad == 0 && failed == 0,
+	      "%d samples ended by end-of-generation (of %d), %d outside their grammar, %d failed",
+	      ended, samples, bad, failed);
+	static const int threads[] = {1, 2, 4};
+	for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+		cfg.constrain_threads = threads[t];
+		cfg.max_batch_size = 64;
+		struct run R;
+		enum bg_status st = run(&cfg, be, tok, hp, sp, N_G, &R);
+		int diff = 0;
+		char why[160] = "";
+		for (int32_t i = 0; i < N_G; i++) {
+			char w[128] = "";
+			/* n > 1: the sequences are in choices (choice 0 the root's own) */
+			bool eq = ref[i] && R.res[i] && ref[i]->n_choices == R.res[i]->n_choices;
+			if (eq && !ref[i]->n_choices)
+				eq = same(ref[i], R.res[i], w, sizeof w);
+			else if (!eq)
+				snprintf(w, sizeof w, "missing result or choices");
+			for (int32_t c = 0; eq && c < ref[i]->n_choices; c++) {
+				struct request a, b;
+				req_choice_view(ref[i], &ref[i]->choices[c], &a);
+				req_choice_view(R.res[i], &R.res[i]->choices[c], &b);
+				eq = same(&a, &b, w, sizeof w);
+			}
+			if (!eq && diff++ == 0)
+				snprintf(why, sizeof why, "request %d: %s", i, w);
+		}
+		CHECK(st == BG_OK && R.n_emitted == N_G && diff == 0,
+		      "grammar, %d mask threads: %d of %d results, %d differ from solo (%s)",
+		      threads[t], R.n_emitted, N_G, diff, why);
+		fprintf(stderr, "grammar, %d mask threads: %d/%d identical\n", threads[t],
+			N_G - diff, N_G);
+		run_free(&R);
+	}
+	for (int32_t i = 0; i < N_G; i++)
+		req_free(ref[i]);
+	for (int i = 0; i <= N_SCHEMA; i++) {
+		grammar_free(g[i]);
+		free(gbnf[i]);
+	}
 }
 
 int main(void)
@@ -466,6 +604,7 @@ int main(void)
 		free(busy);
 	}
 	cJSON_Delete(j);
+	grammar_invariance(be, tok, &hp);
 
 	for (int32_t i = 0; i < N; i++)
 		req_free(ref[i]);

@@ -2,6 +2,8 @@
  * constrain.h). */
 #include "engine/constrain.h"
 
+#include "cpu/threadpool.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,10 @@ struct constrain_vocab {
 	int32_t n_vocab;
 	const struct tok *tok;
 	struct grammar_vocab *gv;
-	struct grammar_scratch *scratch;
+	struct tp_pool *pool;		  /* NULL: one thread */
+	struct grammar_scratch **scratch; /* [n_scratch], one per pool thread; [0] is the
+					   * caller's (the engine thread) */
+	int n_scratch;
 	int32_t *eog; /* [n_eog] end-of-generation ids */
 	int32_t n_eog;
 };
@@ -31,13 +36,16 @@ void constrain_vocab_free(struct constrain_vocab *cv)
 	if (!cv)
 		return;
 	grammar_vocab_free(cv->gv);
-	grammar_scratch_free(cv->scratch);
+	tp_destroy(cv->pool);
+	for (int i = 0; cv->scratch && i < cv->n_scratch; i++)
+		grammar_scratch_free(cv->scratch[i]);
+	free(cv->scratch);
 	free(cv->eog);
 	free(cv);
 }
 
-enum bg_status constrain_vocab_create(const struct tok *t, struct constrain_vocab **out,
-				      struct bg_err *err)
+enum bg_status constrain_vocab_create(const struct tok *t, int n_threads,
+				      struct constrain_vocab **out, struct bg_err *err)
 {
 	*out = NULL;
 	int32_t n = tok_n_vocab(t);
@@ -53,8 +61,17 @@ enum bg_status constrain_vocab_create(const struct tok *t, struct constrain_voca
 	cv->n_vocab = n;
 	cv->tok = t;
 	cv->eog = malloc((size_t)n * sizeof *cv->eog);
-	cv->scratch = grammar_scratch_create();
-	if (!cv->eog || !cv->scratch) {
+	if (n_threads != 1) {
+		st = tp_create(n_threads, &cv->pool, err);
+		if (st != BG_OK)
+			goto done;
+	}
+	cv->n_scratch = cv->pool ? tp_n_threads(cv->pool) : 1;
+	cv->scratch = calloc((size_t)cv->n_scratch, sizeof *cv->scratch);
+	bool made = cv->scratch != NULL;
+	for (int i = 0; made && i < cv->n_scratch; i++)
+		made = (cv->scratch[i] = grammar_scratch_create()) != NULL;
+	if (!cv->eog || !made) {
 		st = bg_fail(err, BG_ERR_NOMEM, "out of memory for the grammar vocabulary");
 		goto done;
 	}
@@ -181,7 +198,7 @@ enum bg_status constrain_create(struct constrain_vocab *cv, const struct request
 		if (!c->mask)
 			st = bg_fail(err, BG_ERR_NOMEM, "out of memory for constraints");
 		else
-			st = grammar_state_create(r->grammar, cv->scratch, &c->gs, err);
+			st = grammar_state_create(r->grammar, cv->scratch[0], &c->gs, err);
 	}
 	for (int32_t i = 0; st == BG_OK && i < r->n_bad_words; i++) {
 		char *spaced = malloc(strlen(r->bad_words[i]) + 2);
@@ -224,9 +241,10 @@ static bool push_bias(struct constrain *c, int32_t *n, int32_t id, float v)
 	return true;
 }
 
-enum bg_status constrain_step(struct constrain *c, struct constrain_vocab *cv,
-			      const struct request *r, struct sampler_constraint *sc, bool *dead,
-			      struct bg_err *err)
+/* constrain_step with the grammar working memory s (owned by the calling thread). */
+static enum bg_status step(struct constrain *c, const struct constrain_vocab *cv,
+			   struct grammar_scratch *s, const struct request *r,
+			   struct sampler_constraint *sc, bool *dead, struct bg_err *err)
 {
 	*dead = false;
 	int32_t nb = 0;
@@ -253,7 +271,7 @@ enum bg_status constrain_step(struct constrain *c, struct constrain_vocab *cv,
 	*sc = (struct sampler_constraint){.allow = NULL, .bias_ids = c->bias_ids, .bias = c->bias,
 					  .n_bias = nb};
 	if (c->gs) {
-		enum bg_status st = grammar_state_mask(c->gs, cv->gv, cv->scratch, c->mask, err);
+		enum bg_status st = grammar_state_mask(c->gs, cv->gv, s, c->mask, err);
 		if (st != BG_OK)
 			return st;
 		sc->allow = c->mask;
@@ -276,12 +294,42 @@ enum bg_status constrain_step(struct constrain *c, struct constrain_vocab *cv,
 	return BG_OK;
 }
 
+enum bg_status constrain_step(struct constrain *c, struct constrain_vocab *cv,
+			      const struct request *r, struct sampler_constraint *sc, bool *dead,
+			      struct bg_err *err)
+{
+	return step(c, cv, cv->scratch[0], r, sc, dead, err);
+}
+
+struct step_all {
+	struct constrain_job *jobs;
+	const struct constrain_vocab *cv;
+};
+
+static void step_task(void *arg, int32_t task, int32_t thread)
+{
+	const struct step_all *a = arg;
+	struct constrain_job *j = &a->jobs[task];
+	BG_ASSERT(thread < a->cv->n_scratch);
+	j->st = step(j->c, a->cv, a->cv->scratch[thread], j->r, j->sc, j->dead, j->err);
+}
+
+void constrain_step_all(struct constrain_vocab *cv, struct constrain_job *jobs, int32_t n)
+{
+	struct step_all a = {jobs, cv};
+	if (cv->pool)
+		tp_run(cv->pool, n, step_task, &a);
+	else
+		for (int32_t i = 0; i < n; i++)
+			step_task(&a, i, 0);
+}
+
 enum bg_status constrain_accept(struct constrain *c, struct constrain_vocab *cv, int32_t token,
 				struct bg_err *err)
 {
 	if (!c->gs)
 		return BG_OK;
-	return grammar_state_accept_token(c->gs, cv->gv, token, cv->scratch, err);
+	return grammar_state_accept_token(c->gs, cv->gv, token, cv->scratch[0], err);
 }
 
 bool constrain_complete(const struct constrain *c)

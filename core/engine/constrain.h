@@ -14,7 +14,10 @@
  * A request without any of these gets no struct constrain (NULL) and costs nothing.
  *
  * The vocabulary side (token pieces, end-of-generation ids, the trie) is built once per
- * engine on first use and shared by every request.
+ * engine on first use and shared by every request. It also owns the threads that compute
+ * the masks of a batch's rows in parallel (constrain_step_all) and one grammar scratch per
+ * thread: a row's mask depends only on its own state, so which thread computes it (and
+ * what that thread's scratch cached before) never changes the result.
  */
 #ifndef BG_CONSTRAIN_H
 #define BG_CONSTRAIN_H
@@ -30,8 +33,10 @@
 struct constrain_vocab;
 struct constrain;
 
-enum bg_status constrain_vocab_create(const struct tok *t, struct constrain_vocab **out,
-				      struct bg_err *err);
+/* n_threads: threads for constrain_step_all (the caller included); <= 0 means every online
+ * core, 1 runs the rows one after another on the caller. */
+enum bg_status constrain_vocab_create(const struct tok *t, int n_threads,
+				      struct constrain_vocab **out, struct bg_err *err);
 void constrain_vocab_free(struct constrain_vocab *cv); /* NULL-safe */
 
 /* True when r asks for any constraint. */
@@ -53,6 +58,21 @@ struct constrain *constrain_clone(const struct constrain *c, const struct constr
 enum bg_status constrain_step(struct constrain *c, struct constrain_vocab *cv,
 			      const struct request *r, struct sampler_constraint *sc, bool *dead,
 			      struct bg_err *err);
+
+/* One row of constrain_step_all: constrain_step(c, cv, r, sc, dead, err), its status in st. */
+struct constrain_job {
+	struct constrain *c;
+	const struct request *r;
+	struct sampler_constraint *sc; /* out */
+	bool *dead;		       /* out */
+	struct bg_err *err;	       /* out, when st != BG_OK */
+	enum bg_status st;	       /* out */
+};
+
+/* constrain_step for every job[n], spread over cv's threads. Every job's c must be
+ * distinct (one row per request and step); each job's outputs are exactly those of
+ * constrain_step called alone, whatever the other jobs are. */
+void constrain_step_all(struct constrain_vocab *cv, struct constrain_job *jobs, int32_t n);
 
 /* Advances the grammar by the token the sampler chose. */
 enum bg_status constrain_accept(struct constrain *c, struct constrain_vocab *cv, int32_t token,

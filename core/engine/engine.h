@@ -95,6 +95,9 @@ struct engine_config {
 				 * server, HF default): true */
 	bool prefix_cache;	/* block reuse across requests (--no-prefix-cache: false):
 				 * true */
+	/* threads computing the grammar masks of a batch's rows (engine/constrain.h);
+	 * 0 = every online core (the CLI passes --threads) */
+	int32_t constrain_threads;
 };
 
 void engine_config_default(struct engine_config *c);
