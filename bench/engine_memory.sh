@@ -8,7 +8,15 @@
 #                                         inputs whose ids count up ("id":"q<i>"), inputs
 #                                         without ids (ids are line numbers) and inputs of
 #                                         random ids (what cli/idset.c keeps in its table);
-#                                         KINDS="given lines random" picks some
+#                                         KINDS="given lines random" picks some; two more
+#                                         kinds share prompt prefixes, so that block reuse
+#                                         (on by default) holds cached blocks: "shared" (one
+#                                         64-token prefix, 2 full blocks of 32, for every
+#                                         line) and "prefixes" (8 distinct 64-token
+#                                         prefixes in turn: 16 blocks to cache beside the
+#                                         running requests' in a pool of 128 on the
+#                                         built-in model; 64 prefixes (the whole pool) hit
+#                                         nothing and ran 20x slower)
 #
 # Builds into / generates inputs in $BUILD (default /tmp/batchgen-bench). Every run is
 # appended to bench/results/engine_memory.txt with the date, the machine (lscpu model
@@ -48,6 +56,9 @@ sizes=("$@")
 	echo "# each: /usr/bin/time -f %M \$BATCHGEN -m synthetic:builtin -i IN -o /dev/null --quiet (peak RSS in KB)"
 	echo "# ids=given: {\"id\":\"q<i>\",\"input_ids\":[1,5+i%300,7],\"max_tokens\":1}; ids=lines: the same without \"id\";"
 	echo "# ids=random: \"id\":\"u<16 random hex digits>z\" (srand(1), distinct in practice)"
+	echo "# ids=shared: as given, input_ids [1,10..72,5+i%300,7] (66 tokens, the first 64 the same);"
+	echo "# ids=prefixes: as given, input_ids [1,5+i%8,10..71,5+i%300,7] (8 prefixes in turn)"
+	echo "# reused/missed/hit_rate: kv_cache of --report (reused blocks over the run)"
 	for n in "${sizes[@]}"; do
 		for kind in ${KINDS:-given lines random}; do
 			in="$BUILD/cli_${kind}_$n.jsonl"
@@ -55,18 +66,30 @@ sizes=("$@")
 				awk -v n="$n" -v kind="$kind" 'BEGIN {
 					srand(1)
 					for (i = 0; i < n; i++) {
-						id = kind == "given" ? sprintf("\"id\":\"q%d\",", i) : ""
+						id = kind == "lines" ? "" : sprintf("\"id\":\"q%d\",", i)
 						if (kind == "random")
 							id = sprintf("\"id\":\"u%08x%08xz\",", int(rand() * 4294967296), int(rand() * 4294967296))
-						printf "{%s\"input_ids\":[1,%d,7],\"max_tokens\":1}\n", id, 5 + i % 300
+						pre = ""
+						if (kind == "shared")
+							for (k = 0; k < 63; k++)
+								pre = pre sprintf("%d,", 10 + k)
+						if (kind == "prefixes") {
+							pre = sprintf("%d,", 5 + i % 8)
+							for (k = 0; k < 62; k++)
+								pre = pre sprintf("%d,", 10 + k)
+						}
+						printf "{%s\"input_ids\":[1,%s%d,7],\"max_tokens\":1}\n", id, pre, 5 + i % 300
 					}
 				}' >"$in.tmp"
 				mv "$in.tmp" "$in"
 			fi
 			t0=$(date +%s.%N)
-			kb=$(/usr/bin/time -f %M "$BATCHGEN" -m synthetic:builtin -i "$in" -o /dev/null --quiet 2>&1 >/dev/null | tail -1)
+			kb=$(/usr/bin/time -f %M "$BATCHGEN" -m synthetic:builtin -i "$in" -o /dev/null --quiet \
+				--report "$BUILD/cli_report.json" 2>&1 >/dev/null | tail -1)
 			t1=$(date +%s.%N)
-			printf 'cli ids=%s n=%d peak_rss_kb=%s secs=%.2f\n' "$kind" "$n" "$kb" "$(echo "$t1 - $t0" | bc)"
+			reuse=$(jq -r '.kv_cache | "reused=\(.reused_blocks) missed=\(.missed_blocks) hit_rate=\(.cache_hit_rate * 1000 | round / 1000)"' \
+				"$BUILD/cli_report.json" 2>/dev/null || echo "reuse=?")
+			printf 'cli ids=%s n=%d peak_rss_kb=%s secs=%.2f %s\n' "$kind" "$n" "$kb" "$(echo "$t1 - $t0" | bc)" "$reuse"
 		done
 	done
 } | tee -a "$out"

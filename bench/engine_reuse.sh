@@ -9,6 +9,9 @@
 #
 #   bench/engine_reuse.sh [COUNT]    COUNT requests of P1 and S1 (default 64; the issue's
 #                                    P1 is 256), COUNT/8 prompts of N8
+#   PARTS="P1 N8 S1" (default: all) picks some; N8_COUNT (default COUNT) sets N8's alone.
+#   N8 also runs N8S with the prefix cache on ("separate+cache"): 8 separate requests as a
+#   user would send them, sharing the prompt's full blocks through the cache.
 #
 # $BATCHGEN (default build/batchgen), the built-in model on the CPU (--device cpu) unless
 # $MODEL is set. Wall time on a shared machine is noisy: each line also has the process
@@ -19,6 +22,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BATCHGEN=${BATCHGEN:-build/batchgen}
 N=${1:-64}
+N8=${N8_COUNT:-$N}
+PARTS=${PARTS:-P1 N8 S1}
 out=bench/results/engine_reuse.txt
 mkdir -p bench/results
 machine=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
@@ -28,18 +33,27 @@ trap 'rm -rf "$tmp"' EXIT
 run() { # name, extra args...
 	local name=$1
 	shift
+	local load
+	load=$(cut -d' ' -f1 /proc/loadavg)
 	"$BATCHGEN" bench "${model[@]}" --device cpu --max-seq-len 2048 -q --report "$tmp/r.json" "$@" >/dev/null 2>&1
-	jq -r --arg n "$name" '.results | "\($n)\twall_s \(.wall_s | . * 100 | round / 100)\tcpu_s \(.cpu_s | . * 100 | round / 100)\tprompt_tok_s \(.prompt_tok_s | round)\toutput_tok_s \(.output_tok_s | round)\tpreemptions \(.preemptions)\tttft_p50_ms \(.ttft_ms.p50 | round)\treused \(.reused_blocks)\tmissed \(.missed_blocks)\thit_rate \(.cache_hit_rate | . * 1000 | round / 1000)"' "$tmp/r.json"
+	jq -r --arg n "$name" --arg load "$load" '.results | "\($n)\twall_s \(.wall_s | . * 100 | round / 100)\tcpu_s \(.cpu_s | . * 100 | round / 100)\tprompt_tok_s \(.prompt_tok_s | round)\toutput_tok_s \(.output_tok_s | round)\tpreemptions \(.preemptions)\tttft_p50_ms \(.ttft_ms.p50 | round)\treused \(.reused_blocks)\tmissed \(.missed_blocks)\thit_rate \(.cache_hit_rate | . * 1000 | round / 1000)\tload_before \($load)"' "$tmp/r.json"
 }
 {
 	echo
 	echo "# engine_reuse $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo '+uncommitted') machine ${machine:-unknown} ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
-	echo "# command: BATCHGEN=$BATCHGEN${MODEL:+ MODEL=$MODEL} bench/engine_reuse.sh $N"
-	run "P1x$N cache" --workload "P1x$N"
-	run "P1x$N no-cache" --workload "P1x$N" --no-prefix-cache
-	run "N8x$((N / 8)) n=8" --workload "N8x$((N / 8))"
-	run "N8Sx$N separate" --workload "N8Sx$N" --no-prefix-cache
-	for p in no-evict max-util adaptive static; do
-		run "S1x$N $p kv=2048" --workload "S1x$N" --policy "$p" --kv-tokens 2048
-	done
+	echo "# command: PARTS=\"$PARTS\" N8_COUNT=$N8 BATCHGEN=$BATCHGEN${MODEL:+ MODEL=$MODEL} bench/engine_reuse.sh $N"
+	if [[ " $PARTS " == *" P1 "* ]]; then
+		run "P1x$N cache" --workload "P1x$N"
+		run "P1x$N no-cache" --workload "P1x$N" --no-prefix-cache
+	fi
+	if [[ " $PARTS " == *" N8 "* ]]; then
+		run "N8x$((N8 / 8)) n=8" --workload "N8x$((N8 / 8))"
+		run "N8Sx$N8 separate" --workload "N8Sx$N8" --no-prefix-cache
+		run "N8Sx$N8 separate+cache" --workload "N8Sx$N8"
+	fi
+	if [[ " $PARTS " == *" S1 "* ]]; then
+		for p in no-evict max-util adaptive static; do
+			run "S1x$N $p kv=2048" --workload "S1x$N" --policy "$p" --kv-tokens 2048
+		done
+	fi
 } | tee -a "$out"

@@ -11,7 +11,8 @@
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
 #  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
 #    backend's tokens (gpu/mask.cu);
-#  - a request whose logits turn NaN fails alone with backend_error (tests/e2e_nan.sh);
+#  - a request whose logits turn NaN fails alone with backend_error (tests/e2e_nan.sh),
+#    beam searches too;
 #  - a driver older than the build's CUDA (the emulator plays one with
 #    $BG_EMU_DRIVER_VERSION): `--device cuda` exits 3 naming both versions; `--device
 #    auto` warns with the same sentence and runs on the CPU; no driver at all says so.
@@ -149,22 +150,32 @@ check "$sh (emulated cuda): 12 tokens and blocks given back" test \
 # the NaN from the log-prob the CUDA sampler reports (backend.h), as from the CPU's
 "$BATCHGEN" synth --layers 2 --embd 32 --heads 2 --kv-heads 1 --ffn 64 --vocab 260 --ctx 64 \
 	--no-tie --dtype f32 -o "$TMP/nanbase.gguf" 2>/dev/null
-/usr/bin/python3 tests/gguf_nan.py "$TMP/nanbase.gguf" "$TMP/nan.gguf" token_embd.weight 100
+/usr/bin/python3 tests/gguf_nan.py "$TMP/nanbase.gguf" "$TMP/nan1.gguf" token_embd.weight 100
+/usr/bin/python3 tests/gguf_nan.py "$TMP/nan1.gguf" "$TMP/nan.gguf" token_embd.weight 213
+# beam: NaN in the prompt; beam2: in one beam of four, mid-search (tests/e2e_nan.sh)
 cat >"$TMP/nan.jsonl" <<'JSONL'
 {"id":"ok","input_ids":[1,5,6,7],"max_tokens":4,"logprobs":1}
 {"id":"bad","input_ids":[1,5,100,7],"max_tokens":4,"logprobs":1}
 {"id":"plp","input_ids":[1,100,7],"max_tokens":2,"prompt_logprobs":1}
 {"id":"ok2","input_ids":[1,8,9],"max_tokens":3,"temperature":0.8,"seed":4}
+{"id":"beam","input_ids":[1,5,100,7],"max_tokens":4,"beam_width":3,"n":2}
+{"id":"beam2","input_ids":[1,1,5],"max_tokens":6,"beam_width":4,"n":4}
 JSONL
 "$BATCHGEN" -q -m "$TMP/nan.gguf" -i "$TMP/nan.jsonl" -o "$TMP/nan.cpu.jsonl" --device cpu
 "$BATCHGEN" -q -m "$TMP/nan.gguf" -i "$TMP/nan.jsonl" -o "$TMP/nan.gpu.jsonl" --device cuda
-check_eq "NaN logits (emulated cuda): exit status 1 (two lines failed)" $? 1
-nanres() { jq -c '[.id, .token_ids, .finish_reason, .error.code]' "$1"; }
+check_eq "NaN logits (emulated cuda): exit status 1 (four lines failed)" $? 1
+nanres() { jq -c '[.id, .token_ids, .finish_reason, .error.code, .choices]' "$1"; }
 check_eq "NaN logits (emulated cuda): the CPU backend's results" "$(nanres "$TMP/nan.gpu.jsonl")" \
 	"$(nanres "$TMP/nan.cpu.jsonl")"
-check_eq "NaN logits (emulated cuda): bad and plp fail with backend_error" \
+check_eq "NaN logits (emulated cuda): bad, plp and the beam searches fail with backend_error" \
 	"$(jq -r 'select(.error) | .id + " " + .error.code' "$TMP/nan.gpu.jsonl" | tr '\n' ' ')" \
-	"bad backend_error plp backend_error "
+	"bad backend_error plp backend_error beam backend_error beam2 backend_error "
+# beam2's case on this backend: the intact model's search feeds 213 to a beam
+grep '"id":"beam2"' "$TMP/nan.jsonl" >"$TMP/beam2.jsonl"
+"$BATCHGEN" -q -m "$TMP/nanbase.gguf" -i "$TMP/beam2.jsonl" -o "$TMP/beam2.gpu.jsonl" --device cuda
+check_eq "NaN logits (emulated cuda): beam2 on the intact model feeds 213 to its 2nd beam" \
+	"$(jq -c '[.choices[] | .token_ids[:-1] | index(213) != null]' "$TMP/beam2.gpu.jsonl")" \
+	"[false,true,false,false]"
 
 # ---- a driver too old for the build -----------------------------------------------------
 BG_EMU_DRIVER_VERSION=12020 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/old.jsonl" \

@@ -74,6 +74,8 @@ struct ereq {
 	 * 1..W-1 (slots; kept until the root is freed, even when not live) */
 	struct beam *beam;
 	bool beam_over; /* root: the family has finished (or failed) */
+	bool beam_nan;	/* root: a beam of this step met a NaN logits row (at beam_nan_at) */
+	int32_t beam_nan_at;
 };
 
 struct engine {
@@ -378,10 +380,10 @@ static struct ereq *beam_member(struct ereq *root, int32_t i)
 	return i == 0 ? root : root->kids[i - 1];
 }
 
-/* Fails root's whole search (every live member has run its step). */
-static void beam_fail(struct engine *e, struct ereq *root, const char *msg)
+/* Fails root's whole search with code (every live member has run its step). */
+static void beam_fail(struct engine *e, struct ereq *root, const char *code, const char *msg)
 {
-	snprintf(root->r->error.code, sizeof root->r->error.code, "internal");
+	snprintf(root->r->error.code, sizeof root->r->error.code, "%s", code);
 	snprintf(root->r->error.message, sizeof root->r->error.message, "%.200s", msg);
 	beam_complete(e, root, REQ_FINISH_ERROR);
 }
@@ -403,9 +405,20 @@ static void beam_advance(struct engine *e, struct ereq *root)
 	bool first = root->r->n_out == 0 && !root->sq.forked, done = false;
 	struct beam_fin bf = {e->tok, root->r};
 	struct bg_err berr = {0};
+	if (root->beam_nan) {
+		/* A NaN logits row in any beam fails the whole request, as a plain request's
+		 * does: the search would otherwise rank its candidates last (cand_cmp) and
+		 * return the other beams as if the model were sound. Every live beam has run
+		 * its step, so the family leaves the scheduler together (beam_complete). */
+		snprintf(berr.msg, sizeof berr.msg,
+			 "the logits at position %d are NaN (a numerical failure in the model)",
+			 root->beam_nan_at);
+		beam_fail(e, root, "backend_error", berr.msg);
+		return;
+	}
 	if (beam_step(root->beam, reqs, beam_finishing, &bf, parent, &n_next, &done, &berr) !=
 	    BG_OK) {
-		beam_fail(e, root, berr.msg);
+		beam_fail(e, root, "internal", berr.msg);
 		return;
 	}
 	if (first && n_next > 0) {
@@ -415,7 +428,7 @@ static void beam_advance(struct engine *e, struct ereq *root)
 	e->tot.output_tokens += n_next;
 	if (done) {
 		if (beam_finish(root->beam, reqs, root->r, e->tok, &berr) != BG_OK) {
-			beam_fail(e, root, berr.msg);
+			beam_fail(e, root, "internal", berr.msg);
 			return;
 		}
 		text_ensure(root->r, &root->text_cap);
@@ -430,14 +443,14 @@ static void beam_advance(struct engine *e, struct ereq *root)
 		sched_append(e->sched, &root->sq);
 		for (int32_t k = 0; k < root->n_kids; k++) {
 			if (sched_fork(e->sched, &root->sq, &root->kids[k]->sq, &berr) != BG_OK) {
-				beam_fail(e, root, berr.msg);
+				beam_fail(e, root, "internal", berr.msg);
 				return;
 			}
 			root->kids[k]->r->t_arrival = root->r->t_arrival;
 		}
 	}
 	if (sched_beam_reorder(e->sched, seqs, W, parent, n_next, &berr) != BG_OK) {
-		beam_fail(e, root, berr.msg);
+		beam_fail(e, root, "internal", berr.msg);
 		return;
 	}
 	if (!first)
@@ -1526,6 +1539,12 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		if (!sampled)
 			continue;
 		if (broot) {
+			/* backend.h: a NaN logits row; beam_advance fails the search once the
+			 * family's other beams of this step are collected */
+			if (nan_at >= 0 && !broot->beam_nan) {
+				broot->beam_nan = true;
+				broot->beam_nan_at = nan_at;
+			}
 			/* a beam waits (held) until every beam of its family has its candidates */
 			if (beam_collect(broot->beam, er->sample, sampled))
 				beam_advance(e, broot);
@@ -1533,7 +1552,7 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		}
 		/* A NaN log-prob: the row's logits held a NaN (backend.h), or every token was
 		 * masked out, which a dead grammar explains (constrain_apply ends it). Beams
-		 * (above) are not checked yet. */
+		 * are checked above (no constraint: beam_refusal). */
 		if (nan_at >= 0 && !er->con_dead) {
 			/* this request only: the batch's other rows are their own */
 			if (fork)
