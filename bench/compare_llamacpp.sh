@@ -14,6 +14,12 @@
 #                 [tinyllama-1.1b] F16 synth model, made with ../shared/tools/llama_quantize.c):
 #                 Q_ISL/Q_OSL [32/32] at each batch size of Q_BATCHES [1 PARALLEL] (not in
 #                 the default list: the models take minutes and gigabytes to make)
+#   arch      (e) the published shapes of other architectures (ARCH_SHAPES [llama-3.2-1b
+#                 gemma3-1b]: Llama 3.2 1B with its rope_freqs, tied output and 128k
+#                 vocabulary; Gemma 3 1B with its 5:1 sliding-window layers and 262k
+#                 vocabulary), synth files in ARCH_DTYPE [q8_0]: A_ISL/A_OSL [32/64] at
+#                 batch 1 and batch 4 (A_BATCHES [1 4]; as many requests as the batch).
+#                 Not in the default list: each file is 1-2 GB, made once
 #
 # Environment (defaults in brackets):
 #   BATCHGEN [build/batchgen]     the binary under test
@@ -63,6 +69,15 @@ model() { # model DTYPE: prints the path of the llama-100m model in DTYPE, makin
 	if [ ! -s "$m" ]; then
 		echo "making $m" >&2
 		"$BATCHGEN" synth --shape llama-100m --dtype "$1" -o "$m.tmp" >&2 && mv "$m.tmp" "$m"
+	fi
+	echo "$m"
+}
+
+smodel() { # smodel SHAPE DTYPE: the path of synth shape SHAPE in DTYPE, making it once
+	local m=$MODELS/$1-$2.gguf
+	if [ ! -s "$m" ]; then
+		echo "making $m" >&2
+		"$BATCHGEN" synth --shape "$1" --dtype "$2" -o "$m.tmp" >&2 && mv "$m.tmp" "$m"
 	fi
 	echo "$m"
 }
@@ -193,8 +208,20 @@ for s in "${scenarios[@]}"; do
 			done
 		done
 		;;
+	arch)
+		dt=${ARCH_DTYPE:-q8_0} ai=${A_ISL:-32} ao=${A_OSL:-64}
+		for shape in ${ARCH_SHAPES:-llama-3.2-1b gemma3-1b}; do
+			m=$(smodel "$shape" "$dt")
+			for b in ${A_BATCHES:-1 4}; do
+				res=$(pair "arch-$shape-$dt-b$b" "$m" "$ai" "$ao" "$b" "$b" "$b" "$THREADS" "$LC_THREADS")
+				read -r bt lt ra _ _ bc lcm <<<"$res"
+				row "(e) $shape ${dt^^} ${ai}/${ao}x$b output tok/s, batch $b, $THREADS/$LC_THREADS threads" \
+					"$bt" "$lt" "$ra" "$bc" "$lcm"
+			done
+		done
+		;;
 	*)
-		echo "compare_llamacpp: unknown scenario $s (decode, batching, shapes, quant)" >&2
+		echo "compare_llamacpp: unknown scenario $s (decode, batching, shapes, quant, arch)" >&2
 		exit 2
 		;;
 	esac

@@ -893,6 +893,39 @@ static void test_arch(void)
 		model_free(m);
 		m = NULL;
 	}
+	/* Llama 3.2's shape: factor 32 (not 3.1's 8) over 8192, 128k context. A narrow copy
+	 * keeps its head size 64, base and rope keys; the written factors run from 1 for the
+	 * fast dimensions to 32 for the slow ones, rising in between. */
+	{
+		struct synth_opts o;
+		synth_opts_init(&o, synth_find_shape("llama-3.2-1b"));
+		o.shape.n_layer = 1, o.shape.n_embd = 128, o.shape.n_head = o.shape.n_head_kv = 2;
+		o.shape.n_ff = 64, o.shape.n_vocab = 512;
+		void *buf;
+		size_t len;
+		struct gguf_ctx *g = NULL;
+		uint32_t ctx = 0, orig = 0;
+		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
+			  gguf_parse(buf, len, true, &g, &err) == BG_OK,
+		      "%s", err.msg);
+		const struct gguf_tensor *t = g ? gguf_find_tensor(g, "rope_freqs.weight") : NULL;
+		CHECK(t && t->type == GGUF_DTYPE_F32 && t->ne[0] == 32, "llama-3.2 rope_freqs shape");
+		if (t) {
+			float f[32];
+			memcpy(f, t->data, sizeof f);
+			bool rising = true;
+			for (int i = 1; i < 32; i++)
+				rising &= f[i] >= f[i - 1];
+			CHECK(f[0] == 1.0f && f[31] == 32.0f && rising && f[16] > 1.0f && f[16] < 32.0f,
+			      "llama-3.2 factors %g .. %g .. %g", (double)f[0], (double)f[16],
+			      (double)f[31]);
+		}
+		CHECK(g && gguf_get_u32(g, "llama.context_length", &ctx) && ctx == 131072 &&
+			  gguf_get_u32(g, "llama.rope.scaling.original_context_length", &orig) &&
+			  orig == 8192 && gguf_find_key(g, "llama.rope.scaling.factor") < 0,
+		      "llama-3.2 keys: ctx %u orig %u", ctx, orig);
+		gguf_close(g);
+	}
 	CHECK(model_open("synthetic:llama-yarn-tiny", false, &m, &err) == BG_OK, "%s", err.msg);
 	if (m) {
 		CHECK(m->hp.rope_yarn && m->hp.rope_freq_scale == 0.25f && m->hp.n_ctx_orig == 64,

@@ -17,8 +17,11 @@
 static const struct synth_shape shapes[] = {
     /* name        layers embd heads kv  ffn    vocab   ctx   rope_base  eps  tied  arch */
     {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false, "llama"},
-    {"llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true, "llama"},
-    {"llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 8192, 500000.0f, 1e-5f, true, "llama"},
+    /* Llama 3.2 1B / 3B: rope_freqs ("llama3" factor 32 over 8192), 128k context */
+    {"llama-3.2-1b", 16, 2048, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, "llama",
+     .n_ctx_orig = 8192, .rope_freqs = true, .rope_factor = 32.0f},
+    {"llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, "llama",
+     .n_ctx_orig = 8192, .rope_freqs = true, .rope_factor = 32.0f},
     {"llama-2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, 10000.0f, 1e-5f, false, "llama"},
     {"llama-2-13b", 40, 5120, 40, 40, 13824, 32000, 4096, 10000.0f, 1e-5f, false, "llama"},
     {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, "llama"},
@@ -468,11 +471,11 @@ static void build_free(struct synth_build *b)
 	vocab_free(&b->vocab);
 }
 
-/* Llama 3.1's "llama3" rope factors (convert_hf_to_gguf's formula): factor 8, low 1,
- * high 4, over original context n_orig, for head size dim and base. */
-static void llama3_factors(float *out, uint32_t dim, float base, uint32_t n_orig)
+/* The "llama3" rope factors (convert_hf_to_gguf's formula): `factor` (8 for Llama 3.1,
+ * 32 for 3.2), low 1, high 4, over original context n_orig, for head size dim and base. */
+static void llama3_factors(float *out, uint32_t dim, float base, uint32_t n_orig, float factor)
 {
-	const float factor = 8.0f, lo = 1.0f, hi = 4.0f;
+	const float lo = 1.0f, hi = 4.0f;
 	float low_wl = (float)n_orig / lo, high_wl = (float)n_orig / hi;
 	for (uint32_t i = 0; i < dim / 2; i++) {
 		float freq = 1.0f / powf(base, (float)(2 * i) / (float)dim);
@@ -631,7 +634,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		const char *names[2] = {"rope_freqs.weight", NULL};
 		if (s->rope_freqs) {
 			llama3_factors(b->factors[0], hd, s->rope_base,
-				       s->n_ctx_orig ? s->n_ctx_orig : 8192);
+				       s->n_ctx_orig ? s->n_ctx_orig : 8192,
+				       s->rope_factor > 0.0f ? s->rope_factor : 8.0f);
 		} else {
 			longrope_factors(b->factors[0], hd / 2, 4.0f);
 			longrope_factors(b->factors[1], hd / 2, 1.5f);

@@ -46,12 +46,13 @@ struct synth_shape {
 	float attn_softcap;	  /* gemma2 attn_logit_softcapping (0: 50) */
 	float final_softcap;	  /* gemma2 final_logit_softcapping (0: 30) */
 	const char *rope_scaling; /* rope.scaling.type "linear" or "yarn", with rope_factor */
-	float rope_factor;
+	float rope_factor;	  /* with rope_scaling: rope.scaling.factor; with rope_freqs:
+				   * the "llama3" factor (0: 8), not written as a key */
 	uint32_t n_ctx_orig; /* rope.scaling.original_context_length; with rope_freqs it is
 			      * also the "llama3" factors' original context, and phi3 writes
 			      * LongRoPE factors (long and short) for it */
-	bool rope_freqs;     /* rope_freqs.weight: Llama 3.1's factors (factor 8, low 1,
-			      * high 4 over n_ctx_orig) */
+	bool rope_freqs;     /* rope_freqs.weight: the "llama3" factors (rope_factor, 8 by
+			      * default as in Llama 3.1; low 1, high 4 over n_ctx_orig) */
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
