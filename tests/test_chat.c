@@ -11,17 +11,7 @@
 #include "check.h"
 #include "text/chat.h"
 #include "model/gguf.h"
-
-/* llama.cpp's test conversation. */
-static const struct chat_message conv[] = {
-    {"system", "You are a helpful assistant"},
-    {"user", "Hello"},
-    {"assistant", "Hi there"},
-    {"user", "Who are you"},
-    {"assistant", "   I am an assistant   "},
-    {"user", "Another question"},
-};
-#define N_CONV (sizeof conv / sizeof conv[0])
+#include "llamacpp_conv.h"
 
 struct expect {
 	const char *name;
@@ -254,7 +244,8 @@ static void test_rendering(void)
 		char *out = NULL;
 		size_t len = 0;
 		struct bg_err err = {0};
-		enum bg_status st = chat_render(t, conv, N_CONV, true, &out, &len, &err);
+		enum bg_status st =
+		    chat_render(t, llamacpp_conv, LLAMACPP_CONV_N, true, &out, &len, &err);
 		CHECK(st == BG_OK, "%s: %s", expects[i].name, err.msg);
 		if (st != BG_OK)
 			continue;

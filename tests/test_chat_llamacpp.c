@@ -30,13 +30,15 @@
 #include <string.h>
 
 #include "check.h"
+#include "llamacpp_conv.h"
 #include "text/chat_jinja.h"
 
 struct lc_case {
 	const char *name;
 	const char *tmpl; /* the chat template */
 	const char *bos, *eos;
-	const char *extra[3][2];  /* turns after CONV: {role, content}; role NULL ends them */
+	const char
+	    *extra[3][2]; /* turns after llamacpp_conv: {role, content}; role NULL ends them */
 	const char *want;	  /* llama.cpp's expected rendering */
 	bool merges_system;	  /* llama.cpp merges the system message into the next one */
 	const char *jinja2;	  /* merges_system: jinja2's rendering of the unmerged turns */
@@ -47,37 +49,27 @@ struct lc_case {
 
 #define N_CASES (sizeof lc_cases / sizeof lc_cases[0])
 
-/* llama.cpp's test conversation (main_automated_tests). */
-static const char *const CONV[][2] = {
-    {"system", "You are a helpful assistant"},
-    {"user", "Hello"},
-    {"assistant", "Hi there"},
-    {"user", "Who are you"},
-    {"assistant", "   I am an assistant   "},
-    {"user", "Another question"},
-};
-#define N_CONV (sizeof CONV / sizeof CONV[0])
-
 /* What common_chat_templates_apply adds beside messages and the special tokens: the inputs'
  * enable_thinking default and common_chat_extra_context()'s dates (fixed here; llama.cpp
  * uses today's). None of the table's templates reads them. */
 static const char EXTRA[] =
     "{\"enable_thinking\": true, \"datetime\": \"Jan 15 2026\", \"date_string\": \"15 Jan 2026\"}";
 
-/* The messages array of case c: CONV then its extra turns; merge_system: the system message
- * folded into the next one as llama.cpp's workaround does. */
+/* The messages array of case c: llamacpp_conv then its extra turns; merge_system: the system
+ * message folded into the next one as llama.cpp's workaround does. */
 static cJSON *messages(const struct lc_case *c, bool merge_system)
 {
 	cJSON *a = cJSON_CreateArray();
 	char merged[256];
-	for (size_t i = merge_system ? 1 : 0; i < N_CONV; i++) {
-		const char *content = CONV[i][1];
+	for (size_t i = merge_system ? 1 : 0; i < LLAMACPP_CONV_N; i++) {
+		const char *content = llamacpp_conv[i].content;
 		if (merge_system && i == 1) {
-			snprintf(merged, sizeof merged, "%s\n%s", CONV[0][1], CONV[1][1]);
+			snprintf(merged, sizeof merged, "%s\n%s", llamacpp_conv[0].content,
+				 llamacpp_conv[1].content);
 			content = merged;
 		}
 		cJSON *m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "role", CONV[i][0]);
+		cJSON_AddStringToObject(m, "role", llamacpp_conv[i].role);
 		cJSON_AddStringToObject(m, "content", content);
 		cJSON_AddItemToArray(a, m);
 	}
