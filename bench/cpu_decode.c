@@ -12,7 +12,7 @@
  *
  * Build (from the repository root):
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Icore -I. -pthread core/status.c core/model/gguf.c core/model/model.c \
- *       core/model/synth.c core/sample/sampler.c core/cpu/threadpool.c core/cpu/cpu_kernels.c core/backend.c \
+ *       core/model/synth.c core/sample/sampler.c core/threadpool.c core/cpu/cpu_kernels.c core/backend.c \
  *       core/cpu/backend_cpu.c bench/cpu_decode.c -o /tmp/cpu_decode -lcjson -lpcre2-8 -lm
  * (or link build/libbatchgen.a instead of the core sources)
  */
@@ -26,7 +26,7 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/synth.h"
-#include "cpu/threadpool.h"
+#include "threadpool.h"
 
 static double now(void)
 {

@@ -3,7 +3,7 @@
  * tasks too and then waits until every worker has left the generation, so that the next
  * tp_run cannot race with a straggler of the previous one. Workers spin briefly before
  * sleeping because the CPU backend issues many short runs per token. */
-#include "cpu/threadpool.h"
+#include "threadpool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

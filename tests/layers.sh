@@ -15,6 +15,7 @@
 # include its own files and any room of a lower layer.
 LAYERS=(
 	"core/status core/strbuf" # base: error values, the text buffer
+	"core/threadpool"         # worker threads for data-parallel loops (status.h below it)
 	"core/model core/sample"  # GGUF, model, synthetic shapes | sampling
 	"core/text"               # tokenizers, chat templates
 	"core/backend"            # the backend contract

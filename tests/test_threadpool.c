@@ -1,6 +1,6 @@
 /* test_threadpool: every task runs exactly once per tp_run, thread indices stay in range,
  * runs do not overlap, and pools of one thread or of every core work. */
-#include "cpu/threadpool.h"
+#include "threadpool.h"
 
 #include <stdatomic.h>
 

@@ -20,7 +20,7 @@
 
 #include "cpu/cpu_kernels.h"
 #include "cpu/qdot.h"
-#include "cpu/threadpool.h"
+#include "threadpool.h"
 #include "model/arch.h"
 #include "model/quant.h"
 

@@ -2,7 +2,7 @@
  * constrain.h). */
 #include "engine/constrain.h"
 
-#include "cpu/threadpool.h"
+#include "threadpool.h"
 
 #include <math.h>
 #include <stdlib.h>
