@@ -291,12 +291,12 @@ static void grammar_invariance(struct backend *be, const struct tok *tok,
 			       const struct model_hparams *hp)
 {
 	static const char *const schemas[] = {
-	    "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", "
-	    "\"maxLength\": 12}, \"age\": {\"type\": \"integer\", \"minimum\": 0, "
-	    "\"maximum\": 120}, \"color\": {\"enum\": [\"red\", \"green\"]}}, "
-	    "\"required\": [\"name\", \"age\", \"color\"]}",
-	    "{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"minimum\": -5, "
-	    "\"maximum\": 5}, \"minItems\": 1, \"maxItems\": 4}",
+	    ("{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", "
+	     "\"maxLength\": 12}, \"age\": {\"type\": \"integer\", \"minimum\": 0, "
+	     "\"maximum\": 120}, \"color\": {\"enum\": [\"red\", \"green\"]}}, "
+	     "\"required\": [\"name\", \"age\", \"color\"]}"),
+	    ("{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"minimum\": -5, "
+	     "\"maximum\": 5}, \"minItems\": 1, \"maxItems\": 4}"),
 	    "{\"type\": \"string\", \"minLength\": 3, \"maxLength\": 8}",
 	};
 	enum { N_SCHEMA = sizeof schemas / sizeof schemas[0], N_G = 30 };
