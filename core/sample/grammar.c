@@ -153,8 +153,8 @@ static int gp_item_cmp(const void *a, const void *b)
 }
 
 /* Rewrites the negated class that starts at rule->e[first] with its characters and ranges
- * in increasing order of their first code point (the same set, the same number of
- * elements): match_partial then finds a gap in one pass. */
+ * in increasing order of their first code point (the same set; a one-character range
+ * becomes one character): match_partial then finds a gap in one pass. */
 static bool gp_sort_class(struct gparser *p, struct rvec *rule, uint32_t first)
 {
 	uint32_t n_el = rule->n - first, n = 0;
@@ -179,7 +179,9 @@ static bool gp_sort_class(struct gparser *p, struct rvec *rule, uint32_t first)
 			rule->e[o++] = (struct gel){GE_CHAR_RNG_UPPER, it[k].hi};
 	}
 	free(it);
-	rule->n = o; /* o <= the old n: a range of one character [a-a] becomes one element */
+	/* o <= the old n: a range of one character [a-a] becomes one element */
+	p->n_el -= rule->n - o;
+	rule->n = o;
 	return true;
 }
 
