@@ -191,6 +191,23 @@ static void test_hand(void)
 	memset(a1.qs, 1, 32);
 	CHECK(dot1(QDOT_PORTABLE, GGUF_DTYPE_Q4_1, &w1, &a1, 32) == 96.0f, "Q4_1 hand value 96: %g",
 	      dot1(QDOT_PORTABLE, GGUF_DTYPE_Q4_1, &w1, &a1, 32));
+	/* Q8_0, at every level (the VNNI code offsets the activations by 128 and corrects
+	 * with the weights' sums): block 0 has d = 1 and weights -128 (the extreme a file can
+	 * hold) and 127 in alternate fours, activations d = 0.5, q = 127: 0.5 * 127 * 16 *
+	 * (-128 + 127) = -1016; block 1 weights 1 (d = 1), activations -1 (d = 2): -64 */
+	struct quant_q8_0 w8[2] = {{.d = 0x3C00}, {.d = 0x3C00}};
+	struct qdot_a32 a8[2] = {{.d = 0.5f}, {.d = 2.0f}};
+	for (int e = 0; e < 32; e++) {
+		w8[0].qs[e] = (int8_t)((e / 4) % 2 ? 127 : -128);
+		a8[0].qs[e] = 127;
+		w8[1].qs[e] = 1;
+		a8[1].qs[e] = -1;
+	}
+	for (int isa = 0; isa < QDOT_N_ISA; isa++)
+		if (qdot_supported((enum qdot_isa)isa))
+			CHECK(dot1((enum qdot_isa)isa, GGUF_DTYPE_Q8_0, w8, a8, 64) == -1080.0f,
+			      "Q8_0 hand value -1080 (%s): %g", qdot_isa_name((enum qdot_isa)isa),
+			      dot1((enum qdot_isa)isa, GGUF_DTYPE_Q8_0, w8, a8, 64));
 	/* Q4_K: d = dmin = 1, every scale and min 1, every q 3 (w = 3 - 1 = 2); activations
 	 * d = 1, q = 2: 256 * 2 * 2 = 1024 */
 	struct quant_q4_k wk = {.d = 0x3C00, .dmin = 0x3C00};
@@ -393,7 +410,8 @@ static void test_levels(void)
 		n_isa++;
 		for (size_t ti = 0; ti < N_TYPES; ti++) {
 			enum gguf_dtype t = types[ti];
-			const int64_t k = is_k(t) ? 768 : 224, rows = 11;
+			/* 13 rows: Q8_0's 8-row decode tile, a 4-row one and single rows */
+			const int64_t k = is_k(t) ? 768 : 224, rows = 13;
 			const int32_t nt = 9;
 			const size_t ldq = qdot_act_row_bytes(t, k);
 			void *w = random_blocks(t, rows * k / quant_block_elems(t));
@@ -404,14 +422,14 @@ static void test_levels(void)
 					x[i] = gauss() * (i % 29 == 0 ? 5.0f : 1.0f);
 				qdot_quantize_row(t, x, k, a + j * ldq);
 			}
-			float yp[9 * 11], yv[9 * 11];
+			float yp[9 * 13], yv[9 * 13];
 			qdot_matmul(QDOT_PORTABLE, t, w, k, 0, rows, a, ldq, nt, yp, rows);
 			bool same = true;
-			/* every token count (tiles of 4 / 1 tokens, 2 / 4 / 1 rows) and row range
+			/* every token count (tiles of 4 / 1 tokens; 1, 2, 4, 8 rows), row range
 			 */
 			for (int32_t n = 1; n <= nt; n++)
 				for (int64_t r0 = 0; r0 < 3; r0++) {
-					for (int i = 0; i < 9 * 11; i++)
+					for (int i = 0; i < 9 * 13; i++)
 						yv[i] = NAN;
 					qdot_matmul((enum qdot_isa)isa, t, w, k, r0, rows - r0 % 2,
 						    a, ldq, n, yv, rows);

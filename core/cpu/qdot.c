@@ -203,6 +203,9 @@ QINLINE QTARGET __m256i lanes_avxvnni(__m256i a, __m256i b)
 	return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b);
 }
 #define Q_LANES lanes_avxvnni
+#define Q_DPBUSD _mm256_dpbusd_avx_epi32
+#define Q8_NR 2 /* 16 vector registers */
+#define Q8_DR 4
 #define Q(name) name##_avxvnni
 #include "cpu/qdot_simd.inc"
 
@@ -212,6 +215,9 @@ QINLINE QTARGET __m256i lanes_avx512vnni(__m256i a, __m256i b)
 	return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
 }
 #define Q_LANES lanes_avx512vnni
+#define Q_DPBUSD _mm256_dpbusd_epi32
+#define Q8_NR 4 /* 32 vector registers (AVX-512VL) */
+#define Q8_DR 8
 #define Q(name) name##_avx512vnni
 #include "cpu/qdot_simd.inc"
 
