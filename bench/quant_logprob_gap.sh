@@ -8,11 +8,13 @@
 #
 #   bench/quant_logprob_gap.sh [BATCHGEN]     (run from the repository root)
 #
-# Environment: N [12] steps per prompt; WORK [/tmp/batchgen-qgap] for the models (made once).
+# Environment: N [12] steps per prompt; WORK [/tmp/batchgen-qgap] for the models (made once);
+# PRESETS [all 12] the presets to measure, e.g. PRESETS=Q8_0.
 set -euo pipefail
 BATCHGEN=${1:-build/batchgen}
 N=${N:-12}
 WORK=${WORK:-/tmp/batchgen-qgap}
+PRESETS=${PRESETS:-Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_NL IQ4_XS}
 LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 mkdir -p "$WORK"
 [ -x "$WORK/llama_quantize" ] ||
@@ -24,7 +26,7 @@ for arch in tiny qwen2-tiny; do
 	f16=$WORK/$arch-f16.gguf
 	[ -s "$f16" ] || "$BATCHGEN" synth --shape $arch --embd 256 --ffn 512 --heads 4 \
 		--kv-heads 2 --seed 5 --dtype f16 -o "$f16" 2>/dev/null
-	for preset in Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_NL IQ4_XS; do
+	for preset in $PRESETS; do
 		f=$WORK/$arch-$preset.gguf
 		[ -s "$f" ] || LD_LIBRARY_PATH=$LIB "$WORK/llama_quantize" $LIB/libllama.v0.5.0.so \
 			"$f16" "$f" $preset >/dev/null 2>&1

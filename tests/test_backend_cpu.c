@@ -218,14 +218,36 @@ static double wget(const struct model_weight *w, uint64_t r, uint64_t i)
 	}
 }
 
+/* Q8_0 weights multiply activations quantized as llama.cpp quantizes them (cpu/qdot): in
+ * blocks of 32, d = max |x| / 127 rounded to fp16, q = round(x * 127 / max |x|). Written
+ * here in double from that description, not with qdot's code. */
+static void dquant_q8_0(const double *x, double *xq, uint64_t n)
+{
+	for (uint64_t b = 0; b < n; b += 32) {
+		double amax = 0;
+		for (int e = 0; e < 32; e++)
+			amax = fabs(x[b + e]) > amax ? fabs(x[b + e]) : amax;
+		const double d = half_f16_to_f32(half_f32_to_f16((float)(amax / 127)));
+		for (int e = 0; e < 32; e++)
+			xq[b + e] = amax > 0 ? d * nearbyint(x[b + e] * 127 / amax) : 0;
+	}
+}
+
 static void dmatvec(const struct model_weight *w, const double *x, double *y)
 {
+	double *xq = NULL;
+	if (w->type == GGUF_DTYPE_Q8_0) {
+		xq = malloc(sizeof(double) * w->ne0);
+		dquant_q8_0(x, xq, w->ne0);
+		x = xq;
+	}
 	for (uint64_t r = 0; r < w->ne1; r++) {
 		double s = 0;
 		for (uint64_t i = 0; i < w->ne0; i++)
 			s += wget(w, r, i) * x[i];
 		y[r] = s;
 	}
+	free(xq);
 }
 
 static void drmsnorm(const struct model_weight *w, const double *x, double *y, int n, double eps)
@@ -340,7 +362,14 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 
 /* The backend's logits for every position of a sequence, in one forward, against the
  * double-precision forward: fp32 with fp32 accumulation keeps logits within
- * atol + rtol |ref| (stated at the call). */
+ * atol + rtol |ref| (stated at the call).
+ *
+ * Q8_0 weights multiply activations rounded to 8-bit blocks, on both sides; an activation
+ * within ~1e-4 of a rounding boundary may round one way in fp32 and the other in double,
+ * and one such flip moved a position's logits (tiny, Q8_0) by 0.09, and every later
+ * position's slightly through its K and V. So for Q8_0 up to a quarter of the positions
+ * (observed: 1 of 24) may miss the tight bound, all must stay within 0.25 (a flip's size,
+ * with margin), and a wrong kernel, which moves every position, still fails. */
 static void check_vs_double(const struct model *m, int n, double atol, double rtol)
 {
 	if (!m)
@@ -363,23 +392,36 @@ static void check_vs_double(const struct model *m, int n, double atol, double rt
 	struct backend_batch batch = {&s, 1, n};
 	struct bg_err err = {0};
 	CHECK(b->ops->forward(b->ctx, &batch, &err) == BG_OK, "forward: %s", err.msg);
+	const bool q8 = m->layers[0].wq.type == GGUF_DTYPE_Q8_0;
 	float *lg = malloc(sizeof(float) * nv);
-	double worst = 0;
-	int bad = 0;
+	double worst = 0, worst_tight = 0;
+	int bad = 0, flipped = 0;
 	for (int p = 0; p < n; p++) {
 		b->ops->get_logits(b->ctx, p, lg, &err);
+		double wp = 0;
 		for (int32_t i = 0; i < nv; i++) {
 			double r = ref[(size_t)p * nv + i], d = fabs(lg[i] - r);
-			if (d > worst)
-				worst = d;
-			if (!(d <= atol + rtol * fabs(r)) && bad++ < 3)
+			wp = d > wp ? d : wp;
+			if (!(d <= atol + rtol * fabs(r)) && !(q8 && d <= 0.25) && bad++ < 3)
 				fprintf(stderr, "pos %d id %d: %.7f vs double %.7f\n", p, i, lg[i],
 					r);
 		}
+		bool tight = true;
+		for (int32_t i = 0; i < nv; i++)
+			tight &= fabs(lg[i] - ref[(size_t)p * nv + i]) <=
+				 atol + rtol * fabs(ref[(size_t)p * nv + i]);
+		if (tight)
+			worst_tight = wp > worst_tight ? wp : worst_tight;
+		flipped += !tight;
+		worst = wp > worst ? wp : worst;
 	}
-	CHECK(bad == 0, "%s: %d logits outside %.0e + %.0e |ref| of the double forward", m->name,
-	      bad, atol, rtol);
-	printf("%s: worst |logit - double reference| over %d positions: %.2e\n", m->name, n, worst);
+	CHECK(bad == 0, "%s: %d logits outside %.0e + %.0e |ref|%s of the double forward", m->name,
+	      bad, atol, rtol, q8 ? " (0.25 at a rounding flip)" : "");
+	CHECK(flipped <= (q8 ? n / 4 : 0), "%s: %d of %d positions outside %.0e + %.0e |ref|",
+	      m->name, flipped, n, atol, rtol);
+	printf("%s: worst |logit - double reference| over %d positions: %.2e (%d positions outside "
+	       "the bound; worst of the others %.2e)\n",
+	       m->name, n, worst, flipped, worst_tight);
 	free(lg);
 	free(ref);
 	backend_destroy(b);

@@ -273,10 +273,12 @@ static void mm_task(void *arg, int32_t task, int32_t thread)
 			    (int64_t)jb->w->ne0, r->n_tok, jb->y, jb->ldy);
 }
 
-/* Quantized weights: whether the integer kernels (cpu/qdot) multiply this type. */
+/* Quantized weights: whether the integer kernels (cpu/qdot) multiply this type. All block
+ * types, Q8_0 included (issue 12: its int8 x int8 path is faster than the fp32 one at every
+ * batch size and agrees more closely with llama.cpp; bench/results/q8int-2026-11-29.md). */
 static bool qdot_uses(enum gguf_dtype t)
 {
-	return qdot_handles(t) && t != GGUF_DTYPE_Q8_0;
+	return qdot_handles(t);
 }
 
 /* Job i's activations quantized for its weight type into slot i of c->qact, or those of
