@@ -218,6 +218,7 @@ QINLINE QTARGET __m256i lanes_avx512vnni(__m256i a, __m256i b)
 #define Q_DPBUSD _mm256_dpbusd_epi32
 #define Q8_NR 4 /* 32 vector registers (AVX-512VL) */
 #define Q8_DR 8
+#define Q8_ZMM 1 /* 512-bit tiles for Q8_0 */
 #define Q(name) name##_avx512vnni
 #include "cpu/qdot_simd.inc"
 
