@@ -172,7 +172,8 @@ fi
 # for every type. Measured worst per preset over tiny and qwen2-tiny (3 prompts x 12 steps,
 # 2026-11-29, AMD EPYC avx512): Q4_1, Q5_1, Q5_K_M 1.8e-6 (the same block sums as llama.cpp);
 # Q2_K 9.6e-3; IQ4_NL 3.3e-2; Q6_K 6.1e-2; Q4_K_M 2.0e-2; Q4_0 9.0e-2; Q5_0 9.6e-2;
-# Q8_0 8.6e-2; Q3_K_M 1.1e-1; IQ4_XS 1.3e-1. The small ones can flip too (one activation
+# Q8_0 8.6e-2 while its activations stayed fp32, 6.4e-8 since they are Q8_0 blocks too
+# (2026-11-29, q8int); Q3_K_M 1.1e-1; IQ4_XS 1.3e-1. The small ones can flip too (one activation
 # rounding to the other side of a Q8 step on another CPU's summation order), so one bound
 # holds for all: twice the largest gap seen.
 if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -ldl; then

@@ -29,10 +29,11 @@
  * row: bitwise that. (llama.cpp then multiplies in int8; the fp32 products here differ
  * from its by rounding only.) Rows need k % 32 == 0, k % 256 == 0 for the K types.
  *
- * The CPU backend multiplies those types (not Q8_0) with cpu/qdot instead: activations
- * quantized once per matmul into llama.cpp's 8-bit blocks and integer dot products, as
- * llama.cpp computes them (measured closer to it, and faster; README "Quantized
- * weights"). The fp32 path here stays as the backend's fallback and for comparison.
+ * The CPU backend multiplies those types, and Q8_0 too, with cpu/qdot instead:
+ * activations quantized once per matmul into llama.cpp's 8-bit blocks and integer dot
+ * products, as llama.cpp computes them (measured closer to it, and faster; the decision
+ * and its numbers are in cpu/qdot.h and README "Quantized weights"). The fp32 path here
+ * (Q8_0's included) stays as the backend's fallback and for comparison.
  */
 #ifndef BG_CPU_KERNELS_H
 #define BG_CPU_KERNELS_H

@@ -21,8 +21,24 @@
  * have |w| <= 128 (Q8_0's -128 included) and quantized activations |x| <= 127.
  *
  * Instruction sets (qdot_isa): the portable C, AVX2 (maddubs), AVX-VNNI and AVX-512 VNNI
- * (256-bit dpbusd); all give the same bits, so the best one the processor has is used
- * (qdot_detect) independently of cpu_kernels' level.
+ * (256-bit dpbusd; Q8_0's batched tile in 512-bit vectors); all give the same bits, so the
+ * best one the processor has is used (qdot_detect) independently of cpu_kernels' level.
+ * For Q8_0 the VNNI levels make the activations unsigned (x + 128) instead of moving the
+ * weights' signs onto them, and start dpbusd from -128 * (the weights' lane sums): the
+ * same exact L[l].
+ *
+ * Activation format, decided by measurement (issue 12): every block type, Q8_0 included,
+ * multiplies activations quantized in llama.cpp's blocks (not fp32, not per-row int8).
+ * For Q8_0, which until then kept fp32 activations (cpu_kernels), the int8 path measured
+ * (2026-11-29, AMD EPYC Zen 4, bench/results/q8int-2026-11-29.md):
+ *  - accuracy against llama.cpp (bench/quant_logprob_gap.sh, Q8_0 files of a 256-wide
+ *    llama and qwen2, 3 prompts x 12 greedy steps): median |chosen log-prob difference|
+ *    0.012-0.014 -> 1-2e-8, max 0.086 -> 8e-8, token differences 3 -> 0: the per-row
+ *    arithmetic above is that of llama.cpp's AVX2 ggml_vec_dot_q8_0_q8_0;
+ *  - speed of one matrix (bench/qdot_matmul, 2048 x 5632, one thread): B=1 0.34 ms
+ *    against the fp32 kernels' 0.76 (L3-resident; from memory both stream at one core's
+ *    rate), B=16 3.9 against 4.9 ms, B=64 17-19 against 28 ms.
+ * The fp32 kernels stay the backend's fallback (cpu_kernels.h).
  */
 #ifndef BG_QDOT_H
 #define BG_QDOT_H
