@@ -1021,6 +1021,66 @@ static void test_policies(const struct tok *tok)
 	free(sp);
 }
 
+/* First wave: 16 requests with a shared 24-token prefix (6 blocks of 4) arrive together.
+ * Under the continuous policies the first computes the prefix and every later one takes
+ * it from the cache (it is held until the first has keyed it); without the hold each
+ * would miss, since none had written the prefix when they were admitted. Results equal
+ * those of a run without the cache; static admits its batch at once and holds nothing. */
+static void test_first_wave(const struct tok *tok)
+{
+	enum { N = 16, PRE = 24 };
+	struct spec sp[N];
+	memset(sp, 0, sizeof sp);
+	for (int32_t i = 0; i < N; i++) {
+		sp[i].n_ids = PRE + 4;
+		for (int32_t j = 0; j < PRE + 4; j++)
+			sp[i].ids[j] = j == 0 ? 1 : 3 + (j < PRE ? j * 5 : j * 7 + i * 3) % (TV - 3);
+		sp[i].max_tokens = 4;
+		sp[i].ignore_eos = true;
+		sp[i].logprobs = -1;
+		sp[i].prompt_logprobs = -1;
+	}
+	struct fake f;
+	struct backend be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	cfg.prefix_cache = false;
+	struct run R0;
+	CHECK(run_specs(&cfg, &be, tok, 64, sp, N, &R0, NULL) == BG_OK, "reference run");
+	fake_free(&f);
+	for (int pi = 0; pi < ENGINE_UTIL_N_POLICIES; pi++)
+		for (int chunk = 0; chunk < 2; chunk++) {
+			const char *name = engine_util_policy(&cfg, pi);
+			cfg.chunked_context = chunk;
+			cfg.max_batch_size = 32;
+			cfg.max_num_tokens = 512; /* room for all 16 prompts in one step */
+			be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
+			f.shared_ok = true;
+			struct run R;
+			CHECK(run_specs(&cfg, &be, tok, 64, sp, N, &R, NULL) == BG_OK, "%s run", name);
+			int diff = 0, later_cached = 0;
+			for (int32_t i = 0; i < N; i++) {
+				char w[128];
+				diff += !same_result(R0.res[i], R.res[i], w, sizeof w);
+				later_cached += i > 0 && R.res[i] && R.res[i]->cached_tokens == PRE;
+			}
+			CHECK(diff == 0, "%s chunk %d: %d of %d differ without the cache", name, chunk,
+			      diff, N);
+			if (cfg.policy != ENGINE_POLICY_STATIC)
+				CHECK(later_cached == N - 1 && R.tot.cached_tokens == (N - 1) * PRE &&
+					  R.tot.reused_blocks == (N - 1) * PRE / 4 &&
+					  R.tot.missed_blocks == PRE / 4 + N,
+				      "%s chunk %d: %d of %d later requests took the %d-token prefix "
+				      "(cached %lld, reused %lld, missed %lld)",
+				      name, chunk, later_cached, N - 1, PRE,
+				      (long long)R.tot.cached_tokens, (long long)R.tot.reused_blocks,
+				      (long long)R.tot.missed_blocks);
+			run_free(&R);
+			fake_free(&f);
+		}
+	run_free(&R0);
+}
+
 /* Order input with a long head: look-ahead stays bounded by the window. */
 static void test_window(const struct tok *tok)
 {
@@ -1468,6 +1528,7 @@ int main(void)
 	test_io_failures(tok);
 	test_pending_source(tok);
 	test_policies(tok);
+	test_first_wave(tok);
 	test_invariance_fake(tok);
 	test_random_configs(tok);
 	test_samples(tok);
