@@ -12,7 +12,8 @@
 #   bench/engine_reuse.sh [COUNT]    COUNT requests of P1 and S1 (default 64; the issue's
 #                                    P1 is 256), COUNT/8 prompts of N8
 #   PARTS="P1 N8 S1" (default: all) picks some; N8_COUNT (default COUNT) sets N8's alone;
-#   RUNS (default 1) repeats every line, for medians.
+#   RUNS (default 1) repeats every line, for medians; P1_OFF=0 skips P1's --no-prefix-cache
+#   run; LABEL (e.g. the commit a $BATCHGEN was built from) goes into the header.
 #   N8 also runs N8S with the prefix cache on ("separate+cache"): 8 separate requests as a
 #   user would send them, sharing the prompt's full blocks through the cache.
 #
@@ -28,6 +29,7 @@ N=${1:-64}
 N8=${N8_COUNT:-$N}
 PARTS=${PARTS:-P1 N8 S1}
 RUNS=${RUNS:-1}
+P1_OFF=${P1_OFF:-1}
 S1_KV=${S1_KV:-default 2048}
 out=bench/results/engine_reuse.txt
 mkdir -p bench/results
@@ -47,11 +49,11 @@ run() { # name, extra args...
 }
 {
 	echo
-	echo "# engine_reuse $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo '+uncommitted') machine ${machine:-unknown} ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
-	echo "# command: PARTS=\"$PARTS\" N8_COUNT=$N8 RUNS=$RUNS S1_KV=\"$S1_KV\" BATCHGEN=$BATCHGEN${MODEL:+ MODEL=$MODEL} bench/engine_reuse.sh $N"
+	echo "# engine_reuse $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo '+uncommitted') machine ${machine:-unknown} ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))${LABEL:+ label $LABEL}"
+	echo "# command: PARTS=\"$PARTS\" N8_COUNT=$N8 RUNS=$RUNS P1_OFF=$P1_OFF S1_KV=\"$S1_KV\"${LABEL:+ LABEL=$LABEL} BATCHGEN=$BATCHGEN${MODEL:+ MODEL=$MODEL} bench/engine_reuse.sh $N"
 	if [[ " $PARTS " == *" P1 "* ]]; then
 		run "P1x$N cache" --workload "P1x$N"
-		run "P1x$N no-cache" --workload "P1x$N" --no-prefix-cache
+		[ "$P1_OFF" = 0 ] || run "P1x$N no-cache" --workload "P1x$N" --no-prefix-cache
 	fi
 	if [[ " $PARTS " == *" N8 "* ]]; then
 		run "N8x$((N8 / 8)) n=8" --workload "N8x$((N8 / 8))"
