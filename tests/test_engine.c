@@ -899,10 +899,10 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 				       "kv_cache",
 				       "static",
 				       "mem"};
-	static const char *kv[] = {"max_num_blocks",   "free_num_blocks",  "used_num_blocks",
-				   "tokens_per_block", "alloc_new_blocks", "reused_blocks",
-				   "missed_blocks",    "cache_hit_rate",   "cached_blocks",
-				   "window_dropped_blocks", "swap_out_bytes", "swap_in_bytes",
+	static const char *kv[] = {"max_num_blocks",	    "free_num_blocks",	"used_num_blocks",
+				   "tokens_per_block",	    "alloc_new_blocks", "reused_blocks",
+				   "missed_blocks",	    "cache_hit_rate",	"cached_blocks",
+				   "window_dropped_blocks", "swap_out_bytes",	"swap_in_bytes",
 				   "recomputed_tokens"};
 	static const char *inf[] = {"num_scheduled_requests", "num_context_requests",
 				    "num_gen_requests",	      "num_paused_requests",
@@ -1069,7 +1069,8 @@ static void test_first_wave(const struct tok *tok)
 	for (int32_t i = 0; i < N; i++) {
 		sp[i].n_ids = PRE + 4;
 		for (int32_t j = 0; j < PRE + 4; j++)
-			sp[i].ids[j] = j == 0 ? 1 : 3 + (j < PRE ? j * 5 : j * 7 + i * 3) % (TV - 3);
+			sp[i].ids[j] =
+			    j == 0 ? 1 : 3 + (j < PRE ? j * 5 : j * 7 + i * 3) % (TV - 3);
 		sp[i].max_tokens = 4;
 		sp[i].ignore_eos = true;
 		sp[i].logprobs = -1;
@@ -1092,24 +1093,26 @@ static void test_first_wave(const struct tok *tok)
 			be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
 			f.shared_ok = true;
 			struct run R;
-			CHECK(run_specs(&cfg, &be, tok, 64, sp, N, &R, NULL) == BG_OK, "%s run", name);
+			CHECK(run_specs(&cfg, &be, tok, 64, sp, N, &R, NULL) == BG_OK, "%s run",
+			      name);
 			int diff = 0, later_cached = 0;
 			for (int32_t i = 0; i < N; i++) {
 				char w[128];
 				diff += !same_result(R0.res[i], R.res[i], w, sizeof w);
 				later_cached += i > 0 && R.res[i] && R.res[i]->cached_tokens == PRE;
 			}
-			CHECK(diff == 0, "%s chunk %d: %d of %d differ without the cache", name, chunk,
-			      diff, N);
+			CHECK(diff == 0, "%s chunk %d: %d of %d differ without the cache", name,
+			      chunk, diff, N);
 			if (cfg.policy != ENGINE_POLICY_STATIC)
-				CHECK(later_cached == N - 1 && R.tot.cached_tokens == (N - 1) * PRE &&
-					  R.tot.reused_blocks == (N - 1) * PRE / 4 &&
-					  R.tot.missed_blocks == PRE / 4 + N,
-				      "%s chunk %d: %d of %d later requests took the %d-token prefix "
-				      "(cached %lld, reused %lld, missed %lld)",
-				      name, chunk, later_cached, N - 1, PRE,
-				      (long long)R.tot.cached_tokens, (long long)R.tot.reused_blocks,
-				      (long long)R.tot.missed_blocks);
+				CHECK(
+				    later_cached == N - 1 && R.tot.cached_tokens == (N - 1) * PRE &&
+					R.tot.reused_blocks == (N - 1) * PRE / 4 &&
+					R.tot.missed_blocks == PRE / 4 + N,
+				    "%s chunk %d: %d of %d later requests took the %d-token prefix "
+				    "(cached %lld, reused %lld, missed %lld)",
+				    name, chunk, later_cached, N - 1, PRE,
+				    (long long)R.tot.cached_tokens, (long long)R.tot.reused_blocks,
+				    (long long)R.tot.missed_blocks);
 			run_free(&R);
 			fake_free(&f);
 		}

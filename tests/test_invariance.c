@@ -298,7 +298,8 @@ static void first_wave_invariance(struct backend *be, const struct tok *tok,
 		s->n_ids = PRE + 1 + (int32_t)engine_util_rnd(&rng, 7);
 		for (int32_t j = 0; j < s->n_ids; j++)
 			s->ids[j] = j == 0 ? 1
-					: 3 + (j < PRE ? j * 37 % 509 : (int32_t)engine_util_rnd(&rng, 509));
+					   : 3 + (j < PRE ? j * 37 % 509
+							  : (int32_t)engine_util_rnd(&rng, 509));
 		s->max_tokens = 1 + (int32_t)engine_util_rnd(&rng, 6);
 		s->temperature = i % 2 ? 0.8f : 0.0f;
 		s->top_p = 1.0f;
@@ -332,20 +333,24 @@ static void first_wave_invariance(struct backend *be, const struct tok *tok,
 					char w[128];
 					if (!same(ref[i], R.res[i], w, sizeof w) && diff++ == 0)
 						snprintf(why, sizeof why, "request %d: %s", i, w);
-					later += i > 0 && R.res[i] && R.res[i]->cached_tokens == PRE;
+					later +=
+					    i > 0 && R.res[i] && R.res[i]->cached_tokens == PRE;
 				}
-				CHECK(st == BG_OK && R.n_emitted == n && diff == 0,
-				      "first wave, %s chunk %d bs %d: %d of %d differ from solo (%s)",
-				      name, chunk, cfg.max_batch_size, diff, n, why);
+				CHECK(
+				    st == BG_OK && R.n_emitted == n && diff == 0,
+				    "first wave, %s chunk %d bs %d: %d of %d differ from solo (%s)",
+				    name, chunk, cfg.max_batch_size, diff, n, why);
 				if (cfg.policy != ENGINE_POLICY_STATIC || !b)
 					CHECK(later == n - 1,
-					      "first wave, %s chunk %d bs %d: %d of %d later requests "
+					      "first wave, %s chunk %d bs %d: %d of %d later "
+					      "requests "
 					      "took the %d-token prefix from the cache",
 					      name, chunk, cfg.max_batch_size, later, n - 1, PRE);
 				fprintf(stderr,
 					"first wave %-20s chunk %d bs %2d: %d/%d identical, %d/%d "
 					"later requests cached %d tokens\n",
-					name, chunk, cfg.max_batch_size, n - diff, n, later, n - 1, PRE);
+					name, chunk, cfg.max_batch_size, n - diff, n, later, n - 1,
+					PRE);
 				run_free(&R);
 			}
 	for (int32_t i = 0; i < n; i++)

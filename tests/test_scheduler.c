@@ -465,8 +465,12 @@ static void first_wave(enum sched_policy policy, int32_t max_num_tokens)
 	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	struct sched_seq q[3] = {{0}};
 	for (int i = 0; i < 3; i++) {
-		q[i] = (struct sched_seq){.order = i, .n_tokens = 10, .n_kv_max = 13, .prompt = tok,
-					  .n_prompt = 10, .cache_lookup = true};
+		q[i] = (struct sched_seq){.order = i,
+					  .n_tokens = 10,
+					  .n_kv_max = 13,
+					  .prompt = tok,
+					  .n_prompt = 10,
+					  .cache_lookup = true};
 		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
 	}
 	struct sched_plan plan;
@@ -494,8 +498,8 @@ static void first_wave(enum sched_policy policy, int32_t max_num_tokens)
 		  ks.missed_new == 2,
 	      "policy %d tokens %d: B and C admitted after %d steps with 8 cached tokens each "
 	      "(%d, %d), 4 blocks reused, 2 missed (%lld, %lld)",
-	      policy, max_num_tokens, steps, q[1].n_cached, q[2].n_cached,
-	      (long long)ks.reused_new, (long long)ks.missed_new);
+	      policy, max_num_tokens, steps, q[1].n_cached, q[2].n_cached, (long long)ks.reused_new,
+	      (long long)ks.missed_new);
 	sched_destroy(s);
 	CHECK(kv_n_free(pool) == 20, "destroy releases blocks");
 	kv_pool_destroy(pool);
@@ -519,8 +523,11 @@ static void first_wave_writer_gone(void)
 		CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
 		struct sched_seq q[2] = {{0}};
 		for (int i = 0; i < 2; i++) {
-			q[i] = (struct sched_seq){.order = i, .n_tokens = 10, .n_kv_max = 13,
-						  .prompt = tok, .n_prompt = 10,
+			q[i] = (struct sched_seq){.order = i,
+						  .n_tokens = 10,
+						  .n_kv_max = 13,
+						  .prompt = tok,
+						  .n_prompt = 10,
 						  .cache_lookup = part == 0 || i == 0};
 			CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
 		}
