@@ -490,9 +490,9 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4) attn_prefill_tc_kernel(struc
 	for (int e = threadIdx.x; e < nw * 16 * HD; e += blockDim.x) {
 		int w = e / (16 * HD), i = (e / HD) % 16, d = e % HD;
 		int hw = h - warp + w;
-		q_s[w][i * LD + d] =
-		    st_t<T>((i < nq && d < hd) ? a.q[(int64_t)(t0 + i) * a.ldq + (int64_t)hw * hd + d]
-					       : 0.0f);
+		q_s[w][i * LD + d] = st_t<T>(
+		    (i < nq && d < hd) ? a.q[(int64_t)(t0 + i) * a.ldq + (int64_t)hw * hd + d]
+				       : 0.0f);
 	}
 	float o[CH][8];
 #pragma unroll
@@ -564,7 +564,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4) attn_prefill_tc_kernel(struc
 			float e0 = s[j] == -INFINITY ? 0.0f : exp2f(s[j] - m_new);
 			float e1 = s[j + 1] == -INFINITY ? 0.0f : exp2f(s[j + 1] - m_new);
 			sum += e0 + e1;
-			pk[j / 2] = (uint32_t)t_bits(st_t<T>(e0)) | (uint32_t)t_bits(st_t<T>(e1)) << 16;
+			pk[j / 2] = (uint32_t)t_bits(st_t<T>(e0)) | (uint32_t)t_bits(st_t<T>(e1))
+									<< 16;
 		}
 		T *pw = p_s[warp];
 		*(uint4 *)&pw[r * LDP + half * 16] = make_uint4(pk[0], pk[1], pk[2], pk[3]);
