@@ -2,14 +2,16 @@
  * llama.cpp's vec_dot (ggml-cpu's zen4 build from node-llama-cpp, when present) on the
  * same blocks.
  *
- *   qdot_bench [-T q4_k|q6_k|q8_0|...] [-k K] [-r ROWS] [-n N_TOK] [-i ISA] [-s REPS]
+ *   qdot_bench [-T q4_k|q6_k|q8_0|...] [-k K] [-r ROWS] [-n N_TOK] [-i ISA] [-s REPS] [-t THREADS]
  *
  * Weights: random bytes with sane fp16 scales, ROWS x K (default 4096 x 2048), so the
  * default Q4_K matrix is 4.7 MB (in L3) and -r 65536 (75 MB) streams from memory.
  * Reports ns per 256-element super-block and GB/s of weights read, for our matmul over
- * N_TOK tokens and (at N_TOK = 1) llama.cpp's vec_dot row by row.
+ * N_TOK tokens (its rows split in THREADS equal ranges, as the CPU backend splits them)
+ * and llama.cpp's vec_dot row by row on one thread.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +62,26 @@ static int half_off(enum gguf_dtype t, int *o)
 	}
 }
 
+struct part {
+	enum qdot_isa isa;
+	enum gguf_dtype t;
+	const void *w, *qx;
+	int64_t k, r0, r1, ldy;
+	size_t ldq;
+	int n_tok;
+	float *y;
+};
+
+static void *run_part(void *arg)
+{
+	const struct part *p = arg;
+	qdot_matmul(p->isa, p->t, p->w, p->k, p->r0, p->r1, p->qx, p->ldq, p->n_tok, p->y, p->ldy);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
+	int n_thr = 1;
 	enum gguf_dtype t = GGUF_DTYPE_Q4_K;
 	int64_t k = 2048, rows = 4096;
 	int n_tok = 1, reps = 5, isa = -1;
@@ -85,6 +105,8 @@ int main(int argc, char **argv)
 			n_tok = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "-s"))
 			reps = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "-t"))
+			n_thr = atoi(argv[i + 1]) < 1 ? 1 : atoi(argv[i + 1]) > 16 ? 16 : atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "-i"))
 			isa = atoi(argv[i + 1]);
 	}
@@ -112,15 +134,25 @@ int main(int argc, char **argv)
 
 	double best = 1e30;
 	for (int s = 0; s < reps; s++) {
+		struct part pt[16];
+		pthread_t th[16];
 		double t0 = now();
-		qdot_matmul(q, t, w, k, 0, rows, qx, ldq, n_tok, y, rows);
+		for (int i = 0; i < n_thr; i++) {
+			pt[i] = (struct part){q, t, w, qx, k, rows * i / n_thr, rows * (i + 1) / n_thr,
+					      rows, ldq, n_tok, y};
+			if (i > 0)
+				pthread_create(&th[i], NULL, run_part, &pt[i]);
+		}
+		run_part(&pt[0]);
+		for (int i = 1; i < n_thr; i++)
+			pthread_join(th[i], NULL);
 		double dt = now() - t0;
 		best = dt < best ? dt : best;
 	}
 	double nsb = best * 1e9 / (double)(nb * rows);
-	printf("ours %-10s %s k=%lld rows=%lld n_tok=%d: %.2f ms, %.2f ns/block/tok (%.2f "
+	printf("ours %-10s %d thr %s k=%lld rows=%lld n_tok=%d: %.2f ms, %.2f ns/block/tok (%.2f "
 	       "ns/block), %.2f GB/s weights\n",
-	       qdot_isa_name(q), gguf_dtype_name(t), (long long)k, (long long)rows, n_tok,
+	       qdot_isa_name(q), n_thr, gguf_dtype_name(t), (long long)k, (long long)rows, n_tok,
 	       best * 1e3, nsb / n_tok, nsb, (double)(rb * rows) / best * 1e-9);
 
 	/* llama.cpp's vec_dot on the same weights, one token */
