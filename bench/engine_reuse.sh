@@ -5,11 +5,15 @@
 #        block reuse on (default) vs --no-prefix-cache (prompt tokens/s)
 #   N8   8 samples of each prompt (n = 8, one prefill) vs N8S, the same as 8 separate
 #        requests with --no-prefix-cache (output tokens/s)
-#   S1   the three scheduling policies + adaptive in a memory-tight pool (--kv-tokens)
+#   S1   the three scheduling policies + adaptive, each preemptive one with --preempt
+#        recompute and swap, in the default pool and a memory-tight one (--kv-tokens 2048);
+#        S1_KV (default "default 2048") picks the pools
 #
 #   bench/engine_reuse.sh [COUNT]    COUNT requests of P1 and S1 (default 64; the issue's
 #                                    P1 is 256), COUNT/8 prompts of N8
-#   PARTS="P1 N8 S1" (default: all) picks some; N8_COUNT (default COUNT) sets N8's alone.
+#   PARTS="P1 N8 S1" (default: all) picks some; N8_COUNT (default COUNT) sets N8's alone;
+#   RUNS (default 1) repeats every line, for medians; P1_OFF=0 skips P1's --no-prefix-cache
+#   run; LABEL (e.g. the commit a $BATCHGEN was built from) goes into the header.
 #   N8 also runs N8S with the prefix cache on ("separate+cache"): 8 separate requests as a
 #   user would send them, sharing the prompt's full blocks through the cache.
 #
@@ -24,6 +28,9 @@ BATCHGEN=${BATCHGEN:-build/batchgen}
 N=${1:-64}
 N8=${N8_COUNT:-$N}
 PARTS=${PARTS:-P1 N8 S1}
+RUNS=${RUNS:-1}
+P1_OFF=${P1_OFF:-1}
+S1_KV=${S1_KV:-default 2048}
 out=bench/results/engine_reuse.txt
 mkdir -p bench/results
 machine=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
@@ -34,17 +41,19 @@ run() { # name, extra args...
 	local name=$1
 	shift
 	local load
-	load=$(cut -d' ' -f1 /proc/loadavg)
-	"$BATCHGEN" bench "${model[@]}" --device cpu --max-seq-len 2048 -q --report "$tmp/r.json" "$@" >/dev/null 2>&1
-	jq -r --arg n "$name" --arg load "$load" '.results | "\($n)\twall_s \(.wall_s | . * 100 | round / 100)\tcpu_s \(.cpu_s | . * 100 | round / 100)\tprompt_tok_s \(.prompt_tok_s | round)\toutput_tok_s \(.output_tok_s | round)\tpreemptions \(.preemptions)\tttft_p50_ms \(.ttft_ms.p50 | round)\treused \(.reused_blocks)\tmissed \(.missed_blocks)\thit_rate \(.cache_hit_rate | . * 1000 | round / 1000)\tload_before \($load)"' "$tmp/r.json"
+	for ((k = 0; k < RUNS; k++)); do
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		"$BATCHGEN" bench "${model[@]}" --device cpu --max-seq-len 2048 -q --report "$tmp/r.json" "$@" >/dev/null 2>&1
+		jq -r --arg n "$name" --arg load "$load" '.results | "\($n)\twall_s \(.wall_s | . * 100 | round / 100)\tcpu_s \(.cpu_s | . * 100 | round / 100)\tprompt_tok_s \(.prompt_tok_s | round)\toutput_tok_s \(.output_tok_s | round)\tpreemptions \(.preemptions)\tttft_p50_ms \(.ttft_ms.p50 | round)\treused \(.reused_blocks)\tmissed \(.missed_blocks)\thit_rate \(.cache_hit_rate | . * 1000 | round / 1000)\tswap_out_mb \((.swap_out_bytes // 0) / 1048576 | . * 100 | round / 100)\trecomputed \(.recomputed_tokens // 0)\tload_before \($load)"' "$tmp/r.json"
+	done
 }
 {
 	echo
-	echo "# engine_reuse $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo '+uncommitted') machine ${machine:-unknown} ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
-	echo "# command: PARTS=\"$PARTS\" N8_COUNT=$N8 BATCHGEN=$BATCHGEN${MODEL:+ MODEL=$MODEL} bench/engine_reuse.sh $N"
+	echo "# engine_reuse $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- 2>/dev/null || echo '+uncommitted') machine ${machine:-unknown} ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))${LABEL:+ label $LABEL}"
+	echo "# command: PARTS=\"$PARTS\" N8_COUNT=$N8 RUNS=$RUNS P1_OFF=$P1_OFF S1_KV=\"$S1_KV\"${LABEL:+ LABEL=$LABEL} BATCHGEN=$BATCHGEN${MODEL:+ MODEL=$MODEL} bench/engine_reuse.sh $N"
 	if [[ " $PARTS " == *" P1 "* ]]; then
 		run "P1x$N cache" --workload "P1x$N"
-		run "P1x$N no-cache" --workload "P1x$N" --no-prefix-cache
+		[ "$P1_OFF" = 0 ] || run "P1x$N no-cache" --workload "P1x$N" --no-prefix-cache
 	fi
 	if [[ " $PARTS " == *" N8 "* ]]; then
 		run "N8x$((N8 / 8)) n=8" --workload "N8x$((N8 / 8))"
@@ -52,8 +61,14 @@ run() { # name, extra args...
 		run "N8Sx$N8 separate+cache" --workload "N8Sx$N8"
 	fi
 	if [[ " $PARTS " == *" S1 "* ]]; then
-		for p in no-evict max-util adaptive static; do
-			run "S1x$N $p kv=2048" --workload "S1x$N" --policy "$p" --kv-tokens 2048
+		for kv in $S1_KV; do
+			kvarg=()
+			[ "$kv" = default ] || kvarg=(--kv-tokens "$kv")
+			for p in no-evict max-util max-util/swap adaptive adaptive/swap static; do
+				pm=recompute
+				[[ $p == */swap ]] && pm=swap
+				run "S1x$N $p kv=$kv" --workload "S1x$N" --policy "${p%/swap}" --preempt $pm "${kvarg[@]}"
+			done
 		done
 	fi
 } | tee -a "$out"

@@ -19,6 +19,10 @@ its `batchgen bench` report with --measured to print the measured step time besi
   rope       before: double-precision sincos per pair (~100 fp64 instructions: at 67
              TFLOPS fp64 the 2 x pairs x tokens x layers sincos are not free at batch 256);
              after: table lookups, bandwidth only.
+  prefill attention  before: gpu/attention.cu's tiled kernel on CUDA cores (fp32 FMA);
+             after: attn_prefill_tc_kernel (wmma on bf16, FlashAttention-2 style), bounded
+             by its instruction issue, its tensor-core time and its L2 traffic, from counts
+             of its PTX (TC_* below; bench/results/gpu-perf-model-2026-11-29.md says how).
 What it cannot show: instruction-issue limits inside a kernel (the old per-query
 attention's per-key shuffles and 2-byte loads, which the issue estimates at ~2x its
 bandwidth bound), launch gaps, occupancy. It bounds from below.
@@ -34,6 +38,19 @@ L2_BW = 10e12     # H100 L2 read bandwidth (approximate), bytes/s
 BF16 = 989e12     # dense bf16 tensor-core peak, flop/s
 FP32 = 67e12      # CUDA-core fp32 (non-tensor), flop/s
 FP64 = 67e12      # fp64 (tensor-core figure; CUDA-core fp64 is 34 TFLOPS)
+
+# The tensor-core prefill kernel (gpu/attention.cu, attn_prefill_tc_kernel<bf16, 128>): one
+# trip of its K/V tile loop is one warp doing 16 queries x 32 keys of one head: 2 x 2 x 16 x
+# 32 x 128 flops. Counted in its PTX (nvcc -O3 -ptx, sm_90): 810 instructions a trip without
+# the soft-cap branch, with the K/V staging loop's 4 iterations; each wmma.mma m16n16k16
+# becomes 2 HMMA.16816 and each fp32 fragment store several STS in SASS: ~870 issue slots,
+# 64 HMMA.16816. A block is 4 warps (4 query heads of a GQA group) sharing one staged K/V tile.
+CLOCK = 1.83e9      # H100 SXM clock of the 989 TFLOPS figure (132 SMs x 4 SMSPs x 1024 flop/clk)
+SMSPS = 132 * 4     # warp schedulers, one instruction a clock each
+MMA_SYNC_FRAC = 2 / 3  # ASSUMED: mma.sync (all WMMA can emit) reaches ~2/3 of wgmma's dense
+                       # peak on Hopper (FlashAttention-2, mma.sync only, measures ~350-400
+                       # TFLOPS there, bounded by more than its MMAs)
+TC_ISSUE, TC_HMMA, TC_Q, TC_KEYS, TC_WARPS = 870, 64, 16, 32, 4
 
 SHAPES = {
     # n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab
@@ -99,6 +116,29 @@ def prefill(shape, n):
     return gemm, attn
 
 
+def prefill_attention_tc(shape, n):
+    """Estimated seconds of causal attention over a prefill of n tokens on the tensor-core
+    kernel: the largest of its issue time, its tensor-core time, its L2 traffic (each block
+    re-reads the K/V of its keys) and reading K/V once from DRAM; with the bounds, for the
+    record. None when the kernel does not take the shape (head_dim > 128)."""
+    L, E, F, H, HKV, HD, V = shape
+    if HD > 128 or HD % 16:
+        return None
+    # trips of one head in one layer: query tile i sees keys [0, 16 (i + 1))
+    trips = sum((min(n, TC_Q * (i + 1)) + TC_KEYS - 1) // TC_KEYS
+                for i in range((n + TC_Q - 1) // TC_Q))
+    warp_trips = trips * H * L
+    t_issue = warp_trips * TC_ISSUE / (SMSPS * CLOCK)
+    # an HMMA.16816 is 2048 MACs: 4 clocks of one SMSP at the dense peak
+    t_mma = warp_trips * TC_HMMA * 4 / MMA_SYNC_FRAC / (SMSPS * CLOCK)
+    G = H // HKV
+    nw = 4 if G % 4 == 0 else 3 if G % 3 == 0 else 2 if G % 2 == 0 else 1
+    l2 = warp_trips / nw * TC_KEYS * HD * 2 * 2
+    t_l2 = l2 / L2_BW
+    t_dram = n * HKV * HD * 2 * 2 * L / BW
+    return max(t_issue, t_mma, t_l2, t_dram), t_issue, t_mma, t_l2
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
@@ -136,6 +176,20 @@ def main():
           f"FlashAttention-3's ~600 TFLOPS for attention and cuBLAS's ~700 for GEMMs: "
           f"{1e3*(g/700e12 + at/600e12):.0f} ms. Attention on CUDA cores (fp32 FMA, "
           f"{FP32/1e12:.0f} TFLOPS peak): >= {1e3*at/FP32:.0f} ms for attention alone.")
+    tc = prefill_attention_tc(shape, a.prefill)
+    fa3 = g / 700e12 + at / 600e12
+    if tc is None:
+        print("tensor-core prefill attention: not for this shape (head_dim > 128): CUDA cores.")
+    else:
+        t, t_issue, t_mma, t_l2 = tc
+        total = g / 700e12 + t
+        print(f"tensor-core prefill attention (attn_prefill_tc_kernel, ESTIMATE): issue "
+              f"{1e3*t_issue:.0f} ms, tensor cores {1e3*t_mma:.0f} ms (mma.sync at "
+              f"{MMA_SYNC_FRAC:.2f} of peak), L2 {1e3*t_l2:.0f} ms: {1e3*t:.0f} ms "
+              f"({at/t/1e12:.0f} TFLOPS); with cuBLAS's GEMMs the prefill takes "
+              f"{1e3*total:.0f} ms = {total/fa3:.2f}x FlashAttention-3's figure (issue 17: "
+              f"<= 2x). A lower bound: it assumes the 4 warps a scheduler holds hide every "
+              f"latency (barriers, shared-memory round trips).")
     if a.measured:
         with open(a.measured) as f:
             rep = json.load(f)

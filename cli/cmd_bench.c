@@ -85,6 +85,7 @@ struct bench_phase {
 	int64_t prompt_tokens, output_tokens;
 	int64_t preemptions;
 	int64_t reused_blocks, missed_blocks, cached_tokens; /* block reuse */
+	int64_t swap_out_bytes, swap_in_bytes, recomputed_tokens; /* preemption traffic */
 	double cpu_s; /* process CPU time during the run: less sensitive to a busy machine */
 	char first_error[400];
 	/* per iteration, from the progress callback */
@@ -221,6 +222,9 @@ static enum bg_status bench_run_phase(const struct engine_config *ecfg, struct o
 	p->reused_blocks += tot.reused_blocks;
 	p->missed_blocks += tot.missed_blocks;
 	p->cached_tokens += tot.cached_tokens;
+	p->swap_out_bytes += tot.swap_out_bytes;
+	p->swap_in_bytes += tot.swap_in_bytes;
+	p->recomputed_tokens += tot.recomputed_tokens;
 	engine_destroy(e);
 	return st;
 }
@@ -646,6 +650,9 @@ static void bench_add_results(cJSON *rep, struct bench_phase *p, double wall_s,
 	cJSON_AddNumberToObject(r, "cache_hit_rate",
 				looked ? (double)p->reused_blocks / (double)looked : 0.0);
 	cJSON_AddNumberToObject(r, "cached_tokens", (double)p->cached_tokens);
+	cJSON_AddNumberToObject(r, "swap_out_bytes", (double)p->swap_out_bytes);
+	cJSON_AddNumberToObject(r, "swap_in_bytes", (double)p->swap_in_bytes);
+	cJSON_AddNumberToObject(r, "recomputed_tokens", (double)p->recomputed_tokens);
 }
 
 /* One phase of n requests of spec from seed: generator, engine, collection. Returns an

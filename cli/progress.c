@@ -345,6 +345,10 @@ enum bg_status progress_write_report(struct progress *p, const struct engine_pro
 						  (double)(t.reused_blocks + t.missed_blocks)
 					    : 0.0);
 		cJSON_AddNumberToObject(kv, "cached_tokens", (double)t.cached_tokens);
+		/* preemption traffic: swapped bytes each way, recomputed tokens */
+		cJSON_AddNumberToObject(kv, "swap_out_bytes", (double)t.swap_out_bytes);
+		cJSON_AddNumberToObject(kv, "swap_in_bytes", (double)t.swap_in_bytes);
+		cJSON_AddNumberToObject(kv, "recomputed_tokens", (double)t.recomputed_tokens);
 	}
 	cJSON_AddNumberToObject(o, "iterations", (double)t.iter);
 	char *text = cJSON_Print(o);

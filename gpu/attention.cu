@@ -17,12 +17,16 @@
  * shared memory once for all of them; each warp owns 4 queries, lane j scores key j of
  * the tile, and the online softmax advances one tile at a time. Keys beyond a query's
  * position are masked (causal), and in a windowed layer (gemma) the keys at or before
- * position - window too; gemma2's score soft-cap applies after the scale.
+ * position - window too; gemma2's score soft-cap applies after the scale. With 16-bit K/V
+ * and heads of 16..128 dimensions (multiples of 16) the tiles go to the tensor-core kernel
+ * instead (attn_prefill_tc_kernel: wmma, FlashAttention-2 style, GQA-grouped).
  *
  * In both, the head is the fastest grid index so that the query heads sharing one KV
  * head (GQA) run side by side and read that head's K/V from L2 instead of DRAM. Scores
  * and the softmax are fp32 whatever the storage type of K/V.
  */
+#include <mma.h>
+
 #include "gpu/gpu_ops.cuh"
 
 #define ATTN_WARPS 4
@@ -417,6 +421,228 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_
 	}
 }
 
+/* ---- prefill on tensor cores: FlashAttention-2 style, GQA-grouped ----
+ *
+ * Block (kv head, tile): the NW warps (NW divides G = n_head / n_head_kv, at most 4) take
+ * NW query heads of one GQA group, each the up to 16 queries of the tile, so every K/V
+ * tile staged in shared memory serves NW * 16 query rows (64 for llama-3's G = 4); the
+ * grid's x runs over the G / NW head groups of each KV head, fastest, so that blocks
+ * sharing K/V run side by side. Per K/V tile of TC_KEYS keys, each warp:
+ *   S = Q K^T   (16 x TC_KEYS, fp32) with wmma m16n16k16 on T = f16 / bf16 inputs: Q is
+ *               rounded to T once, when staged; K as stored;
+ *   softmax     online, fp32, from S stored to shared memory: lanes 2r and 2r+1 own query
+ *               row r (16 keys each), its running max m and sum l; masks (causal, window)
+ *               and the soft-cap apply here, as in attn_tiled_kernel;
+ *   O += P V    P = exp(S - m) rounded to T (FlashAttention's choice), 16 columns of the
+ *               head at a time through an fp32 fragment stored to shared memory, added to
+ *               O, which each lane keeps in registers for its row (8 columns per 16).
+ * WMMA fragments are opaque (their lane mapping is the architecture's), so the per-row
+ * rescaling of O by exp(m_old - m_new) cannot be done on an accumulator fragment: O lives
+ * in registers in a layout of our own, and the fragments only pass through shared memory
+ * (load/store_matrix_sync). The kernel uses nothing else of a fragment.
+ * Heads of hd <= HD (hd % 16 == 0) are padded with zeros to HD = 64 or 128. Shared memory
+ * rows are padded by 8 elements (16 bytes) against bank conflicts of the fragment loads;
+ * 47 KiB in all for HD = 128. */
+#define TC_KEYS	 32
+#define TC_WARPS 4
+#define LOG2E	 1.4426950408889634f
+
+template <typename T> __device__ __forceinline__ uint32_t t_bits(T v)
+{
+	uint16_t u;
+	memcpy(&u, &v, 2);
+	return u;
+}
+
+/* 4 blocks an SM: at most 128 registers a thread, which ptxas keeps without spilling;
+ * unbounded it takes 166-208 on sm_80-89 (126 on sm_90) */
+template <typename T, int HD>
+__global__ void __launch_bounds__(TC_WARPS * 32, 4) attn_prefill_tc_kernel(struct gpu_attn_args a)
+{
+	using namespace nvcuda;
+	constexpr int LD = HD + 8;	 /* row stride of q_s, k_s, v_s (elements) */
+	constexpr int LDP = TC_KEYS + 8; /* row stride of p_s */
+	constexpr int CH = HD / 16;	 /* 16-column chunks of a head */
+	constexpr int EPV = 16 / (int)sizeof(T);
+	__shared__ __align__(32) T q_s[TC_WARPS][16 * LD];
+	__shared__ __align__(32) T k_s[TC_KEYS * LD];
+	__shared__ __align__(32) T v_s[TC_KEYS * LD];
+	__shared__ __align__(32) float s_s[TC_WARPS][16 * TC_KEYS];
+	__shared__ __align__(32) T p_s[TC_WARPS][16 * LDP];
+	const int nw = (int)(blockDim.x >> 5);
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int hd = a.head_dim, G = a.n_head / a.n_head_kv, groups = G / nw;
+	const int kvh = blockIdx.x / groups;
+	const int h = kvh * G + (blockIdx.x % groups) * nw + warp;
+	const int t0 = a.tiles[2 * blockIdx.y], nq = a.tiles[2 * blockIdx.y + 1];
+	const int p0 = a.tok_pos[t0];
+	const int n_keys = p0 + nq; /* the last query sees [0, p0 + nq - 1] */
+	const int k_lo = a.window > 0 ? max(0, p0 + 1 - a.window) : 0;
+	const int32_t *bt = a.bt + a.tok_bt[t0];
+	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
+	const int vpr = hd / EPV; /* 16-byte vectors per stored K/V row */
+	/* this lane's softmax row, its half of the columns, and the keys [key_lo, key_hi]
+	 * its query sees (none for a row past nq) */
+	const int r = lane >> 1, half = lane & 1;
+	const int key_hi = r < nq ? p0 + r : -1;
+	const int key_lo = a.window > 0 ? p0 + r - a.window + 1 : 0;
+
+	for (int e = threadIdx.x; e < nw * 16 * HD; e += blockDim.x) {
+		int w = e / (16 * HD), i = (e / HD) % 16, d = e % HD;
+		int hw = h - warp + w;
+		q_s[w][i * LD + d] = st_t<T>(
+		    (i < nq && d < hd) ? a.q[(int64_t)(t0 + i) * a.ldq + (int64_t)hw * hd + d]
+				       : 0.0f);
+	}
+	float o[CH][8];
+#pragma unroll
+	for (int c = 0; c < CH; c++)
+#pragma unroll
+		for (int e = 0; e < 8; e++)
+			o[c][e] = 0.0f;
+	float m = -INFINITY, l = 0.0f;
+	for (int kb = k_lo; kb < n_keys; kb += TC_KEYS) {
+		__syncthreads(); /* the previous tile (and q_s, the first time) is ready/consumed */
+		for (int e = threadIdx.x; e < TC_KEYS * (HD / EPV); e += blockDim.x) {
+			int j = e / (HD / EPV), c = e % (HD / EPV), key = kb + j;
+			uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+			if (key < n_keys && c < vpr) {
+				int64_t blk = bt[key / a.kv.block_size];
+				const T *k = base + blk * a.kv.block_stride +
+					     (int64_t)(key % a.kv.block_size) * a.kv.kv_dim;
+				kv = ((const uint4 *)k)[c];
+				vv = ((const uint4 *)(k + a.kv.v_offset))[c];
+			}
+			*(uint4 *)&k_s[j * LD + c * EPV] = kv;
+			*(uint4 *)&v_s[j * LD + c * EPV] = vv;
+		}
+		__syncthreads();
+
+		/* S = Q K^T: K as stored, [key][dim], is K^T in column-major order */
+		wmma::fragment<wmma::accumulator, 16, 16, 16, float> s0, s1;
+		wmma::fill_fragment(s0, 0.0f);
+		wmma::fill_fragment(s1, 0.0f);
+#pragma unroll
+		for (int kk = 0; kk < CH; kk++) {
+			wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa;
+			wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kb0, kb1;
+			wmma::load_matrix_sync(qa, &q_s[warp][kk * 16], LD);
+			wmma::load_matrix_sync(kb0, &k_s[kk * 16], LD);
+			wmma::load_matrix_sync(kb1, &k_s[16 * LD + kk * 16], LD);
+			wmma::mma_sync(s0, qa, kb0, s0);
+			wmma::mma_sync(s1, qa, kb1, s1);
+		}
+		float *sw = s_s[warp];
+		wmma::store_matrix_sync(sw, s0, TC_KEYS, wmma::mem_row_major);
+		wmma::store_matrix_sync(sw + 16, s1, TC_KEYS, wmma::mem_row_major);
+		__syncwarp();
+
+		/* online softmax of row r, keys kb + half * 16 ... + 16, in log2 units (scores
+		 * times log2(e), so that each exponential is one exp2f) */
+		float s[16], mt = -INFINITY;
+		const int key0 = kb + half * 16;
+#pragma unroll
+		for (int j = 0; j < 16; j++)
+			s[j] = sw[r * TC_KEYS + half * 16 + j] * a.scale;
+		if (a.softcap > 0.0f) /* uniform */
+#pragma unroll
+			for (int j = 0; j < 16; j++)
+				s[j] = __fmul_rn(a.softcap, tanhf((s[j] / a.softcap)));
+#pragma unroll
+		for (int j = 0; j < 16; j++) {
+			s[j] = key0 + j >= key_lo && key0 + j <= key_hi ? s[j] * LOG2E : -INFINITY;
+			mt = fmaxf(mt, s[j]);
+		}
+		mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+		const float m_new = fmaxf(m, mt);
+		/* a row with no key yet (past nq, or before its window) keeps m = -inf, l = 0 */
+		const float corr = m_new == -INFINITY ? 1.0f : exp2f(m - m_new);
+		float sum = 0.0f;
+		uint32_t pk[8];
+#pragma unroll
+		for (int j = 0; j < 16; j += 2) {
+			float e0 = s[j] == -INFINITY ? 0.0f : exp2f(s[j] - m_new);
+			float e1 = s[j + 1] == -INFINITY ? 0.0f : exp2f(s[j + 1] - m_new);
+			sum += e0 + e1;
+			pk[j / 2] = (uint32_t)t_bits(st_t<T>(e0)) | (uint32_t)t_bits(st_t<T>(e1))
+									<< 16;
+		}
+		T *pw = p_s[warp];
+		*(uint4 *)&pw[r * LDP + half * 16] = make_uint4(pk[0], pk[1], pk[2], pk[3]);
+		*(uint4 *)&pw[r * LDP + half * 16 + 8] = make_uint4(pk[4], pk[5], pk[6], pk[7]);
+		sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+		l = l * corr + sum;
+		m = m_new;
+#pragma unroll
+		for (int c = 0; c < CH; c++)
+#pragma unroll
+			for (int e = 0; e < 8; e++)
+				o[c][e] *= corr;
+		__syncwarp();
+
+		/* O += P V, 16 columns at a time: V as stored, [key][dim], is row-major */
+		wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa0, pa1;
+		wmma::load_matrix_sync(pa0, pw, LDP);
+		wmma::load_matrix_sync(pa1, pw + 16, LDP);
+#pragma unroll
+		for (int c = 0; c < CH; c++) {
+			if (c * 16 >= hd)
+				break; /* padding (uniform) */
+			wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vb;
+			wmma::fragment<wmma::accumulator, 16, 16, 16, float> pv;
+			wmma::fill_fragment(pv, 0.0f);
+			wmma::load_matrix_sync(vb, &v_s[c * 16], LD);
+			wmma::mma_sync(pv, pa0, vb, pv);
+			wmma::load_matrix_sync(vb, &v_s[16 * LD + c * 16], LD);
+			wmma::mma_sync(pv, pa1, vb, pv);
+			wmma::store_matrix_sync(sw, pv, 16, wmma::mem_row_major);
+			__syncwarp();
+#pragma unroll
+			for (int e = 0; e < 8; e++)
+				o[c][e] += sw[r * 16 + half * 8 + e];
+			__syncwarp(); /* read before the next chunk's store */
+		}
+	}
+	if (r >= nq)
+		return;
+	T *out = (T *)a.out + (int64_t)(t0 + r) * a.n_head * hd + (int64_t)h * hd;
+#pragma unroll
+	for (int c = 0; c < CH; c++)
+#pragma unroll
+		for (int e = 0; e < 8; e++) {
+			int d = c * 16 + half * 8 + e;
+			if (d < hd) /* l >= 1 (the query's own key); a NaN must reach the sampler */
+				out[d] = st_t<T>(o[c][e] / l);
+		}
+}
+
+/* Whether attn_prefill_tc_kernel takes the tiles of this shape: 16-bit K/V (tensor cores
+ * take no fp32 inputs but TF32, and an f32 model runs in f32 to match the CPU exactly),
+ * heads of 16 to 128 dimensions in steps of 16 (whole fragments; 16-byte K/V loads). */
+static bool prefill_tc_ok(const struct gpu_attn_args *a, size_t es)
+{
+	return es == 2 && a->prefill != GPU_ATTN_PREFILL_CUDA_CORES && a->head_dim % 16 == 0 &&
+	       a->head_dim <= 128 && a->n_head % a->n_head_kv == 0 && a->kv.kv_dim % 8 == 0 &&
+	       a->kv.block_stride % 8 == 0 && a->kv.v_offset % 8 == 0 &&
+	       (uintptr_t)a->kv.base % 16 == 0;
+}
+
+template <typename T>
+static void launch_prefill_tc(const struct gpu_attn_args *a, cudaStream_t stream)
+{
+	if constexpr (sizeof(T) != 2)
+		return; /* prefill_tc_ok refuses it */
+	else {
+		const int G = a->n_head / a->n_head_kv;
+		const int nw = G % 4 == 0 ? 4 : G % 3 == 0 ? 3 : G % 2 == 0 ? 2 : 1;
+		dim3 grid(a->n_head_kv * (G / nw), a->n_tiles);
+		if (a->head_dim <= 64)
+			attn_prefill_tc_kernel<T, 64><<<grid, nw * 32, 0, stream>>>(*a);
+		else
+			attn_prefill_tc_kernel<T, 128><<<grid, nw * 32, 0, stream>>>(*a);
+	}
+}
+
 size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_split)
 {
 	return n_split <= 1 ? 0 : (size_t)n_tok * n_head * n_split * (head_dim + 2);
@@ -461,7 +687,12 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 		q.list = NULL;
 		q.n_list = a->n_tok;
 	}
-	if (tiled) {
+	if (tiled && prefill_tc_ok(a, sizeof(T))) {
+		launch_prefill_tc<T>(a, stream);
+		cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return e;
+	} else if (tiled) {
 		dim3 grid(a->n_head, a->n_tiles);
 		if (npl <= 1)
 			attn_tiled_kernel<T, 1><<<grid, ATTN_WARPS * 32, 0, stream>>>(*a);

@@ -584,6 +584,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.n_tiles = ps->n_tiles;
 		a.list = d_list;
 		a.n_list = ps->n_list;
+		a.prefill = GPU_ATTN_PREFILL_AUTO;
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wo, c->attn, c->tmp, E, c->n_q, n, E, c->dt));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */

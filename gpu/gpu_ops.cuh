@@ -140,7 +140,13 @@ struct gpu_attn_args {
 	int n_tiles;
 	const int32_t *list;
 	int n_list;
+	int prefill; /* the tiles' kernel: GPU_ATTN_PREFILL_AUTO or _CUDA_CORES (tests) */
 };
+
+/* GPU_ATTN_PREFILL_AUTO: tiles of 16-bit K/V with heads of 16..128 dimensions (multiples
+ * of 16) go to the tensor-core kernel, the others to the CUDA-core one, which
+ * GPU_ATTN_PREFILL_CUDA_CORES forces (the tests compare the two). */
+enum { GPU_ATTN_PREFILL_AUTO = 0, GPU_ATTN_PREFILL_CUDA_CORES = 1 };
 
 #define GPU_ATTN_TILE	  16 /* queries per tile */
 #define GPU_ATTN_TILE_MIN 8  /* a chunk shorter than this goes to the per-query kernel */

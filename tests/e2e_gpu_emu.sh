@@ -3,11 +3,13 @@
 # against the CPU emulator (gpu/emu/run.sh --plugin-only) and loaded through
 # $BATCHGEN_CUDA_LIB, so that every `make test` runs gpu/ end to end once under the strict
 # emulator (H100 properties, so decode attention splits > 1; threads and blocks in the
-# random order of seed 7; NaN-filled shared memory; deferred streams; capture rules):
+# random order of a seed; NaN-filled shared memory; deferred streams; capture rules):
 #  - greedy and seeded sampled requests give the CPU backend's tokens, and cumulative
 #    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
-#    SIMD code; a wrong kernel moves them by far more on this model); the same for a tiny
-#    file of each architecture of core/model/arch.h;
+#    SIMD code; a wrong kernel moves them by far more on this model), under seeds 7, 8
+#    and 9; the same for a tiny file of each architecture of core/model/arch.h;
+#  - 16-bit models (bf16, f16) give the CPU backend's tokens with their prompts on the
+#    tensor-core prefill kernel, under seeds 1, 2 and 3;
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
 #  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
 #    backend's tokens (gpu/mask.cu);
@@ -36,14 +38,22 @@ cat >"$TMP/in.jsonl" <<'JSONL'
 {"id":"c","prompt":"hello","max_tokens":8,"temperature":0.8,"top_p":0.9,"seed":3}
 JSONL
 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/cpu.jsonl" --device cpu
-BG_EMU_SEED=7 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" --device cuda 2>"$TMP/gpu.err"
-check_eq "cuda (emulated): exit status" $? 0
 tokens() { jq -c '[.id, .token_ids, .error]' "$1" | sort; }
-check_eq "cuda (emulated): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" "$(tokens "$TMP/cpu.jsonl")"
-far=$(jq -s -r '[.[] | {(.id): .cum_logprob}] | add' "$TMP/cpu.jsonl" >"$TMP/cpu.lp" &&
-	jq -r --slurpfile c "$TMP/cpu.lp" \
-		'select(((.cum_logprob - $c[0][.id]) | fabs) > 1e-4) | .id' "$TMP/gpu.jsonl")
-check_eq "cuda (emulated): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
+# lp_far CPU.jsonl GPU.jsonl TOL: the ids whose cumulative log-prob is more than TOL off the CPU's
+lp_far() {
+	jq -s -r '[.[] | {(.id): .cum_logprob}] | add' "$1" >"$TMP/far.lp" &&
+		jq -r --slurpfile c "$TMP/far.lp" --argjson tol "$3" \
+			'select(((.cum_logprob - $c[0][.id]) | fabs) > $tol or .cum_logprob == null) | .id' "$2"
+}
+# three seeds of the emulator's orders (threads between barriers, blocks, wmma layouts)
+for seed in 7 8 9; do
+	BG_EMU_SEED=$seed "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" --device cuda 2>"$TMP/gpu.err"
+	check_eq "cuda (emulated, seed $seed): exit status" $? 0
+	check_eq "cuda (emulated, seed $seed): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" \
+		"$(tokens "$TMP/cpu.jsonl")"
+	check_eq "cuda (emulated, seed $seed): cumulative log-probs within 1e-4 of the CPU's" \
+		"$(lp_far "$TMP/cpu.jsonl" "$TMP/gpu.jsonl" 1e-4)" ""
+done
 
 # ---- block reuse and n > 1 on the CUDA backend (issue 14): cached prompt blocks and
 # samples whose shared last block is copied on write (the backend's kv_copy), one request
@@ -131,6 +141,25 @@ for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-ti
 			'select(((.cum_logprob - $c[0][.id]) | fabs) > 1e-4 or .cum_logprob == null) | .id' \
 			"$TMP/$sh.gpu.jsonl")
 	check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
+done
+# 16-bit models: prompt chunks (>= GPU_ATTN_TILE_MIN tokens) go to the tensor-core prefill
+# kernel (heads of 16 and 32 dimensions; gemma2: soft-cap and window), under three seeds
+# (which also draw the emulated wmma fragment layouts). Log-probs within 0.05: the CUDA
+# backend rounds activations to the model's 16-bit type before each GEMM (and the
+# tensor-core kernel its queries and probabilities), the CPU backend keeps them in fp32:
+# ~1e-2 apart over 6 tokens here; a wrong kernel changes the tokens.
+for m in llama3-tiny:bf16 llama3-tiny:f16 gemma2-tiny:bf16; do
+	sh=${m%:*} dt=${m#*:}
+	"$BATCHGEN" synth --shape "$sh" --dtype "$dt" --seed 3 -o "$TMP/$sh.$dt.gguf" 2>/dev/null
+	"$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$m.cpu.jsonl" --device cpu
+	for seed in 1 2 3; do
+		BG_EMU_SEED=$seed "$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" \
+			-o "$TMP/$m.gpu.jsonl" --device cuda 2>/dev/null
+		check_eq "$sh $dt (emulated cuda, seed $seed): the CPU backend's tokens" \
+			"$(tokens "$TMP/$m.gpu.jsonl")" "$(tokens "$TMP/$m.cpu.jsonl")"
+		check_eq "$sh $dt (emulated cuda, seed $seed): cumulative log-probs within 0.05 of the CPU's" \
+			"$(lp_far "$TMP/$m.cpu.jsonl" "$TMP/$m.gpu.jsonl" 0.05)" ""
+	done
 done
 # every layer windowed: blocks behind the window are given back (-1 in the block table) in
 # a pool of 8 blocks of 4 tokens, smaller than the 32-token prompt + 6

@@ -4,6 +4,7 @@
 # (--no-prefix-cache); with it, later requests report cached_tokens and the stats and the
 # report count reused blocks consistently; without it every reused_blocks is 0. A repeated
 # prompt run one request at a time reuses exactly its full blocks before its last token.
+# Requests admitted in the same wave share the prefix too (the later ones wait for it).
 . tests/check.sh
 . tests/need_jq.sh
 need_jq || { summary; exit; }
@@ -40,6 +41,18 @@ check_eq "reused + missed = the prompts' blocks" "$((st_reused + st_missed))" \
 check_eq "hit rate per iteration = reused / (reused + missed)" \
 	"$(jq -r '.kv_cache | if .reused_blocks + .missed_blocks > 0 then ((.cache_hit_rate - .reused_blocks / (.reused_blocks + .missed_blocks)) | fabs < 1e-3) else .cache_hit_rate == 0 end' "$TMP/on.stats" | sort -u)" true
 check_eq "report: input tokens are the same" "$(jq .tokens.input "$TMP/on.rep")" "$(jq .tokens.input "$TMP/off.rep")"
+
+# first wave: all 24 admitted together (room for all): the first computes the system
+# prompt, the others wait for its blocks and take them; without that wait none would
+"$BATCHGEN" --device cpu -q --block-size 8 --max-batch-size 32 -i "$in" -o "$TMP/fw.jsonl" \
+	--report "$TMP/fw.rep"
+check_eq "first wave: exit 0" "$?" 0
+check "first wave: the same results as without the cache" \
+	cmp -s <(jq -c "$res" "$TMP/fw.jsonl") <(jq -c "$res" "$TMP/off.jsonl")
+check_eq "first wave: the first request computes its prompt" \
+	"$(jq -s '.[0].usage.cached_tokens' "$TMP/fw.jsonl")" 0
+check_eq "first wave: each of the 23 others takes cached tokens" \
+	"$(jq -s '.[1:] | map(select(.usage.cached_tokens > 0)) | length' "$TMP/fw.jsonl")" 23
 
 # one at a time, the same OpenAI request twice: the second takes floor((P - 1) / 8) blocks
 body='{"model":"tiny","prompt":"'"$sys"'","max_tokens":3,"temperature":0}'

@@ -663,17 +663,24 @@ static void test_attention(int n_sm)
 			a.n_tiles = 0;
 			a.list = NULL;
 			a.n_list = 0;
+			a.prefill = GPU_ATTN_PREFILL_AUTO;
 			/* the chunk (sequence 1) as tiles of 16, 16 and 5 queries; the two single
 			 * tokens through the per-query kernel */
 			std::vector<int32_t> tiles = {1, 16, 17, 16, 33, 5}, list = {0, 38};
 			int32_t *dtiles = dev_vec(tiles), *dlist = dev_vec(list);
 
-			/* reference, in double, from the same (rounded) K/V values */
+			/* reference, in double, from the same (rounded) K/V values; with
+			 * round_chunk, the chunk's queries rounded to dt as the tensor-core kernel
+			 * rounds them (its inputs are 16-bit) */
+			auto reference = [&](bool round_chunk) {
 			std::vector<float> want(out_n);
 			int t = 0;
 			for (int si = 0; si < 3; si++)
 				for (int j = 0; j < seqs[si].n; j++, t++) {
 					int p = seqs[si].pos0 + j;
+					auto qv = [&](size_t i) {
+						return round_chunk && si == 1 ? st_round(dt, q[i]) : q[i];
+					};
 					for (int h = 0; h < sh.n_head; h++) {
 						int kvh = h / (sh.n_head / sh.n_head_kv);
 						std::vector<double> sc(p + 1);
@@ -687,8 +694,8 @@ static void test_attention(int n_sm)
 							    (size_t)kvh * sh.hd;
 							double d = 0;
 							for (int e = 0; e < sh.hd; e++)
-								d += (double)q[(size_t)t * ldq +
-									       h * sh.hd + e] *
+								d += (double)qv((size_t)t * ldq +
+										h * sh.hd + e) *
 								     pool[base + e];
 							sc[k] = d / sqrt((double)sh.hd);
 							if (softcap > 0)
@@ -719,7 +726,18 @@ static void test_attention(int n_sm)
 						}
 					}
 				}
-			for (int tiled = 0; tiled < 2; tiled++) {
+			return want;
+			};
+			const std::vector<float> want = reference(false);
+			/* the chunk on tensor cores: 16-bit K/V, heads of 16..128 in steps of 16 */
+			const bool tc = dt != GPU_F32 && sh.hd % 16 == 0 && sh.hd <= 128;
+			const std::vector<float> want_tc = tc ? reference(true) : want;
+			for (int tiled = 0; tiled < 2; tiled++)
+			for (int prefill = 0; prefill < (tiled && tc ? 2 : 1); prefill++) {
+				/* prefill 0: GPU_ATTN_PREFILL_AUTO (the tensor-core kernel where tc),
+				 * 1: the CUDA-core tiled kernel (once, with one split) */
+				const bool on_tc = tiled && tc && prefill == 0;
+				a.prefill = prefill ? GPU_ATTN_PREFILL_CUDA_CORES : GPU_ATTN_PREFILL_AUTO;
 				a.tiles = tiled ? dtiles : NULL;
 				a.n_tiles = tiled ? 3 : 0;
 				a.list = tiled ? dlist : NULL;
@@ -729,6 +747,8 @@ static void test_attention(int n_sm)
 								dt, max_ctx, n_sm, part_cap);
 				int splits[3] = {1, 5, heur};
 				for (int ns : splits) {
+					if (prefill == 1 && ns != 1)
+						continue;
 					REQUIRE(
 					    cudaMemset(dout, 0xff, out_n * 4)); /* NaN garbage */
 					size_t used =
@@ -744,7 +764,10 @@ static void test_attention(int n_sm)
 						 "window %d softcap %g",
 						 sh.n_head, sh.n_head_kv, sh.hd, sh.bs,
 						 gpu_dtype_name(dt), ns,
-						 tiled ? "tiled+list" : "per-query", window, softcap);
+						 tiled ? (on_tc ? "tensor-core tiles+list"
+								: "tiles+list")
+						       : "per-query",
+						 window, softcap);
 					std::vector<uint32_t> gd =
 					    dev_download<uint32_t>(partial + used, guard);
 					size_t touched = 0;
@@ -760,7 +783,17 @@ static void test_attention(int n_sm)
 					 * the running rescaling err ~1e-6 relative per term, so
 					 * 2e-5 absolute; a 16-bit output adds its rounding
 					 * (st_rtol) */
-					check_close(what, got, want, 2e-5, st_rtol(dt));
+					if (!on_tc) {
+						check_close(what, got, want, 2e-5, st_rtol(dt));
+						continue;
+					}
+					/* tensor cores: against the reference from the same rounded
+					 * queries, the products are exact in fp32 and the scores as
+					 * accurate as above; P = exp(s - m) is rounded to dt before P V,
+					 * which moves sum_j p_j v_j / l by at most u * max|v| = u (u =
+					 * 2^-9 for bf16, 2^-11 for f16: half an ulp, relative) */
+					const double u = dt == GPU_BF16 ? 1.0 / 512 : 1.0 / 2048;
+					check_close(what, got, want_tc, 2e-5 + u, st_rtol(dt));
 				}
 			}
 			cudaFree(dtiles);
@@ -1202,8 +1235,10 @@ static void test_kv_large(void)
 	}
 	check_close("kv_write past 2^31 elements", gk, wk, 0, 0);
 
-	/* attention reference in double */
+	/* attention reference in double; with round_tiles, the queries of tokens 0-31 (the
+	 * tiles below) rounded to bf16, as the tensor-core kernel rounds them */
 	size_t out_n = (size_t)n_tok * n_q;
+	auto reference = [&](bool round_tiles) {
 	std::vector<float> want(out_n);
 	for (int t = 0; t < n_tok; t++)
 		for (int h = 0; h < n_head; h++) {
@@ -1213,7 +1248,9 @@ static void test_kv_large(void)
 			for (int k = 0; k <= t; k++) {
 				double d = 0;
 				for (int e = 0; e < hd; e++)
-					d += (double)qkv[(size_t)t * ld + h * hd + e] *
+					d += (double)(round_tiles && t < 32
+							  ? st_round(dt, qkv[(size_t)t * ld + h * hd + e])
+							  : qkv[(size_t)t * ld + h * hd + e]) *
 					     kr[(size_t)k * kv_dim + kvh * hd + e];
 				sc[k] = d / sqrt((double)hd);
 				mx = std::max(mx, sc[k]);
@@ -1227,6 +1264,9 @@ static void test_kv_large(void)
 				want[(size_t)t * n_q + h * hd + e] = st_round(dt, (float)(o / sum));
 			}
 		}
+	return want;
+	};
+	const std::vector<float> want = reference(false), want_tc = reference(true);
 	std::vector<int32_t> tiles = {0, 16, 16, 16}, list;
 	for (int t = 32; t < n_tok; t++)
 		list.push_back(t);
@@ -1255,14 +1295,21 @@ static void test_kv_large(void)
 	a.n_tiles = 2;
 	a.list = dlist;
 	a.n_list = (int)list.size();
+	for (int prefill = 0; prefill < 2; prefill++)
 	for (int ns = 1; ns <= 3; ns += 2) {
+		/* the tiles on tensor cores (GPU_ATTN_PREFILL_AUTO: bf16, 128 dimensions), then
+		 * on CUDA cores */
+		a.prefill = prefill ? GPU_ATTN_PREFILL_CUDA_CORES : GPU_ATTN_PREFILL_AUTO;
 		REQUIRE(cudaMemset(dout, 0xff, out_n * 2));
 		REQUIRE(gpu_attention(&a, dt, ns, partial, 0));
 		std::vector<float> got = dev_download_st(dt, dout, out_n);
 		char what[96];
-		snprintf(what, sizeof what, "attention past 2^31 KV elements, splits %d", ns);
-		/* as in test_attention: fp32 softmax of <= 40 keys, then a bf16 rounding */
-		check_close(what, got, want, 2e-5, st_rtol(dt));
+		snprintf(what, sizeof what, "attention past 2^31 KV elements, splits %d, %s", ns,
+			 prefill ? "CUDA cores" : "tensor cores");
+		/* as in test_attention: fp32 softmax of <= 40 keys, then a bf16 rounding; on
+		 * tensor cores P rounded to bf16 too (at most 2^-9) */
+		check_close(what, got, prefill ? want : want_tc, prefill ? 2e-5 : 2e-5 + 1.0 / 512,
+			    st_rtol(dt));
 	}
 	cudaFree(dpool);
 	cudaFree(dq);

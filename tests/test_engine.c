@@ -856,6 +856,7 @@ struct stat_sum {
 	int lines, bad;
 	double sum_active;
 	int64_t max_paused, empty_slots, sum_completed;
+	int64_t swap_out, swap_in, recomputed; /* kv_cache's preemption traffic, summed */
 };
 
 static bool has_exactly(const cJSON *o, const char *const *keys, int n)
@@ -898,10 +899,11 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 				       "kv_cache",
 				       "static",
 				       "mem"};
-	static const char *kv[] = {"max_num_blocks",   "free_num_blocks",  "used_num_blocks",
-				   "tokens_per_block", "alloc_new_blocks", "reused_blocks",
-				   "missed_blocks",    "cache_hit_rate",   "cached_blocks",
-				   "window_dropped_blocks"};
+	static const char *kv[] = {"max_num_blocks",	    "free_num_blocks",	"used_num_blocks",
+				   "tokens_per_block",	    "alloc_new_blocks", "reused_blocks",
+				   "missed_blocks",	    "cache_hit_rate",	"cached_blocks",
+				   "window_dropped_blocks", "swap_out_bytes",	"swap_in_bytes",
+				   "recomputed_tokens"};
 	static const char *inf[] = {"num_scheduled_requests", "num_context_requests",
 				    "num_gen_requests",	      "num_paused_requests",
 				    "num_ctx_tokens",	      "num_gen_tokens",
@@ -921,7 +923,7 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 		const cJSON *b =
 		    cJSON_GetObjectItemCaseSensitive(j, is_static ? "static" : "inflight");
 		const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "mem");
-		ok = ok && has_exactly(k, kv, 10) && has_exactly(m, mem, 2) &&
+		ok = ok && has_exactly(k, kv, 13) && has_exactly(m, mem, 2) &&
 		     (is_static ? has_exactly(b, st, 5) : has_exactly(b, inf, 7));
 		if (ok) {
 			const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "timestamp");
@@ -949,6 +951,11 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 				s->max_paused = (int64_t)num(b, "num_paused_requests");
 			if (is_static)
 				s->empty_slots += (int64_t)num(b, "empty_gen_slots");
+			ok &= num(k, "swap_out_bytes") >= 0 && num(k, "swap_in_bytes") >= 0 &&
+			      num(k, "recomputed_tokens") >= 0;
+			s->swap_out += (int64_t)num(k, "swap_out_bytes");
+			s->swap_in += (int64_t)num(k, "swap_in_bytes");
+			s->recomputed += (int64_t)num(k, "recomputed_tokens");
 		}
 		if (!ok && s->bad++ == 0)
 			fprintf(stderr, "bad stats line: %s", line);
@@ -974,15 +981,18 @@ static void test_policies(const struct tok *tok)
 		double mean_active;
 		int64_t iters, max_paused, empty;
 		int bad, lines, completed;
-	} out[3];
-	const enum engine_policy pols[3] = {ENGINE_POLICY_NO_EVICT, ENGINE_POLICY_MAX_UTIL,
-					    ENGINE_POLICY_STATIC};
-	for (int p = 0; p < 3; p++) {
+		int64_t swap_out, swap_in, recomputed, preemptions;
+	} out[4];
+	/* the 4th: max-util with --preempt swap */
+	const enum engine_policy pols[4] = {ENGINE_POLICY_NO_EVICT, ENGINE_POLICY_MAX_UTIL,
+					    ENGINE_POLICY_STATIC, ENGINE_POLICY_MAX_UTIL};
+	for (int p = 0; p < 4; p++) {
 		struct fake f;
 		struct backend be = fake_backend(&f, TV, 64, 8, FAKE_HASH); /* 512 slots */
 		struct engine_config cfg;
 		engine_config_default(&cfg);
 		cfg.policy = pols[p];
+		cfg.preempt = p == 3 ? ENGINE_PREEMPT_SWAP : ENGINE_PREEMPT_RECOMPUTE;
 		cfg.max_batch_size = 32;
 		cfg.max_num_tokens = 256;
 		cfg.stats = tmpfile();
@@ -999,6 +1009,16 @@ static void test_policies(const struct tok *tok)
 		out[p].bad = s.bad;
 		out[p].lines = s.lines;
 		out[p].completed = (int)s.sum_completed;
+		out[p].swap_out = s.swap_out;
+		out[p].swap_in = s.swap_in;
+		out[p].recomputed = s.recomputed;
+		out[p].preemptions = R.tot.preemptions;
+		CHECK(R.tot.swap_out_bytes == s.swap_out && R.tot.swap_in_bytes == s.swap_in &&
+			  R.tot.recomputed_tokens == s.recomputed,
+		      "policy %d: totals = the stats' sums (%lld/%lld, %lld/%lld, %lld/%lld)", p,
+		      (long long)R.tot.swap_out_bytes, (long long)s.swap_out,
+		      (long long)R.tot.swap_in_bytes, (long long)s.swap_in,
+		      (long long)R.tot.recomputed_tokens, (long long)s.recomputed);
 		CHECK(s.bad == 0, "policy %d: %d bad stats lines of %d", p, s.bad, s.lines);
 		CHECK(s.sum_completed == N, "policy %d: completions in stats %lld", p,
 		      (long long)s.sum_completed);
@@ -1018,7 +1038,85 @@ static void test_policies(const struct tok *tok)
 	CHECK(out[1].iters < out[0].iters, "max-util needs fewer iterations");
 	CHECK(out[0].iters < out[2].iters, "continuous needs fewer iterations than static");
 	CHECK(out[2].empty > 0, "static pads finished requests");
+	/* preemption traffic: recompute feeds tokens again, swap copies blocks out and back
+	 * (every swapped-out request resumes: what went out comes back); the fake backend's
+	 * block is 8 slots of 8 bytes */
+	for (int p = 0; p < 3; p++)
+		CHECK(out[p].swap_out == 0 && out[p].swap_in == 0 &&
+			  (out[p].recomputed > 0) == (out[p].preemptions > 0),
+		      "policy %d (recompute): %lld preemptions, %lld tokens recomputed, no swap",
+		      p, (long long)out[p].preemptions, (long long)out[p].recomputed);
+	CHECK(out[1].recomputed > 0, "max-util recomputed something (%lld)",
+	      (long long)out[1].recomputed);
+	CHECK(out[3].preemptions > 0 && out[3].swap_out > 0 && out[3].swap_in == out[3].swap_out &&
+		  out[3].swap_out % 64 == 0 && out[3].recomputed == 0,
+	      "max-util swap: %lld preemptions, %lld bytes out, %lld in, %lld recomputed",
+	      (long long)out[3].preemptions, (long long)out[3].swap_out,
+	      (long long)out[3].swap_in, (long long)out[3].recomputed);
 	free(sp);
+}
+
+/* First wave: 16 requests with a shared 24-token prefix (6 blocks of 4) arrive together.
+ * Under the continuous policies the first computes the prefix and every later one takes
+ * it from the cache (it is held until the first has keyed it); without the hold each
+ * would miss, since none had written the prefix when they were admitted. Results equal
+ * those of a run without the cache; static admits its batch at once and holds nothing. */
+static void test_first_wave(const struct tok *tok)
+{
+	enum { N = 16, PRE = 24 };
+	struct spec sp[N];
+	memset(sp, 0, sizeof sp);
+	for (int32_t i = 0; i < N; i++) {
+		sp[i].n_ids = PRE + 4;
+		for (int32_t j = 0; j < PRE + 4; j++)
+			sp[i].ids[j] =
+			    j == 0 ? 1 : 3 + (j < PRE ? j * 5 : j * 7 + i * 3) % (TV - 3);
+		sp[i].max_tokens = 4;
+		sp[i].ignore_eos = true;
+		sp[i].logprobs = -1;
+		sp[i].prompt_logprobs = -1;
+	}
+	struct fake f;
+	struct backend be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	cfg.prefix_cache = false;
+	struct run R0;
+	CHECK(run_specs(&cfg, &be, tok, 64, sp, N, &R0, NULL) == BG_OK, "reference run");
+	fake_free(&f);
+	for (int pi = 0; pi < ENGINE_UTIL_N_POLICIES; pi++)
+		for (int chunk = 0; chunk < 2; chunk++) {
+			const char *name = engine_util_policy(&cfg, pi);
+			cfg.chunked_context = chunk;
+			cfg.max_batch_size = 32;
+			cfg.max_num_tokens = 512; /* room for all 16 prompts in one step */
+			be = fake_backend(&f, TV, 256, 4, FAKE_HASH);
+			f.shared_ok = true;
+			struct run R;
+			CHECK(run_specs(&cfg, &be, tok, 64, sp, N, &R, NULL) == BG_OK, "%s run",
+			      name);
+			int diff = 0, later_cached = 0;
+			for (int32_t i = 0; i < N; i++) {
+				char w[128];
+				diff += !same_result(R0.res[i], R.res[i], w, sizeof w);
+				later_cached += i > 0 && R.res[i] && R.res[i]->cached_tokens == PRE;
+			}
+			CHECK(diff == 0, "%s chunk %d: %d of %d differ without the cache", name,
+			      chunk, diff, N);
+			if (cfg.policy != ENGINE_POLICY_STATIC)
+				CHECK(
+				    later_cached == N - 1 && R.tot.cached_tokens == (N - 1) * PRE &&
+					R.tot.reused_blocks == (N - 1) * PRE / 4 &&
+					R.tot.missed_blocks == PRE / 4 + N,
+				    "%s chunk %d: %d of %d later requests took the %d-token prefix "
+				    "(cached %lld, reused %lld, missed %lld)",
+				    name, chunk, later_cached, N - 1, PRE,
+				    (long long)R.tot.cached_tokens, (long long)R.tot.reused_blocks,
+				    (long long)R.tot.missed_blocks);
+			run_free(&R);
+			fake_free(&f);
+		}
+	run_free(&R0);
 }
 
 /* Order input with a long head: look-ahead stays bounded by the window. */
@@ -1468,6 +1566,7 @@ int main(void)
 	test_io_failures(tok);
 	test_pending_source(tok);
 	test_policies(tok);
+	test_first_wave(tok);
 	test_invariance_fake(tok);
 	test_random_configs(tok);
 	test_samples(tok);

@@ -763,7 +763,7 @@ static void test_crafted(void)
 	fb_header(&f, 3, 1, 0);
 	fb_u64(&f, 1000);
 	fb_data(&f, 64);
-	expect("tensor name length", &f, BG_ERR_FORMAT, "name length");
+	expect("tensor name length", &f, BG_ERR_FORMAT, "tensor name 0 has an impossible length");
 	/* a hostile key with a newline still gives a one-line message */
 	fb_header(&f, 3, 0, 1);
 	fb_str(&f, "bad\nkey");

@@ -281,6 +281,83 @@ out:
 	model_free(m);
 }
 
+
+/* First wave (issue 14): n requests that share a 40-token prompt prefix (5 blocks of 8)
+ * arrive at once, with room in the step for all their prompts. Under no-evict, max-util
+ * and adaptive, the first computes the prefix and the others wait for it and take it
+ * from the cache; every request's output equals its solo output without the cache, under
+ * every policy, chunked or not, at batch size 1 and 64. */
+static void first_wave_invariance(struct backend *be, const struct tok *tok,
+				  const struct model_hparams *hp, int32_t n)
+{
+	enum { PRE = 40 };
+	struct spec *sp = calloc((size_t)n, sizeof *sp);
+	uint64_t rng = 0x5851F42D4C957F2Dull;
+	for (int32_t i = 0; i < n; i++) {
+		struct spec *s = &sp[i];
+		s->n_ids = PRE + 1 + (int32_t)engine_util_rnd(&rng, 7);
+		for (int32_t j = 0; j < s->n_ids; j++)
+			s->ids[j] = j == 0 ? 1
+					   : 3 + (j < PRE ? j * 37 % 509
+							  : (int32_t)engine_util_rnd(&rng, 509));
+		s->max_tokens = 1 + (int32_t)engine_util_rnd(&rng, 6);
+		s->temperature = i % 2 ? 0.8f : 0.0f;
+		s->top_p = 1.0f;
+		s->seed = (uint64_t)i;
+		s->logprobs = i % 3 ? 1 : -1;
+		s->prompt_logprobs = -1;
+	}
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	cfg.prefix_cache = false;
+	struct request **ref = calloc((size_t)n, sizeof *ref);
+	for (int32_t i = 0; i < n; i++) {
+		struct run R;
+		CHECK(run(&cfg, be, tok, hp, &sp[i], 1, &R) == BG_OK, "first wave solo %d", i);
+		ref[i] = R.res[0];
+		R.res[0] = NULL;
+		run_free(&R);
+	}
+	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++)
+		for (int chunk = 0; chunk < 2; chunk++)
+			for (int b = 0; b < 2; b++) {
+				const char *name = engine_util_policy(&cfg, p);
+				cfg.chunked_context = chunk;
+				cfg.max_batch_size = b ? 64 : 1;
+				cfg.max_num_tokens = 512;
+				struct run R;
+				enum bg_status st = run(&cfg, be, tok, hp, sp, n, &R);
+				int diff = 0, later = 0;
+				char why[160] = "";
+				for (int32_t i = 0; i < n; i++) {
+					char w[128];
+					if (!same(ref[i], R.res[i], w, sizeof w) && diff++ == 0)
+						snprintf(why, sizeof why, "request %d: %s", i, w);
+					later +=
+					    i > 0 && R.res[i] && R.res[i]->cached_tokens == PRE;
+				}
+				CHECK(
+				    st == BG_OK && R.n_emitted == n && diff == 0,
+				    "first wave, %s chunk %d bs %d: %d of %d differ from solo (%s)",
+				    name, chunk, cfg.max_batch_size, diff, n, why);
+				if (cfg.policy != ENGINE_POLICY_STATIC || !b)
+					CHECK(later == n - 1,
+					      "first wave, %s chunk %d bs %d: %d of %d later "
+					      "requests "
+					      "took the %d-token prefix from the cache",
+					      name, chunk, cfg.max_batch_size, later, n - 1, PRE);
+				fprintf(stderr,
+					"first wave %-20s chunk %d bs %2d: %d/%d identical, %d/%d "
+					"later requests cached %d tokens\n",
+					name, chunk, cfg.max_batch_size, n - diff, n, later, n - 1,
+					PRE);
+				run_free(&R);
+			}
+	for (int32_t i = 0; i < n; i++)
+		req_free(ref[i]);
+	free(ref);
+	free(sp);
+}
 /* Constrained requests: masks are computed for all rows of a batch at once, spread over
  * cfg.constrain_threads threads, each thread with its own grammar scratch and mask cache.
  * Every request (and every sample of an n = 2 request, which forks from the root's first
@@ -605,6 +682,7 @@ int main(void)
 	}
 	cJSON_Delete(j);
 	grammar_invariance(be, tok, &hp);
+	first_wave_invariance(be, tok, &hp, N < 48 ? 12 : 24);
 
 	for (int32_t i = 0; i < N; i++)
 		req_free(ref[i]);

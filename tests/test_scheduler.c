@@ -447,6 +447,114 @@ static void test_cache_counts(void)
 	kv_pool_destroy(pool);
 }
 
+/* First-wave dedup, hand-derived: pool of 20 blocks of 4; three requests with the same
+ * 10-token prompt (2 full blocks) enqueued together. Without the hold all three are
+ * admitted in step 1 and each computes the prompt (0 cached tokens). */
+static void first_wave(enum sched_policy policy, int32_t max_num_tokens)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(20, 4, &pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = policy,
+				  .max_batch_size = 8,
+				  .max_num_tokens = max_num_tokens,
+				  .chunked_context = true,
+				  .prefix_cache = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	struct sched_seq q[3] = {{0}};
+	for (int i = 0; i < 3; i++) {
+		q[i] = (struct sched_seq){.order = i,
+					  .n_tokens = 10,
+					  .n_kv_max = 13,
+					  .prompt = tok,
+					  .n_prompt = 10,
+					  .cache_lookup = true};
+		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+	}
+	struct sched_plan plan;
+	struct kv_stats ks;
+	/* (with 6 tokens A's chunk takes the whole budget: B is not even looked at) */
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 1 &&
+		  plan.n_held == (max_num_tokens > 10) && q[1].state == SCHED_WAITING,
+	      "policy %d tokens %d: A admitted, B held (%d new)", policy, max_num_tokens,
+	      plan.n_new);
+	/* A's prompt in chunks of max_num_tokens: B waits until both blocks are keyed */
+	int steps = 1;
+	do {
+		sched_advance(s, &q[0], q[0].step_samples);
+		kv_stats_reset_iter(pool);
+		CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step");
+		steps++;
+		if (plan.n_new == 0)
+			CHECK(plan.n_held == 1 && q[0].n_keyed < 2, "B held at %d keyed",
+			      q[0].n_keyed);
+	} while (plan.n_new == 0 && steps < 10);
+	kv_get_stats(pool, &ks);
+	CHECK(steps == (max_num_tokens >= 10 ? 2 : 3) && plan.n_new == 2 && plan.n_held == 0 &&
+		  q[1].n_cached == 8 && q[2].n_cached == 8 && q[1].step_tokens == 2 &&
+		  q[1].kv.blocks[1] == q[0].kv.blocks[1] && ks.reused_new == 4 &&
+		  ks.missed_new == 2,
+	      "policy %d tokens %d: B and C admitted after %d steps with 8 cached tokens each "
+	      "(%d, %d), 4 blocks reused, 2 missed (%lld, %lld)",
+	      policy, max_num_tokens, steps, q[1].n_cached, q[2].n_cached, (long long)ks.reused_new,
+	      (long long)ks.missed_new);
+	sched_destroy(s);
+	CHECK(kv_n_free(pool) == 20, "destroy releases blocks");
+	kv_pool_destroy(pool);
+}
+
+/* A held request must start when its writer leaves before writing (cancelled), and a
+ * request that does not look the cache up is never held. */
+static void first_wave_writer_gone(void)
+{
+	struct bg_err err = {0};
+	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	for (int part = 0; part < 2; part++) {
+		struct kv_pool *pool = NULL;
+		CHECK(kv_pool_create(20, 4, &pool, &err) == BG_OK, "pool");
+		struct sched_config sc = {.policy = SCHED_NO_EVICT,
+					  .max_batch_size = 8,
+					  .max_num_tokens = part == 0 ? 6 : 64,
+					  .chunked_context = true,
+					  .prefix_cache = true};
+		struct sched *s = NULL;
+		CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+		struct sched_seq q[2] = {{0}};
+		for (int i = 0; i < 2; i++) {
+			q[i] = (struct sched_seq){.order = i,
+						  .n_tokens = 10,
+						  .n_kv_max = 13,
+						  .prompt = tok,
+						  .n_prompt = 10,
+						  .cache_lookup = part == 0 || i == 0};
+			CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+		}
+		struct sched_plan plan;
+		CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step 1");
+		if (part == 1) {
+			CHECK(plan.n_new == 2 && plan.n_held == 0,
+			      "B (no lookup) is admitted beside its writer");
+		} else {
+			CHECK(plan.n_new == 1 && q[1].state == SCHED_WAITING, "A admitted");
+			sched_advance(s, &q[0], false); /* block 0 written and keyed */
+			CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 0 &&
+				  plan.n_held == 1,
+			      "B held: A has keyed 1 of the 2 blocks they share");
+			sched_finish(s, &q[0]); /* A cancelled before its step writes block 1 */
+			CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 1 &&
+				  plan.n_held == 0 && q[1].state == SCHED_RUNNING &&
+				  q[1].n_cached == 4,
+			      "B starts once A is gone, with the block A keyed (%d cached)",
+			      q[1].n_cached);
+		}
+		sched_destroy(s);
+		CHECK(kv_n_free(pool) == 20, "destroy releases blocks");
+		kv_pool_destroy(pool);
+	}
+}
+
 /* The adaptive policy's budget, hand-derived: pool of 10 blocks of 4 = 40 tokens. */
 static void test_adaptive(void)
 {
@@ -499,6 +607,11 @@ int main(void)
 	test_adaptive();
 	test_admission_rules();
 	test_cache_counts();
+	first_wave(SCHED_NO_EVICT, 64);
+	first_wave(SCHED_NO_EVICT, 6);
+	first_wave(SCHED_MAX_UTIL, 64);
+	first_wave(SCHED_ADAPTIVE, 6);
+	first_wave_writer_gone();
 	const struct cfg cfgs[] = {
 	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false, 0},
 	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false, 0},

@@ -193,7 +193,13 @@ QINLINE QTARGET __m256i lanes_avx2(__m256i a, __m256i b)
 {
 	return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
 }
+/* acc + the int32 pair sums of int16 a * b (exact: the K-quants' |a| <= 16002, |b| <= 4096) */
+QINLINE QTARGET __m256i wacc_avx2(__m256i acc, __m256i a, __m256i b)
+{
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+}
 #define Q_LANES lanes_avx2
+#define Q_WACC wacc_avx2
 #define Q(name) name##_avx2
 #include "cpu/qdot_simd.inc"
 
@@ -202,7 +208,12 @@ QINLINE QTARGET __m256i lanes_avxvnni(__m256i a, __m256i b)
 {
 	return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b);
 }
+QINLINE QTARGET __m256i wacc_avxvnni(__m256i acc, __m256i a, __m256i b)
+{
+	return _mm256_dpwssd_avx_epi32(acc, a, b);
+}
 #define Q_LANES lanes_avxvnni
+#define Q_WACC wacc_avxvnni
 #define Q_DPBUSD _mm256_dpbusd_avx_epi32
 #define Q8_NR 2 /* 16 vector registers */
 #define Q8_DR 4
@@ -214,7 +225,12 @@ QINLINE QTARGET __m256i lanes_avx512vnni(__m256i a, __m256i b)
 {
 	return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
 }
+QINLINE QTARGET __m256i wacc_avx512vnni(__m256i acc, __m256i a, __m256i b)
+{
+	return _mm256_dpwssd_epi32(acc, a, b);
+}
 #define Q_LANES lanes_avx512vnni
+#define Q_WACC wacc_avx512vnni
 #define Q_DPBUSD _mm256_dpbusd_epi32
 #define Q8_NR 4 /* 32 vector registers (AVX-512VL) */
 #define Q8_DR 8

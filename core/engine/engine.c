@@ -111,6 +111,8 @@ struct engine {
 	int64_t iter;
 	int32_t iter_completed;
 	size_t swap_host_bytes;
+	/* this iteration's preemption traffic (the stats line); totals are in tot */
+	int64_t iter_swap_out, iter_swap_in, iter_recomputed;
 	double t0;
 	struct engine_progress tot;
 	int64_t reused_base, missed_base; /* the pool's reuse totals when the run began */
@@ -1067,6 +1069,8 @@ static bool on_pause(void *user, struct sched_seq *q)
 	er->swap_buf = buf;
 	er->swap_bytes = bytes;
 	e->swap_host_bytes += bytes;
+	e->iter_swap_out += (int64_t)bytes;
+	e->tot.swap_out_bytes += (int64_t)bytes;
 	return true;
 }
 
@@ -1217,13 +1221,15 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		"\"kv_cache\": {\"max_num_blocks\": %d, \"free_num_blocks\": %d, "
 		"\"used_num_blocks\": %d, \"tokens_per_block\": %d, \"alloc_new_blocks\": %lld, "
 		"\"reused_blocks\": %lld, \"missed_blocks\": %lld, \"cache_hit_rate\": %.4f, "
-		"\"cached_blocks\": %d, \"window_dropped_blocks\": %lld}, ",
+		"\"cached_blocks\": %d, \"window_dropped_blocks\": %lld, "
+		"\"swap_out_bytes\": %lld, \"swap_in_bytes\": %lld, \"recomputed_tokens\": %lld}, ",
 		stamp, ts.tv_nsec / 1000000L, (long long)e->iter, lat_ms, plan->n_running,
 		e->cfg.max_batch_size, plan->n_waiting, plan->n_new, e->iter_completed, ks.n_blocks,
 		ks.free_blocks, ks.used_blocks, ks.block_size, (long long)ks.alloc_new,
 		(long long)ks.reused_new, (long long)ks.missed_new,
 		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks,
-		(long long)ks.dropped_new);
+		(long long)ks.dropped_new, (long long)e->iter_swap_out, (long long)e->iter_swap_in,
+		(long long)e->iter_recomputed);
 	if (e->cfg.policy == ENGINE_POLICY_STATIC)
 		fprintf(
 		    f,
@@ -1396,9 +1402,15 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 				return bg_fail(err, BG_ERR_DEVICE, "KV swap-in failed: %s",
 					       serr.msg);
 			e->swap_host_bytes -= er->swap_bytes;
+			e->iter_swap_in += (int64_t)er->swap_bytes;
+			e->tot.swap_in_bytes += (int64_t)er->swap_bytes;
 			free(er->swap_buf);
 			er->swap_buf = NULL;
 			er->swap_bytes = 0;
+		}
+		if (q->recomputing) {
+			e->iter_recomputed += q->step_tokens;
+			e->tot.recomputed_tokens += q->step_tokens;
 		}
 		int32_t K = q->n_computed, c = q->step_tokens;
 		BG_ASSERT(ntok + c <= e->tok_cap);
@@ -1643,6 +1655,7 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 	e->t0 = now_s();
 	e->iter = 0;
 	e->iter_completed = 0;
+	e->iter_swap_out = e->iter_swap_in = e->iter_recomputed = 0;
 	memset(&e->tot, 0, sizeof e->tot);
 	struct kv_stats ks0;
 	kv_get_stats(e->pool, &ks0);
@@ -1755,6 +1768,7 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 		if (e->cfg.stats)
 			write_stats(e, &plan, (now_s() - t_it) * 1e3);
 		e->iter_completed = 0;
+		e->iter_swap_out = e->iter_swap_in = e->iter_recomputed = 0;
 		e->iter++;
 		e->tot.preemptions += plan.n_paused_now;
 		fill_progress(e);

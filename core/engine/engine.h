@@ -141,6 +141,10 @@ struct engine_progress {
 	int32_t kv_used_blocks, kv_total_blocks, kv_peak_blocks;
 	int64_t cached_tokens;		   /* prompt tokens taken from the cache (in prompt_tokens) */
 	int64_t reused_blocks, missed_blocks; /* block reuse lookups, totals */
+	/* preemption traffic (max-util, adaptive), totals: bytes of KV copied to host memory
+	 * at a pause and back at a resume (--preempt swap), and tokens fed again by
+	 * sequences resuming by recompute (--preempt recompute, or a swap that fell back) */
+	int64_t swap_out_bytes, swap_in_bytes, recomputed_tokens;
 	double elapsed_s;
 };
 typedef void (*engine_progress_fn)(void *user, const struct engine_progress *p);

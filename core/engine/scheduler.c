@@ -223,6 +223,34 @@ static int32_t cache_peek(const struct sched *s, const struct sched_seq *q, int3
 	return kv_cache_peek(s->pool, q->prompt, lim / kv_block_size(s->pool), n_idle);
 }
 
+/* First-wave dedup (SGLang's in-batch prefix caching): true when a running sequence is
+ * computing prompt blocks that q would share beyond the k it can take from the cache now
+ * (its prompt's first blocks equal q's, and it has not keyed them yet). Requests admitted
+ * in one wave otherwise all miss, since nothing is written yet. q then waits: the writer
+ * keys each block in sched_advance, and once it has keyed all the blocks they share (or
+ * has left the running set: finished, failed, cancelled or paused) q is no longer held
+ * and takes them. Only running writers hold, so a held q always runs in the end. */
+static bool held_for_writer(const struct sched *s, const struct sched_seq *q, int32_t k)
+{
+	if (!s->cfg.prefix_cache || !q->cache_lookup || !q->prompt || q->swapped)
+		return false;
+	int32_t bs = kv_block_size(s->pool);
+	int32_t lim = (q->n_prompt < q->n_tokens - 1 ? q->n_prompt : q->n_tokens - 1) / bs;
+	for (int32_t i = 0; i < s->n_run && k < lim; i++) {
+		const struct sched_seq *w = s->run[i];
+		int32_t wl = w->n_prompt / bs; /* full prompt blocks w keys */
+		if (!w->in_ctx || !w->prompt || w->n_keyed >= wl)
+			continue; /* n_keyed is INT32_MAX when w's keys could not be stored */
+		int32_t m = lim < wl ? lim : wl, j = 0;
+		while (j < m && memcmp(q->prompt + (size_t)j * bs, w->prompt + (size_t)j * bs,
+				       (size_t)bs * sizeof *q->prompt) == 0)
+			j++;
+		if (j > k && j > w->n_keyed)
+			return true;
+	}
+	return false;
+}
+
 /* q (empty table, n_computed 0) takes k cached blocks and starts after them; counts the
  * lookup. */
 static enum bg_status cache_take(struct sched *s, struct sched_seq *q, int32_t k,
@@ -631,6 +659,10 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 			break;
 		}
 		int32_t n_idle, k = cache_peek(s, q, &n_idle), cost;
+		if (held_for_writer(s, q, k)) {
+			plan->n_held = 1; /* FCFS: nothing behind it passes it */
+			break;
+		}
 		int32_t c = chunk_after_cache(s, q, k, n_idle, budget, &cost);
 		if (c == 0)
 			break;

@@ -46,6 +46,19 @@
  * blocks taken. After each step, every prompt block that became full is keyed in the
  * cache (kv_cache_put), so that later sequences, running or not, can share it.
  *
+ * First wave (no-evict, max-util, adaptive): requests that arrive together with a shared
+ * prompt prefix would all miss the cache, since none has written it yet. The head of the
+ * queue is therefore held (not admitted; FCFS, so nothing behind it is either) while a
+ * running sequence in its context phase still has to write and key prompt blocks that
+ * the head's prompt shares beyond what the cache already holds; once they are keyed, or
+ * that writer has left the running set (finished, failed, cancelled, paused), the head
+ * is admitted and takes them (SGLang's in-batch prefix caching; vLLM's first wave misses).
+ * Only running sequences hold, and they keep being scheduled, so a held head always
+ * starts. The hold costs the head the writer's prefill time in TTFT and saves the
+ * prefill of the shared blocks. STATIC admits its whole batch at once and does not hold:
+ * a member that waited would wait for the whole batch. Paused sequences resume without
+ * holding (they come before any admission).
+ *
  * Samples (n > 1): a sequence with n_samples > 1 is admitted with room for the whole
  * family (n_samples batch slots; under no-evict and static n_samples * its blocks); after
  * its context phase, sched_fork adds each sibling as a running sequence that shares all
@@ -172,6 +185,8 @@ struct sched_plan {
 	int32_t n_ctx, n_gen; /* entries of each kind; n_ctx + n_gen == n */
 	int32_t n_ctx_tokens, n_gen_tokens;
 	int32_t n_new;				/* admitted this step */
+	int32_t n_held; /* 1 when the queue's head waits for a running sequence to write
+			 * prompt blocks it will share (see "First wave" above) */
 	int32_t n_resumed;			/* resumed this step */
 	int32_t n_paused_now;			/* paused this step */
 	int32_t n_running, n_paused, n_waiting; /* counts after the step */

@@ -335,26 +335,16 @@ static uint64_t *sorted_index(uint64_t n, int (*cmp)(const void *, const void *,
 	return idx;
 }
 
-/* A kind of header name (a key, a tensor's name) and what rd_name says of a bad one. */
+/* A kind of header name (a key, a tensor's name): its longest length and the words
+ * rd_name's messages use for it ("key/value pair 3 of 9", "key 3", "tensor 3"). */
 struct name_kind {
 	uint64_t max_len;
-	const char *truncated; /* takes the name's index and the count of names */
-	const char *bad_len;   /* the index, the length and the bytes left (may ignore it) */
-	const char *has_nul;   /* the index and the name as show() writes it */
+	const char *entry; /* what runs past the end: "key/value pair", "tensor info" */
+	const char *name;  /* what has a bad length or a NUL: "key", "tensor name" */
 };
 
-static const struct name_kind KEY_NAME = {
-    GGUF_MAX_KEY_LEN,
-    "truncated: key/value pair %llu of %llu runs past the end of the file",
-    "key %llu has an impossible length %llu (%zu bytes remain)",
-    "key %llu ('%s') contains a NUL byte",
-};
-static const struct name_kind TENSOR_NAME = {
-    GGUF_MAX_NAME_LEN,
-    "truncated: tensor info %llu of %llu runs past the end of the file",
-    "tensor %llu has an impossible name length %llu", /* the bytes left are not shown */
-    "tensor %llu ('%s') has a NUL byte in its name",
-};
+static const struct name_kind KEY_NAME = {GGUF_MAX_KEY_LEN, "key/value pair", "key"};
+static const struct name_kind TENSOR_NAME = {GGUF_MAX_NAME_LEN, "tensor info", "tensor name"};
 
 /* Name i of n: a length-prefixed string of 1 to k->max_len bytes with no NUL, into *s and
  * (for messages) shown. Keys and tensor names are looked up and written as C strings: one
@@ -364,17 +354,20 @@ static enum bg_status rd_name(struct rd *r, const struct name_kind *k, uint64_t 
 {
 	uint64_t len;
 	if (!rd_u64(r, &len))
-		return bg_fail(r->err, BG_ERR_FORMAT, k->truncated, (unsigned long long)i,
-			       (unsigned long long)n);
+		return bg_fail(r->err, BG_ERR_FORMAT,
+			       "truncated: %s %llu of %llu runs past the end of the file", k->entry,
+			       (unsigned long long)i, (unsigned long long)n);
 	if (len == 0 || len > k->max_len || len > rd_left(r))
-		return bg_fail(r->err, BG_ERR_FORMAT, k->bad_len, (unsigned long long)i,
-			       (unsigned long long)len, rd_left(r));
+		return bg_fail(r->err, BG_ERR_FORMAT,
+			       "%s %llu has an impossible length %llu (%zu bytes remain)", k->name,
+			       (unsigned long long)i, (unsigned long long)len, rd_left(r));
 	s->ptr = (const char *)r->b + r->pos;
 	s->len = len;
 	r->pos += (size_t)len;
 	show(shown, s->ptr, s->len);
 	if (memchr(s->ptr, '\0', (size_t)len))
-		return bg_fail(r->err, BG_ERR_FORMAT, k->has_nul, (unsigned long long)i, shown);
+		return bg_fail(r->err, BG_ERR_FORMAT, "%s %llu ('%s') contains a NUL byte", k->name,
+			       (unsigned long long)i, shown);
 	return BG_OK;
 }
 

@@ -401,6 +401,31 @@ void emu_wait_block() { wait(blockg); }
 void emu_wait_warp() { wait(warpg[flat() / 32]); }
 void emu_xchg_put(uint64_t v) { xchg[flat()] = v; }
 uint64_t emu_xchg_get(int lane) { return xchg[(flat() / 32) * 32 + lane]; }
+// nvcuda::wmma (inc/mma.h): the fragment layouts, and the warp exchange mma_sync uses
+static std::vector<float> warp_buf; // [threads of the block * 16]
+int emu_wmma_pos(int use, int i)
+{
+	static std::vector<int> pos = [] {
+		std::vector<int> p(3 * 256);
+		for (int u = 0; u < 3; u++) {
+			for (int k = 0; k < 256; k++)
+				p[u * 256 + k] = k;
+			if (getenv("BG_EMU_SEED") && *getenv("BG_EMU_SEED"))
+				std::shuffle(p.begin() + u * 256, p.begin() + (u + 1) * 256, rng());
+		}
+		return p;
+	}();
+	return pos[use * 256 + i];
+}
+void emu_warp_gather(const float *mine, int n, float *all)
+{
+	int t = flat(), w0 = (t / 32) * 32;
+	emu_wait_warp(); // every lane is here (and done with the previous exchange)
+	memcpy(&warp_buf[(size_t)t * 16], mine, (size_t)n * sizeof(float));
+	emu_wait_warp();
+	for (int l = 0; l < 32; l++)
+		memcpy(all + l * n, &warp_buf[(size_t)(w0 + l) * 16], (size_t)n * sizeof(float));
+}
 void emu_shared_init(void *p, size_t n)
 {
 	uint64_t &g = shared_gen[p];
@@ -455,6 +480,7 @@ static void launch_now(dim3 grid, dim3 block, const std::function<void()> &fn)
 	gridDim = grid;
 	fibers.resize(nt);
 	xchg.assign(nt, 0);
+	warp_buf.assign((size_t)nt * 16, 0.0f);
 	for (auto &f : fibers)
 		if (f.stack.empty())
 			f.stack.resize(1 << 16);

@@ -28,6 +28,8 @@
 //    (cudaStreamEndCapture then fails with cudaErrorStreamCaptureInvalidated);
 //  - cublasGemmEx accumulates in fp32 (fmaf) and checks its arguments as cuBLAS does
 //    (leading dimensions, transposes, type combinations, compute type);
+//  - nvcuda::wmma (gpu/emu/inc/mma.h) keeps fragments as per-warp data in a layout drawn
+//    from the seed, checks alignment and that the whole warp calls, accumulates in fp32;
 //  - gpu/emu/run.sh compiles with -ffp-contract=fast (and -mfma where the CPU has it), so
 //    a*b+c contracts into an FMA as nvcc contracts it.
 // What it cannot show: timing, occupancy, register spills (tests/gpu_gates.sh reads
@@ -53,6 +55,7 @@ extern "C" {
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 struct dim3 {
 	unsigned x, y, z;
 	dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
@@ -85,6 +88,7 @@ void emu_wait_warp();
 void emu_xchg_put(uint64_t v);
 uint64_t emu_xchg_get(int lane);
 inline void __syncthreads() { emu_wait_block(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait_warp(); }
 template <typename T> inline T emu_shfl(T v, int src) {
 	uint64_t b = 0; memcpy(&b, &v, sizeof(T));
 	emu_xchg_put(b);
