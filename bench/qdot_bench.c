@@ -21,6 +21,7 @@
 #include "model/gguf.h"
 #include "model/half.h"
 #include "model/quant.h"
+#include "tests/ggml_cpu_abi.h"
 
 #define LLAMA_DIR "bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/"
 
@@ -38,15 +39,6 @@ static uint32_t rnd(void)
 	return (uint32_t)(rng >> 33);
 }
 
-typedef void (*ggml_from_float_t)(const float *x, void *y, int64_t k);
-typedef void (*ggml_vec_dot_t)(int n, float *s, size_t bs, const void *x, size_t bx, const void *y,
-			       size_t by, int nrc);
-struct ggml_cpu_traits {
-	ggml_from_float_t from_float;
-	ggml_vec_dot_t vec_dot;
-	int vec_dot_type;
-	int64_t nrows;
-};
 
 static int half_off(enum gguf_dtype t, int *o)
 {

@@ -18,6 +18,7 @@
 #include "cpu/qdot.h"
 #include "model/half.h"
 #include "model/quant.h"
+#include "ggml_cpu_abi.h"
 
 #define LLAMA_DIR "bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/"
 
@@ -289,15 +290,6 @@ static void test_vs_double(void)
 
 /* ---- llama.cpp's own quantization and vec_dot ---- */
 
-typedef void (*ggml_from_float_t)(const float *x, void *y, int64_t k);
-typedef void (*ggml_vec_dot_t)(int n, float *s, size_t bs, const void *x, size_t bx, const void *y,
-			       size_t by, int nrc);
-struct ggml_cpu_traits {
-	ggml_from_float_t from_float;
-	ggml_vec_dot_t vec_dot;
-	int vec_dot_type;
-	int64_t nrows;
-};
 
 /* our activation row equals llama.cpp's block bytes (d and s as fp16) */
 static bool same_act(enum gguf_dtype t, const void *ours, const uint8_t *theirs, int64_t k)
