@@ -899,11 +899,11 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 				       "kv_cache",
 				       "static",
 				       "mem"};
-	static const char *kv[] = {"max_num_blocks",	    "free_num_blocks",	"used_num_blocks",
-				   "tokens_per_block",	    "alloc_new_blocks", "reused_blocks",
-				   "missed_blocks",	    "cache_hit_rate",	"cached_blocks",
-				   "window_dropped_blocks", "swap_out_bytes",	"swap_in_bytes",
-				   "recomputed_tokens"};
+	static const char *kv[] = {"max_num_blocks",   "free_num_blocks",	"used_num_blocks",
+				   "tokens_per_block", "alloc_new_blocks",	"reused_blocks",
+				   "missed_blocks",    "cache_hit_rate",	"cached_blocks",
+				   "held_requests",    "window_dropped_blocks", "swap_out_bytes",
+				   "swap_in_bytes",    "recomputed_tokens"};
 	static const char *inf[] = {"num_scheduled_requests", "num_context_requests",
 				    "num_gen_requests",	      "num_paused_requests",
 				    "num_ctx_tokens",	      "num_gen_tokens",
@@ -923,7 +923,7 @@ static void read_stats(FILE *fp, bool is_static, struct stat_sum *s)
 		const cJSON *b =
 		    cJSON_GetObjectItemCaseSensitive(j, is_static ? "static" : "inflight");
 		const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "mem");
-		ok = ok && has_exactly(k, kv, 13) && has_exactly(m, mem, 2) &&
+		ok = ok && has_exactly(k, kv, 14) && has_exactly(m, mem, 2) &&
 		     (is_static ? has_exactly(b, st, 5) : has_exactly(b, inf, 7));
 		if (ok) {
 			const cJSON *ts = cJSON_GetObjectItemCaseSensitive(j, "timestamp");

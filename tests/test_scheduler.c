@@ -202,12 +202,18 @@ static void run_one(const struct cfg *c, int n_req)
 				V(q->order > last_admitted, "FCFS broken: %lld after %lld",
 				  (long long)q->order, (long long)last_admitted);
 				last_admitted = q->order;
+			}
+			if (q->step_cached) {
 				V(q->n_cached % c->bs == 0 && q->n_cached < q->n_tokens &&
 				      q->n_cached <= ss->n_prompt && (c->cache || !q->n_cached) &&
 				      (q->cache_lookup || !q->n_cached),
 				  "cached %d of a %d-token prompt", q->n_cached, ss->n_prompt);
 				n_cached_tokens += q->n_cached;
 			}
+			if (q->cache_wait)
+				V(c->policy == SCHED_STATIC && q->kv.n == 0 && q->step_tokens == 0,
+				  "seq %d waits for its cached blocks, with %d blocks, %d tokens",
+				  ss->id, q->kv.n, q->step_tokens);
 			if (was_running[ss->id] && q->start_stamp > max_stamp_before)
 				max_stamp_before = q->start_stamp;
 			if (c->window)
@@ -555,6 +561,242 @@ static void first_wave_writer_gone(void)
 	}
 }
 
+/* Static batches, hand-derived: pool of 20 blocks of 4; A, D, B, C enqueued together, A, B
+ * and C with the same 10-token prompt (2 full blocks + 2 tokens), D another; each may
+ * need 13 positions = 4 blocks, so all four fit one batch (16 <= 20 reserved). B and C
+ * wait inside the batch while A writes the 2 blocks, then take them: 4 blocks reused, 3 +
+ * 3 + 1 + 1 = 8 missed, 10 + 10 + 2 + 2 = 24 prompt tokens computed, 3 + 3 + 1 + 1 = 8
+ * blocks used; generation starts at step 3 (1: A 10, D 10; 2: B 2, C 2). Without the
+ * wait all four compute their prompts in step 1: 0 reused, 12 missed, 40 tokens. With
+ * max_num_tokens 6 (1: A 6; 2: A 4, D 2; 3: D 6; 4: D 2, B 2, C 2) generation starts at
+ * step 5, with the same counts. */
+static void static_batch(int32_t max_num_tokens)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(20, 4, &pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = SCHED_STATIC,
+				  .max_batch_size = 8,
+				  .max_num_tokens = max_num_tokens,
+				  .chunked_context = true,
+				  .prefix_cache = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	const int32_t other[10] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+	struct sched_seq q[4] = {{0}}; /* A, D, B, C */
+	for (int i = 0; i < 4; i++) {
+		q[i] = (struct sched_seq){.order = i,
+					  .n_tokens = 10,
+					  .n_kv_max = 13,
+					  .prompt = i == 1 ? other : tok,
+					  .n_prompt = 10,
+					  .cache_lookup = true};
+		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+	}
+	struct sched_plan plan;
+	struct kv_stats ks;
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 4 && plan.n_held == 2 &&
+		  q[2].cache_wait && q[3].cache_wait && q[2].step_tokens == 0 && q[2].kv.n == 0 &&
+		  q[0].step_tokens == (max_num_tokens < 10 ? 6 : 10),
+	      "tokens %d: the batch is A, D, B, C; B and C wait for A (%d new, %d held)",
+	      max_num_tokens, plan.n_new, plan.n_held);
+	int steps = 1, ctx_tokens = plan.n_ctx_tokens;
+	while (plan.n_ctx > 0 && steps < 10) {
+		for (int32_t i = 0; i < plan.n; i++)
+			sched_advance(s, plan.seqs[i], plan.seqs[i]->step_samples);
+		CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step");
+		steps++;
+		ctx_tokens += plan.n_ctx_tokens;
+		for (int i = 2; i < 4; i++)
+			if (q[i].cache_wait)
+				CHECK(q[0].in_ctx && q[0].n_keyed < 2,
+				      "%c waits only while A writes", 'B' + i - 2);
+	}
+	kv_get_stats(pool, &ks);
+	CHECK(plan.n_gen == 4 && steps == (max_num_tokens < 10 ? 5 : 3) && ctx_tokens == 24 &&
+		  q[2].n_cached == 8 && q[3].n_cached == 8 && q[1].n_cached == 0 &&
+		  q[2].kv.blocks[1] == q[0].kv.blocks[1] &&
+		  q[3].kv.blocks[0] == q[0].kv.blocks[0] && ks.reused_total == 4 &&
+		  ks.missed_total == 8 && kv_n_used(pool) == 8,
+	      "tokens %d: generation after %d steps, %d prompt tokens computed, B and C cached "
+	      "%d and %d tokens, %lld reused, %lld missed, %d blocks used",
+	      max_num_tokens, steps, ctx_tokens, q[2].n_cached, q[3].n_cached,
+	      (long long)ks.reused_total, (long long)ks.missed_total, kv_n_used(pool));
+	sched_destroy(s);
+	CHECK(kv_n_free(pool) == 20, "destroy releases blocks");
+	kv_pool_destroy(pool);
+}
+
+/* Static reservations with a cached prefix, hand-derived: pool of 10 blocks of 4. A (a
+ * 10-token prompt, up to 13 positions = 4 blocks) runs alone and leaves its 2 full prompt
+ * blocks cached, idle. Then B, C and D with A's prompt: B takes the 2 idle blocks and
+ * reserves 4; C and D share them and reserve 4 - 2 = 2 each: 8 <= 10, one batch of
+ * three, each computing 2 tokens. (Counting the blocks as idle for all three would
+ * reserve 12 and admit two.) */
+static void static_cached_reservation(void)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(10, 4, &pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = SCHED_STATIC,
+				  .max_batch_size = 8,
+				  .max_num_tokens = 64,
+				  .chunked_context = true,
+				  .prefix_cache = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	struct sched_seq q[4] = {{0}}; /* A, B, C, D */
+	for (int i = 0; i < 4; i++)
+		q[i] = (struct sched_seq){.order = i,
+					  .n_tokens = 10,
+					  .n_kv_max = 13,
+					  .prompt = tok,
+					  .n_prompt = 10,
+					  .cache_lookup = true};
+	struct sched_plan plan;
+	CHECK(sched_enqueue(s, &q[0], &err) == BG_OK && sched_step(s, true, &plan, &err) == BG_OK &&
+		  plan.n_new == 1,
+	      "A admitted");
+	sched_advance(s, &q[0], true);
+	sched_finish(s, &q[0]);
+	for (int i = 1; i < 4; i++)
+		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 3 && plan.n_held == 0 &&
+		  plan.n_ctx_tokens == 6 && q[3].n_cached == 8,
+	      "B, C and D in one batch on A's cached blocks (%d admitted, %d tokens)", plan.n_new,
+	      plan.n_ctx_tokens);
+	sched_destroy(s);
+	CHECK(kv_n_free(pool) == 10, "destroy releases blocks");
+	kv_pool_destroy(pool);
+}
+
+/* A static member waits for a writer that leaves before writing (cancelled); it then
+ * computes what the cache does not hold, and its reservation covers that: pool of 8
+ * blocks of 4, A and B with the same 10-token prompt, 13 positions each (4 + 4 = 8). */
+static void static_writer_gone(void)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(8, 4, &pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = SCHED_STATIC,
+				  .max_batch_size = 8,
+				  .max_num_tokens = 6,
+				  .chunked_context = true,
+				  .prefix_cache = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	struct sched_seq q[2] = {{0}};
+	for (int i = 0; i < 2; i++) {
+		q[i] = (struct sched_seq){.order = i,
+					  .n_tokens = 10,
+					  .n_kv_max = 13,
+					  .prompt = tok,
+					  .n_prompt = 10,
+					  .cache_lookup = true};
+		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+	}
+	struct sched_plan plan;
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 2 && plan.n_held == 1 &&
+		  q[0].step_tokens == 6,
+	      "A computes 6 tokens, B waits");
+	sched_advance(s, &q[0], false); /* block 0 written and keyed */
+	sched_finish(s, &q[0]);		/* cancelled: block 0 stays cached, idle */
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_held == 0 && !q[1].cache_wait &&
+		  q[1].n_cached == 4 && q[1].step_tokens == 6,
+	      "B takes the block A keyed and computes the rest (%d cached)", q[1].n_cached);
+	for (int it = 0; it < 8 && q[1].state == SCHED_RUNNING; it++) {
+		sched_advance(s, &q[1], q[1].step_samples);
+		if (q[1].n_tokens > q[1].n_kv_max)
+			sched_finish(s, &q[1]);
+		else
+			CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n == 1, "B runs");
+	}
+	CHECK(q[1].state == SCHED_DONE, "B ran to its end within its reservation");
+	sched_destroy(s);
+	kv_pool_destroy(pool);
+}
+
+/* Resuming after a pause, hand-derived: pool of 8 blocks of 2; A and B with the same
+ * 5-token prompt (2 full blocks), up to 12 positions. A scratch table stands for memory
+ * the scheduler does not control, to pause both and then evict the prompt's blocks.
+ *   1: A computes 5 tokens (blocks T0 T1 a2); B waits for A (first wave).
+ *   2: A generates at 5; B takes T0 T1 and computes 1 token (b2).   4 blocks used
+ *      the scratch takes the 4 free blocks
+ *   3: A at 6 needs a block: B (youngest) is paused, b2 freed; A takes it.
+ *   4: A at 7; B would resume with T0 T1 + 1 block, none free.
+ *   5: A at 8 needs a block, none free: A itself is paused. T0 T1 go idle.
+ *      the scratch takes 4 more (a2, a3, then the idle T0 T1: evicted), then all goes back
+ *   6: A resumes: nothing cached, recomputes its 9 tokens (5 blocks); B (6 tokens) would
+ *      share A's 2 prompt blocks, which A writes now: B waits.
+ *   7: B resumes, takes A's T0 T1 and computes positions 4 and 5.
+ * Reused blocks: B's admission 2 + B's resume 2 = 4; missed: A 3 + B 1 + A 3 + B 1 = 8.
+ * Without the wait B resumes in step 6 beside A and recomputes its 6 tokens (3 blocks,
+ * the last 3 free ones): 2 reused, 3 + 1 + 3 + 3 = 10 missed, and in step 7 B, short
+ * of a block for position 6, is paused again. */
+static void resume_waits(void)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	CHECK(kv_pool_create(8, 2, &pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = SCHED_MAX_UTIL,
+				  .max_batch_size = 8,
+				  .max_num_tokens = 64,
+				  .chunked_context = true,
+				  .prefix_cache = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	const int32_t tok[5] = {1, 2, 3, 4, 5};
+	struct sched_seq q[2] = {{0}}; /* A, B */
+	for (int i = 0; i < 2; i++) {
+		q[i] = (struct sched_seq){.order = i,
+					  .n_tokens = 5,
+					  .n_kv_max = 12,
+					  .prompt = tok,
+					  .n_prompt = 5,
+					  .cache_lookup = true};
+		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+	}
+	struct kv_table scratch = {0};
+	struct sched_plan plan;
+	struct kv_stats ks;
+	int32_t n_paused[8] = {0}, n_held[8] = {0}, n_resumed[8] = {0}, b_tokens[8] = {0};
+	for (int it = 1; it <= 7; it++) {
+		if (it == 3)
+			CHECK(kv_grow(pool, &scratch, 8, &err) == BG_OK, "scratch takes 4 blocks");
+		if (it == 6) {
+			CHECK(kv_grow(pool, &scratch, 16, &err) == BG_OK, "scratch takes 4 more");
+			kv_release(pool, &scratch);
+		}
+		CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step %d", it);
+		n_paused[it] = plan.n_paused_now;
+		n_held[it] = plan.n_held;
+		n_resumed[it] = plan.n_resumed;
+		b_tokens[it] = q[1].step_tokens;
+		for (int32_t i = 0; i < plan.n; i++)
+			sched_advance(s, plan.seqs[i], plan.seqs[i]->step_samples);
+	}
+	kv_table_free(&scratch);
+	kv_get_stats(pool, &ks);
+	CHECK(n_held[1] == 1 && b_tokens[2] == 1 && n_paused[3] == 1 && n_paused[5] == 1 &&
+		  q[0].preemptions == 1 && q[1].preemptions == 1,
+	      "steps 1-5: B waits, joins, then B and A are paused");
+	CHECK(n_resumed[6] == 1 && n_held[6] == 1 && b_tokens[6] == 0 && n_resumed[7] == 1 &&
+		  b_tokens[7] == 2 && q[1].n_computed == 6 &&
+		  q[1].kv.blocks[1] == q[0].kv.blocks[1],
+	      "step 6: A resumes, B waits for it; step 7: B resumes on A's blocks (%d, %d; %d, "
+	      "%d tokens)",
+	      n_resumed[6], n_held[6], n_resumed[7], b_tokens[7]);
+	CHECK(ks.reused_total == 4 && ks.missed_total == 8,
+	      "4 blocks reused, 8 missed (%lld, %lld)", (long long)ks.reused_total,
+	      (long long)ks.missed_total);
+	sched_destroy(s);
+	CHECK(kv_n_free(pool) == 8, "destroy releases blocks");
+	kv_pool_destroy(pool);
+}
+
 /* The adaptive policy's budget, hand-derived: pool of 10 blocks of 4 = 40 tokens. */
 static void test_adaptive(void)
 {
@@ -612,6 +854,11 @@ int main(void)
 	first_wave(SCHED_MAX_UTIL, 64);
 	first_wave(SCHED_ADAPTIVE, 6);
 	first_wave_writer_gone();
+	static_batch(64);
+	static_batch(6);
+	static_writer_gone();
+	static_cached_reservation();
+	resume_waits();
 	const struct cfg cfgs[] = {
 	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false, 0},
 	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false, 0},

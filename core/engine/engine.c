@@ -1221,13 +1221,13 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		"\"kv_cache\": {\"max_num_blocks\": %d, \"free_num_blocks\": %d, "
 		"\"used_num_blocks\": %d, \"tokens_per_block\": %d, \"alloc_new_blocks\": %lld, "
 		"\"reused_blocks\": %lld, \"missed_blocks\": %lld, \"cache_hit_rate\": %.4f, "
-		"\"cached_blocks\": %d, \"window_dropped_blocks\": %lld, "
+		"\"cached_blocks\": %d, \"held_requests\": %d, \"window_dropped_blocks\": %lld, "
 		"\"swap_out_bytes\": %lld, \"swap_in_bytes\": %lld, \"recomputed_tokens\": %lld}, ",
 		stamp, ts.tv_nsec / 1000000L, (long long)e->iter, lat_ms, plan->n_running,
 		e->cfg.max_batch_size, plan->n_waiting, plan->n_new, e->iter_completed, ks.n_blocks,
 		ks.free_blocks, ks.used_blocks, ks.block_size, (long long)ks.alloc_new,
 		(long long)ks.reused_new, (long long)ks.missed_new,
-		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks,
+		hit_rate(ks.reused_new, ks.missed_new), ks.cached_blocks, plan->n_held,
 		(long long)ks.dropped_new, (long long)e->iter_swap_out, (long long)e->iter_swap_in,
 		(long long)e->iter_recomputed);
 	if (e->cfg.policy == ENGINE_POLICY_STATIC)
@@ -1743,14 +1743,17 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 		/* Admissions: the end of the queue time, and the RNG starts from the seed. */
 		for (int32_t i = 0; i < sched_n_running(e->sched); i++) {
 			struct sched_seq *q = sched_running(e->sched)[i];
-			if (!q->step_new)
-				continue;
 			struct ereq *er = q->user;
-			er->r->queue_ms = (t_it - er->r->t_arrival) * 1e3;
-			sampler_rng_seed(&er->rng, er->r->sampling.seed);
-			/* cached prompt tokens count as prompt tokens processed */
-			e->tot.prompt_tokens += q->n_cached;
-			e->tot.cached_tokens += q->n_cached;
+			if (q->step_new) {
+				er->r->queue_ms = (t_it - er->r->t_arrival) * 1e3;
+				sampler_rng_seed(&er->rng, er->r->sampling.seed);
+			}
+			/* cached prompt tokens count as prompt tokens processed (a static
+			 * member may take them after its admission step: scheduler.h) */
+			if (q->step_cached) {
+				e->tot.prompt_tokens += q->n_cached;
+				e->tot.cached_tokens += q->n_cached;
+			}
 		}
 		if (plan.n == 0) {
 			if (sched_n_running(e->sched) == 0 && sched_n_paused(e->sched) == 0 &&

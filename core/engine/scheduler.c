@@ -119,6 +119,7 @@ enum bg_status sched_enqueue(struct sched *s, struct sched_seq *q, struct bg_err
 	q->step_tokens = 0;
 	q->preemptions = 0;
 	q->n_cached = 0;
+	q->cache_wait = false;
 	q->n_keyed = 0;
 	q->cache_uid = 0;
 	q->forked = false;
@@ -189,7 +190,7 @@ static void clear_step(struct sched_seq *q)
 	q->step_cow_src = q->step_cow_dst = -1;
 	q->step_tokens = 0;
 	q->step_ctx = q->step_samples = q->step_swap_in = false;
-	q->step_new = q->step_resumed = false;
+	q->step_new = q->step_resumed = q->step_cached = false;
 }
 
 /* Tokens a context may take from budget: all that are pending when they fit, else a chunk
@@ -223,13 +224,14 @@ static int32_t cache_peek(const struct sched *s, const struct sched_seq *q, int3
 	return kv_cache_peek(s->pool, q->prompt, lim / kv_block_size(s->pool), n_idle);
 }
 
-/* First-wave dedup (SGLang's in-batch prefix caching): true when a running sequence is
- * computing prompt blocks that q would share beyond the k it can take from the cache now
- * (its prompt's first blocks equal q's, and it has not keyed them yet). Requests admitted
- * in one wave otherwise all miss, since nothing is written yet. q then waits: the writer
- * keys each block in sched_advance, and once it has keyed all the blocks they share (or
- * has left the running set: finished, failed, cancelled or paused) q is no longer held
- * and takes them. Only running writers hold, so a held q always runs in the end. */
+/* First-wave dedup (SGLang's in-batch prefix caching): true when another running
+ * sequence is computing prompt blocks that q would share beyond the k it can take from
+ * the cache now (its prompt's first blocks equal q's, and it has not keyed them yet).
+ * Sequences started in one wave otherwise all miss, since nothing is written yet. q then
+ * waits: the writer keys each block in sched_advance, and once it has keyed all the
+ * blocks they share (or has left the running set: finished, failed, cancelled or paused)
+ * q is no longer held and takes them. Only running writers that compute hold (not a
+ * static member in cache_wait), so a held q always runs in the end. */
 static bool held_for_writer(const struct sched *s, const struct sched_seq *q, int32_t k)
 {
 	if (!s->cfg.prefix_cache || !q->cache_lookup || !q->prompt || q->swapped)
@@ -239,7 +241,7 @@ static bool held_for_writer(const struct sched *s, const struct sched_seq *q, in
 	for (int32_t i = 0; i < s->n_run && k < lim; i++) {
 		const struct sched_seq *w = s->run[i];
 		int32_t wl = w->n_prompt / bs; /* full prompt blocks w keys */
-		if (!w->in_ctx || !w->prompt || w->n_keyed >= wl)
+		if (w == q || w->cache_wait || !w->in_ctx || !w->prompt || w->n_keyed >= wl)
 			continue; /* n_keyed is INT32_MAX when w's keys could not be stored */
 		int32_t m = lim < wl ? lim : wl, j = 0;
 		while (j < m && memcmp(q->prompt + (size_t)j * bs, w->prompt + (size_t)j * bs,
@@ -268,6 +270,28 @@ static enum bg_status cache_take(struct sched *s, struct sched_seq *q, int32_t k
 	kv_cache_note(s->pool, k, kv_blocks_for(s->pool, q->n_prompt) - k);
 	window_drop(s, q);
 	return BG_OK;
+}
+
+/* q, at its first admission, takes k cached blocks: n_cached is set. */
+static enum bg_status admit_take(struct sched *s, struct sched_seq *q, int32_t k,
+				 struct bg_err *err)
+{
+	enum bg_status st = cache_take(s, q, k, err);
+	if (st == BG_OK) {
+		q->n_cached = q->n_computed;
+		q->step_cached = true;
+	}
+	return st;
+}
+
+/* Static: q, a member of the running batch with an empty table, takes its cached prompt
+ * blocks, unless a member that computes has still to write blocks they share: then it
+ * waits (cache_wait) and is asked again at the next step. */
+static enum bg_status static_take(struct sched *s, struct sched_seq *q, struct bg_err *err)
+{
+	int32_t n_idle, k = cache_peek(s, q, &n_idle);
+	q->cache_wait = held_for_writer(s, q, k);
+	return q->cache_wait ? BG_OK : admit_take(s, q, k, err);
 }
 
 /* Keys q's prompt blocks that became full. */
@@ -518,27 +542,35 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 			if (full > avail)
 				break;
 			avail -= full;
-			enum bg_status st = cache_take(s, q, k, err);
-			if (st != BG_OK)
-				return st;
-			q->n_cached = q->n_computed;
 			wq_pop(s);
 			q->state = SCHED_RUNNING;
 			q->start_stamp = ++s->clock;
 			q->step_new = true;
 			s->run[s->n_run++] = q;
 			plan->n_new++;
+			/* taken now, so that the next members' lookups count these blocks
+			 * as shared, not idle */
+			enum bg_status st = static_take(s, q, err);
+			if (st != BG_OK)
+				return st;
 		}
 		s->static_size = slots_used(s);
 	}
 	bool any_ctx = false;
-	for (int32_t i = 0; i < s->n_run; i++)
-		any_ctx |= s->run[i]->in_ctx;
+	for (int32_t i = 0; i < s->n_run; i++) {
+		struct sched_seq *q = s->run[i];
+		enum bg_status st = q->cache_wait ? static_take(s, q, err) : BG_OK;
+		if (st != BG_OK)
+			return st;
+		any_ctx |= q->in_ctx;
+		plan->n_held += q->cache_wait;
+	}
 	int32_t budget = s->cfg.max_num_tokens;
 	for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
 		struct sched_seq *q = s->run[i];
-		int32_t c = any_ctx ? (q->in_ctx ? ctx_tokens(s, q, budget) : 0)
-				    : q->n_tokens > q->n_computed; /* 0: a held beam */
+		int32_t c = q->cache_wait ? 0
+			    : any_ctx	  ? (q->in_ctx ? ctx_tokens(s, q, budget) : 0)
+					  : q->n_tokens > q->n_computed; /* 0: a held beam */
 		if (c == 0)
 			continue;
 		/* The admission reservation guarantees these blocks. */
@@ -617,6 +649,10 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 	       budget > 0) {
 		struct sched_seq *q = s->paused[0];
 		int32_t n_idle, k = q->n_computed == 0 ? cache_peek(s, q, &n_idle) : 0, cost;
+		if (q->n_computed == 0 && held_for_writer(s, q, k)) {
+			plan->n_held = 1; /* resumes in order: nothing behind it either */
+			break;
+		}
 		int32_t c = q->n_computed == 0 ? chunk_after_cache(s, q, k, n_idle, budget, &cost)
 					       : ctx_tokens(s, q, budget);
 		if (!q->in_ctx)
@@ -674,9 +710,8 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		}
 		if (cost > kv_n_free(s->pool))
 			break;
-		if ((st = cache_take(s, q, k, err)) != BG_OK)
+		if ((st = admit_take(s, q, k, err)) != BG_OK)
 			return st;
-		q->n_cached = q->n_computed;
 		if ((st = kv_grow(s->pool, &q->kv, (int64_t)q->n_computed + c, err)) != BG_OK)
 			return st;
 		wq_pop(s);

@@ -53,11 +53,20 @@
  * the head's prompt shares beyond what the cache already holds; once they are keyed, or
  * that writer has left the running set (finished, failed, cancelled, paused), the head
  * is admitted and takes them (SGLang's in-batch prefix caching; vLLM's first wave misses).
- * Only running sequences hold, and they keep being scheduled, so a held head always
- * starts. The hold costs the head the writer's prefill time in TTFT and saves the
- * prefill of the shared blocks. STATIC admits its whole batch at once and does not hold:
- * a member that waited would wait for the whole batch. Paused sequences resume without
- * holding (they come before any admission).
+ * Only running sequences that compute hold, and they keep being scheduled, so a held
+ * head always starts. The hold costs the head the writer's prefill time in TTFT and
+ * saves the prefill of the shared blocks. A paused sequence that resumes by recompute is
+ * held the same way (the first paused one, in resume order; since paused sequences come
+ * before any admission, nothing is admitted meanwhile): when several sequences sharing a
+ * prefix were paused and its blocks evicted, the first to resume recomputes it and the
+ * others take it. STATIC admits its whole batch at once (its membership and its
+ * reservations do not change), but a member that shares prompt blocks with a member
+ * admitted before it that has to write them waits inside the batch (cache_wait: running,
+ * not scheduled, its table empty) until they are keyed or that member has left, then
+ * takes them; since a static batch runs all its contexts before its first generation
+ * step, the wait costs it at most the writer's prefill steps. Its reservation stays what
+ * it would be without the wait (the blocks cached at admission subtracted, not the ones
+ * it will share), so that it still fits if the writer leaves before writing them.
  *
  * Samples (n > 1): a sequence with n_samples > 1 is admitted with room for the whole
  * family (n_samples batch slots; under no-evict and static n_samples * its blocks); after
@@ -144,6 +153,9 @@ struct sched_seq {
 	struct kv_table kv;
 	int32_t preemptions;
 	int32_t n_cached;     /* prompt tokens taken from the cache at first admission */
+	bool cache_wait;      /* static: admitted, has not taken its cached prompt blocks
+			       * yet: it waits while a member of its batch writes blocks it
+			       * will share (see "First wave" above) */
 	int32_t n_keyed;      /* kv.blocks[0, n_keyed) are known to the cache ... */
 	uint64_t cache_uid;   /* ... as the chain ending at this uid */
 	/* the current step (valid after sched_step for scheduled sequences) */
@@ -153,6 +165,8 @@ struct sched_seq {
 	bool step_swap_in;   /* resumed by swap this step: the caller must swap blocks
 			      * kv.blocks[0, n_swapped_blocks) in before running it */
 	bool step_new;	     /* admitted (first started) this step */
+	bool step_cached;    /* took its cached prompt blocks this step: n_cached is set (at
+			      * admission, or after a static member's cache_wait) */
 	bool step_resumed;   /* resumed this step */
 	int32_t step_cow_src, step_cow_dst; /* copy-on-write this step: the caller copies
 					     * block src into dst before running it; -1 = none */
@@ -185,8 +199,10 @@ struct sched_plan {
 	int32_t n_ctx, n_gen; /* entries of each kind; n_ctx + n_gen == n */
 	int32_t n_ctx_tokens, n_gen_tokens;
 	int32_t n_new;				/* admitted this step */
-	int32_t n_held; /* 1 when the queue's head waits for a running sequence to write
-			 * prompt blocks it will share (see "First wave" above) */
+	int32_t n_held; /* sequences that wait for a running sequence to write prompt blocks
+			 * they will share (see "First wave" above): 1 when the queue's head
+			 * or the first paused sequence does; static: its members in
+			 * cache_wait */
 	int32_t n_resumed;			/* resumed this step */
 	int32_t n_paused_now;			/* paused this step */
 	int32_t n_running, n_paused, n_waiting; /* counts after the step */
