@@ -125,8 +125,8 @@ static const struct opt_def opt_table[] = {
      "no progress and no summary on stderr (errors only)"},
     /* bench */
     {"workload", 0, K_STR, F(workload), NULL, "SPEC", BENCH, NOLIM, NULL,
-     "bench: a workload id (F1..F6, V1, V2, S1, B1, P1, N8, N8S, BW4) or ISL/OSL, with an optional "
-     "xN count, e.g. 128/128x32"},
+     "bench: a workload id (F1..F6, V1, V2, S1, B1, P1, N8, N8S, N8L, N8LS, BW4) or ISL/OSL, "
+     "with an optional xN count, e.g. 128/128x32"},
     {"requests", 0, K_I64, F(requests), "0", "N", BENCH, 0, 1e9, NULL,
      "bench: number of requests, 0 = the workload's default"},
     {"baseline", 0, K_STR, F(baseline), NULL, "FILE", BENCH, NOLIM, NULL,

@@ -28,6 +28,14 @@ static void test_parse(void)
 		      s.isl, s.osl);
 	}
 
+	/* issue 14's n = 8 workloads, with 128- and 1024-token prompts */
+	CHECK(wl_parse("N8L", &s, &err) == BG_OK && s.isl == 1024 && s.osl == 128 &&
+		  s.n_samples == 8 && s.group == 0 && s.n_requests == 32,
+	      "N8L: 32 prompts of 1024/128, n = 8");
+	CHECK(wl_parse("n8ls", &s, &err) == BG_OK && s.isl == 1024 && s.osl == 128 &&
+		  s.n_samples == 0 && s.group == 8 && s.n_requests == 256,
+	      "N8LS: 256 requests of 1024/128, 8 to a prompt");
+
 	CHECK(wl_parse("128/64x32", &s, &err) == BG_OK, "%s", err.msg);
 	CHECK(s.isl == 128 && s.osl == 64 && s.n_requests == 32 && s.n_given, "128/64x32");
 	char buf[64];
@@ -159,6 +167,42 @@ static uint64_t content_of(const char *spec, int64_t n, uint64_t seed, int32_t l
 	return h;
 }
 
+/* N8LS request i has N8L request i / 8's prompt: the same work, as n = 8 or as 8
+ * separate requests. */
+static void test_n8_prompts(void)
+{
+	struct wl_spec a, b;
+	struct bg_err err = {0};
+	struct wl_gen *ga = NULL, *gb = NULL;
+	CHECK(wl_parse("N8Lx2", &a, &err) == BG_OK && wl_parse("N8LSx16", &b, &err) == BG_OK &&
+		  wl_gen_create(&a, 2, 7, 3, 500, "", &ga, &err) == BG_OK &&
+		  wl_gen_create(&b, 16, 7, 3, 500, "", &gb, &err) == BG_OK,
+	      "N8L, N8LS: %s", err.msg);
+	struct request *n8[2] = {0}, *sep[16] = {0};
+	for (int i = 0; ga && i < 2; i++)
+		CHECK(wl_gen_next(ga, &n8[i], &err) == 1 && n8[i]->n == 8 &&
+			  n8[i]->n_input_ids == 1024,
+		      "N8L request %d: n = 8, 1024 ids", i);
+	int same = 0;
+	for (int i = 0; gb && i < 16; i++) {
+		CHECK(wl_gen_next(gb, &sep[i], &err) == 1 && sep[i]->n == 1 &&
+			  sep[i]->n_input_ids == 1024,
+		      "N8LS request %d: n = 1, 1024 ids", i);
+		const struct request *p = n8[i / 8];
+		same += sep[i] && p &&
+			memcmp(sep[i]->input_ids, p->input_ids, 1024 * sizeof(int32_t)) == 0;
+	}
+	CHECK(same == 16 && n8[0] && n8[1] &&
+		  memcmp(n8[0]->input_ids, n8[1]->input_ids, 1024 * sizeof(int32_t)) != 0,
+	      "N8LS requests 0-7 and 8-15 have N8L's two prompts (%d of 16)", same);
+	for (int i = 0; i < 16; i++)
+		req_free(sep[i]);
+	req_free(n8[0]);
+	req_free(n8[1]);
+	wl_gen_destroy(ga);
+	wl_gen_destroy(gb);
+}
+
 static void test_determinism(void)
 {
 	struct wl_spec s;
@@ -250,5 +294,6 @@ int main(void)
 	test_parse();
 	test_shapes();
 	test_determinism();
+	test_n8_prompts();
 	return check_summary();
 }

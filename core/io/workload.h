@@ -1,9 +1,10 @@
 /* workload: the benchmark workloads of WORKLOADS.md, as a deterministic request generator.
  *
- * A workload is named (F1..F6, V1, V2, S1, B1, P1, N8, N8S) or written as `ISL/OSL[xN]` (e.g.
- * `128/128x32`); a named one may take a count too (`F1x64`). Every request has random
- * prompt token ids (uniform in [id_lo, id_hi), a range chosen by the caller to avoid special
- * tokens), max_tokens = OSL, ignore_eos, greedy sampling: every engine does the same work.
+ * A workload is named (F1..F6, V1, V2, S1, B1, P1, N8, N8S, N8L, N8LS, BW4) or written as
+ * `ISL/OSL[xN]` (e.g. `128/128x32`); a named one may take a count too (`F1x64`). Every
+ * request has random prompt token ids (uniform in [id_lo, id_hi), a range chosen by the
+ * caller to avoid special tokens), max_tokens = OSL, ignore_eos, greedy sampling: every
+ * engine does the same work.
  *
  * Determinism: request i depends only on (spec, seed, i, id range). Its shape comes from
  * its own RNG stream (wl_shape: independent of the vocabulary, so that reports of one
@@ -42,7 +43,8 @@ struct wl_spec {
 	bool n_given;	    /* the spec carried `xN` */
 	/* engine workloads (issue 14): P1 = a shared 1000-token system prompt + a 100-token
 	 * question; N8 = 8 samples of each prompt (n = 8); N8S = the same as 8 separate
-	 * requests (request i has the prompt of i / 8) */
+	 * requests (request i has the prompt of i / 8); N8L, N8LS = the same with
+	 * 1024-token prompts */
 	int32_t shared_prefix; /* the first tokens of every prompt are the same */
 	int32_t n_samples;     /* request field n (0 = 1) */
 	int32_t group;	       /* requests i and j with i / group == j / group share a prompt */
