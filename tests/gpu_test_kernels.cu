@@ -1083,18 +1083,20 @@ static void test_sample_paths(void)
 			p->seed = 9100 + r;
 			static const float temps[4] = {1.0f, 0.6f, 3.0f, 0.05f};
 			p->temperature = temps[(r / 6) % 4];
-			switch ((r / 24) % 4) {
+			switch (r % 4) { /* with r % 6 above: every shape meets every kind */
 			case 0: /* temperature alone; top_k = 1 on a third */
 				if (r % 3 == 0)
 					p->top_k = 1;
 				break;
 			case 1:
-				p->top_k = 1 + (int32_t)(rnd_u32() % (r % 2 ? 50 : 400));
+				p->top_k = 1 + (int32_t)(rnd_u32() % (rnd_u32() % 2 ? 50 : 400));
 				p->top_p = r % 3 == 0 ? 1.0f : rnd_uniform(0.5f, 0.99f);
 				break;
 			case 2:
-				p->top_p = r % 4 == 0 ? 1e-6f : rnd_uniform(0.05f, 0.999f);
-				p->min_p = r % 3 == 0 ? 0.9f : r % 3 == 1 ? rnd_uniform(0.001f, 0.2f) : 0.0f;
+				p->top_p = r % 3 == 0 ? 1e-6f : rnd_uniform(0.05f, 0.999f);
+				p->min_p = (r / 4) % 3 == 0	  ? 0.9f
+					   : (r / 4) % 3 == 1 ? rnd_uniform(0.001f, 0.2f)
+							      : 0.0f;
 				break;
 			case 3:
 				p->top_k = 1 + (int32_t)(rnd_u32() % 300);
