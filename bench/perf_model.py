@@ -14,8 +14,11 @@ its `batchgen bench` report with --measured to print the measured step time besi
              ~10 TB/s, H100's L2 read bandwidth, an optimistic bound);
              after: gpu/attention.cu's GQA decode kernel, each K/V byte read once.
   sampling   before: ~130 passes over a row of logits (binary searches on a 64-bit key);
-             after: ~20 (radix select on masses, gpu/sample.cu), 8 bytes a pass (value
-             and weight), greedy 1 pass of 4 bytes.
+             after: gpu/sample.cu as it reads today (SAMPLE_* below, counted from its
+             code): greedy 2 passes over the logits, sampling 3 (the third compacts the
+             few buckets where the decisions fall); a row whose buckets hold more than
+             2048 tokens (a flat row) takes the full-row radix path (--sample-fallback:
+             the fraction of sampled rows that do; the report prints the worst case).
   rope       before: double-precision sincos per pair (~100 fp64 instructions: at 67
              TFLOPS fp64 the 2 x pairs x tokens x layers sincos are not free at batch 256);
              after: table lookups, bandwidth only.
@@ -52,6 +55,20 @@ MMA_SYNC_FRAC = 2 / 3  # ASSUMED: mma.sync (all WMMA can emit) reaches ~2/3 of w
                        # TFLOPS there, bounded by more than its MMAs)
 TC_ISSUE, TC_HMMA, TC_Q, TC_KEYS, TC_WARPS = 870, 64, 16, 32, 4
 
+# gpu/sample.cu's DRAM bytes a token of a row (n_top = 0; the history is sparse), counted
+# from the code. The bitmap of penalized ids costs 1/8 byte a token to clear and to read.
+#   greedy:  clear + pass 1 (logits + bitmap: max, best key) + pass 2 (logits: the
+#            log-sum-exp)
+#   sampled, compacted: clear + pass 1 + pass 2 (logits + bitmap: the log-sum-exp and the
+#            histogram) + pass 3 (logits + bitmap: compaction); the rest is shared memory
+#   sampled, full row (fallback): clear + passes 1 and 2, then sample_full with top-p: copy
+#            (8), / T (8), best key (4), e and W (8), top-p radix select (8 passes of 4,
+#            the first also reading e: 36), kept total (4), the draw's select (32)
+#            = 100; top-k adds 8 passes of 4
+SAMPLE_GREEDY_B = 0.125 + 4.125 + 4
+SAMPLE_COMPACT_B = 0.125 + 4.125 + 4.125 + 4.125
+SAMPLE_FULL_B = 0.125 + 4.125 + 4.125 + 100
+
 SHAPES = {
     # n_layer, n_embd, n_ff, n_head, n_head_kv, head_dim, n_vocab
     "llama3-8b": (32, 4096, 14336, 32, 8, 128, 128256),
@@ -61,9 +78,10 @@ SHAPES = {
 }
 
 
-def kernels(shape, B, ctx, after):
+def kernels(shape, B, ctx, after, fallback=0.0):
     """[(name, bytes, flops, flops_peak, l2_bytes)] of one decode step: B sequences, each
-    with ctx tokens of context (its new token included), bf16 weights and KV."""
+    with ctx tokens of context (its new token included), bf16 weights and KV; fallback:
+    the fraction of sampled rows on gpu/sample.cu's full-row path."""
     L, E, F, H, HKV, HD, V = shape
     G = H // HKV
     qd, kvd = H * HD, HKV * HD
@@ -88,9 +106,13 @@ def kernels(shape, B, ctx, after):
     else:
         ks.append(("rope (double sincos)", B * L * (qd + kvd) * 4 * 2, 100 * pairs, FP64, 0))
     ks.append(("logits write", B * V * 4, 0, FP32, 0))
-    for name, passes in (("sampling, greedy", 1), ("sampling, top-p", 20 if after else 130)):
-        by = B * V * (4 if passes == 1 else 8) * passes
-        ks.append((name, by, 0, FP32, 0))
+    if after:
+        sampled = (1 - fallback) * SAMPLE_COMPACT_B + fallback * SAMPLE_FULL_B
+        ks.append(("sampling, greedy", B * V * SAMPLE_GREEDY_B, 0, FP32, 0))
+        ks.append(("sampling, top-p", B * V * sampled, 0, FP32, 0))
+    else:
+        ks.append(("sampling, greedy", B * V * 4, 0, FP32, 0))
+        ks.append(("sampling, top-p", B * V * 8 * 130, 0, FP32, 0))
     return ks
 
 
@@ -147,6 +169,8 @@ def main():
     ap.add_argument("--prefill", type=int, default=32768)
     ap.add_argument("--measured", help="a `batchgen bench` JSON report from a GPU run")
     ap.add_argument("--detail", action="store_true", help="per-kernel rows")
+    ap.add_argument("--sample-fallback", type=float, default=0.0,
+                    help="fraction of sampled rows on gpu/sample.cu's full-row path")
     a = ap.parse_args()
     shape = SHAPES[a.shape]
     print(f"# perf_model: {a.shape} bf16 on an H100 SXM (HBM {BW/1e12:.2f} TB/s, "
@@ -158,7 +182,7 @@ def main():
         if True:
             for sampled in (False, True):
                 tb, _ = step_time(kernels(shape, B, ctx, False), sampled)
-                ta, rows = step_time(kernels(shape, B, ctx, True), sampled)
+                ta, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), sampled)
                 # the floor: weights + KV + logits once, or the GEMM flops
                 L, E, F, H, HKV, HD, V = shape
                 floor = sum(r[3] for r in rows if r[0] in (
@@ -169,6 +193,15 @@ def main():
                     for name, by, fl, tk in rows:
                         print(f"|   | | {name} | | {tk*1e3:.3f} | {by/1e9:.2f} GB | "
                               f"{fl/1e12:.2f} TFLOP |")
+    def ratio(fallback):  # the largest sampled / greedy step time over the scenarios
+        r = 0
+        for sc in a.scenarios.split(","):
+            ks = kernels(shape, *(int(x) for x in sc.split("x")), True, fallback)
+            r = max(r, step_time(ks, True)[0] / step_time(ks, False)[0])
+        return r
+    print(f"\nsampled / greedy step (after): {ratio(a.sample_fallback):.3f}x at most over "
+          f"these scenarios with {a.sample_fallback:.0%} of sampled rows on the full-row "
+          f"path; {ratio(1.0):.3f}x if every row fell back (issue 17: <= 1.1x)")
     g, at = prefill(shape, a.prefill)
     t_gemm, t_att = g / BF16, at / BF16
     print(f"\nprefill of {a.prefill} tokens: {g/1e12:.0f} TFLOP of GEMMs + {at/1e12:.0f} TFLOP "

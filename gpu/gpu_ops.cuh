@@ -211,6 +211,13 @@ cudaError_t gpu_sample(const float *logits, int n_vocab, const struct gpu_sample
 		       int n_rows, const struct gpu_hist_entry *hist, float *work,
 		       struct sampler_result *out, cudaStream_t stream);
 size_t gpu_sample_work_floats(int n_rows, int n_vocab);
+/* gpu_sample with at most cap candidates on the compacted path (0: every sampled row takes
+ * the full-row path; gpu_sample uses the most, 2048); when stats is not NULL, adds the
+ * sampled rows finished on the compacted path to stats[0] and the others to stats[1].
+ * For tests. */
+cudaError_t gpu_sample_cap(const float *logits, int n_vocab, const struct gpu_sample_row *rows,
+			   int n_rows, const struct gpu_hist_entry *hist, float *work,
+			   struct sampler_result *out, int cap, int *stats, cudaStream_t stream);
 
 /* ---- mask.cu ---- */
 

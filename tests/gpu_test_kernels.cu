@@ -1038,6 +1038,176 @@ static void test_sample_exact(void)
 	cudaFree(dout);
 }
 
+/* Both paths of gpu/sample.cu against core/sample/sampler.c, token for token: every row
+ * runs once with the compacted path allowed (cap 2048) and once on the full-row path
+ * (cap 0), and the counts the kernel reports show which path each run took: in the
+ * first, some rows compacted and (where V > 2048) some flat rows fell back. Rows: peaked
+ * (one or two dominant tokens), coarse grids (exact ties everywhere, at the top-k, top-p
+ * and min-p thresholds), a run of equal values straddling the top-k cut, flat rows (one
+ * value: every token in one bucket), banned (-inf) tokens, uniform spreads; parameters:
+ * temperature alone (top_p = 1), top_k = 1, top-k, top-p (down to 1e-6), min-p (up to
+ * 0.9), all three, penalties with a history (the sparse penalized values), greedy. */
+static void test_sample_paths(void)
+{
+	const int vocabs[3] = {7, 1000, 128256};
+	for (int V : vocabs) {
+		const int n_rows = V > 100000 ? 32 : 96;
+		std::vector<float> logits((size_t)n_rows * V);
+		std::vector<struct gpu_sample_row> rows(n_rows);
+		std::vector<struct sampler_params> params(n_rows);
+		std::vector<struct sampler_rng> rng(n_rows);
+		std::vector<std::vector<int32_t>> outputs(n_rows);
+		std::vector<struct gpu_hist_entry> hist;
+		int n_sampled = 0;
+		for (int r = 0; r < n_rows; r++) {
+			float *lg = &logits[(size_t)r * V];
+			int shape = r % 6;
+			for (int i = 0; i < V; i++) {
+				float x = rnd_uniform(-8, 8);
+				if (shape == 1)
+					x = floorf(x); /* 16 distinct values */
+				if (shape == 2)
+					x = 0.0f; /* flat */
+				if (shape == 3 && rnd_u32() % 4 == 0)
+					x = -INFINITY;
+				if (shape == 4)
+					x = i < 3 ? 9.0f - (float)i : i < 40 ? 6.0f : x; /* ties from rank 3 */
+				lg[i] = x;
+			}
+			if (shape == 0) {
+				lg[rnd_u32() % V] = 14.0f;
+				lg[rnd_u32() % V] = 13.0f;
+			}
+			struct sampler_params *p = &params[r];
+			sampler_params_default(p);
+			p->seed = 9100 + r;
+			static const float temps[4] = {1.0f, 0.6f, 3.0f, 0.05f};
+			p->temperature = temps[(r / 6) % 4];
+			switch (r % 4) { /* with r % 6 above: every shape meets every kind */
+			case 0: /* temperature alone; top_k = 1 on a third */
+				if (r % 3 == 0)
+					p->top_k = 1;
+				break;
+			case 1:
+				p->top_k = 1 + (int32_t)(rnd_u32() % (rnd_u32() % 2 ? 50 : 400));
+				p->top_p = r % 3 == 0 ? 1.0f : rnd_uniform(0.5f, 0.99f);
+				break;
+			case 2:
+				p->top_p = r % 3 == 0 ? 1e-6f : rnd_uniform(0.05f, 0.999f);
+				p->min_p = (r / 4) % 3 == 0	  ? 0.9f
+					   : (r / 4) % 3 == 1 ? rnd_uniform(0.001f, 0.2f)
+							      : 0.0f;
+				break;
+			case 3:
+				p->top_k = 1 + (int32_t)(rnd_u32() % 300);
+				p->top_p = rnd_uniform(0.3f, 1.0f);
+				p->min_p = rnd_uniform(0.001f, 0.3f);
+				break;
+			}
+			if (r % 5 == 0) { /* penalties; greedy on every other one */
+				p->repetition_penalty = rnd_uniform(0.8f, 1.5f);
+				p->presence_penalty = rnd_uniform(0.0f, 1.0f);
+				p->frequency_penalty = rnd_uniform(0.0f, 0.5f);
+				for (int i = 0; i < 25; i++)
+					outputs[r].push_back((int32_t)(rnd_u32() % V));
+				if (r % 10 == 0)
+					p->temperature = 0.0f;
+			}
+			if (r >= n_rows - 2) {
+				/* exact boundaries: one value everywhere, so cum_j = (j + 1) 2^32, and
+				 * u = 0.5 (seed 1144774's first draw): without filters the draw's
+				 * target is (V / 2) 2^32: token V / 2 (>, not >=); top_p = 2^-m with
+				 * V = K 2^m, K odd, reaches its threshold exactly at K tokens (>=, not
+				 * >), and the draw's target is (K / 2) 2^32: token K / 2 */
+				for (int i = 0; i < V; i++)
+					lg[i] = 0.0f;
+				sampler_params_default(p);
+				p->temperature = 1.0f;
+				p->seed = 1144774;
+				if (r == n_rows - 1)
+					p->top_p = 1.0f / (float)(V & -V);
+				outputs[r].clear();
+			}
+			sampler_rng_seed(&rng[r], p->seed);
+			struct sampler_rng g = rng[r];
+			rows[r] = {r, -1, p->temperature, p->top_k, p->top_p, p->min_p,
+				   p->repetition_penalty, p->presence_penalty, p->frequency_penalty,
+				   0, (int32_t)hist.size(), 0,
+				   p->temperature > 0.0f ? sampler_rng_uniform(&g) : 0.0f};
+			n_sampled += p->temperature > 0.0f;
+			std::vector<int32_t> cnt(V, 0), ids;
+			for (int32_t id : outputs[r]) {
+				if (!cnt[id])
+					ids.push_back(id);
+				cnt[id] += 2;
+			}
+			for (int32_t id : ids)
+				hist.push_back({id, cnt[id]});
+			rows[r].hist_n = (int32_t)ids.size();
+		}
+		std::vector<uint8_t> scratch(sampler_scratch_bytes(V));
+		std::vector<struct sampler_result> want(n_rows);
+		for (int r = 0; r < n_rows; r++) {
+			struct sampler_history h = {NULL, 0, outputs[r].data(),
+						    (int32_t)outputs[r].size()};
+			sampler_sample(&logits[(size_t)r * V], V, &params[r], &h, &rng[r],
+				       scratch.data(), &want[r]);
+		}
+		float *dl = dev_vec(logits);
+		struct gpu_sample_row *drows = dev_vec(rows);
+		struct gpu_hist_entry *dh =
+		    dev_vec(hist.empty() ? std::vector<gpu_hist_entry>(1) : hist);
+		float *work;
+		REQUIRE(cudaMalloc(&work, gpu_sample_work_floats(n_rows, V) * 4));
+		struct sampler_result *dout;
+		REQUIRE(cudaMalloc(&dout, n_rows * sizeof *dout));
+		for (int cap : {2048, 0}) {
+			int *dstats = dev_vec(std::vector<int>(2, 0));
+			REQUIRE(gpu_sample_cap(dl, V, drows, n_rows, dh, work, dout, cap, dstats, 0));
+			std::vector<struct sampler_result> got =
+			    dev_download<struct sampler_result>(dout, n_rows);
+			std::vector<int> stats = dev_download<int>(dstats, 2);
+			int bad = 0, lp_bad = 0;
+			for (int r = 0; r < n_rows; r++) {
+				if (got[r].token != want[r].token && bad++ < 5)
+					fprintf(stderr,
+						"  V %d cap %d row %d (T %g top_k %d top_p %g min_p %g): "
+						"token %d, want %d\n",
+						V, cap, r, params[r].temperature, params[r].top_k,
+						params[r].top_p, params[r].min_p, got[r].token,
+						want[r].token);
+				lp_bad += !(fabsf(got[r].logprob - want[r].logprob) <=
+					    2e-6f * (1 + fabsf(want[r].logprob)));
+			}
+			CHECK(bad == 0, "V %d cap %d: %d of %d rows sample another token than "
+			      "core/sample/sampler.c", V, cap, bad, n_rows);
+			CHECK(lp_bad == 0, "V %d cap %d: %d log-probs differ", V, cap, lp_bad);
+			const int K = V / (V & -V);
+			CHECK(rows[n_rows - 2].u == 0.5f && got[n_rows - 2].token == V / 2 &&
+				  got[n_rows - 1].token == K / 2,
+			      "V %d cap %d: u %g, boundary tokens %d and %d, want %d and %d", V, cap,
+			      rows[n_rows - 2].u, got[n_rows - 2].token, got[n_rows - 1].token, V / 2,
+			      K / 2);
+			CHECK(stats[0] + stats[1] == n_sampled, "V %d cap %d: %d + %d rows counted, %d sampled",
+			      V, cap, stats[0], stats[1], n_sampled);
+			if (cap == 0)
+				CHECK(stats[0] == 0, "V %d cap 0: %d rows compacted", V, stats[0]);
+			else
+				CHECK(stats[0] >= n_sampled / 2 && (V <= 2048 || stats[1] > 0),
+				      "V %d: %d rows compacted, %d on the full row (flat rows over 2048 "
+				      "tokens must fall back)", V, stats[0], stats[1]);
+			fprintf(stderr, "  sample_paths V %d cap %d: %d compacted, %d full-row\n", V, cap,
+				stats[0], stats[1]);
+			cudaFree(dstats);
+		}
+		cudaFree(dl);
+		cudaFree(drows);
+		cudaFree(dh);
+		cudaFree(work);
+		cudaFree(dout);
+	}
+}
+
 /* NaN logits (an overflowed f16 activation upstream) must still give a token id inside
  * the vocabulary: the sampling masses become NaN and every decision compares false. */
 static void test_sample_nan(void)
@@ -1615,6 +1785,7 @@ int main(void)
 	RUN(sample_nan, test_sample_nan());
 	RUN(constrain, test_constrain());
 	RUN(sample_exact, test_sample_exact());
+	RUN(sample_paths, test_sample_paths());
 	RUN(kv_large, test_kv_large());
 	RUN(head_norm, test_head_norm());
 	RUN(scale_softcap, test_scale_softcap());

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# gpu/emu/run.sh [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only] [--dequant]: builds gpu/*.cu and
-# tests/gpu_test_kernels.cu (sizes reduced, for speed), tests/gpu_test_model.c and
+# gpu/emu/run.sh [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only] [--dequant] [--full]: builds gpu/*.cu and
+# tests/gpu_test_kernels.cu (sizes reduced, for speed, unless --full: the vocabularies of
+# 128256, 4096-wide GEMMs and 1500-token contexts the GPU runs), tests/gpu_test_model.c and
 # tests/gpu_test_engine.c against the CUDA emulator in gpu/emu, and runs:
 #   the kernel test (~15 min on one core), unless --no-kernels;
 #   with --model, the model test (much slower: the 3000-token pass is emulated thread by
@@ -14,7 +15,7 @@
 # build/). OUT_DIR defaults to /tmp/bg-emu.
 set -eu
 out=/tmp/bg-emu
-kernels=1 model=0 engine=0 plugin_only=0 dequant=0
+kernels=1 model=0 engine=0 plugin_only=0 dequant=0 full=0
 for a in "$@"; do
 	case $a in
 	--model) model=1 ;;
@@ -22,8 +23,9 @@ for a in "$@"; do
 	--no-kernels) kernels=0 ;;
 	--plugin-only) plugin_only=1 kernels=0 ;;
 	--dequant) dequant=1 ;;
+	--full) full=1 ;;
 	-*)
-		echo "usage: $0 [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only]" >&2
+		echo "usage: $0 [OUT_DIR] [--model] [--engine] [--no-kernels] [--plugin-only] [--dequant] [--full]" >&2
 		exit 2
 		;;
 	*) out=$a ;;
@@ -38,7 +40,7 @@ cp "$root/tests/check.h" "$out/src/tests/"
 cp "$root/gpu/backend_cuda.h" "$root/gpu/plugin.h" "$root"/gpu/*.cuh "$out/src/gpu/"
 for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$out/src/gpu/$(basename "$f")"; done
 python3 "$here/transform.py" "$root/tests/gpu_test_kernels.cu" "$out/src/tests/gpu_test_kernels.cu"
-sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 7}/; s/{{1500, 1}, {100, 37}, {0, 1}}/{{300, 1}, {100, 37}, {0, 1}}/' \
+[ $full -eq 1 ] || sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 7}/; s/{{1500, 1}, {100, 37}, {0, 1}}/{{300, 1}, {100, 37}, {0, 1}}/' \
 	"$out/src/tests/gpu_test_kernels.cu"
 gcc -std=c11 -I"$root/core" -I"$root" "$root/gpu/abi_layout.c" -o "$out/abi_layout"
 "$out/abi_layout" >"$out/src/gpu/abi_layout.h"

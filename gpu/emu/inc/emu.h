@@ -73,6 +73,7 @@ inline __half __float2half_rn(float f) { return __half{half_f32_to_f16(f)}; }
 inline float __bfloat162float(__nv_bfloat16 h) { return half_bf16_to_f32(h.x); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16{half_f32_to_bf16(f)}; }
 inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
@@ -81,6 +82,7 @@ using std::min;
 using std::max;
 inline int atomicAdd(int *p, int v) { int o = *p; *p += v; return o; }
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p += v; return o; }
+inline unsigned atomicOr(unsigned *p, unsigned v) { unsigned o = *p; *p |= v; return o; }
 
 // ---- fibers ----
 void emu_wait_block();
