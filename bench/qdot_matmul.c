@@ -2,7 +2,7 @@
  * through the integer kernels (cpu/qdot: activations quantized, then int8 dot products) and
  * through the fp32-activation kernels (cpu/cpu_kernels), to choose between them (issue 12).
  *
- *   qdot_matmul [-T TYPE] [-k K] [-n ROWS] [-b "1 16 64"] [-r REPS]
+ *   qdot_matmul [-T TYPE] [-k K] [-n ROWS] [-b "1 16 64"] [-r REPS] [-P 1|2] [-C 0|1]
  *
  * TYPE a block type name as gguf_dtype_name prints it (default q8_0); K x ROWS the weight
  * shape (default 2048 x 5632: TinyLlama's ffn_gate/up). Random weights and activations;
@@ -10,7 +10,8 @@
  * the L3 (32 MB on the project's EPYC): for streaming from memory, use ROWS large enough
  * (e.g. -n 65536). Prints, per batch size, the best of REPS passes: ms per pass, GB/s of
  * weights read and GMAC/s, for "qdot" (quantization of the activations included) and
- * "fp32". Single-threaded; every row computed once per pass.
+ * "fp32" (-P 1: "qdot" only); batches up to 2048 (a prefill). Single-threaded; every row
+ * computed once per pass.
  *
  * Build: make build/bench/qdot_matmul */
 #include <stdio.h>
@@ -23,10 +24,14 @@
 #include "model/gguf.h"
 #include "model/quant.h"
 
+/* -C 1: time by the thread's CPU clock instead of the wall clock (robust to time slices lost
+ * to other processes on a shared machine; not to their cache traffic) */
+static clockid_t clk = CLOCK_MONOTONIC;
+
 static double now(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -43,7 +48,7 @@ int main(int argc, char **argv)
 {
 	const char *tname = "q8_0", *batches = "1 16 64";
 	int64_t k = 2048, rows = 5632;
-	int reps = 5;
+	int reps = 5, paths = 2;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "-T"))
 			tname = argv[i + 1];
@@ -55,10 +60,14 @@ int main(int argc, char **argv)
 			batches = argv[i + 1];
 		else if (!strcmp(argv[i], "-r"))
 			reps = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "-P"))
+			paths = atoi(argv[i + 1]) == 1 ? 1 : 2;
+		else if (!strcmp(argv[i], "-C"))
+			clk = atoi(argv[i + 1]) ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
 		else {
 			fprintf(
 			    stderr,
-			    "usage: qdot_matmul [-T TYPE] [-k K] [-n ROWS] [-b LIST] [-r REPS]\n");
+			    "usage: qdot_matmul [-T TYPE] [-k K] [-n ROWS] [-b LIST] [-r REPS] [-P 1|2] [-C 0|1]\n");
 			return 2;
 		}
 	}
@@ -84,7 +93,7 @@ int main(int argc, char **argv)
 		uint16_t h = (uint16_t)(0x2000 + (rnd() & 0x3ff));
 		memcpy(w + off, &h, 2);
 	}
-	const int32_t nmax = 256;
+	const int32_t nmax = 2048;
 	float *x = malloc(sizeof(float) * (size_t)k * nmax),
 	      *y = malloc(sizeof(float) * rows * nmax);
 	for (int64_t i = 0; i < k * nmax; i++)
@@ -101,7 +110,7 @@ int main(int argc, char **argv)
 		int32_t n = atoi(s);
 		if (n < 1 || n > nmax)
 			continue;
-		for (int path = 0; path < 2; path++) {
+		for (int path = 0; path < paths; path++) {
 			double best = 1e30;
 			for (int r = 0; r < reps; r++) {
 				double t0 = now();
@@ -116,7 +125,7 @@ int main(int argc, char **argv)
 				double dt = now() - t0;
 				best = dt < best ? dt : best;
 			}
-			printf("B=%-3d %-5s %8.3f ms  %6.2f GB/s  %7.2f GMAC/s\n", n,
+			printf("B=%-4d %-5s %8.3f ms  %6.2f GB/s  %7.2f GMAC/s\n", n,
 			       path ? "fp32" : "qdot", best * 1e3, wbytes / best / 1e9,
 			       (double)k * rows * n / best / 1e9);
 		}

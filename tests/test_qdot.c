@@ -439,6 +439,53 @@ static void test_levels(void)
 	printf("qdot: %d vector level(s) tested, best %s\n", n_isa, qdot_isa_name(qdot_detect()));
 }
 
+/* The batched Q4_K / Q6_K path blocks tokens and rows for the caches (qdot_simd.inc,
+ * Q(mmk46b)): at k = 8192 a token block is 4 tokens and a row block 84 (Q4_K) or 56 (Q6_K)
+ * rows, so 90 rows from row 1 and 6 or 9 tokens cross both kinds of block with leftovers
+ * (an odd last row block, a token block of 2 or 1). Every level gives the portable bits. */
+static void test_blocks(void)
+{
+	static const enum gguf_dtype kt[] = {GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q6_K};
+	const int64_t k = 8192, rows = 90;
+	const int32_t nt = 9;
+	for (size_t ti = 0; ti < 2; ti++) {
+		const enum gguf_dtype t = kt[ti];
+		const size_t ldq = qdot_act_row_bytes(t, k);
+		void *w = random_blocks(t, rows * k / 256);
+		uint8_t *a = malloc(ldq * nt);
+		float *x = malloc(sizeof(float) * k), *yp = malloc(sizeof(float) * nt * rows),
+		      *yv = malloc(sizeof(float) * nt * rows);
+		for (int32_t j = 0; j < nt; j++) {
+			for (int64_t i = 0; i < k; i++)
+				x[i] = gauss();
+			qdot_quantize_row(t, x, k, a + j * ldq);
+		}
+		qdot_matmul(QDOT_PORTABLE, t, w, k, 0, rows, a, ldq, nt, yp, rows);
+		for (int isa = 1; isa < QDOT_N_ISA; isa++) {
+			if (!qdot_supported((enum qdot_isa)isa))
+				continue;
+			bool same = true;
+			for (int32_t n = 6; n <= nt; n += 3) {
+				for (int64_t i = 0; i < nt * rows; i++)
+					yv[i] = NAN;
+				qdot_matmul((enum qdot_isa)isa, t, w, k, 1, rows, a, ldq, n, yv, rows);
+				for (int32_t j = 0; j < n; j++)
+					for (int64_t r = 1; r < rows; r++)
+						same &= !memcmp(&yv[j * rows + r], &yp[j * rows + r], 4);
+			}
+			CHECK(same, "%s %s, k %lld, %lld rows: bitwise the portable results across "
+				    "token and row blocks",
+			      qdot_isa_name((enum qdot_isa)isa), gguf_dtype_name(t), (long long)k,
+			      (long long)rows - 1);
+		}
+		free(w);
+		free(a);
+		free(x);
+		free(yp);
+		free(yv);
+	}
+}
+
 int main(void)
 {
 	test_ints();
@@ -447,5 +494,6 @@ int main(void)
 	test_vs_double();
 	test_llamacpp();
 	test_levels();
+	test_blocks();
 	return check_summary();
 }
