@@ -3,11 +3,14 @@
  * tasks too and then waits until every worker has left the generation, so that the next
  * tp_run cannot race with a straggler of the previous one.
  *
- * Both waits poll for TP_SPIN_NS before sleeping, because the CPU backend issues about
- * 110 short runs per decoded token with serial work between them (norms, activation
- * quantization, SiLU: 5-50 us each): a wake-up through the futex costs more than that
- * on the project's VMs, and each one lands on the critical path (a worker woken late
- * starts its share late; a caller that slept waits for the last worker's wake-up). */
+ * Both waits poll for TP_SPIN_NS before sleeping, because the CPU backend issues 111
+ * short runs per decoded token (TinyLlama) with serial work between them (norms, RoPE,
+ * SiLU, activation quantization: ~60 us per layer in all), and each futex wake-up lands
+ * on the critical path (a worker woken late starts its share late; a caller that slept
+ * waits for the last worker's wake-up): 4-17 % of each matmul dispatch was one thread
+ * waiting with ~7 us of polling, 1.5-6 % with this (bench/results/decode1-2026-11-29.md).
+ * Past TP_PAUSE_NS the poll yields the core, so that on a loaded machine the spinning
+ * thread does not take it from one with work (without the yield, 2x slower at load 8). */
 #include "threadpool.h"
 
 #include <pthread.h>
