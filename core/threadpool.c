@@ -1,16 +1,28 @@
 /* threadpool: workers wait on a condition variable for a new "generation" of work, then
  * take task indices from a shared atomic counter until none are left. The caller takes
  * tasks too and then waits until every worker has left the generation, so that the next
- * tp_run cannot race with a straggler of the previous one. Workers spin briefly before
- * sleeping because the CPU backend issues many short runs per token. */
+ * tp_run cannot race with a straggler of the previous one.
+ *
+ * Both waits poll for TP_SPIN_NS before sleeping, because the CPU backend issues 111
+ * short runs per decoded token (TinyLlama) with serial work between them (norms, RoPE,
+ * SiLU, activation quantization: ~60 us per layer in all), and each futex wake-up lands
+ * on the critical path (a worker woken late starts its share late; a caller that slept
+ * waits for the last worker's wake-up): 4-17 % of each matmul dispatch was one thread
+ * waiting with ~7 us of polling, 1.5-6 % with this (bench/results/decode1-2026-11-29.md).
+ * Past TP_PAUSE_NS the poll yields the core, so that on a loaded machine the spinning
+ * thread does not take it from one with work (without the yield, 2x slower at load 8). */
 #include "threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
-#define TP_SPIN 20000 /* polls of the generation counter before sleeping */
+#define TP_SPIN_NS 500000 /* how long a waiting thread polls before it sleeps */
+#define TP_PAUSE_NS 20000 /* ... of which the first part without yielding the core */
 
 struct tp_pool {
 	int n_threads;
@@ -32,6 +44,45 @@ struct tp_worker_arg {
 	int32_t id;
 };
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool gen_moved(struct tp_pool *p, uint64_t seen)
+{
+	return atomic_load(&p->generation) != seen;
+}
+
+static bool workers_done(struct tp_pool *p, uint64_t unused)
+{
+	(void)unused;
+	return atomic_load(&p->busy) == 0;
+}
+
+/* Polls ready(p, arg) for at most TP_SPIN_NS; its last answer. The caller then sleeps on
+ * a condition variable while it stays false. */
+static bool spin(struct tp_pool *p, bool (*ready)(struct tp_pool *, uint64_t), uint64_t arg)
+{
+	const uint64_t t0 = mono_ns();
+	for (;;) {
+		for (int i = 0; i < 64; i++) {
+			if (ready(p, arg))
+				return true;
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		}
+		const uint64_t dt = mono_ns() - t0;
+		if (dt > TP_SPIN_NS)
+			return false;
+		if (dt > TP_PAUSE_NS) /* past the usual gap: let other runnable threads in */
+			sched_yield();
+	}
+}
+
 static void take_tasks(struct tp_pool *p, int32_t thread)
 {
 	for (;;) {
@@ -49,9 +100,7 @@ static void *worker_main(void *varg)
 	struct tp_pool *p = wa.p;
 	uint64_t seen = 0;
 	for (;;) {
-		int spins = 0;
-		while (atomic_load(&p->generation) == seen && spins < TP_SPIN)
-			spins++;
+		spin(p, gen_moved, seen);
 		pthread_mutex_lock(&p->mu);
 		while (atomic_load(&p->generation) == seen && !p->stop)
 			pthread_cond_wait(&p->wake, &p->mu);
@@ -139,9 +188,8 @@ void tp_run(struct tp_pool *p, int32_t n_tasks, tp_task_fn fn, void *arg)
 
 	take_tasks(p, 0);
 
-	int spins = 0;
-	while (atomic_load(&p->busy) > 0 && spins < TP_SPIN)
-		spins++;
+	if (spin(p, workers_done, 0))
+		return;
 	pthread_mutex_lock(&p->mu);
 	while (atomic_load(&p->busy) > 0)
 		pthread_cond_wait(&p->done, &p->mu);

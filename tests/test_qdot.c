@@ -388,6 +388,56 @@ static void test_llamacpp(void)
 	dlclose(base);
 }
 
+/* ---- the vector activation quantization writes the portable code's bytes ---- */
+
+static void test_quantize_levels(void)
+{
+	enum { K = 1024, N_ROWS = 6 };
+	static const enum gguf_dtype ts[3] = {GGUF_DTYPE_Q8_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q4_K};
+	float x[K];
+	for (int isa = 1; isa < QDOT_N_ISA; isa++) {
+		if (!qdot_supported((enum qdot_isa)isa))
+			continue;
+		for (int ti = 0; ti < 3; ti++) {
+			const enum gguf_dtype t = ts[ti];
+			const size_t n = qdot_act_row_bytes(t, K);
+			uint8_t *want = malloc(n), *got = malloc(n);
+			int bad_row = -1;
+			for (int row = 0; row < N_ROWS; row++) {
+				/* magnitudes from 1e-38 (denormal products) to 1e30 */
+				const float scale = row == 0 ? 1.0f : powf(10.0f, -38.0f + 13.6f * row);
+				for (int i = 0; i < K; i++)
+					x[i] = gauss() * scale;
+				/* blocks of zeros and of -0, ties of the largest magnitude with
+				 * either sign first (Q8_K keeps the first one's sign) */
+				for (int i = 0; i < 32; i++)
+					x[i] = 0.0f, x[32 + i] = -0.0f;
+				x[300] = -1e3f * scale, x[301] = 1e3f * scale;
+				x[600] = 1e3f * scale, x[601] = -1e3f * scale;
+				if (row == N_ROWS - 1) { /* non-finite values */
+					x[70] = NAN; /* first and last vector of a block */
+					x[127] = NAN;
+					x[1023] = NAN;
+					x[520] = INFINITY;
+					x[800] = -INFINITY;
+					x[801] = NAN;
+				}
+				qdot_quantize_row(t, x, K, want);
+				memset(got, 0xA5, n);
+				qdot_quantize_row_isa((enum qdot_isa)isa, t, x, K, got);
+				if (memcmp(want, got, n) != 0 && bad_row < 0)
+					bad_row = row;
+			}
+			CHECK(bad_row < 0,
+			      "%s %s: activations quantized to the portable code's bytes (first "
+			      "differing row %d)",
+			      qdot_isa_name((enum qdot_isa)isa), gguf_dtype_name(t), bad_row);
+			free(want);
+			free(got);
+		}
+	}
+}
+
 /* ---- every vector level equals the portable code, in every tile ---- */
 
 static void test_levels(void)
@@ -493,6 +543,7 @@ int main(void)
 	test_hand();
 	test_vs_double();
 	test_llamacpp();
+	test_quantize_levels();
 	test_levels();
 	test_blocks();
 	return check_summary();

@@ -300,7 +300,8 @@ static void quantize_act(struct cpu_ctx *c, struct mm_run *r, int i, int32_t n_t
 	}
 	uint8_t *dst = c->qact + (size_t)i * (size_t)c->cap_tok * c->qact_row;
 	for (int32_t tok = 0; tok < n_tok; tok++)
-		qdot_quantize_row(t, jb->x + (int64_t)tok * k, k, dst + (size_t)tok * c->qact_row);
+		qdot_quantize_row_isa(c->qisa, t, jb->x + (int64_t)tok * k, k,
+				      dst + (size_t)tok * c->qact_row);
 	jb->qx = dst;
 }
 

@@ -109,6 +109,128 @@ void qdot_quantize_row(enum gguf_dtype t, const float *x, int64_t k, void *out)
 	}
 }
 
+/* ---- activation quantization, AVX2: the same bytes as the code above ----
+ *
+ * Decode quantizes every matmul's input on one thread between two parallel dispatches
+ * (2048-5632 elements, four times per layer), so its speed is on the critical path. Lane
+ * by lane these are the scalar steps: the block maximum of |x| (a maximum is exact in any
+ * order; MAXPS(a, m) is `a > m ? a : m`, so NaNs are skipped as above), then x * id (or
+ * iscale * x) rounded to float, plus 2^23 + 2^22, the mantissa bits minus 2^22, clamped
+ * to [-127, 127]; integer sums are exact in any order. */
+#if QDOT_X86
+#define QQ_TARGET __attribute__((target("avx2,fma,f16c")))
+
+QQ_TARGET static inline float qq_hmax(__m256 m)
+{
+	__m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+	h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_max_ps(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+
+QQ_TARGET static inline int32_t qq_hsum(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* near127(v * scale) for the 8 lanes of v */
+QQ_TARGET static inline __m256i qq_round(__m256 v, __m256 scale)
+{
+	const __m256 f = _mm256_add_ps(_mm256_mul_ps(v, scale), _mm256_set1_ps(12582912.f));
+	__m256i i = _mm256_sub_epi32(
+	    _mm256_and_si256(_mm256_castps_si256(f), _mm256_set1_epi32(0x007fffff)),
+	    _mm256_set1_epi32(0x00400000));
+	i = _mm256_max_epi32(i, _mm256_set1_epi32(-127));
+	return _mm256_min_epi32(i, _mm256_set1_epi32(127));
+}
+
+/* 32 int32 lanes (each in [-127, 127]) as 32 int8 in order */
+QQ_TARGET static inline void qq_store32(int8_t *dst, const __m256i q[4])
+{
+	const __m256i a = _mm256_packs_epi32(q[0], q[1]), b = _mm256_packs_epi32(q[2], q[3]);
+	const __m256i c = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(a, b),
+						      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+	_mm256_storeu_si256((__m256i *)dst, c);
+}
+
+QQ_TARGET static void quant_a32_avx2(const float *x, struct qdot_a32 *y, bool with_sum)
+{
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	__m256 v[4], m = _mm256_setzero_ps();
+	for (int i = 0; i < 4; i++) {
+		v[i] = _mm256_loadu_ps(x + 8 * i);
+		m = _mm256_max_ps(_mm256_and_ps(v[i], absmask), m);
+	}
+	const float amax = qq_hmax(m);
+	const float d = amax / 127.f;
+	const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+	__m256i q[4], sum = _mm256_setzero_si256();
+	for (int i = 0; i < 4; i++) {
+		q[i] = qq_round(v[i], id);
+		sum = _mm256_add_epi32(sum, q[i]);
+	}
+	qq_store32(y->qs, q);
+	y->d = half_f16_to_f32(half_f32_to_f16(d));
+	y->s = with_sum ? half_f16_to_f32(half_f32_to_f16(d * (float)qq_hsum(sum))) : 0.0f;
+}
+
+QQ_TARGET static void quant_a256_avx2(const float *x, struct qdot_a256 *y)
+{
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	__m256 m = _mm256_setzero_ps();
+	for (int i = 0; i < 256; i += 8)
+		m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), absmask), m);
+	const float amax = qq_hmax(m);
+	if (amax == 0.0f) {
+		memset(y, 0, sizeof *y);
+		return;
+	}
+	/* quant_max_magnitude's choice: the first element of that magnitude, with its sign */
+	float max = 0.0f;
+	for (int j = 0; j < 256; j++)
+		if (fabsf(x[j]) == amax) {
+			max = x[j];
+			break;
+		}
+	const float iscale = -127.f / max;
+	const __m256 sc = _mm256_set1_ps(iscale);
+	for (int c = 0; c < 8; c++) {
+		__m256i q[4];
+		for (int i = 0; i < 4; i++)
+			q[i] = qq_round(_mm256_loadu_ps(x + 32 * c + 8 * i), sc);
+		qq_store32(y->qs + 32 * c, q);
+		y->bsums[2 * c] = (int16_t)qq_hsum(_mm256_add_epi32(q[0], q[1]));
+		y->bsums[2 * c + 1] = (int16_t)qq_hsum(_mm256_add_epi32(q[2], q[3]));
+	}
+	y->d = 1 / iscale;
+}
+#endif
+
+void qdot_quantize_row_isa(enum qdot_isa isa, enum gguf_dtype t, const float *x, int64_t k,
+			   void *out)
+{
+#if QDOT_X86
+	if (isa != QDOT_PORTABLE) {
+		if (is_k(t)) {
+			struct qdot_a256 *y = out;
+			for (int64_t i = 0; i < k; i += 256)
+				quant_a256_avx2(x + i, y++);
+		} else {
+			struct qdot_a32 *y = out;
+			const bool with_sum = quant_has_offset(t);
+			for (int64_t i = 0; i < k; i += 32)
+				quant_a32_avx2(x + i, y++, with_sum);
+		}
+		return;
+	}
+#endif
+	(void)isa;
+	qdot_quantize_row(t, x, k, out);
+}
+
 /* ---- the portable arithmetic (qdot.h) ---- */
 
 static float hsum8(const float a[8])

@@ -87,6 +87,11 @@ size_t qdot_act_row_bytes(enum gguf_dtype t, int64_t k);
  * quantization with |qs| <= 127 (never a crash). */
 void qdot_quantize_row(enum gguf_dtype t, const float *x, int64_t k, void *out);
 
+/* qdot_quantize_row's bytes, computed with isa's vector code (AVX2 for every x86 level;
+ * decode quantizes each matmul input on one thread, on the critical path). */
+void qdot_quantize_row_isa(enum qdot_isa isa, enum gguf_dtype t, const float *x, int64_t k,
+			   void *out);
+
 /* y[tok * ldy + r] = W[r] . xq[tok] for r in [r0, r1), tok in [0, n_tok): W is packed
  * rows of k elements of type t from w, xq[tok] the activation row at qx + tok * ldq bytes
  * (made by qdot_quantize_row for t and k). Each value is the arithmetic of the header,
