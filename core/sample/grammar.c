@@ -978,6 +978,7 @@ struct grammar_scratch {
 		size_t mask_words;
 	} cache[GRAMMAR_MASK_CACHE];
 	uint32_t cache_next; /* round-robin victim */
+	uint64_t cache_hits;
 };
 
 static bool wb_reserve(struct grammar_scratch *s, struct wbuf *b, size_t more)
@@ -1305,6 +1306,11 @@ struct grammar_scratch *grammar_scratch_create(void)
 	return calloc(1, sizeof(struct grammar_scratch));
 }
 
+uint64_t grammar_scratch_mask_hits(const struct grammar_scratch *s)
+{
+	return s->cache_hits;
+}
+
 void grammar_scratch_free(struct grammar_scratch *s)
 {
 	if (!s)
@@ -1504,7 +1510,9 @@ static enum bg_status state_feed(struct grammar_state *st, const char *bytes, si
 	}
 	if (!state_take(st, s, at))
 		return step_error(s, err);
-	st->partial_value = d.value;
+	/* after a complete sequence d.value still holds its code point: kept, it would make
+	 * the states after two different characters different mask-cache keys */
+	st->partial_value = d.remain ? d.value : 0;
 	st->partial_remain = d.remain;
 	return BG_OK;
 }
@@ -1842,6 +1850,7 @@ enum bg_status grammar_state_mask(const struct grammar_state *st, const struct g
 	const struct mask_entry *hit = cache_find(s, st, v, key);
 	if (hit) {
 		memcpy(mask, hit->mask, mw * 4);
+		s->cache_hits++;
 		return BG_OK;
 	}
 	step_begin(s);
