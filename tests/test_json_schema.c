@@ -238,6 +238,11 @@ static const struct sc SCHEMAS[] = {
     {"{\"type\": \"array\", \"minItems\": 2}", {"[1, \"a\"]", "[null, {}, []]"}, {"[1]"}},
     {"{\"type\": \"array\", \"prefixItems\": [{\"type\": \"integer\"}, {\"type\": \"string\"}]}",
      {"[1, \"a\"]"}, {"[\"a\", 1]", "[1, 2]"}},
+    /* arrays whose items define no rule using `space` (found by fuzz_schema: the
+     * grammar lacked that rule) */
+    {"{\"type\": \"array\", \"items\": {\"$ref\": \"#\"}}", {"[]", "[[], [[]]]"},
+     {"[1]", "[[1]]"}},
+    {"{\"type\": \"array\", \"prefixItems\": []}", {"[]", "[ ]"}, {NULL}},
     {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"string\", \"maxLength\": 2}]}",
      {"5", "\"ab\""}, {"\"abc\"", "true"}},
     {"{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"k\": {\"const\": 1}}, \"required\": "

@@ -652,6 +652,9 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 			return NULL;
 		if (mx >= 0 && mx < mn)
 			return js_fail(j, BG_ERR_INVALID, "maxItems below minItems");
+		/* both forms below use it, and their items may define nothing (an empty
+		 * prefixItems, a $ref to a schema still being defined; found by fuzz_schema) */
+		js_prim(j, "space");
 		const cJSON *tuple = cJSON_IsArray(items) ? items : prefix;
 		if (tuple) {
 			if (!cJSON_IsArray(tuple))
