@@ -399,6 +399,11 @@ static void test_refused(void)
 	    {"{\"$defs\": {\"a\": {\"anyOf\": [{\"type\": \"null\"}, {\"$ref\": \"#/$defs/b\"}]}, "
 	     "\"b\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}",
 	     "$ref #/$defs/a refers back", BG_ERR_UNSUPPORTED},
+	    /* cJSON keeps bytes that are not UTF-8; as GBNF literals they did not parse
+	     * (fuzz_schema) */
+	    {"{\"const\": \"a\xff\"}", "not valid UTF-8", BG_ERR_FORMAT},
+	    {"{\"type\": \"object\", \"properties\": {\"\xc3(\": {}}}", "not valid UTF-8",
+	     BG_ERR_FORMAT},
 	};
 	for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
 		cJSON *s = cJSON_Parse(R[i].schema);
