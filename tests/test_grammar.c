@@ -190,6 +190,15 @@ static void test_hand_vocab(void)
 	CHECK(grammar_state_accept_token(st, v, 2, s, &err) == BG_OK, "accept ab");
 	m = hv_mask(st, v, s);
 	CHECK(m == BITS(0, 1, 2, 3, 5, 11, 14), "after ab: %#x", m);
+	/* after "aba" the stacks are those after "ab" (inside [a-b]*): the mask comes from
+	 * the scratch's cache although the last character differs (it did not while the
+	 * state kept its last code point as an unfinished UTF-8 value) */
+	uint64_t hits = grammar_scratch_mask_hits(s);
+	CHECK(grammar_state_accept_token(st, v, 0, s, &err) == BG_OK, "accept a");
+	m = hv_mask(st, v, s);
+	CHECK(m == BITS(0, 1, 2, 3, 5, 11, 14), "after aba: %#x", m);
+	CHECK(grammar_scratch_mask_hits(s) == hits + 1, "after aba: %llu cache hits, want %llu",
+	      (unsigned long long)grammar_scratch_mask_hits(s), (unsigned long long)hits + 1);
 	CHECK(grammar_state_accept_token(st, v, 6, s, &err) == BG_ERR_INVALID, "\\xc3 refused");
 	CHECK(grammar_state_accept_token(st, v, 5, s, &err) == BG_OK, "EOG accepted");
 	CHECK(grammar_state_finished(st), "finished");

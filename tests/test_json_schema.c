@@ -238,6 +238,11 @@ static const struct sc SCHEMAS[] = {
     {"{\"type\": \"array\", \"minItems\": 2}", {"[1, \"a\"]", "[null, {}, []]"}, {"[1]"}},
     {"{\"type\": \"array\", \"prefixItems\": [{\"type\": \"integer\"}, {\"type\": \"string\"}]}",
      {"[1, \"a\"]"}, {"[\"a\", 1]", "[1, 2]"}},
+    /* arrays whose items define no rule using `space` (found by fuzz_schema: the
+     * grammar lacked that rule) */
+    {"{\"type\": \"array\", \"items\": {\"$ref\": \"#\"}}", {"[]", "[[], [[]]]"},
+     {"[1]", "[[1]]"}},
+    {"{\"type\": \"array\", \"prefixItems\": []}", {"[]", "[ ]"}, {NULL}},
     {"{\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"string\", \"maxLength\": 2}]}",
      {"5", "\"ab\""}, {"\"abc\"", "true"}},
     {"{\"oneOf\": [{\"type\": \"object\", \"properties\": {\"k\": {\"const\": 1}}, \"required\": "
@@ -394,6 +399,11 @@ static void test_refused(void)
 	    {"{\"$defs\": {\"a\": {\"anyOf\": [{\"type\": \"null\"}, {\"$ref\": \"#/$defs/b\"}]}, "
 	     "\"b\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": \"#/$defs/a\"}",
 	     "$ref #/$defs/a refers back", BG_ERR_UNSUPPORTED},
+	    /* cJSON keeps bytes that are not UTF-8; as GBNF literals they did not parse
+	     * (fuzz_schema) */
+	    {"{\"const\": \"a\xff\"}", "not valid UTF-8", BG_ERR_FORMAT},
+	    {"{\"type\": \"object\", \"properties\": {\"\xc3(\": {}}}", "not valid UTF-8",
+	     BG_ERR_FORMAT},
 	};
 	for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
 		cJSON *s = cJSON_Parse(R[i].schema);
@@ -495,6 +505,8 @@ static void test_regex(struct grammar_vocab *v, struct grammar_scratch *s)
 	    {"a{2001}", "more than 2000"},
 	    {"(a*)*", "can match the empty"},	{"(b|c?)+", "can match the empty"},
 	    {"(x?()){2,}", "can match the empty"},
+	    /* PCRE and Python read \00 as NUL, the converter read NUL then '0' (fuzz_regex) */
+	    {"[\\00]", "\\0 followed by a digit"}, {"a\\01", "\\0 followed by a digit"},
 	};
 	for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
 		char *gbnf = NULL;

@@ -64,8 +64,6 @@ struct rvec {
 	uint32_t n, cap;
 };
 
-#define GP_HASH (GRAMMAR_MAX_RULES * 2u)
-
 static uint32_t name_hash(const char *s, size_t len)
 {
 	uint32_t h = 2166136261u;
@@ -81,7 +79,10 @@ struct gparser {
 	bool *defined;	    /* [n_sym] */
 	uint32_t *ref_at;   /* [n_sym] offset of the first reference (for "undefined" errors) */
 	uint32_t n_sym, cap_sym;
-	uint32_t *htab; /* [GP_HASH] symbol id + 1 by name hash, 0 = empty (open addressing) */
+	/* [hcap] symbol id + 1 by name hash, 0 = empty (open addressing); grown with the
+	 * symbols, at most half full (a table for GRAMMAR_MAX_RULES up front was 512 KiB to
+	 * clear per parse) */
+	uint32_t *htab, hcap;
 	uint64_t n_el;
 	int depth;
 	struct bg_err *err;
@@ -228,13 +229,30 @@ static uint32_t gp_new_symbol(struct gparser *p, const char *name, size_t len, c
 	}
 	memcpy(copy, name, len);
 	copy[len] = 0;
+	if ((p->n_sym + 1) * 2 > p->hcap) {
+		uint32_t nc = p->hcap ? p->hcap * 2 : 64;
+		uint32_t *nt = calloc(nc, sizeof *nt);
+		if (!nt) {
+			free(copy);
+			gp_fail(p, at, BG_ERR_NOMEM, "out of memory");
+			return UINT32_MAX;
+		}
+		for (uint32_t i = 0; i < p->n_sym; i++) {
+			uint32_t h = name_hash(p->names[i], strlen(p->names[i])) & (nc - 1);
+			while (nt[h])
+				h = (h + 1) & (nc - 1);
+			nt[h] = i + 1;
+		}
+		free(p->htab);
+		p->htab = nt;
+		p->hcap = nc;
+	}
 	uint32_t id = p->n_sym++;
 	p->names[id] = copy;
-	for (uint32_t h = name_hash(name, len) % GP_HASH;; h = (h + 1) % GP_HASH)
-		if (!p->htab[h]) {
-			p->htab[h] = id + 1;
-			break;
-		}
+	uint32_t h = name_hash(name, len) & (p->hcap - 1);
+	while (p->htab[h])
+		h = (h + 1) & (p->hcap - 1);
+	p->htab[h] = id + 1;
 	p->rules[id] = (struct rvec){0};
 	p->defined[id] = false;
 	p->ref_at[id] = (uint32_t)(at - p->src);
@@ -243,7 +261,8 @@ static uint32_t gp_new_symbol(struct gparser *p, const char *name, size_t len, c
 
 static uint32_t gp_symbol(struct gparser *p, const char *name, size_t len, const char *at)
 {
-	for (uint32_t h = name_hash(name, len) % GP_HASH; p->htab[h]; h = (h + 1) % GP_HASH) {
+	uint32_t mask = p->hcap - 1;
+	for (uint32_t h = name_hash(name, len) & mask; p->hcap && p->htab[h]; h = (h + 1) & mask) {
 		const char *nm = p->names[p->htab[h] - 1];
 		if (strlen(nm) == len && memcmp(nm, name, len) == 0)
 			return p->htab[h] - 1;
@@ -770,11 +789,6 @@ enum bg_status grammar_parse(const char *text, size_t len, const char *root, str
 	memcpy(src, text, len);
 	src[len] = 0;
 	struct gparser p = {.src = src, .err = err};
-	p.htab = calloc(GP_HASH, sizeof *p.htab);
-	if (!p.htab) {
-		free(src);
-		return bg_fail(err, BG_ERR_NOMEM, "grammar: out of memory");
-	}
 	struct grammar *g = NULL;
 	const char *s = parse_space(src, true);
 	while (s && *s)
@@ -978,6 +992,7 @@ struct grammar_scratch {
 		size_t mask_words;
 	} cache[GRAMMAR_MASK_CACHE];
 	uint32_t cache_next; /* round-robin victim */
+	uint64_t cache_hits;
 };
 
 static bool wb_reserve(struct grammar_scratch *s, struct wbuf *b, size_t more)
@@ -1305,6 +1320,11 @@ struct grammar_scratch *grammar_scratch_create(void)
 	return calloc(1, sizeof(struct grammar_scratch));
 }
 
+uint64_t grammar_scratch_mask_hits(const struct grammar_scratch *s)
+{
+	return s->cache_hits;
+}
+
 void grammar_scratch_free(struct grammar_scratch *s)
 {
 	if (!s)
@@ -1504,7 +1524,9 @@ static enum bg_status state_feed(struct grammar_state *st, const char *bytes, si
 	}
 	if (!state_take(st, s, at))
 		return step_error(s, err);
-	st->partial_value = d.value;
+	/* after a complete sequence d.value still holds its code point: kept, it would make
+	 * the states after two different characters different mask-cache keys */
+	st->partial_value = d.remain ? d.value : 0;
 	st->partial_remain = d.remain;
 	return BG_OK;
 }
@@ -1842,6 +1864,7 @@ enum bg_status grammar_state_mask(const struct grammar_state *st, const struct g
 	const struct mask_entry *hit = cache_find(s, st, v, key);
 	if (hit) {
 		memcpy(mask, hit->mask, mw * 4);
+		s->cache_hits++;
 		return BG_OK;
 	}
 	step_begin(s);

@@ -75,6 +75,8 @@ int32_t grammar_vocab_n(const struct grammar_vocab *v);
  * GRAMMAR_MASK_CACHE states; one per thread, reused across steps and rows. */
 struct grammar_scratch *grammar_scratch_create(void); /* NULL on allocation failure */
 void grammar_scratch_free(struct grammar_scratch *s); /* NULL-safe */
+/* Masks served from the scratch's cache since it was created (for tests and statistics). */
+uint64_t grammar_scratch_mask_hits(const struct grammar_scratch *s);
 
 /* The state at the start of generation (nothing output yet). */
 enum bg_status grammar_state_create(const struct grammar *g, struct grammar_scratch *s,

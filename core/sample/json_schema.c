@@ -652,6 +652,9 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 			return NULL;
 		if (mx >= 0 && mx < mn)
 			return js_fail(j, BG_ERR_INVALID, "maxItems below minItems");
+		/* both forms below use it, and their items may define nothing (an empty
+		 * prefixItems, a $ref to a schema still being defined; found by fuzz_schema) */
+		js_prim(j, "space");
 		const cJSON *tuple = cJSON_IsArray(items) ? items : prefix;
 		if (tuple) {
 			if (!cJSON_IsArray(tuple))
@@ -921,10 +924,40 @@ static enum bg_status finish(struct js *j, char *top, char **gbnf)
 	return st;
 }
 
+/* True when s is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+static bool utf8_valid(const unsigned char *s)
+{
+	while (*s) {
+		int n = *s < 0x80 ? 0 : *s >= 0xc2 && *s <= 0xdf ? 1 : *s >= 0xe0 && *s <= 0xef ? 2
+			: *s >= 0xf0 && *s <= 0xf4 ? 3 : -1;
+		if (n < 0)
+			return false;
+		uint32_t cp = *s++ & (0x7f >> n);
+		for (int k = 0; k < n; k++, s++) {
+			if ((*s & 0xc0) != 0x80)
+				return false; /* also the terminating NUL */
+			cp = cp << 6 | (*s & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+	}
+	return true;
+}
+
 enum bg_status json_schema_to_gbnf(const cJSON *schema, char **gbnf, struct bg_err *err)
 {
 	*gbnf = NULL;
 	struct js j = {.root = schema, .err = err};
+	/* its keys and strings become GBNF literals, which must be UTF-8 (cJSON passes any
+	 * bytes through; found by fuzz_schema: the grammar did not parse) */
+	char *txt = cJSON_PrintUnformatted(schema);
+	if (!txt)
+		return bg_fail(err, BG_ERR_NOMEM, "json_schema: out of memory");
+	bool ok = utf8_valid((const unsigned char *)txt);
+	cJSON_free(txt);
+	if (!ok)
+		return bg_fail(err, BG_ERR_FORMAT, "json_schema: a key or string is not valid UTF-8");
 	js_note(&j, "root");
 	char *top = visit(&j, schema, "schema");
 	return finish(&j, top, gbnf);

@@ -198,7 +198,16 @@ static bool escape_char(struct rx *r, uint32_t *cp)
 	case 'r': *cp = '\r'; return true;
 	case 'f': *cp = '\f'; return true;
 	case 'v': *cp = '\v'; return true;
-	case '0': *cp = 0; return true;
+	case '0':
+		/* \0 then a digit: an octal escape in PCRE and Python (\00 is NUL), an error in
+		 * ECMAScript's unicode mode; NUL then the digit, as it was read here, is a third
+		 * meaning (found by fuzz_regex against PCRE2) */
+		if (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
+			r->p--;
+			return rx_fail(r, BG_ERR_UNSUPPORTED, "\\0 followed by a digit is not supported");
+		}
+		*cp = 0;
+		return true;
 	case 'x': return hexval(r, 2, cp);
 	case 'u': return hexval(r, 4, cp);
 	default: break;

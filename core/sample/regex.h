@@ -9,6 +9,7 @@
  * are accepted and mean nothing more: the whole output must match (full match, as
  * vLLM/outlines do). Refused with BG_ERR_UNSUPPORTED and the offset: backreferences,
  * lookarounds, \b, possessive quantifiers, named groups, flags, anchors elsewhere,
+ * \0 followed by a digit (octal in PCRE and Python, an error in ECMAScript),
  * and an unbounded repetition of something that can match the empty string (`(a*)*`,
  * `(a|b?)+`: left-recursive as GBNF; bounded ones such as `(a*){0,3}` are fine).
  *
