@@ -391,19 +391,30 @@ static void test_admission_rules(void)
 	kv_pool_destroy(pool);
 }
 
+/* The hand-derived reuse cases' setup: a pool of n_blocks blocks of bs tokens and a
+ * scheduler over it with the prefix cache on, chunked context, up to 8 sequences. */
+static struct sched *cache_sched(int32_t n_blocks, int32_t bs, enum sched_policy policy,
+				 int32_t max_num_tokens, struct kv_pool **pool)
+{
+	struct bg_err err = {0};
+	*pool = NULL;
+	CHECK(kv_pool_create(n_blocks, bs, pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = policy,
+				  .max_batch_size = 8,
+				  .max_num_tokens = max_num_tokens,
+				  .chunked_context = true,
+				  .prefix_cache = true};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, *pool, &s, &err) == BG_OK, "sched");
+	return s;
+}
+
 /* Block reuse, hand-derived: pool of 10 blocks of 4 tokens, no-evict. */
 static void test_cache_counts(void)
 {
 	struct kv_pool *pool = NULL;
 	struct bg_err err = {0};
-	CHECK(kv_pool_create(10, 4, &pool, &err) == BG_OK, "pool");
-	struct sched_config sc = {.policy = SCHED_NO_EVICT,
-				  .max_batch_size = 8,
-				  .max_num_tokens = 64,
-				  .chunked_context = true,
-				  .prefix_cache = true};
-	struct sched *s = NULL;
-	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	struct sched *s = cache_sched(10, 4, SCHED_NO_EVICT, 64, &pool);
 	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	/* A and B: the same 10-token prompt, up to 13 positions = 4 blocks; C: its first 8 */
 	struct sched_seq q[3] = {{0}};
@@ -460,14 +471,7 @@ static void first_wave(enum sched_policy policy, int32_t max_num_tokens)
 {
 	struct kv_pool *pool = NULL;
 	struct bg_err err = {0};
-	CHECK(kv_pool_create(20, 4, &pool, &err) == BG_OK, "pool");
-	struct sched_config sc = {.policy = policy,
-				  .max_batch_size = 8,
-				  .max_num_tokens = max_num_tokens,
-				  .chunked_context = true,
-				  .prefix_cache = true};
-	struct sched *s = NULL;
-	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	struct sched *s = cache_sched(20, 4, policy, max_num_tokens, &pool);
 	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	struct sched_seq q[3] = {{0}};
 	for (int i = 0; i < 3; i++) {
@@ -519,14 +523,7 @@ static void first_wave_writer_gone(void)
 	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	for (int part = 0; part < 2; part++) {
 		struct kv_pool *pool = NULL;
-		CHECK(kv_pool_create(20, 4, &pool, &err) == BG_OK, "pool");
-		struct sched_config sc = {.policy = SCHED_NO_EVICT,
-					  .max_batch_size = 8,
-					  .max_num_tokens = part == 0 ? 6 : 64,
-					  .chunked_context = true,
-					  .prefix_cache = true};
-		struct sched *s = NULL;
-		CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+		struct sched *s = cache_sched(20, 4, SCHED_NO_EVICT, part == 0 ? 6 : 64, &pool);
 		struct sched_seq q[2] = {{0}};
 		for (int i = 0; i < 2; i++) {
 			q[i] = (struct sched_seq){.order = i,
@@ -574,14 +571,7 @@ static void static_batch(int32_t max_num_tokens)
 {
 	struct kv_pool *pool = NULL;
 	struct bg_err err = {0};
-	CHECK(kv_pool_create(20, 4, &pool, &err) == BG_OK, "pool");
-	struct sched_config sc = {.policy = SCHED_STATIC,
-				  .max_batch_size = 8,
-				  .max_num_tokens = max_num_tokens,
-				  .chunked_context = true,
-				  .prefix_cache = true};
-	struct sched *s = NULL;
-	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	struct sched *s = cache_sched(20, 4, SCHED_STATIC, max_num_tokens, &pool);
 	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	const int32_t other[10] = {11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
 	struct sched_seq q[4] = {{0}}; /* A, D, B, C */
@@ -638,14 +628,7 @@ static void static_cached_reservation(void)
 {
 	struct kv_pool *pool = NULL;
 	struct bg_err err = {0};
-	CHECK(kv_pool_create(10, 4, &pool, &err) == BG_OK, "pool");
-	struct sched_config sc = {.policy = SCHED_STATIC,
-				  .max_batch_size = 8,
-				  .max_num_tokens = 64,
-				  .chunked_context = true,
-				  .prefix_cache = true};
-	struct sched *s = NULL;
-	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	struct sched *s = cache_sched(10, 4, SCHED_STATIC, 64, &pool);
 	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	struct sched_seq q[4] = {{0}}; /* A, B, C, D */
 	for (int i = 0; i < 4; i++)
@@ -679,14 +662,7 @@ static void static_writer_gone(void)
 {
 	struct kv_pool *pool = NULL;
 	struct bg_err err = {0};
-	CHECK(kv_pool_create(8, 4, &pool, &err) == BG_OK, "pool");
-	struct sched_config sc = {.policy = SCHED_STATIC,
-				  .max_batch_size = 8,
-				  .max_num_tokens = 6,
-				  .chunked_context = true,
-				  .prefix_cache = true};
-	struct sched *s = NULL;
-	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	struct sched *s = cache_sched(8, 4, SCHED_STATIC, 6, &pool);
 	const int32_t tok[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	struct sched_seq q[2] = {{0}};
 	for (int i = 0; i < 2; i++) {
@@ -740,14 +716,7 @@ static void resume_waits(void)
 {
 	struct kv_pool *pool = NULL;
 	struct bg_err err = {0};
-	CHECK(kv_pool_create(8, 2, &pool, &err) == BG_OK, "pool");
-	struct sched_config sc = {.policy = SCHED_MAX_UTIL,
-				  .max_batch_size = 8,
-				  .max_num_tokens = 64,
-				  .chunked_context = true,
-				  .prefix_cache = true};
-	struct sched *s = NULL;
-	CHECK(sched_create(&sc, pool, &s, &err) == BG_OK, "sched");
+	struct sched *s = cache_sched(8, 2, SCHED_MAX_UTIL, 64, &pool);
 	const int32_t tok[5] = {1, 2, 3, 4, 5};
 	struct sched_seq q[2] = {{0}}; /* A, B */
 	for (int i = 0; i < 2; i++) {
