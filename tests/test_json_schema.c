@@ -404,6 +404,14 @@ static void test_refused(void)
 	    {"{\"const\": \"a\xff\"}", "not valid UTF-8", BG_ERR_FORMAT},
 	    {"{\"type\": \"object\", \"properties\": {\"\xc3(\": {}}}", "not valid UTF-8",
 	     BG_ERR_FORMAT},
+	    /* duplicate names: cJSON reads the first, validators the last (replay_schema.sh) */
+	    {"{\"type\": \"string\", \"pattern\": \"string\", \"pattern\": \"x;$\"}",
+	     "key \"pattern\" appears twice", BG_ERR_FORMAT},
+	    {"{\"type\": \"object\", \"properties\": {\"b\": {}, \"a\": {\"type\": \"null\"}, "
+	     "\"a\": {\"type\": \"string\"}}}",
+	     "key \"a\" appears twice", BG_ERR_FORMAT},
+	    {"{\"anyOf\": [{\"type\": \"null\"}, {\"const\": {\"k\": 1, \"k\": 2}}]}",
+	     "key \"k\" appears twice", BG_ERR_FORMAT},
 	};
 	for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
 		cJSON *s = cJSON_Parse(R[i].schema);

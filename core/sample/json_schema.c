@@ -945,6 +945,47 @@ static bool utf8_valid(const unsigned char *s)
 	return true;
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first name that one object of the schema holds twice (depth first), or NULL; *oom
+ * when memory ran out. JSON leaves duplicate names to the reader (RFC 8259, 4): cJSON
+ * takes the first, Python's json and most validators the last, so a schema that depends
+ * on which is ambiguous (found by fuzz/replay_schema.sh: {"pattern": "string", "pattern":
+ * "..."} drew "string", which python-jsonschema rejects). Sorted, so a hostile object
+ * with many keys costs k log k. */
+static const char *dup_key(const cJSON *n, bool *oom)
+{
+	int k = cJSON_IsObject(n) ? cJSON_GetArraySize(n) : 0;
+	if (k > 1) {
+		const char **keys = malloc((size_t)k * sizeof *keys);
+		if (!keys) {
+			*oom = true;
+			return NULL;
+		}
+		int i = 0;
+		for (const cJSON *c = n->child; c && i < k; c = c->next)
+			keys[i++] = c->string ? c->string : "";
+		qsort(keys, (size_t)i, sizeof *keys, key_cmp);
+		const char *d = NULL;
+		for (int t = 1; t < i && !d; t++)
+			if (strcmp(keys[t - 1], keys[t]) == 0)
+				d = keys[t];
+		free(keys);
+		if (d)
+			return d;
+	}
+	for (const cJSON *c = cJSON_IsArray(n) || cJSON_IsObject(n) ? n->child : NULL; c;
+	     c = c->next) {
+		const char *d = dup_key(c, oom);
+		if (d || *oom)
+			return d;
+	}
+	return NULL;
+}
+
 enum bg_status json_schema_to_gbnf(const cJSON *schema, char **gbnf, struct bg_err *err)
 {
 	*gbnf = NULL;
@@ -958,6 +999,15 @@ enum bg_status json_schema_to_gbnf(const cJSON *schema, char **gbnf, struct bg_e
 	cJSON_free(txt);
 	if (!ok)
 		return bg_fail(err, BG_ERR_FORMAT, "json_schema: a key or string is not valid UTF-8");
+	bool oom = false;
+	const char *dup = dup_key(schema, &oom);
+	if (oom)
+		return bg_fail(err, BG_ERR_NOMEM, "json_schema: out of memory");
+	if (dup)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "json_schema: key \"%.64s\" appears twice in one object (JSON readers "
+			       "disagree on which one counts)",
+			       dup);
 	js_note(&j, "root");
 	char *top = visit(&j, schema, "schema");
 	return finish(&j, top, gbnf);
