@@ -87,9 +87,23 @@ $(BUILD)/cli/version.o: cli/version.c FORCE
 
 FORCE:
 
-# The built-in model is assembled into this object (.incbin, path relative to the
-# repository root); the compiler's .d files do not see it, so the dependency is named here.
-$(BUILD)/core/model/builtin.o: testdata/stories260K.gguf
+# The built-in model, stories260K, is not held in the repository: it is read from ../shared
+# (or BUILTIN_GGUF), checked against its sha256, copied into the build tree and assembled
+# into builtin.o (.incbin, path relative to the repository root); the compiler's .d files do
+# not see it, so the dependency is named here (and for the fuzz build below).
+BUILTIN_GGUF ?= ../shared/models/stories260K.gguf
+BUILTIN_SHA256 := 270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d
+BUILTIN_COPY := $(BUILD)/stories260K.gguf
+$(BUILTIN_COPY): $(BUILTIN_GGUF)
+	@mkdir -p $(dir $@)
+	@echo "$(BUILTIN_SHA256)  $<" | sha256sum -c --quiet - >/dev/null 2>&1 || \
+		{ echo "batchgen: $< is not stories260K (sha256 $(BUILTIN_SHA256))" >&2; exit 1; }
+	install -m 644 $< $@
+$(BUILTIN_GGUF):
+	@echo "batchgen: the built-in model $@ is missing: put ../shared beside the checkout or" \
+		"set BUILTIN_GGUF to stories260K.gguf (sha256 $(BUILTIN_SHA256))" >&2; exit 1
+$(BUILD)/core/model/builtin.o: $(BUILTIN_COPY)
+$(BUILD)/core/model/builtin.o: CPPFLAGS += -DBG_BUILTIN_GGUF='"$(BUILTIN_COPY)"'
 
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
@@ -179,6 +193,8 @@ endif
 FUZZ_CC ?= $(shell command -v clang-19 2>/dev/null || echo clang)
 FUZZ_DEFS ?=
 FUZZ_BUILD := build-fuzz
+$(FUZZ_BUILD)/core/model/builtin.o: $(BUILTIN_COPY)
+$(FUZZ_BUILD)/core/model/builtin.o: CPPFLAGS += -DBG_BUILTIN_GGUF='"$(BUILTIN_COPY)"'
 FUZZ_CFLAGS := -std=c11 -ffp-contract=off -Wall -Wextra -Werror -g -O1 -MMD -MP -pthread -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all $(FUZZ_DEFS)
 FUZZ_LIB_SRC := $(CORE_SRC) $(filter-out cli/main.c,$(CLI_SRC)) gpu/cuda_loader.c

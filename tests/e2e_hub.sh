@@ -16,7 +16,10 @@ PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
 
 # ---- the repositories the server offers ------------------------------------------------
-stories=testdata/stories260K.gguf
+stories=$(shared models/stories260K.gguf) || {
+	summary
+	exit $?
+}
 "$BATCHGEN" synth --shape tiny --dtype q8_0 --name tiny-q8 -o "$TMP/tiny-q8.gguf" 2>/dev/null
 head -c 4096 "$stories" >"$TMP/mmproj.gguf"
 mkdir -p "$TMP/state"

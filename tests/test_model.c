@@ -342,8 +342,8 @@ static double tensor_std(const struct model_weight *w, double *mean)
 	return sqrt(s2 / (double)n - *mean * *mean);
 }
 
-/* The default model: stories260K, embedded. Its bytes are the repository's file (which
- * ../shared/models/README.md gives by size and sha256), its shape is the one that README
+/* The default model: stories260K, embedded. Its bytes are ../shared's file (which
+ * ../shared/models/README.md gives by size and sha256; the Makefile checks the sha256), its shape is the one that README
  * lists, and it parses in place. What it generates is checked by tests/e2e_builtin.sh
  * against llama.cpp's reference. */
 static void test_builtin_default(void)
@@ -351,14 +351,14 @@ static void test_builtin_default(void)
 	struct bg_err err = {0};
 	CHECK(builtin_gguf_size() == 1185376, "embedded size %zu", builtin_gguf_size());
 	CHECK(((uintptr_t)builtin_gguf_data() & 63) == 0, "embedded bytes 64-byte aligned");
-	FILE *f = fopen("testdata/stories260K.gguf", "rb");
-	CHECK(f != NULL, "testdata/stories260K.gguf readable (tests run from the repository root)");
+	const char *path = check_shared("models/stories260K.gguf");
+	FILE *f = path ? fopen(path, "rb") : NULL;
 	if (f) {
 		size_t n = builtin_gguf_size();
 		unsigned char *buf = malloc(n + 1);
 		size_t got = buf ? fread(buf, 1, n + 1, f) : 0;
 		CHECK(got == n && memcmp(buf, builtin_gguf_data(), n) == 0,
-		      "embedded bytes == testdata/stories260K.gguf");
+		      "embedded bytes == ../shared/models/stories260K.gguf");
 		free(buf);
 		fclose(f);
 	}

@@ -1,8 +1,9 @@
 #include "model/builtin.h"
 
-/* The file is assembled into .rodata between two labels. The path is relative to the
- * directory the compiler runs in (the repository root: the Makefile compiles from there),
- * and the Makefile makes this object depend on the file, so a changed file is rebuilt in.
+/* The file is assembled into .rodata between two labels. The path, BG_BUILTIN_GGUF (the
+ * Makefile's checked copy in the build tree), is relative to the directory the compiler
+ * runs in (the repository root: the Makefile compiles from there), and the Makefile makes
+ * this object depend on the file, so a changed file is rebuilt in.
  * The end label is a separate symbol rather than a size, so the size is the exact file
  * length whatever the assembler pads after it. */
 __asm__(".section .rodata\n"
@@ -10,7 +11,7 @@ __asm__(".section .rodata\n"
 	".globl bg_builtin_gguf_begin\n"
 	".type bg_builtin_gguf_begin, @object\n"
 	"bg_builtin_gguf_begin:\n"
-	".incbin \"testdata/stories260K.gguf\"\n"
+	".incbin \"" BG_BUILTIN_GGUF "\"\n"
 	".globl bg_builtin_gguf_end\n"
 	"bg_builtin_gguf_end:\n"
 	".byte 0\n"
