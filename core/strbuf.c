@@ -81,3 +81,53 @@ void strbuf_json_ascii(struct strbuf *b, unsigned char c)
 			strbuf_put(b, &c, 1);
 	}
 }
+
+size_t strbuf_utf8_seq(const unsigned char *s, size_t n, size_t *valid_prefix)
+{
+	unsigned char c = s[0];
+	size_t need;
+	unsigned char lo = 0x80, hi = 0xBF; /* bounds of the second byte */
+	*valid_prefix = 1;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF) {
+		need = 2;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		need = 3;
+		if (c == 0xE0)
+			lo = 0xA0;
+		if (c == 0xED)
+			hi = 0x9F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		need = 4;
+		if (c == 0xF0)
+			lo = 0x90;
+		if (c == 0xF4)
+			hi = 0x8F;
+	} else {
+		return 0;
+	}
+	for (size_t k = 1; k < need; k++) {
+		if (k >= n)
+			return 0;
+		unsigned char b = s[k];
+		unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+		if (b < l || b > h)
+			return 0;
+		*valid_prefix = k + 1;
+	}
+	return need;
+}
+
+bool strbuf_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t prefix;
+	for (size_t i = 0; i < n;) {
+		size_t k = strbuf_utf8_seq(u + i, n - i, &prefix);
+		if (!k)
+			return false;
+		i += k;
+	}
+	return true;
+}

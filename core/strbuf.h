@@ -29,5 +29,12 @@ void strbuf_json_ascii(struct strbuf *b, unsigned char c);
  * text module, because the escape readers of the grammar, regex and template parsers
  * (\xHH, \uHHHH) sit in rooms that cannot include one another. */
 int strbuf_hex_digit(char c);
+/* Length of the valid UTF-8 sequence at s[0, n) (n >= 1), or 0 when it is not one: overlong
+ * forms, surrogates and code points above U+10FFFF are invalid. *valid_prefix gets the
+ * number of bytes that form a valid prefix of some sequence (>= 1), so that a writer can
+ * replace a maximal invalid subpart with one U+FFFD, as Unicode recommends. */
+size_t strbuf_utf8_seq(const unsigned char *s, size_t n, size_t *valid_prefix);
+/* True when s[0, n) is valid UTF-8 in the sense of strbuf_utf8_seq. */
+bool strbuf_utf8_valid(const char *s, size_t n);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "strbuf.h"
 #include "text/chat.h"
 #include "text/chat_jinja.h"
 #include "model/gguf.h"
@@ -1208,17 +1209,22 @@ static void test_quote(void)
 		const char *in;
 		size_t n;
 		const char *want;
+		bool valid; /* strbuf_utf8_valid */
 	} cases[] = {
-	    {"a\"b\\c\n\t\x01", 8, "\"a\\\"b\\\\c\\n\\t\\u0001\""},
-	    {"x\0y", 3, "\"x\\u0000y\""},
-	    {"\xe2\x82\xac", 3, "\"\xe2\x82\xac\""},	     /* U+20AC kept */
-	    {"\xf0\x9f\x98\x80", 4, "\"\xf0\x9f\x98\x80\""}, /* U+1F600 kept */
-	    {"\xe2\x82", 2, "\"\xef\xbf\xbd\""},	     /* truncated: one U+FFFD */
-	    {"\xff", 1, "\"\xef\xbf\xbd\""},		     /* never valid */
-	    {"\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\""}, /* overlong: two */
-	    {"\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""}, /* surrogate */
-	    {"a\xe2z", 3, "\"a\xef\xbf\xbdz\""},
-	    {"", 0, "\"\""},
+	    {"a\"b\\c\n\t\x01", 8, "\"a\\\"b\\\\c\\n\\t\\u0001\"", true},
+	    {"x\0y", 3, "\"x\\u0000y\"", true},
+	    {"\xe2\x82\xac", 3, "\"\xe2\x82\xac\"", true},	   /* U+20AC kept */
+	    {"\xf0\x9f\x98\x80", 4, "\"\xf0\x9f\x98\x80\"", true}, /* U+1F600 kept */
+	    {"\xe2\x82", 2, "\"\xef\xbf\xbd\"", false},	   /* truncated: one U+FFFD */
+	    {"\xff", 1, "\"\xef\xbf\xbd\"", false},		   /* never valid */
+	    {"\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\"", false}, /* overlong: two */
+	    {"\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"", false}, /* surrogate */
+	    /* U+110000: F4 allows 80-8F after it, so F4 alone is the invalid subpart */
+	    {"\xf4\x90\x80\x80", 4,
+	     "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"", false},
+	    {"\xf4\x8f\xbf\xbf", 4, "\"\xf4\x8f\xbf\xbf\"", true}, /* U+10FFFF kept */
+	    {"a\xe2z", 3, "\"a\xef\xbf\xbdz\"", false},
+	    {"", 0, "\"\"", true},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		size_t len = 0;
@@ -1230,6 +1236,8 @@ static void test_quote(void)
 		CHECK(cJSON_IsString(j), "case %zu parses", i);
 		cJSON_Delete(j);
 		free(q);
+		CHECK(strbuf_utf8_valid(cases[i].in, cases[i].n) == cases[i].valid,
+		      "case %zu: valid UTF-8 is %d", i, cases[i].valid);
 	}
 }
 

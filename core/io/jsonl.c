@@ -8,60 +8,6 @@
 
 /* ==== UTF-8 and JSON strings ==== */
 
-/* Length of the valid UTF-8 sequence at s[0, n), or 0 when it is not one (overlong
- * forms, surrogates and code points above U+10FFFF are invalid). *valid_prefix gets the
- * number of bytes that form a valid prefix of some sequence (>= 1), so that one U+FFFD
- * replaces a maximal invalid subpart, as Unicode recommends. */
-static size_t utf8_seq(const unsigned char *s, size_t n, size_t *valid_prefix)
-{
-	unsigned char c = s[0];
-	size_t need;
-	unsigned char lo = 0x80, hi = 0xBF; /* bounds of the second byte */
-	*valid_prefix = 1;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF) {
-		need = 2;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		need = 3;
-		if (c == 0xE0)
-			lo = 0xA0;
-		if (c == 0xED)
-			hi = 0x9F;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		need = 4;
-		if (c == 0xF0)
-			lo = 0x90;
-		if (c == 0xF4)
-			hi = 0x8F;
-	} else {
-		return 0;
-	}
-	for (size_t k = 1; k < need; k++) {
-		if (k >= n)
-			return 0;
-		unsigned char b = s[k];
-		unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-		if (b < l || b > h)
-			return 0;
-		*valid_prefix = k + 1;
-	}
-	return need;
-}
-
-bool jsonl_utf8_valid(const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t prefix;
-	for (size_t i = 0; i < n;) {
-		size_t k = utf8_seq(u + i, n - i, &prefix);
-		if (!k)
-			return false;
-		i += k;
-	}
-	return true;
-}
-
 void jsonl_sb_quote(struct strbuf *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -75,7 +21,7 @@ void jsonl_sb_quote(struct strbuf *b, const char *s, size_t n)
 			continue;
 		}
 		size_t prefix;
-		size_t k = utf8_seq(u + i, n - i, &prefix);
+		size_t k = strbuf_utf8_seq(u + i, n - i, &prefix);
 		if (k) {
 			strbuf_put(b, u + i, k);
 			i += k;

@@ -80,10 +80,6 @@ char *jsonl_quote(const char *s, size_t n, size_t *out_len);
 
 void jsonl_sb_quote(struct strbuf *b, const char *s, size_t n); /* the same, into b */
 
-/* Whether s[0, n) is valid UTF-8 (no overlong forms, surrogates or code points above
- * U+10FFFF). */
-bool jsonl_utf8_valid(const char *s, size_t n);
-
 /* The id of a line that has no usable id of its own in an OpenAI batch file (no
  * custom_id, one that is not a non-empty valid UTF-8 string without NUL, a blank line, a
  * line that is not a JSON object): byte 0xFF followed by the decimal line number. A

@@ -716,7 +716,7 @@ static void parse_native(struct parse *p, const cJSON *o)
 	if (id) {
 		if (!cJSON_IsString(id) || id->valuestring[0] == '\0') {
 			fail(p, "invalid_request", "id must be a non-empty string");
-		} else if (!jsonl_utf8_valid(id->valuestring, strlen(id->valuestring))) {
+		} else if (!strbuf_utf8_valid(id->valuestring, strlen(id->valuestring))) {
 			/* the writer could not write it back unchanged: the line number stays */
 			fail(p, "invalid_request", "id is not valid UTF-8");
 		} else {
@@ -785,7 +785,7 @@ static const cJSON *openai_envelope(struct parse *p, const cJSON *o, struct json
 	const cJSON *cid = field(o, "custom_id");
 	if (!cJSON_IsString(cid) || cid->valuestring[0] == '\0') {
 		fail(p, "invalid_request", "custom_id must be a non-empty string");
-	} else if (!jsonl_utf8_valid(cid->valuestring, strlen(cid->valuestring))) {
+	} else if (!strbuf_utf8_valid(cid->valuestring, strlen(cid->valuestring))) {
 		fail(p, "invalid_request", "custom_id is not valid UTF-8");
 	} else {
 		info->custom_id = dup_str(p, cid->valuestring);

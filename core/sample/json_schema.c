@@ -924,27 +924,6 @@ static enum bg_status finish(struct js *j, char *top, char **gbnf)
 	return st;
 }
 
-/* True when s is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
-static bool utf8_valid(const unsigned char *s)
-{
-	while (*s) {
-		int n = *s < 0x80 ? 0 : *s >= 0xc2 && *s <= 0xdf ? 1 : *s >= 0xe0 && *s <= 0xef ? 2
-			: *s >= 0xf0 && *s <= 0xf4 ? 3 : -1;
-		if (n < 0)
-			return false;
-		uint32_t cp = *s++ & (0x7f >> n);
-		for (int k = 0; k < n; k++, s++) {
-			if ((*s & 0xc0) != 0x80)
-				return false; /* also the terminating NUL */
-			cp = cp << 6 | (*s & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-	}
-	return true;
-}
-
 static int key_cmp(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -995,7 +974,7 @@ enum bg_status json_schema_to_gbnf(const cJSON *schema, char **gbnf, struct bg_e
 	char *txt = cJSON_PrintUnformatted(schema);
 	if (!txt)
 		return bg_fail(err, BG_ERR_NOMEM, "json_schema: out of memory");
-	bool ok = utf8_valid((const unsigned char *)txt);
+	bool ok = strbuf_utf8_valid(txt, strlen(txt));
 	cJSON_free(txt);
 	if (!ok)
 		return bg_fail(err, BG_ERR_FORMAT, "json_schema: a key or string is not valid UTF-8");
