@@ -956,6 +956,15 @@ struct grammar_scratch {
 	struct wbuf tidx; /* start of each todo entry */
 	struct wbuf cur;  /* the stack being expanded */
 	struct wbuf seen; /* [hash, len, pos...] stacks already expanded in this accept */
+	/* Where the stacks of seen and of the set being built are, by hash: advance looks a
+	 * stack up in both once per stack it expands, and with a linear scan an ambiguous
+	 * grammar's step was quadratic in its stacks (92 % of fuzz_grammar's time). */
+	struct stab {
+		uint32_t *off; /* [cap] entry offsets in the buffer */
+		uint32_t *gen; /* [cap] == g: filled since the last stab_reset */
+		size_t cap, used;
+		uint32_t g;
+	} seen_tab, set_tab;
 	/* accept_char results of this step: in a trie walk the same (set, code point) pair
 	 * comes back at many nodes (every token prefix of the same length inside a string
 	 * reaches the same set). memo holds [n_src, src words, n_res, res words] records. */
@@ -995,13 +1004,20 @@ struct grammar_scratch {
 	uint64_t cache_hits;
 };
 
+/* Words of scratch a step holds now (its budget is GRAMMAR_STEP_WORDS). */
+static size_t step_words(const struct grammar_scratch *s)
+{
+	return s->sets.cap + s->todo.cap + s->tidx.cap + s->cur.cap + s->seen.cap + s->memo.cap +
+	       2 * (s->seen_tab.cap + s->set_tab.cap);
+}
+
 static bool wb_reserve(struct grammar_scratch *s, struct wbuf *b, size_t more)
 {
 	/* allocated on the first call even for 0 words: callers memcpy into b->w, and
 	 * memcpy(NULL, ., 0) is undefined (found by fuzz/fuzz_grammar: `root ::=`) */
 	if (b->w && b->n + more <= b->cap)
 		return true;
-	size_t total = s->sets.cap + s->todo.cap + s->tidx.cap + s->cur.cap + s->seen.cap + s->memo.cap;
+	size_t total = step_words(s);
 	size_t nc = b->cap ? b->cap : 256;
 	while (nc < b->n + more)
 		nc *= 2;
@@ -1027,27 +1043,91 @@ static uint32_t stack_hash(const uint32_t *pos, uint32_t len)
 	return h;
 }
 
-/* Is the stack (hash, pos[len]) among the stacks of the set-shaped region b[from..)?
- * Entries are [hash, len, pos...]. */
-static bool region_has(struct grammar_scratch *s, const struct wbuf *b, size_t from, size_t n_entries,
-		       uint32_t hash, const uint32_t *pos, uint32_t len)
+static uint64_t mix64(uint64_t x)
 {
-	size_t q = from;
-	for (size_t i = 0; i < n_entries; i++) {
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Empties t (in O(1): a new generation). */
+static void stab_reset(struct stab *t)
+{
+	t->used = 0;
+	if (++t->g == 0) { /* wrapped: old generations could match again */
+		if (t->gen)
+			memset(t->gen, 0, t->cap * sizeof *t->gen);
+		t->g = 1;
+	}
+}
+
+/* Is the stack (hash, pos[len]) in t, whose entries [hash, len, pos...] lie in b? One
+ * stack operation per entry compared. */
+static bool stab_has(struct grammar_scratch *s, const struct stab *t, const struct wbuf *b,
+		     uint32_t hash, const uint32_t *pos, uint32_t len)
+{
+	if (!t->cap)
+		return false;
+	for (size_t i = (size_t)mix64(hash) & (t->cap - 1); t->gen[i] == t->g; i = (i + 1) & (t->cap - 1)) {
 		s->ops++;
-		uint32_t l = b->w[q + 1];
-		if (b->w[q] == hash && l == len && memcmp(b->w + q + 2, pos, len * 4) == 0)
+		const uint32_t *e = b->w + t->off[i];
+		if (e[0] == hash && e[1] == len && memcmp(e + 2, pos, len * 4) == 0)
 			return true;
-		q += 2 + l;
 	}
 	return false;
 }
 
+static void stab_put(struct stab *t, const struct wbuf *b, uint32_t at)
+{
+	size_t i = (size_t)mix64(b->w[at]) & (t->cap - 1);
+	while (t->gen[i] == t->g)
+		i = (i + 1) & (t->cap - 1);
+	t->off[i] = at;
+	t->gen[i] = t->g;
+	t->used++;
+}
+
+/* Adds the entry at b[at] (not in t) to t, growing it (within the step's memory budget). */
+static bool stab_add(struct grammar_scratch *s, struct stab *t, const struct wbuf *b, size_t at)
+{
+	if ((t->used + 1) * 2 > t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 256;
+		if (step_words(s) + 2 * (nc - t->cap) > GRAMMAR_STEP_WORDS) {
+			s->over = true;
+			return false;
+		}
+		struct stab n = {malloc(nc * sizeof *n.off), calloc(nc, sizeof *n.gen), nc, 0, 1};
+		if (!n.off || !n.gen) {
+			free(n.off);
+			free(n.gen);
+			s->oom = true;
+			return false;
+		}
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->gen[i] == t->g)
+				stab_put(&n, b, t->off[i]);
+		free(t->off);
+		free(t->gen);
+		*t = n;
+	}
+	stab_put(t, b, (uint32_t)at);
+	return true;
+}
+
+/* A new set is being built (at the top of s->sets): no stack expanded for it yet. */
+static void set_begin(struct grammar_scratch *s)
+{
+	s->seen.n = 0;
+	stab_reset(&s->seen_tab);
+	stab_reset(&s->set_tab);
+}
+
 /* Expands the stack waiting in s->todo (pushed by the caller) until every resulting
  * stack is empty or has a character on top, and adds those to the set at s->sets[set]
- * (llama_grammar_advance_stack). s->seen holds stacks expanded already in this step and
- * counts n_seen entries. */
-static bool advance(const struct grammar *g, struct grammar_scratch *s, size_t set, size_t *n_seen)
+ * (llama_grammar_advance_stack). s->seen holds the stacks expanded already for this set;
+ * set_begin starts both. */
+static bool advance(const struct grammar *g, struct grammar_scratch *s, size_t set)
 {
 	while (s->tidx.n) {
 		if (++s->ops > GRAMMAR_STEP_OPS) {
@@ -1063,28 +1143,32 @@ static bool advance(const struct grammar *g, struct grammar_scratch *s, size_t s
 		s->cur.n = len;
 		s->todo.n = start;
 		uint32_t h = stack_hash(s->cur.w, len);
-		if (region_has(s, &s->seen, 0, *n_seen, h, s->cur.w, len))
+		if (stab_has(s, &s->seen_tab, &s->seen, h, s->cur.w, len))
 			continue;
 		if (!wb_reserve(s, &s->seen, 2 + len))
 			return false;
+		size_t at = s->seen.n;
 		s->seen.w[s->seen.n++] = h;
 		s->seen.w[s->seen.n++] = len;
 		memcpy(s->seen.w + s->seen.n, s->cur.w, len * 4);
 		s->seen.n += len;
-		(*n_seen)++;
+		if (!stab_add(s, &s->seen_tab, &s->seen, at))
+			return false;
 		const struct gel *top = len ? &g->el[s->cur.w[len - 1]] : NULL;
 		if (!top || top->type != GE_RULE_REF) {
 			/* a final stack: add to the set unless present */
-			uint32_t n_in = s->sets.w[set];
-			if (region_has(s, &s->sets, set + 1, n_in, h, s->cur.w, len))
+			if (stab_has(s, &s->set_tab, &s->sets, h, s->cur.w, len))
 				continue;
 			if (!wb_reserve(s, &s->sets, 2 + len))
 				return false;
+			size_t at = s->sets.n;
 			s->sets.w[s->sets.n++] = h;
 			s->sets.w[s->sets.n++] = len;
 			memcpy(s->sets.w + s->sets.n, s->cur.w, len * 4);
 			s->sets.n += len;
 			s->sets.w[set]++;
+			if (!stab_add(s, &s->set_tab, &s->sets, at))
+				return false;
 			continue;
 		}
 		uint32_t after = s->cur.w[len - 1] + 1; /* the element after the reference */
@@ -1208,8 +1292,7 @@ static bool accept_char_raw(const struct grammar *g, struct grammar_scratch *s, 
 		return false;
 	size_t set = s->sets.n;
 	s->sets.w[s->sets.n++] = 0;
-	s->seen.n = 0;
-	size_t n_seen = 0;
+	set_begin(s);
 	uint32_t n = s->sets.w[from];
 	size_t q = from + 1;
 	for (uint32_t i = 0; i < n; i++) {
@@ -1233,7 +1316,7 @@ static bool accept_char_raw(const struct grammar *g, struct grammar_scratch *s, 
 			s->todo.w[e + 1 + nl++] = (uint32_t)(next - g->el);
 		s->todo.w[e] = nl;
 		s->todo.n = e + 1 + nl;
-		if (!advance(g, s, set, &n_seen))
+		if (!advance(g, s, set))
 			return false;
 	}
 	*out = set;
@@ -1338,6 +1421,10 @@ void grammar_scratch_free(struct grammar_scratch *s)
 	free(s->tidx.w);
 	free(s->cur.w);
 	free(s->seen.w);
+	free(s->seen_tab.off);
+	free(s->seen_tab.gen);
+	free(s->set_tab.off);
+	free(s->set_tab.gen);
 	free(s->memo.w);
 	free(s->slots);
 	free(s->trans.keys);
@@ -1377,12 +1464,12 @@ enum bg_status grammar_state_create(const struct grammar *g, struct grammar_scra
 	bool ok = wb_reserve(s, &s->sets, 1);
 	if (ok) {
 		s->sets.w[s->sets.n++] = 0;
-		size_t n_seen = 0;
+		set_begin(s);
 		const struct gel *pos = &g->el[g->rule_start[g->root]];
 		for (;;) {
 			uint32_t p = (uint32_t)(pos - g->el);
 			if (!(ok = todo_push(s, &p, is_end_of_seq(pos) ? 0 : 1)) ||
-			    !(ok = advance(g, s, 0, &n_seen)))
+			    !(ok = advance(g, s, 0)))
 				break;
 			while (!is_end_of_seq(pos))
 				pos++;
@@ -1676,14 +1763,6 @@ static void mask_set(uint32_t *mask, int32_t id)
 }
 
 /* ---- hash tables of the walk (open addressing, cleared per step by generation) ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
 
 /* The slot of key (found, or the empty one where it would go). */
 static size_t ht_slot(const struct htab *t, uint32_t gen, uint64_t key)
