@@ -211,7 +211,8 @@ $(FUZZ_BUILD)/%.o: %.c
 # The grammar matcher compares stack positions, hashes and offsets, never input bytes, in
 # loops that run ~10^5 times per input of fuzz_grammar/regex/schema: libFuzzer's
 # comparison hooks there were 60-70 % of those harnesses' time and fed its table of
-# compared values nothing an input could use. Edge coverage stays.
+# compared values nothing an input could use. Edge coverage stays. The grammar parser
+# (grammar_parse.c) compares input bytes and keeps its hooks.
 $(FUZZ_BUILD)/core/sample/grammar.o: FUZZ_COV := -fno-sanitize-coverage=trace-cmp
 
 $(FUZZ_BUILD)/gpu/cuda_loader.o: $(ABI_LAYOUT)
