@@ -275,6 +275,23 @@ static bool stab_add(struct grammar_scratch *s, struct stab *t, const struct wbu
 	return true;
 }
 
+/* Appends the stack (hash, pos[len]) to b as [hash, len, pos...] and to t, unless t has it:
+ * 1 added, 0 present already, -1 out of budget or memory. */
+static int stack_add(struct grammar_scratch *s, struct stab *t, struct wbuf *b, uint32_t hash,
+		     const uint32_t *pos, uint32_t len)
+{
+	if (stab_has(s, t, b, hash, pos, len))
+		return 0;
+	if (!wb_reserve(s, b, 2 + len))
+		return -1;
+	size_t at = b->n;
+	b->w[b->n++] = hash;
+	b->w[b->n++] = len;
+	memcpy(b->w + b->n, pos, len * 4);
+	b->n += len;
+	return stab_add(s, t, b, at) ? 1 : -1;
+}
+
 /* A new set is being built (at the top of s->sets): no stack expanded for it yet. */
 static void set_begin(struct grammar_scratch *s)
 {
@@ -303,32 +320,19 @@ static bool advance(const struct grammar *g, struct grammar_scratch *s, size_t s
 		s->cur.n = len;
 		s->todo.n = start;
 		uint32_t h = stack_hash(s->cur.w, len);
-		if (stab_has(s, &s->seen_tab, &s->seen, h, s->cur.w, len))
+		int added = stack_add(s, &s->seen_tab, &s->seen, h, s->cur.w, len);
+		if (added <= 0) {
+			if (added < 0)
+				return false;
 			continue;
-		if (!wb_reserve(s, &s->seen, 2 + len))
-			return false;
-		size_t at = s->seen.n;
-		s->seen.w[s->seen.n++] = h;
-		s->seen.w[s->seen.n++] = len;
-		memcpy(s->seen.w + s->seen.n, s->cur.w, len * 4);
-		s->seen.n += len;
-		if (!stab_add(s, &s->seen_tab, &s->seen, at))
-			return false;
+		}
 		const struct gel *top = len ? &g->el[s->cur.w[len - 1]] : NULL;
 		if (!top || top->type != GE_RULE_REF) {
 			/* a final stack: add to the set unless present */
-			if (stab_has(s, &s->set_tab, &s->sets, h, s->cur.w, len))
-				continue;
-			if (!wb_reserve(s, &s->sets, 2 + len))
+			added = stack_add(s, &s->set_tab, &s->sets, h, s->cur.w, len);
+			if (added < 0)
 				return false;
-			size_t at = s->sets.n;
-			s->sets.w[s->sets.n++] = h;
-			s->sets.w[s->sets.n++] = len;
-			memcpy(s->sets.w + s->sets.n, s->cur.w, len * 4);
-			s->sets.n += len;
-			s->sets.w[set]++;
-			if (!stab_add(s, &s->set_tab, &s->sets, at))
-				return false;
+			s->sets.w[set] += (uint32_t)added;
 			continue;
 		}
 		uint32_t after = s->cur.w[len - 1] + 1; /* the element after the reference */
