@@ -69,6 +69,12 @@ static void unit_cases(void)
 	/* mixed int and float arithmetic (a float operand was once read as a bool: UBSan,
 	 * found by fuzz_jinja on {{ 8181e26*1 }}) */
 	expect("{{ 8181e26*1 }} {{ 2.5 * 2 }} {{ 1.5 + true }} {{ 3 - 0.5 }}", NULL, "8.181e+29 5.0 2.5 2.5");
+	/* integer powers in O(log y) (0 ** 50000000000 once looped 5e10 times: found by
+	 * fuzz_jinja); results that fit in 64 bits are exact */
+	expect("{{ 0 ** 50000000000 }} {{ 1 ** 9000000000000000000 }} {{ (-1) ** 5000000001 }} "
+	       "{{ (-1) ** 5000000000 }} {{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 3 ** 39 }} {{ 7 ** 0 }} "
+	       "{{ true ** 3 }}",
+	       NULL, "0 1 -1 1 4611686018427387904 -9223372036854775808 4052555153018976267 1 1");
 	expect("{{ [1, 'a', none] }} {{ {'k': \"it's\"} }} {{ (1,) }}", NULL, "[1, 'a', None] {'k': \"it's\"} (1,)");
 	expect("{{ 'ab' ~ 3 ~ none }} {{ 'a' + 'b' }} {{ 'ab' * 2 }} {{ [1] + [2] }}", NULL, "ab3None ab abab [1, 2]");
 	expect("{{ x }}|{{ d.y is defined }}|{{ d.missing }}|{{ d['k'] }}", "{\"d\": {\"k\": 5}}", "|False||5");
