@@ -98,6 +98,10 @@ struct engine_config {
 	/* threads computing the grammar masks of a batch's rows (engine/constrain.h);
 	 * 0 = every online core (the CLI passes --threads) */
 	int32_t constrain_threads;
+	/* overlap (engine.c, "Overlap"): step n + 1 is planned and started before the
+	 * results of step n are applied; results are the same bit for bit. -1 = on for the
+	 * "cuda" backend, off otherwise; 0 off; 1 on */
+	int32_t overlap;
 };
 
 void engine_config_default(struct engine_config *c);
@@ -146,6 +150,10 @@ struct engine_progress {
 	 * sequences resuming by recompute (--preempt recompute, or a swap that fell back) */
 	int64_t swap_out_bytes, swap_in_bytes, recomputed_tokens;
 	double elapsed_s;
+	/* overlap (cfg.overlap), totals: steps whose tokens were applied after the next step
+	 * had started, and sequences run in a step although the step before had finished
+	 * their request (their rows thrown away: the price of stopping one step late) */
+	int64_t overlap_steps, overlap_dropped;
 };
 typedef void (*engine_progress_fn)(void *user, const struct engine_progress *p);
 
