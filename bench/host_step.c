@@ -154,8 +154,8 @@ int main(int argc, char **argv)
 			engine_totals(e, &p);
 			engine_destroy(e);
 			if (st != BG_OK || g.done != g.n) {
-				fprintf(stderr, "B=%d: %s, %d of %d complete\n", bs[k], err.msg, g.done,
-					g.n);
+				fprintf(stderr, "B=%d: %s, %d of %d complete\n", bs[k], err.msg,
+					g.done, g.n);
 				rc = 1;
 				continue;
 			}

@@ -319,7 +319,9 @@ static void bench_engine_options_json(cJSON *o, const struct opt_config *c)
 	cJSON_AddBoolToObject(o, "chunked_context", c->chunked_context);
 	cJSON_AddBoolToObject(o, "prefix_cache", c->prefix_cache);
 	cJSON_AddStringToObject(o, "overlap",
-				c->overlap == 0 ? "auto" : c->overlap == 1 ? "off" : "on");
+				c->overlap == 0	  ? "auto"
+				: c->overlap == 1 ? "off"
+						  : "on");
 	cJSON_AddNumberToObject(o, "max_queued", c->max_queued);
 	cJSON_AddNumberToObject(o, "block_size", c->block_size);
 	cJSON_AddNumberToObject(o, "kv_tokens", (double)c->kv_tokens);

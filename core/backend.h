@@ -44,8 +44,8 @@ struct backend_seq {
  * or last[prev_rows[j]]; -1 when that row does not exist (the batch is malformed). A drawn
  * id outside [0, n_vocab) (a row whose logits were NaN or all masked: its request ends,
  * and the output of this position is thrown away) feeds token 0. */
-static inline int32_t backend_seq_token(const struct backend_seq *s, int32_t j,
-					const int32_t *last, int32_t n_last, int32_t n_vocab)
+static inline int32_t backend_seq_token(const struct backend_seq *s, int32_t j, const int32_t *last,
+					int32_t n_last, int32_t n_vocab)
 {
 	if (!s->prev_rows || s->prev_rows[j] < 0)
 		return s->tokens[j];
@@ -93,8 +93,8 @@ struct backend_ops {
 	 * keeps the wanted logits rows until the next forward. */
 	enum bg_status (*forward)(void *ctx, const struct backend_batch *batch, struct bg_err *err);
 	/* Samples/scores rows of the last forward; out[n_rows]. The backend keeps the drawn
-	 * tokens until its next sample call, for the next forward's prev_rows. A row whose logits (after
-	 * its constraint) hold a NaN, or are all -inf, reports logprob NaN (sampler.h); the
+	 * tokens until its next sample call, for the next forward's prev_rows. A row whose logits
+	 * (after its constraint) hold a NaN, or are all -inf, reports logprob NaN (sampler.h); the
 	 * engine checks that on the host, per row, so a backend needs no flag of its own. */
 	enum bg_status (*sample)(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
 				 struct sampler_result *out, struct bg_err *err);

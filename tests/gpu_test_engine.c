@@ -58,9 +58,9 @@ struct spec {
 struct run {
 	const struct spec *specs;
 	int32_t n, next, n_emitted, dup;
-	struct request **res; /* [n] by seq */
+	struct request **res;		    /* [n] by seq */
 	int64_t preemptions, overlap_steps; /* engine_totals */
-	int32_t peak_batch;   /* most requests scheduled in one iteration (stats) */
+	int32_t peak_batch;		    /* most requests scheduled in one iteration (stats) */
 };
 
 static int src(void *user, struct request **out, struct bg_err *err)

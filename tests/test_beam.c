@@ -801,8 +801,9 @@ static void test_real(void)
 				else if (R.res[i])
 					preempted += R.res[i]->preemptions;
 			}
-			CHECK(bad == 0, "policy %d chunk %d overlap %d: %d beam requests differ batched",
-			      pi, chunk % 2, c2.overlap, bad);
+			CHECK(bad == 0,
+			      "policy %d chunk %d overlap %d: %d beam requests differ batched", pi,
+			      chunk % 2, c2.overlap, bad);
 			run_free(&R);
 		}
 	CHECK(preempted > 0, "max-util preempted other requests around the beams (%lld)",

@@ -581,11 +581,12 @@ static void test_invariance_fake(const struct tok *tok)
 				CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0,
 				      "policy %d chunk %d bs %d: %d results of %d", pi, chunk,
 				      cfg.max_batch_size, R.n_emitted, N);
-				CHECK(diff == 0, "policy %d/%d chunk %d bs %d overlap %d: %d differ (%s)",
-				      pi, cfg.preempt, chunk, cfg.max_batch_size, cfg.overlap, diff,
+				CHECK(diff == 0,
+				      "policy %d/%d chunk %d bs %d overlap %d: %d differ (%s)", pi,
+				      cfg.preempt, chunk, cfg.max_batch_size, cfg.overlap, diff,
 				      why);
-				CHECK(cfg.overlap || (R.tot.overlap_steps == 0 &&
-						      R.tot.overlap_dropped == 0),
+				CHECK(cfg.overlap ||
+					  (R.tot.overlap_steps == 0 && R.tot.overlap_dropped == 0),
 				      "overlap off: no step overlapped");
 				ovl_steps += R.tot.overlap_steps;
 				ovl_dropped += R.tot.overlap_dropped;
@@ -617,8 +618,8 @@ static void test_invariance_fake(const struct tok *tok)
 	 * strings, EOS) had their next step run and thrown away */
 	CHECK(ovl_steps > 1000 && ovl_dropped > 100, "overlap: %lld steps, %lld rows dropped",
 	      (long long)ovl_steps, (long long)ovl_dropped);
-	fprintf(stderr, "overlap: %lld steps overlapped, %lld rows dropped\n",
-		(long long)ovl_steps, (long long)ovl_dropped);
+	fprintf(stderr, "overlap: %lld steps overlapped, %lld rows dropped\n", (long long)ovl_steps,
+		(long long)ovl_dropped);
 	for (int32_t i = 0; i < N; i++)
 		req_free(ref[i]);
 	free(ref);
@@ -1564,8 +1565,8 @@ static void test_samples(const struct tok *tok)
 			}
 			CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0 && diff == 0 &&
 				  f.errors == 0,
-			      "samples, policy %d v %d overlap %d: %d results, %d differ (%s) %s", pi,
-			      v % 2, cfg.overlap, R.n_emitted, diff, why, f.err);
+			      "samples, policy %d v %d overlap %d: %d results, %d differ (%s) %s",
+			      pi, v % 2, cfg.overlap, R.n_emitted, diff, why, f.err);
 			copies += f.copies;
 			run_free(&R);
 			fake_free(&f);

@@ -775,9 +775,10 @@ int main(void)
 				CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0,
 				      "%s chunk %d bs %d: %d results of %d", name, chunk,
 				      cfg.max_batch_size, R.n_emitted, N);
-				CHECK(diff == 0,
-				      "%s chunk %d bs %d overlap %d: %d of %d differ from solo (%s)",
-				      name, chunk, cfg.max_batch_size, cfg.overlap, diff, N, why);
+				CHECK(
+				    diff == 0,
+				    "%s chunk %d bs %d overlap %d: %d of %d differ from solo (%s)",
+				    name, chunk, cfg.max_batch_size, cfg.overlap, diff, N, why);
 				if (cfg.policy == ENGINE_POLICY_MAX_UTIL && b)
 					CHECK(preempt > 0,
 					      "%s chunk %d: preemptions happened (%lld)", name,
@@ -785,12 +786,11 @@ int main(void)
 				if (cfg.policy != ENGINE_POLICY_MAX_UTIL &&
 				    cfg.policy != ENGINE_POLICY_ADAPTIVE)
 					CHECK(preempt == 0, "%s never preempts", name);
-				fprintf(
-				    stderr,
-				    "%-20s chunk %d bs %2d overlap %d: %d/%d identical, %lld "
-				    "preemptions, %lld cached tokens\n",
-				    name, chunk, cfg.max_batch_size, cfg.overlap, N - diff, N,
-				    (long long)preempt, (long long)cached);
+				fprintf(stderr,
+					"%-20s chunk %d bs %2d overlap %d: %d/%d identical, %lld "
+					"preemptions, %lld cached tokens\n",
+					name, chunk, cfg.max_batch_size, cfg.overlap, N - diff, N,
+					(long long)preempt, (long long)cached);
 				run_free(&R);
 			}
 	/* An independent oracle through the whole engine path: llama.cpp's greedy

@@ -476,13 +476,14 @@ static enum bg_status validate_batch(const struct cpu_ctx *c, const struct backe
 					       "forward: sequence %d: block %d out of range", i,
 					       s->block_table[j]);
 		for (int32_t j = 0; j < s->n_tokens; j++) {
-			int32_t id = backend_seq_token(s, j, c->last_tok, c->n_last,
-						       (int32_t)c->hp.n_vocab);
+			int32_t id =
+			    backend_seq_token(s, j, c->last_tok, c->n_last, (int32_t)c->hp.n_vocab);
 			if (id < 0 || (uint32_t)id >= c->hp.n_vocab)
-				return bg_fail(err, BG_ERR_INVALID,
-					       "forward: sequence %d: token id %d (previous row %d) "
-					       "out of range",
-					       i, id, s->prev_rows ? s->prev_rows[j] : -1);
+				return bg_fail(
+				    err, BG_ERR_INVALID,
+				    "forward: sequence %d: token id %d (previous row %d) "
+				    "out of range",
+				    i, id, s->prev_rows ? s->prev_rows[j] : -1);
 			want += s->want_logits[j] != 0;
 		}
 		tok += s->n_tokens;
@@ -525,11 +526,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		for (int32_t j = 0; j < s->n_tokens; j++, t++) {
 			c->tok_pos[t] = s->pos0 + j;
 			c->tok_seq[t] = i;
-			const char *row =
-			    (const char *)m->tok_embd.data +
-			    (size_t)backend_seq_token(s, j, c->last_tok, c->n_last,
-						      (int32_t)hp->n_vocab) *
-				cpuk_row_bytes(m->tok_embd.type, E);
+			const char *row = (const char *)m->tok_embd.data +
+					  (size_t)backend_seq_token(s, j, c->last_tok, c->n_last,
+								    (int32_t)hp->n_vocab) *
+					      cpuk_row_bytes(m->tok_embd.type, E);
 			float *xr = c->x + (int64_t)t * E;
 			cpuk_dequant_row(m->tok_embd.type, row, E, xr);
 			if (hp->embd_scale != 1.0f) /* gemma: sqrt(n_embd) */

@@ -100,9 +100,9 @@ struct ebuf {
 	struct backend_seq *bseqs; /* [seq_cap] */
 	struct estep *steps;	   /* [seq_cap] */
 	int32_t seq_cap, n;
-	int32_t *btok;	 /* [tok_cap] */
-	int32_t *prow;	 /* [tok_cap] backend_seq.prev_rows */
-	uint8_t *bwant;	 /* [tok_cap] */
+	int32_t *btok;	/* [tok_cap] */
+	int32_t *prow;	/* [tok_cap] backend_seq.prev_rows */
+	uint8_t *bwant; /* [tok_cap] */
 	int32_t tok_cap, nlog;
 	bool overlap; /* its results may wait until the next step is running */
 };
@@ -120,9 +120,9 @@ struct engine {
 	/* batch scratch, grown to the largest batch seen (at most max_batch_size sequences
 	 * and max_num_tokens tokens, but a large limit costs nothing until it is used) */
 	struct ebuf buf[2];
-	int32_t next_buf; /* the buffer the next step is built in */
-	int32_t pend;	  /* the buffer whose results wait to be applied; -1: none */
-	bool overlap;	  /* cfg.overlap resolved for the backend */
+	int32_t next_buf;		 /* the buffer the next step is built in */
+	int32_t pend;			 /* the buffer whose results wait to be applied; -1: none */
+	bool overlap;			 /* cfg.overlap resolved for the backend */
 	struct backend_sample_row *rows; /* [row_cap] */
 	struct sampler_result *res;	 /* [row_cap] */
 	struct constrain_job *cjobs;	 /* [row_cap] this step's grammar rows */
@@ -1448,7 +1448,9 @@ static bool constrain_apply(struct engine *e, struct ereq *er, const struct samp
  * kinds of step are applied serially (their results decide what the scheduler plans
  * next): a step with a beam (beam_advance re-points tables), and a step where a request
  * with n > 1 forks its samples (sched_fork). Their inputs may still name the previous
- * step's rows. Statistics lines count a request's completion one iteration later.
+ * step's rows. Which rows score prompt tokens is fixed when a step is built (plp_next
+ * may move before its rows are). Statistics lines count a request's completion one
+ * iteration later.
  * A synchronous backend (CPU) runs the same order, each call complete when it returns,
  * which is how the engine side is tested: results are bitwise those of the serial
  * loop (test_invariance, test_engine). */

@@ -43,6 +43,9 @@
  *    partly filled last one copied on write), each with its own RNG seeded with seed + i
  *    and its own stop conditions; the result (r->choices, sample order) is complete when
  *    every sample is. Sample i returns what the request alone with seed + i returns.
+ *  - overlap (cfg.overlap; engine.c, "Overlap"): step n + 1 is planned and its forward
+ *    started before step n's tokens are applied; outputs are the same bit for bit, a
+ *    request that stops on its token has one thrown-away position in the next step.
  *  - outputs do not depend on batching or preemption: the request's RNG is seeded from its
  *    seed at admission and only advanced when it samples; a recomputed context samples
  *    only at its end, which is the next new token; prompt log-probs are computed once.

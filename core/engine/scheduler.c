@@ -571,7 +571,7 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 		int32_t c = q->cache_wait ? 0
 			    : any_ctx	  ? (q->in_ctx ? ctx_tokens(s, q, budget) : 0)
 					  : q->n_tokens > q->n_computed &&
-						q->n_tokens <= q->n_kv_max; /* 0: held, or done */
+					    q->n_tokens <= q->n_kv_max; /* 0: held, or done */
 		if (c == 0)
 			continue;
 		/* The admission reservation guarantees these blocks. */
