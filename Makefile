@@ -70,7 +70,7 @@ LIB := $(BUILD)/libbatchgen.a
 LINK_LIB := -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Benchmark programs (bench/README.md); not part of `all`.
-BENCH_SRC := bench/cpu_decode.c bench/mem_read.c bench/qdot_matmul.c bench/engine_memory.c bench/tokenize_bench.c bench/grammar_mask.c bench/qdot_bench.c
+BENCH_SRC := bench/cpu_decode.c bench/mem_read.c bench/qdot_matmul.c bench/engine_memory.c bench/tokenize_bench.c bench/grammar_mask.c bench/qdot_bench.c bench/host_step.c
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all bench test test-gpu gpu-progs format install clean FORCE

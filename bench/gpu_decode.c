@@ -196,7 +196,7 @@ int main(int argc, char **argv)
 				for (int s = 0; s < B; s++)
 					seqs[s] = (struct backend_seq){
 					    &tok[s], 1,	      pos, tables + (int64_t)s * per_seq,
-					    per_seq, &want[s]};
+					    per_seq, &want[s], NULL};
 				struct backend_batch batch = {seqs, B, B};
 				if (b->ops->forward(b->ctx, &batch, &err) != BG_OK ||
 				    b->ops->sample(b->ctx, rows, B, res, &err) != BG_OK) {

@@ -26,11 +26,21 @@ its `batchgen bench` report with --measured to print the measured step time besi
              after: attn_prefill_tc_kernel (wmma on bf16, FlashAttention-2 style), bounded
              by its instruction issue, its tensor-core time and its L2 traffic, from counts
              of its PTX (TC_* below; bench/results/gpu-perf-model-2026-11-29.md says how).
+overlap    the host's part of a step (engine.c, "Overlap"), ESTIMATED from bench/host_step's
+             times on this project's CPU (not an H100 host's): A = applying the step
+             before and building the sample rows (grammar masks included), B = planning
+             and building the next step. Serial: device + A + B. Overlap as built (the
+             CUDA sample() still returns with its tokens on the host): the forward pass
+             hides A, max(forward, A) + sampling + B. Full overlap (sample() returning
+             before its tokens reach the host, tokens fed on the device; not built):
+             max(forward, A) + max(sampling, B). --host-us A:B per row, --mask-ms per
+             constrained row's grammar mask.
 What it cannot show: instruction-issue limits inside a kernel (the old per-query
 attention's per-key shuffles and 2-byte loads, which the issue estimates at ~2x its
 bandwidth bound), launch gaps, occupancy. It bounds from below.
 Usage: perf_model.py [--shape llama3-8b] [--scenarios 1x512,1x32768,256x512,64x4096]
                      [--prefill 32768] [--measured REPORT.json] [--detail]
+                     [--host-us A:B] [--mask-ms MS]
 """
 import argparse
 import json
@@ -161,6 +171,33 @@ def prefill_attention_tc(shape, n):
     return max(t_issue, t_mma, t_l2, t_dram), t_issue, t_mma, t_l2
 
 
+# bench/host_step at B=256 (us per row): A (forward -> sample) and B (sample -> next
+# forward) with overlap on; bench/results/overlap17-2026-11-29.md.
+HOST_US = "0.19:0.49"
+
+
+def overlap_table(a, shape):
+    """The host time overlap hides, per decode scenario (greedy; ESTIMATES)."""
+    ua, ub = (float(x) * 1e-6 for x in a.host_us.split(":"))
+    print(f"\noverlap (ESTIMATE; host {a.host_us} us per row, grammar masks "
+          f"{a.mask_ms} ms per row):")
+    print("| batch | context | forward ms | sampling ms | host A ms | host B ms | serial ms "
+          "| overlap as built ms | full overlap ms | hidden as built |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for sc in a.scenarios.split(","):
+        B, ctx = (int(x) for x in sc.split("x"))
+        _, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
+        t_s = sum(r[3] for r in rows if r[0].startswith("sampling"))
+        t_f = sum(r[3] for r in rows) - t_s
+        ha, hb = B * (ua + a.mask_ms * 1e-3), B * ub
+        serial = t_f + t_s + ha + hb
+        built = max(t_f, ha) + t_s + hb
+        full = max(t_f, ha) + max(t_s, hb)
+        print(f"| {B} | {ctx} | {t_f*1e3:.3f} | {t_s*1e3:.3f} | {ha*1e3:.3f} | {hb*1e3:.3f} "
+              f"| {serial*1e3:.3f} | {built*1e3:.3f} | {full*1e3:.3f} "
+              f"| {(serial - built) / serial:.1%} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
@@ -171,6 +208,11 @@ def main():
     ap.add_argument("--detail", action="store_true", help="per-kernel rows")
     ap.add_argument("--sample-fallback", type=float, default=0.0,
                     help="fraction of sampled rows on gpu/sample.cu's full-row path")
+    ap.add_argument("--host-us", default=HOST_US,
+                    help="A:B, host microseconds per row of a step (bench/host_step)")
+    ap.add_argument("--mask-ms", type=float, default=0.0,
+                    help="grammar-mask milliseconds per constrained row, added to A "
+                         "(spread over the mask threads: pass ms / threads)")
     a = ap.parse_args()
     shape = SHAPES[a.shape]
     print(f"# perf_model: {a.shape} bf16 on an H100 SXM (HBM {BW/1e12:.2f} TB/s, "
@@ -223,6 +265,7 @@ def main():
               f"{1e3*total:.0f} ms = {total/fa3:.2f}x FlashAttention-3's figure (issue 17: "
               f"<= 2x). A lower bound: it assumes the 4 warps a scheduler holds hide every "
               f"latency (barriers, shared-memory round trips).")
+    overlap_table(a, shape)
     if a.measured:
         with open(a.measured) as f:
             rep = json.load(f)

@@ -90,6 +90,9 @@ static const struct opt_def opt_table[] = {
      "process each prompt in one iteration instead of in chunks"},
     {"no-prefix-cache", 0, K_FALSE, F(prefix_cache), NULL, NULL, BOTH, NOLIM, NULL,
      "do not reuse the KV blocks of prompt prefixes across requests"},
+    {"overlap", 0, K_ENUM, F(overlap), "auto", "MODE", BOTH, NOLIM, "auto|off|on",
+     "start each step before the host has applied the step before: auto (on for CUDA), "
+     "off or on; results are the same"},
     {"max-queued", 0, K_I32, F(max_queued), "1024", "N", BOTH, 1, 1 << 24, NULL,
      "requests read ahead of the running set (bounds memory)"},
     {"block-size", 0, K_I32, F(block_size), "32", "N", BOTH, 1, 4096, NULL,
@@ -544,6 +547,7 @@ void opt_engine_config(const struct opt_config *c, struct engine_config *out)
 	out->max_num_tokens = c->max_num_tokens;
 	out->chunked_context = c->chunked_context;
 	out->prefix_cache = c->prefix_cache;
+	out->overlap = c->overlap - 1;
 	out->max_queued = c->max_queued;
 	out->max_seq_len = c->max_seq_len;
 	out->constrain_threads = c->threads;

@@ -33,7 +33,27 @@ struct backend_seq {
 	const int32_t *block_table; /* [n_blocks] */
 	int32_t n_blocks;	    /* >= ceil((pos0 + n_tokens) / block_size) */
 	const uint8_t *want_logits; /* [n_tokens]: 1 where a logits row is needed */
+	/* [n_tokens] or NULL (none). prev_rows[j] >= 0: token j is not known to the caller
+	 * yet (overlap, engine.c): it is the token the previous sample call drew for its row
+	 * prev_rows[j], and tokens[j] is a placeholder. -1: tokens[j]. A backend resolves it
+	 * with backend_seq_token, on the host or (one day) on the device. */
+	const int32_t *prev_rows;
 };
+
+/* Token j of s, with the tokens the previous sample call drew, last[n_last]: tokens[j],
+ * or last[prev_rows[j]]; -1 when that row does not exist (the batch is malformed). A drawn
+ * id outside [0, n_vocab) (a row whose logits were NaN or all masked: its request ends,
+ * and the output of this position is thrown away) feeds token 0. */
+static inline int32_t backend_seq_token(const struct backend_seq *s, int32_t j, const int32_t *last,
+					int32_t n_last, int32_t n_vocab)
+{
+	if (!s->prev_rows || s->prev_rows[j] < 0)
+		return s->tokens[j];
+	int32_t r = s->prev_rows[j];
+	if (r >= n_last)
+		return -1;
+	return last[r] >= 0 && last[r] < n_vocab ? last[r] : 0;
+}
 
 /* The first block_table entry a forward pass from pos0 may read: with a window W on every
  * layer (0: none), the block of position pos0 - W + 1; else 0. */
@@ -72,8 +92,9 @@ struct backend_ops {
 	/* Runs the model over the batch, writes K/V of every new token into its slot, and
 	 * keeps the wanted logits rows until the next forward. */
 	enum bg_status (*forward)(void *ctx, const struct backend_batch *batch, struct bg_err *err);
-	/* Samples/scores rows of the last forward; out[n_rows]. A row whose logits (after
-	 * its constraint) hold a NaN, or are all -inf, reports logprob NaN (sampler.h); the
+	/* Samples/scores rows of the last forward; out[n_rows]. The backend keeps the drawn
+	 * tokens until its next sample call, for the next forward's prev_rows. A row whose logits
+	 * (after its constraint) hold a NaN, or are all -inf, reports logprob NaN (sampler.h); the
 	 * engine checks that on the host, per row, so a backend needs no flag of its own. */
 	enum bg_status (*sample)(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
 				 struct sampler_result *out, struct bg_err *err);

@@ -60,6 +60,10 @@ struct cuda_layer {
 struct cuda_ctx {
 	int device;
 	int n_sm;
+	/* the tokens the last sample call drew, for the next forward's prev_rows (resolved
+	 * on the host: sample() still ends with the tokens on the host) */
+	int32_t *h_last; /* [cap_last] */
+	int32_t n_last, cap_last;
 	cudaStream_t stream;
 	cublasHandle_t cublas;
 	void *cublas_ws;
@@ -633,11 +637,14 @@ static enum bg_status check_batch(const struct cuda_ctx *c, const struct backend
 					       "batch sequence %d names KV block %d of %d", i,
 					       sq->block_table[j], c->n_blocks);
 		for (int32_t t = 0; t < sq->n_tokens; t++) {
-			if (sq->tokens[t] < 0 || (uint32_t)sq->tokens[t] >= c->hp.n_vocab)
+			int32_t id = backend_seq_token(sq, t, c->h_last, c->n_last,
+						       (int32_t)c->hp.n_vocab);
+			if (id < 0 || (uint32_t)id >= c->hp.n_vocab)
 				return bg_fail(err, BG_ERR_INVALID,
-					       "token id %d is outside the "
+					       "token id %d (previous row %d) is outside the "
 					       "vocabulary of %u",
-					       sq->tokens[t], c->hp.n_vocab);
+					       id, sq->prev_rows ? sq->prev_rows[t] : -1,
+					       c->hp.n_vocab);
 			n_want += sq->want_logits[t] != 0;
 		}
 	}
@@ -676,7 +683,7 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		const struct backend_seq *sq = &b->seqs[s];
 		int32_t p = sq->pos0, nb = p / bs + 1;
 		memcpy(bt + n_bt, sq->block_table, (size_t)nb * sizeof *bt);
-		tok[s] = sq->tokens[0];
+		tok[s] = backend_seq_token(sq, 0, c->h_last, c->n_last, (int32_t)c->hp.n_vocab);
 		pos[s] = p;
 		slots[s] = sq->block_table[p / bs] * bs + p % bs;
 		tok_bt[s] = n_bt;
@@ -855,7 +862,8 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			}
 			for (int32_t j = 0; j < take; j++) {
 				int32_t p = sq->pos0 + ti + j;
-				tok[k] = sq->tokens[ti + j];
+				tok[k] = backend_seq_token(sq, ti + j, c->h_last, c->n_last,
+							   (int32_t)c->hp.n_vocab);
 				pos[k] = p;
 				slots[k] = sq->block_table[p / c->block_size] * c->block_size +
 					   p % c->block_size;
@@ -1081,12 +1089,23 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 		    (rows[i].forced < 0 && rows[i].params->temperature > 0.0f && !rows[i].rng))
 			return bg_fail(err, BG_ERR_INVALID, "sample row %d is malformed", i);
 	}
+	if (n_rows > c->cap_last) {
+		int32_t *t = (int32_t *)realloc(c->h_last, (size_t)n_rows * sizeof *t);
+		if (!t)
+			return bg_fail(err, BG_ERR_NOMEM, "out of host memory for %d tokens", n_rows);
+		c->h_last = t;
+		c->cap_last = n_rows;
+	}
+	c->n_last = 0; /* a failed call leaves no tokens to feed */
 	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
 		int32_t n = n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP;
 		enum bg_status st = sample_group(c, rows + i, n, out + i, err);
 		if (st != BG_OK)
 			return st;
 	}
+	for (int32_t i = 0; i < n_rows; i++)
+		c->h_last[i] = out[i].token;
+	c->n_last = n_rows;
 	return BG_OK;
 }
 
@@ -1182,6 +1201,7 @@ static void cuda_destroy(void *ctx)
 	if (!c)
 		return;
 	cudaSetDevice(c->device);
+	free(c->h_last);
 	if (c->stream)
 		cudaStreamSynchronize(c->stream);
 	if (c->cublas)

@@ -3,12 +3,14 @@
  *
  * A varied greedy workload (text and token-id prompts of 1 to ~100 tokens, max_tokens 1
  * to 48, some stop strings, top-2 or top-5 log-probs) runs:
- *   - every request alone on the GPU (max_batch_size 1): the reference;
+ *   - every request alone on the GPU (max_batch_size 1, overlap off): the reference;
  *   - all at once under no-evict (max_batch_size 96, a large KV pool: batches of 64+
  *     requests, asserted from the engine's per-iteration stats), under max-util with
  *     recompute and with swap (max_batch_size 64, a 16-block pool: preemptions happen,
  *     asserted from the engine's totals);
  *   - all at once on the CPU backend.
+ * The batched GPU runs overlap steps (engine.c, "Overlap": on by default on CUDA), so
+ * they also check the overlapped engine on the CUDA backend against its serial runs.
  * Checks: every request has exactly one result with a valid finish; the batched runs'
  * and the CPU's token ids agree with the GPU-alone run's, up to near-ties (see
  * compare()); the agreement rates are printed as "agreement NAME: a/n (p%)".
@@ -56,9 +58,9 @@ struct spec {
 struct run {
 	const struct spec *specs;
 	int32_t n, next, n_emitted, dup;
-	struct request **res; /* [n] by seq */
-	int64_t preemptions;  /* engine_totals */
-	int32_t peak_batch;   /* most requests scheduled in one iteration (stats) */
+	struct request **res;		    /* [n] by seq */
+	int64_t preemptions, overlap_steps; /* engine_totals */
+	int32_t peak_batch;		    /* most requests scheduled in one iteration (stats) */
 };
 
 static int src(void *user, struct request **out, struct bg_err *err)
@@ -127,6 +129,7 @@ static enum bg_status run(const struct engine_config *cfg0, struct backend *be,
 	if (e)
 		engine_totals(e, &tot);
 	R->preemptions = tot.preemptions;
+	R->overlap_steps = tot.overlap_steps;
 	if (cfg.stats) {
 		R->peak_batch = peak_scheduled(cfg.stats);
 		fclose(cfg.stats);
@@ -325,6 +328,7 @@ int main(void)
 	struct engine_config cfg;
 	engine_config_default(&cfg);
 	cfg.max_batch_size = 1;
+	cfg.overlap = 0; /* serial: the batched runs overlap (the default on CUDA) */
 	struct request **ref = calloc((size_t)N, sizeof *ref);
 	int32_t n_bad = 0, n_stop = 0;
 	for (int32_t i = 0; i < N; i++) {
@@ -356,6 +360,7 @@ int main(void)
 		struct run R;
 		enum bg_status st = run(&cfg, be, tok, &hp, sp, N, &R);
 		check_results(name, st, &R);
+		CHECK(R.overlap_steps > 0, "%s: overlap is on by default on CUDA", name);
 		fprintf(stderr, "%s: %d requests, peak batch %d, %lld preemptions\n", name, N,
 			R.peak_batch, (long long)R.preemptions);
 		if (p == 0) {

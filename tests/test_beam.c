@@ -46,6 +46,8 @@ struct fake {
 	int64_t n_forward, copies;
 	int errors;
 	char err[160];
+	int32_t last[4096]; /* the tokens the last sample call drew (backend_seq.prev_rows) */
+	int32_t n_last;
 };
 
 static uint64_t mix64(uint64_t x)
@@ -107,7 +109,13 @@ static enum bg_status fake_forward(void *ctx, const struct backend_batch *b, str
 					fake_bad(f, "reads a KV slot never written");
 				prev = f->kv[ps];
 			}
-			uint64_t h = model_next(prev, q->tokens[j], p);
+			int32_t tok = q->tokens[j];
+			if (q->prev_rows && q->prev_rows[j] >= 0) {
+				if (q->prev_rows[j] >= f->n_last)
+					return bg_fail(err, BG_ERR_INVALID, "prev_rows");
+				tok = f->last[q->prev_rows[j]];
+			}
+			uint64_t h = model_next(prev, tok, p);
 			size_t sl = (size_t)q->block_table[p / f->bs] * f->bs + (size_t)(p % f->bs);
 			f->kv[sl] = h;
 			f->valid[sl] = 1;
@@ -136,7 +144,10 @@ static enum bg_status fake_sample(void *ctx, const struct backend_sample_row *ro
 		else
 			sampler_sample(lg, f->V, r->params, &r->history, r->rng, f->scratch,
 				       &out[i]);
+		if (i < 4096)
+			f->last[i] = out[i].token;
 	}
+	f->n_last = n < 4096 ? n : 4096;
 	return BG_OK;
 }
 
@@ -574,12 +585,14 @@ static void test_reference_fake(void)
 			struct engine_config cfg;
 			engine_config_default(&cfg);
 			cfg.policy = pols[pi];
+			cfg.overlap = (pi + setup) % 2; /* beams run serially, the rest not */
 			cfg.max_num_tokens = setup == 1 ? 5 : 64;
 			cfg.max_batch_size = setup == 2 ? 5 : 32;
 			cfg.prefix_cache = setup != 2;
 			struct run R;
 			char what[96];
-			snprintf(what, sizeof what, "policy %d setup %d", pi, setup);
+			snprintf(what, sizeof what, "policy %d setup %d overlap %d", pi, setup,
+				 cfg.overlap);
 			CHECK(run(&cfg, &be, NULL, NULL, sp, N, &R) == BG_OK, "%s: run", what);
 			int bad = 0, paused = 0;
 			for (int32_t i = 0; i < N; i++) {
@@ -772,12 +785,13 @@ static void test_real(void)
 						  ENGINE_POLICY_STATIC, ENGINE_POLICY_ADAPTIVE};
 	int64_t preempted = 0;
 	for (int pi = 0; pi < 4; pi++)
-		for (int chunk = 0; chunk < 2; chunk++) {
+		for (int chunk = 0; chunk < 4; chunk++) {
 			struct engine_config c2;
 			engine_config_default(&c2);
+			c2.overlap = chunk / 2;
 			c2.policy = pols[pi];
-			c2.chunked_context = chunk == 0;
-			c2.max_num_tokens = chunk == 0 ? 16 : 512;
+			c2.chunked_context = chunk % 2 == 0;
+			c2.max_num_tokens = chunk % 2 == 0 ? 16 : 512;
 			struct run R;
 			CHECK(run(&c2, be, tok, &hp, mix, NM, &R) == BG_OK, "mixed run");
 			int bad = 0;
@@ -787,8 +801,9 @@ static void test_real(void)
 				else if (R.res[i])
 					preempted += R.res[i]->preemptions;
 			}
-			CHECK(bad == 0, "policy %d chunk %d: %d beam requests differ batched", pi,
-			      chunk, bad);
+			CHECK(bad == 0,
+			      "policy %d chunk %d overlap %d: %d beam requests differ batched", pi,
+			      chunk % 2, c2.overlap, bad);
 			run_free(&R);
 		}
 	CHECK(preempted > 0, "max-util preempted other requests around the beams (%lld)",

@@ -38,6 +38,8 @@ struct fake {
 	void *scratch;
 	int mode;
 	int32_t succ[64]; /* FAKE_SUCC: the token that follows each token */
+	int32_t last[8192]; /* the tokens the last sample call drew (backend_seq.prev_rows) */
+	int32_t n_last;
 	/* records */
 	int64_t n_forward, max_seqs, max_tokens, total_tokens, swap_outs, swap_ins, copies;
 	bool shared_ok; /* blocks may be shared (samples): swap-out must not poison them */
@@ -119,6 +121,13 @@ static enum bg_status fake_forward(void *ctx, const struct backend_batch *b, str
 				prev = f->kv[ps];
 			}
 			int32_t tok = q->tokens[j];
+			if (q->prev_rows && q->prev_rows[j] >= 0) {
+				if (q->prev_rows[j] >= f->n_last) {
+					fake_bad(f, "a previous sample row that does not exist");
+					return bg_fail(err, BG_ERR_INVALID, "prev_rows");
+				}
+				tok = f->last[q->prev_rows[j]];
+			}
 			if (tok < 0 || tok >= f->V)
 				fake_bad(f, "token out of range");
 			uint64_t h =
@@ -161,7 +170,9 @@ static enum bg_status fake_sample(void *ctx, const struct backend_sample_row *ro
 		else
 			sampler_sample(lg, f->V, r->params, &r->history, r->rng, f->scratch,
 				       &out[i]);
+		f->last[i] = out[i].token;
 	}
+	f->n_last = n;
 	return BG_OK;
 }
 
@@ -537,12 +548,14 @@ static void test_invariance_fake(const struct tok *tok)
 	}
 	CHECK(n_stop > 5 && n_eos > 3 && n_len > 20, "workload covers stop %d eos %d length %d",
 	      n_stop, n_eos, n_len);
+	int64_t ovl_steps = 0, ovl_dropped = 0;
 	for (int pi = 0; pi < ENGINE_UTIL_N_POLICIES; pi++)
 		for (int chunk = 0; chunk < 2; chunk++)
-			for (int bsi = 0; bsi < 2; bsi++) {
+			for (int bsi = 0; bsi < 4; bsi++) {
 				engine_util_policy(&cfg, pi);
+				cfg.overlap = bsi / 2; /* serial, then overlapped */
 				cfg.chunked_context = chunk;
-				cfg.max_batch_size = bsi ? 64 : 1;
+				cfg.max_batch_size = bsi % 2 ? 64 : 1;
 				cfg.max_num_tokens = 48;
 				cfg.max_queued = 16;
 				cfg.order =
@@ -568,8 +581,15 @@ static void test_invariance_fake(const struct tok *tok)
 				CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0,
 				      "policy %d chunk %d bs %d: %d results of %d", pi, chunk,
 				      cfg.max_batch_size, R.n_emitted, N);
-				CHECK(diff == 0, "policy %d/%d chunk %d bs %d: %d differ (%s)", pi,
-				      cfg.preempt, chunk, cfg.max_batch_size, diff, why);
+				CHECK(diff == 0,
+				      "policy %d/%d chunk %d bs %d overlap %d: %d differ (%s)", pi,
+				      cfg.preempt, chunk, cfg.max_batch_size, cfg.overlap, diff,
+				      why);
+				CHECK(cfg.overlap ||
+					  (R.tot.overlap_steps == 0 && R.tot.overlap_dropped == 0),
+				      "overlap off: no step overlapped");
+				ovl_steps += R.tot.overlap_steps;
+				ovl_dropped += R.tot.overlap_dropped;
 				CHECK(f.errors == 0, "fake backend: %s", f.err);
 				CHECK(f.max_tokens <= cfg.max_num_tokens &&
 					  f.max_seqs <= cfg.max_batch_size,
@@ -594,6 +614,12 @@ static void test_invariance_fake(const struct tok *tok)
 				run_free(&R);
 				fake_free(&f);
 			}
+	/* the overlapped runs did overlap, and requests stopping by their token (stop
+	 * strings, EOS) had their next step run and thrown away */
+	CHECK(ovl_steps > 1000 && ovl_dropped > 100, "overlap: %lld steps, %lld rows dropped",
+	      (long long)ovl_steps, (long long)ovl_dropped);
+	fprintf(stderr, "overlap: %lld steps overlapped, %lld rows dropped\n", (long long)ovl_steps,
+		(long long)ovl_dropped);
 	for (int32_t i = 0; i < N; i++)
 		req_free(ref[i]);
 	free(ref);
@@ -626,6 +652,7 @@ static void test_random_configs(const struct tok *tok)
 		cfg.reorder_window = 1 + (int32_t)wrnd(4);
 		cfg.order = wrnd(2) ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
 		cfg.prefix_cache = wrnd(2);
+		cfg.overlap = k % 2;
 		int32_t bs = 1 + (int32_t)wrnd(16);
 		int32_t nb = (max_seq - 1 + bs - 1) / bs + (int32_t)wrnd(12);
 		be = fake_backend(&f, TV, nb, bs, FAKE_HASH);
@@ -639,10 +666,10 @@ static void test_random_configs(const struct tok *tok)
 				snprintf(why, sizeof why, "request %d: %s", i, w);
 		}
 		CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0 && diff == 0 && f.errors == 0,
-		      "config %d (policy %d preempt %d chunk %d bs %d tokens %d blocks %dx%d): %d "
-		      "results, %d differ (%s) %s",
+		      "config %d (policy %d preempt %d chunk %d bs %d tokens %d blocks %dx%d "
+		      "overlap %d): %d results, %d differ (%s) %s",
 		      k, cfg.policy, cfg.preempt, cfg.chunked_context, cfg.max_batch_size,
-		      cfg.max_num_tokens, nb, bs, R.n_emitted, diff, why, f.err);
+		      cfg.max_num_tokens, nb, bs, cfg.overlap, R.n_emitted, diff, why, f.err);
 		run_free(&R);
 		fake_free(&f);
 	}
@@ -1491,13 +1518,14 @@ static void test_samples(const struct tok *tok)
 	fake_free(&f);
 	int64_t copies = 0, distinct = 0;
 	for (int pi = 0; pi < ENGINE_UTIL_N_POLICIES; pi++)
-		for (int v = 0; v < 2; v++) {
+		for (int v = 0; v < 4; v++) {
 			engine_util_policy(&cfg, pi);
-			cfg.chunked_context = v;
-			cfg.max_batch_size = v ? 16 : 6;
+			cfg.overlap = v / 2;
+			cfg.chunked_context = v % 2;
+			cfg.max_batch_size = v % 2 ? 16 : 6;
 			cfg.max_num_tokens = 48;
 			cfg.prefix_cache = pi % 2 == 0;
-			cfg.order = v ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
+			cfg.order = v % 2 ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
 			/* 30 blocks of 4: tight, max-util and adaptive preempt; no-evict and
 			 * static reserve a family's whole future: 44 hold the largest */
 			bool pre = cfg.policy == ENGINE_POLICY_MAX_UTIL ||
@@ -1537,8 +1565,8 @@ static void test_samples(const struct tok *tok)
 			}
 			CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0 && diff == 0 &&
 				  f.errors == 0,
-			      "samples, policy %d v %d: %d results, %d differ (%s) %s", pi, v,
-			      R.n_emitted, diff, why, f.err);
+			      "samples, policy %d v %d overlap %d: %d results, %d differ (%s) %s",
+			      pi, v % 2, cfg.overlap, R.n_emitted, diff, why, f.err);
 			copies += f.copies;
 			run_free(&R);
 			fake_free(&f);

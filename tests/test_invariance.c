@@ -249,8 +249,9 @@ static void arch_invariance(const char *shape, int32_t n)
 		R.res[0] = NULL;
 		run_free(&R);
 	}
-	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++) {
-		const char *name = engine_util_policy(&cfg, p);
+	for (int p = 0; p < 2 * ENGINE_UTIL_N_POLICIES; p++) {
+		const char *name = engine_util_policy(&cfg, p / 2);
+		cfg.overlap = p % 2;
 		cfg.max_batch_size = 64;
 		cfg.max_num_tokens = 32;
 		cfg.max_queued = 32;
@@ -267,12 +268,12 @@ static void arch_invariance(const char *shape, int32_t n)
 				preempt += R.res[i]->preemptions;
 		}
 		CHECK(st == BG_OK && R.n_emitted == n && diff == 0,
-		      "%s %s: %d of %d results, %d differ from solo (%s)", shape, name,
-		      R.n_emitted, n, diff, why);
+		      "%s %s overlap %d: %d of %d results, %d differ from solo (%s)", shape, name,
+		      cfg.overlap, R.n_emitted, n, diff, why);
 		if (cfg.policy == ENGINE_POLICY_MAX_UTIL)
 			CHECK(preempt > 0, "%s %s: preemptions happened", shape, name);
-		fprintf(stderr, "%-16s %-20s: %d/%d identical, %lld preemptions\n", shape, name,
-			n - diff, n, (long long)preempt);
+		fprintf(stderr, "%-16s %-20s overlap %d: %d/%d identical, %lld preemptions\n",
+			shape, name, cfg.overlap, n - diff, n, (long long)preempt);
 		run_free(&R);
 	}
 out:
@@ -326,6 +327,7 @@ static void first_wave_invariance(struct backend *be, const struct tok *tok,
 			for (int b = 0; b < 2; b++) {
 				const char *name = engine_util_policy(&cfg, p);
 				cfg.chunked_context = chunk;
+				cfg.overlap = chunk;
 				cfg.max_batch_size = b ? 64 : 1;
 				cfg.max_num_tokens = 512;
 				struct run R;
@@ -448,6 +450,7 @@ static void preempt_prefix_invariance(const struct model *m, const struct tok *t
 					name = "adaptive/recompute";
 				}
 				cfg.chunked_context = chunk;
+				cfg.overlap = chunk ^ b;
 				cfg.max_batch_size = b ? 64 : 1;
 				cfg.max_num_tokens = 64;
 				cfg.stats = tmpfile();
@@ -597,6 +600,7 @@ static void grammar_invariance(struct backend *be, const struct tok *tok,
 	static const int threads[] = {1, 2, 4};
 	for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
 		cfg.constrain_threads = threads[t];
+		cfg.overlap = (int32_t)t % 2;
 		cfg.max_batch_size = 64;
 		struct run R;
 		enum bg_status st = run(&cfg, be, tok, hp, sp, N_G, &R);
@@ -741,6 +745,7 @@ int main(void)
 			for (int b = 0; b < 2; b++) {
 				const char *name = engine_util_policy(&cfg, p);
 				cfg.chunked_context = chunk;
+				cfg.overlap = chunk;
 				cfg.max_batch_size = b ? 64 : 1;
 				cfg.max_num_tokens = 96;
 				cfg.max_queued = 32;
@@ -770,9 +775,10 @@ int main(void)
 				CHECK(st == BG_OK && R.n_emitted == N && R.dup == 0,
 				      "%s chunk %d bs %d: %d results of %d", name, chunk,
 				      cfg.max_batch_size, R.n_emitted, N);
-				CHECK(diff == 0,
-				      "%s chunk %d bs %d: %d of %d differ from solo (%s)", name,
-				      chunk, cfg.max_batch_size, diff, N, why);
+				CHECK(
+				    diff == 0,
+				    "%s chunk %d bs %d overlap %d: %d of %d differ from solo (%s)",
+				    name, chunk, cfg.max_batch_size, cfg.overlap, diff, N, why);
 				if (cfg.policy == ENGINE_POLICY_MAX_UTIL && b)
 					CHECK(preempt > 0,
 					      "%s chunk %d: preemptions happened (%lld)", name,
@@ -780,12 +786,11 @@ int main(void)
 				if (cfg.policy != ENGINE_POLICY_MAX_UTIL &&
 				    cfg.policy != ENGINE_POLICY_ADAPTIVE)
 					CHECK(preempt == 0, "%s never preempts", name);
-				fprintf(
-				    stderr,
-				    "%-20s chunk %d bs %2d: %d/%d identical, %lld preemptions, "
-				    "%lld cached tokens\n",
-				    name, chunk, cfg.max_batch_size, N - diff, N,
-				    (long long)preempt, (long long)cached);
+				fprintf(stderr,
+					"%-20s chunk %d bs %2d overlap %d: %d/%d identical, %lld "
+					"preemptions, %lld cached tokens\n",
+					name, chunk, cfg.max_batch_size, cfg.overlap, N - diff, N,
+					(long long)preempt, (long long)cached);
 				run_free(&R);
 			}
 	/* An independent oracle through the whole engine path: llama.cpp's greedy

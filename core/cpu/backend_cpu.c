@@ -86,6 +86,9 @@ struct cpu_ctx {
 
 	void *samp_scratch; /* [n_threads][samp_bytes]: the sampler's, then a constrained row */
 	size_t samp_bytes;
+	/* the tokens the last sample call drew, for the next forward's prev_rows */
+	int32_t *last_tok; /* [cap_last] */
+	int32_t n_last, cap_last;
 
 	const struct backend_batch *batch; /* during forward */
 };
@@ -473,10 +476,14 @@ static enum bg_status validate_batch(const struct cpu_ctx *c, const struct backe
 					       "forward: sequence %d: block %d out of range", i,
 					       s->block_table[j]);
 		for (int32_t j = 0; j < s->n_tokens; j++) {
-			if (s->tokens[j] < 0 || (uint32_t)s->tokens[j] >= c->hp.n_vocab)
-				return bg_fail(err, BG_ERR_INVALID,
-					       "forward: sequence %d: token id %d out of range", i,
-					       s->tokens[j]);
+			int32_t id =
+			    backend_seq_token(s, j, c->last_tok, c->n_last, (int32_t)c->hp.n_vocab);
+			if (id < 0 || (uint32_t)id >= c->hp.n_vocab)
+				return bg_fail(
+				    err, BG_ERR_INVALID,
+				    "forward: sequence %d: token id %d (previous row %d) "
+				    "out of range",
+				    i, id, s->prev_rows ? s->prev_rows[j] : -1);
 			want += s->want_logits[j] != 0;
 		}
 		tok += s->n_tokens;
@@ -519,9 +526,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		for (int32_t j = 0; j < s->n_tokens; j++, t++) {
 			c->tok_pos[t] = s->pos0 + j;
 			c->tok_seq[t] = i;
-			const char *row =
-			    (const char *)m->tok_embd.data +
-			    (size_t)s->tokens[j] * cpuk_row_bytes(m->tok_embd.type, E);
+			const char *row = (const char *)m->tok_embd.data +
+					  (size_t)backend_seq_token(s, j, c->last_tok, c->n_last,
+								    (int32_t)hp->n_vocab) *
+					      cpuk_row_bytes(m->tok_embd.type, E);
 			float *xr = c->x + (int64_t)t * E;
 			cpuk_dequant_row(m->tok_embd.type, row, E, xr);
 			if (hp->embd_scale != 1.0f) /* gemma: sqrt(n_embd) */
@@ -703,6 +711,13 @@ static enum bg_status cpu_sample(void *ctx, const struct backend_sample_row *row
 			return bg_fail(err, BG_ERR_INVALID, "sample: forced token %d out of range",
 				       r->forced);
 	}
+	if (n_rows > c->cap_last) {
+		int32_t *t = realloc(c->last_tok, (size_t)n_rows * sizeof *t);
+		if (!t)
+			return bg_fail(err, BG_ERR_NOMEM, "sample: out of memory");
+		c->last_tok = t;
+		c->cap_last = n_rows;
+	}
 	struct samp_run sr = {c, rows, out};
 	/* Rows run in parallel unless two sampling rows share an RNG: then their draws must
 	 * happen in row order, so everything runs on this thread. */
@@ -718,6 +733,9 @@ static enum bg_status cpu_sample(void *ctx, const struct backend_sample_row *row
 			samp_task(&sr, i, 0);
 	else
 		tp_run(c->pool, n_rows, samp_task, &sr);
+	for (int32_t i = 0; i < n_rows; i++)
+		c->last_tok[i] = out[i].token;
+	c->n_last = n_rows;
 	return BG_OK;
 }
 
@@ -817,6 +835,7 @@ static void cpu_destroy(void *ctx)
 	if (!c)
 		return;
 	tp_destroy(c->pool);
+	free(c->last_tok);
 	free(c->kv);
 	free(c->norms);
 	free(c->biases);

@@ -38,6 +38,7 @@ void engine_config_default(struct engine_config *c)
 	c->parse_special = true;
 	c->prefix_cache = true;
 	c->constrain_threads = 0;
+	c->overlap = -1;
 }
 
 /* The engine's side of one request, alive from the source to the sink. */
@@ -73,9 +74,37 @@ struct ereq {
 	/* beam search (beam_width > 1): the root owns the search; its kids are beams
 	 * 1..W-1 (slots; kept until the root is freed, even when not live) */
 	struct beam *beam;
+	struct estep *at[2]; /* its entries in the engine's two step buffers (NULL: none) */
 	bool beam_over; /* root: the family has finished (or failed) */
 	bool beam_nan;	/* root: a beam of this step met a NaN logits row (at beam_nan_at) */
 	int32_t beam_nan_at;
+};
+
+/* One scheduled sequence of a step, kept past the scheduler's next plan (which reuses
+ * the scheduler's own fields): with overlap, a step's results are applied after the next
+ * step has been planned and started. */
+struct estep {
+	struct ereq *er; /* NULL once the request was freed */
+	int32_t K, c;	 /* n_computed before the step, tokens it feeds */
+	int32_t tok0;	 /* its first token in the buffer's btok / bwant */
+	int32_t lrow0;	 /* its first logits row */
+	int32_t row0;	 /* its first sample row (rows of a dead entry: none) */
+	int32_t srow;	 /* the sample row that draws its next token; -1: none */
+	bool ctx, samples, recomputing, fork;
+	bool dead; /* finished (by the previous step's results) before it was sampled */
+};
+
+/* A step's backend inputs and what applying its results needs. There are two, used in
+ * turn, so that step n's stay intact while step n + 1 is built and run. */
+struct ebuf {
+	struct backend_seq *bseqs; /* [seq_cap] */
+	struct estep *steps;	   /* [seq_cap] */
+	int32_t seq_cap, n;
+	int32_t *btok;	/* [tok_cap] */
+	int32_t *prow;	/* [tok_cap] backend_seq.prev_rows */
+	uint8_t *bwant; /* [tok_cap] */
+	int32_t tok_cap, nlog;
+	bool overlap; /* its results may wait until the next step is running */
 };
 
 struct engine {
@@ -90,15 +119,15 @@ struct engine {
 	int32_t kv_window; /* > 0: every layer is windowed, blocks behind it are given back */
 	/* batch scratch, grown to the largest batch seen (at most max_batch_size sequences
 	 * and max_num_tokens tokens, but a large limit costs nothing until it is used) */
-	struct backend_seq *bseqs; /* [seq_cap] */
-	int32_t seq_cap;
-	int32_t *btok;			 /* [tok_cap] */
-	uint8_t *bwant;			 /* [tok_cap] */
-	struct backend_sample_row *rows; /* [tok_cap] */
-	struct sampler_result *res;	 /* [tok_cap] */
-	struct constrain_job *cjobs;	 /* [tok_cap] this step's grammar rows */
-	int32_t *cjob_row;		 /* [tok_cap] the sample row of each job */
-	int32_t tok_cap;
+	struct ebuf buf[2];
+	int32_t next_buf;		 /* the buffer the next step is built in */
+	int32_t pend;			 /* the buffer whose results wait to be applied; -1: none */
+	bool overlap;			 /* cfg.overlap resolved for the backend */
+	struct backend_sample_row *rows; /* [row_cap] */
+	struct sampler_result *res;	 /* [row_cap] */
+	struct constrain_job *cjobs;	 /* [row_cap] this step's grammar rows */
+	int32_t *cjob_row;		 /* [row_cap] the sample row of each job */
+	int32_t row_cap, nrows;
 	/* reorder ring (order input): every pulled, not yet emitted request by ord */
 	struct ereq **ring; /* [ring_cap], a power of two */
 	int64_t ring_cap;
@@ -153,6 +182,9 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 		int64_t pool_tokens = (int64_t)backend->n_blocks * backend->block_size;
 		e->max_seq_len = pool_tokens > INT32_MAX ? INT32_MAX : (int32_t)pool_tokens;
 	}
+	e->pend = -1;
+	e->overlap = cfg->overlap < 0 ? strcmp(backend->name ? backend->name : "", "cuda") == 0
+				      : cfg->overlap > 0;
 	e->window = cfg->reorder_window > 0
 			? cfg->reorder_window
 			: (cfg->max_batch_size * 4 > 1024 ? cfg->max_batch_size * 4 : 1024);
@@ -195,6 +227,9 @@ static void ereq_free(struct ereq *er)
 		return;
 	for (int32_t i = 0; i < er->n_kids; i++)
 		ereq_free(er->kids[i]);
+	for (int b = 0; b < 2; b++)
+		if (er->at[b])
+			er->at[b]->er = NULL;
 	free(er->kids);
 	free(er->swap_buf);
 	beam_free(er->beam);
@@ -239,6 +274,7 @@ static void drop_inflight(struct engine *e)
 	e->head_ord = e->next_ord;
 	e->n_buffered = 0;
 	e->swap_host_bytes = 0;
+	e->pend = -1; /* its requests are gone */
 }
 
 void engine_destroy(struct engine *e)
@@ -250,9 +286,13 @@ void engine_destroy(struct engine *e)
 	sched_destroy(e->sched);
 	kv_pool_destroy(e->pool);
 	constrain_vocab_free(e->cvocab);
-	free(e->bseqs);
-	free(e->btok);
-	free(e->bwant);
+	for (int b = 0; b < 2; b++) {
+		free(e->buf[b].bseqs);
+		free(e->buf[b].steps);
+		free(e->buf[b].btok);
+		free(e->buf[b].prow);
+		free(e->buf[b].bwant);
+	}
 	free(e->rows);
 	free(e->res);
 	free(e->cjobs);
@@ -1252,14 +1292,15 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 	fflush(f);
 }
 
-/* Fails every request of a batch whose forward or sample failed (their KV is garbage). */
-static void fail_batch(struct engine *e, const struct sched_plan *plan, const char *what,
-		       const struct bg_err *berr)
+/* Fails every live request of step buffer bi, whose forward or sample failed (their KV is
+ * garbage). */
+static void fail_step(struct engine *e, int32_t bi, const char *what, const struct bg_err *berr)
 {
-	/* plan->seqs is the scheduler's array, which sched_finish does not touch. */
-	for (int32_t i = 0; i < plan->n; i++) {
-		struct ereq *er = plan->seqs[i]->user;
-		fail_req(e, er, "backend_error", "%s failed: %s", what, berr->msg);
+	struct ebuf *b = &e->buf[bi];
+	for (int32_t i = 0; i < b->n; i++) {
+		struct ereq *er = b->steps[i].er;
+		if (er && !er->done && er->sq.state != SCHED_DONE)
+			fail_req(e, er, "backend_error", "%s failed: %s", what, berr->msg);
 	}
 }
 
@@ -1272,24 +1313,29 @@ static bool grow(void **p, size_t elem, int32_t n)
 	return true;
 }
 
-static enum bg_status scratch_reserve(struct engine *e, int32_t n_seqs, int32_t n_tokens,
-				      struct bg_err *err)
+static enum bg_status scratch_reserve(struct engine *e, struct ebuf *b, int32_t n_seqs,
+				      int32_t n_tokens, int32_t n_rows, struct bg_err *err)
 {
-	if (n_seqs > e->seq_cap) {
-		if (!grow((void **)&e->bseqs, sizeof *e->bseqs, n_seqs))
+	if (n_seqs > b->seq_cap) {
+		if (!grow((void **)&b->bseqs, sizeof *b->bseqs, n_seqs) ||
+		    !grow((void **)&b->steps, sizeof *b->steps, n_seqs))
 			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
-		e->seq_cap = n_seqs;
+		b->seq_cap = n_seqs;
 	}
-	if (n_tokens > e->tok_cap) {
-		int32_t cap = n_tokens;
-		if (!grow((void **)&e->btok, sizeof *e->btok, cap) ||
-		    !grow((void **)&e->bwant, sizeof *e->bwant, cap) ||
-		    !grow((void **)&e->rows, sizeof *e->rows, cap) ||
-		    !grow((void **)&e->res, sizeof *e->res, cap) ||
-		    !grow((void **)&e->cjobs, sizeof *e->cjobs, cap) ||
-		    !grow((void **)&e->cjob_row, sizeof *e->cjob_row, cap))
+	if (n_tokens > b->tok_cap) {
+		if (!grow((void **)&b->btok, sizeof *b->btok, n_tokens) ||
+		    !grow((void **)&b->prow, sizeof *b->prow, n_tokens) ||
+		    !grow((void **)&b->bwant, sizeof *b->bwant, n_tokens))
 			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
-		e->tok_cap = cap;
+		b->tok_cap = n_tokens;
+	}
+	if (n_rows > e->row_cap) {
+		if (!grow((void **)&e->rows, sizeof *e->rows, n_rows) ||
+		    !grow((void **)&e->res, sizeof *e->res, n_rows) ||
+		    !grow((void **)&e->cjobs, sizeof *e->cjobs, n_rows) ||
+		    !grow((void **)&e->cjob_row, sizeof *e->cjob_row, n_rows))
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
+		e->row_cap = n_rows;
 	}
 	return BG_OK;
 }
@@ -1369,16 +1415,67 @@ static bool constrain_apply(struct engine *e, struct ereq *er, const struct samp
 	return true;
 }
 
-/* Runs one planned batch: swap-ins, forward, sample, append, stop checks. */
-static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan, struct bg_err *err)
+/* ---- one step: build, rows, apply ----
+ *
+ * Overlap (issue 17, item 6; TensorRT-LLM's overlap scheduler, vLLM's async scheduling).
+ * Serially a step is: plan, forward, sample, apply the tokens on the host (append, stop
+ * checks, results), and the next plan feeds the tokens from the host. With cfg.overlap
+ * the iteration is reordered so that the forward of step n + 1 is started before the
+ * host applies step n's tokens:
+ *
+ *   plan n+1 -> build n+1 -> forward n+1 -> apply n -> rows n+1 -> sample n+1 -> advance n+1
+ *
+ * What the host does not know when it plans and builds step n + 1 is step n's tokens:
+ * a decode row whose token is still pending names the sample row that draws it
+ * (backend_seq.prev_rows), and the backend feeds that token itself. The scheduler is
+ * told that every sampling sequence appended a token (sched_advance) as soon as step n
+ * is sampled: counts do not depend on which token it was. A sequence that used its last
+ * position (max_tokens, max_seq_len: n_tokens > n_kv_max) is never planned again, so a
+ * length finish costs nothing. A request that stops at step n by its token (EOS, a stop
+ * id, a stop string, a grammar, a NaN row) was already planned into step n + 1: its row
+ * there is run and thrown away — apply n finishes it before rows n + 1 are built, so it
+ * draws nothing (its RNG does not move), nothing reaches its result, and its entry is
+ * "dead". Its blocks are freed when apply n finishes it, after forward n + 1 was issued:
+ * a device backend runs everything on one stream in issue order, so a block handed to
+ * another sequence is written only after forward n + 1 is done with it. That wasted
+ * position is within the request's reservation (n_tokens <= n_kv_max), and it lies past
+ * the prompt, in a block no other table shares (the scheduler copied it on write), so
+ * no cached block changes. The wasted rows show only in the statistics (one more
+ * generation token in one more iteration per such request).
+ *
+ * Sampling stays after apply n, so everything a row needs on the host is known when it
+ * is built: grammar masks, penalties and logit bias over the full history, n_top. Two
+ * kinds of step are applied serially (their results decide what the scheduler plans
+ * next): a step with a beam (beam_advance re-points tables), and a step where a request
+ * with n > 1 forks its samples (sched_fork). Their inputs may still name the previous
+ * step's rows. Which rows score prompt tokens is fixed when a step is built (plp_next
+ * may move before its rows are). Statistics lines count a request's completion one
+ * iteration later.
+ * A synchronous backend (CPU) runs the same order, each call complete when it returns,
+ * which is how the engine side is tested: results are bitwise those of the serial
+ * loop (test_invariance, test_engine). */
+
+/* Builds step buffer bi for plan: copy-on-write, swap-ins, and the forward's inputs. */
+static enum bg_status step_build(struct engine *e, const struct sched_plan *plan, int32_t bi,
+				 struct bg_err *err)
 {
 	const struct backend_ops *ops = e->be->ops;
-	int32_t ntok = 0, nrows = 0, nlog = 0, extra = 0, njobs = 0;
-	for (int32_t i = 0; i < plan->n; i++)
+	struct ebuf *b = &e->buf[bi];
+	for (int32_t i = 0; i < b->n; i++) /* retire the step before last */
+		if (b->steps[i].er)
+			b->steps[i].er->at[bi] = NULL;
+	b->n = 0;
+	int32_t extra = 0, ntok = 0, nlog = 0;
+	bool serial = false;
+	for (int32_t i = 0; i < plan->n; i++) {
+		const struct ereq *er = plan->seqs[i]->user;
 		if (forks_now(plan->seqs[i]))
-			extra += ((struct ereq *)plan->seqs[i]->user)->r->n - 1;
-	enum bg_status st =
-	    scratch_reserve(e, plan->n, plan->n_ctx_tokens + plan->n_gen_tokens + extra, err);
+			extra += er->r->n - 1;
+		serial |= forks_now(plan->seqs[i]) || er->beam || (er->parent && er->parent->beam);
+	}
+	b->overlap = e->overlap && !serial;
+	int32_t n_tok = plan->n_ctx_tokens + plan->n_gen_tokens;
+	enum bg_status st = scratch_reserve(e, b, plan->n, n_tok, n_tok + extra, err);
 	if (st != BG_OK)
 		return st;
 	/* Copy-on-write first: a source block released this step may be handed to a
@@ -1413,53 +1510,112 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 			e->tot.recomputed_tokens += q->step_tokens;
 		}
 		int32_t K = q->n_computed, c = q->step_tokens;
-		BG_ASSERT(ntok + c <= e->tok_cap);
+		BG_ASSERT(ntok + c <= b->tok_cap);
+		bool pending = false;
+		int32_t lrow0 = nlog;
 		for (int32_t j = 0; j < c; j++) {
 			int32_t p = K + j;
-			e->btok[ntok + j] = token_at(r, p);
-			uint8_t w = 0;
+			b->prow[ntok + j] = -1;
+			if (p < r->n_prompt + r->n_out) {
+				b->btok[ntok + j] = token_at(r, p);
+			} else {
+				/* drawn by the previous step, not applied yet */
+				const struct estep *ps = er->at[bi ^ 1];
+				BG_ASSERT(p == r->n_prompt + r->n_out && ps && ps->srow >= 0);
+				b->btok[ntok + j] = 0;
+				b->prow[ntok + j] = ps->srow;
+				pending = true;
+			}
+			bool plp = q->step_ctx && r->prompt_logprobs >= 0 && p < r->n_prompt - 1 &&
+				   p >= er->plp_next;
+			b->bwant[ntok + j] = plp || (q->step_samples && j == c - 1);
+			nlog += b->bwant[ntok + j];
+		}
+		b->steps[i] = (struct estep){.er = er,
+					     .K = K,
+					     .c = c,
+					     .tok0 = ntok,
+					     .lrow0 = lrow0,
+					     .srow = -1,
+					     .ctx = q->step_ctx,
+					     .samples = q->step_samples,
+					     .recomputing = q->recomputing,
+					     .fork = forks_now(q)};
+		er->at[bi] = &b->steps[i];
+		b->bseqs[i] = (struct backend_seq){
+		    .tokens = &b->btok[ntok],
+		    .n_tokens = c,
+		    .pos0 = K,
+		    .block_table = q->kv.blocks,
+		    .n_blocks = q->kv.n,
+		    .want_logits = &b->bwant[ntok],
+		    .prev_rows = pending ? &b->prow[ntok] : NULL,
+		};
+		ntok += c;
+	}
+	b->n = plan->n;
+	b->nlog = nlog;
+	return BG_OK;
+}
+
+/* Builds the sample rows of step buffer bi (e->rows, e->nrows) for its entries still
+ * running, with their grammar masks. */
+static void step_rows(struct engine *e, int32_t bi)
+{
+	struct ebuf *b = &e->buf[bi];
+	int32_t nrows = 0, njobs = 0;
+	for (int32_t i = 0; i < b->n; i++) {
+		struct estep *s = &b->steps[i];
+		struct ereq *er = s->er;
+		s->row0 = nrows;
+		s->srow = -1;
+		s->dead = !er || er->sq.state != SCHED_RUNNING;
+		e->tot.overlap_dropped += s->dead;
+		if (s->dead)
+			continue;
+		struct request *r = er->r;
+		int32_t lrow = s->lrow0;
+		for (int32_t j = 0; j < s->c; j++) {
+			if (!b->bwant[s->tok0 + j])
+				continue;
+			/* a wanted row other than the one that samples scores a prompt token
+			 * (decided in step_build: plp_next may have moved since) */
+			int32_t p = s->K + j;
 			int32_t forced = -1;
 			const struct sampler_params *sp = &er->sp_gen;
-			if (q->step_ctx && r->prompt_logprobs >= 0 && p < r->n_prompt - 1 &&
-			    p >= er->plp_next) {
-				w = 1;
+			if (!(s->samples && j == s->c - 1)) {
 				forced = r->prompt_ids[p + 1];
 				sp = &er->sp_prompt;
-			} else if (q->step_samples && j == c - 1) {
-				w = 1;
+			} else {
+				s->srow = nrows;
 			}
-			e->bwant[ntok + j] = w;
-			if (w) {
-				struct backend_sample_row *row = &e->rows[nrows];
-				row->logits_row = nlog;
-				row->forced = forced;
-				row->params = sp;
-				row->history.prompt = r->prompt_ids;
-				row->history.n_prompt = r->n_prompt;
-				row->history.output = r->out_ids;
-				row->history.n_output = r->n_out;
-				row->rng = &er->rng;
-				row->constraint = NULL;
-				if (er->con && forced < 0) {
-					/* computed below, with the batch's other rows */
-					er->con_err.msg[0] = 0;
-					e->cjob_row[njobs] = nrows;
-					e->cjobs[njobs++] = (struct constrain_job){
-					    .c = er->con,
-					    .r = r,
-					    .sc = &er->sc,
-					    .dead = &er->con_dead,
-					    .err = &er->con_err};
-				}
-				nrows++;
-				nlog++;
+			struct backend_sample_row *row = &e->rows[nrows];
+			row->logits_row = lrow++;
+			row->forced = forced;
+			row->params = sp;
+			row->history.prompt = r->prompt_ids;
+			row->history.n_prompt = r->n_prompt;
+			row->history.output = r->out_ids;
+			row->history.n_output = r->n_out;
+			row->rng = &er->rng;
+			row->constraint = NULL;
+			if (er->con && forced < 0) {
+				/* computed below, with the batch's other rows */
+				er->con_err.msg[0] = 0;
+				e->cjob_row[njobs] = nrows;
+				e->cjobs[njobs++] = (struct constrain_job){.c = er->con,
+									   .r = r,
+									   .sc = &er->sc,
+									   .dead = &er->con_dead,
+									   .err = &er->con_err};
 			}
+			nrows++;
 		}
 		/* the first token of every other sample: the same logits, its own RNG */
-		for (int32_t k = 0; forks_now(q) && k < er->n_kids; k++) {
+		for (int32_t k = 0; s->fork && k < er->n_kids; k++) {
 			struct ereq *kid = er->kids[k];
 			struct backend_sample_row *row = &e->rows[nrows++];
-			row->logits_row = nlog - 1;
+			row->logits_row = lrow - 1;
 			row->forced = -1;
 			row->params = &kid->sp_gen;
 			row->history.prompt = kid->r->prompt_ids;
@@ -1470,15 +1626,6 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 			/* the root's mask (set below): every sample starts in the same state */
 			row->constraint = NULL;
 		}
-		e->bseqs[i] = (struct backend_seq){
-		    .tokens = &e->btok[ntok],
-		    .n_tokens = c,
-		    .pos0 = K,
-		    .block_table = q->kv.blocks,
-		    .n_blocks = q->kv.n,
-		    .want_logits = &e->bwant[ntok],
-		};
-		ntok += c;
 	}
 	/* The grammar masks of all rows at once, in parallel: each depends only on its own
 	 * request's state, so this changes the time and nothing else. A row's forked samples
@@ -1496,35 +1643,42 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		for (int32_t f = rw; f < nrows && e->rows[f].logits_row == lr; f++)
 			e->rows[f].constraint = jb->sc;
 	}
-	struct backend_batch batch = {.seqs = e->bseqs, .n_seqs = plan->n, .n_logits = nlog};
-	struct bg_err berr = {0};
-	if (ops->forward(e->be->ctx, &batch, &berr) != BG_OK) {
-		fail_batch(e, plan, "forward", &berr);
-		return BG_OK;
-	}
-	if (nrows > 0 && ops->sample(e->be->ctx, e->rows, nrows, e->res, &berr) != BG_OK) {
-		fail_batch(e, plan, "sample", &berr);
-		return BG_OK;
-	}
-	/* Apply in batch order; the row cursor walks the same order as above. Finishing a
-	 * request does not disturb plan->seqs (the scheduler's own array). */
-	int32_t row = 0;
-	for (int32_t i = 0; i < plan->n; i++) {
-		struct sched_seq *q = plan->seqs[i];
-		struct ereq *er = q->user;
+	e->nrows = nrows;
+}
+
+/* Overlap: tells the scheduler what step buffer bi did before its tokens are applied. */
+static void step_advance(struct engine *e, int32_t bi)
+{
+	struct ebuf *b = &e->buf[bi];
+	for (int32_t i = 0; i < b->n; i++)
+		if (!b->steps[i].dead)
+			sched_advance(e->sched, &b->steps[i].er->sq, b->steps[i].samples);
+}
+
+/* Applies the sampled rows e->res of step buffer bi: prompt log-probs, tokens, stop
+ * checks, forks and beams; advances the scheduler unless step_advance did. */
+static enum bg_status step_apply(struct engine *e, int32_t bi, bool advanced, struct bg_err *err)
+{
+	struct ebuf *b = &e->buf[bi];
+	enum bg_status st;
+	for (int32_t i = 0; i < b->n; i++) {
+		const struct estep *s = &b->steps[i];
+		struct ereq *er = s->er;
+		if (s->dead || !er)
+			continue;
+		struct sched_seq *q = &er->sq;
 		struct request *r = er->r;
-		int32_t K = q->n_computed, c = q->step_tokens;
+		int32_t K = s->K, c = s->c, row = s->row0;
 		const struct sampler_result *sampled = NULL;
 		int32_t nan_at = -1; /* the first position whose logits row held a NaN */
 		for (int32_t j = 0; j < c; j++) {
-			if (!e->bwant[(int32_t)(e->bseqs[i].tokens - e->btok) + j])
+			if (!b->bwant[s->tok0 + j])
 				continue;
 			const struct sampler_result *res = &e->res[row++];
 			int32_t p = K + j;
 			if (nan_at < 0 && isnan(res->logprob)) /* backend.h: a NaN logits row */
 				nan_at = p;
-			if (q->step_ctx && r->prompt_logprobs >= 0 && p < r->n_prompt - 1 &&
-			    p >= er->plp_next) {
+			if (!(s->samples && j == c - 1)) { /* a prompt log-prob (step_rows) */
 				r->prompt_lp[p + 1] = res->logprob;
 				if (r->prompt_top) {
 					struct sampler_result *t = &r->prompt_top[p + 1];
@@ -1538,16 +1692,16 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 				sampled = res;
 			}
 		}
-		if (q->step_ctx && r->prompt_logprobs >= 0) {
+		if (s->ctx && r->prompt_logprobs >= 0) {
 			int32_t end = K + c < r->n_prompt - 1 ? K + c : r->n_prompt - 1;
 			if (end > er->plp_next)
 				er->plp_next = end;
 		}
-		if (q->step_ctx && !q->recomputing)
+		if (s->ctx && !s->recomputing)
 			e->tot.prompt_tokens += c;
-		bool fork = forks_now(q);
 		struct ereq *broot = er->beam ? er : er->parent && er->parent->beam ? er->parent : NULL;
-		sched_advance(e->sched, q, sampled != NULL && !broot);
+		if (!advanced)
+			sched_advance(e->sched, q, sampled != NULL && !broot);
 		if (!sampled)
 			continue;
 		if (broot) {
@@ -1567,18 +1721,14 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		 * are checked above (no constraint: beam_refusal). */
 		if (nan_at >= 0 && !er->con_dead) {
 			/* this request only: the batch's other rows are their own */
-			if (fork)
-				row += er->n_kids;
 			fail_req(e, er, "backend_error",
 				 "the logits at position %d are NaN (a numerical failure in the "
 				 "model)%s",
 				 nan_at, er->con ? ", or the request's constraints ban every token" : "");
 			continue;
 		}
-		if (fork && (st = fork_samples(e, er, &e->res[row], err)) != BG_OK)
+		if (s->fork && (st = fork_samples(e, er, &e->res[row], err)) != BG_OK)
 			return st;
-		if (fork)
-			row += er->n_kids;
 		if (er->con && !constrain_apply(e, er, sampled))
 			continue;
 		enum req_finish f = append_token(e, er, sampled);
@@ -1587,7 +1737,51 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		else if (f != REQ_FINISH_NONE)
 			complete(e, er, f);
 	}
-	BG_ASSERT(row == nrows);
+	return BG_OK;
+}
+
+/* Applies the results of the overlapped step, if one waits. */
+static enum bg_status apply_pending(struct engine *e, struct bg_err *err)
+{
+	int32_t bi = e->pend;
+	if (bi < 0)
+		return BG_OK;
+	e->pend = -1;
+	return step_apply(e, bi, true, err);
+}
+
+/* Runs one planned step: build, forward, (apply the step before), sample, and apply it
+ * now or, overlapped, in the next iteration. */
+static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan, struct bg_err *err)
+{
+	const struct backend_ops *ops = e->be->ops;
+	int32_t bi = e->next_buf;
+	BG_ASSERT(e->pend != bi);
+	enum bg_status st = step_build(e, plan, bi, err);
+	if (st != BG_OK)
+		return st;
+	e->next_buf ^= 1;
+	struct ebuf *b = &e->buf[bi];
+	struct backend_batch batch = {.seqs = b->bseqs, .n_seqs = b->n, .n_logits = b->nlog};
+	struct bg_err berr = {0};
+	bool fwd_ok = ops->forward(e->be->ctx, &batch, &berr) == BG_OK;
+	/* the host's part of the step before, while this forward runs */
+	if ((st = apply_pending(e, err)) != BG_OK)
+		return st;
+	if (!fwd_ok) {
+		fail_step(e, bi, "forward", &berr);
+		return BG_OK;
+	}
+	step_rows(e, bi);
+	if (e->nrows > 0 && ops->sample(e->be->ctx, e->rows, e->nrows, e->res, &berr) != BG_OK) {
+		fail_step(e, bi, "sample", &berr);
+		return BG_OK;
+	}
+	if (!b->overlap)
+		return step_apply(e, bi, false, err);
+	step_advance(e, bi);
+	e->pend = bi;
+	e->tot.overlap_steps++;
 	return BG_OK;
 }
 
@@ -1667,6 +1861,9 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 	enum bg_status st = BG_OK;
 	for (;;) {
 		if (stop && *stop) {
+			/* the overlapped step's tokens are computed: apply them */
+			if ((st = apply_pending(e, err)) != BG_OK)
+				break;
 			/* Emit what is complete (past gaps: a resumed run skips ids already
 			 * done), drop the rest unfinished. */
 			int64_t unfinished = 0;
@@ -1754,6 +1951,12 @@ enum bg_status engine_run(struct engine *e, engine_source_fn source, engine_sink
 				e->tot.prompt_tokens += q->n_cached;
 				e->tot.cached_tokens += q->n_cached;
 			}
+		}
+		if (plan.n == 0 && e->pend >= 0) {
+			/* what is left waits for the overlapped step's tokens */
+			if ((st = apply_pending(e, err)) != BG_OK)
+				break;
+			continue;
 		}
 		if (plan.n == 0) {
 			if (sched_n_running(e->sched) == 0 && sched_n_paused(e->sched) == 0 &&

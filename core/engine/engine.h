@@ -43,6 +43,9 @@
  *    partly filled last one copied on write), each with its own RNG seeded with seed + i
  *    and its own stop conditions; the result (r->choices, sample order) is complete when
  *    every sample is. Sample i returns what the request alone with seed + i returns.
+ *  - overlap (cfg.overlap; engine.c, "Overlap"): step n + 1 is planned and its forward
+ *    started before step n's tokens are applied; outputs are the same bit for bit, a
+ *    request that stops on its token has one thrown-away position in the next step.
  *  - outputs do not depend on batching or preemption: the request's RNG is seeded from its
  *    seed at admission and only advanced when it samples; a recomputed context samples
  *    only at its end, which is the next new token; prompt log-probs are computed once.
@@ -98,6 +101,10 @@ struct engine_config {
 	/* threads computing the grammar masks of a batch's rows (engine/constrain.h);
 	 * 0 = every online core (the CLI passes --threads) */
 	int32_t constrain_threads;
+	/* overlap (engine.c, "Overlap"): step n + 1 is planned and started before the
+	 * results of step n are applied; results are the same bit for bit. -1 = on for the
+	 * "cuda" backend, off otherwise; 0 off; 1 on */
+	int32_t overlap;
 };
 
 void engine_config_default(struct engine_config *c);
@@ -146,6 +153,10 @@ struct engine_progress {
 	 * sequences resuming by recompute (--preempt recompute, or a swap that fell back) */
 	int64_t swap_out_bytes, swap_in_bytes, recomputed_tokens;
 	double elapsed_s;
+	/* overlap (cfg.overlap), totals: steps whose tokens were applied after the next step
+	 * had started, and sequences run in a step although the step before had finished
+	 * their request (their rows thrown away: the price of stopping one step late) */
+	int64_t overlap_steps, overlap_dropped;
 };
 typedef void (*engine_progress_fn)(void *user, const struct engine_progress *p);
 

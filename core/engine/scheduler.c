@@ -570,7 +570,8 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 		struct sched_seq *q = s->run[i];
 		int32_t c = q->cache_wait ? 0
 			    : any_ctx	  ? (q->in_ctx ? ctx_tokens(s, q, budget) : 0)
-					  : q->n_tokens > q->n_computed; /* 0: a held beam */
+					  : q->n_tokens > q->n_computed &&
+					    q->n_tokens <= q->n_kv_max; /* 0: held, or done */
 		if (c == 0)
 			continue;
 		/* The admission reservation guarantees these blocks. */
@@ -597,7 +598,8 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 	 * keep latency flat), then context chunks FCFS with what the budget leaves. */
 	for (int32_t i = 0; i < s->n_run && budget > 0; i++) {
 		struct sched_seq *q = s->run[i];
-		if (!q->in_ctx && q->n_tokens > q->n_computed) { /* else a held beam */
+		/* else a held beam, or (overlap) a sequence whose last token is drawn */
+		if (!q->in_ctx && q->n_tokens > q->n_computed && q->n_tokens <= q->n_kv_max) {
 			q->step_tokens = 1;
 			budget--;
 		}

@@ -11,7 +11,9 @@
  * chunk that reaches n_tokens yields the logits that sample the next token. In the
  * generation phase n_tokens - n_computed == 1: each step feeds the last sampled token.
  * A sequence never holds more than n_kv_max positions of KV (the last sampled token is
- * never fed), which is what no-evict and static reserve.
+ * never fed), which is what no-evict and static reserve. One with n_tokens > n_kv_max has
+ * drawn its last token and is never scheduled again (the engine's overlap finishes it
+ * only after the next step was planned).
  *
  * Policies:
  *  - NO_EVICT: admit (FCFS, never skipping ahead) only when the blocks for n_kv_max fit
