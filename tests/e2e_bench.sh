@@ -86,6 +86,14 @@ print("%016x" % h)')
 		-q 2>"$TMP/c.err"
 	check_eq "other configuration refused" "$?" 2
 	check "configuration message names the option" grep -q 'block_size' "$TMP/c.err"
+	# --overlap joins the configuration only when given, so that a default run still
+	# compares with a report made before the option existed
+	check_eq "default overlap not in the configuration" \
+		"$(json "$TMP/a.json" '"overlap" in r["config"]')" False
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --overlap on --baseline "$TMP/a.json" \
+		-q 2>"$TMP/o.err"
+	check_eq "--overlap on vs a default baseline refused" "$?" 2
+	check "overlap message names the option" grep -q 'overlap' "$TMP/o.err"
 	edit "$TMP/a.json" "$TMP/other.json" 'r["schema"] = "something-else"'
 	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --baseline "$TMP/other.json" -q 2>/dev/null
 	check_eq "not a bench report refused" "$?" 2
