@@ -24,8 +24,8 @@
  *
  * Cost bounds: a grammar has at most GRAMMAR_MAX_ELEMENTS elements and GRAMMAR_MAX_RULES
  * rules, and nests groups at most GRAMMAR_MAX_DEPTH deep; every step (a mask, an accepted
- * token) is bounded by a budget of stack operations and words of memory, and fails with
- * BG_ERR_CAPACITY (never hangs) beyond it. Tokens longer than GRAMMAR_MAX_TOKEN_BYTES
+ * token) is bounded by a budget of stack operations (expanding a stack counts 1 plus its
+ * length) and words of memory, and fails with BG_ERR_CAPACITY (never hangs) beyond it. Tokens longer than GRAMMAR_MAX_TOKEN_BYTES
  * bytes are never allowed under a grammar.
  *
  * Threads: a struct grammar and a struct grammar_vocab are immutable once built and may be
@@ -47,7 +47,7 @@
 #define GRAMMAR_MAX_DEPTH 64		 /* nesting of ( groups ) */
 #define GRAMMAR_MAX_REPETITION 2000	 /* n in x{m,n}, as llama.cpp */
 #define GRAMMAR_MAX_TOKEN_BYTES 1024	 /* longer tokens are never allowed */
-#define GRAMMAR_STEP_OPS (1u << 26)	 /* stack operations per step */
+#define GRAMMAR_STEP_OPS (1u << 24)	 /* stack operations per step */
 #define GRAMMAR_STEP_WORDS (1u << 24)	 /* 32-bit words of scratch per step (64 MiB) */
 #define GRAMMAR_MASK_CACHE 16		 /* recent masks a scratch keeps (see grammar.c) */
 
