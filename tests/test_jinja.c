@@ -75,6 +75,11 @@ static void unit_cases(void)
 	       "{{ (-1) ** 5000000000 }} {{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 3 ** 39 }} {{ 7 ** 0 }} "
 	       "{{ true ** 3 }}",
 	       NULL, "0 1 -1 1 4611686018427387904 -9223372036854775808 4052555153018976267 1 1");
+	/* an empty sequence times a huge count is empty at once (it once looped 2e12 times:
+	 * found by fuzz_jinja on {{ 2111111111111*cent | trim }}) */
+	expect("[{{ 2111111111111 * '' }}|{{ '' * 9000000000000000000 }}|{{ [] * 2111111111111 }}|"
+	       "{{ x | trim * 3000000000000 }}|{{ 'ab' * 0 }}|{{ [1] * -5 }}]",
+	       NULL, "[||[]|||[]]");
 	expect("{{ [1, 'a', none] }} {{ {'k': \"it's\"} }} {{ (1,) }}", NULL, "[1, 'a', None] {'k': \"it's\"} (1,)");
 	expect("{{ 'ab' ~ 3 ~ none }} {{ 'a' + 'b' }} {{ 'ab' * 2 }} {{ [1] + [2] }}", NULL, "ab3None ab abab [1, 2]");
 	expect("{{ x }}|{{ d.y is defined }}|{{ d.missing }}|{{ d['k'] }}", "{\"d\": {\"k\": 5}}", "|False||5");

@@ -176,7 +176,9 @@ _Noreturn static void bad_operands(struct jx_render *r, const char *op, struct j
 
 static struct jx_val repeat(struct jx_render *r, struct jx_val seq, int64_t k)
 {
-	if (k < 0)
+	/* an empty sequence stays empty however large k is (`'' * 2111111111111` once looped
+	 * 2e12 times: found by fuzz_jinja) */
+	if (k < 0 || (seq.t == JX_STR ? seq.s->n : seq.l->n) == 0)
 		k = 0;
 	if (seq.t == JX_STR) {
 		if (seq.s->n && (uint64_t)k > r->max_output / seq.s->n)
