@@ -85,16 +85,21 @@ static int gen_source(void *user, struct request **out, struct bg_err *err)
 	if (g->next >= g->n)
 		return 0;
 	struct request *r = req_new();
+	if (!r)
+		return -1;
 	r->seq = g->next;
 	r->n_input_ids = 128;
 	r->input_ids = malloc(128 * sizeof(int32_t));
+	r->stop = calloc(1, sizeof *r->stop);
+	if (!r->input_ids || !r->stop || !(r->stop[0] = strdup("never stop here"))) {
+		req_free(r);
+		return -1;
+	}
+	r->n_stop = 1;
 	for (int i = 0; i < 128; i++)
 		r->input_ids[i] = 3 + (int32_t)((g->next * 31 + i) % 500);
 	r->max_tokens = 128;
 	r->logprobs = 0;
-	r->stop = calloc(1, sizeof *r->stop);
-	r->stop[0] = strdup("never stop here");
-	r->n_stop = 1;
 	g->next++;
 	*out = r;
 	return 1;
