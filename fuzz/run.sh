@@ -33,8 +33,8 @@ for n in "${names[@]}"; do
 	case $n in
 	gguf) max_len=131072 ;;
 	tokenizer) max_len=4096 ;;
-	# a grammar step is bounded by a budget of 2^24 operations, not by time: a 36-byte
-	# grammar (`("ab"* | [^a]){0,2000}`) runs in 0.7 s here (CPU, both runs of an input)
+	# a grammar step is bounded by a budget of stack operations (fuzz_grammar's: 2^20),
+	# not by time: `("ab"* | [^a]){0,2000}` runs in ~0.2 s (CPU, both runs of an input)
 	grammar) max_len=8192 timeout=60 ;;
 	jinja) max_len=32768 ;; # real chat templates run to ~20 KB
 	# a walk's mask step costs ~100 grammar steps: 3 walks of up to 64 characters

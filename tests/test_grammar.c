@@ -270,6 +270,24 @@ static void test_budget(void)
 	struct grammar *g = parse("root ::= (\"a\" | \"a\" \"a\")* x\nx ::= (\"\"|\"\")(\"\"|\"\")");
 	CHECK(g != NULL, "parses");
 	CHECK(matches(g, "aaaaaaaaaaaaaaaaaaaaaaa"), "ambiguous repetition");
+	/* a lowered budget (fuzz_grammar's) fails the same step with its own number, and 0
+	 * restores GRAMMAR_STEP_OPS */
+	struct grammar_scratch *ls = grammar_scratch_create();
+	for (int round = 0; round < 3; round++) {
+		grammar_scratch_set_step_ops(ls, round == 1 ? 10 : round == 2 ? 0 : 1u << 30);
+		struct grammar_state *st = NULL;
+		struct bg_err err = {0};
+		enum bg_status r = grammar_state_create(g, ls, &st, &err);
+		if (r == BG_OK)
+			r = grammar_state_accept_bytes(st, "aaaaaaaaaaaaaaaaaaaaaaa", 23, ls, &err);
+		if (round == 1)
+			CHECK(r == BG_ERR_CAPACITY && strstr(err.msg, "more than 10 stack operations"),
+			      "budget 10: status %d %s", (int)r, err.msg);
+		else
+			CHECK(r == BG_OK, "budget round %d: status %d %s", round, (int)r, err.msg);
+		grammar_state_free(st);
+	}
+	grammar_scratch_free(ls);
 	grammar_free(g);
 	/* x{0,2000} nested three deep: many stacks after a few characters */
 	g = parse("root ::= ((\"a\"{0,2000}){0,2000}){0,2000} \"b\"");

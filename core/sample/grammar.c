@@ -146,6 +146,7 @@ struct grammar_scratch {
 		size_t cap, used;
 	} trans, intern;
 	uint64_t ops;	  /* stack operations in this step */
+	uint64_t max_ops; /* the budget of ops per step: GRAMMAR_STEP_OPS unless set lower */
 	bool over;	  /* the step ran past its budget */
 	bool oom;
 	/* Masks of recent states: inside a JSON string or a repetition the state repeats
@@ -313,7 +314,7 @@ static bool advance(const struct grammar *g, struct grammar_scratch *s, size_t s
 		 * per stack, `(| | ... | [^a]){0,2000}`, 108 ways to 2000-deep stacks, ran ~10 s
 		 * within budget once stacks were found by hash: campaign 5's slow units) */
 		s->ops += 1 + len;
-		if (s->ops > GRAMMAR_STEP_OPS) {
+		if (s->ops > s->max_ops) {
 			s->over = true;
 			return false;
 		}
@@ -541,9 +542,9 @@ static enum bg_status step_error(struct grammar_scratch *s, struct bg_err *err)
 	if (s->oom)
 		return bg_fail(err, BG_ERR_NOMEM, "grammar: out of memory");
 	return bg_fail(err, BG_ERR_CAPACITY,
-		       "grammar: a step needed more than %u stack operations or %u words of "
+		       "grammar: a step needed more than %llu stack operations or %u words of "
 		       "memory (the grammar is too ambiguous)",
-		       GRAMMAR_STEP_OPS, GRAMMAR_STEP_WORDS);
+		       (unsigned long long)s->max_ops, GRAMMAR_STEP_WORDS);
 }
 
 static void step_begin(struct grammar_scratch *s)
@@ -568,7 +569,15 @@ static void step_begin(struct grammar_scratch *s)
 
 struct grammar_scratch *grammar_scratch_create(void)
 {
-	return calloc(1, sizeof(struct grammar_scratch));
+	struct grammar_scratch *s = calloc(1, sizeof *s);
+	if (s)
+		s->max_ops = GRAMMAR_STEP_OPS;
+	return s;
+}
+
+void grammar_scratch_set_step_ops(struct grammar_scratch *s, uint64_t ops)
+{
+	s->max_ops = ops && ops < GRAMMAR_STEP_OPS ? ops : GRAMMAR_STEP_OPS;
 }
 
 uint64_t grammar_scratch_mask_hits(const struct grammar_scratch *s)

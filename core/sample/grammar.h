@@ -77,6 +77,10 @@ struct grammar_scratch *grammar_scratch_create(void); /* NULL on allocation fail
 void grammar_scratch_free(struct grammar_scratch *s); /* NULL-safe */
 /* Masks served from the scratch's cache since it was created (for tests and statistics). */
 uint64_t grammar_scratch_mask_hits(const struct grammar_scratch *s);
+/* Lowers the budget of stack operations of the steps run with s to ops (0, or more than
+ * GRAMMAR_STEP_OPS, restores GRAMMAR_STEP_OPS). For tests and fuzzing: a pathological
+ * grammar reaches BG_ERR_CAPACITY sooner, by the same path. */
+void grammar_scratch_set_step_ops(struct grammar_scratch *s, uint64_t ops);
 
 /* The state at the start of generation (nothing output yet). */
 enum bg_status grammar_state_create(const struct grammar *g, struct grammar_scratch *s,
