@@ -1034,15 +1034,72 @@ static bool walk_accept(const struct grammar *g, struct grammar_scratch *s, size
 	return true;
 }
 
+/* Adds to bits[4] the ASCII code points the character element at pos matches (as
+ * match_char). */
+static void class_ascii(const struct gel *pos, uint32_t bits[4])
+{
+	uint32_t b[4] = {0};
+	bool positive = pos->type == GE_CHAR || pos->type == GE_CHAR_ANY;
+	do {
+		uint32_t lo, hi;
+		if (pos[1].type == GE_CHAR_RNG_UPPER) {
+			lo = pos->value;
+			hi = pos[1].value;
+			pos += 2;
+		} else if (pos->type == GE_CHAR_ANY) {
+			lo = 0;
+			hi = 127;
+			pos += 1;
+		} else {
+			lo = hi = pos->value;
+			pos += 1;
+		}
+		for (uint32_t c = lo; c <= hi && c < 128; c++)
+			b[c >> 5] |= 1u << (c & 31);
+	} while (pos->type == GE_CHAR_ALT);
+	for (int k = 0; k < 4; k++)
+		bits[k] |= positive ? b[k] : ~b[k];
+}
+
+/* The ASCII code points some stack of the set w[] takes next: accept_char from this set
+ * by any other ASCII code point gives the empty set. */
+static void set_ascii_next(const struct grammar *g, const uint32_t *w, uint32_t bits[4])
+{
+	memset(bits, 0, 4 * sizeof *bits);
+	uint32_t n = w[0];
+	const uint32_t *q = w + 1;
+	for (uint32_t i = 0; i < n; i++, q += 2 + q[1])
+		if (q[1])
+			class_ascii(&g->el[q[2 + q[1] - 1]], bits);
+}
+
 /* Visits the children of trie node `node`, whose prefix leaves the interned set at
  * s->sets[set] and the decoder d. False on budget/oom. */
 static bool walk_node(struct walk *w, uint32_t node, size_t set, struct u8dec d)
 {
 	struct grammar_scratch *s = w->s;
+	/* Where a node has many children (the root: every first byte of the vocabulary),
+	 * one pass over the set tells which ASCII bytes lead anywhere; the others are
+	 * skipped without an accept_char each (a scan of the set, an empty set built and
+	 * interned). */
+	uint32_t next[4];
+	bool filter = false;
+	if (d.remain == 0) {
+		uint32_t k = 0;
+		for (uint32_t c = w->v->first_child[node]; c != UINT32_MAX && k < 8; c = w->v->next_sib[c])
+			k++;
+		if (k == 8) {
+			set_ascii_next(w->g, s->sets.w + set, next);
+			filter = true;
+		}
+	}
 	for (uint32_t c = w->v->first_child[node]; c != UINT32_MAX; c = w->v->next_sib[c]) {
+		uint8_t byte = w->v->byte[c];
+		if (filter && byte < 0x80 && !(next[byte >> 5] >> (byte & 31) & 1))
+			continue;
 		struct u8dec dd = d;
 		uint32_t cp;
-		int r = u8_step(&dd, w->v->byte[c], &cp);
+		int r = u8_step(&dd, byte, &cp);
 		if (r < 0)
 			continue; /* invalid UTF-8: this token and all longer ones refused */
 		size_t cset = set;
