@@ -19,13 +19,15 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_weights.h"
 #include "cpu/qdot.h"
 #include "threadpool.h"
 #include "model/arch.h"
 #include "model/quant.h"
 
 struct cpu_ctx {
-	const struct model *m;
+	const struct model *m; /* &w.m: the model with its weights in w's copy */
+	struct cpu_weights w;
 	struct model_hparams hp;
 	uint32_t kv_window; /* model_kv_window: block table entries before it may be -1 */
 	enum cpuk_level lvl;
@@ -859,6 +861,7 @@ static void cpu_destroy(void *ctx)
 	if (!c)
 		return;
 	tp_destroy(c->pool);
+	cpu_weights_free(&c->w);
 	free(c->last_tok);
 	free(c->kv);
 	free(c->norms);
@@ -1062,7 +1065,12 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory creating the CPU backend");
 	}
-	c->m = m;
+	if (!cpu_weights_init(&c->w, m)) {
+		free(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory creating the CPU backend");
+	}
+	c->m = &c->w.m;
 	c->hp = *hp;
 	c->kv_window = model_kv_window(hp);
 	c->lvl = cpuk_detect();
