@@ -2,10 +2,11 @@
  * kernel may back with 2 MiB pages (madvise MADV_HUGEPAGE, for transparent huge pages in
  * "madvise" or "always" mode), instead of the file mapping's 4 KiB pages.
  *
- * Why: B=1 decode streams every weight once per token. From the file mapping it measured
- * 15 % (Llama-3.2-3B Q4_K_M) to 27 % (TinyLlama Q4_K_M) slower per step than from this copy
- * on a Zen 4 VM (bench/results/q12c-2026-11-29.md); llama.cpp also reads its repacked
- * weights from anonymous memory. The bytes are copied as they are: the same values, the
+ * Why: B=1 decode streams every weight once per token. From this copy the decode step
+ * measured 22 % (Llama-3.2-3B Q4_K_M) to 26 % (TinyLlama Q4_K_M) shorter than from the
+ * mapping on a 2-vCPU Zen 4 VM, B=1 output tok/s +20 % and +31 %
+ * (bench/results/q12c-2026-11-29.md); anonymous memory in 4 KiB pages gained much less.
+ * llama.cpp also reads its repacked weights from anonymous memory. The bytes are copied as they are: the same values, the
  * same relative offsets (so a tied output and token_embd stay one tensor), the same
  * alignment modulo 32.
  *
