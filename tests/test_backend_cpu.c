@@ -7,8 +7,12 @@
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_weights.h"
+#include "model/gguf.h"
 #include "model/half.h"
 #include "model/model.h"
 #include "model/synth.h"
@@ -974,6 +978,52 @@ static void test_qwen2(void)
 	}
 }
 
+/* cpu_weights: every weight's bytes the same in the copy, at the same address modulo 64,
+ * a tied output still the token table, the copy not the model's own memory; with
+ * BG_CPU_WEIGHTS=mapped no copy; and the backend's logits bitwise the same either way */
+static void test_weights_copy(const struct model *m)
+{
+	if (!m)
+		return;
+	struct cpu_weights w;
+	CHECK(cpu_weights_init(&w, m), "cpu_weights_init");
+	const struct model_weight *a[3] = {&m->tok_embd, &m->layers[0].wq, &m->output};
+	const struct model_weight *b[3] = {&w.m.tok_embd, &w.m.layers[0].wq, &w.m.output};
+	for (int i = 0; i < 3; i++) {
+		size_t n = (size_t)gguf_row_bytes(a[i]->type, a[i]->ne0) * (size_t)a[i]->ne1;
+		CHECK(b[i]->data != a[i]->data && !memcmp(b[i]->data, a[i]->data, n) &&
+			  (uintptr_t)b[i]->data % 64 == (uintptr_t)a[i]->data % 64,
+		      "weight %d copied as it is", i);
+	}
+	int ok = 1;
+	for (uint32_t l = 0; l < m->hp.n_layer; l++)
+		ok &= !memcmp(w.m.layers[l].w_down.data, m->layers[l].w_down.data,
+			      (size_t)gguf_row_bytes(m->layers[l].w_down.type, m->layers[l].w_down.ne0) *
+				  (size_t)m->layers[l].w_down.ne1);
+	CHECK(ok, "every layer's w_down copied");
+	CHECK((w.m.output.data == w.m.tok_embd.data) == (m->output.data == m->tok_embd.data),
+	      "tied output and token table stay one tensor");
+	cpu_weights_free(&w);
+	setenv("BG_CPU_WEIGHTS", "mapped", 1);
+	CHECK(cpu_weights_init(&w, m), "cpu_weights_init, mapped");
+	CHECK(w.map == NULL && w.m.layers[0].wq.data == m->layers[0].wq.data,
+	      "BG_CPU_WEIGHTS=mapped: the model's own memory");
+	cpu_weights_free(&w);
+	const int32_t toks[6] = {1, 400, 12, 77, 3, 250};
+	int32_t nv = (int32_t)m->hp.n_vocab;
+	float *l0 = malloc(sizeof(float) * (size_t)nv), *l1 = malloc(sizeof(float) * (size_t)nv);
+	if (l0 && l1) {
+		last_logits(m, toks, 6, l0);
+		unsetenv("BG_CPU_WEIGHTS");
+		last_logits(m, toks, 6, l1);
+		CHECK(!memcmp(l0, l1, sizeof(float) * (size_t)nv),
+		      "logits bitwise the same from the copy and the mapping");
+	}
+	unsetenv("BG_CPU_WEIGHTS");
+	free(l0);
+	free(l1);
+}
+
 int main(void)
 {
 	struct model *st = load("models/stories260K.gguf");
@@ -1041,6 +1091,7 @@ int main(void)
 			      "unknown BG_CPU_KERNELS refused");
 	}
 	unsetenv("BG_CPU_KERNELS");
+	test_weights_copy(st);
 	test_swap_copy(st);
 	test_contract(st);
 	test_sample_rows(st);

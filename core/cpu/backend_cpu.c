@@ -19,13 +19,15 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_weights.h"
 #include "cpu/qdot.h"
 #include "threadpool.h"
 #include "model/arch.h"
 #include "model/quant.h"
 
 struct cpu_ctx {
-	const struct model *m;
+	const struct model *m; /* &w.m: the model with its weights in w's copy */
+	struct cpu_weights w;
 	struct model_hparams hp;
 	uint32_t kv_window; /* model_kv_window: block table entries before it may be -1 */
 	enum cpuk_level lvl;
@@ -501,6 +503,30 @@ static enum bg_status validate_batch(const struct cpu_ctx *c, const struct backe
 	return BG_OK;
 }
 
+/* The last layer's rows past attention: only the rows that want logits are used after it
+ * (their K/V are written already), so their residual (c->x) and attention output (c->att)
+ * rows move to the front, in batch order, and the rest of the layer runs on those alone
+ * (as llama.cpp does). Returns their number. Each kept row's values are unchanged: no
+ * kernel's result for a row depends on the other rows. */
+static int32_t keep_logit_rows(struct cpu_ctx *c, const struct backend_batch *b)
+{
+	const int64_t E = c->hp.n_embd;
+	int32_t n = 0, t = 0;
+	for (int32_t i = 0; i < b->n_seqs; i++)
+		for (int32_t j = 0; j < b->seqs[i].n_tokens; j++, t++) {
+			if (!b->seqs[i].want_logits[j])
+				continue;
+			if (n != t) {
+				memcpy(c->x + (int64_t)n * E, c->x + (int64_t)t * E,
+				       (size_t)E * sizeof(float));
+				memcpy(c->att + (int64_t)n * c->q_dim, c->att + (int64_t)t * c->q_dim,
+				       (size_t)c->q_dim * sizeof(float));
+			}
+			n++;
+		}
+	return n;
+}
+
 static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
 {
 	struct cpu_ctx *c = ctx;
@@ -602,6 +628,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				r.per_task = 1;
 			tp_run(c->pool, (r.n_items + r.per_task - 1) / r.per_task, att_task, &r);
 		}
+		/* the last layer: from here T counts the rows kept for logits */
+		if (l + 1 == hp->n_layer && (T = keep_logit_rows(c, b)) == 0)
+			break;
 		matmul1(c, &L->wo, c->att, c->xb, T);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
 							 2 * hd
@@ -644,15 +673,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			c->x[i] += c->xb[i];
 	}
 
-	/* final norm and LM head for the rows that want logits, in batch order */
+	/* final norm and LM head for the rows that want logits: the first T rows of c->x
+	 * since the last layer (keep_logit_rows) */
 	const float *on = c->norms + (size_t)(2 * hp->n_layer) * E;
-	int32_t n = 0;
-	t = 0;
-	for (int32_t i = 0; i < b->n_seqs; i++)
-		for (int32_t j = 0; j < b->seqs[i].n_tokens; j++, t++)
-			if (b->seqs[i].want_logits[j])
-				rmsnorm(c->xf + (int64_t)n++ * E, c->x + (int64_t)t * E, on, E,
-					hp->rms_eps);
+	const int32_t n = T;
+	for (t = 0; t < n; t++)
+		rmsnorm(c->xf + (int64_t)t * E, c->x + (int64_t)t * E, on, E, hp->rms_eps);
 	if (n > 0)
 		matmul1(c, &m->output, c->xf, c->logits, n);
 	if (hp->final_softcap > 0.0f) { /* gemma2: cap * tanh(logit / cap) */
@@ -835,6 +861,7 @@ static void cpu_destroy(void *ctx)
 	if (!c)
 		return;
 	tp_destroy(c->pool);
+	cpu_weights_free(&c->w);
 	free(c->last_tok);
 	free(c->kv);
 	free(c->norms);
@@ -1038,7 +1065,12 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory creating the CPU backend");
 	}
-	c->m = m;
+	if (!cpu_weights_init(&c->w, m)) {
+		free(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory creating the CPU backend");
+	}
+	c->m = &c->w.m;
 	c->hp = *hp;
 	c->kv_window = model_kv_window(hp);
 	c->lvl = cpuk_detect();

@@ -1,0 +1,109 @@
+/* cpu_weights: the CPU backend's copy of the weights in huge-page memory (cpu_weights.h). */
+#include "cpu/cpu_weights.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "model/gguf.h"
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* f on every weight of m: the model's own and each layer's (a weight not listed here is
+ * simply read where it is) */
+static void each_weight(struct model *m, void (*f)(struct model_weight *, void *), void *arg)
+{
+	f(&m->tok_embd, arg);
+	f(&m->output_norm, arg);
+	f(&m->output, arg);
+	f(&m->rope_factors, arg);
+	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+		struct model_layer *L = &m->layers[l];
+		struct model_weight *lw[16] = {&L->attn_norm, &L->wq,	     &L->wk,
+					       &L->wv,	      &L->wo,	     &L->ffn_norm,
+					       &L->w_gate,    &L->w_up,	     &L->w_down,
+					       &L->bq,	      &L->bk,	     &L->bv,
+					       &L->q_norm,    &L->k_norm,    &L->attn_post_norm,
+					       &L->ffn_post_norm};
+		for (int i = 0; i < 16; i++)
+			f(lw[i], arg);
+	}
+}
+
+struct span {
+	const char *lo, *hi; /* the bytes of all weights */
+	char *to;	     /* where lo is copied */
+};
+
+static size_t weight_bytes(const struct model_weight *w)
+{
+	return w->data && w->ne0 ? (size_t)gguf_row_bytes(w->type, w->ne0) * (size_t)w->ne1 : 0;
+}
+
+static void widen(struct model_weight *w, void *arg)
+{
+	struct span *s = arg;
+	const size_t n = weight_bytes(w);
+	if (!n)
+		return;
+	const char *p = w->data;
+	if (!s->lo || p < s->lo)
+		s->lo = p;
+	if (!s->hi || p + n > s->hi)
+		s->hi = p + n;
+}
+
+static void move(struct model_weight *w, void *arg)
+{
+	struct span *s = arg;
+	if (weight_bytes(w))
+		w->data = s->to + ((const char *)w->data - s->lo);
+}
+
+bool cpu_weights_init(struct cpu_weights *w, const struct model *model)
+{
+	memset(w, 0, sizeof *w);
+	w->m = *model;
+	const size_t nl = model->hp.n_layer;
+	if (nl) {
+		w->layers = malloc(nl * sizeof *w->layers);
+		if (!w->layers)
+			return false;
+		memcpy(w->layers, model->layers, nl * sizeof *w->layers);
+	}
+	w->m.layers = w->layers;
+
+	struct span s = {0};
+	each_weight(&w->m, widen, &s);
+	const char *mode = getenv("BG_CPU_WEIGHTS");
+	if (!s.lo || (mode && !strcmp(mode, "mapped")))
+		return true;
+	const size_t n = (size_t)(s.hi - s.lo);
+	const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && page > 0 && n > (size_t)pages * (size_t)page / 2)
+		return true;
+	/* room to start on a huge-page boundary, plus lo's offset in its cache line */
+	const size_t len = n + HUGE_PAGE + 64;
+	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return true;
+	char *base = (char *)(((uintptr_t)map + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	(void)madvise(base, n + 64, MADV_HUGEPAGE); /* a hint: without THP, 4 KiB pages */
+	s.to = base + (uintptr_t)s.lo % 64;
+	memcpy(s.to, s.lo, n);
+	(void)mprotect(map, len, PROT_READ);
+	each_weight(&w->m, move, &s);
+	w->map = map;
+	w->map_len = len;
+	return true;
+}
+
+void cpu_weights_free(struct cpu_weights *w)
+{
+	if (w->map)
+		munmap(w->map, w->map_len);
+	free(w->layers);
+	memset(w, 0, sizeof *w);
+}
