@@ -112,10 +112,21 @@ struct backend_ops {
 	void (*destroy)(void *ctx);
 };
 
+/* What a backend's calls promise beyond the ops' contracts (struct backend.caps). */
+enum backend_cap {
+	/* forward, sample and kv_copy only enqueue their work, which runs in issue order on
+	 * one in-order stream (the CUDA backend): the engine may plan and build the next step
+	 * while the device computes, and free a block as soon as the last call that reads it
+	 * is issued (engine.c, "Overlap"; --overlap auto turns overlap on for it). Without
+	 * it, every call is complete when it returns (the CPU backend). */
+	BACKEND_CAP_ASYNC = 1u << 0,
+};
+
 struct backend {
 	const struct backend_ops *ops;
 	void *ctx;
 	const char *name; /* "cpu", "cuda" */
+	uint32_t caps;	  /* enum backend_cap bits */
 	char device[128]; /* human description: "CPU: 16 threads, avx512", "NVIDIA H100 ..." */
 	int32_t n_vocab;
 	int32_t block_size; /* tokens per KV block */

@@ -1517,6 +1517,7 @@ extern "C" enum bg_status gpu_plugin_create(const struct model *m, const struct 
 	b->ops = &cuda_ops;
 	b->ctx = c;
 	b->name = "cuda";
+	b->caps = BACKEND_CAP_ASYNC;
 	*out = b;
 	return BG_OK;
 }

@@ -183,8 +183,7 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 		e->max_seq_len = pool_tokens > INT32_MAX ? INT32_MAX : (int32_t)pool_tokens;
 	}
 	e->pend = -1;
-	e->overlap = cfg->overlap < 0 ? strcmp(backend->name ? backend->name : "", "cuda") == 0
-				      : cfg->overlap > 0;
+	e->overlap = cfg->overlap < 0 ? (backend->caps & BACKEND_CAP_ASYNC) != 0 : cfg->overlap > 0;
 	e->window = cfg->reorder_window > 0
 			? cfg->reorder_window
 			: (cfg->max_batch_size * 4 > 1024 ? cfg->max_batch_size * 4 : 1024);
@@ -1436,8 +1435,9 @@ static bool constrain_apply(struct engine *e, struct ereq *er, const struct samp
  * there is run and thrown away — apply n finishes it before rows n + 1 are built, so it
  * draws nothing (its RNG does not move), nothing reaches its result, and its entry is
  * "dead". Its blocks are freed when apply n finishes it, after forward n + 1 was issued:
- * a device backend runs everything on one stream in issue order, so a block handed to
- * another sequence is written only after forward n + 1 is done with it. That wasted
+ * an asynchronous backend runs everything on one stream in issue order (what
+ * BACKEND_CAP_ASYNC promises), so a block handed to another sequence is written only
+ * after forward n + 1 is done with it. That wasted
  * position is within the request's reservation (n_tokens <= n_kv_max), and it lies past
  * the prompt, in a block no other table shares (the scheduler copied it on write), so
  * no cached block changes. The wasted rows show only in the statistics (one more
