@@ -63,6 +63,7 @@
 	F(backend_mem, on_device)                                                          \
 	F(backend_ops, forward)                                                            \
 	F(backend_ops, sample)                                                             \
+	F(backend_ops, sample_wait)                                                        \
 	F(backend_ops, get_logits)                                                         \
 	F(backend_ops, kv_swap_out)                                                        \
 	F(backend_ops, kv_swap_in)                                                         \
