@@ -199,7 +199,7 @@ int main(int argc, char **argv)
 					    per_seq, &want[s], NULL};
 				struct backend_batch batch = {seqs, B, B};
 				if (b->ops->forward(b->ctx, &batch, &err) != BG_OK ||
-				    b->ops->sample(b->ctx, rows, B, res, &err) != BG_OK) {
+				    backend_sample(b, rows, B, res, &err) != BG_OK) {
 					fprintf(stderr, "gpu_decode: %s\n", err.msg);
 					rc = 3;
 					goto done;

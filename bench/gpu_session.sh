@@ -8,7 +8,9 @@
 #   bash bench/gpu_session.sh tests         there: build, then `make test-gpu`
 #   bash bench/gpu_session.sh bench [W...]  there: B1 (gpu_decode), V2, F1 and
 #                                           128/128x1024 on an 8B-shaped bf16 model
-#                                           through `batchgen bench` (or the W named)
+#                                           through `batchgen bench` (or the W named;
+#                                           W@off: W with --overlap off, to set beside
+#                                           W's default, overlap on)
 #   bash bench/gpu_session.sh hf [SPEC...]  there: the same workloads through Hugging Face
 #                                           transformers (static cache and generate_batch)
 #
@@ -117,8 +119,11 @@ bench)
 			timeout 120 $bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.jsonl"
 			continue
 		fi
-		timeout 200 $bld/batchgen bench --device cuda -m $m --workload $w --warmup 32 \
-			--report "$out/$(echo $w | tr / _).json" 2>&1 | tee -a "$out/bench.log"
+		ovl=()
+		[ "${w%@off}" = "$w" ] || ovl=(--overlap off)
+		timeout 200 $bld/batchgen bench --device cuda -m $m --workload "${w%@off}" \
+			--warmup 32 "${ovl[@]}" --report "$out/$(echo "$w" | tr /@ __).json" 2>&1 |
+			tee -a "$out/bench.log"
 	done
 	;;
 hf)

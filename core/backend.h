@@ -36,7 +36,7 @@ struct backend_seq {
 	/* [n_tokens] or NULL (none). prev_rows[j] >= 0: token j is not known to the caller
 	 * yet (overlap, engine.c): it is the token the previous sample call drew for its row
 	 * prev_rows[j], and tokens[j] is a placeholder. -1: tokens[j]. A backend resolves it
-	 * with backend_seq_token, on the host or (one day) on the device. */
+	 * on the host with backend_seq_token (CPU) or on the device (CUDA: gpu_embed). */
 	const int32_t *prev_rows;
 };
 
@@ -95,9 +95,15 @@ struct backend_ops {
 	/* Samples/scores rows of the last forward; out[n_rows]. The backend keeps the drawn
 	 * tokens until its next sample call, for the next forward's prev_rows. A row whose logits
 	 * (after its constraint) hold a NaN, or are all -inf, reports logprob NaN (sampler.h); the
-	 * engine checks that on the host, per row, so a backend needs no flag of its own. */
+	 * engine checks that on the host, per row, so a backend needs no flag of its own.
+	 * With BACKEND_CAP_ASYNC the call may return before out[] is written: out[] is written
+	 * by sample_wait, must stay in place until then, and the next sample call must come
+	 * after it (backend_sample does both). The rows are read before the call returns. */
 	enum bg_status (*sample)(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
 				 struct sampler_result *out, struct bg_err *err);
+	/* BACKEND_CAP_ASYNC only (else NULL): returns once the last sample call's out[] is
+	 * written; at once when none is pending. On failure out[] holds unspecified data. */
+	enum bg_status (*sample_wait)(void *ctx, struct bg_err *err);
 	/* Copies one logits row of the last forward to host memory dst[n_vocab] (tests). */
 	enum bg_status (*get_logits)(void *ctx, int32_t row, float *dst, struct bg_err *err);
 	/* Swap: copies blocks[n] (all layers, K and V) to/from host memory of n * block_bytes
@@ -112,10 +118,21 @@ struct backend_ops {
 	void (*destroy)(void *ctx);
 };
 
+/* What a backend's calls promise beyond the ops' contracts (struct backend.caps). */
+enum backend_cap {
+	/* forward, sample and kv_copy only enqueue their work, which runs in issue order on
+	 * one in-order stream (the CUDA backend): the engine may plan and build the next step
+	 * while the device computes, and free a block as soon as the last call that reads it
+	 * is issued (engine.c, "Overlap"; --overlap auto turns overlap on for it). Without
+	 * it, every call is complete when it returns (the CPU backend). */
+	BACKEND_CAP_ASYNC = 1u << 0,
+};
+
 struct backend {
 	const struct backend_ops *ops;
 	void *ctx;
 	const char *name; /* "cpu", "cuda" */
+	uint32_t caps;	  /* enum backend_cap bits */
 	char device[128]; /* human description: "CPU: 16 threads, avx512", "NVIDIA H100 ..." */
 	int32_t n_vocab;
 	int32_t block_size; /* tokens per KV block */
@@ -133,5 +150,8 @@ struct backend_config {
 };
 
 void backend_destroy(struct backend *b); /* NULL-safe: calls ops->destroy, frees b */
+/* ops->sample, then ops->sample_wait where there is one: out[] is written when it returns. */
+enum bg_status backend_sample(struct backend *b, const struct backend_sample_row *rows,
+			      int32_t n_rows, struct sampler_result *out, struct bg_err *err);
 
 #endif

@@ -1,5 +1,7 @@
 /* abi_layout: prints build/gpu/abi_layout.h, the layout of every struct that crosses the
- * plugin boundary (gpu/plugin.h) as this C compiler lays it out.
+ * plugin boundary (gpu/plugin.h) as this C compiler lays it out: the size and alignment of
+ * each, and the offset of each field of the backend's own structs (a field added into
+ * padding, or two fields swapped, keeps the size).
  *
  * The CUDA backend includes the header and static_asserts each size and alignment under
  * nvcc's host compiler, so the two compilers must agree or the plugin does not build; the
@@ -9,6 +11,7 @@
  * boundary goes into the list below. Run by the Makefile (and gpu/emu/run.sh); not part
  * of batchgen. */
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,6 +38,58 @@
 	X(sampler_history)                                                                 \
 	X(bg_err)
 
+/* the fields of core/backend.h's structs and of the sampler results the plugin writes;
+ * model and sampler parameters are read-only to it and checked by size */
+#define FIELD_LIST(F)                                                                      \
+	F(backend_seq, tokens)                                                             \
+	F(backend_seq, n_tokens)                                                           \
+	F(backend_seq, pos0)                                                               \
+	F(backend_seq, block_table)                                                        \
+	F(backend_seq, n_blocks)                                                           \
+	F(backend_seq, want_logits)                                                        \
+	F(backend_seq, prev_rows)                                                          \
+	F(backend_batch, seqs)                                                             \
+	F(backend_batch, n_seqs)                                                           \
+	F(backend_batch, n_logits)                                                         \
+	F(backend_sample_row, logits_row)                                                  \
+	F(backend_sample_row, forced)                                                      \
+	F(backend_sample_row, params)                                                      \
+	F(backend_sample_row, history)                                                     \
+	F(backend_sample_row, rng)                                                         \
+	F(backend_sample_row, constraint)                                                  \
+	F(backend_mem, weight_bytes)                                                       \
+	F(backend_mem, kv_bytes)                                                           \
+	F(backend_mem, workspace_bytes)                                                    \
+	F(backend_mem, on_device)                                                          \
+	F(backend_ops, forward)                                                            \
+	F(backend_ops, sample)                                                             \
+	F(backend_ops, sample_wait)                                                        \
+	F(backend_ops, get_logits)                                                         \
+	F(backend_ops, kv_swap_out)                                                        \
+	F(backend_ops, kv_swap_in)                                                         \
+	F(backend_ops, kv_copy)                                                            \
+	F(backend_ops, mem_info)                                                           \
+	F(backend_ops, destroy)                                                            \
+	F(backend, ops)                                                                    \
+	F(backend, ctx)                                                                    \
+	F(backend, name)                                                                   \
+	F(backend, caps)                                                                   \
+	F(backend, device)                                                                 \
+	F(backend, n_vocab)                                                                \
+	F(backend, block_size)                                                             \
+	F(backend, n_blocks)                                                               \
+	F(backend, block_bytes)                                                            \
+	F(backend_config, block_size)                                                      \
+	F(backend_config, kv_tokens)                                                       \
+	F(backend_config, mem_fraction)                                                    \
+	F(backend_config, n_threads)                                                       \
+	F(backend_config, device_index)                                                    \
+	F(sampler_result, token)                                                           \
+	F(sampler_result, logprob)                                                         \
+	F(sampler_result, n_top)                                                           \
+	F(sampler_result, top_ids)                                                         \
+	F(sampler_result, top_logprobs)
+
 static uint32_t fnv(uint32_t h, const char *s, size_t a, size_t b)
 {
 	for (; *s; s++)
@@ -55,6 +110,13 @@ int main(void)
 	h = fnv(h, #s, sizeof(struct s), alignof(struct s));
 	LAYOUT_LIST(X)
 #undef X
+#define F(s, f)                                                                            \
+	printf("\tstatic_assert(offsetof(struct " #s ", " #f ") == %zu, \"struct " #s "." #f    \
+	       " lies elsewhere for the C and the CUDA compilers\"); \\\n",                  \
+	       offsetof(struct s, f));                                                     \
+	h = fnv(h, #s "." #f, offsetof(struct s, f), 0);
+	FIELD_LIST(F)
+#undef F
 	printf("\t/* end */\n");
 	printf("#define GPU_ABI_LAYOUT 0x%08xu\n", h);
 	return 0;

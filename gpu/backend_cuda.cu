@@ -17,9 +17,18 @@
  * sequences) replays a CUDA graph captured once per power-of-two bucket of the batch size
  * (~10 launches per layer become one); BG_CUDA_GRAPHS=0 turns this off.
  *
- * forward() only enqueues work (asynchronous); sample(), get_logits() and the KV copies
- * wait for the stream. A device error leaves the context usable only for destroy when it
- * is sticky (the CUDA runtime then fails every later call, which becomes BG_ERR_DEVICE).
+ * Overlap (BACKEND_CAP_ASYNC; engine.c, "Overlap"): forward(), sample() and kv_copy() only
+ * enqueue work on one in-order stream. sample() leaves the drawn tokens on the device, in
+ * d_sout, where the next forward's embedding gather reads the tokens that prev_rows name
+ * (gpu_embed), and copies the results into pinned memory behind an event that
+ * sample_wait() waits for: the host waits for step n's tokens only when it applies them,
+ * after it has issued step n + 1. The host staging of each upload (pass metadata, sampling
+ * inputs) is rewritten only once the upload that last read it is done: the metadata has
+ * two slots used in turn, so that building a pass waits for the upload two passes back
+ * (long done), not the last; the sampling inputs are rewritten after sample_wait, which
+ * comes after their upload. get_logits() and the swaps wait for the stream. A device
+ * error leaves the context usable only for destroy when it is sticky (the CUDA runtime
+ * then fails every later call, which becomes BG_ERR_DEVICE).
  */
 #include "gpu/gpu_ops.cuh"
 
@@ -57,18 +66,24 @@ struct cuda_layer {
 	bool swa;		     /* attends through the sliding window hp.n_swa */
 };
 
+/* Pinned host memory that an upload reads when the stream reaches it, and the event
+ * recorded after that upload. */
+struct cuda_staging {
+	int32_t *h;
+	cudaEvent_t ev;
+	bool pending; /* ev was recorded after an upload from h */
+};
+
 struct cuda_ctx {
 	int device;
 	int n_sm;
-	/* the tokens the last sample call drew, for the next forward's prev_rows (resolved
-	 * on the host: sample() still ends with the tokens on the host) */
-	int32_t *h_last; /* [cap_last] */
+	/* the last sample call: row i's result lies at d_sout[last_at[i]] (device order, see
+	 * sample_group), for the next forward's prev_rows */
+	int32_t *last_at; /* [cap_last] */
 	int32_t n_last, cap_last;
 	cudaStream_t stream;
 	cublasHandle_t cublas;
 	void *cublas_ws;
-	cudaEvent_t meta_ev; /* the last upload of h_meta has been consumed */
-	bool meta_ev_pending;
 
 	enum gpu_dtype dt;
 	struct model_hparams hp;
@@ -98,7 +113,11 @@ struct cuda_ctx {
 	void *xn, *attn, *act;
 	size_t act_bytes;
 
-	int32_t *d_meta, *h_meta; /* metadata of one pass, int32s */
+	/* metadata of one pass (int32s): built in meta[meta_slot].h, the two slots in turn,
+	 * uploaded to d_meta (one is enough: the next upload runs after this pass's kernels) */
+	int32_t *d_meta;
+	struct cuda_staging meta[2];
+	int meta_slot;
 	size_t meta_cap;
 
 	float *logits;
@@ -106,14 +125,20 @@ struct cuda_ctx {
 	int32_t logits_cap, n_logits;
 
 	float *sample_work;
-	void *d_sin, *h_sin; /* sampling rows + history entries */
+	void *d_sin, *h_sin; /* sampling rows + history entries of a call, group after group */
 	size_t sin_cap;
+	/* [sout_cap] the last sample call's results in device order: the drawn tokens stay
+	 * here for the next forward (a decode graph holds this pointer) */
 	struct sampler_result *d_sout, *h_sout;
+	int32_t sout_cap;
+	cudaEvent_t sout_ev;		/* h_sout holds the last call's results */
+	struct sampler_result *out;	/* [n_last] where sample_wait puts them; NULL: done */
 	int32_t *hist_cnt; /* host [n_vocab], all zero between calls */
 	int32_t *hist_ids; /* host [n_vocab] */
 	/* constrained rows (gpu/mask.cu): per sampling group their gpu_constrain_rows, masks
-	 * and biases, uploaded together, and the constrained copies of their logits rows
-	 * ([rows, n_vocab] fp32) that the sampler reads instead of the forward's */
+	 * and biases, uploaded together (group after group), and the constrained copies of
+	 * their logits rows ([rows, n_vocab] fp32) that the sampler reads instead of the
+	 * forward's (reused by the next group: stream order) */
 	void *d_con, *h_con;
 	size_t con_cap;
 	float *clogits;
@@ -123,14 +148,15 @@ struct cuda_ctx {
 	 * logits), one per power-of-two bucket of the batch size; a batch is padded to its
 	 * bucket with rows that write the scratch KV block. The metadata of a graph pass
 	 * lives in d_gmeta at a layout fixed per bucket: tokens, pos, slots, tok_bt, rows,
-	 * list [Bp each], then the packed block tables. Disabled by BG_CUDA_GRAPHS=0. */
+	 * list [Bp each], then the packed block tables; built in the two gmeta slots in turn.
+	 * Disabled by BG_CUDA_GRAPHS=0. */
 	bool graphs_on;
 	int graph_ctx; /* the context the graph metadata and split counts are sized for */
 	cudaGraphExec_t graph[CUDA_GRAPH_BUCKETS];
-	int32_t *d_gmeta, *h_gmeta;
+	int32_t *d_gmeta;
+	struct cuda_staging gmeta[2];
+	int gmeta_slot;
 	size_t gmeta_cap; /* int32s */
-	cudaEvent_t gmeta_ev;
-	bool gmeta_ev_pending;
 	int32_t scratch_block; /* == n_blocks: one block past the engine's pool */
 };
 
@@ -536,7 +562,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	int E = (int)hp->n_embd, F = (int)hp->n_ff;
 	cudaStream_t s = c->stream;
 
-	CUDA_CHECK(gpu_embed(c->tok_embd, c->dt, d_tokens, n, E, c->x, s));
+	CUDA_CHECK(gpu_embed(c->tok_embd, c->dt, d_tokens, c->d_sout, n, (int)hp->n_vocab, E, c->x,
+			     s));
 	if (hp->embd_scale != 1.0f) /* gemma */
 		CUDA_CHECK(gpu_scale(c->x, (int64_t)n * E, hp->embd_scale, s));
 	const int half = (int)hp->rope_dim / 2;
@@ -637,20 +664,54 @@ static enum bg_status check_batch(const struct cuda_ctx *c, const struct backend
 					       "batch sequence %d names KV block %d of %d", i,
 					       sq->block_table[j], c->n_blocks);
 		for (int32_t t = 0; t < sq->n_tokens; t++) {
-			int32_t id = backend_seq_token(sq, t, c->h_last, c->n_last,
-						       (int32_t)c->hp.n_vocab);
-			if (id < 0 || (uint32_t)id >= c->hp.n_vocab)
+			int32_t pr = sq->prev_rows ? sq->prev_rows[t] : -1;
+			if (pr >= c->n_last)
 				return bg_fail(err, BG_ERR_INVALID,
-					       "token id %d (previous row %d) is outside the "
-					       "vocabulary of %u",
-					       id, sq->prev_rows ? sq->prev_rows[t] : -1,
-					       c->hp.n_vocab);
+					       "batch sequence %d names sample row %d of %d", i, pr,
+					       c->n_last);
+			if (pr < 0 && (sq->tokens[t] < 0 || (uint32_t)sq->tokens[t] >= c->hp.n_vocab))
+				return bg_fail(err, BG_ERR_INVALID,
+					       "token id %d is outside the vocabulary of %u",
+					       sq->tokens[t], c->hp.n_vocab);
 			n_want += sq->want_logits[t] != 0;
 		}
 	}
 	if (n_want != b->n_logits)
 		return bg_fail(err, BG_ERR_INVALID, "the batch wants %lld logits rows but says %d",
 			       (long long)n_want, b->n_logits);
+	return BG_OK;
+}
+
+/* Token j of sq as gpu_embed reads it: the id, or -1 - k for the token the last sample
+ * call drew into d_sout[k] (prev_rows, resolved on the device). check_batch has checked
+ * both. */
+static int32_t feed_token(const struct cuda_ctx *c, const struct backend_seq *sq, int32_t j)
+{
+	if (!sq->prev_rows || sq->prev_rows[j] < 0)
+		return sq->tokens[j];
+	return -1 - c->last_at[sq->prev_rows[j]];
+}
+
+/* The staging slot of pair st[2] to build the next upload in (*slot, which then moves on):
+ * once the upload last made from it, two uploads back, is done. */
+static enum bg_status staging_take(struct cuda_staging *st, int *slot, struct cuda_staging **out,
+				   struct bg_err *err)
+{
+	struct cuda_staging *s = &st[*slot];
+	*slot ^= 1;
+	*out = s;
+	if (s->pending) {
+		s->pending = false;
+		CUDA_CHECK(cudaEventSynchronize(s->ev));
+	}
+	return BG_OK;
+}
+
+/* After the upload from s was enqueued. */
+static enum bg_status staging_sent(struct cuda_ctx *c, struct cuda_staging *s, struct bg_err *err)
+{
+	CUDA_CHECK(cudaEventRecord(s->ev, c->stream));
+	s->pending = true;
 	return BG_OK;
 }
 
@@ -664,11 +725,11 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		gi++;
 	}
 	int32_t bs = c->block_size;
-	if (c->gmeta_ev_pending) {
-		CUDA_CHECK(cudaEventSynchronize(c->gmeta_ev));
-		c->gmeta_ev_pending = false;
-	}
-	int32_t *tok = c->h_gmeta, *pos = tok + Bp, *slots = pos + Bp, *tok_bt = slots + Bp;
+	struct cuda_staging *sg;
+	enum bg_status st = staging_take(c->gmeta, &c->gmeta_slot, &sg, err);
+	if (st != BG_OK)
+		return st;
+	int32_t *tok = sg->h, *pos = tok + Bp, *slots = pos + Bp, *tok_bt = slots + Bp;
 	int32_t *rows = tok_bt + Bp, *list = rows + Bp, *bt = list + Bp;
 	int32_t n_bt = 0;
 	for (int32_t s = 0; s < Bp; s++) {
@@ -683,7 +744,7 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		const struct backend_seq *sq = &b->seqs[s];
 		int32_t p = sq->pos0, nb = p / bs + 1;
 		memcpy(bt + n_bt, sq->block_table, (size_t)nb * sizeof *bt);
-		tok[s] = backend_seq_token(sq, 0, c->h_last, c->n_last, (int32_t)c->hp.n_vocab);
+		tok[s] = feed_token(c, sq, 0);
 		pos[s] = p;
 		slots[s] = sq->block_table[p / bs] * bs + p % bs;
 		tok_bt[s] = n_bt;
@@ -694,10 +755,9 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		tok_bt[s] = n_bt;
 	size_t used = 6 * (size_t)Bp + (size_t)n_bt + 1;
 	BG_ASSERT(used <= c->gmeta_cap);
-	CUDA_CHECK(
-	    cudaMemcpyAsync(c->d_gmeta, c->h_gmeta, used * 4, cudaMemcpyHostToDevice, c->stream));
-	CUDA_CHECK(cudaEventRecord(c->gmeta_ev, c->stream));
-	c->gmeta_ev_pending = true;
+	CUDA_CHECK(cudaMemcpyAsync(c->d_gmeta, sg->h, used * 4, cudaMemcpyHostToDevice, c->stream));
+	if ((st = staging_sent(c, sg, err)) != BG_OK)
+		return st;
 
 	if (!c->graph[gi]) {
 		const int32_t *d = c->d_gmeta;
@@ -712,7 +772,7 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 						   CUDA_PARTIAL_FLOATS);
 		cudaGraph_t g = NULL;
 		CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
-		enum bg_status st = run_pass(c, &ps, &pp, n_split, 0, err);
+		st = run_pass(c, &ps, &pp, n_split, 0, err);
 		cudaError_t e = cudaStreamEndCapture(c->stream, &g);
 		if (st != BG_OK) {
 			if (g)
@@ -818,26 +878,27 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		 * block tables [n_bt] | tiles [2 n_tiles] | list [n_list]. */
 		size_t used = 4 * (size_t)ps.n_tok + (size_t)ps.n_out + (size_t)ps.n_bt +
 			      2 * (size_t)ps.n_tiles + (size_t)ps.n_list;
-		if (c->meta_ev_pending) {
-			/* the previous pass's upload must be done before h_meta is rewritten */
-			CUDA_CHECK(cudaEventSynchronize(c->meta_ev));
-			c->meta_ev_pending = false;
-		}
-		if (used > c->meta_cap) {
-			void *hm = c->h_meta, *dm = c->d_meta;
-			size_t hcap = c->meta_cap * 4, dcap = c->meta_cap * 4;
+		struct cuda_staging *sm;
+		if ((st = staging_take(c->meta, &c->meta_slot, &sm, err)) != BG_OK)
+			return st;
+		if (used > c->meta_cap) { /* both slots and d_meta (the grows wait for the stream) */
+			size_t cap[3] = {c->meta_cap * 4, c->meta_cap * 4, c->meta_cap * 4};
+			void *p[3] = {c->meta[0].h, c->meta[1].h, c->d_meta};
 			c->meta_cap = 0;
-			st = host_grow(c, &hm, &hcap, used * 4, err);
-			c->h_meta = (int32_t *)hm;
+			st = host_grow(c, &p[0], &cap[0], used * 4, err);
 			if (st == BG_OK)
-				st = dev_grow(c, &dm, &dcap, hcap, "pass metadata", err);
-			c->d_meta = (int32_t *)dm;
+				st = host_grow(c, &p[1], &cap[1], cap[0], err);
+			if (st == BG_OK)
+				st = dev_grow(c, &p[2], &cap[2], cap[1], "pass metadata", err);
+			c->meta[0].h = (int32_t *)p[0];
+			c->meta[1].h = (int32_t *)p[1];
+			c->d_meta = (int32_t *)p[2];
 			if (st != BG_OK)
 				return st;
-			c->meta_cap = (hcap < dcap ? hcap : dcap) / 4;
+			c->meta_cap = (cap[0] < cap[2] ? cap[0] : cap[2]) / 4;
 		}
 		int32_t n = ps.n_tok;
-		int32_t *tok = c->h_meta, *pos = tok + n, *slots = pos + n, *tok_bt = slots + n;
+		int32_t *tok = sm->h, *pos = tok + n, *slots = pos + n, *tok_bt = slots + n;
 		int32_t *rows = tok_bt + n, *bt = rows + ps.n_out;
 		int32_t *tiles = bt + ps.n_bt, *list = tiles + 2 * ps.n_tiles;
 		int32_t k = 0, r = 0, n_bt = 0, n_tiles = 0, n_list = 0;
@@ -862,8 +923,7 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			}
 			for (int32_t j = 0; j < take; j++) {
 				int32_t p = sq->pos0 + ti + j;
-				tok[k] = backend_seq_token(sq, ti + j, c->h_last, c->n_last,
-							   (int32_t)c->hp.n_vocab);
+				tok[k] = feed_token(c, sq, ti + j);
 				pos[k] = p;
 				slots[k] = sq->block_table[p / c->block_size] * c->block_size +
 					   p % c->block_size;
@@ -883,10 +943,10 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		}
 		BG_ASSERT(r == ps.n_out && n_bt == ps.n_bt && n_tiles == ps.n_tiles &&
 			  n_list == ps.n_list);
-		CUDA_CHECK(cudaMemcpyAsync(c->d_meta, c->h_meta, used * 4, cudaMemcpyHostToDevice,
+		CUDA_CHECK(cudaMemcpyAsync(c->d_meta, sm->h, used * 4, cudaMemcpyHostToDevice,
 					   c->stream));
-		CUDA_CHECK(cudaEventRecord(c->meta_ev, c->stream));
-		c->meta_ev_pending = true;
+		if ((st = staging_sent(c, sm, err)) != BG_OK)
+			return st;
 		struct pass_ptrs pp = pass_layout(c, &ps);
 		int n_split =
 		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, (int)c->hp.n_head_kv,
@@ -909,11 +969,37 @@ static bool penalties_on(const struct sampler_params *p)
 	       p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
 }
 
+/* The bytes a group of rows[n] takes in the sampling inputs (h_sin: rows, then history
+ * entries) and in the constraint inputs (h_con: constrain rows, masks, bias ids, biases),
+ * each a multiple of 256 so that the next group's start stays aligned. */
+static void group_bytes(const struct cuda_ctx *c, const struct backend_sample_row *rows, int32_t n,
+			size_t *sin, size_t *con)
+{
+	size_t nw = (c->hp.n_vocab + 31) / 32, n_hist = 0, nc = 0, n_mask = 0, n_bias = 0;
+	for (int32_t i = 0; i < n; i++) {
+		const struct sampler_constraint *sc = rows[i].constraint;
+		if (rows[i].forced < 0 && penalties_on(rows[i].params))
+			n_hist += (size_t)rows[i].history.n_prompt + rows[i].history.n_output;
+		if (!sc)
+			continue;
+		nc++;
+		n_mask += sc->allow ? nw : 0;
+		n_bias += sc->n_bias > 0 ? (size_t)sc->n_bias : 0;
+	}
+	*sin = align_up((size_t)n * sizeof(struct gpu_sample_row), 256) +
+	       align_up(n_hist * sizeof(struct gpu_hist_entry), 256);
+	*con = nc ? align_up(nc * sizeof(struct gpu_constrain_row), 256) +
+			align_up(n_mask * 4, 256) + align_up(n_bias * 4, 256) +
+			align_up(n_bias * 4, 256)
+		  : 0;
+}
+
 /* The constrained rows of a group, perm[nu .. nu + nc) of rows: uploads their masks and
- * biases and enqueues gpu_constrain, which writes their logits, with the constraint
- * applied, to rows [0, nc) of c->clogits. */
+ * biases from h_con + con_off (its share, group_bytes) and enqueues gpu_constrain, which
+ * writes their logits, with the constraint applied, to rows [0, nc) of c->clogits. */
 static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
-				      const int32_t *perm, int32_t nu, int32_t nc, struct bg_err *err)
+				      const int32_t *perm, int32_t nu, int32_t nc, size_t con_off,
+				      struct bg_err *err)
 {
 	int32_t V = (int32_t)c->hp.n_vocab, nw = (V + 31) / 32;
 	size_t n_mask = 0, n_bias = 0;
@@ -924,20 +1010,11 @@ static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_s
 	}
 	size_t b_rows = align_up((size_t)nc * sizeof(struct gpu_constrain_row), 256);
 	size_t b_mask = align_up(n_mask * 4, 256), b_ids = align_up(n_bias * 4, 256);
-	size_t need = b_rows + b_mask + b_ids + n_bias * 4 + 256;
-	size_t dcap = c->con_cap;
-	enum bg_status st = host_grow(c, &c->h_con, &c->con_cap, need, err);
-	if (st == BG_OK)
-		st = dev_grow(c, &c->d_con, &dcap, c->con_cap, "constraint masks", err);
-	if (st == BG_OK)
-		st = dev_grow(c, (void **)&c->clogits, &c->clogits_cap, (size_t)nc * V * 4,
-			      "constrained logits", err);
-	if (st != BG_OK) {
-		c->con_cap = 0;
+	enum bg_status st = dev_grow(c, (void **)&c->clogits, &c->clogits_cap, (size_t)nc * V * 4,
+				     "constrained logits", err);
+	if (st != BG_OK)
 		return st;
-	}
-	c->con_cap = c->con_cap < dcap ? c->con_cap : dcap;
-	char *h = (char *)c->h_con;
+	char *h = (char *)c->h_con + con_off;
 	struct gpu_constrain_row *hr = (struct gpu_constrain_row *)h;
 	uint32_t *hm = (uint32_t *)(h + b_rows);
 	int32_t *hi = (int32_t *)(h + b_rows + b_mask);
@@ -958,7 +1035,7 @@ static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_s
 			bo += nb;
 		}
 	}
-	char *d = (char *)c->d_con;
+	char *d = (char *)c->d_con + con_off;
 	CUDA_CHECK(cudaMemcpyAsync(d, h, b_rows + b_mask + b_ids + n_bias * 4,
 				   cudaMemcpyHostToDevice, c->stream));
 	CUDA_CHECK(gpu_constrain(c->logits, V, (const struct gpu_constrain_row *)d, nc,
@@ -967,11 +1044,14 @@ static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_s
 	return BG_OK;
 }
 
-/* Samples rows[n] (n <= CUDA_SAMPLE_GROUP). The device sees the unconstrained rows first
- * (the forward's logits), then the constrained ones (their copies in c->clogits): two
- * sampler launches, results put back in row order. */
+/* Enqueues the sampling of rows[n] (n <= CUDA_SAMPLE_GROUP), rows [base, base + n) of the
+ * call, from its shares of the inputs at sin_off and con_off (group_bytes). The device sees
+ * the unconstrained rows first (the forward's logits), then the constrained ones (their
+ * copies in c->clogits): two sampler launches into d_sout[base ...], and last_at says
+ * where each row's result lies. */
 static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
-				   int32_t n, struct sampler_result *out, struct bg_err *err)
+				   int32_t n, int32_t base, size_t sin_off, size_t con_off,
+				   struct bg_err *err)
 {
 	int32_t perm[CUDA_SAMPLE_GROUP], pos[CUDA_SAMPLE_GROUP]; /* device order <-> row */
 	int32_t nu = 0, nc = 0;
@@ -981,26 +1061,13 @@ static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_samp
 	for (int32_t i = 0; i < n; i++)
 		if (rows[i].constraint)
 			perm[nu + nc++] = i;
-	for (int32_t j = 0; j < n; j++)
+	for (int32_t j = 0; j < n; j++) {
 		pos[perm[j]] = j;
-	/* history entries first (sizes), then the rows */
-	size_t n_hist = 0;
-	for (int32_t i = 0; i < n; i++)
-		if (rows[i].forced < 0 && penalties_on(rows[i].params))
-			n_hist += (size_t)rows[i].history.n_prompt + rows[i].history.n_output;
-	size_t bytes_rows = align_up((size_t)n * sizeof(struct gpu_sample_row), 256);
-	size_t need = bytes_rows + n_hist * sizeof(struct gpu_hist_entry) + 256;
-	size_t dcap = c->sin_cap;
-	enum bg_status st = host_grow(c, &c->h_sin, &c->sin_cap, need, err);
-	if (st == BG_OK)
-		st = dev_grow(c, &c->d_sin, &dcap, c->sin_cap, "sampling inputs", err);
-	if (st != BG_OK) {
-		c->sin_cap = 0;
-		return st;
+		c->last_at[base + perm[j]] = base + j;
 	}
-	c->sin_cap = c->sin_cap < dcap ? c->sin_cap : dcap;
-	struct gpu_sample_row *hr = (struct gpu_sample_row *)c->h_sin;
-	struct gpu_hist_entry *he = (struct gpu_hist_entry *)((char *)c->h_sin + bytes_rows);
+	size_t bytes_rows = align_up((size_t)n * sizeof(struct gpu_sample_row), 256);
+	struct gpu_sample_row *hr = (struct gpu_sample_row *)((char *)c->h_sin + sin_off);
+	struct gpu_hist_entry *he = (struct gpu_hist_entry *)((char *)hr + bytes_rows);
 	int32_t n_he = 0;
 	int32_t V = (int32_t)c->hp.n_vocab;
 	for (int32_t i = 0; i < n; i++) {
@@ -1051,24 +1118,42 @@ static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_samp
 			g->u = sampler_rng_uniform(r->rng);
 	}
 	size_t used = bytes_rows + (size_t)n_he * sizeof(struct gpu_hist_entry);
-	CUDA_CHECK(cudaMemcpyAsync(c->d_sin, c->h_sin, used, cudaMemcpyHostToDevice, c->stream));
-	if (nc > 0 && (st = constrain_group(c, rows, perm, nu, nc, err)) != BG_OK)
+	char *d = (char *)c->d_sin + sin_off;
+	CUDA_CHECK(cudaMemcpyAsync(d, hr, used, cudaMemcpyHostToDevice, c->stream));
+	enum bg_status st;
+	if (nc > 0 && (st = constrain_group(c, rows, perm, nu, nc, con_off, err)) != BG_OK)
 		return st;
-	const struct gpu_sample_row *drows = (const struct gpu_sample_row *)c->d_sin;
-	const struct gpu_hist_entry *dhist =
-	    (const struct gpu_hist_entry *)((char *)c->d_sin + bytes_rows);
-	if (nu > 0) /* one stream: the second launch reuses the work buffer after the first */
-		CUDA_CHECK(gpu_sample(c->logits, V, drows, nu, dhist, c->sample_work, c->d_sout,
-				      c->stream));
+	const struct gpu_sample_row *drows = (const struct gpu_sample_row *)d;
+	const struct gpu_hist_entry *dhist = (const struct gpu_hist_entry *)(d + bytes_rows);
+	/* one stream: a launch reuses the work buffer (and the next group clogits) after the
+	 * one before */
+	if (nu > 0)
+		CUDA_CHECK(gpu_sample(c->logits, V, drows, nu, dhist, c->sample_work,
+				      c->d_sout + base, c->stream));
 	if (nc > 0)
 		CUDA_CHECK(gpu_sample(c->clogits, V, drows + nu, nc, dhist, c->sample_work,
-				      c->d_sout + nu, c->stream));
-	CUDA_CHECK(cudaMemcpyAsync(c->h_sout, c->d_sout, (size_t)n * sizeof *out,
-				   cudaMemcpyDeviceToHost, c->stream));
-	CUDA_CHECK(cudaStreamSynchronize(c->stream));
-	for (int32_t j = 0; j < n; j++)
-		out[perm[j]] = c->h_sout[j];
+				      c->d_sout + base + nu, c->stream));
 	return BG_OK;
+}
+
+/* d_sout and h_sout for n rows. The decode graphs read d_sout: they go when it moves. */
+static enum bg_status sout_reserve(struct cuda_ctx *c, int32_t n, struct bg_err *err)
+{
+	if (n <= c->sout_cap)
+		return BG_OK;
+	size_t dcap = (size_t)c->sout_cap * sizeof *c->d_sout, hcap = dcap;
+	void *d = c->d_sout, *h = c->h_sout;
+	drop_graphs(c);
+	c->sout_cap = 0;
+	enum bg_status st =
+	    dev_grow(c, &d, &dcap, (size_t)n * sizeof *c->d_sout, "sampling results", err);
+	c->d_sout = (struct sampler_result *)d;
+	if (st == BG_OK)
+		st = host_grow(c, &h, &hcap, dcap, err);
+	c->h_sout = (struct sampler_result *)h;
+	if (st == BG_OK)
+		c->sout_cap = (int32_t)((dcap < hcap ? dcap : hcap) / sizeof *c->d_sout);
+	return st;
 }
 
 static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *rows, int32_t n_rows,
@@ -1076,6 +1161,10 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 {
 	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
 	CUDA_CHECK(cudaSetDevice(c->device));
+	if (c->out) /* its inputs' staging is still read, and its results not delivered */
+		return bg_fail(err, BG_ERR_INVALID,
+			       "sample called before the last call's results were waited for");
+	size_t sin_need = 0, con_need = 0;
 	for (int32_t i = 0; i < n_rows; i++) {
 		const struct sampler_constraint *sc = rows[i].constraint;
 		if (sc && (sc->n_bias < 0 || (sc->n_bias > 0 && (!sc->bias_ids || !sc->bias))))
@@ -1089,23 +1178,67 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 		    (rows[i].forced < 0 && rows[i].params->temperature > 0.0f && !rows[i].rng))
 			return bg_fail(err, BG_ERR_INVALID, "sample row %d is malformed", i);
 	}
-	if (n_rows > c->cap_last) {
-		int32_t *t = (int32_t *)realloc(c->h_last, (size_t)n_rows * sizeof *t);
-		if (!t)
-			return bg_fail(err, BG_ERR_NOMEM, "out of host memory for %d tokens", n_rows);
-		c->h_last = t;
-		c->cap_last = n_rows;
+	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
+		size_t s_in, s_con;
+		group_bytes(c, rows + i, n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP,
+			    &s_in, &s_con);
+		sin_need += s_in;
+		con_need += s_con;
 	}
 	c->n_last = 0; /* a failed call leaves no tokens to feed */
+	if (n_rows > c->cap_last) {
+		int32_t *t = (int32_t *)realloc(c->last_at, (size_t)n_rows * sizeof *t);
+		if (!t)
+			return bg_fail(err, BG_ERR_NOMEM, "out of host memory for %d rows", n_rows);
+		c->last_at = t;
+		c->cap_last = n_rows;
+	}
+	size_t dcap = c->sin_cap, dcon = c->con_cap;
+	enum bg_status st = sout_reserve(c, n_rows, err);
+	if (st == BG_OK)
+		st = host_grow(c, &c->h_sin, &c->sin_cap, sin_need, err);
+	if (st == BG_OK)
+		st = dev_grow(c, &c->d_sin, &dcap, c->sin_cap, "sampling inputs", err);
+	if (st == BG_OK && con_need)
+		st = host_grow(c, &c->h_con, &c->con_cap, con_need, err);
+	if (st == BG_OK && con_need)
+		st = dev_grow(c, &c->d_con, &dcon, c->con_cap, "constraint masks", err);
+	if (st != BG_OK) {
+		c->sin_cap = c->con_cap = 0;
+		return st;
+	}
+	c->sin_cap = c->sin_cap < dcap ? c->sin_cap : dcap;
+	c->con_cap = c->con_cap < dcon ? c->con_cap : dcon;
+	size_t sin_off = 0, con_off = 0;
 	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
 		int32_t n = n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP;
-		enum bg_status st = sample_group(c, rows + i, n, out + i, err);
+		size_t s_in, s_con;
+		group_bytes(c, rows + i, n, &s_in, &s_con);
+		st = sample_group(c, rows + i, n, i, sin_off, con_off, err);
 		if (st != BG_OK)
 			return st;
+		sin_off += s_in;
+		con_off += s_con;
 	}
-	for (int32_t i = 0; i < n_rows; i++)
-		c->h_last[i] = out[i].token;
+	CUDA_CHECK(cudaMemcpyAsync(c->h_sout, c->d_sout, (size_t)n_rows * sizeof *out,
+				   cudaMemcpyDeviceToHost, c->stream));
+	CUDA_CHECK(cudaEventRecord(c->sout_ev, c->stream));
+	c->out = out;
 	c->n_last = n_rows;
+	return BG_OK;
+}
+
+static enum bg_status cuda_sample_wait(void *ctx, struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	struct sampler_result *out = c->out;
+	if (!out)
+		return BG_OK;
+	c->out = NULL;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	CUDA_CHECK(cudaEventSynchronize(c->sout_ev));
+	for (int32_t i = 0; i < c->n_last; i++)
+		out[i] = c->h_sout[c->last_at[i]];
 	return BG_OK;
 }
 
@@ -1201,18 +1334,23 @@ static void cuda_destroy(void *ctx)
 	if (!c)
 		return;
 	cudaSetDevice(c->device);
-	free(c->h_last);
+	free(c->last_at);
 	if (c->stream)
 		cudaStreamSynchronize(c->stream);
 	if (c->cublas)
 		cublasDestroy(c->cublas);
-	if (c->meta_ev)
-		cudaEventDestroy(c->meta_ev);
+	for (int i = 0; i < 2; i++) {
+		if (c->meta[i].ev)
+			cudaEventDestroy(c->meta[i].ev);
+		if (c->gmeta[i].ev)
+			cudaEventDestroy(c->gmeta[i].ev);
+		cudaFreeHost(c->meta[i].h);
+		cudaFreeHost(c->gmeta[i].h);
+	}
+	if (c->sout_ev)
+		cudaEventDestroy(c->sout_ev);
 	drop_graphs(c);
-	if (c->gmeta_ev)
-		cudaEventDestroy(c->gmeta_ev);
 	cudaFree(c->d_gmeta);
-	cudaFreeHost(c->h_gmeta);
 	cudaFree(c->cublas_ws);
 	cudaFree(c->weights);
 	cudaFree(c->d_rope);
@@ -1220,7 +1358,6 @@ static void cuda_destroy(void *ctx)
 	cudaFree(c->x); /* the base of all activations */
 	cudaFree(c->partial);
 	cudaFree(c->d_meta);
-	cudaFreeHost(c->h_meta);
 	cudaFree(c->logits);
 	cudaFree(c->xl);
 	cudaFree(c->sample_work);
@@ -1241,8 +1378,8 @@ static void cuda_destroy(void *ctx)
 }
 
 static const struct backend_ops cuda_ops = {
-    cuda_forward,    cuda_sample,  cuda_get_logits, cuda_kv_swap_out,
-    cuda_kv_swap_in, cuda_kv_copy, cuda_mem_info,   cuda_destroy,
+    cuda_forward,     cuda_sample,     cuda_sample_wait, cuda_get_logits, cuda_kv_swap_out,
+    cuda_kv_swap_in,  cuda_kv_copy,    cuda_mem_info,    cuda_destroy,
 };
 
 /* ---- creation ---- */
@@ -1345,7 +1482,9 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->block_size = cfg->block_size;
 
 	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-	CUDA_CHECK(cudaEventCreateWithFlags(&c->meta_ev, cudaEventDisableTiming));
+	for (int i = 0; i < 2; i++)
+		CUDA_CHECK(cudaEventCreateWithFlags(&c->meta[i].ev, cudaEventDisableTiming));
+	CUDA_CHECK(cudaEventCreateWithFlags(&c->sout_ev, cudaEventDisableTiming));
 	cublasStatus_t cs = cublasCreate(&c->cublas);
 	if (cs != CUBLAS_STATUS_SUCCESS) {
 		c->cublas = NULL;
@@ -1374,13 +1513,9 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)hp->n_vocab) * 4,
 			       "sampling scratch", err);
 	if (st == BG_OK)
-		st = dev_alloc((void **)&c->d_sout,
-			       CUDA_SAMPLE_GROUP * sizeof(struct sampler_result),
-			       "sampling results", err);
+		st = sout_reserve(c, CUDA_GRAPH_MAX_B, err);
 	if (st != BG_OK)
 		return st;
-	CUDA_CHECK(
-	    cudaMallocHost((void **)&c->h_sout, CUDA_SAMPLE_GROUP * sizeof(struct sampler_result)));
 	c->hist_cnt = (int32_t *)calloc(hp->n_vocab, sizeof(int32_t));
 	c->hist_ids = (int32_t *)malloc(hp->n_vocab * sizeof(int32_t));
 	if (!c->hist_cnt || !c->hist_ids)
@@ -1454,8 +1589,10 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			       (size_t)CUDA_GRAPH_MAX_B *
 				   ((c->graph_ctx + c->block_size - 1) / c->block_size) +
 			       1;
-		CUDA_CHECK(cudaEventCreateWithFlags(&c->gmeta_ev, cudaEventDisableTiming));
-		CUDA_CHECK(cudaMallocHost((void **)&c->h_gmeta, c->gmeta_cap * 4));
+		for (int i = 0; i < 2; i++) {
+			CUDA_CHECK(cudaEventCreateWithFlags(&c->gmeta[i].ev, cudaEventDisableTiming));
+			CUDA_CHECK(cudaMallocHost((void **)&c->gmeta[i].h, c->gmeta_cap * 4));
+		}
 		st = dev_alloc((void **)&c->d_gmeta, c->gmeta_cap * 4, "graph metadata", err);
 		if (st != BG_OK)
 			return st;
@@ -1517,6 +1654,7 @@ extern "C" enum bg_status gpu_plugin_create(const struct model *m, const struct 
 	b->ops = &cuda_ops;
 	b->ctx = c;
 	b->name = "cuda";
+	b->caps = BACKEND_CAP_ASYNC;
 	*out = b;
 	return BG_OK;
 }

@@ -38,10 +38,14 @@ cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void 
 
 /* ---- embed.cu ---- */
 
-/* x[t, :] = embd[tokens[t], :] for t < n_tok; embd is [n_vocab, n_embd] of dt. Token ids
- * are checked by the host. */
-cudaError_t gpu_embed(const void *embd, enum gpu_dtype dt, const int32_t *tokens, int n_tok,
-		      int n_embd, float *x, cudaStream_t stream);
+/* x[t, :] = embd[id, :] for t < n_tok; embd is [n_vocab, n_embd] of dt. id = tokens[t]
+ * when >= 0 (checked by the host); else the token drawn[-1 - tokens[t]] of a sampling
+ * call's results on the device (backend_seq.prev_rows resolved without the host), 0 when
+ * that id lies outside [0, n_vocab) (backend_seq_token's rule). drawn may be NULL when no
+ * token is negative. */
+cudaError_t gpu_embed(const void *embd, enum gpu_dtype dt, const int32_t *tokens,
+		      const struct sampler_result *drawn, int n_tok, int n_vocab, int n_embd,
+		      float *x, cudaStream_t stream);
 
 /* ---- rmsnorm.cu ---- */
 

@@ -11,6 +11,9 @@
 #  - 16-bit models (bf16, f16) give the CPU backend's tokens with their prompts on the
 #    tensor-core prefill kernel, under seeds 1, 2 and 3;
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
+#  - overlap (tokens drawn and fed on the device, results read back behind an event):
+#    the result lines of --overlap off, bitwise where the batches are the same; the CPU
+#    backend's tokens;
 #  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
 #    backend's tokens (gpu/mask.cu);
 #  - a request whose logits turn NaN fails alone with backend_error (tests/e2e_nan.sh),
@@ -124,6 +127,54 @@ far=$(jq -s -r '[.[] | {(.id): [(.choices // [.])[].cum_logprob]}] | add' "$TMP/
 	 select(((.value.cum_logprob - $c[0][$r.id][.key]) | fabs) > 1e-4) | $r.id' \
 	"$TMP/beam_gpu.jsonl")
 check_eq "cuda (emulated), beam search: cumulative log-probs within 1e-4 of the CPU's" "$far" ""
+
+# ---- overlap on the CUDA backend (engine.c, "Overlap"; BACKEND_CAP_ASYNC makes it the
+# default there): the drawn tokens stay on the device, where the next forward's embedding
+# gather reads the ones prev_rows names (gpu_embed), and the results come back behind an
+# event. Stop strings, EOS, log-probs, prompt log-probs, penalties, n > 1, a beam search, a
+# JSON constraint: under no-evict the batches are the same on and off, and --overlap on
+# gives the result lines of --overlap off bitwise (timings excepted). In a pool small
+# enough to preempt, overlap frees a finished request's blocks one step later, so the
+# schedule differs from iteration 7 on; the CUDA backend is not batch invariant (split
+# counts per batch bucket), so there the tokens are the same and log-probs within 1e-5
+# (they differ by ~2e-6). Both: the CPU backend's tokens.
+cat >"$TMP/ovl.jsonl" <<'JSONL'
+{"id":"a","prompt":"Once upon a time","max_tokens":12,"temperature":0,"stop":[","]}
+{"id":"b","prompt":"The cat sat on","max_tokens":10,"temperature":0.8,"seed":5,"logprobs":2,"repetition_penalty":1.3}
+{"id":"c","prompt":"hello","max_tokens":8,"temperature":0.9,"top_p":0.9,"seed":3,"n":3}
+{"id":"d","prompt":"Lily and Ben","max_tokens":6,"beam_width":3,"n":2}
+{"id":"e","prompt":"Tom had a red ball","max_tokens":10,"temperature":0.7,"seed":9,"prompt_logprobs":1}
+{"id":"f","prompt":"One day","max_tokens":10,"temperature":0,"response_format":{"type":"json_object"}}
+{"id":"g","prompt":"The sun was","max_tokens":14,"temperature":1.0,"seed":11,"frequency_penalty":0.5,"stop":[" the"]}
+JSONL
+for setup in "--policy no-evict" "--policy max-util --kv-tokens 96 --block-size 8"; do
+	# shellcheck disable=SC2086
+	"$BATCHGEN" -q -i "$TMP/ovl.jsonl" -o "$TMP/ovl_cpu.jsonl" --device cpu $setup
+	for o in off on; do
+		# shellcheck disable=SC2086
+		"$BATCHGEN" -q -i "$TMP/ovl.jsonl" -o "$TMP/ovl_$o.jsonl" --device cuda --overlap $o $setup
+		check_eq "cuda (emulated), overlap $o ($setup): exit status" $? 0
+		jq -c 'del(.metrics)' "$TMP/ovl_$o.jsonl" >"$TMP/ovl_$o.lines"
+	done
+	check_eq "cuda (emulated), overlap on ($setup): the CPU backend's tokens" \
+		"$(samples "$TMP/ovl_on.jsonl")" "$(samples "$TMP/ovl_cpu.jsonl")"
+	check_eq "cuda (emulated), overlap on ($setup): the tokens of overlap off" \
+		"$(samples "$TMP/ovl_on.jsonl")" "$(samples "$TMP/ovl_off.jsonl")"
+	if [ "$setup" = "--policy no-evict" ]; then
+		check "cuda (emulated), no-evict: overlap on gives the result lines of overlap off" \
+			cmp -s "$TMP/ovl_off.lines" "$TMP/ovl_on.lines"
+	else
+		far=$(lp "$TMP/ovl_off.jsonl" >"$TMP/ovl_off.lp" && lp "$TMP/ovl_on.jsonl" |
+			jq -r --slurpfile c "$TMP/ovl_off.lp" \
+				'to_entries[] | select([.key as $k | .value | to_entries[] | (.value - $c[0][$k][.key]) | fabs | select(. > 1e-5)] | length > 0) | .key')
+		check_eq "cuda (emulated), max-util: cumulative log-probs of overlap on and off within 1e-5" \
+			"$far" ""
+	fi
+done
+check "cuda (emulated), overlap: the small pool preempted" \
+	test "$(jq -s '[.[].metrics.preemptions] | add' "$TMP/ovl_on.jsonl")" -gt 0
+check "cuda (emulated), overlap: a request stopped on its stop string" \
+	test "$(jq -s '[.[] | select(.finish_reason == "stop")] | length' "$TMP/ovl_on.jsonl")" -gt 0
 
 # ---- the architectures of core/model/arch.h (tiny f32 files, prompts past their windows) --
 # Every feature's kernel runs here: rope factors and YaRN, Q/K norms, embedding scale, GELU,

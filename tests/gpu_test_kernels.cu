@@ -272,19 +272,34 @@ static void test_embed(void)
 		for (auto &t : tok)
 			t = (int32_t)(rnd_u32() % V);
 		tok[0] = V - 1;
+		/* tokens the previous sampling call drew, on the device: -1 - k names drawn[k];
+		 * an id outside the vocabulary (a NaN row's) feeds token 0 */
+		struct sampler_result drawn[5] = {};
+		const int32_t drawn_ids[5] = {7, V - 2, -1, V, 3};
+		for (int k = 0; k < 5; k++)
+			drawn[k].token = drawn_ids[k];
+		std::vector<int32_t> id = tok;
+		const int32_t names[5] = {-1, -3, -4, -5, -2}, fed[5] = {7, 0, 0, 3, V - 2};
+		for (int k = 0; k < 5; k++) {
+			tok[1 + 7 * k] = names[k];
+			id[1 + 7 * k] = fed[k];
+		}
 		auto packed = st_pack(dt, tab);
 		void *dtab = dev_upload(packed.data(), packed.size());
 		int32_t *dtok = dev_vec(tok);
+		void *ddrawn = dev_upload(drawn, sizeof drawn);
 		float *x;
 		REQUIRE(cudaMalloc(&x, (size_t)n * E * 4));
-		REQUIRE(gpu_embed(dtab, dt, dtok, n, E, x, 0));
+		REQUIRE(gpu_embed(dtab, dt, dtok, (const struct sampler_result *)ddrawn, n, V, E, x,
+				  0));
 		std::vector<float> got = dev_download<float>(x, (size_t)n * E), want((size_t)n * E);
 		for (int t = 0; t < n; t++)
 			for (int i = 0; i < E; i++)
-				want[(size_t)t * E + i] = tab[(size_t)tok[t] * E + i];
+				want[(size_t)t * E + i] = tab[(size_t)id[t] * E + i];
 		check_close("embed", got, want, 0, 0); /* a widening copy: exact */
 		cudaFree(dtab);
 		cudaFree(dtok);
+		cudaFree(ddrawn);
 		cudaFree(x);
 	}
 }

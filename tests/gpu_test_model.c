@@ -94,7 +94,7 @@ static int32_t greedy(struct backend *b, int32_t row, float *logprob, struct bg_
 	sampler_params_default(&p);
 	struct backend_sample_row r = {row, -1, &p, {NULL, 0, NULL, 0}, NULL, NULL};
 	struct sampler_result out;
-	if (b->ops->sample(b->ctx, &r, 1, &out, err) != BG_OK)
+	if (backend_sample(b, &r, 1, &out, err) != BG_OK)
 		return -1;
 	if (logprob)
 		*logprob = out.logprob;
@@ -330,7 +330,7 @@ static void test_stories(void)
 						    sg.n_tok - sg.n_prompt};
 			struct backend_sample_row a = {r1, -1, &p, h, &rg, NULL};
 			struct sampler_result o1, o2;
-			CHECK(g->ops->sample(g->ctx, &a, 1, &o1, &err) == BG_OK, "sample: %s",
+			CHECK(backend_sample(g, &a, 1, &o1, &err) == BG_OK, "sample: %s",
 			      err.msg);
 			sampler_sample(lg, V, &p, &h, &rc, scratch, &o2);
 			if ((o1.token != o2.token || o1.top_ids[0] != o2.top_ids[0] ||
@@ -431,7 +431,7 @@ static void test_tiny_random(void)
 		p.n_top = 1;
 		struct backend_sample_row row = {r, tok, &p, {NULL, 0, NULL, 0}, NULL, NULL};
 		struct sampler_result o;
-		CHECK(g->ops->sample(g->ctx, &row, 1, &o, &err) == BG_OK, "score: %s", err.msg);
+		CHECK(backend_sample(g, &row, 1, &o, &err) == BG_OK, "score: %s", err.msg);
 		double d1 = fabs(o.logprob - lp), d2 = fabs(o.top_logprobs[0] - top_lp);
 		if (d1 > worst)
 			worst = d1;

@@ -104,6 +104,10 @@ struct ebuf {
 	int32_t *prow;	/* [tok_cap] backend_seq.prev_rows */
 	uint8_t *bwant; /* [tok_cap] */
 	int32_t tok_cap, nlog;
+	/* [res_cap] its sample call's results: per buffer, since an asynchronous backend
+	 * (BACKEND_CAP_ASYNC) writes them late, while the next step is built in the other */
+	struct sampler_result *res;
+	int32_t res_cap;
 	bool overlap; /* its results may wait until the next step is running */
 };
 
@@ -124,7 +128,6 @@ struct engine {
 	int32_t pend;			 /* the buffer whose results wait to be applied; -1: none */
 	bool overlap;			 /* cfg.overlap resolved for the backend */
 	struct backend_sample_row *rows; /* [row_cap] */
-	struct sampler_result *res;	 /* [row_cap] */
 	struct constrain_job *cjobs;	 /* [row_cap] this step's grammar rows */
 	int32_t *cjob_row;		 /* [row_cap] the sample row of each job */
 	int32_t row_cap, nrows;
@@ -183,8 +186,7 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 		e->max_seq_len = pool_tokens > INT32_MAX ? INT32_MAX : (int32_t)pool_tokens;
 	}
 	e->pend = -1;
-	e->overlap = cfg->overlap < 0 ? strcmp(backend->name ? backend->name : "", "cuda") == 0
-				      : cfg->overlap > 0;
+	e->overlap = cfg->overlap < 0 ? (backend->caps & BACKEND_CAP_ASYNC) != 0 : cfg->overlap > 0;
 	e->window = cfg->reorder_window > 0
 			? cfg->reorder_window
 			: (cfg->max_batch_size * 4 > 1024 ? cfg->max_batch_size * 4 : 1024);
@@ -292,9 +294,9 @@ void engine_destroy(struct engine *e)
 		free(e->buf[b].btok);
 		free(e->buf[b].prow);
 		free(e->buf[b].bwant);
+		free(e->buf[b].res);
 	}
 	free(e->rows);
-	free(e->res);
 	free(e->cjobs);
 	free(e->cjob_row);
 	free(e->ring);
@@ -1329,9 +1331,13 @@ static enum bg_status scratch_reserve(struct engine *e, struct ebuf *b, int32_t 
 			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
 		b->tok_cap = n_tokens;
 	}
+	if (n_rows > b->res_cap) {
+		if (!grow((void **)&b->res, sizeof *b->res, n_rows))
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
+		b->res_cap = n_rows;
+	}
 	if (n_rows > e->row_cap) {
 		if (!grow((void **)&e->rows, sizeof *e->rows, n_rows) ||
-		    !grow((void **)&e->res, sizeof *e->res, n_rows) ||
 		    !grow((void **)&e->cjobs, sizeof *e->cjobs, n_rows) ||
 		    !grow((void **)&e->cjob_row, sizeof *e->cjob_row, n_rows))
 			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the batch");
@@ -1436,8 +1442,9 @@ static bool constrain_apply(struct engine *e, struct ereq *er, const struct samp
  * there is run and thrown away — apply n finishes it before rows n + 1 are built, so it
  * draws nothing (its RNG does not move), nothing reaches its result, and its entry is
  * "dead". Its blocks are freed when apply n finishes it, after forward n + 1 was issued:
- * a device backend runs everything on one stream in issue order, so a block handed to
- * another sequence is written only after forward n + 1 is done with it. That wasted
+ * an asynchronous backend runs everything on one stream in issue order (what
+ * BACKEND_CAP_ASYNC promises), so a block handed to another sequence is written only
+ * after forward n + 1 is done with it. That wasted
  * position is within the request's reservation (n_tokens <= n_kv_max), and it lies past
  * the prompt, in a block no other table shares (the scheduler copied it on write), so
  * no cached block changes. The wasted rows show only in the statistics (one more
@@ -1451,9 +1458,15 @@ static bool constrain_apply(struct engine *e, struct ereq *er, const struct samp
  * step's rows. Which rows score prompt tokens is fixed when a step is built (plp_next
  * may move before its rows are). Statistics lines count a request's completion one
  * iteration later.
+ * An asynchronous backend (BACKEND_CAP_ASYNC, which --overlap auto keys on: CUDA)
+ * returns from sample() before the results are written (each step buffer has its own
+ * array for them): step_apply waits for them (ops->sample_wait), which is after forward
+ * n + 1 was issued, so the device computes while the host applies step n, and also
+ * while it plans and builds step n + 2 (forward and sample n + 1 are queued then).
  * A synchronous backend (CPU) runs the same order, each call complete when it returns,
  * which is how the engine side is tested: results are bitwise those of the serial
- * loop (test_invariance, test_engine). */
+ * loop (test_invariance, test_engine; its fake backend also plays an asynchronous one
+ * whose results arrive only at sample_wait). */
 
 /* Builds step buffer bi for plan: copy-on-write, swap-ins, and the forward's inputs. */
 static enum bg_status step_build(struct engine *e, const struct sched_plan *plan, int32_t bi,
@@ -1655,12 +1668,19 @@ static void step_advance(struct engine *e, int32_t bi)
 			sched_advance(e->sched, &b->steps[i].er->sq, b->steps[i].samples);
 }
 
-/* Applies the sampled rows e->res of step buffer bi: prompt log-probs, tokens, stop
- * checks, forks and beams; advances the scheduler unless step_advance did. */
+/* Applies the sampled rows b->res of step buffer bi: prompt log-probs, tokens, stop
+ * checks, forks and beams; advances the scheduler unless step_advance did. An
+ * asynchronous backend's results are waited for here, after the next step was issued;
+ * when they cannot be had, the step's requests fail. */
 static enum bg_status step_apply(struct engine *e, int32_t bi, bool advanced, struct bg_err *err)
 {
 	struct ebuf *b = &e->buf[bi];
 	enum bg_status st;
+	struct bg_err berr = {0};
+	if (e->be->ops->sample_wait && e->be->ops->sample_wait(e->be->ctx, &berr) != BG_OK) {
+		fail_step(e, bi, "sample", &berr);
+		return BG_OK;
+	}
 	for (int32_t i = 0; i < b->n; i++) {
 		const struct estep *s = &b->steps[i];
 		struct ereq *er = s->er;
@@ -1674,7 +1694,7 @@ static enum bg_status step_apply(struct engine *e, int32_t bi, bool advanced, st
 		for (int32_t j = 0; j < c; j++) {
 			if (!b->bwant[s->tok0 + j])
 				continue;
-			const struct sampler_result *res = &e->res[row++];
+			const struct sampler_result *res = &b->res[row++];
 			int32_t p = K + j;
 			if (nan_at < 0 && isnan(res->logprob)) /* backend.h: a NaN logits row */
 				nan_at = p;
@@ -1727,7 +1747,7 @@ static enum bg_status step_apply(struct engine *e, int32_t bi, bool advanced, st
 				 nan_at, er->con ? ", or the request's constraints ban every token" : "");
 			continue;
 		}
-		if (s->fork && (st = fork_samples(e, er, &e->res[row], err)) != BG_OK)
+		if (s->fork && (st = fork_samples(e, er, &b->res[row], err)) != BG_OK)
 			return st;
 		if (er->con && !constrain_apply(e, er, sampled))
 			continue;
@@ -1773,7 +1793,7 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 		return BG_OK;
 	}
 	step_rows(e, bi);
-	if (e->nrows > 0 && ops->sample(e->be->ctx, e->rows, e->nrows, e->res, &berr) != BG_OK) {
+	if (e->nrows > 0 && ops->sample(e->be->ctx, e->rows, e->nrows, b->res, &berr) != BG_OK) {
 		fail_step(e, bi, "sample", &berr);
 		return BG_OK;
 	}
