@@ -107,7 +107,7 @@ struct ebuf {
 	/* [res_cap] its sample call's results: per buffer, since an asynchronous backend
 	 * (BACKEND_CAP_ASYNC) writes them late, while the next step is built in the other */
 	struct sampler_result *res;
-	int32_t res_cap;
+	int32_t res_cap, nres; /* nres: rows its sample call draws (step_rows) */
 	bool overlap; /* its results may wait until the next step is running */
 };
 
@@ -1656,7 +1656,7 @@ static void step_rows(struct engine *e, int32_t bi)
 		for (int32_t f = rw; f < nrows && e->rows[f].logits_row == lr; f++)
 			e->rows[f].constraint = jb->sc;
 	}
-	e->nrows = nrows;
+	e->nrows = b->nres = nrows;
 }
 
 /* Overlap: tells the scheduler what step buffer bi did before its tokens are applied. */
@@ -1680,6 +1680,23 @@ static enum bg_status step_apply(struct engine *e, int32_t bi, bool advanced, st
 	if (e->be->ops->sample_wait && e->be->ops->sample_wait(e->be->ctx, &berr) != BG_OK) {
 		fail_step(e, bi, "sample", &berr);
 		return BG_OK;
+	}
+	/* Tokens index the tokenizer's tables and the requests' outputs: a backend's id
+	 * outside the vocabulary (a broken plugin) fails the step's requests, never reaches
+	 * them. */
+	for (int32_t k = 0; k < b->nres; k++) {
+		const struct sampler_result *res = &b->res[k];
+		int32_t bad = res->token < 0 || res->token >= e->be->n_vocab ? res->token : -1;
+		for (int32_t t = 0; bad < 0 && t < res->n_top && t < SAMPLER_MAX_TOP; t++)
+			if (res->top_ids[t] < 0 || res->top_ids[t] >= e->be->n_vocab)
+				bad = res->top_ids[t];
+		if (bad >= 0 || res->n_top < 0 || res->n_top > SAMPLER_MAX_TOP) {
+			bg_fail(&berr, BG_ERR_DEVICE, "the backend returned an invalid result "
+				"(token %d, %d alternatives; the vocabulary has %d tokens)",
+				(int)(bad >= 0 ? bad : res->token), (int)res->n_top, (int)e->be->n_vocab);
+			fail_step(e, bi, "sample", &berr);
+			return BG_OK;
+		}
 	}
 	for (int32_t i = 0; i < b->n; i++) {
 		const struct estep *s = &b->steps[i];
