@@ -1,7 +1,7 @@
 /* mem_read: the machine's memory read bandwidth, STREAM-like, to judge how close B=1 decode
  * comes to streaming the weights at memory speed (issue 12).
  *
- *   mem_read [-t THREADS] [-m MIB] [-r REPS]
+ *   mem_read [-t THREADS] [-m MIB] [-r REPS] [-H]
  *
  * One buffer of -m MiB (default 1024: far beyond any last-level cache), written once (so
  * that its pages exist), then -r passes (default 10) in which THREADS threads (default 2)
@@ -10,7 +10,9 @@
  * each pass together at a barrier and meet at another when done: a pass's time is the
  * slowest thread's (plus the barriers' microseconds). Prints the best
  * and the median pass in GB/s (10^9 bytes per second; STREAM reports the best). Read only:
- * no write traffic is counted or made during the passes.
+ * no write traffic is counted or made during the passes. -H puts the buffer in memory advised
+ * for transparent huge pages (2 MiB; madvise MADV_HUGEPAGE), as the CPU backend's copy of
+ * the weights is (core/cpu/cpu_weights.h): the denominator for decode from that copy.
  *
  * Build: make build/bench/mem_read (or cc -O2 -pthread bench/mem_read.c -o mem_read) */
 #ifndef _GNU_SOURCE
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static double now(void)
@@ -86,17 +89,23 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	int threads = 2, reps = 10;
+	int threads = 2, reps = 10, huge = 0;
 	size_t mib = 1024;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "-t"))
+	for (int i = 1; i < argc; i += 2) {
+		if (!strcmp(argv[i], "-H")) {
+			huge = 1;
+			i--;
+		} else if (i + 1 == argc) {
+			fprintf(stderr, "mem_read: %s needs a value\n", argv[i]);
+			return 2;
+		} else if (!strcmp(argv[i], "-t"))
 			threads = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "-m"))
 			mib = (size_t)atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "-r"))
 			reps = atoi(argv[i + 1]);
 		else {
-			fprintf(stderr, "usage: mem_read [-t THREADS] [-m MIB] [-r REPS]\n");
+			fprintf(stderr, "usage: mem_read [-t THREADS] [-m MIB] [-r REPS] [-H]\n");
 			return 2;
 		}
 	}
@@ -111,7 +120,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	size_t n = mib << 20, slice = n / (size_t)threads / 256 * 256;
-	unsigned char *buf = aligned_alloc(64, n);
+	const size_t huge_page = (size_t)2 << 20;
+	unsigned char *map = NULL, *buf;
+	if (huge) {
+		map = mmap(NULL, n + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		buf = map == MAP_FAILED ? NULL
+					: (unsigned char *)(((uintptr_t)map + huge_page - 1) & ~(uintptr_t)(huge_page - 1));
+		if (buf)
+			(void)madvise(buf, n, MADV_HUGEPAGE);
+	} else {
+		buf = aligned_alloc(64, n);
+	}
 	if (!buf) {
 		fprintf(stderr, "mem_read: out of memory\n");
 		return 1;
@@ -138,14 +157,17 @@ int main(int argc, char **argv)
 		sink ^= ws[t].sink;
 	}
 	qsort(gbs, (size_t)reps, sizeof(double), cmp_double);
-	printf("mem_read: %d threads, %zu MiB, %d passes, %s loads: best %.1f GB/s, median %.1f "
+	printf("mem_read: %d threads, %zu MiB%s, %d passes, %s loads: best %.1f GB/s, median %.1f "
 	       "GB/s (checksum %llx)\n",
-	       threads, mib, reps, wide ? "512-bit" : "256-bit", gbs[reps - 1], gbs[reps / 2],
-	       (unsigned long long)sink);
+	       threads, mib, huge ? " (huge pages advised)" : "", reps, wide ? "512-bit" : "256-bit",
+	       gbs[reps - 1], gbs[reps / 2], (unsigned long long)sink);
 	pthread_barrier_destroy(&bar);
 	free(gbs);
 	free(tids);
 	free(ws);
-	free(buf);
+	if (huge)
+		munmap(map, n + huge_page);
+	else
+		free(buf);
 	return 0;
 }
