@@ -46,9 +46,9 @@ struct fake {
 	struct sampler_result *held; /* [cap_rows] */
 	struct sampler_result *held_out;
 	int32_t n_held;
-	/* > 0: the bad_call-th sample call returns a token outside the vocabulary in its
+	/* > 0: the bad_call-th sample call returns bad_token, outside the vocabulary, in its
 	 * first row (a broken plugin) */
-	int32_t bad_call, n_sample_calls;
+	int32_t bad_call, bad_token, n_sample_calls;
 	/* records */
 	int64_t n_forward, max_seqs, max_tokens, total_tokens, swap_outs, swap_ins, copies;
 	bool shared_ok; /* blocks may be shared (samples): swap-out must not poison them */
@@ -180,7 +180,7 @@ static enum bg_status fake_sample(void *ctx, const struct backend_sample_row *ro
 		else
 			sampler_sample(lg, f->V, r->params, &r->history, r->rng, f->scratch, o);
 		if (i == 0 && f->n_sample_calls + 1 == f->bad_call)
-			o->token = f->V + 3;
+			o->token = f->bad_token;
 		f->last[i] = o->token;
 	}
 	f->n_sample_calls++;
@@ -818,42 +818,49 @@ static void test_errors(const struct tok *tok)
  * that step fail with a backend_error, no such token reaches a result, the run goes on. */
 static void test_bad_backend_token(const struct tok *tok)
 {
-	struct spec sp[4] = {0};
-	for (int i = 0; i < 4; i++) {
-		sp[i].n_ids = 3;
-		sp[i].ids[0] = 1, sp[i].ids[1] = 5 + i, sp[i].ids[2] = 6;
-		sp[i].max_tokens = 6;
-		sp[i].ignore_eos = true;
-	}
-	struct fake f;
-	struct backend be = fake_backend(&f, TV, 64, 4, FAKE_HASH);
-	f.bad_call = 3;
-	struct engine_config cfg;
-	engine_config_default(&cfg);
-	cfg.max_batch_size = 2; /* two waves: the second runs after the first fails */
-	struct run R;
-	CHECK(run_specs(&cfg, &be, tok, 32, sp, 4, &R, NULL) == BG_OK, "run");
-	CHECK(R.n_emitted == 4 && R.dup == 0, "one result each (%d)", R.n_emitted);
-	int failed = 0, ok = 0;
-	for (int i = 0; i < 4; i++) {
-		const struct request *r = R.res[i];
-		if (!r)
-			continue;
-		for (int32_t k = 0; k < r->n_out; k++)
-			CHECK(r->out_ids[k] >= 0 && r->out_ids[k] < TV, "request %d token %d", i,
-			      r->out_ids[k]);
-		if (r->finish == REQ_FINISH_ERROR) {
-			failed++;
-			CHECK(strcmp(r->error.code, "backend_error") == 0 &&
-				  strstr(r->error.message, "invalid result (token 39"),
-			      "request %d: %s: %s", i, r->error.code, r->error.message);
-		} else {
-			ok += r->finish == REQ_FINISH_LENGTH && r->n_out == 6;
+	const int32_t bad[2] = {TV + 3, -7}; /* past the end; negative */
+	for (int v = 0; v < 2; v++) {
+		struct spec sp[4] = {0};
+		for (int i = 0; i < 4; i++) {
+			sp[i].n_ids = 3;
+			sp[i].ids[0] = 1, sp[i].ids[1] = 5 + i, sp[i].ids[2] = 6;
+			sp[i].max_tokens = 6;
+			sp[i].ignore_eos = true;
 		}
+		struct fake f;
+		struct backend be = fake_backend(&f, TV, 64, 4, FAKE_HASH);
+		f.bad_call = 3;
+		f.bad_token = bad[v];
+		struct engine_config cfg;
+		engine_config_default(&cfg);
+		cfg.max_batch_size = 2; /* two waves: the second runs after the first fails */
+		struct run R;
+		CHECK(run_specs(&cfg, &be, tok, 32, sp, 4, &R, NULL) == BG_OK, "run");
+		CHECK(R.n_emitted == 4 && R.dup == 0, "one result each (%d)", R.n_emitted);
+		char want[64];
+		snprintf(want, sizeof want, "invalid result (token %d,", (int)bad[v]);
+		int failed = 0, ok = 0;
+		for (int i = 0; i < 4; i++) {
+			const struct request *r = R.res[i];
+			if (!r)
+				continue;
+			for (int32_t k = 0; k < r->n_out; k++)
+				CHECK(r->out_ids[k] >= 0 && r->out_ids[k] < TV, "request %d token %d",
+				      i, r->out_ids[k]);
+			if (r->finish == REQ_FINISH_ERROR) {
+				failed++;
+				CHECK(strcmp(r->error.code, "backend_error") == 0 &&
+					  strstr(r->error.message, want),
+				      "request %d: %s: %s", i, r->error.code, r->error.message);
+			} else {
+				ok += r->finish == REQ_FINISH_LENGTH && r->n_out == 6;
+			}
+		}
+		CHECK(failed >= 1 && ok >= 2, "token %d: %d failed, %d ran to their length",
+		      (int)bad[v], failed, ok);
+		run_free(&R);
+		fake_free(&f);
 	}
-	CHECK(failed >= 1 && ok >= 2, "%d failed, %d ran to their length", failed, ok);
-	run_free(&R);
-	fake_free(&f);
 }
 
 /* Stop strings across token boundaries, EOS, stop tokens, on predictable text. */

@@ -1668,6 +1668,17 @@ static void step_advance(struct engine *e, int32_t bi)
 			sched_advance(e->sched, &b->steps[i].er->sq, b->steps[i].samples);
 }
 
+/* Are r's token and alternatives ids of a vocabulary of n tokens? */
+static bool result_in_vocab(const struct sampler_result *r, int32_t n)
+{
+	if (r->token < 0 || r->token >= n || r->n_top < 0 || r->n_top > SAMPLER_MAX_TOP)
+		return false;
+	for (int32_t t = 0; t < r->n_top; t++)
+		if (r->top_ids[t] < 0 || r->top_ids[t] >= n)
+			return false;
+	return true;
+}
+
 /* Applies the sampled rows b->res of step buffer bi: prompt log-probs, tokens, stop
  * checks, forks and beams; advances the scheduler unless step_advance did. An
  * asynchronous backend's results are waited for here, after the next step was issued;
@@ -1684,20 +1695,15 @@ static enum bg_status step_apply(struct engine *e, int32_t bi, bool advanced, st
 	/* Tokens index the tokenizer's tables and the requests' outputs: a backend's id
 	 * outside the vocabulary (a broken plugin) fails the step's requests, never reaches
 	 * them. */
-	for (int32_t k = 0; k < b->nres; k++) {
-		const struct sampler_result *res = &b->res[k];
-		int32_t bad = res->token < 0 || res->token >= e->be->n_vocab ? res->token : -1;
-		for (int32_t t = 0; bad < 0 && t < res->n_top && t < SAMPLER_MAX_TOP; t++)
-			if (res->top_ids[t] < 0 || res->top_ids[t] >= e->be->n_vocab)
-				bad = res->top_ids[t];
-		if (bad >= 0 || res->n_top < 0 || res->n_top > SAMPLER_MAX_TOP) {
-			bg_fail(&berr, BG_ERR_DEVICE, "the backend returned an invalid result "
-				"(token %d, %d alternatives; the vocabulary has %d tokens)",
-				(int)(bad >= 0 ? bad : res->token), (int)res->n_top, (int)e->be->n_vocab);
+	for (int32_t k = 0; k < b->nres; k++)
+		if (!result_in_vocab(&b->res[k], e->be->n_vocab)) {
+			bg_fail(&berr, BG_ERR_DEVICE,
+				"the backend returned an invalid result (token %d, %d alternatives; "
+				"the vocabulary has %d tokens)",
+				(int)b->res[k].token, (int)b->res[k].n_top, (int)e->be->n_vocab);
 			fail_step(e, bi, "sample", &berr);
 			return BG_OK;
 		}
-	}
 	for (int32_t i = 0; i < b->n; i++) {
 		const struct estep *s = &b->steps[i];
 		struct ereq *er = s->er;
