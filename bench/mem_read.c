@@ -91,19 +91,19 @@ int main(int argc, char **argv)
 {
 	int threads = 2, reps = 10, huge = 0;
 	size_t mib = 1024;
-	for (int i = 1; i < argc; i += 2) {
-		if (!strcmp(argv[i], "-H")) {
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-H")) {
 			huge = 1;
-			i--;
-		} else if (i + 1 == argc) {
-			fprintf(stderr, "mem_read: %s needs a value\n", argv[i]);
-			return 2;
-		} else if (!strcmp(argv[i], "-t"))
-			threads = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "-m"))
-			mib = (size_t)atol(argv[i + 1]);
-		else if (!strcmp(argv[i], "-r"))
-			reps = atoi(argv[i + 1]);
+			continue;
+		}
+		const char *v = i + 1 < argc ? argv[++i] : NULL; /* the option's value */
+		if (v && !strcmp(a, "-t"))
+			threads = atoi(v);
+		else if (v && !strcmp(a, "-m"))
+			mib = (size_t)atol(v);
+		else if (v && !strcmp(a, "-r"))
+			reps = atoi(v);
 		else {
 			fprintf(stderr, "usage: mem_read [-t THREADS] [-m MIB] [-r REPS] [-H]\n");
 			return 2;
