@@ -1,12 +1,13 @@
-/* engine_util: the parts of an engine test's request source that every such test writes
- * the same way: a request named PREFIX<seq> with either a text prompt or prompt token
- * ids, and its stop strings. Header-only, static functions, because each test program is
+/* engine_util: the parts of an engine test that every such test writes the same way: a
+ * request named PREFIX<seq> with either a text prompt or prompt token ids, and its stop
+ * strings; one run of an engine over a test's requests, collecting the results by seq. Header-only, static functions, because each test program is
  * one translation unit. Allocation failures are not handled (tests).
  *
  *   engine_util_req(prefix, seq, prompt, ids, n_ids)   a new request (req_free it)
  *   engine_util_req_stops(r, stop, n)                  sets r's stop strings (copies)
  *   engine_util_policy(cfg, i)                         setup i of the policy sweep
  *   engine_util_rnd(&state, n), engine_util_prompt(i)  seeded draws, story prompts
+ *   engine_util_run(cfg, be, tok, hp, src, specs, n, R) one run, results by seq
  */
 #ifndef BG_TEST_ENGINE_UTIL_H
 #define BG_TEST_ENGINE_UTIL_H
@@ -107,6 +108,63 @@ static inline const char *engine_util_policy(struct engine_config *cfg, int i)
 	cfg->policy = setups[i].policy;
 	cfg->preempt = setups[i].preempt;
 	return setups[i].name;
+}
+
+/* One engine run of n requests: specs is the test's own array of request descriptions
+ * (its source casts it back and pulls specs[next]); res[seq] is the result of request seq
+ * (a result whose seq is out of range or already has one is freed and counted in dup);
+ * tot holds engine_totals after the run. */
+struct engine_util_run {
+	const void *specs;
+	int32_t n, next, n_emitted, dup;
+	struct request **res; /* [n] */
+	struct engine_progress tot;
+};
+
+/* The engine's sink for a source whose user pointer is a struct engine_util_run. */
+static inline int engine_util_sink(void *user, struct request *r)
+{
+	struct engine_util_run *R = user;
+	if (r->seq < 0 || r->seq >= R->n || R->res[r->seq]) {
+		R->dup++;
+		req_free(r);
+		return 0;
+	}
+	R->res[r->seq] = r;
+	R->n_emitted++;
+	return 0;
+}
+
+/* Resets R for specs [n], runs a fresh engine from src(R) into engine_util_sink, records
+ * its totals and destroys it. Returns the status of engine_create or engine_run, whose
+ * message it prints on stderr. */
+static inline enum bg_status engine_util_run(const struct engine_config *cfg, struct backend *be,
+					     const struct tok *tok,
+					     const struct model_hparams *hp, engine_source_fn src,
+					     const void *specs, int32_t n, struct engine_util_run *R)
+{
+	memset(R, 0, sizeof *R);
+	R->specs = specs;
+	R->n = n;
+	R->res = calloc((size_t)n, sizeof *R->res);
+	struct engine *e = NULL;
+	struct bg_err err = {0};
+	enum bg_status st = engine_create(cfg, be, tok, hp, &e, &err);
+	if (st == BG_OK)
+		st = engine_run(e, src, engine_util_sink, NULL, R, NULL, NULL, &err);
+	if (st != BG_OK)
+		fprintf(stderr, "engine on %s: %s\n", be->name, err.msg);
+	if (e)
+		engine_totals(e, &R->tot);
+	engine_destroy(e);
+	return st;
+}
+
+static inline void engine_util_run_free(struct engine_util_run *R)
+{
+	for (int32_t i = 0; R->res && i < R->n; i++)
+		req_free(R->res[i]);
+	free(R->res);
 }
 
 #endif

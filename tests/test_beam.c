@@ -22,6 +22,7 @@
  */
 #include "check.h"
 #include "engine_util.h"
+#include "fake_backend.h"
 #include "cpu/backend_cpu.h"
 #include "engine/beam.h"
 #include "engine/engine.h"
@@ -30,173 +31,6 @@
 
 #include <math.h>
 #include <stdint.h>
-
-/* ------------------------------------------------------------------------------------ */
-/* the fake model                                                                       */
-/* ------------------------------------------------------------------------------------ */
-
-struct fake {
-	int32_t V, bs, nb;
-	uint64_t *kv;	/* [nb * bs] hash per slot */
-	uint8_t *valid; /* [nb * bs] */
-	int64_t *owner; /* [nb] forward stamp * 1024 + seq index */
-	float *logits;	/* [cap_rows * V] */
-	int32_t cap_rows, n_rows;
-	void *scratch;
-	int64_t n_forward, copies;
-	int errors;
-	char err[160];
-	int32_t last[4096]; /* the tokens the last sample call drew (backend_seq.prev_rows) */
-	int32_t n_last;
-};
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-/* The model: position p's state is a hash of the state before it, its token and p; the
- * logits of a state are fine-grained pseudo-random numbers in [0, 8) (ties improbable). */
-static uint64_t model_next(uint64_t prev, int32_t tok, int32_t p)
-{
-	return mix64(prev ^ (uint64_t)tok * 0x100000001b3ull ^ (uint64_t)p << 40);
-}
-#define MODEL_H0 0x1234567ull
-
-static void model_logits(uint64_t h, int32_t V, float *out)
-{
-	for (int32_t v = 0; v < V; v++)
-		out[v] = (float)(mix64(h ^ (uint64_t)(v + 1) * 0x9e3779b97f4a7c15ull) % 1000003) /
-			 125000.0f;
-}
-
-static void fake_bad(struct fake *f, const char *msg)
-{
-	if (f->errors++ == 0)
-		snprintf(f->err, sizeof f->err, "%s", msg);
-}
-
-static enum bg_status fake_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
-{
-	struct fake *f = ctx;
-	f->n_forward++;
-	f->n_rows = 0;
-	for (int32_t s = 0; s < b->n_seqs; s++) {
-		const struct backend_seq *q = &b->seqs[s];
-		if ((int64_t)q->n_blocks * f->bs < (int64_t)q->pos0 + q->n_tokens) {
-			fake_bad(f, "block table too short");
-			return bg_fail(err, BG_ERR_INVALID, "table");
-		}
-		for (int32_t j = 0; j < q->n_tokens; j++) {
-			int32_t blk = q->block_table[(q->pos0 + j) / f->bs];
-			int64_t stamp = f->n_forward * 1024 + s;
-			if (f->owner[blk] / 1024 == f->n_forward && f->owner[blk] != stamp)
-				fake_bad(f, "a block is written by two sequences of one batch");
-			f->owner[blk] = stamp;
-		}
-		for (int32_t j = 0; j < q->n_tokens; j++) {
-			int32_t p = q->pos0 + j;
-			uint64_t prev = MODEL_H0;
-			if (p > 0) {
-				size_t ps = (size_t)q->block_table[(p - 1) / f->bs] * f->bs +
-					    (size_t)((p - 1) % f->bs);
-				if (!f->valid[ps])
-					fake_bad(f, "reads a KV slot never written");
-				prev = f->kv[ps];
-			}
-			int32_t tok = q->tokens[j];
-			if (q->prev_rows && q->prev_rows[j] >= 0) {
-				if (q->prev_rows[j] >= f->n_last)
-					return bg_fail(err, BG_ERR_INVALID, "prev_rows");
-				tok = f->last[q->prev_rows[j]];
-			}
-			uint64_t h = model_next(prev, tok, p);
-			size_t sl = (size_t)q->block_table[p / f->bs] * f->bs + (size_t)(p % f->bs);
-			f->kv[sl] = h;
-			f->valid[sl] = 1;
-			if (q->want_logits[j]) {
-				if (f->n_rows >= f->cap_rows)
-					return bg_fail(err, BG_ERR_INVALID, "rows");
-				model_logits(h, f->V, &f->logits[(size_t)f->n_rows * f->V]);
-				f->n_rows++;
-			}
-		}
-	}
-	return BG_OK;
-}
-
-static enum bg_status fake_sample(void *ctx, const struct backend_sample_row *rows, int32_t n,
-				  struct sampler_result *out, struct bg_err *err)
-{
-	struct fake *f = ctx;
-	for (int32_t i = 0; i < n; i++) {
-		const struct backend_sample_row *r = &rows[i];
-		if (r->logits_row < 0 || r->logits_row >= f->n_rows)
-			return bg_fail(err, BG_ERR_INVALID, "row");
-		const float *lg = &f->logits[(size_t)r->logits_row * f->V];
-		if (r->forced >= 0)
-			sampler_score(lg, f->V, r->forced, r->params->n_top, &out[i]);
-		else
-			sampler_sample(lg, f->V, r->params, &r->history, r->rng, f->scratch,
-				       &out[i]);
-		if (i < 4096)
-			f->last[i] = out[i].token;
-	}
-	f->n_last = n < 4096 ? n : 4096;
-	return BG_OK;
-}
-
-static enum bg_status fake_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg_err *err)
-{
-	struct fake *f = ctx;
-	if (src < 0 || src >= f->nb || dst < 0 || dst >= f->nb || src == dst)
-		return bg_fail(err, BG_ERR_INVALID, "bad copy %d -> %d", src, dst);
-	memcpy(&f->kv[(size_t)dst * f->bs], &f->kv[(size_t)src * f->bs], f->bs * sizeof *f->kv);
-	memcpy(&f->valid[(size_t)dst * f->bs], &f->valid[(size_t)src * f->bs], (size_t)f->bs);
-	f->copies++;
-	return BG_OK;
-}
-
-static const struct backend_ops fake_ops = {
-    .forward = fake_forward,
-    .sample = fake_sample,
-    .kv_copy = fake_kv_copy,
-};
-
-static struct backend fake_backend(struct fake *f, int32_t V, int32_t nb, int32_t bs)
-{
-	memset(f, 0, sizeof *f);
-	f->V = V;
-	f->nb = nb;
-	f->bs = bs;
-	f->kv = calloc((size_t)nb * bs, sizeof *f->kv);
-	f->valid = calloc((size_t)nb * bs, 1);
-	f->owner = calloc((size_t)nb, sizeof *f->owner);
-	f->cap_rows = 4096;
-	f->logits = malloc((size_t)f->cap_rows * V * sizeof *f->logits);
-	f->scratch = malloc(sampler_scratch_bytes(V));
-	return (struct backend){.ops = &fake_ops,
-				.ctx = f,
-				.name = "fake",
-				.n_vocab = V,
-				.block_size = bs,
-				.n_blocks = nb,
-				.block_bytes = (size_t)bs * sizeof(uint64_t)};
-}
-
-static void fake_free(struct fake *f)
-{
-	free(f->kv);
-	free(f->valid);
-	free(f->owner);
-	free(f->logits);
-	free(f->scratch);
-}
 
 /* ------------------------------------------------------------------------------------ */
 /* the reference search                                                                 */
@@ -226,11 +60,11 @@ static void fake_oracle(void *u, const int32_t *prompt, int32_t P, const int32_t
 {
 	(void)u;
 	int32_t V = fake_V;
-	uint64_t h = MODEL_H0;
+	uint64_t h = FAKE_H0;
 	for (int32_t p = 0; p < P + n; p++)
-		h = model_next(h, p < P ? prompt[p] : prefix[p - P], p);
+		h = fake_next(h, p < P ? prompt[p] : prefix[p - P], p);
 	float lg[64], all[64];
-	model_logits(h, V, lg);
+	fake_fine_logits(h, V, lg);
 	for (int32_t v = 0; v < V; v++) {
 		struct sampler_result sr;
 		sampler_score(lg, V, v, 0, &sr);
@@ -359,19 +193,13 @@ struct spec {
 	uint64_t seed;
 };
 
-struct run {
-	const struct spec *specs;
-	int32_t n, next;
-	struct request **res;
-};
-
 static int src(void *user, struct request **out, struct bg_err *err)
 {
 	(void)err;
-	struct run *R = user;
+	struct engine_util_run *R = user;
 	if (R->next >= R->n)
 		return 0;
-	const struct spec *s = &R->specs[R->next];
+	const struct spec *s = (const struct spec *)R->specs + R->next;
 	struct request *r = engine_util_req("b", R->next, s->prompt, s->ids, s->n_ids);
 	r->max_tokens = s->max_tokens;
 	r->beam_width = s->beam_width > 0 ? s->beam_width : 1;
@@ -393,40 +221,11 @@ static int src(void *user, struct request **out, struct bg_err *err)
 	return 1;
 }
 
-static int sink(void *user, struct request *r)
-{
-	struct run *R = user;
-	if (r->seq >= 0 && r->seq < R->n && !R->res[r->seq])
-		R->res[r->seq] = r;
-	else
-		req_free(r);
-	return 0;
-}
-
 static enum bg_status run(const struct engine_config *cfg, struct backend *be,
 			  const struct tok *tok, const struct model_hparams *hp,
-			  const struct spec *specs, int32_t n, struct run *R)
+			  const struct spec *specs, int32_t n, struct engine_util_run *R)
 {
-	memset(R, 0, sizeof *R);
-	R->specs = specs;
-	R->n = n;
-	R->res = calloc((size_t)n, sizeof *R->res);
-	struct engine *e = NULL;
-	struct bg_err err = {0};
-	enum bg_status st = engine_create(cfg, be, tok, hp, &e, &err);
-	if (st == BG_OK)
-		st = engine_run(e, src, sink, NULL, R, NULL, NULL, &err);
-	if (st != BG_OK)
-		fprintf(stderr, "engine: %s\n", err.msg);
-	engine_destroy(e);
-	return st;
-}
-
-static void run_free(struct run *R)
-{
-	for (int32_t i = 0; i < R->n; i++)
-		req_free(R->res[i]);
-	free(R->res);
+	return engine_util_run(cfg, be, tok, hp, src, specs, n, R);
 }
 
 /* r's choices against the reference ref[n]: tokens, finish, log-probs and cum_logprob
@@ -474,7 +273,7 @@ static void test_exhaustive(int32_t V, int32_t L, int32_t W)
 {
 	fake_V = V;
 	struct fake f;
-	struct backend be = fake_backend(&f, V, 256, 2);
+	struct backend be = fake_backend(&f, V, 256, 2, FAKE_FINE);
 	struct engine_config cfg;
 	engine_config_default(&cfg);
 	struct spec s = {.ids = {1, 0, 2 % V},
@@ -485,7 +284,7 @@ static void test_exhaustive(int32_t V, int32_t L, int32_t W)
 			 .logprobs = 0,
 			 .lpen = 1.0f,
 			 .stop_tok = -1};
-	struct run R;
+	struct engine_util_run R;
 	CHECK(run(&cfg, &be, NULL, NULL, &s, 1, &R) == BG_OK, "exhaustive run");
 	int32_t total = 1;
 	for (int32_t i = 0; i < L; i++)
@@ -512,7 +311,7 @@ static void test_exhaustive(int32_t V, int32_t L, int32_t W)
 	snprintf(what, sizeof what, "exhaustive V=%d L=%d W=%d", V, L, W);
 	CHECK(cmp_ref(R.res[0], all, W, what) == 0, "%s: the W best of %d sequences", what, total);
 	CHECK(f.errors == 0, "fake: %s", f.err);
-	run_free(&R);
+	engine_util_run_free(&R);
 	free(all);
 	fake_free(&f);
 }
@@ -581,7 +380,7 @@ static void test_reference_fake(void)
 			 * a time, blocks of 4 */
 			int32_t nb = setup == 1 ? 56 : 400, bs = setup == 2 ? 4 : 2;
 			struct fake f;
-			struct backend be = fake_backend(&f, V, nb, bs);
+			struct backend be = fake_backend(&f, V, nb, bs, FAKE_FINE);
 			struct engine_config cfg;
 			engine_config_default(&cfg);
 			cfg.policy = pols[pi];
@@ -589,7 +388,7 @@ static void test_reference_fake(void)
 			cfg.max_num_tokens = setup == 1 ? 5 : 64;
 			cfg.max_batch_size = setup == 2 ? 5 : 32;
 			cfg.prefix_cache = setup != 2;
-			struct run R;
+			struct engine_util_run R;
 			char what[96];
 			snprintf(what, sizeof what, "policy %d setup %d overlap %d", pi, setup,
 				 cfg.overlap);
@@ -614,7 +413,7 @@ static void test_reference_fake(void)
 			CHECK(paused == 0, "%s: beams are never paused (%d were)", what, paused);
 			CHECK(f.errors == 0, "%s: fake: %s", what, f.err);
 			copies += f.copies;
-			run_free(&R);
+			engine_util_run_free(&R);
 			fake_free(&f);
 		}
 	CHECK(copies > 0, "beams copied shared blocks on write (%lld copies)", (long long)copies);
@@ -647,7 +446,7 @@ static void real_oracle(void *u, const int32_t *prompt, int32_t P, const int32_t
 	struct engine_config cfg;
 	engine_config_default(&cfg);
 	cfg.prefix_cache = false;
-	struct run R;
+	struct engine_util_run R;
 	CHECK(run(&cfg, c->be, c->tok, c->hp, &s, 1, &R) == BG_OK, "oracle run");
 	const struct request *r = R.res[0];
 	CHECK(r && r->out_top && r->out_top[0].n_top == K, "oracle result");
@@ -656,7 +455,7 @@ static void real_oracle(void *u, const int32_t *prompt, int32_t P, const int32_t
 		lps[k] = r->out_top[0].top_logprobs[k];
 	}
 	c->calls++;
-	run_free(&R);
+	engine_util_run_free(&R);
 }
 
 static bool choices_equal(const struct request *a, const struct request *b)
@@ -723,11 +522,11 @@ static void test_real(void)
 	struct real_ctx rc = {be, tok, &hp, 0};
 	struct request *solo[NB];
 	for (int32_t i = 0; i < NB; i++) {
-		struct run R;
+		struct engine_util_run R;
 		CHECK(run(&cfg, be, tok, &hp, &beams[i], 1, &R) == BG_OK, "solo beam %d", i);
 		solo[i] = R.res[0];
 		R.res[0] = NULL;
-		run_free(&R);
+		engine_util_run_free(&R);
 		if (!solo[i] || !solo[i]->prompt_ids)
 			continue;
 		struct rseq ref[8];
@@ -752,13 +551,13 @@ static void test_real(void)
 	g.n = 1;
 	struct spec gs[2] = {g, g};
 	gs[1].beam_width = 0;
-	struct run RG;
+	struct engine_util_run RG;
 	CHECK(run(&cfg, be, tok, &hp, gs, 2, &RG) == BG_OK, "greedy run");
 	CHECK(RG.res[0] && RG.res[1] && RG.res[0]->n_out == RG.res[1]->n_out &&
 		  memcmp(RG.res[0]->out_ids, RG.res[1]->out_ids,
 			 (size_t)RG.res[0]->n_out * sizeof(int32_t)) == 0,
 	      "beam_width 1 returns what greedy decoding returns");
-	run_free(&RG);
+	engine_util_run_free(&RG);
 
 	/* batch invariance: the beams in a busy mixed batch, every policy */
 	enum { NM = 20 };
@@ -792,7 +591,7 @@ static void test_real(void)
 			c2.policy = pols[pi];
 			c2.chunked_context = chunk % 2 == 0;
 			c2.max_num_tokens = chunk % 2 == 0 ? 16 : 512;
-			struct run R;
+			struct engine_util_run R;
 			CHECK(run(&c2, be, tok, &hp, mix, NM, &R) == BG_OK, "mixed run");
 			int bad = 0;
 			for (int32_t i = 0; i < NM; i++) {
@@ -804,7 +603,7 @@ static void test_real(void)
 			CHECK(bad == 0,
 			      "policy %d chunk %d overlap %d: %d beam requests differ batched", pi,
 			      chunk % 2, c2.overlap, bad);
-			run_free(&R);
+			engine_util_run_free(&R);
 		}
 	CHECK(preempted > 0, "max-util preempted other requests around the beams (%lld)",
 	      (long long)preempted);
@@ -860,7 +659,7 @@ static void test_refusals(void)
 	/* the whole family must fit the pool: 4 beams of 30 tokens in 10 blocks of 4 */
 	struct fake f;
 	fake_V = 6;
-	struct backend be = fake_backend(&f, 6, 10, 4);
+	struct backend be = fake_backend(&f, 6, 10, 4, FAKE_FINE);
 	struct engine_config cfg;
 	engine_config_default(&cfg);
 	struct spec s = {.ids = {1, 2},
@@ -871,12 +670,12 @@ static void test_refusals(void)
 			 .logprobs = -1,
 			 .lpen = 1,
 			 .stop_tok = -1};
-	struct run R;
+	struct engine_util_run R;
 	CHECK(run(&cfg, &be, NULL, NULL, &s, 1, &R) == BG_OK, "run");
 	CHECK(R.res[0] && strcmp(R.res[0]->error.code, "too_long") == 0,
 	      "a family that cannot fit the pool is too_long (%s)",
 	      R.res[0] ? R.res[0]->error.code : "-");
-	run_free(&R);
+	engine_util_run_free(&R);
 	fake_free(&f);
 }
 

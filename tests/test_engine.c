@@ -16,311 +16,12 @@
  */
 #include "check.h"
 #include "engine_util.h"
+#include "fake_backend.h"
 #include "engine/engine.h"
 #include "model/gguf.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
-
-/* ------------------------------------------------------------------------------------ */
-/* the fake backend                                                                     */
-/* ------------------------------------------------------------------------------------ */
-
-enum { FAKE_HASH = 0, FAKE_SUCC = 1 };
-
-struct fake {
-	int32_t V, bs, nb;
-	uint64_t *kv;	/* [nb * bs] hash per slot */
-	uint8_t *valid; /* [nb * bs] */
-	int64_t *owner; /* [nb] forward stamp * 1024 + seq index, to catch sharing */
-	float *logits;	/* [cap_rows * V] */
-	int32_t cap_rows, n_rows;
-	void *scratch;
-	int mode;
-	int32_t succ[64]; /* FAKE_SUCC: the token that follows each token */
-	int32_t last[8192]; /* the tokens the last sample call drew (backend_seq.prev_rows) */
-	int32_t n_last;
-	/* BACKEND_CAP_ASYNC (fake_backend_async): sample() leaves out[] poisoned (token -1,
-	 * NaN log-probs) and keeps the results in held[n_held]; sample_wait copies them */
-	bool async, pending;
-	struct sampler_result *held; /* [cap_rows] */
-	struct sampler_result *held_out;
-	int32_t n_held;
-	/* > 0: the bad_call-th sample call returns bad_token, outside the vocabulary, in its
-	 * first row (a broken plugin) */
-	int32_t bad_call, bad_token, n_sample_calls;
-	/* records */
-	int64_t n_forward, max_seqs, max_tokens, total_tokens, swap_outs, swap_ins, copies;
-	bool shared_ok; /* blocks may be shared (samples): swap-out must not poison them */
-	int errors;
-	char err[256];
-};
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static void fake_bad(struct fake *f, const char *msg)
-{
-	if (f->errors++ == 0)
-		snprintf(f->err, sizeof f->err, "%s", msg);
-}
-
-static void fake_row(struct fake *f, uint64_t h, int32_t tok, float *out)
-{
-	if (f->mode == FAKE_SUCC) {
-		for (int32_t v = 0; v < f->V; v++)
-			out[v] = 0.0f;
-		out[f->succ[tok]] = 10.0f;
-		return;
-	}
-	int32_t target = 3 + (int32_t)((h >> 7) % (uint64_t)(f->V - 3));
-	if (h % 23 == 0)
-		target = 2; /* EOS now and then */
-	for (int32_t v = 0; v < f->V; v++)
-		out[v] = (float)(mix64(h ^ ((uint64_t)v * 0x9e3779b97f4a7c15ull)) % 1000) / 250.0f;
-	out[2] -= 3.0f;
-	out[target] += 4.0f;
-}
-
-static enum bg_status fake_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
-{
-	struct fake *f = ctx;
-	f->n_forward++;
-	f->n_rows = 0;
-	int64_t ntok = 0;
-	if (b->n_seqs > f->max_seqs)
-		f->max_seqs = b->n_seqs;
-	for (int32_t s = 0; s < b->n_seqs; s++) {
-		const struct backend_seq *q = &b->seqs[s];
-		if (q->n_tokens < 1 || q->pos0 < 0)
-			fake_bad(f, "empty sequence or negative position");
-		if ((int64_t)q->n_blocks * f->bs < (int64_t)q->pos0 + q->n_tokens)
-			fake_bad(f, "block table too short");
-		for (int32_t i = 0; i < q->n_blocks; i++) {
-			int32_t blk = q->block_table[i];
-			if (blk < 0 || blk >= f->nb) {
-				fake_bad(f, "block index out of range");
-				return bg_fail(err, BG_ERR_INVALID, "bad block");
-			}
-		}
-		/* Blocks are shared read-only (block reuse); a block WRITTEN by two sequences
-		 * of one batch is a bug. */
-		for (int32_t j = 0; j < q->n_tokens; j++) {
-			int32_t blk = q->block_table[(q->pos0 + j) / f->bs];
-			int64_t stamp = f->n_forward * 1024 + s;
-			if (f->owner[blk] / 1024 == f->n_forward && f->owner[blk] != stamp)
-				fake_bad(f, "a block is written by two sequences of one batch");
-			f->owner[blk] = stamp;
-		}
-		for (int32_t j = 0; j < q->n_tokens; j++) {
-			int32_t p = q->pos0 + j;
-			uint64_t prev = 0x1234567ull;
-			if (p > 0) {
-				size_t ps = (size_t)q->block_table[(p - 1) / f->bs] * f->bs +
-					    (size_t)((p - 1) % f->bs);
-				if (!f->valid[ps])
-					fake_bad(f, "reads a KV slot never written");
-				prev = f->kv[ps];
-			}
-			int32_t tok = q->tokens[j];
-			if (q->prev_rows && q->prev_rows[j] >= 0) {
-				if (q->prev_rows[j] >= f->n_last) {
-					fake_bad(f, "a previous sample row that does not exist");
-					return bg_fail(err, BG_ERR_INVALID, "prev_rows");
-				}
-				tok = f->last[q->prev_rows[j]];
-			}
-			if (tok < 0 || tok >= f->V)
-				fake_bad(f, "token out of range");
-			uint64_t h =
-			    mix64(prev ^ (uint64_t)tok * 0x100000001b3ull ^ (uint64_t)p << 40);
-			size_t sl = (size_t)q->block_table[p / f->bs] * f->bs + (size_t)(p % f->bs);
-			f->kv[sl] = h;
-			f->valid[sl] = 1;
-			if (q->want_logits[j]) {
-				if (f->n_rows >= f->cap_rows) {
-					fake_bad(f, "too many logits rows");
-					return bg_fail(err, BG_ERR_INVALID, "rows");
-				}
-				fake_row(f, h, tok, &f->logits[(size_t)f->n_rows * f->V]);
-				f->n_rows++;
-			}
-		}
-		ntok += q->n_tokens;
-	}
-	if (f->n_rows != b->n_logits)
-		fake_bad(f, "n_logits does not match the wanted tokens");
-	if (ntok > f->max_tokens)
-		f->max_tokens = ntok;
-	f->total_tokens += ntok;
-	return BG_OK;
-}
-
-static enum bg_status fake_sample(void *ctx, const struct backend_sample_row *rows, int32_t n,
-				  struct sampler_result *out, struct bg_err *err)
-{
-	struct fake *f = ctx;
-	for (int32_t i = 0; i < n; i++) {
-		const struct backend_sample_row *r = &rows[i];
-		if (r->logits_row < 0 || r->logits_row >= f->n_rows) {
-			fake_bad(f, "sample row out of range");
-			return bg_fail(err, BG_ERR_INVALID, "row");
-		}
-		const float *lg = &f->logits[(size_t)r->logits_row * f->V];
-		struct sampler_result *o = f->async ? &f->held[i] : &out[i];
-		if (r->forced >= 0)
-			sampler_score(lg, f->V, r->forced, r->params->n_top, o);
-		else
-			sampler_sample(lg, f->V, r->params, &r->history, r->rng, f->scratch, o);
-		if (i == 0 && f->n_sample_calls + 1 == f->bad_call)
-			o->token = f->bad_token;
-		f->last[i] = o->token;
-	}
-	f->n_sample_calls++;
-	f->n_last = n;
-	if (f->async) {
-		if (f->pending)
-			fake_bad(f, "sample called before the last call's results were waited for");
-		memset(out, 0xff, (size_t)n * sizeof *out);
-		f->pending = true;
-		f->held_out = out;
-		f->n_held = n;
-	}
-	return BG_OK;
-}
-
-static enum bg_status fake_sample_wait(void *ctx, struct bg_err *err)
-{
-	(void)err;
-	struct fake *f = ctx;
-	if (f->pending)
-		memcpy(f->held_out, f->held, (size_t)f->n_held * sizeof *f->held);
-	f->pending = false;
-	return BG_OK;
-}
-
-static enum bg_status fake_swap_out(void *ctx, const int32_t *blocks, int32_t n, void *host,
-				    struct bg_err *err)
-{
-	(void)err;
-	struct fake *f = ctx;
-	uint64_t *h = host;
-	for (int32_t i = 0; i < n; i++)
-		for (int32_t j = 0; j < f->bs; j++) {
-			size_t sl = (size_t)blocks[i] * f->bs + (size_t)j;
-			h[(size_t)i * f->bs + j] = f->kv[sl];
-			if (!f->shared_ok)
-				f->kv[sl] = 0xdeadbeef; /* poison: swap-in must restore it */
-		}
-	f->swap_outs++;
-	return BG_OK;
-}
-
-static enum bg_status fake_swap_in(void *ctx, const int32_t *blocks, int32_t n, const void *host,
-				   struct bg_err *err)
-{
-	(void)err;
-	struct fake *f = ctx;
-	const uint64_t *h = host;
-	for (int32_t i = 0; i < n; i++)
-		for (int32_t j = 0; j < f->bs; j++) {
-			size_t sl = (size_t)blocks[i] * f->bs + (size_t)j;
-			f->kv[sl] = h[(size_t)i * f->bs + j];
-			f->valid[sl] = 1;
-		}
-	f->swap_ins++;
-	return BG_OK;
-}
-
-static void fake_mem(void *ctx, struct backend_mem *m)
-{
-	struct fake *f = ctx;
-	m->weight_bytes = 1000;
-	m->kv_bytes = (size_t)f->nb * f->bs * sizeof(uint64_t);
-	m->workspace_bytes = (size_t)f->cap_rows * f->V * sizeof(float);
-	m->on_device = false;
-}
-
-static enum bg_status fake_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg_err *err)
-{
-	struct fake *f = ctx;
-	if (src < 0 || src >= f->nb || dst < 0 || dst >= f->nb || src == dst)
-		return bg_fail(err, BG_ERR_INVALID, "bad copy %d -> %d", src, dst);
-	memcpy(&f->kv[(size_t)dst * f->bs], &f->kv[(size_t)src * f->bs], f->bs * sizeof *f->kv);
-	memcpy(&f->valid[(size_t)dst * f->bs], &f->valid[(size_t)src * f->bs], (size_t)f->bs);
-	f->copies++;
-	return BG_OK;
-}
-
-static const struct backend_ops fake_ops = {
-    .forward = fake_forward,
-    .sample = fake_sample,
-    .kv_swap_out = fake_swap_out,
-    .kv_swap_in = fake_swap_in,
-    .kv_copy = fake_kv_copy,
-    .mem_info = fake_mem,
-};
-static const struct backend_ops fake_async_ops = {
-    .forward = fake_forward,
-    .sample = fake_sample,
-    .sample_wait = fake_sample_wait,
-    .kv_swap_out = fake_swap_out,
-    .kv_swap_in = fake_swap_in,
-    .kv_copy = fake_kv_copy,
-    .mem_info = fake_mem,
-};
-
-static struct backend fake_backend(struct fake *f, int32_t V, int32_t nb, int32_t bs, int mode)
-{
-	memset(f, 0, sizeof *f);
-	f->V = V;
-	f->nb = nb;
-	f->bs = bs;
-	f->mode = mode;
-	f->kv = calloc((size_t)nb * bs, sizeof *f->kv);
-	f->valid = calloc((size_t)nb * bs, 1);
-	f->owner = calloc((size_t)nb, sizeof *f->owner);
-	f->cap_rows = 8192;
-	f->logits = malloc((size_t)f->cap_rows * V * sizeof *f->logits);
-	f->scratch = malloc(sampler_scratch_bytes(V));
-	struct backend b = {.ops = &fake_ops,
-			    .ctx = f,
-			    .name = "fake",
-			    .n_vocab = V,
-			    .block_size = bs,
-			    .n_blocks = nb,
-			    .block_bytes = (size_t)bs * sizeof(uint64_t)};
-	return b;
-}
-
-/* fake_backend with BACKEND_CAP_ASYNC: results arrive at sample_wait. */
-static struct backend fake_backend_async(struct fake *f, int32_t V, int32_t nb, int32_t bs,
-					 int mode)
-{
-	struct backend b = fake_backend(f, V, nb, bs, mode);
-	f->async = true;
-	f->held = malloc((size_t)f->cap_rows * sizeof *f->held);
-	b.ops = &fake_async_ops;
-	b.caps = BACKEND_CAP_ASYNC;
-	return b;
-}
-
-static void fake_free(struct fake *f)
-{
-	free(f->held);
-	free(f->kv);
-	free(f->valid);
-	free(f->owner);
-	free(f->logits);
-	free(f->scratch);
-}
 
 /* ------------------------------------------------------------------------------------ */
 /* a tiny SentencePiece-style vocabulary, written with the GGUF writer                  */
@@ -527,7 +228,7 @@ static bool same_result(const struct request *a, const struct request *b, char *
 static uint64_t wl_state = 12345;
 static uint32_t wrnd(uint32_t n)
 {
-	wl_state = mix64(wl_state + 0x9e3779b97f4a7c15ull);
+	wl_state = fake_mix64(wl_state + 0x9e3779b97f4a7c15ull);
 	return (uint32_t)(wl_state % n);
 }
 
@@ -1476,7 +1177,7 @@ static int pend_src(void *user, struct request **out, struct bg_err *err)
 		if (P->clock < P->avail[R->next])
 			P->clock = P->avail[R->next]; /* blocked until it arrived */
 	} else {
-		P->rng = mix64(P->rng + 0x9e3779b97f4a7c15ull);
+		P->rng = fake_mix64(P->rng + 0x9e3779b97f4a7c15ull);
 		if (P->clock < P->avail[R->next] || P->rng % 3 == 0) {
 			P->pend_busy++;
 			return ENGINE_SOURCE_PENDING;
@@ -1504,7 +1205,7 @@ static void test_pending_source(const struct tok *tok)
 	int64_t *avail = calloc(N, sizeof *avail);
 	uint64_t h = 7;
 	for (int32_t i = 1; i < N; i++) {
-		h = mix64(h + (uint64_t)i);
+		h = fake_mix64(h + (uint64_t)i);
 		avail[i] = avail[i - 1] + (int64_t)(h % 4) + (i == 40 ? 1000 : 0);
 	}
 	for (int v = 0; v < 4; v++) {

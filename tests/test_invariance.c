@@ -74,19 +74,13 @@ struct spec {
 	int32_t n; /* samples; 0 means 1 */
 };
 
-struct run {
-	const struct spec *specs;
-	int32_t n, next, n_emitted, dup;
-	struct request **res;
-};
-
 static int src(void *user, struct request **out, struct bg_err *err)
 {
 	(void)err;
-	struct run *R = user;
+	struct engine_util_run *R = user;
 	if (R->next >= R->n)
 		return 0;
-	const struct spec *s = &R->specs[R->next];
+	const struct spec *s = (const struct spec *)R->specs + R->next;
 	struct request *r = engine_util_req("q", R->next, s->prompt, s->ids, s->n_ids);
 	r->max_tokens = s->max_tokens;
 	r->sampling.temperature = s->temperature;
@@ -118,43 +112,11 @@ static int src(void *user, struct request **out, struct bg_err *err)
 	return 1;
 }
 
-static int sink(void *user, struct request *r)
-{
-	struct run *R = user;
-	if (r->seq < 0 || r->seq >= R->n || R->res[r->seq]) {
-		R->dup++;
-		req_free(r);
-		return 0;
-	}
-	R->res[r->seq] = r;
-	R->n_emitted++;
-	return 0;
-}
-
 static enum bg_status run(const struct engine_config *cfg, struct backend *be,
 			  const struct tok *tok, const struct model_hparams *hp,
-			  const struct spec *specs, int32_t n, struct run *R)
+			  const struct spec *specs, int32_t n, struct engine_util_run *R)
 {
-	memset(R, 0, sizeof *R);
-	R->specs = specs;
-	R->n = n;
-	R->res = calloc((size_t)n, sizeof *R->res);
-	struct engine *e = NULL;
-	struct bg_err err = {0};
-	enum bg_status st = engine_create(cfg, be, tok, hp, &e, &err);
-	if (st == BG_OK)
-		st = engine_run(e, src, sink, NULL, R, NULL, NULL, &err);
-	if (st != BG_OK)
-		fprintf(stderr, "engine: %s\n", err.msg);
-	engine_destroy(e);
-	return st;
-}
-
-static void run_free(struct run *R)
-{
-	for (int32_t i = 0; i < R->n; i++)
-		req_free(R->res[i]);
-	free(R->res);
+	return engine_util_run(cfg, be, tok, hp, src, specs, n, R);
 }
 
 static bool top_eq(const struct sampler_result *a, const struct sampler_result *b)
@@ -243,11 +205,11 @@ static void arch_invariance(const char *shape, int32_t n)
 	engine_config_default(&cfg);
 	cfg.prefix_cache = false;
 	for (int32_t i = 0; i < n; i++) {
-		struct run R;
+		struct engine_util_run R;
 		CHECK(run(&cfg, be, tok, &hp, &sp[i], 1, &R) == BG_OK, "%s solo %d", shape, i);
 		ref[i] = R.res[0];
 		R.res[0] = NULL;
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 	for (int p = 0; p < 2 * ENGINE_UTIL_N_POLICIES; p++) {
 		const char *name = engine_util_policy(&cfg, p / 2);
@@ -255,7 +217,7 @@ static void arch_invariance(const char *shape, int32_t n)
 		cfg.max_batch_size = 64;
 		cfg.max_num_tokens = 32;
 		cfg.max_queued = 32;
-		struct run R;
+		struct engine_util_run R;
 		enum bg_status st = run(&cfg, be, tok, &hp, sp, n, &R);
 		int diff = 0;
 		int64_t preempt = 0;
@@ -274,7 +236,7 @@ static void arch_invariance(const char *shape, int32_t n)
 			CHECK(preempt > 0, "%s %s: preemptions happened", shape, name);
 		fprintf(stderr, "%-16s %-20s overlap %d: %d/%d identical, %lld preemptions\n",
 			shape, name, cfg.overlap, n - diff, n, (long long)preempt);
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 out:
 	for (int32_t i = 0; ref && i < n; i++)
@@ -316,11 +278,11 @@ static void first_wave_invariance(struct backend *be, const struct tok *tok,
 	cfg.prefix_cache = false;
 	struct request **ref = calloc((size_t)n, sizeof *ref);
 	for (int32_t i = 0; i < n; i++) {
-		struct run R;
+		struct engine_util_run R;
 		CHECK(run(&cfg, be, tok, hp, &sp[i], 1, &R) == BG_OK, "first wave solo %d", i);
 		ref[i] = R.res[0];
 		R.res[0] = NULL;
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++)
 		for (int chunk = 0; chunk < 2; chunk++)
@@ -330,7 +292,7 @@ static void first_wave_invariance(struct backend *be, const struct tok *tok,
 				cfg.overlap = chunk;
 				cfg.max_batch_size = b ? 64 : 1;
 				cfg.max_num_tokens = 512;
-				struct run R;
+				struct engine_util_run R;
 				enum bg_status st = run(&cfg, be, tok, hp, sp, n, &R);
 				int diff = 0, later = 0;
 				char why[160] = "";
@@ -354,7 +316,7 @@ static void first_wave_invariance(struct backend *be, const struct tok *tok,
 					"later requests cached %d tokens\n",
 					name, chunk, cfg.max_batch_size, n - diff, n, later, n - 1,
 					PRE);
-				run_free(&R);
+				engine_util_run_free(&R);
 			}
 	for (int32_t i = 0; i < n; i++)
 		req_free(ref[i]);
@@ -434,11 +396,11 @@ static void preempt_prefix_invariance(const struct model *m, const struct tok *t
 	engine_config_default(&cfg);
 	cfg.prefix_cache = false;
 	for (int32_t i = 0; i < n; i++) {
-		struct run R;
+		struct engine_util_run R;
 		CHECK(run(&cfg, be, tok, hp, &sp[i], 1, &R) == BG_OK, "preempt solo %d", i);
 		ref[i] = R.res[0];
 		R.res[0] = NULL;
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 	int64_t resume_waits = 0;
 	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++)
@@ -455,7 +417,7 @@ static void preempt_prefix_invariance(const struct model *m, const struct tok *t
 				cfg.max_num_tokens = 64;
 				cfg.stats = tmpfile();
 				CHECK(cfg.stats != NULL, "a temporary file for the stats");
-				struct run R;
+				struct engine_util_run R;
 				enum bg_status st = run(&cfg, be, tok, hp, sp, n, &R);
 				int diff = 0;
 				int64_t preempt = 0, held_paused = 0, held_other = 0;
@@ -493,7 +455,7 @@ static void preempt_prefix_invariance(const struct model *m, const struct tok *t
 					name, chunk, cfg.max_batch_size, n - diff, n,
 					(long long)preempt, (long long)held_paused,
 					(long long)held_other);
-				run_free(&R);
+				engine_util_run_free(&R);
 			}
 	CHECK(resume_waits > 0, "requests resuming by recompute waited for a writer (%lld)",
 	      (long long)resume_waits);
@@ -561,11 +523,11 @@ static void grammar_invariance(struct backend *be, const struct tok *tok,
 	cfg.constrain_threads = 1;
 	struct request *ref[N_G] = {0};
 	for (int32_t i = 0; i < N_G; i++) {
-		struct run R;
+		struct engine_util_run R;
 		CHECK(run(&cfg, be, tok, hp, &sp[i], 1, &R) == BG_OK, "grammar solo %d", i);
 		ref[i] = R.res[0];
 		R.res[0] = NULL;
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 	/* every finished sequence is in its language */
 	int ended = 0, bad = 0, samples = 0, failed = 0;
@@ -602,7 +564,7 @@ static void grammar_invariance(struct backend *be, const struct tok *tok,
 		cfg.constrain_threads = threads[t];
 		cfg.overlap = (int32_t)t % 2;
 		cfg.max_batch_size = 64;
-		struct run R;
+		struct engine_util_run R;
 		enum bg_status st = run(&cfg, be, tok, hp, sp, N_G, &R);
 		int diff = 0;
 		char why[160] = "";
@@ -628,7 +590,7 @@ static void grammar_invariance(struct backend *be, const struct tok *tok,
 		      threads[t], R.n_emitted, N_G, diff, why);
 		fprintf(stderr, "grammar, %d mask threads: %d/%d identical\n", threads[t],
 			N_G - diff, N_G);
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 	for (int32_t i = 0; i < N_G; i++)
 		req_free(ref[i]);
@@ -711,11 +673,11 @@ int main(void)
 	struct request **ref = calloc((size_t)N, sizeof *ref);
 	int n_stop = 0;
 	for (int32_t i = 0; i < N; i++) {
-		struct run R;
+		struct engine_util_run R;
 		CHECK(run(&cfg, be, tok, &hp, &sp[i], 1, &R) == BG_OK, "solo %d", i);
 		ref[i] = R.res[0];
 		R.res[0] = NULL;
-		run_free(&R);
+		engine_util_run_free(&R);
 		if (ref[i]) {
 			CHECK(ref[i]->finish != REQ_FINISH_ERROR && ref[i]->n_out > 0,
 			      "solo %d ran: %s", i, ref[i]->error.message);
@@ -751,7 +713,7 @@ int main(void)
 				cfg.max_queued = 32;
 				cfg.order =
 				    (p + b) % 2 ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
-				struct run R;
+				struct engine_util_run R;
 				enum bg_status st = run(&cfg, be, tok, &hp, sp, N, &R);
 				int diff = 0;
 				int64_t preempt = 0, cached = 0, plp_cached = 0;
@@ -791,7 +753,7 @@ int main(void)
 					"preemptions, %lld cached tokens\n",
 					name, chunk, cfg.max_batch_size, cfg.overlap, N - diff, N,
 					(long long)preempt, (long long)cached);
-				run_free(&R);
+				engine_util_run_free(&R);
 			}
 	/* An independent oracle through the whole engine path: llama.cpp's greedy
 	 * continuation of "Once upon a time", run in a busy max-util batch. */
@@ -812,7 +774,7 @@ int main(void)
 		engine_config_default(&cfg);
 		cfg.policy = ENGINE_POLICY_MAX_UTIL;
 		cfg.max_num_tokens = 64;
-		struct run R;
+		struct engine_util_run R;
 		CHECK(run(&cfg, be, tok, &hp, busy, M, &R) == BG_OK, "busy run");
 		const struct request *r = R.res[M / 2];
 		int32_t n = cJSON_GetArraySize(ids), bad = 0;
@@ -826,7 +788,7 @@ int main(void)
 		}
 		CHECK(bad == 0, "tokens and log-probs match llama.cpp (%d mismatches)", bad);
 		CHECK(r && strcmp(r->text, txt->valuestring) == 0, "text '%s'", r ? r->text : "");
-		run_free(&R);
+		engine_util_run_free(&R);
 		free(busy);
 	}
 	cJSON_Delete(j);
