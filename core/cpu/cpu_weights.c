@@ -30,12 +30,11 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 	f(&m->rope_factors, arg);
 	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
 		struct model_layer *L = &m->layers[l];
-		struct model_weight *lw[LAYER_WEIGHTS] = {&L->attn_norm, &L->wq,	     &L->wk,
-					       &L->wv,	      &L->wo,	     &L->ffn_norm,
-					       &L->w_gate,    &L->w_up,	     &L->w_down,
-					       &L->bq,	      &L->bk,	     &L->bv,
-					       &L->q_norm,    &L->k_norm,    &L->attn_post_norm,
-					       &L->ffn_post_norm};
+		struct model_weight *lw[LAYER_WEIGHTS] = {
+		    &L->attn_norm,    &L->wq,	  &L->wk,     &L->wv,	  &L->wo,
+		    &L->ffn_norm,     &L->w_gate, &L->w_up,   &L->w_down, &L->bq,
+		    &L->bk,	      &L->bv,	  &L->q_norm, &L->k_norm, &L->attn_post_norm,
+		    &L->ffn_post_norm};
 		for (int i = 0; i < LAYER_WEIGHTS; i++)
 			f(lw[i], arg);
 	}
