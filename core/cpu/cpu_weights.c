@@ -1,6 +1,7 @@
 /* cpu_weights: the CPU backend's copy of the weights in huge-page memory (cpu_weights.h). */
 #include "cpu/cpu_weights.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,16 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-/* f on every weight of m: the model's own and each layer's (a weight not listed here is
- * simply read where it is) */
+/* each_weight lists struct model_layer's weights by hand: these assertions fail to compile
+ * when a weight is added to the struct (all weights come before swa) and not to the list */
+#define LAYER_WEIGHTS 16
+_Static_assert(offsetof(struct model_layer, swa) == LAYER_WEIGHTS * sizeof(struct model_weight),
+	       "struct model_layer's weights changed: update each_weight");
+_Static_assert(sizeof(struct model_layer) <
+		   offsetof(struct model_layer, swa) + sizeof(struct model_weight),
+	       "a weight after struct model_layer's swa: update each_weight");
+
+/* f on every weight of m: the model's own and each layer's */
 static void each_weight(struct model *m, void (*f)(struct model_weight *, void *), void *arg)
 {
 	f(&m->tok_embd, arg);
@@ -21,13 +30,12 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 	f(&m->rope_factors, arg);
 	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
 		struct model_layer *L = &m->layers[l];
-		struct model_weight *lw[16] = {&L->attn_norm, &L->wq,	     &L->wk,
-					       &L->wv,	      &L->wo,	     &L->ffn_norm,
-					       &L->w_gate,    &L->w_up,	     &L->w_down,
-					       &L->bq,	      &L->bk,	     &L->bv,
-					       &L->q_norm,    &L->k_norm,    &L->attn_post_norm,
-					       &L->ffn_post_norm};
-		for (int i = 0; i < 16; i++)
+		struct model_weight *lw[LAYER_WEIGHTS] = {
+		    &L->attn_norm,    &L->wq,	  &L->wk,     &L->wv,	  &L->wo,
+		    &L->ffn_norm,     &L->w_gate, &L->w_up,   &L->w_down, &L->bq,
+		    &L->bk,	      &L->bv,	  &L->q_norm, &L->k_norm, &L->attn_post_norm,
+		    &L->ffn_post_norm};
+		for (int i = 0; i < LAYER_WEIGHTS; i++)
 			f(lw[i], arg);
 	}
 }
