@@ -1055,10 +1055,9 @@ static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_s
 }
 
 /* Enqueues the sampling of rows[n] (n <= CUDA_SAMPLE_GROUP), rows [base, base + n) of the
- * call, from its shares of the inputs (l). The device sees
- * the unconstrained rows first (the forward's logits), then the constrained ones (their
- * copies in c->clogits): two sampler launches into d_sout[base ...], and last_at says
- * where each row's result lies. */
+ * call, from its shares of the inputs (l). The device sees the unconstrained rows first
+ * (the forward's logits), then the constrained ones (their copies in c->clogits): two
+ * sampler launches into d_sout[base ...], and last_at says where each row's result lies. */
 static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
 				   int32_t n, int32_t base, const struct cuda_group_layout *l,
 				   struct bg_err *err)
@@ -1203,9 +1202,10 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 	}
 	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
 		int32_t n = n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP;
-		c->glay[i / CUDA_SAMPLE_GROUP] = group_layout(c, rows + i, n, sin_need, con_need);
-		sin_need += c->glay[i / CUDA_SAMPLE_GROUP].sin_bytes;
-		con_need += c->glay[i / CUDA_SAMPLE_GROUP].con_bytes;
+		struct cuda_group_layout *l = &c->glay[i / CUDA_SAMPLE_GROUP];
+		*l = group_layout(c, rows + i, n, sin_need, con_need);
+		sin_need += l->sin_bytes;
+		con_need += l->con_bytes;
 	}
 	size_t dcap = c->sin_cap, dcon = c->con_cap;
 	enum bg_status st = sout_reserve(c, n_rows, err);
