@@ -4,8 +4,8 @@
 # 128256, 4096-wide GEMMs and 1500-token contexts the GPU runs), tests/gpu_test_model.c and
 # tests/gpu_test_engine.c against the CUDA emulator in gpu/emu, and runs:
 #   the kernel test (~15 min on one core), unless --no-kernels;
-#   with --model, the model test (the 3000- and 4500-token passes are emulated thread by
-#   thread); with --model --full, its full-width check alone instead (BG_GPU_FULL=1:
+#   with --model, the model test (~10 min, 4.5 min of CPU, on a loaded 2-core machine);
+#   with --model --full, its full-width check alone instead (BG_GPU_FULL=1:
 #   Llama-3-8B's widths with 2 layers, ~6 min and 9 GB; bench/results/e17w-2026-11-29.md);
 #   with --engine, the engine test reduced to BG_GPU_ENGINE_N requests (default 20) of at
 #   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8): a few minutes on one core.
