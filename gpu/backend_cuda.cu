@@ -74,6 +74,16 @@ struct cuda_staging {
 	bool pending; /* ev was recorded after an upload from h */
 };
 
+/* Where one sampling group (<= CUDA_SAMPLE_GROUP rows) puts its inputs: its share of
+ * h_sin/d_sin (rows, then history entries) at sin_off and of h_con/d_con (constrain rows,
+ * masks, bias ids, biases) at con_off. Every part is a multiple of 256 bytes, so that
+ * every part and the next group's share start aligned. Filled once per call (group_layout). */
+struct cuda_group_layout {
+	size_t sin_off, sin_rows, sin_bytes; /* rows [sin_rows bytes], then history entries */
+	size_t con_off, con_rows, con_mask, con_ids, con_bytes; /* part sizes; 0 if unconstrained */
+	size_t n_bias;
+};
+
 struct cuda_ctx {
 	int device;
 	int n_sm;
@@ -81,6 +91,7 @@ struct cuda_ctx {
 	 * sample_group), for the next forward's prev_rows */
 	int32_t *last_at; /* [cap_last] */
 	int32_t n_last, cap_last;
+	struct cuda_group_layout *glay; /* [groups of cap_last rows]: the last call's layouts */
 	cudaStream_t stream;
 	cublasHandle_t cublas;
 	void *cublas_ws;
@@ -969,11 +980,10 @@ static bool penalties_on(const struct sampler_params *p)
 	       p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
 }
 
-/* The bytes a group of rows[n] takes in the sampling inputs (h_sin: rows, then history
- * entries) and in the constraint inputs (h_con: constrain rows, masks, bias ids, biases),
- * each a multiple of 256 so that the next group's start stays aligned. */
-static void group_bytes(const struct cuda_ctx *c, const struct backend_sample_row *rows, int32_t n,
-			size_t *sin, size_t *con)
+/* The layout of a group of rows[n] whose shares start at sin_off and con_off. */
+static struct cuda_group_layout group_layout(const struct cuda_ctx *c,
+					     const struct backend_sample_row *rows, int32_t n,
+					     size_t sin_off, size_t con_off)
 {
 	size_t nw = (c->hp.n_vocab + 31) / 32, n_hist = 0, nc = 0, n_mask = 0, n_bias = 0;
 	for (int32_t i = 0; i < n; i++) {
@@ -986,35 +996,35 @@ static void group_bytes(const struct cuda_ctx *c, const struct backend_sample_ro
 		n_mask += sc->allow ? nw : 0;
 		n_bias += sc->n_bias > 0 ? (size_t)sc->n_bias : 0;
 	}
-	*sin = align_up((size_t)n * sizeof(struct gpu_sample_row), 256) +
-	       align_up(n_hist * sizeof(struct gpu_hist_entry), 256);
-	*con = nc ? align_up(nc * sizeof(struct gpu_constrain_row), 256) +
-			align_up(n_mask * 4, 256) + align_up(n_bias * 4, 256) +
-			align_up(n_bias * 4, 256)
-		  : 0;
+	struct cuda_group_layout l = {};
+	l.sin_off = sin_off;
+	l.sin_rows = align_up((size_t)n * sizeof(struct gpu_sample_row), 256);
+	l.sin_bytes = l.sin_rows + align_up(n_hist * sizeof(struct gpu_hist_entry), 256);
+	l.con_off = con_off;
+	l.n_bias = n_bias;
+	if (nc) {
+		l.con_rows = align_up(nc * sizeof(struct gpu_constrain_row), 256);
+		l.con_mask = align_up(n_mask * 4, 256);
+		l.con_ids = align_up(n_bias * 4, 256);
+		l.con_bytes = l.con_rows + l.con_mask + 2 * l.con_ids; /* biases: as many as ids */
+	}
+	return l;
 }
 
 /* The constrained rows of a group, perm[nu .. nu + nc) of rows: uploads their masks and
- * biases from h_con + con_off (its share, group_bytes) and enqueues gpu_constrain, which
- * writes their logits, with the constraint applied, to rows [0, nc) of c->clogits. */
+ * biases to the group's share of h_con/d_con (l) and enqueues gpu_constrain, which writes
+ * their logits, with the constraint applied, to rows [0, nc) of c->clogits. */
 static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
-				      const int32_t *perm, int32_t nu, int32_t nc, size_t con_off,
-				      struct bg_err *err)
+				      const int32_t *perm, int32_t nu, int32_t nc,
+				      const struct cuda_group_layout *l, struct bg_err *err)
 {
 	int32_t V = (int32_t)c->hp.n_vocab, nw = (V + 31) / 32;
-	size_t n_mask = 0, n_bias = 0;
-	for (int32_t j = nu; j < nu + nc; j++) {
-		const struct sampler_constraint *sc = rows[perm[j]].constraint;
-		n_mask += sc->allow ? (size_t)nw : 0;
-		n_bias += sc->n_bias > 0 ? (size_t)sc->n_bias : 0;
-	}
-	size_t b_rows = align_up((size_t)nc * sizeof(struct gpu_constrain_row), 256);
-	size_t b_mask = align_up(n_mask * 4, 256), b_ids = align_up(n_bias * 4, 256);
+	size_t b_rows = l->con_rows, b_mask = l->con_mask, b_ids = l->con_ids;
 	enum bg_status st = dev_grow(c, (void **)&c->clogits, &c->clogits_cap, (size_t)nc * V * 4,
 				     "constrained logits", err);
 	if (st != BG_OK)
 		return st;
-	char *h = (char *)c->h_con + con_off;
+	char *h = (char *)c->h_con + l->con_off;
 	struct gpu_constrain_row *hr = (struct gpu_constrain_row *)h;
 	uint32_t *hm = (uint32_t *)(h + b_rows);
 	int32_t *hi = (int32_t *)(h + b_rows + b_mask);
@@ -1035,8 +1045,8 @@ static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_s
 			bo += nb;
 		}
 	}
-	char *d = (char *)c->d_con + con_off;
-	CUDA_CHECK(cudaMemcpyAsync(d, h, b_rows + b_mask + b_ids + n_bias * 4,
+	char *d = (char *)c->d_con + l->con_off;
+	CUDA_CHECK(cudaMemcpyAsync(d, h, b_rows + b_mask + b_ids + l->n_bias * 4,
 				   cudaMemcpyHostToDevice, c->stream));
 	CUDA_CHECK(gpu_constrain(c->logits, V, (const struct gpu_constrain_row *)d, nc,
 				 (const uint32_t *)(d + b_rows), (const int32_t *)(d + b_rows + b_mask),
@@ -1045,12 +1055,11 @@ static enum bg_status constrain_group(struct cuda_ctx *c, const struct backend_s
 }
 
 /* Enqueues the sampling of rows[n] (n <= CUDA_SAMPLE_GROUP), rows [base, base + n) of the
- * call, from its shares of the inputs at sin_off and con_off (group_bytes). The device sees
- * the unconstrained rows first (the forward's logits), then the constrained ones (their
- * copies in c->clogits): two sampler launches into d_sout[base ...], and last_at says
- * where each row's result lies. */
+ * call, from its shares of the inputs (l). The device sees the unconstrained rows first
+ * (the forward's logits), then the constrained ones (their copies in c->clogits): two
+ * sampler launches into d_sout[base ...], and last_at says where each row's result lies. */
 static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_sample_row *rows,
-				   int32_t n, int32_t base, size_t sin_off, size_t con_off,
+				   int32_t n, int32_t base, const struct cuda_group_layout *l,
 				   struct bg_err *err)
 {
 	int32_t perm[CUDA_SAMPLE_GROUP], pos[CUDA_SAMPLE_GROUP]; /* device order <-> row */
@@ -1065,8 +1074,8 @@ static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_samp
 		pos[perm[j]] = j;
 		c->last_at[base + perm[j]] = base + j;
 	}
-	size_t bytes_rows = align_up((size_t)n * sizeof(struct gpu_sample_row), 256);
-	struct gpu_sample_row *hr = (struct gpu_sample_row *)((char *)c->h_sin + sin_off);
+	size_t bytes_rows = l->sin_rows;
+	struct gpu_sample_row *hr = (struct gpu_sample_row *)((char *)c->h_sin + l->sin_off);
 	struct gpu_hist_entry *he = (struct gpu_hist_entry *)((char *)hr + bytes_rows);
 	int32_t n_he = 0;
 	int32_t V = (int32_t)c->hp.n_vocab;
@@ -1118,10 +1127,10 @@ static enum bg_status sample_group(struct cuda_ctx *c, const struct backend_samp
 			g->u = sampler_rng_uniform(r->rng);
 	}
 	size_t used = bytes_rows + (size_t)n_he * sizeof(struct gpu_hist_entry);
-	char *d = (char *)c->d_sin + sin_off;
+	char *d = (char *)c->d_sin + l->sin_off;
 	CUDA_CHECK(cudaMemcpyAsync(d, hr, used, cudaMemcpyHostToDevice, c->stream));
 	enum bg_status st;
-	if (nc > 0 && (st = constrain_group(c, rows, perm, nu, nc, con_off, err)) != BG_OK)
+	if (nc > 0 && (st = constrain_group(c, rows, perm, nu, nc, l, err)) != BG_OK)
 		return st;
 	const struct gpu_sample_row *drows = (const struct gpu_sample_row *)d;
 	const struct gpu_hist_entry *dhist = (const struct gpu_hist_entry *)(d + bytes_rows);
@@ -1178,20 +1187,25 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 		    (rows[i].forced < 0 && rows[i].params->temperature > 0.0f && !rows[i].rng))
 			return bg_fail(err, BG_ERR_INVALID, "sample row %d is malformed", i);
 	}
-	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
-		size_t s_in, s_con;
-		group_bytes(c, rows + i, n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP,
-			    &s_in, &s_con);
-		sin_need += s_in;
-		con_need += s_con;
-	}
 	c->n_last = 0; /* a failed call leaves no tokens to feed */
 	if (n_rows > c->cap_last) {
 		int32_t *t = (int32_t *)realloc(c->last_at, (size_t)n_rows * sizeof *t);
-		if (!t)
+		if (t)
+			c->last_at = t;
+		size_t n_groups = ((size_t)n_rows + CUDA_SAMPLE_GROUP - 1) / CUDA_SAMPLE_GROUP;
+		struct cuda_group_layout *gl =
+		    t ? (struct cuda_group_layout *)realloc(c->glay, n_groups * sizeof *gl) : NULL;
+		if (!gl)
 			return bg_fail(err, BG_ERR_NOMEM, "out of host memory for %d rows", n_rows);
-		c->last_at = t;
+		c->glay = gl;
 		c->cap_last = n_rows;
+	}
+	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
+		int32_t n = n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP;
+		struct cuda_group_layout *l = &c->glay[i / CUDA_SAMPLE_GROUP];
+		*l = group_layout(c, rows + i, n, sin_need, con_need);
+		sin_need += l->sin_bytes;
+		con_need += l->con_bytes;
 	}
 	size_t dcap = c->sin_cap, dcon = c->con_cap;
 	enum bg_status st = sout_reserve(c, n_rows, err);
@@ -1209,16 +1223,11 @@ static enum bg_status cuda_sample(void *ctx, const struct backend_sample_row *ro
 	}
 	c->sin_cap = c->sin_cap < dcap ? c->sin_cap : dcap;
 	c->con_cap = c->con_cap < dcon ? c->con_cap : dcon;
-	size_t sin_off = 0, con_off = 0;
 	for (int32_t i = 0; i < n_rows; i += CUDA_SAMPLE_GROUP) {
 		int32_t n = n_rows - i < CUDA_SAMPLE_GROUP ? n_rows - i : CUDA_SAMPLE_GROUP;
-		size_t s_in, s_con;
-		group_bytes(c, rows + i, n, &s_in, &s_con);
-		st = sample_group(c, rows + i, n, i, sin_off, con_off, err);
+		st = sample_group(c, rows + i, n, i, &c->glay[i / CUDA_SAMPLE_GROUP], err);
 		if (st != BG_OK)
 			return st;
-		sin_off += s_in;
-		con_off += s_con;
 	}
 	CUDA_CHECK(cudaMemcpyAsync(c->h_sout, c->d_sout, (size_t)n_rows * sizeof *out,
 				   cudaMemcpyDeviceToHost, c->stream));
@@ -1335,6 +1344,7 @@ static void cuda_destroy(void *ctx)
 		return;
 	cudaSetDevice(c->device);
 	free(c->last_at);
+	free(c->glay);
 	if (c->stream)
 		cudaStreamSynchronize(c->stream);
 	if (c->cublas)

@@ -4,13 +4,15 @@
  *     every step's logits equal the CPU backend's within fp32 summation-order tolerance;
  *   - the same generation batched 4 ways at once (whole prompt, chunks of 2, one token at
  *     a time, started late), over shuffled block tables: all equal the reference;
- *   - a batch of > 2048 tokens (several internal passes) against the CPU backend;
+ *   - a batch of > 2048 tokens (several internal passes) against the CPU backend, and one of
+ *     three passes (the pass metadata's two staging slots, each reused after its wait);
  *   - KV swap out / in to other blocks and copy-on-write, then generation goes on equal;
  *   - llama-2-tiny-random (F16 path): teacher-forced log-probs against llama.cpp's;
  *   - synthetic llama-100m materialized as f16 and q8_0 (the BF16 path) against the CPU;
  *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU;
  *   - a lazy synthetic model (weights made on the device) runs and is deterministic;
- *   - sampling through backend->sample equals the CPU backend's, RNG stream included.
+ *   - sampling through backend->sample equals the CPU backend's, RNG stream included;
+ *   - with BG_GPU_FULL=1 (alone): Llama-3-8B's widths with 2 layers against the CPU.
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -19,13 +21,16 @@
 #include <string.h>
 
 #include "cpu/backend_cpu.h"
+#include "model/gguf.h"
 #include "model/model.h"
+#include "model/synth.h"
 #include "gpu/backend_cuda.h"
 #include "check.h"
 #include "gpu_util.h"
 #include "ref_outputs.h"
 
 #define MAXTOK 64
+#define MAXSEQ 32 /* sequences in one step() */
 
 /* ---- helpers ---- */
 
@@ -56,10 +61,10 @@ struct seq {
 static enum bg_status step(struct backend *b, struct seq **s, int n, const int32_t *chunk,
 			   int32_t *row, struct bg_err *err)
 {
-	struct backend_seq bs[16];
-	static uint8_t want[16][4096];
+	struct backend_seq bs[MAXSEQ];
+	static uint8_t want[MAXSEQ][4096];
 	int32_t n_logits = 0, k = 0;
-	int32_t idx[16];
+	int32_t idx[MAXSEQ];
 	for (int i = 0; i < n; i++) {
 		int32_t pending = s[i]->n_tok - s[i]->n_done;
 		row[i] = -1;
@@ -124,6 +129,19 @@ static double max_diff(const float *a, const float *b, int n, double *rms)
 	if (rms)
 		*rms = sqrt(ss / n);
 	return m;
+}
+
+/* max |a - b| over n, the rms of b and the cosine of a and b */
+static double compare_logits(const float *a, const float *b, int n, double *rms, double *cosv)
+{
+	double dot = 0, na = 0, nb = 0;
+	for (int k = 0; k < n; k++) {
+		dot += (double)a[k] * b[k];
+		na += (double)a[k] * a[k];
+		nb += (double)b[k] * b[k];
+	}
+	*cosv = dot / sqrt(na * nb);
+	return max_diff(a, b, n, rms);
 }
 
 /* ---- stories260K ---- */
@@ -483,13 +501,7 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 			      err.msg);
 			CHECK(g->ops->get_logits(g->ctx, r1, lg, &err) == BG_OK, "get_logits");
 			CHECK(c->ops->get_logits(c->ctx, r2, lc, &err) == BG_OK, "get_logits");
-			double rms, d = max_diff(lg, lc, V, &rms), dot = 0, na = 0, nb = 0;
-			for (int k = 0; k < V; k++) {
-				dot += (double)lg[k] * lc[k];
-				na += (double)lg[k] * lg[k];
-				nb += (double)lc[k] * lc[k];
-			}
-			double cosv = dot / sqrt(na * nb);
+			double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
 			CHECK(d <= tol_rel * rms && cosv >= min_cos,
 			      "%s step %d: max |cuda - cpu| %g (rms %g), cosine %.6f", spec, i, d,
 			      rms, cosv);
@@ -520,6 +532,177 @@ static void test_arch_vs_cpu(void)
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
+}
+
+/* A forward of three passes (the CUDA backend cuts a batch into passes of 2048 tokens): 18
+ * sequences of 250 tokens, 4500 in all, on llama3-tiny (f32) against the CPU backend. Each
+ * pass builds its metadata in one of two pinned staging slots in turn and uploads it on the
+ * stream; the third reuses the first's slot and must wait for that upload. The emulator
+ * runs uploads only when the host waits, so a pass built over a slot whose upload is still
+ * queued reaches the device as the later pass's metadata. */
+static void test_multi_pass(void)
+{
+	enum { NS = 18, NT = 250, NB = 16 }; /* NB blocks of 16 tokens per sequence */
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	if (model_open("synthetic:llama3-tiny:f32", false, &m, &err) != BG_OK) {
+		CHECK(0, "model_open: %s", err.msg);
+		return;
+	}
+	struct backend *g = gpu_util_backend(m, true, 16, NS * NB * 16),
+		       *c = gpu_util_backend(m, false, 16, NS * NB * 16);
+	if (g && c) {
+		static struct seq sg[NS], sc[NS];
+		struct seq *pg[NS], *pc[NS];
+		int V = g->n_vocab;
+		for (int i = 0; i < NS; i++) {
+			int32_t toks[NT], tb[NB];
+			for (int j = 0; j < NT; j++)
+				toks[j] = (int32_t)((j * 7919u + (unsigned)i * 104729u + 1u) % (unsigned)V);
+			for (int j = 0; j < NB; j++)
+				tb[j] = j * NS + i; /* the sequences' blocks interleaved */
+			seq_init(&sg[i], toks, NT, tb, NB);
+			seq_init(&sc[i], toks, NT, tb, NB);
+			pg[i] = &sg[i];
+			pc[i] = &sc[i];
+		}
+		int32_t rg[NS], rc[NS];
+		CHECK(step(g, pg, NS, NULL, rg, &err) == BG_OK, "4500-token forward: %s", err.msg);
+		CHECK(step(c, pc, NS, NULL, rc, &err) == BG_OK, "cpu 4500-token forward: %s",
+		      err.msg);
+		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+		double worst = 0;
+		for (int i = 0; i < NS; i++) {
+			CHECK(g->ops->get_logits(g->ctx, rg[i], lg, &err) == BG_OK, "get_logits");
+			CHECK(c->ops->get_logits(c->ctx, rc[i], lc, &err) == BG_OK, "get_logits");
+			double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
+			/* fp32 on both sides, as test_arch_vs_cpu */
+			CHECK(d <= 1e-4 * rms && cosv >= 0.9999999,
+			      "3-pass forward, sequence %d: max |cuda - cpu| %g (rms %g), cosine %.8f",
+			      i, d, rms, cosv);
+			if (!(d / rms <= worst))
+				worst = d / rms;
+		}
+		fprintf(stderr, "3-pass forward: max |cuda - cpu| / rms %.3g over %d sequences\n",
+			worst, NS);
+		free(lg);
+		free(lc);
+	}
+	backend_destroy(g);
+	backend_destroy(c);
+	model_free(m);
+}
+
+/* BG_GPU_FULL=1: the widths of a real model, which the other tests shrink. Llama-3-8B's
+ * shape (hidden 4096, 32 heads of 128 / 8 KV heads, FFN 14336, vocabulary 128256, context
+ * 8192) with 2 layers, random f16 weights, against the CPU backend: two prompts of 300 and
+ * 160 tokens in one forward (tiled attention, several sequences), then decode steps of both
+ * through the decode graph of batch 2, whose attention split count is sized for the 8192
+ * context (gpu_attention_splits: 17 splits on 132 SMs, so most are short or empty at these
+ * lengths: the split-K combine inside a graph), with temperature and top-p sampling on the
+ * device checked against core/sample/sampler.c on the same logits. Slow under gpu/emu
+ * (minutes: the GEMMs are 4096 wide); see bench/results/e17w-2026-11-29.md. */
+static void test_full_width(void)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("llama-3-8b"));
+	o.shape.n_layer = 2;
+	o.dtype = GGUF_DTYPE_F16;
+	o.seed = 17;
+	struct bg_err err = {0};
+	void *buf = NULL;
+	size_t len = 0;
+	struct gguf_ctx *gg = NULL;
+	struct model *m = NULL;
+	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
+	if (st == BG_OK)
+		st = gguf_parse(buf, len, true, &gg, &err);
+	if (st == BG_OK)
+		st = model_from_gguf(gg, &m, &err);
+	CHECK(st == BG_OK, "8B-wide synthetic model: %s", err.msg);
+	if (st != BG_OK)
+		return;
+	enum { NSEQ = 2, NSTEP = 6 };
+	struct backend *g = gpu_util_backend(m, true, 16, 2048),
+		       *c = gpu_util_backend(m, false, 16, 2048);
+	if (g && c) {
+		int V = g->n_vocab;
+		CHECK(V == 128256, "vocabulary %d", V);
+		static struct seq sg[NSEQ], sc[NSEQ];
+		struct seq *pg[NSEQ], *pc[NSEQ];
+		const int32_t n_prompt[NSEQ] = {300, 160};
+		for (int i = 0; i < NSEQ; i++) {
+			int32_t toks[300], tb[24];
+			for (int j = 0; j < n_prompt[i]; j++) /* ids over the whole vocabulary */
+				toks[j] = (int32_t)((j * 104729u + (unsigned)i * 7919u + 1u) %
+						    (unsigned)V);
+			for (int j = 0; j < 24; j++)
+				tb[j] = j * NSEQ + (NSEQ - 1 - i);
+			seq_init(&sg[i], toks, n_prompt[i], tb, 24);
+			seq_init(&sc[i], toks, n_prompt[i], tb, 24);
+			pg[i] = &sg[i];
+			pc[i] = &sc[i];
+		}
+		struct sampler_params p;
+		sampler_params_default(&p);
+		p.temperature = 0.8f;
+		p.top_p = 0.9f;
+		p.n_top = 2;
+		struct sampler_rng rng_g[NSEQ], rng_c[NSEQ];
+		for (int i = 0; i < NSEQ; i++) {
+			sampler_rng_seed(&rng_g[i], 100 + (uint64_t)i);
+			sampler_rng_seed(&rng_c[i], 100 + (uint64_t)i);
+		}
+		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+		void *scratch = malloc(sampler_scratch_bytes(V));
+		double worst = 0, worst_cos = 1;
+		int bad_sample = -1;
+		for (int it = 0; it <= NSTEP; it++) { /* it 0: the prompts, then decode steps */
+			int32_t rg[NSEQ], rc[NSEQ];
+			CHECK(step(g, pg, NSEQ, NULL, rg, &err) == BG_OK, "cuda forward: %s", err.msg);
+			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "cpu forward: %s", err.msg);
+			for (int i = 0; i < NSEQ; i++) {
+				CHECK(g->ops->get_logits(g->ctx, rg[i], lg, &err) == BG_OK,
+				      "get_logits");
+				CHECK(c->ops->get_logits(c->ctx, rc[i], lc, &err) == BG_OK,
+				      "get_logits");
+				double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
+				/* f16 weights; both sides round the GEMM inputs to f16, in other
+				 * places: the tolerance of the 12-layer llama-100m f16 check */
+				CHECK(d <= 0.03 * rms && cosv >= 0.99999,
+				      "full width, step %d seq %d: max |cuda - cpu| %g (rms %g), cosine "
+				      "%.8f",
+				      it, i, d, rms, cosv);
+				if (!(d / rms <= worst))
+					worst = d / rms;
+				if (!(cosv >= worst_cos))
+					worst_cos = cosv;
+				struct sampler_history h = {NULL, 0, NULL, 0};
+				struct backend_sample_row a = {rg[i], -1, &p, h, &rng_g[i], NULL};
+				struct sampler_result o1, o2;
+				CHECK(backend_sample(g, &a, 1, &o1, &err) == BG_OK, "sample: %s",
+				      err.msg);
+				sampler_sample(lg, V, &p, &h, &rng_c[i], scratch, &o2);
+				if ((o1.token != o2.token || o1.logprob != o2.logprob ||
+				     o1.top_ids[0] != o2.top_ids[0]) &&
+				    bad_sample < 0)
+					bad_sample = it;
+				sg[i].tokens[sg[i].n_tok++] = o2.token;
+				sc[i].tokens[sc[i].n_tok++] = o2.token;
+			}
+		}
+		CHECK(bad_sample < 0, "full width, step %d: backend->sample differs from the CPU "
+		      "sampler on the same logits", bad_sample);
+		CHECK(memcmp(rng_g, rng_c, sizeof rng_g) == 0, "the RNG streams diverged");
+		fprintf(stderr, "full width: %d steps of %d sequences, max |cuda - cpu| / rms %.3g, "
+			"min cosine %.8f\n", NSTEP + 1, NSEQ, worst, worst_cos);
+		free(lg);
+		free(lc);
+		free(scratch);
+	}
+	backend_destroy(g);
+	backend_destroy(c);
+	model_free(m);
 }
 
 static void test_lazy_synthetic(void)
@@ -610,9 +793,19 @@ int main(void)
 		printf("0 passed, 0 failed\n");
 		return 0;
 	}
-	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone (quick under gpu/emu) */
+	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone (quick under gpu/emu);
+	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
+	 * check alone (slow under gpu/emu) */
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_arch_vs_cpu();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_PASSES")) {
+		test_multi_pass();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_FULL")) {
+		test_full_width();
 		return check_summary();
 	}
 	test_stories();
@@ -626,6 +819,7 @@ int main(void)
 	 * so only summation orders differ (~1e-6 relative per layer) */
 	test_synthetic_vs_cpu("synthetic:qwen2-tiny:f32", 1e-4, 0.9999999);
 	test_arch_vs_cpu();
+	test_multi_pass();
 	test_lazy_synthetic();
 	test_errors();
 	return check_summary();

@@ -345,20 +345,68 @@ cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
 }
 
 // ---- kernels: fibers, barriers, random orders ---------------------------------------------
+// A fiber is one thread of the block being run. Each fiber loops for good: run the kernel
+// body for its thread, mark itself done, switch back to the scheduler; the next block
+// switches to it again. Nothing is set up per block or per launch (fibers and stacks are
+// kept), and a switch is a few register moves: glibc's swapcontext makes a sigprocmask
+// system call at every switch, which was 80% of the emulator's time (perf).
 namespace {
-struct Fiber {
-	ucontext_t ctx;
-	uint3e tid;
-	bool done;
-	std::vector<char> stack;
+#if defined(__x86_64__)
+// switches stacks: pushes the callee-saved registers, saves the stack pointer in *from,
+// loads *to and pops the registers saved there (the System V ABI's callee-saved set; the
+// kernels change neither MXCSR nor the x87 control word).
+extern "C" void emu_ctx_switch(void **from, void *to);
+asm(".text\n.globl emu_ctx_switch\n.hidden emu_ctx_switch\n.type emu_ctx_switch,@function\n"
+    "emu_ctx_switch:\n"
+    "pushq %rbp\npushq %rbx\npushq %r12\npushq %r13\npushq %r14\npushq %r15\n"
+    "movq %rsp, (%rdi)\nmovq %rsi, %rsp\n"
+    "popq %r15\npopq %r14\npopq %r13\npopq %r12\npopq %rbx\npopq %rbp\nret\n"
+    ".size emu_ctx_switch,.-emu_ctx_switch\n");
+struct Ctx {
+	void *sp;
 };
-std::vector<Fiber> fibers;
-ucontext_t sched;
-int cur = -1;
-std::function<void()> body;
+void ctx_switch(Ctx *from, Ctx *to) { emu_ctx_switch(&from->sp, to->sp); }
+// a context that starts fn on stack[n]: six zero registers, then fn as the return address
+// (with a null one above it, so that fn starts with the stack aligned as after a call)
+void ctx_make(Ctx *c, char *stack, size_t n, void (*fn)())
+{
+	uintptr_t top = ((uintptr_t)stack + n) & ~(uintptr_t)15;
+	void **sp = (void **)top;
+	*--sp = nullptr;
+	*--sp = (void *)fn;
+	for (int i = 0; i < 6; i++)
+		*--sp = nullptr;
+	c->sp = sp;
+}
+#else
+struct Ctx {
+	ucontext_t uc;
+};
+void ctx_switch(Ctx *from, Ctx *to) { swapcontext(&from->uc, &to->uc); }
+void ctx_make(Ctx *c, char *stack, size_t n, void (*fn)())
+{
+	getcontext(&c->uc);
+	c->uc.uc_stack.ss_sp = stack;
+	c->uc.uc_stack.ss_size = n;
+	c->uc.uc_link = nullptr;
+	makecontext(&c->uc, fn, 0);
+}
+#endif
 struct Group {
 	int count = 0, gen = 0, size = 0;
 };
+struct Fiber {
+	Ctx ctx;
+	uint3e tid;
+	bool done;
+	const Group *blocked; // the barrier it waits at (until its gen moves past wait_gen)
+	int wait_gen;
+	std::vector<char> stack; // empty until the fiber is made
+};
+std::vector<Fiber> fibers;
+Ctx sched;
+int cur = -1;
+std::function<void()> body;
 Group blockg;
 std::vector<Group> warpg;
 std::vector<uint64_t> xchg;
@@ -376,12 +424,14 @@ std::mt19937_64 &rng()
 	}();
 	return r;
 }
-void yield_() { swapcontext(&fibers[cur].ctx, &sched); }
-void entry()
+void yield_() { ctx_switch(&fibers[cur].ctx, &sched); }
+void fiber_main()
 {
-	body();
-	fibers[cur].done = true;
-	swapcontext(&fibers[cur].ctx, &sched);
+	for (;;) {
+		body();
+		fibers[cur].done = true;
+		ctx_switch(&fibers[cur].ctx, &sched);
+	}
 }
 void wait(Group &g)
 {
@@ -391,8 +441,11 @@ void wait(Group &g)
 		g.gen++;
 		return;
 	}
+	fibers[cur].blocked = &g;
+	fibers[cur].wait_gen = gen;
 	while (g.gen == gen)
 		yield_();
+	fibers[cur].blocked = nullptr;
 }
 int flat() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
 } // namespace
@@ -448,26 +501,32 @@ static void run_block(int nt, dim3 block)
 		f.tid = {(unsigned)(t % block.x), (unsigned)((t / block.x) % block.y),
 			 (unsigned)(t / (block.x * block.y))};
 		f.done = false;
-		getcontext(&f.ctx);
-		f.ctx.uc_stack.ss_sp = f.stack.data();
-		f.ctx.uc_stack.ss_size = f.stack.size();
-		f.ctx.uc_link = nullptr;
-		makecontext(&f.ctx, entry, 0);
+		f.blocked = nullptr;
 	}
-	std::vector<int> order(nt);
+	static std::vector<int> order;
+	order.resize(nt);
 	for (int t = 0; t < nt; t++)
 		order[t] = t;
 	int left = nt;
 	while (left) {
+		// a round: every thread that can go on runs to its next barrier, in a random order
 		std::shuffle(order.begin(), order.end(), rng());
+		int ran = 0;
 		for (int t : order) {
-			if (fibers[t].done)
+			Fiber &f = fibers[t];
+			if (f.done || (f.blocked && f.blocked->gen == f.wait_gen))
 				continue;
+			ran++;
 			cur = t;
 			threadIdx = fibers[t].tid;
-			swapcontext(&sched, &fibers[t].ctx);
+			ctx_switch(&sched, &fibers[t].ctx);
 			if (fibers[t].done)
 				left--;
+		}
+		if (!ran) { // CUDA hangs (or worse) here: say so rather than spin
+			fprintf(stderr, "emu: block (%u, %u, %u): %d threads wait at a barrier that the others "
+				"never reach\n", blockIdx.x, blockIdx.y, blockIdx.z, left);
+			abort();
 		}
 	}
 }
@@ -482,8 +541,10 @@ static void launch_now(dim3 grid, dim3 block, const std::function<void()> &fn)
 	xchg.assign(nt, 0);
 	warp_buf.assign((size_t)nt * 16, 0.0f);
 	for (auto &f : fibers)
-		if (f.stack.empty())
+		if (f.stack.empty()) {
 			f.stack.resize(1 << 16);
+			ctx_make(&f.ctx, f.stack.data(), f.stack.size(), fiber_main);
+		}
 	uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
 	std::vector<uint64_t> blocks(nb);
 	for (uint64_t b = 0; b < nb; b++)
@@ -553,6 +614,54 @@ static void store(void *p, int t, size_t i, float v)
 		((uint16_t *)p)[i] = t == CUDA_R_16F ? half_f32_to_f16(v) : half_f32_to_bf16(v);
 }
 
+// C = alpha op(A) op(B) + beta C, column-major. Each element's sum runs l = 0, 1, ..., k - 1,
+// one fmaf per term, from 0, then fmaf(alpha, sum, beta C) (the order does not depend on the
+// blocking): 256 rows of op(A) converted to float at a time, 8 columns of C at a time, the
+// inner loop over the 256 rows (vectorised: each lane is one element's own chain).
+enum { GEMM_MB = 256, GEMM_NB = 8 };
+// acc[jj][i] += a[l][i] * b[jj][l] over l, for nb columns jj (b: columns of length k)
+static void gemm_block(const float *__restrict a, const float *__restrict b, int k, int nb,
+		       float *__restrict acc)
+{
+	for (int l = 0; l < k; l++) {
+		const float *ar = a + (size_t)l * GEMM_MB;
+		for (int jj = 0; jj < nb; jj++) {
+			float bv = b[(size_t)jj * k + l], *ac = acc + jj * GEMM_MB;
+			for (int i = 0; i < GEMM_MB; i++)
+				ac[i] = fmaf(ar[i], bv, ac[i]);
+		}
+	}
+}
+static void gemm_run(int ta, int tb, int m, int n, int k, float al, const void *A, int at, int lda,
+		     const void *B, int bt, int ldb, float be, void *C, int ct, int ldc)
+{
+	std::vector<float> a((size_t)k * GEMM_MB), b((size_t)n * k), acc(GEMM_NB * GEMM_MB);
+	for (int j = 0; j < n; j++) // column j of op(B), contiguous
+		for (int l = 0; l < k; l++)
+			b[(size_t)j * k + l] = tb == CUBLAS_OP_N ? load(B, bt, (size_t)j * ldb + l)
+							   : load(B, bt, (size_t)l * ldb + j);
+	for (int i0 = 0; i0 < m; i0 += GEMM_MB) {
+		int mb = std::min((int)GEMM_MB, m - i0);
+		for (int l = 0; l < k; l++) // rows i0 .. of op(A), row-major by l; zero past m
+			for (int i = 0; i < GEMM_MB; i++)
+				a[(size_t)l * GEMM_MB + i] =
+				    i >= mb ? 0.0f
+				    : ta == CUBLAS_OP_N ? load(A, at, (size_t)l * lda + i0 + i)
+							: load(A, at, (size_t)(i0 + i) * lda + l);
+		for (int j0 = 0; j0 < n; j0 += GEMM_NB) {
+			int nb = std::min((int)GEMM_NB, n - j0);
+			std::fill(acc.begin(), acc.end(), 0.0f);
+			gemm_block(a.data(), b.data() + (size_t)j0 * k, k, nb, acc.data());
+			for (int jj = 0; jj < nb; jj++)
+				for (int i = 0; i < mb; i++) {
+					size_t ci = (size_t)(j0 + jj) * ldc + i0 + i;
+					float c = be != 0 ? be * load(C, ct, ci) : 0; // beta 0: C is not read
+					store(C, ct, ci, fmaf(al, acc[jj * GEMM_MB + i], c));
+				}
+		}
+	}
+}
+
 cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
 			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
 			    void *C, int ct, int ldc, int compute, int)
@@ -569,20 +678,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int 
 		return CUBLAS_STATUS_NOT_SUPPORTED;
 	float al = *(const float *)alpha, be = *(const float *)beta;
 	enqueue(h->stream, [=]() {
-		for (int j = 0; j < n; j++)
-			for (int i = 0; i < m; i++) {
-				float acc = 0;
-				for (int l = 0; l < k; l++) {
-					float a = ta == CUBLAS_OP_N ? load(A, at, (size_t)l * lda + i)
-								    : load(A, at, (size_t)i * lda + l);
-					float b = tb == CUBLAS_OP_N ? load(B, bt, (size_t)j * ldb + l)
-								    : load(B, bt, (size_t)l * ldb + j);
-					acc = fmaf(a, b, acc);
-				}
-				size_t ci = (size_t)j * ldc + i;
-				float c = be != 0 ? be * load(C, ct, ci) : 0; // beta 0: C is not read
-				store(C, ct, ci, fmaf(al, acc, c));
-			}
+		gemm_run(ta, tb, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc);
 	});
 	return CUBLAS_STATUS_SUCCESS;
 }

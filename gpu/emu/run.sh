@@ -4,8 +4,9 @@
 # 128256, 4096-wide GEMMs and 1500-token contexts the GPU runs), tests/gpu_test_model.c and
 # tests/gpu_test_engine.c against the CUDA emulator in gpu/emu, and runs:
 #   the kernel test (~15 min on one core), unless --no-kernels;
-#   with --model, the model test (much slower: the 3000-token pass is emulated thread by
-#   thread);
+#   with --model, the model test (~10 min, 4.5 min of CPU, on a loaded 2-core machine);
+#   with --model --full, its full-width check alone instead (BG_GPU_FULL=1:
+#   Llama-3-8B's widths with 2 layers, ~6 min and 9 GB; bench/results/e17w-2026-11-29.md);
 #   with --engine, the engine test reduced to BG_GPU_ENGINE_N requests (default 20) of at
 #   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8): a few minutes on one core.
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
@@ -78,7 +79,11 @@ if [ $kernels -eq 1 ]; then
 	"$out/emu_kernels"
 fi
 if [ $model -eq 1 ]; then
-	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_model"
+	if [ $full -eq 1 ]; then
+		BG_GPU_FULL=1 BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_model"
+	else
+		BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_model"
+	fi
 fi
 if [ $engine -eq 1 ]; then
 	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" BG_GPU_ENGINE_N=${BG_GPU_ENGINE_N:-20} \

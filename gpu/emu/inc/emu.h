@@ -9,10 +9,12 @@
 //  - launch limits are checked as CUDA checks them (block <= 1024 threads and (1024, 1024,
 //    64), grid.y/z <= 65535, dynamic shared memory <= 48 KiB): a bad launch runs nothing
 //    and cudaGetLastError returns cudaErrorInvalidConfiguration;
-//  - the threads of a block are ucontext fibers switched at barriers and warp shuffles;
+//  - the threads of a block are fibers switched at barriers and warp shuffles;
 //    between two barriers they run in a random order, and the blocks of a grid in a random
 //    order, from the seed $BG_EMU_SEED (default 1; printed when set), so a missing
-//    __syncthreads or a cross-block dependency shows as a wrong result for some seed;
+//    __syncthreads or a cross-block dependency shows as a wrong result for some seed; a
+//    barrier that some threads of the block never reach aborts with a message (a GPU
+//    hangs);
 //  - every __shared__ array is filled with 0xff bytes at the start of each block (the
 //    transform adds the call), so reading shared memory nobody wrote gives NaN;
 //  - streams are deferred: work queued on a stream runs only when the host synchronizes
