@@ -255,7 +255,9 @@ static void get_stop(struct parse *p, const cJSON *it, const char *name)
 		cnt = 1;
 	} else if (cJSON_IsArray(it)) {
 		cnt = cJSON_GetArraySize(it);
-		if (cnt > JSONL_MAX_STOP) {
+		/* never negative; said so for the compiler (gcc 13 reads a negative cnt into
+		 * the callocs below and stops the -Werror build) */
+		if (cnt < 0 || cnt > JSONL_MAX_STOP) {
 			fail(p, "invalid_request", "%s has %d strings; at most %d", name, cnt,
 			     JSONL_MAX_STOP);
 			return;
