@@ -86,8 +86,9 @@ setup()
 # Builds into build-gpu (incremental when the machine is still warm from an earlier stage).
 build()
 {
+	# the built-in model from the carried models (../shared does not travel)
 	if make -j"$(nproc)" BUILD=$bld CUDA=1 CUDA_ARCH="$arch" GIT_COMMIT="$(cat .gpu/commit)" \
-		gpu-progs >"$out/build.log" 2>&1; then
+		BUILTIN_GGUF=.gpu/shared/models/stories260K.gguf gpu-progs >"$out/build.log" 2>&1; then
 		echo "built here into $bld" >>"$out/env.txt"
 	else
 		echo "build failed (see build.log): using .gpu/prebuilt" >>"$out/env.txt"
