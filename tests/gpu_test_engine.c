@@ -55,21 +55,13 @@ struct spec {
 
 /* ---- one engine run over specs [n] ---- */
 
-struct run {
-	const struct spec *specs;
-	int32_t n, next, n_emitted, dup;
-	struct request **res;		    /* [n] by seq */
-	int64_t preemptions, overlap_steps; /* engine_totals */
-	int32_t peak_batch;		    /* most requests scheduled in one iteration (stats) */
-};
-
 static int src(void *user, struct request **out, struct bg_err *err)
 {
 	(void)err;
-	struct run *R = user;
+	struct engine_util_run *R = user;
 	if (R->next >= R->n)
 		return ENGINE_SOURCE_EOF;
-	const struct spec *s = &R->specs[R->next];
+	const struct spec *s = (const struct spec *)R->specs + R->next;
 	struct request *r = engine_util_req("g", R->next, s->prompt, s->ids, s->n_ids);
 	r->max_tokens = s->max_tokens;
 	r->logprobs = s->logprobs; /* greedy: req_new's sampling defaults */
@@ -77,19 +69,6 @@ static int src(void *user, struct request **out, struct bg_err *err)
 	R->next++;
 	*out = r;
 	return ENGINE_SOURCE_OK;
-}
-
-static int sink(void *user, struct request *r)
-{
-	struct run *R = user;
-	if (r->seq < 0 || r->seq >= R->n || R->res[r->seq]) {
-		R->dup++;
-		req_free(r);
-		return 0;
-	}
-	R->res[r->seq] = r;
-	R->n_emitted++;
-	return 0;
 }
 
 /* The largest "num_scheduled_requests" in an engine stats stream. */
@@ -108,41 +87,22 @@ static int32_t peak_scheduled(FILE *f)
 	return peak;
 }
 
+/* One run of specs [n] through this test's source, with the engine's stats in a temporary
+ * file: *peak_batch (when not NULL) is the most requests it scheduled in one iteration. */
 static enum bg_status run(const struct engine_config *cfg0, struct backend *be,
 			  const struct tok *tok, const struct model_hparams *hp,
-			  const struct spec *specs, int32_t n, struct run *R)
+			  const struct spec *specs, int32_t n, struct engine_util_run *R,
+			  int32_t *peak_batch)
 {
-	memset(R, 0, sizeof *R);
-	R->specs = specs;
-	R->n = n;
-	R->res = calloc((size_t)n, sizeof *R->res);
 	struct engine_config cfg = *cfg0;
 	cfg.stats = tmpfile();
-	struct engine *e = NULL;
-	struct bg_err err = {0};
-	enum bg_status st = engine_create(&cfg, be, tok, hp, &e, &err);
-	if (st == BG_OK)
-		st = engine_run(e, src, sink, NULL, R, NULL, NULL, &err);
-	if (st != BG_OK)
-		fprintf(stderr, "engine on %s: %s\n", be->name, err.msg);
-	struct engine_progress tot = {0};
-	if (e)
-		engine_totals(e, &tot);
-	R->preemptions = tot.preemptions;
-	R->overlap_steps = tot.overlap_steps;
+	enum bg_status st = engine_util_run(&cfg, be, tok, hp, src, specs, n, R);
 	if (cfg.stats) {
-		R->peak_batch = peak_scheduled(cfg.stats);
+		if (peak_batch)
+			*peak_batch = peak_scheduled(cfg.stats);
 		fclose(cfg.stats);
 	}
-	engine_destroy(e);
 	return st;
-}
-
-static void run_free(struct run *R)
-{
-	for (int32_t i = 0; R->res && i < R->n; i++)
-		req_free(R->res[i]);
-	free(R->res);
 }
 
 /* A result is valid when it finished normally within its max_tokens, with a log-prob
@@ -158,11 +118,11 @@ static bool valid(const struct request *r, const struct spec *s)
 }
 
 /* Checks a run's results: exactly one each, all valid. */
-static void check_results(const char *name, enum bg_status st, const struct run *R)
+static void check_results(const char *name, enum bg_status st, const struct engine_util_run *R)
 {
 	int32_t n_bad = 0, first = -1;
 	for (int32_t i = 0; i < R->n; i++)
-		if (!valid(R->res[i], &R->specs[i]) && n_bad++ == 0)
+		if (!valid(R->res[i], (const struct spec *)R->specs + i) && n_bad++ == 0)
 			first = i;
 	CHECK(st == BG_OK && R->n_emitted == R->n && R->dup == 0,
 	      "%s: %d results of %d, %d duplicates", name, R->n_emitted, R->n, R->dup);
@@ -332,8 +292,8 @@ int main(void)
 	struct request **ref = calloc((size_t)N, sizeof *ref);
 	int32_t n_bad = 0, n_stop = 0;
 	for (int32_t i = 0; i < N; i++) {
-		struct run R;
-		enum bg_status st = run(&cfg, big, tok, &hp, &sp[i], 1, &R);
+		struct engine_util_run R;
+		enum bg_status st = run(&cfg, big, tok, &hp, &sp[i], 1, &R, NULL);
 		if (st != BG_OK || R.n_emitted != 1 || !valid(R.res[0], &sp[i])) {
 			if (n_bad++ == 0)
 				fprintf(stderr, "alone %d: %s\n", i,
@@ -341,7 +301,7 @@ int main(void)
 		}
 		ref[i] = R.res[0];
 		R.res[0] = NULL;
-		run_free(&R);
+		engine_util_run_free(&R);
 		n_stop += ref[i] && ref[i]->finish == REQ_FINISH_STOP;
 	}
 	CHECK(n_bad == 0, "%d requests alone on the GPU have no valid result", n_bad);
@@ -357,26 +317,27 @@ int main(void)
 		cfg.chunked_context = p != 2;
 		cfg.max_queued = p == 0 ? 1024 : 64;
 		cfg.order = p == 1 ? ENGINE_ORDER_COMPLETION : ENGINE_ORDER_INPUT;
-		struct run R;
-		enum bg_status st = run(&cfg, be, tok, &hp, sp, N, &R);
+		struct engine_util_run R;
+		int32_t peak_batch = 0;
+		enum bg_status st = run(&cfg, be, tok, &hp, sp, N, &R, &peak_batch);
 		check_results(name, st, &R);
-		CHECK(R.overlap_steps > 0, "%s: overlap is on by default on CUDA", name);
+		CHECK(R.tot.overlap_steps > 0, "%s: overlap is on by default on CUDA", name);
 		fprintf(stderr, "%s: %d requests, peak batch %d, %lld preemptions\n", name, N,
-			R.peak_batch, (long long)R.preemptions);
+			peak_batch, (long long)R.tot.preemptions);
 		if (p == 0) {
-			CHECK(R.preemptions == 0, "no-evict preempted %lld times",
-			      (long long)R.preemptions);
+			CHECK(R.tot.preemptions == 0, "no-evict preempted %lld times",
+			      (long long)R.tot.preemptions);
 			/* batches of 64+ need that many requests in flight at once */
 			if (N >= 128)
-				CHECK(R.peak_batch >= 64, "no-evict: the largest batch was %d",
-				      R.peak_batch);
+				CHECK(peak_batch >= 64, "no-evict: the largest batch was %d",
+				      peak_batch);
 		} else if (N >= 20) {
 			/* a handful of requests may all fit the small pool at once */
-			CHECK(R.preemptions > 0, "%s: no preemption happened", name);
+			CHECK(R.tot.preemptions > 0, "%s: no preemption happened", name);
 		}
 		if (st == BG_OK)
 			compare(name, ref, R.res, N);
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 
 	/* the CPU backend on the same requests. It is batch-invariant (test_invariance), so
@@ -384,12 +345,12 @@ int main(void)
 	{
 		engine_config_default(&cfg);
 		cfg.max_batch_size = 64;
-		struct run R;
-		enum bg_status st = run(&cfg, cpu, tok, &hp, sp, N, &R);
+		struct engine_util_run R;
+		enum bg_status st = run(&cfg, cpu, tok, &hp, sp, N, &R, NULL);
 		check_results("cpu", st, &R);
 		if (st == BG_OK)
 			compare("gpu-alone vs cpu", ref, R.res, N);
-		run_free(&R);
+		engine_util_run_free(&R);
 	}
 
 	for (int32_t i = 0; i < N; i++)
