@@ -397,7 +397,9 @@ static char *visit_object(struct js *j, const cJSON *s, const char *hint)
 	if (req && !cJSON_IsArray(req))
 		return js_fail(j, BG_ERR_FORMAT, "required must be an array");
 	int n = props ? cJSON_GetArraySize(props) : 0;
-	if (!props && (!addl || cJSON_IsTrue(addl)))
+	/* any object; not when names are required (refused below: required names must be
+	 * in properties) */
+	if (!props && (!addl || cJSON_IsTrue(addl)) && (!req || !req->child))
 		return strdup(js_prim(j, "object"));
 	char **kv = calloc((size_t)n + 1, sizeof *kv);
 	bool *required = calloc((size_t)n + 1, sizeof *required);
