@@ -294,15 +294,8 @@ static inline void fake_mem(void *ctx, struct backend_mem *m)
 	m->on_device = false;
 }
 
+/* One table for both fakes: sample_wait is a no-op unless the fake is asynchronous. */
 static const struct backend_ops fake_ops = {
-    .forward = fake_forward,
-    .sample = fake_sample,
-    .kv_swap_out = fake_swap_out,
-    .kv_swap_in = fake_swap_in,
-    .kv_copy = fake_kv_copy,
-    .mem_info = fake_mem,
-};
-static const struct backend_ops fake_async_ops = {
     .forward = fake_forward,
     .sample = fake_sample,
     .sample_wait = fake_sample_wait,
@@ -342,7 +335,6 @@ static inline struct backend fake_backend_async(struct fake *f, int32_t V, int32
 	struct backend b = fake_backend(f, V, nb, bs, mode);
 	f->async = true;
 	f->held = malloc((size_t)FAKE_MAX_ROWS * sizeof *f->held);
-	b.ops = &fake_async_ops;
 	b.caps = BACKEND_CAP_ASYNC;
 	return b;
 }
