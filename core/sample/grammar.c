@@ -20,23 +20,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One interval of the character class at pos: [*lo, *hi] (a character is [c, c], `.` is
+ * every code point); returns the element after it. The class goes on while the returned
+ * element is a GE_CHAR_ALT. Every walk of a class below goes through here. */
+static inline const struct gel *class_interval(const struct gel *pos, uint32_t *lo, uint32_t *hi)
+{
+	if (pos[1].type == GE_CHAR_RNG_UPPER) {
+		*lo = pos->value;
+		*hi = pos[1].value;
+		return pos + 2;
+	}
+	*lo = pos->type == GE_CHAR_ANY ? 0 : pos->value;
+	*hi = pos->type == GE_CHAR_ANY ? UINT32_MAX : pos->value;
+	return pos + 1;
+}
+
+static bool class_positive(const struct gel *pos)
+{
+	return pos->type == GE_CHAR || pos->type == GE_CHAR_ANY;
+}
+
 /* Matches code point chr at the character element `pos`; *next is the element after the
  * character's alternatives (llama_grammar_match_char). */
 static bool match_char(const struct gel *pos, uint32_t chr, const struct gel **next)
 {
-	bool found = false;
-	bool positive = pos->type == GE_CHAR || pos->type == GE_CHAR_ANY;
+	bool found = false, positive = class_positive(pos);
 	do {
-		if (pos[1].type == GE_CHAR_RNG_UPPER) {
-			found = found || (pos->value <= chr && chr <= pos[1].value);
-			pos += 2;
-		} else if (pos->type == GE_CHAR_ANY) {
-			found = true;
-			pos += 1;
-		} else {
-			found = found || pos->value == chr;
-			pos += 1;
-		}
+		uint32_t lo, hi;
+		pos = class_interval(pos, &lo, &hi);
+		found = found || (lo <= chr && chr <= hi);
 	} while (pos->type == GE_CHAR_ALT);
 	*next = pos;
 	return found == positive;
@@ -50,11 +62,8 @@ static bool negated_leaves_gap(const struct gel *pos, uint32_t low, uint32_t hig
 {
 	uint32_t cur = low;
 	do {
-		uint32_t lo = pos->value, hi = pos->value;
-		if (pos[1].type == GE_CHAR_RNG_UPPER)
-			hi = pos[1].value, pos += 2;
-		else
-			pos += 1;
+		uint32_t lo, hi;
+		pos = class_interval(pos, &lo, &hi);
 		if (lo > cur)
 			return true;
 		if (hi >= cur) {
@@ -74,7 +83,7 @@ static bool negated_leaves_gap(const struct gel *pos, uint32_t low, uint32_t hig
  * but refused byte by byte: found by fuzz_grammar). */
 static bool match_partial(const struct gel *pos, uint32_t value, int n_remain)
 {
-	bool positive = pos->type == GE_CHAR || pos->type == GE_CHAR_ANY;
+	bool positive = class_positive(pos);
 	if (n_remain < 0 || (n_remain == 1 && value < 2))
 		return false;
 	uint32_t low = value << (n_remain * 6);
@@ -88,17 +97,10 @@ static bool match_partial(const struct gel *pos, uint32_t value, int n_remain)
 	if (pos->type == GE_CHAR_NOT)
 		return negated_leaves_gap(pos, low, high);
 	do {
-		if (pos[1].type == GE_CHAR_RNG_UPPER) {
-			if (pos->value <= high && low <= pos[1].value)
-				return positive;
-			pos += 2;
-		} else if (pos->type == GE_CHAR_ANY) {
-			return true;
-		} else {
-			if (low <= pos->value && pos->value <= high)
-				return positive;
-			pos += 1;
-		}
+		uint32_t lo, hi;
+		pos = class_interval(pos, &lo, &hi);
+		if (lo <= high && low <= hi)
+			return positive;
 	} while (pos->type == GE_CHAR_ALT);
 	return !positive;
 }
@@ -1039,21 +1041,10 @@ static bool walk_accept(const struct grammar *g, struct grammar_scratch *s, size
 static void class_ascii(const struct gel *pos, uint32_t bits[4])
 {
 	uint32_t b[4] = {0};
-	bool positive = pos->type == GE_CHAR || pos->type == GE_CHAR_ANY;
+	bool positive = class_positive(pos);
 	do {
 		uint32_t lo, hi;
-		if (pos[1].type == GE_CHAR_RNG_UPPER) {
-			lo = pos->value;
-			hi = pos[1].value;
-			pos += 2;
-		} else if (pos->type == GE_CHAR_ANY) {
-			lo = 0;
-			hi = 127;
-			pos += 1;
-		} else {
-			lo = hi = pos->value;
-			pos += 1;
-		}
+		pos = class_interval(pos, &lo, &hi);
 		for (uint32_t c = lo; c <= hi && c < 128; c++)
 			b[c >> 5] |= 1u << (c & 31);
 	} while (pos->type == GE_CHAR_ALT);
