@@ -10,7 +10,8 @@
 #   with --engine, the engine test reduced to BG_GPU_ENGINE_N requests (default 20) of at
 #   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8): a few minutes on one core.
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
-# logic, not speed. --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
+# logic, not speed. $BG_EMU_SEED (thread and block orders) and $BG_EMU_STREAMS (late, early
+# or random: when queued stream work runs) reach the tests (gpu/emu/inc/emu.h). --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
 # (tests/e2e_gpu_emu.sh runs the binary on it). --dequant builds only gpu/dequant.cu and
 # tests/gpu_test_dequant.cu and runs that test (tests/e2e_gpu_dequant.sh). Needs a built libbatchgen.a of the CPU modules in $BUILD (default
 # build/). OUT_DIR defaults to /tmp/bg-emu.
