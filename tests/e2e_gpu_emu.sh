@@ -16,8 +16,8 @@
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
 #  - overlap (tokens drawn and fed on the device, results read back behind an event):
 #    the result lines of --overlap off, bitwise where the batches are the same; the CPU
-#    backend's tokens; overlap on with streams at random (seed 1), which moves where the
-#    uploads and the read-back run against the host's writes and reads;
+#    backend's tokens; overlap on with streams at random ($BG_EMU_SEED, default 1), which
+#    moves where the uploads and the read-back run against the host's writes and reads;
 #  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
 #    backend's tokens (gpu/mask.cu);
 #  - a request whose logits turn NaN fails alone with backend_error (tests/e2e_nan.sh),
@@ -72,10 +72,10 @@ for seed in 7:late 8:early 9:random; do
 	pol=${seed#*:} seed=${seed%:*}
 	BG_EMU_SEED=$seed BG_EMU_STREAMS=$pol "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" \
 		--device cuda 2>"$TMP/gpu.err"
-	check_eq "cuda (emulated, seed $seed): exit status" $? 0
-	check_eq "cuda (emulated, seed $seed): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" \
+	check_eq "cuda (emulated, seed $seed, streams $pol): exit status" $? 0
+	check_eq "cuda (emulated, seed $seed, streams $pol): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" \
 		"$(tokens "$TMP/cpu.jsonl")"
-	check_eq "cuda (emulated, seed $seed): cumulative log-probs within 1e-4 of the CPU's" \
+	check_eq "cuda (emulated, seed $seed, streams $pol): cumulative log-probs within 1e-4 of the CPU's" \
 		"$(lp_far "$TMP/cpu.jsonl" "$TMP/gpu.jsonl" 1e-4)" ""
 done
 
