@@ -3,17 +3,21 @@
 # against the CPU emulator (gpu/emu/run.sh --plugin-only) and loaded through
 # $BATCHGEN_CUDA_LIB, so that every `make test` runs gpu/ end to end once under the strict
 # emulator (H100 properties, so decode attention splits > 1; threads and blocks in the
-# random order of a seed; NaN-filled shared memory; deferred streams; capture rules):
+# random order of a seed; NaN-filled shared memory; capture rules; queued stream work run
+# late, early or at random: $BG_EMU_STREAMS):
+#  - the emulator's stream policies themselves (tests/emu_test_streams.cpp);
 #  - greedy and seeded sampled requests give the CPU backend's tokens, and cumulative
 #    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
 #    SIMD code; a wrong kernel moves them by far more on this model), under seeds 7, 8
-#    and 9; the same for a tiny file of each architecture of core/model/arch.h;
+#    and 9 (streams late, early, random); the same for a tiny file of each architecture
+#    of core/model/arch.h;
 #  - 16-bit models (bf16, f16) give the CPU backend's tokens with their prompts on the
 #    tensor-core prefill kernel, under seeds 1, 2 and 3;
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
 #  - overlap (tokens drawn and fed on the device, results read back behind an event):
 #    the result lines of --overlap off, bitwise where the batches are the same; the CPU
-#    backend's tokens;
+#    backend's tokens; overlap on with streams at random ($BG_EMU_SEED, default 1), which
+#    moves where the uploads and the read-back run against the host's writes and reads;
 #  - constrained lines (grammar, json_schema, regex, choice, logit controls) give the CPU
 #    backend's tokens (gpu/mask.cu);
 #  - a request whose logits turn NaN fails alone with backend_error (tests/e2e_nan.sh),
@@ -35,6 +39,20 @@ if ! bash gpu/emu/run.sh "$plugin" --plugin-only >"$TMP/build.log" 2>&1; then
 fi
 export BATCHGEN_CUDA_LIB=$plugin/libbatchgen-cuda.so
 
+# the stream policies on a tiny program with hand-made expectations (its header says which)
+if g++ -std=c++17 -O2 -Igpu/emu/inc -Icore -I. tests/emu_test_streams.cpp "$plugin/o/emu.o" \
+	-o "$TMP/emu_streams" 2>"$TMP/streams.log"; then
+	for pol in late early random; do
+		BG_EMU_STREAMS=$pol "$TMP/emu_streams" >"$TMP/streams.log" 2>&1
+		rc=$?
+		check_eq "emulator, streams $pol: tests/emu_test_streams.cpp exits 0" $rc 0
+		[ $rc -eq 0 ] || cat "$TMP/streams.log" >&2
+	done
+else
+	cat "$TMP/streams.log" >&2
+	check "tests/emu_test_streams.cpp builds" false
+fi
+
 cat >"$TMP/in.jsonl" <<'JSONL'
 {"id":"a","prompt":"Once upon a time","max_tokens":8,"temperature":0}
 {"id":"b","prompt":"The cat sat on","max_tokens":8,"temperature":0}
@@ -48,13 +66,16 @@ lp_far() {
 		jq -r --slurpfile c "$TMP/far.lp" --argjson tol "$3" \
 			'select(((.cum_logprob - $c[0][.id]) | fabs) > $tol or .cum_logprob == null) | .id' "$2"
 }
-# three seeds of the emulator's orders (threads between barriers, blocks, wmma layouts)
-for seed in 7 8 9; do
-	BG_EMU_SEED=$seed "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" --device cuda 2>"$TMP/gpu.err"
-	check_eq "cuda (emulated, seed $seed): exit status" $? 0
-	check_eq "cuda (emulated, seed $seed): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" \
+# three seeds of the emulator's orders (threads between barriers, blocks, wmma layouts),
+# each with another stream policy
+for seed in 7:late 8:early 9:random; do
+	pol=${seed#*:} seed=${seed%:*}
+	BG_EMU_SEED=$seed BG_EMU_STREAMS=$pol "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/gpu.jsonl" \
+		--device cuda 2>"$TMP/gpu.err"
+	check_eq "cuda (emulated, seed $seed, streams $pol): exit status" $? 0
+	check_eq "cuda (emulated, seed $seed, streams $pol): the CPU backend's tokens" "$(tokens "$TMP/gpu.jsonl")" \
 		"$(tokens "$TMP/cpu.jsonl")"
-	check_eq "cuda (emulated, seed $seed): cumulative log-probs within 1e-4 of the CPU's" \
+	check_eq "cuda (emulated, seed $seed, streams $pol): cumulative log-probs within 1e-4 of the CPU's" \
 		"$(lp_far "$TMP/cpu.jsonl" "$TMP/gpu.jsonl" 1e-4)" ""
 done
 
@@ -151,8 +172,11 @@ for setup in "--policy no-evict" "--policy max-util --kv-tokens 96 --block-size 
 	# shellcheck disable=SC2086
 	"$BATCHGEN" -q -i "$TMP/ovl.jsonl" -o "$TMP/ovl_cpu.jsonl" --device cpu $setup
 	for o in off on; do
+		pol=late
+		[ $o = on ] && pol=random
 		# shellcheck disable=SC2086
-		"$BATCHGEN" -q -i "$TMP/ovl.jsonl" -o "$TMP/ovl_$o.jsonl" --device cuda --overlap $o $setup
+		BG_EMU_STREAMS=$pol "$BATCHGEN" -q -i "$TMP/ovl.jsonl" -o "$TMP/ovl_$o.jsonl" --device cuda \
+			--overlap $o $setup
 		check_eq "cuda (emulated), overlap $o ($setup): exit status" $? 0
 		jq -c 'del(.metrics)' "$TMP/ovl_$o.jsonl" >"$TMP/ovl_$o.lines"
 	done

@@ -33,6 +33,7 @@ const char *cudaGetErrorName(cudaError_t e)
 	case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
 	case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
 	case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+	case cudaErrorNotReady: return "cudaErrorNotReady";
 	default: return "cudaErrorUnknown";
 	}
 }
@@ -48,6 +49,7 @@ const char *cudaGetErrorString(cudaError_t e)
 	case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
 	case cudaErrorStreamCaptureInvalidated:
 		return "operation failed due to a previous error during capture";
+	case cudaErrorNotReady: return "device not ready";
 	default: return "unknown error";
 	}
 }
@@ -122,13 +124,26 @@ cudaError_t cudaMallocHost(void **p, size_t n)
 }
 
 // ---- streams, events, graphs --------------------------------------------------------------
-// A stream is a queue of work that runs when the host waits for it. Each piece of work
-// gets a ticket; an event remembers the ticket of the last work queued before it.
+// A stream is a queue of work. When queued work runs is the policy $BG_EMU_STREAMS:
+//   late (default): when the host waits for it, the latest a GPU may run it: a host that
+//     reads results before the wait, or overwrites what queued work still reads, is caught;
+//   early: at once, when it is queued, the earliest: a host that writes, after queueing,
+//     what the work was meant to see (a GPU may have run it already) is caught;
+//   random: each piece of work, when queued, runs at once (with the work queued before it)
+//     or stays queued, by the seed $BG_EMU_SEED: both kinds, at random places.
+// In every policy work runs in stream order, and work behind a cudaStreamWaitEvent runs at
+// once only if the event's work has run. Each piece of work gets a ticket; an event
+// remembers the ticket of the last work queued before it.
 struct emu_graph {
 	std::vector<std::function<void()>> ops;
 };
+struct emu_work {
+	std::function<void()> fn; // empty for a wait
+	emu_stream *src;	  // a wait: for src's work up to ticket (else null)
+	uint64_t ticket;
+};
 struct emu_stream {
-	std::deque<std::function<void()>> q;
+	std::deque<emu_work> q;
 	uint64_t queued = 0, done = 0;
 	emu_graph *capture = nullptr;
 	bool capture_invalid = false;
@@ -139,12 +154,57 @@ struct emu_event {
 };
 static std::vector<emu_stream *> streams;
 
-static void run_until(emu_stream *s, uint64_t ticket)
+enum { STREAMS_LATE, STREAMS_EARLY, STREAMS_RANDOM };
+// $BG_EMU_STREAMS, printed when set (as $BG_EMU_SEED is)
+static int streams_policy()
+{
+	static const int p = [] {
+		const char *v = getenv("BG_EMU_STREAMS"), *seed = getenv("BG_EMU_SEED");
+		if (!v || !*v)
+			return (int)STREAMS_LATE;
+		int q = !strcmp(v, "late")	  ? STREAMS_LATE
+			: !strcmp(v, "early")  ? STREAMS_EARLY
+			: !strcmp(v, "random") ? STREAMS_RANDOM
+					       : -1;
+		if (q < 0) {
+			fprintf(stderr, "emu: BG_EMU_STREAMS=%s: not late, early or random\n", v);
+			abort();
+		}
+		fprintf(stderr, "emu: BG_EMU_STREAMS=%s (when queued work runs)", v);
+		if (q == STREAMS_RANDOM)
+			fprintf(stderr, ", seed %s", seed && *seed ? seed : "1");
+		fputc('\n', stderr);
+		return q;
+	}();
+	return p;
+}
+// whether the work just queued runs now; the draws have their own generator, so that the
+// thread and block orders of a seed are those of the other policies
+static bool runs_now()
+{
+	static std::mt19937_64 r = [] {
+		const char *v = getenv("BG_EMU_SEED");
+		return std::mt19937_64((v && *v ? strtoull(v, nullptr, 10) : 1) ^ 0x5eedu);
+	}();
+	int p = streams_policy();
+	return p == STREAMS_EARLY || (p == STREAMS_RANDOM && (r() >> 63));
+}
+
+// Runs s's work up to ticket. A wait whose event's work has not run makes that work run
+// (force: the host waits for all of it) or stops there (the policies' early runs).
+static void run_until(emu_stream *s, uint64_t ticket, bool force = true)
 {
 	while (s->done < ticket && !s->q.empty()) {
-		std::function<void()> op = std::move(s->q.front());
+		emu_work &w = s->q.front();
+		if (w.src && w.src->done < w.ticket) {
+			if (!force)
+				return;
+			run_until(w.src, w.ticket);
+		}
+		std::function<void()> fn = std::move(w.fn);
 		s->q.pop_front();
-		op();
+		if (fn)
+			fn();
 		s->done++;
 	}
 }
@@ -153,19 +213,28 @@ static void run_all()
 	for (emu_stream *s : streams)
 		run_until(s, s->queued);
 }
-// Work for stream s: recorded while s captures, run now on the legacy stream, else queued.
-static void enqueue(emu_stream *s, std::function<void()> op)
+// Work for stream s: recorded while s captures, run now on the legacy stream, else queued
+// (and maybe run at once: the policy).
+static void enqueue(emu_stream *s, std::function<void()> op, emu_stream *src = nullptr,
+		    uint64_t ticket = 0)
 {
 	if (!s) {
-		op();
+		if (src)
+			run_until(src, ticket);
+		else
+			op();
 		return;
 	}
 	if (s->capture) {
+		if (src) // captured waits are not used by gpu/; replayed, one runs the work it waits for
+			op = [src, ticket]() { run_until(src, ticket); };
 		s->capture->ops.push_back(std::move(op));
 		return;
 	}
-	s->q.push_back(std::move(op));
+	s->q.push_back({std::move(op), src, ticket});
 	s->queued++;
+	if (runs_now())
+		run_until(s, s->queued, false);
 }
 static emu_stream *capturing_stream()
 {
@@ -242,14 +311,18 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 		run_until(e->s, e->ticket);
 	return cudaSuccess;
 }
+// Not ready: the work then runs (a host polling the event gets there), the latest it can.
+cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+	if (!e->s || e->s->done >= e->ticket)
+		return cudaSuccess;
+	run_until(e->s, e->ticket);
+	return cudaErrorNotReady; // not an error: cudaGetLastError does not keep it
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned)
 {
-	emu_stream *src = e->s;
-	uint64_t t = e->ticket;
-	enqueue(s, [src, t]() {
-		if (src)
-			run_until(src, t);
-	});
+	if (e->s)
+		enqueue(s, nullptr, e->s, e->ticket);
 	return cudaSuccess;
 }
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, int)

@@ -3,14 +3,17 @@
 # tests/gpu_test_kernels.cu (sizes reduced, for speed, unless --full: the vocabularies of
 # 128256, 4096-wide GEMMs and 1500-token contexts the GPU runs), tests/gpu_test_model.c and
 # tests/gpu_test_engine.c against the CUDA emulator in gpu/emu, and runs:
-#   the kernel test (~15 min on one core), unless --no-kernels;
-#   with --model, the model test (~10 min, 4.5 min of CPU, on a loaded 2-core machine);
+#   the kernel test, unless --no-kernels (~75 s of CPU at the --full sizes; the CPU times here
+#   are bench/results/e17x-2026-11-30.md's, on a loaded 2-core machine);
+#   with --model, the model test (~4.3 min of CPU);
 #   with --model --full, its full-width check alone instead (BG_GPU_FULL=1:
-#   Llama-3-8B's widths with 2 layers, ~6 min and 9 GB; bench/results/e17w-2026-11-29.md);
+#   Llama-3-8B's widths with 2 layers, ~1.5-1.8 min of CPU and 9 GB; bench/results/e17w-2026-11-29.md);
 #   with --engine, the engine test reduced to BG_GPU_ENGINE_N requests (default 20) of at
-#   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8): a few minutes on one core.
+#   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8; ~20 s of CPU); with --engine --full,
+#   at the sizes the GPU runs (200 requests of up to 48 tokens; ~6 min of CPU).
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
-# logic, not speed. --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
+# logic, not speed. $BG_EMU_SEED (thread and block orders) and $BG_EMU_STREAMS (late, early
+# or random: when queued stream work runs) reach the tests (gpu/emu/inc/emu.h). --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
 # (tests/e2e_gpu_emu.sh runs the binary on it). --dequant builds only gpu/dequant.cu and
 # tests/gpu_test_dequant.cu and runs that test (tests/e2e_gpu_dequant.sh). Needs a built libbatchgen.a of the CPU modules in $BUILD (default
 # build/). OUT_DIR defaults to /tmp/bg-emu.
@@ -86,6 +89,8 @@ if [ $model -eq 1 ]; then
 	fi
 fi
 if [ $engine -eq 1 ]; then
-	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" BG_GPU_ENGINE_N=${BG_GPU_ENGINE_N:-20} \
-		BG_GPU_ENGINE_MAX_TOKENS=${BG_GPU_ENGINE_MAX_TOKENS:-8} "$out/emu_engine"
+	n=20 max=8
+	[ $full -eq 1 ] && n=200 max=48
+	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" BG_GPU_ENGINE_N=${BG_GPU_ENGINE_N:-$n} \
+		BG_GPU_ENGINE_MAX_TOKENS=${BG_GPU_ENGINE_MAX_TOKENS:-$max} "$out/emu_engine"
 fi

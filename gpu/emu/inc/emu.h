@@ -17,12 +17,16 @@
 //    hangs);
 //  - every __shared__ array is filled with 0xff bytes at the start of each block (the
 //    transform adds the call), so reading shared memory nobody wrote gives NaN;
-//  - streams are deferred: work queued on a stream runs only when the host synchronizes
-//    with it (cudaStreamSynchronize, cudaEventSynchronize on an event recorded after it,
-//    cudaDeviceSynchronize, cudaFree), so host code that reads results without waiting
-//    sees stale data on every run, not once in a while. The legacy stream (0) runs at
-//    once and, as with cudaStreamNonBlocking streams on a GPU, does not wait for the
-//    others;
+//  - when queued stream work runs is a policy, $BG_EMU_STREAMS (gpu/emu/emu.cpp):
+//    "late" (default) runs it only when the host synchronizes with it
+//    (cudaStreamSynchronize, cudaEventSynchronize on an event recorded after it,
+//    cudaDeviceSynchronize, cudaFree), so host code that reads results without waiting,
+//    or overwrites what queued work still reads, sees stale data on every run, not once
+//    in a while; "early" runs it when it is queued, so host code that writes, after
+//    queueing, what the work was meant to see is caught; "random" decides per piece of
+//    work from $BG_EMU_SEED. Stream order and event waits hold in all three. The legacy
+//    stream (0) runs at once and, as with cudaStreamNonBlocking streams on a GPU, does
+//    not wait for the others;
 //  - graph capture follows CUDA's rules: work on the capturing stream is recorded, not run;
 //    a call that would wait for the capturing stream (cudaStreamSynchronize on it,
 //    cudaDeviceSynchronize, cudaEventSynchronize on an event it recorded) fails with
@@ -110,7 +114,8 @@ typedef int cudaError_t;
 enum {
 	cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
 	cudaErrorInvalidConfiguration = 9, cudaErrorInsufficientDriver = 35,
-	cudaErrorNoKernelImageForDevice = 209, cudaErrorStreamCaptureUnsupported = 900,
+	cudaErrorNoKernelImageForDevice = 209, cudaErrorNotReady = 600,
+	cudaErrorStreamCaptureUnsupported = 900,
 	cudaErrorStreamCaptureInvalidated = 901,
 };
 typedef struct emu_stream *cudaStream_t;
@@ -152,6 +157,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, int flags);
 cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
+cudaError_t cudaEventQuery(cudaEvent_t e);
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, int mode);
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long);
