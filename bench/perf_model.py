@@ -12,7 +12,10 @@ its `batchgen bench` report with --measured to print the measured step time besi
   attention  before: one block per query head, so each K/V byte is read G = n_head /
              n_head_kv times (through L2 at best: counted here as L2 traffic at
              ~10 TB/s, H100's L2 read bandwidth, an optimistic bound);
-             after: gpu/attention.cu's GQA decode kernel, each K/V byte read once.
+             after: gpu/attention.cu's GQA decode kernel, each K/V byte read once,
+             bounded by the largest of its DRAM bytes, its instruction issue and its
+             shared-memory wavefronts (DEC_* below, counted from its PTX); the decode
+             attention table prints it beside the GQA kernel as main had it at 3b78123.
   sampling   before: ~130 passes over a row of logits (binary searches on a 64-bit key);
              after: gpu/sample.cu as it reads today (SAMPLE_* below, counted from its
              code): greedy 2 passes over the logits, sampling 3 (the third compacts the
@@ -38,12 +41,12 @@ overlap    the host's part of a step (engine.c, "Overlap"), ESTIMATED from bench
              max(max(forward, A) + sampling, A + B): the host's whole part is hidden
              until it is longer than the device's. --host-us A:B per row, --mask-ms per
              constrained row's grammar mask.
-What it cannot show: instruction-issue limits inside a kernel (the old per-query
-attention's per-key shuffles and 2-byte loads, which the issue estimates at ~2x its
-bandwidth bound), launch gaps, occupancy. It bounds from below.
+What it cannot show: instruction-issue limits inside the kernels it does not count
+(only decode attention and prefill attention are counted), launch gaps, latency that
+too few warps fail to hide. It bounds from below.
 Usage: perf_model.py [--shape llama3-8b] [--scenarios 1x512,1x32768,256x512,64x4096]
                      [--prefill 32768] [--measured REPORT.json] [--detail]
-                     [--host-us A:B] [--mask-ms MS]
+                     [--host-us A:B] [--mask-ms MS] [--hbm TB/s]
 """
 import argparse
 import json
@@ -68,6 +71,33 @@ MMA_SYNC_FRAC = 2 / 3  # ASSUMED: mma.sync (all WMMA can emit) reaches ~2/3 of w
                        # TFLOPS there, bounded by more than its MMAs)
 TC_ISSUE, TC_HMMA, TC_Q, TC_KEYS, TC_WARPS = 870, 64, 16, 32, 4
 
+# The GQA decode kernel (gpu/attention.cu, attn_decode_gqa_kernel<__nv_bfloat16, 4, 1>:
+# head_dim 128, a GQA group of 4, one warp a query head, 4 warps sharing each staged tile of
+# 32 keys), per query head and tile, i.e. per warp and tile, with a full tile and the
+# soft-cap branch not taken. Counted in its PTX (`nvcc -std=c++17 -O3 -arch=sm_90 -Icore
+# -I. -Ibuild/gpu -ptx gpu/attention.cu`; `bench/ptx_blocks.py FILE.ptx
+# I13__nv_bfloat16Li4ELi1E` prints each basic block's instructions, moves left out: SASS
+# folds them into operands), times how often each block runs a tile
+# (bench/results/e17a-2026-11-30.md has the table). Integer div.s32/rem.s32 count ~20
+# issue slots each (ASSUMED: the SASS sequence for a 32-bit division by a variable).
+#   old (main at 3b78123): staging 4 x 35 (2 divisions each), QK 32 x 53 (4 dims a trip:
+#     an f32 LDS of q, a 2-byte LDS of k, cvt, FMA and the wrap-around index each),
+#     softmax 66, P V 8 x 95 (4 keys a trip: a shuffle, 4 x (2-byte LDS, cvt, FMA)), loop,
+#     barriers and remainder checks 29: 2,691 instructions and 9 divisions: ~2,860 issue
+#     slots. Shared memory: QK 128 x (2 wavefronts for q (a 2-way bank conflict) + 1 for
+#     k), P V 32 x 4, staging 8 x 4: 544 wavefronts.
+#   new (e17a): staging 4 x ~20 + 8 (warp 0's row offsets: 1 division a tile, amortised
+#     over the 4 warps), QK 356 (16 x (LDS.128, 8 shift/mask, 8 FMA) and the transposed
+#     butterfly: 15 shuffles, 15 adds, 30 selects), softmax 24, P V 327 (16 x (shuffle,
+#     LDS.128, 8 shift/mask, 8 FMA)), loop 3: ~800 instructions: ~805 issue slots.
+#     Shared memory: 16 + 16 LDS.128 of 512 bytes (4 wavefronts each), staging 8 x 4,
+#     row offsets 4: 164 wavefronts.
+# Other head sizes and group sizes are scaled by (head_dim / 128) and by G query heads a
+# block: an approximation (only the <bf16, 4, 1> instance was counted).
+DEC_ISSUE = {"old": 2860, "new": 805}
+DEC_WAVES = {"old": 544, "new": 164}
+DEC_KEYS, DEC_SMS = 32, 132
+
 # gpu/sample.cu's DRAM bytes a token of a row (n_top = 0; the history is sparse), counted
 # from the code. The bitmap of penalized ids costs 1/8 byte a token to clear and to read.
 #   greedy:  clear + pass 1 (logits + bitmap: max, best key) + pass 2 (logits: the
@@ -91,10 +121,41 @@ SHAPES = {
 }
 
 
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def attn_splits(B, HKV, ctx):
+    """gpu_attention_splits for the GQA kernel on 132 SMs, with the context as max_ctx
+    (a decode graph sizes its splits for the model's longest context instead: more,
+    shorter splits at short contexts, which moves these bounds little)."""
+    return max(1, min(cdiv(2 * DEC_SMS, B * HKV), ctx // 128, 32))
+
+
+def decode_attention(shape, B, ctx, kernel):
+    """(seconds, dram, issue, smem) of decode attention over all layers with the GQA
+    kernel `kernel` ("old" or "new"): the largest of reading the KV cache once, the
+    instruction issue and the shared-memory wavefronts of its blocks, an SM running
+    ceil(blocks / 132) of them (4 schedulers issuing one instruction a clock each, one
+    shared-memory wavefront a clock)."""
+    L, E, F, H, HKV, HD, V = shape
+    G = H // HKV
+    dram = B * ctx * L * 2 * HKV * HD * 2 / BW
+    ns = attn_splits(B, HKV, ctx)
+    tiles = cdiv(cdiv(ctx, ns), DEC_KEYS)   # tiles a block walks
+    per_sm = cdiv(B * HKV * ns, DEC_SMS)    # blocks an SM runs
+    heads = per_sm * tiles * G * HD / 128   # (head, tile) pairs an SM computes
+    warp = tiles * cdiv(G, 4) * HD / 128    # ... and its busiest warp
+    issue = L * max(heads * DEC_ISSUE[kernel] / 4, warp * DEC_ISSUE[kernel]) / CLOCK
+    smem = L * heads * DEC_WAVES[kernel] / CLOCK
+    return max(dram, issue, smem), dram, issue, smem
+
+
 def kernels(shape, B, ctx, after, fallback=0.0):
-    """[(name, bytes, flops, flops_peak, l2_bytes)] of one decode step: B sequences, each
+    """[(name, bytes, flops, flops_peak, t_min)] of one decode step: B sequences, each
     with ctx tokens of context (its new token included), bf16 weights and KV; fallback:
-    the fraction of sampled rows on gpu/sample.cu's full-row path."""
+    the fraction of sampled rows on gpu/sample.cu's full-row path; t_min: a bound in seconds
+    other than bytes and flops (L2 traffic, instruction issue), 0 if none."""
     L, E, F, H, HKV, HD, V = shape
     G = H // HKV
     qd, kvd = H * HD, HKV * HD
@@ -109,9 +170,11 @@ def kernels(shape, B, ctx, after, fallback=0.0):
     kv = B * ctx * L * 2 * kvd * 2
     att_fl = 4 * B * ctx * H * HD * L
     if after:
-        ks.append(("decode attention (GQA kernel)", kv, att_fl, FP32, 0))
+        ks.append(("decode attention (GQA kernel)", kv, att_fl, FP32,
+                   decode_attention(shape, B, ctx, "new")[0]))
     else:
-        ks.append(("decode attention (per query head)", kv, att_fl, FP32, kv * (G - 1)))
+        ks.append(("decode attention (per query head)", kv, att_fl, FP32,
+                   kv * (G - 1) / L2_BW))
     ks.append(("KV write", B * L * 2 * kvd * 2, 0, FP32, 0))
     pairs = B * L * (H + HKV) * (HD // 2)
     if after:
@@ -132,10 +195,10 @@ def kernels(shape, B, ctx, after, fallback=0.0):
 def step_time(ks, sampled):
     t = 0.0
     rows = []
-    for name, by, fl, peak, l2 in ks:
+    for name, by, fl, peak, t_min in ks:
         if name.startswith("sampling") and name != ("sampling, top-p" if sampled else "sampling, greedy"):
             continue
-        tk = max(by / BW, fl / peak if peak else 0, l2 / L2_BW)
+        tk = max(by / BW, fl / peak if peak else 0, t_min)
         rows.append((name, by, fl, tk))
         t += tk
     return t, rows
@@ -202,6 +265,7 @@ def overlap_table(a, shape):
 
 
 def main():
+    global BW
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
     ap.add_argument("--scenarios", default="1x512,1x32768,256x512,64x4096",
@@ -216,7 +280,11 @@ def main():
     ap.add_argument("--mask-ms", type=float, default=0.0,
                     help="grammar-mask milliseconds per constrained row, added to A "
                          "(spread over the mask threads: pass ms / threads)")
+    ap.add_argument("--hbm", type=float, default=BW / 1e12,
+                    help="DRAM bandwidth in TB/s (H100 SXM 3.35; H200 4.8); the rest of "
+                         "the machine stays an H100 (same SMs and clock)")
     a = ap.parse_args()
+    BW = a.hbm * 1e12
     shape = SHAPES[a.shape]
     print(f"# perf_model: {a.shape} bf16 on an H100 SXM (HBM {BW/1e12:.2f} TB/s, "
           f"bf16 {BF16/1e12:.0f} TFLOPS) -- roofline ESTIMATES, not measurements")
@@ -230,14 +298,27 @@ def main():
                 ta, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), sampled)
                 # the floor: weights + KV + logits once, or the GEMM flops
                 L, E, F, H, HKV, HD, V = shape
-                floor = sum(r[3] for r in rows if r[0] in (
-                    "GEMMs (weights)", "LM head", "decode attention (GQA kernel)"))
+                floor = sum(r[3] for r in rows if r[0] in ("GEMMs (weights)", "LM head"))
+                floor += sum(r[1] / BW for r in rows if r[0].startswith("decode attention"))
                 print(f"| {B} | {ctx} | {'top-p' if sampled else 'greedy'} | {tb*1e3:.2f} | "
                       f"{ta*1e3:.2f} | {B/ta:.0f} | {floor*1e3:.2f} |")
                 if a.detail:
                     for name, by, fl, tk in rows:
                         print(f"|   | | {name} | | {tk*1e3:.3f} | {by/1e9:.2f} GB | "
                               f"{fl/1e12:.2f} TFLOP |")
+    print(f"\ndecode attention, all layers (ESTIMATES; GQA kernel, bounds from its PTX "
+          f"counts: DEC_ISSUE {DEC_ISSUE}, DEC_WAVES {DEC_WAVES}):")
+    print("| batch | context | splits | kernel | DRAM ms | issue ms | shared ms | bound ms "
+          "| / DRAM |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for sc in a.scenarios.split(","):
+        B, ctx = (int(x) for x in sc.split("x"))
+        for kern in ("old", "new"):
+            t, dram, issue, smem = decode_attention(shape, B, ctx, kern)
+            print(f"| {B} | {ctx} | {attn_splits(B, shape[4], ctx)} | {kern} | "
+                  f"{dram*1e3:.3f} | {issue*1e3:.3f} | {smem*1e3:.3f} | {t*1e3:.3f} | "
+                  f"{t/dram:.2f}x |")
+
     def ratio(fallback):  # the largest sampled / greedy step time over the scenarios
         r = 0
         for sc in a.scenarios.split(","):

@@ -161,29 +161,85 @@ __global__ void attn_reduce_kernel(const float *partial, const int32_t *list, in
  * K/V tile is read from memory once for all of them (the per-query kernel reads it G
  * times). 4 warps; warp w owns query heads w, w + 4 (GPW of them, G <= 4 * GPW). Tiles of
  * DEC_KEYS keys are staged in shared memory with 16-byte loads, as stored (f32, f16 or
- * bf16); lane j scores key j of the tile for each of its warp's heads (starting at a
- * lane-dependent dimension, so the 32 lanes read 32 different banks), then the online
- * softmax advances a tile at a time, as in the tiled kernel. Each head's state lives in
- * one warp, so the block needs no merge: it writes the output row, or (m, l, acc) to
- * partial[] in attn_kernel's layout for attn_reduce_kernel. Window and soft-cap as in
- * attn_kernel. Used when K/V rows allow 16-byte loads, G <= 8, and the staged tile fits. */
+ * bf16), each row padded with zeros to HD = 32 * NPL dimensions (a power of two), and
+ * the inner loops read them 16 bytes at a time. A row is VPR = HD / EPV vectors, so one
+ * warp step covers KPS = 32 / VPR keys: lane (grp, c) = (lane / VPR, lane % VPR) holds
+ * dims [c EPV, (c + 1) EPV) of q in registers, and for key grp of each of the tile's
+ * STEPS = VPR steps adds EPV products to its part of the dot (one 16-byte load; bf16
+ * converts with a shift or a mask). The group's VPR lanes then sum their STEPS partial
+ * dots in one transposed butterfly (VPR - 1 shuffles instead of VPR log2 VPR), which
+ * leaves each lane with one key's whole score, so the scale, soft-cap and exp run once
+ * a key. After the tile max (one warp reduction), P V runs the same way: each lane adds
+ * p (shuffled from the lane that scored the key) times its EPV dims of V of its group's
+ * keys; acc is reduced across the groups once at the end, l (a key a lane) over the
+ * warp. A warp step reads 512 consecutive bytes of the tile: no bank conflict. Keys past
+ * the end of the tile are staged as zeros and masked, so the loops have no bounds.
+ * Each head's state lives in one warp, so the block needs no merge: it writes the output
+ * row, or (m, l, acc) to partial[] in attn_kernel's layout for attn_reduce_kernel.
+ * Window and soft-cap as in attn_kernel. The block-table division runs once a key (warp
+ * 0 computes the next tile's row offsets while it scores), not once a staged vector.
+ * Used when K/V rows allow 16-byte loads, G <= 8, and the staged tile fits. */
 #define DEC_KEYS 32
 
+/* The EPV = 16 / sizeof(T) elements of a 16-byte vector of T, as floats. */
+template <typename T> __device__ __forceinline__ void vec_f32(uint4 v, float *f);
+template <> __device__ __forceinline__ void vec_f32<float>(uint4 v, float *f)
+{
+	f[0] = __uint_as_float(v.x);
+	f[1] = __uint_as_float(v.y);
+	f[2] = __uint_as_float(v.z);
+	f[3] = __uint_as_float(v.w);
+}
+template <> __device__ __forceinline__ void vec_f32<__half>(uint4 v, float *f)
+{
+	__half h[8];
+	memcpy(h, &v, sizeof h); /* not a pointer cast: that would break strict aliasing */
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		f[i] = __half2float(h[i]);
+}
+/* bf16 is the top half of an f32: a shift or a mask each (little-endian: element 2i is
+ * the low half of word i) */
+template <> __device__ __forceinline__ void vec_f32<__nv_bfloat16>(uint4 v, float *f)
+{
+	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		f[2 * i] = __uint_as_float(w[i] << 16);
+		f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+	}
+}
+
+/* Blocks of attn_decode_gqa_kernel an SM should hold: 8 (64 registers a thread) for
+ * 16-bit K/V, heads of <= 128 dims and one head a warp (Llama-3-8B and the like: ptxas
+ * keeps these in 56..64 registers without spilling on sm_80..sm_90), else 4 (128, the
+ * gates' budget): with no bound ptxas takes up to 142 registers on sm_86/sm_89, and it
+ * spills some of the others at 64. */
+template <typename T, int NPL, int GPW> constexpr int dec_min_blocks()
+{
+	return sizeof(T) == 2 && NPL <= 4 && GPW == 1 ? 8 : 4;
+}
+
 template <typename T, int NPL, int GPW>
-__global__ void __launch_bounds__(ATTN_WARPS * 32)
+__global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>()))
     attn_decode_gqa_kernel(struct gpu_attn_args a, int n_split, float *partial)
 {
 	constexpr int HD = NPL * 32;
-	constexpr int G_MAX = ATTN_WARPS * GPW;
 	constexpr int EPV = 16 / (int)sizeof(T); /* elements per 16-byte vector */
-	__shared__ float q_s[G_MAX][HD];
-	__shared__ uint4 k_s[DEC_KEYS * HD / EPV];
-	__shared__ uint4 v_s[DEC_KEYS * HD / EPV];
+	constexpr int VPR = HD / EPV;		 /* vectors per (padded) K/V row, a power of two */
+	static_assert(VPR <= 32 && 32 % VPR == 0, "a key's row is whole lanes of one warp");
+	constexpr int KPS = 32 / VPR;		 /* keys per warp step */
+	constexpr int STEPS = DEC_KEYS / KPS;
+	static_assert(STEPS == VPR, "the transposed sum leaves one key a lane");
+	__shared__ uint4 k_s[DEC_KEYS * VPR];
+	__shared__ uint4 v_s[DEC_KEYS * VPR];
+	__shared__ int64_t row_s[DEC_KEYS]; /* element offset of each key's K row; -1: none */
 	const int kvh = blockIdx.x, li = blockIdx.y, sp = blockIdx.z;
 	const int t = a.list ? a.list[li] : li;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int grp = lane / VPR, c = lane % VPR; /* key of a step, vector of its row */
 	const int hd = a.head_dim, G = a.n_head / a.n_head_kv;
-	const int vpr = hd / EPV; /* vectors per K/V row */
+	const int vpr = hd / EPV; /* vectors of a stored row; c >= vpr is padding */
 	const int ctx = a.tok_pos[t] + 1;
 	const int lo = a.window > 0 ? max(0, ctx - a.window) : 0;
 	const int len = (ctx - lo + n_split - 1) / n_split;
@@ -191,75 +247,102 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 	const int j1 = min(ctx, j0 + len);
 	const int32_t *bt = a.bt + a.tok_bt[t];
 	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
-	const T *ks = (const T *)k_s, *vs = (const T *)v_s;
+	auto row_of = [&](int key) -> int64_t {
+		return key < j1 ? bt[key / a.kv.block_size] * a.kv.block_stride +
+				      (int64_t)(key % a.kv.block_size) * a.kv.kv_dim
+				: -1;
+	};
 
-	for (int e = threadIdx.x; e < G * hd; e += blockDim.x) {
-		int g = e / hd, d = e - g * hd;
-		q_s[g][d] = a.q[(int64_t)t * a.ldq + (int64_t)(kvh * G + g) * hd + d];
-	}
-	float m[GPW], l[GPW], acc[GPW][NPL];
+	float q[GPW][EPV], m[GPW], l[GPW], acc[GPW][EPV];
 #pragma unroll
 	for (int gi = 0; gi < GPW; gi++) {
+		const int g = min(warp + ATTN_WARPS * gi, G - 1);
+		const float *qrow = a.q + (int64_t)t * a.ldq + (int64_t)(kvh * G + g) * hd;
 		m[gi] = -INFINITY;
 		l[gi] = 0.0f;
 #pragma unroll
-		for (int e = 0; e < NPL; e++)
-			acc[gi][e] = 0.0f;
+		for (int i = 0; i < EPV; i++) {
+			q[gi][i] = c < vpr ? qrow[c * EPV + i] : 0.0f;
+			acc[gi][i] = 0.0f;
+		}
 	}
+	if (threadIdx.x < DEC_KEYS)
+		row_s[threadIdx.x] = row_of(j0 + threadIdx.x);
 	for (int kb = j0; kb < j1; kb += DEC_KEYS) {
-		__syncthreads(); /* the previous tile (and q_s, the first time) is ready/consumed */
-		for (int e = threadIdx.x; e < DEC_KEYS * vpr; e += blockDim.x) {
-			int j = e / vpr, c = e - j * vpr, key = kb + j;
+		__syncthreads(); /* row_s is ready, the previous tile consumed */
+#pragma unroll
+		for (int r = 0; r < DEC_KEYS * VPR / (ATTN_WARPS * 32); r++) {
+			const int e = threadIdx.x + r * ATTN_WARPS * 32;
+			const int j = e / VPR, ce = e % VPR; /* powers of two: a shift and a mask */
+			const int64_t row = row_s[j];
 			uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-			if (key < j1) {
-				int64_t blk = bt[key / a.kv.block_size];
-				const T *k = base + blk * a.kv.block_stride +
-					     (int64_t)(key % a.kv.block_size) * a.kv.kv_dim;
-				kv = ((const uint4 *)k)[c];
-				vv = ((const uint4 *)(k + a.kv.v_offset))[c];
+			if (row >= 0 && ce < vpr) {
+				const T *k = base + row;
+				kv = ((const uint4 *)k)[ce];
+				vv = ((const uint4 *)(k + a.kv.v_offset))[ce];
 			}
-			k_s[j * vpr + c] = kv;
-			v_s[j * vpr + c] = vv;
+			k_s[e] = kv;
+			v_s[e] = vv;
 		}
 		__syncthreads();
+		if (threadIdx.x < DEC_KEYS) /* the next tile's rows: read after the next barrier */
+			row_s[threadIdx.x] = row_of(kb + DEC_KEYS + threadIdx.x);
 		const int n_j = min(DEC_KEYS, j1 - kb);
 #pragma unroll
 		for (int gi = 0; gi < GPW; gi++) {
 			const int g = warp + ATTN_WARPS * gi;
 			if (g >= G)
 				break; /* warp-uniform */
-			float s = -INFINITY;
-			if (lane < n_j) {
-				const T *kr = ks + lane * hd;
-				float dot = 0.0f;
-				/* from a lane-dependent start: the lanes hit different banks */
-				int d = (lane * (4 / (int)sizeof(T))) % hd;
-				for (int i = 0; i < hd; i++) {
-					dot += q_s[g][d] * ld_f32(kr[d]);
-					d = d + 1 == hd ? 0 : d + 1;
+			/* d[st]: this lane's part of the dot of key st * KPS + grp */
+			float d[STEPS];
+#pragma unroll
+			for (int st = 0; st < STEPS; st++) { /* keys past n_j: zeros, masked below */
+				d[st] = 0.0f;
+				float f[EPV];
+				vec_f32<T>(k_s[st * 32 + lane], f);
+#pragma unroll
+				for (int i = 0; i < EPV; i++)
+					d[st] += q[gi][i] * f[i];
+			}
+			/* Sum over the VPR lanes of the group, transposed: at each level a lane
+			 * keeps half of its values and adds its partner's other half, so the
+			 * STEPS = VPR sums take VPR - 1 shuffles, and lane c ends with the
+			 * whole dot of step c: key c * KPS + grp (one key a lane). */
+#pragma unroll
+			for (int o = VPR / 2; o > 0; o >>= 1) {
+				const bool up = lane & o;
+#pragma unroll
+				for (int i = 0; i < VPR / 2; i++) { /* i < o: constant trip counts unroll */
+					if (i >= o)
+						break;
+					const float send = up ? d[i] : d[i + o];
+					const float keep = up ? d[i + o] : d[i];
+					d[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
 				}
-				s = dot * a.scale;
+			}
+			float s = -INFINITY;
+			if (c * KPS + grp < n_j) {
+				s = d[0] * a.scale;
 				if (a.softcap > 0.0f)
 					s = __fmul_rn(a.softcap, tanhf((s / a.softcap)));
 			}
-			float mt = warp_max(s);
-			float m_new = fmaxf(m[gi], mt);
-			float corr = expf(m[gi] - m_new); /* 0 on the first tile */
-			float pr = s == -INFINITY ? 0.0f : expf(s - m_new);
-			l[gi] = l[gi] * corr + warp_sum(pr);
+			const float m_new = fmaxf(m[gi], warp_max(s));
+			const float corr = expf(m[gi] - m_new); /* 0 on the first tile */
+			const float pr = s == -INFINITY ? 0.0f : expf(s - m_new);
 #pragma unroll
-			for (int e = 0; e < NPL; e++)
-				acc[gi][e] *= corr;
-			for (int j = 0; j < n_j; j++) {
-				float pj = __shfl_sync(0xffffffffu, pr, j);
-				const T *vr = vs + j * hd;
+			for (int i = 0; i < EPV; i++)
+				acc[gi][i] *= corr;
 #pragma unroll
-				for (int e = 0; e < NPL; e++) {
-					int d = lane + 32 * e;
-					if (d < hd)
-						acc[gi][e] += pj * ld_f32(vr[d]);
-				}
+			for (int st = 0; st < STEPS; st++) { /* keys past n_j: p = 0, v = 0 */
+				/* p of key st * KPS + grp, from the lane of the group that scored it */
+				const float p = __shfl_sync(0xffffffffu, pr, (lane & ~(VPR - 1)) + st);
+				float f[EPV];
+				vec_f32<T>(v_s[st * 32 + lane], f);
+#pragma unroll
+				for (int i = 0; i < EPV; i++)
+					acc[gi][i] += p * f[i];
 			}
+			l[gi] = l[gi] * corr + pr;
 			m[gi] = m_new;
 		}
 	}
@@ -268,27 +351,31 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 		const int g = warp + ATTN_WARPS * gi;
 		if (g >= G)
 			break;
+		/* l: each lane's keys; acc: each group's keys (m is already warp-wide) */
+		l[gi] = warp_sum(l[gi]);
+#pragma unroll
+		for (int o = VPR; o < 32; o <<= 1)
+#pragma unroll
+			for (int i = 0; i < EPV; i++)
+				acc[gi][i] += __shfl_xor_sync(0xffffffffu, acc[gi][i], o);
+		if (grp != 0 || c >= vpr)
+			continue;
 		const int h = kvh * G + g;
 		if (n_split == 1) {
-			T *o = (T *)a.out + (int64_t)t * a.n_head * hd + (int64_t)h * hd;
+			T *o = (T *)a.out + (int64_t)t * a.n_head * hd + (int64_t)h * hd + c * EPV;
+			/* l >= 1 (the query's own key); a NaN must reach the sampler */
 #pragma unroll
-			for (int e = 0; e < NPL; e++) {
-				int d = lane + 32 * e;
-				if (d < hd) /* l >= 1 (the query's own key); a NaN must reach the sampler */
-					o[d] = st_t<T>(acc[gi][e] / l[gi]);
-			}
+			for (int i = 0; i < EPV; i++)
+				o[i] = st_t<T>(acc[gi][i] / l[gi]);
 		} else {
 			float *pp = partial + (((int64_t)li * a.n_head + h) * n_split + sp) * (hd + 2);
-			if (lane == 0) {
+			if (c == 0) {
 				pp[0] = m[gi];
 				pp[1] = l[gi];
 			}
 #pragma unroll
-			for (int e = 0; e < NPL; e++) {
-				int d = lane + 32 * e;
-				if (d < hd)
-					pp[2 + d] = acc[gi][e];
-			}
+			for (int i = 0; i < EPV; i++)
+				pp[2 + c * EPV + i] = acc[gi][i];
 		}
 	}
 }
