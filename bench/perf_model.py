@@ -286,7 +286,7 @@ def main():
     a = ap.parse_args()
     BW = a.hbm * 1e12
     shape = SHAPES[a.shape]
-    print(f"# perf_model: {a.shape} bf16 on an H100 SXM (HBM {BW/1e12:.2f} TB/s, "
+    print(f"# perf_model: {a.shape} bf16 on an H100 SXM's SMs (HBM {BW/1e12:.2f} TB/s, "
           f"bf16 {BF16/1e12:.0f} TFLOPS) -- roofline ESTIMATES, not measurements")
     print("| batch | context | sampling | before ms | after ms | after tok/s | roofline ms |")
     print("|---|---|---|---|---|---|---|")
@@ -355,8 +355,9 @@ def main():
             rep = json.load(f)
         print("\nmeasured:", json.dumps(rep.get("results", rep))[:2000])
     else:
-        print("\nmeasured: none -- no GPU has been lent to this project; "
-              "bench/gpu_session.sh bench produces the report to pass with --measured.")
+        print("\nmeasured: none given (--measured REPORT.json: what bench/gpu_session.sh bench "
+              "writes). The one GPU run so far (H200, before the vectorised decode attention): "
+              "bench/results/gpu-h200-2026-11-29.md, batch 256 x 512 at 23.74 ms a step.")
 
 
 if __name__ == "__main__":
