@@ -450,15 +450,17 @@ static void test_levels(void)
 			continue;
 		}
 		n_isa++;
-		for (size_t ti = 0; ti < N_TYPES; ti++) {
-			enum gguf_dtype t = types[ti];
+		/* k of 1, 3 and 7 blocks: a tile's first block is its last, and longer rows */
+		for (size_t c = 0; c < 3 * N_TYPES; c++) {
+			enum gguf_dtype t = types[c / 3];
 			/* 13 rows: Q8_0's 8-row decode tile, a 4-row one and single rows */
-			const int64_t k = is_k(t) ? 768 : 224, rows = 13;
+			const int64_t k = quant_block_elems(t) * (c % 3 == 0 ? 1 : c % 3 == 1 ? 3 : 7),
+				      rows = 13;
 			const int32_t nt = 9;
 			const size_t ldq = qdot_act_row_bytes(t, k);
 			void *w = random_blocks(t, rows * k / quant_block_elems(t));
 			uint8_t *a = malloc(ldq * nt);
-			float x[768];
+			float x[7 * 256];
 			for (int32_t j = 0; j < nt; j++) {
 				for (int64_t i = 0; i < k; i++)
 					x[i] = gauss() * (i % 29 == 0 ? 5.0f : 1.0f);
@@ -480,8 +482,8 @@ static void test_levels(void)
 							same &= !memcmp(&yv[j * rows + r],
 									&yp[j * rows + r], 4);
 				}
-			CHECK(same, "%s %s: bitwise the portable results in every tile",
-			      qdot_isa_name((enum qdot_isa)isa), gguf_dtype_name(t));
+			CHECK(same, "%s %s, k %lld: bitwise the portable results in every tile",
+			      qdot_isa_name((enum qdot_isa)isa), gguf_dtype_name(t), (long long)k);
 			free(w);
 			free(a);
 		}
