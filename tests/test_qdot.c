@@ -450,15 +450,17 @@ static void test_levels(void)
 			continue;
 		}
 		n_isa++;
-		for (size_t ti = 0; ti < N_TYPES; ti++) {
-			enum gguf_dtype t = types[ti];
+		/* k of 1, 3 and 7 blocks: a tile's first block is its last, and longer rows */
+		for (size_t c = 0; c < 3 * N_TYPES; c++) {
+			enum gguf_dtype t = types[c / 3];
 			/* 13 rows: Q8_0's 8-row decode tile, a 4-row one and single rows */
-			const int64_t k = is_k(t) ? 768 : 224, rows = 13;
+			const int64_t k = quant_block_elems(t) * (c % 3 == 0 ? 1 : c % 3 == 1 ? 3 : 7),
+				      rows = 13;
 			const int32_t nt = 9;
 			const size_t ldq = qdot_act_row_bytes(t, k);
 			void *w = random_blocks(t, rows * k / quant_block_elems(t));
 			uint8_t *a = malloc(ldq * nt);
-			float x[768];
+			float x[7 * 256];
 			for (int32_t j = 0; j < nt; j++) {
 				for (int64_t i = 0; i < k; i++)
 					x[i] = gauss() * (i % 29 == 0 ? 5.0f : 1.0f);
@@ -480,8 +482,8 @@ static void test_levels(void)
 							same &= !memcmp(&yv[j * rows + r],
 									&yp[j * rows + r], 4);
 				}
-			CHECK(same, "%s %s: bitwise the portable results in every tile",
-			      qdot_isa_name((enum qdot_isa)isa), gguf_dtype_name(t));
+			CHECK(same, "%s %s, k %lld: bitwise the portable results in every tile",
+			      qdot_isa_name((enum qdot_isa)isa), gguf_dtype_name(t), (long long)k);
 			free(w);
 			free(a);
 		}
@@ -492,14 +494,16 @@ static void test_levels(void)
 /* The batched Q4_K / Q6_K path blocks tokens and rows for the caches (qdot_simd.inc,
  * Q(mmk46b)): at k = 8192 a token block is 4 tokens and a row block 84 (Q4_K) or 56 (Q6_K)
  * rows, so 90 rows from row 1 and 6 or 9 tokens cross both kinds of block with leftovers
- * (an odd last row block, a token block of 2 or 1). Every level gives the portable bits. */
+ * (an odd last row block, a token block of 2 or 1). Rows of 129 blocks take Q4_K's path
+ * without Q(k4_bt) (at most 128). Every level gives the portable bits. */
 static void test_blocks(void)
 {
 	static const enum gguf_dtype kt[] = {GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q6_K};
-	const int64_t k = 8192, rows = 90;
+	static const int64_t shape[2][2] = {{8192, 90}, {129 * 256, 6}}; /* k, rows */
 	const int32_t nt = 9;
-	for (size_t ti = 0; ti < 2; ti++) {
-		const enum gguf_dtype t = kt[ti];
+	for (size_t c = 0; c < 4; c++) {
+		const enum gguf_dtype t = kt[c % 2];
+		const int64_t k = shape[c / 2][0], rows = shape[c / 2][1];
 		const size_t ldq = qdot_act_row_bytes(t, k);
 		void *w = random_blocks(t, rows * k / 256);
 		uint8_t *a = malloc(ldq * nt);
