@@ -133,7 +133,7 @@ def attn_splits(B, HKV, ctx):
 
 
 def decode_attention(shape, B, ctx, kernel):
-    """(seconds, dram, issue, smem) of decode attention over all layers with the GQA
+    """(seconds, dram, issue, smem, splits) of decode attention over all layers with the GQA
     kernel `kernel` ("old" or "new"): the largest of reading the KV cache once, the
     instruction issue and the shared-memory wavefronts of its blocks, an SM running
     ceil(blocks / 132) of them (4 schedulers issuing one instruction a clock each, one
@@ -148,7 +148,7 @@ def decode_attention(shape, B, ctx, kernel):
     warp = tiles * cdiv(G, 4) * HD / 128    # ... and its busiest warp
     issue = L * max(heads * DEC_ISSUE[kernel] / 4, warp * DEC_ISSUE[kernel]) / CLOCK
     smem = L * heads * DEC_WAVES[kernel] / CLOCK
-    return max(dram, issue, smem), dram, issue, smem
+    return max(dram, issue, smem), dram, issue, smem, ns
 
 
 def kernels(shape, B, ctx, after, fallback=0.0):
@@ -250,8 +250,7 @@ def overlap_table(a, shape):
     print("| batch | context | forward ms | sampling ms | host A ms | host B ms | serial ms "
           "| engine half ms | with device half ms | hidden |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for sc in a.scenarios.split(","):
-        B, ctx = (int(x) for x in sc.split("x"))
+    for B, ctx in a.scenarios:
         _, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
         t_s = sum(r[3] for r in rows if r[0].startswith("sampling"))
         t_f = sum(r[3] for r in rows) - t_s
@@ -269,6 +268,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
     ap.add_argument("--scenarios", default="1x512,1x32768,256x512,64x4096",
+                    type=lambda v: [tuple(int(x) for x in sc.split("x")) for sc in v.split(",")],
                     help="BATCHxCONTEXT,...")
     ap.add_argument("--prefill", type=int, default=32768)
     ap.add_argument("--measured", help="a `batchgen bench` JSON report from a GPU run")
@@ -290,39 +290,35 @@ def main():
           f"bf16 {BF16/1e12:.0f} TFLOPS) -- roofline ESTIMATES, not measurements")
     print("| batch | context | sampling | before ms | after ms | after tok/s | roofline ms |")
     print("|---|---|---|---|---|---|---|")
-    for sc in a.scenarios.split(","):
-        B, ctx = (int(x) for x in sc.split("x"))
-        if True:
-            for sampled in (False, True):
-                tb, _ = step_time(kernels(shape, B, ctx, False), sampled)
-                ta, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), sampled)
-                # the floor: weights + KV + logits once, or the GEMM flops
-                L, E, F, H, HKV, HD, V = shape
-                floor = sum(r[3] for r in rows if r[0] in ("GEMMs (weights)", "LM head"))
-                floor += sum(r[1] / BW for r in rows if r[0].startswith("decode attention"))
-                print(f"| {B} | {ctx} | {'top-p' if sampled else 'greedy'} | {tb*1e3:.2f} | "
-                      f"{ta*1e3:.2f} | {B/ta:.0f} | {floor*1e3:.2f} |")
-                if a.detail:
-                    for name, by, fl, tk in rows:
-                        print(f"|   | | {name} | | {tk*1e3:.3f} | {by/1e9:.2f} GB | "
-                              f"{fl/1e12:.2f} TFLOP |")
+    for B, ctx in a.scenarios:
+        for sampled in (False, True):
+            tb, _ = step_time(kernels(shape, B, ctx, False), sampled)
+            ta, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), sampled)
+            # the floor: weights + KV + logits once, or the GEMM flops
+            floor = sum(r[3] for r in rows if r[0] in ("GEMMs (weights)", "LM head"))
+            floor += sum(r[1] / BW for r in rows if r[0].startswith("decode attention"))
+            print(f"| {B} | {ctx} | {'top-p' if sampled else 'greedy'} | {tb*1e3:.2f} | "
+                  f"{ta*1e3:.2f} | {B/ta:.0f} | {floor*1e3:.2f} |")
+            if a.detail:
+                for name, by, fl, tk in rows:
+                    print(f"|   | | {name} | | {tk*1e3:.3f} | {by/1e9:.2f} GB | "
+                          f"{fl/1e12:.2f} TFLOP |")
     print(f"\ndecode attention, all layers (ESTIMATES; GQA kernel, bounds from its PTX "
           f"counts: DEC_ISSUE {DEC_ISSUE}, DEC_WAVES {DEC_WAVES}):")
     print("| batch | context | splits | kernel | DRAM ms | issue ms | shared ms | bound ms "
           "| / DRAM |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for sc in a.scenarios.split(","):
-        B, ctx = (int(x) for x in sc.split("x"))
+    for B, ctx in a.scenarios:
         for kern in ("old", "new"):
-            t, dram, issue, smem = decode_attention(shape, B, ctx, kern)
-            print(f"| {B} | {ctx} | {attn_splits(B, shape[4], ctx)} | {kern} | "
+            t, dram, issue, smem, ns = decode_attention(shape, B, ctx, kern)
+            print(f"| {B} | {ctx} | {ns} | {kern} | "
                   f"{dram*1e3:.3f} | {issue*1e3:.3f} | {smem*1e3:.3f} | {t*1e3:.3f} | "
                   f"{t/dram:.2f}x |")
 
     def ratio(fallback):  # the largest sampled / greedy step time over the scenarios
         r = 0
-        for sc in a.scenarios.split(","):
-            ks = kernels(shape, *(int(x) for x in sc.split("x")), True, fallback)
+        for B, ctx in a.scenarios:
+            ks = kernels(shape, B, ctx, True, fallback)
             r = max(r, step_time(ks, True)[0] / step_time(ks, False)[0])
         return r
     print(f"\nsampled / greedy step (after): {ratio(a.sample_fallback):.3f}x at most over "
