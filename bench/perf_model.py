@@ -13,9 +13,12 @@ its `batchgen bench` report with --measured to print the measured step time besi
              n_head_kv times (through L2 at best: counted here as L2 traffic at
              ~10 TB/s, H100's L2 read bandwidth, an optimistic bound);
              after: gpu/attention.cu's GQA decode kernel, each K/V byte read once,
-             bounded by the largest of its DRAM bytes, its instruction issue and its
-             shared-memory wavefronts (DEC_* below, counted from its PTX); the decode
-             attention table prints it beside the GQA kernel as main had it at 3b78123.
+             bounded by the largest of its DRAM bytes, its instruction issue, its
+             shared-memory wavefronts (DEC_* below, counted from its PTX) and the latency
+             of its tile loop (DRAM_LAT, for the blocks resident at once), its splits
+             chosen by gpu_attention_splits (attn_splits; --split-rule 2/SM: the rule
+             before e17o); the decode attention table prints it beside the GQA kernel as
+             main had it at 3b78123 and beside the rule before.
   sampling   before: ~130 passes over a row of logits (binary searches on a 64-bit key);
              after: gpu/sample.cu as it reads today (SAMPLE_* below, counted from its
              code): greedy 2 passes over the logits, sampling 3 (the third compacts the
@@ -46,7 +49,7 @@ What it cannot show: instruction-issue limits inside the kernels it does not cou
 too few warps fail to hide. It bounds from below.
 Usage: perf_model.py [--shape llama3-8b] [--scenarios 1x512,1x32768,256x512,64x4096]
                      [--prefill 32768] [--measured REPORT.json] [--detail]
-                     [--host-us A:B] [--mask-ms MS] [--hbm TB/s]
+                     [--host-us A:B] [--mask-ms MS] [--hbm TB/s] [--split-rule RULE]
 """
 import argparse
 import json
@@ -97,6 +100,18 @@ TC_ISSUE, TC_HMMA, TC_Q, TC_KEYS, TC_WARPS = 870, 64, 16, 32, 4
 DEC_ISSUE = {"old": 2860, "new": 805}
 DEC_WAVES = {"old": 544, "new": 164}
 DEC_KEYS, DEC_SMS = 32, 132
+# Blocks of <bf16, 4, 1> an SM holds (cudaOccupancyMaxActiveBlocksPerMultiprocessor, as
+# gpu/backend_cuda.cu asks at init): ptxas gives it 64 registers and 16,640 bytes of shared
+# memory on sm_90 (__launch_bounds__(128, 8)): registers allow 8, shared memory 13, threads
+# 16: 8. Split rule constants: gpu/gpu_ops.cuh; scratch: CUDA_PARTIAL_FLOATS.
+DEC_PER_SM = 8
+SPLIT_MIN_KEYS, SPLIT_MAX, PARTIAL_FLOATS = 128, 128, 4 << 20
+# The kernel stages a tile, waits for it, then computes it: no load of the next tile is in
+# flight meanwhile, so a block moves one tile per DRAM round trip plus one warp's issue of
+# the tile. DRAM_LAT: ASSUMED ~700 ns for a loaded H100's HBM round trip (not measured
+# here); the bound it gives is Little's law for the blocks resident at once.
+DRAM_LAT = 700e-9
+SPLIT_RULE = "occupancy"  # --split-rule
 
 # gpu/sample.cu's DRAM bytes a token of a row (n_top = 0; the history is sparse), counted
 # from the code. The bitmap of penalized ids costs 1/8 byte a token to clear and to read.
@@ -125,30 +140,56 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-def attn_splits(B, HKV, ctx):
-    """gpu_attention_splits for the GQA kernel on 132 SMs, with the context as max_ctx
-    (a decode graph sizes its splits for the model's longest context instead: more,
-    shorter splits at short contexts, which moves these bounds little)."""
+def attn_splits(n_tok, n_head, n_head_kv, head_dim, max_ctx, n_sm=DEC_SMS, per_sm=DEC_PER_SM,
+                cap=PARTIAL_FLOATS):
+    """gpu_attention_splits (gpu/attention.cu) for bf16 K/V, the same inputs and answer:
+    the most splits whose blocks fit in one wave of n_sm x per_sm (1 if the unsplit grid
+    fills it), >= SPLIT_MIN_KEYS keys of max_ctx a split, <= SPLIT_MAX, partials <= cap."""
+    if n_tok <= 0:
+        return 1
+    gqa = n_head % n_head_kv == 0 and n_head // n_head_kv <= 8 and head_dim * 2 % 16 == 0 \
+        and head_dim <= 256
+    base = n_tok * (n_head_kv if gqa else n_head)
+    wave = n_sm * max(per_sm, 1)
+    s = min(1 if base >= wave else wave // base, max_ctx // SPLIT_MIN_KEYS, SPLIT_MAX)
+    while s > 1 and n_tok * n_head * s * (head_dim + 2) > cap:
+        s -= 1
+    return max(s, 1)
+
+
+def attn_splits_2sm(B, HKV, ctx):
+    """The rule before (main at a23609b): 2 blocks per SM, >= 128 keys a split, <= 32."""
     return max(1, min(cdiv(2 * DEC_SMS, B * HKV), ctx // 128, 32))
 
 
-def decode_attention(shape, B, ctx, kernel):
-    """(seconds, dram, issue, smem, splits) of decode attention over all layers with the GQA
-    kernel `kernel` ("old" or "new"): the largest of reading the KV cache once, the
-    instruction issue and the shared-memory wavefronts of its blocks, an SM running
-    ceil(blocks / 132) of them (4 schedulers issuing one instruction a clock each, one
-    shared-memory wavefront a clock)."""
+def decode_attention(shape, B, ctx, kernel, rule="occupancy"):
+    """(seconds, dram, issue, smem, latency, splits) of decode attention over all layers
+    with the GQA kernel `kernel` ("old" or "new") and split rule `rule` ("occupancy" or
+    "2/SM"), the context as max_ctx (a decode graph sizes its splits for the model's
+    longest context instead; its splits keep >= 128 keys, so a shorter context fills the
+    first few): the largest of reading the KV cache once, the instruction issue and the
+    shared-memory wavefronts of its blocks, an SM running ceil(blocks / 132) of them (4
+    schedulers issuing one instruction a clock each, one shared-memory wavefront a clock),
+    and the latency bound: the n_sm x DEC_PER_SM blocks resident at once each moving one
+    tile per DRAM_LAT plus one warp's issue of the tile."""
     L, E, F, H, HKV, HD, V = shape
     G = H // HKV
     dram = B * ctx * L * 2 * HKV * HD * 2 / BW
-    ns = attn_splits(B, HKV, ctx)
+    if rule == "occupancy":
+        ns = attn_splits(B, H, HKV, HD, ctx)
+    else:
+        ns = attn_splits_2sm(B, HKV, ctx)
     tiles = cdiv(cdiv(ctx, ns), DEC_KEYS)   # tiles a block walks
-    per_sm = cdiv(B * HKV * ns, DEC_SMS)    # blocks an SM runs
+    blocks = B * HKV * ns
+    per_sm = cdiv(blocks, DEC_SMS)          # blocks an SM runs
     heads = per_sm * tiles * G * HD / 128   # (head, tile) pairs an SM computes
     warp = tiles * cdiv(G, 4) * HD / 128    # ... and its busiest warp
     issue = L * max(heads * DEC_ISSUE[kernel] / 4, warp * DEC_ISSUE[kernel]) / CLOCK
     smem = L * heads * DEC_WAVES[kernel] / CLOCK
-    return max(dram, issue, smem), dram, issue, smem, ns
+    resident = min(blocks, DEC_SMS * DEC_PER_SM)
+    per_tile = DRAM_LAT + cdiv(G, 4) * HD / 128 * DEC_ISSUE[kernel] / CLOCK
+    lat = L * blocks * tiles / resident * per_tile
+    return max(dram, issue, smem, lat), dram, issue, smem, lat, ns
 
 
 def kernels(shape, B, ctx, after, fallback=0.0):
@@ -171,7 +212,7 @@ def kernels(shape, B, ctx, after, fallback=0.0):
     att_fl = 4 * B * ctx * H * HD * L
     if after:
         ks.append(("decode attention (GQA kernel)", kv, att_fl, FP32,
-                   decode_attention(shape, B, ctx, "new")[0]))
+                   decode_attention(shape, B, ctx, "new", SPLIT_RULE)[0]))
     else:
         ks.append(("decode attention (per query head)", kv, att_fl, FP32,
                    kv * (G - 1) / L2_BW))
@@ -264,7 +305,7 @@ def overlap_table(a, shape):
 
 
 def main():
-    global BW
+    global BW, SPLIT_RULE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shape", default="llama3-8b", choices=sorted(SHAPES))
     ap.add_argument("--scenarios", default="1x512,1x32768,256x512,64x4096",
@@ -283,8 +324,12 @@ def main():
     ap.add_argument("--hbm", type=float, default=BW / 1e12,
                     help="DRAM bandwidth in TB/s (H100 SXM 3.35; H200 4.8); the rest of "
                          "the machine stays an H100 (same SMs and clock)")
+    ap.add_argument("--split-rule", default=SPLIT_RULE, choices=("occupancy", "2/SM"),
+                    help="the decode attention split rule of the step times: this one "
+                         "(one wave of blocks at the kernel's occupancy) or the one before")
     a = ap.parse_args()
     BW = a.hbm * 1e12
+    SPLIT_RULE = a.split_rule
     shape = SHAPES[a.shape]
     print(f"# perf_model: {a.shape} bf16 on an H100 SXM's SMs (HBM {BW/1e12:.2f} TB/s, "
           f"bf16 {BF16/1e12:.0f} TFLOPS) -- roofline ESTIMATES, not measurements")
@@ -304,16 +349,19 @@ def main():
                     print(f"|   | | {name} | | {tk*1e3:.3f} | {by/1e9:.2f} GB | "
                           f"{fl/1e12:.2f} TFLOP |")
     print(f"\ndecode attention, all layers (ESTIMATES; GQA kernel, bounds from its PTX "
-          f"counts: DEC_ISSUE {DEC_ISSUE}, DEC_WAVES {DEC_WAVES}):")
-    print("| batch | context | splits | kernel | DRAM ms | issue ms | shared ms | bound ms "
-          "| / DRAM |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          f"counts: DEC_ISSUE {DEC_ISSUE}, DEC_WAVES {DEC_WAVES}; latency: "
+          f"{DEC_SMS} x {DEC_PER_SM} blocks resident, {DRAM_LAT*1e9:.0f} ns a tile, ASSUMED). "
+          f"kernel old: main at 3b78123; new: e17a's vectors. rule 2/SM: splits for 2 blocks "
+          f"an SM (<= 32); occupancy: one wave of {DEC_SMS} x {DEC_PER_SM} (<= {SPLIT_MAX}):")
+    print("| batch | context | kernel | rule | splits | DRAM ms | issue ms | shared ms "
+          "| latency ms | bound ms | / DRAM |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for B, ctx in a.scenarios:
-        for kern in ("old", "new"):
-            t, dram, issue, smem, ns = decode_attention(shape, B, ctx, kern)
-            print(f"| {B} | {ctx} | {ns} | {kern} | "
-                  f"{dram*1e3:.3f} | {issue*1e3:.3f} | {smem*1e3:.3f} | {t*1e3:.3f} | "
-                  f"{t/dram:.2f}x |")
+        for kern, rule in (("old", "2/SM"), ("new", "2/SM"), ("new", "occupancy")):
+            t, dram, issue, smem, lat, ns = decode_attention(shape, B, ctx, kern, rule)
+            print(f"| {B} | {ctx} | {kern} | {rule} | {ns} | "
+                  f"{dram*1e3:.3f} | {issue*1e3:.3f} | {smem*1e3:.3f} | {lat*1e3:.3f} | "
+                  f"{t*1e3:.3f} | {t/dram:.2f}x |")
 
     def ratio(fallback):  # the largest sampled / greedy step time over the scenarios
         r = 0

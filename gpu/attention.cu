@@ -45,7 +45,9 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 	const int ctx = a.tok_pos[t] + 1;
 	/* a windowed layer: keys (pos - window, pos] only */
 	const int lo = a.window > 0 ? max(0, ctx - a.window) : 0;
-	const int len = (ctx - lo + n_split - 1) / n_split;
+	/* >= GPU_ATTN_SPLIT_MIN_KEYS keys a split: a short context fills the first splits
+	 * only, the others are empty (m = -inf: the merge weighs them 0) */
+	const int len = max((ctx - lo + n_split - 1) / n_split, GPU_ATTN_SPLIT_MIN_KEYS);
 	const int j0 = lo + sp * len;
 	const int j1 = min(ctx, j0 + len);
 	const int32_t *bt = a.bt + a.tok_bt[t];
@@ -127,31 +129,78 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 	}
 }
 
+#define RED_THREADS 128 /* the most threads attn_reduce_kernel runs with */
+
+/* Merges the splits of (token list[li], head h): M = max m_s, L = sum l_s e^(m_s - M),
+ * out = sum acc_s e^(m_s - M) / L. The threads read the splits' (m, l) together for M and
+ * L; the weights e^(m_s - M) of blockDim.x splits at a time go to shared memory, so that
+ * a thread's sum over them is loads with no branch on loaded data between them, several
+ * in flight (the serial walk it replaces waited for two round trips a split: m, then
+ * acc). A split without keys (m = -inf) wrote l = 0 and acc = 0 (both kernels), so a
+ * weight of 0 for it adds nothing. Dimensions threadIdx.x and threadIdx.x + blockDim.x (head_dim <= 256,
+ * blockDim.x = 128 from head_dim 128 up). */
 template <typename T>
-__global__ void attn_reduce_kernel(const float *partial, const int32_t *list, int n_head, int hd,
-				   int n_split, T *out)
+__global__ void __launch_bounds__(RED_THREADS)
+    attn_reduce_kernel(const float *partial, const int32_t *list, int n_head, int hd,
+		       int n_split, T *out)
 {
+	__shared__ float w_s[RED_THREADS];
+	__shared__ float r_s[RED_THREADS / 32];
 	const int li = blockIdx.x, h = blockIdx.y;
 	const int t = list ? list[li] : li;
-	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * (hd + 2);
+	const int nt = (int)blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int64_t st = hd + 2; /* floats a split */
+	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * st;
+	float m = -INFINITY;
+	for (int s = threadIdx.x; s < n_split; s += nt)
+		m = fmaxf(m, pp[s * st]);
+	m = warp_max(m);
+	if (lane == 0)
+		r_s[warp] = m;
+	__syncthreads();
 	float M = -INFINITY;
-	for (int s = 0; s < n_split; s++)
-		M = fmaxf(M, pp[s * (hd + 2)]);
-	float L = 0.0f;
-	for (int s = 0; s < n_split; s++) {
-		float ms = pp[s * (hd + 2)];
+	for (int w = 0; w < nt / 32; w++)
+		M = fmaxf(M, r_s[w]);
+	__syncthreads(); /* r_s read; reused for L */
+	float l = 0.0f;
+	for (int s = threadIdx.x; s < n_split; s += nt) {
+		float ms = pp[s * st];
 		if (ms != -INFINITY)
-			L += pp[s * (hd + 2) + 1] * expf(ms - M);
+			l += pp[s * st + 1] * expf(ms - M);
+	}
+	l = warp_sum(l);
+	if (lane == 0)
+		r_s[warp] = l;
+	__syncthreads();
+	float L = 0.0f;
+	for (int w = 0; w < nt / 32; w++)
+		L += r_s[w];
+	float acc[2] = {0.0f, 0.0f};
+	for (int c0 = 0; c0 < n_split; c0 += nt) {
+		const int n = min(nt, n_split - c0);
+		__syncthreads(); /* the previous chunk's weights are used */
+		if ((int)threadIdx.x < n) {
+			float ms = pp[(c0 + threadIdx.x) * st];
+			w_s[threadIdx.x] = ms == -INFINITY ? 0.0f : expf(ms - M);
+		}
+		__syncthreads();
+		for (int i = 0; i < 2; i++) {
+			const int d = threadIdx.x + i * nt;
+			if (d >= hd)
+				break;
+			const float *v = pp + c0 * st + 2 + d;
+			float sum = acc[i];
+#pragma unroll 8
+			for (int j = 0; j < n; j++)
+				sum += v[j * st] * w_s[j];
+			acc[i] = sum;
+		}
 	}
 	T *o = out + (int64_t)t * n_head * hd + (int64_t)h * hd;
-	for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-		float sum = 0.0f;
-		for (int s = 0; s < n_split; s++) {
-			float ms = pp[s * (hd + 2)];
-			if (ms != -INFINITY)
-				sum += pp[s * (hd + 2) + 2 + d] * expf(ms - M);
-		}
-		o[d] = st_t<T>(sum / L);
+	for (int i = 0; i < 2; i++) {
+		const int d = threadIdx.x + i * nt;
+		if (d < hd)
+			o[d] = st_t<T>(acc[i] / L);
 	}
 }
 
@@ -242,7 +291,7 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 	const int vpr = hd / EPV; /* vectors of a stored row; c >= vpr is padding */
 	const int ctx = a.tok_pos[t] + 1;
 	const int lo = a.window > 0 ? max(0, ctx - a.window) : 0;
-	const int len = (ctx - lo + n_split - 1) / n_split;
+	const int len = max((ctx - lo + n_split - 1) / n_split, GPU_ATTN_SPLIT_MIN_KEYS);
 	const int j0 = lo + sp * len;
 	const int j1 = min(ctx, j0 + len);
 	const int32_t *bt = a.bt + a.tok_bt[t];
@@ -736,25 +785,80 @@ size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_s
 }
 
 int gpu_attention_splits(int n_tok, int n_head, int n_head_kv, int head_dim, enum gpu_dtype dt,
-			 int max_ctx, int n_sm, size_t max_partial_floats)
+			 int max_ctx, int n_sm, int per_sm, size_t max_partial_floats)
 {
-	/* Aim for at least two blocks per SM, with no fewer than 128 keys per split (below
-	 * that the extra pass costs more than it gains). The GQA decode kernel runs one block
-	 * per KV head, the per-query one per query head. */
 	if (n_tok <= 0 || n_head <= 0)
 		return 1; /* nothing for the per-query kernel (all tokens are in tiles) */
+	/* The GQA decode kernel runs one block per KV head, the per-query one per query head. */
 	bool gqa = decode_gqa_ok(n_head, n_head_kv, head_dim, n_head_kv * head_dim,
 				 gpu_dtype_size(dt));
-	int64_t base = (int64_t)n_tok * (gqa ? n_head_kv : n_head);
-	int64_t want = (2 * (int64_t)n_sm + base - 1) / base;
-	int64_t by_len = max_ctx / 128;
-	int64_t s = want < by_len ? want : by_len;
-	if (s > 32)
-		s = 32;
+	int64_t base = (int64_t)n_tok * (gqa ? n_head_kv : n_head); /* blocks a split */
+	int64_t wave = (int64_t)n_sm * (per_sm > 0 ? per_sm : 1);  /* blocks held at once */
+	/* One whole wave: the most splits whose blocks the SMs hold at once, so that every
+	 * block slot works on 1/s of each context. One split more would start a second wave
+	 * of a few blocks that takes as long as the first. A grid of a wave or more keeps
+	 * every slot busy but in its last wave: 1 split (splitting to fill that wave would
+	 * cost every token the merge pass for at most 1 / waves of the time). */
+	int64_t s = base >= wave ? 1 : wave / base;
+	/* At least GPU_ATTN_SPLIT_MIN_KEYS keys a split: a split's fixed costs (its block's
+	 * start, q, the first tile's load latency, G x (head_dim + 2) floats written to
+	 * partial[] and read back by the merge) stay small against its K/V (bf16, 128 dims:
+	 * 2 x 2 KiB of partials against 64 KiB of K/V, ~6 %). */
+	if (s > max_ctx / GPU_ATTN_SPLIT_MIN_KEYS)
+		s = max_ctx / GPU_ATTN_SPLIT_MIN_KEYS;
+	/* At most GPU_ATTN_SPLIT_MAX: each thread of attn_reduce_kernel sums its dimension
+	 * over the splits serially (8 loads in flight), so its time grows with the count:
+	 * 128 are ~16 L2 round trips. More would buy little: one token of Llama-3-8B's
+	 * shape on an H100 fills its wave at 132 x 8 / 8 = 132. */
+	if (s > GPU_ATTN_SPLIT_MAX)
+		s = GPU_ATTN_SPLIT_MAX;
+	/* within the scratch the caller has */
 	while (s > 1 &&
 	       gpu_attention_partial_floats(n_tok, n_head, head_dim, (int)s) > max_partial_floats)
 		s--;
 	return s < 1 ? 1 : (int)s;
+}
+
+/* cudaOccupancyMaxActiveBlocksPerMultiprocessor of the per-query kernel instance that
+ * launch() below takes for these heads (NPL: head_dim in lanes, as launch() buckets it). */
+template <typename T, int NPL>
+static cudaError_t decode_occupancy(int n_head, int n_head_kv, int head_dim, int *per_sm)
+{
+	const int threads = ATTN_WARPS * 32;
+	if (!decode_gqa_ok(n_head, n_head_kv, head_dim, n_head_kv * head_dim, sizeof(T)))
+		return cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, attn_kernel<T, NPL>,
+								     threads, 0);
+	if constexpr (sizeof(T) == 4 && NPL > 4)
+		return cudaErrorInvalidValue; /* decode_gqa_ok refuses it */
+	else if (n_head / n_head_kv <= ATTN_WARPS)
+		return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+		    per_sm, attn_decode_gqa_kernel<T, NPL, 1>, threads, 0);
+	else
+		return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+		    per_sm, attn_decode_gqa_kernel<T, NPL, 2>, threads, 0);
+}
+
+template <typename T>
+static cudaError_t occupancy(int n_head, int n_head_kv, int head_dim, int *per_sm)
+{
+	int npl = (head_dim + 31) / 32;
+	if (npl <= 1)
+		return decode_occupancy<T, 1>(n_head, n_head_kv, head_dim, per_sm);
+	if (npl <= 2)
+		return decode_occupancy<T, 2>(n_head, n_head_kv, head_dim, per_sm);
+	if (npl <= 4)
+		return decode_occupancy<T, 4>(n_head, n_head_kv, head_dim, per_sm);
+	return decode_occupancy<T, 8>(n_head, n_head_kv, head_dim, per_sm);
+}
+
+cudaError_t gpu_attention_occupancy(enum gpu_dtype dt, int n_head, int n_head_kv, int head_dim,
+				    int *per_sm)
+{
+	*per_sm = 0;
+	if (head_dim < 1 || head_dim > 256 || n_head_kv < 1 || n_head % n_head_kv != 0)
+		return cudaErrorInvalidValue;
+	GPU_DISPATCH_DTYPE(dt, T, return occupancy<T>(n_head, n_head_kv, head_dim, per_sm));
+	return cudaErrorInvalidValue;
 }
 
 template <typename T>
@@ -819,7 +923,7 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 	if (e != cudaSuccess || n_split == 1)
 		return e;
 	dim3 g2(q.n_list, a->n_head);
-	int threads = a->head_dim >= 128 ? 128 : ((a->head_dim + 31) / 32) * 32;
+	int threads = a->head_dim >= RED_THREADS ? RED_THREADS : ((a->head_dim + 31) / 32) * 32;
 	attn_reduce_kernel<T><<<g2, threads, 0, stream>>>(partial, q.list, a->n_head, a->head_dim,
 							  n_split, (T *)a->out);
 	return cudaGetLastError();

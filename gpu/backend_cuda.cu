@@ -87,6 +87,7 @@ struct cuda_group_layout {
 struct cuda_ctx {
 	int device;
 	int n_sm;
+	int attn_per_sm; /* blocks of the decode attention kernel an SM holds: its splits */
 	/* the last sample call: row i's result lies at d_sout[last_at[i]] (device order, see
 	 * sample_group), for the next forward's prev_rows */
 	int32_t *last_at; /* [cap_last] */
@@ -776,11 +777,12 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		struct pass_ptrs pp = {d,	   d + Bp,     d + 2 * Bp, d + 3 * Bp,
 				       d + 4 * Bp, d + 6 * Bp, NULL,	   d + 5 * Bp};
 		/* The split count is baked into the graph: size it for the longest context
-		 * the model allows (each token splits its own context, so short ones only
-		 * get short splits, but splits past a short context are empty blocks). */
+		 * the model allows (each token splits its own context in parts of at least
+		 * GPU_ATTN_SPLIT_MIN_KEYS keys, so a short one fills its first splits only;
+		 * the others are empty blocks). */
 		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.n_head_kv,
 						   (int)c->hp.head_dim, c->dt, c->graph_ctx, c->n_sm,
-						   CUDA_PARTIAL_FLOATS);
+						   c->attn_per_sm, CUDA_PARTIAL_FLOATS);
 		cudaGraph_t g = NULL;
 		CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
 		st = run_pass(c, &ps, &pp, n_split, 0, err);
@@ -962,7 +964,7 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		int n_split =
 		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, (int)c->hp.n_head_kv,
 					 (int)c->hp.head_dim, c->dt, ps.max_ctx, c->n_sm,
-					 CUDA_PARTIAL_FLOATS);
+					 c->attn_per_sm, CUDA_PARTIAL_FLOATS);
 		st = run_pass(c, &ps, &pp, n_split, row, err);
 		if (st != BG_OK)
 			return st;
@@ -1486,6 +1488,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->hp = *hp;
 	c->kv_window = model_kv_window(hp);
 	c->dt = pick_dtype(m);
+	CUDA_CHECK(gpu_attention_occupancy(c->dt, (int)hp->n_head, (int)hp->n_head_kv,
+					   (int)hp->head_dim, &c->attn_per_sm));
 	c->n_q = (int)(hp->n_head * hp->head_dim);
 	c->n_kv = (int)(hp->n_head_kv * hp->head_dim);
 	c->ld_qkv = c->n_q + 2 * c->n_kv;

@@ -156,20 +156,36 @@ enum { GPU_ATTN_PREFILL_AUTO = 0, GPU_ATTN_PREFILL_CUDA_CORES = 1 };
 #define GPU_ATTN_TILE_MIN 8  /* a chunk shorter than this goes to the per-query kernel */
 
 /* Causal attention of every query token over positions [0, pos] of its sequence, read
- * from the paged pool. The per-query kernel splits the context in n_split parts when
- * that fills the GPU better (decode), with partial[] as scratch
+ * from the paged pool. The per-query kernel splits a token's context in up to n_split
+ * parts (of >= GPU_ATTN_SPLIT_MIN_KEYS keys) when that fills the GPU better (decode), with
+ * partial[] as scratch
  * (gpu_attention_partial_floats of the per-query token count). Heads larger than 128 go
  * to the per-query kernel whatever the tiles say, then with one split (n_split is
  * ignored: the scratch was sized for the listed tokens only). */
 cudaError_t gpu_attention(const struct gpu_attn_args *a, enum gpu_dtype dt, int n_split,
 			  float *partial, cudaStream_t stream);
 size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_split);
-/* Heuristic split count for n_tok per-query tokens of max context max_ctx on n_sm SMs
- * (counting the blocks of the kernel the shape goes to: one per KV head for the GQA
- * decode kernel, one per query head otherwise), bounded so that partial scratch stays
- * under max_partial_floats. */
+
+/* A split of a token's context takes at least GPU_ATTN_SPLIT_MIN_KEYS keys (the kernels
+ * leave the splits past a short context empty); gpu_attention_splits says why, and why it
+ * chooses no more than GPU_ATTN_SPLIT_MAX. */
+#define GPU_ATTN_SPLIT_MIN_KEYS 128
+#define GPU_ATTN_SPLIT_MAX	128
+
+/* Split count for n_tok per-query tokens of max context max_ctx on n_sm SMs that hold
+ * per_sm blocks each of the kernel the shape goes to (gpu_attention_occupancy; one block
+ * per KV head for the GQA decode kernel, per query head otherwise): the most splits whose
+ * grid fits in one wave of n_sm x per_sm blocks (1 if the unsplit grid already fills it),
+ * with >= GPU_ATTN_SPLIT_MIN_KEYS keys of max_ctx a split, <= GPU_ATTN_SPLIT_MAX, and
+ * partial scratch under max_partial_floats. A pure function of its arguments. */
 int gpu_attention_splits(int n_tok, int n_head, int n_head_kv, int head_dim, enum gpu_dtype dt,
-			 int max_ctx, int n_sm, size_t max_partial_floats);
+			 int max_ctx, int n_sm, int per_sm, size_t max_partial_floats);
+/* *per_sm = blocks an SM holds of the per-query decode kernel that gpu_attention launches
+ * for this model shape (cudaOccupancyMaxActiveBlocksPerMultiprocessor on its instance);
+ * ask once per model, at backend init. cudaErrorInvalidValue for heads gpu_attention
+ * refuses. */
+cudaError_t gpu_attention_occupancy(enum gpu_dtype dt, int n_head, int n_head_kv, int head_dim,
+				    int *per_sm);
 
 /* ---- swiglu.cu ---- */
 

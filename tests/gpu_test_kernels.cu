@@ -577,17 +577,153 @@ static void test_gemm(cublasHandle_t h)
 
 /* ---- attention ---- */
 
+/* Kernels for the occupancy checks below: 20 KiB of static shared memory, and none. */
+__global__ void __launch_bounds__(32, 16) occ_smem_kernel(float *x)
+{
+	__shared__ float buf[5120];
+	buf[threadIdx.x] = x[threadIdx.x];
+	__syncthreads();
+	x[threadIdx.x] = buf[(threadIdx.x + 1) % 32];
+}
+__global__ void __launch_bounds__(1024, 1) occ_regs_kernel(float *x) { x[threadIdx.x] += 1.0f; }
+/* (64, 16): 16 is the most blocks per SM sm_86 takes in launch bounds */
+__global__ void __launch_bounds__(64, 16) occ_blocks_kernel(float *x) { x[threadIdx.x] += 1.0f; }
+
+/* cudaOccupancyMaxActiveBlocksPerMultiprocessor, under the emulator, against CUDA's rules
+ * (cuda_occupancy.h, compute capability 9.0) worked by hand for its H100 (65536
+ * registers in 4 sub-partitions, 2048 threads, 32 blocks, 228 KiB = 233,472 bytes of
+ * shared memory, 1 KiB reserved a block, 128-byte steps, 48 KiB a block without opt-in)
+ * and the registers it states (launch bounds (T, B): 65536 / (B x T), at most 128). On
+ * a GPU only the shared-memory cases hold exactly (H100/H200), so they run on the
+ * emulator alone. */
+static void test_occupancy(bool emu)
+{
+	if (!emu)
+		return;
+	struct {
+		void (*k)(float *);
+		int block;
+		size_t dyn;
+		int want;
+		const char *why;
+	} cases[] = {
+	    {occ_smem_kernel, 32, 0, 10, "shared: 20480 + 1024 = 21504: 233472 / 21504 = 10.9"},
+	    {occ_smem_kernel, 32, 8192, 7, "shared: 29696: 7.9 (registers 128: 16)"},
+	    {occ_smem_kernel, 32, 28672, 4, "shared: 50176 = 48 KiB + 1 KiB: 4.65"},
+	    {occ_smem_kernel, 32, 28673, 0, "shared: one byte over 48 KiB + 1 KiB"},
+	    {occ_smem_kernel, 64, 0, 0, "64 threads over the bounds' 32"},
+	    {occ_regs_kernel, 1024, 0, 1, "registers 64: 2048 a warp, 8 warps a sub-partition: "
+					  "32 warps: 1 block of 32 (threads: 2)"},
+	    {occ_regs_kernel, 512, 0, 2, "registers: 32 warps / 16"},
+	    {occ_regs_kernel, 96, 0, 10, "registers: 32 warps / 3 warps = 10"},
+	    {occ_blocks_kernel, 64, 0, 16, "registers 65536 / (16 x 64) = 64: 32 warps / 2"},
+	    {occ_blocks_kernel, 32, 0, 32, "registers 64: 32 warps of 1; the 32-block limit"},
+	    {occ_blocks_kernel, 16, 0, 32, "half a warp takes a whole warp's slots"},
+	};
+	for (auto &c : cases) {
+		int n = -1;
+		cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, c.k, c.block, c.dyn);
+		CHECK(e == cudaSuccess && n == c.want, "occupancy (%s): %d (%s), want %d", c.why, n,
+		      cudaGetErrorName(e), c.want);
+	}
+}
+
+/* gpu_attention_splits against split counts worked by hand from stated device figures,
+ * and gpu_attention_occupancy: under the emulator against blocks per SM worked by hand
+ * from its H100 limits (gpu/emu/emu.cpp, emu_occupancy), on a GPU within its limits. */
+static void test_attn_splits(bool emu)
+{
+	/* Rule: base = tokens x blocks a token (KV heads for the GQA kernel, query heads for
+	 * the per-query one), wave = SMs x blocks per SM; s = wave / base (floor) if base <
+	 * wave, else 1; then s <= max_ctx / 128, s <= 128, and partial floats = tokens x
+	 * query heads x s x (head_dim + 2) <= the scratch (s lowered until they fit). */
+	struct {
+		int n_tok, n_head, n_head_kv, hd;
+		enum gpu_dtype dt;
+		int max_ctx, n_sm, per_sm;
+		size_t cap;
+		int want;
+		const char *why;
+	} cases[] = {
+	    /* Llama-3-8B (32/8 heads of 128, bf16: the GQA kernel) on 132 SMs x 8 blocks:
+	     * wave 1056 */
+	    {0, 32, 8, 128, GPU_BF16, 4096, 132, 8, 1 << 22, 1, "no per-query tokens"},
+	    {1, 32, 8, 128, GPU_BF16, 32768, 132, 8, 1 << 22, 128,
+	     "base 8: 1056 / 8 = 132 > the maximum 128 (32768 / 128 = 256 allows it); "
+	     "partials 1 x 32 x 128 x 130 = 532,480 <= 4,194,304"},
+	    {8, 32, 8, 128, GPU_BF16, 32768, 132, 8, 1 << 22, 16,
+	     "base 64: 1056 / 64 = 16.5 -> 16 (17 would start a second wave)"},
+	    {64, 32, 8, 128, GPU_BF16, 4096, 132, 8, 1 << 22, 2, "base 512: 1056 / 512 = 2.06 -> 2"},
+	    {66, 32, 8, 128, GPU_BF16, 4096, 132, 8, 1 << 22, 2, "base 528: 2 splits fill the wave"},
+	    {67, 32, 8, 128, GPU_BF16, 4096, 132, 8, 1 << 22, 1, "base 536: 1056 / 536 = 1.97 -> 1"},
+	    {131, 32, 8, 128, GPU_BF16, 4096, 132, 8, 1 << 22, 1, "base 1048 < 1056: 1"},
+	    {256, 32, 8, 128, GPU_BF16, 32768, 132, 8, 1 << 22, 1, "base 2048 >= a wave: 1"},
+	    {1, 32, 8, 128, GPU_BF16, 4096, 132, 8, 1 << 22, 32, "keys: 4096 / 128 = 32 < 132"},
+	    {1, 32, 8, 128, GPU_BF16, 300, 132, 8, 1 << 22, 2, "keys: 300 / 128 = 2"},
+	    {1, 32, 8, 128, GPU_BF16, 100, 132, 8, 1 << 22, 1, "keys: 100 / 128 = 0 -> 1"},
+	    {1, 32, 8, 128, GPU_BF16, 32768, 132, 8, 100000, 24,
+	     "scratch: 32 x 130 = 4160 floats a split, 100000 / 4160 = 24.04 -> 24"},
+	    {1, 32, 8, 128, GPU_BF16, 32768, 132, 4, 1 << 22, 66, "4 blocks an SM: 528 / 8 = 66"},
+	    {1, 32, 8, 128, GPU_BF16, 32768, 132, 0, 1 << 22, 16,
+	     "no occupancy (0) counts as 1 block an SM: 132 / 8 = 16.5 -> 16"},
+	    {4, 32, 8, 128, GPU_BF16, 32768, 114, 9, 1 << 22, 32, "114 x 9 = 1026; base 32: 32.06 -> 32"},
+	    /* the per-query kernel: f32 heads of 256 (decode_gqa_ok refuses them), and a GQA
+	     * group of 16 (more than 8): one block per query head */
+	    {1, 4, 1, 256, GPU_F32, 32768, 132, 2, 1 << 22, 66,
+	     "per-query, base 4: 264 / 4 = 66; partials 4 x 66 x 258 = 68,112"},
+	    {2, 32, 2, 64, GPU_BF16, 4096, 132, 4, 1 << 22, 8, "per-query, base 64: 528 / 64 = 8.25 -> 8"},
+	};
+	for (auto &c : cases) {
+		int got = gpu_attention_splits(c.n_tok, c.n_head, c.n_head_kv, c.hd, c.dt, c.max_ctx,
+					       c.n_sm, c.per_sm, c.cap);
+		CHECK(got == c.want, "splits of %d tokens, heads %d/%d x %d %s, ctx %d, %d SMs x %d: %d, "
+		      "want %d (%s)", c.n_tok, c.n_head, c.n_head_kv, c.hd, gpu_dtype_name(c.dt),
+		      c.max_ctx, c.n_sm, c.per_sm, got, c.want, c.why);
+	}
+	/* Blocks per SM on the emulator's H100 (65536 registers in 4 sub-partitions, 2048
+	 * threads, 32 blocks, 228 KiB of shared memory with 1 KiB reserved a block):
+	 * - bf16 32/8 x 128: attn_decode_gqa_kernel<bf16, 4, 1>, __launch_bounds__(128, 8):
+	 *   65536 / (8 x 128) = 64 registers, 2048 a warp, 16384 / 2048 = 8 warps a
+	 *   sub-partition, 32 an SM: 8 blocks of 4 warps; shared k_s + v_s 2 x 32 x 16 x 16 B
+	 *   + row_s 256 = 16,640 + 1024 = 17,664: 233,472 / 17,664 = 13; threads 16: 8.
+	 * - f32 32/8 x 128: <float, 4, 1>, bounds (128, 4): 128 registers, 4 warps a
+	 *   sub-partition: 4 blocks; shared 2 x 32 x 32 x 16 + 256 + 1024 = 34,048: 6: 4.
+	 * - bf16 16/2 x 64 (G = 8): <bf16, 2, 2>, bounds (128, 4): 4 (registers); shared
+	 *   2 x 32 x 8 x 16 + 256 + 1024 = 9,472: 24: 4.
+	 * - f32 4/1 x 256: the per-query attn_kernel<float, 8>, bounds (128) only: the stated
+	 *   128 registers: 4; shared s_m + s_l 2 x 16 + s_acc 4 x 256 x 4 = 4,128 + 1024 =
+	 *   5,152, 5,248 in 128-byte steps: 44: 4. */
+	struct {
+		enum gpu_dtype dt;
+		int n_head, n_head_kv, hd, want;
+	} occ[] = {{GPU_BF16, 32, 8, 128, 8}, {GPU_F32, 32, 8, 128, 4}, {GPU_BF16, 16, 2, 64, 4},
+		   {GPU_F32, 4, 1, 256, 4}};
+	for (auto &o : occ) {
+		int per_sm = -1;
+		cudaError_t e = gpu_attention_occupancy(o.dt, o.n_head, o.n_head_kv, o.hd, &per_sm);
+		CHECK(e == cudaSuccess && (emu ? per_sm == o.want : per_sm >= 1 && per_sm <= 32),
+		      "blocks per SM of decode attention %s %d/%d x %d: %d (%s), want %s%d",
+		      gpu_dtype_name(o.dt), o.n_head, o.n_head_kv, o.hd, per_sm,
+		      cudaGetErrorName(e), emu ? "" : "1..32 (the emulator: ", o.want);
+	}
+	int per_sm = -1;
+	CHECK(gpu_attention_occupancy(GPU_BF16, 32, 8, 300, &per_sm) == cudaErrorInvalidValue &&
+		      per_sm == 0,
+	      "occupancy of heads of 300: refused");
+}
+
+/* blocks per SM of the decode kernel of a shape (1 if the call fails: a CHECK says so) */
+static int attn_per_sm(enum gpu_dtype dt, int n_head, int n_head_kv, int hd)
+{
+	int n = 0;
+	cudaError_t e = gpu_attention_occupancy(dt, n_head, n_head_kv, hd, &n);
+	CHECK(e == cudaSuccess && n >= 1, "occupancy %s %d/%d x %d: %d (%s)", gpu_dtype_name(dt),
+	      n_head, n_head_kv, hd, n, cudaGetErrorName(e));
+	return n >= 1 ? n : 1;
+}
+
 static void test_attention(int n_sm)
 {
-	/* a pass whose tokens are all in tiles leaves nothing to split */
-	CHECK(gpu_attention_splits(0, 32, 8, 128, GPU_BF16, 4096, n_sm, 1 << 22) == 1,
-	      "splits of no tokens");
-	CHECK(gpu_attention_splits(1, 32, 8, 128, GPU_BF16, 100, n_sm, 1 << 22) == 1,
-	      "short context: 1 split");
-	int s1 = gpu_attention_splits(1, 32, 8, 128, GPU_BF16, 4096, n_sm, 1 << 22);
-	CHECK(s1 >= 1 && s1 <= 32 &&
-		  gpu_attention_partial_floats(1, 32, 128, s1) <= (size_t)1 << 22,
-	      "decode split count %d", s1);
 	/* GQA groups of 1 to 8 (the GQA decode kernel: 1 or 2 heads a warp), head sizes
 	 * from 8 to 256 (f32 at 256 and rows that are no multiple of 16 bytes go to the
 	 * per-query kernel); each with plain causal attention, then (bf16 only, for time) a
@@ -758,8 +894,9 @@ static void test_attention(int n_sm)
 				a.list = tiled ? dlist : NULL;
 				a.n_list = tiled ? 2 : 0;
 				int n_q = tiled ? 2 : n_tok;
-				int heur = gpu_attention_splits(n_q, sh.n_head, sh.n_head_kv, sh.hd,
-								dt, max_ctx, n_sm, part_cap);
+				int heur = gpu_attention_splits(
+				    n_q, sh.n_head, sh.n_head_kv, sh.hd, dt, max_ctx, n_sm,
+				    attn_per_sm(dt, sh.n_head, sh.n_head_kv, sh.hd), part_cap);
 				int splits[3] = {1, 5, heur};
 				for (int ns : splits) {
 					if (prefill == 1 && ns != 1)
@@ -1741,7 +1878,8 @@ static void test_attention_window(int n_sm)
 		a.list = tiled ? dlist : NULL;
 		a.n_list = tiled ? 3 : 0;
 		int n_q = tiled ? 3 : n_tok;
-		int heur = gpu_attention_splits(n_q, n_head, n_head_kv, hd, dt, max_ctx, n_sm, part_cap);
+		int heur = gpu_attention_splits(n_q, n_head, n_head_kv, hd, dt, max_ctx, n_sm,
+						attn_per_sm(dt, n_head, n_head_kv, hd), part_cap);
 		int splits[3] = {1, 4, heur};
 		for (int ns : splits) {
 			if (gpu_attention_partial_floats(n_q, n_head, hd, ns) > part_cap)
@@ -1764,6 +1902,134 @@ static void test_attention_window(int n_sm)
 	cudaFree(dlist);
 	cudaFree(dout);
 	cudaFree(partial);
+}
+
+/* Decode steps at the split counts gpu_attention_splits gives Llama-3-8B's shape (bf16,
+ * 32/8 heads of 128: the GQA kernel) at batch 1 and 8 with long contexts: 128 splits of
+ * 128 keys for one token of 16384; 16 for 8 tokens of up to 2048, six of them shorter, so
+ * that their contexts fill their first splits only (>= 128 keys a split) and leave the
+ * others empty (checked in partial[]). Reference in double; the counts themselves are
+ * checked under the emulator (its occupancy is the hand-worked 8 of test_attn_splits). */
+static void test_attention_long(int n_sm, bool emu)
+{
+	const int n_head = 32, n_head_kv = 8, hd = 128, bs = 16, kv_dim = n_head_kv * hd;
+	const enum gpu_dtype dt = GPU_BF16;
+	struct {
+		std::vector<int> ctx;
+		int want_splits; /* on the emulator: 1056 blocks a wave */
+	} steps[2] = {{{16384}, 128}, {{2048, 1500, 700, 129, 128, 40, 1, 2048}, 16}};
+	for (auto &st : steps) {
+		const int n_tok = (int)st.ctx.size();
+		int max_ctx = 0, n_blocks = 0;
+		for (int c : st.ctx) {
+			max_ctx = std::max(max_ctx, c);
+			n_blocks += (c + bs - 1) / bs;
+		}
+		int64_t block_elems = (int64_t)2 * bs * kv_dim; /* one layer: K rows, then V rows */
+		std::vector<float> pool = rand_vec((size_t)block_elems * n_blocks, -1, 1);
+		for (auto &v : pool)
+			v = st_round(dt, v);
+		std::vector<int32_t> perm(n_blocks), bt, tok_pos, tok_bt;
+		for (int i = 0; i < n_blocks; i++)
+			perm[i] = i;
+		for (int i = n_blocks - 1; i > 0; i--)
+			std::swap(perm[i], perm[rnd_u32() % (i + 1)]);
+		for (int c : st.ctx) {
+			tok_pos.push_back(c - 1);
+			tok_bt.push_back((int32_t)bt.size());
+			for (int b = 0; b < (c + bs - 1) / bs; b++)
+				bt.push_back(perm[bt.size()]);
+		}
+		const int ldq = (n_head + 2 * n_head_kv) * hd;
+		std::vector<float> q = rand_vec((size_t)n_tok * ldq, -2, 2);
+		const size_t out_n = (size_t)n_tok * n_head * hd;
+		std::vector<float> want(out_n);
+		for (int t = 0; t < n_tok; t++)
+			for (int h = 0; h < n_head; h++) {
+				const int kvh = h / (n_head / n_head_kv), n = st.ctx[t];
+				std::vector<double> sc(n), o(hd, 0.0);
+				double mx = -INFINITY, sum = 0;
+				for (int k = 0; k < n; k++) {
+					const float *kr = &pool[(size_t)bt[tok_bt[t] + k / bs] * block_elems +
+								(size_t)(k % bs) * kv_dim + (size_t)kvh * hd];
+					double d = 0;
+					for (int e = 0; e < hd; e++)
+						d += (double)q[(size_t)t * ldq + h * hd + e] * kr[e];
+					sc[k] = d / sqrt((double)hd);
+					mx = std::max(mx, sc[k]);
+				}
+				for (int k = 0; k < n; k++) {
+					const float *vr = &pool[(size_t)bt[tok_bt[t] + k / bs] * block_elems +
+								(size_t)(bs + k % bs) * kv_dim + (size_t)kvh * hd];
+					double p = exp(sc[k] - mx);
+					sum += p;
+					for (int e = 0; e < hd; e++)
+						o[e] += p * vr[e];
+				}
+				for (int e = 0; e < hd; e++)
+					want[(size_t)t * n_head * hd + h * hd + e] =
+					    st_round(dt, (float)(o[e] / sum));
+			}
+		auto pp = st_pack(dt, pool);
+		void *dpool = dev_upload(pp.data(), pp.size());
+		float *dq = dev_vec(q);
+		int32_t *dbt = dev_vec(bt), *dpos = dev_vec(tok_pos), *dtb = dev_vec(tok_bt);
+		void *dout;
+		REQUIRE(cudaMalloc(&dout, out_n * 2));
+		const size_t part_cap = 1 << 22;
+		const int ns = gpu_attention_splits(n_tok, n_head, n_head_kv, hd, dt, max_ctx, n_sm,
+						    attn_per_sm(dt, n_head, n_head_kv, hd), part_cap);
+		if (emu)
+			CHECK(ns == st.want_splits, "decode of %d tokens up to %d keys: %d splits, want %d",
+			      n_tok, max_ctx, ns, st.want_splits);
+		float *partial;
+		REQUIRE(cudaMalloc(&partial, gpu_attention_partial_floats(n_tok, n_head, hd, ns) * 4));
+		struct gpu_attn_args a;
+		memset(&a, 0, sizeof a);
+		a.q = dq;
+		a.ldq = ldq;
+		a.kv = {dpool, block_elems, (int64_t)bs * kv_dim, bs, kv_dim};
+		a.tok_pos = dpos;
+		a.tok_bt = dtb;
+		a.bt = dbt;
+		a.n_tok = n_tok;
+		a.n_head = n_head;
+		a.n_head_kv = n_head_kv;
+		a.head_dim = hd;
+		a.scale = 1.0f / sqrtf((float)hd);
+		a.out = dout;
+		a.max_ctx = max_ctx;
+		REQUIRE(cudaMemset(dout, 0xff, out_n * 2)); /* NaN garbage */
+		REQUIRE(gpu_attention(&a, dt, ns, partial, 0));
+		char what[96];
+		snprintf(what, sizeof what, "decode attention, %d tokens up to %d keys, %d splits",
+			 n_tok, max_ctx, ns);
+		/* as test_attention: fp32 softmax over up to 16384 keys, a bf16 output */
+		check_close(what, dev_download_st(dt, dout, out_n), want, 2e-5, st_rtol(dt));
+		/* >= 128 keys a split: a token of c keys fills its first ceil(c / len) splits,
+		 * len = max(ceil(c / ns), 128) (2048 / 16: all 16; 1500: 12; 700: 6; 129: 2; 128,
+		 * 40, 1: 1); the others leave m = -inf in partial[] (its layout: gpu_attention) */
+		std::vector<float> part = dev_download<float>(
+		    partial, gpu_attention_partial_floats(n_tok, n_head, hd, ns));
+		size_t wrong = 0;
+		for (int t = 0; t < n_tok; t++) {
+			const int c = st.ctx[t], len = std::max((c + ns - 1) / ns, 128);
+			for (int h = 0; h < n_head; h++)
+				for (int sp = 0; sp < ns; sp++) {
+					float m = part[(((size_t)t * n_head + h) * ns + sp) * (hd + 2)];
+					wrong += (sp < (c + len - 1) / len) != (m != -INFINITY);
+				}
+		}
+		CHECK(wrong == 0, "%s: %zu splits of the wrong emptiness (>= 128 keys a split)", what,
+		      wrong);
+		cudaFree(dpool);
+		cudaFree(dq);
+		cudaFree(dbt);
+		cudaFree(dpos);
+		cudaFree(dtb);
+		cudaFree(dout);
+		cudaFree(partial);
+	}
 }
 
 int main(void)
@@ -1795,7 +2061,12 @@ int main(void)
 	RUN(bias, test_bias());
 	RUN(swiglu, test_swiglu());
 	RUN(gemm, test_gemm(h));
+	/* the emulator's device (gpu/emu/emu.cpp): its occupancy is worked by hand in tests */
+	const bool emu = strncmp(prop.name, "emu ", 4) == 0;
+	RUN(occupancy, test_occupancy(emu));
+	RUN(attn_splits, test_attn_splits(emu));
 	RUN(attention, test_attention(prop.multiProcessorCount));
+	RUN(attn_long, test_attention_long(prop.multiProcessorCount, emu));
 	RUN(sample, test_sample());
 	RUN(sample_nan, test_sample_nan());
 	RUN(constrain, test_constrain());

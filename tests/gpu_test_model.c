@@ -598,8 +598,9 @@ static void test_multi_pass(void)
  * 8192) with 2 layers, random f16 weights, against the CPU backend: two prompts of 300 and
  * 160 tokens in one forward (tiled attention, several sequences), then decode steps of both
  * through the decode graph of batch 2, whose attention split count is sized for the 8192
- * context (gpu_attention_splits: 17 splits on 132 SMs, so most are short or empty at these
- * lengths: the split-K combine inside a graph), with temperature and top-p sampling on the
+ * context (gpu_attention_splits: 64 splits on 132 SMs x 8 blocks; of >= 128 keys each, so
+ * these contexts fill 2 or 3 and leave the others empty: the split-K combine inside a
+ * graph), with temperature and top-p sampling on the
  * device checked against core/sample/sampler.c on the same logits. Slow under gpu/emu
  * (minutes: the GEMMs are 4096 wide); see bench/results/e17w-2026-11-29.md. */
 static void test_full_width(void)

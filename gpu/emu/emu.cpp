@@ -92,6 +92,13 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
 	p->sharedMemPerBlock = 48 << 10;
 	p->sharedMemPerBlockOptin = 227 << 10;
 	p->maxThreadsPerBlock = 1024;
+	p->warpSize = 32;
+	p->regsPerBlock = 65536;
+	p->regsPerMultiprocessor = 65536;
+	p->maxThreadsPerMultiProcessor = 2048;
+	p->maxBlocksPerMultiProcessor = 32;
+	p->sharedMemPerMultiprocessor = 228 << 10;
+	p->reservedSharedMemPerBlock = 1 << 10;
 	return cudaSuccess;
 }
 cudaError_t cudaMalloc(void **p, size_t n)
@@ -552,8 +559,73 @@ void emu_warp_gather(const float *mine, int n, float *all)
 	for (int l = 0; l < 32; l++)
 		memcpy(all + l * n, &warp_buf[(size_t)(w0 + l) * 16], (size_t)n * sizeof(float));
 }
+// ---- occupancy ------------------------------------------------------------------------------
+bool emu_probe_on;
+static struct {
+	int max_threads, min_blocks;
+	size_t smem;
+} probe;
+void emu_probe_begin()
+{
+	probe = {};
+	emu_probe_on = true;
+}
+void emu_probe_bounds(int max_threads, int min_blocks)
+{
+	if (emu_probe_on)
+		probe = {max_threads, min_blocks, 0};
+}
+
+// Blocks of the kernel just probed that an SM holds, as cuda_occupancy.h computes it for
+// compute capability 9.0 with the default shared-memory carveout: the least of
+//  - 32 blocks;
+//  - 64 warps (2048 threads) / the block's warps;
+//  - registers: 4 sub-partitions of 16384 each; a warp takes regs x 32 rounded up to 256;
+//    an SM holds 4 x floor(16384 / that) warps, / the block's warps (0 if the block's
+//    warps, rounded up to 4, need more than 65536);
+//  - shared memory: 228 KiB / (static + dynamic + 1 KiB reserved a block, rounded up to
+//    128 bytes); 0 if a block needs more than 48 KiB + 1 KiB (no opt-in here).
+// A block over the kernel's __launch_bounds__ threads holds 0 (its launch would fail).
+// Registers: ptxas's count is unknown here; the figure is what __launch_bounds__(T, B)
+// lets ptxas use, the most r (in steps of 8, the allocation unit) with B blocks of T
+// threads in the register file (65536 / (B x T rounded up to warps)), and at most 128,
+// the budget tests/gpu_gates.sh holds every kernel to (ptxas may use fewer: an H100's
+// answer is then at least this one).
+cudaError_t emu_occupancy(int *n, int block, size_t dyn_smem)
+{
+	emu_probe_on = false;
+	cudaDeviceProp p;
+	cudaGetDeviceProperties(&p, 0);
+	*n = 0;
+	if (block <= 0)
+		return fail(cudaErrorInvalidValue);
+	if (block > p.maxThreadsPerBlock || (probe.max_threads && block > probe.max_threads))
+		return cudaSuccess;
+	const int warps = (block + p.warpSize - 1) / p.warpSize;
+	int regs = 128;
+	if (probe.min_blocks > 0) {
+		int bt = (probe.max_threads + p.warpSize - 1) / p.warpSize * p.warpSize;
+		regs = std::min(regs, p.regsPerMultiprocessor / (probe.min_blocks * bt) / 8 * 8);
+	}
+	const int warp_regs = (regs * p.warpSize + 255) / 256 * 256;
+	if (warp_regs * ((warps + 3) / 4 * 4) > p.regsPerBlock)
+		return cudaSuccess; /* over a block's registers (counted as whole sub-partitions) */
+	const int by_regs = 4 * ((p.regsPerMultiprocessor / 4) / warp_regs) / warps;
+	const size_t smem = (probe.smem + dyn_smem + p.reservedSharedMemPerBlock + 127) / 128 * 128;
+	const int by_smem = smem > p.sharedMemPerBlock + p.reservedSharedMemPerBlock
+				    ? 0
+				    : (int)(p.sharedMemPerMultiprocessor / smem);
+	*n = std::min({p.maxBlocksPerMultiProcessor, p.maxThreadsPerMultiProcessor / p.warpSize / warps,
+		       by_regs, by_smem});
+	return cudaSuccess;
+}
+
 void emu_shared_init(void *p, size_t n)
 {
+	if (emu_probe_on) {
+		probe.smem += n;
+		return;
+	}
 	uint64_t &g = shared_gen[p];
 	if (g != block_gen) {
 		memset(p, 0xff, n);

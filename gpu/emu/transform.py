@@ -3,7 +3,10 @@ gpu/emu/inc/emu.h:
  - launches `kernel<<<grid, block[, smem[, stream]]>>>(args)` become emu_launch calls
    (arguments evaluated at launch, as CUDA does);
  - each `__shared__ T name[...];` declaration is followed by emu_shared_init(name, size),
-   which fills it with 0xff bytes at the start of every block (emu.h says why)."""
+   which fills it with 0xff bytes at the start of every block (emu.h says why);
+ - each kernel's body starts with emu_probe_bounds(its __launch_bounds__ arguments) and,
+   after its last __shared__ declaration, returns when the emulator probes it: what
+   cudaOccupancyMaxActiveBlocksPerMultiprocessor needs to know (emu.h)."""
 import sys, re, os
 
 SHARED = re.compile(r'^(\s*)__shared__\s+([^;]*);', re.M)
@@ -31,6 +34,81 @@ def poison_shared(s):
         calls = ' '.join('emu_shared_init(&%s, sizeof %s);' % (n, n) for n in declarators(m.group(2)))
         return m.group(0) + ' ' + calls
     return SHARED.sub(rep, s)
+
+def skip_comment(s, i):
+    """the index after the comment starting at s[i], or i if none starts there"""
+    if s.startswith('//', i):
+        return s.index('\n', i)
+    if s.startswith('/*', i):
+        return s.index('*/', i) + 2
+    return i
+
+def matching(s, i):
+    """the index of the bracket closing the one at s[i], comments skipped"""
+    opening = s[i]
+    close = {'(': ')', '{': '}'}[opening]
+    depth = 0
+    while True:
+        j = skip_comment(s, i)
+        if j != i:
+            i = j
+            continue
+        if s[i] == opening:
+            depth += 1
+        elif s[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+
+KERNEL = re.compile(r'^__global__\s+void\s+(__launch_bounds__\s*\()?', re.M)
+INIT = re.compile(r'(?:\s*emu_shared_init\(&\w+, sizeof \w+\);)+')
+
+def probe_kernels(s):
+    """Each kernel's body gets emu_probe_bounds(launch bounds) first and a probing return
+    after its last __shared__ declaration (with the emu_shared_init calls poison_shared
+    added), which must be at the body's top level (else the probe would miss it)."""
+    out, i = [], 0
+    for m in KERNEL.finditer(s):
+        if m.start() < i:
+            continue
+        bounds = ''
+        p = m.end()
+        if m.group(1):
+            e = matching(s, p - 1)
+            bounds = s[p:e]
+            p = e + 1
+        p = s.index('(', p)            # the parameter list
+        b = matching(s, p) + 1
+        while s[b] in ' \t\n':
+            b += 1
+        if s[b] != '{':
+            continue                    # a declaration
+        end = matching(s, b)
+        body = s[b + 1:end]
+        last = b + 1
+        depth, k = 0, 0
+        while k < len(body):
+            j = skip_comment(body, k)
+            if j != k:
+                k = j
+                continue
+            c = body[k]
+            if c == '{': depth += 1
+            elif c == '}': depth -= 1
+            elif body.startswith('__shared__', k):
+                assert depth == 0, 'a __shared__ declaration below the top level of a kernel'
+                semi = body.index(';', k) + 1
+                mi = INIT.match(body, semi)
+                last = b + 1 + (mi.end() if mi else semi)
+            k += 1
+        out.append(s[i:b + 1])
+        out.append(' emu_probe_bounds(%s);' % bounds)
+        out.append(s[b + 1:last])
+        out.append(' if (emu_probing()) return;')
+        i = last
+    out.append(s[i:])
+    return ''.join(out)
 
 def transform(s):
     out = []
@@ -83,4 +161,4 @@ def transform(s):
     return ''.join(out)
 src, dst = sys.argv[1], sys.argv[2]
 os.makedirs(os.path.dirname(dst), exist_ok=True)
-open(dst, 'w').write(transform(poison_shared(open(src).read())))
+open(dst, 'w').write(transform(probe_kernels(poison_shared(open(src).read()))))

@@ -38,7 +38,13 @@
 //    from the seed, checks alignment and that the whole warp calls, accumulates in fp32;
 //  - gpu/emu/run.sh compiles with -ffp-contract=fast (and -mfma where the CPU has it), so
 //    a*b+c contracts into an FMA as nvcc contracts it.
-// What it cannot show: timing, occupancy, register spills (tests/gpu_gates.sh reads
+//  - cudaOccupancyMaxActiveBlocksPerMultiprocessor answers as CUDA's occupancy calculator
+//    (cuda_occupancy.h) does for an H100 (emu.cpp, emu_occupancy), from the kernel's
+//    __launch_bounds__ and static shared memory (the transform makes each kernel report
+//    them when probed) and a stated register count (ptxas's is unknown here): the cap
+//    its launch bounds impose, at most 128, the budget tests/gpu_gates.sh holds every
+//    kernel to; an H100's answer is then never below the emulator's.
+// What it cannot show: timing, register spills (tests/gpu_gates.sh reads
 // ptxas for those), races inside a warp, memory-model effects between blocks.
 #pragma once
 #include <cmath>
@@ -129,6 +135,9 @@ enum { cudaStreamCaptureModeRelaxed = 2 };
 struct cudaDeviceProp {
 	char name[256]; int multiProcessorCount; int major, minor; size_t totalGlobalMem;
 	size_t sharedMemPerBlock; size_t sharedMemPerBlockOptin; int maxThreadsPerBlock;
+	int warpSize; int regsPerBlock; int regsPerMultiprocessor; int maxThreadsPerMultiProcessor;
+	int maxBlocksPerMultiProcessor; size_t sharedMemPerMultiprocessor;
+	size_t reservedSharedMemPerBlock;
 };
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
@@ -168,6 +177,21 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s);
 // 0xff fill of each __shared__ variable at the start of each block
 void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn);
 void emu_shared_init(void *p, size_t n);
+// Probing a kernel (the transform's other target): run with default arguments, it records
+// its launch bounds and the sizes of its __shared__ variables, then returns.
+extern bool emu_probe_on;
+inline bool emu_probing() { return emu_probe_on; }
+void emu_probe_bounds(int max_threads = 0, int min_blocks = 0);
+void emu_probe_begin();
+cudaError_t emu_occupancy(int *n, int block, size_t dyn_smem);
+template <typename... A>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void (*f)(A...), int block,
+							  size_t dyn_smem)
+{
+	emu_probe_begin();
+	std::apply(f, std::tuple<std::decay_t<A>...>{});
+	return emu_occupancy(n, block, dyn_smem);
+}
 
 // ---- cuBLAS: cublasGemmEx, column-major, fp32 accumulation, cuBLAS's argument checks ----
 typedef struct emu_blas *cublasHandle_t;
