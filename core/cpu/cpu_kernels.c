@@ -443,8 +443,10 @@ static struct cpuk_features cpuk_x86_features(void)
 	__cpuid_count(7, 0, a, b, c, d);
 	f.avx2_fma_f16c = (b & (1u << 5)) && fma && f16c;
 	f.avx512f = (b & (1u << 16)) && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM state */
-	/* AVX-512 VNNI (ECX bit 11) with VL (EBX bit 31): its 256-bit forms */
-	f.avx512vnni_vl = f.avx512f && f.avx2_fma_f16c && (c & (1u << 11)) && (b & (1u << 31));
+	/* AVX-512 VNNI (ECX bit 11) with VL (EBX bit 31): its 256-bit forms; and BW (EBX bit
+	 * 30), whose byte and word forms reach all 32 registers (qdot's tiles) */
+	f.avx512vnni_bw_vl = f.avx512f && f.avx2_fma_f16c && (c & (1u << 11)) &&
+			     (b & (1u << 31)) && (b & (1u << 30));
 	__cpuid_count(7, 1, a, b, c, d);
 	f.avxvnni = f.avx2_fma_f16c && (a & (1u << 4)); /* leaf 7.1 EAX bit 4 */
 	return f;

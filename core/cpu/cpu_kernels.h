@@ -59,8 +59,8 @@ struct cpuk_q8_0 {
 /* What the processor (and the OS's register state) offers, from CPUID and XGETBV. */
 struct cpuk_features {
 	bool avx2_fma_f16c, avx512f;
-	bool avx512vnni_vl; /* AVX-512 VNNI with AVX-512VL (and AVX2) */
-	bool avxvnni;	    /* AVX-VNNI (VEX-encoded), with AVX2 */
+	bool avx512vnni_bw_vl; /* AVX-512 VNNI with AVX-512BW and VL (and AVX2) */
+	bool avxvnni;	       /* AVX-VNNI (VEX-encoded), with AVX2 */
 };
 struct cpuk_features cpuk_features(void);
 

@@ -342,7 +342,7 @@ QINLINE QTARGET __m256i wacc_avxvnni(__m256i acc, __m256i a, __m256i b)
 #define Q(name) name##_avxvnni
 #include "cpu/qdot_simd.inc"
 
-#define QTARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")))
+#define QTARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
 QINLINE QTARGET __m256i lanes_avx512vnni(__m256i a, __m256i b)
 {
 	return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
@@ -371,7 +371,7 @@ bool qdot_supported(enum qdot_isa isa)
 	case QDOT_PORTABLE: return true;
 	case QDOT_AVX2: return QDOT_X86 && f.avx2_fma_f16c;
 	case QDOT_AVXVNNI: return QDOT_X86 && f.avxvnni;
-	case QDOT_AVX512VNNI: return QDOT_X86 && f.avx512vnni_vl;
+	case QDOT_AVX512VNNI: return QDOT_X86 && f.avx512vnni_bw_vl;
 	}
 	return false;
 }

@@ -53,7 +53,7 @@ enum qdot_isa {
 	QDOT_PORTABLE = 0,
 	QDOT_AVX2 = 1,	     /* AVX2: _mm256_maddubs_epi16 */
 	QDOT_AVXVNNI = 2,    /* AVX2 + AVX-VNNI: VEX _mm256_dpbusd_avx_epi32 */
-	QDOT_AVX512VNNI = 3, /* AVX2 + AVX-512 VNNI + VL: EVEX _mm256_dpbusd_epi32 */
+	QDOT_AVX512VNNI = 3, /* AVX2 + AVX-512 VNNI + BW + VL: EVEX _mm256_dpbusd_epi32 */
 };
 #define QDOT_N_ISA 4
 
