@@ -25,7 +25,7 @@
  * is the one the request's own draw picks from the log-probs its run reported
  * (check_draws()); the batched runs' and the CPU's tokens agree with the GPU-alone run's
  * up to near-ties and near-boundary draws (compare()); the agreement rates are printed
- * as "agreement NAME: a/n (p%)".
+ * as "agreement NAME: a/n (p%), sampled s/m".
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
 #include <math.h>
 #include <stdint.h>

@@ -12,7 +12,7 @@
 #   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8; ~20 s of CPU); with --engine --full,
 #   at the sizes the GPU runs (200 requests of up to 48 tokens; ~6 min of CPU), then its
 #   full-width workload (BG_GPU_FULL=1: Llama-3-8B's widths with 2 layers, greedy and
-#   sampled; ~MIN min of CPU and GB GB; bench/results/e17g-2026-11-30.md).
+#   sampled; ~8 min of CPU and 6 GB; bench/results/e17g-2026-11-30.md).
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
 # logic, not speed. $BG_EMU_SEED (thread and block orders) and $BG_EMU_STREAMS (late, early
 # or random: when queued stream work runs) reach the tests (gpu/emu/inc/emu.h). --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
