@@ -25,6 +25,14 @@ for t in "${progs[@]}"; do
 	# alone and GPU vs CPU), shown here and not only kept in the log
 	grep -E '^agreement ' "$logdir/$(basename "$t").log" | sed 's/^/    /'
 done
+# The full-width checks (BG_GPU_FULL=1: Llama-3-8B's widths with 2 layers and a 128256
+# vocabulary, split-K attention in the decode graphs), which the programs' default runs
+# leave out because they take minutes under gpu/emu; seconds on a GPU.
+for t in gpu_test_model gpu_test_engine; do
+	[ -x "$logdir/$t" ] || continue
+	run_one "$t:full" env BG_GPU_FULL=1 "$logdir/$t"
+	grep -E '^agreement ' "$logdir/$t:full.log" | sed 's/^/    /'
+done
 
 # Memory checking: every device access of every kernel, on the same programs.
 san=$(command -v compute-sanitizer || true)

@@ -10,7 +10,9 @@
 #   Llama-3-8B's widths with 2 layers, ~1.5-1.8 min of CPU and 9 GB; bench/results/e17w-2026-11-29.md);
 #   with --engine, the engine test reduced to BG_GPU_ENGINE_N requests (default 20) of at
 #   most BG_GPU_ENGINE_MAX_TOKENS tokens (default 8; ~20 s of CPU); with --engine --full,
-#   at the sizes the GPU runs (200 requests of up to 48 tokens; ~6 min of CPU).
+#   at the sizes the GPU runs (200 requests of up to 48 tokens; ~6 min of CPU), then its
+#   full-width workload (BG_GPU_FULL=1: Llama-3-8B's widths with 2 layers, greedy and
+#   sampled; ~8 min of CPU and 6 GB; bench/results/e17g-2026-11-30.md).
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
 # logic, not speed. $BG_EMU_SEED (thread and block orders) and $BG_EMU_STREAMS (late, early
 # or random: when queued stream work runs) reach the tests (gpu/emu/inc/emu.h). --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
@@ -93,4 +95,7 @@ if [ $engine -eq 1 ]; then
 	[ $full -eq 1 ] && n=200 max=48
 	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" BG_GPU_ENGINE_N=${BG_GPU_ENGINE_N:-$n} \
 		BG_GPU_ENGINE_MAX_TOKENS=${BG_GPU_ENGINE_MAX_TOKENS:-$max} "$out/emu_engine"
+	if [ $full -eq 1 ]; then
+		BG_GPU_FULL=1 BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_engine"
+	fi
 fi
