@@ -11,8 +11,12 @@ RUN_FAIL_RE='FAIL|ERROR|Sanitizer|runtime error'
 run_init "$build"
 
 run_one layers bash tests/layers.sh
-# the CUDA build's compile-time gates: once, on the build that has CUDA objects
-[ -d "$build/gpu" ] && ls "$build"/gpu/*.cu.o >/dev/null 2>&1 && run_one gpu_gates bash tests/gpu_gates.sh "$build"
+# the CUDA build's compile-time gates: once, on the build that has CUDA objects,
+# and the GPU test programs under the emulator (gpu/emu), once, beside that build
+if [ -d "$build/gpu" ] && ls "$build"/gpu/*.cu.o >/dev/null 2>&1; then
+	run_one gpu_gates bash tests/gpu_gates.sh "$build"
+	run_one gpu_emu_tests bash tests/gpu_emu_tests.sh "$build"
+fi
 
 for t in "$logdir"/test_*; do
 	[ -x "$t" ] && [ -f "$t" ] || continue
