@@ -38,9 +38,7 @@
 #include "gpu_util.h"
 #include "cpu/backend_cpu.h"
 #include "engine/engine.h"
-#include "model/gguf.h"
 #include "model/model.h"
-#include "model/synth.h"
 #include "gpu/backend_cuda.h"
 
 /* Log-probs of the same token after the same context may differ by a workload's lp_tol
@@ -641,25 +639,13 @@ static int32_t wide_specs(struct spec *sp, int32_t V)
  * check), and its generated tokenizer. */
 static void test_full_width(void)
 {
-	struct synth_opts o;
-	synth_opts_init(&o, synth_find_shape("llama-3-8b"));
-	o.shape.n_layer = 2;
-	o.dtype = GGUF_DTYPE_F16;
-	o.seed = 17;
-	struct bg_err err = {0};
-	void *buf = NULL;
-	size_t len = 0;
-	struct gguf_ctx *gg = NULL;
-	struct model *m = NULL;
+	struct model *m = gpu_util_wide_model();
+	if (!m)
+		return;
 	struct tok *tok = NULL;
-	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
-	if (st == BG_OK)
-		st = gguf_parse(buf, len, true, &gg, &err);
-	if (st == BG_OK)
-		st = model_from_gguf(gg, &m, &err);
-	if (st == BG_OK)
-		st = tok_load(m->gguf, &tok, &err);
-	CHECK(st == BG_OK, "8B-wide synthetic model: %s", err.msg);
+	struct bg_err err = {0};
+	enum bg_status st = tok_load(m->gguf, &tok, &err);
+	CHECK(st == BG_OK, "the 8B-wide model's tokenizer: %s", err.msg);
 	if (st == BG_OK) {
 		CHECK(m->hp.n_vocab == 128256, "vocabulary %d", (int)m->hp.n_vocab);
 		static struct spec sp[5];

@@ -605,24 +605,10 @@ static void test_multi_pass(void)
  * (minutes: the GEMMs are 4096 wide); see bench/results/e17w-2026-11-29.md. */
 static void test_full_width(void)
 {
-	struct synth_opts o;
-	synth_opts_init(&o, synth_find_shape("llama-3-8b"));
-	o.shape.n_layer = 2;
-	o.dtype = GGUF_DTYPE_F16;
-	o.seed = 17;
-	struct bg_err err = {0};
-	void *buf = NULL;
-	size_t len = 0;
-	struct gguf_ctx *gg = NULL;
-	struct model *m = NULL;
-	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
-	if (st == BG_OK)
-		st = gguf_parse(buf, len, true, &gg, &err);
-	if (st == BG_OK)
-		st = model_from_gguf(gg, &m, &err);
-	CHECK(st == BG_OK, "8B-wide synthetic model: %s", err.msg);
-	if (st != BG_OK)
+	struct model *m = gpu_util_wide_model();
+	if (!m)
 		return;
+	struct bg_err err = {0};
 	enum { NSEQ = 2, NSTEP = 6 };
 	struct backend *g = gpu_util_backend(m, true, 16, 2048),
 		       *c = gpu_util_backend(m, false, 16, 2048);

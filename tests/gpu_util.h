@@ -5,6 +5,9 @@
  *                                                       (90% of device memory, 2 CPU
  *                                                       threads), or NULL after a CHECK
  *                                                       failure naming the error
+ *   gpu_util_wide_model()                               Llama-3-8B's shape with 2 layers,
+ *                                                       random f16 weights (seed 17), or
+ *                                                       NULL after a CHECK failure
  */
 #ifndef BG_TEST_GPU_UTIL_H
 #define BG_TEST_GPU_UTIL_H
@@ -14,7 +17,9 @@
 
 #include "check.h"
 #include "cpu/backend_cpu.h"
+#include "model/gguf.h"
 #include "model/model.h"
+#include "model/synth.h"
 #include "gpu/backend_cuda.h"
 
 static inline struct backend *gpu_util_backend(const struct model *m, bool cuda, int32_t block_size,
@@ -31,6 +36,27 @@ static inline struct backend *gpu_util_backend(const struct model *m, bool cuda,
 	    cuda ? backend_cuda_create(m, &cfg, &b, &err) : backend_cpu_create(m, &cfg, &b, &err);
 	CHECK(st == BG_OK, "%s backend: %s", cuda ? "cuda" : "cpu", err.msg);
 	return st == BG_OK ? b : NULL;
+}
+
+static inline struct model *gpu_util_wide_model(void)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("llama-3-8b"));
+	o.shape.n_layer = 2;
+	o.dtype = GGUF_DTYPE_F16;
+	o.seed = 17;
+	struct bg_err err = {0};
+	void *buf = NULL;
+	size_t len = 0;
+	struct gguf_ctx *gg = NULL;
+	struct model *m = NULL;
+	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
+	if (st == BG_OK)
+		st = gguf_parse(buf, len, true, &gg, &err);
+	if (st == BG_OK)
+		st = model_from_gguf(gg, &m, &err);
+	CHECK(st == BG_OK, "8B-wide synthetic model: %s", err.msg);
+	return st == BG_OK ? m : NULL;
 }
 
 #endif
