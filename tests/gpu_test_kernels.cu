@@ -722,6 +722,34 @@ static int attn_per_sm(enum gpu_dtype dt, int n_head, int n_head_kv, int hd)
 	return n >= 1 ? n : 1;
 }
 
+/* The arguments of gpu_attention for n_tok query tokens over a paged pool: the score
+ * scale 1/sqrt(hd), no soft-cap, no window, every token through the per-query kernel
+ * (no tiles, no list), prefill kernel by GPU_ATTN_PREFILL_AUTO; the callers change what
+ * their case needs. */
+static struct gpu_attn_args attn_args(const float *q, int ldq, struct gpu_kv_layer kv,
+				      const int32_t *tok_pos, const int32_t *tok_bt,
+				      const int32_t *bt, int n_tok, int n_head, int n_head_kv,
+				      int hd, void *out, int max_ctx)
+{
+	struct gpu_attn_args a;
+	memset(&a, 0, sizeof a);
+	a.q = q;
+	a.ldq = ldq;
+	a.kv = kv;
+	a.tok_pos = tok_pos;
+	a.tok_bt = tok_bt;
+	a.bt = bt;
+	a.n_tok = n_tok;
+	a.n_head = n_head;
+	a.n_head_kv = n_head_kv;
+	a.head_dim = hd;
+	a.scale = 1.0f / sqrtf((float)hd);
+	a.out = out;
+	a.max_ctx = max_ctx;
+	a.prefill = GPU_ATTN_PREFILL_AUTO;
+	return a;
+}
+
 static void test_attention(int n_sm)
 {
 	/* GQA groups of 1 to 8 (the GQA decode kernel: 1 or 2 heads a warp), head sizes
@@ -792,29 +820,13 @@ static void test_attention(int n_sm)
 			float *partial;
 			const size_t part_cap = 1 << 22, guard = 1024;
 			REQUIRE(cudaMalloc(&partial, (part_cap + guard) * 4));
-			struct gpu_attn_args a;
-			a.q = dq;
-			a.ldq = ldq;
-			a.kv = {(char *)dpool +
-				    (size_t)layer * 2 * sh.bs * kv_dim * gpu_dtype_size(dt),
-				block_elems, (int64_t)sh.bs * kv_dim, sh.bs, kv_dim};
-			a.tok_pos = dpos;
-			a.tok_bt = dtb;
-			a.bt = dbt;
-			a.n_tok = n_tok;
-			a.n_head = sh.n_head;
-			a.n_head_kv = sh.n_head_kv;
-			a.head_dim = sh.hd;
-			a.scale = 1.0f / sqrtf((float)sh.hd);
+			struct gpu_kv_layer kv = {
+			    (char *)dpool + (size_t)layer * 2 * sh.bs * kv_dim * gpu_dtype_size(dt),
+			    block_elems, (int64_t)sh.bs * kv_dim, sh.bs, kv_dim};
+			struct gpu_attn_args a = attn_args(dq, ldq, kv, dpos, dtb, dbt, n_tok, sh.n_head,
+							   sh.n_head_kv, sh.hd, dout, max_ctx);
 			a.softcap = softcap;
 			a.window = window;
-			a.out = dout;
-			a.max_ctx = max_ctx;
-			a.tiles = NULL;
-			a.n_tiles = 0;
-			a.list = NULL;
-			a.n_list = 0;
-			a.prefill = GPU_ATTN_PREFILL_AUTO;
 			/* the chunk (sequence 1) as tiles of 16, 16 and 5 queries; the two single
 			 * tokens through the per-query kernel */
 			std::vector<int32_t> tiles = {1, 16, 17, 16, 33, 5}, list = {0, 38};
@@ -1598,21 +1610,8 @@ static void test_kv_large(void)
 	float *partial;
 	size_t part_n = gpu_attention_partial_floats((int)list.size(), n_head, hd, 3);
 	REQUIRE(cudaMalloc(&partial, part_n * 4));
-	struct gpu_attn_args a;
-	memset(&a, 0, sizeof a);
-	a.q = dq;
-	a.ldq = ld;
-	a.kv = kv;
-	a.tok_pos = dpos;
-	a.tok_bt = dtb;
-	a.bt = dbt;
-	a.n_tok = n_tok;
-	a.n_head = n_head;
-	a.n_head_kv = n_head_kv;
-	a.head_dim = hd;
-	a.scale = 1.0f / sqrtf((float)hd);
-	a.out = dout;
-	a.max_ctx = n_tok;
+	struct gpu_attn_args a =
+	    attn_args(dq, ld, kv, dpos, dtb, dbt, n_tok, n_head, n_head_kv, hd, dout, n_tok);
 	a.tiles = dtiles;
 	a.n_tiles = 2;
 	a.list = dlist;
@@ -1855,23 +1854,12 @@ static void test_attention_window(int n_sm)
 	const size_t part_cap = 1 << 20;
 	REQUIRE(cudaMalloc(&dout, out_n * 4));
 	REQUIRE(cudaMalloc(&partial, part_cap * 4));
-	struct gpu_attn_args a;
-	memset(&a, 0, sizeof a);
-	a.q = dq;
-	a.ldq = ldq;
-	a.kv = {dpool, block_elems, (int64_t)bs * kv_dim, bs, kv_dim};
-	a.tok_pos = dpos;
-	a.tok_bt = dtb;
-	a.bt = dbt;
-	a.n_tok = n_tok;
-	a.n_head = n_head;
-	a.n_head_kv = n_head_kv;
-	a.head_dim = hd;
+	struct gpu_attn_args a =
+	    attn_args(dq, ldq, {dpool, block_elems, (int64_t)bs * kv_dim, bs, kv_dim}, dpos, dtb,
+		      dbt, n_tok, n_head, n_head_kv, hd, dout, max_ctx);
 	a.scale = scale;
 	a.softcap = cap;
 	a.window = W;
-	a.out = dout;
-	a.max_ctx = max_ctx;
 	for (int tiled = 0; tiled < 2; tiled++) {
 		a.tiles = tiled ? dtiles : NULL;
 		a.n_tiles = tiled ? 3 : 0;
@@ -1984,21 +1972,10 @@ static void test_attention_long(int n_sm, bool emu)
 			      n_tok, max_ctx, ns, st.want_splits);
 		float *partial;
 		REQUIRE(cudaMalloc(&partial, gpu_attention_partial_floats(n_tok, n_head, hd, ns) * 4));
-		struct gpu_attn_args a;
-		memset(&a, 0, sizeof a);
-		a.q = dq;
-		a.ldq = ldq;
-		a.kv = {dpool, block_elems, (int64_t)bs * kv_dim, bs, kv_dim};
-		a.tok_pos = dpos;
-		a.tok_bt = dtb;
-		a.bt = dbt;
-		a.n_tok = n_tok;
-		a.n_head = n_head;
-		a.n_head_kv = n_head_kv;
-		a.head_dim = hd;
-		a.scale = 1.0f / sqrtf((float)hd);
-		a.out = dout;
-		a.max_ctx = max_ctx;
+		struct gpu_attn_args a = attn_args(dq, ldq,
+						   {dpool, block_elems, (int64_t)bs * kv_dim, bs, kv_dim},
+						   dpos, dtb, dbt, n_tok, n_head, n_head_kv, hd, dout,
+						   max_ctx);
 		REQUIRE(cudaMemset(dout, 0xff, out_n * 2)); /* NaN garbage */
 		REQUIRE(gpu_attention(&a, dt, ns, partial, 0));
 		char what[96];
