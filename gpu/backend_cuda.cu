@@ -15,7 +15,9 @@
  *
  * A decode-only batch (every sequence feeds one token and wants its logits, at most 256
  * sequences) replays a CUDA graph captured once per power-of-two bucket of the batch size
- * (~10 launches per layer become one); BG_CUDA_GRAPHS=0 turns this off.
+ * (~10 launches per layer become one); BG_CUDA_GRAPHS=0 turns this off. A step still pays
+ * a fixed cost per graph node (bench/perf_model.py's NODE_US): the layer's work between
+ * the QKV projection and attention is one kernel (gpu/qkv_post.cu), not four.
  *
  * Overlap (BACKEND_CAP_ASYNC; engine.c, "Overlap"): forward(), sample() and kv_copy() only
  * enqueue work on one in-order stream. sample() leaves the drawn tokens on the device, in
@@ -657,19 +659,28 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
 					   n, E, l > 0, c->xn, c->dt, s));
 		CUBLAS_CHECK(pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
-		if (L->bqkv)
-			CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, L->bqkv, n, c->ld_qkv, s));
-		if (L->q_norm) /* qwen3, gemma3: per head, before RoPE */
-			CUDA_CHECK(gpu_head_rmsnorm(c->qkv, c->ld_qkv, n, (int)hp->n_head,
-						    (int)hp->n_head_kv, (int)hp->head_dim,
-						    L->q_norm, L->k_norm, hp->rms_eps, s));
+		/* [bias (qwen2)], [Q/K head norms (qwen3, gemma3)], RoPE and the K/V write: one
+		 * kernel, one graph node (issue 17: each node costs a step ~6 us on an H200) */
 		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
-		CUDA_CHECK(gpu_rope(c->qkv, c->ld_qkv, d_pos, n, (int)hp->n_head,
-				    (int)hp->n_head_kv, (int)hp->head_dim, (int)hp->rope_dim,
-				    c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half), c->mscale[rk],
-				    hp->rope_neox, s));
-		CUDA_CHECK(gpu_kv_write(c->qkv, c->ld_qkv, c->n_q, c->n_q + c->n_kv, d_slots, n, kv,
-					c->dt, s));
+		struct gpu_qkv_post_args qp;
+		qp.qkv = c->qkv;
+		qp.ld = c->ld_qkv;
+		qp.n_tok = n;
+		qp.n_head = (int)hp->n_head;
+		qp.n_head_kv = (int)hp->n_head_kv;
+		qp.head_dim = (int)hp->head_dim;
+		qp.bias = L->bqkv;
+		qp.q_norm = L->q_norm;
+		qp.k_norm = L->k_norm;
+		qp.eps = hp->rms_eps;
+		qp.pos = d_pos;
+		qp.rope_dim = (int)hp->rope_dim;
+		qp.table = c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half);
+		qp.mscale = c->mscale[rk];
+		qp.neox = hp->rope_neox;
+		qp.slots = d_slots;
+		qp.kv = kv;
+		CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
 		struct gpu_attn_args a;
 		a.q = c->qkv;
 		a.ldq = c->ld_qkv;

@@ -477,7 +477,7 @@ out:
 /* The nodes of one pass as run_pass (gpu/backend_cuda.cu) enqueues them, derived by hand
  * from the model's features, for T attention tiles, n_list per-query tokens, S attention
  * splits and n_out logits rows; *gemms gets its cuBLAS calls. Per layer: attention
- * RMS norm, QKV GEMM, [QKV bias], [Q/K head norms], RoPE, K/V write, attention (the tiled
+ * RMS norm, QKV GEMM, qkv_post (bias, head norms, RoPE and K/V write), attention (the tiled
  * kernel when T > 0 and heads <= 128 dims, the per-query kernel for the listed tokens,
  * and for the tiled ones with larger heads, plus its merge when split), O GEMM,
  * [attention post-norm], FFN RMS norm, gate|up GEMM, SwiGLU, down GEMM, [FFN post-norm];
@@ -489,8 +489,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	bool tiled = T > 0 && hp->head_dim <= 128;
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
 	bool merge = per_query && S > 1 && tiled == (T > 0); /* large tiled heads: 1 split */
-	long layer = 9 + hp->qkv_bias + hp->qk_norm + 2 * hp->post_norms + tiled + per_query +
-		     merge;
+	long layer = 8 + 2 * hp->post_norms + tiled + per_query + merge;
 	*gemms = 4 * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? 2 + (hp->final_softcap > 0.0f) : 0);
