@@ -324,8 +324,10 @@ def decode_nodes(shape_name, B, fused, rule="occupancy"):
     [Q/K head norm], RoPE, K/V write, attention, [its merge when split], O GEMM,
     [post-norm], FFN norm, gate|up GEMM, SwiGLU, down GEMM, [post-norm]; then the final
     norm, the LM head (+ gemma2's soft-cap). fused: e17f's qkv_post (bias, head norm,
-    RoPE and K/V write in one kernel). The count tests/gpu_test_model.c checks against
-    the backend's own census (BG_CUDA_GRAPH_LOG) for each architecture."""
+    RoPE and K/V write in one kernel) and the split decode attention merged by its own
+    last blocks (no merge node; every shape here takes the GQA decode kernel). The count
+    tests/gpu_test_model.c checks against the backend's own census (BG_CUDA_GRAPH_LOG)
+    for each architecture."""
     L, E, F, H, HKV, HD, V = SHAPES[shape_name]
     feats, gctx = FEATURES[shape_name]
     if rule == "occupancy":
@@ -333,7 +335,8 @@ def decode_nodes(shape_name, B, fused, rule="occupancy"):
     else:
         ns = attn_splits_2sm(B, HKV, gctx)
     qkv_post = 1 if fused else 2 + ("qk_norm" in feats) + ("bias" in feats)
-    layer = 2 + 4 + 1 + 1 + qkv_post + (ns > 1) + 2 * ("post_norms" in feats)
+    merge = ns > 1 and not fused
+    layer = 2 + 4 + 1 + 1 + qkv_post + merge + 2 * ("post_norms" in feats)
     return 1 + ("embd_scale" in feats) + L * layer + 2 + ("final_softcap" in feats)
 
 
@@ -375,7 +378,8 @@ def node_table(a, shape_name):
     print(f"\n{shape_name} decode steps with the node term (ESTIMATES; HBM {BW/1e12:.2f} TB/s; "
           f"NODE_US {nu*1e6:.2f} us, ASSUMED the same on an H100): before = main's graph "
           f"(rope, K/V write{', head norm' if 'qk_norm' in FEATURES[shape_name][0] else ''} "
-          f"separate), after = e17f's qkv_post. roofline = weights + KV bytes once.")
+          f"separate, attention merge a node when split), after = e17f's qkv_post and merge in "
+          f"the decode kernel. roofline = weights + KV bytes once.")
     print("| batch | context | nodes before | nodes after | model ms | + nodes before ms "
           "| + nodes after ms | roofline ms | fraction before | fraction after |")
     print("|---|---|---|---|---|---|---|---|---|---|")

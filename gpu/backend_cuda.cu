@@ -124,6 +124,9 @@ struct cuda_ctx {
 
 	int cap_tok;
 	float *x, *qkv, *tmp, *gu, *partial;
+	/* [max(cap_tok, CUDA_GRAPH_MAX_B) * n_head_kv] gpu_attn_args.merge_counters: zero,
+	 * and left zero by every attention call */
+	int *attn_cnt;
 	void *xn, *attn, *act;
 	size_t act_bytes;
 
@@ -702,6 +705,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.list = d_list;
 		a.n_list = ps->n_list;
 		a.prefill = GPU_ATTN_PREFILL_AUTO;
+		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, c->n_q, n, E));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
@@ -1486,6 +1490,7 @@ static void cuda_destroy(void *ctx)
 	cudaFree(c->kv);
 	cudaFree(c->x); /* the base of all activations */
 	cudaFree(c->partial);
+	cudaFree(c->attn_cnt);
 	cudaFree(c->d_meta);
 	cudaFree(c->logits);
 	cudaFree(c->xl);
@@ -1641,6 +1646,13 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	if (st == BG_OK)
 		st = dev_alloc((void **)&c->partial, CUDA_PARTIAL_FLOATS * 4, "attention scratch",
 			       err);
+	size_t n_cnt = (size_t)(CUDA_DEFAULT_CAP_TOK > CUDA_GRAPH_MAX_B ? CUDA_DEFAULT_CAP_TOK
+									 : CUDA_GRAPH_MAX_B) *
+		       hp->n_head_kv;
+	if (st == BG_OK)
+		st = dev_alloc((void **)&c->attn_cnt, n_cnt * 4, "attention merge counters", err);
+	if (st == BG_OK)
+		CUDA_CHECK(cudaMemsetAsync(c->attn_cnt, 0, n_cnt * 4, c->stream));
 	if (st == BG_OK)
 		st = dev_alloc((void **)&c->sample_work,
 			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)hp->n_vocab) * 4,

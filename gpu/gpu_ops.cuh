@@ -172,6 +172,11 @@ struct gpu_attn_args {
 	const int32_t *list;
 	int n_list;
 	int prefill; /* the tiles' kernel: GPU_ATTN_PREFILL_AUTO or _CUDA_CORES (tests) */
+	/* NULL, or [n_list * n_head_kv] ints, all 0 before the call (a call leaves them 0):
+	 * then the GQA decode kernel's last block of each (token, KV head) merges its splits
+	 * itself (one graph node less a layer; bitwise the separate merge kernel's result),
+	 * where that kernel takes the shape. */
+	int *merge_counters;
 };
 
 /* GPU_ATTN_PREFILL_AUTO: tiles of 16-bit K/V with heads of 16..128 dimensions (multiples

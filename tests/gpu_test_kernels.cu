@@ -820,6 +820,11 @@ static void test_attention(int n_sm)
 			float *partial;
 			const size_t part_cap = 1 << 22, guard = 1024;
 			REQUIRE(cudaMalloc(&partial, (part_cap + guard) * 4));
+			/* merge counters of the decode kernel's own merge: a token per KV head */
+			const size_t cnt_n = (size_t)n_tok * sh.n_head_kv;
+			int *dcnt;
+			REQUIRE(cudaMalloc(&dcnt, cnt_n * 4));
+			REQUIRE(cudaMemset(dcnt, 0, cnt_n * 4));
 			struct gpu_kv_layer kv = {
 			    (char *)dpool + (size_t)layer * 2 * sh.bs * kv_dim * gpu_dtype_size(dt),
 			    block_elems, (int64_t)sh.bs * kv_dim, sh.bs, kv_dim};
@@ -941,6 +946,26 @@ static void test_attention(int n_sm)
 					      "%s: wrote %zu floats past the %zu of partial "
 					      "scratch it was sized for",
 					      what, touched, used);
+					if (ns > 1) {
+						/* the splits merged by the decode kernel's last
+						 * blocks (where it takes the shape): bitwise the
+						 * merge kernel's result, the counters back to 0 */
+						REQUIRE(cudaMemset(dout, 0xff, out_n * 4));
+						a.merge_counters = dcnt;
+						REQUIRE(gpu_attention(&a, dt, ns, partial, 0));
+						a.merge_counters = NULL;
+						char wf[160];
+						snprintf(wf, sizeof wf, "%s, merged in the decode kernel",
+							 what);
+						check_close(wf, dev_download_st(dt, dout, out_n), got, 0,
+							    0);
+						std::vector<int> cnt = dev_download<int>(dcnt, cnt_n);
+						size_t nz = 0;
+						for (int v : cnt)
+							nz += v != 0;
+						CHECK(nz == 0, "%s: %zu merge counters left non-zero", wf,
+						      nz);
+					}
 					/* outputs are convex combinations of V in [-1, 1]. fp32
 					 * softmax over
 					 * <= 1501 keys with scores |s| <= 2*2*sqrt(hd): expf and
@@ -962,6 +987,7 @@ static void test_attention(int n_sm)
 			}
 			cudaFree(dtiles);
 			cudaFree(dlist);
+			cudaFree(dcnt);
 			cudaFree(dpool);
 			cudaFree(dq);
 			cudaFree(dbt);

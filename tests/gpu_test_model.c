@@ -479,7 +479,8 @@ out:
  * splits and n_out logits rows; *gemms gets its cuBLAS calls. Per layer: attention
  * RMS norm, QKV GEMM, qkv_post (bias, head norms, RoPE and K/V write), attention (the tiled
  * kernel when T > 0 and heads <= 128 dims, the per-query kernel for the listed tokens,
- * and for the tiled ones with larger heads, plus its merge when split), O GEMM,
+ * and for the tiled ones with larger heads; split, the GQA decode kernel merges its own
+ * splits: every model here takes it, so no merge node), O GEMM,
  * [attention post-norm], FFN RMS norm, gate|up GEMM, SwiGLU, down GEMM, [FFN post-norm];
  * around the layers: the embedding gather, [its scale], and with logits rows the final
  * norm, the LM head GEMM and [the soft-cap]. Under gpu/emu a cuBLAS call is one node. */
@@ -488,8 +489,8 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 {
 	bool tiled = T > 0 && hp->head_dim <= 128;
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
-	bool merge = per_query && S > 1 && tiled == (T > 0); /* large tiled heads: 1 split */
-	long layer = 8 + 2 * hp->post_norms + tiled + per_query + merge;
+	(void)S; /* the split count changes no node count now */
+	long layer = 8 + 2 * hp->post_norms + tiled + per_query;
 	*gemms = 4 * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? 2 + (hp->final_softcap > 0.0f) : 0);

@@ -65,6 +65,7 @@ extern "C" {
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
@@ -93,6 +94,8 @@ inline float cospif(float x) { return (float)cos(M_PI * (double)x); }
 using std::min;
 using std::max;
 inline int atomicAdd(int *p, int v) { int o = *p; *p += v; return o; }
+// blocks run one at a time: every write is visible to the next block
+inline void __threadfence() {}
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p += v; return o; }
 inline unsigned atomicOr(unsigned *p, unsigned v) { unsigned o = *p; *p |= v; return o; }
 
