@@ -18,7 +18,8 @@
  * heads, then n_head_kv value heads; a block holds QP_WARPS items of one token
  * (blockIdx.y). A warp reads and writes only its own head's columns, so the only ordering
  * it needs is within itself (__syncwarp between its phases). */
-template <typename T> __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_post_args a)
+template <typename T>
+__global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_post_args a)
 {
 	const int t = blockIdx.y;
 	const int item = blockIdx.x * QP_WARPS + (threadIdx.x >> 5);
@@ -59,7 +60,8 @@ template <typename T> __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_
 	for (int i = lane; i < half; i += 32) {
 		int ia, ib;
 		float y0, y1;
-		rope_rotation(x, (const float2 *)a.table, p, half, i, a.mscale, a.neox, &ia, &ib, &y0, &y1);
+		rope_rotation(x, (const float2 *)a.table, p, half, i, a.mscale, a.neox, &ia, &ib,
+			      &y0, &y1);
 		x[ia] = y0;
 		x[ib] = y1;
 		if (k) {
@@ -72,8 +74,7 @@ template <typename T> __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_
 			k[d] = st_t<T>(x[d]);
 }
 
-cudaError_t gpu_qkv_post(const struct gpu_qkv_post_args *a, enum gpu_dtype dt,
-			 cudaStream_t stream)
+cudaError_t gpu_qkv_post(const struct gpu_qkv_post_args *a, enum gpu_dtype dt, cudaStream_t stream)
 {
 	if (a->n_tok <= 0)
 		return cudaSuccess;

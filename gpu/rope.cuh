@@ -18,9 +18,9 @@ __device__ __forceinline__ void rot_mul(float &c, float &s, float2 r)
 /* Pair i (< half = rope_dim / 2) of the head at x ([head_dim] fp32), at position p >= 0:
  * *ia, *ib get the pair's dimensions ((2i, 2i + 1), or (i, i + half) for NeoX), *y0, *y1
  * their rotated values (x is only read); table: gpu_rope_table_fill's for this half. */
-__device__ __forceinline__ void rope_rotation(const float *x, const float2 *table, int p,
-					      int half, int i, float mscale, bool neox, int *ia,
-					      int *ib, float *y0, float *y1)
+__device__ __forceinline__ void rope_rotation(const float *x, const float2 *table, int p, int half,
+					      int i, float mscale, bool neox, int *ia, int *ib,
+					      float *y0, float *y1)
 {
 	const float2 *t0 = table + (int64_t)(p & (GPU_ROPE_ROWS0 - 1)) * half;
 	const float2 *t1 =
