@@ -145,13 +145,13 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
  * (the serial walk it replaces waited for two round trips a split: m, then acc). A split
  * without keys (m = -inf) wrote l = 0 and acc = 0 (both kernels), so a weight of 0 for it
  * adds nothing. Dimensions threadIdx.x and threadIdx.x + nt (head_dim <= 256, nt = 128
- * from head_dim 128 up). The loads are volatile: in the decode kernel other blocks wrote
- * the partials during this launch (CUDA's threadfence reduction reads them so). UNROLL:
+ * from head_dim 128 up). F: const float, or const volatile float in the decode kernel,
+ * where other blocks wrote the partials during this launch (CUDA's threadfence reduction
+ * reads them so). UNROLL:
  * of the inner sum (8 in the merge kernel; 1 in the decode kernel, whose registers are
  * bounded): the same additions in the same order either way. */
-template <typename T, int UNROLL>
-__device__ void attn_merge(const volatile float *pp, int hd, int n_split, int nt, float *w_s,
-			   float *r_s, T *o)
+template <typename T, int UNROLL, typename F>
+__device__ void attn_merge(F *pp, int hd, int n_split, int nt, float *w_s, float *r_s, T *o)
 {
 	const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int n_warps = nt / 32;
@@ -193,7 +193,7 @@ __device__ void attn_merge(const volatile float *pp, int hd, int n_split, int nt
 			const int d = tid + i * nt;
 			if (d >= hd)
 				break; /* threads past nt: tid >= nt >= hd, or nt == blockDim.x */
-			const volatile float *v = pp + c0 * st + 2 + d;
+			F *v = pp + c0 * st + 2 + d;
 			float sum = acc[i];
 #pragma unroll UNROLL
 			for (int j = 0; j < n; j++)
@@ -226,7 +226,7 @@ __global__ void __launch_bounds__(RED_THREADS)
 	const int li = blockIdx.x, h = blockIdx.y;
 	const int t = list ? list[li] : li;
 	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * (hd + 2);
-	attn_merge<T, 8>(pp, hd, n_split, (int)blockDim.x, w_s, r_s,
+	attn_merge<T, 8, const float>(pp, hd, n_split, (int)blockDim.x, w_s, r_s,
 		      out + (int64_t)t * n_head * hd + (int64_t)h * hd);
 }
 
@@ -256,8 +256,8 @@ __device__ __noinline__ void decode_merge_last(int *cnt, const float *part, int 
 	const int nt = attn_merge_threads(hd);
 	for (int g = 0; g < G; g++) {
 		const int h = h0 + g;
-		attn_merge<T, 1>(part + (int64_t)h * n_split * (hd + 2), hd, n_split, nt, w_s, r_s,
-				 out + (int64_t)h * hd);
+		attn_merge<T, 1, const volatile float>(part + (int64_t)h * n_split * (hd + 2), hd,
+						       n_split, nt, w_s, r_s, out + (int64_t)h * hd);
 		__syncthreads(); /* w_s and r_s reused by the next head */
 	}
 }

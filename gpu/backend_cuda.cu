@@ -663,7 +663,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 					   n, E, l > 0, c->xn, c->dt, s));
 		CUBLAS_CHECK(pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
 		/* [bias (qwen2)], [Q/K head norms (qwen3, gemma3)], RoPE and the K/V write: one
-		 * kernel, one graph node (issue 17: each node costs a step ~6 us on an H200) */
+		 * kernel, one graph node (issue 17: ~6 us a node on the H200, ESTIMATE: NODE_US) */
 		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
 		struct gpu_qkv_post_args qp;
 		qp.qkv = c->qkv;
