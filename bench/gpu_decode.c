@@ -16,7 +16,8 @@
  * prompt tokens before measuring anything): the blocks are filled with zeros through
  * kv_swap_in. Decode reads them exactly as it would read real K/V, so the timing is the
  * same; the generated tokens are meaningless (the weights are random anyway).
- * Configurations whose KV does not fit are reported as skipped.
+ * Configurations whose KV does not fit are reported as skipped. Each decode graph's node
+ * census (BG_CUDA_GRAPH_LOG, on unless set) goes to stderr.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -113,6 +114,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* each decode graph's nodes, counted by kind on the device when it is captured (the
+	 * kernels cuBLAS records per GEMM included), on stderr: the fixed cost a step pays per
+	 * node (bench/perf_model.py's NODE_US) is measured against these counts */
+	setenv("BG_CUDA_GRAPH_LOG", "-", 0);
 	if (steps <= 0 || block_size <= 0 || n_b <= 0 || n_c <= 0) {
 		fprintf(stderr, "gpu_decode: bad arguments\n");
 		return 2;

@@ -44,9 +44,19 @@ overlap    the host's part of a step (engine.c, "Overlap"), ESTIMATED from bench
              max(max(forward, A) + sampling, A + B): the host's whole part is hidden
              until it is longer than the device's. --host-us A:B per row, --mask-ms per
              constrained row's grammar mask.
+fixed cost per node: a decode step is a CUDA graph of ~355 nodes (Llama-3-8B at batch
+             1); each pays a cost its bytes do not show. NODE_US, CALIBRATED on one
+             measured point (the H200's batch 1 x 512 step, bench/results/
+             gpu-h200-2026-11-29.md), prices it; the last table prints the step with and
+             without it, the nodes before and after e17f's fusion (decode_nodes, the count
+             tests/gpu_test_model.c checks against the backend's census), and how few
+             nodes batch 1 would need for 85 % of its roofline. The other tables leave it
+             out: they are bounds from bytes, flops and issue, and without the node term
+             batch-1 decode sits at ~100 % of its roofline, which the GPU did not show (61 %).
 What it cannot show: instruction-issue limits inside the kernels it does not count
-(only decode attention and prefill attention are counted), launch gaps, latency that
-too few warps fail to hide. It bounds from below.
+(only decode attention and prefill attention are counted), latency that too few warps
+fail to hide, and (beyond one lumped NODE_US) launch gaps. Without the node term it
+bounds from below.
 Usage: perf_model.py [--shape llama3-8b] [--scenarios 1x512,1x32768,256x512,64x4096]
                      [--prefill 32768] [--measured REPORT.json] [--detail]
                      [--host-us A:B] [--mask-ms MS] [--hbm TB/s] [--split-rule RULE]
@@ -192,11 +202,12 @@ def decode_attention(shape, B, ctx, kernel, rule="occupancy"):
     return max(dram, issue, smem, lat), dram, issue, smem, lat, ns
 
 
-def kernels(shape, B, ctx, after, fallback=0.0):
+def kernels(shape, B, ctx, after, fallback=0.0, dec_kernel="new", rule=None):
     """[(name, bytes, flops, flops_peak, t_min)] of one decode step: B sequences, each
     with ctx tokens of context (its new token included), bf16 weights and KV; fallback:
     the fraction of sampled rows on gpu/sample.cu's full-row path; t_min: a bound in seconds
-    other than bytes and flops (L2 traffic, instruction issue), 0 if none."""
+    other than bytes and flops (L2 traffic, instruction issue), 0 if none. dec_kernel and
+    rule: the decode attention of "after" (default: today's kernel and SPLIT_RULE)."""
     L, E, F, H, HKV, HD, V = shape
     G = H // HKV
     qd, kvd = H * HD, HKV * HD
@@ -212,7 +223,7 @@ def kernels(shape, B, ctx, after, fallback=0.0):
     att_fl = 4 * B * ctx * H * HD * L
     if after:
         ks.append(("decode attention (GQA kernel)", kv, att_fl, FP32,
-                   decode_attention(shape, B, ctx, "new", SPLIT_RULE)[0]))
+                   decode_attention(shape, B, ctx, dec_kernel, rule or SPLIT_RULE)[0]))
     else:
         ks.append(("decode attention (per query head)", kv, att_fl, FP32,
                    kv * (G - 1) / L2_BW))
@@ -276,6 +287,120 @@ def prefill_attention_tc(shape, n):
     t_l2 = l2 / L2_BW
     t_dram = n * HKV * HD * 2 * 2 * L / BW
     return max(t_issue, t_mma, t_l2, t_dram), t_issue, t_mma, t_l2
+
+
+# ---- fixed cost per node ----------------------------------------------------------------
+# A decode step replays one CUDA graph of run_pass's kernels (gpu/backend_cuda.cu), then
+# samples: each node pays a cost the bytes above do not show (the gap between graph nodes,
+# a kernel's ramp-up and tail, latency a small or single-block kernel cannot hide, a
+# GEMM's shortfall from the bandwidth at a few columns). NODE_US lumps all of it into one
+# number per node, CALIBRATED from ONE measured point: the H200 run
+# (bench/results/gpu-h200-2026-11-29.md; binaries of main 092388f, whose run_pass is
+# today's before e17f's fusion) at batch 1, context 512: 5.473 ms a step, against this
+# model's step at 4.814 TB/s with that build's decode attention (kernel "old", rule
+# "2/SM"). It is an ESTIMATE from one run, not a measured per-node time: nsys/ncu on a GPU
+# would split it (bench/results/e17f-2026-11-30.md says how).
+H200_BW = 4.814e12        # what bench/gpu_decode took as the H200's peak
+H200_STEP = {(1, 512): 5.473e-3, (8, 512): 6.216e-3, (64, 512): 10.382e-3,
+             (256, 512): 23.740e-3}  # measured ms a step (gpu_decode, greedy), 092388f
+# What a step puts on the stream beside the graph (gpu_decode: forward + greedy sampling):
+# the graph's metadata upload, the sampling rows' upload, the sample kernel, the results'
+# download: counted as nodes too (ASSUMED: the same fixed cost each).
+STREAM_OPS = 4
+# Per-architecture graph features (core/model/arch.h) and the context the decode graphs
+# size their attention splits for (min(n_ctx_train, 32768); the synthetic llama-3-8b
+# declares 8192).
+FEATURES = {
+    "llama3-8b": (set(), 8192),
+    "llama3-70b": (set(), 8192),
+    "qwen3-8b": ({"qk_norm"}, 32768),
+    "gemma2-9b": ({"post_norms", "embd_scale", "final_softcap"}, 8192),
+}
+
+
+def decode_nodes(shape_name, B, fused, rule="occupancy"):
+    """Nodes of the decode graph of batch bucket B (a power of two) as run_pass enqueues
+    them: the embedding (+ gemma's scale), per layer attention norm, QKV GEMM, [bias],
+    [Q/K head norm], RoPE, K/V write, attention, [its merge when split], O GEMM,
+    [post-norm], FFN norm, gate|up GEMM, SwiGLU, down GEMM, [post-norm]; then the final
+    norm, the LM head (+ gemma2's soft-cap). fused: e17f's qkv_post (bias, head norm,
+    RoPE and K/V write in one kernel) and the split decode attention merged by its own
+    last blocks (no merge node; every shape here takes the GQA decode kernel). The count
+    tests/gpu_test_model.c checks against the backend's own census (BG_CUDA_GRAPH_LOG)
+    for each architecture."""
+    L, E, F, H, HKV, HD, V = SHAPES[shape_name]
+    feats, gctx = FEATURES[shape_name]
+    if rule == "occupancy":
+        ns = attn_splits(B, H, HKV, HD, gctx)
+    else:
+        ns = attn_splits_2sm(B, HKV, gctx)
+    qkv_post = 1 if fused else 2 + ("qk_norm" in feats) + ("bias" in feats)
+    merge = ns > 1 and not fused
+    layer = 2 + 4 + 1 + 1 + qkv_post + merge + 2 * ("post_norms" in feats)
+    return 1 + ("embd_scale" in feats) + L * layer + 2 + ("final_softcap" in feats)
+
+
+def node_us():
+    """NODE_US (seconds): the H200's measured batch-1 step less this model's, over the
+    nodes of that step (092388f: unfused, 2/SM splits)."""
+    global BW
+    bw, BW = BW, H200_BW
+    try:
+        t, _ = step_time(kernels(SHAPES["llama3-8b"], 1, 512, True, 0.0, "old", "2/SM"), False)
+    finally:
+        BW = bw
+    return (H200_STEP[(1, 512)] - t) / (decode_nodes("llama3-8b", 1, False, "2/SM") + STREAM_OPS), t
+
+
+def node_table(a, shape_name):
+    """The fixed-cost term: its calibration, the H200's other points against it, and
+    the step estimates with and without it, before and after e17f's fusion."""
+    shape = SHAPES[shape_name]
+    nu, t_cal = node_us()
+    n_cal = decode_nodes("llama3-8b", 1, False, "2/SM") + STREAM_OPS
+    print(f"\nfixed cost per node (ESTIMATE, calibrated on ONE measured point): NODE_US = "
+          f"{nu*1e6:.2f} us = (5.473 ms measured on the H200 at batch 1 x 512 - "
+          f"{t_cal*1e3:.3f} ms modelled at {H200_BW/1e12:.3f} TB/s) / {n_cal} nodes "
+          f"({n_cal - STREAM_OPS} in the 092388f decode graph + {STREAM_OPS} stream ops). "
+          f"The other measured points, unfitted (llama3-8b, 092388f's attention):")
+    print("| batch | context | measured ms | model ms | nodes | model + nodes ms | measured / (model + nodes) |")
+    print("|---|---|---|---|---|---|---|")
+    global BW
+    bw, BW = BW, H200_BW
+    try:
+        for (B, ctx), ms in sorted(H200_STEP.items()):
+            t, _ = step_time(kernels(SHAPES["llama3-8b"], B, ctx, True, 0.0, "old", "2/SM"), False)
+            n = decode_nodes("llama3-8b", B, False, "2/SM") + STREAM_OPS
+            print(f"| {B} | {ctx} | {ms*1e3:.3f} | {t*1e3:.3f} | {n} | {(t + n*nu)*1e3:.3f} "
+                  f"| {ms / (t + n*nu):.2f} |")
+    finally:
+        BW = bw
+    print(f"\n{shape_name} decode steps with the node term (ESTIMATES; HBM {BW/1e12:.2f} TB/s; "
+          f"NODE_US {nu*1e6:.2f} us, ASSUMED the same on an H100): before = main's graph "
+          f"(rope, K/V write{', head norm' if 'qk_norm' in FEATURES[shape_name][0] else ''} "
+          f"separate, attention merge a node when split), after = e17f's qkv_post and merge in "
+          f"the decode kernel. roofline = weights + KV bytes once.")
+    print("| batch | context | nodes before | nodes after | model ms | + nodes before ms "
+          "| + nodes after ms | roofline ms | fraction before | fraction after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for B, ctx in a.scenarios:
+        Bp = 1 << (B - 1).bit_length()
+        t, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
+        floor = sum(r[3] for r in rows if r[0] in ("GEMMs (weights)", "LM head"))
+        floor += sum(r[1] / BW for r in rows if r[0].startswith("decode attention"))
+        nb = decode_nodes(shape_name, Bp, False) + STREAM_OPS
+        na = decode_nodes(shape_name, Bp, True) + STREAM_OPS
+        tb, ta = t + nb * nu, t + na * nu
+        print(f"| {B} | {ctx} | {nb} | {na} | {t*1e3:.3f} | {tb*1e3:.3f} | {ta*1e3:.3f} "
+              f"| {floor*1e3:.3f} | {floor/tb:.1%} | {floor/ta:.1%} |")
+    n85 = None
+    t1, rows1 = step_time(kernels(shape, 1, 512, True), False)
+    f1 = sum(r[3] for r in rows1 if r[0] in ("GEMMs (weights)", "LM head"))
+    f1 += sum(r[1] / BW for r in rows1 if r[0].startswith("decode attention"))
+    n85 = (f1 / 0.85 - t1) / nu
+    print(f"batch 1 x 512 reaches 85 % of its roofline, by this model, at <= {n85:.0f} nodes "
+          f"of {nu*1e6:.2f} us (or {decode_nodes(shape_name, 1, True) + STREAM_OPS} nodes "
+          f"of <= {(f1 / 0.85 - t1) / (decode_nodes(shape_name, 1, True) + STREAM_OPS) * 1e6:.2f} us).")
 
 
 # bench/host_step at B=256 (us per row): A (forward -> sample) and B (sample -> next
@@ -394,6 +519,7 @@ def main():
               f"<= 2x). A lower bound: it assumes the 4 warps a scheduler holds hide every "
               f"latency (barriers, shared-memory round trips).")
     overlap_table(a, shape)
+    node_table(a, a.shape)
     if a.measured:
         with open(a.measured) as f:
             rep = json.load(f)

@@ -1,7 +1,10 @@
 /* attention: causal attention over the paged KV pool, in three kernels.
  *
  * Decode steps go to the GQA decode kernel (below, before the tiled one) where the shape
- * allows: one block per KV head sharing each staged K/V tile among its query heads.
+ * allows: one block per KV head sharing each staged K/V tile among its query heads. Split,
+ * its blocks write partials like the per-query kernel's; given merge_counters, the last
+ * block of each (token, KV head) merges them itself (decode_merge_last), else the merge
+ * kernel does (one graph node more a layer: issue 17's fixed cost per node).
  *
  * Per-query (decode steps of other shapes), flash-decoding style: block (h, i, split) handles query head
  * h of token list[i] and one contiguous part of its context [0, pos]. Its 4 warps take
@@ -131,39 +134,41 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 
 #define RED_THREADS 128 /* the most threads attn_reduce_kernel runs with */
 
-/* Merges the splits of (token list[li], head h): M = max m_s, L = sum l_s e^(m_s - M),
- * out = sum acc_s e^(m_s - M) / L. The threads read the splits' (m, l) together for M and
- * L; the weights e^(m_s - M) of blockDim.x splits at a time go to shared memory, so that
- * a thread's sum over them is loads with no branch on loaded data between them, several
- * in flight (the serial walk it replaces waited for two round trips a split: m, then
- * acc). A split without keys (m = -inf) wrote l = 0 and acc = 0 (both kernels), so a
- * weight of 0 for it adds nothing. Dimensions threadIdx.x and threadIdx.x + blockDim.x (head_dim <= 256,
- * blockDim.x = 128 from head_dim 128 up). */
-template <typename T>
-__global__ void __launch_bounds__(RED_THREADS)
-    attn_reduce_kernel(const float *partial, const int32_t *list, int n_head, int hd,
-		       int n_split, T *out)
+/* Merges the splits of one (token, head), pp = its n_split partials ({m, l, acc[hd]} each),
+ * into o[hd]: M = max m_s, L = sum l_s e^(m_s - M), out = sum acc_s e^(m_s - M) / L. The
+ * first nt threads of the block work (nt: a multiple of 32, >= hd or == blockDim.x); the
+ * others only pass the barriers, so that a block of any size sums in the order of a block
+ * of nt threads: attn_reduce_kernel's and the GQA decode kernel's merges are bitwise alike.
+ * The threads read the splits' (m, l) together for M and L; the weights e^(m_s - M) of nt
+ * splits at a time go to shared memory (w_s[nt]; r_s[blockDim.x / 32]), so that a thread's
+ * sum over them is loads with no branch on loaded data between them, several in flight
+ * (the serial walk it replaces waited for two round trips a split: m, then acc). A split
+ * without keys (m = -inf) wrote l = 0 and acc = 0 (both kernels), so a weight of 0 for it
+ * adds nothing. Dimensions threadIdx.x and threadIdx.x + nt (head_dim <= 256, nt = 128
+ * from head_dim 128 up). F: const float, or const volatile float in the decode kernel,
+ * where other blocks wrote the partials during this launch (CUDA's threadfence reduction
+ * reads them so). UNROLL:
+ * of the inner sum (8 in the merge kernel; 1 in the decode kernel, whose registers are
+ * bounded): the same additions in the same order either way. */
+template <typename T, int UNROLL, typename F>
+__device__ void attn_merge(F *pp, int hd, int n_split, int nt, float *w_s, float *r_s, T *o)
 {
-	__shared__ float w_s[RED_THREADS];
-	__shared__ float r_s[RED_THREADS / 32];
-	const int li = blockIdx.x, h = blockIdx.y;
-	const int t = list ? list[li] : li;
-	const int nt = (int)blockDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int n_warps = nt / 32;
 	const int64_t st = hd + 2; /* floats a split */
-	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * st;
 	float m = -INFINITY;
-	for (int s = threadIdx.x; s < n_split; s += nt)
+	for (int s = tid; s < n_split && tid < nt; s += nt)
 		m = fmaxf(m, pp[s * st]);
 	m = warp_max(m);
 	if (lane == 0)
 		r_s[warp] = m;
 	__syncthreads();
 	float M = -INFINITY;
-	for (int w = 0; w < nt / 32; w++)
+	for (int w = 0; w < n_warps; w++)
 		M = fmaxf(M, r_s[w]);
 	__syncthreads(); /* r_s read; reused for L */
 	float l = 0.0f;
-	for (int s = threadIdx.x; s < n_split; s += nt) {
+	for (int s = tid; s < n_split && tid < nt; s += nt) {
 		float ms = pp[s * st];
 		if (ms != -INFINITY)
 			l += pp[s * st + 1] * expf(ms - M);
@@ -173,34 +178,87 @@ __global__ void __launch_bounds__(RED_THREADS)
 		r_s[warp] = l;
 	__syncthreads();
 	float L = 0.0f;
-	for (int w = 0; w < nt / 32; w++)
+	for (int w = 0; w < n_warps; w++)
 		L += r_s[w];
 	float acc[2] = {0.0f, 0.0f};
 	for (int c0 = 0; c0 < n_split; c0 += nt) {
 		const int n = min(nt, n_split - c0);
 		__syncthreads(); /* the previous chunk's weights are used */
-		if ((int)threadIdx.x < n) {
-			float ms = pp[(c0 + threadIdx.x) * st];
-			w_s[threadIdx.x] = ms == -INFINITY ? 0.0f : expf(ms - M);
+		if (tid < n) {
+			float ms = pp[(c0 + tid) * st];
+			w_s[tid] = ms == -INFINITY ? 0.0f : expf(ms - M);
 		}
 		__syncthreads();
 		for (int i = 0; i < 2; i++) {
-			const int d = threadIdx.x + i * nt;
+			const int d = tid + i * nt;
 			if (d >= hd)
-				break;
-			const float *v = pp + c0 * st + 2 + d;
+				break; /* threads past nt: tid >= nt >= hd, or nt == blockDim.x */
+			F *v = pp + c0 * st + 2 + d;
 			float sum = acc[i];
-#pragma unroll 8
+#pragma unroll UNROLL
 			for (int j = 0; j < n; j++)
 				sum += v[j * st] * w_s[j];
 			acc[i] = sum;
 		}
 	}
-	T *o = out + (int64_t)t * n_head * hd + (int64_t)h * hd;
 	for (int i = 0; i < 2; i++) {
-		const int d = threadIdx.x + i * nt;
+		const int d = tid + i * nt;
 		if (d < hd)
 			o[d] = st_t<T>(acc[i] / L);
+	}
+}
+
+/* The threads attn_merge works with for heads of hd dimensions. */
+__host__ __device__ __forceinline__ int attn_merge_threads(int hd)
+{
+	return hd >= RED_THREADS ? RED_THREADS : ((hd + 31) / 32) * 32;
+}
+
+/* Merges the splits of (token list[li], head h) (blockIdx.x, blockIdx.y), with
+ * attn_merge_threads(hd) threads. */
+template <typename T>
+__global__ void __launch_bounds__(RED_THREADS)
+    attn_reduce_kernel(const float *partial, const int32_t *list, int n_head, int hd,
+		       int n_split, T *out)
+{
+	__shared__ float w_s[RED_THREADS];
+	__shared__ float r_s[RED_THREADS / 32];
+	const int li = blockIdx.x, h = blockIdx.y;
+	const int t = list ? list[li] : li;
+	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * (hd + 2);
+	attn_merge<T, 8, const float>(pp, hd, n_split, (int)blockDim.x, w_s, r_s,
+		      out + (int64_t)t * n_head * hd + (int64_t)h * hd);
+}
+
+/* The end of a split block of the GQA decode kernel, its partials written: the last of the
+ * n_split blocks of a (token, KV head) to get here merges their partials (part: the
+ * token's, [n_head][n_split][hd + 2]) for query heads [h0, h0 + G) into out (the token's
+ * row), as attn_reduce_kernel would: the threadfence reduction (each block's partials
+ * made visible device-wide before it counts itself in *cnt; the count goes back to 0 for
+ * the next launch, a graph replay included). Not inlined: the decode loop's registers
+ * stay its own (inlined, ptxas spilled on sm_80 at its 64-register bound). */
+template <typename T>
+__device__ __noinline__ void decode_merge_last(int *cnt, const float *part, int n_split, int h0,
+					       int G, int hd, T *out, float *w_s, float *r_s,
+					       int *last_s)
+{
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		*last_s = atomicAdd(cnt, 1) == n_split - 1;
+		if (*last_s)
+			*cnt = 0;
+	}
+	__syncthreads();
+	if (!*last_s)
+		return; /* block-uniform */
+	__threadfence();
+	const int nt = attn_merge_threads(hd);
+	for (int g = 0; g < G; g++) {
+		const int h = h0 + g;
+		attn_merge<T, 1, const volatile float>(part + (int64_t)h * n_split * (hd + 2), hd,
+						       n_split, nt, w_s, r_s, out + (int64_t)h * hd);
+		__syncthreads(); /* w_s and r_s reused by the next head */
 	}
 }
 
@@ -283,6 +341,9 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 	__shared__ uint4 k_s[DEC_KEYS * VPR];
 	__shared__ uint4 v_s[DEC_KEYS * VPR];
 	__shared__ int64_t row_s[DEC_KEYS]; /* element offset of each key's K row; -1: none */
+	__shared__ float w_s[RED_THREADS]; /* the merge of the last split block (attn_merge) */
+	__shared__ float r_s[ATTN_WARPS];
+	__shared__ int last_s;
 	const int kvh = blockIdx.x, li = blockIdx.y, sp = blockIdx.z;
 	const int t = a.list ? a.list[li] : li;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -427,6 +488,14 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 				pp[2 + c * EPV + i] = acc[gi][i];
 		}
 	}
+	if (n_split == 1 || !a.merge_counters)
+		return;
+	/* The last of the n_split blocks of (token, KV head) to finish merges their partials
+	 * for its G query heads (decode_merge_last). */
+	decode_merge_last<T>(a.merge_counters + (int64_t)li * a.n_head_kv + kvh,
+			     partial + (int64_t)li * a.n_head * n_split * (hd + 2), n_split,
+			     kvh * G, G, hd, (T *)a.out + (int64_t)t * a.n_head * hd, w_s, r_s,
+			     &last_s);
 }
 
 /* Whether attn_decode_gqa_kernel takes the per-query tokens of this shape. */
@@ -897,9 +966,11 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 	}
 	if (q.n_list <= 0)
 		return cudaSuccess;
+	bool merged = false; /* the splits merged by the decode kernel's last blocks */
 	if (decode_gqa_ok(a->n_head, a->n_head_kv, a->head_dim, a->kv.kv_dim, sizeof(T)) &&
 	    (uintptr_t)a->kv.base % 16 == 0) {
 		dim3 grid(a->n_head_kv, q.n_list, n_split);
+		merged = a->merge_counters != NULL;
 		if (npl <= 1)
 			launch_decode_gqa<T, 1>(grid, q, n_split, partial, stream);
 		else if (npl <= 2)
@@ -920,10 +991,10 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 		attn_kernel<T, 8><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
 	}
 	cudaError_t e = cudaGetLastError();
-	if (e != cudaSuccess || n_split == 1)
+	if (e != cudaSuccess || n_split == 1 || merged)
 		return e;
 	dim3 g2(q.n_list, a->n_head);
-	int threads = a->head_dim >= RED_THREADS ? RED_THREADS : ((a->head_dim + 31) / 32) * 32;
+	int threads = attn_merge_threads(a->head_dim);
 	attn_reduce_kernel<T><<<g2, threads, 0, stream>>>(partial, q.list, a->n_head, a->head_dim,
 							  n_split, (T *)a->out);
 	return cudaGetLastError();

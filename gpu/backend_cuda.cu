@@ -15,7 +15,9 @@
  *
  * A decode-only batch (every sequence feeds one token and wants its logits, at most 256
  * sequences) replays a CUDA graph captured once per power-of-two bucket of the batch size
- * (~10 launches per layer become one); BG_CUDA_GRAPHS=0 turns this off.
+ * (~10 launches per layer become one); BG_CUDA_GRAPHS=0 turns this off. A step still pays
+ * a fixed cost per graph node (bench/perf_model.py's NODE_US): the layer's work between
+ * the QKV projection and attention is one kernel (gpu/qkv_post.cu), not four.
  *
  * Overlap (BACKEND_CAP_ASYNC; engine.c, "Overlap"): forward(), sample() and kv_copy() only
  * enqueue work on one in-order stream. sample() leaves the drawn tokens on the device, in
@@ -122,6 +124,9 @@ struct cuda_ctx {
 
 	int cap_tok;
 	float *x, *qkv, *tmp, *gu, *partial;
+	/* [max(cap_tok, CUDA_GRAPH_MAX_B) * n_head_kv] gpu_attn_args.merge_counters: zero,
+	 * and left zero by every attention call */
+	int *attn_cnt;
 	void *xn, *attn, *act;
 	size_t act_bytes;
 
@@ -170,6 +175,12 @@ struct cuda_ctx {
 	int gmeta_slot;
 	size_t gmeta_cap; /* int32s */
 	int32_t scratch_block; /* == n_blocks: one block past the engine's pool */
+
+	/* $BG_CUDA_GRAPH_LOG (a file, or "-" for stderr): each decode graph's nodes, counted
+	 * by kind when it is captured, and those of every other pass, which then runs as a
+	 * graph captured for it (the same work in the same order); NULL: no census */
+	FILE *graph_log;
+	int pass_gemms; /* cuBLAS calls of run_pass's last call */
 };
 
 static void drop_graphs(struct cuda_ctx *c)
@@ -560,6 +571,63 @@ static struct pass_ptrs pass_layout(const struct cuda_ctx *c, const struct pass 
 	return q;
 }
 
+/* gpu_gemm with the context's handle and storage type, counted in pass_gemms. */
+static cublasStatus_t pass_gemm(struct cuda_ctx *c, const void *W, const void *x, float *y,
+				int n_out, int n_in, int n_tok, int ldy)
+{
+	c->pass_gemms++;
+	return gpu_gemm(c->cublas, W, x, y, n_out, n_in, n_tok, ldy, c->dt);
+}
+
+/* The nodes of a captured graph by kind (cudaGraphGetNodes, cudaGraphNodeGetType). On a
+ * GPU the kernels include those cuBLAS records for each GEMM call, which this code cannot
+ * know beforehand (one kernel, or two when its heuristic picks a split-K GEMM and its
+ * reduction); under gpu/emu a cuBLAS call records one kernel node. */
+struct cuda_census {
+	size_t nodes, kernels, memcpys, memsets, other;
+};
+
+static cudaError_t graph_census(cudaGraph_t g, struct cuda_census *k)
+{
+	memset(k, 0, sizeof *k);
+	size_t n = 0;
+	cudaError_t e = cudaGraphGetNodes(g, NULL, &n);
+	if (e != cudaSuccess || n == 0)
+		return e;
+	cudaGraphNode_t *nodes = (cudaGraphNode_t *)malloc(n * sizeof *nodes);
+	if (!nodes)
+		return cudaErrorMemoryAllocation;
+	e = cudaGraphGetNodes(g, nodes, &n);
+	for (size_t i = 0; e == cudaSuccess && i < n; i++) {
+		enum cudaGraphNodeType t;
+		e = cudaGraphNodeGetType(nodes[i], &t);
+		k->kernels += t == cudaGraphNodeTypeKernel;
+		k->memcpys += t == cudaGraphNodeTypeMemcpy;
+		k->memsets += t == cudaGraphNodeTypeMemset;
+		k->other += t != cudaGraphNodeTypeKernel && t != cudaGraphNodeTypeMemcpy &&
+			    t != cudaGraphNodeTypeMemset;
+	}
+	k->nodes = n;
+	free(nodes);
+	return e;
+}
+
+/* One census line in graph_log: "WHAT: N nodes (K kernel, C memcpy, S memset, O other),
+ * G cuBLAS calls". */
+static cudaError_t log_census(struct cuda_ctx *c, cudaGraph_t g, const char *what)
+{
+	struct cuda_census k;
+	cudaError_t e = graph_census(g, &k);
+	if (e != cudaSuccess)
+		return e;
+	fprintf(c->graph_log,
+		"batchgen-cuda graph census: %s: %zu nodes (%zu kernel, %zu memcpy, %zu memset, "
+		"%zu other), %d cuBLAS calls\n",
+		what, k.nodes, k.kernels, k.memcpys, k.memsets, k.other, c->pass_gemms);
+	fflush(c->graph_log);
+	return cudaSuccess;
+}
+
 /* Enqueues the whole model for one pass. Makes no synchronous call and allocates
  * nothing, so that it can be captured into a CUDA graph. */
 static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
@@ -574,6 +642,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	int E = (int)hp->n_embd, F = (int)hp->n_ff;
 	cudaStream_t s = c->stream;
 
+	c->pass_gemms = 0;
 	CUDA_CHECK(gpu_embed(c->tok_embd, c->dt, d_tokens, c->d_sout, n, (int)hp->n_vocab, E, c->x,
 			     s));
 	if (hp->embd_scale != 1.0f) /* gemma */
@@ -592,21 +661,29 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		/* the previous layer's FFN output joins the residual here */
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
 					   n, E, l > 0, c->xn, c->dt, s));
-		CUBLAS_CHECK(
-		    gpu_gemm(c->cublas, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv, c->dt));
-		if (L->bqkv)
-			CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, L->bqkv, n, c->ld_qkv, s));
-		if (L->q_norm) /* qwen3, gemma3: per head, before RoPE */
-			CUDA_CHECK(gpu_head_rmsnorm(c->qkv, c->ld_qkv, n, (int)hp->n_head,
-						    (int)hp->n_head_kv, (int)hp->head_dim,
-						    L->q_norm, L->k_norm, hp->rms_eps, s));
+		CUBLAS_CHECK(pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
+		/* [bias (qwen2)], [Q/K head norms (qwen3, gemma3)], RoPE and the K/V write: one
+		 * kernel, one graph node (issue 17: ~6 us a node on the H200, ESTIMATE: NODE_US) */
 		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
-		CUDA_CHECK(gpu_rope(c->qkv, c->ld_qkv, d_pos, n, (int)hp->n_head,
-				    (int)hp->n_head_kv, (int)hp->head_dim, (int)hp->rope_dim,
-				    c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half), c->mscale[rk],
-				    hp->rope_neox, s));
-		CUDA_CHECK(gpu_kv_write(c->qkv, c->ld_qkv, c->n_q, c->n_q + c->n_kv, d_slots, n, kv,
-					c->dt, s));
+		struct gpu_qkv_post_args qp;
+		qp.qkv = c->qkv;
+		qp.ld = c->ld_qkv;
+		qp.n_tok = n;
+		qp.n_head = (int)hp->n_head;
+		qp.n_head_kv = (int)hp->n_head_kv;
+		qp.head_dim = (int)hp->head_dim;
+		qp.bias = L->bqkv;
+		qp.q_norm = L->q_norm;
+		qp.k_norm = L->k_norm;
+		qp.eps = hp->rms_eps;
+		qp.pos = d_pos;
+		qp.rope_dim = (int)hp->rope_dim;
+		qp.table = c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half);
+		qp.mscale = c->mscale[rk];
+		qp.neox = hp->rope_neox;
+		qp.slots = d_slots;
+		qp.kv = kv;
+		CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
 		struct gpu_attn_args a;
 		a.q = c->qkv;
 		a.ldq = c->ld_qkv;
@@ -628,16 +705,17 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.list = d_list;
 		a.n_list = ps->n_list;
 		a.prefill = GPU_ATTN_PREFILL_AUTO;
+		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
-		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wo, c->attn, c->tmp, E, c->n_q, n, E, c->dt));
+		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, c->n_q, n, E));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
-		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F, c->dt));
+		CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F));
 		CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
-		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wdown, c->act, c->tmp, E, F, n, E, c->dt));
+		CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->tmp, E, F, n, E));
 		if (L->ffn_post)
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
@@ -647,8 +725,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	/* only the rows that want logits go through the final norm and the LM head */
 	CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, c->output_norm, hp->rms_eps, d_rows, ps->n_out, E,
 				   false, c->xl, c->dt, s));
-	CUBLAS_CHECK(gpu_gemm(c->cublas, c->output, c->xl, c->logits + (size_t)row0 * hp->n_vocab,
-			      (int)hp->n_vocab, E, ps->n_out, (int)hp->n_vocab, c->dt));
+	CUBLAS_CHECK(pass_gemm(c, c->output, c->xl, c->logits + (size_t)row0 * hp->n_vocab,
+			       (int)hp->n_vocab, E, ps->n_out, (int)hp->n_vocab));
 	if (hp->final_softcap > 0.0f) /* gemma2 */
 		CUDA_CHECK(gpu_softcap(c->logits + (size_t)row0 * hp->n_vocab,
 				       (int64_t)ps->n_out * hp->n_vocab, hp->final_softcap, s));
@@ -727,6 +805,38 @@ static enum bg_status staging_sent(struct cuda_ctx *c, struct cuda_staging *s, s
 	return BG_OK;
 }
 
+/* run_pass captured into a graph whose nodes go to graph_log, then launched: the census of
+ * an ordinary pass (BG_CUDA_GRAPH_LOG). */
+static enum bg_status census_pass(struct cuda_ctx *c, const struct pass *ps,
+				  const struct pass_ptrs *pp, int n_split, int32_t row0,
+				  struct bg_err *err)
+{
+	cudaGraph_t g = NULL;
+	cudaGraphExec_t x = NULL;
+	CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
+	enum bg_status st = run_pass(c, ps, pp, n_split, row0, err);
+	cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+	if (st == BG_OK && e == cudaSuccess) {
+		char what[128];
+		snprintf(what, sizeof what,
+			 "pass of %d tokens (%d attention tiles, %d listed), %d attention splits",
+			 ps->n_tok, ps->n_tiles, ps->n_list, n_split);
+		e = log_census(c, g, what);
+	}
+	if (st == BG_OK && e == cudaSuccess)
+		e = cudaGraphInstantiate(&x, g, 0);
+	if (st == BG_OK && e == cudaSuccess)
+		e = cudaGraphLaunch(x, c->stream);
+	if (x) /* a launched graph runs to its end */
+		cudaGraphExecDestroy(x);
+	if (g)
+		cudaGraphDestroy(g);
+	if (st != BG_OK)
+		return st;
+	CUDA_CHECK(e);
+	return BG_OK;
+}
+
 /* A decode-only batch through the CUDA graph of its bucket (captured on first use). */
 static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_batch *b,
 				    struct bg_err *err)
@@ -793,6 +903,14 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 			return st;
 		}
 		CUDA_CHECK(e);
+		if (c->graph_log) {
+			char what[96];
+			snprintf(what, sizeof what, "decode graph, batch %d, %d attention splits",
+				 Bp, n_split);
+			if ((e = log_census(c, g, what)) != cudaSuccess)
+				cudaGraphDestroy(g);
+			CUDA_CHECK(e);
+		}
 		e = cudaGraphInstantiate(&c->graph[gi], g, 0);
 		cudaGraphDestroy(g);
 		if (e != cudaSuccess) {
@@ -965,7 +1083,10 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, (int)c->hp.n_head_kv,
 					 (int)c->hp.head_dim, c->dt, ps.max_ctx, c->n_sm,
 					 c->attn_per_sm, CUDA_PARTIAL_FLOATS);
-		st = run_pass(c, &ps, &pp, n_split, row, err);
+		if (c->graph_log)
+			st = census_pass(c, &ps, &pp, n_split, row, err);
+		else
+			st = run_pass(c, &ps, &pp, n_split, row, err);
 		if (st != BG_OK)
 			return st;
 		row += ps.n_out;
@@ -1369,6 +1490,7 @@ static void cuda_destroy(void *ctx)
 	cudaFree(c->kv);
 	cudaFree(c->x); /* the base of all activations */
 	cudaFree(c->partial);
+	cudaFree(c->attn_cnt);
 	cudaFree(c->d_meta);
 	cudaFree(c->logits);
 	cudaFree(c->xl);
@@ -1383,6 +1505,8 @@ static void cuda_destroy(void *ctx)
 	if (c->stream)
 		cudaStreamDestroy(c->stream);
 	cudaGetLastError(); /* leave no error behind for whoever uses CUDA next */
+	if (c->graph_log && c->graph_log != stderr)
+		fclose(c->graph_log);
 	free(c->layers);
 	free(c->hist_cnt);
 	free(c->hist_ids);
@@ -1522,6 +1646,13 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	if (st == BG_OK)
 		st = dev_alloc((void **)&c->partial, CUDA_PARTIAL_FLOATS * 4, "attention scratch",
 			       err);
+	size_t n_cnt = (size_t)(CUDA_DEFAULT_CAP_TOK > CUDA_GRAPH_MAX_B ? CUDA_DEFAULT_CAP_TOK
+									 : CUDA_GRAPH_MAX_B) *
+		       hp->n_head_kv;
+	if (st == BG_OK)
+		st = dev_alloc((void **)&c->attn_cnt, n_cnt * 4, "attention merge counters", err);
+	if (st == BG_OK)
+		CUDA_CHECK(cudaMemsetAsync(c->attn_cnt, 0, n_cnt * 4, c->stream));
 	if (st == BG_OK)
 		st = dev_alloc((void **)&c->sample_work,
 			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)hp->n_vocab) * 4,
@@ -1593,6 +1724,12 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	if (st != BG_OK)
 		return st;
 
+	const char *gl = getenv("BG_CUDA_GRAPH_LOG");
+	if (gl && *gl) {
+		c->graph_log = strcmp(gl, "-") == 0 ? stderr : fopen(gl, "a");
+		if (!c->graph_log)
+			return bg_fail(err, BG_ERR_IO, "BG_CUDA_GRAPH_LOG %s: cannot open it", gl);
+	}
 	const char *ge = getenv("BG_CUDA_GRAPHS");
 	c->graphs_on = !(ge && strcmp(ge, "0") == 0);
 	if (c->graphs_on) {

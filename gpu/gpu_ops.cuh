@@ -118,6 +118,33 @@ struct gpu_kv_layer {
 cudaError_t gpu_kv_write(const float *qkv, int ld, int k_col, int v_col, const int32_t *slots,
 			 int n_tok, struct gpu_kv_layer kv, enum gpu_dtype dt, cudaStream_t stream);
 
+/* ---- qkv_post.cu ---- */
+
+/* What follows the QKV projection of a layer, for the n_tok rows of qkv ([n_tok, ld] fp32:
+ * n_head query heads, n_head_kv key heads, n_head_kv value heads, head_dim columns each,
+ * ld >= their total): */
+struct gpu_qkv_post_args {
+	float *qkv;
+	int ld, n_tok, n_head, n_head_kv, head_dim;
+	const float *bias; /* NULL, or [(n_head + 2 n_head_kv) head_dim]: added to every row */
+	const float *q_norm, *k_norm; /* both NULL, or [head_dim] each: per-head RMS norms */
+	float eps;
+	const int32_t *pos; /* [n_tok] */
+	int rope_dim;	    /* < 2: no rotation */
+	const float *table; /* gpu_rope_table_fill's table for rope_dim / 2 (device) */
+	float mscale;
+	bool neox;
+	const int32_t *slots;	 /* [n_tok] KV slot of each row */
+	struct gpu_kv_layer kv; /* kv.kv_dim == n_head_kv * head_dim */
+};
+/* In one launch, bitwise what these do one after another: gpu_bias_add (when bias),
+ * gpu_head_rmsnorm (when q_norm), gpu_rope (when rope_dim >= 2), then gpu_kv_write of the
+ * key and value heads into their slots (converted to dt). qkv is left as the first three
+ * leave it. cudaErrorInvalidValue for n_tok > 65535, a kv_dim that is not n_head_kv *
+ * head_dim, or one norm without the other. */
+cudaError_t gpu_qkv_post(const struct gpu_qkv_post_args *a, enum gpu_dtype dt,
+			 cudaStream_t stream);
+
 /* ---- attention.cu ---- */
 
 struct gpu_attn_args {
@@ -145,6 +172,11 @@ struct gpu_attn_args {
 	const int32_t *list;
 	int n_list;
 	int prefill; /* the tiles' kernel: GPU_ATTN_PREFILL_AUTO or _CUDA_CORES (tests) */
+	/* NULL, or [n_list * n_head_kv] ints, all 0 before the call (a call leaves them 0):
+	 * then the GQA decode kernel's last block of each (token, KV head) merges its splits
+	 * itself (one graph node less a layer; bitwise the separate merge kernel's result),
+	 * where that kernel takes the shape. */
+	int *merge_counters;
 };
 
 /* GPU_ATTN_PREFILL_AUTO: tiles of 16-bit K/V with heads of 16..128 dimensions (multiples

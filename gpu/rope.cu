@@ -7,7 +7,7 @@
  * Invariant: row 0 of every digit table is exactly (1, 0), so for pos < 2048 the products
  * are exact and the result is bitwise (float)cos(pos * freq[i]), the CPU backend's value;
  * beyond, each product adds at most ~1 fp32 ulp (measured in tests/gpu_test_kernels.cu). */
-#include "gpu/gpu_ops.cuh"
+#include "gpu/rope.cuh"
 
 #include <math.h>
 
@@ -25,15 +25,6 @@ extern "C" void gpu_rope_table_fill(const double *freq, int half, float *table)
 			}
 }
 
-/* (c, s) *= (c2, s2): the rotation by the sum of both angles */
-__device__ __forceinline__ void rot_mul(float &c, float &s, float2 r)
-{
-	float cn = fmaf(c, r.x, -__fmul_rn(s, r.y));
-	float sn = fmaf(s, r.x, __fmul_rn(c, r.y));
-	c = cn;
-	s = sn;
-}
-
 /* One block per token; thread k handles rotation pair k % half of head k / half. */
 __global__ void rope_kernel(float *qkv, int ld, const int32_t *pos, int n_heads, int head_dim,
 			    int rope_dim, const float2 *table, float mscale, bool neox)
@@ -41,28 +32,15 @@ __global__ void rope_kernel(float *qkv, int ld, const int32_t *pos, int n_heads,
 	int t = blockIdx.x;
 	int p = pos[t];
 	int half = rope_dim / 2;
-	const float2 *t0 = table + (int64_t)(p & (GPU_ROPE_ROWS0 - 1)) * half;
-	const float2 *t1 = table + (int64_t)(GPU_ROPE_ROWS0 + ((p >> 11) & (GPU_ROPE_ROWS1 - 1))) * half;
-	const float2 *t2 =
-	    table + (int64_t)(GPU_ROPE_ROWS0 + GPU_ROPE_ROWS1 + ((p >> 21) & (GPU_ROPE_ROWS2 - 1))) *
-			half;
 	float *row = qkv + (int64_t)t * ld;
 	for (int k = threadIdx.x; k < n_heads * half; k += blockDim.x) {
 		int h = k / half, i = k - h * half;
-		float2 r0 = t0[i];
-		float c = t2[i].x, s = t2[i].y;
-		rot_mul(c, s, t1[i]);
-		rot_mul(c, s, r0);
-		c = __fmul_rn(c, mscale);
-		s = __fmul_rn(s, mscale);
 		float *hp = row + (int64_t)h * head_dim;
-		int a = neox ? i : 2 * i;
-		int b = neox ? i + half : 2 * i + 1;
-		float x0 = hp[a], x1 = hp[b];
-		/* explicit roundings: nvcc would contract these into FMAs (one rounding less),
-		 * which the CPU backend's plain x0 * c - x1 * s does not do */
-		hp[a] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-		hp[b] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+		int a, b;
+		float y0, y1;
+		rope_rotation(hp, table, p, half, i, mscale, neox, &a, &b, &y0, &y1);
+		hp[a] = y0;
+		hp[b] = y1;
 	}
 }
 

@@ -820,6 +820,11 @@ static void test_attention(int n_sm)
 			float *partial;
 			const size_t part_cap = 1 << 22, guard = 1024;
 			REQUIRE(cudaMalloc(&partial, (part_cap + guard) * 4));
+			/* merge counters of the decode kernel's own merge: a token per KV head */
+			const size_t cnt_n = (size_t)n_tok * sh.n_head_kv;
+			int *dcnt;
+			REQUIRE(cudaMalloc(&dcnt, cnt_n * 4));
+			REQUIRE(cudaMemset(dcnt, 0, cnt_n * 4));
 			struct gpu_kv_layer kv = {
 			    (char *)dpool + (size_t)layer * 2 * sh.bs * kv_dim * gpu_dtype_size(dt),
 			    block_elems, (int64_t)sh.bs * kv_dim, sh.bs, kv_dim};
@@ -941,6 +946,26 @@ static void test_attention(int n_sm)
 					      "%s: wrote %zu floats past the %zu of partial "
 					      "scratch it was sized for",
 					      what, touched, used);
+					if (ns > 1) {
+						/* the splits merged by the decode kernel's last
+						 * blocks (where it takes the shape): bitwise the
+						 * merge kernel's result, the counters back to 0 */
+						REQUIRE(cudaMemset(dout, 0xff, out_n * 4));
+						a.merge_counters = dcnt;
+						REQUIRE(gpu_attention(&a, dt, ns, partial, 0));
+						a.merge_counters = NULL;
+						char wf[160];
+						snprintf(wf, sizeof wf, "%s, merged in the decode kernel",
+							 what);
+						check_close(wf, dev_download_st(dt, dout, out_n), got, 0,
+							    0);
+						std::vector<int> cnt = dev_download<int>(dcnt, cnt_n);
+						size_t nz = 0;
+						for (int v : cnt)
+							nz += v != 0;
+						CHECK(nz == 0, "%s: %zu merge counters left non-zero", wf,
+						      nz);
+					}
 					/* outputs are convex combinations of V in [-1, 1]. fp32
 					 * softmax over
 					 * <= 1501 keys with scores |s| <= 2*2*sqrt(hd): expf and
@@ -962,6 +987,7 @@ static void test_attention(int n_sm)
 			}
 			cudaFree(dtiles);
 			cudaFree(dlist);
+			cudaFree(dcnt);
 			cudaFree(dpool);
 			cudaFree(dq);
 			cudaFree(dbt);
@@ -1678,6 +1704,120 @@ static void test_head_norm(void)
 	cudaFree(dkw);
 }
 
+/* gpu_qkv_post (bias, Q/K head norms, RoPE and the K/V write in one launch) against the four
+ * launchers it replaces in the forward, run one after another on a copy of the same input:
+ * bitwise equal, the QKV rows and the whole KV pool (the slots not written included). The
+ * four are each checked against a CPU reference above (rope, kv_write, bias, head_norm). */
+static void test_qkv_post(void)
+{
+	struct {
+		int n_head, n_head_kv, hd, rope_dim;
+		bool neox, bias, norm;
+	} cases[6] = {
+	    {8, 2, 64, 64, false, false, false},  /* llama */
+	    {8, 2, 64, 64, true, true, false},	  /* qwen2: biases, NeoX */
+	    {8, 2, 128, 128, true, false, true},  /* qwen3: head norms */
+	    {6, 3, 96, 32, false, true, true},	  /* partial rotation, every step at once */
+	    {4, 4, 64, 0, false, true, false},	  /* no rotation */
+	    {4, 2, 256, 256, true, false, true}, /* gemma-sized heads */
+	};
+	for (enum gpu_dtype dt : all_dt)
+		for (auto &cs : cases) {
+			const int n_tok = 13, bs = 16, n_blocks = 4, n_layer = 2, layer = 1;
+			const int kv_dim = cs.n_head_kv * cs.hd;
+			const int width = (cs.n_head + 2 * cs.n_head_kv) * cs.hd, ld = width + 3;
+			const int64_t block_elems = (int64_t)n_layer * 2 * bs * kv_dim;
+			const size_t pool_elems = (size_t)block_elems * n_blocks;
+			std::vector<float> qkv = rand_vec((size_t)n_tok * ld, -2, 2);
+			std::vector<float> bias = rand_vec(width, -1, 1);
+			std::vector<float> qw = rand_vec(cs.hd, 0.5f, 1.5f), kw = rand_vec(cs.hd, -1.5f, 1.5f);
+			std::vector<float> pool = rand_vec(pool_elems, -8, 8);
+			std::vector<int32_t> pos(n_tok), slots(n_tok);
+			std::vector<int> perm(n_blocks * bs);
+			for (int i = 0; i < n_blocks * bs; i++)
+				perm[i] = i;
+			for (int i = n_blocks * bs - 1; i > 0; i--)
+				std::swap(perm[i], perm[rnd_u32() % (i + 1)]);
+			for (int t = 0; t < n_tok; t++) {
+				pos[t] = t < 3 ? 2047 + t : (int32_t)(rnd_u32() % 100000);
+				slots[t] = perm[t];
+			}
+			int half = cs.rope_dim / 2;
+			std::vector<double> freq(half > 0 ? half : 1);
+			for (int i = 0; i < half; i++)
+				freq[i] = pow(10000.0, -2.0 * i / cs.rope_dim);
+			std::vector<float> tab(GPU_ROPE_TABLE_FLOATS(half > 0 ? half : 1));
+			gpu_rope_table_fill(freq.data(), half, tab.data());
+			auto packed = st_pack(dt, pool);
+			void *pool_a = dev_upload(packed.data(), packed.size());
+			void *pool_b = dev_upload(packed.data(), packed.size());
+			float *qa = dev_vec(qkv), *qb = dev_vec(qkv), *db = dev_vec(bias);
+			float *dqw = dev_vec(qw), *dkw = dev_vec(kw), *dtab = dev_vec(tab);
+			int32_t *dp = dev_vec(pos), *ds = dev_vec(slots);
+			const size_t layer_off = (size_t)layer * 2 * bs * kv_dim * gpu_dtype_size(dt);
+			struct gpu_kv_layer kva = {(char *)pool_a + layer_off, block_elems,
+						   (int64_t)bs * kv_dim, bs, kv_dim};
+			struct gpu_kv_layer kvb = kva;
+			kvb.base = (char *)pool_b + layer_off;
+			const float eps = 1e-6f, msc = 0.75f;
+			/* the forward before: up to four launches */
+			if (cs.bias)
+				REQUIRE(gpu_bias_add(qb, ld, db, n_tok, width, 0));
+			if (cs.norm)
+				REQUIRE(gpu_head_rmsnorm(qb, ld, n_tok, cs.n_head, cs.n_head_kv, cs.hd,
+							 dqw, dkw, eps, 0));
+			REQUIRE(gpu_rope(qb, ld, dp, n_tok, cs.n_head, cs.n_head_kv, cs.hd, cs.rope_dim,
+					 dtab, msc, cs.neox, 0));
+			REQUIRE(gpu_kv_write(qb, ld, cs.n_head * cs.hd, (cs.n_head + cs.n_head_kv) * cs.hd,
+					     ds, n_tok, kvb, dt, 0));
+			/* and in one */
+			struct gpu_qkv_post_args a;
+			memset(&a, 0, sizeof a);
+			a.qkv = qa;
+			a.ld = ld;
+			a.n_tok = n_tok;
+			a.n_head = cs.n_head;
+			a.n_head_kv = cs.n_head_kv;
+			a.head_dim = cs.hd;
+			a.bias = cs.bias ? db : NULL;
+			a.q_norm = cs.norm ? dqw : NULL;
+			a.k_norm = cs.norm ? dkw : NULL;
+			a.eps = eps;
+			a.pos = dp;
+			a.rope_dim = cs.rope_dim;
+			a.table = dtab;
+			a.mscale = msc;
+			a.neox = cs.neox;
+			a.slots = ds;
+			a.kv = kva;
+			REQUIRE(gpu_qkv_post(&a, dt, 0));
+			char what[96];
+			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d: qkv",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm);
+			check_close(what, dev_download<float>(qa, qkv.size()),
+				    dev_download<float>(qb, qkv.size()), 0, 0);
+			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d: KV pool",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm);
+			check_close(what, dev_download_st(dt, pool_a, pool_elems),
+				    dev_download_st(dt, pool_b, pool_elems), 0, 0);
+			void *bufs[11] = {pool_a, pool_b, qa, qb, db, dqw, dkw, dtab, dp, ds, NULL};
+			for (int i = 0; bufs[i]; i++)
+				cudaFree(bufs[i]);
+		}
+	/* refused: a K/V width that is not n_head_kv x head_dim, one norm without the other */
+	struct gpu_qkv_post_args bad;
+	memset(&bad, 0, sizeof bad);
+	bad.n_tok = 1;
+	bad.n_head = 4;
+	bad.n_head_kv = 2;
+	bad.head_dim = 64;
+	bad.kv.kv_dim = 64;
+	CHECK(gpu_qkv_post(&bad, GPU_F32, 0) == cudaErrorInvalidValue, "qkv_post: bad kv_dim");
+	bad.kv.kv_dim = 128;
+	bad.q_norm = (const float *)&bad;
+	CHECK(gpu_qkv_post(&bad, GPU_F32, 0) == cudaErrorInvalidValue, "qkv_post: one norm");
+}
+
 /* gpu_scale (gemma's embedding scale) and gpu_softcap (gemma2's final logit cap). */
 static void test_scale_softcap(void)
 {
@@ -2051,6 +2191,7 @@ int main(void)
 	RUN(sample_paths, test_sample_paths());
 	RUN(kv_large, test_kv_large());
 	RUN(head_norm, test_head_norm());
+	RUN(qkv_post, test_qkv_post());
 	RUN(scale_softcap, test_scale_softcap());
 	RUN(gelu, test_gelu());
 	RUN(freq_factors, test_rope_factors());

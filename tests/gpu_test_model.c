@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpu/backend_cpu.h"
 #include "model/gguf.h"
@@ -471,6 +472,75 @@ out:
 	cJSON_Delete(ref);
 }
 
+/* ---- graph census: the nodes a forward pass enqueues ---- */
+
+/* The nodes of one pass as run_pass (gpu/backend_cuda.cu) enqueues them, derived by hand
+ * from the model's features, for T attention tiles, n_list per-query tokens, S attention
+ * splits and n_out logits rows; *gemms gets its cuBLAS calls. Per layer: attention
+ * RMS norm, QKV GEMM, qkv_post (bias, head norms, RoPE and K/V write), attention (the tiled
+ * kernel when T > 0 and heads <= 128 dims, the per-query kernel for the listed tokens,
+ * and for the tiled ones with larger heads; split, the GQA decode kernel merges its own
+ * splits: every model here takes it, so no merge node), O GEMM,
+ * [attention post-norm], FFN RMS norm, gate|up GEMM, SwiGLU, down GEMM, [FFN post-norm];
+ * around the layers: the embedding gather, [its scale], and with logits rows the final
+ * norm, the LM head GEMM and [the soft-cap]. Under gpu/emu a cuBLAS call is one node. */
+static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
+			    int *gemms)
+{
+	bool tiled = T > 0 && hp->head_dim <= 128;
+	bool per_query = n_list > 0 || (T > 0 && !tiled);
+	(void)S; /* the split count changes no node count now */
+	long layer = 8 + 2 * hp->post_norms + tiled + per_query;
+	*gemms = 4 * (int)hp->n_layer + (n_out > 0);
+	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
+	       (n_out > 0 ? 2 + (hp->final_softcap > 0.0f) : 0);
+}
+
+/* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected; returns the
+ * number of decode-graph lines and of pass lines through *n_graph and *n_pass. */
+static void census_check(const char *spec, const struct model_hparams *hp, const char *path,
+			 int *n_graph, int *n_pass)
+{
+	*n_graph = *n_pass = 0;
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL, "%s: no census at %s", spec, path);
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof line, f)) {
+		const char *at = strstr(line, "graph census: ");
+		if (!at)
+			continue;
+		at += strlen("graph census: ");
+		int B = 0, T = 0, Ln = 0, S = 0, n_tok = 0, gemms = -1, want_gemms;
+		size_t nodes = 0, kern = 0, cpy = 1, set = 1, other = 1;
+		long want;
+		if (sscanf(at,
+			   "decode graph, batch %d, %d attention splits: %zu nodes (%zu kernel, "
+			   "%zu memcpy, %zu memset, %zu other), %d cuBLAS calls",
+			   &B, &S, &nodes, &kern, &cpy, &set, &other, &gemms) == 8) {
+			want = census_expected(hp, 0, B, S, B, &want_gemms);
+			++*n_graph;
+		} else if (sscanf(at,
+				  "pass of %d tokens (%d attention tiles, %d listed), %d attention "
+				  "splits: %zu nodes (%zu kernel, %zu memcpy, %zu memset, %zu other), "
+				  "%d cuBLAS calls",
+				  &n_tok, &T, &Ln, &S, &nodes, &kern, &cpy, &set, &other,
+				  &gemms) == 10) {
+			want = census_expected(hp, T, Ln, S, 1, &want_gemms);
+			++*n_pass;
+		} else {
+			CHECK(0, "%s: unreadable census line: %s", spec, at);
+			continue;
+		}
+		CHECK((long)nodes == want && kern == nodes && cpy + set + other == 0 &&
+			  gemms == want_gemms,
+		      "%s: census %s: want %ld kernel nodes and %d cuBLAS calls", spec, at, want,
+		      want_gemms);
+	}
+	fclose(f);
+}
+
 /* ---- synthetic models: the BF16 (via q8_0) and F16 paths at a realistic head size ---- */
 
 static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_cos)
@@ -481,7 +551,13 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		CHECK(0, "model_open %s: %s", spec, err.msg);
 		return;
 	}
+	/* the CUDA backend's census of its passes and graphs (BG_CUDA_GRAPH_LOG) */
+	char census[64];
+	snprintf(census, sizeof census, "/tmp/bg-census-%d.log", (int)getpid());
+	remove(census);
+	setenv("BG_CUDA_GRAPH_LOG", census, 1);
 	struct backend *g = gpu_util_backend(m, true, 16, 512);
+	unsetenv("BG_CUDA_GRAPH_LOG");
 	struct backend *c = gpu_util_backend(m, false, 16, 512);
 	if (g && c) {
 		static struct seq sg, sc;
@@ -511,7 +587,13 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		}
 		free(lg);
 		free(lc);
+		/* the 24-token prompt's pass, then the batch-1 decode graph (captured once) */
+		int n_graph, n_pass;
+		census_check(spec, &m->hp, census, &n_graph, &n_pass);
+		CHECK(n_graph == 1 && n_pass == 1, "%s: census of %d graphs and %d passes", spec,
+		      n_graph, n_pass);
 	}
+	remove(census);
 	backend_destroy(g);
 	backend_destroy(c);
 	model_free(m);

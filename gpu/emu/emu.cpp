@@ -141,8 +141,12 @@ cudaError_t cudaMallocHost(void **p, size_t n)
 // In every policy work runs in stream order, and work behind a cudaStreamWaitEvent runs at
 // once only if the event's work has run. Each piece of work gets a ticket; an event
 // remembers the ticket of the last work queued before it.
+struct emu_graph_node {
+	cudaGraphNodeType type;
+};
 struct emu_graph {
 	std::vector<std::function<void()>> ops;
+	std::vector<emu_graph_node> nodes; // one per op, in capture order
 };
 struct emu_work {
 	std::function<void()> fn; // empty for a wait
@@ -223,7 +227,7 @@ static void run_all()
 // Work for stream s: recorded while s captures, run now on the legacy stream, else queued
 // (and maybe run at once: the policy).
 static void enqueue(emu_stream *s, std::function<void()> op, emu_stream *src = nullptr,
-		    uint64_t ticket = 0)
+		    uint64_t ticket = 0, cudaGraphNodeType type = cudaGraphNodeTypeKernel)
 {
 	if (!s) {
 		if (src)
@@ -233,9 +237,12 @@ static void enqueue(emu_stream *s, std::function<void()> op, emu_stream *src = n
 		return;
 	}
 	if (s->capture) {
-		if (src) // captured waits are not used by gpu/; replayed, one runs the work it waits for
+		if (src) { // captured waits are not used by gpu/; replayed, one runs the work it waits for
 			op = [src, ticket]() { run_until(src, ticket); };
+			type = cudaGraphNodeTypeWaitEvent;
+		}
 		s->capture->ops.push_back(std::move(op));
+		s->capture->nodes.push_back({type});
 		return;
 	}
 	s->q.push_back({std::move(op), src, ticket});
@@ -359,6 +366,23 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned lon
 	*e = new emu_graph(*g);
 	return cudaSuccess;
 }
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n)
+{
+	if (!g || !n)
+		return fail(cudaErrorInvalidValue);
+	size_t have = g->nodes.size();
+	for (size_t i = 0; nodes && i < *n; i++) // CUDA: entries past the count become NULL
+		nodes[i] = i < have ? &g->nodes[i] : nullptr;
+	*n = have;
+	return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *type)
+{
+	if (!node || !type)
+		return fail(cudaErrorInvalidValue);
+	*type = node->type;
+	return cudaSuccess;
+}
 cudaError_t cudaGraphDestroy(cudaGraph_t g)
 {
 	delete g;
@@ -415,12 +439,12 @@ cudaError_t cudaMemset(void *d, int v, size_t n)
 }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t st)
 {
-	enqueue(st, [=]() { memcpy(d, s, n); });
+	enqueue(st, [=]() { memcpy(d, s, n); }, nullptr, 0, cudaGraphNodeTypeMemcpy);
 	return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *d, int v, size_t n, cudaStream_t st)
 {
-	enqueue(st, [=]() { memset(d, v, n); });
+	enqueue(st, [=]() { memset(d, v, n); }, nullptr, 0, cudaGraphNodeTypeMemset);
 	return cudaSuccess;
 }
 

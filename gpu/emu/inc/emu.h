@@ -65,6 +65,7 @@ extern "C" {
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
@@ -93,6 +94,8 @@ inline float cospif(float x) { return (float)cos(M_PI * (double)x); }
 using std::min;
 using std::max;
 inline int atomicAdd(int *p, int v) { int o = *p; *p += v; return o; }
+// blocks run one at a time: every write is visible to the next block
+inline void __threadfence() {}
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p += v; return o; }
 inline unsigned atomicOr(unsigned *p, unsigned v) { unsigned o = *p; *p |= v; return o; }
 
@@ -128,6 +131,15 @@ typedef struct emu_stream *cudaStream_t;
 typedef struct emu_event *cudaEvent_t;
 typedef struct emu_graph *cudaGraph_t;
 typedef struct emu_graph *cudaGraphExec_t;
+// A node of a captured graph: its kind, as cudaGraphNodeGetType answers (CUDA's values);
+// a cuBLAS call records one kernel node (a real cuBLAS may record more: a split-K GEMM
+// adds its reduction kernel, and so cudaGraphGetNodes on a GPU tells)
+typedef struct emu_graph_node *cudaGraphNode_t;
+enum cudaGraphNodeType {
+	cudaGraphNodeTypeKernel = 0, cudaGraphNodeTypeMemcpy = 1, cudaGraphNodeTypeMemset = 2,
+	cudaGraphNodeTypeHost = 3, cudaGraphNodeTypeGraph = 4, cudaGraphNodeTypeEmpty = 5,
+	cudaGraphNodeTypeWaitEvent = 6,
+};
 enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
 enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
 enum { cudaStreamCaptureModeRelaxed = 2 };
@@ -170,6 +182,8 @@ cudaError_t cudaEventQuery(cudaEvent_t e);
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, int mode);
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g);
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long);
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n);
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *type);
 cudaError_t cudaGraphDestroy(cudaGraph_t g);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t g);
 cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s);

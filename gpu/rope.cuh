@@ -1,0 +1,48 @@
+/* rope.cuh: the rotation of one RoPE pair, shared by rope.cu's kernel and qkv_post.cu's, so
+ * that both compute it bitwise alike (rope.cu says how the digit tables compose the angle:
+ * no trigonometry on the device, bitwise the CPU backend's cos/sin for positions < 2048). */
+#ifndef BG_GPU_ROPE_CUH
+#define BG_GPU_ROPE_CUH
+
+#include "gpu/gpu_ops.cuh"
+
+/* (c, s) *= (c2, s2): the rotation by the sum of both angles */
+__device__ __forceinline__ void rot_mul(float &c, float &s, float2 r)
+{
+	float cn = fmaf(c, r.x, -__fmul_rn(s, r.y));
+	float sn = fmaf(s, r.x, __fmul_rn(c, r.y));
+	c = cn;
+	s = sn;
+}
+
+/* Pair i (< half = rope_dim / 2) of the head at x ([head_dim] fp32), at position p >= 0:
+ * *ia, *ib get the pair's dimensions ((2i, 2i + 1), or (i, i + half) for NeoX), *y0, *y1
+ * their rotated values (x is only read); table: gpu_rope_table_fill's for this half. */
+__device__ __forceinline__ void rope_rotation(const float *x, const float2 *table, int p, int half,
+					      int i, float mscale, bool neox, int *ia, int *ib,
+					      float *y0, float *y1)
+{
+	const float2 *t0 = table + (int64_t)(p & (GPU_ROPE_ROWS0 - 1)) * half;
+	const float2 *t1 =
+	    table + (int64_t)(GPU_ROPE_ROWS0 + ((p >> 11) & (GPU_ROPE_ROWS1 - 1))) * half;
+	const float2 *t2 =
+	    table +
+	    (int64_t)(GPU_ROPE_ROWS0 + GPU_ROPE_ROWS1 + ((p >> 21) & (GPU_ROPE_ROWS2 - 1))) * half;
+	float2 r0 = t0[i];
+	float c = t2[i].x, s = t2[i].y;
+	rot_mul(c, s, t1[i]);
+	rot_mul(c, s, r0);
+	c = __fmul_rn(c, mscale);
+	s = __fmul_rn(s, mscale);
+	const int a = neox ? i : 2 * i;
+	const int b = neox ? i + half : 2 * i + 1;
+	const float x0 = x[a], x1 = x[b];
+	/* explicit roundings: nvcc would contract these into FMAs (one rounding less), which
+	 * the CPU backend's plain x0 * c - x1 * s does not do */
+	*y0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+	*y1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+	*ia = a;
+	*ib = b;
+}
+
+#endif
