@@ -117,7 +117,9 @@ bench)
 	[ $# -gt 0 ] || set -- B1 V2 F1 128/128x1024
 	for w in "$@"; do
 		if [ "$w" = B1 ]; then
-			timeout 120 $bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.jsonl"
+			# b1.log: gpu_decode's JSON lines and, between them, each decode graph's
+			# node census ("batchgen-cuda graph census: ...", BG_CUDA_GRAPH_LOG)
+			timeout 120 $bld/bench/gpu_decode -m $m 2>&1 | tee "$out/b1.log"
 			continue
 		fi
 		ovl=()
