@@ -17,8 +17,11 @@
  * kv_swap_in. Decode reads them exactly as it would read real K/V, so the timing is the
  * same; the generated tokens are meaningless (the weights are random anyway).
  * Configurations whose KV does not fit are reported as skipped. Each decode graph's node
- * census (BG_CUDA_GRAPH_LOG, on unless set) goes to stderr.
+ * census (BG_CUDA_GRAPH_LOG, on unless set) goes to stderr. The timed steps run between
+ * cudaProfilerStart and cudaProfilerStop, so that `ncu --profile-from-start off` profiles
+ * them and nothing of the set-up (bench/gpu_session.sh profile).
  */
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,8 +198,10 @@ int main(int argc, char **argv)
 			}
 			double t0 = 0, kv_bytes = 0;
 			for (int it = 0; it < warm + steps; it++) {
-				if (it == warm)
+				if (it == warm) {
+					cudaProfilerStart();
 					t0 = now_s();
+				}
 				int pos = L + it;
 				for (int s = 0; s < B; s++)
 					seqs[s] = (struct backend_seq){
@@ -216,6 +221,7 @@ int main(int argc, char **argv)
 			}
 			{
 				double dt = now_s() - t0;
+				cudaProfilerStop();
 				double bytes = (double)mem.weight_bytes * steps + kv_bytes;
 				double ideal = bw > 0 ? bytes / bw : 0;
 				printf("{\"model\": \"%s\", \"device\": \"%s\", \"batch\": %d, "

@@ -11,6 +11,9 @@
 #                                           through `batchgen bench` (or the W named;
 #                                           W@off: W with --overlap off, to set beside
 #                                           W's default, overlap on)
+#   bash bench/gpu_session.sh profile       there: ncu's per-node durations of one decode
+#                                           step at batch 1 and 256 and each graph's whole
+#                                           duration (the fixed cost a node, issue 17)
 #   bash bench/gpu_session.sh hf [SPEC...]  there: the same workloads through Hugging Face
 #                                           transformers (static cache and generate_batch)
 #
@@ -128,6 +131,30 @@ bench)
 			--warmup 32 "${ovl[@]}" --report "$out/$(echo "$w" | tr /@ __).json" 2>&1 |
 			tee -a "$out/bench.log"
 	done
+	;;
+profile)
+	setup
+	build
+	m=synthetic:llama-3-8b
+	# ncu profiles only gpu_decode's timed steps (--profile-from-start off: it brackets them
+	# with cudaProfilerStart/Stop). Per node: each kernel of one step's graph, its duration
+	# and DRAM bytes (the GEMMs' bandwidth at few columns, each node's ramp and tail); per
+	# graph: the step as one launch, whose duration minus the sum of its nodes' is the gaps
+	# between them. --clock-control none: leave the clocks as they are (METHOD.md).
+	ncu_run() { # ncu_run OUTFILE NCU-ARGS... PROGRAM ARGS...
+		local f=$1
+		shift
+		timeout 200 ncu --clock-control none --profile-from-start off --csv \
+			--log-file "$out/$f" "$@" 2>&1 | tail -n 5
+	}
+	ncu_run ncu-b1-nodes.csv --graph-profiling node \
+		--metrics gpu__time_duration.sum,dram__bytes_read.sum \
+		$bld/bench/gpu_decode -m $m --batches 1 --contexts 512 --steps 1
+	ncu_run ncu-b256-nodes.csv --graph-profiling node \
+		--metrics gpu__time_duration.sum,dram__bytes_read.sum \
+		$bld/bench/gpu_decode -m $m --batches 256 --contexts 512 --steps 1
+	ncu_run ncu-graphs.csv --graph-profiling graph --metrics gpu__time_duration.sum \
+		$bld/bench/gpu_decode -m $m --batches 1,8,256 --contexts 512 --steps 3
 	;;
 hf)
 	setup
