@@ -497,9 +497,12 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 }
 
 /* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected; returns the
- * number of decode-graph lines and of pass lines through *n_graph and *n_pass. */
+ * number of decode-graph lines and of pass lines through *n_graph and *n_pass. exact: the
+ * backend runs under gpu/emu, where a cuBLAS call records one kernel node; on a GPU it
+ * records one or two (a split-K GEMM adds its reduction kernel), so there the kernel nodes
+ * lie in [want, want + cuBLAS calls]. */
 static void census_check(const char *spec, const struct model_hparams *hp, const char *path,
-			 int *n_graph, int *n_pass)
+			 bool exact, int *n_graph, int *n_pass)
 {
 	*n_graph = *n_pass = 0;
 	FILE *f = fopen(path, "r");
@@ -533,10 +536,11 @@ static void census_check(const char *spec, const struct model_hparams *hp, const
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
 			continue;
 		}
-		CHECK((long)nodes == want && kern == nodes && cpy + set + other == 0 &&
-			  gemms == want_gemms,
-		      "%s: census %s: want %ld kernel nodes and %d cuBLAS calls", spec, at, want,
-		      want_gemms);
+		const bool n_ok = exact ? (long)nodes == want
+					: (long)nodes >= want && (long)nodes <= want + want_gemms;
+		CHECK(n_ok && kern == nodes && cpy + set + other == 0 && gemms == want_gemms,
+		      "%s: census %s: want %ld kernel nodes%s and %d cuBLAS calls", spec, at, want,
+		      exact ? "" : " (+ up to one a cuBLAS call)", want_gemms);
 	}
 	fclose(f);
 }
@@ -589,7 +593,8 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		free(lc);
 		/* the 24-token prompt's pass, then the batch-1 decode graph (captured once) */
 		int n_graph, n_pass;
-		census_check(spec, &m->hp, census, &n_graph, &n_pass);
+		census_check(spec, &m->hp, census, strncmp(g->device, "emu ", 4) == 0, &n_graph,
+			     &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "%s: census of %d graphs and %d passes", spec,
 		      n_graph, n_pass);
 	}
