@@ -498,9 +498,10 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 
 /* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected; returns the
  * number of decode-graph lines and of pass lines through *n_graph and *n_pass. exact: the
- * backend runs under gpu/emu, where a cuBLAS call records one kernel node; on a GPU it
- * records one or two (a split-K GEMM adds its reduction kernel), so there the kernel nodes
- * lie in [want, want + cuBLAS calls]. */
+ * backend runs under gpu/emu, where a cuBLAS call records one kernel node and nothing
+ * else; on a GPU what a call records is cuBLAS's choice (a split-K GEMM adds its reduction
+ * kernel, perhaps a workspace memset), so there: at least want kernel nodes, at most two
+ * more nodes a cuBLAS call. */
 static void census_check(const char *spec, const struct model_hparams *hp, const char *path,
 			 bool exact, int *n_graph, int *n_pass)
 {
@@ -536,11 +537,11 @@ static void census_check(const char *spec, const struct model_hparams *hp, const
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
 			continue;
 		}
-		const bool n_ok = exact ? (long)nodes == want
-					: (long)nodes >= want && (long)nodes <= want + want_gemms;
-		CHECK(n_ok && kern == nodes && cpy + set + other == 0 && gemms == want_gemms,
+		const bool n_ok = exact ? (long)nodes == want && kern == nodes
+					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
+		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
 		      "%s: census %s: want %ld kernel nodes%s and %d cuBLAS calls", spec, at, want,
-		      exact ? "" : " (+ up to one a cuBLAS call)", want_gemms);
+		      exact ? " and no other" : " (+ up to two nodes a cuBLAS call)", want_gemms);
 	}
 	fclose(f);
 }
