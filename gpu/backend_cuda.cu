@@ -805,34 +805,47 @@ static enum bg_status staging_sent(struct cuda_ctx *c, struct cuda_staging *s, s
 	return BG_OK;
 }
 
+/* run_pass captured into a graph (nothing runs) and instantiated into *x; with graph_log,
+ * the graph's census goes there first, named by what. *x is NULL unless BG_OK. */
+static enum bg_status capture_pass(struct cuda_ctx *c, const struct pass *ps,
+				   const struct pass_ptrs *pp, int n_split, int32_t row0,
+				   const char *what, cudaGraphExec_t *x, struct bg_err *err)
+{
+	cudaGraph_t g = NULL;
+	*x = NULL;
+	CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
+	enum bg_status st = run_pass(c, ps, pp, n_split, row0, err);
+	cudaError_t e = cudaStreamEndCapture(c->stream, &g);
+	if (st == BG_OK && e == cudaSuccess && c->graph_log)
+		e = log_census(c, g, what);
+	if (st == BG_OK && e == cudaSuccess)
+		e = cudaGraphInstantiate(x, g, 0);
+	if (g)
+		cudaGraphDestroy(g);
+	if (st != BG_OK)
+		return st;
+	if (e != cudaSuccess)
+		*x = NULL;
+	CUDA_CHECK(e);
+	return BG_OK;
+}
+
 /* run_pass captured into a graph whose nodes go to graph_log, then launched: the census of
  * an ordinary pass (BG_CUDA_GRAPH_LOG). */
 static enum bg_status census_pass(struct cuda_ctx *c, const struct pass *ps,
 				  const struct pass_ptrs *pp, int n_split, int32_t row0,
 				  struct bg_err *err)
 {
-	cudaGraph_t g = NULL;
-	cudaGraphExec_t x = NULL;
-	CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
-	enum bg_status st = run_pass(c, ps, pp, n_split, row0, err);
-	cudaError_t e = cudaStreamEndCapture(c->stream, &g);
-	if (st == BG_OK && e == cudaSuccess) {
-		char what[128];
-		snprintf(what, sizeof what,
-			 "pass of %d tokens (%d attention tiles, %d listed), %d attention splits",
-			 ps->n_tok, ps->n_tiles, ps->n_list, n_split);
-		e = log_census(c, g, what);
-	}
-	if (st == BG_OK && e == cudaSuccess)
-		e = cudaGraphInstantiate(&x, g, 0);
-	if (st == BG_OK && e == cudaSuccess)
-		e = cudaGraphLaunch(x, c->stream);
-	if (x) /* a launched graph runs to its end */
-		cudaGraphExecDestroy(x);
-	if (g)
-		cudaGraphDestroy(g);
+	char what[128];
+	snprintf(what, sizeof what,
+		 "pass of %d tokens (%d attention tiles, %d listed), %d attention splits",
+		 ps->n_tok, ps->n_tiles, ps->n_list, n_split);
+	cudaGraphExec_t x;
+	enum bg_status st = capture_pass(c, ps, pp, n_split, row0, what, &x, err);
 	if (st != BG_OK)
 		return st;
+	cudaError_t e = cudaGraphLaunch(x, c->stream);
+	cudaGraphExecDestroy(x); /* a launched graph runs to its end */
 	CUDA_CHECK(e);
 	return BG_OK;
 }
@@ -893,30 +906,12 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.n_head_kv,
 						   (int)c->hp.head_dim, c->dt, c->graph_ctx, c->n_sm,
 						   c->attn_per_sm, CUDA_PARTIAL_FLOATS);
-		cudaGraph_t g = NULL;
-		CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed));
-		st = run_pass(c, &ps, &pp, n_split, 0, err);
-		cudaError_t e = cudaStreamEndCapture(c->stream, &g);
-		if (st != BG_OK) {
-			if (g)
-				cudaGraphDestroy(g);
+		char what[96];
+		snprintf(what, sizeof what, "decode graph, batch %d, %d attention splits", Bp,
+			 n_split);
+		st = capture_pass(c, &ps, &pp, n_split, 0, what, &c->graph[gi], err);
+		if (st != BG_OK)
 			return st;
-		}
-		CUDA_CHECK(e);
-		if (c->graph_log) {
-			char what[96];
-			snprintf(what, sizeof what, "decode graph, batch %d, %d attention splits",
-				 Bp, n_split);
-			if ((e = log_census(c, g, what)) != cudaSuccess)
-				cudaGraphDestroy(g);
-			CUDA_CHECK(e);
-		}
-		e = cudaGraphInstantiate(&c->graph[gi], g, 0);
-		cudaGraphDestroy(g);
-		if (e != cudaSuccess) {
-			c->graph[gi] = NULL;
-			CUDA_CHECK(e);
-		}
 	}
 	CUDA_CHECK(cudaGraphLaunch(c->graph[gi], c->stream));
 	c->n_logits = B;
@@ -1646,8 +1641,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	if (st == BG_OK)
 		st = dev_alloc((void **)&c->partial, CUDA_PARTIAL_FLOATS * 4, "attention scratch",
 			       err);
-	size_t n_cnt = (size_t)(CUDA_DEFAULT_CAP_TOK > CUDA_GRAPH_MAX_B ? CUDA_DEFAULT_CAP_TOK
-									 : CUDA_GRAPH_MAX_B) *
+	/* one counter a (token, KV head) of a pass or a decode graph's padded batch */
+	size_t n_cnt = (size_t)(c->cap_tok > CUDA_GRAPH_MAX_B ? c->cap_tok : CUDA_GRAPH_MAX_B) *
 		       hp->n_head_kv;
 	if (st == BG_OK)
 		st = dev_alloc((void **)&c->attn_cnt, n_cnt * 4, "attention merge counters", err);
