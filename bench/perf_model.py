@@ -340,24 +340,46 @@ def decode_nodes(shape_name, B, fused, rule="occupancy"):
     return 1 + ("embd_scale" in feats) + L * layer + 2 + ("final_softcap" in feats)
 
 
-def node_us():
-    """NODE_US (seconds): the H200's measured batch-1 step less this model's, over the
-    nodes of that step (092388f: unfused, 2/SM splits)."""
+def at_bw(bw, f, *args):
+    """f(*args) with the model's HBM bandwidth BW set to bw."""
     global BW
-    bw, BW = BW, H200_BW
+    saved, BW = BW, bw
     try:
-        t, _ = step_time(kernels(SHAPES["llama3-8b"], 1, 512, True, 0.0, "old", "2/SM"), False)
+        return f(*args)
     finally:
-        BW = bw
-    return (H200_STEP[(1, 512)] - t) / (decode_nodes("llama3-8b", 1, False, "2/SM") + STREAM_OPS), t
+        BW = saved
+
+
+def h200_model_step(B, ctx):
+    """This model's step (no node term) for the build the H200 ran: 092388f's decode
+    attention (kernel "old", rule "2/SM"), greedy."""
+    return step_time(kernels(SHAPES["llama3-8b"], B, ctx, True, 0.0, "old", "2/SM"), False)[0]
+
+
+def h200_nodes(B):
+    """Nodes of 092388f's batch-B step: its unfused graph and the stream operations."""
+    return decode_nodes("llama3-8b", B, False, "2/SM") + STREAM_OPS
+
+
+def roofline(rows):
+    """Seconds of a step's roofline: its weight GEMMs' rows and its KV bytes once at BW."""
+    t = sum(r[3] for r in rows if r[0] in ("GEMMs (weights)", "LM head"))
+    return t + sum(r[1] / BW for r in rows if r[0].startswith("decode attention"))
+
+
+def node_us():
+    """(NODE_US, the model's calibration step, its nodes): the H200's measured batch-1 step
+    less this model's, over the nodes of that step (092388f: unfused, 2/SM splits)."""
+    t = at_bw(H200_BW, h200_model_step, 1, 512)
+    n = h200_nodes(1)
+    return (H200_STEP[(1, 512)] - t) / n, t, n
 
 
 def node_table(a, shape_name):
     """The fixed-cost term: its calibration, the H200's other points against it, and
     the step estimates with and without it, before and after e17f's fusion."""
     shape = SHAPES[shape_name]
-    nu, t_cal = node_us()
-    n_cal = decode_nodes("llama3-8b", 1, False, "2/SM") + STREAM_OPS
+    nu, t_cal, n_cal = node_us()
     print(f"\nfixed cost per node (ESTIMATE, calibrated on ONE measured point): NODE_US = "
           f"{nu*1e6:.2f} us = (5.473 ms measured on the H200 at batch 1 x 512 - "
           f"{t_cal*1e3:.3f} ms modelled at {H200_BW/1e12:.3f} TB/s) / {n_cal} nodes "
@@ -365,16 +387,11 @@ def node_table(a, shape_name):
           f"The other measured points, unfitted (llama3-8b, 092388f's attention):")
     print("| batch | context | measured ms | model ms | nodes | model + nodes ms | measured / (model + nodes) |")
     print("|---|---|---|---|---|---|---|")
-    global BW
-    bw, BW = BW, H200_BW
-    try:
-        for (B, ctx), ms in sorted(H200_STEP.items()):
-            t, _ = step_time(kernels(SHAPES["llama3-8b"], B, ctx, True, 0.0, "old", "2/SM"), False)
-            n = decode_nodes("llama3-8b", B, False, "2/SM") + STREAM_OPS
-            print(f"| {B} | {ctx} | {ms*1e3:.3f} | {t*1e3:.3f} | {n} | {(t + n*nu)*1e3:.3f} "
-                  f"| {ms / (t + n*nu):.2f} |")
-    finally:
-        BW = bw
+    for (B, ctx), ms in sorted(H200_STEP.items()):
+        t = at_bw(H200_BW, h200_model_step, B, ctx)
+        n = h200_nodes(B)
+        print(f"| {B} | {ctx} | {ms*1e3:.3f} | {t*1e3:.3f} | {n} | {(t + n*nu)*1e3:.3f} "
+              f"| {ms / (t + n*nu):.2f} |")
     print(f"\n{shape_name} decode steps with the node term (ESTIMATES; HBM {BW/1e12:.2f} TB/s; "
           f"NODE_US {nu*1e6:.2f} us, ASSUMED the same on an H100): before = main's graph "
           f"(rope, K/V write{', head norm' if 'qk_norm' in FEATURES[shape_name][0] else ''} "
@@ -386,21 +403,17 @@ def node_table(a, shape_name):
     for B, ctx in a.scenarios:
         Bp = 1 << (B - 1).bit_length()
         t, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
-        floor = sum(r[3] for r in rows if r[0] in ("GEMMs (weights)", "LM head"))
-        floor += sum(r[1] / BW for r in rows if r[0].startswith("decode attention"))
+        floor = roofline(rows)
         nb = decode_nodes(shape_name, Bp, False) + STREAM_OPS
         na = decode_nodes(shape_name, Bp, True) + STREAM_OPS
         tb, ta = t + nb * nu, t + na * nu
         print(f"| {B} | {ctx} | {nb} | {na} | {t*1e3:.3f} | {tb*1e3:.3f} | {ta*1e3:.3f} "
               f"| {floor*1e3:.3f} | {floor/tb:.1%} | {floor/ta:.1%} |")
-    n85 = None
     t1, rows1 = step_time(kernels(shape, 1, 512, True), False)
-    f1 = sum(r[3] for r in rows1 if r[0] in ("GEMMs (weights)", "LM head"))
-    f1 += sum(r[1] / BW for r in rows1 if r[0].startswith("decode attention"))
-    n85 = (f1 / 0.85 - t1) / nu
-    print(f"batch 1 x 512 reaches 85 % of its roofline, by this model, at <= {n85:.0f} nodes "
-          f"of {nu*1e6:.2f} us (or {decode_nodes(shape_name, 1, True) + STREAM_OPS} nodes "
-          f"of <= {(f1 / 0.85 - t1) / (decode_nodes(shape_name, 1, True) + STREAM_OPS) * 1e6:.2f} us).")
+    spare = roofline(rows1) / 0.85 - t1  # seconds of node cost batch 1 x 512 can afford
+    n1 = decode_nodes(shape_name, 1, True) + STREAM_OPS
+    print(f"batch 1 x 512 reaches 85 % of its roofline, by this model, at <= {spare / nu:.0f} nodes "
+          f"of {nu*1e6:.2f} us (or {n1} nodes of <= {spare / n1 * 1e6:.2f} us).")
 
 
 # bench/host_step at B=256 (us per row): A (forward -> sample) and B (sample -> next
