@@ -3,18 +3,22 @@
  * same blocks.
  *
  *   qdot_bench [-T q4_k|q6_k|q8_0|...] [-k K] [-r ROWS] [-n N_TOK] [-i ISA] [-s REPS] [-t THREADS]
+ *              [-H 1]
  *
  * Weights: random bytes with sane fp16 scales, ROWS x K (default 4096 x 2048), so the
  * default Q4_K matrix is 4.7 MB (in L3) and -r 65536 (75 MB) streams from memory.
  * Reports ns per 256-element super-block and GB/s of weights read, for our matmul over
  * N_TOK tokens (its rows split in THREADS equal ranges, as the CPU backend splits them)
- * and llama.cpp's vec_dot row by row on one thread.
+ * and llama.cpp's vec_dot row by row on one thread. -H 1: the weights in anonymous memory
+ * advised for transparent huge pages (2 MiB aligned), as the CPU backend's copy of a
+ * model's weights (cpu/cpu_weights.c); default malloc's 4 KiB pages.
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "cpu/qdot.h"
@@ -76,7 +80,7 @@ int main(int argc, char **argv)
 	int n_thr = 1;
 	enum gguf_dtype t = GGUF_DTYPE_Q4_K;
 	int64_t k = 2048, rows = 4096;
-	int n_tok = 1, reps = 5, isa = -1;
+	int n_tok = 1, reps = 5, isa = -1, huge = 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "-T")) {
 			if (!strcmp(argv[i + 1], "q4_k"))
@@ -101,10 +105,25 @@ int main(int argc, char **argv)
 			n_thr = atoi(argv[i + 1]) < 1 ? 1 : atoi(argv[i + 1]) > 16 ? 16 : atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "-i"))
 			isa = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "-H"))
+			huge = atoi(argv[i + 1]);
 	}
 	const size_t rb = (size_t)gguf_row_bytes(t, (uint64_t)k), bb = quant_block_bytes(t);
 	const int64_t nb = k / quant_block_elems(t);
-	uint8_t *w = malloc(rb * (size_t)rows);
+	uint8_t *w;
+	if (huge) {
+		const size_t hp = (size_t)2 << 20;
+		char *map = mmap(NULL, rb * (size_t)rows + hp, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (map == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		w = (uint8_t *)(((uintptr_t)map + hp - 1) & ~(uintptr_t)(hp - 1));
+		(void)madvise(w, rb * (size_t)rows, MADV_HUGEPAGE);
+	} else {
+		w = malloc(rb * (size_t)rows);
+	}
 	for (size_t i = 0; i < rb * (size_t)rows; i++)
 		w[i] = (uint8_t)rnd();
 	int off[2];
@@ -142,10 +161,11 @@ int main(int argc, char **argv)
 		best = dt < best ? dt : best;
 	}
 	double nsb = best * 1e9 / (double)(nb * rows);
-	printf("ours %-10s %d thr %s k=%lld rows=%lld n_tok=%d: %.2f ms, %.2f ns/block/tok (%.2f "
+	printf("ours %-10s %d thr%s %s k=%lld rows=%lld n_tok=%d: %.2f ms, %.2f ns/block/tok (%.2f "
 	       "ns/block), %.2f GB/s weights\n",
-	       qdot_isa_name(q), n_thr, gguf_dtype_name(t), (long long)k, (long long)rows, n_tok,
-	       best * 1e3, nsb / n_tok, nsb, (double)(rb * rows) / best * 1e-9);
+	       qdot_isa_name(q), n_thr, huge ? " huge" : "", gguf_dtype_name(t), (long long)k,
+	       (long long)rows, n_tok, best * 1e3, nsb / n_tok, nsb,
+	       (double)(rb * rows) / best * 1e-9);
 
 	/* llama.cpp's vec_dot on the same weights, one token */
 	void *base = dlopen(LLAMA_DIR "libggml-base.so", RTLD_NOW | RTLD_GLOBAL);
