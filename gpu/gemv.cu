@@ -198,7 +198,8 @@ cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt) || a->n_out <= 0 || n_sm < 1 ||
 	    ((uintptr_t)a->W & 15) != 0 || (a->glu && (a->n_out & 1) != 0) ||
 	    (a->glu ? a->act == NULL : a->y == NULL) ||
-	    (pro ? a->res == NULL || (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
+	    (pro ? a->res == NULL ||
+		       (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
 		 : a->x == NULL || ((uintptr_t)a->x & 15) != 0 || a->ldx % V != 0 ||
 		       a->ldx < a->n_in))
 		return cudaErrorInvalidValue;
