@@ -318,7 +318,40 @@ FEATURES = {
 }
 
 
-def decode_nodes(shape_name, B, fused, rule="occupancy"):
+# g17v's fused decode path (gpu/gemv.cu; run_pass's pass_fused): every projection of a pass of
+# <= GEMV_MAX_TOK tokens a GEMV of its own, the RMS norms before QKV, gate|up and the LM head
+# in their prologues, SwiGLU in gate|up's epilogue: 6 nodes a pre-norm layer (QKV, qkv_post,
+# attention, O, gate|up, down), the final norm and LM head one. The prologue keeps the
+# normalized inputs (bf16) in 48 KiB of static shared memory: B x n_embd x 2 <= GEMV_XS.
+GEMV_MAX_TOK, GEMV_XS = 8, 48 * 1024 - 64
+# How the GEMV streams W (gpu/gemv.cu): blocks of 512 threads, each thread 8 loads of 16
+# bytes in flight (two rows x GV_UNROLL 4 chunks): 64 KiB a block, at most one block an SM
+# (ptxas: 54-128 registers a thread, no spill). Little's law at DRAM_LAT needs
+# BW x DRAM_LAT / 132 SMs in flight an SM (3.35 TB/s: 18 KiB; 4.8 TB/s: 26 KiB): so the
+# model ASSUMES the GEMV streams W at BW, as it assumed of cuBLAS. Its cost beyond: each
+# block's prologue reads its tokens' residual and branch output twice (sum of squares, then
+# the normalized values) and the norm weight once, 20 bytes an element through L2, before
+# its loads of W start (gemv_prologue_s).
+GEMV_SMS, GEMV_THREADS, GEMV_INFLIGHT = 132, 512, 8 * 16
+
+
+def gemv_fused(shape_name, B):
+    """Whether run_pass takes g17v's fused path for a pass of B tokens (bf16)."""
+    L, E, F, H, HKV, HD, V = SHAPES[shape_name]
+    feats, _ = FEATURES[shape_name]
+    return ("post_norms" not in feats and 1 <= B <= GEMV_MAX_TOK and B * E * 2 <= GEMV_XS
+            and E % 8 == 0 and F % 8 == 0 and H * HD % 8 == 0)
+
+
+def gemv_prologue_s(shape_name, B):
+    """Seconds a step's GEMV prologues add (ESTIMATE): per prologue GEMV (QKV and gate|up of
+    each layer, the LM head) every one of its GEMV_SMS blocks reads B x n_embd x 20 bytes
+    through L2 at its share of L2_BW, while its W loads wait."""
+    L, E, F, H, HKV, HD, V = SHAPES[shape_name]
+    return (2 * L + 1) * B * E * 20 / (L2_BW / GEMV_SMS)
+
+
+def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
     """Nodes of the decode graph of batch bucket B (a power of two) as run_pass enqueues
     them: the embedding (+ gemma's scale), per layer attention norm, QKV GEMM, [bias],
     [Q/K head norm], RoPE, K/V write, attention, [its merge when split], O GEMM,
@@ -336,6 +369,8 @@ def decode_nodes(shape_name, B, fused, rule="occupancy"):
         ns = attn_splits_2sm(B, HKV, gctx)
     qkv_post = 1 if fused else 2 + ("qk_norm" in feats) + ("bias" in feats)
     merge = ns > 1 and not fused
+    if gemv and fused and gemv_fused(shape_name, B):  # g17v: gemv=True counts its path
+        return 1 + ("embd_scale" in feats) + L * (5 + qkv_post) + 1 + ("final_softcap" in feats)
     layer = 2 + 4 + 1 + 1 + qkv_post + merge + 2 * ("post_norms" in feats)
     return 1 + ("embd_scale" in feats) + L * layer + 2 + ("final_softcap" in feats)
 
@@ -409,6 +444,25 @@ def node_table(a, shape_name):
         tb, ta = t + nb * nu, t + na * nu
         print(f"| {B} | {ctx} | {nb} | {na} | {t*1e3:.3f} | {tb*1e3:.3f} | {ta*1e3:.3f} "
               f"| {floor*1e3:.3f} | {floor/tb:.1%} | {floor/ta:.1%} |")
+    print(f"\n{shape_name} with g17v's GEMVs (ESTIMATES): the fused path where it applies "
+          f"(bf16 inputs of B x n_embd x 2 <= {GEMV_XS} bytes of shared memory: "
+          f"B <= {GEMV_XS // (2 * shape[1])} here; else e17f's graph), NODE_US {nu*1e6:.2f} us "
+          f"ASSUMED for a GEMV node as for the cuBLAS node it replaces, W streamed at BW "
+          f"(ASSUMED, from {GEMV_THREADS} threads x {GEMV_INFLIGHT} bytes in flight a block), plus "
+          f"the prologues' L2 reads (gemv_prologue_s, L2 {L2_BW/1e12:.0f} TB/s).")
+    print("| batch | context | nodes e17f | nodes g17v | prologues ms | + nodes e17f ms "
+          "| + nodes g17v ms | roofline ms | fraction e17f | fraction g17v |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for B, ctx in a.scenarios:
+        Bp = 1 << (B - 1).bit_length()
+        t, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
+        floor = roofline(rows)
+        na = decode_nodes(shape_name, Bp, True) + STREAM_OPS
+        ng = decode_nodes(shape_name, Bp, True, gemv=True) + STREAM_OPS
+        tp = gemv_prologue_s(shape_name, Bp) if gemv_fused(shape_name, Bp) else 0.0
+        ta, tg = t + na * nu, t + ng * nu + tp
+        print(f"| {B} | {ctx} | {na} | {ng} | {tp*1e3:.3f} | {ta*1e3:.3f} | {tg*1e3:.3f} "
+              f"| {floor*1e3:.3f} | {floor/ta:.1%} | {floor/tg:.1%} |")
     t1, rows1 = step_time(kernels(shape, 1, 512, True), False)
     spare = roofline(rows1) / 0.85 - t1  # seconds of node cost batch 1 x 512 can afford
     n1 = decode_nodes(shape_name, 1, True) + STREAM_OPS

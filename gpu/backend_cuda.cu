@@ -124,6 +124,9 @@ struct cuda_ctx {
 
 	int cap_tok;
 	float *x, *qkv, *tmp, *gu, *partial;
+	/* [GPU_GEMV_MAX_TOK, n_embd] the second residual buffer of a fused pass (pass_fused):
+	 * its GEMV prologues write the summed residual into the buffer they do not read */
+	float *x2;
 	/* [max(cap_tok, CUDA_GRAPH_MAX_B) * n_head_kv] gpu_attn_args.merge_counters: zero,
 	 * and left zero by every attention call */
 	int *attn_cnt;
@@ -509,19 +512,19 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 {
 	size_t es = gpu_dtype_size(c->dt);
 	size_t E = c->hp.n_embd, F = c->hp.n_ff, N = (size_t)cap_tok;
-	size_t sizes[7] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E, 8 * N * F,
-			   es * N * E, es * N * c->n_q,	  es * N * F};
+	size_t sizes[8] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
+			   es * N * E, es * N * c->n_q,	  es * N * F, 4 * GPU_GEMV_MAX_TOK * E};
 	size_t total = 0;
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 8; i++)
 		total += align_up(sizes[i], 256);
 	void *base;
 	enum bg_status st = dev_alloc(&base, total, "the activations", err);
 	if (st != BG_OK)
 		return st;
 	char *p = (char *)base;
-	void **dst[7] = {(void **)&c->x, (void **)&c->qkv, (void **)&c->tmp, (void **)&c->gu,
-			 &c->xn,	 &c->attn,	   &c->act};
-	for (int i = 0; i < 7; i++) {
+	void **dst[8] = {(void **)&c->x, (void **)&c->qkv, (void **)&c->tmp, (void **)&c->gu,
+			 &c->xn,	 &c->attn,	   &c->act,	  (void **)&c->x2};
+	for (int i = 0; i < 8; i++) {
 		*dst[i] = p;
 		p += align_up(sizes[i], 256);
 	}
@@ -628,6 +631,51 @@ static cudaError_t log_census(struct cuda_ctx *c, cudaGraph_t g, const char *wha
 	return cudaSuccess;
 }
 
+/* Whether run_pass takes the fused path for a pass of n tokens (issue 17): every projection
+ * a gpu_gemv, the norms before QKV, gate|up and the LM head its prologues, SwiGLU the
+ * gate|up GEMV's epilogue; 6 nodes a llama layer instead of 9, and the final norm and LM
+ * head one. Pre-norm layers only: gemma's post-norms (normalizing the branch output before
+ * the residual add) keep the unfused path. The shapes must suit gpu_gemv (the prologue's
+ * inputs in its shared memory: with bf16 and n_embd 4096, up to 5 tokens). */
+static bool pass_fused(const struct cuda_ctx *c, int n)
+{
+	const int E = (int)c->hp.n_embd, F = (int)c->hp.n_ff;
+	return !c->hp.post_norms && gpu_gemv_fits(n, E, true, c->dt) &&
+	       gpu_gemv_fits(n, c->n_q, false, c->dt) && gpu_gemv_fits(n, F, false, c->dt);
+}
+
+/* A gpu_gemv without prologue or epilogue: y = in W^T. */
+static struct gpu_gemv_args gemv_plain(const void *W, int n_out, int n_in, int n_tok, const void *x,
+				       int ldx, float *y, int ldy)
+{
+	struct gpu_gemv_args g;
+	memset(&g, 0, sizeof g);
+	g.W = W;
+	g.n_out = n_out;
+	g.n_in = n_in;
+	g.n_tok = n_tok;
+	g.x = x;
+	g.ldx = ldx;
+	g.y = y;
+	g.ldy = ldy;
+	return g;
+}
+
+/* The prologue of a gpu_gemv: its input is norm(res + delta) (rows: NULL or the gathered
+ * rows), the sum written to res_out when not NULL. */
+static void gemv_prologue(struct gpu_gemv_args *g, const float *res, const float *delta,
+			  const float *norm, float eps, const int32_t *rows, float *res_out)
+{
+	g->x = NULL;
+	g->ldx = 0;
+	g->res = res;
+	g->delta = delta;
+	g->norm = norm;
+	g->eps = eps;
+	g->rows = rows;
+	g->res_out = res_out;
+}
+
 /* Enqueues the whole model for one pass. Makes no synchronous call and allocates
  * nothing, so that it can be captured into a CUDA graph. */
 static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
@@ -648,6 +696,10 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	if (hp->embd_scale != 1.0f) /* gemma */
 		CUDA_CHECK(gpu_scale(c->x, (int64_t)n * E, hp->embd_scale, s));
 	const int half = (int)hp->rope_dim / 2;
+	/* fused: the residual ping-pongs between xr (read) and xo (written by the prologue of
+	 * the next normed GEMV; gpu_gemv's contract) */
+	const bool fused = pass_fused(c, n);
+	float *xr = c->x, *xo = c->x2;
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct cuda_layer *L = &c->layers[l];
 		struct gpu_kv_layer kv;
@@ -659,9 +711,23 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		kv.kv_dim = c->n_kv;
 
 		/* the previous layer's FFN output joins the residual here */
-		CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
-					   n, E, l > 0, c->xn, c->dt, s));
-		CUBLAS_CHECK(pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
+		if (fused) {
+			struct gpu_gemv_args g =
+			    gemv_plain(L->wqkv, c->ld_qkv, E, n, NULL, 0, c->qkv, c->ld_qkv);
+			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
+				      l ? xo : NULL);
+			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			if (l) {
+				float *t = xr;
+				xr = xo;
+				xo = t;
+			}
+		} else {
+			CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm,
+						   hp->rms_eps, NULL, n, E, l > 0, c->xn, c->dt, s));
+			CUBLAS_CHECK(
+			    pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
+		}
 		/* [bias (qwen2)], [Q/K head norms (qwen3, gemma3)], RoPE and the K/V write: one
 		 * kernel, one graph node (issue 17: ~6 us a node on the H200, ESTIMATE: NODE_US) */
 		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
@@ -707,6 +773,24 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.prefill = GPU_ATTN_PREFILL_AUTO;
 		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
+		if (fused) {
+			struct gpu_gemv_args g =
+			    gemv_plain(L->wo, E, c->n_q, n, c->attn, c->n_q, c->tmp, E);
+			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			/* the FFN norm in gate|up's prologue, SwiGLU in its epilogue */
+			g = gemv_plain(L->wgu, 2 * F, E, n, NULL, 0, NULL, 0);
+			gemv_prologue(&g, xr, c->tmp, L->ffn_norm, hp->rms_eps, NULL, xo);
+			g.act = c->act;
+			g.glu = true;
+			g.gelu = hp->gelu;
+			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			float *t = xr;
+			xr = xo;
+			xo = t;
+			g = gemv_plain(L->wdown, E, F, n, c->act, F, c->tmp, E);
+			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			continue; /* pass_fused: no post-norms */
+		}
 		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, c->n_q, n, E));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
@@ -723,10 +807,19 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	if (ps->n_out == 0)
 		return BG_OK;
 	/* only the rows that want logits go through the final norm and the LM head */
-	CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, c->output_norm, hp->rms_eps, d_rows, ps->n_out, E,
-				   false, c->xl, c->dt, s));
-	CUBLAS_CHECK(pass_gemm(c, c->output, c->xl, c->logits + (size_t)row0 * hp->n_vocab,
-			       (int)hp->n_vocab, E, ps->n_out, (int)hp->n_vocab));
+	float *logits = c->logits + (size_t)row0 * hp->n_vocab;
+	if (fused) { /* n_out <= n: the prologue fits */
+		struct gpu_gemv_args g =
+		    gemv_plain(c->output, (int)hp->n_vocab, E, ps->n_out, NULL, 0, logits,
+			       (int)hp->n_vocab);
+		gemv_prologue(&g, xr, c->tmp, c->output_norm, hp->rms_eps, d_rows, NULL);
+		CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+	} else {
+		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, c->output_norm, hp->rms_eps, d_rows,
+					   ps->n_out, E, false, c->xl, c->dt, s));
+		CUBLAS_CHECK(pass_gemm(c, c->output, c->xl, logits, (int)hp->n_vocab, E,
+				       ps->n_out, (int)hp->n_vocab));
+	}
 	if (hp->final_softcap > 0.0f) /* gemma2 */
 		CUDA_CHECK(gpu_softcap(c->logits + (size_t)row0 * hp->n_vocab,
 				       (int64_t)ps->n_out * hp->n_vocab, hp->final_softcap, s));

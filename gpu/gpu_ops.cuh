@@ -233,6 +233,52 @@ cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu
 cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y, int n_out,
 			int n_in, int n_tok, int ldy, enum gpu_dtype dt);
 
+/* ---- gemv.cu ---- */
+
+/* The projections of a pass of at most GPU_GEMV_MAX_TOK tokens (decode) as a GEMV that
+ * reads each weight once for all tokens, with the RMS norm before it and the gated
+ * activation after it fused in (one graph node where there were two or three). */
+#define GPU_GEMV_MAX_TOK 8
+/* The prologue keeps the normalized inputs of all tokens in static shared memory:
+ * n_tok * n_in * sizeof(storage type) must fit here (48 KiB less the per-token scales). */
+#define GPU_GEMV_XS_BYTES (48 * 1024 - 64)
+
+struct gpu_gemv_args {
+	const void *W; /* [n_out, n_in] of dt, row-major, 16-byte aligned */
+	int n_out, n_in;
+	int n_tok; /* 1 ... GPU_GEMV_MAX_TOK */
+	/* Input without a prologue (norm == NULL): x [n_tok, ldx] of dt, 16-byte aligned. */
+	const void *x;
+	int ldx;
+	/* The prologue (norm != NULL): token t's input is s = res[r] + (delta ? delta[r] : 0),
+	 * r = rows ? rows[t] : t (rows of n_in fp32), normalized as gpu_add_rmsnorm does,
+	 * s / sqrt(mean(s^2) + eps) * norm rounded to dt. When res_out != NULL, res_out[r] = s
+	 * (one block writes it; res_out must not be res or delta: the other blocks still
+	 * read them). */
+	const float *res, *delta, *norm;
+	const int32_t *rows;
+	float eps;
+	float *res_out;
+	/* Output. glu false: y[t, o] = sum_i W[o, i] in[t, i] (fp32, [n_tok, ldy]). glu true:
+	 * n_out = 2 n_ff with the gate rows first, then the up rows; act[t, j] (dt, [n_tok,
+	 * n_ff]) = gpu_swiglu's act(gate) * up of those sums, as gpu_swiglu rounds it. */
+	float *y;
+	int ldy;
+	void *act;
+	bool glu, gelu;
+};
+/* Whether gpu_gemv takes n_tok tokens of n_in inputs of dt (with the prologue or not):
+ * 1 <= n_tok <= GPU_GEMV_MAX_TOK, n_in a multiple of 16 / sizeof(dt), and with the
+ * prologue n_tok * n_in * sizeof(dt) <= GPU_GEMV_XS_BYTES. A pure function. */
+bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt);
+/* Accumulates in fp32; 16-byte loads of W, each element read once for all tokens; two rows
+ * a warp (gate row j and up row j with glu), warps spread over up to n_sm blocks of 512
+ * threads (with the prologue each block normalizes the inputs itself).
+ * cudaErrorInvalidValue when gpu_gemv_fits says no, for a misaligned W or x, ldx not a
+ * multiple of 16 / sizeof(dt), or an odd n_out with glu. */
+cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
+		     cudaStream_t stream);
+
 /* ---- sample.cu ---- */
 
 /* One row to sample, as the device sees it (see core/sample/sampler.h for the definition). */

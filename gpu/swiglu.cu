@@ -1,4 +1,5 @@
 /* swiglu: the gated activation between the fused gate/up GEMM and the down GEMM. */
+#include "gpu/glu.cuh"
 #include "gpu/gpu_ops.cuh"
 
 template <typename T>
@@ -9,19 +10,7 @@ __global__ void swiglu_kernel(const float *gu, int64_t n, int n_ff, bool gelu, T
 		int64_t t = i / n_ff, j = i % n_ff;
 		float g = gu[t * 2 * n_ff + j];
 		float u = gu[t * 2 * n_ff + n_ff + j];
-		/* silu(g) = g * sigmoid(g); expf(-g) overflows to inf for g < -88, giving
-		 * g / inf = -0, the right limit. GELU: the tanh form, written as the CPU
-		 * backend's expression (roundings spelled out: no FMA contraction) */
-		float a;
-		if (gelu) {
-			float in = __fmul_rn(
-			    __fmul_rn(0.79788456080286535588f, g),
-			    __fadd_rn(1.0f, __fmul_rn(__fmul_rn(0.044715f, g), g)));
-			a = __fmul_rn(__fmul_rn(0.5f, g), __fadd_rn(1.0f, tanhf(in)));
-		} else {
-			a = g / (1.0f + expf(-g));
-		}
-		out[i] = st_t<T>(__fmul_rn(a, u));
+		out[i] = st_t<T>(gpu_glu(g, u, gelu));
 	}
 }
 

@@ -575,6 +575,237 @@ static void test_gemm(cublasHandle_t h)
 		}
 }
 
+/* ---- gemv ---- */
+
+/* gpu_gemv (decode projections with the RMS-norm prologue and the SwiGLU/GELU epilogue)
+ * against a double-precision host reference. The prologue's inputs are recomputed on the
+ * host with the device's roundings (one fp32 add, the double sum of squares, the fp32
+ * scale, (s * scale) * w rounded to dt), so the projection's inputs agree exactly but for
+ * the sum of squares' order (~1e-16, which can move the fp32 scale by one ulp: one ulp of
+ * dt on an input, covered by the tolerance below). Each output is then a sum of n_in
+ * products; fp32 accumulation (each lane n_in / 32 fmas, then a 5-level tree) errs by at
+ * most ~(n_in / 32 + 5) 2^-24 sum |w x| (Higham's bound); allowed: 2^-7 sum |w x| / 16 for
+ * bf16 inputs off by an ulp, 4e-6 sum |w x| otherwise (a wrong row or a missing weight moves
+ * an output by ~|w x| itself, far past it). */
+static void test_gemv(void)
+{
+	struct {
+		int n_out, n_in;
+	} cases[4] = {{1000, 264}, {37, 1032}, {2, 8}, {515, 4096}};
+	int tok_sets[4] = {1, 3, 5, 8};
+	for (auto &cs : cases)
+		for (enum gpu_dtype dt : all_dt)
+			for (int n_tok : tok_sets)
+				for (int variant = 0; variant < 4; variant++) {
+					/* 0 plain; 1 prologue + delta + res_out; 2 prologue with
+					 * gathered rows, no delta (the LM head); 3 gate|up with the
+					 * prologue, silu (n_tok odd) or GELU */
+					const bool pro = variant >= 1, glu = variant == 3;
+					const bool gelu = glu && (n_tok % 2 == 0);
+					const int n_in = cs.n_in;
+					const int n_out = glu ? 2 * (cs.n_out / 2 + 1) : cs.n_out;
+					if (!gpu_gemv_fits(n_tok, n_in, pro, dt)) {
+						/* the prologue's shared memory: gpu_gemv refuses */
+						CHECK((int64_t)n_tok * n_in * gpu_dtype_size(dt) >
+							  GPU_GEMV_XS_BYTES,
+						      "gemv_fits %d x %d", n_tok, n_in);
+						continue;
+					}
+					if (cs.n_in == 4096 && (variant == 2 || n_tok == 3))
+						continue; /* the large case: fewer combinations */
+					const int rows_in = 9, ldx = n_in + 16 / (int)gpu_dtype_size(dt);
+					std::vector<float> W = rand_vec((size_t)n_out * n_in, -1, 1);
+					for (auto &v : W)
+						v = st_round(dt, v);
+					std::vector<float> x = rand_vec((size_t)n_tok * ldx, -1, 1);
+					for (auto &v : x)
+						v = st_round(dt, v);
+					std::vector<float> res = rand_vec((size_t)rows_in * n_in, -2, 2);
+					std::vector<float> dl = rand_vec((size_t)rows_in * n_in, -1, 1);
+					std::vector<float> nw = rand_vec(n_in, 0.5f, 1.5f);
+					std::vector<int32_t> rows = {7, 0, 3, 8, 1, 2, 6, 5};
+					const bool gather = variant == 2, delta = variant == 1 || glu;
+					/* the inputs the projection must see, [n_tok][n_in] */
+					std::vector<float> in((size_t)n_tok * n_in), sum_res = res;
+					for (int t = 0; t < n_tok; t++) {
+						if (!pro) {
+							for (int i = 0; i < n_in; i++)
+								in[(size_t)t * n_in + i] =
+								    x[(size_t)t * ldx + i];
+							continue;
+						}
+						const int r = gather ? rows[t] : t;
+						std::vector<float> sv(n_in);
+						double ss = 0;
+						for (int i = 0; i < n_in; i++) {
+							sv[i] = res[(size_t)r * n_in + i] +
+								(delta ? dl[(size_t)r * n_in + i] : 0.0f);
+							ss += (double)sv[i] * sv[i];
+							sum_res[(size_t)r * n_in + i] = sv[i];
+						}
+						float sc = (float)(1.0 / sqrt(ss / n_in + 1e-5));
+						for (int i = 0; i < n_in; i++)
+							in[(size_t)t * n_in + i] =
+							    st_round(dt, (sv[i] * sc) * nw[i]);
+					}
+					auto pw = st_pack(dt, W), px = st_pack(dt, x);
+					void *dw = dev_upload(pw.data(), pw.size());
+					void *dx = dev_upload(px.data(), px.size());
+					float *dres = dev_vec(res), *ddl = dev_vec(dl), *dnw = dev_vec(nw);
+					int32_t *drows = dev_vec(rows);
+					float *dro;
+					REQUIRE(cudaMalloc(&dro, res.size() * 4));
+					REQUIRE(cudaMemset(dro, 0xff, res.size() * 4));
+					const int ldy = n_out + 3, n_ff = n_out / 2;
+					float *dy;
+					REQUIRE(cudaMalloc(&dy, (size_t)n_tok * ldy * 4));
+					void *dact;
+					REQUIRE(cudaMalloc(&dact, (size_t)n_tok * n_ff * 4));
+					struct gpu_gemv_args a;
+					memset(&a, 0, sizeof a);
+					a.W = dw;
+					a.n_out = n_out;
+					a.n_in = n_in;
+					a.n_tok = n_tok;
+					if (pro) {
+						a.res = dres;
+						a.delta = delta ? ddl : NULL;
+						a.norm = dnw;
+						a.eps = 1e-5f;
+						a.rows = gather ? drows : NULL;
+						a.res_out = variant == 1 || glu ? dro : NULL;
+					} else {
+						a.x = dx;
+						a.ldx = ldx;
+					}
+					a.y = dy;
+					a.ldy = ldy;
+					a.glu = glu;
+					a.gelu = gelu;
+					a.act = dact;
+					/* 132 SMs, and 1 (every warp walks many rows) */
+					const int n_sm = cs.n_out == 1000 && dt == GPU_BF16 ? 1 : 132;
+					REQUIRE(gpu_gemv(&a, dt, n_sm, 0));
+					std::vector<float> got, want, lim;
+					std::vector<double> yv((size_t)n_tok * n_out), ya(yv.size());
+					for (int t = 0; t < n_tok; t++)
+						for (int o = 0; o < n_out; o++) {
+							double acc = 0, aa = 0;
+							for (int i = 0; i < n_in; i++) {
+								double p = (double)W[(size_t)o * n_in + i] *
+									   in[(size_t)t * n_in + i];
+								acc += p;
+								aa += fabs(p);
+							}
+							yv[(size_t)t * n_out + o] = acc;
+							ya[(size_t)t * n_out + o] =
+							    aa * (dt == GPU_BF16 && pro ? 1.0 / 2048
+								  : dt == GPU_F16 && pro ? 1.0 / 16384
+											 : 4e-6);
+						}
+					if (!glu) {
+						std::vector<float> gy =
+						    dev_download<float>(dy, (size_t)n_tok * ldy);
+						for (int t = 0; t < n_tok; t++)
+							for (int o = 0; o < n_out; o++) {
+								got.push_back(gy[(size_t)t * ldy + o]);
+								want.push_back(
+								    (float)yv[(size_t)t * n_out + o]);
+								lim.push_back(
+								    (float)ya[(size_t)t * n_out + o] + 1e-30f);
+							}
+					} else {
+						got = dev_download_st(dt, dact, (size_t)n_tok * n_ff);
+						for (int t = 0; t < n_tok; t++)
+							for (int j = 0; j < n_ff; j++) {
+								double g = yv[(size_t)t * n_out + j],
+								       u = yv[(size_t)t * n_out + n_ff + j];
+								double eg = ya[(size_t)t * n_out + j],
+								       eu = ya[(size_t)t * n_out + n_ff + j];
+								double ac;
+								if (gelu)
+									ac = 0.5 * g *
+									     (1.0 + tanh(0.79788456080286535588 * g *
+											 (1.0 + 0.044715 * g * g)));
+								else
+									ac = g / (1.0 + exp(-g));
+								double v = ac * u;
+								want.push_back(st_round(dt, (float)v));
+								/* |act'| <= 1.13 (GELU) and 1.1 (silu); the
+								 * activation's own fp32 error ~1e-6 relative;
+								 * then one rounding to dt */
+								lim.push_back((float)(1.2 * eg * fabs(u) +
+										      (fabs(ac) + 1e-3) * eu +
+										      (2e-6 + st_rtol(dt)) *
+											  fabs(v) +
+										      1e-30));
+							}
+					}
+					size_t bad = 0, worst = 0;
+					for (size_t i = 0; i < want.size(); i++)
+						if (!(fabs((double)got[i] - want[i]) <= lim[i])) {
+							if (bad++ == 0)
+								worst = i;
+						}
+					CHECK(bad == 0,
+					      "gemv %dx%d n_tok %d %s variant %d: %zu of %zu out of "
+					      "tolerance; first [%zu] %.9g vs %.9g (limit %.3g)",
+					      n_out, n_in, n_tok, gpu_dtype_name(dt), variant, bad,
+					      want.size(), worst, bad ? got[worst] : 0.0,
+					      bad ? want[worst] : 0.0, bad ? lim[worst] : 0.0);
+					if (a.res_out) { /* one fp32 add: exact; rows not summed stay */
+						std::vector<float> gro = dev_download<float>(dro, res.size());
+						size_t bad_r = 0;
+						for (int t = 0; t < n_tok; t++)
+							for (int i = 0; i < n_in; i++)
+								bad_r += gro[(size_t)t * n_in + i] !=
+									 sum_res[(size_t)t * n_in + i];
+						CHECK(bad_r == 0, "gemv %s variant %d n_tok %d: %zu residual "
+								  "sums wrong",
+						      gpu_dtype_name(dt), variant, n_tok, bad_r);
+					}
+					if (pro) { /* the residual read is left as it was */
+						std::vector<float> gr = dev_download<float>(dres, res.size());
+						CHECK(gr == res, "gemv %s variant %d: res written",
+						      gpu_dtype_name(dt), variant);
+					}
+					cudaFree(dw);
+					cudaFree(dx);
+					cudaFree(dres);
+					cudaFree(ddl);
+					cudaFree(dnw);
+					cudaFree(drows);
+					cudaFree(dro);
+					cudaFree(dy);
+					cudaFree(dact);
+				}
+	/* the contract's refusals */
+	struct gpu_gemv_args b;
+	memset(&b, 0, sizeof b);
+	float *buf;
+	REQUIRE(cudaMalloc(&buf, 4096 * 4));
+	b.W = buf;
+	b.n_out = 4;
+	b.n_in = 64;
+	b.n_tok = 1;
+	b.res = buf;
+	b.norm = buf + 1024;
+	b.res_out = buf; /* in place: the other blocks would read the new sum */
+	b.y = buf + 2048;
+	b.ldy = 4;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: residual in place");
+	b.res_out = NULL;
+	b.n_tok = 9;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: 9 tokens");
+	b.n_tok = 1;
+	b.n_in = 66;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: n_in % 4");
+	b.n_in = 64;
+	b.W = buf + 1;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: misaligned W");
+	cudaFree(buf);
+}
+
 /* ---- attention ---- */
 
 /* Kernels for the occupancy checks below: 20 KiB of static shared memory, and none. */
@@ -2178,6 +2409,7 @@ int main(void)
 	RUN(bias, test_bias());
 	RUN(swiglu, test_swiglu());
 	RUN(gemm, test_gemm(h));
+	RUN(gemv, test_gemv());
 	/* the emulator's device (gpu/emu/emu.cpp): its occupancy is worked by hand in tests */
 	const bool emu = strncmp(prop.name, "emu ", 4) == 0;
 	RUN(occupancy, test_occupancy(emu));

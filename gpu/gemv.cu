@@ -1,0 +1,226 @@
+/* gemv: the projections of a decode pass (<= GPU_GEMV_MAX_TOK tokens) without cuBLAS, with
+ * what surrounds them fused in: the residual add and RMS norm before the QKV and gate|up
+ * projections and the LM head (the prologue), the gated activation after gate|up (the
+ * epilogue). Issue 17: at batch 1 a decode step's time beyond the weight bytes is paid
+ * per graph node (~6 us a node on the H200, ESTIMATE: bench/perf_model.py's NODE_US), and a
+ * cuBLAS call at 1-8 columns is a GEMV whose fixed cost and bandwidth we cannot shape.
+ *
+ * Layout of the work: a warp owns two weight rows at a time (rows 2i and 2i+1, or gate row
+ * j and up row j with glu) and walks them in 16-byte chunks, GV_UNROLL chunks of each row
+ * loaded before any is used (8 loads of 16 bytes in flight a thread), every chunk of W
+ * multiplied with all tokens' inputs (W read once for all tokens), fp32 accumulators per
+ * (row, token), reduced across the warp at the end. Warps walk the rows grid-stride.
+ *
+ * The prologue: every block first computes its tokens' normalized inputs into shared
+ * memory (as gpu_add_rmsnorm computes and rounds them: the sum of squares in double, the
+ * scale in fp32, (s * scale) * w rounded to the storage type), so the projection sees the
+ * inputs the unfused path's GEMM saw. Block 0 also writes the summed residual, into
+ * another buffer than the one it read (the caller ping-pongs two): the other blocks are
+ * still reading the old one. */
+#include "gpu/glu.cuh"
+#include "gpu/gpu_ops.cuh"
+
+#define GV_THREADS 512 /* 16 warps */
+#define GV_WARPS   (GV_THREADS / 32)
+#define GV_UNROLL  4 /* 16-byte chunks of each of a warp's two rows in flight a lane */
+
+/* The 16 / sizeof(T) elements of a 16-byte vector as floats (as attention.cu's vec_f32:
+ * memcpy, not a pointer cast, which would break strict aliasing). */
+template <typename T> __device__ __forceinline__ void gv_f32(uint4 v, float *f)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	T e[V];
+	memcpy(e, &v, sizeof e);
+#pragma unroll
+	for (int i = 0; i < V; i++)
+		f[i] = ld_f32(e[i]);
+}
+template <> __device__ __forceinline__ void gv_f32<__nv_bfloat16>(uint4 v, float *f)
+{
+	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		f[2 * i] = __uint_as_float(w[i] << 16);
+		f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+	}
+}
+/* f[0 .. 16 / sizeof(T)) rounded to T, packed into a 16-byte vector */
+template <typename T> __device__ __forceinline__ uint4 gv_pack(const float *f)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	T e[V];
+#pragma unroll
+	for (int i = 0; i < V; i++)
+		e[i] = st_t<T>(f[i]);
+	uint4 v;
+	memcpy(&v, e, sizeof v);
+	return v;
+}
+
+/* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL). */
+template <typename T, int NT, bool PRO>
+__global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_args a)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	__shared__ uint4 xs[PRO ? GPU_GEMV_XS_BYTES / 16 : 1]; /* [n_tok][n_in / V] */
+	__shared__ float sc[NT];
+	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+	const int n_tok = a.n_tok, nc = a.n_in / V; /* 16-byte chunks a row */
+	const uint4 *in;
+	int64_t ldv; /* input row stride in chunks */
+	if (PRO) {
+		/* warp t: token t's sum of squares (double, as gpu_add_rmsnorm) */
+		if (warp < n_tok) {
+			const int64_t r = a.rows ? a.rows[warp] : warp;
+			const float *xr = a.res + r * a.n_in;
+			const float *dr = a.delta ? a.delta + r * a.n_in : nullptr;
+			double ss = 0.0;
+			for (int j = lane; j < a.n_in; j += 32) {
+				float s = xr[j] + (dr ? dr[j] : 0.0f);
+				ss += (double)s * s;
+			}
+			ss = warp_sum_d(ss);
+			if (lane == 0)
+				sc[warp] = (float)(1.0 / sqrt(ss / (double)a.n_in + (double)a.eps));
+		}
+		__syncthreads();
+		float *ro = blockIdx.x == 0 ? a.res_out : nullptr;
+		for (int t = 0; t < n_tok; t++) {
+			const int64_t r = a.rows ? a.rows[t] : t;
+			const float *xr = a.res + r * a.n_in;
+			const float *dr = a.delta ? a.delta + r * a.n_in : nullptr;
+			const float scale = sc[t];
+			for (int c = (int)threadIdx.x; c < nc; c += GV_THREADS) {
+				float f[V];
+#pragma unroll
+				for (int v = 0; v < V; v++) {
+					const int j = c * V + v;
+					const float s = xr[j] + (dr ? dr[j] : 0.0f);
+					if (ro)
+						ro[r * a.n_in + j] = s;
+					f[v] = (s * scale) * a.norm[j];
+				}
+				xs[t * nc + c] = gv_pack<T>(f);
+			}
+		}
+		__syncthreads();
+		in = xs;
+		ldv = nc;
+	} else {
+		in = (const uint4 *)a.x;
+		ldv = a.ldx / V;
+	}
+	const uint4 *W = (const uint4 *)a.W;
+	const int half = a.n_out / 2;
+	const int n_task = a.glu ? half : (a.n_out + 1) / 2;
+	for (int task = (int)blockIdx.x * GV_WARPS + warp; task < n_task;
+	     task += (int)gridDim.x * GV_WARPS) { /* warp-uniform */
+		const int r0 = a.glu ? task : 2 * task;
+		const int r1 = a.glu ? task + half : min(r0 + 1, a.n_out - 1);
+		const uint4 *w0 = W + (int64_t)r0 * nc, *w1 = W + (int64_t)r1 * nc;
+		float acc0[NT], acc1[NT];
+#pragma unroll
+		for (int t = 0; t < NT; t++)
+			acc0[t] = acc1[t] = 0.0f;
+		for (int c0 = lane; c0 < nc; c0 += 32 * GV_UNROLL) {
+			uint4 u0[GV_UNROLL], u1[GV_UNROLL];
+#pragma unroll
+			for (int u = 0; u < GV_UNROLL; u++) {
+				const int c = c0 + 32 * u;
+				u0[u] = c < nc ? w0[c] : make_uint4(0, 0, 0, 0);
+				u1[u] = c < nc ? w1[c] : make_uint4(0, 0, 0, 0);
+			}
+#pragma unroll
+			for (int u = 0; u < GV_UNROLL; u++) {
+				const int c = c0 + 32 * u;
+				if (c >= nc)
+					continue;
+				float f0[V], f1[V];
+				gv_f32<T>(u0[u], f0);
+				gv_f32<T>(u1[u], f1);
+#pragma unroll
+				for (int t = 0; t < NT; t++) {
+					if (t >= n_tok)
+						continue;
+					float fx[V];
+					gv_f32<T>(in[t * ldv + c], fx);
+#pragma unroll
+					for (int v = 0; v < V; v++) {
+						acc0[t] = fmaf(f0[v], fx[v], acc0[t]);
+						acc1[t] = fmaf(f1[v], fx[v], acc1[t]);
+					}
+				}
+			}
+		}
+#pragma unroll
+		for (int t = 0; t < NT; t++) {
+			acc0[t] = warp_sum(acc0[t]);
+			acc1[t] = warp_sum(acc1[t]);
+		}
+		/* lane t stores token t (constant indices: the accumulators stay in registers) */
+#pragma unroll
+		for (int t = 0; t < NT; t++) {
+			if (t >= n_tok || lane != t)
+				continue;
+			if (a.glu) {
+				((T *)a.act)[(int64_t)t * half + task] =
+				    st_t<T>(gpu_glu(acc0[t], acc1[t], a.gelu));
+			} else {
+				a.y[(int64_t)t * a.ldy + r0] = acc0[t];
+				if (r1 != r0)
+					a.y[(int64_t)t * a.ldy + r1] = acc1[t];
+			}
+		}
+	}
+}
+
+bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt)
+{
+	const int64_t es = (int64_t)gpu_dtype_size(dt);
+	return n_tok >= 1 && n_tok <= GPU_GEMV_MAX_TOK && n_in > 0 && n_in % (16 / es) == 0 &&
+	       (!prologue || (int64_t)n_tok * n_in * es <= GPU_GEMV_XS_BYTES);
+}
+
+template <typename T, int NT>
+static void gv_launch(const struct gpu_gemv_args *a, bool pro, unsigned blocks, cudaStream_t s)
+{
+	if (pro)
+		gemv_kernel<T, NT, true><<<blocks, GV_THREADS, 0, s>>>(*a);
+	else
+		gemv_kernel<T, NT, false><<<blocks, GV_THREADS, 0, s>>>(*a);
+}
+
+cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
+		     cudaStream_t stream)
+{
+	const bool pro = a->norm != NULL;
+	const int V = 16 / (int)gpu_dtype_size(dt);
+	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt) || a->n_out <= 0 || n_sm < 1 ||
+	    ((uintptr_t)a->W & 15) != 0 || (a->glu && (a->n_out & 1) != 0) ||
+	    (a->glu ? a->act == NULL : a->y == NULL) ||
+	    (pro ? a->res == NULL ||
+		       (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
+		 : a->x == NULL || ((uintptr_t)a->x & 15) != 0 || a->ldx % V != 0 ||
+		       a->ldx < a->n_in))
+		return cudaErrorInvalidValue;
+	const int n_task = a->glu ? a->n_out / 2 : (a->n_out + 1) / 2;
+	unsigned blocks = gpu_div_up((uint64_t)n_task, GV_WARPS);
+	/* at most one block an SM: 16 warps of 8 loads of 16 bytes in flight a thread (64 KiB
+	 * an SM: Little's law at ~700 ns asks ~26 KiB an SM of an H200), one wave (ptxas gives
+	 * most instances > 64 registers: a second block would not be resident), and the
+	 * prologue paid once an SM */
+	if (blocks > (unsigned)n_sm)
+		blocks = (unsigned)n_sm;
+	const int nt = a->n_tok;
+	GPU_DISPATCH_DTYPE(dt, T, {
+		if (nt == 1)
+			gv_launch<T, 1>(a, pro, blocks, stream);
+		else if (nt == 2)
+			gv_launch<T, 2>(a, pro, blocks, stream);
+		else if (nt <= 4)
+			gv_launch<T, 4>(a, pro, blocks, stream);
+		else
+			gv_launch<T, 8>(a, pro, blocks, stream);
+	});
+	return cudaGetLastError();
+}
