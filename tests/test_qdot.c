@@ -438,6 +438,49 @@ static void test_quantize_levels(void)
 	}
 }
 
+/* ---- quantizing block ranges: the CPU backend cuts each row into block ranges made on
+ * different threads (backend_cpu.c's matmul prologue); each range alone must give the same
+ * bytes as that part of the whole row, at every level ---- */
+
+static void test_quantize_ranges(void)
+{
+	enum { K = 2048 };
+	static const enum gguf_dtype ts[3] = {GGUF_DTYPE_Q8_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q4_K};
+	float x[K];
+	for (int i = 0; i < K; i++)
+		x[i] = gauss() * (i % 300 == 7 ? 40.0f : 1.0f);
+	for (int isa = 0; isa < QDOT_N_ISA; isa++) {
+		if (!qdot_supported((enum qdot_isa)isa))
+			continue;
+		for (int ti = 0; ti < 3; ti++) {
+			const enum gguf_dtype t = ts[ti];
+			const int64_t be = quant_block_elems(t), nb = K / be;
+			const size_t n = qdot_act_row_bytes(t, K), bb = qdot_act_row_bytes(t, be);
+			uint8_t *want = malloc(n), *got = malloc(n);
+			qdot_quantize_row_isa((enum qdot_isa)isa, t, x, K, want);
+			int bad = -1;
+			/* cuts into 2, 3 (uneven) and nb ranges */
+			const int64_t cuts[3] = {2, 3, nb};
+			for (int c = 0; c < 3; c++) {
+				const int64_t per = (nb + cuts[c] - 1) / cuts[c];
+				memset(got, 0xA5, n);
+				for (int64_t b0 = 0; b0 < nb; b0 += per) {
+					const int64_t b1 = b0 + per < nb ? b0 + per : nb;
+					qdot_quantize_row_isa((enum qdot_isa)isa, t, x + b0 * be,
+							      (b1 - b0) * be, got + (size_t)b0 * bb);
+				}
+				if (memcmp(want, got, n) != 0 && bad < 0)
+					bad = (int)cuts[c];
+			}
+			CHECK(bad < 0, "%s %s: block ranges quantized alone give the whole row's "
+				       "bytes (first failing cut into %d)",
+			      qdot_isa_name((enum qdot_isa)isa), gguf_dtype_name(t), bad);
+			free(want);
+			free(got);
+		}
+	}
+}
+
 /* ---- every vector level equals the portable code, in every tile ---- */
 
 static void test_levels(void)
@@ -548,6 +591,7 @@ int main(void)
 	test_vs_double();
 	test_llamacpp();
 	test_quantize_levels();
+	test_quantize_ranges();
 	test_levels();
 	test_blocks();
 	return check_summary();

@@ -111,8 +111,9 @@ void qdot_quantize_row(enum gguf_dtype t, const float *x, int64_t k, void *out)
 
 /* ---- activation quantization, AVX2: the same bytes as the code above ----
  *
- * Decode quantizes every matmul's input on one thread between two parallel dispatches
- * (2048-5632 elements, four times per layer), so its speed is on the critical path. Lane
+ * Decode quantizes every matmul's input between two parallel dispatches (2048-5632
+ * elements, four times per layer; the CPU backend cuts it into block ranges run on every
+ * thread as the dispatch's first tasks), so its speed is on the critical path. Lane
  * by lane these are the scalar steps: the block maximum of |x| (a maximum is exact in any
  * order; MAXPS(a, m) is `a > m ? a : m`, so NaNs are skipped as above), then x * id (or
  * iscale * x) rounded to float, plus 2^23 + 2^22, the mantissa bits minus 2^22, clamped

@@ -88,7 +88,8 @@ size_t qdot_act_row_bytes(enum gguf_dtype t, int64_t k);
 void qdot_quantize_row(enum gguf_dtype t, const float *x, int64_t k, void *out);
 
 /* qdot_quantize_row's bytes, computed with isa's vector code (AVX2 for every x86 level;
- * decode quantizes each matmul input on one thread, on the critical path). */
+ * decode quantizes each matmul input on the critical path). Quantization is block by
+ * block: blocks [b0, b1) of x alone give the same bytes as that part of the whole row. */
 void qdot_quantize_row_isa(enum qdot_isa isa, enum gguf_dtype t, const float *x, int64_t k,
 			   void *out);
 
