@@ -5,7 +5,8 @@
  *
  * Both waits poll for TP_SPIN_NS before sleeping, because the CPU backend issues 111
  * short runs per decoded token (TinyLlama) with serial work between them (norms, RoPE,
- * SiLU, activation quantization: ~60 us per layer in all), and each futex wake-up lands
+ * residual adds; SiLU and activation quantization were serial too, ~60 us per layer in
+ * all, before they became each matmul run's first tasks), and each futex wake-up lands
  * on the critical path (a worker woken late starts its share late; a caller that slept
  * waits for the last worker's wake-up): 4-17 % of each matmul dispatch was one thread
  * waiting with ~7 us of polling, 1.5-6 % with this (bench/results/decode1-2026-11-29.md).
