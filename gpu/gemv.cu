@@ -200,20 +200,24 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 				}
 				if (rot) {
 					float c, s;
-					rope_cos_sin((const float2 *)p.table, p.pos[t], p.rope_dim / 2,
-						     k, p.mscale, &c, &s);
+					rope_cos_sin((const float2 *)p.table, p.pos[t],
+						     p.rope_dim / 2, k, p.mscale, &c, &s);
 					rope_apply(y0, y1, c, s, &y0, &y1);
 				}
 				a.y[(int64_t)t * a.ldy + r0] = y0;
 				a.y[(int64_t)t * a.ldy + r1] = y1;
 			}
 			const int n_qk = p.n_head + p.n_head_kv;
-			if (t < n_tok && head >= p.n_head) { /* key or value head: the token's slot */
+			/* a key or value head: into the token's slot */
+			if (t < n_tok && head >= p.n_head) {
 				const int32_t slot = p.slots[t];
-				const int64_t blk = slot / p.kv.block_size, sl = slot % p.kv.block_size;
-				T *row = (T *)p.kv.base + blk * p.kv.block_stride + sl * p.kv.kv_dim +
-					 (head < n_qk ? (int64_t)(head - p.n_head) * p.head_dim
-						      : p.kv.v_offset + (int64_t)(head - n_qk) * p.head_dim);
+				const int64_t blk = slot / p.kv.block_size,
+					      sl = slot % p.kv.block_size;
+				T *row =
+				    (T *)p.kv.base + blk * p.kv.block_stride + sl * p.kv.kv_dim +
+				    (head < n_qk
+					 ? (int64_t)(head - p.n_head) * p.head_dim
+					 : p.kv.v_offset + (int64_t)(head - n_qk) * p.head_dim);
 				const int d0 = r0 - head * p.head_dim, d1 = r1 - head * p.head_dim;
 				row[d0] = st_t<T>(y0);
 				row[d1] = st_t<T>(y1);
