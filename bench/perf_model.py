@@ -323,6 +323,9 @@ FEATURES = {
 # in their prologues, SwiGLU in gate|up's epilogue: 6 nodes a pre-norm layer (QKV, qkv_post,
 # attention, O, gate|up, down), the final norm and LM head one. The prologue keeps the
 # normalized inputs (bf16) in 48 KiB of static shared memory: B x n_embd x 2 <= GEMV_XS.
+# g17r: for layers without Q/K head norms the QKV GEMV's epilogue does qkv_post's work (bias,
+# RoPE, K/V write): 5 nodes such a layer (decode_nodes(..., gemv="qkv")). Its cost beyond
+# the node (a table lookup and a few stores a pair and token) is not modelled.
 GEMV_MAX_TOK, GEMV_XS = 8, 48 * 1024 - 64
 # How the GEMV streams W (gpu/gemv.cu): blocks of 512 threads, each thread 8 loads of 16
 # bytes in flight (two rows x GV_UNROLL 4 chunks): 64 KiB a block, at most one block an SM
@@ -356,7 +359,8 @@ def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
     them: the embedding (+ gemma's scale), per layer attention norm, QKV GEMM, [bias],
     [Q/K head norm], RoPE, K/V write, attention, [its merge when split], O GEMM,
     [post-norm], FFN norm, gate|up GEMM, SwiGLU, down GEMM, [post-norm]; then the final
-    norm, the LM head (+ gemma2's soft-cap). fused: e17f's qkv_post (bias, head norm,
+    norm, the LM head (+ gemma2's soft-cap). gemv="qkv": g17r's path, g17v's with qkv_post
+    done by the QKV GEMV's epilogue for layers without Q/K head norms. fused: e17f's qkv_post (bias, head norm,
     RoPE and K/V write in one kernel) and the split decode attention merged by its own
     last blocks (no merge node; every shape here takes the GQA decode kernel). The count
     tests/gpu_test_model.c checks against the backend's own census (BG_CUDA_GRAPH_LOG)
@@ -370,6 +374,8 @@ def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
     qkv_post = 1 if fused else 2 + ("qk_norm" in feats) + ("bias" in feats)
     merge = ns > 1 and not fused
     if gemv and fused and gemv_fused(shape_name, B):  # g17v: gemv=True counts its path
+        if gemv == "qkv":  # g17r: qkv_post in the QKV GEMV's epilogue unless head norms
+            qkv_post = 1 if "qk_norm" in feats else 0
         return 1 + ("embd_scale" in feats) + L * (5 + qkv_post) + 1 + ("final_softcap" in feats)
     layer = 2 + 4 + 1 + 1 + qkv_post + merge + 2 * ("post_norms" in feats)
     return 1 + ("embd_scale" in feats) + L * layer + 2 + ("final_softcap" in feats)
@@ -444,15 +450,16 @@ def node_table(a, shape_name):
         tb, ta = t + nb * nu, t + na * nu
         print(f"| {B} | {ctx} | {nb} | {na} | {t*1e3:.3f} | {tb*1e3:.3f} | {ta*1e3:.3f} "
               f"| {floor*1e3:.3f} | {floor/tb:.1%} | {floor/ta:.1%} |")
-    print(f"\n{shape_name} with g17v's GEMVs (ESTIMATES): the fused path where it applies "
+    print(f"\n{shape_name} with g17v's GEMVs (g17r: and qkv_post in the QKV GEMV's epilogue) (ESTIMATES): the fused path where it applies "
           f"(bf16 inputs of B x n_embd x 2 <= {GEMV_XS} bytes of shared memory: "
           f"B <= {GEMV_XS // (2 * shape[1])} here; else e17f's graph), NODE_US {nu*1e6:.2f} us "
           f"ASSUMED for a GEMV node as for the cuBLAS node it replaces, W streamed at BW "
           f"(ASSUMED, from {GEMV_THREADS} threads x {GEMV_INFLIGHT} bytes in flight a block), plus "
           f"the prologues' L2 reads (gemv_prologue_s, L2 {L2_BW/1e12:.0f} TB/s).")
-    print("| batch | context | nodes e17f | nodes g17v | prologues ms | + nodes e17f ms "
-          "| + nodes g17v ms | roofline ms | fraction e17f | fraction g17v |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| batch | context | nodes e17f | nodes g17v | nodes g17r | prologues ms | + nodes e17f ms "
+          "| + nodes g17v ms | + nodes g17r ms | roofline ms | fraction e17f | fraction g17v "
+          "| fraction g17r |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for B, ctx in a.scenarios:
         Bp = 1 << (B - 1).bit_length()
         t, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
@@ -460,9 +467,10 @@ def node_table(a, shape_name):
         na = decode_nodes(shape_name, Bp, True) + STREAM_OPS
         ng = decode_nodes(shape_name, Bp, True, gemv=True) + STREAM_OPS
         tp = gemv_prologue_s(shape_name, Bp) if gemv_fused(shape_name, Bp) else 0.0
-        ta, tg = t + na * nu, t + ng * nu + tp
-        print(f"| {B} | {ctx} | {na} | {ng} | {tp*1e3:.3f} | {ta*1e3:.3f} | {tg*1e3:.3f} "
-              f"| {floor*1e3:.3f} | {floor/ta:.1%} | {floor/tg:.1%} |")
+        nr = decode_nodes(shape_name, Bp, True, gemv="qkv") + STREAM_OPS
+        ta, tg, tr = t + na * nu, t + ng * nu + tp, t + nr * nu + tp
+        print(f"| {B} | {ctx} | {na} | {ng} | {nr} | {tp*1e3:.3f} | {ta*1e3:.3f} | {tg*1e3:.3f} "
+              f"| {tr*1e3:.3f} | {floor*1e3:.3f} | {floor/ta:.1%} | {floor/tg:.1%} | {floor/tr:.1%} |")
     t1, rows1 = step_time(kernels(shape, 1, 512, True), False)
     spare = roofline(rows1) / 0.85 - t1  # seconds of node cost batch 1 x 512 can afford
     n1 = decode_nodes(shape_name, 1, True) + STREAM_OPS

@@ -633,8 +633,9 @@ static cudaError_t log_census(struct cuda_ctx *c, cudaGraph_t g, const char *wha
 
 /* Whether run_pass takes the fused path for a pass of n tokens (issue 17): every projection
  * a gpu_gemv, the norms before QKV, gate|up and the LM head its prologues, SwiGLU the
- * gate|up GEMV's epilogue; 6 nodes a llama layer instead of 9, and the final norm and LM
- * head one. Pre-norm layers only: gemma's post-norms (normalizing the branch output before
+ * gate|up GEMV's epilogue, qkv_post the QKV GEMV's epilogue when the layer has no head
+ * norms; 5 nodes a llama layer instead of 9 (6 with head norms: qwen3), and the final norm
+ * and LM head one. Pre-norm layers only: gemma's post-norms (normalizing the branch output before
  * the residual add) keep the unfused path. The shapes must suit gpu_gemv (the prologue's
  * inputs in its shared memory: with bf16 and n_embd 4096, up to 5 tokens). */
 static bool pass_fused(const struct cuda_ctx *c, int n)
@@ -710,26 +711,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		kv.block_size = c->block_size;
 		kv.kv_dim = c->n_kv;
 
-		/* the previous layer's FFN output joins the residual here */
-		if (fused) {
-			struct gpu_gemv_args g =
-			    gemv_plain(L->wqkv, c->ld_qkv, E, n, NULL, 0, c->qkv, c->ld_qkv);
-			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
-				      l ? xo : NULL);
-			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
-			if (l) {
-				float *t = xr;
-				xr = xo;
-				xo = t;
-			}
-		} else {
-			CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm,
-						   hp->rms_eps, NULL, n, E, l > 0, c->xn, c->dt, s));
-			CUBLAS_CHECK(
-			    pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
-		}
 		/* [bias (qwen2)], [Q/K head norms (qwen3, gemma3)], RoPE and the K/V write: one
-		 * kernel, one graph node (issue 17: ~6 us a node on the H200, ESTIMATE: NODE_US) */
+		 * kernel, one graph node (issue 17: ~6 us a node on the H200, ESTIMATE: NODE_US),
+		 * or without head norms on the fused path the QKV GEMV's epilogue: no node */
 		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
 		struct gpu_qkv_post_args qp;
 		qp.qkv = c->qkv;
@@ -749,7 +733,29 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
 		qp.kv = kv;
-		CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
+		const bool qkv_epilogue = fused && L->q_norm == NULL && hp->head_dim % 2 == 0;
+		/* the previous layer's FFN output joins the residual here */
+		if (fused) {
+			struct gpu_gemv_args g =
+			    gemv_plain(L->wqkv, c->ld_qkv, E, n, NULL, 0, c->qkv, c->ld_qkv);
+			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
+				      l ? xo : NULL);
+			g.qkv_post = qkv_epilogue;
+			g.post = qp;
+			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			if (l) {
+				float *t = xr;
+				xr = xo;
+				xo = t;
+			}
+		} else {
+			CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm,
+						   hp->rms_eps, NULL, n, E, l > 0, c->xn, c->dt, s));
+			CUBLAS_CHECK(
+			    pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
+		}
+		if (!qkv_epilogue)
+			CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
 		struct gpu_attn_args a;
 		a.q = c->qkv;
 		a.ldq = c->ld_qkv;

@@ -16,9 +16,15 @@
  * scale in fp32, (s * scale) * w rounded to the storage type), so the projection sees the
  * inputs the unfused path's GEMM saw. Block 0 also writes the summed residual, into
  * another buffer than the one it read (the caller ping-pongs two): the other blocks are
- * still reading the old one. */
+ * still reading the old one.
+ *
+ * The QKV epilogue (issue 17: one node less a layer): qkv_post.cu's work on the warp's two
+ * rows, which are then a RoPE pair of one head (or two dimensions past rope_dim, or of a
+ * value head): lane t adds token t's bias, rotates the pair at pos[t] with rope.cuh's
+ * arithmetic and stores the pair to y and, for key and value heads, to the KV slot, as
+ * qkv_post_kernel rounds them. */
 #include "gpu/glu.cuh"
-#include "gpu/gpu_ops.cuh"
+#include "gpu/rope.cuh"
 
 #define GV_THREADS 512 /* 16 warps */
 #define GV_WARPS   (GV_THREADS / 32)
@@ -57,8 +63,24 @@ template <typename T> __device__ __forceinline__ uint4 gv_pack(const float *f)
 	return v;
 }
 
-/* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL). */
-template <typename T, int NT, bool PRO>
+/* Rows of task (a warp's pair) with the QKV epilogue: within head h = task / (hd / 2),
+ * k = task % (hd / 2): (k, k + half) for NeoX query and key heads when k < half = rope_dim /
+ * 2, else (2k, 2k + 1); *rot: the pair rotates (query and key heads, k < half). */
+__device__ __forceinline__ void gv_qkv_rows(const struct gpu_qkv_post_args &p, int task, int *r0,
+					    int *r1, int *head, int *k, bool *rot)
+{
+	const int hp = p.head_dim / 2, half = p.rope_dim >= 2 ? p.rope_dim / 2 : 0;
+	*head = task / hp;
+	*k = task - *head * hp;
+	*rot = *k < half && *head < p.n_head + p.n_head_kv;
+	const int base = *head * p.head_dim;
+	*r0 = base + (*rot && p.neox ? *k : 2 * *k);
+	*r1 = base + (*rot && p.neox ? *k + half : 2 * *k + 1);
+}
+
+/* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL);
+ * QKV: the QKV epilogue (a.qkv_post). */
+template <typename T, int NT, bool PRO, bool QKV>
 __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_args a)
 {
 	constexpr int V = 16 / (int)sizeof(T);
@@ -112,11 +134,15 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 	}
 	const uint4 *W = (const uint4 *)a.W;
 	const int half = a.n_out / 2;
-	const int n_task = a.glu ? half : (a.n_out + 1) / 2;
+	const int n_task = a.glu || QKV ? half : (a.n_out + 1) / 2;
 	for (int task = (int)blockIdx.x * GV_WARPS + warp; task < n_task;
 	     task += (int)gridDim.x * GV_WARPS) { /* warp-uniform */
-		const int r0 = a.glu ? task : 2 * task;
-		const int r1 = a.glu ? task + half : min(r0 + 1, a.n_out - 1);
+		int r0 = a.glu ? task : 2 * task;
+		int r1 = a.glu ? task + half : min(r0 + 1, a.n_out - 1);
+		int head = 0, k = 0;
+		bool rot = false;
+		if (QKV)
+			gv_qkv_rows(a.post, task, &r0, &r1, &head, &k, &rot);
 		const uint4 *w0 = W + (int64_t)r0 * nc, *w1 = W + (int64_t)r1 * nc;
 		float acc0[NT], acc1[NT];
 #pragma unroll
@@ -157,18 +183,60 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 			acc0[t] = warp_sum(acc0[t]);
 			acc1[t] = warp_sum(acc1[t]);
 		}
-		/* lane t stores token t (constant indices: the accumulators stay in registers) */
+		if (QKV) { /* lane t: token t's pair, as qkv_post_kernel computes and stores it */
+			const struct gpu_qkv_post_args &p = a.post;
+			float y0 = 0.0f, y1 = 0.0f;
 #pragma unroll
-		for (int t = 0; t < NT; t++) {
-			if (t >= n_tok || lane != t)
-				continue;
-			if (a.glu) {
-				((T *)a.act)[(int64_t)t * half + task] =
-				    st_t<T>(gpu_glu(acc0[t], acc1[t], a.gelu));
-			} else {
-				a.y[(int64_t)t * a.ldy + r0] = acc0[t];
-				if (r1 != r0)
-					a.y[(int64_t)t * a.ldy + r1] = acc1[t];
+			for (int t = 0; t < NT; t++)
+				if (lane == t) { /* constant indices: registers */
+					y0 = acc0[t];
+					y1 = acc1[t];
+				}
+			const int t = lane;
+			if (t < n_tok) {
+				if (p.bias) {
+					y0 += p.bias[r0];
+					y1 += p.bias[r1];
+				}
+				if (rot) {
+					float c, s;
+					rope_cos_sin((const float2 *)p.table, p.pos[t],
+						     p.rope_dim / 2, k, p.mscale, &c, &s);
+					rope_apply(y0, y1, c, s, &y0, &y1);
+				}
+				a.y[(int64_t)t * a.ldy + r0] = y0;
+				a.y[(int64_t)t * a.ldy + r1] = y1;
+			}
+			const int n_qk = p.n_head + p.n_head_kv;
+			/* a key or value head: into the token's slot */
+			if (t < n_tok && head >= p.n_head) {
+				const int32_t slot = p.slots[t];
+				const int64_t blk = slot / p.kv.block_size,
+					      sl = slot % p.kv.block_size;
+				T *row =
+				    (T *)p.kv.base + blk * p.kv.block_stride + sl * p.kv.kv_dim +
+				    (head < n_qk
+					 ? (int64_t)(head - p.n_head) * p.head_dim
+					 : p.kv.v_offset + (int64_t)(head - n_qk) * p.head_dim);
+				const int d0 = r0 - head * p.head_dim, d1 = r1 - head * p.head_dim;
+				row[d0] = st_t<T>(y0);
+				row[d1] = st_t<T>(y1);
+			}
+		} else {
+			/* lane t stores token t (constant indices: the accumulators stay in
+			 * registers) */
+#pragma unroll
+			for (int t = 0; t < NT; t++) {
+				if (t >= n_tok || lane != t)
+					continue;
+				if (a.glu) {
+					((T *)a.act)[(int64_t)t * half + task] =
+					    st_t<T>(gpu_glu(acc0[t], acc1[t], a.gelu));
+				} else {
+					a.y[(int64_t)t * a.ldy + r0] = acc0[t];
+					if (r1 != r0)
+						a.y[(int64_t)t * a.ldy + r1] = acc1[t];
+				}
 			}
 		}
 	}
@@ -184,10 +252,27 @@ bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt)
 template <typename T, int NT>
 static void gv_launch(const struct gpu_gemv_args *a, bool pro, unsigned blocks, cudaStream_t s)
 {
-	if (pro)
-		gemv_kernel<T, NT, true><<<blocks, GV_THREADS, 0, s>>>(*a);
+	if (pro && a->qkv_post)
+		gemv_kernel<T, NT, true, true><<<blocks, GV_THREADS, 0, s>>>(*a);
+	else if (pro)
+		gemv_kernel<T, NT, true, false><<<blocks, GV_THREADS, 0, s>>>(*a);
+	else if (a->qkv_post)
+		gemv_kernel<T, NT, false, true><<<blocks, GV_THREADS, 0, s>>>(*a);
 	else
-		gemv_kernel<T, NT, false><<<blocks, GV_THREADS, 0, s>>>(*a);
+		gemv_kernel<T, NT, false, false><<<blocks, GV_THREADS, 0, s>>>(*a);
+}
+
+/* gpu_gemv's contract for the QKV epilogue (gpu_ops.cuh) */
+static bool gv_qkv_ok(const struct gpu_gemv_args *a)
+{
+	const struct gpu_qkv_post_args *p = &a->post;
+	const int64_t hd = p->head_dim;
+	return !a->glu && p->q_norm == NULL && p->k_norm == NULL && hd > 0 && hd % 2 == 0 &&
+	       p->n_head > 0 && p->n_head_kv > 0 && p->rope_dim <= hd &&
+	       (p->rope_dim < 2 || (p->rope_dim % 2 == 0 && p->table != NULL)) &&
+	       (int64_t)a->n_out == (p->n_head + 2 * (int64_t)p->n_head_kv) * hd &&
+	       (int64_t)p->kv.kv_dim == p->n_head_kv * hd && p->kv.block_size > 0 &&
+	       p->kv.base != NULL && p->pos != NULL && p->slots != NULL;
 }
 
 cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
@@ -197,13 +282,13 @@ cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 	const int V = 16 / (int)gpu_dtype_size(dt);
 	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt) || a->n_out <= 0 || n_sm < 1 ||
 	    ((uintptr_t)a->W & 15) != 0 || (a->glu && (a->n_out & 1) != 0) ||
-	    (a->glu ? a->act == NULL : a->y == NULL) ||
+	    (a->glu ? a->act == NULL : a->y == NULL) || (a->qkv_post && !gv_qkv_ok(a)) ||
 	    (pro ? a->res == NULL ||
 		       (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
 		 : a->x == NULL || ((uintptr_t)a->x & 15) != 0 || a->ldx % V != 0 ||
 		       a->ldx < a->n_in))
 		return cudaErrorInvalidValue;
-	const int n_task = a->glu ? a->n_out / 2 : (a->n_out + 1) / 2;
+	const int n_task = a->glu || a->qkv_post ? a->n_out / 2 : (a->n_out + 1) / 2;
 	unsigned blocks = gpu_div_up((uint64_t)n_task, GV_WARPS);
 	/* at most one block an SM: 16 warps of 8 loads of 16 bytes in flight a thread (64 KiB
 	 * an SM: Little's law at ~700 ns asks ~26 KiB an SM of an H200), one wave (ptxas gives

@@ -266,16 +266,29 @@ struct gpu_gemv_args {
 	int ldy;
 	void *act;
 	bool glu, gelu;
+	/* The QKV epilogue (qkv_post true, glu false): y's n_out = (n_head + 2 n_head_kv)
+	 * head_dim columns are a layer's query, key and value heads, and the GEMV does
+	 * gpu_qkv_post(&post) on them itself: bias, RoPE at pos[t], Q (and K, V) left in y as
+	 * gpu_qkv_post leaves its qkv, K and V rows stored into slots[t] of post.kv, bitwise
+	 * what gpu_gemv then gpu_qkv_post compute (the rotation reads the fp32 sum plus the
+	 * bias, as gpu_qkv_post reads them from qkv). A warp's two rows are a RoPE pair: (2i,
+	 * 2i + 1) of a head, or (i, i + rope_dim / 2) with post.neox. post.qkv, .ld and .n_tok
+	 * are not read (y, ldy, n_tok are); head norms (post.q_norm) are refused: they need the
+	 * whole head first (qwen3, gemma3 keep gpu_qkv_post). */
+	bool qkv_post;
+	struct gpu_qkv_post_args post;
 };
 /* Whether gpu_gemv takes n_tok tokens of n_in inputs of dt (with the prologue or not):
  * 1 <= n_tok <= GPU_GEMV_MAX_TOK, n_in a multiple of 16 / sizeof(dt), and with the
  * prologue n_tok * n_in * sizeof(dt) <= GPU_GEMV_XS_BYTES. A pure function. */
 bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt);
 /* Accumulates in fp32; 16-byte loads of W, each element read once for all tokens; two rows
- * a warp (gate row j and up row j with glu), warps spread over up to n_sm blocks of 512
- * threads (with the prologue each block normalizes the inputs itself).
- * cudaErrorInvalidValue when gpu_gemv_fits says no, for a misaligned W or x, ldx not a
- * multiple of 16 / sizeof(dt), or an odd n_out with glu. */
+ * a warp (gate row j and up row j with glu, a RoPE pair with qkv_post), warps spread over
+ * up to n_sm blocks of 512 threads (with the prologue each block normalizes the inputs
+ * itself). cudaErrorInvalidValue when gpu_gemv_fits says no, for a misaligned W or x, ldx
+ * not a multiple of 16 / sizeof(dt), an odd n_out with glu, or with qkv_post: glu, head
+ * norms, an odd head_dim, rope_dim > head_dim or odd (when >= 2), n_out or kv.kv_dim not
+ * the heads' widths, no pos or slots. */
 cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 		     cudaStream_t stream);
 

@@ -15,12 +15,10 @@ __device__ __forceinline__ void rot_mul(float &c, float &s, float2 r)
 	s = sn;
 }
 
-/* Pair i (< half = rope_dim / 2) of the head at x ([head_dim] fp32), at position p >= 0:
- * *ia, *ib get the pair's dimensions ((2i, 2i + 1), or (i, i + half) for NeoX), *y0, *y1
- * their rotated values (x is only read); table: gpu_rope_table_fill's for this half. */
-__device__ __forceinline__ void rope_rotation(const float *x, const float2 *table, int p, int half,
-					      int i, float mscale, bool neox, int *ia, int *ib,
-					      float *y0, float *y1)
+/* The rotation of pair i (< half = rope_dim / 2) at position p >= 0, times mscale, into
+ * *c, *s: the digit rows of table (gpu_rope_table_fill's for this half) composed. */
+__device__ __forceinline__ void rope_cos_sin(const float2 *table, int p, int half, int i,
+					     float mscale, float *cp, float *sp)
 {
 	const float2 *t0 = table + (int64_t)(p & (GPU_ROPE_ROWS0 - 1)) * half;
 	const float2 *t1 =
@@ -32,15 +30,32 @@ __device__ __forceinline__ void rope_rotation(const float *x, const float2 *tabl
 	float c = t2[i].x, s = t2[i].y;
 	rot_mul(c, s, t1[i]);
 	rot_mul(c, s, r0);
-	c = __fmul_rn(c, mscale);
-	s = __fmul_rn(s, mscale);
-	const int a = neox ? i : 2 * i;
-	const int b = neox ? i + half : 2 * i + 1;
-	const float x0 = x[a], x1 = x[b];
-	/* explicit roundings: nvcc would contract these into FMAs (one rounding less), which
-	 * the CPU backend's plain x0 * c - x1 * s does not do */
+	*cp = __fmul_rn(c, mscale);
+	*sp = __fmul_rn(s, mscale);
+}
+
+/* (x0, x1) rotated by (c, s) into *y0, *y1 (they may alias x0's and x1's storage: read
+ * first). Explicit roundings: nvcc would contract these into FMAs (one rounding less),
+ * which the CPU backend's plain x0 * c - x1 * s does not do. */
+__device__ __forceinline__ void rope_apply(float x0, float x1, float c, float s, float *y0,
+					   float *y1)
+{
 	*y0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
 	*y1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+}
+
+/* Pair i (< half = rope_dim / 2) of the head at x ([head_dim] fp32), at position p >= 0:
+ * *ia, *ib get the pair's dimensions ((2i, 2i + 1), or (i, i + half) for NeoX), *y0, *y1
+ * their rotated values (x is only read); table: gpu_rope_table_fill's for this half. */
+__device__ __forceinline__ void rope_rotation(const float *x, const float2 *table, int p, int half,
+					      int i, float mscale, bool neox, int *ia, int *ib,
+					      float *y0, float *y1)
+{
+	float c, s;
+	rope_cos_sin(table, p, half, i, mscale, &c, &s);
+	const int a = neox ? i : 2 * i;
+	const int b = neox ? i + half : 2 * i + 1;
+	rope_apply(x[a], x[b], c, s, y0, y1);
 	*ia = a;
 	*ib = b;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -799,10 +800,257 @@ static void test_gemv(void)
 	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: 9 tokens");
 	b.n_tok = 1;
 	b.n_in = 66;
-	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: n_in % 4");
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: n_in %% 4");
 	b.n_in = 64;
 	b.W = buf + 1;
 	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: misaligned W");
+	cudaFree(buf);
+}
+
+/* The QKV GEMV's epilogue (gpu_gemv with qkv_post): against a host reference (the
+ * projection in double from the same rounded inputs, the bias, the rotation by cos and sin
+ * of pos * freq in double: both pairings, partial rotation, none), and bitwise against
+ * gpu_gemv then gpu_qkv_post (what the fused path did before: y and the whole KV pool). */
+static void test_gemv_qkv(void)
+{
+	struct {
+		int n_head, n_head_kv, hd, rope_dim;
+		bool neox, bias, pro;
+	} cases[6] = {
+	    {8, 2, 64, 64, false, false, true}, /* llama */
+	    {8, 2, 64, 64, true, true, true},	/* qwen2: biases, NeoX */
+	    {6, 3, 96, 32, false, true, false}, /* partial rotation */
+	    {4, 2, 96, 32, true, false, false}, /* partial, NeoX */
+	    {4, 4, 64, 0, false, true, true},	/* no rotation */
+	    {4, 4, 96, 96, true, false, true},	/* phi3's heads */
+	};
+	const int tok_sets[3] = {1, 3, 8};
+	int ci = 0;
+	for (auto &cs : cases)
+		for (enum gpu_dtype dt : all_dt)
+			for (int n_tok : tok_sets) {
+				ci++;
+				const int n_in = 264, bs = 16, n_blocks = 4, n_layer = 2, layer = 1;
+				const int kv_dim = cs.n_head_kv * cs.hd, n_qk = cs.n_head + cs.n_head_kv;
+				const int n_out = (cs.n_head + 2 * cs.n_head_kv) * cs.hd, ldy = n_out + 5;
+				const int ldx = n_in + 16 / (int)gpu_dtype_size(dt);
+				const int64_t block_elems = (int64_t)n_layer * 2 * bs * kv_dim;
+				const size_t pool_elems = (size_t)block_elems * n_blocks;
+				std::vector<float> W = rand_vec((size_t)n_out * n_in, -1, 1);
+				for (auto &v : W)
+					v = st_round(dt, v);
+				std::vector<float> x = rand_vec((size_t)n_tok * ldx, -1, 1);
+				for (auto &v : x)
+					v = st_round(dt, v);
+				std::vector<float> res = rand_vec((size_t)n_tok * n_in, -2, 2);
+				std::vector<float> nw = rand_vec(n_in, 0.5f, 1.5f);
+				std::vector<float> bias = rand_vec(n_out, -1, 1);
+				std::vector<float> pool = rand_vec(pool_elems, -8, 8);
+				for (auto &v : pool)
+					v = st_round(dt, v);
+				std::vector<int32_t> pos(n_tok), slots(n_tok);
+				std::vector<int> perm(n_blocks * bs);
+				for (int i = 0; i < n_blocks * bs; i++)
+					perm[i] = i;
+				for (int i = n_blocks * bs - 1; i > 0; i--)
+					std::swap(perm[i], perm[rnd_u32() % (i + 1)]);
+				const int32_t first[3] = {2047, 2048, 5};
+				for (int t = 0; t < n_tok; t++) {
+					pos[t] = t < 3 ? first[(t + ci) % 3] : (int32_t)(rnd_u32() % 100000);
+					slots[t] = perm[t];
+				}
+				/* the inputs the projection sees, [n_tok][n_in] */
+				std::vector<float> in((size_t)n_tok * n_in);
+				for (int t = 0; t < n_tok; t++) {
+					double ss = 0;
+					for (int i = 0; i < n_in; i++)
+						ss += (double)res[(size_t)t * n_in + i] * res[(size_t)t * n_in + i];
+					const float sc = (float)(1.0 / sqrt(ss / n_in + 1e-5));
+					for (int i = 0; i < n_in; i++)
+						in[(size_t)t * n_in + i] =
+						    cs.pro ? st_round(dt, (res[(size_t)t * n_in + i] * sc) * nw[i])
+							   : x[(size_t)t * ldx + i];
+				}
+				const int half = cs.rope_dim / 2;
+				std::vector<double> freq(half > 0 ? half : 1);
+				for (int i = 0; i < half; i++)
+					freq[i] = pow(10000.0, -2.0 * i / cs.rope_dim);
+				std::vector<float> tab(GPU_ROPE_TABLE_FLOATS(half > 0 ? half : 1));
+				gpu_rope_table_fill(freq.data(), half, tab.data());
+				const float msc = cs.neox ? 0.75f : 1.0f;
+				auto pw = st_pack(dt, W), px = st_pack(dt, x), pp = st_pack(dt, pool);
+				void *dw = dev_upload(pw.data(), pw.size());
+				void *dx = dev_upload(px.data(), px.size());
+				void *pool_a = dev_upload(pp.data(), pp.size());
+				void *pool_b = dev_upload(pp.data(), pp.size());
+				float *dres = dev_vec(res), *dnw = dev_vec(nw), *db = dev_vec(bias);
+				float *dtab = dev_vec(tab);
+				int32_t *dp = dev_vec(pos), *ds = dev_vec(slots);
+				float *ya, *yb;
+				REQUIRE(cudaMalloc(&ya, (size_t)n_tok * ldy * 4));
+				REQUIRE(cudaMalloc(&yb, (size_t)n_tok * ldy * 4));
+				const size_t layer_off = (size_t)layer * 2 * bs * kv_dim * gpu_dtype_size(dt);
+				struct gpu_kv_layer kva = {(char *)pool_a + layer_off, block_elems,
+							   (int64_t)bs * kv_dim, bs, kv_dim};
+				struct gpu_kv_layer kvb = kva;
+				kvb.base = (char *)pool_b + layer_off;
+				struct gpu_gemv_args g;
+				memset(&g, 0, sizeof g);
+				g.W = dw;
+				g.n_out = n_out;
+				g.n_in = n_in;
+				g.n_tok = n_tok;
+				if (cs.pro) {
+					g.res = dres;
+					g.norm = dnw;
+					g.eps = 1e-5f;
+				} else {
+					g.x = dx;
+					g.ldx = ldx;
+				}
+				g.ldy = ldy;
+				struct gpu_qkv_post_args q;
+				memset(&q, 0, sizeof q);
+				q.ld = ldy;
+				q.n_tok = n_tok;
+				q.n_head = cs.n_head;
+				q.n_head_kv = cs.n_head_kv;
+				q.head_dim = cs.hd;
+				q.bias = cs.bias ? db : NULL;
+				q.eps = 1e-6f;
+				q.pos = dp;
+				q.rope_dim = cs.rope_dim;
+				q.table = dtab;
+				q.mscale = msc;
+				q.neox = cs.neox;
+				q.slots = ds;
+				/* before: the GEMV, then qkv_post */
+				g.y = yb;
+				q.qkv = yb;
+				q.kv = kvb;
+				const int n_sm = ci % 7 == 0 ? 1 : 132;
+				REQUIRE(gpu_gemv(&g, dt, n_sm, 0));
+				REQUIRE(gpu_qkv_post(&q, dt, 0));
+				/* now: one launch */
+				g.y = ya;
+				g.qkv_post = true;
+				q.qkv = NULL;
+				q.kv = kva;
+				g.post = q;
+				REQUIRE(gpu_gemv(&g, dt, n_sm, 0));
+				std::vector<float> gya = dev_download<float>(ya, (size_t)n_tok * ldy);
+				std::vector<float> gyb = dev_download<float>(yb, (size_t)n_tok * ldy);
+				std::vector<float> pa = dev_download_st(dt, pool_a, pool_elems);
+				std::vector<float> pb = dev_download_st(dt, pool_b, pool_elems);
+				/* the host reference */
+				std::vector<float> got, want, lim, ga, gb;
+				std::vector<float> pwant = pool, plim(pool_elems, 0.0f);
+				for (int t = 0; t < n_tok; t++) {
+					std::vector<double> yv(n_out), ye(n_out);
+					for (int o = 0; o < n_out; o++) {
+						double acc = 0, aa = 0;
+						for (int i = 0; i < n_in; i++) {
+							double pr = (double)W[(size_t)o * n_in + i] *
+								    in[(size_t)t * n_in + i];
+							acc += pr;
+							aa += fabs(pr);
+						}
+						yv[o] = acc + (cs.bias ? bias[o] : 0.0f);
+						ye[o] = aa * 4e-6 + (cs.bias ? 1e-7 * fabs(yv[o]) : 0.0);
+					}
+					std::vector<double> rv = yv, re = ye;
+					for (int h = 0; h < n_qk; h++)
+						for (int i = 0; i < half; i++) {
+							const int a0 = h * cs.hd + (cs.neox ? i : 2 * i);
+							const int a1 = h * cs.hd + (cs.neox ? i + half : 2 * i + 1);
+							const double th = (double)pos[t] * freq[i];
+							const double c = cos(th) * msc, sn = sin(th) * msc;
+							rv[a0] = yv[a0] * c - yv[a1] * sn;
+							rv[a1] = yv[a0] * sn + yv[a1] * c;
+							const double e = msc * (ye[a0] + ye[a1] +
+										2e-6 * (fabs(yv[a0]) + fabs(yv[a1])));
+							re[a0] = re[a1] = e;
+						}
+					for (int o = 0; o < n_out; o++) {
+						got.push_back(gya[(size_t)t * ldy + o]);
+						want.push_back((float)rv[o]);
+						lim.push_back((float)re[o] + 1e-30f);
+						ga.push_back(gya[(size_t)t * ldy + o]);
+						gb.push_back(gyb[(size_t)t * ldy + o]);
+					}
+					/* K and V into the token's slot of layer 1, rounded to dt */
+					const int64_t blk = slots[t] / bs, sl = slots[t] % bs;
+					const size_t row = (size_t)layer * 2 * bs * kv_dim +
+							   (size_t)(blk * block_elems + sl * kv_dim);
+					for (int d = 0; d < kv_dim; d++) {
+						const int ok = cs.n_head * cs.hd + d, ov = ok + kv_dim;
+						pwant[row + d] = st_round(dt, (float)rv[ok]);
+						plim[row + d] = (float)(re[ok] + st_rtol(dt) * fabs(rv[ok]));
+						const size_t vi = row + (size_t)bs * kv_dim + d;
+						pwant[vi] = st_round(dt, (float)rv[ov]);
+						plim[vi] = (float)(re[ov] + st_rtol(dt) * fabs(rv[ov]));
+					}
+				}
+				size_t bad = 0, worst = 0, pbad = 0, pworst = 0;
+				for (size_t i = 0; i < want.size(); i++)
+					if (!(fabs((double)got[i] - want[i]) <= lim[i]) && bad++ == 0)
+						worst = i;
+				for (size_t i = 0; i < pool_elems; i++)
+					if (!(fabs((double)pa[i] - pwant[i]) <= plim[i]) && pbad++ == 0)
+						pworst = i;
+				char what[128];
+				snprintf(what, sizeof what, "gemv qkv %s hd %d rope %d neox %d bias %d pro %d n_tok %d",
+					 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.neox, cs.bias, cs.pro, n_tok);
+				CHECK(bad == 0, "%s: y vs host: %zu of %zu out; first [%zu] %.9g vs %.9g (limit %.3g)",
+				      what, bad, want.size(), worst, bad ? got[worst] : 0.0,
+				      bad ? want[worst] : 0.0, bad ? lim[worst] : 0.0);
+				CHECK(pbad == 0, "%s: KV pool vs host: %zu of %zu out; first [%zu] %.9g vs %.9g",
+				      what, pbad, pool_elems, pworst, pbad ? pa[pworst] : 0.0,
+				      pbad ? pwant[pworst] : 0.0);
+				std::string w2 = std::string(what) + ": y vs gemv + qkv_post";
+				check_close(w2.c_str(), ga, gb, 0, 0);
+				w2 = std::string(what) + ": KV pool vs gemv + qkv_post";
+				check_close(w2.c_str(), pa, pb, 0, 0);
+				void *bufs[13] = {dw, dx, pool_a, pool_b, dres, dnw, db, dtab, dp, ds, ya, yb, NULL};
+				for (int i = 0; bufs[i]; i++)
+					cudaFree(bufs[i]);
+			}
+	/* refused: head norms (they need the whole head), glu, a width that is not the heads' */
+	struct gpu_gemv_args b;
+	memset(&b, 0, sizeof b);
+	float *buf;
+	REQUIRE(cudaMalloc(&buf, 8192 * 4));
+	b.W = buf;
+	b.n_in = 64;
+	b.n_tok = 1;
+	b.x = buf;
+	b.ldx = 64;
+	b.y = buf + 4096;
+	b.ldy = 256;
+	b.qkv_post = true;
+	b.post.n_head = 2;
+	b.post.n_head_kv = 1;
+	b.post.head_dim = 64;
+	b.post.rope_dim = 64;
+	b.post.table = buf;
+	b.post.pos = (const int32_t *)buf;
+	b.post.slots = (const int32_t *)buf;
+	b.post.kv.base = buf;
+	b.post.kv.block_size = 16;
+	b.post.kv.kv_dim = 64;
+	b.n_out = 256;
+	b.post.q_norm = b.post.k_norm = buf;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv qkv: head norms");
+	b.post.q_norm = b.post.k_norm = NULL;
+	b.n_out = 250;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv qkv: n_out");
+	b.n_out = 256;
+	b.post.rope_dim = 66;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv qkv: rope_dim > hd");
+	b.post.rope_dim = 64;
+	b.glu = true;
+	b.act = buf;
+	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv qkv: with glu");
 	cudaFree(buf);
 }
 
@@ -2410,6 +2658,7 @@ int main(void)
 	RUN(swiglu, test_swiglu());
 	RUN(gemm, test_gemm(h));
 	RUN(gemv, test_gemv());
+	RUN(qkvepi, test_gemv_qkv());
 	/* the emulator's device (gpu/emu/emu.cpp): its occupancy is worked by hand in tests */
 	const bool emu = strncmp(prop.name, "emu ", 4) == 0;
 	RUN(occupancy, test_occupancy(emu));

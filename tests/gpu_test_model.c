@@ -488,8 +488,9 @@ out:
  * when the model has no post-norms, n_tok <= 8, n_embd, n_head * head_dim and n_ff are
  * multiples of 16 / es (16-byte loads) and the prologue's inputs, n_tok * n_embd * es
  * bytes, fit the 49088 bytes of gpu_gemv's shared memory: then a layer is QKV GEMV (its
- * norm inside), qkv_post, attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down
- * GEMV, the final norm and LM head one GEMV, and no cuBLAS call at all. */
+ * norm inside, and qkv_post too unless the model has Q/K head norms), [qkv_post],
+ * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
+ * LM head one GEMV, and no cuBLAS call at all. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
 			    int n_tok, int es, int *gemms)
 {
@@ -499,7 +500,8 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
 	bool fused = !hp->post_norms && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
 		     n_q % v == 0 && hp->n_ff % v == 0 && (long)n_tok * hp->n_embd * es <= 49088;
-	long layer = (fused ? 5 : 8) + 2 * hp->post_norms + tiled + per_query;
+	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
+	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8) + 2 * hp->post_norms + tiled + per_query;
 	*gemms = fused ? 0 : 4 * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) : 0);
