@@ -418,7 +418,7 @@ def node_us():
 
 def node_table(a, shape_name):
     """The fixed-cost term: its calibration, the H200's other points against it, and
-    the step estimates with and without it, before and after e17f's fusion."""
+    the step estimates of each decode graph so far with it."""
     shape = SHAPES[shape_name]
     nu, t_cal, n_cal = node_us()
     print(f"\nfixed cost per node (ESTIMATE, calibrated on ONE measured point): NODE_US = "
@@ -433,49 +433,46 @@ def node_table(a, shape_name):
         n = h200_nodes(B)
         print(f"| {B} | {ctx} | {ms*1e3:.3f} | {t*1e3:.3f} | {n} | {(t + n*nu)*1e3:.3f} "
               f"| {ms / (t + n*nu):.2f} |")
+    # the decode graphs so far, oldest first: (label, decode_nodes' arguments)
+    graphs = [("092388f", (False, "occupancy", False)), ("e17f", (True, "occupancy", False)),
+              ("g17v", (True, "occupancy", True)), ("g17r", (True, "occupancy", "qkv"))]
+
+    def with_nodes(B, ctx, args):
+        """(step seconds with the node term and the GEMV prologues, nodes) for graph args."""
+        Bp = 1 << (B - 1).bit_length()
+        t, _ = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
+        n = decode_nodes(shape_name, Bp, *args) + STREAM_OPS
+        pro = gemv_prologue_s(shape_name, Bp) if args[2] and gemv_fused(shape_name, Bp) else 0.0
+        return t + n * nu + pro, n
+
     print(f"\n{shape_name} decode steps with the node term (ESTIMATES; HBM {BW/1e12:.2f} TB/s; "
-          f"NODE_US {nu*1e6:.2f} us, ASSUMED the same on an H100): before = main's graph "
-          f"(rope, K/V write{', head norm' if 'qk_norm' in FEATURES[shape_name][0] else ''} "
-          f"separate, attention merge a node when split), after = e17f's qkv_post and merge in "
-          f"the decode kernel. roofline = weights + KV bytes once.")
-    print("| batch | context | nodes before | nodes after | model ms | + nodes before ms "
-          "| + nodes after ms | roofline ms | fraction before | fraction after |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          f"NODE_US {nu*1e6:.2f} us, ASSUMED the same on an H100 and for a GEMV node as for the "
+          f"cuBLAS node it replaces). Graphs: 092388f (rope, K/V write"
+          f"{', head norm' if 'qk_norm' in FEATURES[shape_name][0] else ''} separate, attention "
+          f"merge a node when split); e17f (qkv_post, the merge in the decode kernel); g17v "
+          f"(decode passes project with gpu/gemv.cu, norms in its prologue, SwiGLU in its "
+          f"epilogue, where it applies: bf16 inputs of B x n_embd x 2 <= {GEMV_XS} bytes of "
+          f"shared memory, B <= {GEMV_XS // (2 * shape[1])} here; W ASSUMED streamed at BW from "
+          f"{GEMV_THREADS} threads x {GEMV_INFLIGHT} bytes in flight a block; the prologues' L2 "
+          f"reads added, L2 {L2_BW/1e12:.0f} TB/s); g17r (main: qkv_post in the QKV GEMV's "
+          f"epilogue unless head norms). roofline = weights + KV bytes once.")
+    labels = " / ".join(g[0] for g in graphs)
+    print(f"| batch | context | model ms | roofline ms | nodes {labels} | ms {labels} "
+          f"| fraction of roofline {labels} |")
+    print("|---|---|---|---|---|---|---|")
     for B, ctx in a.scenarios:
-        Bp = 1 << (B - 1).bit_length()
         t, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
         floor = roofline(rows)
-        nb = decode_nodes(shape_name, Bp, False) + STREAM_OPS
-        na = decode_nodes(shape_name, Bp, True) + STREAM_OPS
-        tb, ta = t + nb * nu, t + na * nu
-        print(f"| {B} | {ctx} | {nb} | {na} | {t*1e3:.3f} | {tb*1e3:.3f} | {ta*1e3:.3f} "
-              f"| {floor*1e3:.3f} | {floor/tb:.1%} | {floor/ta:.1%} |")
-    print(f"\n{shape_name} with g17v's GEMVs (g17r: and qkv_post in the QKV GEMV's epilogue) (ESTIMATES): the fused path where it applies "
-          f"(bf16 inputs of B x n_embd x 2 <= {GEMV_XS} bytes of shared memory: "
-          f"B <= {GEMV_XS // (2 * shape[1])} here; else e17f's graph), NODE_US {nu*1e6:.2f} us "
-          f"ASSUMED for a GEMV node as for the cuBLAS node it replaces, W streamed at BW "
-          f"(ASSUMED, from {GEMV_THREADS} threads x {GEMV_INFLIGHT} bytes in flight a block), plus "
-          f"the prologues' L2 reads (gemv_prologue_s, L2 {L2_BW/1e12:.0f} TB/s).")
-    print("| batch | context | nodes e17f | nodes g17v | nodes g17r | prologues ms | + nodes e17f ms "
-          "| + nodes g17v ms | + nodes g17r ms | roofline ms | fraction e17f | fraction g17v "
-          "| fraction g17r |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for B, ctx in a.scenarios:
-        Bp = 1 << (B - 1).bit_length()
-        t, rows = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
-        floor = roofline(rows)
-        na = decode_nodes(shape_name, Bp, True) + STREAM_OPS
-        ng = decode_nodes(shape_name, Bp, True, gemv=True) + STREAM_OPS
-        tp = gemv_prologue_s(shape_name, Bp) if gemv_fused(shape_name, Bp) else 0.0
-        nr = decode_nodes(shape_name, Bp, True, gemv="qkv") + STREAM_OPS
-        ta, tg, tr = t + na * nu, t + ng * nu + tp, t + nr * nu + tp
-        print(f"| {B} | {ctx} | {na} | {ng} | {nr} | {tp*1e3:.3f} | {ta*1e3:.3f} | {tg*1e3:.3f} "
-              f"| {tr*1e3:.3f} | {floor*1e3:.3f} | {floor/ta:.1%} | {floor/tg:.1%} | {floor/tr:.1%} |")
+        steps = [with_nodes(B, ctx, g[1]) for g in graphs]
+        print(f"| {B} | {ctx} | {t*1e3:.3f} | {floor*1e3:.3f} "
+              f"| {' / '.join(str(n) for _, n in steps)} "
+              f"| {' / '.join(f'{ts*1e3:.3f}' for ts, _ in steps)} "
+              f"| {' / '.join(f'{floor/ts:.1%}' for ts, _ in steps)} |")
     t1, rows1 = step_time(kernels(shape, 1, 512, True), False)
-    spare = roofline(rows1) / 0.85 - t1  # seconds of node cost batch 1 x 512 can afford
-    n1 = decode_nodes(shape_name, 1, True) + STREAM_OPS
+    ts1, n1 = with_nodes(1, 512, graphs[-1][1])
+    spare = roofline(rows1) / 0.85 - (ts1 - n1 * nu)  # node seconds batch 1 x 512 can afford
     print(f"batch 1 x 512 reaches 85 % of its roofline, by this model, at <= {spare / nu:.0f} nodes "
-          f"of {nu*1e6:.2f} us (or {n1} nodes of <= {spare / n1 * 1e6:.2f} us).")
+          f"of {nu*1e6:.2f} us (or main's {n1} nodes of <= {spare / n1 * 1e6:.2f} us).")
 
 
 # bench/host_step at B=256 (us per row): A (forward -> sample) and B (sample -> next

@@ -288,35 +288,6 @@ __device__ __noinline__ void decode_merge_last(int *cnt, const float *part, int 
  * Used when K/V rows allow 16-byte loads, G <= 8, and the staged tile fits. */
 #define DEC_KEYS 32
 
-/* The EPV = 16 / sizeof(T) elements of a 16-byte vector of T, as floats. */
-template <typename T> __device__ __forceinline__ void vec_f32(uint4 v, float *f);
-template <> __device__ __forceinline__ void vec_f32<float>(uint4 v, float *f)
-{
-	f[0] = __uint_as_float(v.x);
-	f[1] = __uint_as_float(v.y);
-	f[2] = __uint_as_float(v.z);
-	f[3] = __uint_as_float(v.w);
-}
-template <> __device__ __forceinline__ void vec_f32<__half>(uint4 v, float *f)
-{
-	__half h[8];
-	memcpy(h, &v, sizeof h); /* not a pointer cast: that would break strict aliasing */
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-		f[i] = __half2float(h[i]);
-}
-/* bf16 is the top half of an f32: a shift or a mask each (little-endian: element 2i is
- * the low half of word i) */
-template <> __device__ __forceinline__ void vec_f32<__nv_bfloat16>(uint4 v, float *f)
-{
-	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-	for (int i = 0; i < 4; i++) {
-		f[2 * i] = __uint_as_float(w[i] << 16);
-		f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-	}
-}
-
 /* Blocks of attn_decode_gqa_kernel an SM should hold: 8 (64 registers a thread) for
  * 16-bit K/V, heads of <= 128 dims and one head a warp (Llama-3-8B and the like: ptxas
  * keeps these in 56..64 registers without spilling on sm_80..sm_90), else 4 (128, the

@@ -30,26 +30,6 @@
 #define GV_WARPS   (GV_THREADS / 32)
 #define GV_UNROLL  4 /* 16-byte chunks of each of a warp's two rows in flight a lane */
 
-/* The 16 / sizeof(T) elements of a 16-byte vector as floats (as attention.cu's vec_f32:
- * memcpy, not a pointer cast, which would break strict aliasing). */
-template <typename T> __device__ __forceinline__ void gv_f32(uint4 v, float *f)
-{
-	constexpr int V = 16 / (int)sizeof(T);
-	T e[V];
-	memcpy(e, &v, sizeof e);
-#pragma unroll
-	for (int i = 0; i < V; i++)
-		f[i] = ld_f32(e[i]);
-}
-template <> __device__ __forceinline__ void gv_f32<__nv_bfloat16>(uint4 v, float *f)
-{
-	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-	for (int i = 0; i < 4; i++) {
-		f[2 * i] = __uint_as_float(w[i] << 16);
-		f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-	}
-}
 /* f[0 .. 16 / sizeof(T)) rounded to T, packed into a 16-byte vector */
 template <typename T> __device__ __forceinline__ uint4 gv_pack(const float *f)
 {
@@ -162,14 +142,14 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 				if (c >= nc)
 					continue;
 				float f0[V], f1[V];
-				gv_f32<T>(u0[u], f0);
-				gv_f32<T>(u1[u], f1);
+				vec_f32<T>(u0[u], f0);
+				vec_f32<T>(u1[u], f1);
 #pragma unroll
 				for (int t = 0; t < NT; t++) {
 					if (t >= n_tok)
 						continue;
 					float fx[V];
-					gv_f32<T>(in[t * ldv + c], fx);
+					vec_f32<T>(in[t * ldv + c], fx);
 #pragma unroll
 					for (int v = 0; v < V; v++) {
 						acc0[t] = fmaf(f0[v], fx[v], acc0[t]);

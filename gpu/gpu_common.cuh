@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 extern "C" {
 #include "status.h"
@@ -84,6 +85,35 @@ template <> __device__ __forceinline__ __half st_t<__half>(float v)
 template <> __device__ __forceinline__ __nv_bfloat16 st_t<__nv_bfloat16>(float v)
 {
 	return __float2bfloat16_rn(v);
+}
+
+/* The 16 / sizeof(T) elements of a 16-byte vector of T (a uint4 load), as floats. */
+template <typename T> __device__ __forceinline__ void vec_f32(uint4 v, float *f);
+template <> __device__ __forceinline__ void vec_f32<float>(uint4 v, float *f)
+{
+	f[0] = __uint_as_float(v.x);
+	f[1] = __uint_as_float(v.y);
+	f[2] = __uint_as_float(v.z);
+	f[3] = __uint_as_float(v.w);
+}
+template <> __device__ __forceinline__ void vec_f32<__half>(uint4 v, float *f)
+{
+	__half h[8];
+	memcpy(h, &v, sizeof h); /* not a pointer cast: that would break strict aliasing */
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		f[i] = __half2float(h[i]);
+}
+/* bf16 is the top half of an f32: a shift or a mask each (little-endian: element 2i is
+ * the low half of word i) */
+template <> __device__ __forceinline__ void vec_f32<__nv_bfloat16>(uint4 v, float *f)
+{
+	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		f[2 * i] = __uint_as_float(w[i] << 16);
+		f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+	}
 }
 
 /* Calls f.template operator()<T>() with T the storage type of dt. */

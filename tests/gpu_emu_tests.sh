@@ -14,6 +14,7 @@ set -u
 build=${1:-build}
 command -v g++ >/dev/null || { echo "SKIP: g++ not found"; echo "0 passed, 0 failed"; exit 0; }
 out=$build/tests/gpu-emu
+mkdir -p "$build/tests"
 rm -rf "$out"
 BUILD=$build BG_EMU_STREAMS=random BG_EMU_SEED=5 bash gpu/emu/run.sh "$out" --engine >"$out.log" 2>&1
 rc=$?
