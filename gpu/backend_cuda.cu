@@ -733,7 +733,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
 		qp.kv = kv;
-		const bool qkv_epilogue = fused && L->q_norm == NULL && hp->head_dim % 2 == 0;
+		const bool qkv_epilogue = fused && L->q_norm == NULL && L->k_norm == NULL &&
+					 hp->head_dim % 2 == 0; /* gpu_gemv's contract */
 		/* the previous layer's FFN output joins the residual here */
 		if (fused) {
 			struct gpu_gemv_args g =
