@@ -11,16 +11,16 @@
  * N_TOK tokens (its rows split in THREADS equal ranges, as the CPU backend splits them)
  * and llama.cpp's vec_dot row by row on one thread. -H 1: the weights in anonymous memory
  * advised for transparent huge pages (2 MiB aligned), as the CPU backend's copy of a
- * model's weights (cpu/cpu_weights.c); default malloc's 4 KiB pages.
+ * model's weights (cpu_huge_map in cpu/cpu_weights.h); default malloc's 4 KiB pages.
  */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
+#include "cpu/cpu_weights.h"
 #include "cpu/qdot.h"
 #include "model/gguf.h"
 #include "model/half.h"
@@ -112,15 +112,13 @@ int main(int argc, char **argv)
 	const int64_t nb = k / quant_block_elems(t);
 	uint8_t *w;
 	if (huge) {
-		const size_t hp = (size_t)2 << 20;
-		char *map = mmap(NULL, rb * (size_t)rows + hp, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (map == MAP_FAILED) {
+		void *map;
+		size_t map_len;
+		w = cpu_huge_map(rb * (size_t)rows, &map, &map_len); /* freed at exit */
+		if (!w) {
 			perror("mmap");
 			return 1;
 		}
-		w = (uint8_t *)(((uintptr_t)map + hp - 1) & ~(uintptr_t)(hp - 1));
-		(void)madvise(w, rb * (size_t)rows, MADV_HUGEPAGE);
 	} else {
 		w = malloc(rb * (size_t)rows);
 	}

@@ -6,6 +6,11 @@
  * Which thread runs which task is not fixed: a task's result must depend only on the task
  * index (the CPU backend relies on this for batch invariance); `thread` exists only to
  * pick per-thread scratch memory. One tp_run at a time per pool (not reentrant).
+ *
+ * Tasks are handed out in increasing index order: when any thread starts task t, every
+ * task below t has been started. The CPU backend's matmul dispatch relies on this (its
+ * first tasks are a prologue that the later tasks wait for, polling): a pool that handed
+ * tasks out otherwise would need a real dependency between them instead.
  */
 #ifndef BG_THREADPOOL_H
 #define BG_THREADPOOL_H

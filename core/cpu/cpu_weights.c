@@ -92,13 +92,12 @@ bool cpu_weights_init(struct cpu_weights *w, const struct model *model)
 	const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 	if (pages > 0 && page > 0 && n > (size_t)pages * (size_t)page / 2)
 		return true;
-	/* room to start on a huge-page boundary, plus lo's offset in its cache line */
-	const size_t len = n + HUGE_PAGE + 64;
-	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
+	/* room for lo's offset in its cache line */
+	void *map;
+	size_t len;
+	char *base = cpu_huge_map(n + 64, &map, &len);
+	if (!base)
 		return true;
-	char *base = (char *)(((uintptr_t)map + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-	(void)madvise(base, n + 64, MADV_HUGEPAGE); /* a hint: without THP, 4 KiB pages */
 	s.to = base + (uintptr_t)s.lo % 64;
 	memcpy(s.to, s.lo, n);
 	(void)mprotect(map, len, PROT_READ);
@@ -106,6 +105,22 @@ bool cpu_weights_init(struct cpu_weights *w, const struct model *model)
 	w->map = map;
 	w->map_len = len;
 	return true;
+}
+
+void *cpu_huge_map(size_t n, void **map, size_t *map_len)
+{
+	const size_t len = n + HUGE_PAGE; /* room to start on a huge-page boundary */
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		*map = NULL;
+		*map_len = 0;
+		return NULL;
+	}
+	char *base = (char *)(((uintptr_t)m + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	(void)madvise(base, n, MADV_HUGEPAGE);
+	*map = m;
+	*map_len = len;
+	return base;
 }
 
 void cpu_weights_free(struct cpu_weights *w)

@@ -34,4 +34,11 @@ bool cpu_weights_init(struct cpu_weights *w, const struct model *model);
 
 void cpu_weights_free(struct cpu_weights *w);
 
+/* Anonymous read-write memory of at least n bytes starting on a 2 MiB boundary and advised
+ * for transparent huge pages (a hint: without THP the kernel backs it with 4 KiB pages), as
+ * the copy above is made; bench/qdot_bench.c's -H uses it to measure from the same kind of
+ * memory. Returns the aligned start and fills *map / *map_len for munmap, or returns NULL
+ * (*map NULL) when it cannot be mapped. */
+void *cpu_huge_map(size_t n, void **map, size_t *map_len);
+
 #endif
