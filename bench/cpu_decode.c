@@ -109,8 +109,7 @@ static void bench_matmul(enum gguf_dtype type, struct tp_pool *pool)
 /* The decode steps' profile, in ms per step. */
 static void print_profile(const struct backend_cpu_profile *p, int steps, double t_dec)
 {
-	static const char *names[BACKEND_CPU_MM_N] = {"qkv", "wo", "gate_up", "down",
-						      "lm_head"};
+	static const char *names[BACKEND_CPU_MM_N] = {"qkv", "wo", "gate_up", "down", "lm_head"};
 	const double k = 1e3 / steps;
 	double mm = 0, pre = 0, bytes = 0;
 	printf("profile, ms per step (%d steps, %llu forwards, %llu sample calls):\n", steps,
@@ -125,15 +124,15 @@ static void print_profile(const struct backend_cpu_profile *p, int steps, double
 		bytes += p->mm_bytes[i];
 	}
 	double rest = p->forward_s - mm - pre - p->attn_s - p->norms_s - p->rope_kv_s - p->resid_s;
-	printf("  mm all      prologue %7.3f  stream %7.3f  %6.1f GB/s (%.1f MB a step)\n",
-	       pre * k, mm * k, mm > 0 ? bytes / mm * 1e-9 : 0.0, bytes / steps * 1e-6);
+	printf("  mm all      prologue %7.3f  stream %7.3f  %6.1f GB/s (%.1f MB a step)\n", pre * k,
+	       mm * k, mm > 0 ? bytes / mm * 1e-9 : 0.0, bytes / steps * 1e-6);
 	printf("  attention %7.3f\n  serial: norms %7.3f  rope+kv %7.3f  residual %7.3f  "
 	       "rest %7.3f\n",
 	       p->attn_s * k, p->norms_s * k, p->rope_kv_s * k, p->resid_s * k, rest * k);
 	printf("  forward %7.3f  sample %7.3f  outside both %7.3f\n", p->forward_s * k,
 	       p->sample_s * k, (t_dec - p->forward_s - p->sample_s) * k);
-	printf("  no weight stream (step - mm stream) %7.3f of %7.3f (%.1f %%)\n",
-	       (t_dec - mm) * k, t_dec * k, 100.0 * (t_dec - mm) / t_dec);
+	printf("  no weight stream (step - mm stream) %7.3f of %7.3f (%.1f %%)\n", (t_dec - mm) * k,
+	       t_dec * k, 100.0 * (t_dec - mm) / t_dec);
 }
 
 int main(int argc, char **argv)

@@ -1073,9 +1073,11 @@ static void test_profile_prefetch(void)
 	CHECK(prof.forwards == 9 && prof.samples == 1, "forwards %llu, samples %llu",
 	      (unsigned long long)prof.forwards, (unsigned long long)prof.samples);
 	const struct model_layer *l0 = &m->layers[0];
-	const struct model_weight *per[BACKEND_CPU_MM_N][3] = {
-	    {&l0->wq, &l0->wk, &l0->wv}, {&l0->wo}, {&l0->w_gate, &l0->w_up}, {&l0->w_down},
-	    {&m->output}};
+	const struct model_weight *per[BACKEND_CPU_MM_N][3] = {{&l0->wq, &l0->wk, &l0->wv},
+							       {&l0->wo},
+							       {&l0->w_gate, &l0->w_up},
+							       {&l0->w_down},
+							       {&m->output}};
 	double parts = prof.attn_s + prof.norms_s + prof.rope_kv_s + prof.resid_s;
 	for (int k = 0; k < BACKEND_CPU_MM_N; k++) {
 		uint64_t want_calls = k == BACKEND_CPU_MM_LM_HEAD ? 9 : 9 * L;

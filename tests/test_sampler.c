@@ -680,8 +680,9 @@ static void test_log_sum_exp(void)
 			for (int lvl = 0; lvl <= 2; lvl++) {
 				double got = sampler_log_sum_exp_level(l, n, lvl);
 				if (memcmp(&got, &want, sizeof got) != 0 && bad_bits++ < 5)
-					fprintf(stderr, "  n %d shape %d level %d: %.17g, lanes %.17g\n",
-						n, shape, lvl, got, want);
+					fprintf(stderr,
+						"  n %d shape %d level %d: %.17g, lanes %.17g\n", n,
+						shape, lvl, got, want);
 				double d = fabs(got - ref);
 				worst = d > worst || d != d ? d : worst;
 			}

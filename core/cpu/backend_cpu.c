@@ -102,7 +102,7 @@ struct cpu_ctx {
 	 * forwards of at most pf_max_tok token rows (decode; 0 bytes: off) */
 	size_t pf_bytes;
 	int32_t pf_max_tok;
-	enum backend_cpu_mm mm_kind;	  /* the next matmul dispatch's kind, for prof */
+	enum backend_cpu_mm mm_kind; /* the next matmul dispatch's kind, for prof */
 };
 
 /* ---- helpers ---- */
@@ -337,7 +337,8 @@ static void pf_head(const struct cpu_ctx *c, int n, const struct model_weight *c
 	for (int i = 0; i < n && pl->n < want; i++) {
 		const size_t rb = cpuk_row_bytes(w[i]->type, (int64_t)w[i]->ne0);
 		for (int64_t r0 = 0; r0 < (int64_t)w[i]->ne1 && pl->n < want; r0 += chunk) {
-			int64_t r1 = r0 + chunk < (int64_t)w[i]->ne1 ? r0 + chunk : (int64_t)w[i]->ne1;
+			int64_t r1 =
+			    r0 + chunk < (int64_t)w[i]->ne1 ? r0 + chunk : (int64_t)w[i]->ne1;
 			size_t len = (size_t)(r1 - r0) * rb;
 			pl->p[pl->n] = (const char *)w[i]->data + (size_t)r0 * rb;
 			pl->len[pl->n] = len < per ? len : per;
@@ -388,7 +389,7 @@ struct mm_run {
 	int n_pre;
 	int32_t pre_tasks; /* tasks [0, pre_tasks) are the prologue's, the matmuls' after them */
 	atomic_int pre_done;
-	double t_pre_end; /* profile on: when the last prologue piece was done */
+	double t_pre_end;  /* profile on: when the last prologue piece was done */
 	struct pf_plan pf; /* this dispatch's head, prefetched by the prologue's pieces */
 };
 

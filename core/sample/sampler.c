@@ -1,10 +1,9 @@
 /* sampler: the one definition of sampling (see sampler.h for the steps).
  *
  * Every loop below walks token ids in a fixed order; the log-sum-exp sums in a fixed order
- * of lanes (log_sum_exp), and the decisions of sampling use exact integer masses (sampler_math.h), so
- * the result depends only on the inputs and the RNG state. Candidate
- * orderings use a total order (value descending, then id ascending), so any correct sort
- * gives the same sequence.
+ * of lanes (log_sum_exp), and the decisions of sampling use exact integer masses (sampler_math.h),
+ * so the result depends only on the inputs and the RNG state. Candidate orderings use a total order
+ * (value descending, then id ascending), so any correct sort gives the same sequence.
  */
 #include "sample/sampler.h"
 #include "sample/sampler_math.h"
@@ -197,7 +196,8 @@ __attribute__((target("avx2"))) static double lse_avx2(const float *l, int32_t n
 	return lse_body(l, n);
 }
 
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static double lse_avx512(const float *l, int32_t n)
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static double
+lse_avx512(const float *l, int32_t n)
 {
 	return lse_body(l, n);
 }
