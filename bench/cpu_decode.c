@@ -1,7 +1,7 @@
 /* cpu_decode: single-request decode speed of the CPU backend, and raw matmul GFLOP/s.
  *
  *   cpu_decode [-m MODEL.gguf | -s SHAPE] [-d f32|f16|bf16|q8_0] [-t THREADS] [-n TOKENS]
- *              [-p PROMPT_TOKENS] [-b BATCH]
+ *              [-p PROMPT_TOKENS] [-b BATCH] [-P]
  *
  * Without -m it builds the synthetic model SHAPE (default llama-100m) with dtype -d in
  * memory (core/synth). Decode: one sequence, a prompt of -p tokens in one forward, then
@@ -9,6 +9,10 @@
  * Also prints prefill tokens/s and, with -b B > 1, the aggregate decode tokens/s of B
  * sequences stepping together. Then matmul GFLOP/s of the cpu_kernels for a 4096x4096
  * weight of the same dtype at 1, 8 and 64 tokens.
+ *
+ * -P: the decode steps' profile (backend_cpu_profile), per step: each matmul kind's
+ * prologue and streaming time with its weight GB/s, attention, the serial parts, the rest
+ * of the forward, and sampling.
  *
  * Build (from the repository root):
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Icore -I. -pthread core/status.c core/model/gguf.c core/model/model.c \
@@ -102,13 +106,46 @@ static void bench_matmul(enum gguf_dtype type, struct tp_pool *pool)
 	free(y);
 }
 
+/* The decode steps' profile, in ms per step. */
+static void print_profile(const struct backend_cpu_profile *p, int steps, double t_dec)
+{
+	static const char *names[BACKEND_CPU_MM_N] = {"qkv", "wo", "gate_up", "down", "lm_head"};
+	const double k = 1e3 / steps;
+	double mm = 0, pre = 0, bytes = 0;
+	printf("profile, ms per step (%d steps, %llu forwards, %llu sample calls):\n", steps,
+	       (unsigned long long)p->forwards, (unsigned long long)p->samples);
+	for (int i = 0; i < BACKEND_CPU_MM_N; i++) {
+		printf("  mm %-8s prologue %7.3f  stream %7.3f  %6.1f GB/s  (%llu dispatches)\n",
+		       names[i], p->mm_pre_s[i] * k, p->mm_s[i] * k,
+		       p->mm_s[i] > 0 ? p->mm_bytes[i] / p->mm_s[i] * 1e-9 : 0.0,
+		       (unsigned long long)p->mm_calls[i]);
+		mm += p->mm_s[i];
+		pre += p->mm_pre_s[i];
+		bytes += p->mm_bytes[i];
+	}
+	double rest = p->forward_s - mm - pre - p->attn_s - p->norms_s - p->rope_kv_s - p->resid_s;
+	printf("  mm all      prologue %7.3f  stream %7.3f  %6.1f GB/s (%.1f MB a step)\n", pre * k,
+	       mm * k, mm > 0 ? bytes / mm * 1e-9 : 0.0, bytes / steps * 1e-6);
+	printf("  attention %7.3f\n  serial: norms %7.3f  rope+kv %7.3f  residual %7.3f  "
+	       "rest %7.3f\n",
+	       p->attn_s * k, p->norms_s * k, p->rope_kv_s * k, p->resid_s * k, rest * k);
+	printf("  forward %7.3f  sample %7.3f  outside both %7.3f\n", p->forward_s * k,
+	       p->sample_s * k, (t_dec - p->forward_s - p->sample_s) * k);
+	printf("  no weight stream (step - mm stream) %7.3f of %7.3f (%.1f %%)\n", (t_dec - mm) * k,
+	       t_dec * k, 100.0 * (t_dec - mm) / t_dec);
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = NULL, *shape = "llama-100m";
 	enum gguf_dtype dtype = GGUF_DTYPE_F16;
-	int n_threads = 0, n_gen = 64, n_prompt = 16, batch = 1;
+	int n_threads = 0, n_gen = 64, n_prompt = 16, batch = 1, profile = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-P")) {
+			profile = 1;
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, "missing value for %s\n", a);
 			return 2;
@@ -219,6 +256,9 @@ int main(int argc, char **argv)
 	struct backend_sample_row *rows = calloc((size_t)batch, sizeof *rows);
 	struct sampler_result *res = calloc((size_t)batch, sizeof *res);
 	static const uint8_t one = 1;
+	struct backend_cpu_profile prof = {0};
+	if (profile)
+		backend_cpu_profile(b, &prof);
 	double t_dec = now();
 	for (int i = 0; i < n_gen - 1; i++) {
 		for (int s = 0; s < batch; s++) {
@@ -240,6 +280,8 @@ int main(int argc, char **argv)
 	printf("decode (batch %d): %d steps in %.2f s = %.2f ms/step, %.1f tokens/s per "
 	       "sequence, %.1f tokens/s total\n",
 	       batch, steps, t_dec, t_dec / steps * 1e3, steps / t_dec, steps * batch / t_dec);
+	if (profile)
+		print_profile(&prof, steps, t_dec);
 
 	struct tp_pool *pool = NULL;
 	tp_create(n_threads, &pool, &err);

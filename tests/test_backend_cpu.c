@@ -1024,6 +1024,86 @@ static void test_weights_copy(const struct model *m)
 	free(l1);
 }
 
+
+/* ---- step profile and weight prefetch (q12t) ---- */
+
+/* Two backends on the same Q8_0 model (quantized activations: every dispatch has a
+ * prologue): one with the step profile attached and the default weight prefetch, one
+ * with neither. A 6-token prefill and 8 decode steps (n_tok 1: prefetch on) give bitwise
+ * the same logits; the profile counts each dispatch and its weight bytes exactly, its
+ * times are non-negative and its parts fit inside the forwards' time. */
+static void test_profile_prefetch(void)
+{
+	struct model *m = synth_model(GGUF_DTYPE_Q8_0);
+	if (!m)
+		return;
+	struct backend *a = make(m, 2, 4, 64), *b = make(m, 2, 4, 64);
+	if (!a || !b) {
+		backend_destroy(a);
+		backend_destroy(b);
+		model_free(m);
+		return;
+	}
+	struct backend_cpu_profile prof = {0};
+	backend_cpu_profile(a, &prof);
+	backend_cpu_prefetch(b, 0);
+	const int32_t V = a->n_vocab;
+	float *la = malloc((size_t)V * sizeof *la), *lb = malloc((size_t)V * sizeof *lb);
+	int32_t table[16];
+	for (int i = 0; i < 16; i++)
+		table[i] = i;
+	int32_t toks[14] = {1, 7, 30, 2, 99, 5, 17, 3, 64, 8, 11, 40, 6, 9};
+	int same = 1;
+	struct bg_err err = {0};
+	for (int step = 0; step < 9; step++) {
+		const int32_t pos0 = step == 0 ? 0 : 5 + step, n = step == 0 ? 6 : 1;
+		forward1(a, toks + pos0, n, pos0, table, 16);
+		forward1(b, toks + pos0, n, pos0, table, 16);
+		a->ops->get_logits(a->ctx, 0, la, &err);
+		b->ops->get_logits(b->ctx, 0, lb, &err);
+		same &= memcmp(la, lb, (size_t)V * sizeof *la) == 0;
+	}
+	CHECK(same, "logits with the profile and prefetch = without either, bitwise");
+	struct sampler_params sp;
+	sampler_params_default(&sp);
+	struct backend_sample_row row = {0, 5, &sp, {NULL, 0, NULL, 0}, NULL, NULL};
+	struct sampler_result res;
+	CHECK(a->ops->sample(a->ctx, &row, 1, &res, &err) == BG_OK, "sample: %s", err.msg);
+	const uint64_t L = m->hp.n_layer;
+	CHECK(prof.forwards == 9 && prof.samples == 1, "forwards %llu, samples %llu",
+	      (unsigned long long)prof.forwards, (unsigned long long)prof.samples);
+	const struct model_layer *l0 = &m->layers[0];
+	const struct model_weight *per[BACKEND_CPU_MM_N][3] = {{&l0->wq, &l0->wk, &l0->wv},
+							       {&l0->wo},
+							       {&l0->w_gate, &l0->w_up},
+							       {&l0->w_down},
+							       {&m->output}};
+	double parts = prof.attn_s + prof.norms_s + prof.rope_kv_s + prof.resid_s;
+	for (int k = 0; k < BACKEND_CPU_MM_N; k++) {
+		uint64_t want_calls = k == BACKEND_CPU_MM_LM_HEAD ? 9 : 9 * L;
+		double bytes = 0;
+		for (int i = 0; i < 3 && per[k][i]; i++)
+			bytes += (double)per[k][i]->ne1 *
+				 (double)cpuk_row_bytes(per[k][i]->type, (int64_t)per[k][i]->ne0);
+		bytes *= (double)want_calls;
+		CHECK(prof.mm_calls[k] == want_calls && prof.mm_bytes[k] == bytes,
+		      "kind %d: %llu dispatches of %.0f bytes, want %llu of %.0f", k,
+		      (unsigned long long)prof.mm_calls[k], prof.mm_bytes[k],
+		      (unsigned long long)want_calls, bytes);
+		CHECK(prof.mm_pre_s[k] >= 0 && prof.mm_s[k] > 0, "kind %d: times %g %g", k,
+		      prof.mm_pre_s[k], prof.mm_s[k]);
+		parts += prof.mm_pre_s[k] + prof.mm_s[k];
+	}
+	CHECK(prof.attn_s > 0 && prof.norms_s > 0 && prof.rope_kv_s > 0 && prof.resid_s > 0 &&
+		  parts <= prof.forward_s && prof.sample_s > 0,
+	      "parts %g of forwards %g; sample %g", parts, prof.forward_s, prof.sample_s);
+	free(la);
+	free(lb);
+	backend_destroy(a);
+	backend_destroy(b);
+	model_free(m);
+}
+
 int main(void)
 {
 	struct model *st = load("models/stories260K.gguf");
@@ -1095,6 +1175,7 @@ int main(void)
 	test_swap_copy(st);
 	test_contract(st);
 	test_sample_rows(st);
+	test_profile_prefetch();
 	model_free(st);
 	model_free(tiny);
 	return check_summary();

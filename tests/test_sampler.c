@@ -7,6 +7,14 @@
 
 #include "check.h"
 
+static uint64_t splitmix64_test(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 static void *scratch_for(int32_t n_vocab)
 {
 	return malloc(sampler_scratch_bytes(n_vocab));
@@ -606,8 +614,104 @@ static void test_nonfinite(void)
 	free(scr);
 }
 
+
+/* ---- log-sum-exp: the vector form against two references written here ---- */
+
+/* Its definition, one scalar step at a time: sampler_expf(l_i - max) summed in double,
+ * lane j = i mod 16 in id order, then the lanes in order. */
+static double lse_lanes(const float *l, int32_t n)
+{
+	float mx = -INFINITY;
+	for (int32_t i = 0; i < n; i++)
+		if (l[i] > mx)
+			mx = l[i];
+	if (mx == -INFINITY)
+		return -INFINITY;
+	double lane[16] = {0};
+	for (int32_t i = 0; i < n; i++)
+		lane[i % 16] += (double)sampler_expf(l[i] - mx);
+	double s = lane[0];
+	for (int j = 1; j < 16; j++)
+		s += lane[j];
+	return (double)mx + log(s);
+}
+
+/* libm's exp in double, summed in id order (the sampler's definition before q12t). */
+static double lse_double(const float *l, int32_t n)
+{
+	float mx = -INFINITY;
+	for (int32_t i = 0; i < n; i++)
+		if (l[i] > mx)
+			mx = l[i];
+	if (mx == -INFINITY)
+		return -INFINITY;
+	double s = 0;
+	for (int32_t i = 0; i < n; i++)
+		s += exp((double)l[i] - (double)mx);
+	return (double)mx + log(s);
+}
+
+/* Every level gives the lane definition's bits (so a dropped or misplaced lane, a wrong
+ * tail or a wrong exp fails), within 1e-6 of the double sum (sampler_expf is within ~2 ulp:
+ * 2.4e-7 relative per term; the fp32 subtraction l_i - max adds <= 2^-24 |l_i - max| to
+ * a term's argument, which the weighting e^a * |a| <= 1/e keeps below 3e-8 of the sum),
+ * on rows of logits like a model's (spread over ~30 nats, a few near the max), of every
+ * length around the 16-lane steps, with -inf entries (masked tokens) and a NaN row. */
+static void test_log_sum_exp(void)
+{
+	static const int32_t lens[] = {1, 2, 15, 16, 17, 31, 33, 100, 257, 32000, 32001, 151936};
+	float *l = malloc(151936 * sizeof *l);
+	uint64_t st = 7;
+	double worst = 0;
+	int bad_bits = 0;
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+		for (int shape = 0; shape < 3; shape++) {
+			int32_t n = lens[k];
+			for (int32_t i = 0; i < n; i++) {
+				uint64_t z = splitmix64_test(&st);
+				float u = (float)(z >> 40) * (1.0f / 16777216.0f);
+				l[i] = shape == 0 ? -10.0f + 30.0f * u : 12.0f * u - 3.0f;
+				if (shape == 2 && (z & 7) == 0)
+					l[i] = -INFINITY;
+			}
+			if (shape == 2)
+				l[n / 2] = 20.5f; /* one peak, the rest far below */
+			double want = lse_lanes(l, n), ref = lse_double(l, n);
+			for (int lvl = 0; lvl <= 2; lvl++) {
+				double got = sampler_log_sum_exp_level(l, n, lvl);
+				if (memcmp(&got, &want, sizeof got) != 0 && bad_bits++ < 5)
+					fprintf(stderr,
+						"  n %d shape %d level %d: %.17g, lanes %.17g\n", n,
+						shape, lvl, got, want);
+				double d = fabs(got - ref);
+				worst = d > worst || d != d ? d : worst;
+			}
+		}
+	}
+	CHECK(bad_bits == 0, "%d rows differ from the 16-lane definition", bad_bits);
+	CHECK(worst <= 1e-6, "largest |lse - double lse| %g", worst);
+	/* non-finite rows, every level */
+	for (int lvl = 0; lvl <= 2; lvl++) {
+		for (int32_t i = 0; i < 40; i++)
+			l[i] = -INFINITY;
+		CHECK(sampler_log_sum_exp_level(l, 40, lvl) == -INFINITY, "all -inf, level %d",
+		      lvl);
+		l[37] = NAN;
+		l[3] = 1.0f;
+		CHECK(isnan(sampler_log_sum_exp_level(l, 40, lvl)), "a NaN (tail lane), level %d",
+		      lvl);
+		l[37] = 0.0f;
+		l[5] = NAN;
+		CHECK(isnan(sampler_log_sum_exp_level(l, 40, lvl)), "a NaN (body), level %d", lvl);
+		l[5] = -INFINITY;
+		CHECK_NEAR(sampler_log_sum_exp_level(l, 40, lvl), log(exp(1.0) + 1.0), 1e-7, 0);
+	}
+	free(l);
+}
+
 int main(void)
 {
+	test_log_sum_exp();
 	test_nonfinite();
 	test_constrain();
 	test_rng();

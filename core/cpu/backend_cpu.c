@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_weights.h"
@@ -95,9 +96,36 @@ struct cpu_ctx {
 	int32_t n_last, cap_last;
 
 	const struct backend_batch *batch; /* during forward */
+
+	struct backend_cpu_profile *prof; /* NULL: off (backend_cpu_profile) */
+	/* weight prefetch in idle memory time (struct pf_plan): bytes of a matmul's head, for
+	 * forwards of at most pf_max_tok token rows (decode; 0 bytes: off) */
+	size_t pf_bytes;
+	int32_t pf_max_tok;
+	enum backend_cpu_mm mm_kind; /* the next matmul dispatch's kind, for prof */
 };
 
 /* ---- helpers ---- */
+
+/* The profile's clock in seconds; 0 without reading it when the profile is off. */
+static inline double prof_now(const struct cpu_ctx *c)
+{
+	if (!c->prof)
+		return 0.0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Adds the time since *t0 to *acc and restarts *t0 (profile on only). */
+static inline void prof_lap(const struct cpu_ctx *c, double *t0, double *acc)
+{
+	if (!c->prof)
+		return;
+	double t = prof_now(c);
+	*acc += t - *t0;
+	*t0 = t;
+}
 
 static int weight_rows_ok(const struct model_weight *w)
 {
@@ -242,6 +270,84 @@ static void add_bias(float *y, int64_t ldy, int32_t n_tok, const float *bias, in
 
 /* ---- parallel matmuls ---- */
 
+/* Weight prefetch while memory would idle (issue 12, decode forwards of <= pf_max_tok
+ * rows): a dispatch's prologue pieces (between steps of their blocks) and the attention
+ * dispatch before attn_output (after each head) prefetch, slice by slice, the *head* of
+ * the matmul that comes next: pf_bytes in all from the starts of the chunks the threads
+ * take first (tasks are taken in index order, one chunk of rows each, so the first
+ * n_threads chunks start the stream). A prefetch changes no value. Measured on TinyLlama
+ * B = 1 (bench/results/q12t-2026-11-30.md): ~0.1 ms of a 20-40 ms step, near the VM's
+ * noise; 512 KiB did as well as 1 MiB and 256 KiB. */
+#define PF_MAX 8 /* ranges of a plan: one per thread's first chunk, up to 8 threads */
+#define PF_SUB 4 /* prefetch points per prologue piece */
+
+struct pf_plan {
+	const char *p[PF_MAX]; /* [n] range starts */
+	size_t len[PF_MAX];    /* [n] range lengths, bytes */
+	int n;
+	size_t total; /* sum of len */
+};
+
+/* Prefetches slice k of K of the plan's bytes (the ranges end to end), one cache line at a
+ * time, into L2 (prefetcht1). */
+static void pf_slice(const struct pf_plan *pl, int32_t k, int32_t K)
+{
+	if (!pl || pl->total == 0 || K <= 0)
+		return;
+	size_t a = pl->total * (size_t)k / (size_t)K, b = pl->total * (size_t)(k + 1) / (size_t)K;
+	size_t off = 0;
+	for (int i = 0; i < pl->n && a < b; i++) {
+		size_t lo = off, hi = off + pl->len[i];
+		off = hi;
+		if (a >= hi)
+			continue;
+		size_t s0 = a - lo, s1 = (b < hi ? b : hi) - lo;
+		for (size_t o = s0 & ~(size_t)63; o < s1; o += 64)
+			__builtin_prefetch(pl->p[i] + o, 0, 2);
+		a = lo + s1;
+	}
+}
+
+/* Rows per matmul task for a dispatch of total_rows rows (a multiple of 4, >= 16): several
+ * tasks per thread to balance the load. */
+static int64_t mm_chunk_rows(const struct cpu_ctx *c, int64_t total_rows)
+{
+	int64_t target = c->n_threads > 1 ? total_rows / (c->n_threads * 4) : total_rows;
+	if (target < 16)
+		target = 16;
+	return (target + 3) & ~(int64_t)3;
+}
+
+/* The plan for the head of a dispatch of matmuls w[0..n): bytes (c->pf_bytes in all) from
+ * the start of each of its first n_threads chunks (chunks of mm_chunk_rows rows, job
+ * after job). Empty when c->pf_bytes is 0. */
+static void pf_head(const struct cpu_ctx *c, int n, const struct model_weight *const *w,
+		    struct pf_plan *pl)
+{
+	pl->n = 0;
+	pl->total = 0;
+	if (c->pf_bytes == 0)
+		return;
+	int64_t total_rows = 0;
+	for (int i = 0; i < n; i++)
+		total_rows += (int64_t)w[i]->ne1;
+	const int64_t chunk = mm_chunk_rows(c, total_rows);
+	int want = c->n_threads < PF_MAX ? c->n_threads : PF_MAX;
+	size_t per = c->pf_bytes / (size_t)want;
+	for (int i = 0; i < n && pl->n < want; i++) {
+		const size_t rb = cpuk_row_bytes(w[i]->type, (int64_t)w[i]->ne0);
+		for (int64_t r0 = 0; r0 < (int64_t)w[i]->ne1 && pl->n < want; r0 += chunk) {
+			int64_t r1 =
+			    r0 + chunk < (int64_t)w[i]->ne1 ? r0 + chunk : (int64_t)w[i]->ne1;
+			size_t len = (size_t)(r1 - r0) * rb;
+			pl->p[pl->n] = (const char *)w[i]->data + (size_t)r0 * rb;
+			pl->len[pl->n] = len < per ? len : per;
+			pl->total += pl->len[pl->n];
+			pl->n++;
+		}
+	}
+}
+
 struct mm_job {
 	const struct model_weight *w;
 	const float *x; /* [n_tok][w->ne0] */
@@ -283,6 +389,8 @@ struct mm_run {
 	int n_pre;
 	int32_t pre_tasks; /* tasks [0, pre_tasks) are the prologue's, the matmuls' after them */
 	atomic_int pre_done;
+	double t_pre_end;  /* profile on: when the last prologue piece was done */
+	struct pf_plan pf; /* this dispatch's head, prefetched by the prologue's pieces */
 };
 
 /* The FFN's gated activation of elements [i0, i1) of g and u: g = act(g) * u, SiLU or GELU
@@ -314,13 +422,23 @@ static void mm_pre_task(const struct mm_run *r, int32_t task)
 	const int64_t tok = piece / pr->per_row;
 	const int64_t b0 = (int64_t)(piece % pr->per_row) * pr->per_piece;
 	const int64_t b1 = b0 + pr->per_piece < pr->nb ? b0 + pr->per_piece : pr->nb;
-	const int64_t e0 = b0 * pr->be, e1 = b1 * pr->be < pr->k ? b1 * pr->be : pr->k;
 	const float *x = pr->x + tok * pr->k;
-	if (pr->glu_u) /* x is the caller's gate, writable (matmuls' contract) */
-		ffn_glu((float *)x, pr->glu_u + tok * pr->k, e0, e1, pr->gelu);
-	if (pr->dst)
-		qdot_quantize_row_isa(r->c->qisa, pr->t, x + e0, e1 - e0,
-				      pr->dst + (size_t)tok * pr->ldq + (size_t)b0 * pr->bb);
+	/* in PF_SUB steps of whole blocks, each followed by its share of the dispatch's head
+	 * prefetch, so that the prefetches' memory time overlaps the arithmetic */
+	for (int32_t sub = 0; sub < PF_SUB; sub++) {
+		const int64_t s0 = b0 + (b1 - b0) * sub / PF_SUB;
+		const int64_t s1 = b0 + (b1 - b0) * (sub + 1) / PF_SUB;
+		const int64_t e0 = s0 * pr->be, e1 = s1 * pr->be < pr->k ? s1 * pr->be : pr->k;
+		if (e1 > e0) {
+			if (pr->glu_u) /* x is the caller's gate, writable (matmuls' contract) */
+				ffn_glu((float *)x, pr->glu_u + tok * pr->k, e0, e1, pr->gelu);
+			if (pr->dst)
+				qdot_quantize_row_isa(r->c->qisa, pr->t, x + e0, e1 - e0,
+						      pr->dst + (size_t)tok * pr->ldq +
+							  (size_t)s0 * pr->bb);
+		}
+		pf_slice(&r->pf, task * PF_SUB + sub, r->pre_tasks * PF_SUB);
+	}
 }
 
 static void mm_task(void *arg, int32_t task, int32_t thread)
@@ -329,7 +447,12 @@ static void mm_task(void *arg, int32_t task, int32_t thread)
 	struct mm_run *r = arg;
 	if (task < r->pre_tasks) {
 		mm_pre_task(r, task);
-		atomic_fetch_add_explicit(&r->pre_done, 1, memory_order_release);
+		/* the last piece's thread alone writes t_pre_end; the caller reads it after
+		 * tp_run, which waits for every worker */
+		if (atomic_fetch_add_explicit(&r->pre_done, 1, memory_order_release) ==
+			r->pre_tasks - 1 &&
+		    r->c->prof)
+			r->t_pre_end = prof_now(r->c);
 		return;
 	}
 	/* Tasks are taken in index order, so every prologue task has been taken (and runs,
@@ -433,10 +556,7 @@ static void matmuls(struct cpu_ctx *c, int n, const struct model_weight *const *
 	int64_t total_rows = 0;
 	for (int i = 0; i < n; i++)
 		total_rows += (int64_t)w[i]->ne1;
-	int64_t target = c->n_threads > 1 ? total_rows / (c->n_threads * 4) : total_rows;
-	if (target < 16)
-		target = 16;
-	target = (target + 3) & ~(int64_t)3;
+	const int64_t target = mm_chunk_rows(c, total_rows);
 	int32_t tasks = 0;
 	for (int i = 0; i < n; i++) {
 		struct mm_job *jb = &r.jobs[i];
@@ -454,7 +574,22 @@ static void matmuls(struct cpu_ctx *c, int n, const struct model_weight *const *
 	}
 	if (glu_u && !r.jobs[0].qx) /* not quantized: the prologue does the glu alone */
 		add_pre(c, &r, x[0], (int64_t)w[0]->ne0, w[0]->type, NULL, glu_u, gelu);
+	if (r.pre_tasks > 0 && n_tok <= c->pf_max_tok)
+		pf_head(c, n, w, &r.pf);
+	const double t0 = prof_now(c);
+	r.t_pre_end = t0;
 	tp_run(c->pool, r.pre_tasks + tasks, mm_task, &r);
+	if (c->prof) {
+		const double t1 = prof_now(c);
+		struct backend_cpu_profile *p = c->prof;
+		const enum backend_cpu_mm k = c->mm_kind;
+		p->mm_calls[k]++;
+		p->mm_pre_s[k] += r.t_pre_end - t0;
+		p->mm_s[k] += t1 - r.t_pre_end;
+		for (int i = 0; i < n; i++)
+			p->mm_bytes[k] += (double)w[i]->ne1 *
+					  (double)cpuk_row_bytes(w[i]->type, (int64_t)w[i]->ne0);
+	}
 }
 
 static void matmul1(struct cpu_ctx *c, const struct model_weight *w, const float *x, float *y,
@@ -474,6 +609,8 @@ struct att_run {
 	uint32_t layer;
 	int32_t n_items; /* n_tok * n_head */
 	int32_t per_task;
+	int32_t n_tasks;
+	struct pf_plan pf; /* attn_output's head, prefetched by the tasks (struct pf_plan) */
 };
 
 /* One (token, head): causal attention over positions [0, pos] of the token's sequence,
@@ -547,8 +684,10 @@ static void att_task(void *arg, int32_t task, int32_t thread)
 	float *sc = c->att_scores + (size_t)thread * c->cap_ctx;
 	int32_t i0 = task * r->per_task;
 	int32_t i1 = i0 + r->per_task < r->n_items ? i0 + r->per_task : r->n_items;
-	for (int32_t i = i0; i < i1; i++)
+	for (int32_t i = i0; i < i1; i++) {
 		attend_one(c, r->layer, i / (int32_t)c->hp.n_head, i % (int32_t)c->hp.n_head, sc);
+		pf_slice(&r->pf, i, r->n_items); /* after each head: overlaps the next one */
+	}
 }
 
 /* ---- forward ---- */
@@ -660,6 +799,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 	c->batch = b;
 	int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
 	int32_t half = (int32_t)hp->rope_dim / 2;
+	struct backend_cpu_profile *const prof = c->prof;
+	const double t_fwd = prof_now(c);
+	double tp = t_fwd, skip = 0.0; /* profile: lap start; time already counted elsewhere */
 
 	/* token rows: position, sequence, embedding, rotation angles */
 	int32_t t = 0;
@@ -689,15 +831,20 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		const struct model_layer *L = &m->layers[l];
 		const float *an = c->norms + (size_t)(2 * l) * E;
 		const float *fn = an + E;
+		prof_lap(c, &tp, &skip); /* up to here: the rest */
 		for (t = 0; t < T; t++)
 			rmsnorm(c->xb + t * E, c->x + t * E, an, E, hp->rms_eps);
+		if (prof)
+			prof_lap(c, &tp, &prof->norms_s);
 		{
 			const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
 			const float *xs[3] = {c->xb, c->xb, c->xb};
 			float *ys[3] = {c->q, c->k, c->v};
 			int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
+			c->mm_kind = BACKEND_CPU_MM_QKV;
 			matmuls(c, 3, ws, xs, ys, ld, T, NULL, false);
 		}
+		prof_lap(c, &tp, &skip); /* counted by matmuls */
 		if (c->biases) { /* qwen2: after the projections, before RoPE */
 			const float *bq = c->biases + (size_t)l * (c->q_dim + 2 * c->kv_dim);
 			add_bias(c->q, c->q_dim, T, bq, c->q_dim);
@@ -736,18 +883,30 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			memcpy(vl + slot * c->kv_dim, c->v + t * c->kv_dim,
 			       (size_t)c->kv_dim * sizeof(float));
 		}
+		if (prof)
+			prof_lap(c, &tp, &prof->rope_kv_s);
 		{
 			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
 			int32_t n_tasks = c->n_threads * 4;
 			r.per_task = (r.n_items + n_tasks - 1) / n_tasks;
 			if (r.per_task < 1)
 				r.per_task = 1;
-			tp_run(c->pool, (r.n_items + r.per_task - 1) / r.per_task, att_task, &r);
+			r.n_tasks = (r.n_items + r.per_task - 1) / r.per_task;
+			if (T <= c->pf_max_tok) {
+				const struct model_weight *wo = &L->wo;
+				pf_head(c, 1, &wo, &r.pf);
+			}
+			tp_run(c->pool, r.n_tasks, att_task, &r);
 		}
+		if (prof)
+			prof_lap(c, &tp, &prof->attn_s);
 		/* the last layer: from here T counts the rows kept for logits */
 		if (l + 1 == hp->n_layer && (T = keep_logit_rows(c, b)) == 0)
 			break;
+		prof_lap(c, &tp, &skip);
+		c->mm_kind = BACKEND_CPU_MM_WO;
 		matmul1(c, &L->wo, c->att, c->xb, T);
+		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
 							 2 * hd
 						   : NULL;
@@ -756,14 +915,19 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				rmsnorm(c->xb + t * E, c->xb + t * E, post, E, hp->rms_eps);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
+		if (prof)
+			prof_lap(c, &tp, &prof->resid_s);
 
 		for (t = 0; t < T; t++)
 			rmsnorm(c->xb + t * E, c->x + t * E, fn, E, hp->rms_eps);
+		if (prof)
+			prof_lap(c, &tp, &prof->norms_s);
 		{
 			const struct model_weight *ws[2] = {&L->w_gate, &L->w_up};
 			const float *xs[2] = {c->xb, c->xb};
 			float *ys[2] = {c->hb, c->hb2};
 			int64_t ld[2] = {F, F};
+			c->mm_kind = BACKEND_CPU_MM_GATE_UP;
 			matmuls(c, 2, ws, xs, ys, ld, T, NULL, false);
 		}
 		{ /* down, after hb = act(hb) * hb2 in its prologue */
@@ -771,21 +935,29 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			const float *xs[1] = {c->hb};
 			float *ys[1] = {c->xb};
 			int64_t ld[1] = {E};
+			c->mm_kind = BACKEND_CPU_MM_DOWN;
 			matmuls(c, 1, ws, xs, ys, ld, T, c->hb2, hp->gelu);
 		}
+		prof_lap(c, &tp, &skip);
 		if (post)
 			for (t = 0; t < T; t++)
 				rmsnorm(c->xb + t * E, c->xb + t * E, post + E, E, hp->rms_eps);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
+		if (prof)
+			prof_lap(c, &tp, &prof->resid_s);
 	}
 
 	/* final norm and LM head for the rows that want logits: the first T rows of c->x
 	 * since the last layer (keep_logit_rows) */
 	const float *on = c->norms + (size_t)(2 * hp->n_layer) * E;
 	const int32_t n = T;
+	prof_lap(c, &tp, &skip);
 	for (t = 0; t < n; t++)
 		rmsnorm(c->xf + (int64_t)t * E, c->x + (int64_t)t * E, on, E, hp->rms_eps);
+	if (prof)
+		prof_lap(c, &tp, &prof->norms_s);
+	c->mm_kind = BACKEND_CPU_MM_LM_HEAD;
 	if (n > 0)
 		matmul1(c, &m->output, c->xf, c->logits, n);
 	if (hp->final_softcap > 0.0f) { /* gemma2: cap * tanh(logit / cap) */
@@ -795,6 +967,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 	}
 	c->n_logits = n;
 	c->batch = NULL;
+	if (prof) {
+		prof->forward_s += prof_now(c) - t_fwd;
+		prof->forwards++;
+	}
 	return BG_OK;
 }
 
@@ -851,6 +1027,7 @@ static enum bg_status cpu_sample(void *ctx, const struct backend_sample_row *row
 		c->last_tok = t;
 		c->cap_last = n_rows;
 	}
+	const double t_samp = prof_now(c);
 	struct samp_run sr = {c, rows, out};
 	/* Rows run in parallel unless two sampling rows share an RNG: then their draws must
 	 * happen in row order, so everything runs on this thread. */
@@ -869,6 +1046,10 @@ static enum bg_status cpu_sample(void *ctx, const struct backend_sample_row *row
 	for (int32_t i = 0; i < n_rows; i++)
 		c->last_tok[i] = out[i].token;
 	c->n_last = n_rows;
+	if (c->prof) {
+		c->prof->sample_s += prof_now(c) - t_samp;
+		c->prof->samples++;
+	}
 	return BG_OK;
 }
 
@@ -1006,6 +1187,16 @@ static const struct backend_ops cpu_ops = {
     .mem_info = cpu_mem_info,
     .destroy = cpu_destroy,
 };
+
+void backend_cpu_profile(struct backend *b, struct backend_cpu_profile *p)
+{
+	((struct cpu_ctx *)b->ctx)->prof = p;
+}
+
+void backend_cpu_prefetch(struct backend *b, size_t bytes)
+{
+	((struct cpu_ctx *)b->ctx)->pf_bytes = bytes;
+}
 
 /* ---- creation ---- */
 
@@ -1179,6 +1370,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	}
 	c->m = &c->w.m;
 	c->hp = *hp;
+	c->pf_bytes = 512 * 1024;
+	c->pf_max_tok = 4;
 	c->kv_window = model_kv_window(hp);
 	c->lvl = cpuk_detect();
 	/* BG_CPU_KERNELS=scalar|avx2|avx512 picks a lower level (tests, benchmarks); the

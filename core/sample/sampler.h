@@ -89,6 +89,15 @@ void sampler_params_default(struct sampler_params *p); /* greedy, everything dis
 void sampler_rng_seed(struct sampler_rng *rng, uint64_t seed);
 float sampler_rng_uniform(struct sampler_rng *rng); /* [0, 1), advances the state */
 
+/* log(sum_i exp(logits[i])) over n logits, the log-softmax's normalizer (step 1): the
+ * max subtracted, each exp as sampler_math.h's sampler_expf, summed in double in a fixed
+ * order of 16 lanes (sampler.c), so the same bits on every machine and instruction set.
+ * -inf when every logit is -inf (NaN when one is NaN). _level picks the instruction set
+ * (0 generic, 1 AVX2, 2 AVX-512; lower where the processor lacks it; tests): every level
+ * gives the same bits. */
+double sampler_log_sum_exp(const float *logits, int32_t n);
+double sampler_log_sum_exp_level(const float *logits, int32_t n, int level);
+
 /* Samples from logits[n_vocab]. scratch must hold 2 * n_vocab floats + n_vocab int32
  * (sampler_scratch_bytes). Deterministic: the same inputs and RNG state give the same
  * result on every machine with IEEE fp32. */
