@@ -677,6 +677,15 @@ static void gemv_prologue(struct gpu_gemv_args *g, const float *res, const float
 	g->res_out = res_out;
 }
 
+/* The fused path's residual ping-pong: the buffer a prologue wrote (*xo) is read next,
+ * and the one it read is written by the next prologue (gpu_gemv: res_out != res). */
+static void res_swap(float **xr, float **xo)
+{
+	float *t = *xr;
+	*xr = *xo;
+	*xo = t;
+}
+
 /* Enqueues the whole model for one pass. Makes no synchronous call and allocates
  * nothing, so that it can be captured into a CUDA graph. */
 static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
@@ -733,22 +742,18 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
 		qp.kv = kv;
-		const bool qkv_epilogue = fused && L->q_norm == NULL && L->k_norm == NULL &&
-					 hp->head_dim % 2 == 0; /* gpu_gemv's contract */
+		bool qkv_epilogue = false;
 		/* the previous layer's FFN output joins the residual here */
 		if (fused) {
 			struct gpu_gemv_args g =
 			    gemv_plain(L->wqkv, c->ld_qkv, E, n, NULL, 0, c->qkv, c->ld_qkv);
 			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
 				      l ? xo : NULL);
-			g.qkv_post = qkv_epilogue;
 			g.post = qp;
+			qkv_epilogue = g.qkv_post = gpu_gemv_qkv_fits(&g); /* no head norms */
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
-			if (l) {
-				float *t = xr;
-				xr = xo;
-				xo = t;
-			}
+			if (l)
+				res_swap(&xr, &xo);
 		} else {
 			CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm,
 						   hp->rms_eps, NULL, n, E, l > 0, c->xn, c->dt, s));
@@ -791,9 +796,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			g.glu = true;
 			g.gelu = hp->gelu;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
-			float *t = xr;
-			xr = xo;
-			xo = t;
+			res_swap(&xr, &xo);
 			g = gemv_plain(L->wdown, E, F, n, c->act, F, c->tmp, E);
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			continue; /* pass_fused: no post-norms */

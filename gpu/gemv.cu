@@ -9,7 +9,8 @@
  * j and up row j with glu) and walks them in 16-byte chunks, GV_UNROLL chunks of each row
  * loaded before any is used (8 loads of 16 bytes in flight a thread), every chunk of W
  * multiplied with all tokens' inputs (W read once for all tokens), fp32 accumulators per
- * (row, token), reduced across the warp at the end. Warps walk the rows grid-stride.
+ * (row, token), reduced across the warp at the end by a transposed reduction (gv_reduce),
+ * which leaves each (row, token)'s sum in its own lanes. Warps walk the rows grid-stride.
  *
  * The prologue: every block first computes its tokens' normalized inputs into shared
  * memory (as gpu_add_rmsnorm computes and rounds them: the sum of squares in double, the
@@ -20,8 +21,9 @@
  *
  * The QKV epilogue (issue 17: one node less a layer): qkv_post.cu's work on the warp's two
  * rows, which are then a RoPE pair of one head (or two dimensions past rope_dim, or of a
- * value head): lane t adds token t's bias, rotates the pair at pos[t] with rope.cuh's
- * arithmetic and stores the pair to y and, for key and value heads, to the KV slot, as
+ * value head): the two lanes that hold token t's two sums (gv_lane_token) exchange them,
+ * both add the bias and rotate the pair at pos[t] with rope.cuh's arithmetic, and each
+ * stores its own row to y and, for key and value heads, to the KV slot, as
  * qkv_post_kernel rounds them. */
 #include "gpu/glu.cuh"
 #include "gpu/rope.cuh"
@@ -56,6 +58,60 @@ __device__ __forceinline__ void gv_qkv_rows(const struct gpu_qkv_post_args &p, i
 	const int base = *head * p.head_dim;
 	*r0 = base + (*rot && p.neox ? *k : 2 * *k);
 	*r1 = base + (*rot && p.neox ? *k + half : 2 * *k + 1);
+}
+
+/* The warp's 2 x NT sums, reduced over its 32 lanes with 2 NT - 1 + (5 - log2(2 NT))
+ * shuffles instead of 2 NT x 5 (issue 17: 16 instead of 80 at NT = 8; each shuffle is an
+ * issue slot on the GPU and a switch of all fibers in gpu/emu). The steps go over the lane
+ * bits 1, 2, 4, 8, 16 in that order. While a lane holds m > 1 values (the first log2(2 NT)
+ * steps), a step is transposed: the lane keeps the half of its m values that its lane bit
+ * selects (the upper half when set), sends the other half to its partner (lane ^ bit) and
+ * adds the partner's copy of the half it kept: m / 2 shuffles. Once one value is left, the
+ * steps are the usual butterfly. Value v = rr * NT + t (v[t] = acc0[t], v[NT + t] =
+ * acc1[t]) ends in the lanes l with (l & 1) = rr and bits 1 .. log2(NT) of l reversed = t
+ * (gv_lane_token), every lane with the full sum of its value. Every value is summed in the
+ * same tree (pairs of lanes by bit 1, then 2, ...; a + b = b + a in fp32), whatever its
+ * slot or NT: a (row, token)'s sum does not depend on the row pairing or the batch bucket
+ * (the QKV epilogue stays bitwise gemv + qkv_post). */
+template <int NT>
+__device__ __forceinline__ float gv_reduce(const float *acc0, const float *acc1, int lane)
+{
+	float v[2 * NT];
+#pragma unroll
+	for (int t = 0; t < NT; t++) {
+		v[t] = acc0[t];
+		v[NT + t] = acc1[t];
+	}
+	constexpr int STEPS = NT == 1 ? 1 : NT == 2 ? 2 : NT == 4 ? 3 : 4; /* log2(2 NT) */
+	static_assert(NT == 1 || NT == 2 || NT == 4 || NT == 8, "NT: 1, 2, 4 or 8");
+	/* constant trip counts, so that both loops unroll and v stays in registers */
+#pragma unroll
+	for (int st = 0; st < STEPS; st++) { /* transposed steps: m values, bit o */
+		const int m = (2 * NT) >> st, o = 1 << st;
+		const bool up = (lane & o) != 0;
+#pragma unroll
+		for (int j = 0; j < NT; j++)
+			if (j < m / 2) {
+				const float keep = up ? v[j + m / 2] : v[j];
+				const float send = up ? v[j] : v[j + m / 2];
+				v[j] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+			}
+	}
+#pragma unroll
+	for (int o = 2 * NT; o < 32; o <<= 1) /* butterfly steps */
+		v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+	return v[0];
+}
+/* The token whose sum gv_reduce leaves in lane l: bits 1 .. log2(NT) of l, reversed. */
+template <int NT> __device__ __forceinline__ int gv_lane_token(int lane)
+{
+	int t = 0;
+#pragma unroll
+	for (int b = 1; b < NT; b <<= 1) {
+		t <<= 1;
+		t |= (lane & (2 * b)) != 0 ? 1 : 0;
+	}
+	return t;
 }
 
 /* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL);
@@ -158,22 +214,15 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 				}
 			}
 		}
-#pragma unroll
-		for (int t = 0; t < NT; t++) {
-			acc0[t] = warp_sum(acc0[t]);
-			acc1[t] = warp_sum(acc1[t]);
-		}
-		if (QKV) { /* lane t: token t's pair, as qkv_post_kernel computes and stores it */
+		/* lane l holds the sum of row rr = l & 1 (r0, r1) for token t = gv_lane_token(l) */
+		const float sum = gv_reduce<NT>(acc0, acc1, lane);
+		const int rr = lane & 1, t = gv_lane_token<NT>(lane);
+		const bool mine = lane < 2 * NT && t < n_tok; /* one lane a (row, token) */
+		if (QKV) { /* token t's pair in two lanes, as qkv_post_kernel computes it */
 			const struct gpu_qkv_post_args &p = a.post;
-			float y0 = 0.0f, y1 = 0.0f;
-#pragma unroll
-			for (int t = 0; t < NT; t++)
-				if (lane == t) { /* constant indices: registers */
-					y0 = acc0[t];
-					y1 = acc1[t];
-				}
-			const int t = lane;
-			if (t < n_tok) {
+			const float other = __shfl_xor_sync(0xffffffffu, sum, 1);
+			float y0 = rr ? other : sum, y1 = rr ? sum : other;
+			if (mine) {
 				if (p.bias) {
 					y0 += p.bias[r0];
 					y1 += p.bias[r1];
@@ -184,40 +233,30 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 						     p.rope_dim / 2, k, p.mscale, &c, &s);
 					rope_apply(y0, y1, c, s, &y0, &y1);
 				}
-				a.y[(int64_t)t * a.ldy + r0] = y0;
-				a.y[(int64_t)t * a.ldy + r1] = y1;
-			}
-			const int n_qk = p.n_head + p.n_head_kv;
-			/* a key or value head: into the token's slot */
-			if (t < n_tok && head >= p.n_head) {
-				const int32_t slot = p.slots[t];
-				const int64_t blk = slot / p.kv.block_size,
-					      sl = slot % p.kv.block_size;
-				T *row =
-				    (T *)p.kv.base + blk * p.kv.block_stride + sl * p.kv.kv_dim +
-				    (head < n_qk
-					 ? (int64_t)(head - p.n_head) * p.head_dim
-					 : p.kv.v_offset + (int64_t)(head - n_qk) * p.head_dim);
-				const int d0 = r0 - head * p.head_dim, d1 = r1 - head * p.head_dim;
-				row[d0] = st_t<T>(y0);
-				row[d1] = st_t<T>(y1);
-			}
-		} else {
-			/* lane t stores token t (constant indices: the accumulators stay in
-			 * registers) */
-#pragma unroll
-			for (int t = 0; t < NT; t++) {
-				if (t >= n_tok || lane != t)
-					continue;
-				if (a.glu) {
-					((T *)a.act)[(int64_t)t * half + task] =
-					    st_t<T>(gpu_glu(acc0[t], acc1[t], a.gelu));
-				} else {
-					a.y[(int64_t)t * a.ldy + r0] = acc0[t];
-					if (r1 != r0)
-						a.y[(int64_t)t * a.ldy + r1] = acc1[t];
+				/* each lane of the pair stores its own row */
+				const int r = rr ? r1 : r0;
+				const float yr = rr ? y1 : y0;
+				a.y[(int64_t)t * a.ldy + r] = yr;
+				const int n_qk = p.n_head + p.n_head_kv;
+				if (head >= p.n_head) { /* a key or value head: the token's slot */
+					const int32_t slot = p.slots[t];
+					const int64_t blk = slot / p.kv.block_size,
+						      sl = slot % p.kv.block_size;
+					T *row = (T *)p.kv.base + blk * p.kv.block_stride +
+						 sl * p.kv.kv_dim +
+						 (head < n_qk ? (int64_t)(head - p.n_head) * p.head_dim
+							      : p.kv.v_offset +
+								    (int64_t)(head - n_qk) * p.head_dim);
+					row[r - head * p.head_dim] = st_t<T>(yr);
 				}
 			}
+		} else if (a.glu) { /* token t's gate (rr 0) and up (rr 1) sums in two lanes */
+			const float other = __shfl_xor_sync(0xffffffffu, sum, 1);
+			if (mine && rr == 0)
+				((T *)a.act)[(int64_t)t * half + task] =
+				    st_t<T>(gpu_glu(sum, other, a.gelu));
+		} else if (mine && (rr == 0 || r1 != r0)) {
+			a.y[(int64_t)t * a.ldy + (rr ? r1 : r0)] = sum;
 		}
 	}
 }
@@ -242,8 +281,7 @@ static void gv_launch(const struct gpu_gemv_args *a, bool pro, unsigned blocks, 
 		gemv_kernel<T, NT, false, false><<<blocks, GV_THREADS, 0, s>>>(*a);
 }
 
-/* gpu_gemv's contract for the QKV epilogue (gpu_ops.cuh) */
-static bool gv_qkv_ok(const struct gpu_gemv_args *a)
+bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a)
 {
 	const struct gpu_qkv_post_args *p = &a->post;
 	const int64_t hd = p->head_dim;
@@ -262,7 +300,7 @@ cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 	const int V = 16 / (int)gpu_dtype_size(dt);
 	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt) || a->n_out <= 0 || n_sm < 1 ||
 	    ((uintptr_t)a->W & 15) != 0 || (a->glu && (a->n_out & 1) != 0) ||
-	    (a->glu ? a->act == NULL : a->y == NULL) || (a->qkv_post && !gv_qkv_ok(a)) ||
+	    (a->glu ? a->act == NULL : a->y == NULL) || (a->qkv_post && !gpu_gemv_qkv_fits(a)) ||
 	    (pro ? a->res == NULL ||
 		       (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
 		 : a->x == NULL || ((uintptr_t)a->x & 15) != 0 || a->ldx % V != 0 ||

@@ -282,6 +282,12 @@ struct gpu_gemv_args {
  * 1 <= n_tok <= GPU_GEMV_MAX_TOK, n_in a multiple of 16 / sizeof(dt), and with the
  * prologue n_tok * n_in * sizeof(dt) <= GPU_GEMV_XS_BYTES. A pure function. */
 bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt);
+/* Whether gpu_gemv takes a->post as its QKV epilogue (a->qkv_post's contract, the other
+ * fields of *a as they will be passed; qkv_post itself is not read): no glu, no head norms,
+ * an even head_dim, rope_dim <= head_dim and even when >= 2 (with a table), n_out and
+ * kv.kv_dim the heads' widths, a KV pool, pos and slots. A pure function; run_pass asks it
+ * before it leaves gpu_qkv_post out. */
+bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a);
 /* Accumulates in fp32; 16-byte loads of W, each element read once for all tokens; two rows
  * a warp (gate row j and up row j with glu, a RoPE pair with qkv_post), warps spread over
  * up to n_sm blocks of 512 threads (with the prologue each block normalizes the inputs

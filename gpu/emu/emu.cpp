@@ -513,7 +513,13 @@ int cur = -1;
 std::function<void()> body;
 Group blockg;
 std::vector<Group> warpg;
+// A shuffle's values: two slots a thread, [2][threads of the block], used in turn by its
+// shuffles (xpar: the thread's next one), so a shuffle needs one warp barrier, not two: a
+// lane writes slot p of shuffle k + 2 only after the barrier of shuffle k + 1, which every
+// lane reaches after reading slot p of shuffle k (the lanes of a warp run the same
+// shuffles: __shfl_*_sync with the full mask).
 std::vector<uint64_t> xchg;
+std::vector<uint8_t> xpar;
 uint64_t block_gen; // counts block starts: shared memory is refilled once per block
 std::map<void *, uint64_t> shared_gen;
 std::mt19937_64 &rng()
@@ -556,8 +562,18 @@ int flat() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y *
 
 void emu_wait_block() { wait(blockg); }
 void emu_wait_warp() { wait(warpg[flat() / 32]); }
-void emu_xchg_put(uint64_t v) { xchg[flat()] = v; }
-uint64_t emu_xchg_get(int lane) { return xchg[(flat() / 32) * 32 + lane]; }
+void emu_xchg_put(uint64_t v)
+{
+	const int t = flat();
+	xchg[(size_t)xpar[t] * fibers.size() + t] = v;
+}
+uint64_t emu_xchg_get(int lane)
+{
+	const int t = flat();
+	const uint64_t v = xchg[(size_t)xpar[t] * fibers.size() + (t / 32) * 32 + lane];
+	xpar[t] ^= 1;
+	return v;
+}
 // nvcuda::wmma (inc/mma.h): the fragment layouts, and the warp exchange mma_sync uses
 static std::vector<float> warp_buf; // [threads of the block * 16]
 int emu_wmma_pos(int use, int i)
@@ -671,6 +687,7 @@ static void run_block(int nt, dim3 block)
 			 (unsigned)(t / (block.x * block.y))};
 		f.done = false;
 		f.blocked = nullptr;
+		xpar[t] = 0;
 	}
 	static std::vector<int> order;
 	order.resize(nt);
@@ -707,7 +724,8 @@ static void launch_now(dim3 grid, dim3 block, const std::function<void()> &fn)
 	blockDim = block;
 	gridDim = grid;
 	fibers.resize(nt);
-	xchg.assign(nt, 0);
+	xchg.assign(2 * (size_t)nt, 0);
+	xpar.assign(nt, 0);
 	warp_buf.assign((size_t)nt * 16, 0.0f);
 	for (auto &f : fibers)
 		if (f.stack.empty()) {

@@ -109,9 +109,8 @@ inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait_warp(); }
 template <typename T> inline T emu_shfl(T v, int src) {
 	uint64_t b = 0; memcpy(&b, &v, sizeof(T));
 	emu_xchg_put(b);
-	emu_wait_warp();
+	emu_wait_warp(); // one barrier: the slots alternate (emu.cpp, xchg)
 	uint64_t r = emu_xchg_get(src & 31);
-	emu_wait_warp();
 	T out; memcpy(&out, &r, sizeof(T));
 	return out;
 }
