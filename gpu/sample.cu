@@ -24,8 +24,8 @@
  * infinite values, the row takes the full-row path instead: radix select on the key, 8
  * bits a pass (~100 bytes a token read or written, ~130 with top-k, against 12.5 for the
  * three passes). Greedy reads the row twice.
- * The log-probs' double log-sum-exp is summed in a tree order: the same value as the
- * CPU's up to its last bits.
+ * The log-probs' log-sum-exp has the CPU's terms (sampler_expf, bitwise) summed in double
+ * in a tree order: the same value as the CPU's up to the double's last bit.
  *
  * No local memory: helpers are inlined, the per-row state is registers and __shared__; the
  * launch bounds ask for 2 blocks an SM (64 registers): with the block size alone, ptxas for
@@ -707,11 +707,14 @@ __global__ void __launch_bounds__(SAMPLE_THREADS, 2)
 	}
 	const bool compact = sampled && cap > 0 && !nan && fabsf(vmax) < INFINITY;
 
-	/* 2. the log-sum-exp of the raw logits, in double like the CPU; the histogram */
+	/* 2. the log-sum-exp of the raw logits as the CPU's sampler_log_sum_exp takes it: each
+	 * term sampler_expf(l_i - max) (the subtraction in fp32), bitwise the CPU's, summed in
+	 * double (in another order: the two may differ in the double's last bit); the
+	 * histogram */
 	double s = 0.0;
 	for (int i = threadIdx.x; i < n; i += blockDim.x) {
 		if (mx != -INFINITY)
-			s += exp((double)lg[i] - (double)mx);
+			s += (double)sampler_expf(__fsub_rn(lg[i], mx));
 		if (compact) {
 			float x = row_value(lg, v, pen, i, temp);
 			float e = sampler_expf(x - vmax);
