@@ -322,11 +322,13 @@ FEATURES = {
 # <= GEMV_MAX_TOK tokens a GEMV of its own, the RMS norms before QKV, gate|up and the LM head
 # in their prologues, SwiGLU in gate|up's epilogue: 6 nodes a pre-norm layer (QKV, qkv_post,
 # attention, O, gate|up, down), the final norm and LM head one. The prologue keeps the
-# normalized inputs (bf16) in 48 KiB of static shared memory: B x n_embd x 2 <= GEMV_XS.
+# normalized inputs (bf16) in shared memory: B x n_embd x 2 <= GEMV_XS. g17d: in dynamic
+# shared memory, opted in to 200 KiB (GPU_GEMV_XS_BYTES; an H100 allows 227 KiB a block),
+# up from 48 KiB - 64 of static: batch bucket 8 fused for n_embd <= 12800 (llama3-8b, 70b).
 # g17r: for layers without Q/K head norms the QKV GEMV's epilogue does qkv_post's work (bias,
 # RoPE, K/V write): 5 nodes such a layer (decode_nodes(..., gemv="qkv")). Its cost beyond
 # the node (a table lookup and a few stores a pair and token) is not modelled.
-GEMV_MAX_TOK, GEMV_XS = 8, 48 * 1024 - 64
+GEMV_MAX_TOK, GEMV_XS = 8, 200 * 1024
 # How the GEMV streams W (gpu/gemv.cu): blocks of 512 threads, each thread 8 loads of 16
 # bytes in flight (two rows x GV_UNROLL 4 chunks): 64 KiB a block, at most one block an SM
 # (ptxas: 54-128 registers a thread, no spill). Little's law at DRAM_LAT needs
@@ -452,7 +454,7 @@ def node_table(a, shape_name):
           f"merge a node when split); e17f (qkv_post, the merge in the decode kernel); g17v "
           f"(decode passes project with gpu/gemv.cu, norms in its prologue, SwiGLU in its "
           f"epilogue, where it applies: bf16 inputs of B x n_embd x 2 <= {GEMV_XS} bytes of "
-          f"shared memory, B <= {GEMV_XS // (2 * shape[1])} here; W ASSUMED streamed at BW from "
+          f"shared memory, B <= {min(GEMV_MAX_TOK, GEMV_XS // (2 * shape[1]))} here; W ASSUMED streamed at BW from "
           f"{GEMV_THREADS} threads x {GEMV_INFLIGHT} bytes in flight a block; the prologues' L2 "
           f"reads added, L2 {L2_BW/1e12:.0f} TB/s); g17r (main: qkv_post in the QKV GEMV's "
           f"epilogue unless head norms). roofline = weights + KV bytes once.")

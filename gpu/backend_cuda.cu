@@ -89,6 +89,7 @@ struct cuda_group_layout {
 struct cuda_ctx {
 	int device;
 	int n_sm;
+	size_t gemv_xs;	 /* the prologue's shared memory gpu_gemv_init opted in to */
 	int attn_per_sm; /* blocks of the decode attention kernel an SM holds: its splits */
 	/* the last sample call: row i's result lies at d_sout[last_at[i]] (device order, see
 	 * sample_group), for the next forward's prev_rows */
@@ -637,12 +638,14 @@ static cudaError_t log_census(struct cuda_ctx *c, cudaGraph_t g, const char *wha
  * norms; 5 nodes a llama layer instead of 9 (6 with head norms: qwen3), and the final norm
  * and LM head one. Pre-norm layers only: gemma's post-norms (normalizing the branch output before
  * the residual add) keep the unfused path. The shapes must suit gpu_gemv (the prologue's
- * inputs in its shared memory: with bf16 and n_embd 4096, up to 5 tokens). */
+ * inputs in its dynamic shared memory, c->gemv_xs: with bf16 and n_embd 4096, all 8 tokens
+ * on an H100's 200 KiB, up to 5 without the opt-in). */
 static bool pass_fused(const struct cuda_ctx *c, int n)
 {
 	const int E = (int)c->hp.n_embd, F = (int)c->hp.n_ff;
-	return !c->hp.post_norms && gpu_gemv_fits(n, E, true, c->dt) &&
-	       gpu_gemv_fits(n, c->n_q, false, c->dt) && gpu_gemv_fits(n, F, false, c->dt);
+	return !c->hp.post_norms && gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
+	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
+	       gpu_gemv_fits(n, F, false, c->dt, c->gemv_xs);
 }
 
 /* A gpu_gemv without prologue or epilogue: y = in W^T. */
@@ -1707,6 +1710,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			       "backend needs 8.0 (Ampere) or newer",
 			       c->device, prop.name, prop.major, prop.minor);
 	c->n_sm = prop.multiProcessorCount;
+	/* here, not at the first decode pass: that one may be inside a graph capture */
+	CUDA_CHECK(gpu_gemv_init(prop.sharedMemPerBlockOptin, &c->gemv_xs));
 	c->hp = *hp;
 	c->kv_window = model_kv_window(hp);
 	c->dt = pick_dtype(m);

@@ -12,8 +12,10 @@
  * (row, token), reduced across the warp at the end by a transposed reduction (gv_reduce),
  * which leaves each (row, token)'s sum in its own lanes. Warps walk the rows grid-stride.
  *
- * The prologue: every block first computes its tokens' normalized inputs into shared
- * memory (as gpu_add_rmsnorm computes and rounds them: the sum of squares in double, the
+ * The prologue: every block first computes its tokens' normalized inputs into dynamic
+ * shared memory, n_tok * n_in * sizeof(T) bytes, up to what gpu_gemv_init opted in to
+ * (200 KiB on an H100, past the 48 KiB a block gets without opting in; Llama-3-8B's bucket
+ * 8 needs 64 KiB), as gpu_add_rmsnorm computes and rounds them (the sum of squares in double, the
  * scale in fp32, (s * scale) * w rounded to the storage type), so the projection sees the
  * inputs the unfused path's GEMM saw. Block 0 also writes the summed residual, into
  * another buffer than the one it read (the caller ping-pongs two): the other blocks are
@@ -120,7 +122,9 @@ template <typename T, int NT, bool PRO, bool QKV>
 __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_args a)
 {
 	constexpr int V = 16 / (int)sizeof(T);
-	__shared__ uint4 xs[PRO ? GPU_GEMV_XS_BYTES / 16 : 1]; /* [n_tok][n_in / V] */
+	/* the prologue's inputs, [n_tok][n_in / V]: the launch's n_tok * n_in * sizeof(T)
+	 * bytes of dynamic shared memory (gv_launch; 0 without the prologue) */
+	extern __shared__ uint4 xs[];
 	__shared__ float sc[NT];
 	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
 	const int n_tok = a.n_tok, nc = a.n_in / V; /* 16-byte chunks a row */
@@ -261,24 +265,67 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 	}
 }
 
-bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt)
+bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt, size_t xs_bytes)
 {
 	const int64_t es = (int64_t)gpu_dtype_size(dt);
 	return n_tok >= 1 && n_tok <= GPU_GEMV_MAX_TOK && n_in > 0 && n_in % (16 / es) == 0 &&
-	       (!prologue || (int64_t)n_tok * n_in * es <= GPU_GEMV_XS_BYTES);
+	       (!prologue ||
+		(int64_t)n_tok * n_in * es <=
+		    (int64_t)(xs_bytes < GPU_GEMV_XS_BYTES ? xs_bytes : GPU_GEMV_XS_BYTES));
 }
 
 template <typename T, int NT>
 static void gv_launch(const struct gpu_gemv_args *a, bool pro, unsigned blocks, cudaStream_t s)
 {
+	/* <= GPU_GEMV_XS_BYTES (gpu_gemv_fits); past what gpu_gemv_init opted in to, the
+	 * launch fails (cudaErrorInvalidValue) */
+	const size_t xs = (size_t)a->n_tok * (size_t)a->n_in * sizeof(T);
 	if (pro && a->qkv_post)
-		gemv_kernel<T, NT, true, true><<<blocks, GV_THREADS, 0, s>>>(*a);
+		gemv_kernel<T, NT, true, true><<<blocks, GV_THREADS, xs, s>>>(*a);
 	else if (pro)
-		gemv_kernel<T, NT, true, false><<<blocks, GV_THREADS, 0, s>>>(*a);
+		gemv_kernel<T, NT, true, false><<<blocks, GV_THREADS, xs, s>>>(*a);
 	else if (a->qkv_post)
 		gemv_kernel<T, NT, false, true><<<blocks, GV_THREADS, 0, s>>>(*a);
 	else
 		gemv_kernel<T, NT, false, false><<<blocks, GV_THREADS, 0, s>>>(*a);
+}
+
+/* The opt-in of the prologue's instances of one storage type to n bytes of dynamic shared
+ * memory (past 48 KiB a launch fails without it: cudaErrorInvalidValue) */
+template <typename T> static cudaError_t gv_opt_in(int n)
+{
+	const enum cudaFuncAttribute at = cudaFuncAttributeMaxDynamicSharedMemorySize;
+	cudaError_t e = cudaSuccess, e1;
+#define GV_OPT_IN(NT)                                                                              \
+	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, false>, at, n)) != cudaSuccess)    \
+		e = e1;                                                                            \
+	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, true>, at, n)) != cudaSuccess)     \
+		e = e1;
+	GV_OPT_IN(1)
+	GV_OPT_IN(2)
+	GV_OPT_IN(4)
+	GV_OPT_IN(8)
+#undef GV_OPT_IN
+	return e;
+}
+
+cudaError_t gpu_gemv_init(size_t optin, size_t *xs_bytes)
+{
+	/* 1 KiB for the kernels' static shared memory (sc: 4 NT bytes) */
+	size_t n = optin > 1024 ? (optin - 1024) / 16 * 16 : 0;
+	if (n > GPU_GEMV_XS_BYTES)
+		n = GPU_GEMV_XS_BYTES;
+	*xs_bytes = GPU_GEMV_XS_DEFAULT;
+	if (n <= GPU_GEMV_XS_DEFAULT)
+		return cudaSuccess; /* what every launch gets without opting in */
+	cudaError_t e = gv_opt_in<float>((int)n), e1;
+	if ((e1 = gv_opt_in<__half>((int)n)) != cudaSuccess)
+		e = e1;
+	if ((e1 = gv_opt_in<__nv_bfloat16>((int)n)) != cudaSuccess)
+		e = e1;
+	if (e == cudaSuccess)
+		*xs_bytes = n;
+	return e;
 }
 
 bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a)
@@ -298,8 +345,8 @@ cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 {
 	const bool pro = a->norm != NULL;
 	const int V = 16 / (int)gpu_dtype_size(dt);
-	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt) || a->n_out <= 0 || n_sm < 1 ||
-	    ((uintptr_t)a->W & 15) != 0 || (a->glu && (a->n_out & 1) != 0) ||
+	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt, GPU_GEMV_XS_BYTES) || a->n_out <= 0 ||
+	    n_sm < 1 || ((uintptr_t)a->W & 15) != 0 || (a->glu && (a->n_out & 1) != 0) ||
 	    (a->glu ? a->act == NULL : a->y == NULL) || (a->qkv_post && !gpu_gemv_qkv_fits(a)) ||
 	    (pro ? a->res == NULL ||
 		       (a->res_out && (a->res_out == a->res || a->res_out == a->delta))

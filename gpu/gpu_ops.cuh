@@ -239,9 +239,14 @@ cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y
  * reads each weight once for all tokens, with the RMS norm before it and the gated
  * activation after it fused in (one graph node where there were two or three). */
 #define GPU_GEMV_MAX_TOK 8
-/* The prologue keeps the normalized inputs of all tokens in static shared memory:
- * n_tok * n_in * sizeof(storage type) must fit here (48 KiB less the per-token scales). */
-#define GPU_GEMV_XS_BYTES (48 * 1024 - 64)
+/* The prologue keeps the normalized inputs of all tokens in dynamic shared memory:
+ * n_tok * n_in * sizeof(storage type) bytes, at most GPU_GEMV_XS_BYTES and at most what
+ * gpu_gemv_init opted in to on the device: 200 KiB on an H100 (227 KiB a block; 8 tokens
+ * of 12800 bf16 inputs: Llama-3-8B's 4096 need 64 KiB at batch 8, 70B's 8192 128 KiB),
+ * 162 KiB on an A100, 98 KiB on sm_86/89; GPU_GEMV_XS_DEFAULT (48 KiB less the static
+ * bytes) without the opt-in. */
+#define GPU_GEMV_XS_BYTES   ((size_t)200 * 1024)
+#define GPU_GEMV_XS_DEFAULT ((size_t)48 * 1024 - 64)
 
 struct gpu_gemv_args {
 	const void *W; /* [n_out, n_in] of dt, row-major, 16-byte aligned */
@@ -278,10 +283,11 @@ struct gpu_gemv_args {
 	bool qkv_post;
 	struct gpu_qkv_post_args post;
 };
-/* Whether gpu_gemv takes n_tok tokens of n_in inputs of dt (with the prologue or not):
- * 1 <= n_tok <= GPU_GEMV_MAX_TOK, n_in a multiple of 16 / sizeof(dt), and with the
- * prologue n_tok * n_in * sizeof(dt) <= GPU_GEMV_XS_BYTES. A pure function. */
-bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt);
+/* Whether gpu_gemv takes n_tok tokens of n_in inputs of dt (with the prologue or not) on
+ * a device where gpu_gemv_init gave xs_bytes: 1 <= n_tok <= GPU_GEMV_MAX_TOK, n_in a
+ * multiple of 16 / sizeof(dt), and with the prologue n_tok * n_in * sizeof(dt) <=
+ * min(xs_bytes, GPU_GEMV_XS_BYTES). A pure function. */
+bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt, size_t xs_bytes);
 /* Whether gpu_gemv takes a->post as its QKV epilogue (a->qkv_post's contract, the other
  * fields of *a as they will be passed; qkv_post itself is not read): no glu, no head norms,
  * an even head_dim, rope_dim <= head_dim and even when >= 2 (with a table), n_out and
@@ -291,12 +297,21 @@ bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a);
 /* Accumulates in fp32; 16-byte loads of W, each element read once for all tokens; two rows
  * a warp (gate row j and up row j with glu, a RoPE pair with qkv_post), warps spread over
  * up to n_sm blocks of 512 threads (with the prologue each block normalizes the inputs
- * itself). cudaErrorInvalidValue when gpu_gemv_fits says no, for a misaligned W or x, ldx
+ * itself). cudaErrorInvalidValue when gpu_gemv_fits(..., GPU_GEMV_XS_BYTES) says no, when
+ * the prologue's inputs are more than gpu_gemv_init opted in to (the launch fails), for a
+ * misaligned W or x, ldx
  * not a multiple of 16 / sizeof(dt), an odd n_out with glu, or with qkv_post: glu, head
  * norms, an odd head_dim, rope_dim > head_dim or odd (when >= 2), n_out or kv.kv_dim not
  * the heads' widths, no pos or slots. */
 cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 		     cudaStream_t stream);
+/* Opts gpu_gemv's prologue kernels in to dynamic shared memory on the current device
+ * (cudaFuncSetAttribute; a launch past 48 KiB fails without it): min(GPU_GEMV_XS_BYTES,
+ * optin - 1 KiB), optin the device's sharedMemPerBlockOptin; *xs_bytes gets the bytes a
+ * launch may then ask (GPU_GEMV_XS_DEFAULT when that is no more, or on an error). Call it
+ * once a device before gpu_gemv with the prologue, outside a graph capture (the backend
+ * does at start); idempotent. */
+cudaError_t gpu_gemv_init(size_t optin, size_t *xs_bytes);
 
 /* ---- sample.cu ---- */
 

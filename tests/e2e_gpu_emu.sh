@@ -5,7 +5,8 @@
 # emulator (H100 properties, so decode attention splits > 1; threads and blocks in the
 # random order of a seed; NaN-filled shared memory; capture rules; queued stream work run
 # late, early or at random: $BG_EMU_STREAMS):
-#  - the emulator's stream policies themselves (tests/emu_test_streams.cpp);
+#  - the emulator's stream policies themselves (tests/emu_test_streams.cpp), its dynamic
+#    shared memory and the limits on it (tests/emu_test_smem.cu);
 #  - greedy and seeded sampled requests give the CPU backend's tokens, and cumulative
 #    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
 #    SIMD code; a wrong kernel moves them by far more on this model), under seeds 7, 8
@@ -51,6 +52,20 @@ if g++ -std=c++17 -O2 -Igpu/emu/inc -Icore -I. tests/emu_test_streams.cpp "$plug
 else
 	cat "$TMP/streams.log" >&2
 	check "tests/emu_test_streams.cpp builds" false
+fi
+
+# dynamic shared memory and CUDA's limits on it (tests/emu_test_smem.cu says which), through
+# the transform as gpu/*.cu go
+if python3 gpu/emu/transform.py tests/emu_test_smem.cu "$TMP/emu_test_smem.cpp" 2>"$TMP/smem.log" &&
+	g++ -std=c++17 -O2 -w -Igpu/emu/inc -Icore -I. "$TMP/emu_test_smem.cpp" "$plugin/o/emu.o" \
+		-o "$TMP/emu_smem" 2>>"$TMP/smem.log"; then
+	"$TMP/emu_smem" >"$TMP/smem.log" 2>&1
+	rc=$?
+	check_eq "emulator, dynamic shared memory: tests/emu_test_smem.cu exits 0 ($(tail -1 "$TMP/smem.log"))" $rc 0
+	[ $rc -eq 0 ] || cat "$TMP/smem.log" >&2
+else
+	cat "$TMP/smem.log" >&2
+	check "tests/emu_test_smem.cu builds" false
 fi
 
 cat >"$TMP/in.jsonl" <<'JSONL'

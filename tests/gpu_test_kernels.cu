@@ -588,6 +588,7 @@ static void test_gemm(cublasHandle_t h)
  * most ~(n_in / 32 + 5) 2^-24 sum |w x| (Higham's bound); allowed: 2^-7 sum |w x| / 16 for
  * bf16 inputs off by an ulp, 4e-6 sum |w x| otherwise (a wrong row or a missing weight moves
  * an output by ~|w x| itself, far past it). */
+static size_t gemv_xs, prop_optin; /* what gpu_gemv_init opted in to, and from (main) */
 static void test_gemv(void)
 {
 	struct {
@@ -605,10 +606,10 @@ static void test_gemv(void)
 					const bool gelu = glu && (n_tok % 2 == 0);
 					const int n_in = cs.n_in;
 					const int n_out = glu ? 2 * (cs.n_out / 2 + 1) : cs.n_out;
-					if (!gpu_gemv_fits(n_tok, n_in, pro, dt)) {
+					if (!gpu_gemv_fits(n_tok, n_in, pro, dt, gemv_xs)) {
 						/* the prologue's shared memory: gpu_gemv refuses */
-						CHECK((int64_t)n_tok * n_in * gpu_dtype_size(dt) >
-							  GPU_GEMV_XS_BYTES,
+						CHECK((size_t)n_tok * n_in * gpu_dtype_size(dt) >
+							  gemv_xs,
 						      "gemv_fits %d x %d", n_tok, n_in);
 						continue;
 					}
@@ -805,6 +806,25 @@ static void test_gemv(void)
 	b.W = buf + 1;
 	CHECK(gpu_gemv(&b, GPU_F32, 132, 0) == cudaErrorInvalidValue, "gemv: misaligned W");
 	cudaFree(buf);
+	/* the prologue's dynamic shared memory (issue 17): Llama-3-8B's batch bucket 8 in bf16
+	 * (64 KiB) fits the opt-in, not the 48 KiB without it; GPU_GEMV_XS_BYTES is the cap */
+	CHECK(gpu_gemv_fits(8, 4096, true, GPU_BF16, GPU_GEMV_XS_BYTES) &&
+		  gpu_gemv_fits(8, 4096, true, GPU_F16, GPU_GEMV_XS_BYTES) &&
+		  !gpu_gemv_fits(8, 4096, true, GPU_BF16, GPU_GEMV_XS_DEFAULT) &&
+		  gpu_gemv_fits(5, 4096, true, GPU_BF16, GPU_GEMV_XS_DEFAULT) &&
+		  gpu_gemv_fits(8, 4096, false, GPU_BF16, GPU_GEMV_XS_DEFAULT),
+	      "gemv_fits: 8 x 4096 bf16 with the opt-in, 5 without");
+	CHECK(gpu_gemv_fits(8, 12800, true, GPU_BF16, 1 << 30) &&
+		  !gpu_gemv_fits(8, 12808, true, GPU_BF16, 1 << 30),
+	      "gemv_fits: GPU_GEMV_XS_BYTES (200 KiB) caps the device's bytes");
+	/* a device whose opt-in gives less (an A100's 163 KiB, sm_86's 99 KiB) */
+	size_t xs = 0;
+	CHECK(gpu_gemv_init(99 << 10, &xs) == cudaSuccess && xs == ((size_t)98 << 10),
+	      "gemv_init at 99 KiB: 98 KiB (%zu)", xs);
+	CHECK(gpu_gemv_init(48 << 10, &xs) == cudaSuccess && xs == GPU_GEMV_XS_DEFAULT,
+	      "gemv_init at 48 KiB: no opt-in (%zu)", xs);
+	CHECK(gpu_gemv_init(prop_optin, &xs) == cudaSuccess && xs == gemv_xs,
+	      "gemv_init again: the same bytes");
 }
 
 /* A token's GEMV outputs do not depend on the batch bucket: token j of a pass of n tokens
@@ -2687,6 +2707,12 @@ int main(void)
 	fprintf(stderr, "device: %s\n", prop.name);
 	cublasHandle_t h;
 	CHECK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
+	/* the GEMV prologue's opt-in to dynamic shared memory, as the backend does at start */
+	prop_optin = prop.sharedMemPerBlockOptin;
+	REQUIRE(gpu_gemv_init(prop_optin, &gemv_xs));
+	CHECK(gemv_xs >= GPU_GEMV_XS_DEFAULT, "gemv_init: %zu bytes", gemv_xs);
+	if (strncmp(prop.name, "emu ", 4) == 0) /* an H100's 227 KiB - 1 KiB, capped */
+		CHECK(gemv_xs == GPU_GEMV_XS_BYTES, "gemv_init on an H100: 200 KiB (%zu)", gemv_xs);
 	/* BG_GPU_TESTS=rope,sample,...: only those (a debugging aid for the slow emulator) */
 	const char *only = getenv("BG_GPU_TESTS");
 #define RUN(name, call)                                                                        \

@@ -10,6 +10,8 @@
  *   - llama-2-tiny-random (F16 path): teacher-forced log-probs against llama.cpp's;
  *   - synthetic llama-100m materialized as f16 and q8_0 (the BF16 path) against the CPU;
  *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU;
+ *   - batch bucket 8 on the fused decode path, 64 KiB of GEMV prologue inputs (the
+ *     dynamic shared memory opt-in), against the CPU, and its graph census;
  *   - a lazy synthetic model (weights made on the device) runs and is deterministic;
  *   - sampling through backend->sample equals the CPU backend's, RNG stream included;
  *   - with BG_GPU_FULL=1 (alone): Llama-3-8B's widths with 2 layers against the CPU.
@@ -487,7 +489,9 @@ out:
  * A pass of n_tok tokens of es-byte storage takes the fused path (gpu/gemv.cu, issue 17)
  * when the model has no post-norms, n_tok <= 8, n_embd, n_head * head_dim and n_ff are
  * multiples of 16 / es (16-byte loads) and the prologue's inputs, n_tok * n_embd * es
- * bytes, fit the 49088 bytes of gpu_gemv's shared memory: then a layer is QKV GEMV (its
+ * bytes, fit the 204800 bytes of dynamic shared memory gpu_gemv_init opts in to on an H100
+ * (and the emulator; 49088 without the opt-in, less on an A100 or sm_86/89, where batch 8
+ * at n_embd 4096 in f32 would not be fused and this rule is off): then a layer is QKV GEMV (its
  * norm inside, and qkv_post too unless the model has Q/K head norms), [qkv_post],
  * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
  * LM head one GEMV, and no cuBLAS call at all. */
@@ -499,7 +503,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	(void)S; /* the split count changes no node count now */
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
 	bool fused = !hp->post_norms && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
-		     n_q % v == 0 && hp->n_ff % v == 0 && (long)n_tok * hp->n_embd * es <= 49088;
+		     n_q % v == 0 && hp->n_ff % v == 0 && (long)n_tok * hp->n_embd * es <= 204800;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8) + 2 * hp->post_norms + tiled + per_query;
 	*gemms = fused ? 0 : 4 * (int)hp->n_layer + (n_out > 0);
@@ -612,6 +616,102 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 			     &n_graph, &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "%s: census of %d graphs and %d passes", spec,
 		      n_graph, n_pass);
+	}
+	remove(census);
+	backend_destroy(g);
+	backend_destroy(c);
+	model_free(m);
+}
+
+/* Batch bucket 8 on the fused decode path (issue 17): a 1-layer f32 model 2048 wide (16
+ * heads of 128, 4 KV heads) whose 8 tokens' prologue inputs, 8 x 2048 x 4 = 64 KiB, need
+ * gpu_gemv's opt-in to dynamic shared memory (49088 bytes without it: unfused). 8
+ * sequences of 4 prompt tokens, then 3 decode steps of all 8 through the batch-8 decode
+ * graph, against the CPU backend (fp32 on both sides: summation orders only), and the
+ * census: the graph of batch 8 has the fused path's nodes (census_expected). */
+static void test_bucket8(void)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("tiny"));
+	o.shape.n_layer = 1;
+	o.shape.n_embd = 2048;
+	o.shape.n_head = 16;
+	o.shape.n_head_kv = 4;
+	o.shape.n_ff = 512;
+	o.dtype = GGUF_DTYPE_F32;
+	o.seed = 8;
+	struct bg_err err = {0};
+	void *buf = NULL;
+	size_t len = 0;
+	struct gguf_ctx *gg = NULL;
+	struct model *m = NULL;
+	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
+	if (st == BG_OK)
+		st = gguf_parse(buf, len, true, &gg, &err);
+	if (st == BG_OK)
+		st = model_from_gguf(gg, &m, &err);
+	CHECK(st == BG_OK, "2048-wide synthetic model: %s", err.msg);
+	if (st != BG_OK)
+		return;
+	char census[64];
+	snprintf(census, sizeof census, "/tmp/bg-census-%d.log", (int)getpid());
+	remove(census);
+	setenv("BG_CUDA_GRAPH_LOG", census, 1);
+	struct backend *g = gpu_util_backend(m, true, 16, 512);
+	unsetenv("BG_CUDA_GRAPH_LOG");
+	struct backend *c = gpu_util_backend(m, false, 16, 512);
+	enum { NSEQ = 8, NSTEP = 3 };
+	if (g && c) {
+		static struct seq sg[NSEQ], sc[NSEQ];
+		struct seq *pg[NSEQ], *pc[NSEQ];
+		const int V = g->n_vocab;
+		for (int i = 0; i < NSEQ; i++) {
+			int32_t toks[4], blocks[1] = {i};
+			for (int j = 0; j < 4; j++)
+				toks[j] = (int32_t)(((unsigned)i * 131u + (unsigned)j * 17u + 3u) %
+						    (unsigned)V);
+			seq_init(&sg[i], toks, 4, blocks, 1);
+			seq_init(&sc[i], toks, 4, blocks, 1);
+			pg[i] = &sg[i];
+			pc[i] = &sc[i];
+		}
+		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+		double worst = 0, worst_cos = 1;
+		for (int it = 0; it <= NSTEP; it++) { /* it 0: the prompts, then decode steps */
+			int32_t rg[NSEQ], rc[NSEQ];
+			CHECK(step(g, pg, NSEQ, NULL, rg, &err) == BG_OK, "cuda forward: %s",
+			      err.msg);
+			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "cpu forward: %s",
+			      err.msg);
+			for (int i = 0; i < NSEQ; i++) {
+				CHECK(g->ops->get_logits(g->ctx, rg[i], lg, &err) == BG_OK,
+				      "get_logits");
+				CHECK(c->ops->get_logits(c->ctx, rc[i], lc, &err) == BG_OK,
+				      "get_logits");
+				double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
+				if (d / rms > worst)
+					worst = d / rms;
+				if (cosv < worst_cos)
+					worst_cos = cosv;
+				int32_t t = (int32_t)(((unsigned)it * 31u + (unsigned)i * 7u + 5u) %
+						      (unsigned)V);
+				sg[i].tokens[sg[i].n_tok++] = t;
+				sc[i].tokens[sc[i].n_tok++] = t;
+			}
+		}
+		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
+		      "bucket 8: max |cuda - cpu| / rms %g, worst cosine %.9f", worst, worst_cos);
+		free(lg);
+		free(lc);
+		int n_graph, n_pass;
+		census_check("bucket 8", &m->hp, 4, census, strncmp(g->device, "emu ", 4) == 0,
+			     &n_graph, &n_pass);
+		CHECK(n_graph == 1 && n_pass == 1, "bucket 8: census of %d graphs and %d passes",
+		      n_graph, n_pass);
+		/* the rule itself: unfused without the opt-in's bytes, fused with them */
+		int gm;
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, &gm) == 1 + 6 && gm == 0,
+		      "bucket 8 at 2048 x f32: the fused path's nodes");
 	}
 	remove(census);
 	backend_destroy(g);
@@ -884,7 +984,7 @@ int main(void)
 	}
 	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone (quick under gpu/emu);
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
-	 * check alone (slow under gpu/emu) */
+	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_arch_vs_cpu();
 		return check_summary();
@@ -895,6 +995,10 @@ int main(void)
 	}
 	if (getenv("BG_GPU_FULL")) {
 		test_full_width();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_BUCKET8")) { /* quick under gpu/emu */
+		test_bucket8();
 		return check_summary();
 	}
 	test_stories();
@@ -908,6 +1012,7 @@ int main(void)
 	 * so only summation orders differ (~1e-6 relative per layer) */
 	test_synthetic_vs_cpu("synthetic:qwen2-tiny:f32", 1e-4, 0.9999999);
 	test_arch_vs_cpu();
+	test_bucket8();
 	test_multi_pass();
 	test_lazy_synthetic();
 	test_errors();

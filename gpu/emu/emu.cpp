@@ -624,16 +624,71 @@ void emu_probe_bounds(int max_threads, int min_blocks)
 //    an SM holds 4 x floor(16384 / that) warps, / the block's warps (0 if the block's
 //    warps, rounded up to 4, need more than 65536);
 //  - shared memory: 228 KiB / (static + dynamic + 1 KiB reserved a block, rounded up to
-//    128 bytes); 0 if a block needs more than 48 KiB + 1 KiB (no opt-in here).
+//    128 bytes); 0 if the dynamic part is over the kernel's
+//    cudaFuncAttributeMaxDynamicSharedMemorySize (its launch would fail).
 // A block over the kernel's __launch_bounds__ threads holds 0 (its launch would fail).
 // Registers: ptxas's count is unknown here; the figure is what __launch_bounds__(T, B)
 // lets ptxas use, the most r (in steps of 8, the allocation unit) with B blocks of T
 // threads in the register file (65536 / (B x T rounded up to warps)), and at most 128,
 // the budget tests/gpu_gates.sh holds every kernel to (ptxas may use fewer: an H100's
 // answer is then at least this one).
-cudaError_t emu_occupancy(int *n, int block, size_t dyn_smem)
+// ---- per-kernel attributes and dynamic shared memory ------------------------------------------
+static const size_t SMEM_DEFAULT = 48 << 10, SMEM_OPTIN = 227 << 10;
+struct kernel_info {
+	bool probed = false; /* static_smem known */
+	size_t static_smem = 0;
+	long max_dyn = -1; /* cudaFuncAttributeMaxDynamicSharedMemorySize; -1: never set */
+};
+static std::map<const void *, kernel_info> kernels;
+// the kernel's dynamic shared memory limit: the attribute, or 48 KiB less its static part
+static size_t max_dyn_smem(const kernel_info &k)
+{
+	if (k.max_dyn >= 0)
+		return (size_t)k.max_dyn;
+	return k.static_smem < SMEM_DEFAULT ? SMEM_DEFAULT - k.static_smem : 0;
+}
+cudaError_t emu_func_set_attr(const void *key, int attr, int value)
 {
 	emu_probe_on = false;
+	kernel_info &k = kernels[key];
+	k.probed = true;
+	k.static_smem = probe.smem;
+	if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+	    (size_t)value + k.static_smem > SMEM_OPTIN)
+		return fail(cudaErrorInvalidValue);
+	k.max_dyn = value;
+	return cudaSuccess;
+}
+// the running launch's dynamic shared memory, dyn_bytes, then DYN_GUARD bytes that a block
+// must leave as they were (0xff): a block that writes past its dynamic shared memory aborts
+// (a GPU faults, or corrupts another block's), one that reads past it reads NaN
+static const size_t DYN_GUARD = 16 << 10;
+static std::vector<uint4> dyn_buf;
+static size_t dyn_bytes;
+static void dyn_check()
+{
+	const unsigned char *g = (const unsigned char *)dyn_buf.data() + dyn_bytes;
+	for (size_t i = 0; i < DYN_GUARD; i++)
+		if (g[i] != 0xff) {
+			fprintf(stderr,
+				"emu: block (%u, %u, %u) wrote past its %zu bytes of dynamic "
+				"shared memory (at byte %zu)\n",
+				blockIdx.x, blockIdx.y, blockIdx.z, dyn_bytes, dyn_bytes + i);
+			abort();
+		}
+}
+// NULL when the launch asked for none: a kernel that uses it then crashes (a GPU faults)
+void *emu_dyn_shared()
+{
+	return dyn_bytes ? (void *)dyn_buf.data() : nullptr;
+}
+
+cudaError_t emu_occupancy(const void *key, int *n, int block, size_t dyn_smem)
+{
+	emu_probe_on = false;
+	kernel_info &ki = kernels[key];
+	ki.probed = true;
+	ki.static_smem = probe.smem;
 	cudaDeviceProp p;
 	cudaGetDeviceProperties(&p, 0);
 	*n = 0;
@@ -652,9 +707,8 @@ cudaError_t emu_occupancy(int *n, int block, size_t dyn_smem)
 		return cudaSuccess; /* over a block's registers (counted as whole sub-partitions) */
 	const int by_regs = 4 * ((p.regsPerMultiprocessor / 4) / warp_regs) / warps;
 	const size_t smem = (probe.smem + dyn_smem + p.reservedSharedMemPerBlock + 127) / 128 * 128;
-	const int by_smem = smem > p.sharedMemPerBlock + p.reservedSharedMemPerBlock
-				    ? 0
-				    : (int)(p.sharedMemPerMultiprocessor / smem);
+	const int by_smem =
+	    dyn_smem > max_dyn_smem(ki) ? 0 : (int)(p.sharedMemPerMultiprocessor / smem);
 	*n = std::min({p.maxBlocksPerMultiProcessor, p.maxThreadsPerMultiProcessor / p.warpSize / warps,
 		       by_regs, by_smem});
 	return cudaSuccess;
@@ -676,6 +730,8 @@ void emu_shared_init(void *p, size_t n)
 static void run_block(int nt, dim3 block)
 {
 	block_gen++;
+	if (dyn_bytes)
+		memset(dyn_buf.data(), 0xff, dyn_bytes + DYN_GUARD);
 	blockg = Group();
 	blockg.size = nt;
 	warpg.assign((nt + 31) / 32, Group());
@@ -715,11 +771,15 @@ static void run_block(int nt, dim3 block)
 			abort();
 		}
 	}
+	if (dyn_bytes)
+		dyn_check();
 }
 
-static void launch_now(dim3 grid, dim3 block, const std::function<void()> &fn)
+static void launch_now(dim3 grid, dim3 block, size_t smem, const std::function<void()> &fn)
 {
 	int nt = (int)(block.x * block.y * block.z);
+	dyn_bytes = smem;
+	dyn_buf.resize((smem + DYN_GUARD + 15) / 16);
 	body = fn;
 	blockDim = block;
 	gridDim = grid;
@@ -744,16 +804,36 @@ static void launch_now(dim3 grid, dim3 block, const std::function<void()> &fn)
 	}
 }
 
-void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn)
+void emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+		std::function<void()> fn)
 {
 	uint64_t nt = (uint64_t)block.x * block.y * block.z;
 	if (nt == 0 || nt > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
 	    grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 ||
-	    grid.z > 65535 || smem > (48u << 10)) {
+	    grid.z > 65535) {
 		fail(cudaErrorInvalidConfiguration);
 		return;
 	}
-	enqueue(s, [=]() { launch_now(grid, block, fn); });
+	if (smem > 0) { /* within the kernel's dynamic shared memory limit */
+		kernel_info k;
+		if (key) {
+			kernel_info &kk = kernels[key];
+			/* its static shared memory: the probe, with these arguments */
+			if (!kk.probed) {
+				emu_probe_begin();
+				fn();
+				emu_probe_on = false;
+				kk.probed = true;
+				kk.static_smem = probe.smem;
+			}
+			k = kk;
+		}
+		if (smem > max_dyn_smem(k)) {
+			fail(cudaErrorInvalidValue);
+			return;
+		}
+	}
+	enqueue(s, [=]() { launch_now(grid, block, smem, fn); });
 }
 
 // ---- cuBLAS -------------------------------------------------------------------------------

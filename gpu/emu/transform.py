@@ -1,7 +1,10 @@
 """transform.py SRC DST: rewrites CUDA source so that g++ can compile gpu/*.cu against
 gpu/emu/inc/emu.h:
  - launches `kernel<<<grid, block[, smem[, stream]]>>>(args)` become emu_launch calls
-   (arguments evaluated at launch, as CUDA does);
+   (arguments evaluated at launch, as CUDA does) naming the kernel (emu_key: its address,
+   for its attributes and shared memory limits);
+ - each `extern __shared__ T name[];` (dynamic shared memory) becomes `T *name =
+   (T *)emu_dyn_shared();`, the launch's buffer (emu.h);
  - each `__shared__ T name[...];` declaration is followed by emu_shared_init(name, size),
    which fills it with 0xff bytes at the start of every block (emu.h says why);
  - each kernel's body starts with emu_probe_bounds(its __launch_bounds__ arguments) and,
@@ -27,10 +30,17 @@ def declarators(decl):
         names.append(re.findall(r'[A-Za-z_]\w*', p)[-1])
     return names
 
+EXTERN = re.compile(r'^(\s*)extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?'
+                    r'([A-Za-z_][\w:<>, ]*?)\s+([A-Za-z_]\w*)\s*\[\s*\]\s*;', re.M)
+
+def dynamic_shared(s):
+    """`extern __shared__ T name[];` (dynamic shared memory) becomes a pointer to the
+    launch's buffer (emu_dyn_shared: 16-byte aligned, 0xff-filled at each block start)"""
+    return EXTERN.sub(lambda m: '%s%s *%s = (%s *)emu_dyn_shared();' % (m.group(1), m.group(2), m.group(3), m.group(2)), s)
+
 def poison_shared(s):
     def rep(m):
-        if 'extern' in m.group(2):
-            return m.group(0)
+        assert 'extern' not in m.group(2), 'an extern __shared__ declaration the transform cannot read: ' + m.group(0)
         calls = ' '.join('emu_shared_init(&%s, sizeof %s);' % (n, n) for n in declarators(m.group(2)))
         return m.group(0) + ' ' + calls
     return SHARED.sub(rep, s)
@@ -156,9 +166,9 @@ def transform(s):
         out.append(s[i:k])
         smem = parts[2] if len(parts) > 2 else '0'
         stream = parts[3] if len(parts) > 3 else '0'
-        out.append('[&]() { auto emu_args = std::make_tuple(%s); emu_launch(dim3(%s), dim3(%s), %s, %s, [=]() { std::apply(%s, emu_args); }); }()' % (args, parts[0], parts[1], smem, stream, name))
+        out.append('[&]() { auto emu_args = std::make_tuple(%s); emu_launch(emu_key(%s), dim3(%s), dim3(%s), %s, %s, [=]() { std::apply(%s, emu_args); }); }()' % (args, name, parts[0], parts[1], smem, stream, name))
         i = q + 1
     return ''.join(out)
 src, dst = sys.argv[1], sys.argv[2]
 os.makedirs(os.path.dirname(dst), exist_ok=True)
-open(dst, 'w').write(transform(probe_kernels(poison_shared(open(src).read()))))
+open(dst, 'w').write(transform(probe_kernels(poison_shared(dynamic_shared(open(src).read())))))

@@ -7,8 +7,18 @@
 //    NORESERVE) and, up to 64 MiB an allocation, filled with 0xff bytes (NaN as floats):
 //    cudaMalloc memory is not zeroed on a GPU either;
 //  - launch limits are checked as CUDA checks them (block <= 1024 threads and (1024, 1024,
-//    64), grid.y/z <= 65535, dynamic shared memory <= 48 KiB): a bad launch runs nothing
-//    and cudaGetLastError returns cudaErrorInvalidConfiguration;
+//    64), grid.y/z <= 65535): a bad launch runs nothing and cudaGetLastError returns
+//    cudaErrorInvalidConfiguration;
+//  - dynamic shared memory (`extern __shared__ T x[];`, the transform makes it a pointer
+//    to the launch's buffer, emu_dyn_shared) is what <<<g, b, smem>>> asks, filled with 0xff
+//    at each block start like static shared memory; as on an H100 a launch may ask at most
+//    the kernel's cudaFuncAttributeMaxDynamicSharedMemorySize, 48 KiB less its static
+//    shared memory until cudaFuncSetAttribute raises it (which refuses static + dynamic >
+//    227 KiB, sharedMemPerBlockOptin): a launch over it runs nothing and cudaGetLastError
+//    returns cudaErrorInvalidValue, as CUDA does; a block that writes past its dynamic
+//    shared memory aborts with a message (16 KiB past it are checked after each block;
+//    a GPU faults or corrupts another block's), one that reads past it reads NaN, and
+//    a kernel launched without any that uses its dynamic array crashes (a NULL pointer);
 //  - the threads of a block are fibers switched at barriers and warp shuffles;
 //    between two barriers they run in a random order, and the blocks of a grid in a random
 //    order, from the seed $BG_EMU_SEED (default 1; printed when set), so a missing
@@ -188,22 +198,48 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t g);
 cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s);
 // the transform's targets: a launch `k<<<grid, block, smem, stream>>>(args)`, and the
 // 0xff fill of each __shared__ variable at the start of each block
-void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn);
+// key: the kernel (its address: per-kernel attributes and static shared memory), or NULL
+// for work that is not a kernel of gpu/ (tests/emu_test_streams.cpp)
+void emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+		std::function<void()> fn);
+inline void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn)
+{
+	emu_launch(nullptr, grid, block, smem, s, std::move(fn));
+}
+template <typename F> inline const void *emu_key(F *f)
+{
+	return reinterpret_cast<const void *>(f);
+}
 void emu_shared_init(void *p, size_t n);
+// the running launch's dynamic shared memory (its smem bytes, 16-byte aligned, 0xff-filled
+// at each block start): what the transform puts for `extern __shared__ T x[];`
+void *emu_dyn_shared();
 // Probing a kernel (the transform's other target): run with default arguments, it records
 // its launch bounds and the sizes of its __shared__ variables, then returns.
 extern bool emu_probe_on;
 inline bool emu_probing() { return emu_probe_on; }
 void emu_probe_bounds(int max_threads = 0, int min_blocks = 0);
 void emu_probe_begin();
-cudaError_t emu_occupancy(int *n, int block, size_t dyn_smem);
+cudaError_t emu_occupancy(const void *key, int *n, int block, size_t dyn_smem);
 template <typename... A>
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void (*f)(A...), int block,
 							  size_t dyn_smem)
 {
 	emu_probe_begin();
 	std::apply(f, std::tuple<std::decay_t<A>...>{});
-	return emu_occupancy(n, block, dyn_smem);
+	return emu_occupancy(emu_key(f), n, block, dyn_smem);
+}
+// Per-kernel attributes: cudaFuncAttributeMaxDynamicSharedMemorySize alone (CUDA's value);
+// value + the kernel's static shared memory must be <= 227 KiB, else cudaErrorInvalidValue
+// and the attribute is unchanged. Not a stream operation: allowed during a capture.
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+cudaError_t emu_func_set_attr(const void *key, int attr, int value);
+template <typename... A>
+cudaError_t cudaFuncSetAttribute(void (*f)(A...), enum cudaFuncAttribute attr, int value)
+{
+	emu_probe_begin(); /* the kernel's static shared memory */
+	std::apply(f, std::tuple<std::decay_t<A>...>{});
+	return emu_func_set_attr(emu_key(f), attr, value);
 }
 
 // ---- cuBLAS: cublasGemmEx, column-major, fp32 accumulation, cuBLAS's argument checks ----
