@@ -563,6 +563,18 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 
 /* ---- synthetic models: the BF16 (via q8_0) and F16 paths at a realistic head size ---- */
 
+/* A CUDA backend of m (block size 16, 512 KV tokens) that logs its census of passes and
+ * graphs (BG_CUDA_GRAPH_LOG) to a fresh file whose path it writes to census[n]. */
+static struct backend *cuda_with_census(const struct model *m, char *census, size_t n)
+{
+	snprintf(census, n, "/tmp/bg-census-%d.log", (int)getpid());
+	remove(census);
+	setenv("BG_CUDA_GRAPH_LOG", census, 1);
+	struct backend *g = gpu_util_backend(m, true, 16, 512);
+	unsetenv("BG_CUDA_GRAPH_LOG");
+	return g;
+}
+
 static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_cos)
 {
 	struct model *m = NULL;
@@ -571,13 +583,8 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		CHECK(0, "model_open %s: %s", spec, err.msg);
 		return;
 	}
-	/* the CUDA backend's census of its passes and graphs (BG_CUDA_GRAPH_LOG) */
 	char census[64];
-	snprintf(census, sizeof census, "/tmp/bg-census-%d.log", (int)getpid());
-	remove(census);
-	setenv("BG_CUDA_GRAPH_LOG", census, 1);
-	struct backend *g = gpu_util_backend(m, true, 16, 512);
-	unsetenv("BG_CUDA_GRAPH_LOG");
+	struct backend *g = cuda_with_census(m, census, sizeof census);
 	struct backend *c = gpu_util_backend(m, false, 16, 512);
 	if (g && c) {
 		static struct seq sg, sc;
@@ -641,24 +648,11 @@ static void test_bucket8(void)
 	o.dtype = GGUF_DTYPE_F32;
 	o.seed = 8;
 	struct bg_err err = {0};
-	void *buf = NULL;
-	size_t len = 0;
-	struct gguf_ctx *gg = NULL;
-	struct model *m = NULL;
-	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
-	if (st == BG_OK)
-		st = gguf_parse(buf, len, true, &gg, &err);
-	if (st == BG_OK)
-		st = model_from_gguf(gg, &m, &err);
-	CHECK(st == BG_OK, "2048-wide synthetic model: %s", err.msg);
-	if (st != BG_OK)
+	struct model *m = gpu_util_synth_model(&o, "2048-wide synthetic model");
+	if (!m)
 		return;
 	char census[64];
-	snprintf(census, sizeof census, "/tmp/bg-census-%d.log", (int)getpid());
-	remove(census);
-	setenv("BG_CUDA_GRAPH_LOG", census, 1);
-	struct backend *g = gpu_util_backend(m, true, 16, 512);
-	unsetenv("BG_CUDA_GRAPH_LOG");
+	struct backend *g = cuda_with_census(m, census, sizeof census);
 	struct backend *c = gpu_util_backend(m, false, 16, 512);
 	enum { NSEQ = 8, NSTEP = 3 };
 	if (g && c) {

@@ -5,6 +5,9 @@
  *                                                       (90% of device memory, 2 CPU
  *                                                       threads), or NULL after a CHECK
  *                                                       failure naming the error
+ *   gpu_util_synth_model(o, what)                       the model `batchgen synth` makes
+ *                                                       from *o, or NULL after a CHECK
+ *                                                       failure naming `what`
  *   gpu_util_wide_model()                               Llama-3-8B's shape with 2 layers,
  *                                                       random f16 weights (seed 17), or
  *                                                       NULL after a CHECK failure
@@ -38,6 +41,22 @@ static inline struct backend *gpu_util_backend(const struct model *m, bool cuda,
 	return st == BG_OK ? b : NULL;
 }
 
+static inline struct model *gpu_util_synth_model(const struct synth_opts *o, const char *what)
+{
+	struct bg_err err = {0};
+	void *buf = NULL;
+	size_t len = 0;
+	struct gguf_ctx *gg = NULL;
+	struct model *m = NULL;
+	enum bg_status st = synth_to_buffer(o, &buf, &len, &err);
+	if (st == BG_OK)
+		st = gguf_parse(buf, len, true, &gg, &err);
+	if (st == BG_OK)
+		st = model_from_gguf(gg, &m, &err);
+	CHECK(st == BG_OK, "%s: %s", what, err.msg);
+	return st == BG_OK ? m : NULL;
+}
+
 static inline struct model *gpu_util_wide_model(void)
 {
 	struct synth_opts o;
@@ -45,18 +64,7 @@ static inline struct model *gpu_util_wide_model(void)
 	o.shape.n_layer = 2;
 	o.dtype = GGUF_DTYPE_F16;
 	o.seed = 17;
-	struct bg_err err = {0};
-	void *buf = NULL;
-	size_t len = 0;
-	struct gguf_ctx *gg = NULL;
-	struct model *m = NULL;
-	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
-	if (st == BG_OK)
-		st = gguf_parse(buf, len, true, &gg, &err);
-	if (st == BG_OK)
-		st = model_from_gguf(gg, &m, &err);
-	CHECK(st == BG_OK, "8B-wide synthetic model: %s", err.msg);
-	return st == BG_OK ? m : NULL;
+	return gpu_util_synth_model(&o, "8B-wide synthetic model");
 }
 
 #endif
