@@ -102,7 +102,6 @@ struct cpu_ctx {
 	 * forwards of at most pf_max_tok token rows (decode; 0 bytes: off) */
 	size_t pf_bytes;
 	int32_t pf_max_tok;
-	enum backend_cpu_mm mm_kind; /* the next matmul dispatch's kind, for prof */
 };
 
 /* ---- helpers ---- */
@@ -318,20 +317,16 @@ static int64_t mm_chunk_rows(const struct cpu_ctx *c, int64_t total_rows)
 	return (target + 3) & ~(int64_t)3;
 }
 
-/* The plan for the head of a dispatch of matmuls w[0..n): bytes (c->pf_bytes in all) from
- * the start of each of its first n_threads chunks (chunks of mm_chunk_rows rows, job
- * after job). Empty when c->pf_bytes is 0. */
+/* The plan for the head of a dispatch of matmuls w[0..n) in chunks of `chunk` rows
+ * (mm_chunk_rows of its rows, job after job): bytes (c->pf_bytes in all) from the start of
+ * each of its first n_threads chunks. Empty when c->pf_bytes is 0. */
 static void pf_head(const struct cpu_ctx *c, int n, const struct model_weight *const *w,
-		    struct pf_plan *pl)
+		    int64_t chunk, struct pf_plan *pl)
 {
 	pl->n = 0;
 	pl->total = 0;
 	if (c->pf_bytes == 0)
 		return;
-	int64_t total_rows = 0;
-	for (int i = 0; i < n; i++)
-		total_rows += (int64_t)w[i]->ne1;
-	const int64_t chunk = mm_chunk_rows(c, total_rows);
 	int want = c->n_threads < PF_MAX ? c->n_threads : PF_MAX;
 	size_t per = c->pf_bytes / (size_t)want;
 	for (int i = 0; i < n && pl->n < want; i++) {
@@ -547,9 +542,9 @@ static void quantize_act(struct cpu_ctx *c, struct mm_run *r, int i, const float
  * [n_tok][ne0] like glu_u, and first becomes act(gate) * glu_u (SiLU, or GELU if gelu), in
  * the prologue: on every thread rather than serially (TinyLlama: 0.6 ms of a 22 ms decode
  * step; bench/results/q12f-2026-11-30.md). */
-static void matmuls(struct cpu_ctx *c, int n, const struct model_weight *const *w,
-		    const float *const *x, float *const *y, const int64_t *ldy, int32_t n_tok,
-		    const float *glu_u, bool gelu)
+static void matmuls(struct cpu_ctx *c, enum backend_cpu_mm kind, int n,
+		    const struct model_weight *const *w, const float *const *x, float *const *y,
+		    const int64_t *ldy, int32_t n_tok, const float *glu_u, bool gelu)
 {
 	struct mm_run r = {.c = c, .n_jobs = n, .n_tok = n_tok};
 	atomic_init(&r.pre_done, 0);
@@ -575,14 +570,14 @@ static void matmuls(struct cpu_ctx *c, int n, const struct model_weight *const *
 	if (glu_u && !r.jobs[0].qx) /* not quantized: the prologue does the glu alone */
 		add_pre(c, &r, x[0], (int64_t)w[0]->ne0, w[0]->type, NULL, glu_u, gelu);
 	if (r.pre_tasks > 0 && n_tok <= c->pf_max_tok)
-		pf_head(c, n, w, &r.pf);
+		pf_head(c, n, w, target, &r.pf);
 	const double t0 = prof_now(c);
 	r.t_pre_end = t0;
 	tp_run(c->pool, r.pre_tasks + tasks, mm_task, &r);
 	if (c->prof) {
 		const double t1 = prof_now(c);
 		struct backend_cpu_profile *p = c->prof;
-		const enum backend_cpu_mm k = c->mm_kind;
+		const enum backend_cpu_mm k = kind;
 		p->mm_calls[k]++;
 		p->mm_pre_s[k] += r.t_pre_end - t0;
 		p->mm_s[k] += t1 - r.t_pre_end;
@@ -592,14 +587,14 @@ static void matmuls(struct cpu_ctx *c, int n, const struct model_weight *const *
 	}
 }
 
-static void matmul1(struct cpu_ctx *c, const struct model_weight *w, const float *x, float *y,
-		    int32_t n_tok)
+static void matmul1(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct model_weight *w,
+		    const float *x, float *y, int32_t n_tok)
 {
 	const struct model_weight *ws[1] = {w};
 	const float *xs[1] = {x};
 	float *ys[1] = {y};
 	int64_t ld[1] = {(int64_t)w->ne1};
-	matmuls(c, 1, ws, xs, ys, ld, n_tok, NULL, false);
+	matmuls(c, kind, 1, ws, xs, ys, ld, n_tok, NULL, false);
 }
 
 /* ---- attention ---- */
@@ -841,8 +836,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			const float *xs[3] = {c->xb, c->xb, c->xb};
 			float *ys[3] = {c->q, c->k, c->v};
 			int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
-			c->mm_kind = BACKEND_CPU_MM_QKV;
-			matmuls(c, 3, ws, xs, ys, ld, T, NULL, false);
+			matmuls(c, BACKEND_CPU_MM_QKV, 3, ws, xs, ys, ld, T, NULL, false);
 		}
 		prof_lap(c, &tp, &skip); /* counted by matmuls */
 		if (c->biases) { /* qwen2: after the projections, before RoPE */
@@ -894,7 +888,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			r.n_tasks = (r.n_items + r.per_task - 1) / r.per_task;
 			if (T <= c->pf_max_tok) {
 				const struct model_weight *wo = &L->wo;
-				pf_head(c, 1, &wo, &r.pf);
+				pf_head(c, 1, &wo, mm_chunk_rows(c, (int64_t)wo->ne1), &r.pf);
 			}
 			tp_run(c->pool, r.n_tasks, att_task, &r);
 		}
@@ -904,8 +898,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (l + 1 == hp->n_layer && (T = keep_logit_rows(c, b)) == 0)
 			break;
 		prof_lap(c, &tp, &skip);
-		c->mm_kind = BACKEND_CPU_MM_WO;
-		matmul1(c, &L->wo, c->att, c->xb, T);
+		matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, c->xb, T);
 		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
 							 2 * hd
@@ -927,16 +920,14 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			const float *xs[2] = {c->xb, c->xb};
 			float *ys[2] = {c->hb, c->hb2};
 			int64_t ld[2] = {F, F};
-			c->mm_kind = BACKEND_CPU_MM_GATE_UP;
-			matmuls(c, 2, ws, xs, ys, ld, T, NULL, false);
+			matmuls(c, BACKEND_CPU_MM_GATE_UP, 2, ws, xs, ys, ld, T, NULL, false);
 		}
 		{ /* down, after hb = act(hb) * hb2 in its prologue */
 			const struct model_weight *ws[1] = {&L->w_down};
 			const float *xs[1] = {c->hb};
 			float *ys[1] = {c->xb};
 			int64_t ld[1] = {E};
-			c->mm_kind = BACKEND_CPU_MM_DOWN;
-			matmuls(c, 1, ws, xs, ys, ld, T, c->hb2, hp->gelu);
+			matmuls(c, BACKEND_CPU_MM_DOWN, 1, ws, xs, ys, ld, T, c->hb2, hp->gelu);
 		}
 		prof_lap(c, &tp, &skip);
 		if (post)
@@ -957,9 +948,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		rmsnorm(c->xf + (int64_t)t * E, c->x + (int64_t)t * E, on, E, hp->rms_eps);
 	if (prof)
 		prof_lap(c, &tp, &prof->norms_s);
-	c->mm_kind = BACKEND_CPU_MM_LM_HEAD;
 	if (n > 0)
-		matmul1(c, &m->output, c->xf, c->logits, n);
+		matmul1(c, BACKEND_CPU_MM_LM_HEAD, &m->output, c->xf, c->logits, n);
 	if (hp->final_softcap > 0.0f) { /* gemma2: cap * tanh(logit / cap) */
 		float cap = hp->final_softcap;
 		for (int64_t i = 0; i < (int64_t)n * hp->n_vocab; i++)

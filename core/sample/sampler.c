@@ -1,7 +1,7 @@
 /* sampler: the one definition of sampling (see sampler.h for the steps).
  *
  * Every loop below walks token ids in a fixed order; the log-sum-exp sums in a fixed order
- * of lanes (log_sum_exp), and the decisions of sampling use exact integer masses (sampler_math.h),
+ * of lanes (sampler_log_sum_exp), and the decisions of sampling use exact integer masses (sampler_math.h),
  * so the result depends only on the inputs and the RNG state. Candidate orderings use a total order
  * (value descending, then id ascending), so any correct sort gives the same sequence.
  */
@@ -222,10 +222,6 @@ double sampler_log_sum_exp(const float *logits, int32_t n)
 	return sampler_log_sum_exp_level(logits, n, 2);
 }
 
-static double log_sum_exp(const float *logits, int32_t n)
-{
-	return sampler_log_sum_exp(logits, n);
-}
 
 /* a ranks before b: higher value, then lower id. */
 static inline int ranks_before(float va, int32_t a, float vb, int32_t b)
@@ -267,7 +263,7 @@ static void fill_top(const float *logits, int32_t n_vocab, int32_t n, double lse
 void sampler_score(const float *logits, int32_t n_vocab, int32_t token, int32_t n_top,
 		   struct sampler_result *out)
 {
-	double lse = log_sum_exp(logits, n_vocab);
+	double lse = sampler_log_sum_exp(logits, n_vocab);
 	out->token = token;
 	out->logprob =
 	    (token >= 0 && token < n_vocab) ? (float)((double)logits[token] - lse) : -INFINITY;
@@ -500,7 +496,7 @@ void sampler_sample(const float *logits, int32_t n_vocab, const struct sampler_p
 	float *prob = v + n_vocab;		    /* [n_vocab] e = exp(v - max), indexed by id */
 	int32_t *ids = (int32_t *)(prob + n_vocab); /* [n_vocab] counts, then candidates */
 
-	double lse = log_sum_exp(logits, n_vocab);
+	double lse = sampler_log_sum_exp(logits, n_vocab);
 	memcpy(v, logits, (size_t)n_vocab * sizeof *v);
 	apply_penalties(v, n_vocab, p, h, ids);
 
