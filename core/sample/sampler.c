@@ -1,9 +1,10 @@
 /* sampler: the one definition of sampling (see sampler.h for the steps).
  *
  * Every loop below walks token ids in a fixed order; the log-sum-exp sums in a fixed order
- * of lanes (sampler_log_sum_exp), and the decisions of sampling use exact integer masses (sampler_math.h),
- * so the result depends only on the inputs and the RNG state. Candidate orderings use a total order
- * (value descending, then id ascending), so any correct sort gives the same sequence.
+ * of lanes (sampler_log_sum_exp), and the decisions of sampling use exact integer masses
+ * (sampler_math.h), so the result depends only on the inputs and the RNG state. Candidate orderings
+ * use a total order (value descending, then id ascending), so any correct sort gives the same
+ * sequence.
  */
 #include "sample/sampler.h"
 #include "sample/sampler_math.h"
@@ -105,38 +106,24 @@ typedef double lse_vd __attribute__((vector_size(128)));
 #define LSE_INLINE static inline __attribute__((always_inline))
 
 /* sampler_expf of each lane of a, where a <= 0, -inf or NaN (a max-subtracted logit);
- * bitwise sampler_expf's result: rintf by the 1.5 * 2^23 trick (exact for |t| < 2^22, the
- * same round-to-nearest-even) and 2^n from the integer bits of t + 1.5 * 2^23. */
+ * bitwise sampler_expf's result: its constants and steps (sampler_math.h), rintf by the
+ * 1.5 * 2^23 trick (exact for |t| < 2^22, the same round-to-nearest-even) and 2^n from
+ * the integer bits of t + 1.5 * 2^23. */
 LSE_INLINE void lse_exp(const lse_vf *a, lse_vf *out)
 {
 	const float magic = 12582912.0f; /* 1.5 * 2^23 */
 	lse_vf x = *a;
-	lse_vf t = x * 1.44269504f;
+	lse_vf t = x * SAMPLER_EXP_LOG2E;
 	lse_vf tm = t + magic;
 	lse_vf n = tm - magic;
-	lse_vf hi = n * 0.693145751953125f;
-	lse_vf r = x - hi;
-	lse_vf lo = n * 1.428606765330187e-06f;
-	r = r - lo;
-	lse_vf p = r * (1.0f / 5040);
-	p = p + 1.0f / 720;
-	p = p * r;
-	p = p + 1.0f / 120;
-	p = p * r;
-	p = p + 1.0f / 24;
-	p = p * r;
-	p = p + 1.0f / 6;
-	p = p * r;
-	p = p + 0.5f;
-	p = p * r;
-	p = p + 1.0f;
-	p = p * r;
-	p = p + 1.0f;
+	lse_vf r, p, tmp;
+	SAMPLER_EXP_REDUCE(r, x, n, tmp);
+	SAMPLER_EXP_POLY(p, r);
 	lse_vu ni = (lse_vu)tm - 0x4b400000u; /* n mod 2^32 (bits of 1.5 * 2^23 = 0x4b400000) */
 	lse_vf sc = (lse_vf)((ni + 127u) << 23);
 	lse_vf e = p * sc;
 	/* sampler_expf's range: 0 for x <= -87 (and -inf), NaN stays NaN (x != x) */
-	lse_vi keep = ~(x <= -87.0f); /* one compare: GCC scalarizes an or of two */
+	lse_vi keep = ~(x <= SAMPLER_EXP_XMIN); /* one compare: GCC scalarizes an or of two */
 	*out = (lse_vf)((lse_vi)e & keep);
 }
 
@@ -221,7 +208,6 @@ double sampler_log_sum_exp(const float *logits, int32_t n)
 {
 	return sampler_log_sum_exp_level(logits, n, 2);
 }
-
 
 /* a ranks before b: higher value, then lower id. */
 static inline int ranks_before(float va, int32_t a, float vb, int32_t b)
