@@ -8,6 +8,7 @@
  */
 #include "sample/sampler.h"
 #include "sample/sampler_math.h"
+#include "cpufeat.h"
 
 #include <math.h>
 #include <string.h>
@@ -190,16 +191,24 @@ lse_avx512(const float *l, int32_t n)
 }
 #endif
 
+/* The highest level this processor runs: lse_avx512 is compiled for AVX-512 F, DQ, BW and
+ * VL, so it needs all four (cpufeat probes once a process). */
+static int lse_best_level(void)
+{
+	struct cpufeat f = cpufeat_get();
+	return f.avx512_dq_bw_vl ? 2 : f.avx2_fma_f16c ? 1 : 0;
+}
+
 double sampler_log_sum_exp_level(const float *logits, int32_t n, int level)
 {
+	int best = lse_best_level();
+	if (level > best)
+		level = best;
 #if defined(__x86_64__) || defined(__i386__)
-	if (level >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+	if (level >= 2)
 		return lse_avx512(logits, n);
-	if (level >= 1 && __builtin_cpu_supports("avx2"))
+	if (level == 1)
 		return lse_avx2(logits, n);
-#else
-	(void)level;
 #endif
 	return lse_generic(logits, n);
 }
