@@ -94,105 +94,36 @@ size_t sampler_scratch_bytes(int32_t n_vocab)
  * subtraction in fp32; the terms are summed in double in 16 lanes, lane j taking ids
  * i = j (mod 16) in id order (a tail past the last 16 is padded with -inf: adds 0), then
  * the lanes 0..15 in order. The same operations at every instruction set level (GCC's
- * vector extensions: 16 lanes are one AVX-512 register, two AVX2 ones, four SSE ones;
- * C11 mode contracts nothing into FMAs), so the bits depend on the row alone. It replaced
- * a scalar libm exp() in double per logit: 0.3 ms of a 22 ms TinyLlama decode step for
- * 32000 logits (bench/results/q12t-2026-11-30.md); log-probs moved by <= ~1e-6. */
-typedef float lse_vf __attribute__((vector_size(64)));
-typedef uint32_t lse_vu __attribute__((vector_size(64)));
-typedef int32_t lse_vi __attribute__((vector_size(64)));
-typedef double lse_vd __attribute__((vector_size(128)));
-#define LSE_W 16
-
+ * vector extensions at each level's width, sampler_lse.inc; C11 mode contracts nothing
+ * into FMAs), so the bits depend on the row alone. It replaced a scalar libm exp() in
+ * double per logit: 0.3 ms of a 22 ms TinyLlama decode step for 32000 logits
+ * (bench/results/q12t-2026-11-30.md); log-probs moved by <= ~1e-6. */
+#define LSE_W	   16 /* lanes */
 #define LSE_INLINE static inline __attribute__((always_inline))
+#define LSE_UNROLL _Pragma("GCC unroll 4")
 
-/* sampler_expf of each lane of a, where a <= 0, -inf or NaN (a max-subtracted logit);
- * bitwise sampler_expf's result: its constants and steps (sampler_math.h), rintf by the
- * 1.5 * 2^23 trick (exact for |t| < 2^22, the same round-to-nearest-even) and 2^n from
- * the integer bits of t + 1.5 * 2^23. */
-LSE_INLINE void lse_exp(const lse_vf *a, lse_vf *out)
-{
-	const float magic = 12582912.0f; /* 1.5 * 2^23 */
-	lse_vf x = *a;
-	lse_vf t = x * SAMPLER_EXP_LOG2E;
-	lse_vf tm = t + magic;
-	lse_vf n = tm - magic;
-	lse_vf r, p, tmp;
-	SAMPLER_EXP_REDUCE(r, x, n, tmp);
-	SAMPLER_EXP_POLY(p, r);
-	lse_vu ni = (lse_vu)tm - 0x4b400000u; /* n mod 2^32 (bits of 1.5 * 2^23 = 0x4b400000) */
-	lse_vf sc = (lse_vf)((ni + 127u) << 23);
-	lse_vf e = p * sc;
-	/* sampler_expf's range: 0 for x <= -87 (and -inf), NaN stays NaN (x != x) */
-	lse_vi keep = ~(x <= SAMPLER_EXP_XMIN); /* one compare: GCC scalarizes an or of two */
-	*out = (lse_vf)((lse_vi)e & keep);
-}
-
-LSE_INLINE double lse_body(const float *l, int32_t n)
-{
-	float mx = -INFINITY;
-	{
-		lse_vf vm = {0};
-		vm -= INFINITY;
-		int32_t i = 0;
-		for (; i + LSE_W <= n; i += LSE_W) {
-			lse_vf v;
-			memcpy(&v, l + i, sizeof v);
-			lse_vi gt = v > vm; /* NaN never wins, as in a scalar max */
-			vm = (lse_vf)(((lse_vi)v & gt) | ((lse_vi)vm & ~gt));
-		}
-		for (int j = 0; j < LSE_W; j++)
-			if (vm[j] > mx)
-				mx = vm[j];
-		for (; i < n; i++)
-			if (l[i] > mx)
-				mx = l[i];
-	}
-	if (mx == -INFINITY)
-		return -INFINITY;
-	lse_vd acc = {0};
-	int32_t i = 0;
-	for (; i + LSE_W <= n; i += LSE_W) {
-		lse_vf v, e;
-		memcpy(&v, l + i, sizeof v);
-		v -= mx;
-		lse_exp(&v, &e);
-		acc += __builtin_convertvector(e, lse_vd);
-	}
-	if (i < n) {
-		lse_vf v, e;
-		for (int j = 0; j < LSE_W; j++)
-			v[j] = i + j < n ? l[i + j] : -INFINITY;
-		v -= mx;
-		lse_exp(&v, &e);
-		acc += __builtin_convertvector(e, lse_vd);
-	}
-	double sum = acc[0];
-	for (int j = 1; j < LSE_W; j++)
-		sum += acc[j];
-	return (double)mx + log(sum);
-}
-
-static double lse_generic(const float *l, int32_t n)
-{
-	return lse_body(l, n);
-}
+#define LSE_VW 4
+#define LSE_DW 4
+#define LSE_TARGET
+#define LSE(name) lse_##name##_generic
+#include "sample/sampler_lse.inc"
 
 #if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) static double lse_avx2(const float *l, int32_t n)
-{
-	return lse_body(l, n);
-}
+#define LSE_VW	   8
+#define LSE_DW	   4
+#define LSE_TARGET __attribute__((target("avx2")))
+#define LSE(name)  lse_##name##_avx2
+#include "sample/sampler_lse.inc"
 
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static double
-lse_avx512(const float *l, int32_t n)
-{
-	return lse_body(l, n);
-}
+#define LSE_VW	   16
+#define LSE_DW	   16
+#define LSE_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+#define LSE(name)  lse_##name##_avx512
+#include "sample/sampler_lse.inc"
 #endif
 
-/* The highest level this processor runs: lse_avx512 is compiled for AVX-512 F, DQ, BW and
- * VL, so it needs all four (cpufeat probes once a process). */
+/* The highest level this processor runs: lse_sum_avx512 is compiled for AVX-512 F, DQ, BW
+ * and VL, so it needs all four (cpufeat probes once a process). */
 static int lse_best_level(void)
 {
 	struct cpufeat f = cpufeat_get();
@@ -206,11 +137,11 @@ double sampler_log_sum_exp_level(const float *logits, int32_t n, int level)
 		level = best;
 #if defined(__x86_64__) || defined(__i386__)
 	if (level >= 2)
-		return lse_avx512(logits, n);
+		return lse_sum_avx512(logits, n);
 	if (level == 1)
-		return lse_avx2(logits, n);
+		return lse_sum_avx2(logits, n);
 #endif
-	return lse_generic(logits, n);
+	return lse_sum_generic(logits, n);
 }
 
 double sampler_log_sum_exp(const float *logits, int32_t n)
