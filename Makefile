@@ -71,7 +71,7 @@ LINK_LIB := -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # Benchmark programs (bench/README.md); part of `all`, so that a timed run never takes a
 # binary older than the library it measures (`make bench` builds only these).
-BENCH_SRC := bench/cpu_decode.c bench/mem_read.c bench/qdot_matmul.c bench/engine_memory.c bench/tokenize_bench.c bench/grammar_mask.c bench/qdot_bench.c bench/host_step.c
+BENCH_SRC := bench/cpu_decode.c bench/mem_read.c bench/qdot_matmul.c bench/engine_memory.c bench/tokenize_bench.c bench/grammar_mask.c bench/qdot_bench.c bench/host_step.c bench/lse_bench.c
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all bench test test-gpu gpu-progs format install clean FORCE

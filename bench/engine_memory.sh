@@ -35,7 +35,7 @@ header() {
 }
 
 if [ "${1:-}" != --cli ]; then
-	src="core/status.c core/engine/kv.c core/engine/scheduler.c core/engine/engine.c
+	src="core/status.c core/cpufeat.c core/engine/kv.c core/engine/scheduler.c core/engine/engine.c
 	     core/engine/request.c core/sample/sampler.c core/model/gguf.c core/text/tok*.c
 	     bench/engine_memory.c"
 	# shellcheck disable=SC2086

@@ -1832,6 +1832,10 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		c->graph_log = strcmp(gl, "-") == 0 ? stderr : fopen(gl, "a");
 		if (!c->graph_log)
 			return bg_fail(err, BG_ERR_IO, "BG_CUDA_GRAPH_LOG %s: cannot open it", gl);
+		/* what decides which passes fuse (run_pass), for the census's readers */
+		fprintf(c->graph_log, "batchgen-cuda graph census: gemv prologue bytes %zu\n",
+			c->gemv_xs);
+		fflush(c->graph_log);
 	}
 	const char *ge = getenv("BG_CUDA_GRAPHS");
 	c->graphs_on = !(ge && strcmp(ge, "0") == 0);

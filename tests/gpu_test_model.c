@@ -489,21 +489,22 @@ out:
  * A pass of n_tok tokens of es-byte storage takes the fused path (gpu/gemv.cu, issue 17)
  * when the model has no post-norms, n_tok <= 8, n_embd, n_head * head_dim and n_ff are
  * multiples of 16 / es (16-byte loads) and the prologue's inputs, n_tok * n_embd * es
- * bytes, fit the 204800 bytes of dynamic shared memory gpu_gemv_init opts in to on an H100
- * (and the emulator; 49088 without the opt-in, less on an A100 or sm_86/89, where batch 8
- * at n_embd 4096 in f32 would not be fused and this rule is off): then a layer is QKV GEMV (its
+ * bytes, fit the xs bytes of dynamic shared memory gpu_gemv_init opted in to on the device
+ * (the census's "gemv prologue bytes" line: 204800 on an H100 and in the emulator, ~162 KiB
+ * on an A100, ~98 KiB on sm_86/89, 49088 without the opt-in): then a layer is QKV GEMV (its
  * norm inside, and qkv_post too unless the model has Q/K head norms), [qkv_post],
  * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
  * LM head one GEMV, and no cuBLAS call at all. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
-			    int n_tok, int es, int *gemms)
+			    int n_tok, int es, size_t xs, int *gemms)
 {
 	bool tiled = T > 0 && hp->head_dim <= 128;
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
 	(void)S; /* the split count changes no node count now */
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
 	bool fused = !hp->post_norms && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
-		     n_q % v == 0 && hp->n_ff % v == 0 && (long)n_tok * hp->n_embd * es <= 204800;
+		     n_q % v == 0 && hp->n_ff % v == 0 &&
+		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8) + 2 * hp->post_norms + tiled + per_query;
 	*gemms = fused ? 0 : 4 * (int)hp->n_layer + (n_out > 0);
@@ -511,12 +512,13 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) : 0);
 }
 
-/* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected; returns the
- * number of decode-graph lines and of pass lines through *n_graph and *n_pass. exact: the
- * backend runs under gpu/emu, where a cuBLAS call records one kernel node and nothing
- * else; on a GPU what a call records is cuBLAS's choice (a split-K GEMM adds its reduction
- * kernel, perhaps a workspace memset), so there: at least want kernel nodes, at most two
- * more nodes a cuBLAS call. */
+/* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected, with the
+ * prologue bytes the backend's first line gives; returns the number of decode-graph lines
+ * and of pass lines through *n_graph and *n_pass. exact: the backend runs under gpu/emu,
+ * where a cuBLAS call records one kernel node and nothing else; on a GPU what a call
+ * records is cuBLAS's choice (a split-K GEMM adds its reduction kernel, perhaps a
+ * workspace memset), so there: at least want kernel nodes, at most two more nodes a
+ * cuBLAS call. */
 static void census_check(const char *spec, const struct model_hparams *hp, int es,
 			 const char *path, bool exact, int *n_graph, int *n_pass)
 {
@@ -526,6 +528,7 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 	if (!f)
 		return;
 	char line[512];
+	size_t xs = 0;
 	while (fgets(line, sizeof line, f)) {
 		const char *at = strstr(line, "graph census: ");
 		if (!at)
@@ -534,11 +537,19 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 		int B = 0, T = 0, Ln = 0, S = 0, n_tok = 0, gemms = -1, want_gemms;
 		size_t nodes = 0, kern = 0, cpy = 1, set = 1, other = 1;
 		long want;
+		if (sscanf(at, "gemv prologue bytes %zu", &xs) == 1) {
+			/* gpu_gemv_init's answer: at most 200 KiB, at least what needs no opt-in
+			 * (48 KiB less 64 bytes), all of it under the emulator (227 KiB there) */
+			CHECK(xs >= 49088 && xs <= 204800 && (!exact || xs == 204800),
+			      "%s: gemv prologue bytes %zu", spec, xs);
+			continue;
+		}
+		CHECK(xs > 0, "%s: a census line before the gemv prologue bytes: %s", spec, at);
 		if (sscanf(at,
 			   "decode graph, batch %d, %d attention splits: %zu nodes (%zu kernel, "
 			   "%zu memcpy, %zu memset, %zu other), %d cuBLAS calls",
 			   &B, &S, &nodes, &kern, &cpy, &set, &other, &gemms) == 8) {
-			want = census_expected(hp, 0, B, S, B, B, es, &want_gemms);
+			want = census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms);
 			++*n_graph;
 		} else if (sscanf(at,
 				  "pass of %d tokens (%d attention tiles, %d listed), %d attention "
@@ -546,7 +557,7 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 				  "%d cuBLAS calls",
 				  &n_tok, &T, &Ln, &S, &nodes, &kern, &cpy, &set, &other,
 				  &gemms) == 10) {
-			want = census_expected(hp, T, Ln, S, 1, n_tok, es, &want_gemms);
+			want = census_expected(hp, T, Ln, S, 1, n_tok, es, xs, &want_gemms);
 			++*n_pass;
 		} else {
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
@@ -702,10 +713,16 @@ static void test_bucket8(void)
 			     &n_graph, &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "bucket 8: census of %d graphs and %d passes",
 		      n_graph, n_pass);
-		/* the rule itself: unfused without the opt-in's bytes, fused with them */
+		/* the rule itself, for the 64 KiB this pass's prologue needs: unfused without
+		 * the opt-in (49088 bytes; 9 nodes a layer, 5 cuBLAS calls), fused with an
+		 * A100's or an H100's (5 nodes a layer, the final norm and LM head one) */
 		int gm;
-		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, &gm) == 1 + 6 && gm == 0,
-		      "bucket 8 at 2048 x f32: the fused path's nodes");
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 49088, &gm) == 1 + 9 + 2 && gm == 5,
+		      "bucket 8 at 2048 x f32 without the opt-in: the unfused path's nodes");
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 65536, &gm) == 1 + 6 && gm == 0 &&
+			  census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm) == 1 + 6 &&
+			  gm == 0,
+		      "bucket 8 at 2048 x f32 with the opt-in: the fused path's nodes");
 	}
 	remove(census);
 	backend_destroy(g);

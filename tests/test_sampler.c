@@ -690,6 +690,39 @@ static void test_log_sum_exp(void)
 	}
 	CHECK(bad_bits == 0, "%d rows differ from the 16-lane definition", bad_bits);
 	CHECK(worst <= 1e-6, "largest |lse - double lse| %g", worst);
+	/* The lane order. On the rows above the final sum of the 16 lanes rounds alike in
+	 * almost any order (two AVX2 halves swapped passed them); here it cannot: a peak of 0
+	 * (term 1, lane p % 16) among logits whose lane sums are T ~ 0.385 ulp(1) each (terms
+	 * sampler_expf(-37 - ln m), m to a lane). Tiny lanes added before the peak's add up
+	 * (1 + c T rounds to 1 + round(0.385 c) ulp), the ones after it are lost (T < half
+	 * an ulp), and with max 0 the lse is log of that sum exactly: c, the number of lanes
+	 * before p in the summation order, shows in the bits. */
+	bad_bits = 0;
+	double first = 0, last = 0;
+	for (int32_t m = 1; m <= 4; m *= 2) {
+		for (int32_t p = 0; p < 16; p++) {
+			int32_t n = 16 * m;
+			for (int32_t i = 0; i < n; i++)
+				l[i] = -37.0f - (float)log((double)m);
+			l[p + 16 * (m - 1)] = 0.0f;
+			double want = lse_lanes(l, n);
+			if (m == 1 && p == 0)
+				first = want;
+			if (m == 1 && p == 15)
+				last = want;
+			for (int lvl = 0; lvl <= 2; lvl++) {
+				double got = sampler_log_sum_exp_level(l, n, lvl);
+				if (memcmp(&got, &want, sizeof got) != 0 && bad_bits++ < 5)
+					fprintf(stderr,
+						"  lane order: m %d peak %d level %d: %.17g, lanes "
+						"%.17g\n",
+						m, p, lvl, got, want);
+			}
+		}
+	}
+	CHECK(first == 0.0 && last > 0.0,
+	      "the rows show the lane order: peak in lane 0 %g, in lane 15 %g", first, last);
+	CHECK(bad_bits == 0, "%d lane-order rows differ from the 16-lane definition", bad_bits);
 	/* non-finite rows, every level */
 	for (int lvl = 0; lvl <= 2; lvl++) {
 		for (int32_t i = 0; i < 40; i++)

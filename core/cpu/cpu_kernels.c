@@ -11,12 +11,12 @@
 
 #include <string.h>
 
+#include "cpufeat.h"
 #include "model/half.h"
 #include "model/quant.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CPUK_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define CPUK_X86 0
@@ -414,62 +414,16 @@ INLINE T256 float hsum_256(__m256 v)
 
 /* ---- dispatch ---- */
 
-#if CPUK_X86
-/* The CPU's features straight from CPUID, with XGETBV for the OS's side (the AVX and
- * AVX-512 register state must be enabled), rather than __builtin_cpu_supports: clang 14
- * does not know its "f16c" feature, and the same code must build with gcc and clang. */
-static uint64_t cpuk_xgetbv0(void)
-{
-	uint32_t lo, hi;
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-static struct cpuk_features cpuk_x86_features(void)
-{
-	struct cpuk_features f = {false, false, false, false};
-	unsigned a, b, c, d;
-	if (!__get_cpuid(1, &a, &b, &c, &d))
-		return f;
-	bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28),
-	     f16c = c & (1u << 29);
-	if (!osxsave || !avx)
-		return f;
-	uint64_t xcr0 = cpuk_xgetbv0();
-	if ((xcr0 & 0x6) != 0x6) /* XMM and YMM state */
-		return f;
-	if (__get_cpuid_max(0, NULL) < 7)
-		return f;
-	__cpuid_count(7, 0, a, b, c, d);
-	f.avx2_fma_f16c = (b & (1u << 5)) && fma && f16c;
-	f.avx512f = (b & (1u << 16)) && (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM state */
-	/* AVX-512 VNNI (ECX bit 11) with VL (EBX bit 31): its 256-bit forms; and BW (EBX bit
-	 * 30), whose byte and word forms reach all 32 registers (qdot's tiles) */
-	f.avx512vnni_bw_vl = f.avx512f && f.avx2_fma_f16c && (c & (1u << 11)) &&
-			     (b & (1u << 31)) && (b & (1u << 30));
-	__cpuid_count(7, 1, a, b, c, d);
-	f.avxvnni = f.avx2_fma_f16c && (a & (1u << 4)); /* leaf 7.1 EAX bit 4 */
-	return f;
-}
-#endif
-
-struct cpuk_features cpuk_features(void)
-{
-#if CPUK_X86
-	return cpuk_x86_features();
-#else
-	return (struct cpuk_features){false, false, false, false};
-#endif
-}
-
 bool cpuk_supported(enum cpuk_level level)
 {
 	switch (level) {
 	case CPUK_SCALAR: return true;
 #if CPUK_X86
-	case CPUK_AVX2: return cpuk_x86_features().avx2_fma_f16c;
-	case CPUK_AVX512: /* AVX2 too: the block types' dequantization (deq_fast) uses it */
-		return cpuk_x86_features().avx512f && cpuk_x86_features().avx2_fma_f16c;
+	case CPUK_AVX2: return cpufeat_get().avx2_fma_f16c;
+	case CPUK_AVX512: { /* AVX2 too: the block types' dequantization (deq_fast) uses it */
+		struct cpufeat f = cpufeat_get();
+		return f.avx512f && f.avx2_fma_f16c;
+	}
 #else
 	default: return false;
 #endif

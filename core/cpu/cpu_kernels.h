@@ -56,15 +56,7 @@ struct cpuk_q8_0 {
 	int8_t qs[32]; /* quants */
 };
 
-/* What the processor (and the OS's register state) offers, from CPUID and XGETBV. */
-struct cpuk_features {
-	bool avx2_fma_f16c, avx512f;
-	bool avx512vnni_bw_vl; /* AVX-512 VNNI with AVX-512BW and VL (and AVX2) */
-	bool avxvnni;	       /* AVX-VNNI (VEX-encoded), with AVX2 */
-};
-struct cpuk_features cpuk_features(void);
-
-/* The best level this processor supports. */
+/* The best level this processor supports (from cpufeat.h's probe). */
 enum cpuk_level cpuk_detect(void);
 bool cpuk_supported(enum cpuk_level level);
 const char *cpuk_level_name(enum cpuk_level level); /* "scalar", "avx2", "avx512" */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpufeat.h"
 #include "model/half.h"
 #include "model/quant.h"
 
@@ -367,7 +368,7 @@ QINLINE QTARGET __m256i wacc_avx512vnni(__m256i acc, __m256i a, __m256i b)
 
 bool qdot_supported(enum qdot_isa isa)
 {
-	struct cpuk_features f = cpuk_features();
+	struct cpufeat f = cpufeat_get();
 	switch (isa) {
 	case QDOT_PORTABLE: return true;
 	case QDOT_AVX2: return QDOT_X86 && f.avx2_fma_f16c;

@@ -1,12 +1,14 @@
 /* sampler: the one definition of sampling (see sampler.h for the steps).
  *
  * Every loop below walks token ids in a fixed order; the log-sum-exp sums in a fixed order
- * of lanes (sampler_log_sum_exp), and the decisions of sampling use exact integer masses (sampler_math.h),
- * so the result depends only on the inputs and the RNG state. Candidate orderings use a total order
- * (value descending, then id ascending), so any correct sort gives the same sequence.
+ * of lanes (sampler_log_sum_exp), and the decisions of sampling use exact integer masses
+ * (sampler_math.h), so the result depends only on the inputs and the RNG state. Candidate orderings
+ * use a total order (value descending, then id ascending), so any correct sort gives the same
+ * sequence.
  */
 #include "sample/sampler.h"
 #include "sample/sampler_math.h"
+#include "cpufeat.h"
 
 #include <math.h>
 #include <string.h>
@@ -92,136 +94,60 @@ size_t sampler_scratch_bytes(int32_t n_vocab)
  * subtraction in fp32; the terms are summed in double in 16 lanes, lane j taking ids
  * i = j (mod 16) in id order (a tail past the last 16 is padded with -inf: adds 0), then
  * the lanes 0..15 in order. The same operations at every instruction set level (GCC's
- * vector extensions: 16 lanes are one AVX-512 register, two AVX2 ones, four SSE ones;
- * C11 mode contracts nothing into FMAs), so the bits depend on the row alone. It replaced
- * a scalar libm exp() in double per logit: 0.3 ms of a 22 ms TinyLlama decode step for
- * 32000 logits (bench/results/q12t-2026-11-30.md); log-probs moved by <= ~1e-6. */
-typedef float lse_vf __attribute__((vector_size(64)));
-typedef uint32_t lse_vu __attribute__((vector_size(64)));
-typedef int32_t lse_vi __attribute__((vector_size(64)));
-typedef double lse_vd __attribute__((vector_size(128)));
-#define LSE_W 16
-
+ * vector extensions at each level's width, sampler_lse.inc; C11 mode contracts nothing
+ * into FMAs), so the bits depend on the row alone. It replaced a scalar libm exp() in
+ * double per logit: 0.3 ms of a 22 ms TinyLlama decode step for 32000 logits
+ * (bench/results/q12t-2026-11-30.md); log-probs moved by <= ~1e-6. */
+#define LSE_W	   16 /* lanes */
 #define LSE_INLINE static inline __attribute__((always_inline))
+#define LSE_UNROLL _Pragma("GCC unroll 4")
 
-/* sampler_expf of each lane of a, where a <= 0, -inf or NaN (a max-subtracted logit);
- * bitwise sampler_expf's result: rintf by the 1.5 * 2^23 trick (exact for |t| < 2^22, the
- * same round-to-nearest-even) and 2^n from the integer bits of t + 1.5 * 2^23. */
-LSE_INLINE void lse_exp(const lse_vf *a, lse_vf *out)
-{
-	const float magic = 12582912.0f; /* 1.5 * 2^23 */
-	lse_vf x = *a;
-	lse_vf t = x * 1.44269504f;
-	lse_vf tm = t + magic;
-	lse_vf n = tm - magic;
-	lse_vf hi = n * 0.693145751953125f;
-	lse_vf r = x - hi;
-	lse_vf lo = n * 1.428606765330187e-06f;
-	r = r - lo;
-	lse_vf p = r * (1.0f / 5040);
-	p = p + 1.0f / 720;
-	p = p * r;
-	p = p + 1.0f / 120;
-	p = p * r;
-	p = p + 1.0f / 24;
-	p = p * r;
-	p = p + 1.0f / 6;
-	p = p * r;
-	p = p + 0.5f;
-	p = p * r;
-	p = p + 1.0f;
-	p = p * r;
-	p = p + 1.0f;
-	lse_vu ni = (lse_vu)tm - 0x4b400000u; /* n mod 2^32 (bits of 1.5 * 2^23 = 0x4b400000) */
-	lse_vf sc = (lse_vf)((ni + 127u) << 23);
-	lse_vf e = p * sc;
-	/* sampler_expf's range: 0 for x <= -87 (and -inf), NaN stays NaN (x != x) */
-	lse_vi keep = ~(x <= -87.0f); /* one compare: GCC scalarizes an or of two */
-	*out = (lse_vf)((lse_vi)e & keep);
-}
-
-LSE_INLINE double lse_body(const float *l, int32_t n)
-{
-	float mx = -INFINITY;
-	{
-		lse_vf vm = {0};
-		vm -= INFINITY;
-		int32_t i = 0;
-		for (; i + LSE_W <= n; i += LSE_W) {
-			lse_vf v;
-			memcpy(&v, l + i, sizeof v);
-			lse_vi gt = v > vm; /* NaN never wins, as in a scalar max */
-			vm = (lse_vf)(((lse_vi)v & gt) | ((lse_vi)vm & ~gt));
-		}
-		for (int j = 0; j < LSE_W; j++)
-			if (vm[j] > mx)
-				mx = vm[j];
-		for (; i < n; i++)
-			if (l[i] > mx)
-				mx = l[i];
-	}
-	if (mx == -INFINITY)
-		return -INFINITY;
-	lse_vd acc = {0};
-	int32_t i = 0;
-	for (; i + LSE_W <= n; i += LSE_W) {
-		lse_vf v, e;
-		memcpy(&v, l + i, sizeof v);
-		v -= mx;
-		lse_exp(&v, &e);
-		acc += __builtin_convertvector(e, lse_vd);
-	}
-	if (i < n) {
-		lse_vf v, e;
-		for (int j = 0; j < LSE_W; j++)
-			v[j] = i + j < n ? l[i + j] : -INFINITY;
-		v -= mx;
-		lse_exp(&v, &e);
-		acc += __builtin_convertvector(e, lse_vd);
-	}
-	double sum = acc[0];
-	for (int j = 1; j < LSE_W; j++)
-		sum += acc[j];
-	return (double)mx + log(sum);
-}
-
-static double lse_generic(const float *l, int32_t n)
-{
-	return lse_body(l, n);
-}
+#define LSE_VW 4
+#define LSE_DW 4
+#define LSE_TARGET
+#define LSE(name) lse_##name##_generic
+#include "sample/sampler_lse.inc"
 
 #if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) static double lse_avx2(const float *l, int32_t n)
-{
-	return lse_body(l, n);
-}
+#define LSE_VW	   8
+#define LSE_DW	   4
+#define LSE_TARGET __attribute__((target("avx2")))
+#define LSE(name)  lse_##name##_avx2
+#include "sample/sampler_lse.inc"
 
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static double
-lse_avx512(const float *l, int32_t n)
-{
-	return lse_body(l, n);
-}
+#define LSE_VW	   16
+#define LSE_DW	   16
+#define LSE_TARGET __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+#define LSE(name)  lse_##name##_avx512
+#include "sample/sampler_lse.inc"
 #endif
+
+/* The highest level this processor runs: lse_sum_avx512 is compiled for AVX-512 F, DQ, BW
+ * and VL, so it needs all four (cpufeat probes once a process). */
+static int lse_best_level(void)
+{
+	struct cpufeat f = cpufeat_get();
+	return f.avx512_dq_bw_vl ? 2 : f.avx2_fma_f16c ? 1 : 0;
+}
 
 double sampler_log_sum_exp_level(const float *logits, int32_t n, int level)
 {
+	int best = lse_best_level();
+	if (level > best)
+		level = best;
 #if defined(__x86_64__) || defined(__i386__)
-	if (level >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-	    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-		return lse_avx512(logits, n);
-	if (level >= 1 && __builtin_cpu_supports("avx2"))
-		return lse_avx2(logits, n);
-#else
-	(void)level;
+	if (level >= 2)
+		return lse_sum_avx512(logits, n);
+	if (level == 1)
+		return lse_sum_avx2(logits, n);
 #endif
-	return lse_generic(logits, n);
+	return lse_sum_generic(logits, n);
 }
 
 double sampler_log_sum_exp(const float *logits, int32_t n)
 {
 	return sampler_log_sum_exp_level(logits, n, 2);
 }
-
 
 /* a ranks before b: higher value, then lower id. */
 static inline int ranks_before(float va, int32_t a, float vb, int32_t b)

@@ -27,16 +27,58 @@
 #include <string.h>
 
 #ifdef SAMPLER_MATH_DEVICE
-#define SAMPLER_MATH_FN static __device__ __forceinline__
+#define SAMPLER_MATH_FN	  static __device__ __forceinline__
 #define SAMPLER_MUL(a, b) __fmul_rn((a), (b))
 #define SAMPLER_ADD(a, b) __fadd_rn((a), (b))
 #else
-#define SAMPLER_MATH_FN static inline
+#define SAMPLER_MATH_FN	  static inline
 #define SAMPLER_MUL(a, b) ((a) * (b))
 #define SAMPLER_ADD(a, b) ((a) + (b))
 #endif
 
 #define SAMPLER_WEIGHT_ONE 4294967296.0f /* 2^32: the weight of e == 1 (the best token) */
+
+/* sampler_expf's constants and steps, named once: sampler_expf below and the log-sum-exp's
+ * vector form (sampler.c, 16 lanes at a time) take them from here, so the two stay the
+ * same function bit for bit (test_sampler checks it); the CUDA sampler (gpu/sample.cu)
+ * calls sampler_expf itself. */
+#define SAMPLER_EXP_LOG2E  1.44269504f		  /* 1 / ln 2 */
+#define SAMPLER_EXP_LN2_HI 0.693145751953125f	  /* ln 2 to 16 significant bits */
+#define SAMPLER_EXP_LN2_LO 1.428606765330187e-06f /* ln 2 - SAMPLER_EXP_LN2_HI */
+#define SAMPLER_EXP_XMIN   (-87.0f)		  /* exp(x) is 0 for x <= this */
+#define SAMPLER_EXP_XMAX   88.0f		  /* and +inf above this */
+
+/* The steps below work on any lane type that SAMPLER_MUL and SAMPLER_ADD apply to (a
+ * float; on the host also a GCC vector of floats, a scalar operand taken for every lane),
+ * each multiply and add its own statement (see the head of this file). */
+
+/* r = x - n ln 2 in two steps, high part first (Cody-Waite); tmp: scratch of the type. */
+#define SAMPLER_EXP_REDUCE(r, x, n, tmp)                                                           \
+	do {                                                                                       \
+		(tmp) = SAMPLER_MUL((n), SAMPLER_EXP_LN2_HI);                                      \
+		(r) = SAMPLER_ADD((x), -(tmp));                                                    \
+		(tmp) = SAMPLER_MUL((n), SAMPLER_EXP_LN2_LO);                                      \
+		(r) = SAMPLER_ADD((r), -(tmp));                                                    \
+	} while (0)
+
+/* p = exp(r)'s degree-7 Taylor polynomial at 0, by Horner from 1/7!. */
+#define SAMPLER_EXP_POLY(p, r)                                                                     \
+	do {                                                                                       \
+		(p) = SAMPLER_MUL(1.0f / 5040, (r));                                               \
+		(p) = SAMPLER_ADD((p), 1.0f / 720);                                                \
+		(p) = SAMPLER_MUL((p), (r));                                                       \
+		(p) = SAMPLER_ADD((p), 1.0f / 120);                                                \
+		(p) = SAMPLER_MUL((p), (r));                                                       \
+		(p) = SAMPLER_ADD((p), 1.0f / 24);                                                 \
+		(p) = SAMPLER_MUL((p), (r));                                                       \
+		(p) = SAMPLER_ADD((p), 1.0f / 6);                                                  \
+		(p) = SAMPLER_MUL((p), (r));                                                       \
+		(p) = SAMPLER_ADD((p), 0.5f);                                                      \
+		(p) = SAMPLER_MUL((p), (r));                                                       \
+		(p) = SAMPLER_ADD((p), 1.0f);                                                      \
+		(p) = SAMPLER_MUL((p), (r));                                                       \
+		(p) = SAMPLER_ADD((p), 1.0f);                                                      \
+	} while (0)
 
 /* exp(x) in fp32 within ~2 ulp, the same bits on every IEEE machine: 0 below -87 and
  * for -inf, +inf above 88, NaN for NaN, exactly 1 for 0. Cody-Waite reduction by ln 2
@@ -44,32 +86,15 @@
  * on |r| <= 0.347 (truncation < 2^-27 relative), and the exponent set by its bits. */
 SAMPLER_MATH_FN float sampler_expf(float x)
 {
-	if (!(x > -87.0f))
+	if (!(x > SAMPLER_EXP_XMIN))
 		return x != x ? x : 0.0f;
-	if (x > 88.0f)
+	if (x > SAMPLER_EXP_XMAX)
 		return INFINITY;
-	float t = SAMPLER_MUL(x, 1.44269504f);
+	float t = SAMPLER_MUL(x, SAMPLER_EXP_LOG2E);
 	float n = rintf(t);
-	float a = SAMPLER_MUL(n, 0.693145751953125f);
-	float r = SAMPLER_ADD(x, -a);
-	float b = SAMPLER_MUL(n, 1.428606765330187e-06f);
-	r = SAMPLER_ADD(r, -b);
-	/* Horner, 1/7! first; each step its own multiply and add */
-	float p = 1.0f / 5040;
-	p = SAMPLER_MUL(p, r);
-	p = SAMPLER_ADD(p, 1.0f / 720);
-	p = SAMPLER_MUL(p, r);
-	p = SAMPLER_ADD(p, 1.0f / 120);
-	p = SAMPLER_MUL(p, r);
-	p = SAMPLER_ADD(p, 1.0f / 24);
-	p = SAMPLER_MUL(p, r);
-	p = SAMPLER_ADD(p, 1.0f / 6);
-	p = SAMPLER_MUL(p, r);
-	p = SAMPLER_ADD(p, 0.5f);
-	p = SAMPLER_MUL(p, r);
-	p = SAMPLER_ADD(p, 1.0f);
-	p = SAMPLER_MUL(p, r);
-	p = SAMPLER_ADD(p, 1.0f);
+	float r, p, tmp;
+	SAMPLER_EXP_REDUCE(r, x, n, tmp);
+	SAMPLER_EXP_POLY(p, r);
 	uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 127] */
 	float s;
 	memcpy(&s, &bits, sizeof s);
