@@ -6,11 +6,13 @@
 #   bash bench/gpu_session.sh pack          here, before the first device call: fills .gpu/
 #                                           (git-ignored) with what the GPU machine lacks
 #   bash bench/gpu_session.sh tests         there: build, then `make test-gpu`
-#   bash bench/gpu_session.sh bench [W...]  there: B1 (gpu_decode), V2, F1 and
+#   bash bench/gpu_session.sh bench [W...]  there: B1 (gpu_decode), PDL, V2, F1 and
 #                                           128/128x1024 on an 8B-shaped bf16 model
 #                                           through `batchgen bench` (or the W named;
 #                                           W@off: W with --overlap off, to set beside
-#                                           W's default, overlap on)
+#                                           W's default, overlap on; PDL: gpu_decode at
+#                                           batch 1 and 8 with BG_CUDA_PDL=0 and by
+#                                           default, alternated, twice each)
 #   bash bench/gpu_session.sh profile       there: ncu's per-node durations of one decode
 #                                           step at batch 1 and 256 and each graph's whole
 #                                           duration (the fixed cost a node, issue 17)
@@ -117,8 +119,20 @@ bench)
 	# B1 is bench/gpu_decode; 128/128x1024 is F1's shape at a count transformers can
 	# finish (the hf stage). Each step has a time limit, so that one slow step leaves
 	# time for the others; name fewer steps to split them over two commands.
-	[ $# -gt 0 ] || set -- B1 V2 F1 128/128x1024
+	[ $# -gt 0 ] || set -- B1 PDL V2 F1 128/128x1024
 	for w in "$@"; do
+		if [ "$w" = PDL ]; then
+			# pdl.log: what programmatic dependent launch is worth (p17; gpu/pdl.cuh):
+			# the fused decode path (batch <= 8) with it off and on, alternated
+			for r in 1 2; do
+				for p in 0 1; do
+					echo "# BG_CUDA_PDL=$p run $r" | tee -a "$out/pdl.log"
+					BG_CUDA_PDL=$p timeout 60 $bld/bench/gpu_decode -m $m --batches 1,8 \
+						--contexts 512 --steps 256 2>/dev/null | tee -a "$out/pdl.log"
+				done
+			done
+			continue
+		fi
 		if [ "$w" = B1 ]; then
 			# b1.log: gpu_decode's JSON lines and, between them, each decode graph's
 			# node census ("batchgen-cuda graph census: ...", BG_CUDA_GRAPH_LOG)

@@ -53,6 +53,10 @@ fixed cost per node: a decode step is a CUDA graph of ~355 nodes (Llama-3-8B at 
              nodes batch 1 would need for 85 % of its roofline. The other tables leave it
              out: they are bounds from bytes, flops and issue, and without the node term
              batch-1 decode sits at ~100 % of its roofline, which the GPU did not show (61 %).
+programmatic dependent launch (p17): the batch-1 and batch-8 steps again with each
+             PDL-launched node's NODE_US less PDL_SAVE_US, a saving ASSUMED from llama.cpp's
+             published PDL gain (not measured here, not fitted), and the saving a node would
+             need for 85 % of the roofline.
 What it cannot show: instruction-issue limits inside the kernels it does not count
 (only decode attention and prefill attention are counted), latency that too few warps
 fail to hide, and (beyond one lumped NODE_US) launch gaps. Without the node term it
@@ -475,6 +479,57 @@ def node_table(a, shape_name):
     spare = roofline(rows1) / 0.85 - (ts1 - n1 * nu)  # node seconds batch 1 x 512 can afford
     print(f"batch 1 x 512 reaches 85 % of its roofline, by this model, at <= {spare / nu:.0f} nodes "
           f"of {nu*1e6:.2f} us (or main's {n1} nodes of <= {spare / n1 * 1e6:.2f} us).")
+    pdl_table(a, shape_name, graphs[-1][1], with_nodes, nu)
+
+
+# ---- programmatic dependent launch (p17) -------------------------------------------------
+# On the fused path (batch <= 8) every GEMV and the GQA decode attention is launched with
+# cudaLaunchAttributeProgrammaticStreamSerialization (gpu/pdl.cuh): the next kernel is
+# scheduled while this one's last wave runs, pulls its first weight lines into L2 and waits.
+# It can hide the launch gap and the next kernel's DRAM ramp, not the wait's release, so it
+# takes a part of NODE_US off each such node, never all of it. How much is NOT known here
+# (no GPU): PDL_SAVE_US is ASSUMED from ONE published measurement, llama.cpp PR #22522
+# (github.com/ggml-org/llama.cpp/pull/22522): gpt-oss 20B MXFP4, tg128, 332.05 -> 376.31
+# tokens/s (x1.13) = 0.354 ms a token saved; over its kernels a token, ASSUMED ~550
+# (24 layers x ~23: norms, Q8_1 quantizations, GEMVs, RoPE, set-rows, attention and its
+# combine, router, top-k, expert GEMVs, adds; not counted from a trace): 0.64 us a kernel.
+# Not fitted to our own NODE_US: the table prints what a node would need to save for 85 %.
+PDL_TG_MS = (1 / 332.05 - 1 / 376.31) * 1e3  # ms a token, llama.cpp PR #22522, gpt-oss 20B
+PDL_KERNELS = 550                            # ASSUMED kernels a token of that run
+PDL_SAVE_US = PDL_TG_MS * 1e3 / PDL_KERNELS   # ASSUMED saving a PDL-launched node
+
+
+def pdl_nodes(shape_name, B):
+    """Nodes of the fused batch-B graph launched with PDL: every layer's GEMVs and GQA
+    decode attention (qkv_post, where it stays a kernel, and the embedding stay plain), and
+    the LM head; 0 off the fused path."""
+    L = SHAPES[shape_name][0]
+    if not gemv_fused(shape_name, B):
+        return 0
+    return L * 5 + 1  # QKV, attention, O, gate|up, down; LM head
+
+
+def pdl_table(a, shape_name, args, with_nodes, nu):
+    """The batch-1 and batch-8 steps of main's graph (g17r) with the PDL nodes' NODE_US
+    reduced by PDL_SAVE_US (ASSUMED), and the saving a PDL node would need for 85 %."""
+    shape = SHAPES[shape_name]
+    print(f"\n{shape_name} with programmatic dependent launch (p17; ESTIMATES): each PDL node's "
+          f"NODE_US {nu*1e6:.2f} us less PDL_SAVE_US {PDL_SAVE_US:.2f} us, ASSUMED from llama.cpp "
+          f"PR #22522 (gpt-oss 20B tg128 x1.13 = {PDL_TG_MS:.3f} ms a token over ~{PDL_KERNELS} "
+          f"kernels, ASSUMED); 'needs' = the saving a PDL node would need for 85 % of the roofline.")
+    print("| batch | context | nodes | PDL nodes | ms | ms with PDL | fraction of roofline | with PDL "
+          "| saving a PDL node needs for 85 % |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    ctxs = sorted({c for _, c in a.scenarios})
+    for B, ctx in [(B, c) for B in (1, 8) for c in ctxs]:
+        Bp = 1 << (B - 1).bit_length()
+        ts, n = with_nodes(B, ctx, args)
+        floor = roofline(step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)[1])
+        npdl = pdl_nodes(shape_name, Bp)
+        tp = ts - npdl * PDL_SAVE_US * 1e-6
+        need = (ts - floor / 0.85) / npdl * 1e6 if npdl else float("nan")
+        print(f"| {B} | {ctx} | {n} | {npdl} | {ts*1e3:.3f} | {tp*1e3:.3f} | {floor/ts:.1%} "
+              f"| {floor/tp:.1%} | {need:.2f} us ({need / (nu*1e6):.0%} of NODE_US) |")
 
 
 # bench/host_step at B=256 (us per row): A (forward -> sample) and B (sample -> next

@@ -31,6 +31,7 @@
 #include <mma.h>
 
 #include "gpu/gpu_ops.cuh"
+#include "gpu/pdl.cuh"
 
 #define ATTN_WARPS 4
 
@@ -315,6 +316,11 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 	__shared__ float w_s[RED_THREADS]; /* the merge of the last split block (attn_merge) */
 	__shared__ float r_s[ATTN_WARPS];
 	__shared__ int last_s;
+	/* launched with a.pdl (gpu/pdl.cuh): the next kernel may be scheduled now; every
+	 * address this kernel reads depends on its inputs (list, positions, block tables),
+	 * so there is nothing to prefetch before the wait */
+	gpu_pdl_trigger();
+	gpu_pdl_wait();
 	const int kvh = blockIdx.x, li = blockIdx.y, sp = blockIdx.z;
 	const int t = a.list ? a.list[li] : li;
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -485,11 +491,11 @@ static void launch_decode_gqa(dim3 grid, const struct gpu_attn_args &q, int n_sp
 	if constexpr (sizeof(T) == 4 && NPL > 4)
 		return; /* decode_gqa_ok refuses it: its tiles would not fit in 48 KiB */
 	else if (q.n_head / q.n_head_kv <= ATTN_WARPS)
-		attn_decode_gqa_kernel<T, NPL, 1>
-		    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		gpu_launch(attn_decode_gqa_kernel<T, NPL, 1>, grid, ATTN_WARPS * 32, 0, stream, q.pdl,
+			   q, n_split, partial);
 	else
-		attn_decode_gqa_kernel<T, NPL, 2>
-		    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		gpu_launch(attn_decode_gqa_kernel<T, NPL, 2>, grid, ATTN_WARPS * 32, 0, stream, q.pdl,
+			   q, n_split, partial);
 }
 
 #define TILE_KEYS 32

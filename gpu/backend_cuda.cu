@@ -90,6 +90,9 @@ struct cuda_ctx {
 	int device;
 	int n_sm;
 	size_t gemv_xs;	 /* the prologue's shared memory gpu_gemv_init opted in to */
+	/* the fused path's GEMVs and the GQA decode attention as programmatic dependent
+	 * launches (gpu/pdl.cuh): compute capability >= 9.0 and BG_CUDA_PDL not 0 */
+	bool pdl;
 	int attn_per_sm; /* blocks of the decode attention kernel an SM holds: its splits */
 	/* the last sample call: row i's result lies at d_sout[last_at[i]] (device order, see
 	 * sample_group), for the next forward's prev_rows */
@@ -712,6 +715,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	/* fused: the residual ping-pongs between xr (read) and xo (written by the prologue of
 	 * the next normed GEMV; gpu_gemv's contract) */
 	const bool fused = pass_fused(c, n);
+	/* the fused path (batch <= 8): every kernel-to-kernel edge of a layer a programmatic
+	 * one (gpu/pdl.cuh; the embedding, first after a copy, stays plain) */
+	const bool pdl = fused && c->pdl;
 	float *xr = c->x, *xo = c->x2;
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct cuda_layer *L = &c->layers[l];
@@ -754,6 +760,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				      l ? xo : NULL);
 			g.post = qp;
 			qkv_epilogue = g.qkv_post = gpu_gemv_qkv_fits(&g); /* no head norms */
+			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			if (l)
 				res_swap(&xr, &xo);
@@ -787,10 +794,12 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.n_list = ps->n_list;
 		a.prefill = GPU_ATTN_PREFILL_AUTO;
 		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
+		a.pdl = pdl;
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		if (fused) {
 			struct gpu_gemv_args g =
 			    gemv_plain(L->wo, E, c->n_q, n, c->attn, c->n_q, c->tmp, E);
+			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			/* the FFN norm in gate|up's prologue, SwiGLU in its epilogue */
 			g = gemv_plain(L->wgu, 2 * F, E, n, NULL, 0, NULL, 0);
@@ -798,9 +807,11 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			g.act = c->act;
 			g.glu = true;
 			g.gelu = hp->gelu;
+			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			res_swap(&xr, &xo);
 			g = gemv_plain(L->wdown, E, F, n, c->act, F, c->tmp, E);
+			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			continue; /* pass_fused: no post-norms */
 		}
@@ -826,6 +837,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		    gemv_plain(c->output, (int)hp->n_vocab, E, ps->n_out, NULL, 0, logits,
 			       (int)hp->n_vocab);
 		gemv_prologue(&g, xr, c->tmp, c->output_norm, hp->rms_eps, d_rows, NULL);
+		g.pdl = pdl;
 		CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 	} else {
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, c->output_norm, hp->rms_eps, d_rows,
@@ -1710,6 +1722,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			       "backend needs 8.0 (Ampere) or newer",
 			       c->device, prop.name, prop.major, prop.minor);
 	c->n_sm = prop.multiProcessorCount;
+	const char *pe = getenv("BG_CUDA_PDL"); /* 0: the kill switch, for triage */
+	c->pdl = prop.major >= 9 && !(pe && strcmp(pe, "0") == 0);
 	/* here, not at the first decode pass: that one may be inside a graph capture */
 	CUDA_CHECK(gpu_gemv_init(prop.sharedMemPerBlockOptin, &c->gemv_xs));
 	c->hp = *hp;

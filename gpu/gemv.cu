@@ -26,8 +26,16 @@
  * value head): the two lanes that hold token t's two sums (gv_lane_token) exchange them,
  * both add the bias and rotate the pair at pos[t] with rope.cuh's arithmetic, and each
  * stores its own row to y and, for key and value heads, to the KV slot, as
- * qkv_post_kernel rounds them. */
+ * qkv_post_kernel rounds them.
+ *
+ * Launched with a.pdl (a programmatic dependent launch, gpu/pdl.cuh), the kernel may start
+ * while the one before it runs its last wave: it triggers its own successor at once, pulls
+ * into L2 the weight bytes of its warps' first round of loads (each warp's first task:
+ * GV_UNROLL chunks of each of its two rows, 2 x 2 KiB, a 128-byte line a lane), which
+ * nothing before it writes, then waits before it reads anything else (its inputs, the
+ * residual, rows, the KV slots it writes). The prefetch changes no value. */
 #include "gpu/glu.cuh"
+#include "gpu/pdl.cuh"
 #include "gpu/rope.cuh"
 
 #define GV_THREADS 512 /* 16 warps */
@@ -116,6 +124,20 @@ template <int NT> __device__ __forceinline__ int gv_lane_token(int lane)
 	return t;
 }
 
+/* The rows of a warp's task: (2 task, 2 task + 1), gate row task and up row task with glu,
+ * the RoPE pair gv_qkv_rows says with the QKV epilogue (head, k, rot: its answers). */
+template <bool QKV>
+__device__ __forceinline__ void gv_task_rows(const struct gpu_gemv_args &a, int task, int *r0,
+					     int *r1, int *head, int *k, bool *rot)
+{
+	*r0 = a.glu ? task : 2 * task;
+	*r1 = a.glu ? task + a.n_out / 2 : min(*r0 + 1, a.n_out - 1);
+	*head = *k = 0;
+	*rot = false;
+	if (QKV)
+		gv_qkv_rows(a.post, task, r0, r1, head, k, rot);
+}
+
 /* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL);
  * QKV: the QKV epilogue (a.qkv_post). */
 template <typename T, int NT, bool PRO, bool QKV>
@@ -128,6 +150,19 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 	__shared__ float sc[NT];
 	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
 	const int n_tok = a.n_tok, nc = a.n_in / V; /* 16-byte chunks a row */
+	const uint4 *W = (const uint4 *)a.W;
+	const int half = a.n_out / 2;
+	const int n_task = a.glu || QKV ? half : (a.n_out + 1) / 2;
+	gpu_pdl_trigger();
+	{ /* the first round's weight lines (W is no other kernel's output), then the wait */
+		const int task = (int)blockIdx.x * GV_WARPS + warp, line = lane & 15;
+		int r0, r1, head, k;
+		bool rot;
+		gv_task_rows<QKV>(a, task, &r0, &r1, &head, &k, &rot);
+		if (task < n_task && line * 8 < min(nc, 32 * GV_UNROLL))
+			gpu_prefetch_l2(W + (int64_t)(lane < 16 ? r0 : r1) * nc + line * 8);
+	}
+	gpu_pdl_wait();
 	const uint4 *in;
 	int64_t ldv; /* input row stride in chunks */
 	if (PRO) {
@@ -172,17 +207,11 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 		in = (const uint4 *)a.x;
 		ldv = a.ldx / V;
 	}
-	const uint4 *W = (const uint4 *)a.W;
-	const int half = a.n_out / 2;
-	const int n_task = a.glu || QKV ? half : (a.n_out + 1) / 2;
 	for (int task = (int)blockIdx.x * GV_WARPS + warp; task < n_task;
 	     task += (int)gridDim.x * GV_WARPS) { /* warp-uniform */
-		int r0 = a.glu ? task : 2 * task;
-		int r1 = a.glu ? task + half : min(r0 + 1, a.n_out - 1);
-		int head = 0, k = 0;
-		bool rot = false;
-		if (QKV)
-			gv_qkv_rows(a.post, task, &r0, &r1, &head, &k, &rot);
+		int r0, r1, head, k;
+		bool rot;
+		gv_task_rows<QKV>(a, task, &r0, &r1, &head, &k, &rot);
 		const uint4 *w0 = W + (int64_t)r0 * nc, *w1 = W + (int64_t)r1 * nc;
 		float acc0[NT], acc1[NT];
 #pragma unroll
@@ -279,15 +308,12 @@ static void gv_launch(const struct gpu_gemv_args *a, bool pro, unsigned blocks, 
 {
 	/* <= GPU_GEMV_XS_BYTES (gpu_gemv_fits); past what gpu_gemv_init opted in to, the
 	 * launch fails (cudaErrorInvalidValue) */
-	const size_t xs = (size_t)a->n_tok * (size_t)a->n_in * sizeof(T);
-	if (pro && a->qkv_post)
-		gemv_kernel<T, NT, true, true><<<blocks, GV_THREADS, xs, s>>>(*a);
-	else if (pro)
-		gemv_kernel<T, NT, true, false><<<blocks, GV_THREADS, xs, s>>>(*a);
-	else if (a->qkv_post)
-		gemv_kernel<T, NT, false, true><<<blocks, GV_THREADS, 0, s>>>(*a);
-	else
-		gemv_kernel<T, NT, false, false><<<blocks, GV_THREADS, 0, s>>>(*a);
+	const size_t xs = pro ? (size_t)a->n_tok * (size_t)a->n_in * sizeof(T) : 0;
+	void (*k)(struct gpu_gemv_args) = pro ? a->qkv_post ? gemv_kernel<T, NT, true, true>
+							    : gemv_kernel<T, NT, true, false>
+				      : a->qkv_post ? gemv_kernel<T, NT, false, true>
+						    : gemv_kernel<T, NT, false, false>;
+	gpu_launch(k, blocks, GV_THREADS, xs, s, a->pdl, *a);
 }
 
 /* The opt-in of the prologue's instances of one storage type to n bytes of dynamic shared

@@ -177,6 +177,9 @@ struct gpu_attn_args {
 	 * itself (one graph node less a layer; bitwise the separate merge kernel's result),
 	 * where that kernel takes the shape. */
 	int *merge_counters;
+	/* the GQA decode kernel as a programmatic dependent launch (gpu/pdl.cuh): only on a
+	 * device of compute capability >= 9.0; the other kernels launch plainly */
+	bool pdl;
 };
 
 /* GPU_ATTN_PREFILL_AUTO: tiles of 16-bit K/V with heads of 16..128 dimensions (multiples
@@ -282,6 +285,9 @@ struct gpu_gemv_args {
 	 * whole head first (qwen3, gemma3 keep gpu_qkv_post). */
 	bool qkv_post;
 	struct gpu_qkv_post_args post;
+	/* a programmatic dependent launch (gpu/pdl.cuh): only on a device of compute
+	 * capability >= 9.0 */
+	bool pdl;
 };
 /* Whether gpu_gemv takes n_tok tokens of n_in inputs of dt (with the prologue or not) on
  * a device where gpu_gemv_init gave xs_bytes: 1 <= n_tok <= GPU_GEMV_MAX_TOK, n_in a

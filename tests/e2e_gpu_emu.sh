@@ -6,7 +6,9 @@
 # random order of a seed; NaN-filled shared memory; capture rules; queued stream work run
 # late, early or at random: $BG_EMU_STREAMS):
 #  - the emulator's stream policies themselves (tests/emu_test_streams.cpp), its dynamic
-#    shared memory and the limits on it (tests/emu_test_smem.cu);
+#    shared memory and the limits on it (tests/emu_test_smem.cu), its check of programmatic
+#    dependent launches (tests/emu_test_pdl.cu; the binary's runs below use them too: the
+#    emulated device is 9.0);
 #  - greedy and seeded sampled requests give the CPU backend's tokens, and cumulative
 #    log-probs within 1e-4 (the emulated kernels reduce in another order than the CPU's
 #    SIMD code; a wrong kernel moves them by far more on this model), under seeds 7, 8
@@ -66,6 +68,20 @@ if python3 gpu/emu/transform.py tests/emu_test_smem.cu "$TMP/emu_test_smem.cpp" 
 else
 	cat "$TMP/smem.log" >&2
 	check "tests/emu_test_smem.cu builds" false
+fi
+
+# programmatic dependent launch: the helpers of gpu/pdl.cuh and the emulator's strict check
+# of their contract (tests/emu_test_pdl.cu says which), every block checked
+if python3 gpu/emu/transform.py tests/emu_test_pdl.cu "$TMP/emu_test_pdl.cpp" 2>"$TMP/pdl.log" &&
+	g++ -std=c++17 -O2 -w -rdynamic -Igpu/emu/inc -Icore -I. "$TMP/emu_test_pdl.cpp" \
+		"$plugin/o/emu.o" -o "$TMP/emu_pdl" 2>>"$TMP/pdl.log"; then
+	BG_EMU_PDL=all "$TMP/emu_pdl" >"$TMP/pdl.log" 2>&1
+	rc=$?
+	check_eq "emulator, dependent launches: tests/emu_test_pdl.cu exits 0 ($(tail -1 "$TMP/pdl.log"))" $rc 0
+	[ $rc -eq 0 ] || cat "$TMP/pdl.log" >&2
+else
+	cat "$TMP/pdl.log" >&2
+	check "tests/emu_test_pdl.cu builds" false
 fi
 
 cat >"$TMP/in.jsonl" <<'JSONL'

@@ -685,6 +685,10 @@ static void test_gemv(void)
 					a.glu = glu;
 					a.gelu = gelu;
 					a.act = dact;
+					/* every other case a programmatic dependent launch (gpu/pdl.cuh):
+					 * under gpu/emu its memory is untouchable until its wait */
+					static int n_pdl;
+					a.pdl = (n_pdl++ & 1) != 0;
 					/* 132 SMs, and 1 (every warp walks many rows) */
 					const int n_sm = cs.n_out == 1000 && dt == GPU_BF16 ? 1 : 132;
 					REQUIRE(gpu_gemv(&a, dt, n_sm, 0));
@@ -1003,6 +1007,7 @@ static void test_gemv_qkv(void)
 				q.qkv = NULL;
 				q.kv = kva;
 				g.post = q;
+				g.pdl = ci % 2 == 0; /* gpu/pdl.cuh: half the cases */
 				REQUIRE(gpu_gemv(&g, dt, n_sm, 0));
 				std::vector<float> gya = dev_download<float>(ya, (size_t)n_tok * ldy);
 				std::vector<float> gyb = dev_download<float>(yb, (size_t)n_tok * ldy);
@@ -1292,6 +1297,10 @@ static struct gpu_attn_args attn_args(const float *q, int ldq, struct gpu_kv_lay
 	a.out = out;
 	a.max_ctx = max_ctx;
 	a.prefill = GPU_ATTN_PREFILL_AUTO;
+	/* the GQA decode kernel a programmatic dependent launch every other call (gpu/pdl.cuh:
+	 * under gpu/emu its memory is untouchable until its wait) */
+	static int n_pdl;
+	a.pdl = (n_pdl++ & 1) != 0;
 	return a;
 }
 

@@ -1,10 +1,15 @@
 // emu.cpp: the emulator's runtime (gpu/emu/inc/emu.h says what it does and why).
 #include "emu.h"
 
+#include <csignal>
+#include <cxxabi.h>
 #include <deque>
+#include <dlfcn.h>
 #include <map>
 #include <random>
+#include <string>
 #include <sys/mman.h>
+#include <unistd.h>
 
 uint3e threadIdx, blockIdx;
 dim3 blockDim, gridDim;
@@ -503,6 +508,7 @@ struct Fiber {
 	Ctx ctx;
 	uint3e tid;
 	bool done;
+	bool waited, parked; // a programmatic dependent launch: cudaGridDependencySynchronize
 	const Group *blocked; // the barrier it waits at (until its gen moves past wait_gen)
 	int wait_gen;
 	std::vector<char> stack; // empty until the fiber is made
@@ -727,6 +733,177 @@ void emu_shared_init(void *p, size_t n)
 	}
 }
 
+// ---- programmatic dependent launch ---------------------------------------------------------
+// The kernel's contract (gpu/pdl.cuh), checked while its blocks run: in a checked block
+// every cudaMalloc mapping is PROT_NONE while a thread runs before its
+// cudaGridDependencySynchronize (the scheduler switches it per fiber, lazily: run_block),
+// and the SIGSEGV handler names what touched it. A thread's wait parks it until no thread
+// of the block can run before its own wait (the gate), so that memory changes protection
+// twice a block, not at every switch: one legal schedule of the GPU's, where the waits
+// return once the kernel before has completed.
+// Cost (bench/results/p17-2026-11-30.md): two mprotect walks a checked block, over the
+// pages the allocations have touched; so by default one block a launch is checked, the
+// first of the seed's order ($BG_EMU_SEED), every block with $BG_EMU_PDL=all.
+static struct {
+	bool on;	// the running launch is a programmatic dependent launch
+	bool strict;	// the running block is checked
+	bool open;	// strict: the gate is open (the parked threads went on)
+	bool none;	// device memory is PROT_NONE now
+	bool waited;	// a thread of the running block waited
+	const char *name; // the running kernel's name (the handler prints it)
+} pdl;
+static const void *cur_key; // the running kernel (every launch): messages
+static const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+static std::map<const void *, std::string> kernel_names;
+// the kernel's name from the dynamic symbol table (the plugin's kernels; a test program's
+// with -rdynamic), demangled, else its address
+static const char *kernel_name(const void *key)
+{
+	auto it = kernel_names.find(key);
+	if (it != kernel_names.end())
+		return it->second.c_str();
+	Dl_info di;
+	std::string n;
+	if (key && dladdr(key, &di) && di.dli_sname && di.dli_saddr == key) {
+		int st = 1;
+		char *d = abi::__cxa_demangle(di.dli_sname, nullptr, nullptr, &st);
+		n = st == 0 && d ? d : di.dli_sname;
+		free(d);
+	} else {
+		char b[64];
+		snprintf(b, sizeof b, "kernel at %p", key);
+		n = b;
+	}
+	return kernel_names.emplace(key, n).first->second.c_str();
+}
+static bool pdl_check_all()
+{
+	static const bool all = [] {
+		const char *v = getenv("BG_EMU_PDL");
+		if (!v || !*v || !strcmp(v, "first"))
+			return false;
+		if (strcmp(v, "all")) {
+			fprintf(stderr, "emu: BG_EMU_PDL=%s: not first or all\n", v);
+			abort();
+		}
+		fprintf(stderr, "emu: BG_EMU_PDL=all (every block of a dependent launch checked)\n");
+		return true;
+	}();
+	return all;
+}
+// the allocation holding p (pages: or the rest of its last page, which mprotect covers
+// too), or device_allocs.end()
+static std::map<void *, size_t>::const_iterator device_alloc_of(const void *p, bool pages = false)
+{
+	auto it = device_allocs.upper_bound(const_cast<void *>(p));
+	if (it == device_allocs.begin())
+		return device_allocs.end();
+	--it;
+	const size_t n = pages ? (it->second + page - 1) / page * page : it->second;
+	return (const char *)p < (const char *)it->first + n ? it : device_allocs.end();
+}
+static struct sigaction segv_old;
+static void segv_handler(int sig, siginfo_t *si, void *)
+{
+	auto it = pdl.none ? device_alloc_of(si->si_addr, true) : device_allocs.end();
+	if (it == device_allocs.end()) { /* not ours: the access faults again, as it would have */
+		sigaction(sig, &segv_old, nullptr);
+		return;
+	}
+	fprintf(stderr,
+		"emu: %s (a programmatic dependent launch), block (%u, %u, %u), thread (%u, %u, "
+		"%u): touched device memory at %p (byte %zu of a %zu-byte cudaMalloc allocation) "
+		"before cudaGridDependencySynchronize: the kernel before it may still be running\n",
+		pdl.name, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+		si->si_addr, (size_t)((const char *)si->si_addr - (const char *)it->first), it->second);
+	abort();
+}
+// every cudaMalloc mapping PROT_NONE (none) or back to read-write; adjacent mappings in one
+// call
+static void pdl_protect(bool none)
+{
+	if (none == pdl.none)
+		return;
+	static bool handler = [] {
+		static std::vector<char> alt(1 << 16);
+		stack_t ss = {};
+		ss.ss_sp = alt.data();
+		ss.ss_size = alt.size();
+		sigaltstack(&ss, nullptr);
+		struct sigaction sa = {};
+		sa.sa_sigaction = segv_handler;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		return sigaction(SIGSEGV, &sa, &segv_old) == 0;
+	}();
+	(void)handler;
+	const int prot = none ? PROT_NONE : PROT_READ | PROT_WRITE;
+	char *run = nullptr;
+	size_t len = 0;
+	auto flush = [&]() {
+		if (run && mprotect(run, len, prot) != 0) {
+			perror("emu: mprotect");
+			abort();
+		}
+	};
+	for (const auto &a : device_allocs) {
+		char *p = (char *)a.first;
+		size_t n = (a.second + page - 1) / page * page;
+		if (run && run + len == p) {
+			len += n;
+			continue;
+		}
+		flush();
+		run = p;
+		len = n;
+	}
+	flush();
+	pdl.none = none;
+}
+void emu_pdl_wait()
+{
+	if (!pdl.on) /* a plain launch: returns at once, as on a GPU */
+		return;
+	pdl.waited = true;
+	Fiber &f = fibers[cur];
+	if (f.waited)
+		return;
+	f.waited = true;
+	if (!pdl.strict)
+		return;
+	if (!pdl.open) {
+		f.parked = true;
+		while (!pdl.open)
+			yield_();
+		f.parked = false;
+	}
+	pdl_protect(false);
+}
+void emu_prefetch_l2(const void *p)
+{
+	if (device_alloc_of(p) == device_allocs.end()) {
+		fprintf(stderr, "emu: %s, block (%u, %u, %u), thread (%u, %u, %u): prefetch of %p, "
+			"which is in no cudaMalloc allocation\n", kernel_name(cur_key), blockIdx.x,
+			blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, p);
+		abort();
+	}
+}
+bool emu_launch_pdl(const cudaLaunchConfig_t *cfg, bool *ok)
+{
+	bool on = false;
+	*ok = cfg && (cfg->numAttrs == 0 || cfg->attrs);
+	for (unsigned i = 0; *ok && i < cfg->numAttrs; i++) {
+		const cudaLaunchAttribute &a = cfg->attrs[i];
+		if (a.id == cudaLaunchAttributeProgrammaticStreamSerialization)
+			on = a.val.programmaticStreamSerializationAllowed != 0;
+		else if (a.id != cudaLaunchAttributeIgnore)
+			*ok = false;
+	}
+	if (!*ok)
+		fail(cudaErrorInvalidValue);
+	return on;
+}
+
 static void run_block(int nt, dim3 block)
 {
 	block_gen++;
@@ -743,8 +920,11 @@ static void run_block(int nt, dim3 block)
 			 (unsigned)(t / (block.x * block.y))};
 		f.done = false;
 		f.blocked = nullptr;
+		f.waited = f.parked = false;
 		xpar[t] = 0;
 	}
+	pdl.waited = false;
+	pdl.open = !pdl.strict;
 	static std::vector<int> order;
 	order.resize(nt);
 	for (int t = 0; t < nt; t++)
@@ -756,8 +936,11 @@ static void run_block(int nt, dim3 block)
 		int ran = 0;
 		for (int t : order) {
 			Fiber &f = fibers[t];
-			if (f.done || (f.blocked && f.blocked->gen == f.wait_gen))
+			if (f.done || (f.blocked && f.blocked->gen == f.wait_gen) ||
+			    (f.parked && !pdl.open))
 				continue;
+			if (pdl.strict)
+				pdl_protect(!f.waited);
 			ran++;
 			cur = t;
 			threadIdx = fibers[t].tid;
@@ -765,18 +948,36 @@ static void run_block(int nt, dim3 block)
 			if (fibers[t].done)
 				left--;
 		}
+		if (!ran && pdl.strict && !pdl.open) { // every thread past its wait or parked there
+			pdl.open = true;
+			continue;
+		}
 		if (!ran) { // CUDA hangs (or worse) here: say so rather than spin
 			fprintf(stderr, "emu: block (%u, %u, %u): %d threads wait at a barrier that the others "
 				"never reach\n", blockIdx.x, blockIdx.y, blockIdx.z, left);
 			abort();
 		}
 	}
+	if (pdl.strict)
+		pdl_protect(false);
+	if (pdl.on && !pdl.waited) {
+		fprintf(stderr,
+			"emu: %s (a programmatic dependent launch): block (%u, %u, %u) exited without "
+			"cudaGridDependencySynchronize: the kernel after it would not be ordered after "
+			"the one before it\n",
+			kernel_name(cur_key), blockIdx.x, blockIdx.y, blockIdx.z);
+		abort();
+	}
 	if (dyn_bytes)
 		dyn_check();
 }
 
-static void launch_now(dim3 grid, dim3 block, size_t smem, const std::function<void()> &fn)
+static void launch_now(const void *key, dim3 grid, dim3 block, size_t smem, bool dep,
+		       const std::function<void()> &fn)
 {
+	cur_key = key;
+	pdl.on = dep;
+	pdl.name = dep ? kernel_name(key) : nullptr;
 	int nt = (int)(block.x * block.y * block.z);
 	dyn_bytes = smem;
 	dyn_buf.resize((smem + DYN_GUARD + 15) / 16);
@@ -797,23 +998,24 @@ static void launch_now(dim3 grid, dim3 block, size_t smem, const std::function<v
 	for (uint64_t b = 0; b < nb; b++)
 		blocks[b] = b;
 	std::shuffle(blocks.begin(), blocks.end(), rng());
-	for (uint64_t b : blocks) {
+	for (uint64_t i = 0; i < nb; i++) {
+		const uint64_t b = blocks[i];
 		blockIdx = {(unsigned)(b % grid.x), (unsigned)((b / grid.x) % grid.y),
 			    (unsigned)(b / ((uint64_t)grid.x * grid.y))};
+		pdl.strict = dep && (i == 0 || pdl_check_all());
 		run_block(nt, block);
 	}
+	pdl.on = pdl.strict = false;
 }
 
-void emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-		std::function<void()> fn)
+cudaError_t emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+		       std::function<void()> fn, bool dep)
 {
 	uint64_t nt = (uint64_t)block.x * block.y * block.z;
 	if (nt == 0 || nt > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
 	    grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 ||
-	    grid.z > 65535) {
-		fail(cudaErrorInvalidConfiguration);
-		return;
-	}
+	    grid.z > 65535)
+		return fail(cudaErrorInvalidConfiguration);
 	if (smem > 0) { /* within the kernel's dynamic shared memory limit */
 		kernel_info k;
 		if (key) {
@@ -828,12 +1030,12 @@ void emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_
 			}
 			k = kk;
 		}
-		if (smem > max_dyn_smem(k)) {
-			fail(cudaErrorInvalidValue);
-			return;
-		}
+		if (smem > max_dyn_smem(k))
+			return fail(cudaErrorInvalidValue);
 	}
-	enqueue(s, [=]() { launch_now(grid, block, smem, fn); });
+	/* captured, the attribute goes with the node: its replays run the same checks */
+	enqueue(s, [=]() { launch_now(key, grid, block, smem, dep, fn); });
+	return cudaSuccess;
 }
 
 // ---- cuBLAS -------------------------------------------------------------------------------

@@ -72,7 +72,8 @@ g++ -shared -o "$out/libbatchgen-cuda.so" "$out"/o/*.o
 [ $plugin_only -eq 1 ] && exit 0
 if [ $kernels -eq 1 ]; then
 	g++ $F -x c++ -c "$out/src/tests/gpu_test_kernels.cu" -o "$out/kernels.o"
-	g++ -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
+	# -rdynamic: the emulator names kernels from the dynamic symbol table (its messages)
+	g++ -rdynamic -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
 fi
 for t in model engine; do
 	gcc -std=c11 -O2 -g -D_GNU_SOURCE -I"$root/core" -I"$root" -c "$root/tests/gpu_test_$t.c" -o "$out/$t.o"

@@ -48,6 +48,20 @@
 //    from the seed, checks alignment and that the whole warp calls, accumulates in fp32;
 //  - gpu/emu/run.sh compiles with -ffp-contract=fast (and -mfma where the CPU has it), so
 //    a*b+c contracts into an FMA as nvcc contracts it.
+//  - programmatic dependent launch (cudaLaunchKernelEx with
+//    cudaLaunchAttributeProgrammaticStreamSerialization; the device is 9.0, EMU_DEVICE_SM):
+//    kernels run one after another here, so the check is of the kernel's contract
+//    (gpu/pdl.cuh): while a thread of such a launch has not called
+//    cudaGridDependencySynchronize, every cudaMalloc mapping is PROT_NONE, and a touch
+//    faults: the emulator names the kernel, block, thread and address, and aborts; a block
+//    none of whose threads waits aborts with its own message (the next kernel would no
+//    longer be ordered after the previous one). A thread's wait parks it until no thread
+//    of the block can run before its own wait, so memory is switched twice a block, not at
+//    every fiber switch. Checked: the first block of each such launch in the seed's block
+//    order, or every block with $BG_EMU_PDL=all (emu.cpp says what each costs); the
+//    exit-without-wait check covers every block. A captured launch keeps its attribute, and
+//    its replays run the same checks. cudaTriggerProgrammaticLaunchCompletion does nothing
+//    (no visibility to check); a prefetch must name an address in a cudaMalloc allocation.
 //  - cudaOccupancyMaxActiveBlocksPerMultiprocessor answers as CUDA's occupancy calculator
 //    (cuda_occupancy.h) does for an H100 (emu.cpp, emu_occupancy), from the kernel's
 //    __launch_bounds__ and static shared memory (the transform makes each kernel report
@@ -127,6 +141,14 @@ template <typename T> inline T emu_shfl(T v, int src) {
 template <typename T> inline T __shfl_xor_sync(unsigned, T v, int o) { return emu_shfl(v, (int)((threadIdx.x & 31) ^ o)); }
 template <typename T> inline T __shfl_sync(unsigned, T v, int src) { return emu_shfl(v, src); }
 
+// ---- programmatic dependent launch (device side; gpu/pdl.cuh) ----
+// the emulated device's compute capability, for code that guards on __CUDA_ARCH__
+#define EMU_DEVICE_SM 90
+void emu_pdl_wait();
+void emu_prefetch_l2(const void *p);
+inline void cudaGridDependencySynchronize() { emu_pdl_wait(); }
+inline void cudaTriggerProgrammaticLaunchCompletion() {}
+
 // ---- runtime (gpu/emu/emu.cpp) ----
 typedef int cudaError_t;
 enum {
@@ -200,8 +222,10 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s);
 // 0xff fill of each __shared__ variable at the start of each block
 // key: the kernel (its address: per-kernel attributes and static shared memory), or NULL
 // for work that is not a kernel of gpu/ (tests/emu_test_streams.cpp)
-void emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-		std::function<void()> fn);
+// pdl: a programmatic dependent launch (the checks above). Returns the launch's error, also
+// left for cudaGetLastError.
+cudaError_t emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+		       std::function<void()> fn, bool pdl = false);
 inline void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn)
 {
 	emu_launch(nullptr, grid, block, smem, s, std::move(fn));
@@ -209,6 +233,39 @@ inline void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::
 template <typename F> inline const void *emu_key(F *f)
 {
 	return reinterpret_cast<const void *>(f);
+}
+// cudaLaunchKernelEx (the C++ template of cuda_runtime.h) and the one attribute gpu/ uses,
+// with CUDA's values; another attribute is refused (cudaErrorInvalidValue, nothing runs)
+enum cudaLaunchAttributeID {
+	cudaLaunchAttributeIgnore = 0,
+	cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+};
+union cudaLaunchAttributeValue {
+	char pad[64];
+	int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+	cudaLaunchAttributeID id;
+	cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+	dim3 gridDim, blockDim;
+	size_t dynamicSmemBytes;
+	cudaStream_t stream;
+	cudaLaunchAttribute *attrs;
+	unsigned numAttrs;
+};
+// whether cfg asks a programmatic dependent launch; *ok false for an attribute not emulated
+bool emu_launch_pdl(const cudaLaunchConfig_t *cfg, bool *ok);
+template <typename... P, typename... A>
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *cfg, void (*k)(P...), A &&...args)
+{
+	bool ok, pdl = emu_launch_pdl(cfg, &ok);
+	if (!ok)
+		return cudaErrorInvalidValue;
+	auto t = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...); /* evaluated at launch */
+	return emu_launch(emu_key(k), cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes, cfg->stream,
+			  [=]() { std::apply(k, t); }, pdl);
 }
 void emu_shared_init(void *p, size_t n);
 // the running launch's dynamic shared memory (its smem bytes, 16-byte aligned, 0xff-filled
