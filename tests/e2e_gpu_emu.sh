@@ -56,33 +56,28 @@ else
 	check "tests/emu_test_streams.cpp builds" false
 fi
 
-# dynamic shared memory and CUDA's limits on it (tests/emu_test_smem.cu says which), through
-# the transform as gpu/*.cu go
-if python3 gpu/emu/transform.py tests/emu_test_smem.cu "$TMP/emu_test_smem.cpp" 2>"$TMP/smem.log" &&
-	g++ -std=c++17 -O2 -w -Igpu/emu/inc -Icore -I. "$TMP/emu_test_smem.cpp" "$plugin/o/emu.o" \
-		-o "$TMP/emu_smem" 2>>"$TMP/smem.log"; then
-	"$TMP/emu_smem" >"$TMP/smem.log" 2>&1
-	rc=$?
-	check_eq "emulator, dynamic shared memory: tests/emu_test_smem.cu exits 0 ($(tail -1 "$TMP/smem.log"))" $rc 0
-	[ $rc -eq 0 ] || cat "$TMP/smem.log" >&2
-else
-	cat "$TMP/smem.log" >&2
-	check "tests/emu_test_smem.cu builds" false
-fi
-
+# emu_test NAME WHAT [VAR=VALUE ...]: tests/emu_test_NAME.cu through the transform as gpu/*.cu
+# go, linked with the emulator and run (with the variables given): it must exit 0
+emu_test() {
+	local name=$1 what=$2 log=$TMP/$1.log
+	shift 2
+	if python3 gpu/emu/transform.py "tests/emu_test_$name.cu" "$TMP/emu_test_$name.cpp" 2>"$log" &&
+		g++ -std=c++17 -O2 -w -rdynamic -Igpu/emu/inc -Icore -I. "$TMP/emu_test_$name.cpp" \
+			"$plugin/o/emu.o" -o "$TMP/emu_$name" 2>>"$log"; then
+		env "$@" "$TMP/emu_$name" >"$log" 2>&1
+		local rc=$?
+		check_eq "emulator, $what: tests/emu_test_$name.cu exits 0 ($(tail -1 "$log"))" $rc 0
+		[ $rc -eq 0 ] || cat "$log" >&2
+	else
+		cat "$log" >&2
+		check "tests/emu_test_$name.cu builds" false
+	fi
+}
+# dynamic shared memory and CUDA's limits on it (tests/emu_test_smem.cu says which)
+emu_test smem "dynamic shared memory"
 # programmatic dependent launch: the helpers of gpu/pdl.cuh and the emulator's strict check
 # of their contract (tests/emu_test_pdl.cu says which), every block checked
-if python3 gpu/emu/transform.py tests/emu_test_pdl.cu "$TMP/emu_test_pdl.cpp" 2>"$TMP/pdl.log" &&
-	g++ -std=c++17 -O2 -w -rdynamic -Igpu/emu/inc -Icore -I. "$TMP/emu_test_pdl.cpp" \
-		"$plugin/o/emu.o" -o "$TMP/emu_pdl" 2>>"$TMP/pdl.log"; then
-	BG_EMU_PDL=all "$TMP/emu_pdl" >"$TMP/pdl.log" 2>&1
-	rc=$?
-	check_eq "emulator, dependent launches: tests/emu_test_pdl.cu exits 0 ($(tail -1 "$TMP/pdl.log"))" $rc 0
-	[ $rc -eq 0 ] || cat "$TMP/pdl.log" >&2
-else
-	cat "$TMP/pdl.log" >&2
-	check "tests/emu_test_pdl.cu builds" false
-fi
+emu_test pdl "dependent launches" BG_EMU_PDL=all
 
 cat >"$TMP/in.jsonl" <<'JSONL'
 {"id":"a","prompt":"Once upon a time","max_tokens":8,"temperature":0}
