@@ -1150,11 +1150,21 @@ enum bg_status jsonl_parse_request(const char *line, size_t len, int64_t line_no
 	} else {
 		const char *end = NULL;
 		cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+		/* A raw NUL byte is no JSON (RFC 8259: control characters only escaped), yet
+		 * cJSON takes it, as whitespace or into a string that C then ends there:
+		 * refused, never cut at (the \u0000 escape is refused by parse_object). */
+		const char *nul = memchr(line, 0, len);
 		/* A broken line of an OpenAI batch file gets an OpenAI-shaped result: the
 		 * file's form, or a guess from the raw text. */
-		if ((!root || !cJSON_IsObject(root)) && (openai_file || mentions_openai(line, len)))
+		if ((!root || !cJSON_IsObject(root) || nul) &&
+		    (openai_file || mentions_openai(line, len)))
 			make_info(&p, JSONL_FORM_OPENAI_COMPLETION);
-		if (!root) {
+		if (nul) {
+			fail(&p, "invalid_json",
+			     "a NUL byte at byte %zu of the line (JSON text holds none raw); the "
+			     "line is refused rather than cut at it",
+			     (size_t)(nul - line) + 1);
+		} else if (!root) {
 			fail(&p, "invalid_json", "the line is not valid JSON");
 		} else if (end && !jsonl_blank(end, len - (size_t)(end - line))) {
 			fail(&p, "invalid_json", "text after the JSON value");
