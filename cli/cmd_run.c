@@ -756,13 +756,29 @@ int cmd_run(int argc, char **argv)
 	sigaction(SIGTERM, &old_term, NULL);
 
 	progress_summary(r->prog, &totals);
+	bool side_failed = false; /* --report or --stats could not be written */
 	if (c->report) {
 		char dev[64];
 		snprintf(dev, sizeof dev, "%s", r->rt.backend->name);
 		struct bg_err rerr = {0};
 		if (progress_write_report(r->prog, &totals, c->report, r->rt.model->name, dev,
-					  &rerr) != BG_OK)
+					  &rerr) != BG_OK) {
 			fprintf(stderr, "batchgen: %s\n", rerr.msg);
+			side_failed = true;
+		}
+	}
+	/* the statistics: a write that failed during the run, or the last lines at fclose */
+	int stats_err = stats ? engine_stats_errno(e) : 0;
+	if (stats) {
+		errno = 0;
+		if (fclose(stats) != 0 && !stats_err)
+			stats_err = errno ? errno : EIO;
+		stats = NULL;
+	}
+	if (stats_err) {
+		fprintf(stderr, "batchgen: cannot write the statistics to %s: %s\n", c->stats,
+			strerror(stats_err));
+		side_failed = true;
 	}
 	if (st != BG_OK) {
 		if (!r->write_failed)
@@ -784,6 +800,9 @@ int cmd_run(int argc, char **argv)
 		/* the whole output file counts, results kept by --resume too */
 		rc = CLI_EXIT_SOME_FAILED;
 	}
+	/* a lost --stats or --report file is an I/O failure, not a success */
+	if (side_failed && (rc == 0 || rc == CLI_EXIT_SOME_FAILED))
+		rc = CLI_EXIT_MODEL;
 	close_all(r, e, stats);
 	return rc;
 }

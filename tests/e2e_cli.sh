@@ -173,6 +173,16 @@ if [ -w /dev/full ]; then
 	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin -q >/dev/full 2>"$TMP/full.err"
 	check_eq "full disk: exit 3" "$?" 3
 	check "full disk: says so" grep -q "No space left" "$TMP/full.err"
+	# the statistics and the report on a full disk: exit 3 naming the file, not 0 with
+	# the file lost; the results are still written whole
+	for what in stats report; do
+		printf '{"prompt":"x","max_tokens":2}\n' |
+			"$BATCHGEN" -m synthetic:builtin -q --$what /dev/full >"$TMP/full.$what.out" 2>"$TMP/full.$what.err"
+		check_eq "--$what on a full disk: exit 3" "$?" 3
+		check "--$what on a full disk: says which file" grep -q "/dev/full" "$TMP/full.$what.err"
+		check_eq "--$what on a full disk: the result is written" \
+			"$(jq -r .finish_reason "$TMP/full.$what.out")" length
+	done
 fi
 # --device cuda: exit 3 with one line where CUDA is missing; a GPU machine runs it
 printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin -q --device cuda >/dev/null 2>"$TMP/c.err"

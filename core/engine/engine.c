@@ -10,6 +10,7 @@
  */
 #include "engine/engine.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -140,6 +141,7 @@ struct engine {
 	engine_sink_fn sink;
 	void *user;
 	bool sink_failed;
+	int stats_errno; /* the first failed write of cfg.stats (engine_stats_errno) */
 	int64_t iter;
 	int32_t iter_completed;
 	size_t swap_host_bytes;
@@ -311,6 +313,11 @@ int32_t engine_max_seq_len(const struct engine *e)
 void engine_totals(const struct engine *e, struct engine_progress *out)
 {
 	*out = e->tot;
+}
+
+int engine_stats_errno(const struct engine *e)
+{
+	return e->stats_errno;
 }
 
 bool engine_idle(const struct engine *e)
@@ -1291,7 +1298,9 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		fprintf(f, "\"adaptive\": {\"token_budget\": %lld, \"promised_tokens\": %lld}, ",
 			(long long)plan->token_budget, (long long)plan->promised_tokens);
 	fprintf(f, "\"mem\": {\"device_bytes\": %zu, \"host_bytes\": %zu}}\n", dev, host);
-	fflush(f);
+	errno = 0;
+	if ((fflush(f) != 0 || ferror(f)) && !e->stats_errno)
+		e->stats_errno = errno ? errno : EIO;
 }
 
 /* Fails every live request of step buffer bi, whose forward or sample failed (their KV is
