@@ -582,6 +582,15 @@ int cmd_run(int argc, char **argv)
 	} else if (!(r->in = fopen(c->input, "r"))) {
 		fprintf(stderr, "batchgen: cannot open %s: %s\n", c->input, strerror(errno));
 		return CLI_EXIT_USAGE;
+	} else {
+		/* a folder opens but every read fails: said here, before any work */
+		struct stat si;
+		if (fstat(fileno(r->in), &si) == 0 && S_ISDIR(si.st_mode)) {
+			fprintf(stderr, "batchgen: -i %s is a folder, not a file of requests\n",
+				c->input);
+			close_all(r, e, stats);
+			return CLI_EXIT_USAGE;
+		}
 	}
 	/* -o (or --stats) naming the input file would truncate it before it is read */
 	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output, c->stats};

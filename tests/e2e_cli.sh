@@ -146,6 +146,10 @@ usage_error "bad device" "$BATCHGEN" --device tpu
 usage_error "missing argument" "$BATCHGEN" -m
 usage_error "stray argument" "$BATCHGEN" run extra.jsonl
 usage_error "missing input file" "$BATCHGEN" -i "$TMP/does-not-exist.jsonl"
+# a folder as the input opens but cannot be read: a usage error (exit 2), not an I/O
+# failure that tells to rerun with --resume
+usage_error "input is a folder" "$BATCHGEN" -i "$TMP"
+check "input is a folder: says so" grep -q "is a folder" "$TMP/u.err"
 usage_error "--resume without -o" "$BATCHGEN" --resume
 usage_error "bad shard" "$BATCHGEN" --shard 4/4
 usage_error "bench option in run" "$BATCHGEN" --workload F1
