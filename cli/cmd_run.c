@@ -592,8 +592,17 @@ int cmd_run(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
+	/* --stats - is standard output, as -o - is; not both at once */
+	bool stats_stdout = c->stats && strcmp(c->stats, "-") == 0;
+	if (stats_stdout && strcmp(c->output, "-") == 0) {
+		fprintf(stderr, "batchgen: --stats - and the results would both go to standard "
+				"output; give one of them a file (-o FILE or --stats FILE)\n");
+		close_all(r, e, stats);
+		return CLI_EXIT_USAGE;
+	}
 	/* -o (or --stats) naming the input file would truncate it before it is read */
-	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output, c->stats};
+	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output,
+			      stats_stdout ? NULL : c->stats};
 	for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
 		struct stat si, so;
 		if (outs[i] && fstat(fileno(r->in), &si) == 0 && stat(outs[i], &so) == 0 &&
@@ -699,7 +708,9 @@ int cmd_run(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (c->stats && !(stats = fopen(c->stats, c->resume ? "a" : "w"))) {
+	if (stats_stdout)
+		stats = stdout;
+	else if (c->stats && !(stats = fopen(c->stats, c->resume ? "a" : "w"))) {
 		fprintf(stderr, "batchgen: cannot open %s: %s\n", c->stats, strerror(errno));
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;

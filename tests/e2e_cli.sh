@@ -150,6 +150,16 @@ usage_error "missing input file" "$BATCHGEN" -i "$TMP/does-not-exist.jsonl"
 # failure that tells to rerun with --resume
 usage_error "input is a folder" "$BATCHGEN" -i "$TMP"
 check "input is a folder: says so" grep -q "is a folder" "$TMP/u.err"
+# --stats - is standard output, as -o - is (it made a file named "-"); beside results on
+# standard output too it is refused
+usage_error "--stats - beside results on stdout" "$BATCHGEN" --stats -
+bg_abs=$(realpath "$BATCHGEN")
+(cd "$TMP" && printf '{"id":"a","prompt":"x","max_tokens":2}\n' |
+	"$bg_abs" -m synthetic:builtin -q -o "$TMP/s.out" --stats - >"$TMP/s.stdout")
+check_eq "--stats -: exit 0" "$?" 0
+check "--stats -: no file named -" test ! -e "$TMP/-"
+check_eq "--stats -: statistics lines on stdout" "$(jq -r 'has("iter")' "$TMP/s.stdout" | sort -u)" true
+check_eq "--stats -: the result in -o" "$(jq -r .id "$TMP/s.out")" a
 usage_error "--resume without -o" "$BATCHGEN" --resume
 usage_error "bad shard" "$BATCHGEN" --shard 4/4
 usage_error "bench option in run" "$BATCHGEN" --workload F1
