@@ -820,6 +820,16 @@ int cmd_run(int argc, char **argv)
 		/* the whole output file counts, results kept by --resume too */
 		rc = CLI_EXIT_SOME_FAILED;
 	}
+	/* the whole input was read: kept results that no input line claimed are another
+	 * input's (the file now has more lines than this input) */
+	if (st == BG_OK && !run_stop && !c->quiet && kept.n_kept > r->n_resumed)
+		fprintf(stderr,
+			"batchgen: warning: %lld result%s kept in %s %s an id that no line of %s "
+			"has (the output of another input?); the file has more results than "
+			"input lines\n",
+			(long long)(kept.n_kept - r->n_resumed),
+			kept.n_kept - r->n_resumed > 1 ? "s" : "", c->output,
+			kept.n_kept - r->n_resumed > 1 ? "have" : "has", c->input);
 	/* a lost --stats or --report file is an I/O failure, not a success */
 	if (side_failed && (rc == 0 || rc == CLI_EXIT_SOME_FAILED))
 		rc = CLI_EXIT_MODEL;
