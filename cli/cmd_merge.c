@@ -76,8 +76,7 @@ static bool count_file(const char *path, bool need_whole, int64_t *lines)
  * OpenAI line's "custom_id", the line number (1-based) for a native object
  * without an id. False when it cannot be told (not an object, an id of the wrong type:
  * such a line gets an error result, which is not checked). */
-static bool merge_want_id(const char *line, size_t len, int64_t line_no, char *buf,
-			  size_t cap)
+static bool merge_want_id(const char *line, size_t len, int64_t line_no, char *buf, size_t cap)
 {
 	cJSON *o = cJSON_ParseWithLength(line, len);
 	bool ok = false;
@@ -109,9 +108,9 @@ static bool merge_got_id(const char *line, size_t len, char *buf, size_t cap)
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, openai ? "custom_id" : "id");
 		const cJSON *err = cJSON_GetObjectItemCaseSensitive(o, "error");
 		const cJSON *resp = cJSON_GetObjectItemCaseSensitive(o, "response");
-		const cJSON *code =
-		    cJSON_IsObject(resp) ? cJSON_GetObjectItemCaseSensitive(resp, "status_code")
-					 : NULL;
+		const cJSON *code = cJSON_IsObject(resp)
+					? cJSON_GetObjectItemCaseSensitive(resp, "status_code")
+					: NULL;
 		bool good = openai ? cJSON_IsNumber(code) && code->valuedouble == 200
 				   : !err || cJSON_IsNull(err);
 		if (good && cJSON_IsString(v))
@@ -149,14 +148,14 @@ static bool merge_check_ids(const char *in_path, char **paths, int n, const int6
 			break;
 		}
 		if (!merge_want_id(a, (size_t)la, l + 1, want, sizeof want) ||
-		    !merge_got_id(b, (size_t)lb, got, sizeof got) ||
-		    strcmp(want, got) == 0)
+		    !merge_got_id(b, (size_t)lb, got, sizeof got) || strcmp(want, got) == 0)
 			continue;
 		fprintf(stderr,
 			"batchgen merge: input line %lld has id \"%s\" but its result, line %lld "
 			"of %s, has \"%s\": name the shards in shard order, 0 first (a shell glob "
 			"puts out.10 before out.2), each from a --shard K/%d run of %s\n",
-			(long long)(l + 1), want, (long long)(l / n + 1), paths[k], got, n, in_path);
+			(long long)(l + 1), want, (long long)(l / n + 1), paths[k], got, n,
+			in_path);
 		ok = false;
 	}
 	free(a);
