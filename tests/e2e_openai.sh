@@ -162,4 +162,17 @@ check_eq "raw NUL byte: invalid_json, the others run" \
 check "raw NUL byte: the message names its place" \
 	grep -q 'NUL byte at byte 23 ' "$TMP/rawnul.out"
 
+# a field given twice: refused naming it (cJSON took the first value, Python's json, jq
+# and so vLLM the last: "max_tokens":2,"max_tokens":5 ran 2 tokens here, 5 there); native
+# lines, OpenAI lines and their body; a nested object (logit_bias) is not checked
+printf '%s\n' '{"id":"a","prompt":"x","max_tokens":2,"max_tokens":5}' \
+	'{"custom_id":"c","custom_id":"d","url":"/v1/completions","body":{"prompt":"x","max_tokens":2}}' \
+	'{"custom_id":"e","url":"/v1/completions","body":{"prompt":"x","max_tokens":2,"temperature":0,"temperature":1}}' \
+	'{"id":"ok","prompt":"x","max_tokens":2,"logit_bias":{"5":1}}' >"$TMP/dupkey.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/dupkey.jsonl" -o "$TMP/dupkey.out"
+check_eq "field given twice: exit 1" "$?" 1
+check_eq "field given twice: refused, naming it" \
+	"$(jq -r '(.error.message // .response.body.error.message // "ok") | split(" ")[0]' "$TMP/dupkey.out" | tr '\n' ,)" \
+	"max_tokens,custom_id,body.temperature,ok,"
+
 summary
