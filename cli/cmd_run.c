@@ -488,7 +488,6 @@ static int run_sink(void *user, struct request *q)
 		}
 		r->next_seq = q->seq + 1;
 	}
-	progress_result(r->prog, q);
 	bool failed = q->finish == REQ_FINISH_ERROR || q->error.code[0];
 	if (failed && !r->cfg.quiet) {
 		if (r->n_logged < MAX_LOGGED_ERRORS) {
@@ -505,8 +504,8 @@ static int run_sink(void *user, struct request *q)
 	char *text = NULL;
 	size_t len = 0;
 	enum bg_status st = jsonl_write_result(q, r->rt.tok, &r->wopts, &text, &len);
-	req_free(q);
 	if (st != BG_OK) {
+		req_free(q);
 		progress_clear(r->prog);
 		fprintf(stderr, "batchgen: cannot format a result: %s\n", bg_status_name(st));
 		r->write_failed = true;
@@ -516,6 +515,10 @@ static int run_sink(void *user, struct request *q)
 	bool ok = write_all(r->out_fd, text, len);
 	int werr = errno;
 	free(text);
+	/* counted once written: the summary after a failed write does not call it done */
+	if (ok)
+		progress_result(r->prog, q);
+	req_free(q);
 	if (!ok) {
 		progress_clear(r->prog);
 		fprintf(stderr, "batchgen: cannot write to %s: %s\n", r->out_name, strerror(werr));

@@ -187,6 +187,9 @@ if [ -w /dev/full ]; then
 	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin -q >/dev/full 2>"$TMP/full.err"
 	check_eq "full disk: exit 3" "$?" 3
 	check "full disk: says so" grep -q "No space left" "$TMP/full.err"
+	# ... and the summary does not count the lost result as done ("1 ok" before)
+	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin >/dev/full 2>"$TMP/full.err"
+	check "full disk: the summary counts no result written" grep -q "(0 ok, 0 failed" "$TMP/full.err"
 	# the statistics and the report on a full disk: exit 3 naming the file, not 0 with
 	# the file lost; the results are still written whole
 	for what in stats report; do
