@@ -1210,7 +1210,12 @@ enum bg_status jsonl_parse_request(const char *line, size_t len, int64_t line_no
 			     "line is refused rather than cut at it",
 			     (size_t)(nul - line) + 1);
 		} else if (!root) {
-			fail(&p, "invalid_json", "the line is not valid JSON");
+			/* cJSON leaves end at the byte where it stopped */
+			if (end && end >= line && end <= line + len)
+				fail(&p, "invalid_json", "the line is not valid JSON at byte %zu",
+				     (size_t)(end - line) + 1);
+			else
+				fail(&p, "invalid_json", "the line is not valid JSON");
 		} else if (end && !jsonl_blank(end, len - (size_t)(end - line))) {
 			fail(&p, "invalid_json", "text after the JSON value");
 		} else if (!cJSON_IsObject(root)) {
