@@ -390,9 +390,10 @@ static bool bench_write_json(const char *path, const cJSON *root)
 		errno = ENOMEM;
 		return false;
 	}
-	FILE *f = fopen(path, "w");
+	bool to_stdout = strcmp(path, "-") == 0; /* - is standard output, as for -o */
+	FILE *f = to_stdout ? stdout : fopen(path, "w");
 	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	if (f && fclose(f) != 0)
+	if (f && (to_stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0))
 		ok = false;
 	free(text);
 	return ok;

@@ -603,6 +603,16 @@ int cmd_run(int argc, char **argv)
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;
 	}
+	/* --report - likewise, alone on standard output */
+	if (c->report && strcmp(c->report, "-") == 0 &&
+	    (strcmp(c->output, "-") == 0 || stats_stdout)) {
+		fprintf(stderr,
+			"batchgen: --report - and the %s would both go to standard output; "
+			"give one of them a file\n",
+			stats_stdout ? "statistics (--stats -)" : "results");
+		close_all(r, e, stats);
+		return CLI_EXIT_USAGE;
+	}
 	/* -o (or --stats) naming the input file would truncate it before it is read */
 	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output,
 			      stats_stdout ? NULL : c->stats};

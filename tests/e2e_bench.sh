@@ -124,4 +124,10 @@ if [ -w /dev/full ]; then
 	check "--stats on a full disk: says so" grep -q 'cannot write --stats /dev/full' "$TMP/full.err"
 fi
 
+# --report - is standard output (the table goes to stderr): bench ... --report - | jq
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W -q --report - >"$TMP/rep.stdout" 2>"$TMP/rep.err"
+check_eq "--report -: exit 0" "$?" 0
+check_eq "--report -: the report on stdout" "$(json "$TMP/rep.stdout" 'r["results"]["output_tokens"]')" 48
+check "--report -: no file named -" test ! -e ./-
+
 summary

@@ -160,6 +160,15 @@ check_eq "--stats -: exit 0" "$?" 0
 check "--stats -: no file named -" test ! -e "$TMP/-"
 check_eq "--stats -: statistics lines on stdout" "$(jq -r 'has("iter")' "$TMP/s.stdout" | sort -u)" true
 check_eq "--stats -: the result in -o" "$(jq -r .id "$TMP/s.out")" a
+# --report - likewise (one JSON object after the run), refused beside results or
+# statistics on standard output
+usage_error "--report - beside results on stdout" "$BATCHGEN" --report -
+usage_error "--report - beside --stats -" "$BATCHGEN" -o "$TMP/r.out" --stats - --report -
+(cd "$TMP" && printf '{"id":"a","prompt":"x","max_tokens":2}\n' |
+	"$bg_abs" -m synthetic:builtin -q -o "$TMP/r.out" --report - >"$TMP/r.stdout")
+check_eq "--report -: exit 0" "$?" 0
+check "--report -: no file named -" test ! -e "$TMP/-"
+check_eq "--report -: the report on stdout" "$(jq -r .requests.ok "$TMP/r.stdout")" 1
 usage_error "--resume without -o" "$BATCHGEN" --resume
 usage_error "bad shard" "$BATCHGEN" --shard 4/4
 usage_error "bench option in run" "$BATCHGEN" --workload F1
