@@ -724,6 +724,14 @@ static bool intake_tokenize(struct engine *e, struct ereq *er)
 			 "this model has no tokenizer: give input_ids instead of a prompt");
 		return false;
 	}
+	/* max_tokens alone fills the sequence: no prompt size could fit, so say that */
+	if (r->max_tokens > 0 && r->max_tokens >= e->max_seq_len) {
+		fail_req(e, er, "too_long",
+			 "max_tokens (%d) leaves no room for the prompt: prompt + max_tokens must "
+			 "fit the max sequence length of %d",
+			 r->max_tokens, e->max_seq_len);
+		return false;
+	}
 	/* Refused by size before tokenizing, so that memory stays bounded whatever the line
 	 * (tokenizing takes ~25 bytes per byte): each token stands for at most
 	 * tok_max_token_bytes bytes (tokenizer.h; a text that would fit only because the
