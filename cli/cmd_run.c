@@ -22,6 +22,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -538,6 +540,26 @@ static void run_progress(void *user, const struct engine_progress *p)
 /* The command                                                                          */
 /* ------------------------------------------------------------------------------------ */
 
+/* Whether paths a and b name one regular file: the same inode when both exist (not a
+ * device: -o /dev/null --stats /dev/null is fine), else the same resolved folder and name
+ * (a file not made yet: "x" and "./x"). */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+	if (ea || eb)
+		return ea && eb && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
+		       sa.st_ino == sb.st_ino;
+	char ca[PATH_MAX], cb[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
+	snprintf(ca, sizeof ca, "%s", a);
+	snprintf(cb, sizeof cb, "%s", b);
+	if (!realpath(dirname(ca), da) || !realpath(dirname(cb), db))
+		return strcmp(a, b) == 0;
+	snprintf(ca, sizeof ca, "%s", a);
+	snprintf(cb, sizeof cb, "%s", b);
+	return strcmp(da, db) == 0 && strcmp(basename(ca), basename(cb)) == 0;
+}
+
 static void close_all(struct run *r, struct engine *e, FILE *stats)
 {
 	reader_stop(&r->rd);
@@ -613,6 +635,22 @@ int cmd_run(int argc, char **argv)
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;
 	}
+	/* two outputs naming one file: the report would overwrite the results at the end,
+	 * the statistics would be interleaved with them */
+	const char *named[3][2] = {
+	    {"-o", strcmp(c->output, "-") == 0 ? NULL : c->output},
+	    {"--stats", stats_stdout ? NULL : c->stats},
+	    {"--report", c->report && strcmp(c->report, "-") != 0 ? c->report : NULL}};
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (named[i][1] && named[j][1] && same_file(named[i][1], named[j][1])) {
+				fprintf(stderr,
+					"batchgen: %s and %s name the same file (%s); give each "
+					"its own\n",
+					named[i][0], named[j][0], named[j][1]);
+				close_all(r, e, stats);
+				return CLI_EXIT_USAGE;
+			}
 	/* -o (or --stats) naming the input file would truncate it before it is read */
 	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output,
 			      stats_stdout ? NULL : c->stats};

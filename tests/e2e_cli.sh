@@ -175,6 +175,14 @@ usage_error "bench option in run" "$BATCHGEN" --workload F1
 head -n 3 "$in" >"$TMP/same.jsonl"
 usage_error "output = input" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/same.jsonl"
 check_eq "output = input: the input is intact" "$(wc -l <"$TMP/same.jsonl" | tr -d ' ')" 3
+# two outputs naming one file: the report overwrote the results at the end (exit 0), the
+# statistics were interleaved with them; refused, whether the file exists or not
+usage_error "-o = --report" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/one.out" --report "$TMP/./one.out"
+usage_error "-o = --stats" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/same.out2" --stats "$TMP/same.out2"
+: >"$TMP/exists.out"
+usage_error "--stats = --report, existing" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/r.jsonl" \
+	--stats "$TMP/exists.out" --report "$TMP/../$(basename "$TMP")/exists.out"
+check "two outputs naming one file: the message names both options" grep -q -- '--stats and --report name the same file' "$TMP/u.err"
 
 # ---- model and device errors: exit 3, one line --------------------------------------
 model_error() {
