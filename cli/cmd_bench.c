@@ -390,9 +390,10 @@ static bool bench_write_json(const char *path, const cJSON *root)
 		errno = ENOMEM;
 		return false;
 	}
-	FILE *f = fopen(path, "w");
+	bool to_stdout = strcmp(path, "-") == 0; /* - is standard output, as for -o */
+	FILE *f = to_stdout ? stdout : fopen(path, "w");
 	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	if (f && fclose(f) != 0)
+	if (f && (to_stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0))
 		ok = false;
 	free(text);
 	return ok;
@@ -955,9 +956,18 @@ done:
 	bench_phase_free(&p);
 	cJSON_Delete(rep);
 	cJSON_Delete(base);
-	if (stats && fclose(stats) != 0 && rc == CLI_EXIT_OK) {
-		fprintf(stderr, "batchgen bench: cannot write --stats %s\n", c.stats);
-		rc = CLI_EXIT_USAGE;
+	if (stats) {
+		/* the engine flushes every line: a failed write left the error flag, and
+		 * fclose, with nothing buffered, would return 0 */
+		bool bad = ferror(stats) != 0;
+		errno = 0;
+		if (fclose(stats) != 0)
+			bad = true;
+		if (bad && rc == CLI_EXIT_OK) {
+			fprintf(stderr, "batchgen bench: cannot write --stats %s%s%s\n", c.stats,
+				errno ? ": " : "", errno ? strerror(errno) : "");
+			rc = CLI_EXIT_USAGE;
+		}
 	}
 	opt_close_runtime(&rt);
 	sigaction(SIGINT, &old_int, NULL);

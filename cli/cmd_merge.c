@@ -12,7 +12,11 @@
  * Checks before anything is written: every file ends with a whole line, and the counts
  * fit the round-robin (c_0 >= c_1 >= ... >= c_N-1 >= c_0 - 1). With -i INPUT the count of
  * each shard must be exactly what the input's line count implies, which also catches a
- * shard that stopped early. Memory: one line per shard.
+ * shard that stopped early, and then every result that succeeded must carry the id of
+ * the input line it is merged against (its "id" or "custom_id"; the line number for a
+ * native line without one): shards of equal counts named out of order (a shell glob
+ * sorts out.10 before out.2) are refused, not merged into the wrong lines. Memory: one
+ * line per shard.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "cli/commands.h"
 #include "cli/lines.h"
@@ -64,6 +70,103 @@ static bool count_file(const char *path, bool need_whole, int64_t *lines)
 		return false;
 	}
 	return true;
+}
+
+/* The id a result for input line `line` must carry, into buf: a native line's "id", an
+ * OpenAI line's "custom_id", the line number (1-based) for a native object
+ * without an id. False when it cannot be told (not an object, an id of the wrong type:
+ * such a line gets an error result, which is not checked). */
+static bool merge_want_id(const char *line, size_t len, int64_t line_no, char *buf, size_t cap)
+{
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	bool ok = false;
+	if (cJSON_IsObject(o)) {
+		const cJSON *cid = cJSON_GetObjectItemCaseSensitive(o, "custom_id");
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+		bool openai = cid || cJSON_GetObjectItemCaseSensitive(o, "body");
+		const cJSON *v = openai ? cid : id;
+		if (cJSON_IsString(v) && v->valuestring[0]) {
+			ok = snprintf(buf, cap, "%s", v->valuestring) < (int)cap;
+		} else if (!openai && (!v || cJSON_IsNull(v))) {
+			snprintf(buf, cap, "%lld", (long long)line_no);
+			ok = true;
+		}
+	}
+	cJSON_Delete(o);
+	return ok;
+}
+
+/* The id of a result line that succeeded (native: "error" null, its "id"; OpenAI, known
+ * by its "response": status 200, its "custom_id"), into buf; false for an error result
+ * or one that is not JSON. */
+static bool merge_got_id(const char *line, size_t len, char *buf, size_t cap)
+{
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	bool ok = false;
+	if (cJSON_IsObject(o)) {
+		bool openai = cJSON_GetObjectItemCaseSensitive(o, "response") != NULL;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, openai ? "custom_id" : "id");
+		const cJSON *err = cJSON_GetObjectItemCaseSensitive(o, "error");
+		const cJSON *resp = cJSON_GetObjectItemCaseSensitive(o, "response");
+		const cJSON *code = cJSON_IsObject(resp)
+					? cJSON_GetObjectItemCaseSensitive(resp, "status_code")
+					: NULL;
+		bool good = openai ? cJSON_IsNumber(code) && code->valuedouble == 200
+				   : !err || cJSON_IsNull(err);
+		if (good && cJSON_IsString(v))
+			ok = snprintf(buf, cap, "%s", v->valuestring) < (int)cap;
+	}
+	cJSON_Delete(o);
+	return ok;
+}
+
+/* Reads the input beside the shards in merge order and compares each result that
+ * succeeded with its input line's id. False (with a message) at the first mismatch or a
+ * read failure. The files are read again for the merge itself. */
+static bool merge_check_ids(const char *in_path, char **paths, int n, const int64_t *count)
+{
+	FILE *in = fopen(in_path, "r");
+	FILE **f = calloc((size_t)n, sizeof *f);
+	bool ok = in && f;
+	for (int k = 0; ok && k < n; k++)
+		ok = (f[k] = fopen(paths[k], "r")) != NULL;
+	if (!ok)
+		fprintf(stderr, "batchgen merge: cannot read the input and the shards again\n");
+	char *a = NULL, *b = NULL, want[256], got[256];
+	size_t cap_a = 0, cap_b = 0;
+	for (int64_t l = 0; ok; l++) {
+		ssize_t la = getline(&a, &cap_a, in);
+		if (la < 0)
+			break;
+		int k = (int)(l % n);
+		if (l / n >= count[k])
+			break; /* counted before: cannot happen unless a file changed */
+		ssize_t lb = getline(&b, &cap_b, f[k]);
+		if (lb <= 0) {
+			fprintf(stderr, "batchgen merge: %s changed while merging\n", paths[k]);
+			ok = false;
+			break;
+		}
+		if (!merge_want_id(a, (size_t)la, l + 1, want, sizeof want) ||
+		    !merge_got_id(b, (size_t)lb, got, sizeof got) || strcmp(want, got) == 0)
+			continue;
+		fprintf(stderr,
+			"batchgen merge: input line %lld has id \"%s\" but its result, line %lld "
+			"of %s, has \"%s\": name the shards in shard order, 0 first (a shell glob "
+			"puts out.10 before out.2), each from a --shard K/%d run of %s\n",
+			(long long)(l + 1), want, (long long)(l / n + 1), paths[k], got, n,
+			in_path);
+		ok = false;
+	}
+	free(a);
+	free(b);
+	for (int k = 0; f && k < n; k++)
+		if (f[k])
+			fclose(f[k]);
+	free(f);
+	if (in)
+		fclose(in);
+	return ok;
 }
 
 int cmd_merge(int argc, char **argv)
@@ -151,6 +254,10 @@ int cmd_merge(int argc, char **argv)
 				rc = CLI_EXIT_USAGE;
 				goto out;
 			}
+		}
+		if (!merge_check_ids(in_path, paths, n, count)) {
+			rc = CLI_EXIT_USAGE;
+			goto out;
 		}
 	}
 

@@ -22,6 +22,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -488,7 +490,6 @@ static int run_sink(void *user, struct request *q)
 		}
 		r->next_seq = q->seq + 1;
 	}
-	progress_result(r->prog, q);
 	bool failed = q->finish == REQ_FINISH_ERROR || q->error.code[0];
 	if (failed && !r->cfg.quiet) {
 		if (r->n_logged < MAX_LOGGED_ERRORS) {
@@ -505,8 +506,8 @@ static int run_sink(void *user, struct request *q)
 	char *text = NULL;
 	size_t len = 0;
 	enum bg_status st = jsonl_write_result(q, r->rt.tok, &r->wopts, &text, &len);
-	req_free(q);
 	if (st != BG_OK) {
+		req_free(q);
 		progress_clear(r->prog);
 		fprintf(stderr, "batchgen: cannot format a result: %s\n", bg_status_name(st));
 		r->write_failed = true;
@@ -516,6 +517,10 @@ static int run_sink(void *user, struct request *q)
 	bool ok = write_all(r->out_fd, text, len);
 	int werr = errno;
 	free(text);
+	/* counted once written: the summary after a failed write does not call it done */
+	if (ok)
+		progress_result(r->prog, q);
+	req_free(q);
 	if (!ok) {
 		progress_clear(r->prog);
 		fprintf(stderr, "batchgen: cannot write to %s: %s\n", r->out_name, strerror(werr));
@@ -534,6 +539,26 @@ static void run_progress(void *user, const struct engine_progress *p)
 /* ------------------------------------------------------------------------------------ */
 /* The command                                                                          */
 /* ------------------------------------------------------------------------------------ */
+
+/* Whether paths a and b name one regular file: the same inode when both exist (not a
+ * device: -o /dev/null --stats /dev/null is fine), else the same resolved folder and name
+ * (a file not made yet: "x" and "./x"). */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+	if (ea || eb)
+		return ea && eb && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
+		       sa.st_ino == sb.st_ino;
+	char ca[PATH_MAX], cb[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
+	snprintf(ca, sizeof ca, "%s", a);
+	snprintf(cb, sizeof cb, "%s", b);
+	if (!realpath(dirname(ca), da) || !realpath(dirname(cb), db))
+		return strcmp(a, b) == 0;
+	snprintf(ca, sizeof ca, "%s", a);
+	snprintf(cb, sizeof cb, "%s", b);
+	return strcmp(da, db) == 0 && strcmp(basename(ca), basename(cb)) == 0;
+}
 
 static void close_all(struct run *r, struct engine *e, FILE *stats)
 {
@@ -582,9 +607,53 @@ int cmd_run(int argc, char **argv)
 	} else if (!(r->in = fopen(c->input, "r"))) {
 		fprintf(stderr, "batchgen: cannot open %s: %s\n", c->input, strerror(errno));
 		return CLI_EXIT_USAGE;
+	} else {
+		/* a folder opens but every read fails: said here, before any work */
+		struct stat si;
+		if (fstat(fileno(r->in), &si) == 0 && S_ISDIR(si.st_mode)) {
+			fprintf(stderr, "batchgen: -i %s is a folder, not a file of requests\n",
+				c->input);
+			close_all(r, e, stats);
+			return CLI_EXIT_USAGE;
+		}
 	}
+	/* --stats - is standard output, as -o - is; not both at once */
+	bool stats_stdout = c->stats && strcmp(c->stats, "-") == 0;
+	if (stats_stdout && strcmp(c->output, "-") == 0) {
+		fprintf(stderr, "batchgen: --stats - and the results would both go to standard "
+				"output; give one of them a file (-o FILE or --stats FILE)\n");
+		close_all(r, e, stats);
+		return CLI_EXIT_USAGE;
+	}
+	/* --report - likewise, alone on standard output */
+	if (c->report && strcmp(c->report, "-") == 0 &&
+	    (strcmp(c->output, "-") == 0 || stats_stdout)) {
+		fprintf(stderr,
+			"batchgen: --report - and the %s would both go to standard output; "
+			"give one of them a file\n",
+			stats_stdout ? "statistics (--stats -)" : "results");
+		close_all(r, e, stats);
+		return CLI_EXIT_USAGE;
+	}
+	/* two outputs naming one file: the report would overwrite the results at the end,
+	 * the statistics would be interleaved with them */
+	const char *named[3][2] = {
+	    {"-o", strcmp(c->output, "-") == 0 ? NULL : c->output},
+	    {"--stats", stats_stdout ? NULL : c->stats},
+	    {"--report", c->report && strcmp(c->report, "-") != 0 ? c->report : NULL}};
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (named[i][1] && named[j][1] && same_file(named[i][1], named[j][1])) {
+				fprintf(stderr,
+					"batchgen: %s and %s name the same file (%s); give each "
+					"its own\n",
+					named[i][0], named[j][0], named[j][1]);
+				close_all(r, e, stats);
+				return CLI_EXIT_USAGE;
+			}
 	/* -o (or --stats) naming the input file would truncate it before it is read */
-	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output, c->stats};
+	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output,
+			      stats_stdout ? NULL : c->stats};
 	for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
 		struct stat si, so;
 		if (outs[i] && fstat(fileno(r->in), &si) == 0 && stat(outs[i], &so) == 0 &&
@@ -690,7 +759,9 @@ int cmd_run(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (c->stats && !(stats = fopen(c->stats, c->resume ? "a" : "w"))) {
+	if (stats_stdout)
+		stats = stdout;
+	else if (c->stats && !(stats = fopen(c->stats, c->resume ? "a" : "w"))) {
 		fprintf(stderr, "batchgen: cannot open %s: %s\n", c->stats, strerror(errno));
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;
@@ -756,13 +827,29 @@ int cmd_run(int argc, char **argv)
 	sigaction(SIGTERM, &old_term, NULL);
 
 	progress_summary(r->prog, &totals);
+	bool side_failed = false; /* --report or --stats could not be written */
 	if (c->report) {
 		char dev[64];
 		snprintf(dev, sizeof dev, "%s", r->rt.backend->name);
 		struct bg_err rerr = {0};
 		if (progress_write_report(r->prog, &totals, c->report, r->rt.model->name, dev,
-					  &rerr) != BG_OK)
+					  &rerr) != BG_OK) {
 			fprintf(stderr, "batchgen: %s\n", rerr.msg);
+			side_failed = true;
+		}
+	}
+	/* the statistics: a write that failed during the run, or the last lines at fclose */
+	int stats_err = stats ? engine_stats_errno(e) : 0;
+	if (stats) {
+		errno = 0;
+		if (fclose(stats) != 0 && !stats_err)
+			stats_err = errno ? errno : EIO;
+		stats = NULL;
+	}
+	if (stats_err) {
+		fprintf(stderr, "batchgen: cannot write the statistics to %s: %s\n", c->stats,
+			strerror(stats_err));
+		side_failed = true;
 	}
 	if (st != BG_OK) {
 		if (!r->write_failed)
@@ -784,6 +871,19 @@ int cmd_run(int argc, char **argv)
 		/* the whole output file counts, results kept by --resume too */
 		rc = CLI_EXIT_SOME_FAILED;
 	}
+	/* the whole input was read: kept results that no input line claimed are another
+	 * input's (the file now has more lines than this input) */
+	if (st == BG_OK && !run_stop && !c->quiet && kept.n_kept > r->n_resumed)
+		fprintf(stderr,
+			"batchgen: warning: %lld result%s kept in %s %s an id that no line of %s "
+			"has (the output of another input?); the file has more results than "
+			"input lines\n",
+			(long long)(kept.n_kept - r->n_resumed),
+			kept.n_kept - r->n_resumed > 1 ? "s" : "", c->output,
+			kept.n_kept - r->n_resumed > 1 ? "have" : "has", c->input);
+	/* a lost --stats or --report file is an I/O failure, not a success */
+	if (side_failed && (rc == 0 || rc == CLI_EXIT_SOME_FAILED))
+		rc = CLI_EXIT_MODEL;
 	close_all(r, e, stats);
 	return rc;
 }

@@ -66,9 +66,9 @@ static const struct opt_def opt_table[] = {
     {"output", 'o', K_STR, F(output), "-", "FILE", RUN, NOLIM, NULL,
      "JSONL results to write, - for standard output"},
     {"stats", 0, K_STR, F(stats), NULL, "FILE", BOTH, NOLIM, NULL,
-     "write one JSON line of statistics per engine iteration to FILE"},
+     "write one JSON line of statistics per engine iteration to FILE (run: - is stdout)"},
     {"report", 0, K_STR, F(report), NULL, "FILE", BOTH, NOLIM, NULL,
-     "write a JSON summary of the run (throughput, latency percentiles) to FILE"},
+     "write a JSON summary of the run (throughput, latency percentiles) to FILE (- is stdout)"},
     /* device */
     {"device", 0, K_DEVICE, F(device), "auto", "DEV", BOTH, NOLIM, NULL,
      "auto, cpu, cuda or cuda:N; auto picks CUDA when a device is present"},

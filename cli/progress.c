@@ -355,14 +355,15 @@ enum bg_status progress_write_report(struct progress *p, const struct engine_pro
 	cJSON_Delete(o);
 	if (!text)
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory writing the report");
-	FILE *f = fopen(path, "w");
+	bool to_stdout = strcmp(path, "-") == 0; /* as -o -: standard output */
+	FILE *f = to_stdout ? stdout : fopen(path, "w");
 	if (!f) {
 		free(text);
 		return bg_fail(err, BG_ERR_IO, "cannot write the report %s: %s", path,
 			       strerror(errno));
 	}
 	int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
-	bad |= fclose(f) != 0;
+	bad |= to_stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0;
 	free(text);
 	if (bad)
 		return bg_fail(err, BG_ERR_IO, "cannot write the report %s", path);

@@ -116,5 +116,18 @@ check_eq "B1 refused on the CPU" "$?" 2
 check "B1 message" grep -q 'CUDA only' "$TMP/b1.err"
 "$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W --baseline "$TMP/missing.json" 2>/dev/null
 check_eq "missing baseline" "$?" 2
+# --stats on a full disk: not a silent success (the table and the report were fine, the
+# statistics lost): exit 2 naming the file, as a report that cannot be written
+if [ -w /dev/full ]; then
+	"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W -q --stats /dev/full 2>"$TMP/full.err"
+	check_eq "--stats on a full disk: exit 2" "$?" 2
+	check "--stats on a full disk: says so" grep -q 'cannot write --stats /dev/full' "$TMP/full.err"
+fi
+
+# --report - is standard output (the table goes to stderr): bench ... --report - | jq
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W -q --report - >"$TMP/rep.stdout" 2>"$TMP/rep.err"
+check_eq "--report -: exit 0" "$?" 0
+check_eq "--report -: the report on stdout" "$(json "$TMP/rep.stdout" 'r["results"]["output_tokens"]')" 48
+check "--report -: no file named -" test ! -e ./-
 
 summary

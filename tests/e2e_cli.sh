@@ -146,12 +146,43 @@ usage_error "bad device" "$BATCHGEN" --device tpu
 usage_error "missing argument" "$BATCHGEN" -m
 usage_error "stray argument" "$BATCHGEN" run extra.jsonl
 usage_error "missing input file" "$BATCHGEN" -i "$TMP/does-not-exist.jsonl"
+# a folder as the input opens but cannot be read: a usage error (exit 2), not an I/O
+# failure that tells to rerun with --resume
+usage_error "input is a folder" "$BATCHGEN" -i "$TMP"
+check "input is a folder: says so" grep -q "is a folder" "$TMP/u.err"
+# --stats - is standard output, as -o - is (it made a file named "-"); beside results on
+# standard output too it is refused
+usage_error "--stats - beside results on stdout" "$BATCHGEN" --stats -
+bg_abs=$(realpath "$BATCHGEN")
+(cd "$TMP" && printf '{"id":"a","prompt":"x","max_tokens":2}\n' |
+	"$bg_abs" -m synthetic:builtin -q -o "$TMP/s.out" --stats - >"$TMP/s.stdout")
+check_eq "--stats -: exit 0" "$?" 0
+check "--stats -: no file named -" test ! -e "$TMP/-"
+check_eq "--stats -: statistics lines on stdout" "$(jq -r 'has("iter")' "$TMP/s.stdout" | sort -u)" true
+check_eq "--stats -: the result in -o" "$(jq -r .id "$TMP/s.out")" a
+# --report - likewise (one JSON object after the run), refused beside results or
+# statistics on standard output
+usage_error "--report - beside results on stdout" "$BATCHGEN" --report -
+usage_error "--report - beside --stats -" "$BATCHGEN" -o "$TMP/r.out" --stats - --report -
+(cd "$TMP" && printf '{"id":"a","prompt":"x","max_tokens":2}\n' |
+	"$bg_abs" -m synthetic:builtin -q -o "$TMP/r.out" --report - >"$TMP/r.stdout")
+check_eq "--report -: exit 0" "$?" 0
+check "--report -: no file named -" test ! -e "$TMP/-"
+check_eq "--report -: the report on stdout" "$(jq -r .requests.ok "$TMP/r.stdout")" 1
 usage_error "--resume without -o" "$BATCHGEN" --resume
 usage_error "bad shard" "$BATCHGEN" --shard 4/4
 usage_error "bench option in run" "$BATCHGEN" --workload F1
 head -n 3 "$in" >"$TMP/same.jsonl"
 usage_error "output = input" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/same.jsonl"
 check_eq "output = input: the input is intact" "$(wc -l <"$TMP/same.jsonl" | tr -d ' ')" 3
+# two outputs naming one file: the report overwrote the results at the end (exit 0), the
+# statistics were interleaved with them; refused, whether the file exists or not
+usage_error "-o = --report" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/one.out" --report "$TMP/./one.out"
+usage_error "-o = --stats" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/same.out2" --stats "$TMP/same.out2"
+: >"$TMP/exists.out"
+usage_error "--stats = --report, existing" "$BATCHGEN" -i "$TMP/same.jsonl" -o "$TMP/r.jsonl" \
+	--stats "$TMP/exists.out" --report "$TMP/../$(basename "$TMP")/exists.out"
+check "two outputs naming one file: the message names both options" grep -q -- '--stats and --report name the same file' "$TMP/u.err"
 
 # ---- model and device errors: exit 3, one line --------------------------------------
 model_error() {
@@ -173,6 +204,19 @@ if [ -w /dev/full ]; then
 	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin -q >/dev/full 2>"$TMP/full.err"
 	check_eq "full disk: exit 3" "$?" 3
 	check "full disk: says so" grep -q "No space left" "$TMP/full.err"
+	# ... and the summary does not count the lost result as done ("1 ok" before)
+	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin >/dev/full 2>"$TMP/full.err"
+	check "full disk: the summary counts no result written" grep -q "(0 ok, 0 failed" "$TMP/full.err"
+	# the statistics and the report on a full disk: exit 3 naming the file, not 0 with
+	# the file lost; the results are still written whole
+	for what in stats report; do
+		printf '{"prompt":"x","max_tokens":2}\n' |
+			"$BATCHGEN" -m synthetic:builtin -q --$what /dev/full >"$TMP/full.$what.out" 2>"$TMP/full.$what.err"
+		check_eq "--$what on a full disk: exit 3" "$?" 3
+		check "--$what on a full disk: says which file" grep -q "/dev/full" "$TMP/full.$what.err"
+		check_eq "--$what on a full disk: the result is written" \
+			"$(jq -r .finish_reason "$TMP/full.$what.out")" length
+	done
 fi
 # --device cuda: exit 3 with one line where CUDA is missing; a GPU machine runs it
 printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin -q --device cuda >/dev/null 2>"$TMP/c.err"

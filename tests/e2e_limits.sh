@@ -60,4 +60,10 @@ check_eq "chat: the huge message is too_long" "$(grep -o '"code":"[a-z_]*"' "$TM
 check "chat: the error names the chat prompt's size" \
 	grep -q 'messages: the chat prompt is 167772[0-9][0-9] bytes, at least' "$TMP/bigchat.out"
 check "chat: a small message is answered" grep -q '"finish_reason":"length"' "$TMP/smallchat.out"
+# max_tokens alone at or past the max sequence length: said so, not as a prompt size
+# ("prompt is 2 bytes, at least 1 tokens ...; with max_tokens (100000000) that is beyond")
+printf '{"prompt":"Hi","max_tokens":100000000}\n' | "$BATCHGEN" -q >"$TMP/mt.out"
+check_eq "max_tokens past the context: too_long" "$(jq -r .error.code "$TMP/mt.out")" too_long
+check "max_tokens past the context: the message names max_tokens first" \
+	grep -q '"message":"max_tokens (100000000) leaves no room for the prompt' "$TMP/mt.out"
 summary

@@ -149,4 +149,30 @@ check_eq "NUL: refused, naming the field" \
 	"$(jq -r '(.error.message // .response.body.error.message // "ok") | split(" ")[0]' "$TMP/nul.out" | tr '\n' ,)" \
 	"prompt,stop[0],body.messages[0].content,ok,"
 
+# a raw NUL byte (not the escape) is invalid JSON (RFC 8259 strings hold no control
+# characters): the line is refused as such, never cut at the NUL (cJSON copies the byte,
+# and the C string ended there: "ab<NUL>cd" ran as "ab"); native and OpenAI lines
+printf '{"id":"r","prompt":"ab\000cd","max_tokens":2}\n{"id":"ok","prompt":"ab","max_tokens":2}\n{"custom_id":"c","url":"/v1/completions","body":{"prompt":"ab\000cd","max_tokens":2}}\n' \
+	>"$TMP/rawnul.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/rawnul.jsonl" -o "$TMP/rawnul.out"
+check_eq "raw NUL byte: exit 1" "$?" 1
+check_eq "raw NUL byte: invalid_json, the others run" \
+	"$(jq -r '(.error.code // .response.body.error.code // .error // "ok") | tostring' "$TMP/rawnul.out" | tr '\n' ,)" \
+	"invalid_json,ok,invalid_json,"
+check "raw NUL byte: the message names its place" \
+	grep -q 'NUL byte at byte 23 ' "$TMP/rawnul.out"
+
+# a field given twice: refused naming it (cJSON took the first value, Python's json, jq
+# and so vLLM the last: "max_tokens":2,"max_tokens":5 ran 2 tokens here, 5 there); native
+# lines, OpenAI lines and their body; a nested object (logit_bias) is not checked
+printf '%s\n' '{"id":"a","prompt":"x","max_tokens":2,"max_tokens":5}' \
+	'{"custom_id":"c","custom_id":"d","url":"/v1/completions","body":{"prompt":"x","max_tokens":2}}' \
+	'{"custom_id":"e","url":"/v1/completions","body":{"prompt":"x","max_tokens":2,"temperature":0,"temperature":1}}' \
+	'{"id":"ok","prompt":"x","max_tokens":2,"logit_bias":{"5":1}}' >"$TMP/dupkey.jsonl"
+"$BATCHGEN" --device cpu -q -i "$TMP/dupkey.jsonl" -o "$TMP/dupkey.out"
+check_eq "field given twice: exit 1" "$?" 1
+check_eq "field given twice: refused, naming it" \
+	"$(jq -r '(.error.message // .response.body.error.message // "ok") | split(" ")[0]' "$TMP/dupkey.out" | tr '\n' ,)" \
+	"max_tokens,custom_id,body.temperature,ok,"
+
 summary

@@ -123,4 +123,18 @@ check_eq "silent input: exit 130" "$rc" 130
 check "silent input: every line is valid JSON" jq -e . "$TMP/int.jsonl" >/dev/null
 check_eq "silent input: the one result" "$(jq -r .id "$TMP/int.jsonl" | tr '\n' ' ')" "s1 "
 
+# ---- the reader of the results goes away (| head -1): the man page's exit status 141 ----
+for i in $(seq 1 300); do req "h$i" "the line $i" 8; done >"$TMP/head.in"
+timeout 120 "$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/head.in" | head -n 1 >"$TMP/head.out"
+check_eq "| head -1: batchgen ends by SIGPIPE (141), no hang (124)" "${PIPESTATUS[0]}" 141
+check_eq "| head -1: the first result, whole" "$(jq -r .id "$TMP/head.out")" h1
+# SIGPIPE ignored by the parent: the write fails, exit 3 naming standard output
+(
+	trap '' PIPE
+	timeout 120 "$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/head.in" 2>"$TMP/head.err" | head -n 1 >/dev/null
+	echo "${PIPESTATUS[0]}" >"$TMP/head.rc"
+)
+check_eq "| head -1, SIGPIPE ignored: exit 3" "$(cat "$TMP/head.rc")" 3
+check "| head -1, SIGPIPE ignored: says so" grep -q "standard output: Broken pipe" "$TMP/head.err"
+
 summary

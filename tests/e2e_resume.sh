@@ -151,4 +151,17 @@ for i in 1 2; do
 	check_eq "id not UTF-8: resume $i writes nothing again" "$(wc -l <"$TMP/utf8.out" | tr -d ' ')" 2
 done
 
+# --resume into the output of another input: its results are kept (their ids are no line's
+# here), so the file ends with more lines than the input; the run warns, naming how many
+printf '{"id":"other","text":"x","token_ids":[],"finish_reason":"length","error":null}\n' >"$TMP/foreign.out"
+printf '{"id":"a","prompt":"hi","max_tokens":2}\n' >"$TMP/foreign.jsonl"
+"$BATCHGEN" --device cpu -i "$TMP/foreign.jsonl" -o "$TMP/foreign.out" --resume 2>"$TMP/foreign.err"
+check_eq "foreign results: exit 0 (the input is done)" "$?" 0
+check "foreign results: a warning naming them" grep -q 'warning: 1 result kept in .*foreign.out has an id that no line of' "$TMP/foreign.err"
+"$BATCHGEN" --device cpu -i "$TMP/foreign.jsonl" -o "$TMP/foreign.out" --resume 2>"$TMP/again.err"
+check_eq "foreign results: a resume of the same input after them is quiet about its own" \
+	"$(grep -c 'warning: 1 result kept' "$TMP/again.err")" 1
+"$BATCHGEN" --device cpu -i "$TMP/utf8.jsonl" -o "$TMP/utf8.out" --resume 2>"$TMP/utf8.err"
+check_eq "foreign results: no warning for a plain resume" "$(grep -c 'no line of' "$TMP/utf8.err")" 0
+
 summary

@@ -53,6 +53,27 @@ head -n 50 "$TMP/s2.jsonl" >"$TMP/s2short.jsonl"
 check_eq "merge -i: a shard one line short is refused" "$?" 2
 "$BATCHGEN" merge "$TMP"/s{3,0,1,2}.jsonl >/dev/null 2>&1
 check_eq "merge: misordered shards are refused" "$?" 2
+# shards of equal counts named out of order (a shell glob puts out.10 before out.2): with
+# -i the results' ids are checked against the input's lines (here line numbers, for lines
+# without an id), so the swap is refused, naming the line, before anything is written
+"$BATCHGEN" merge -i "$in" -o "$TMP/swapped.jsonl" "$TMP"/s{1,0,2,3}.jsonl 2>"$TMP/swapped.err"
+check_eq "merge -i: equal-count shards out of order are refused" "$?" 2
+check "merge -i: ... naming the input line and the ids" grep -q 'input line 1 .* id "1" .* "2"' "$TMP/swapped.err"
+check "merge -i: ... nothing written" test ! -e "$TMP/swapped.jsonl"
+# with ids of its own (native and OpenAI lines): a swap is seen by id; in order it merges
+awk 'BEGIN { for (i = 1; i <= 9; i++) {
+	if (i % 3 == 0) printf "{\"custom_id\":\"c%d\",\"url\":\"/v1/completions\",\"body\":{\"prompt\":\"p %d\",\"max_tokens\":2}}\n", i, i
+	else printf "{\"id\":\"n%d\",\"prompt\":\"p %d\",\"max_tokens\":2}\n", i, i } }' >"$TMP/ids.jsonl"
+for k in 0 1 2; do
+	"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/ids.jsonl" -o "$TMP/i$k.jsonl" --shard $k/3
+done
+"$BATCHGEN" merge -i "$TMP/ids.jsonl" -o "$TMP/ids.out" "$TMP"/i{0,1,2}.jsonl
+check_eq "merge -i, own ids: in order, exit 0" "$?" 0
+check_eq "merge -i, own ids: in input order" "$(jq -r '.custom_id // .id' "$TMP/ids.out" | tr '\n' ' ')" \
+	"n1 n2 c3 n4 n5 c6 n7 n8 c9 "
+"$BATCHGEN" merge -i "$TMP/ids.jsonl" -o "$TMP/ids2.out" "$TMP"/i{0,2,1}.jsonl 2>"$TMP/ids2.err"
+check_eq "merge -i, own ids: swapped shards refused" "$?" 2
+check "merge -i, own ids: ... naming the ids" grep -q 'input line 2 .* id "n2" .* "c3"' "$TMP/ids2.err"
 printf '{"id":"x"' >>"$TMP/s3short.jsonl"
 "$BATCHGEN" merge "$TMP"/s{0,1,2}.jsonl "$TMP/s3short.jsonl" >/dev/null 2>&1
 check_eq "merge: a torn shard is refused" "$?" 2

@@ -288,6 +288,9 @@ static void test_errors(void)
 	expect_error("  \t\r", "empty_line", "empty");
 	expect_error("{", "invalid_json", "not valid JSON");
 	expect_error("{\"prompt\": \"a\",}", "invalid_json", "not valid JSON");
+	/* where: the byte (1-based) at which the parser stopped, for a long line */
+	expect_error("{\"prompt\": \"a\" x}", "invalid_json", "not valid JSON at byte 16");
+	expect_error("{\"prompt\": \"a\", \"max_tokens\": 1O}", "invalid_json", "at byte 32");
 	expect_error("{\"prompt\": \"a\"} {\"prompt\": \"b\"}", "invalid_json", "after");
 	expect_error("[1, 2]", "invalid_request", "object");
 	expect_error("\"text\"", "invalid_request", "object");

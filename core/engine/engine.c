@@ -10,6 +10,7 @@
  */
 #include "engine/engine.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -140,6 +141,7 @@ struct engine {
 	engine_sink_fn sink;
 	void *user;
 	bool sink_failed;
+	int stats_errno; /* the first failed write of cfg.stats (engine_stats_errno) */
 	int64_t iter;
 	int32_t iter_completed;
 	size_t swap_host_bytes;
@@ -311,6 +313,11 @@ int32_t engine_max_seq_len(const struct engine *e)
 void engine_totals(const struct engine *e, struct engine_progress *out)
 {
 	*out = e->tot;
+}
+
+int engine_stats_errno(const struct engine *e)
+{
+	return e->stats_errno;
 }
 
 bool engine_idle(const struct engine *e)
@@ -715,6 +722,14 @@ static bool intake_tokenize(struct engine *e, struct ereq *er)
 	if (!e->tok) {
 		fail_req(e, er, "invalid_request",
 			 "this model has no tokenizer: give input_ids instead of a prompt");
+		return false;
+	}
+	/* max_tokens alone fills the sequence: no prompt size could fit, so say that */
+	if (r->max_tokens > 0 && r->max_tokens >= e->max_seq_len) {
+		fail_req(e, er, "too_long",
+			 "max_tokens (%d) leaves no room for the prompt: prompt + max_tokens must "
+			 "fit the max sequence length of %d",
+			 r->max_tokens, e->max_seq_len);
 		return false;
 	}
 	/* Refused by size before tokenizing, so that memory stays bounded whatever the line
@@ -1291,7 +1306,9 @@ static void write_stats(struct engine *e, const struct sched_plan *plan, double 
 		fprintf(f, "\"adaptive\": {\"token_budget\": %lld, \"promised_tokens\": %lld}, ",
 			(long long)plan->token_budget, (long long)plan->promised_tokens);
 	fprintf(f, "\"mem\": {\"device_bytes\": %zu, \"host_bytes\": %zu}}\n", dev, host);
-	fflush(f);
+	errno = 0;
+	if ((fflush(f) != 0 || ferror(f)) && !e->stats_errno)
+		e->stats_errno = errno ? errno : EIO;
 }
 
 /* Fails every live request of step buffer bi, whose forward or sample failed (their KV is

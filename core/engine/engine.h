@@ -189,4 +189,9 @@ int32_t engine_max_seq_len(const struct engine *e);
 /* Totals of the last run, for summaries and reports. */
 void engine_totals(const struct engine *e, struct engine_progress *out);
 
+/* 0 while every line written to engine_config.stats has reached the file (as far as
+ * fflush tells), else the errno of the first write that failed (the run goes on: the
+ * statistics are not its results; the caller reports it). */
+int engine_stats_errno(const struct engine *e);
+
 #endif

@@ -1085,6 +1085,37 @@ static void apply_defaults(struct request *r, const struct request *t)
 		params_copy(r, t, &params_table[i]);
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first (in sort order) member name that object o holds twice, or NULL; o's names
+ * sorted, so a line of many keys stays O(k log k). */
+static const char *twice_key(struct parse *p, const cJSON *o)
+{
+	size_t k = 0;
+	for (const cJSON *c = o->child; c; c = c->next)
+		k++;
+	if (k < 2)
+		return NULL;
+	const char **names = malloc(k * sizeof *names);
+	if (!names) {
+		p->oom = true;
+		return NULL;
+	}
+	size_t i = 0;
+	for (const cJSON *c = o->child; c; c = c->next)
+		names[i++] = c->string ? c->string : "";
+	qsort(names, k, sizeof *names, cmp_name);
+	const char *dup = NULL;
+	for (i = 1; i < k && !dup; i++)
+		if (strcmp(names[i - 1], names[i]) == 0)
+			dup = names[i];
+	free(names);
+	return dup;
+}
+
 /* A JSON object: its form's defaults and parser; a NUL anywhere refuses the line first
  * (the parsers then still read the id, unless the id itself holds the NUL). */
 static void parse_object(struct parse *p, const char *line, size_t len, const cJSON *root)
@@ -1100,6 +1131,20 @@ static void parse_object(struct parse *p, const char *line, size_t len, const cJ
 		     "cut at it",
 		     nul_at);
 	}
+	/* a member twice: cJSON reads the first, Python's json and jq the last; neither is
+	 * what the writer surely meant, so the line is refused (the line and an OpenAI body;
+	 * nested objects such as logit_bias are the fields' own business) */
+	const cJSON *body = openai ? cJSON_GetObjectItemCaseSensitive(root, "body") : NULL;
+	const char *twice = twice_key(p, root), *pre = "";
+	if (!twice && cJSON_IsObject(body)) {
+		twice = twice_key(p, body);
+		pre = "body.";
+	}
+	if (twice)
+		fail(p, "invalid_request",
+		     "%s%s is given twice; the line is refused (JSON parsers differ on which "
+		     "one counts)",
+		     pre, twice);
 	if (openai) {
 		apply_defaults(p->r, &p->d->openai);
 		parse_openai(p, root);
@@ -1150,12 +1195,27 @@ enum bg_status jsonl_parse_request(const char *line, size_t len, int64_t line_no
 	} else {
 		const char *end = NULL;
 		cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+		/* A raw NUL byte is no JSON (RFC 8259: control characters only escaped), yet
+		 * cJSON takes it, as whitespace or into a string that C then ends there:
+		 * refused, never cut at (the \u0000 escape is refused by parse_object). */
+		const char *nul = memchr(line, 0, len);
 		/* A broken line of an OpenAI batch file gets an OpenAI-shaped result: the
 		 * file's form, or a guess from the raw text. */
-		if ((!root || !cJSON_IsObject(root)) && (openai_file || mentions_openai(line, len)))
+		if ((!root || !cJSON_IsObject(root) || nul) &&
+		    (openai_file || mentions_openai(line, len)))
 			make_info(&p, JSONL_FORM_OPENAI_COMPLETION);
-		if (!root) {
-			fail(&p, "invalid_json", "the line is not valid JSON");
+		if (nul) {
+			fail(&p, "invalid_json",
+			     "a NUL byte at byte %zu of the line (JSON text holds none raw); the "
+			     "line is refused rather than cut at it",
+			     (size_t)(nul - line) + 1);
+		} else if (!root) {
+			/* cJSON leaves end at the byte where it stopped */
+			if (end && end >= line && end <= line + len)
+				fail(&p, "invalid_json", "the line is not valid JSON at byte %zu",
+				     (size_t)(end - line) + 1);
+			else
+				fail(&p, "invalid_json", "the line is not valid JSON");
 		} else if (end && !jsonl_blank(end, len - (size_t)(end - line))) {
 			fail(&p, "invalid_json", "text after the JSON value");
 		} else if (!cJSON_IsObject(root)) {
