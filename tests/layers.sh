@@ -14,7 +14,7 @@
 # The order, lowest first, is declared here once (README.md's map draws it). A room may
 # include its own files and any room of a lower layer.
 LAYERS=(
-	"core/status core/strbuf" # base: error values, the text buffer
+	"core/status core/strbuf core/cpufeat" # base: error values, the text buffer, CPU features
 	"core/threadpool"         # worker threads for data-parallel loops (status.h below it)
 	"core/model core/sample"  # GGUF, model, synthetic shapes | sampling
 	"core/text"               # tokenizers, chat templates
