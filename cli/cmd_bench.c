@@ -36,6 +36,7 @@
 #include "io/workload.h"
 #include "gpu/backend_cuda.h"
 #include "cli/commands.h"
+#include "cli/json_file.h"
 #include "cli/options.h"
 #include "cli/version.h"
 
@@ -380,23 +381,6 @@ static void bench_utc_now(char *buf, size_t cap)
 	struct tm tm;
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Writes the JSON to path (the whole text, then a newline). False with errno on failure. */
-static bool bench_write_json(const char *path, const cJSON *root)
-{
-	char *text = cJSON_Print(root);
-	if (!text) {
-		errno = ENOMEM;
-		return false;
-	}
-	bool to_stdout = strcmp(path, "-") == 0; /* - is standard output, as for -o */
-	FILE *f = to_stdout ? stdout : fopen(path, "w");
-	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	if (f && (to_stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0))
-		ok = false;
-	free(text);
-	return ok;
 }
 
 /* Reads a JSON file. NULL with msg set on failure. */
@@ -939,7 +923,7 @@ int cmd_bench(int argc, char **argv)
 
 	if (!c.quiet)
 		bench_print_table(rep);
-	if (c.report && !bench_write_json(c.report, rep)) {
+	if (c.report && !json_file_write(c.report, rep)) {
 		fprintf(stderr, "batchgen bench: cannot write --report %s: %s\n", c.report,
 			strerror(errno));
 		rc = CLI_EXIT_USAGE;

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/json_file.h"
+
 /* Log-scale histogram: bucket i holds values in [LO * R^i, LO * R^(i+1)) ms, from 1 us to
  * beyond a day; values outside are clamped into the first or last bucket (the exact min
  * and max are kept to clamp the answer). */
@@ -351,21 +353,14 @@ enum bg_status progress_write_report(struct progress *p, const struct engine_pro
 		cJSON_AddNumberToObject(kv, "recomputed_tokens", (double)t.recomputed_tokens);
 	}
 	cJSON_AddNumberToObject(o, "iterations", (double)t.iter);
-	char *text = cJSON_Print(o);
+	errno = 0;
+	bool ok = json_file_write(path, o);
+	int e = errno;
 	cJSON_Delete(o);
-	if (!text)
+	if (!ok && e == ENOMEM)
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory writing the report");
-	bool to_stdout = strcmp(path, "-") == 0; /* as -o -: standard output */
-	FILE *f = to_stdout ? stdout : fopen(path, "w");
-	if (!f) {
-		free(text);
+	if (!ok)
 		return bg_fail(err, BG_ERR_IO, "cannot write the report %s: %s", path,
-			       strerror(errno));
-	}
-	int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
-	bad |= to_stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0;
-	free(text);
-	if (bad)
-		return bg_fail(err, BG_ERR_IO, "cannot write the report %s", path);
+			       e ? strerror(e) : "write error");
 	return BG_OK;
 }

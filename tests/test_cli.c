@@ -7,6 +7,7 @@
  *
  * cli/ is not part of libbatchgen.a, so the sources are compiled into this program. */
 #include "cli/idset.c"
+#include "cli/json_file.c"
 #include "cli/model_spec.c"
 #include "cli/options.c"
 #include "cli/progress.c"
