@@ -147,6 +147,17 @@ static double compare_logits(const float *a, const float *b, int n, double *rms,
 	return max_diff(a, b, n, rms);
 }
 
+/* Row rg of g's logits into lg and row rc of c's into lc (n each), compared as
+ * compare_logits does: max |lg - lc|, *rms of lc, *cosv their cosine. */
+static double compare_rows(struct backend *g, int32_t rg, struct backend *c, int32_t rc, float *lg,
+			   float *lc, int n, double *rms, double *cosv)
+{
+	struct bg_err err = {0};
+	CHECK(g->ops->get_logits(g->ctx, rg, lg, &err) == BG_OK, "cuda get_logits: %s", err.msg);
+	CHECK(c->ops->get_logits(c->ctx, rc, lc, &err) == BG_OK, "cpu get_logits: %s", err.msg);
+	return compare_logits(lg, lc, n, rms, cosv);
+}
+
 /* ---- stories260K ---- */
 
 static void test_stories(void)
@@ -613,9 +624,7 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 			      err.msg);
 			CHECK(step(c, &pc, 1, NULL, &r2, &err) == BG_OK, "%s cpu forward: %s", spec,
 			      err.msg);
-			CHECK(g->ops->get_logits(g->ctx, r1, lg, &err) == BG_OK, "get_logits");
-			CHECK(c->ops->get_logits(c->ctx, r2, lc, &err) == BG_OK, "get_logits");
-			double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
+			double rms, cosv, d = compare_rows(g, r1, c, r2, lg, lc, V, &rms, &cosv);
 			CHECK(d <= tol_rel * rms && cosv >= min_cos,
 			      "%s step %d: max |cuda - cpu| %g (rms %g), cosine %.6f", spec, i, d,
 			      rms, cosv);
@@ -689,11 +698,8 @@ static void test_bucket8(void)
 			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "cpu forward: %s",
 			      err.msg);
 			for (int i = 0; i < NSEQ; i++) {
-				CHECK(g->ops->get_logits(g->ctx, rg[i], lg, &err) == BG_OK,
-				      "get_logits");
-				CHECK(c->ops->get_logits(c->ctx, rc[i], lc, &err) == BG_OK,
-				      "get_logits");
-				double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
+				double rms, cosv,
+				    d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
 				if (d / rms > worst)
 					worst = d / rms;
 				if (cosv < worst_cos)
@@ -786,9 +792,8 @@ static void test_multi_pass(void)
 		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
 		double worst = 0;
 		for (int i = 0; i < NS; i++) {
-			CHECK(g->ops->get_logits(g->ctx, rg[i], lg, &err) == BG_OK, "get_logits");
-			CHECK(c->ops->get_logits(c->ctx, rc[i], lc, &err) == BG_OK, "get_logits");
-			double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
+			double rms, cosv,
+			    d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
 			/* fp32 on both sides, as test_arch_vs_cpu */
 			CHECK(d <= 1e-4 * rms && cosv >= 0.9999999,
 			      "3-pass forward, sequence %d: max |cuda - cpu| %g (rms %g), cosine %.8f",
@@ -862,11 +867,8 @@ static void test_full_width(void)
 			CHECK(step(g, pg, NSEQ, NULL, rg, &err) == BG_OK, "cuda forward: %s", err.msg);
 			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "cpu forward: %s", err.msg);
 			for (int i = 0; i < NSEQ; i++) {
-				CHECK(g->ops->get_logits(g->ctx, rg[i], lg, &err) == BG_OK,
-				      "get_logits");
-				CHECK(c->ops->get_logits(c->ctx, rc[i], lc, &err) == BG_OK,
-				      "get_logits");
-				double rms, cosv, d = compare_logits(lg, lc, V, &rms, &cosv);
+				double rms, cosv,
+				    d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
 				/* f16 weights; both sides round the GEMM inputs to f16, in other
 				 * places: the tolerance of the 12-layer llama-100m f16 check */
 				CHECK(d <= 0.03 * rms && cosv >= 0.99999,
