@@ -14,7 +14,7 @@
 
 /* each_weight lists struct model_layer's weights by hand: these assertions fail to compile
  * when a weight is added to the struct (all weights come before swa) and not to the list */
-#define LAYER_WEIGHTS 16
+#define LAYER_WEIGHTS 20
 _Static_assert(offsetof(struct model_layer, swa) == LAYER_WEIGHTS * sizeof(struct model_weight),
 	       "struct model_layer's weights changed: update each_weight");
 _Static_assert(sizeof(struct model_layer) <
@@ -34,7 +34,8 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 		    &L->attn_norm,    &L->wq,	  &L->wk,     &L->wv,	  &L->wo,
 		    &L->ffn_norm,     &L->w_gate, &L->w_up,   &L->w_down, &L->bq,
 		    &L->bk,	      &L->bv,	  &L->q_norm, &L->k_norm, &L->attn_post_norm,
-		    &L->ffn_post_norm};
+		    &L->ffn_post_norm, &L->ffn_gate_inp, &L->gate_exps, &L->up_exps,
+		    &L->down_exps};
 		for (int i = 0; i < LAYER_WEIGHTS; i++)
 			f(lw[i], arg);
 	}
@@ -47,7 +48,9 @@ struct span {
 
 static size_t weight_bytes(const struct model_weight *w)
 {
-	return w->data && w->ne0 ? (size_t)gguf_row_bytes(w->type, w->ne0) * (size_t)w->ne1 : 0;
+	return w->data && w->ne0 ? (size_t)gguf_row_bytes(w->type, w->ne0) * (size_t)w->ne1 *
+					(w->ne2 ? (size_t)w->ne2 : 1)
+				 : 0;
 }
 
 static void widen(struct model_weight *w, void *arg)

@@ -167,6 +167,15 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+struct model_weight model_expert(const struct model_weight *w, uint32_t e)
+{
+	struct model_weight v = *w;
+	if (w->data)
+		v.data = (const char *)w->data + (uint64_t)e * w->ne1 * gguf_row_bytes(w->type, w->ne0);
+	v.ne2 = 0;
+	return v;
+}
+
 /* model_layer_is_swa, model_kv_window: see model.h */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l)
 {
@@ -636,7 +645,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
 #define W(field, t, a, b)                                                                          \
 	do {                                                                                       \
-		(field) = (struct model_weight){(t), NULL, (a), (b)};                              \
+		(field) = (struct model_weight){(t), NULL, (a), (b), 0};                           \
 		m->n_params += (uint64_t)(a) * (b);                                                \
 		m->weight_bytes += gguf_row_bytes((t), (a)) * (b);                                 \
 	} while (0)

@@ -69,6 +69,22 @@ struct model_hparams {
 				    * "rope_freqs" (Llama 3.1), "rope_factors_long" or
 				    * "rope_factors_short" (LongRoPE: long when n_ctx_train >
 				    * n_ctx_orig, as llama.cpp does at its default context) */
+
+	/* Mixture of experts (n_expert > 0: `qwen3moe`, and `llama` files with expert_count,
+	 * i.e. Mixtral). Every layer's FFN is then a routed sum of SwiGLU experts, as
+	 * llama.cpp's build_moe_ffn computes it for these architectures: for each token t,
+	 *   logits = ffn_gate_inp x_t (x_t the FFN-normed input; n_expert values, f32),
+	 *   p = softmax(logits), the n_expert_used largest p chosen (ties: the lower expert
+	 *   index first), slot order = descending p,
+	 *   w_j = p of slot j, divided by the sum of the chosen p when expert_weights_norm,
+	 *   ffn_t = sum over slots j in slot order of w_j * down_e(silu(gate_e x_t) * up_e x_t)
+	 *   (e = the slot's expert; its matrices model_expert(&L->gate_exps, e), ...).
+	 * n_ff is unused then; the dense w_gate / w_up / w_down are zero. */
+	uint32_t n_expert;	  /* <arch>.expert_count; 0 = dense FFN */
+	uint32_t n_expert_used;	  /* <arch>.expert_used_count: experts a token, 1..n_expert */
+	uint32_t n_ff_exp;	  /* an expert's FFN width (qwen3moe:
+				   * expert_feed_forward_length; llama: feed_forward_length) */
+	bool expert_weights_norm; /* renormalize the chosen weights to sum 1 (both: true) */
 };
 
 struct model_weight {
@@ -76,6 +92,7 @@ struct model_weight {
 	const void *data; /* into the GGUF mapping */
 	uint64_t ne0;	  /* elements per row (input dimension) */
 	uint64_t ne1;	  /* rows (output dimension); 1 for vectors */
+	uint64_t ne2;	  /* stacked matrices (experts: GGUF ne2); 0 for a plain weight */
 };
 
 struct model_layer {
@@ -98,6 +115,13 @@ struct model_layer {
 	/* hp.qk_norm: (head_dim) f32 each; hp.post_norms: (n_embd) f32 each; else zero */
 	struct model_weight q_norm, k_norm;
 	struct model_weight attn_post_norm, ffn_post_norm;
+
+	/* hp.n_expert > 0 (see model_hparams): the router and the stacked experts, ne2 =
+	 * n_expert; else all zero */
+	struct model_weight ffn_gate_inp; /* (n_embd, n_expert) */
+	struct model_weight gate_exps;	  /* (n_embd, n_ff_exp) each */
+	struct model_weight up_exps;	  /* (n_embd, n_ff_exp) each */
+	struct model_weight down_exps;	  /* (n_ff_exp, n_embd) each */
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 };
 
@@ -146,6 +170,10 @@ enum bg_status model_open(const char *spec, bool lazy, struct model **out, struc
 
 /* (model_open's messages likewise start with the path, the spec, or "built-in model".) */
 void model_free(struct model *m); /* NULL-safe */
+
+/* Expert e (< w->ne2) of a stacked weight, as a plain 2-D weight (ne2 0): its ne1 rows
+ * start e * ne1 rows into w->data (NULL stays NULL for a lazy synthetic model). */
+struct model_weight model_expert(const struct model_weight *w, uint32_t e);
 
 /* Whether layer l is windowed (llama.cpp's set_swa_pattern: the last layer of each group
  * of swa_pattern is global; pattern 0 = every layer windowed); false without a window. */
