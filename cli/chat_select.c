@@ -47,7 +47,7 @@ static const char *token_text(const struct tok *tok, int32_t id)
 }
 
 bool chat_select(const char *template_file, const char *template_name, const char *date,
-		 const struct gguf_ctx *g, const struct tok *tok, bool quiet,
+		 const struct gguf_ctx *g, const struct tok *tok,
 		 const struct chat_template **builtin, struct chat_jinja **jinja)
 {
 	*builtin = NULL;
@@ -103,8 +103,7 @@ bool chat_select(const char *template_file, const char *template_name, const cha
 	char *text = strndup(s.ptr, (size_t)s.len);
 	*builtin = text ? chat_template_detect(text) : NULL;
 	free(text);
-	if (!quiet)
-		fprintf(stderr, "batchgen: warning: the model's chat template does not run (%s); %s%s\n",
+	fprintf(stderr, "batchgen: warning: the model's chat template does not run (%s); %s%s\n",
 			err.msg, *builtin ? "using the built-in family " : "chat requests need --chat-template NAME",
 			*builtin ? chat_template_name(*builtin) : "");
 	return true;

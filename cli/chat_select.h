@@ -18,9 +18,10 @@
 
 /* Sets at most one of *builtin and *jinja (the caller destroys *jinja). Returns false
  * after printing the reason on a usage error (unreadable file, template that does not
- * compile, unknown NAME, bad date). quiet: no warning. */
+ * compile, unknown NAME, bad date). A model template that does not run is a warning on
+ * stderr (the built-in family its text names is used, if any). */
 bool chat_select(const char *template_file, const char *template_name, const char *date,
-		 const struct gguf_ctx *g, const struct tok *tok, bool quiet,
+		 const struct gguf_ctx *g, const struct tok *tok,
 		 const struct chat_template **builtin, struct chat_jinja **jinja);
 
 #endif

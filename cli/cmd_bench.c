@@ -38,6 +38,7 @@
 #include "cli/commands.h"
 #include "cli/json_file.h"
 #include "cli/options.h"
+#include "cli/outputs.h"
 #include "cli/version.h"
 
 #define BENCH_SCHEMA "batchgen-bench/1"
@@ -753,6 +754,11 @@ int cmd_bench(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	int64_t n = c.requests > 0 ? c.requests : spec.n_requests;
+	/* --stats and --report: "-" is standard output for either, not both; never one file */
+	const struct output_name outs[] = {{"--stats", "statistics", c.stats},
+					   {"--report", "report", c.report}};
+	if (!outputs_check("batchgen bench", outs, 2))
+		return CLI_EXIT_USAGE;
 	char msg[600];
 	cJSON *base = NULL;
 	if (c.baseline) { /* an unreadable baseline is found before any work is done */
@@ -854,6 +860,17 @@ int cmd_bench(int argc, char **argv)
 			goto done;
 	}
 
+	/* opened before any work: a name that cannot be written fails at once */
+	if (c.stats) {
+		stats = outputs_open(c.stats, "w");
+		if (!stats) {
+			fprintf(stderr, "batchgen bench: cannot write --stats %s: %s\n", c.stats,
+				strerror(errno));
+			rc = CLI_EXIT_USAGE;
+			goto done;
+		}
+	}
+
 	/* ---- warm-up: the same shapes from another seed, not counted ---- */
 	if (n_warm > 0) {
 		double wall;
@@ -872,16 +889,7 @@ int cmd_bench(int argc, char **argv)
 			goto done;
 	}
 
-	if (c.stats) {
-		stats = fopen(c.stats, "w");
-		if (!stats) {
-			fprintf(stderr, "batchgen bench: cannot write --stats %s: %s\n", c.stats,
-				strerror(errno));
-			rc = CLI_EXIT_USAGE;
-			goto done;
-		}
-		ecfg.stats = stats;
-	}
+	ecfg.stats = stats; /* the measured run's iterations only */
 
 	/* ---- the measured run ---- */
 	if (spec.kind == WL_DECODE_GRID) {
@@ -943,10 +951,8 @@ done:
 	if (stats) {
 		/* the engine flushes every line: a failed write left the error flag, and
 		 * fclose, with nothing buffered, would return 0 */
-		bool bad = ferror(stats) != 0;
 		errno = 0;
-		if (fclose(stats) != 0)
-			bad = true;
+		bool bad = !outputs_close(stats);
 		if (bad && rc == CLI_EXIT_OK) {
 			fprintf(stderr, "batchgen bench: cannot write --stats %s%s%s\n", c.stats,
 				errno ? ": " : "", errno ? strerror(errno) : "");

@@ -22,8 +22,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,6 +42,7 @@
 #include "cli/idset.h"
 #include "cli/lines.h"
 #include "cli/options.h"
+#include "cli/outputs.h"
 #include "cli/progress.h"
 #include "cli/resume.h"
 
@@ -379,8 +378,8 @@ struct run {
 static void log_warn(void *user, const char *msg)
 {
 	struct run *r = user;
-	if (r->cfg.quiet)
-		return;
+	/* shown under -q too: a warning says the run is not doing what was asked (a
+	 * misspelled field runs with its default), and each kind is said once */
 	progress_clear(r->prog);
 	fprintf(stderr, "batchgen: warning: %s\n", msg);
 }
@@ -540,32 +539,12 @@ static void run_progress(void *user, const struct engine_progress *p)
 /* The command                                                                          */
 /* ------------------------------------------------------------------------------------ */
 
-/* Whether paths a and b name one regular file: the same inode when both exist (not a
- * device: -o /dev/null --stats /dev/null is fine), else the same resolved folder and name
- * (a file not made yet: "x" and "./x"). */
-static bool same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
-	if (ea || eb)
-		return ea && eb && S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev &&
-		       sa.st_ino == sb.st_ino;
-	char ca[PATH_MAX], cb[PATH_MAX], da[PATH_MAX], db[PATH_MAX];
-	snprintf(ca, sizeof ca, "%s", a);
-	snprintf(cb, sizeof cb, "%s", b);
-	if (!realpath(dirname(ca), da) || !realpath(dirname(cb), db))
-		return strcmp(a, b) == 0;
-	snprintf(ca, sizeof ca, "%s", a);
-	snprintf(cb, sizeof cb, "%s", b);
-	return strcmp(da, db) == 0 && strcmp(basename(ca), basename(cb)) == 0;
-}
-
 static void close_all(struct run *r, struct engine *e, FILE *stats)
 {
 	reader_stop(&r->rd);
 	engine_destroy(e);
 	if (stats)
-		fclose(stats);
+		outputs_close(stats);
 	if (r->in && r->in != stdin)
 		fclose(r->in);
 	if (r->out_fd > 2)
@@ -617,42 +596,18 @@ int cmd_run(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
-	/* --stats - is standard output, as -o - is; not both at once */
-	bool stats_stdout = c->stats && strcmp(c->stats, "-") == 0;
-	if (stats_stdout && strcmp(c->output, "-") == 0) {
-		fprintf(stderr, "batchgen: --stats - and the results would both go to standard "
-				"output; give one of them a file (-o FILE or --stats FILE)\n");
+	/* two outputs on standard output, or naming one file: the report would overwrite the
+	 * results at the end, the statistics would be interleaved with them */
+	bool stats_stdout = outputs_is_stdout(c->stats);
+	const struct output_name outs_named[] = {{"-o", "results", c->output},
+						 {"--stats", "statistics", c->stats},
+						 {"--report", "report", c->report}};
+	if (!outputs_check("batchgen", outs_named, 3)) {
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;
 	}
-	/* --report - likewise, alone on standard output */
-	if (c->report && strcmp(c->report, "-") == 0 &&
-	    (strcmp(c->output, "-") == 0 || stats_stdout)) {
-		fprintf(stderr,
-			"batchgen: --report - and the %s would both go to standard output; "
-			"give one of them a file\n",
-			stats_stdout ? "statistics (--stats -)" : "results");
-		close_all(r, e, stats);
-		return CLI_EXIT_USAGE;
-	}
-	/* two outputs naming one file: the report would overwrite the results at the end,
-	 * the statistics would be interleaved with them */
-	const char *named[3][2] = {
-	    {"-o", strcmp(c->output, "-") == 0 ? NULL : c->output},
-	    {"--stats", stats_stdout ? NULL : c->stats},
-	    {"--report", c->report && strcmp(c->report, "-") != 0 ? c->report : NULL}};
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (named[i][1] && named[j][1] && same_file(named[i][1], named[j][1])) {
-				fprintf(stderr,
-					"batchgen: %s and %s name the same file (%s); give each "
-					"its own\n",
-					named[i][0], named[j][0], named[j][1]);
-				close_all(r, e, stats);
-				return CLI_EXIT_USAGE;
-			}
 	/* -o (or --stats) naming the input file would truncate it before it is read */
-	const char *outs[] = {strcmp(c->output, "-") == 0 ? NULL : c->output,
+	const char *outs[] = {outputs_is_stdout(c->output) ? NULL : c->output,
 			      stats_stdout ? NULL : c->stats};
 	for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
 		struct stat si, so;
@@ -726,7 +681,7 @@ int cmd_run(int argc, char **argv)
 	}
 	const struct chat_template *ct;
 	if (!chat_select(c->chat_template_file, c->chat_template, c->chat_date,
-			 r->rt.model ? r->rt.model->gguf : NULL, r->rt.tok, c->quiet, &ct, &r->jinja)) {
+			 r->rt.model ? r->rt.model->gguf : NULL, r->rt.tok, &ct, &r->jinja)) {
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;
 	}
@@ -759,9 +714,7 @@ int cmd_run(int argc, char **argv)
 			return CLI_EXIT_USAGE;
 		}
 	}
-	if (stats_stdout)
-		stats = stdout;
-	else if (c->stats && !(stats = fopen(c->stats, c->resume ? "a" : "w"))) {
+	if (c->stats && !(stats = outputs_open(c->stats, c->resume ? "a" : "w"))) {
 		fprintf(stderr, "batchgen: cannot open %s: %s\n", c->stats, strerror(errno));
 		close_all(r, e, stats);
 		return CLI_EXIT_USAGE;
@@ -842,7 +795,7 @@ int cmd_run(int argc, char **argv)
 	int stats_err = stats ? engine_stats_errno(e) : 0;
 	if (stats) {
 		errno = 0;
-		if (fclose(stats) != 0 && !stats_err)
+		if (!outputs_close(stats) && !stats_err)
 			stats_err = errno ? errno : EIO;
 		stats = NULL;
 	}
@@ -873,7 +826,7 @@ int cmd_run(int argc, char **argv)
 	}
 	/* the whole input was read: kept results that no input line claimed are another
 	 * input's (the file now has more lines than this input) */
-	if (st == BG_OK && !run_stop && !c->quiet && kept.n_kept > r->n_resumed)
+	if (st == BG_OK && !run_stop && kept.n_kept > r->n_resumed)
 		fprintf(stderr,
 			"batchgen: warning: %lld result%s kept in %s %s an id that no line of %s "
 			"has (the output of another input?); the file has more results than "

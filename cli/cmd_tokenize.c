@@ -10,7 +10,9 @@
 
 #include "cli/chat_select.h"
 #include "cli/commands.h"
+#include "cli/model_spec.h"
 #include "io/jsonl_read.h"
+#include "model/builtin.h"
 #include "model/gguf.h"
 #include "text/tokenizer.h"
 
@@ -18,15 +20,17 @@ static void tokenize_usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: batchgen tokenize -m MODEL [--bos|--no-bos] [--parse-special] [TEXT | -f "
+	    "usage: batchgen tokenize [-m MODEL] [--bos|--no-bos] [--parse-special] [TEXT | -f "
 	    "FILE]\n"
-	    "       batchgen tokenize --detokenize -m MODEL [JSON-ARRAY | -f FILE]\n"
+	    "       batchgen tokenize --detokenize [-m MODEL] [JSON-ARRAY | -f FILE]\n"
 	    "\n"
 	    "Prints the token ids of TEXT (or of the bytes of FILE, '-' for stdin) as a JSON\n"
 	    "array, the way llama.cpp's llama_tokenize does. MODEL is any GGUF file with a\n"
-	    "tokenizer (a vocab-only file is enough).\n"
+	    "tokenizer (a vocab-only file is enough) or an hf: name, as for `batchgen run`;\n"
+	    "without -m, the built-in model.\n"
 	    "\n"
-	    "  -m, --model MODEL     GGUF file\n"
+	    "  -m, --model MODEL     GGUF file or hf:OWNER/REPO[:TAG|/FILE.gguf] (default: the\n"
+	    "                        built-in model)\n"
 	    "  -f, --file FILE       read the text from FILE ('-' = stdin) instead of TEXT\n"
 	    "      --bos             prepend BOS\n"
 	    "      --no-bos          do not prepend BOS (default: what llama.cpp does for this\n"
@@ -34,7 +38,8 @@ static void tokenize_usage(FILE *f)
 	    "      --parse-special   turn the text of special tokens (<|eot_id|>, <s>, ...) into\n"
 	    "                        their ids; without it they are plain text\n"
 	    "      --detokenize      the reverse: see `batchgen detokenize --help`\n"
-	    "      --chat            TEXT is a request line ({\"messages\": [...], \"tools\": [...]});\n"
+	    "      --chat            TEXT is a request line ({\"messages\": [...], \"tools\": "
+	    "[...]});\n"
 	    "                        print the prompt ids `run` gives it (the chat template\n"
 	    "                        rendered and tokenized), or its error\n"
 	    "      --print-prompt    with --chat: print the rendered prompt text instead\n"
@@ -47,13 +52,14 @@ static void detokenize_usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: batchgen detokenize -m MODEL [--render-special] [--keep-leading-space]\n"
+	    "usage: batchgen detokenize [-m MODEL] [--render-special] [--keep-leading-space]\n"
 	    "                           [JSON-ARRAY | -f FILE]\n"
 	    "\n"
 	    "Prints the text of a JSON array of token ids (from the argument, or FILE, '-' for\n"
 	    "stdin), byte for byte, with no newline added.\n"
 	    "\n"
-	    "  -m, --model MODEL       GGUF file\n"
+	    "  -m, --model MODEL       GGUF file or hf: name, as for tokenize (default: the\n"
+	    "                          built-in model)\n"
 	    "  -f, --file FILE         read the JSON array from FILE ('-' = stdin)\n"
 	    "      --render-special    print control tokens (<s>, <|eot_id|>, ...) as their text\n"
 	    "      --keep-leading-space  keep the space a SentencePiece encoder put in front of\n"
@@ -96,18 +102,47 @@ static char *slurp(const char *path, size_t *len)
 	return s;
 }
 
-/* Opens MODEL's tokenizer; prints the one-line error and returns NULL on failure. */
-static struct tok *open_tok(const char *path)
+/* The GGUF file -m names, as `run` reads -m: none = the built-in model's embedded bytes,
+ * hf:OWNER/REPO... resolved through the hub cache (downloading when needed), else a path.
+ * A synthetic:NAME model has no file (its vocabulary is made with its weights): refused.
+ * Prints the one-line error and returns NULL on failure. */
+static struct gguf_ctx *open_model_gguf(const char *model)
 {
 	struct bg_err err = {0};
 	struct gguf_ctx *g = NULL;
-	if (gguf_open(path, &g, &err) != BG_OK) {
-		fprintf(stderr, "batchgen: %s\n", err.msg); /* gguf's message names the file */
+	if (!model) {
+		if (gguf_parse(builtin_gguf_data(), builtin_gguf_size(), false, &g, &err) != BG_OK)
+			fprintf(stderr, "batchgen: built-in model: %s\n", err.msg);
+		return g;
+	}
+	if (strncmp(model, "synthetic:", strlen("synthetic:")) == 0) {
+		fprintf(stderr,
+			"batchgen: -m %s: a synthetic model has no tokenizer file; give a GGUF "
+			"file, an hf: name, or no -m (the built-in model)\n",
+			model);
 		return NULL;
 	}
+	char *path = NULL;
+	if (model_spec_resolve(model, false, false, &path, &err) != BG_OK) {
+		fprintf(stderr, "batchgen: %s\n", err.msg);
+		return NULL;
+	}
+	if (gguf_open(path, &g, &err) != BG_OK)
+		fprintf(stderr, "batchgen: %s\n", err.msg); /* gguf's message names the file */
+	free(path);
+	return g;
+}
+
+/* Opens MODEL's tokenizer; prints the one-line error and returns NULL on failure. */
+static struct tok *open_tok(const char *model)
+{
+	struct bg_err err = {0};
+	struct gguf_ctx *g = open_model_gguf(model);
+	if (!g)
+		return NULL;
 	struct tok *t = NULL;
 	if (tok_load(g, &t, &err) != BG_OK)
-		fprintf(stderr, "batchgen: %s: %s\n", path, err.msg);
+		fprintf(stderr, "batchgen: %s: %s\n", model ? model : "built-in model", err.msg);
 	gguf_close(g);
 	return t;
 }
@@ -174,9 +209,8 @@ int cmd_detokenize(int argc, char **argv)
 		}
 	}
 	int n_args = argc - optind;
-	if (!model || (file && n_args > 0) || (!file && n_args != 1) || n_args > 1) {
-		fprintf(stderr,
-			"batchgen: detokenize needs -m MODEL and one JSON array or -f FILE\n");
+	if ((file && n_args > 0) || (!file && n_args != 1) || n_args > 1) {
+		fprintf(stderr, "batchgen: detokenize needs one JSON array or -f FILE\n");
 		detokenize_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
@@ -245,21 +279,19 @@ static int tokenize_chat(const char *model, const char *text, size_t len, const 
 			 const char *tname, const char *date, bool print_prompt)
 {
 	struct bg_err err = {0};
-	struct gguf_ctx *g = NULL;
-	if (gguf_open(model, &g, &err) != BG_OK) {
-		fprintf(stderr, "batchgen: %s\n", err.msg);
+	struct gguf_ctx *g = open_model_gguf(model);
+	if (!g)
 		return CLI_EXIT_MODEL;
-	}
 	struct tok *t = NULL;
 	if (tok_load(g, &t, &err) != BG_OK) {
-		fprintf(stderr, "batchgen: %s: %s\n", model, err.msg);
+		fprintf(stderr, "batchgen: %s: %s\n", model ? model : "built-in model", err.msg);
 		gguf_close(g);
 		return CLI_EXIT_MODEL;
 	}
 	const struct chat_template *ct = NULL;
 	struct chat_jinja *cj = NULL;
 	int rc = CLI_EXIT_OK;
-	if (!chat_select(tfile, tname, date, g, t, false, &ct, &cj)) {
+	if (!chat_select(tfile, tname, date, g, t, &ct, &cj)) {
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
@@ -275,7 +307,8 @@ static int tokenize_chat(const char *model, const char *text, size_t len, const 
 		goto out;
 	}
 	if (r->error.code[0]) {
-		fprintf(stderr, "batchgen: tokenize --chat: %s: %s\n", r->error.code, r->error.message);
+		fprintf(stderr, "batchgen: tokenize --chat: %s: %s\n", r->error.code,
+			r->error.message);
 		rc = CLI_EXIT_SOME_FAILED;
 	} else if (print_prompt) {
 		if (r->prompt)
@@ -352,8 +385,8 @@ int cmd_tokenize(int argc, char **argv)
 		}
 	}
 	int n_args = argc - optind;
-	if (!model || (file && n_args > 0) || (!file && n_args != 1)) {
-		fprintf(stderr, "batchgen: tokenize needs -m MODEL and one TEXT or -f FILE\n");
+	if ((file && n_args > 0) || (!file && n_args != 1)) {
+		fprintf(stderr, "batchgen: tokenize needs one TEXT or -f FILE\n");
 		tokenize_usage(stderr);
 		return CLI_EXIT_USAGE;
 	}

@@ -4,7 +4,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "cli/outputs.h"
 
 bool json_file_write(const char *path, const cJSON *root)
 {
@@ -13,10 +14,9 @@ bool json_file_write(const char *path, const cJSON *root)
 		errno = ENOMEM;
 		return false;
 	}
-	bool to_stdout = strcmp(path, "-") == 0;
-	FILE *f = to_stdout ? stdout : fopen(path, "w");
+	FILE *f = outputs_open(path, "w");
 	bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-	if (f && (to_stdout ? fflush(f) != 0 || ferror(f) : fclose(f) != 0))
+	if (f && !outputs_close(f))
 		ok = false;
 	free(text);
 	return ok;

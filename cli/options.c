@@ -66,7 +66,7 @@ static const struct opt_def opt_table[] = {
     {"output", 'o', K_STR, F(output), "-", "FILE", RUN, NOLIM, NULL,
      "JSONL results to write, - for standard output"},
     {"stats", 0, K_STR, F(stats), NULL, "FILE", BOTH, NOLIM, NULL,
-     "write one JSON line of statistics per engine iteration to FILE (run: - is stdout)"},
+     "write one JSON line of statistics per engine iteration to FILE (- is stdout)"},
     {"report", 0, K_STR, F(report), NULL, "FILE", BOTH, NOLIM, NULL,
      "write a JSON summary of the run (throughput, latency percentiles) to FILE (- is stdout)"},
     /* device */
@@ -125,7 +125,7 @@ static const struct opt_def opt_table[] = {
     {"progress-interval", 0, K_F64, F(progress_interval), "10", "S", BOTH, 0.01, 1e6, NULL,
      "seconds between progress lines when stderr is not a terminal"},
     {"quiet", 'q', K_TRUE, F(quiet), NULL, NULL, BOTH, NOLIM, NULL,
-     "no progress and no summary on stderr (errors only)"},
+     "no progress and no summary on stderr (warnings and errors only)"},
     /* bench */
     {"workload", 0, K_STR, F(workload), NULL, "SPEC", BENCH, NOLIM, NULL,
      "bench: a workload id (F1..F6, V1, V2, S1, B1, P1, N8, N8S, N8L, N8LS, BW4) or ISL/OSL, "

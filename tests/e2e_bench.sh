@@ -129,5 +129,21 @@ fi
 check_eq "--report -: exit 0" "$?" 0
 check_eq "--report -: the report on stdout" "$(json "$TMP/rep.stdout" 'r["results"]["output_tokens"]')" 48
 check "--report -: no file named -" test ! -e ./-
+# --stats - likewise (it wrote a file named "-"): one JSON line per iteration on stdout
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W -q --stats - >"$TMP/st.stdout" 2>"$TMP/st.err"
+check_eq "--stats -: exit 0" "$?" 0
+check_eq "--stats -: iteration lines on stdout" \
+	"$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; print(len(r) > 0 and all("iter" in x for x in r))' "$TMP/st.stdout")" True
+check "--stats -: no file named -" test ! -e ./-
+# both on stdout, or both naming one file (the report overwrote the statistics): refused
+# before any work
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W -q --stats - --report - >/dev/null 2>"$TMP/both.err"
+check_eq "--stats - --report -: exit 2" "$?" 2
+check "--stats - --report -: says so" grep -q 'would both go to standard output' "$TMP/both.err"
+"$BATCHGEN" bench -m synthetic:builtin --device cpu --workload $W -q --stats "$TMP/one.json" \
+	--report "$TMP/./one.json" 2>"$TMP/one.err"
+check_eq "--stats X --report X: exit 2" "$?" 2
+check "--stats X --report X: names both options" grep -q -- '--stats and --report name the same file' "$TMP/one.err"
+check "--stats X --report X: nothing written" test ! -e "$TMP/one.json"
 
 summary

@@ -111,6 +111,14 @@ if need_jq; then
 	check_eq "a request without id gets its line number" "$(jq -r .id <"$TMP/ok.jsonl" | tail -n 1)" 2
 fi
 
+# -q keeps warnings: a misspelled field runs with the default, said once even when quiet
+printf '{"prompt":"x","max_token":3}\n{"prompt":"y","max_token":3}\n' |
+	"$BATCHGEN" -m synthetic:builtin -q -o "$TMP/q.out" 2>"$TMP/q.err"
+check_eq "-q with an unknown field: exit 0" "$?" 0
+check_eq "-q with an unknown field: one warning naming it" \
+	"$(grep -c 'warning: line 1: unknown field "max_token" ignored' "$TMP/q.err")" 1
+check_eq "-q with an unknown field: nothing else on stderr" "$(wc -l <"$TMP/q.err" | tr -d ' ')" 1
+
 # ---- help and version ----------------------------------------------------------------
 "$BATCHGEN" --help >"$TMP/help.txt" 2>&1
 check_eq "--help exits 0" "$?" 0

@@ -71,8 +71,18 @@ fi
 "$BATCHGEN" tokenize --help >"$TMP/help" 2>&1
 check help-rc test $? -eq 0
 check help-text grep -q -- --parse-special "$TMP/help"
-"$BATCHGEN" tokenize "no model" >/dev/null 2>&1
+"$BATCHGEN" tokenize "two" "texts" >/dev/null 2>&1
 check usage-rc test $? -eq 2
+# without -m: the built-in model (stories260K, embedded), as `run` reads -m
+if p=$(shared models/stories260K.gguf); then
+	check_eq builtin-tokenize "$("$BATCHGEN" tokenize "Once upon a time")" \
+		"$("$BATCHGEN" tokenize -m "$p" "Once upon a time")"
+	check_eq builtin-detokenize "$("$BATCHGEN" detokenize "[1, 403, 407, 261, 378]")" \
+		"$("$BATCHGEN" detokenize -m "$p" "[1, 403, 407, 261, 378]")"
+fi
+"$BATCHGEN" tokenize -m synthetic:tiny "x" >/dev/null 2>"$TMP/err"
+check synthetic-rc test $? -eq 3
+check synthetic-msg grep -q "synthetic model has no tokenizer file" "$TMP/err"
 "$BATCHGEN" tokenize -m x --frobnicate y >/dev/null 2>&1
 check usage-badopt test $? -eq 2
 "$BATCHGEN" tokenize -m "$TMP/missing.gguf" "x" >/dev/null 2>"$TMP/err"

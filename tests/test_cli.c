@@ -10,6 +10,7 @@
 #include "cli/json_file.c"
 #include "cli/model_spec.c"
 #include "cli/options.c"
+#include "cli/outputs.c"
 #include "cli/progress.c"
 #include "cli/resume.c"
 #include "cli/version.c"
