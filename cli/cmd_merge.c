@@ -32,6 +32,7 @@
 
 #include "cli/commands.h"
 #include "cli/lines.h"
+#include "cli/outputs.h"
 
 static void merge_usage(FILE *f)
 {
@@ -206,6 +207,19 @@ int cmd_merge(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 
+	/* -o naming a shard output or the input would truncate it before it is read */
+	for (int k = -1; k < n && !outputs_is_stdout(out_path); k++) {
+		const char *src = k < 0 ? in_path : paths[k];
+		if (src && outputs_same_file(out_path, src)) {
+			fprintf(stderr,
+				"batchgen merge: -o %s is %s; write the merged results "
+				"elsewhere\n",
+				out_path,
+				k < 0 ? "the input file (-i)" : "one of the shard outputs");
+			return CLI_EXIT_USAGE;
+		}
+	}
+
 	/* ---- check the counts before writing anything ---- */
 	int64_t *count = calloc((size_t)n, sizeof *count);
 	FILE **f = calloc((size_t)n, sizeof *f);
@@ -270,8 +284,8 @@ int cmd_merge(int argc, char **argv)
 			goto out;
 		}
 	}
-	FILE *out = stdout;
-	if (strcmp(out_path, "-") != 0 && !(out = fopen(out_path, "w"))) {
+	FILE *out = outputs_open(out_path, "w");
+	if (!out) {
 		fprintf(stderr, "batchgen merge: cannot open %s: %s\n", out_path, strerror(errno));
 		rc = CLI_EXIT_USAGE;
 		goto out;
@@ -296,13 +310,11 @@ int cmd_merge(int argc, char **argv)
 		}
 	}
 	free(line);
-	if (fflush(out) != 0)
-		werr = true;
-	if (out != stdout && fclose(out) != 0)
+	if (!outputs_close(out))
 		werr = true;
 	if (werr) {
 		fprintf(stderr, "batchgen merge: cannot write %s\n",
-			strcmp(out_path, "-") == 0 ? "standard output" : out_path);
+			outputs_is_stdout(out_path) ? "standard output" : out_path);
 		rc = CLI_EXIT_MODEL;
 	}
 out:

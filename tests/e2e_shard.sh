@@ -60,6 +60,18 @@ check_eq "merge: misordered shards are refused" "$?" 2
 check_eq "merge -i: equal-count shards out of order are refused" "$?" 2
 check "merge -i: ... naming the input line and the ids" grep -q 'input line 1 .* id "1" .* "2"' "$TMP/swapped.err"
 check "merge -i: ... nothing written" test ! -e "$TMP/swapped.jsonl"
+# -o naming a shard output or the input truncated it before it was read (the shard was
+# lost): refused, whatever path names it, and the file kept
+cp "$TMP/s0.jsonl" "$TMP/keep0.jsonl"
+"$BATCHGEN" merge -o "$TMP/./s0.jsonl" "$TMP"/s{0,1,2,3}.jsonl 2>"$TMP/self.err"
+check_eq "merge: -o naming a shard output is refused" "$?" 2
+check "merge: ... saying so" grep -q 'is one of the shard outputs' "$TMP/self.err"
+check "merge: ... the shard intact" cmp -s "$TMP/s0.jsonl" "$TMP/keep0.jsonl"
+cp "$TMP/keep0.jsonl" "$TMP/s0.jsonl" # whatever the check above did to it
+cp "$in" "$TMP/keepin.jsonl"
+"$BATCHGEN" merge -i "$in" -o "$in" "$TMP"/s{0,1,2,3}.jsonl 2>/dev/null
+check_eq "merge: -o naming the input is refused" "$?" 2
+check "merge: ... the input intact" cmp -s "$in" "$TMP/keepin.jsonl"
 # with ids of its own (native and OpenAI lines): a swap is seen by id; in order it merges
 awk 'BEGIN { for (i = 1; i <= 9; i++) {
 	if (i % 3 == 0) printf "{\"custom_id\":\"c%d\",\"url\":\"/v1/completions\",\"body\":{\"prompt\":\"p %d\",\"max_tokens\":2}}\n", i, i
