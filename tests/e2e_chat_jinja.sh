@@ -80,5 +80,13 @@ need_jq && {
 	check_eq "run: the failing request's error" "$(jq -r 'select(.id == "a") | .error.message' "$TMP/out.jsonl")" \
 		"messages: chat template line 1: raise_exception: boom"
 	check_eq "run: the developer role passes through" "$(jq -r 'select(.id == "b") | .error' "$TMP/out.jsonl")" null
+	# a user turn without content is refused (it rendered as an empty turn); an assistant's
+	# (tool calls only) is not
+	printf '%s\n' '{"id":"u","messages":[{"role":"user"}],"max_tokens":2}' \
+		'{"id":"t","messages":[{"role":"user","content":"x"},{"role":"assistant","content":null},{"role":"user","content":"y"}],"max_tokens":2}' >"$TMP/nc.jsonl"
+	"$BATCHGEN" -m synthetic:builtin --device cpu -q -i "$TMP/nc.jsonl" -o "$TMP/nc.out" --chat-template-file "$TMP/t.jinja"
+	check_eq "run: a user turn without content is the request's error" \
+		"$(jq -r 'select(.id == "u") | .error.message' "$TMP/nc.out")" 'messages: messages[0] (role "user") has no content'
+	check_eq "run: an assistant turn without content renders" "$(jq -r 'select(.id == "t") | .error' "$TMP/nc.out")" null
 }
 summary

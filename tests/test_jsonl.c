@@ -662,7 +662,21 @@ static void test_chat_parse(void)
 	    {"{\"custom_id\": \"c\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": "
 	     "[{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": 3}}",
 	     "invalid_request", "body.logprobs must be true or false"},
+	    /* a turn without content is not an empty turn: only an assistant's may omit it */
+	    {"{\"custom_id\": \"c\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": "
+	     "[{\"role\": \"user\"}]}}",
+	     "invalid_request", "messages[0] (role \"user\") has no content"},
+	    {"{\"custom_id\": \"c\", \"url\": \"/v1/chat/completions\", \"body\": {\"messages\": "
+	     "[{\"role\": \"system\", \"content\": null}, {\"role\": \"user\", \"content\": "
+	     "\"x\"}]}}",
+	     "invalid_request", "messages[0] (role \"system\") has no content"},
 	};
+	/* ... an assistant turn (one with tool calls, say) may */
+	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": "
+		  "\"assistant\"}, {\"role\": \"user\", \"content\": \"b\"}]}",
+		  4, &d, NULL);
+	CHECK(r->error.code[0] == 0, "an assistant turn without content: %s", r->error.message);
+	req_free(r);
 	for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
 		r = parse(errs[i].line, 5, &d, NULL);
 		CHECK(strcmp(r->error.code, errs[i].code) == 0 &&

@@ -627,7 +627,10 @@ static void parse_messages(struct parse *p, const cJSON *msgs, const cJSON *tool
 		}
 		m[i].role = role->valuestring;
 		const cJSON *c = field(e, "content");
-		if (!c) {
+		if (!c && !chat_role_may_omit_content(role->valuestring)) {
+			fail(p, "invalid_request", "%s[%d] (role \"%s\") has no content", name, i,
+			     role->valuestring);
+		} else if (!c) {
 			m[i].content = ""; /* an assistant turn with tool calls only, say */
 		} else if (cJSON_IsString(c)) {
 			m[i].content = c->valuestring;

@@ -60,6 +60,11 @@ bool chat_jinja_parse_date(const char *s, int *y, int *m, int *d)
 	return !(*m == 2 && *d == 29 && !leap);
 }
 
+bool chat_role_may_omit_content(const char *role)
+{
+	return strcmp(role, "assistant") == 0;
+}
+
 enum bg_status chat_content_text(const cJSON *parts, char **out, struct bg_err *err)
 {
 	*out = NULL;
@@ -107,6 +112,12 @@ static cJSON *normalise(const cJSON *msg, int i, struct bg_err *err)
 		return NULL;
 	}
 	cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+	if ((!c || cJSON_IsNull(c)) && !chat_role_may_omit_content(role->valuestring)) {
+		cJSON_Delete(m);
+		bg_fail(err, BG_ERR_INVALID, "messages[%d] (role \"%s\") has no content", i,
+			role->valuestring);
+		return NULL;
+	}
 	if (c && cJSON_IsArray(c)) {
 		char *joined = NULL;
 		struct bg_err perr = {0};

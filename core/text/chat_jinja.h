@@ -49,6 +49,11 @@ enum bg_status chat_jinja_render(const struct chat_jinja *cj, const cJSON *messa
  * "content[J]: ..."; out of memory: BG_ERR_NOMEM. */
 enum bg_status chat_content_text(const cJSON *parts, char **out, struct bg_err *err);
 
+/* Whether a message of this role may come without content (absent or null): only an
+ * assistant turn (one that makes tool calls), as the OpenAI API and vLLM accept; any other
+ * role without content is a request error on both chat paths, not an empty turn. */
+bool chat_role_may_omit_content(const char *role);
+
 /* Parses "YYYY-MM-DD" into *y, *m, *d; false when it is not a valid date. */
 bool chat_jinja_parse_date(const char *s, int *y, int *m, int *d);
 
