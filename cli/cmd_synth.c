@@ -193,10 +193,14 @@ int cmd_synth(int argc, char **argv)
 				synth_opts_init(&so, s);
 				struct synth_shape sv = *s;
 				sv.n_vocab = synth_n_vocab(&so);
+				char moe[64] = "";
+				if (s->n_expert)
+					snprintf(moe, sizeof moe, ", %u of %u experts %u wide",
+						 s->n_expert_used, s->n_expert, synth_n_ff_exp(s));
 				printf("%-15s %s, layers %u, embd %u, heads %u, kv heads %u, "
-				       "ffn %u, vocab %u, ctx %u, rope base %g%s, %.1f M params\n",
+				       "ffn %u%s, vocab %u, ctx %u, rope base %g%s, %.1f M params\n",
 				       s->name, synth_arch(s), s->n_layer, s->n_embd, s->n_head,
-				       s->n_head_kv, s->n_ff, sv.n_vocab, s->n_ctx,
+				       s->n_head_kv, s->n_ff, moe, sv.n_vocab, s->n_ctx,
 				       (double)s->rope_base, s->tie_output ? ", tied output" : "",
 				       (double)synth_n_params(&sv, s->tie_output) / 1e6);
 			}
