@@ -87,6 +87,21 @@ struct model_hparams {
 	uint32_t n_ff_exp;	  /* an expert's FFN width (qwen3moe:
 				   * expert_feed_forward_length; llama: feed_forward_length) */
 	bool expert_weights_norm; /* renormalize the chosen weights to sum 1 (both: true) */
+
+	/* gpt-oss (`gpt-oss`, llama.cpp's openai-moe graph), beyond the above. Its gating
+	 * (llama.cpp's SOFTMAX_WEIGHT: the k largest logits, then a softmax over those k) is
+	 * the routing above with expert_weights_norm: the same choice and, up to rounding,
+	 * the same weights. */
+	bool attn_sinks;    /* layer attn_sinks (n_head f32): head h's softmax over its keys
+			     * has one more logit, sinks[h], in its denominator and no value */
+	bool attn_out_bias; /* layer bo (attn_output.bias, n_embd) added after the O projection */
+	bool moe_bias;	    /* router and experts have biases: the router's added to its logits,
+			     * each expert's to its gate, up and down outputs (layer *_b) */
+	bool swiglu_oai;    /* the experts' activation is gpt-oss's clamped SwiGLU instead of
+			     * silu(gate) * up: with g = min(gate, swiglu_limit), u = max(-limit,
+			     * min(up, limit)): g * sigmoid(swiglu_alpha * g) * (u + 1) */
+	float swiglu_alpha; /* 1.702 */
+	float swiglu_limit; /* 7 */
 };
 
 struct model_weight {
@@ -124,6 +139,14 @@ struct model_layer {
 	struct model_weight gate_exps;	  /* (n_embd, n_ff_exp) each */
 	struct model_weight up_exps;	  /* (n_embd, n_ff_exp) each */
 	struct model_weight down_exps;	  /* (n_ff_exp, n_embd) each */
+
+	/* gpt-oss (see model_hparams), else zero; f32 vectors */
+	struct model_weight attn_sinks;	    /* (n_head) */
+	struct model_weight bo;		    /* (n_embd) */
+	struct model_weight ffn_gate_inp_b; /* (n_expert) */
+	struct model_weight gate_exps_b;    /* (n_ff_exp) each, ne2 = n_expert */
+	struct model_weight up_exps_b;	    /* (n_ff_exp) each, ne2 = n_expert */
+	struct model_weight down_exps_b;    /* (n_embd) each, ne2 = n_expert */
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 };
 
