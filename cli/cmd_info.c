@@ -33,13 +33,17 @@ static void print_bytes(uint64_t b)
 
 static void print_weight_line(const char *what, const struct model_weight *w)
 {
-	printf("  %-22s %-5s [%llu, %llu]\n", what, gguf_dtype_name(w->type),
+	printf("  %-22s %-5s [%llu, %llu", what, gguf_dtype_name(w->type),
 	       (unsigned long long)w->ne0, (unsigned long long)w->ne1);
+	if (w->ne2)
+		printf(", %llu", (unsigned long long)w->ne2);
+	printf("]\n");
 }
 
+/* elements of a weight, every expert of a stacked one */
 static uint64_t n_el(const struct model_weight *w)
 {
-	return w->ne0 * w->ne1;
+	return w->ne0 * w->ne1 * (w->ne2 ? w->ne2 : 1);
 }
 
 /* Whether the output projection is token_embd. A lazy model has no tensors to look at:
@@ -53,7 +57,8 @@ static bool is_tied(const struct model *m)
 		const struct model_layer *y = &m->layers[l];
 		n += n_el(&y->attn_norm) + n_el(&y->wq) + n_el(&y->wk) + n_el(&y->wv) +
 		     n_el(&y->wo) + n_el(&y->ffn_norm) + n_el(&y->w_gate) + n_el(&y->w_up) +
-		     n_el(&y->w_down);
+		     n_el(&y->w_down) + n_el(&y->ffn_gate_inp) + n_el(&y->gate_exps) +
+		     n_el(&y->up_exps) + n_el(&y->down_exps);
 		if (m->hp.qkv_bias)
 			n += n_el(&y->bq) + n_el(&y->bk) + n_el(&y->bv);
 	}
@@ -72,7 +77,7 @@ static void print_by_dtype(const struct model *m)
 	const struct model_weight *ws[3] = {&m->tok_embd, &m->output_norm, &m->output};
 	int n_top = is_tied(m) ? 2 : 3;
 	for (uint32_t l = 0; l <= m->hp.n_layer; l++) {
-		const struct model_weight *list[12];
+		const struct model_weight *list[16];
 		int n = 0;
 		if (l == m->hp.n_layer) {
 			for (int i = 0; i < n_top; i++)
@@ -84,6 +89,13 @@ static void print_by_dtype(const struct model *m)
 			    &ly->ffn_norm,  &ly->w_gate, &ly->w_up, &ly->w_down};
 			for (int i = 0; i < 9; i++)
 				list[n++] = lw[i];
+			if (m->hp.n_expert) { /* in place of the (zero) dense FFN */
+				n -= 3;
+				list[n++] = &ly->ffn_gate_inp;
+				list[n++] = &ly->gate_exps;
+				list[n++] = &ly->up_exps;
+				list[n++] = &ly->down_exps;
+			}
 			if (m->hp.qkv_bias) {
 				list[n++] = &ly->bq;
 				list[n++] = &ly->bk;
@@ -94,7 +106,8 @@ static void print_by_dtype(const struct model *m)
 			for (int t = 0; t < NT; t++)
 				if (list[i]->type == types[t]) {
 					bytes[t] += gguf_row_bytes(list[i]->type, list[i]->ne0) *
-						    list[i]->ne1;
+						    list[i]->ne1 *
+						    (list[i]->ne2 ? list[i]->ne2 : 1);
 					count[t]++;
 				}
 	}
@@ -169,6 +182,10 @@ int cmd_info(int argc, char **argv)
 	printf("n_head_kv: %u\n", hp->n_head_kv);
 	printf("head_dim: %u\n", hp->head_dim);
 	printf("n_ff: %u\n", hp->n_ff);
+	if (hp->n_expert)
+		printf("experts: %u, %u used per token, %u wide (n_ff_exp), softmax routing%s\n",
+		       hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
+		       hp->expert_weights_norm ? ", chosen weights renormalized" : "");
 	printf("rope_dim: %u\n", hp->rope_dim);
 	printf("rope_base: %g\n", (double)hp->rope_base);
 	printf("rope_type: %s\n", hp->rope_neox ? "neox" : "normal");
@@ -236,9 +253,16 @@ int cmd_info(int argc, char **argv)
 		}
 		print_weight_line("blk.0.attn_output", &ly->wo);
 		print_weight_line("blk.0.ffn_norm", &ly->ffn_norm);
-		print_weight_line("blk.0.ffn_gate", &ly->w_gate);
-		print_weight_line("blk.0.ffn_up", &ly->w_up);
-		print_weight_line("blk.0.ffn_down", &ly->w_down);
+		if (hp->n_expert) {
+			print_weight_line("blk.0.ffn_gate_inp", &ly->ffn_gate_inp);
+			print_weight_line("blk.0.ffn_gate_exps", &ly->gate_exps);
+			print_weight_line("blk.0.ffn_up_exps", &ly->up_exps);
+			print_weight_line("blk.0.ffn_down_exps", &ly->down_exps);
+		} else {
+			print_weight_line("blk.0.ffn_gate", &ly->w_gate);
+			print_weight_line("blk.0.ffn_up", &ly->w_up);
+			print_weight_line("blk.0.ffn_down", &ly->w_down);
+		}
 	}
 	if (m->gguf) {
 		const struct gguf_ctx *g = m->gguf;

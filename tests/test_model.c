@@ -223,10 +223,13 @@ static void test_rewrites(void)
 	CHECK(rewrite(src, E_ARCH, "gemma", &m, &err) == BG_ERR_UNSUPPORTED &&
 		  has(&err, "'gemma'") && has(&err, "supported: llama, qwen2, qwen3"),
 	      "arch: %s", err.msg);
-	/* mixture-of-experts and other architectures are refused by name, never run */
-	CHECK(rewrite(src, E_ARCH, "qwen3moe", &m, &err) == BG_ERR_UNSUPPORTED &&
-		  has(&err, "'qwen3moe' is not supported"),
-	      "qwen3moe: %s", err.msg);
+	/* other architectures are refused by name, never run; qwen3moe reads its own keys */
+	CHECK(rewrite(src, E_ARCH, "qwen2moe", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'qwen2moe' is not supported"),
+	      "qwen2moe: %s", err.msg);
+	CHECK(rewrite(src, E_ARCH, "qwen3moe", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "qwen3moe.block_count is missing"),
+	      "qwen3moe with llama keys: %s", err.msg);
 	/* qwen2 reads qwen2.* keys: the llama.* ones of this file do not count */
 	CHECK(rewrite(src, E_ARCH, "qwen2", &m, &err) == BG_ERR_FORMAT &&
 		  has(&err, "qwen2.block_count is missing"),
@@ -245,8 +248,9 @@ static void test_rewrites(void)
 	CHECK(rewrite(src, E_EXTRA, "rope_freqs.weight", &m, &err) == BG_ERR_FORMAT &&
 		  has(&err, "'rope_freqs.weight' has shape [64], expected [4]"),
 	      "rope_freqs: %s", err.msg);
-	CHECK(rewrite(src, E_EXPERTS, "", &m, &err) == BG_ERR_UNSUPPORTED &&
-		  has(&err, "expert_count"),
+	/* expert_count alone: the rest of the experts' keys are required */
+	CHECK(rewrite(src, E_EXPERTS, "", &m, &err) == BG_ERR_FORMAT &&
+		  has(&err, "llama.expert_used_count is missing"),
 	      "experts: %s", err.msg);
 	CHECK(m == NULL, "no model on failure");
 
@@ -820,6 +824,7 @@ static void test_arch(void)
 	    {"synthetic:qwen3-0.6b", 596049920ull},    {"synthetic:qwen3-8b", 8190735360ull},
 	    {"synthetic:gemma2-2b", 2614341888ull},    {"synthetic:gemma3-1b", 999885952ull},
 	    {"synthetic:phi3-mini", 3821079552ull},
+	    {"synthetic:qwen3-30b-a3b", 30532122624ull}, {"synthetic:mixtral-8x7b", 46702792704ull},
 	};
 	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
 		CHECK(model_open(known[i].spec, true, &m, &err) == BG_OK, "%s", err.msg);
@@ -935,6 +940,183 @@ static void test_arch(void)
 	}
 }
 
+/* ---- mixtures of experts ---- */
+
+enum moe_edit { ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE };
+
+/* The synthetic shape `shape` (f32) written and parsed again with one change: ME_KEY sets
+ * u32 key `what` to val (or removes it when val is UINT32_MAX); ME_DROP drops tensor
+ * `what`; ME_RESHAPE gives it one expert less (ne2 - 1; bytes as they are); ME_SPLIT adds
+ * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight. */
+static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char *what,
+				  uint32_t val, struct model **out, struct bg_err *err)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape(shape));
+	void *sbuf;
+	size_t slen;
+	struct gguf_ctx *src = NULL;
+	enum bg_status st = synth_to_buffer(&o, &sbuf, &slen, err);
+	if (st || (st = gguf_parse(sbuf, slen, true, &src, err)))
+		return st;
+	struct gguf_writer *w = gguf_writer_create();
+	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
+		struct gguf_str k = gguf_kv_key(src, i);
+		if (e == ME_KEY && k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
+			continue;
+		gguf_writer_copy_kv(w, src, i);
+	}
+	if (e == ME_KEY && val != UINT32_MAX)
+		gguf_writer_set_u32(w, what, val);
+	static float extra[64 * 64];
+	if (e == ME_SPLIT)
+		gguf_writer_add_tensor(w, "blk.0.ffn_gate.0.weight", GGUF_DTYPE_F32, 2,
+				       (uint64_t[]){64, 64}, extra);
+	if (e == ME_DENSE)
+		gguf_writer_add_tensor(w, "blk.0.ffn_gate.weight", GGUF_DTYPE_F32, 2,
+				       (uint64_t[]){64, 64}, extra);
+	for (uint64_t i = 0; i < gguf_n_tensors(src); i++) {
+		const struct gguf_tensor *t = gguf_tensor(src, i);
+		char name[96];
+		snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+		bool target = strcmp(name, what) == 0;
+		uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+		if (target && e == ME_DROP)
+			continue;
+		if (target && e == ME_RESHAPE)
+			ne[2] -= 1;
+		gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, t->data);
+	}
+	void *buf;
+	size_t len;
+	st = gguf_writer_to_buffer(w, &buf, &len, err);
+	gguf_writer_destroy(w);
+	gguf_close(src);
+	if (st)
+		return st;
+	struct gguf_ctx *g = NULL;
+	if ((st = gguf_parse(buf, len, true, &g, err)))
+		return st;
+	return model_from_gguf(g, out, err);
+}
+
+static void test_moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	/* qwen3moe-tiny: 8 experts, 2 used, 32 wide; the stacked weights and one expert's view */
+	CHECK(moe_rewrite("qwen3moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *ly = &m->layers[1];
+		CHECK(hp->n_expert == 8 && hp->n_expert_used == 2 && hp->n_ff_exp == 32 &&
+			  hp->expert_weights_norm && hp->qk_norm && hp->rope_neox && hp->head_dim == 32,
+		      "qwen3moe-tiny hparams: %u %u %u", hp->n_expert, hp->n_expert_used,
+		      hp->n_ff_exp);
+		CHECK(ly->ffn_gate_inp.ne0 == 64 && ly->ffn_gate_inp.ne1 == 8 &&
+			  ly->ffn_gate_inp.ne2 == 0 && ly->ffn_gate_inp.type == GGUF_DTYPE_F32 &&
+			  ly->gate_exps.ne0 == 64 && ly->gate_exps.ne1 == 32 && ly->gate_exps.ne2 == 8 &&
+			  ly->up_exps.ne2 == 8 && ly->down_exps.ne0 == 32 && ly->down_exps.ne1 == 64 &&
+			  ly->down_exps.ne2 == 8 && !ly->w_gate.data && !ly->w_up.data &&
+			  !ly->w_down.data,
+		      "qwen3moe-tiny layer shapes");
+		struct model_weight e3 = model_expert(&ly->down_exps, 3);
+		CHECK(e3.ne2 == 0 && e3.ne0 == 32 && e3.ne1 == 64 &&
+			  (const char *)e3.data == (const char *)ly->down_exps.data + 3 * 64 * 32 * 4,
+		      "model_expert: expert 3's rows");
+		/* every weight counted: attention as qwen3-tiny, the router and 8 experts */
+		const struct synth_shape *sh = synth_find_shape("qwen3moe-tiny");
+		CHECK(m->n_params == synth_n_params(sh, false) &&
+			  m->weight_bytes == 4 * m->n_params,
+		      "n_params %llu, bytes %llu", (unsigned long long)m->n_params,
+		      (unsigned long long)m->weight_bytes);
+	}
+	model_free(m);
+	m = NULL;
+	/* mixtral-tiny: llama with experts as wide as feed_forward_length */
+	CHECK(moe_rewrite("mixtral-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m)
+		CHECK(strcmp(m->arch, "llama") == 0 && m->hp.n_expert == 8 &&
+			  m->hp.n_expert_used == 2 && m->hp.n_ff_exp == 64 && !m->hp.rope_neox &&
+			  m->layers[0].up_exps.ne1 == 64,
+		      "mixtral-tiny");
+	model_free(m);
+	m = NULL;
+	/* the lazy real-size shapes describe the same stacked weights */
+	CHECK(model_open("synthetic:qwen3-30b-a3b", true, &m, &err) == BG_OK, "%s", err.msg);
+	if (m)
+		CHECK(m->hp.n_expert == 128 && m->hp.n_expert_used == 8 && m->hp.n_ff_exp == 768 &&
+			  m->layers[47].gate_exps.ne2 == 128 && m->layers[47].down_exps.ne0 == 768 &&
+			  m->layers[0].ffn_gate_inp.ne1 == 128 && !m->layers[0].gate_exps.data,
+		      "lazy qwen3-30b-a3b");
+	model_free(m);
+	m = NULL;
+
+	/* every bound refused with a message naming it */
+	struct {
+		const char *shape;
+		enum moe_edit e;
+		const char *what;
+		uint32_t val;
+		enum bg_status st;
+		const char *msg;
+	} bad[] = {
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_used_count", 9, BG_ERR_FORMAT,
+	     "qwen3moe.expert_used_count is 9 (expected 1 to 8)"},
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_used_count", 0, BG_ERR_FORMAT,
+	     "qwen3moe.expert_used_count is 0"},
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_count", 513, BG_ERR_FORMAT,
+	     "qwen3moe.expert_count is 513 (expected 1 to 512)"},
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "qwen3moe.expert_count is missing or 0"},
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_feed_forward_length", UINT32_MAX,
+	     BG_ERR_FORMAT, "qwen3moe.expert_feed_forward_length is missing"},
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_shared_count", 1, BG_ERR_UNSUPPORTED,
+	     "shared experts"},
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_gating_func", 2, BG_ERR_UNSUPPORTED,
+	     "softmax gating"},
+	    /* a count that disagrees with the tensors: their shapes are checked */
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_count", 7, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_inp.weight' has shape [64, 8], expected [64, 7]"},
+	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_feed_forward_length", 64, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_exps.weight' has shape [64, 32, 8], expected [64, 64, 8]"},
+	    {"qwen3moe-tiny", ME_RESHAPE, "blk.1.ffn_down_exps.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_down_exps.weight' has shape [32, 64, 7], expected [32, 64, 8]"},
+	    {"qwen3moe-tiny", ME_DROP, "blk.1.ffn_up_exps.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_up_exps.weight' is missing"},
+	    {"qwen3moe-tiny", ME_DENSE, "", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_gate.weight' is not part of a qwen3moe model"},
+	    {"mixtral-tiny", ME_SPLIT, "", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_gate.0.weight': experts stored one tensor each"},
+	    {"mixtral-tiny", ME_DROP, "blk.0.ffn_gate_inp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_inp.weight' is missing"},
+	    /* dense qwen3 keys with experts: not an architecture with experts */
+	    {"qwen3-tiny", ME_KEY, "qwen3.expert_count", 8, BG_ERR_UNSUPPORTED,
+	     "mixture-of-experts qwen3 models are not supported"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err.msg[0] = '\0';
+		enum bg_status st = moe_rewrite(bad[i].shape, bad[i].e, bad[i].what, bad[i].val, &m,
+						&err);
+		CHECK(st == bad[i].st && m == NULL && has(&err, bad[i].msg),
+		      "%s %d %s: status %d, '%s' (want '%s')", bad[i].shape, (int)bad[i].e,
+		      bad[i].what, (int)st, err.msg, bad[i].msg);
+		model_free(m);
+		m = NULL;
+	}
+	/* synth refuses shapes the loader would */
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("qwen3moe-tiny"));
+	o.shape.n_expert_used = 9;
+	CHECK(synth_check(&o, &err) == BG_ERR_INVALID && has(&err, "2 of 8") == false &&
+		  has(&err, "experts"),
+	      "synth: %s", err.msg);
+	synth_opts_init(&o, synth_find_shape("qwen3-tiny"));
+	o.shape.arch = "qwen3moe";
+	CHECK(synth_check(&o, &err) == BG_ERR_INVALID && has(&err, "needs experts"), "synth: %s",
+	      err.msg);
+}
+
 int main(void)
 {
 	test_stories();
@@ -947,5 +1129,6 @@ int main(void)
 	test_synthetic();
 	test_qwen2();
 	test_arch();
+	test_moe();
 	return check_summary();
 }

@@ -10,13 +10,25 @@
  * gemma2 defaults n_swa 4096, pattern 2 (even layers windowed), attn soft-cap 50, final
  * 30; gemma3 pattern 6 (5 windowed, 1 global), windowed only when sliding_window is set,
  * local RoPE base 10000, final soft-cap only when the key is present; phi3 reads
- * sliding_window and disables it ("Phi SWA is currently disabled"). */
+ * sliding_window and disables it ("Phi SWA is currently disabled"); qwen3moe is qwen3's
+ * attention with every FFN a routed mixture (src/models/qwen3moe.cpp: build_moe_ffn with
+ * SiLU, softmax gating, norm_w true), and llama.cpp's llama graph does the same for a
+ * llama file whose layers have ffn_gate_inp (Mixtral; experts as wide as
+ * feed_forward_length). */
 static const struct arch_info table[] = {
     {.name = "llama",
-     .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, TinyLlama, SmolLM",
-     .refuse_bias = true},
+     .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
+     .refuse_bias = true,
+     .moe_ok = true},
     {.name = "qwen2", .families = "Qwen2, Qwen2.5", .rope_neox = true, .qkv_bias = true},
     {.name = "qwen3", .families = "Qwen3 (dense)", .rope_neox = true, .qk_norm = true},
+    {.name = "qwen3moe",
+     .families = "Qwen3 MoE (Qwen3-30B-A3B, Qwen3-235B-A22B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true},
     {.name = "gemma2",
      .families = "Gemma 2",
      .rope_neox = true,
@@ -60,7 +72,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, gemma2, gemma3, phi3";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -42,6 +42,12 @@ struct arch_info {
 			       * absent) and no frequency scaling; gemma2: the global values */
 	bool fused_up;	      /* ffn_up holds gate|up ([n_embd, 2 n_ff]), no ffn_gate (phi3) */
 	bool refuse_bias;     /* any *.bias tensor is refused (llama) */
+	/* Mixture of experts (model.h's routing): moe_ok accepts <arch>.expert_count > 0,
+	 * moe_only requires it; the experts' width is <arch>.expert_feed_forward_length when
+	 * moe_ff_key, else feed_forward_length (Mixtral's llama files) */
+	bool moe_ok;
+	bool moe_only;
+	bool moe_ff_key;
 };
 
 /* The row of an architecture, or NULL. */

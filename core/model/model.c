@@ -17,6 +17,9 @@
 #define MODEL_MAX_LAYERS 4096u
 #define MODEL_MAX_DIM	 (1u << 20)
 #define MODEL_MAX_VOCAB	 (1u << 24)
+/* Experts per layer: the largest released MoE models have 256 or 384 (DeepSeek-V3, Kimi
+ * K2); with MODEL_MAX_DIM a stacked tensor's element count stays below 2^50. */
+#define MODEL_MAX_EXPERTS 512u
 
 /* Copies a string from the file into dst for a message: printable ASCII only, so that the
  * message stays one line whatever the file holds. */
@@ -176,6 +179,64 @@ struct model_weight model_expert(const struct model_weight *w, uint32_t e)
 	return v;
 }
 
+/* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
+ * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
+ * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused. */
+static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
+				   const struct arch_info *ai, struct model_hparams *hp,
+				   struct bg_err *err)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.expert_count", arch);
+	uint32_t n = 0;
+	if (gguf_find_key(g, key) >= 0 && !gguf_get_u32(g, key, &n))
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not an unsigned integer", key);
+	if (n == 0) {
+		if (ai->moe_only)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "metadata key %s is missing or 0: a %s model has experts", key,
+				       arch);
+		return BG_OK;
+	}
+	if (!ai->moe_ok)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s is %u: mixture-of-experts %s models are not supported (MoE: "
+			       "qwen3moe, and llama files such as Mixtral)",
+			       key, n, arch);
+	if (n > MODEL_MAX_EXPERTS)
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (expected 1 to %u)", key, n,
+			       MODEL_MAX_EXPERTS);
+	enum bg_status st;
+	hp->n_expert = n;
+	if ((st = need_u32(g, arch, "expert_used_count", n, &hp->n_expert_used, err)))
+		return st;
+	if (ai->moe_ff_key) {
+		if ((st = need_u32(g, arch, "expert_feed_forward_length", MODEL_MAX_DIM,
+				   &hp->n_ff_exp, err)))
+			return st;
+	} else {
+		hp->n_ff_exp = hp->n_ff;
+	}
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_shared_count", &u) && u > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_shared_count is %u: shared experts are not supported", arch,
+			       u);
+	/* llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX is 1 */
+	if (get_u32_key(g, arch, "expert_gating_func", &u) && u != 1)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_gating_func is %u: only softmax gating (1) is supported",
+			       arch, u);
+	float f = 0.0f;
+	if (get_f32_key(g, arch, "expert_weights_scale", &f) && f != 0.0f && f != 1.0f)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_weights_scale is %g: scaled expert weights are not "
+			       "supported",
+			       arch, (double)f);
+	hp->expert_weights_norm = true; /* llama.cpp: norm_w for llama and qwen3moe */
+	return BG_OK;
+}
+
 /* model_layer_is_swa, model_kv_window: see model.h */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l)
 {
@@ -265,11 +326,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       (double)hp->rope_base);
 	if ((st = read_rope_scaling(g, arch, hp, err)))
 		return st;
-	uint32_t n_expert = 0;
-	if (get_u32_key(g, arch, "expert_count", &n_expert) && n_expert > 0)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.expert_count is %u: mixture-of-experts models are not supported",
-			       arch, n_expert);
+	if ((st = read_experts(g, arch, ai, hp, err)))
+		return st;
 	hp->rms_eps = 1e-5f;
 	if (get_f32_key(g, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps) &&
 	    !(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
@@ -326,21 +384,24 @@ static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims
  * weights and biases only f32 (as llama.cpp's converter writes every 1-D tensor). */
 enum take_kind { TK_MATRIX, TK_NORM, TK_BIAS };
 
-/* Finds name and checks its shape is (ne0) when ne1 == 0, else (ne0, ne1), and its type
- * (see take_kind). Adds it to the parameter and byte counts. */
-static enum bg_status take(struct loader *L, const char *name, uint64_t ne0, uint64_t ne1,
-			   enum take_kind kind, struct model_weight *w)
+/* Finds name and checks its shape is (ne0) when ne1 == 0, (ne0, ne1) when ne2 == 0, else
+ * (ne0, ne1, ne2) (stacked experts), and its type (see take_kind). Adds it to the parameter
+ * and byte counts. The hyper-parameters bound each size (MODEL_MAX_*), so the products
+ * below stay far from 2^64. */
+static enum bg_status take3(struct loader *L, const char *name, uint64_t ne0, uint64_t ne1,
+			    uint64_t ne2, enum take_kind kind, struct model_weight *w)
 {
 	const struct gguf_tensor *t = gguf_find_tensor(L->g, name);
 	if (!t)
 		return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' is missing", name);
-	uint64_t want[2] = {ne0, ne1};
-	uint32_t want_dims = ne1 ? 2 : 1;
-	/* trailing dimensions of size 1 are harmless (ggml drops them) */
+	uint64_t want[3] = {ne0, ne1, ne2};
+	uint32_t want_dims = ne2 ? 3 : ne1 ? 2 : 1;
+	/* trailing dimensions of size 1 are harmless (ggml drops them); unused ne are 1 */
 	uint32_t dims = t->n_dims;
 	while (dims > 1 && t->ne[dims - 1] == 1)
 		dims--;
-	bool ok = dims <= want_dims && t->ne[0] == ne0 && (want_dims == 1 || t->ne[1] == ne1);
+	bool ok = dims <= want_dims && t->ne[0] == ne0 && (want_dims == 1 || t->ne[1] == ne1) &&
+		  (want_dims < 3 || t->ne[2] == ne2);
 	if (!ok) {
 		char got[96], exp[64];
 		fmt_shape(got, sizeof got, t->ne, t->n_dims);
@@ -356,10 +417,17 @@ static enum bg_status take(struct loader *L, const char *name, uint64_t ne0, uin
 	w->data = t->data;
 	w->ne0 = ne0;
 	w->ne1 = ne1 ? ne1 : 1;
-	L->m->n_params += w->ne0 * w->ne1;
+	w->ne2 = ne2;
+	L->m->n_params += w->ne0 * w->ne1 * (ne2 ? ne2 : 1);
 	L->m->weight_bytes += t->nbytes;
 	L->used[t - gguf_tensor(L->g, 0)] = true;
 	return BG_OK;
+}
+
+static enum bg_status take(struct loader *L, const char *name, uint64_t ne0, uint64_t ne1,
+			   enum take_kind kind, struct model_weight *w)
+{
+	return take3(L, name, ne0, ne1, 0, kind, w);
 }
 
 void model_free(struct model *m)
@@ -423,6 +491,35 @@ static enum bg_status load_rope_factors(struct loader *L)
 	return BG_OK;
 }
 
+/* Layer l's router and stacked experts (model.h). Mixtral files converted before the
+ * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
+ * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
+static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_layer *ly)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	uint64_t E = hp->n_embd, X = hp->n_expert, FX = hp->n_ff_exp;
+	char n[64];
+	snprintf(n, sizeof n, "blk.%u.ffn_gate.0.weight", l);
+	if (gguf_find_tensor(L->g, n))
+		return bg_fail(L->err, BG_ERR_UNSUPPORTED,
+			       "tensor '%s': experts stored one tensor each (an old Mixtral "
+			       "conversion) are not supported; convert the model again with a "
+			       "current llama.cpp (stacked ffn_*_exps tensors)",
+			       n);
+	enum bg_status st;
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
+	if ((st = take3(L, n, E, X, 0, TK_MATRIX, &ly->ffn_gate_inp)))
+		return st;
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
+	if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->gate_exps)))
+		return st;
+	snprintf(n, sizeof n, "blk.%u.ffn_up_exps.weight", l);
+	if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->up_exps)))
+		return st;
+	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
+	return take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps);
+}
+
 static enum bg_status load_tensors(struct loader *L)
 {
 	struct model *m = L->m;
@@ -479,7 +576,10 @@ static enum bg_status load_tensors(struct loader *L)
 		if (hp->post_norms)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, attn_post_norm);
 		TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
-		if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
+		if (hp->n_expert) {
+			if ((st = take_experts(L, l, ly)))
+				return st;
+		} else if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
 			struct model_weight gu;
 			snprintf(n, sizeof n, "blk.%u.ffn_up.weight", l);
 			if ((st = take(L, n, E, 2 * F, TK_MATRIX, &gu)))
@@ -490,7 +590,8 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
 			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
 		}
-		TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
+		if (!hp->n_expert)
+			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
 		ly->swa = model_layer_is_swa(hp, l);
@@ -636,11 +737,18 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (ai->swa_rope_own)
 			hp->rope_base_swa = 10000.0f;
 	}
+	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
+		hp->n_expert = s->n_expert;
+		hp->n_expert_used = s->n_expert_used;
+		hp->n_ff_exp = synth_n_ff_exp(s);
+		hp->expert_weights_norm = true;
+	}
 	if (st) {
 		model_free(m);
 		return st;
 	}
 	uint64_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+	uint64_t X = hp->n_expert, FX = hp->n_ff_exp;
 	uint64_t Q = (uint64_t)hp->n_head * hp->head_dim;
 	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
 #define W(field, t, a, b)                                                                          \
@@ -648,6 +756,12 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		(field) = (struct model_weight){(t), NULL, (a), (b), 0};                           \
 		m->n_params += (uint64_t)(a) * (b);                                                \
 		m->weight_bytes += gguf_row_bytes((t), (a)) * (b);                                 \
+	} while (0)
+#define W3(field, t, a, b, n)                                                                      \
+	do {                                                                                       \
+		W(field, t, a, (b) * (n));                                                         \
+		(field).ne1 = (b);                                                                 \
+		(field).ne2 = (n);                                                                 \
 	} while (0)
 	W(m->tok_embd, o->dtype, E, V);
 	W(m->output_norm, GGUF_DTYPE_F32, E, 1);
@@ -672,15 +786,23 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		}
 		W(ly->wo, o->dtype, Q, E);
 		W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
-		W(ly->w_gate, o->dtype, E, F);
-		W(ly->w_up, o->dtype, E, F);
-		W(ly->w_down, o->dtype, F, E);
+		if (X) { /* the router f32 as synth writes it; experts stacked (ne2 = X) */
+			W(ly->ffn_gate_inp, GGUF_DTYPE_F32, E, X);
+			W3(ly->gate_exps, o->dtype, E, FX, X);
+			W3(ly->up_exps, o->dtype, E, FX, X);
+			W3(ly->down_exps, o->dtype, FX, E, X);
+		} else {
+			W(ly->w_gate, o->dtype, E, F);
+			W(ly->w_up, o->dtype, E, F);
+			W(ly->w_down, o->dtype, F, E);
+		}
 		if (hp->post_norms) {
 			W(ly->attn_post_norm, GGUF_DTYPE_F32, E, 1);
 			W(ly->ffn_post_norm, GGUF_DTYPE_F32, E, 1);
 		}
 		ly->swa = model_layer_is_swa(hp, l);
 	}
+#undef W3
 #undef W
 	m->synthetic = true;
 	m->synth_seed = o->seed;

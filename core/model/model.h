@@ -3,7 +3,9 @@
  * Architectures (core/model/arch.h): `llama` (with Llama 3.1's rope_freqs and linear /
  * yarn rope scaling), `qwen2` (Q/K/V biases, NeoX RoPE), `qwen3` (per-head Q/K norms),
  * `gemma2` and `gemma3` (embedding scale, GELU, post-norms, soft-capping, sliding-window
- * layers), `phi3` (fused attn_qkv and gate|up ffn_up, LongRoPE factors). A fused tensor
+ * layers), `phi3` (fused attn_qkv and gate|up ffn_up, LongRoPE factors), and the
+ * mixtures of experts `qwen3moe` and `llama` with expert_count (Mixtral): stacked
+ * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp. A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *

@@ -72,6 +72,16 @@ static const struct synth_shape shapes[] = {
      .n_swa = 2047},
     {"phi3-tiny", 2, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "phi3", .n_swa = 16,
      .n_ctx_orig = 64},
+    /* mixtures of experts. Qwen3-30B-A3B's config.json (feed_forward_length is its
+     * intermediate_size 6144, unused by the MoE layers; experts 768 wide); Mixtral 8x7B's */
+    {"qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 40960, 1000000.0f, 1e-6f, false,
+     "qwen3moe", .head_dim = 128, .n_expert = 128, .n_expert_used = 8, .n_ff_exp = 768},
+    {"mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, 1000000.0f, 1e-5f, false, "llama",
+     .n_expert = 8, .n_expert_used = 2},
+    {"qwen3moe-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "qwen3moe",
+     .head_dim = 32, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32},
+    {"mixtral-tiny", 2, 64, 4, 2, 64, 512, 256, 1000000.0f, 1e-5f, false, "llama",
+     .n_expert = 8, .n_expert_used = 2},
 };
 #pragma GCC diagnostic pop
 
@@ -106,6 +116,11 @@ uint32_t synth_head_dim(const struct synth_shape *s)
 	return s->head_dim ? s->head_dim : s->n_embd / (s->n_head ? s->n_head : 1);
 }
 
+uint32_t synth_n_ff_exp(const struct synth_shape *s)
+{
+	return s->n_ff_exp ? s->n_ff_exp : s->n_ff;
+}
+
 static bool is_arch(const struct synth_shape *s, const char *a)
 {
 	return strcmp(synth_arch(s), a) == 0;
@@ -118,7 +133,7 @@ static bool has_qkv_bias(const struct synth_shape *s)
 
 static bool has_qk_norm(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen3") || is_arch(s, "gemma3");
+	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3");
 }
 
 static bool has_post_norms(const struct synth_shape *s)
@@ -317,6 +332,23 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			       s->rope_scaling);
 	if (!(s->rope_base > 1.0f) || !(s->rms_eps > 0.0f && s->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_INVALID, "rope base must be > 1 and eps in (0, 1)");
+	const struct arch_info *ai = arch_find(synth_arch(s));
+	if (s->n_expert && !ai->moe_ok)
+		return bg_fail(err, BG_ERR_INVALID, "architecture %s has no experts",
+			       synth_arch(s));
+	if (!s->n_expert && ai->moe_only)
+		return bg_fail(err, BG_ERR_INVALID, "a %s shape needs experts", synth_arch(s));
+	if (s->n_expert && (s->n_expert > 512 || s->n_expert_used == 0 ||
+			    s->n_expert_used > s->n_expert || synth_n_ff_exp(s) > (1u << 20) ||
+			    (!ai->moe_ff_key && s->n_ff_exp && s->n_ff_exp != s->n_ff)))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "experts: %u of %u used, width %u (expected 1 to 512 experts, at "
+			       "least one used, llama's width = ffn)",
+			       s->n_expert_used, s->n_expert, synth_n_ff_exp(s));
+	if (o->dtype == GGUF_DTYPE_Q8_0 && synth_n_ff_exp(s) % 32)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "q8_0 needs the experts' width to be a multiple of 32 (%u)",
+			       synth_n_ff_exp(s));
 	if (o->dtype == GGUF_DTYPE_Q8_0 && (s->n_embd % 32 || s->n_ff % 32))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "q8_0 needs embd and ffn to be multiples of 32 (embd %u, ffn %u)",
@@ -342,7 +374,11 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
-	uint64_t layer = E + E * Q + 2 * E * KV + Q * E + E + 3 * E * F;
+	uint64_t layer = E + E * Q + 2 * E * KV + Q * E + E;
+	if (s->n_expert) /* router and experts instead of the dense FFN */
+		layer += E * s->n_expert + 3 * E * (uint64_t)synth_n_ff_exp(s) * s->n_expert;
+	else
+		layer += 3 * E * F;
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
 	if (has_qk_norm(s))
@@ -511,6 +547,11 @@ static void longrope_factors(float *out, uint32_t n, float top)
  * variance), so that each bias visibly moves the scores without swamping them. */
 #define BIAS_STD 0.5f
 
+/* The MoE router (ffn_gate_inp): std ROUTER_SCALE/sqrt(n_embd), router logits spread by
+ * about ROUTER_SCALE, so that the chosen experts are rarely within rounding of the next
+ * one and two implementations route alike. */
+#define ROUTER_SCALE 3.0f
+
 static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum fill_kind kind,
 		uint64_t ne0, uint64_t ne1, uint64_t seed)
 {
@@ -530,6 +571,17 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std, NULL};
 	uint64_t ne[2] = {ne0, ne1};
 	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
+}
+
+/* A stacked tensor of ne2 matrices (ne0, ne1), random with std 1/sqrt(ne0) (experts). */
+static void add3(struct synth_build *b, const char *name, enum gguf_dtype t, uint64_t ne0,
+		 uint64_t ne1, uint64_t ne2, uint64_t seed)
+{
+	struct fill_job *j = &b->jobs[b->n_jobs++];
+	*j = (struct fill_job){seed, FILL_RANDOM, t, ne0 * ne1 * ne2, 1.0f / sqrtf((float)ne0),
+			       NULL};
+	uint64_t ne[3] = {ne0, ne1, ne2};
+	gguf_writer_add_tensor_fill(b->w, name, t, 3, ne, fill_tensor, j);
 }
 
 static enum bg_status build(const struct synth_opts *o, struct synth_build *b, struct bg_err *err)
@@ -595,6 +647,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), s->rms_eps);
 	gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base"), s->rope_base);
 	gguf_writer_set_u32(w, ARCH_KEY("vocab_size"), n_vocab);
+	if (s->n_expert) {
+		gguf_writer_set_u32(w, ARCH_KEY("expert_count"), s->n_expert);
+		gguf_writer_set_u32(w, ARCH_KEY("expert_used_count"), s->n_expert_used);
+		if (arch_find(arch)->moe_ff_key)
+			gguf_writer_set_u32(w, ARCH_KEY("expert_feed_forward_length"),
+					    synth_n_ff_exp(s));
+	}
 #undef ARCH_KEY
 
 	if (o->vocab_from) {
@@ -622,6 +681,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	}
 
 	uint64_t E = s->n_embd, V = n_vocab, F = s->n_ff, HD = hd;
+	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s);
 	enum gguf_dtype t = o->dtype;
@@ -658,6 +718,11 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add(b, n, type, kind, a, c, o->seed);                                              \
 	} while (0)
+#define ADD3(suffix, type, a, c, d)                                                                \
+	do {                                                                                       \
+		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
+		add3(b, n, type, a, c, d, o->seed);                                                \
+	} while (0)
 		ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		if (phi3) { /* fused, as Phi-3's own checkpoints are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
@@ -679,15 +744,24 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (post)
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		if (phi3) {
+		if (X) {
+			/* the router f32, as llama.cpp's converter and quantizer keep it */
+			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
+			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
+			ADD3("ffn_gate_exps.weight", t, E, FX, X);
+			ADD3("ffn_up_exps.weight", t, E, FX, X);
+			ADD3("ffn_down_exps.weight", t, FX, E, X);
+		} else if (phi3) {
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, 2 * F);
 		} else {
 			ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 		}
-		ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
+		if (!X)
+			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
 			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+#undef ADD3
 #undef ADD
 	}
 	return BG_OK;

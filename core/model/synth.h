@@ -3,7 +3,8 @@
  *
  * A synthetic model is an ordinary GGUF file (or buffer) of one of the architectures of
  * core/model/arch.h (the shape says which; qwen2 adds f32 Q/K/V biases, N(0, 0.5^2); qwen3
- * and gemma3 Q/K norms, gemma post-norms, all norms 1; phi3 writes fused attn_qkv and
+ * and gemma3 Q/K norms, gemma post-norms, all norms 1; qwen3moe and the MoE llama shapes
+ * stacked experts and a router; phi3 writes fused attn_qkv and
  * gate|up ffn_up and LongRoPE factors; keys are `<arch>.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
  * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
  * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
@@ -38,7 +39,7 @@ struct synth_shape {
 	float rms_eps;
 	bool tie_output;  /* the real model ties output.weight to token_embd */
 	const char *arch; /* general.architecture (NULL means llama): llama, qwen2, qwen3,
-			   * gemma2, gemma3, phi3 (core/model/arch.h) */
+			   * qwen3moe, gemma2, gemma3, phi3 (core/model/arch.h) */
 	/* Architecture extras; zero = absent / the default. */
 	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
 	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
@@ -53,6 +54,15 @@ struct synth_shape {
 			      * LongRoPE factors (long and short) for it */
 	bool rope_freqs;     /* rope_freqs.weight: the "llama3" factors (rope_factor, 8 by
 			      * default as in Llama 3.1; low 1, high 4 over n_ctx_orig) */
+	/* Mixture of experts (qwen3moe, or llama = Mixtral): n_expert > 0 writes
+	 * expert_count / expert_used_count, per layer an f32 router ffn_gate_inp (n_embd,
+	 * n_expert; N(0, (ROUTER_SCALE)^2 / n_embd), so routing is decisive) and stacked
+	 * ffn_{gate,up}_exps (n_embd, n_ff_exp, n_expert), ffn_down_exps (n_ff_exp, n_embd,
+	 * n_expert) instead of the dense FFN. qwen3moe writes expert_feed_forward_length =
+	 * n_ff_exp; llama's experts are n_ff wide (n_ff_exp must then be 0 or n_ff). */
+	uint32_t n_expert;
+	uint32_t n_expert_used;
+	uint32_t n_ff_exp;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
@@ -66,6 +76,9 @@ const char *synth_arch(const struct synth_shape *s);
 
 /* The head size of shape s: s->head_dim, or n_embd / n_head when 0. */
 uint32_t synth_head_dim(const struct synth_shape *s);
+
+/* The experts' width of shape s: n_ff_exp, or n_ff when 0. */
+uint32_t synth_n_ff_exp(const struct synth_shape *s);
 
 /* Parameters of a model of shape s (every weight and bias, output counted unless tied). */
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output);
