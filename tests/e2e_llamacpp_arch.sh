@@ -4,7 +4,8 @@
 # linear and YaRN rope scaling, qwen3 (Q/K norms, head_dim != n_embd / n_head), gemma2
 # (embedding scale, GELU, post-norms, attention and final soft-caps, every other layer
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
-# attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied).
+# attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
+# and the mixtures of experts qwen3moe and Mixtral (llama with experts).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -125,6 +126,15 @@ MIN_COMPARED=10 arch_compare gemma3-q8_0 0.25 0.25 "" --shape gemma3-tiny --dtyp
 arch_compare phi3-f32 0 2e-5 "${F32KV[*]}" --shape phi3-tiny --dtype f32 --seed 3 --name "tiny p3"
 arch_compare phi3-f16 0.02 0.03 "" --shape phi3-tiny --dtype f16 --seed 5 --name "tiny p3"
 arch_compare phi3-q8_0 0.1 0.25 "${F32KV[*]}" --shape phi3-tiny --dtype q8_0 --seed 3 --name "tiny p3"
+# mixtures of experts (model.h's routing; cpu_moe.h): qwen3moe (qwen3's attention, 8 experts
+# of 32, 2 used) and Mixtral (llama with 8 experts as wide as feed_forward_length, 2 used).
+# The q8_0 files keep the router f32, as llama.cpp's converter and quantizer do.
+arch_compare qwen3moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen3moe-tiny --dtype f32 --seed 3
+arch_compare qwen3moe-f16 0.02 0.03 "" --shape qwen3moe-tiny --dtype f16 --seed 5
+arch_compare qwen3moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape qwen3moe-tiny --dtype q8_0 --seed 9
+arch_compare mixtral-f32 0 2e-5 "${F32KV[*]}" --shape mixtral-tiny --dtype f32 --seed 3
+arch_compare mixtral-f16 0.02 0.03 "" --shape mixtral-tiny --dtype f16 --seed 5
+arch_compare mixtral-q8_0 0.1 0.25 "${F32KV[*]}" --shape mixtral-tiny --dtype q8_0 --seed 9
 
 # Every layer windowed (gemma2 with sliding_window_pattern 0, window 16): the engine gives
 # back the KV blocks behind the window. A pool of 8 blocks of 4 tokens holds the 41-token

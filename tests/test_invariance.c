@@ -14,6 +14,7 @@
  * resumed (preempt_prefix_invariance) give their solo outputs without the cache.
  *
  * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance),
+ * the mixtures of experts included (f32, and q8_0 for qwen3moe),
  * and for grammar-constrained requests (JSON schemas, GBNF, n = 2 samples) whose masks are
  * computed on 1, 2 or 4 threads (grammar_invariance).
  *
@@ -166,8 +167,8 @@ static bool same(const struct request *a, const struct request *b, char *why, si
  * layer, so its blocks behind the window are given back while it runs. */
 static void arch_invariance(const char *shape, int32_t n)
 {
-	char spec[64];
-	snprintf(spec, sizeof spec, "synthetic:%s:f32", shape);
+	char spec[64]; /* f32 unless the shape names a dtype */
+	snprintf(spec, sizeof spec, "synthetic:%s%s", shape, strchr(shape, ':') ? "" : ":f32");
 	struct bg_err err = {0};
 	struct model *m = NULL;
 	struct tok *tok = NULL;
@@ -804,8 +805,11 @@ int main(void)
 	tok_free(tok);
 	model_free(m);
 
-	static const char *const arch_shapes[] = {"llama3-tiny",     "qwen3-tiny",  "gemma2-tiny",
-						  "gemma2-swa-tiny", "gemma3-tiny", "phi3-tiny"};
+	/* the MoE shapes: a token's experts are shared with whichever tokens the batch
+	 * routes to them (cpu_moe.h); q8_0 also quantizes the gathered rows */
+	static const char *const arch_shapes[] = {
+	    "llama3-tiny", "qwen3-tiny",    "gemma2-tiny",  "gemma2-swa-tiny",	"gemma3-tiny",
+	    "phi3-tiny",   "qwen3moe-tiny", "mixtral-tiny", "qwen3moe-tiny:q8_0"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	return check_summary();

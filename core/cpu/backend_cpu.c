@@ -22,10 +22,12 @@
 #include <time.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/cpu_moe.h"
 #include "cpu/cpu_weights.h"
 #include "cpu/qdot.h"
 #include "threadpool.h"
 #include "model/arch.h"
+#include "model/moe.h"
 #include "model/quant.h"
 
 struct cpu_ctx {
@@ -102,6 +104,8 @@ struct cpu_ctx {
 	 * forwards of at most pf_max_tok token rows (decode; 0 bytes: off) */
 	size_t pf_bytes;
 	int32_t pf_max_tok;
+
+	struct cpu_moe *moe; /* hp.n_expert > 0: the experts' FFN (cpu_moe.h), else NULL */
 };
 
 /* ---- helpers ---- */
@@ -183,7 +187,8 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
 		 grow(&c->rope_swa, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
 		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
-		 grow(&c->qact, 3 * t, c->qact_row);
+		 grow(&c->qact, 3 * t, c->qact_row) &&
+		 (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
 	if (!ok) {
 		c->cap_tok = 0;
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for activations of %d tokens", n);
@@ -234,7 +239,7 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 			 2 * sizeof(int32_t);
 	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
 	       (size_t)c->cap_logits * ((size_t)hp->n_embd + hp->n_vocab) * sizeof(float) +
-	       c->samp_bytes * c->n_threads;
+	       c->samp_bytes * c->n_threads + cpu_moe_bytes(c->moe);
 }
 
 static inline float *kv_k(const struct cpu_ctx *c, uint32_t layer)
@@ -587,6 +592,14 @@ static void matmuls(struct cpu_ctx *c, enum backend_cpu_mm kind, int n,
 	}
 }
 
+/* cpu_moe's matmuls: matmuls() with SiLU for the glu */
+static void moe_mm(void *ctx, enum backend_cpu_mm kind, int n, const struct model_weight *const *w,
+		   const float *const *x, float *const *y, const int64_t *ldy, int32_t n_tok,
+		   const float *glu_u)
+{
+	matmuls(ctx, kind, n, w, x, y, ldy, n_tok, glu_u, false);
+}
+
 static void matmul1(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct model_weight *w,
 		    const float *x, float *y, int32_t n_tok)
 {
@@ -915,19 +928,21 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			rmsnorm(c->xb + t * E, c->x + t * E, fn, E, hp->rms_eps);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
-		{
+		if (c->moe) { /* routed experts (cpu_moe.h), the output in place of xb */
+			const struct cpu_moe_mm mm = {moe_mm, c};
+			cpu_moe_ffn(c->moe, L, c->xb, T, c->xb, &mm);
+		} else {
 			const struct model_weight *ws[2] = {&L->w_gate, &L->w_up};
 			const float *xs[2] = {c->xb, c->xb};
 			float *ys[2] = {c->hb, c->hb2};
 			int64_t ld[2] = {F, F};
 			matmuls(c, BACKEND_CPU_MM_GATE_UP, 2, ws, xs, ys, ld, T, NULL, false);
-		}
-		{ /* down, after hb = act(hb) * hb2 in its prologue */
-			const struct model_weight *ws[1] = {&L->w_down};
-			const float *xs[1] = {c->hb};
-			float *ys[1] = {c->xb};
-			int64_t ld[1] = {E};
-			matmuls(c, BACKEND_CPU_MM_DOWN, 1, ws, xs, ys, ld, T, c->hb2, hp->gelu);
+			/* down, after hb = act(hb) * hb2 in its prologue */
+			const struct model_weight *wd[1] = {&L->w_down};
+			const float *xd[1] = {c->hb};
+			float *yd[1] = {c->xb};
+			int64_t ldd[1] = {E};
+			matmuls(c, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, T, c->hb2, hp->gelu);
 		}
 		prof_lap(c, &tp, &skip);
 		if (post)
@@ -1164,6 +1179,7 @@ static void cpu_destroy(void *ctx)
 	free(c->xf);
 	free(c->logits);
 	free(c->samp_scratch);
+	cpu_moe_destroy(c->moe);
 	free(c);
 }
 
@@ -1231,15 +1247,32 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		return st;
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
-		const struct model_weight *ws[9] = {&L->attn_norm, &L->wq,   &L->wk,
-						    &L->wv,	   &L->wo,   &L->ffn_norm,
-						    &L->w_gate,	   &L->w_up, &L->w_down};
-		static const char *names[9] = {"attn_norm", "attn_q",	   "attn_k",
-					       "attn_v",    "attn_output", "ffn_norm",
-					       "ffn_gate",  "ffn_up",	   "ffn_down"};
-		for (int i = 0; i < 9; i++)
-			if ((st = check_weight(ws[i], names[i], (int)l, err)) != BG_OK)
+		/* with experts: the router and expert 0's view (every expert has its row
+		 * size) in place of the dense FFN */
+		const struct model_weight e_gate = model_expert(&L->gate_exps, 0);
+		const struct model_weight e_up = model_expert(&L->up_exps, 0);
+		const struct model_weight e_down = model_expert(&L->down_exps, 0);
+		const bool moe = hp->n_expert > 0;
+		const struct model_weight *ws[10] = {
+		    &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_norm,
+		    moe ? &e_gate : &L->w_gate, moe ? &e_up : &L->w_up, moe ? &e_down : &L->w_down,
+		    &L->ffn_gate_inp};
+		static const char *names[10] = {"attn_norm", "attn_q",	    "attn_k",	"attn_v",
+						"attn_output", "ffn_norm", "ffn_gate", "ffn_up",
+						"ffn_down",   "ffn_gate_inp"};
+		static const char *enames[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+		for (int i = 0; i < (moe ? 10 : 9); i++)
+			if ((st = check_weight(ws[i], moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
+					       (int)l, err)) != BG_OK)
 				return st;
+		if (moe && (L->ffn_gate_inp.ne0 != hp->n_embd || L->ffn_gate_inp.ne1 != hp->n_expert ||
+			    L->gate_exps.ne2 != hp->n_expert || L->up_exps.ne2 != hp->n_expert ||
+			    L->down_exps.ne2 != hp->n_expert || e_gate.ne1 != hp->n_ff_exp ||
+			    e_up.ne1 != hp->n_ff_exp || e_down.ne0 != hp->n_ff_exp ||
+			    hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert ||
+			    hp->n_expert > MOE_MAX_EXPERTS))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the CPU backend cannot run layer %u's experts as described", l);
 		const struct model_weight *xs[4] = {&L->q_norm, &L->k_norm, &L->attn_post_norm,
 						    &L->ffn_post_norm};
 		static const char *xnames[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm",
@@ -1390,6 +1423,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->qisa = c->lvl == CPUK_SCALAR ? QDOT_PORTABLE : qdot_detect();
 	{
 		int64_t kmax = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
+		kmax = hp->n_ff_exp > kmax ? hp->n_ff_exp : kmax;
 		int64_t qd = (int64_t)hp->n_head * hp->head_dim;
 		kmax = qd > kmax ? qd : kmax;
 		/* the larger of Q8_0 blocks (40 bytes per 32) and Q8_K (292 per 256) */
@@ -1424,6 +1458,11 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		return st;
 	}
 	c->n_threads = tp_n_threads(c->pool);
+	if (hp->n_expert && !(c->moe = cpu_moe_create(hp))) {
+		cpu_destroy(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the experts' tables");
+	}
 	c->samp_scratch = malloc(c->samp_bytes * (size_t)c->n_threads);
 	if (!c->samp_scratch) {
 		cpu_destroy(c);

@@ -9,6 +9,7 @@
 
 #include "model/arch.h"
 #include "model/builtin.h"
+#include "model/moe.h"
 #include "model/synth.h"
 
 /* Sizes beyond these are refused as corrupt before any 64-bit product is formed from
@@ -19,7 +20,7 @@
 #define MODEL_MAX_VOCAB	 (1u << 24)
 /* Experts per layer: the largest released MoE models have 256 or 384 (DeepSeek-V3, Kimi
  * K2); with MODEL_MAX_DIM a stacked tensor's element count stays below 2^50. */
-#define MODEL_MAX_EXPERTS 512u
+#define MODEL_MAX_EXPERTS MOE_MAX_EXPERTS
 
 /* Copies a string from the file into dst for a message: printable ASCII only, so that the
  * message stays one line whatever the file holds. */

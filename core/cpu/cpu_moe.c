@@ -1,0 +1,171 @@
+/* cpu_moe: the mixture-of-experts FFN on the host. See cpu_moe.h. */
+#include "cpu/cpu_moe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/moe.h"
+
+struct cpu_moe {
+	struct model_hparams hp;
+	int32_t cap;	  /* token rows the arrays below hold */
+	float *logits;	  /* [cap][n_expert] router outputs */
+	int32_t *ids;	  /* [cap][k] expert of each (token, slot) */
+	float *weights;	  /* [cap][k] its weight */
+	int32_t *start;	  /* [n_expert + 1] expert e's entries are order[start[e], start[e+1]) */
+	int32_t *order;	  /* [cap * k] t * k + slot, grouped by expert, token order within */
+	float *xg;	  /* [cap][n_embd] the rows routed to one expert, gathered */
+	float *g, *u;	  /* [cap][n_ff_exp] its gate and up outputs */
+	float *yg;	  /* [cap][n_embd] its down outputs */
+	float *ys;	  /* [cap][k][n_embd] every (token, slot) output */
+	size_t bytes;
+};
+
+struct cpu_moe *cpu_moe_create(const struct model_hparams *hp)
+{
+	struct cpu_moe *mo = calloc(1, sizeof *mo);
+	if (!mo)
+		return NULL;
+	mo->hp = *hp;
+	mo->start = calloc((size_t)hp->n_expert + 1, sizeof *mo->start);
+	if (!mo->start) {
+		free(mo);
+		return NULL;
+	}
+	return mo;
+}
+
+static void free_rows(struct cpu_moe *mo)
+{
+	free(mo->logits);
+	free(mo->ids);
+	free(mo->weights);
+	free(mo->order);
+	free(mo->xg);
+	free(mo->g);
+	free(mo->u);
+	free(mo->yg);
+	free(mo->ys);
+}
+
+void cpu_moe_destroy(struct cpu_moe *mo)
+{
+	if (!mo)
+		return;
+	free_rows(mo);
+	free(mo->start);
+	free(mo);
+}
+
+enum bg_status cpu_moe_reserve(struct cpu_moe *mo, int32_t n_tok, struct bg_err *err)
+{
+	if (n_tok <= mo->cap)
+		return BG_OK;
+	int32_t cap = mo->cap ? mo->cap : 16;
+	while (cap < n_tok)
+		cap *= 2;
+	const size_t t = (size_t)cap, X = mo->hp.n_expert, K = mo->hp.n_expert_used;
+	const size_t E = mo->hp.n_embd, FX = mo->hp.n_ff_exp;
+	struct cpu_moe n = *mo;
+	n.logits = malloc(t * X * sizeof(float));
+	n.ids = malloc(t * K * sizeof(int32_t));
+	n.weights = malloc(t * K * sizeof(float));
+	n.order = malloc(t * K * sizeof(int32_t));
+	n.xg = malloc(t * E * sizeof(float));
+	n.g = malloc(t * FX * sizeof(float));
+	n.u = malloc(t * FX * sizeof(float));
+	n.yg = malloc(t * E * sizeof(float));
+	n.ys = malloc(t * K * E * sizeof(float));
+	if (!n.logits || !n.ids || !n.weights || !n.order || !n.xg || !n.g || !n.u || !n.yg ||
+	    !n.ys) {
+		free_rows(&n);
+		return bg_fail(err, BG_ERR_NOMEM,
+			       "out of memory for the experts' activations of %d tokens", n_tok);
+	}
+	free_rows(mo);
+	n.cap = cap;
+	n.bytes = t * ((X + 2 * E + 2 * FX + K * E) * sizeof(float) +
+		       K * (2 * sizeof(int32_t) + sizeof(float)));
+	*mo = n;
+	return BG_OK;
+}
+
+size_t cpu_moe_bytes(const struct cpu_moe *mo)
+{
+	return mo ? mo->bytes + ((size_t)mo->hp.n_expert + 1) * sizeof(int32_t) : 0;
+}
+
+void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *xb,
+		 int32_t n_tok, float *out, const struct cpu_moe_mm *mm)
+{
+	const struct model_hparams *hp = &mo->hp;
+	const int64_t E = hp->n_embd, FX = hp->n_ff_exp;
+	const uint32_t X = hp->n_expert, K = hp->n_expert_used;
+	BG_ASSERT(n_tok <= mo->cap);
+	/* router logits for every row at once, then each token's experts */
+	{
+		const struct model_weight *w[1] = {&L->ffn_gate_inp};
+		const float *x[1] = {xb};
+		float *y[1] = {mo->logits};
+		const int64_t ld[1] = {(int64_t)X};
+		mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 1, w, x, y, ld, n_tok, NULL);
+	}
+	for (int32_t t = 0; t < n_tok; t++)
+		moe_route(mo->logits + (size_t)t * X, X, K, hp->expert_weights_norm,
+			  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
+	/* (token, slot) entries grouped by expert, in token order within an expert */
+	memset(mo->start, 0, ((size_t)X + 1) * sizeof *mo->start);
+	const int32_t n_ent = n_tok * (int32_t)K;
+	for (int32_t i = 0; i < n_ent; i++)
+		mo->start[mo->ids[i] + 1]++;
+	for (uint32_t e = 0; e < X; e++)
+		mo->start[e + 1] += mo->start[e];
+	for (int32_t i = 0; i < n_ent; i++) {
+		/* start[e] is used as expert e's fill pointer, then restored below */
+		mo->order[mo->start[mo->ids[i]]++] = i;
+	}
+	for (uint32_t e = X; e > 0; e--)
+		mo->start[e] = mo->start[e - 1];
+	mo->start[0] = 0;
+	/* each expert with rows: gather, gate | up, SiLU(gate) * up, down, scatter */
+	for (uint32_t e = 0; e < X; e++) {
+		const int32_t r0 = mo->start[e], n = mo->start[e + 1] - r0;
+		if (n == 0)
+			continue;
+		for (int32_t r = 0; r < n; r++) {
+			const int32_t t = mo->order[r0 + r] / (int32_t)K;
+			memcpy(mo->xg + (size_t)r * E, xb + (size_t)t * E, (size_t)E * sizeof(float));
+		}
+		const struct model_weight gate = model_expert(&L->gate_exps, e);
+		const struct model_weight up = model_expert(&L->up_exps, e);
+		const struct model_weight down = model_expert(&L->down_exps, e);
+		{
+			const struct model_weight *w[2] = {&gate, &up};
+			const float *x[2] = {mo->xg, mo->xg};
+			float *y[2] = {mo->g, mo->u};
+			const int64_t ld[2] = {FX, FX};
+			mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 2, w, x, y, ld, n, NULL);
+		}
+		{
+			const struct model_weight *w[1] = {&down};
+			const float *x[1] = {mo->g};
+			float *y[1] = {mo->yg};
+			const int64_t ld[1] = {E};
+			mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, w, x, y, ld, n, mo->u);
+		}
+		for (int32_t r = 0; r < n; r++)
+			memcpy(mo->ys + (size_t)mo->order[r0 + r] * E, mo->yg + (size_t)r * E,
+			       (size_t)E * sizeof(float));
+	}
+	/* the weighted sum in slot order, as llama.cpp adds the weighted experts' outputs */
+	for (int32_t t = 0; t < n_tok; t++) {
+		float *o = out + (size_t)t * E;
+		const float *wt = mo->weights + (size_t)t * K;
+		const float *y = mo->ys + (size_t)t * K * E;
+		for (int64_t i = 0; i < E; i++)
+			o[i] = wt[0] * y[i];
+		for (uint32_t j = 1; j < K; j++)
+			for (int64_t i = 0; i < E; i++)
+				o[i] += wt[j] * y[(size_t)j * E + i];
+	}
+}

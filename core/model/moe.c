@@ -1,0 +1,44 @@
+/* moe: routing one token to its experts. See moe.h. */
+#include "model/moe.h"
+
+#include <math.h>
+
+#include "status.h"
+
+void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, int32_t *ids,
+	       float *weights)
+{
+	BG_ASSERT(k >= 1 && k <= n_expert && n_expert <= MOE_MAX_EXPERTS);
+	float mx = logits[0];
+	for (uint32_t e = 1; e < n_expert; e++)
+		mx = logits[e] > mx ? logits[e] : mx;
+	float p[MOE_MAX_EXPERTS];
+	double sum = 0.0;
+	for (uint32_t e = 0; e < n_expert; e++) {
+		p[e] = expf(logits[e] - mx);
+		sum += (double)p[e];
+	}
+	const float inv = (float)(1.0 / sum);
+	for (uint32_t e = 0; e < n_expert; e++)
+		p[e] *= inv;
+	/* selection: slot j takes the largest p not yet taken; a strict > keeps the lower
+	 * index on ties. O(k n_expert), k small in practice. With NaN values the choice is
+	 * arbitrary, but every id is a distinct expert. */
+	bool taken[MOE_MAX_EXPERTS] = {false};
+	for (uint32_t j = 0; j < k; j++) {
+		int32_t best = -1;
+		for (uint32_t e = 0; e < n_expert; e++)
+			if (!taken[e] && (best < 0 || p[e] > p[best]))
+				best = (int32_t)e;
+		taken[best] = true;
+		ids[j] = best;
+		weights[j] = p[best];
+	}
+	if (!norm)
+		return;
+	float s = 0.0f;
+	for (uint32_t j = 0; j < k; j++)
+		s += weights[j];
+	for (uint32_t j = 0; j < k; j++)
+		weights[j] /= s;
+}

@@ -1,0 +1,104 @@
+/* test_moe: moe_route (core/model/moe.h) against values derived by hand: the softmax of
+ * chosen logits, the top-k order, ties, k = 1, k = n_expert, renormalization on and off.
+ * Tolerance: the probabilities are f32 computations of a few operations each, so a
+ * relative 1e-6 (about 8 ulp) covers their rounding; ids are compared exactly. */
+#include <math.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "model/moe.h"
+
+#define LN2 0.69314718055994531
+#define LN3 1.09861228866810969
+
+static void route(const float *logits, uint32_t n, uint32_t k, bool norm, int32_t *ids,
+		  float *w)
+{
+	for (uint32_t j = 0; j < k; j++) {
+		ids[j] = -7;
+		w[j] = -7.0f;
+	}
+	moe_route(logits, n, k, norm, ids, w);
+}
+
+int main(void)
+{
+	int32_t ids[8];
+	float w[8];
+	/* exp(logits) = 1, 2, 3, 1: p = 1/7, 2/7, 3/7, 1/7; the two largest are experts 2, 1 */
+	const float a[4] = {0.0f, (float)LN2, (float)LN3, 0.0f};
+	route(a, 4, 2, true, ids, w);
+	CHECK(ids[0] == 2 && ids[1] == 1, "top-2 ids %d %d", ids[0], ids[1]);
+	CHECK_NEAR(w[0], 3.0 / 5.0, 0, 1e-6);
+	CHECK_NEAR(w[1], 2.0 / 5.0, 0, 1e-6);
+	route(a, 4, 2, false, ids, w);
+	CHECK(ids[0] == 2 && ids[1] == 1, "top-2 ids without norm %d %d", ids[0], ids[1]);
+	CHECK_NEAR(w[0], 3.0 / 7.0, 0, 1e-6);
+	CHECK_NEAR(w[1], 2.0 / 7.0, 0, 1e-6);
+	/* ties: equal p go to the lower index first, also at the cut */
+	const float t[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+	route(t, 4, 2, false, ids, w);
+	CHECK(ids[0] == 0 && ids[1] == 1, "all equal: %d %d", ids[0], ids[1]);
+	CHECK_NEAR(w[0], 0.25, 0, 1e-6);
+	CHECK_NEAR(w[1], 0.25, 0, 1e-6);
+	route(t, 4, 2, true, ids, w);
+	CHECK(w[0] == 0.5f && w[1] == 0.5f, "all equal, norm: %g %g", (double)w[0], (double)w[1]);
+	const float c[5] = {0.0f, 2.0f, 1.0f, 2.0f, 1.0f};
+	route(c, 5, 3, false, ids, w);
+	CHECK(ids[0] == 1 && ids[1] == 3 && ids[2] == 2, "tie at the top and the cut: %d %d %d",
+	      ids[0], ids[1], ids[2]);
+	CHECK(w[0] == w[1] && w[2] < w[1], "tied weights equal");
+	/* k = 1: renormalized, the weight is exactly 1; without, p = 1 / (1 + e^-6 + e^-0.1) */
+	const float k1[3] = {-1.0f, 5.0f, 4.9f};
+	route(k1, 3, 1, true, ids, w);
+	CHECK(ids[0] == 1 && w[0] == 1.0f, "k = 1 norm: id %d w %.9g", ids[0], (double)w[0]);
+	route(k1, 3, 1, false, ids, w);
+	CHECK(ids[0] == 1, "k = 1: id %d", ids[0]);
+	CHECK_NEAR(w[0], 1.0 / (1.0 + exp(-6.0) + exp(-5.0 + 4.9)), 0, 1e-6);
+	/* k = n_expert: every expert once, by descending p; normalized, the weights are p
+	 * again (the p sum to 1 up to rounding) */
+	const float all[6] = {0.5f, -2.0f, 3.0f, 0.0f, 3.0f, 1.0f};
+	const int32_t order[6] = {2, 4, 5, 0, 3, 1};
+	double z = 0.0;
+	for (int i = 0; i < 6; i++)
+		z += exp(all[i]);
+	route(all, 6, 6, true, ids, w);
+	int bad = 0;
+	for (int j = 0; j < 6; j++) {
+		bad += ids[j] != order[j];
+		bad += fabs(w[j] - exp(all[order[j]]) / z) > 1e-6 * exp(all[order[j]]) / z;
+	}
+	CHECK(bad == 0, "k = n_expert: ids %d %d %d %d %d %d", ids[0], ids[1], ids[2], ids[3],
+	      ids[4], ids[5]);
+	/* large logits: the max is subtracted, nothing overflows */
+	const float big[2] = {1000.0f, 999.0f};
+	route(big, 2, 1, false, ids, w);
+	CHECK(ids[0] == 0, "big: id %d", ids[0]);
+	CHECK_NEAR(w[0], 1.0 / (1.0 + exp(-1.0)), 0, 1e-6);
+	route(big, 2, 2, true, ids, w);
+	CHECK_NEAR(w[0] + w[1], 1.0, 0, 1e-6);
+	/* NaN logits: weights are NaN, ids still distinct experts in range */
+	const float nan3[3] = {NAN, 1.0f, 2.0f};
+	route(nan3, 3, 2, true, ids, w);
+	CHECK(ids[0] >= 0 && ids[0] < 3 && ids[1] >= 0 && ids[1] < 3 && ids[0] != ids[1],
+	      "NaN: ids %d %d", ids[0], ids[1]);
+	/* 128 experts, 8 used (Qwen3-30B-A3B): logit e = e mod 37 (a spread with repeats):
+	 * the chosen are the 8 of largest logit, lower index first among equals */
+	float l128[128];
+	for (int e = 0; e < 128; e++)
+		l128[e] = (float)(e % 37);
+	route(l128, 128, 8, true, ids, w);
+	const int32_t want[8] = {36, 73, 110, 35, 72, 109, 34, 71};
+	bad = 0;
+	float s = 0.0f;
+	for (int j = 0; j < 8; j++) {
+		bad += ids[j] != want[j];
+		s += w[j];
+	}
+	CHECK(bad == 0 && fabsf(s - 1.0f) < 1e-6f && w[0] == w[1] && w[1] == w[2] && w[3] < w[2],
+	      "128 experts: %d %d %d %d %d %d %d %d", ids[0], ids[1], ids[2], ids[3], ids[4],
+	      ids[5], ids[6], ids[7]);
+	/* w of 36 vs 35: ratio e */
+	CHECK_NEAR(w[0] / w[3], exp(1.0), 0, 1e-6);
+	return check_summary();
+}
