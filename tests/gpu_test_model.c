@@ -9,10 +9,12 @@
  *   - KV swap out / in to other blocks and copy-on-write, then generation goes on equal;
  *   - llama-2-tiny-random (F16 path): teacher-forced log-probs against llama.cpp's;
  *   - synthetic llama-100m materialized as f16 and q8_0 (the BF16 path) against the CPU;
- *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU;
+ *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU,
+ *     mixture-of-experts shapes (qwen3moe, Mixtral) included;
  *   - batch bucket 8 on the fused decode path, 64 KiB of GEMV prologue inputs (the
  *     dynamic shared memory opt-in), against the CPU, and its graph census;
- *   - a lazy synthetic model (weights made on the device) runs and is deterministic;
+ *   - a lazy synthetic model (weights made on the device) runs and is deterministic, a
+ *     dense one and a mixture-of-experts one;
  *   - sampling through backend->sample equals the CPU backend's, RNG stream included;
  *   - with BG_GPU_FULL=1 (alone): Llama-3-8B's widths with 2 layers against the CPU.
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
@@ -505,7 +507,9 @@ out:
  * on an A100, ~98 KiB on sm_86/89, 49088 without the opt-in): then a layer is QKV GEMV (its
  * norm inside, and qkv_post too unless the model has Q/K head norms), [qkv_post],
  * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
- * LM head one GEMV, and no cuBLAS call at all. */
+ * LM head one GEMV, and no cuBLAS call at all. A mixture-of-experts model never fuses, and
+ * its FFN after the norm is the router GEMM, the routing, gate|up, down and the weighted
+ * sum (gpu/moe.cuh): two nodes more a layer, one cuBLAS call less. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
 			    int n_tok, int es, size_t xs, int *gemms)
 {
@@ -513,12 +517,14 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
 	(void)S; /* the split count changes no node count now */
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
-	bool fused = !hp->post_norms && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
+	const bool moe = hp->n_expert > 0;
+	bool fused = !moe && !hp->post_norms && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
-	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8) + 2 * hp->post_norms + tiled + per_query;
-	*gemms = fused ? 0 : 4 * (int)hp->n_layer + (n_out > 0);
+	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 2 * moe) + 2 * hp->post_norms + tiled +
+		     per_query;
+	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) : 0);
 }
@@ -748,6 +754,8 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:llama3-tiny:f32", "synthetic:llama-yarn-tiny:f32",
 	    "synthetic:qwen3-tiny:f32",	 "synthetic:gemma2-tiny:f32",
 	    "synthetic:gemma3-tiny:f32", "synthetic:phi3-tiny:f32",
+	    /* mixture of experts (gpu/moe.cuh): the routing, grouping and expert FFN */
+	    "synthetic:qwen3moe-tiny:f32", "synthetic:mixtral-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -907,11 +915,11 @@ static void test_full_width(void)
 	model_free(m);
 }
 
-static void test_lazy_synthetic(void)
+static void test_lazy_synthetic(const char *spec)
 {
 	struct model *m = NULL;
 	struct bg_err err = {0};
-	if (model_open("synthetic:llama-100m:bf16", true, &m, &err) != BG_OK) {
+	if (model_open(spec, true, &m, &err) != BG_OK) {
 		CHECK(0, "model_open lazy: %s", err.msg);
 		return;
 	}
@@ -939,13 +947,16 @@ static void test_lazy_synthetic(void)
 			finite &= isfinite(l1[i]);
 			ss += (double)l1[i] * l1[i];
 		}
-		CHECK(finite && ss > 0, "lazy synthetic logits are not finite and non-zero");
+		CHECK(finite && ss > 0, "%s: lazy synthetic logits are not finite and non-zero",
+		      spec);
 		CHECK(memcmp(l1, l2, (size_t)V * 4) == 0,
-		      "two backends on the same lazy model disagree (weights not deterministic)");
+		      "%s: two backends on the same lazy model disagree (weights not deterministic)",
+		      spec);
 		struct backend_mem mem;
 		a->ops->mem_info(a->ctx, &mem);
+		/* (an untied model's count: the backend tells tied from untied by it) */
 		CHECK(mem.on_device && mem.weight_bytes >= m->n_params * 2,
-		      "mem_info: %zu weight bytes for %llu parameters", mem.weight_bytes,
+		      "%s: mem_info: %zu weight bytes for %llu parameters", spec, mem.weight_bytes,
 		      (unsigned long long)m->n_params);
 		free(l1);
 		free(l2);
@@ -995,11 +1006,13 @@ int main(void)
 		printf("0 passed, 0 failed\n");
 		return 0;
 	}
-	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone (quick under gpu/emu);
+	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy MoE model (quick
+	 * under gpu/emu);
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_arch_vs_cpu();
+		test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16");
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1027,7 +1040,8 @@ int main(void)
 	test_arch_vs_cpu();
 	test_bucket8();
 	test_multi_pass();
-	test_lazy_synthetic();
+	test_lazy_synthetic("synthetic:llama-100m:bf16");
+	test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16"); /* experts filled on the device */
 	test_errors();
 	return check_summary();
 }
