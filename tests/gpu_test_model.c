@@ -10,7 +10,8 @@
  *   - llama-2-tiny-random (F16 path): teacher-forced log-probs against llama.cpp's;
  *   - synthetic llama-100m materialized as f16 and q8_0 (the BF16 path) against the CPU;
  *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU,
- *     mixture-of-experts shapes (qwen3moe, Mixtral) included;
+ *     mixture-of-experts shapes (qwen3moe, Mixtral) included, and those on a batch of 12
+ *     sequences (prefill pass and batch-16 decode graph);
  *   - batch bucket 8 on the fused decode path, 64 KiB of GEMV prologue inputs (the
  *     dynamic shared memory opt-in), against the CPU, and its graph census;
  *   - a lazy synthetic model (weights made on the device) runs and is deterministic, a
@@ -761,6 +762,71 @@ static void test_arch_vs_cpu(void)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
 }
 
+/* A mixture-of-experts model (f32) on a batch: 12 sequences with prompts of 5 to 38 tokens
+ * in one pass (~260 tokens, ~65 pairs an expert: several tiles of one expert, the
+ * tokens of many sequences in one tile), then 4 decode steps of all 12 through the
+ * batch-16 graph (4 padding rows routed too), every row against the CPU backend. */
+static void test_moe_batch(const char *spec)
+{
+	enum { NSEQ = 12, NSTEP = 4, NB = 3 }; /* NB blocks of 16 tokens a sequence */
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	if (model_open(spec, false, &m, &err) != BG_OK) {
+		CHECK(0, "model_open %s: %s", spec, err.msg);
+		return;
+	}
+	struct backend *g = gpu_util_backend(m, true, 16, NSEQ * NB * 16),
+		       *c = gpu_util_backend(m, false, 16, NSEQ * NB * 16);
+	if (g && c) {
+		static struct seq sg[NSEQ], sc[NSEQ];
+		struct seq *pg[NSEQ], *pc[NSEQ];
+		const int V = g->n_vocab;
+		for (int i = 0; i < NSEQ; i++) {
+			int32_t toks[40], blocks[NB];
+			int n = 5 + i * 3;
+			for (int j = 0; j < n; j++)
+				toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u + 1u) %
+						    (unsigned)V);
+			for (int j = 0; j < NB; j++)
+				blocks[j] = j * NSEQ + i;
+			seq_init(&sg[i], toks, n, blocks, NB);
+			seq_init(&sc[i], toks, n, blocks, NB);
+			pg[i] = &sg[i];
+			pc[i] = &sc[i];
+		}
+		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+		double worst = 0, worst_cos = 1;
+		for (int it = 0; it <= NSTEP; it++) { /* it 0: the prompts, then decode steps */
+			int32_t rg[NSEQ], rc[NSEQ];
+			CHECK(step(g, pg, NSEQ, NULL, rg, &err) == BG_OK, "%s cuda forward: %s", spec,
+			      err.msg);
+			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "%s cpu forward: %s", spec,
+			      err.msg);
+			for (int i = 0; i < NSEQ; i++) {
+				double rms, cosv,
+				    d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
+				if (d / rms > worst)
+					worst = d / rms;
+				if (cosv < worst_cos)
+					worst_cos = cosv;
+				int32_t t = (int32_t)(((unsigned)it * 31u + (unsigned)i * 7u + 5u) %
+						      (unsigned)V);
+				sg[i].tokens[sg[i].n_tok++] = t;
+				sc[i].tokens[sc[i].n_tok++] = t;
+			}
+		}
+		/* fp32 on both sides, as test_arch_vs_cpu */
+		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
+		      "%s, 12 sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, worst,
+		      worst_cos);
+		free(lg);
+		free(lc);
+	}
+	backend_destroy(g);
+	backend_destroy(c);
+	model_free(m);
+}
+
 /* A forward of three passes (the CUDA backend cuts a batch into passes of 2048 tokens): 18
  * sequences of 250 tokens, 4500 in all, on llama3-tiny (f32) against the CPU backend. Each
  * pass builds its metadata in one of two pinned staging slots in turn and uploads it on the
@@ -1006,13 +1072,15 @@ int main(void)
 		printf("0 passed, 0 failed\n");
 		return 0;
 	}
-	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy MoE model (quick
-	 * under gpu/emu);
+	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
+	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_arch_vs_cpu();
 		test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16");
+		test_moe_batch("synthetic:qwen3moe-tiny:f32");
+		test_moe_batch("synthetic:mixtral-tiny:f32");
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1042,6 +1110,8 @@ int main(void)
 	test_multi_pass();
 	test_lazy_synthetic("synthetic:llama-100m:bf16");
 	test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16"); /* experts filled on the device */
+	test_moe_batch("synthetic:qwen3moe-tiny:f32");
+	test_moe_batch("synthetic:mixtral-tiny:f32");
 	test_errors();
 	return check_summary();
 }
