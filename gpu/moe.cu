@@ -8,15 +8,24 @@
  * with ties to the lower index), then the pairs are counted per (warp chunk, expert) and
  * placed stably: chunk after chunk, so in pair order within an expert.
  *
- * The projections are GEMMs on CUDA cores, a tile of <= GPU_MOE_TILE pairs of one expert a
- * block row: each 16-byte load of a weight row is used for every pair of the tile (an
- * expert's weights are read once per tile, not once per token: once per pass in decode,
- * where an expert rarely gets more than 16 tokens). A warp owns two weight rows (gate row
- * j and up row j for gate|up, so the gated activation is its epilogue; rows 2i, 2i + 1 for
- * down), a lane 8 consecutive inputs of each 256-input chunk; the tile's inputs are
- * staged in shared memory as fp32, chunk by chunk. ESTIMATE: for long prefills this runs
- * at CUDA-core rates, far below a tensor-core grouped GEMM; the next step for speed. */
+ * The projections are GEMMs over tiles of <= GPU_MOE_TILE pairs of one expert (a block
+ * row each): every weight element loaded is used for all pairs of the tile (an expert's
+ * weights are read once per tile, not once per token: once per pass in decode, where an
+ * expert rarely gets more than 16 tokens). Two kernels:
+ *  - moe_tc_kernel (16-bit types, both widths multiples of 16): tensor cores (wmma
+ *    16x16x16, fp32 accumulators). The tile's inputs are staged in shared memory chunk by
+ *    chunk (rows past the tile's pairs zero); a warp owns 16 output columns (16 gate and
+ *    the 16 matching up rows for gate|up, so the gated activation is its epilogue) and
+ *    loads its weight fragments straight from global memory (a weight row is the
+ *    column-major B operand);
+ *  - moe_mm_kernel (f32, or other widths): CUDA cores. A warp owns two weight rows (gate
+ *    row j and up row j, or rows 2i, 2i + 1 for down), a lane 8 consecutive inputs of each
+ *    256-input chunk; the tile's inputs staged as fp32.
+ * Either way an output element depends on its own pair's inputs only (a tensor core's
+ * d[m][n] reads row m of A alone). ESTIMATE, not measured (no GPU in the session that
+ * wrote it): the wmma kernel's shapes suit prefill; neither is tuned. */
 #include <limits.h>
+#include <mma.h>
 
 #include "gpu/glu.cuh"
 #include "gpu/moe.cuh"
@@ -262,7 +271,91 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n
 	}
 }
 
-/* The launch of both projections: grid (row blocks, gpu_moe_max_tiles). */
+/* ---- the expert projections on tensor cores ---- */
+
+#define TC_WARPS   4 /* 16 output columns a warp */
+#define TC_THREADS (TC_WARPS * 32)
+#define TC_CHUNK   256		  /* inputs staged a step */
+#define TC_LD	   (TC_CHUNK + 16) /* staged row stride: 32-byte aligned rows, banks shifted */
+
+/* moe_mm_kernel's contract on tensor cores: T 16-bit, n_in and n_out multiples of 16. */
+template <typename T, bool GLU>
+__global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_out, int n_in,
+							    const T *x, int k,
+							    struct gpu_moe_plan plan, T *act,
+							    float *y, bool gelu)
+{
+	using namespace nvcuda;
+	__shared__ __align__(32) T xs[GPU_MOE_TILE * TC_LD];
+	/* each warp's accumulators for the epilogue: [2][16][16] fp32 (gate, up; or one) */
+	__shared__ __align__(32) float acc_s[TC_WARPS][2][16 * 16];
+	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE];
+	const int tile = (int)blockIdx.y;
+	if (tile >= *plan.n_tiles)
+		return;
+	const int e = plan.tiles[2 * tile], s0 = plan.tiles[2 * tile + 1];
+	const int nt = min(GPU_MOE_TILE, plan.offs[e + 1] - s0);
+	if (threadIdx.x < GPU_MOE_TILE) {
+		int s = s0 + (int)threadIdx.x;
+		int pid = (int)threadIdx.x < nt ? plan.sorted[s] : 0;
+		src[threadIdx.x] = GLU ? pid / k : s;
+		dst[threadIdx.x] = GLU ? s : pid;
+	}
+	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+	const int c0 = ((int)blockIdx.x * TC_WARPS + warp) * 16; /* the warp's first column */
+	const bool live = c0 < n_out;
+	const size_t rows_e = GLU ? 2 * (size_t)n_out : (size_t)n_out;
+	const T *wg = W + ((size_t)e * rows_e + (size_t)(live ? c0 : 0)) * n_in;
+	const T *wu = GLU ? wg + (size_t)n_out * n_in : wg;
+	wmma::fragment<wmma::accumulator, 16, 16, 16, float> ag, au;
+	wmma::fill_fragment(ag, 0.0f);
+	wmma::fill_fragment(au, 0.0f);
+	constexpr int V = 8; /* elements of a 16-byte load */
+	__syncthreads();     /* src, dst */
+	for (int k0 = 0; k0 < n_in; k0 += TC_CHUNK) {
+		const int kc = min(TC_CHUNK, n_in - k0);
+		for (int v = (int)threadIdx.x; v < GPU_MOE_TILE * TC_CHUNK / V; v += TC_THREADS) {
+			int t = v / (TC_CHUNK / V), c = v % (TC_CHUNK / V) * V;
+			if (c >= kc)
+				continue;
+			uint4 q = make_uint4(0, 0, 0, 0); /* rows past the pairs: zero */
+			if (t < nt)
+				q = *(const uint4 *)(x + (size_t)src[t] * n_in + k0 + c);
+			*(uint4 *)&xs[t * TC_LD + c] = q;
+		}
+		__syncthreads();
+		if (live)
+			for (int kk = 0; kk < kc; kk += 16) {
+				wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+				wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
+				wmma::load_matrix_sync(fa, &xs[kk], TC_LD);
+				wmma::load_matrix_sync(fb, wg + k0 + kk, (unsigned)n_in);
+				wmma::mma_sync(ag, fa, fb, ag);
+				if (GLU) {
+					wmma::load_matrix_sync(fb, wu + k0 + kk, (unsigned)n_in);
+					wmma::mma_sync(au, fa, fb, au);
+				}
+			}
+		__syncthreads(); /* xs is refilled */
+	}
+	if (!live)
+		return;
+	float *sg = acc_s[warp][0], *su = acc_s[warp][1];
+	wmma::store_matrix_sync(sg, ag, 16, wmma::mem_row_major);
+	if (GLU)
+		wmma::store_matrix_sync(su, au, 16, wmma::mem_row_major);
+	__syncwarp();
+	for (int i = lane; i < nt * 16; i += 32) {
+		int t = i / 16, c = i % 16;
+		if (GLU)
+			act[(size_t)dst[t] * n_out + c0 + c] = st_t<T>(gpu_glu(sg[i], su[i], gelu));
+		else
+			y[(size_t)dst[t] * n_out + c0 + c] = sg[i];
+	}
+}
+
+/* The launch of both projections: grid (column blocks, gpu_moe_max_tiles); 16-bit types
+ * with widths that are multiples of 16 on tensor cores. */
 template <bool GLU>
 static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, const void *x,
 			  int n_tok, int k, const struct gpu_moe_plan *plan, void *act, float *y,
@@ -274,6 +367,18 @@ static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, cons
 	if (n_out % 8 || n_in % 8 || n_out <= 0 || n_in <= 0 || max_tiles > 65535 ||
 	    (uintptr_t)W % 16 || (uintptr_t)x % 16)
 		return cudaErrorInvalidValue;
+	if (dt != GPU_F32 && n_out % 16 == 0 && n_in % 16 == 0 && (uintptr_t)W % 32 == 0) {
+		dim3 grid(gpu_div_up((uint64_t)n_out, 16 * TC_WARPS), (unsigned)max_tiles);
+		if (dt == GPU_F16)
+			moe_tc_kernel<__half, GLU><<<grid, TC_THREADS, 0, stream>>>(
+			    (const __half *)W, n_out, n_in, (const __half *)x, k, *plan,
+			    (__half *)act, y, gelu);
+		else
+			moe_tc_kernel<__nv_bfloat16, GLU><<<grid, TC_THREADS, 0, stream>>>(
+			    (const __nv_bfloat16 *)W, n_out, n_in, (const __nv_bfloat16 *)x, k,
+			    *plan, (__nv_bfloat16 *)act, y, gelu);
+		return cudaGetLastError();
+	}
 	dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS), (unsigned)max_tiles);
 	GPU_DISPATCH_DTYPE(dt, T,
 			   moe_mm_kernel<T, GLU><<<grid, MM_THREADS, 0, stream>>>(

@@ -2637,7 +2637,9 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 	return out;
 }
 
-/* Each stage of the routed FFN against a host loop in double fed what the stage was fed
+/* Widths that are multiples of 16 take the tensor-core kernel for 16-bit types (64 x 32,
+ * 64 x 48, 528 x 48: several input chunks and tiles), the others and f32 the CUDA-core one.
+ * Each stage of the routed FFN against a host loop in double fed what the stage was fed
  * (act from the device's routing, y from the device's act, out from the device's y and
  * w: each check isolates its kernel), then the whole against a host computation from the
  * reference routing alone, and a token's output alone equal bitwise to its row in the
@@ -2649,7 +2651,8 @@ static void test_moe_ffn(void)
 		bool norm;
 		int n_embd, n_ff;
 	} cases[] = {{1, 8, 2, true, 64, 32},	 {37, 4, 2, true, 264, 40}, {13, 16, 4, false, 64, 48},
-		     {5, 4, 4, true, 72, 16},	 {9, 128, 8, true, 64, 32}, {6, 8, 1, false, 64, 32}};
+		     {5, 4, 4, true, 72, 16},	 {9, 128, 8, true, 64, 32}, {6, 8, 1, false, 64, 32},
+		     {37, 4, 2, true, 528, 48}};
 	for (auto &cs : cases)
 		for (enum gpu_dtype dt : all_dt) {
 			const int T = cs.n_tok, NX = cs.n_expert, K = cs.k, E = cs.n_embd,
