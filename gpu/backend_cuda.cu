@@ -895,9 +895,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K, hp->expert_weights_norm,
 						 &c->moe_plan, s));
 			CUDA_CHECK(gpu_moe_gate_up(L->gu_exps, FX, E, NX, c->xn, n, K, &c->moe_plan,
-						   c->moe_act, hp->gelu, c->dt, s));
+						   c->moe_act, hp->gelu, c->dt, GPU_MOE_AUTO, s));
 			CUDA_CHECK(gpu_moe_down(L->down_exps, E, FX, NX, c->moe_act, n, K,
-						&c->moe_plan, c->moe_y, c->dt, s));
+						&c->moe_plan, c->moe_y, c->dt, GPU_MOE_AUTO, s));
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
 		} else {
 			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F));

@@ -22,8 +22,10 @@
  *    row j and up row j, or rows 2i, 2i + 1 for down), a lane 8 consecutive inputs of each
  *    256-input chunk; the tile's inputs staged as fp32.
  * Either way an output element depends on its own pair's inputs only (a tensor core's
- * d[m][n] reads row m of A alone). ESTIMATE, not measured (no GPU in the session that
- * wrote it): the wmma kernel's shapes suit prefill; neither is tuned. */
+ * d[m][n] reads row m of A alone). gpu_moe_path says which a pass takes: the wmma kernel
+ * when tiles are full enough (prefill), the CUDA-core one in decode, whose 16x more warps
+ * a tile keep more weight loads in flight. ESTIMATE, not measured (no GPU in the session
+ * that wrote it); neither kernel is tuned. */
 #include <limits.h>
 #include <mma.h>
 
@@ -71,7 +73,7 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 		s = warp_sum(s);
 		for (int e = lane; e < n_expert; e += 32)
 			p[e] = p[e] / s;
-		__syncwarp(); /* the arg-max rounds read other lanes' entries */
+		__syncwarp();	   /* the arg-max rounds read other lanes' entries */
 		float wsum = 0.0f; /* the chosen p in slot order, the same in every lane */
 		for (int j = 0; j < k; j++) {
 			/* a lane's candidates in ascending index: '>' keeps the lower on a tie */
@@ -177,9 +179,9 @@ cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, b
  * (tests/gpu_gates.sh); 72-80 are used. */
 template <typename T, bool GLU>
 __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n_out, int n_in,
-							    const T *x, int k,
-							    struct gpu_moe_plan plan, T *act,
-							    float *y, bool gelu)
+							       const T *x, int k,
+							       struct gpu_moe_plan plan, T *act,
+							       float *y, bool gelu)
 {
 	__shared__ __align__(16) float xs[GPU_MOE_TILE][MM_CHUNK];
 	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE]; /* input, output rows */
@@ -275,7 +277,7 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n
 
 #define TC_WARPS   4 /* 16 output columns a warp */
 #define TC_THREADS (TC_WARPS * 32)
-#define TC_CHUNK   256		  /* inputs staged a step */
+#define TC_CHUNK   256		   /* inputs staged a step */
 #define TC_LD	   (TC_CHUNK + 16) /* staged row stride: 32-byte aligned rows, banks shifted */
 
 /* moe_mm_kernel's contract on tensor cores: T 16-bit, n_in and n_out multiples of 16. */
@@ -354,12 +356,12 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 	}
 }
 
-/* The launch of both projections: grid (column blocks, gpu_moe_max_tiles); 16-bit types
- * with widths that are multiples of 16 on tensor cores. */
+/* The launch of both projections: grid (column blocks, gpu_moe_max_tiles), on the kernel
+ * path says (gpu_moe_path's rule for AUTO). */
 template <bool GLU>
 static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, const void *x,
 			  int n_tok, int k, const struct gpu_moe_plan *plan, void *act, float *y,
-			  bool gelu, enum gpu_dtype dt, cudaStream_t stream)
+			  bool gelu, enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
 {
 	if (n_tok <= 0)
 		return cudaSuccess;
@@ -367,7 +369,13 @@ static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, cons
 	if (n_out % 8 || n_in % 8 || n_out <= 0 || n_in <= 0 || max_tiles > 65535 ||
 	    (uintptr_t)W % 16 || (uintptr_t)x % 16)
 		return cudaErrorInvalidValue;
-	if (dt != GPU_F32 && n_out % 16 == 0 && n_in % 16 == 0 && (uintptr_t)W % 32 == 0) {
+	const bool tc_fits = dt != GPU_F32 && n_out % 16 == 0 && n_in % 16 == 0 &&
+			     (uintptr_t)W % 32 == 0 && (uintptr_t)x % 32 == 0;
+	if (path == GPU_MOE_TENSOR_CORES && !tc_fits)
+		return cudaErrorInvalidValue;
+	if (path == GPU_MOE_TENSOR_CORES ||
+	    (path == GPU_MOE_AUTO && tc_fits &&
+	     (int64_t)n_tok * k >= (int64_t)GPU_MOE_TC_MIN_PAIRS * n_expert)) {
 		dim3 grid(gpu_div_up((uint64_t)n_out, 16 * TC_WARPS), (unsigned)max_tiles);
 		if (dt == GPU_F16)
 			moe_tc_kernel<__half, GLU><<<grid, TC_THREADS, 0, stream>>>(
@@ -380,26 +388,27 @@ static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, cons
 		return cudaGetLastError();
 	}
 	dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS), (unsigned)max_tiles);
-	GPU_DISPATCH_DTYPE(dt, T,
-			   moe_mm_kernel<T, GLU><<<grid, MM_THREADS, 0, stream>>>(
-			       (const T *)W, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu));
+	GPU_DISPATCH_DTYPE(
+	    dt, T,
+	    moe_mm_kernel<T, GLU><<<grid, MM_THREADS, 0, stream>>>(
+		(const T *)W, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu));
 	return cudaGetLastError();
 }
 
 cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert, const void *xn,
 			    int n_tok, int k, const struct gpu_moe_plan *plan, void *act, bool gelu,
-			    enum gpu_dtype dt, cudaStream_t stream)
+			    enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
 {
 	return moe_mm<true>(wgu, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu, dt,
-			    stream);
+			    path, stream);
 }
 
 cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
 			 int n_tok, int k, const struct gpu_moe_plan *plan, float *y,
-			 enum gpu_dtype dt, cudaStream_t stream)
+			 enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
 {
-	return moe_mm<false>(wdown, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false,
-			     dt, stream);
+	return moe_mm<false>(wdown, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false, dt,
+			     path, stream);
 }
 
 /* ---- the weighted sum ---- */

@@ -18,9 +18,10 @@
  * The host sizes every grid from the pass's token count alone (gpu_moe_max_tiles): blocks
  * past the tiles the routing made return at once.
  *
- * Each output element is one dot product summed in a fixed order (lane partials over the
- * input in order, then the warp's tree), whatever else shares its tile, so a token's output
- * does not depend on the other tokens of the batch. */
+ * Each output element is one dot product summed in a fixed order whatever else shares its
+ * tile, so on one kernel a token's output does not depend on the other tokens of the batch;
+ * which kernel a pass takes (gpu_moe_path) depends on its size, as cuBLAS's choices do (the
+ * CUDA backend is not batch invariant: README). */
 #ifndef BG_GPU_MOE_CUH
 #define BG_GPU_MOE_CUH
 
@@ -50,6 +51,16 @@ int gpu_moe_max_tiles(int n_pairs, int n_expert);
 cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
 			  const struct gpu_moe_plan *plan, cudaStream_t stream);
 
+/* Which kernel gpu_moe_gate_up and gpu_moe_down run. AUTO: tensor cores (wmma) for 16-bit
+ * types when both widths are multiples of 16 and the pass has on average at least
+ * GPU_MOE_TC_MIN_PAIRS pairs an expert (n_tok * k >= that * n_expert), else CUDA cores:
+ * in decode a tile holds a pair or two, and the CUDA-core kernel's 16x more warps a tile
+ * stream the weights with more loads in flight (ESTIMATE, not timed: no GPU in the session
+ * that chose it). The others force one (tests); TENSOR_CORES where it does not apply is
+ * cudaErrorInvalidValue. */
+enum gpu_moe_path { GPU_MOE_AUTO = 0, GPU_MOE_CUDA_CORES = 1, GPU_MOE_TENSOR_CORES = 2 };
+#define GPU_MOE_TC_MIN_PAIRS 8
+
 /* act[s, j] (dt, [n_tok * k, n_ff], row s = sorted position) = act(gate_e . x) * (up_e . x)
  * for the pair at sorted position s (token t, expert e), x = row t of xn ([n_tok, n_embd]
  * of dt), rounded as gpu_swiglu rounds; wgu [n_expert][2 n_ff, n_embd] of dt (each expert's
@@ -57,14 +68,14 @@ cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, b
  * (cudaErrorInvalidValue otherwise). */
 cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert, const void *xn,
 			    int n_tok, int k, const struct gpu_moe_plan *plan, void *act, bool gelu,
-			    enum gpu_dtype dt, cudaStream_t stream);
+			    enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream);
 
 /* y[p, o] (fp32, [n_tok * k, n_embd], row p = pair id t * k + j) = down_e[o] . act[s] for
  * the pair p at sorted position s; wdown [n_expert][n_embd, n_ff] of dt. Same shape and
  * alignment rules as gpu_moe_gate_up. */
 cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
 			 int n_tok, int k, const struct gpu_moe_plan *plan, float *y,
-			 enum gpu_dtype dt, cudaStream_t stream);
+			 enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream);
 
 /* out[t, o] (fp32, [n_tok, n_embd]) = sum over j < k in order of w[t * k + j] * y[t * k + j,
  * o] (the first term w * y, then each added; a*b+c may contract to an FMA). */

@@ -2603,7 +2603,7 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 				      const void *dwgu, const void *dwd, const std::vector<float> &x,
 				      std::vector<float> *act, std::vector<float> *y,
 				      std::vector<int32_t> *ids, std::vector<float> *w,
-				      std::vector<int32_t> *sorted)
+				      std::vector<int32_t> *sorted, enum gpu_moe_path path)
 {
 	struct moe_dev d = moe_dev_alloc(l, n_tok, n_expert, k);
 	size_t P = (size_t)n_tok * k;
@@ -2615,8 +2615,9 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 	REQUIRE(cudaMalloc(&dout, (size_t)n_tok * n_embd * 4));
 	REQUIRE(gpu_moe_route(d.logits, n_tok, n_expert, k, norm, &d.plan, 0));
 	REQUIRE(gpu_moe_gate_up(dwgu, n_ff, n_embd, n_expert, dx, n_tok, k, &d.plan, dact, false,
-				dt, 0));
-	REQUIRE(gpu_moe_down(dwd, n_embd, n_ff, n_expert, dact, n_tok, k, &d.plan, dy, dt, 0));
+				dt, path, 0));
+	REQUIRE(gpu_moe_down(dwd, n_embd, n_ff, n_expert, dact, n_tok, k, &d.plan, dy, dt, path,
+			     0));
 	REQUIRE(gpu_moe_combine(dy, d.plan.w, n_tok, k, n_embd, dout, 0));
 	std::vector<float> out = dev_download<float>(dout, (size_t)n_tok * n_embd);
 	if (act)
@@ -2637,13 +2638,13 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 	return out;
 }
 
-/* Widths that are multiples of 16 take the tensor-core kernel for 16-bit types (64 x 32,
- * 64 x 48, 528 x 48: several input chunks and tiles), the others and f32 the CUDA-core one.
- * Each stage of the routed FFN against a host loop in double fed what the stage was fed
+/* Every case on each kernel that takes it (gpu_moe_path): CUDA cores always, tensor cores
+ * for 16-bit types with widths multiples of 16 (64 x 32, 64 x 48, 528 x 48: several input
+ * chunks and tiles), and AUTO's choice. Each stage of the routed FFN against a host loop in double fed what the stage was fed
  * (act from the device's routing, y from the device's act, out from the device's y and
  * w: each check isolates its kernel), then the whole against a host computation from the
  * reference routing alone, and a token's output alone equal bitwise to its row in the
- * batch (the grouping must not leak other tokens into it). */
+ * batch on the same kernel (the grouping must not leak other tokens into it). */
 static void test_moe_ffn(void)
 {
 	struct {
@@ -2653,142 +2654,157 @@ static void test_moe_ffn(void)
 	} cases[] = {{1, 8, 2, true, 64, 32},	 {37, 4, 2, true, 264, 40}, {13, 16, 4, false, 64, 48},
 		     {5, 4, 4, true, 72, 16},	 {9, 128, 8, true, 64, 32}, {6, 8, 1, false, 64, 32},
 		     {37, 4, 2, true, 528, 48}};
+	const enum gpu_moe_path paths[3] = {GPU_MOE_AUTO, GPU_MOE_CUDA_CORES, GPU_MOE_TENSOR_CORES};
 	for (auto &cs : cases)
-		for (enum gpu_dtype dt : all_dt) {
-			const int T = cs.n_tok, NX = cs.n_expert, K = cs.k, E = cs.n_embd,
-				  F = cs.n_ff;
-			const size_t P = (size_t)T * K;
-			std::vector<float> l = moe_logits(T, NX, K, false);
-			std::vector<float> wgu = rand_vec((size_t)NX * 2 * F * E, -0.25f, 0.25f);
-			std::vector<float> wd = rand_vec((size_t)NX * E * F, -0.25f, 0.25f);
-			std::vector<float> x = rand_vec((size_t)T * E, -1, 1);
-			for (auto *v : {&wgu, &wd, &x})
-				for (auto &f : *v)
-					f = st_round(dt, f);
-			auto pgu = st_pack(dt, wgu), pd = st_pack(dt, wd);
-			void *dwgu = dev_upload(pgu.data(), pgu.size()),
-			     *dwd = dev_upload(pd.data(), pd.size());
-			std::vector<float> act, y, w;
-			std::vector<int32_t> ids, sorted;
-			std::vector<float> out = moe_ffn_run(dt, l, T, NX, K, cs.norm, E, F, dwgu, dwd,
-							     x, &act, &y, &ids, &w, &sorted);
-			char what[128];
-			snprintf(what, sizeof what, "moe ffn %d tokens, %d of %d experts, %dx%d %s", T,
-				 K, NX, E, F, gpu_dtype_name(dt));
-			/* gate|up: fp32 sums (error <= ~4e-6 of the sum of |terms| for these
-			 * lengths), then act(g) * u rounded to dt, as test_gemv bounds it */
-			size_t bad = 0;
-			std::vector<size_t> pos_of(P);
-			for (size_t s = 0; s < P; s++)
-				pos_of[sorted[s]] = s;
-			std::vector<double> a_ref(P * F);
-			for (size_t q = 0; q < P; q++) {
-				int t = (int)(q / K), e = ids[q];
-				const float *xt = &x[(size_t)t * E];
-				for (int j = 0; j < F; j++) {
-					const float *g_row = &wgu[((size_t)e * 2 * F + j) * E];
-					const float *u_row = &wgu[((size_t)e * 2 * F + F + j) * E];
-					double g = 0, u = 0, ag = 0, au = 0;
-					for (int i = 0; i < E; i++) {
-						g += (double)g_row[i] * xt[i];
-						u += (double)u_row[i] * xt[i];
-						ag += fabs((double)g_row[i] * xt[i]);
-						au += fabs((double)u_row[i] * xt[i]);
-					}
-					double ac = g / (1.0 + exp(-g)), v = ac * u;
-					a_ref[q * F + j] = v;
-					double lim = 1.2 * 4e-6 * ag * fabs(u) + (fabs(ac) + 1e-3) * 4e-6 * au +
-						     (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
-					float got = act[pos_of[q] * F + j];
-					if (!(fabs(got - st_round(dt, (float)v)) <= lim) && bad++ < 3)
-						fprintf(stderr, "  %s: act[pair %zu][%d] = %.9g, want %.9g\n",
-							what, q, j, got, v);
-				}
-			}
-			CHECK(bad == 0, "%s: %zu of %zu activations out of tolerance", what, bad,
-			      P * F);
-			/* down: from the device's act, fp32 sums of F terms */
-			bad = 0;
-			for (size_t q = 0; q < P; q++) {
-				int e = ids[q];
-				for (int o = 0; o < E; o++) {
-					const float *row = &wd[((size_t)e * E + o) * F];
-					double acc = 0, aa = 0;
+		for (enum gpu_dtype dt : all_dt)
+			for (enum gpu_moe_path path : paths) {
+				const int T = cs.n_tok, NX = cs.n_expert, K = cs.k, E = cs.n_embd,
+					  F = cs.n_ff;
+				if (path == GPU_MOE_TENSOR_CORES && (dt == GPU_F32 || E % 16 || F % 16))
+					continue;
+				const size_t P = (size_t)T * K;
+				std::vector<float> l = moe_logits(T, NX, K, false);
+				std::vector<float> wgu = rand_vec((size_t)NX * 2 * F * E, -0.25f, 0.25f);
+				std::vector<float> wd = rand_vec((size_t)NX * E * F, -0.25f, 0.25f);
+				std::vector<float> x = rand_vec((size_t)T * E, -1, 1);
+				for (auto *v : {&wgu, &wd, &x})
+					for (auto &f : *v)
+						f = st_round(dt, f);
+				auto pgu = st_pack(dt, wgu), pd = st_pack(dt, wd);
+				void *dwgu = dev_upload(pgu.data(), pgu.size()),
+				     *dwd = dev_upload(pd.data(), pd.size());
+				std::vector<float> act, y, w;
+				std::vector<int32_t> ids, sorted;
+				std::vector<float> out = moe_ffn_run(dt, l, T, NX, K, cs.norm, E, F, dwgu, dwd,
+								     x, &act, &y, &ids, &w, &sorted, path);
+				char what[160];
+				snprintf(what, sizeof what, "moe ffn %d tokens, %d of %d experts, %dx%d %s, %s",
+					 T, K, NX, E, F, gpu_dtype_name(dt),
+					 path == GPU_MOE_AUTO ? "auto" : path == GPU_MOE_CUDA_CORES ? "cuda cores"
+												 : "tensor cores");
+				/* gate|up: fp32 sums (error <= ~4e-6 of the sum of |terms| for these
+				 * lengths), then act(g) * u rounded to dt, as test_gemv bounds it */
+				size_t bad = 0;
+				std::vector<size_t> pos_of(P);
+				for (size_t s = 0; s < P; s++)
+					pos_of[sorted[s]] = s;
+				std::vector<double> a_ref(P * F);
+				for (size_t q = 0; q < P; q++) {
+					int t = (int)(q / K), e = ids[q];
+					const float *xt = &x[(size_t)t * E];
 					for (int j = 0; j < F; j++) {
-						double pr = (double)row[j] * act[pos_of[q] * F + j];
-						acc += pr;
-						aa += fabs(pr);
-					}
-					if (!(fabs(y[q * E + o] - acc) <= 4e-6 * aa + 1e-30) && bad++ < 3)
-						fprintf(stderr, "  %s: y[pair %zu][%d] = %.9g, want %.9g\n",
-							what, q, o, y[q * E + o], acc);
-				}
-			}
-			CHECK(bad == 0, "%s: %zu of %zu down outputs out of tolerance", what, bad,
-			      P * E);
-			/* combine: from the device's y and w, in slot order */
-			bad = 0;
-			for (int t = 0; t < T; t++)
-				for (int o = 0; o < E; o++) {
-					double acc = 0, aa = 0;
-					for (int j = 0; j < K; j++) {
-						double pr = (double)w[(size_t)t * K + j] *
-							    y[((size_t)t * K + j) * E + o];
-						acc += pr;
-						aa += fabs(pr);
-					}
-					if (!(fabs(out[(size_t)t * E + o] - acc) <= 1e-6 * aa + 1e-30) &&
-					    bad++ < 3)
-						fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g\n",
-							what, t, o, out[(size_t)t * E + o], acc);
-				}
-			CHECK(bad == 0, "%s: %zu of %d outputs out of tolerance", what, bad, T * E);
-			/* the whole, from the reference routing (its ids equal the device's: the
-			 * route test) and the host's activations rounded to dt: a rounding flip
-			 * of an activation moves y by one ulp of it times its weight row */
-			bad = 0;
-			for (int t = 0; t < T; t++) {
-				std::vector<int32_t> rid(K);
-				std::vector<double> rw(K);
-				moe_route_ref(&l[(size_t)t * NX], NX, K, cs.norm, rid.data(), rw.data());
-				for (int o = 0; o < E; o++) {
-					double acc = 0, lim = 1e-30;
-					for (int j = 0; j < K; j++) {
-						size_t q = (size_t)t * K + j;
-						const float *row = &wd[((size_t)rid[j] * E + o) * F];
-						double yo = 0, ay = 0;
-						for (int f = 0; f < F; f++) {
-							double a = st_round(dt, (float)a_ref[q * F + f]);
-							yo += row[f] * a;
-							ay += fabs(row[f] * a);
+						const float *g_row = &wgu[((size_t)e * 2 * F + j) * E];
+						const float *u_row = &wgu[((size_t)e * 2 * F + F + j) * E];
+						double g = 0, u = 0, ag = 0, au = 0;
+						for (int i = 0; i < E; i++) {
+							g += (double)g_row[i] * xt[i];
+							u += (double)u_row[i] * xt[i];
+							ag += fabs((double)g_row[i] * xt[i]);
+							au += fabs((double)u_row[i] * xt[i]);
 						}
-						acc += rw[j] * yo;
-						lim += fabs(rw[j]) * ay * (st_rtol(dt) + 2e-5);
+						double ac = g / (1.0 + exp(-g)), v = ac * u;
+						a_ref[q * F + j] = v;
+						double lim = 1.2 * 4e-6 * ag * fabs(u) + (fabs(ac) + 1e-3) * 4e-6 * au +
+							     (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
+						float got = act[pos_of[q] * F + j];
+						if (!(fabs(got - st_round(dt, (float)v)) <= lim) && bad++ < 3)
+							fprintf(stderr, "  %s: act[pair %zu][%d] = %.9g, want %.9g\n",
+								what, q, j, got, v);
 					}
-					if (!(fabs(out[(size_t)t * E + o] - acc) <= lim) && bad++ < 3)
-						fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g (whole)\n",
-							what, t, o, out[(size_t)t * E + o], acc);
 				}
+				CHECK(bad == 0, "%s: %zu of %zu activations out of tolerance", what, bad,
+				      P * F);
+				/* down: from the device's act, fp32 sums of F terms */
+				bad = 0;
+				for (size_t q = 0; q < P; q++) {
+					int e = ids[q];
+					for (int o = 0; o < E; o++) {
+						const float *row = &wd[((size_t)e * E + o) * F];
+						double acc = 0, aa = 0;
+						for (int j = 0; j < F; j++) {
+							double pr = (double)row[j] * act[pos_of[q] * F + j];
+							acc += pr;
+							aa += fabs(pr);
+						}
+						if (!(fabs(y[q * E + o] - acc) <= 4e-6 * aa + 1e-30) && bad++ < 3)
+							fprintf(stderr, "  %s: y[pair %zu][%d] = %.9g, want %.9g\n",
+								what, q, o, y[q * E + o], acc);
+					}
+				}
+				CHECK(bad == 0, "%s: %zu of %zu down outputs out of tolerance", what, bad,
+				      P * E);
+				/* combine: from the device's y and w, in slot order */
+				bad = 0;
+				for (int t = 0; t < T; t++)
+					for (int o = 0; o < E; o++) {
+						double acc = 0, aa = 0;
+						for (int j = 0; j < K; j++) {
+							double pr = (double)w[(size_t)t * K + j] *
+								    y[((size_t)t * K + j) * E + o];
+							acc += pr;
+							aa += fabs(pr);
+						}
+						if (!(fabs(out[(size_t)t * E + o] - acc) <= 1e-6 * aa + 1e-30) &&
+						    bad++ < 3)
+							fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g\n",
+								what, t, o, out[(size_t)t * E + o], acc);
+					}
+				CHECK(bad == 0, "%s: %zu of %d outputs out of tolerance", what, bad, T * E);
+				/* the whole, from the reference routing (its ids equal the device's: the
+				 * route test) and the host's activations rounded to dt: a rounding flip
+				 * of an activation moves y by one ulp of it times its weight row */
+				bad = 0;
+				for (int t = 0; t < T; t++) {
+					std::vector<int32_t> rid(K);
+					std::vector<double> rw(K);
+					moe_route_ref(&l[(size_t)t * NX], NX, K, cs.norm, rid.data(), rw.data());
+					for (int o = 0; o < E; o++) {
+						double acc = 0, lim = 1e-30;
+						for (int j = 0; j < K; j++) {
+							size_t q = (size_t)t * K + j;
+							const float *row = &wd[((size_t)rid[j] * E + o) * F];
+							double yo = 0, ay = 0;
+							for (int f = 0; f < F; f++) {
+								double a = st_round(dt, (float)a_ref[q * F + f]);
+								yo += row[f] * a;
+								ay += fabs(row[f] * a);
+							}
+							acc += rw[j] * yo;
+							lim += fabs(rw[j]) * ay * (st_rtol(dt) + 2e-5);
+						}
+						if (!(fabs(out[(size_t)t * E + o] - acc) <= lim) && bad++ < 3)
+							fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g (whole)\n",
+								what, t, o, out[(size_t)t * E + o], acc);
+					}
+				}
+				CHECK(bad == 0, "%s: %zu of %d outputs differ from the host's whole FFN", what,
+				      bad, T * E);
+				/* the last token alone: bitwise its row of the batch, on one kernel
+				 * (AUTO's choice depends on the pass's size) */
+				if (T > 1 && path != GPU_MOE_AUTO) {
+					std::vector<float> l1(l.end() - NX, l.end()), x1(x.end() - E, x.end());
+					std::vector<float> o1 = moe_ffn_run(dt, l1, 1, NX, K, cs.norm, E, F, dwgu,
+									    dwd, x1, NULL, NULL, NULL, NULL, NULL,
+									    path);
+					CHECK(memcmp(o1.data(), &out[(size_t)(T - 1) * E], (size_t)E * 4) == 0,
+					      "%s: the last token alone differs from its row in the batch", what);
+				}
+				cudaFree(dwgu);
+				cudaFree(dwd);
 			}
-			CHECK(bad == 0, "%s: %zu of %d outputs differ from the host's whole FFN", what,
-			      bad, T * E);
-			if (T > 1) { /* the last token alone: bitwise its row of the batch */
-				std::vector<float> l1(l.end() - NX, l.end()), x1(x.end() - E, x.end());
-				std::vector<float> o1 = moe_ffn_run(dt, l1, 1, NX, K, cs.norm, E, F, dwgu,
-								    dwd, x1, NULL, NULL, NULL, NULL, NULL);
-				CHECK(memcmp(o1.data(), &out[(size_t)(T - 1) * E], (size_t)E * 4) == 0,
-				      "%s: the last token alone differs from its row in the batch", what);
-			}
-			cudaFree(dwgu);
-			cudaFree(dwd);
-		}
-	/* what the projections refuse: widths not multiples of 8 */
+	/* what the projections refuse: widths not multiples of 8; tensor cores forced where
+	 * they do not apply (f32, a width of 24) */
 	struct gpu_moe_plan plan = {};
 	CHECK(gpu_moe_gate_up((void *)256, 12, 64, 8, (void *)256, 1, 2, &plan, NULL, false,
-			      GPU_F32, 0) == cudaErrorInvalidValue &&
+			      GPU_F32, GPU_MOE_AUTO, 0) == cudaErrorInvalidValue &&
 		  gpu_moe_down((void *)256, 64, 12, 8, (void *)256, 1, 2, &plan, NULL, GPU_F32,
-			       0) == cudaErrorInvalidValue,
-	      "moe: an expert width of 12 refused");
+			       GPU_MOE_AUTO, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_gate_up((void *)256, 32, 64, 8, (void *)256, 1, 2, &plan, NULL, false,
+				  GPU_F32, GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_down((void *)256, 64, 24, 8, (void *)256, 1, 2, &plan, NULL, GPU_BF16,
+			       GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
+	      "moe: an expert width of 12, and tensor cores forced for f32 or a width of 24, "
+	      "refused");
 }
 
 /* gpu_rope with non-uniform frequencies (Llama 3.1's rope_freqs, LongRoPE, YaRN reach the
