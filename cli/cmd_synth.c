@@ -17,7 +17,8 @@ static void synth_usage(FILE *f)
 		"                      [--rope-base F] [--eps F] [--dtype f32|f16|bf16|q8_0]\n"
 		"                      [--seed S] [--tie|--no-tie] [--vocab-from FILE.gguf]\n"
 		"                      [--name NAME] [--arch ARCH] [--head-dim N]\n"
-		"                      [--sliding-window N] [--swa-all] -o OUT.gguf\n"
+		"                      [--sliding-window N] [--swa-all] [--experts N]\n"
+		"                      [--experts-used K] [--ffn-exp N] -o OUT.gguf\n"
 		"       batchgen synth --list-shapes\n"
 		"\n"
 		"Writes a Llama GGUF model with seeded random weights (N(0, 1/fan_in), norms 1).\n"
@@ -27,10 +28,13 @@ static void synth_usage(FILE *f)
 		"the qwen3*, gemma2*, gemma3*, phi3* shapes those architectures (llama3-tiny,\n"
 		"llama-linear-tiny, llama-yarn-tiny: Llama 3.1 rope_freqs, linear, YaRN;\n"
 		"llama-3.1-*: rope_freqs factor 8, llama-3.2-*: factor 32).\n"
-		"--arch sets the architecture of any shape (llama, qwen2, qwen3, gemma2,\n"
+		"--arch sets the architecture of any shape (llama, qwen2, qwen3, qwen3moe, gemma2,\n"
 		"gemma3, phi3); --head-dim the attention.key_length; --sliding-window the\n"
 		"attention.sliding_window key (gemma2/3 apply it; phi3 only records it);\n"
 		"--swa-all writes sliding_window_pattern 0 (every layer windowed).\n"
+		"The qwen3moe* shapes, qwen3-30b-a3b and the mixtral* shapes write mixtures of\n"
+		"experts: --experts the experts per layer, --experts-used those a token uses,\n"
+		"--ffn-exp their width (qwen3moe; a llama expert is --ffn wide).\n"
 		"--vocab-from copies the tokenizer.* keys of another GGUF file (the vocabulary\n"
 		"size is then that file's); otherwise a SentencePiece-style vocabulary is made.\n"
 		"The same flags and seed always give the same file.\n");
@@ -97,6 +101,9 @@ int cmd_synth(int argc, char **argv)
 		O_HEAD_DIM,
 		O_SWA,
 		O_SWA_ALL,
+		O_EXPERTS,
+		O_EXPERTS_USED,
+		O_FFN_EXP,
 	};
 	static const struct option opts[] = {
 	    {"shape", required_argument, NULL, O_SHAPE},
@@ -121,6 +128,9 @@ int cmd_synth(int argc, char **argv)
 	    {"head-dim", required_argument, NULL, O_HEAD_DIM},
 	    {"sliding-window", required_argument, NULL, O_SWA},
 	    {"swa-all", no_argument, NULL, O_SWA_ALL},
+	    {"experts", required_argument, NULL, O_EXPERTS},
+	    {"experts-used", required_argument, NULL, O_EXPERTS_USED},
+	    {"ffn-exp", required_argument, NULL, O_FFN_EXP},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -172,6 +182,9 @@ int cmd_synth(int argc, char **argv)
 		case O_HEAD_DIM: ok = parse_u32(optarg, &o.shape.head_dim); break;
 		case O_SWA: ok = parse_u32(optarg, &o.shape.n_swa); break;
 		case O_SWA_ALL: o.shape.swa_all = true; break;
+		case O_EXPERTS: ok = parse_u32(optarg, &o.shape.n_expert); break;
+		case O_EXPERTS_USED: ok = parse_u32(optarg, &o.shape.n_expert_used); break;
+		case O_FFN_EXP: ok = parse_u32(optarg, &o.shape.n_ff_exp); break;
 		case 'o': out = optarg; break;
 		case O_LIST:
 			for (size_t i = 0; i < synth_n_shapes(); i++) {
@@ -180,10 +193,14 @@ int cmd_synth(int argc, char **argv)
 				synth_opts_init(&so, s);
 				struct synth_shape sv = *s;
 				sv.n_vocab = synth_n_vocab(&so);
+				char moe[64] = "";
+				if (s->n_expert)
+					snprintf(moe, sizeof moe, ", %u of %u experts %u wide",
+						 s->n_expert_used, s->n_expert, synth_n_ff_exp(s));
 				printf("%-15s %s, layers %u, embd %u, heads %u, kv heads %u, "
-				       "ffn %u, vocab %u, ctx %u, rope base %g%s, %.1f M params\n",
+				       "ffn %u%s, vocab %u, ctx %u, rope base %g%s, %.1f M params\n",
 				       s->name, synth_arch(s), s->n_layer, s->n_embd, s->n_head,
-				       s->n_head_kv, s->n_ff, sv.n_vocab, s->n_ctx,
+				       s->n_head_kv, s->n_ff, moe, sv.n_vocab, s->n_ctx,
 				       (double)s->rope_base, s->tie_output ? ", tied output" : "",
 				       (double)synth_n_params(&sv, s->tie_output) / 1e6);
 			}

@@ -2,7 +2,7 @@
 # seeds.sh [OUT_DIR]: writes the seed corpora of the harnesses into OUT_DIR/NAME/
 # (default build-fuzz/seeds). Everything is made here from the tree, the built binary and
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
-#   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, tied
+#   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE, tied
 #              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
@@ -31,6 +31,11 @@ for dt in f32 f16 bf16 q8_0; do
 		-o "$out/gguf/qwen2-$dt.gguf" 2>/dev/null
 done
 "$BATCHGEN" synth "${small[@]}" --layers 2 --tie -o "$out/gguf/llama-tied.gguf" 2>/dev/null
+# mixtures of experts: stacked 3-D expert tensors and a router (qwen3moe, Mixtral = llama)
+"$BATCHGEN" synth --shape qwen3moe-tiny "${small[@]}" --head-dim 16 --experts 4 \
+	--experts-used 2 --ffn-exp 32 --dtype f16 -o "$out/gguf/qwen3moe-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape mixtral-tiny "${small[@]}" --experts 4 --experts-used 2 --dtype q8_0 \
+	-o "$out/gguf/mixtral-q8_0.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

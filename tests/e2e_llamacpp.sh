@@ -189,6 +189,27 @@ if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -l
 			LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" compare_model "$arch-$preset" "$f" 0.3
 		done
 	done
+	# mixtures of experts quantized by llama.cpp (the stacked 3-D experts, the router kept
+	# f32): qwen3moe (4 of 8 experts, 256 wide) and Mixtral (llama, 2 of 8) in Q4_K_M
+	# (q4_K / q5_K / q6_K experts) and Q4_0; the same margin and bound as the dense presets
+	check "synth qwen3moe f16 (rows of 256)" "$BATCHGEN" synth --shape qwen3moe-tiny \
+		--embd 256 --heads 4 --kv-heads 2 --head-dim 64 --ffn 512 --ffn-exp 256 --seed 5 \
+		--dtype f16 -o "$TMP/qwen3moe-f16.gguf"
+	check "synth mixtral f16 (rows of 256)" "$BATCHGEN" synth --shape mixtral-tiny \
+		--embd 256 --heads 4 --kv-heads 2 --ffn 256 --seed 5 --dtype f16 \
+		-o "$TMP/mixtral-f16.gguf"
+	for arch in qwen3moe mixtral; do
+		for preset in Q4_K_M Q4_0; do
+			f=$TMP/$arch-$preset.gguf
+			LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
+				"$TMP/$arch-f16.gguf" "$f" $preset >"$TMP/quantize.log" 2>&1
+			check_eq "llama.cpp quantizes $arch to $preset" "$?" 0
+			LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" compare_model "$arch-$preset" "$f" 0.3
+		done
+	done
+	check_eq "qwen3moe Q4_K_M: the experts in K-quants" \
+		"$("$BATCHGEN" info -m "$TMP/qwen3moe-Q4_K_M.gguf" | awk '/ffn_(gate|down)_exps/ {print $2}' | tr '\n' ' ')" \
+		"q4_K q4_K "
 	# the presets between them write every supported block type
 	seen=$(for f in "$TMP"/tiny-Q*.gguf "$TMP"/tiny-IQ*.gguf; do "$BATCHGEN" info -m "$f"; done |
 		sed -n '/^weights by dtype/,/^tensors/p' | awk '/tensors,/ {print $1}' | sort -u | tr '\n' ' ')

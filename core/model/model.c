@@ -825,11 +825,17 @@ static enum bg_status open_synthetic(const char *spec, bool lazy, struct model *
 	name[nlen] = '\0';
 	const struct synth_shape *s = synth_find_shape(name);
 	if (!s) {
-		char list[256] = "";
+		/* whole names only: past ~300 characters the rest is left to --list-shapes */
+		char list[320] = "";
 		size_t k = 0;
-		for (size_t i = 0; i < synth_n_shapes() && k < sizeof list; i++)
-			k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "",
-					      synth_shape_at(i)->name);
+		for (size_t i = 0; i < synth_n_shapes(); i++) {
+			const char *nm = synth_shape_at(i)->name;
+			if (k + strlen(nm) + 40 > sizeof list) {
+				snprintf(list + k, sizeof list - k, ", ... (batchgen synth --list-shapes)");
+				break;
+			}
+			k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", nm);
+		}
 		return bg_fail(err, BG_ERR_INVALID, "%s: unknown synthetic shape '%s' (known: %s)",
 			       spec, name, list);
 	}
