@@ -7,6 +7,9 @@
  *             [2 n_ff, n_embd], Wdown; all of the storage type dt
  *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here;
  *             BF16 for the other block types too, dequantized on the device: gpu/dequant.cu).
+ *             A mixture-of-experts layer has instead of Wgate|Wup and Wdown its router
+ *             [n_expert, n_embd] and each expert's gate|up [2 n_ff_exp, n_embd] and down
+ *             [n_embd, n_ff_exp], expert after expert (gpu/moe.cuh runs them).
  *   KV pool   n_blocks blocks, each contiguous: [n_layer][K, V][block_size][n_kv] of dt, so
  *             that swapping or copying a block is one memcpy.
  *   activations for up to cap_tok tokens per pass; a larger batch runs as several passes
