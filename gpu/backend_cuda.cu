@@ -8,7 +8,7 @@
  *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here;
  *             BF16 for the other block types too, dequantized on the device: gpu/dequant.cu).
  *             A mixture-of-experts layer has instead of Wgate|Wup and Wdown its router
- *             [n_expert, n_embd] and each expert's gate|up [2 n_ff_exp, n_embd] and down
+ *             [n_expert, n_embd] (fp32) and each expert's gate|up [2 n_ff_exp, n_embd] and down
  *             [n_embd, n_ff_exp], expert after expert (gpu/moe.cuh runs them).
  *   KV pool   n_blocks blocks, each contiguous: [n_layer][K, V][block_size][n_kv] of dt, so
  *             that swapping or copying a block is one memcpy.
@@ -71,7 +71,7 @@ struct cuda_layer {
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
-	void *router;	 /* [n_expert, n_embd] */
+	float *router;	 /* [n_expert, n_embd] fp32 */
 	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
 	void *down_exps; /* [n_expert][n_embd, n_ff_exp] */
 };
@@ -143,10 +143,11 @@ struct cuda_ctx {
 	 * and left zero by every attention call */
 	int *attn_cnt;
 	void *xn, *attn, *act;
-	/* mixture of experts (gpu/moe.cuh), for cap_tok tokens: the router's logits [cap_tok,
-	 * n_expert], the routing, each pair's activations [cap_tok * k, n_ff_exp] (dt, in the
-	 * plan's sorted order) and down outputs [cap_tok * k, n_embd] (by pair id) */
-	float *moe_logits, *moe_y;
+	/* mixture of experts (gpu/moe.cuh), for cap_tok tokens: the router's fp32 input
+	 * [cap_tok, n_embd] and logits [cap_tok, n_expert], the routing, each pair's
+	 * activations [cap_tok * k, n_ff_exp] (dt, in the plan's sorted order) and down
+	 * outputs [cap_tok * k, n_embd] (by pair id) */
+	float *moe_xf, *moe_logits, *moe_y;
 	struct gpu_moe_plan moe_plan;
 	void *moe_act;
 	size_t act_bytes;
@@ -303,8 +304,9 @@ enum upload_kind {
 	UP_MATRIX, /* storage type dt; synthetic values N(0, 0.02^2) */
 	UP_NORM,   /* fp32; synthetic values 1 */
 	UP_BIAS,   /* fp32; synthetic values N(0, 0.5^2), like core/model/synth.c's biases */
-	UP_ROUTER, /* storage type dt; synthetic values N(0, (3 / sqrt(n_embd))^2), as
-		    * core/model/synth.c's routers: logits spread ~3, so routing is decisive */
+	UP_ROUTER, /* fp32 (routing is a discontinuous choice: it keeps the file's f32, as
+		    * the CPU backend and llama.cpp do); synthetic values N(0, (3 /
+		    * sqrt(n_embd))^2), as core/model/synth.c's routers: logits spread ~3 */
 };
 
 /* Fills dst (elements of dt, or fp32 for norms and biases) with weight w. */
@@ -312,7 +314,7 @@ static enum bg_status upload_weight(struct upload *u, const struct model_weight 
 				    enum upload_kind kind, struct bg_err *err)
 {
 	struct cuda_ctx *c = u->c;
-	enum gpu_dtype dt = kind == UP_MATRIX || kind == UP_ROUTER ? c->dt : GPU_F32;
+	enum gpu_dtype dt = kind == UP_MATRIX ? c->dt : GPU_F32;
 	uint64_t n = w->ne0 * w->ne1;
 	uint64_t id = u->tensor_id++;
 	if (!w->data) { /* a lazy synthetic model: made here, from its seed */
@@ -386,7 +388,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_bias = hp->qkv_bias ? align_up((size_t)(c->n_q + 2 * c->n_kv) * 4, 256) : 0;
 	size_t sz_qkn = hp->qk_norm ? 2 * align_up((size_t)hp->head_dim * 4, 256) : 0;
 	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
-	size_t sz_router = align_up(NX * E * es, 256);
+	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
 	size_t sz_gu_exps = align_up(NX * 2 * FX * E * es, 256);
 	size_t sz_down_exps = align_up(NX * E * FX * es, 256);
 	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
@@ -430,7 +432,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		L->ffn_norm = (float *)p;
 		p += sz_norm;
 		if (NX) {
-			L->router = p;
+			L->router = (float *)p;
 			L->gu_exps = p + sz_router;
 			L->down_exps = p + sz_router + sz_gu_exps;
 			p += sz_router + sz_gu_exps + sz_down_exps;
@@ -572,12 +574,12 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 	/* mixture of experts: NP (token, expert) pairs of FX-wide experts, 0 without */
 	size_t NX = c->hp.n_expert, FX = c->hp.n_ff_exp, NP = N * c->hp.n_expert_used;
 	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;
-	enum { N_BUF = 17 };
+	enum { N_BUF = 18 };
 	size_t sizes[N_BUF] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
 			       es * N * E, es * N * c->n_q,   es * N * F, 4 * GPU_GEMV_MAX_TOK * E,
 			       4 * N * NX, 4 * NP * E,	      es * NP * FX, 4 * NP,
 			       4 * NP,	   4 * NP,	      4 * (NX + 1),  4 * 2 * n_tiles,
-			       NX ? (size_t)4 : 0};
+			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0};
 	size_t total = 0;
 	for (int i = 0; i < N_BUF; i++)
 		total += align_up(sizes[i], 256);
@@ -592,7 +594,7 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 			     &c->act,		      (void **)&c->x2,	      (void **)&c->moe_logits,
 			     (void **)&c->moe_y,      &c->moe_act,	      (void **)&mp->ids,
 			     (void **)&mp->w,	      (void **)&mp->sorted,   (void **)&mp->offs,
-			     (void **)&mp->tiles,     (void **)&mp->n_tiles};
+			     (void **)&mp->tiles,     (void **)&mp->n_tiles,     (void **)&c->moe_xf};
 	for (int i = 0; i < N_BUF; i++) {
 		*dst[i] = p;
 		p += align_up(sizes[i], 256);
@@ -890,11 +892,17 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
 		if (hp->n_expert) {
-			/* routed experts (gpu/moe.cuh): router logits, the routing and grouping on
-			 * the device, gate|up with the activation, down, the weighted sum into tmp */
+			/* routed experts (gpu/moe.cuh): router logits in fp32 (the normed input
+			 * again, unrounded, and the fp32 router: 16-bit rounding would move
+			 * near-tied choices), the routing and grouping on the device, gate|up with
+			 * the activation, down, the weighted sum into tmp */
 			const int NX = (int)hp->n_expert, K = (int)hp->n_expert_used;
 			const int FX = (int)hp->n_ff_exp;
-			CUBLAS_CHECK(pass_gemm(c, L->router, c->xn, c->moe_logits, NX, E, n, NX));
+			CUDA_CHECK(gpu_add_rmsnorm(c->x, NULL, L->ffn_norm, hp->rms_eps, NULL, n, E,
+						   false, c->moe_xf, GPU_F32, s));
+			c->pass_gemms++;
+			CUBLAS_CHECK(gpu_gemm(c->cublas, L->router, c->moe_xf, c->moe_logits, NX, E,
+					      n, NX, GPU_F32));
 			CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K, hp->expert_weights_norm,
 						 &c->moe_plan, s));
 			CUDA_CHECK(gpu_moe_gate_up(L->gu_exps, FX, E, NX, c->xn, n, K, &c->moe_plan,

@@ -509,8 +509,8 @@ out:
  * norm inside, and qkv_post too unless the model has Q/K head norms), [qkv_post],
  * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
  * LM head one GEMV, and no cuBLAS call at all. A mixture-of-experts model never fuses, and
- * its FFN after the norm is the router GEMM, the routing, gate|up, down and the weighted
- * sum (gpu/moe.cuh): two nodes more a layer, one cuBLAS call less. */
+ * its FFN after the norm is the router's fp32 norm and GEMM, the routing, gate|up, down and
+ * the weighted sum (gpu/moe.cuh): three nodes more a layer, one cuBLAS call less. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
 			    int n_tok, int es, size_t xs, int *gemms)
 {
@@ -523,7 +523,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
-	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 2 * moe) + 2 * hp->post_norms + tiled +
+	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
 		     per_query;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
