@@ -7,6 +7,9 @@
  *             [2 n_ff, n_embd], Wdown; all of the storage type dt
  *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here;
  *             BF16 for the other block types too, dequantized on the device: gpu/dequant.cu).
+ *             A mixture-of-experts layer has instead of Wgate|Wup and Wdown its router
+ *             [n_expert, n_embd] (fp32) and each expert's gate|up [2 n_ff_exp, n_embd] and down
+ *             [n_embd, n_ff_exp], expert after expert (gpu/moe.cuh runs them).
  *   KV pool   n_blocks blocks, each contiguous: [n_layer][K, V][block_size][n_kv] of dt, so
  *             that swapping or copying a block is one memcpy.
  *   activations for up to cap_tok tokens per pass; a larger batch runs as several passes
@@ -33,6 +36,7 @@
  * then fails every later call, which becomes BG_ERR_DEVICE).
  */
 #include "gpu/gpu_ops.cuh"
+#include "gpu/moe.cuh"
 
 #include <math.h>
 #include <stdarg.h>
@@ -66,6 +70,10 @@ struct cuda_layer {
 	float *q_norm, *k_norm;	    /* [head_dim] fp32 each (qwen3, gemma3), or NULL */
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
+	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
+	float *router;	 /* [n_expert, n_embd] fp32 */
+	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
+	void *down_exps; /* [n_expert][n_embd, n_ff_exp] */
 };
 
 /* Pinned host memory that an upload reads when the stream reaches it, and the event
@@ -135,6 +143,13 @@ struct cuda_ctx {
 	 * and left zero by every attention call */
 	int *attn_cnt;
 	void *xn, *attn, *act;
+	/* mixture of experts (gpu/moe.cuh), for cap_tok tokens: the router's fp32 input
+	 * [cap_tok, n_embd] and logits [cap_tok, n_expert], the routing, each pair's
+	 * activations [cap_tok * k, n_ff_exp] (dt, in the plan's sorted order) and down
+	 * outputs [cap_tok * k, n_embd] (by pair id) */
+	float *moe_xf, *moe_logits, *moe_y;
+	struct gpu_moe_plan moe_plan;
+	void *moe_act;
 	size_t act_bytes;
 
 	/* metadata of one pass (int32s): built in meta[meta_slot].h, the two slots in turn,
@@ -289,6 +304,9 @@ enum upload_kind {
 	UP_MATRIX, /* storage type dt; synthetic values N(0, 0.02^2) */
 	UP_NORM,   /* fp32; synthetic values 1 */
 	UP_BIAS,   /* fp32; synthetic values N(0, 0.5^2), like core/model/synth.c's biases */
+	UP_ROUTER, /* fp32 (routing is a discontinuous choice: it keeps the file's f32, as
+		    * the CPU backend and llama.cpp do); synthetic values N(0, (3 /
+		    * sqrt(n_embd))^2), as core/model/synth.c's routers: logits spread ~3 */
 };
 
 /* Fills dst (elements of dt, or fp32 for norms and biases) with weight w. */
@@ -300,7 +318,10 @@ static enum bg_status upload_weight(struct upload *u, const struct model_weight 
 	uint64_t n = w->ne0 * w->ne1;
 	uint64_t id = u->tensor_id++;
 	if (!w->data) { /* a lazy synthetic model: made here, from its seed */
-		float stddev = kind == UP_MATRIX ? 0.02f : kind == UP_BIAS ? 0.5f : 0.0f;
+		float stddev = kind == UP_MATRIX ? 0.02f
+			       : kind == UP_BIAS ? 0.5f
+			       : kind == UP_ROUTER ? 3.0f / sqrtf((float)c->hp.n_embd)
+						   : 0.0f;
 		CUDA_CHECK(gpu_synth_weights(dst, dt, n, u->m->synth_seed, id, stddev, c->stream));
 		return BG_OK;
 	}
@@ -343,7 +364,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 {
 	const struct model_hparams *hp = &m->hp;
 	size_t es = gpu_dtype_size(c->dt);
-	size_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+	/* a mixture-of-experts model has no dense FFN (n_ff unused) */
+	size_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_expert ? 0 : hp->n_ff;
+	size_t NX = hp->n_expert, FX = hp->n_ff_exp;
 	/* Tied output: a file's output points at the embedding; a lazy synthetic model has
 	 * no data pointers, but then its parameter count leaves the output out. */
 	uint64_t extra_params = (hp->qk_norm ? 2 * (uint64_t)hp->head_dim : 0) +
@@ -352,7 +375,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	uint64_t untied_params =
 	    (uint64_t)V * E * 2 + E +
 	    (uint64_t)hp->n_layer * (2 * E + E * (uint64_t)(c->n_q + 2 * c->n_kv) +
-				     (uint64_t)c->n_q * E + 3 * E * F + extra_params);
+				     (uint64_t)c->n_q * E + 3 * E * F + extra_params +
+				     (uint64_t)NX * E * (1 + 3 * (uint64_t)FX));
 	bool lazy = !m->tok_embd.data;
 	bool tied = lazy ? m->n_params < untied_params : m->output.data == m->tok_embd.data;
 	size_t sz_embd = align_up(V * E * es, 256);
@@ -364,7 +388,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_bias = hp->qkv_bias ? align_up((size_t)(c->n_q + 2 * c->n_kv) * 4, 256) : 0;
 	size_t sz_qkn = hp->qk_norm ? 2 * align_up((size_t)hp->head_dim * 4, 256) : 0;
 	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
+	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
+	size_t sz_gu_exps = align_up(NX * 2 * FX * E * es, 256);
+	size_t sz_down_exps = align_up(NX * E * FX * es, 256);
 	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
+	if (NX)
+		per_layer += sz_router + sz_gu_exps + sz_down_exps;
 	size_t total = sz_embd + sz_norm + (tied ? 0 : sz_embd) + per_layer * hp->n_layer;
 	enum bg_status st = dev_alloc(&c->weights, total, "the model weights", err);
 	if (st != BG_OK)
@@ -402,10 +431,17 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_o;
 		L->ffn_norm = (float *)p;
 		p += sz_norm;
-		L->wgu = p;
-		p += sz_gu;
-		L->wdown = p;
-		p += sz_down;
+		if (NX) {
+			L->router = (float *)p;
+			L->gu_exps = p + sz_router;
+			L->down_exps = p + sz_router + sz_gu_exps;
+			p += sz_router + sz_gu_exps + sz_down_exps;
+		} else {
+			L->wgu = p;
+			p += sz_gu;
+			L->wdown = p;
+			p += sz_down;
+		}
 		L->bqkv = sz_bias ? (float *)p : NULL;
 		p += sz_bias;
 		if (sz_qkn) {
@@ -433,12 +469,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
-		if (st == BG_OK)
+		if (st == BG_OK && !NX)
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK)
+		if (st == BG_OK && !NX)
 			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + F * E * es, UP_MATRIX,
 					   err);
-		if (st == BG_OK)
+		if (st == BG_OK && !NX)
 			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
 	}
 	/* The biases come after every other tensor, so that a lazy synthetic model's tensor
@@ -464,6 +500,25 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->attn_post_norm, L->attn_post, UP_NORM, err);
 		if (st == BG_OK && L->ffn_post)
 			st = upload_weight(&u, &ml->ffn_post_norm, L->ffn_post, UP_NORM, err);
+	}
+	/* then the experts (MoE): the router, and each expert's gate, up and down (model_expert's
+	 * 2-D views; one synthetic tensor each) */
+	for (uint32_t l = 0; st == BG_OK && NX && l < hp->n_layer; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		const struct cuda_layer *L = &c->layers[l];
+		st = upload_weight(&u, &ml->ffn_gate_inp, L->router, UP_ROUTER, err);
+		for (uint32_t e = 0; st == BG_OK && e < NX; e++) {
+			char *gu = (char *)L->gu_exps + (size_t)e * 2 * FX * E * es;
+			struct model_weight g = model_expert(&ml->gate_exps, e),
+					    up = model_expert(&ml->up_exps, e),
+					    d = model_expert(&ml->down_exps, e);
+			st = upload_weight(&u, &g, gu, UP_MATRIX, err);
+			if (st == BG_OK)
+				st = upload_weight(&u, &up, gu + FX * E * es, UP_MATRIX, err);
+			if (st == BG_OK)
+				st = upload_weight(&u, &d, (char *)L->down_exps + (size_t)e * E * FX * es,
+						   UP_MATRIX, err);
+		}
 	}
 	/* staging must outlive the conversions that read it */
 	cudaError_t e = cudaStreamSynchronize(c->stream);
@@ -515,20 +570,32 @@ static enum bg_status load_rope(struct cuda_ctx *c, const struct model *m, struc
 static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct bg_err *err)
 {
 	size_t es = gpu_dtype_size(c->dt);
-	size_t E = c->hp.n_embd, F = c->hp.n_ff, N = (size_t)cap_tok;
-	size_t sizes[8] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
-			   es * N * E, es * N * c->n_q,	  es * N * F, 4 * GPU_GEMV_MAX_TOK * E};
+	size_t E = c->hp.n_embd, F = c->hp.n_expert ? 0 : c->hp.n_ff, N = (size_t)cap_tok;
+	/* mixture of experts: NP (token, expert) pairs of FX-wide experts, 0 without */
+	size_t NX = c->hp.n_expert, FX = c->hp.n_ff_exp, NP = N * c->hp.n_expert_used;
+	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;
+	enum { N_BUF = 18 };
+	size_t sizes[N_BUF] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
+			       es * N * E, es * N * c->n_q,   es * N * F, 4 * GPU_GEMV_MAX_TOK * E,
+			       4 * N * NX, 4 * NP * E,	      es * NP * FX, 4 * NP,
+			       4 * NP,	   4 * NP,	      4 * (NX + 1),  4 * 2 * n_tiles,
+			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0};
 	size_t total = 0;
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < N_BUF; i++)
 		total += align_up(sizes[i], 256);
 	void *base;
 	enum bg_status st = dev_alloc(&base, total, "the activations", err);
 	if (st != BG_OK)
 		return st;
 	char *p = (char *)base;
-	void **dst[8] = {(void **)&c->x, (void **)&c->qkv, (void **)&c->tmp, (void **)&c->gu,
-			 &c->xn,	 &c->attn,	   &c->act,	  (void **)&c->x2};
-	for (int i = 0; i < 8; i++) {
+	struct gpu_moe_plan *mp = &c->moe_plan;
+	void **dst[N_BUF] = {(void **)&c->x,	      (void **)&c->qkv,	      (void **)&c->tmp,
+			     (void **)&c->gu,	      &c->xn,		      &c->attn,
+			     &c->act,		      (void **)&c->x2,	      (void **)&c->moe_logits,
+			     (void **)&c->moe_y,      &c->moe_act,	      (void **)&mp->ids,
+			     (void **)&mp->w,	      (void **)&mp->sorted,   (void **)&mp->offs,
+			     (void **)&mp->tiles,     (void **)&mp->n_tiles,     (void **)&c->moe_xf};
+	for (int i = 0; i < N_BUF; i++) {
 		*dst[i] = p;
 		p += align_up(sizes[i], 256);
 	}
@@ -642,11 +709,14 @@ static cudaError_t log_census(struct cuda_ctx *c, cudaGraph_t g, const char *wha
  * and LM head one. Pre-norm layers only: gemma's post-norms (normalizing the branch output before
  * the residual add) keep the unfused path. The shapes must suit gpu_gemv (the prologue's
  * inputs in its dynamic shared memory, c->gemv_xs: with bf16 and n_embd 4096, all 8 tokens
- * on an H100's 200 KiB, up to 5 without the opt-in). */
+ * on an H100's 200 KiB, up to 5 without the opt-in). Mixture-of-experts models keep the
+ * unfused path (their FFN is gpu/moe.cuh's routed experts, which the GEMV does not do);
+ * their decode passes are still captured into graphs. */
 static bool pass_fused(const struct cuda_ctx *c, int n)
 {
 	const int E = (int)c->hp.n_embd, F = (int)c->hp.n_ff;
-	return !c->hp.post_norms && gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
+	return !c->hp.post_norms && c->hp.n_expert == 0 &&
+	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, F, false, c->dt, c->gemv_xs);
 }
@@ -821,9 +891,30 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 						   E, false, c->tmp, GPU_F32, s));
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
-		CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F));
-		CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
-		CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->tmp, E, F, n, E));
+		if (hp->n_expert) {
+			/* routed experts (gpu/moe.cuh): router logits in fp32 (the normed input
+			 * again, unrounded, and the fp32 router: 16-bit rounding would move
+			 * near-tied choices), the routing and grouping on the device, gate|up with
+			 * the activation, down, the weighted sum into tmp */
+			const int NX = (int)hp->n_expert, K = (int)hp->n_expert_used;
+			const int FX = (int)hp->n_ff_exp;
+			CUDA_CHECK(gpu_add_rmsnorm(c->x, NULL, L->ffn_norm, hp->rms_eps, NULL, n, E,
+						   false, c->moe_xf, GPU_F32, s));
+			c->pass_gemms++;
+			CUBLAS_CHECK(gpu_gemm(c->cublas, L->router, c->moe_xf, c->moe_logits, NX, E,
+					      n, NX, GPU_F32));
+			CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K, hp->expert_weights_norm,
+						 &c->moe_plan, s));
+			CUDA_CHECK(gpu_moe_gate_up(L->gu_exps, FX, E, NX, c->xn, n, K, &c->moe_plan,
+						   c->moe_act, hp->gelu, c->dt, GPU_MOE_AUTO, s));
+			CUDA_CHECK(gpu_moe_down(L->down_exps, E, FX, NX, c->moe_act, n, K,
+						&c->moe_plan, c->moe_y, c->dt, GPU_MOE_AUTO, s));
+			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
+		} else {
+			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F));
+			CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
+			CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->tmp, E, F, n, E));
+		}
 		if (L->ffn_post)
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
@@ -1678,10 +1769,6 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
-	if (hp->n_expert > 0)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "mixture-of-experts models run on the CPU backend only in this build "
-			       "(--device cpu)");
 	if (hp->head_dim == 0 || hp->head_dim > 256)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend supports head sizes up "
@@ -1698,6 +1785,25 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->n_vocab > 0x7fffffffu / 2)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "a vocabulary of %u is too large",
 			       hp->n_vocab);
+	if (hp->n_expert) { /* gpu/moe.cuh's limits */
+		if (hp->n_expert > GPU_MOE_MAX_EXPERT || hp->n_expert_used < 1 ||
+		    hp->n_expert_used > hp->n_expert)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the CUDA backend supports up to %d experts, %u of %u used "
+				       "is not among them",
+				       GPU_MOE_MAX_EXPERT, hp->n_expert_used, hp->n_expert);
+		if (hp->n_embd % 8 || hp->n_ff_exp % 8 || hp->n_ff_exp == 0)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the CUDA backend needs experts whose widths are multiples "
+				       "of 8, not %u and %u",
+				       hp->n_embd, hp->n_ff_exp);
+		if ((uint64_t)CUDA_DEFAULT_CAP_TOK * hp->n_expert_used / GPU_MOE_TILE +
+			hp->n_expert >
+		    65535)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%u experts a token are too many for the CUDA backend",
+				       hp->n_expert_used);
+	}
 	return BG_OK;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/gpu_ops.cuh"
+#include "gpu/moe.cuh"
 
 extern "C" {
 #include "model/half.h"
@@ -2426,6 +2427,386 @@ static void test_gelu(void)
 	}
 }
 
+/* ---- mixture of experts (gpu/moe.cuh) ---- */
+
+/* The routing of core/model/model.h in double: softmax, the k largest (ties: the lower
+ * index), slot order = descending probability, renormalized when norm. */
+static void moe_route_ref(const float *l, int n_expert, int k, bool norm, int32_t *ids,
+			  double *w)
+{
+	double m = -INFINITY, s = 0;
+	for (int e = 0; e < n_expert; e++)
+		m = l[e] > m ? l[e] : m;
+	std::vector<double> p(n_expert);
+	for (int e = 0; e < n_expert; e++)
+		s += p[e] = exp((double)l[e] - m);
+	std::vector<int> order(n_expert);
+	for (int e = 0; e < n_expert; e++)
+		order[e] = e;
+	std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+	double sum = 0;
+	for (int j = 0; j < k; j++) {
+		ids[j] = order[j];
+		w[j] = p[order[j]] / s;
+		sum += w[j];
+	}
+	for (int j = 0; norm && j < k; j++)
+		w[j] /= sum;
+}
+
+struct moe_dev {
+	struct gpu_moe_plan plan;
+	float *logits;
+};
+
+static struct moe_dev moe_dev_alloc(const std::vector<float> &logits, int n_tok, int n_expert,
+				    int k)
+{
+	struct moe_dev d;
+	size_t P = (size_t)n_tok * k;
+	d.logits = dev_vec(logits);
+	REQUIRE(cudaMalloc(&d.plan.ids, P * 4));
+	REQUIRE(cudaMalloc(&d.plan.w, P * 4));
+	REQUIRE(cudaMalloc(&d.plan.offs, (n_expert + 1) * 4));
+	REQUIRE(cudaMalloc(&d.plan.sorted, P * 4));
+	REQUIRE(cudaMalloc(&d.plan.tiles, 2 * (size_t)gpu_moe_max_tiles((int)P, n_expert) * 4));
+	REQUIRE(cudaMalloc(&d.plan.n_tiles, 4));
+	return d;
+}
+
+static void moe_dev_free(struct moe_dev *d)
+{
+	cudaFree(d->logits);
+	cudaFree(d->plan.ids);
+	cudaFree(d->plan.w);
+	cudaFree(d->plan.offs);
+	cudaFree(d->plan.sorted);
+	cudaFree(d->plan.tiles);
+	cudaFree(d->plan.n_tiles);
+}
+
+/* Random router logits with planted ties: token 0 all equal, token 1 two equal at the
+ * top, token 2 a tie across the k-th place, token 3 a NaN. */
+static std::vector<float> moe_logits(int n_tok, int n_expert, int k, bool nan_row)
+{
+	std::vector<float> l = rand_vec((size_t)n_tok * n_expert, -4, 4);
+	if (n_tok > 0)
+		for (int e = 0; e < n_expert; e++)
+			l[e] = 0.5f;
+	if (n_tok > 1 && n_expert > 2) {
+		l[(size_t)n_expert + n_expert - 1] = 9.0f;
+		l[(size_t)n_expert + 1] = 9.0f;
+	}
+	if (n_tok > 2 && k < n_expert) { /* k - 1 clear winners, then a tie for place k */
+		float *r = &l[2 * (size_t)n_expert];
+		for (int e = 0; e < n_expert; e++)
+			r[e] = -6.0f + (float)e * 1e-3f;
+		for (int j = 0; j < k - 1; j++)
+			r[n_expert - 1 - j] = 8.0f - (float)j;
+		r[n_expert - k] = r[0] = 2.0f; /* the lower index, 0, takes place k */
+	}
+	if (nan_row && n_tok > 3)
+		l[3 * (size_t)n_expert + 1] = NAN;
+	return l;
+}
+
+/* gpu_moe_route against moe_route_ref (ids exact, weights within fp32 softmax error),
+ * and its grouping: offs, sorted (a permutation, by expert, ascending pair ids within
+ * one), tiles (every pair of an expert in exactly one tile of it, <= GPU_MOE_TILE). */
+static void moe_check_route(const char *what, const std::vector<float> &l, int n_tok,
+			    int n_expert, int k, bool norm, const struct moe_dev *d, bool nan_row)
+{
+	size_t P = (size_t)n_tok * k;
+	std::vector<int32_t> ids = dev_download<int32_t>(d->plan.ids, P);
+	std::vector<float> w = dev_download<float>(d->plan.w, P);
+	size_t bad_id = 0, bad_w = 0;
+	for (int t = 0; t < n_tok; t++) {
+		std::vector<int32_t> rid(k);
+		std::vector<double> rw(k);
+		moe_route_ref(&l[(size_t)t * n_expert], n_expert, k, norm, rid.data(), rw.data());
+		if (nan_row && t == 3) { /* NaN: every p NaN; ids 0 .. k-1 in order */
+			for (int j = 0; j < k; j++)
+				bad_id += ids[(size_t)t * k + j] != j;
+			continue;
+		}
+		for (int j = 0; j < k; j++) {
+			if (ids[(size_t)t * k + j] != rid[j] && bad_id++ < 3)
+				fprintf(stderr, "  %s: token %d slot %d: expert %d, want %d\n", what, t,
+					j, ids[(size_t)t * k + j], rid[j]);
+			/* expf within 2 ulp, a sum of n_expert terms in fp32, two divisions */
+			double lim = 1e-9 + (4e-7 + 1.2e-7 * n_expert / 8) * fabs(rw[j]);
+			if (!(fabs(w[(size_t)t * k + j] - rw[j]) <= lim) && bad_w++ < 3)
+				fprintf(stderr, "  %s: token %d slot %d: weight %.9g, want %.9g\n",
+					what, t, j, w[(size_t)t * k + j], rw[j]);
+		}
+	}
+	CHECK(bad_id == 0 && bad_w == 0, "%s: %zu expert ids and %zu weights of %zu pairs wrong",
+	      what, bad_id, bad_w, P);
+	std::vector<int32_t> offs = dev_download<int32_t>(d->plan.offs, (size_t)n_expert + 1);
+	std::vector<int32_t> sorted = dev_download<int32_t>(d->plan.sorted, P);
+	int32_t n_tiles = dev_download<int32_t>(d->plan.n_tiles, 1)[0];
+	std::vector<int32_t> tiles = dev_download<int32_t>(d->plan.tiles, 2 * (size_t)n_tiles);
+	bool ok = offs[0] == 0 && offs[n_expert] == (int32_t)P &&
+		  n_tiles <= gpu_moe_max_tiles((int)P, n_expert);
+	std::vector<int> seen(P, 0), tiled(P, 0);
+	for (int e = 0; ok && e < n_expert; e++) {
+		ok = offs[e] <= offs[e + 1];
+		for (int32_t s = offs[e]; ok && s < offs[e + 1]; s++) {
+			int32_t q = sorted[s];
+			ok = q >= 0 && (size_t)q < P && ids[q] == e && !seen[q]++ &&
+			     (s == offs[e] || sorted[s - 1] < q);
+		}
+	}
+	for (int32_t i = 0; ok && i < n_tiles; i++) {
+		int32_t e = tiles[2 * i], s0 = tiles[2 * i + 1];
+		ok = e >= 0 && e < n_expert && s0 >= offs[e] && s0 < offs[e + 1];
+		for (int32_t s = s0; ok && s < offs[e + 1] && s < s0 + GPU_MOE_TILE; s++)
+			ok = !tiled[s]++;
+	}
+	for (size_t s = 0; ok && s < P; s++)
+		ok = tiled[s] == 1 && seen[s] == 1;
+	CHECK(ok, "%s: the grouping (offs, sorted, %d tiles) is inconsistent", what, n_tiles);
+}
+
+static void test_moe_route(void)
+{
+	struct {
+		int n_tok, n_expert, k;
+		bool norm;
+	} cases[] = {{1, 8, 2, true},  {6, 8, 2, true},	   {40, 128, 8, true}, {9, 16, 4, false},
+		     {5, 4, 4, true},  {7, 8, 1, false},   {300, 512, 8, true}, {70, 60, 6, true}};
+	for (auto &cs : cases) {
+		std::vector<float> l = moe_logits(cs.n_tok, cs.n_expert, cs.k, true);
+		struct moe_dev d = moe_dev_alloc(l, cs.n_tok, cs.n_expert, cs.k);
+		REQUIRE(gpu_moe_route(d.logits, cs.n_tok, cs.n_expert, cs.k, cs.norm, &d.plan, 0));
+		char what[96];
+		snprintf(what, sizeof what, "moe route %d tokens, %d of %d experts%s", cs.n_tok,
+			 cs.k, cs.n_expert, cs.norm ? ", normalized" : "");
+		moe_check_route(what, l, cs.n_tok, cs.n_expert, cs.k, cs.norm, &d, true);
+		moe_dev_free(&d);
+	}
+	/* what it refuses */
+	struct moe_dev d = moe_dev_alloc(std::vector<float>(8, 0.0f), 1, 8, 2);
+	CHECK(gpu_moe_route(d.logits, 1, 8, 0, true, &d.plan, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_route(d.logits, 1, 8, 9, true, &d.plan, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_route(d.logits, 1, GPU_MOE_MAX_EXPERT + 1, 2, true, &d.plan, 0) ==
+		      cudaErrorInvalidValue,
+	      "moe route: k of 0, k > n_expert, too many experts refused");
+	cudaGetLastError();
+	moe_dev_free(&d);
+}
+
+/* The routed FFN, gpu_moe_route .. gpu_moe_combine, on n_tok tokens: returns out [n_tok,
+ * n_embd] and leaves act (by sorted position) and y (by pair) in the vectors given. */
+static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float> &l, int n_tok,
+				      int n_expert, int k, bool norm, int n_embd, int n_ff,
+				      const void *dwgu, const void *dwd, const std::vector<float> &x,
+				      std::vector<float> *act, std::vector<float> *y,
+				      std::vector<int32_t> *ids, std::vector<float> *w,
+				      std::vector<int32_t> *sorted, enum gpu_moe_path path)
+{
+	struct moe_dev d = moe_dev_alloc(l, n_tok, n_expert, k);
+	size_t P = (size_t)n_tok * k;
+	auto px = st_pack(dt, x);
+	void *dx = dev_upload(px.data(), px.size()), *dact;
+	float *dy, *dout;
+	REQUIRE(cudaMalloc(&dact, P * n_ff * gpu_dtype_size(dt)));
+	REQUIRE(cudaMalloc(&dy, P * n_embd * 4));
+	REQUIRE(cudaMalloc(&dout, (size_t)n_tok * n_embd * 4));
+	REQUIRE(gpu_moe_route(d.logits, n_tok, n_expert, k, norm, &d.plan, 0));
+	REQUIRE(gpu_moe_gate_up(dwgu, n_ff, n_embd, n_expert, dx, n_tok, k, &d.plan, dact, false,
+				dt, path, 0));
+	REQUIRE(gpu_moe_down(dwd, n_embd, n_ff, n_expert, dact, n_tok, k, &d.plan, dy, dt, path,
+			     0));
+	REQUIRE(gpu_moe_combine(dy, d.plan.w, n_tok, k, n_embd, dout, 0));
+	std::vector<float> out = dev_download<float>(dout, (size_t)n_tok * n_embd);
+	if (act)
+		*act = dev_download_st(dt, dact, P * n_ff);
+	if (y)
+		*y = dev_download<float>(dy, P * n_embd);
+	if (ids)
+		*ids = dev_download<int32_t>(d.plan.ids, P);
+	if (w)
+		*w = dev_download<float>(d.plan.w, P);
+	if (sorted)
+		*sorted = dev_download<int32_t>(d.plan.sorted, P);
+	cudaFree(dx);
+	cudaFree(dact);
+	cudaFree(dy);
+	cudaFree(dout);
+	moe_dev_free(&d);
+	return out;
+}
+
+/* Every case on each kernel that takes it (gpu_moe_path): CUDA cores always, tensor cores
+ * for 16-bit types with widths multiples of 16 (64 x 32, 64 x 48, 528 x 48: several input
+ * chunks and tiles), and AUTO's choice. Each stage of the routed FFN against a host loop in double fed what the stage was fed
+ * (act from the device's routing, y from the device's act, out from the device's y and
+ * w: each check isolates its kernel), then the whole against a host computation from the
+ * reference routing alone, and a token's output alone equal bitwise to its row in the
+ * batch on the same kernel (the grouping must not leak other tokens into it). */
+static void test_moe_ffn(void)
+{
+	struct {
+		int n_tok, n_expert, k;
+		bool norm;
+		int n_embd, n_ff;
+	} cases[] = {{1, 8, 2, true, 64, 32},	 {37, 4, 2, true, 264, 40}, {13, 16, 4, false, 64, 48},
+		     {5, 4, 4, true, 72, 16},	 {9, 128, 8, true, 64, 32}, {6, 8, 1, false, 64, 32},
+		     {37, 4, 2, true, 528, 48}};
+	const enum gpu_moe_path paths[3] = {GPU_MOE_AUTO, GPU_MOE_CUDA_CORES, GPU_MOE_TENSOR_CORES};
+	for (auto &cs : cases)
+		for (enum gpu_dtype dt : all_dt)
+			for (enum gpu_moe_path path : paths) {
+				const int T = cs.n_tok, NX = cs.n_expert, K = cs.k, E = cs.n_embd,
+					  F = cs.n_ff;
+				if (path == GPU_MOE_TENSOR_CORES && (dt == GPU_F32 || E % 16 || F % 16))
+					continue;
+				const size_t P = (size_t)T * K;
+				std::vector<float> l = moe_logits(T, NX, K, false);
+				std::vector<float> wgu = rand_vec((size_t)NX * 2 * F * E, -0.25f, 0.25f);
+				std::vector<float> wd = rand_vec((size_t)NX * E * F, -0.25f, 0.25f);
+				std::vector<float> x = rand_vec((size_t)T * E, -1, 1);
+				for (auto *v : {&wgu, &wd, &x})
+					for (auto &f : *v)
+						f = st_round(dt, f);
+				auto pgu = st_pack(dt, wgu), pd = st_pack(dt, wd);
+				void *dwgu = dev_upload(pgu.data(), pgu.size()),
+				     *dwd = dev_upload(pd.data(), pd.size());
+				std::vector<float> act, y, w;
+				std::vector<int32_t> ids, sorted;
+				std::vector<float> out = moe_ffn_run(dt, l, T, NX, K, cs.norm, E, F, dwgu, dwd,
+								     x, &act, &y, &ids, &w, &sorted, path);
+				char what[160];
+				snprintf(what, sizeof what, "moe ffn %d tokens, %d of %d experts, %dx%d %s, %s",
+					 T, K, NX, E, F, gpu_dtype_name(dt),
+					 path == GPU_MOE_AUTO ? "auto" : path == GPU_MOE_CUDA_CORES ? "cuda cores"
+												 : "tensor cores");
+				/* gate|up: fp32 sums (error <= ~4e-6 of the sum of |terms| for these
+				 * lengths), then act(g) * u rounded to dt, as test_gemv bounds it */
+				size_t bad = 0;
+				std::vector<size_t> pos_of(P);
+				for (size_t s = 0; s < P; s++)
+					pos_of[sorted[s]] = s;
+				std::vector<double> a_ref(P * F);
+				for (size_t q = 0; q < P; q++) {
+					int t = (int)(q / K), e = ids[q];
+					const float *xt = &x[(size_t)t * E];
+					for (int j = 0; j < F; j++) {
+						const float *g_row = &wgu[((size_t)e * 2 * F + j) * E];
+						const float *u_row = &wgu[((size_t)e * 2 * F + F + j) * E];
+						double g = 0, u = 0, ag = 0, au = 0;
+						for (int i = 0; i < E; i++) {
+							g += (double)g_row[i] * xt[i];
+							u += (double)u_row[i] * xt[i];
+							ag += fabs((double)g_row[i] * xt[i]);
+							au += fabs((double)u_row[i] * xt[i]);
+						}
+						double ac = g / (1.0 + exp(-g)), v = ac * u;
+						a_ref[q * F + j] = v;
+						double lim = 1.2 * 4e-6 * ag * fabs(u) + (fabs(ac) + 1e-3) * 4e-6 * au +
+							     (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
+						float got = act[pos_of[q] * F + j];
+						if (!(fabs(got - st_round(dt, (float)v)) <= lim) && bad++ < 3)
+							fprintf(stderr, "  %s: act[pair %zu][%d] = %.9g, want %.9g\n",
+								what, q, j, got, v);
+					}
+				}
+				CHECK(bad == 0, "%s: %zu of %zu activations out of tolerance", what, bad,
+				      P * F);
+				/* down: from the device's act, fp32 sums of F terms */
+				bad = 0;
+				for (size_t q = 0; q < P; q++) {
+					int e = ids[q];
+					for (int o = 0; o < E; o++) {
+						const float *row = &wd[((size_t)e * E + o) * F];
+						double acc = 0, aa = 0;
+						for (int j = 0; j < F; j++) {
+							double pr = (double)row[j] * act[pos_of[q] * F + j];
+							acc += pr;
+							aa += fabs(pr);
+						}
+						if (!(fabs(y[q * E + o] - acc) <= 4e-6 * aa + 1e-30) && bad++ < 3)
+							fprintf(stderr, "  %s: y[pair %zu][%d] = %.9g, want %.9g\n",
+								what, q, o, y[q * E + o], acc);
+					}
+				}
+				CHECK(bad == 0, "%s: %zu of %zu down outputs out of tolerance", what, bad,
+				      P * E);
+				/* combine: from the device's y and w, in slot order */
+				bad = 0;
+				for (int t = 0; t < T; t++)
+					for (int o = 0; o < E; o++) {
+						double acc = 0, aa = 0;
+						for (int j = 0; j < K; j++) {
+							double pr = (double)w[(size_t)t * K + j] *
+								    y[((size_t)t * K + j) * E + o];
+							acc += pr;
+							aa += fabs(pr);
+						}
+						if (!(fabs(out[(size_t)t * E + o] - acc) <= 1e-6 * aa + 1e-30) &&
+						    bad++ < 3)
+							fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g\n",
+								what, t, o, out[(size_t)t * E + o], acc);
+					}
+				CHECK(bad == 0, "%s: %zu of %d outputs out of tolerance", what, bad, T * E);
+				/* the whole, from the reference routing (its ids equal the device's: the
+				 * route test) and the host's activations rounded to dt: a rounding flip
+				 * of an activation moves y by one ulp of it times its weight row */
+				bad = 0;
+				for (int t = 0; t < T; t++) {
+					std::vector<int32_t> rid(K);
+					std::vector<double> rw(K);
+					moe_route_ref(&l[(size_t)t * NX], NX, K, cs.norm, rid.data(), rw.data());
+					for (int o = 0; o < E; o++) {
+						double acc = 0, lim = 1e-30;
+						for (int j = 0; j < K; j++) {
+							size_t q = (size_t)t * K + j;
+							const float *row = &wd[((size_t)rid[j] * E + o) * F];
+							double yo = 0, ay = 0;
+							for (int f = 0; f < F; f++) {
+								double a = st_round(dt, (float)a_ref[q * F + f]);
+								yo += row[f] * a;
+								ay += fabs(row[f] * a);
+							}
+							acc += rw[j] * yo;
+							lim += fabs(rw[j]) * ay * (st_rtol(dt) + 2e-5);
+						}
+						if (!(fabs(out[(size_t)t * E + o] - acc) <= lim) && bad++ < 3)
+							fprintf(stderr, "  %s: out[%d][%d] = %.9g, want %.9g (whole)\n",
+								what, t, o, out[(size_t)t * E + o], acc);
+					}
+				}
+				CHECK(bad == 0, "%s: %zu of %d outputs differ from the host's whole FFN", what,
+				      bad, T * E);
+				/* the last token alone: bitwise its row of the batch, on one kernel
+				 * (AUTO's choice depends on the pass's size) */
+				if (T > 1 && path != GPU_MOE_AUTO) {
+					std::vector<float> l1(l.end() - NX, l.end()), x1(x.end() - E, x.end());
+					std::vector<float> o1 = moe_ffn_run(dt, l1, 1, NX, K, cs.norm, E, F, dwgu,
+									    dwd, x1, NULL, NULL, NULL, NULL, NULL,
+									    path);
+					CHECK(memcmp(o1.data(), &out[(size_t)(T - 1) * E], (size_t)E * 4) == 0,
+					      "%s: the last token alone differs from its row in the batch", what);
+				}
+				cudaFree(dwgu);
+				cudaFree(dwd);
+			}
+	/* what the projections refuse: widths not multiples of 8; tensor cores forced where
+	 * they do not apply (f32, a width of 24) */
+	struct gpu_moe_plan plan = {};
+	CHECK(gpu_moe_gate_up((void *)256, 12, 64, 8, (void *)256, 1, 2, &plan, NULL, false,
+			      GPU_F32, GPU_MOE_AUTO, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_down((void *)256, 64, 12, 8, (void *)256, 1, 2, &plan, NULL, GPU_F32,
+			       GPU_MOE_AUTO, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_gate_up((void *)256, 32, 64, 8, (void *)256, 1, 2, &plan, NULL, false,
+				  GPU_F32, GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_down((void *)256, 64, 24, 8, (void *)256, 1, 2, &plan, NULL, GPU_BF16,
+			       GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
+	      "moe: an expert width of 12, and tensor cores forced for f32 or a width of 24, "
+	      "refused");
+}
+
 /* gpu_rope with non-uniform frequencies (Llama 3.1's rope_freqs, LongRoPE, YaRN reach the
  * kernel as arbitrary freq[], tabulated by gpu_rope_table_fill) and an attention factor. */
 static void test_rope_factors(void)
@@ -2759,6 +3140,8 @@ int main(void)
 	RUN(gelu, test_gelu());
 	RUN(freq_factors, test_rope_factors());
 	RUN(attn_window, test_attention_window(prop.multiProcessorCount));
+	RUN(moe_route, test_moe_route());
+	RUN(moe_ffn, test_moe_ffn());
 #undef RUN
 	cublasDestroy(h);
 	REQUIRE(cudaDeviceSynchronize());

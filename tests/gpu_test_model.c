@@ -9,10 +9,13 @@
  *   - KV swap out / in to other blocks and copy-on-write, then generation goes on equal;
  *   - llama-2-tiny-random (F16 path): teacher-forced log-probs against llama.cpp's;
  *   - synthetic llama-100m materialized as f16 and q8_0 (the BF16 path) against the CPU;
- *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU;
+ *   - every architecture of core/model/arch.h (tiny synthetic files) against the CPU,
+ *     mixture-of-experts shapes (qwen3moe, Mixtral) included, and those on a batch of 12
+ *     sequences (prefill pass and batch-16 decode graph);
  *   - batch bucket 8 on the fused decode path, 64 KiB of GEMV prologue inputs (the
  *     dynamic shared memory opt-in), against the CPU, and its graph census;
- *   - a lazy synthetic model (weights made on the device) runs and is deterministic;
+ *   - a lazy synthetic model (weights made on the device) runs and is deterministic, a
+ *     dense one and a mixture-of-experts one;
  *   - sampling through backend->sample equals the CPU backend's, RNG stream included;
  *   - with BG_GPU_FULL=1 (alone): Llama-3-8B's widths with 2 layers against the CPU.
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
@@ -505,7 +508,9 @@ out:
  * on an A100, ~98 KiB on sm_86/89, 49088 without the opt-in): then a layer is QKV GEMV (its
  * norm inside, and qkv_post too unless the model has Q/K head norms), [qkv_post],
  * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
- * LM head one GEMV, and no cuBLAS call at all. */
+ * LM head one GEMV, and no cuBLAS call at all. A mixture-of-experts model never fuses, and
+ * its FFN after the norm is the router's fp32 norm and GEMM, the routing, gate|up, down and
+ * the weighted sum (gpu/moe.cuh): three nodes more a layer, one cuBLAS call less. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
 			    int n_tok, int es, size_t xs, int *gemms)
 {
@@ -513,12 +518,14 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
 	(void)S; /* the split count changes no node count now */
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
-	bool fused = !hp->post_norms && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
+	const bool moe = hp->n_expert > 0;
+	bool fused = !moe && !hp->post_norms && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
-	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8) + 2 * hp->post_norms + tiled + per_query;
-	*gemms = fused ? 0 : 4 * (int)hp->n_layer + (n_out > 0);
+	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
+		     per_query;
+	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) : 0);
 }
@@ -748,9 +755,76 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:llama3-tiny:f32", "synthetic:llama-yarn-tiny:f32",
 	    "synthetic:qwen3-tiny:f32",	 "synthetic:gemma2-tiny:f32",
 	    "synthetic:gemma3-tiny:f32", "synthetic:phi3-tiny:f32",
+	    /* mixture of experts (gpu/moe.cuh): the routing, grouping and expert FFN */
+	    "synthetic:qwen3moe-tiny:f32", "synthetic:mixtral-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
+}
+
+/* A mixture-of-experts model (f32) on a batch: 12 sequences with prompts of 5 to 38 tokens
+ * in one pass (~260 tokens, ~65 pairs an expert: several tiles of one expert, the
+ * tokens of many sequences in one tile), then 4 decode steps of all 12 through the
+ * batch-16 graph (4 padding rows routed too), every row against the CPU backend. */
+static void test_moe_batch(const char *spec)
+{
+	enum { NSEQ = 12, NSTEP = 4, NB = 3 }; /* NB blocks of 16 tokens a sequence */
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	if (model_open(spec, false, &m, &err) != BG_OK) {
+		CHECK(0, "model_open %s: %s", spec, err.msg);
+		return;
+	}
+	struct backend *g = gpu_util_backend(m, true, 16, NSEQ * NB * 16),
+		       *c = gpu_util_backend(m, false, 16, NSEQ * NB * 16);
+	if (g && c) {
+		static struct seq sg[NSEQ], sc[NSEQ];
+		struct seq *pg[NSEQ], *pc[NSEQ];
+		const int V = g->n_vocab;
+		for (int i = 0; i < NSEQ; i++) {
+			int32_t toks[40], blocks[NB];
+			int n = 5 + i * 3;
+			for (int j = 0; j < n; j++)
+				toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u + 1u) %
+						    (unsigned)V);
+			for (int j = 0; j < NB; j++)
+				blocks[j] = j * NSEQ + i;
+			seq_init(&sg[i], toks, n, blocks, NB);
+			seq_init(&sc[i], toks, n, blocks, NB);
+			pg[i] = &sg[i];
+			pc[i] = &sc[i];
+		}
+		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+		double worst = 0, worst_cos = 1;
+		for (int it = 0; it <= NSTEP; it++) { /* it 0: the prompts, then decode steps */
+			int32_t rg[NSEQ], rc[NSEQ];
+			CHECK(step(g, pg, NSEQ, NULL, rg, &err) == BG_OK, "%s cuda forward: %s", spec,
+			      err.msg);
+			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "%s cpu forward: %s", spec,
+			      err.msg);
+			for (int i = 0; i < NSEQ; i++) {
+				double rms, cosv,
+				    d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
+				if (d / rms > worst)
+					worst = d / rms;
+				if (cosv < worst_cos)
+					worst_cos = cosv;
+				int32_t t = (int32_t)(((unsigned)it * 31u + (unsigned)i * 7u + 5u) %
+						      (unsigned)V);
+				sg[i].tokens[sg[i].n_tok++] = t;
+				sc[i].tokens[sc[i].n_tok++] = t;
+			}
+		}
+		/* fp32 on both sides, as test_arch_vs_cpu */
+		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
+		      "%s, 12 sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, worst,
+		      worst_cos);
+		free(lg);
+		free(lc);
+	}
+	backend_destroy(g);
+	backend_destroy(c);
+	model_free(m);
 }
 
 /* A forward of three passes (the CUDA backend cuts a batch into passes of 2048 tokens): 18
@@ -907,11 +981,11 @@ static void test_full_width(void)
 	model_free(m);
 }
 
-static void test_lazy_synthetic(void)
+static void test_lazy_synthetic(const char *spec)
 {
 	struct model *m = NULL;
 	struct bg_err err = {0};
-	if (model_open("synthetic:llama-100m:bf16", true, &m, &err) != BG_OK) {
+	if (model_open(spec, true, &m, &err) != BG_OK) {
 		CHECK(0, "model_open lazy: %s", err.msg);
 		return;
 	}
@@ -939,13 +1013,16 @@ static void test_lazy_synthetic(void)
 			finite &= isfinite(l1[i]);
 			ss += (double)l1[i] * l1[i];
 		}
-		CHECK(finite && ss > 0, "lazy synthetic logits are not finite and non-zero");
+		CHECK(finite && ss > 0, "%s: lazy synthetic logits are not finite and non-zero",
+		      spec);
 		CHECK(memcmp(l1, l2, (size_t)V * 4) == 0,
-		      "two backends on the same lazy model disagree (weights not deterministic)");
+		      "%s: two backends on the same lazy model disagree (weights not deterministic)",
+		      spec);
 		struct backend_mem mem;
 		a->ops->mem_info(a->ctx, &mem);
+		/* (an untied model's count: the backend tells tied from untied by it) */
 		CHECK(mem.on_device && mem.weight_bytes >= m->n_params * 2,
-		      "mem_info: %zu weight bytes for %llu parameters", mem.weight_bytes,
+		      "%s: mem_info: %zu weight bytes for %llu parameters", spec, mem.weight_bytes,
 		      (unsigned long long)m->n_params);
 		free(l1);
 		free(l2);
@@ -995,11 +1072,15 @@ int main(void)
 		printf("0 passed, 0 failed\n");
 		return 0;
 	}
-	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone (quick under gpu/emu);
+	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
+	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_arch_vs_cpu();
+		test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16");
+		test_moe_batch("synthetic:qwen3moe-tiny:f32");
+		test_moe_batch("synthetic:mixtral-tiny:f32");
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1027,7 +1108,10 @@ int main(void)
 	test_arch_vs_cpu();
 	test_bucket8();
 	test_multi_pass();
-	test_lazy_synthetic();
+	test_lazy_synthetic("synthetic:llama-100m:bf16");
+	test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16"); /* experts filled on the device */
+	test_moe_batch("synthetic:qwen3moe-tiny:f32");
+	test_moe_batch("synthetic:mixtral-tiny:f32");
 	test_errors();
 	return check_summary();
 }

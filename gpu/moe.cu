@@ -1,0 +1,442 @@
+/* moe: routing, the grouped expert projections and the weighted sum (gpu/moe.cuh says
+ * what each computes).
+ *
+ * gpu_moe_route is one block: a pass has at most a few thousand tokens, the routing of one
+ * is a few hundred operations, and grouping needs every token's choice, which one block
+ * sees after a barrier (one graph node instead of three). Each warp routes its tokens
+ * (softmax over its row in shared memory, then k arg-max rounds, each a warp reduction
+ * with ties to the lower index), then the pairs are counted per (warp chunk, expert) and
+ * placed stably: chunk after chunk, so in pair order within an expert.
+ *
+ * The projections are GEMMs over tiles of <= GPU_MOE_TILE pairs of one expert (a block
+ * row each): every weight element loaded is used for all pairs of the tile (an expert's
+ * weights are read once per tile, not once per token: once per pass in decode, where an
+ * expert rarely gets more than 16 tokens). Two kernels:
+ *  - moe_tc_kernel (16-bit types, both widths multiples of 16): tensor cores (wmma
+ *    16x16x16, fp32 accumulators). The tile's inputs are staged in shared memory chunk by
+ *    chunk (rows past the tile's pairs zero); a warp owns 16 output columns (16 gate and
+ *    the 16 matching up rows for gate|up, so the gated activation is its epilogue) and
+ *    loads its weight fragments straight from global memory (a weight row is the
+ *    column-major B operand);
+ *  - moe_mm_kernel (f32, or other widths): CUDA cores. A warp owns two weight rows (gate
+ *    row j and up row j, or rows 2i, 2i + 1 for down), a lane 8 consecutive inputs of each
+ *    256-input chunk; the tile's inputs staged as fp32.
+ * Either way an output element depends on its own pair's inputs only (a tensor core's
+ * d[m][n] reads row m of A alone). gpu_moe_path says which a pass takes: the wmma kernel
+ * when tiles are full enough (prefill), the CUDA-core one in decode, whose 16x more warps
+ * a tile keep more weight loads in flight. ESTIMATE, not measured (no GPU in the session
+ * that wrote it); neither kernel is tuned. */
+#include <limits.h>
+#include <mma.h>
+
+#include "gpu/glu.cuh"
+#include "gpu/moe.cuh"
+
+#define MR_WARPS   8 /* gpu_moe_route's block */
+#define MR_THREADS (MR_WARPS * 32)
+#define MM_WARPS   8 /* the projections' blocks */
+#define MM_THREADS (MM_WARPS * 32)
+#define MM_CHUNK   256 /* inputs staged a step: 8 a lane */
+
+int gpu_moe_max_tiles(int n_pairs, int n_expert)
+{
+	/* sum over experts of ceil(c_e / T) <= floor(sum c_e / T) + (experts with c_e > 0) */
+	return n_pairs / GPU_MOE_TILE + (n_pairs < n_expert ? n_pairs : n_expert);
+}
+
+/* ---- routing ---- */
+
+__global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logits, int n_tok,
+							       int n_expert, int k, bool norm,
+							       struct gpu_moe_plan plan)
+{
+	/* each warp's token's probabilities; chosen ones become -2 (below a NaN's -1) */
+	__shared__ float sp[MR_WARPS][GPU_MOE_MAX_EXPERT];
+	/* pairs of warp chunk c routed to expert e, then the chunk's next position for e */
+	__shared__ int32_t hist[MR_WARPS][GPU_MOE_MAX_EXPERT];
+	__shared__ int32_t base[GPU_MOE_MAX_EXPERT]; /* offs[e] */
+	__shared__ int32_t toff[GPU_MOE_MAX_EXPERT]; /* e's first tile */
+	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+	float *p = sp[warp];
+	for (int t = warp; t < n_tok; t += MR_WARPS) {
+		const float *l = logits + (size_t)t * n_expert;
+		float m = -INFINITY;
+		for (int e = lane; e < n_expert; e += 32)
+			m = fmaxf(m, l[e]);
+		m = warp_max(m);
+		float s = 0.0f;
+		for (int e = lane; e < n_expert; e += 32) {
+			float v = expf(l[e] - m);
+			p[e] = v;
+			s += v;
+		}
+		s = warp_sum(s);
+		for (int e = lane; e < n_expert; e += 32)
+			p[e] = p[e] / s;
+		__syncwarp();	   /* the arg-max rounds read other lanes' entries */
+		float wsum = 0.0f; /* the chosen p in slot order, the same in every lane */
+		for (int j = 0; j < k; j++) {
+			/* a lane's candidates in ascending index: '>' keeps the lower on a tie */
+			float bv = -3.0f;
+			int bi = INT_MAX;
+			for (int e = lane; e < n_expert; e += 32) {
+				float v = p[e], key = v != v ? -1.0f : v;
+				if (key > bv) {
+					bv = key;
+					bi = e;
+				}
+			}
+			for (int o = 16; o > 0; o >>= 1) {
+				float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+				int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+				if (ov > bv || (ov == bv && oi < bi)) {
+					bv = ov;
+					bi = oi;
+				}
+			}
+			float pv = p[bi]; /* every lane, before its owner marks it */
+			__syncwarp();
+			if ((bi & 31) == lane)
+				p[bi] = -2.0f;
+			wsum += pv;
+			if (lane == 0) {
+				plan.ids[(size_t)t * k + j] = bi;
+				plan.w[(size_t)t * k + j] = pv;
+			}
+		}
+		if (norm && lane == 0)
+			for (int j = 0; j < k; j++)
+				plan.w[(size_t)t * k + j] = plan.w[(size_t)t * k + j] / wsum;
+		__syncwarp(); /* the next token's writes of p come after this one's reads */
+	}
+	__syncthreads(); /* every id written (global memory, this block) */
+
+	/* count: warp c takes pairs [c P / W, (c + 1) P / W) */
+	const int64_t P = (int64_t)n_tok * k;
+	const int64_t c0 = P * warp / MR_WARPS, c1 = P * (warp + 1) / MR_WARPS;
+	for (int e = lane; e < n_expert; e += 32)
+		hist[warp][e] = 0;
+	__syncwarp();
+	for (int64_t q = c0 + lane; q < c1; q += 32)
+		atomicAdd(&hist[warp][plan.ids[q]], 1);
+	__syncthreads();
+	/* per expert: each chunk's first position among the expert's pairs */
+	for (int e = (int)threadIdx.x; e < n_expert; e += MR_THREADS) {
+		int32_t run = 0;
+		for (int c = 0; c < MR_WARPS; c++) {
+			int32_t n = hist[c][e];
+			hist[c][e] = run;
+			run += n;
+		}
+		toff[e] = run; /* the count, until the scan below */
+	}
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		int32_t o = 0, nt = 0;
+		for (int e = 0; e < n_expert; e++) {
+			int32_t n = toff[e];
+			base[e] = o;
+			plan.offs[e] = o;
+			toff[e] = nt;
+			o += n;
+			nt += (n + GPU_MOE_TILE - 1) / GPU_MOE_TILE;
+		}
+		plan.offs[n_expert] = o;
+		*plan.n_tiles = nt;
+	}
+	__syncthreads();
+	/* place: a chunk's pairs in order (stable) */
+	if (lane == 0)
+		for (int64_t q = c0; q < c1; q++) {
+			int e = plan.ids[q];
+			plan.sorted[base[e] + hist[warp][e]++] = (int32_t)q;
+		}
+	for (int e = (int)threadIdx.x; e < n_expert; e += MR_THREADS) {
+		int32_t n = (e + 1 < n_expert ? base[e + 1] : (int32_t)P) - base[e];
+		for (int32_t i = 0; i * GPU_MOE_TILE < n; i++) {
+			plan.tiles[2 * (toff[e] + i)] = e;
+			plan.tiles[2 * (toff[e] + i) + 1] = base[e] + i * GPU_MOE_TILE;
+		}
+	}
+}
+
+cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
+			  const struct gpu_moe_plan *plan, cudaStream_t stream)
+{
+	if (n_tok <= 0)
+		return cudaSuccess;
+	if (k < 1 || k > n_expert || n_expert > GPU_MOE_MAX_EXPERT)
+		return cudaErrorInvalidValue;
+	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan);
+	return cudaGetLastError();
+}
+
+/* ---- the expert projections ---- */
+
+/* GLU: act[sorted position] = act(gate_e x) * (up_e x), x the pair's token row of x;
+ * else: y[pair id] = W_e act[sorted position]. W_e is expert e's [rows, n_in] block. The
+ * launch bounds' 1 block: without it ptxas aimed at 64 registers for sm_80 and spilled
+ * (tests/gpu_gates.sh); 72-80 are used. */
+template <typename T, bool GLU>
+__global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n_out, int n_in,
+							       const T *x, int k,
+							       struct gpu_moe_plan plan, T *act,
+							       float *y, bool gelu)
+{
+	__shared__ __align__(16) float xs[GPU_MOE_TILE][MM_CHUNK];
+	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE]; /* input, output rows */
+	const int tile = (int)blockIdx.y;
+	if (tile >= *plan.n_tiles)
+		return; /* the whole block: fewer tiles than the grid allows */
+	const int e = plan.tiles[2 * tile], s0 = plan.tiles[2 * tile + 1];
+	const int nt = min(GPU_MOE_TILE, plan.offs[e + 1] - s0);
+	if (threadIdx.x < GPU_MOE_TILE) {
+		int s = s0 + (int)threadIdx.x;
+		int pid = (int)threadIdx.x < nt ? plan.sorted[s] : 0;
+		src[threadIdx.x] = GLU ? pid / k : s;
+		dst[threadIdx.x] = GLU ? s : pid;
+	}
+	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+	int r0, r1;
+	bool live;
+	if (GLU) {
+		int j = (int)blockIdx.x * MM_WARPS + warp;
+		live = j < n_out;
+		r0 = j;
+		r1 = n_out + j;
+	} else {
+		r0 = ((int)blockIdx.x * MM_WARPS + warp) * 2;
+		r1 = r0 + 1;
+		live = r1 < n_out; /* n_out is even */
+	}
+	const size_t rows_e = GLU ? 2 * (size_t)n_out : (size_t)n_out;
+	const T *w0p = W + ((size_t)e * rows_e + (size_t)(live ? r0 : 0)) * n_in;
+	const T *w1p = W + ((size_t)e * rows_e + (size_t)(live ? r1 : 0)) * n_in;
+	constexpr int V = 16 / (int)sizeof(T); /* elements of a 16-byte load */
+	float acc0[GPU_MOE_TILE], acc1[GPU_MOE_TILE];
+#pragma unroll
+	for (int t = 0; t < GPU_MOE_TILE; t++)
+		acc0[t] = acc1[t] = 0.0f;
+	__syncthreads(); /* src, dst */
+	for (int k0 = 0; k0 < n_in; k0 += MM_CHUNK) {
+		for (int v = (int)threadIdx.x; v < GPU_MOE_TILE * MM_CHUNK / V; v += MM_THREADS) {
+			int t = v / (MM_CHUNK / V), c = v % (MM_CHUNK / V) * V;
+			if (t < nt && k0 + c < n_in) {
+				float f[V];
+				vec_f32<T>(*(const uint4 *)(x + (size_t)src[t] * n_in + k0 + c), f);
+#pragma unroll
+				for (int i = 0; i < V; i++)
+					xs[t][c + i] = f[i];
+			}
+		}
+		__syncthreads();
+		const int c = lane * 8;
+		if (live && k0 + c < n_in) {
+			float w0[8], w1[8];
+#pragma unroll
+			for (int h = 0; h < 8 / V; h++) {
+				vec_f32<T>(*(const uint4 *)(w0p + k0 + c + h * V), w0 + h * V);
+				vec_f32<T>(*(const uint4 *)(w1p + k0 + c + h * V), w1 + h * V);
+			}
+#pragma unroll
+			for (int t = 0; t < GPU_MOE_TILE; t++) {
+				if (t >= nt)
+					break;
+				float a0 = acc0[t], a1 = acc1[t];
+#pragma unroll
+				for (int i = 0; i < 8; i++) {
+					float xv = xs[t][c + i];
+					a0 += w0[i] * xv;
+					a1 += w1[i] * xv;
+				}
+				acc0[t] = a0;
+				acc1[t] = a1;
+			}
+		}
+		__syncthreads(); /* xs is refilled */
+	}
+	if (!live)
+		return;
+#pragma unroll
+	for (int t = 0; t < GPU_MOE_TILE; t++) {
+		if (t >= nt)
+			break;
+		float g = warp_sum(acc0[t]), u = warp_sum(acc1[t]);
+		if (lane != 0)
+			continue;
+		if (GLU) {
+			act[(size_t)dst[t] * n_out + r0] = st_t<T>(gpu_glu(g, u, gelu));
+		} else {
+			y[(size_t)dst[t] * n_out + r0] = g;
+			y[(size_t)dst[t] * n_out + r1] = u;
+		}
+	}
+}
+
+/* ---- the expert projections on tensor cores ---- */
+
+#define TC_WARPS   4 /* 16 output columns a warp */
+#define TC_THREADS (TC_WARPS * 32)
+#define TC_CHUNK   256		   /* inputs staged a step */
+#define TC_LD	   (TC_CHUNK + 16) /* staged row stride: 32-byte aligned rows, banks shifted */
+
+/* moe_mm_kernel's contract on tensor cores: T 16-bit, n_in and n_out multiples of 16. */
+template <typename T, bool GLU>
+__global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_out, int n_in,
+							    const T *x, int k,
+							    struct gpu_moe_plan plan, T *act,
+							    float *y, bool gelu)
+{
+	using namespace nvcuda;
+	__shared__ __align__(32) T xs[GPU_MOE_TILE * TC_LD];
+	/* each warp's accumulators for the epilogue: [2][16][16] fp32 (gate, up; or one) */
+	__shared__ __align__(32) float acc_s[TC_WARPS][2][16 * 16];
+	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE];
+	const int tile = (int)blockIdx.y;
+	if (tile >= *plan.n_tiles)
+		return;
+	const int e = plan.tiles[2 * tile], s0 = plan.tiles[2 * tile + 1];
+	const int nt = min(GPU_MOE_TILE, plan.offs[e + 1] - s0);
+	if (threadIdx.x < GPU_MOE_TILE) {
+		int s = s0 + (int)threadIdx.x;
+		int pid = (int)threadIdx.x < nt ? plan.sorted[s] : 0;
+		src[threadIdx.x] = GLU ? pid / k : s;
+		dst[threadIdx.x] = GLU ? s : pid;
+	}
+	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+	const int c0 = ((int)blockIdx.x * TC_WARPS + warp) * 16; /* the warp's first column */
+	const bool live = c0 < n_out;
+	const size_t rows_e = GLU ? 2 * (size_t)n_out : (size_t)n_out;
+	const T *wg = W + ((size_t)e * rows_e + (size_t)(live ? c0 : 0)) * n_in;
+	const T *wu = GLU ? wg + (size_t)n_out * n_in : wg;
+	wmma::fragment<wmma::accumulator, 16, 16, 16, float> ag, au;
+	wmma::fill_fragment(ag, 0.0f);
+	wmma::fill_fragment(au, 0.0f);
+	constexpr int V = 8; /* elements of a 16-byte load */
+	__syncthreads();     /* src, dst */
+	for (int k0 = 0; k0 < n_in; k0 += TC_CHUNK) {
+		const int kc = min(TC_CHUNK, n_in - k0);
+		for (int v = (int)threadIdx.x; v < GPU_MOE_TILE * TC_CHUNK / V; v += TC_THREADS) {
+			int t = v / (TC_CHUNK / V), c = v % (TC_CHUNK / V) * V;
+			if (c >= kc)
+				continue;
+			uint4 q = make_uint4(0, 0, 0, 0); /* rows past the pairs: zero */
+			if (t < nt)
+				q = *(const uint4 *)(x + (size_t)src[t] * n_in + k0 + c);
+			*(uint4 *)&xs[t * TC_LD + c] = q;
+		}
+		__syncthreads();
+		if (live)
+			for (int kk = 0; kk < kc; kk += 16) {
+				wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+				wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
+				wmma::load_matrix_sync(fa, &xs[kk], TC_LD);
+				wmma::load_matrix_sync(fb, wg + k0 + kk, (unsigned)n_in);
+				wmma::mma_sync(ag, fa, fb, ag);
+				if (GLU) {
+					wmma::load_matrix_sync(fb, wu + k0 + kk, (unsigned)n_in);
+					wmma::mma_sync(au, fa, fb, au);
+				}
+			}
+		__syncthreads(); /* xs is refilled */
+	}
+	if (!live)
+		return;
+	float *sg = acc_s[warp][0], *su = acc_s[warp][1];
+	wmma::store_matrix_sync(sg, ag, 16, wmma::mem_row_major);
+	if (GLU)
+		wmma::store_matrix_sync(su, au, 16, wmma::mem_row_major);
+	__syncwarp();
+	for (int i = lane; i < nt * 16; i += 32) {
+		int t = i / 16, c = i % 16;
+		if (GLU)
+			act[(size_t)dst[t] * n_out + c0 + c] = st_t<T>(gpu_glu(sg[i], su[i], gelu));
+		else
+			y[(size_t)dst[t] * n_out + c0 + c] = sg[i];
+	}
+}
+
+/* The launch of both projections: grid (column blocks, gpu_moe_max_tiles), on the kernel
+ * path says (gpu_moe_path's rule for AUTO). */
+template <bool GLU>
+static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, const void *x,
+			  int n_tok, int k, const struct gpu_moe_plan *plan, void *act, float *y,
+			  bool gelu, enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
+{
+	if (n_tok <= 0)
+		return cudaSuccess;
+	int max_tiles = gpu_moe_max_tiles(n_tok * k, n_expert);
+	if (n_out % 8 || n_in % 8 || n_out <= 0 || n_in <= 0 || max_tiles > 65535 ||
+	    (uintptr_t)W % 16 || (uintptr_t)x % 16)
+		return cudaErrorInvalidValue;
+	const bool tc_fits = dt != GPU_F32 && n_out % 16 == 0 && n_in % 16 == 0 &&
+			     (uintptr_t)W % 32 == 0 && (uintptr_t)x % 32 == 0;
+	if (path == GPU_MOE_TENSOR_CORES && !tc_fits)
+		return cudaErrorInvalidValue;
+	if (path == GPU_MOE_TENSOR_CORES ||
+	    (path == GPU_MOE_AUTO && tc_fits &&
+	     (int64_t)n_tok * k >= (int64_t)GPU_MOE_TC_MIN_PAIRS * n_expert)) {
+		dim3 grid(gpu_div_up((uint64_t)n_out, 16 * TC_WARPS), (unsigned)max_tiles);
+		if (dt == GPU_F16)
+			moe_tc_kernel<__half, GLU><<<grid, TC_THREADS, 0, stream>>>(
+			    (const __half *)W, n_out, n_in, (const __half *)x, k, *plan,
+			    (__half *)act, y, gelu);
+		else
+			moe_tc_kernel<__nv_bfloat16, GLU><<<grid, TC_THREADS, 0, stream>>>(
+			    (const __nv_bfloat16 *)W, n_out, n_in, (const __nv_bfloat16 *)x, k,
+			    *plan, (__nv_bfloat16 *)act, y, gelu);
+		return cudaGetLastError();
+	}
+	dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS), (unsigned)max_tiles);
+	GPU_DISPATCH_DTYPE(
+	    dt, T,
+	    moe_mm_kernel<T, GLU><<<grid, MM_THREADS, 0, stream>>>(
+		(const T *)W, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu));
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert, const void *xn,
+			    int n_tok, int k, const struct gpu_moe_plan *plan, void *act, bool gelu,
+			    enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
+{
+	return moe_mm<true>(wgu, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu, dt,
+			    path, stream);
+}
+
+cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
+			 int n_tok, int k, const struct gpu_moe_plan *plan, float *y,
+			 enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
+{
+	return moe_mm<false>(wdown, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false, dt,
+			     path, stream);
+}
+
+/* ---- the weighted sum ---- */
+
+__global__ void moe_combine_kernel(const float *y, const float *w, int n_tok, int k, int n_embd,
+				   float *out)
+{
+	int64_t n = (int64_t)n_tok * n_embd, stride = (int64_t)gridDim.x * blockDim.x;
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+		int64_t t = i / n_embd, o = i % n_embd;
+		const float *yt = y + t * k * n_embd + o;
+		const float *wt = w + t * k;
+		float acc = wt[0] * yt[0];
+		for (int j = 1; j < k; j++)
+			acc += wt[j] * yt[(int64_t)j * n_embd];
+		out[i] = acc;
+	}
+}
+
+cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, int n_embd,
+			    float *out, cudaStream_t stream)
+{
+	int64_t n = (int64_t)n_tok * n_embd;
+	if (n <= 0 || k < 1)
+		return cudaSuccess;
+	unsigned blocks = gpu_div_up((uint64_t)n, 256);
+	if (blocks > 65536)
+		blocks = 65536;
+	moe_combine_kernel<<<blocks, 256, 0, stream>>>(y, w, n_tok, k, n_embd, out);
+	return cudaGetLastError();
+}

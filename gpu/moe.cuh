@@ -1,0 +1,85 @@
+/* moe: the mixture-of-experts FFN of a layer on the device (internal, C++ only), as
+ * core/model/model.h specifies it (llama.cpp's build_moe_ffn for qwen3moe and Mixtral):
+ * softmax over the router logits in fp32, the k largest probabilities (ties: the lower
+ * expert first), slot order = descending probability, renormalized when asked, and the
+ * output of token t = sum over its slots j, in slot order, of w_j * down_e(act(gate_e x) *
+ * up_e x).
+ *
+ * A layer runs as four launches after the router GEMM (the backend's cuBLAS path, fp32
+ * logits), none of which the host waits for or reads back, so that a decode graph can
+ * capture them:
+ *   gpu_moe_route    one block: each token's experts and weights, then the (token, slot)
+ *                    pairs grouped by expert (counting sort, stable: token order within an
+ *                    expert) and cut into tiles of <= GPU_MOE_TILE pairs of one expert;
+ *   gpu_moe_gate_up  per tile, the expert's gate|up rows against its tokens' inputs, read
+ *                    once for the whole tile, the gated activation in the epilogue;
+ *   gpu_moe_down     per tile, the expert's down rows against those activations;
+ *   gpu_moe_combine  per token, the weighted sum of its slots' outputs in slot order.
+ * The host sizes every grid from the pass's token count alone (gpu_moe_max_tiles): blocks
+ * past the tiles the routing made return at once.
+ *
+ * Each output element is one dot product summed in a fixed order whatever else shares its
+ * tile, so on one kernel a token's output does not depend on the other tokens of the batch;
+ * which kernel a pass takes (gpu_moe_path) depends on its size, as cuBLAS's choices do (the
+ * CUDA backend is not batch invariant: README). */
+#ifndef BG_GPU_MOE_CUH
+#define BG_GPU_MOE_CUH
+
+#include "gpu/gpu_common.cuh"
+
+#define GPU_MOE_MAX_EXPERT 512 /* the most experts gpu_moe_route takes (its shared memory) */
+#define GPU_MOE_TILE	   16  /* (token, slot) pairs of one expert a tile */
+
+/* Where the routing of a pass of n_tok tokens, k experts a token, lies (device memory,
+ * written by gpu_moe_route, read by the other three): */
+struct gpu_moe_plan {
+	int32_t *ids;	  /* [n_tok * k] expert of pair t * k + j (slot j of token t) */
+	float *w;	  /* [n_tok * k] its weight */
+	int32_t *offs;	  /* [n_expert + 1] expert e's pairs are sorted[offs[e], offs[e + 1]) */
+	int32_t *sorted;  /* [n_tok * k] pair ids grouped by expert, token order within one */
+	int32_t *tiles;	  /* [gpu_moe_max_tiles] (expert, first sorted position) int pairs */
+	int32_t *n_tiles; /* [1] tiles used */
+};
+
+/* The most tiles n_pairs pairs over n_expert experts can make (a grid's y extent, and the
+ * length of plan.tiles in int pairs). A pure function. */
+int gpu_moe_max_tiles(int n_pairs, int n_expert);
+
+/* Routes n_tok tokens: logits [n_tok, n_expert] fp32 (row-major, ld n_expert) -> the plan
+ * (all of it). 1 <= k <= n_expert <= GPU_MOE_MAX_EXPERT, else cudaErrorInvalidValue. A NaN
+ * probability ranks below every number (then by index), so ids are always valid experts. */
+cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
+			  const struct gpu_moe_plan *plan, cudaStream_t stream);
+
+/* Which kernel gpu_moe_gate_up and gpu_moe_down run. AUTO: tensor cores (wmma) for 16-bit
+ * types when both widths are multiples of 16 and the pass has on average at least
+ * GPU_MOE_TC_MIN_PAIRS pairs an expert (n_tok * k >= that * n_expert), else CUDA cores:
+ * in decode a tile holds a pair or two, and the CUDA-core kernel's 16x more warps a tile
+ * stream the weights with more loads in flight (ESTIMATE, not timed: no GPU in the session
+ * that chose it). The others force one (tests); TENSOR_CORES where it does not apply is
+ * cudaErrorInvalidValue. */
+enum gpu_moe_path { GPU_MOE_AUTO = 0, GPU_MOE_CUDA_CORES = 1, GPU_MOE_TENSOR_CORES = 2 };
+#define GPU_MOE_TC_MIN_PAIRS 8
+
+/* act[s, j] (dt, [n_tok * k, n_ff], row s = sorted position) = act(gate_e . x) * (up_e . x)
+ * for the pair at sorted position s (token t, expert e), x = row t of xn ([n_tok, n_embd]
+ * of dt), rounded as gpu_swiglu rounds; wgu [n_expert][2 n_ff, n_embd] of dt (each expert's
+ * gate rows, then its up rows). n_embd and n_ff multiples of 8, wgu and xn 16-byte aligned
+ * (cudaErrorInvalidValue otherwise). */
+cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert, const void *xn,
+			    int n_tok, int k, const struct gpu_moe_plan *plan, void *act, bool gelu,
+			    enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream);
+
+/* y[p, o] (fp32, [n_tok * k, n_embd], row p = pair id t * k + j) = down_e[o] . act[s] for
+ * the pair p at sorted position s; wdown [n_expert][n_embd, n_ff] of dt. Same shape and
+ * alignment rules as gpu_moe_gate_up. */
+cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
+			 int n_tok, int k, const struct gpu_moe_plan *plan, float *y,
+			 enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream);
+
+/* out[t, o] (fp32, [n_tok, n_embd]) = sum over j < k in order of w[t * k + j] * y[t * k + j,
+ * o] (the first term w * y, then each added; a*b+c may contract to an FMA). */
+cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, int n_embd,
+			    float *out, cudaStream_t stream);
+
+#endif
