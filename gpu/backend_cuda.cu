@@ -1678,6 +1678,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
+	if (hp->attn_sinks || hp->attn_out_bias || hp->moe_bias || hp->swiglu_oai)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "gpt-oss models (attention sinks, biased experts, clamped SwiGLU) run "
+			       "on the CPU backend only in this build (--device cpu)");
 	if (hp->n_expert > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "mixture-of-experts models run on the CPU backend only in this build "

@@ -1240,6 +1240,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	    hp->head_dim == 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2 != 0 ||
 	    hp->n_layer == 0 || hp->n_vocab == 0 || hp->n_embd == 0 || hp->n_ff == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "unsupported model hyper-parameters");
+	if (hp->attn_sinks || hp->attn_out_bias || hp->moe_bias || hp->swiglu_oai)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "gpt-oss models (attention sinks, biased experts, clamped SwiGLU) do "
+			       "not run on the CPU backend yet");
 	enum bg_status st;
 	if ((st = check_weight(&m->tok_embd, "token_embd.weight", -1, err)) != BG_OK ||
 	    (st = check_weight(&m->output, "output.weight", -1, err)) != BG_OK ||
