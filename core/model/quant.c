@@ -28,15 +28,6 @@ const int8_t quant_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 
 const int8_t quant_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-float quant_e8m0_half(uint8_t e)
-{
-	/* e >= 2: the exponent field e - 1; e = 0, 1: the subnormals 2^-128, 2^-127 */
-	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-	float f;
-	memcpy(&f, &bits, sizeof f);
-	return f;
-}
-
 bool quant_is_quantized(enum gguf_dtype t)
 {
 	return quant_block_elems(t) > 1;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model/gguf.h"
 
@@ -92,8 +93,16 @@ struct quant_mxfp4 { /* 17 bytes: x = 2^(e - 128) * quant_mxfp4_values[code] (OC
 /* MXFP4's e2m1 codes as twice their value (ggml's kvalues_mxfp4): 0 0.5 1 1.5 2 3 4 6 and
  * their negatives (code 8 is -0, here 0). */
 extern const int8_t quant_mxfp4_values[16];
-/* 2^(e - 128) as fp32 (ggml's e8m0_to_fp32_half), subnormal for e < 2. */
-float quant_e8m0_half(uint8_t e);
+/* 2^(e - 128) as fp32 (ggml's e8m0_to_fp32_half), subnormal for e < 2: for e >= 2 the
+ * exponent field e - 1, for e = 0, 1 the subnormals 2^-128, 2^-127. Inline: cpu/qdot's
+ * vector code calls it once per block. */
+static inline float quant_e8m0_half(uint8_t e)
+{
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
 
 /* Q4_K's and Q5_K's 6-bit scale *d and min *m of group j in [0, 8), from their 12 packed
  * bytes (ggml's get_scale_min_k4). */
