@@ -213,6 +213,11 @@ static const struct sc SCHEMAS[] = {
     {"{\"type\": \"integer\", \"minimum\": 1000, \"maximum\": 1000000}", {"1000", "999999", "1000000"},
      {"999", "1000001"}},
     {"{\"type\": \"number\", \"minimum\": 1, \"maximum\": 3}", {"1", "3"}, {"0", "4"}},
+    /* enum values of another type than the schema's are dropped, not generated (a type list
+     * beside enum kept every value of its types; replay_schema.sh) */
+    {"{\"type\": \"string\", \"enum\": [\"a\", 1, null]}", {"\"a\""}, {"1", "null", "\"b\""}},
+    {"{\"type\": [\"string\", \"null\"], \"enum\": [\"a\", null, 2]}", {"\"a\"", "null"},
+     {"\"b\"", "2"}},
     {"{\"type\": \"string\", \"minLength\": 2, \"maxLength\": 4}", {"\"ab\"", "\"abcd\""},
      {"\"a\"", "\"abcde\""}},
     {"{\"type\": \"string\", \"maxLength\": 0}", {"\"\""}, {"\"a\""}},
@@ -418,6 +423,14 @@ static void test_refused(void)
 	     "required property name is not in properties", BG_ERR_UNSUPPORTED},
 	    {"{\"required\": [\"a\"], \"additionalProperties\": true}",
 	     "required property a is not in properties", BG_ERR_UNSUPPORTED},
+	    /* const or enum that no value of the schema's type meets: the grammar produced 42
+	     * for an array schema (replay_schema.sh in CI) */
+	    {"{\"type\": \"array\", \"const\": 42}", "no value can match", BG_ERR_INVALID},
+	    {"{\"type\": \"integer\", \"enum\": [\"a\", 1.5]}", "no value can match",
+	     BG_ERR_INVALID},
+	    {"{\"const\": 1, \"enum\": [2, 3]}", "no value can match", BG_ERR_INVALID},
+	    {"{\"enum\": [\"a\", \"bb\"], \"minLength\": 2}",
+	     "keyword \"minLength\" beside enum is not supported", BG_ERR_UNSUPPORTED},
 	};
 	for (size_t i = 0; i < sizeof R / sizeof R[0]; i++) {
 		cJSON *s = cJSON_Parse(R[i].schema);

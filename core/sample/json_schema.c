@@ -795,6 +795,95 @@ static char *visit_union(struct js *j, const cJSON *alts, const char *hint, cons
 	return define_new(j, hint, &b);
 }
 
+/* Whether JSON value v is of the type a schema's "type" names (a string, or an array of
+ * them; NULL admits every value). */
+static bool value_has_type(const cJSON *v, const cJSON *type)
+{
+	if (!type)
+		return true;
+	if (cJSON_IsArray(type)) {
+		const cJSON *t;
+		cJSON_ArrayForEach(t, type)
+		{
+			if (value_has_type(v, t))
+				return true;
+		}
+		return false;
+	}
+	const char *n = cJSON_IsString(type) ? type->valuestring : "";
+	if (strcmp(n, "integer") == 0)
+		return cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble);
+	return (strcmp(n, "string") == 0 && cJSON_IsString(v)) ||
+	       (strcmp(n, "number") == 0 && cJSON_IsNumber(v)) ||
+	       (strcmp(n, "boolean") == 0 && cJSON_IsBool(v)) ||
+	       (strcmp(n, "null") == 0 && cJSON_IsNull(v)) ||
+	       (strcmp(n, "object") == 0 && cJSON_IsObject(v)) ||
+	       (strcmp(n, "array") == 0 && cJSON_IsArray(v));
+}
+
+/* Validation keywords that const / enum do not combine with here: refused beside them
+ * rather than ignored (a value list that must also meet them is not worked out). */
+static const char *const NOT_BESIDE_CONSTANTS[] = {
+    "properties", "required",  "additionalProperties", "items",	  "prefixItems",
+    "minItems",	  "maxItems",  "minLength",	       "maxLength", "pattern",
+    "minimum",	  "maximum",   "exclusiveMinimum",     "exclusiveMaximum", NULL};
+
+/* const or enum: the values themselves, each of which must be of the schema's type (an enum
+ * keeps those that are; a const that is not, an enum left with none, or a const outside the
+ * enum matches nothing: refused, as no instance could be valid). */
+static char *visit_constants(struct js *j, const cJSON *s, const cJSON *cst, const cJSON *en,
+			     const cJSON *type, const char *hint)
+{
+	const cJSON *k;
+	cJSON_ArrayForEach(k, s)
+	{
+		if (in_list(NOT_BESIDE_CONSTANTS, k->string))
+			return js_fail(j, BG_ERR_UNSUPPORTED, "keyword \"%s\" beside %s is not supported",
+				       k->string, cst ? "const" : "enum");
+	}
+	if (en && (!cJSON_IsArray(en) || cJSON_GetArraySize(en) == 0))
+		return js_fail(j, BG_ERR_FORMAT, "enum must be a non-empty array");
+	if (cst) {
+		bool listed = !en;
+		const cJSON *v;
+		cJSON_ArrayForEach(v, en)
+		{
+			listed = listed || cJSON_Compare(v, cst, true);
+		}
+		if (!value_has_type(cst, type) || !listed)
+			return js_fail(j, BG_ERR_INVALID,
+				       "const is not of the schema's type or not in its enum: no value "
+				       "can match");
+	}
+	struct strbuf b = {0};
+	strbuf_puts(&b, "(");
+	int n = 0;
+	const cJSON *v;
+	if (cst) {
+		n = put_constant(j, &b, cst) ? 1 : 0;
+	} else {
+		cJSON_ArrayForEach(v, en)
+		{
+			if (!value_has_type(v, type))
+				continue;
+			if (n++)
+				strbuf_puts(&b, " | ");
+			if (!put_constant(j, &b, v))
+				break;
+		}
+	}
+	if (!j->failed && n == 0)
+		js_fail(j, BG_ERR_INVALID,
+			"no value of enum is of the schema's type: no value can match");
+	if (j->failed) {
+		free(b.p);
+		return NULL;
+	}
+	strbuf_puts(&b, ") space");
+	js_prim(j, "space");
+	return define_new(j, hint, &b);
+}
+
 static char *visit(struct js *j, const cJSON *s, const char *hint)
 {
 	if (j->failed)
@@ -832,39 +921,10 @@ static char *visit(struct js *j, const cJSON *s, const char *hint)
 			r = js_fail(j, BG_ERR_FORMAT, "%s must be an array", any ? "anyOf" : "oneOf");
 		else
 			r = visit_union(j, alts, hint, any ? "anyOf" : "oneOf", NULL);
+	} else if (cst || en) {
+		r = visit_constants(j, s, cst, en, type, hint);
 	} else if (cJSON_IsArray(type)) {
 		r = visit_union(j, type, hint, "type", s);
-	} else if (cst) {
-		struct strbuf b = {0};
-		if (put_constant(j, &b, cst)) {
-			strbuf_puts(&b, " space");
-			js_prim(j, "space");
-			r = define_new(j, hint, &b);
-		} else {
-			free(b.p);
-		}
-	} else if (en) {
-		if (!cJSON_IsArray(en) || cJSON_GetArraySize(en) == 0) {
-			r = js_fail(j, BG_ERR_FORMAT, "enum must be a non-empty array");
-		} else {
-			struct strbuf b = {0};
-			strbuf_puts(&b, "(");
-			const cJSON *v;
-			int i = 0;
-			cJSON_ArrayForEach(v, en)
-			{
-				if (i++)
-					strbuf_puts(&b, " | ");
-				if (!put_constant(j, &b, v))
-					break;
-			}
-			strbuf_puts(&b, ") space");
-			js_prim(j, "space");
-			if (j->failed)
-				free(b.p);
-			else
-				r = define_new(j, hint, &b);
-		}
 	} else if (type) {
 		if (!cJSON_IsString(type))
 			r = js_fail(j, BG_ERR_FORMAT, "type must be a string or strings");
