@@ -178,15 +178,20 @@ fi
 # holds for all: twice the largest gap seen.
 if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -ldl; then
 	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	# quantize_compare ARCH PRESET: $TMP/ARCH-f16.gguf quantized to PRESET by llama.cpp's own
+	# quantizer, then batchgen against llama.cpp on that file
+	quantize_compare() {
+		local f=$TMP/$1-$2.gguf
+		LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
+			"$TMP/$1-f16.gguf" "$f" "$2" >"$TMP/quantize.log" 2>&1
+		check_eq "llama.cpp quantizes $1 to $2" "$?" 0
+		LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" compare_model "$1-$2" "$f" 0.3
+	}
 	for arch in tiny qwen2-tiny; do
 		check "synth $arch f16 (rows of 256)" "$BATCHGEN" synth --shape $arch --embd 256 \
 			--ffn 512 --heads 4 --kv-heads 2 --seed 5 --dtype f16 -o "$TMP/$arch-f16.gguf"
 		for preset in Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_NL IQ4_XS; do
-			f=$TMP/$arch-$preset.gguf
-			LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
-				"$TMP/$arch-f16.gguf" "$f" $preset >"$TMP/quantize.log" 2>&1
-			check_eq "llama.cpp quantizes $arch to $preset" "$?" 0
-			LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" compare_model "$arch-$preset" "$f" 0.3
+			quantize_compare $arch $preset
 		done
 	done
 	# mixtures of experts quantized by llama.cpp (the stacked 3-D experts, the router kept
@@ -200,11 +205,7 @@ if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -l
 		-o "$TMP/mixtral-f16.gguf"
 	for arch in qwen3moe mixtral; do
 		for preset in Q4_K_M Q4_0; do
-			f=$TMP/$arch-$preset.gguf
-			LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
-				"$TMP/$arch-f16.gguf" "$f" $preset >"$TMP/quantize.log" 2>&1
-			check_eq "llama.cpp quantizes $arch to $preset" "$?" 0
-			LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" compare_model "$arch-$preset" "$f" 0.3
+			quantize_compare $arch $preset
 		done
 	done
 	check_eq "qwen3moe Q4_K_M: the experts in K-quants" \
