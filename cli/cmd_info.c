@@ -61,6 +61,8 @@ static bool is_tied(const struct model *m)
 		     n_el(&y->up_exps) + n_el(&y->down_exps);
 		if (m->hp.qkv_bias)
 			n += n_el(&y->bq) + n_el(&y->bk) + n_el(&y->bv);
+		n += n_el(&y->bo) + n_el(&y->attn_sinks) + n_el(&y->ffn_gate_inp_b) +
+		     n_el(&y->gate_exps_b) + n_el(&y->up_exps_b) + n_el(&y->down_exps_b);
 	}
 	return m->n_params == n;
 }
@@ -71,13 +73,14 @@ static void print_by_dtype(const struct model *m)
 	static const enum gguf_dtype types[] = {
 	    GGUF_DTYPE_F32,  GGUF_DTYPE_F16,  GGUF_DTYPE_BF16, GGUF_DTYPE_Q8_0,   GGUF_DTYPE_Q4_0,
 	    GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1, GGUF_DTYPE_Q2_K,   GGUF_DTYPE_Q3_K,
-	    GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
+	    GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
+	    GGUF_DTYPE_MXFP4};
 	enum { NT = sizeof types / sizeof types[0] };
 	uint64_t bytes[NT] = {0}, count[NT] = {0};
 	const struct model_weight *ws[3] = {&m->tok_embd, &m->output_norm, &m->output};
 	int n_top = is_tied(m) ? 2 : 3;
 	for (uint32_t l = 0; l <= m->hp.n_layer; l++) {
-		const struct model_weight *list[16];
+		const struct model_weight *list[24];
 		int n = 0;
 		if (l == m->hp.n_layer) {
 			for (int i = 0; i < n_top; i++)
@@ -101,6 +104,12 @@ static void print_by_dtype(const struct model *m)
 				list[n++] = &ly->bk;
 				list[n++] = &ly->bv;
 			}
+			const struct model_weight *oai[6] = {&ly->bo,	      &ly->attn_sinks,
+							     &ly->ffn_gate_inp_b, &ly->gate_exps_b,
+							     &ly->up_exps_b,      &ly->down_exps_b};
+			for (int i = 0; i < 6; i++)
+				if (oai[i]->ne0)
+					list[n++] = oai[i];
 		}
 		for (int i = 0; i < n; i++)
 			for (int t = 0; t < NT; t++)
@@ -183,9 +192,17 @@ int cmd_info(int argc, char **argv)
 	printf("head_dim: %u\n", hp->head_dim);
 	printf("n_ff: %u\n", hp->n_ff);
 	if (hp->n_expert)
-		printf("experts: %u, %u used per token, %u wide (n_ff_exp), softmax routing%s\n",
+		printf("experts: %u, %u used per token, %u wide (n_ff_exp), softmax routing%s%s\n",
 		       hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
-		       hp->expert_weights_norm ? ", chosen weights renormalized" : "");
+		       hp->expert_weights_norm ? ", chosen weights renormalized" : "",
+		       hp->moe_bias ? ", router and experts with biases" : "");
+	if (hp->swiglu_oai)
+		printf("ffn_act: clamped swiglu (gpt-oss), alpha %g, limit %g\n",
+		       (double)hp->swiglu_alpha, (double)hp->swiglu_limit);
+	if (hp->attn_sinks)
+		printf("attn_sinks: yes (one logit per head in the softmax denominator)\n");
+	if (hp->attn_out_bias)
+		printf("attn_out_bias: yes\n");
 	printf("rope_dim: %u\n", hp->rope_dim);
 	printf("rope_base: %g\n", (double)hp->rope_base);
 	printf("rope_type: %s\n", hp->rope_neox ? "neox" : "normal");
@@ -252,12 +269,22 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_v.bias", &ly->bv);
 		}
 		print_weight_line("blk.0.attn_output", &ly->wo);
+		if (hp->attn_out_bias)
+			print_weight_line("blk.0.attn_output.bias", &ly->bo);
+		if (hp->attn_sinks)
+			print_weight_line("blk.0.attn_sinks", &ly->attn_sinks);
 		print_weight_line("blk.0.ffn_norm", &ly->ffn_norm);
 		if (hp->n_expert) {
 			print_weight_line("blk.0.ffn_gate_inp", &ly->ffn_gate_inp);
 			print_weight_line("blk.0.ffn_gate_exps", &ly->gate_exps);
 			print_weight_line("blk.0.ffn_up_exps", &ly->up_exps);
 			print_weight_line("blk.0.ffn_down_exps", &ly->down_exps);
+			if (hp->moe_bias) {
+				print_weight_line("blk.0.ffn_gate_inp.bias", &ly->ffn_gate_inp_b);
+				print_weight_line("blk.0.ffn_gate_exps.bias", &ly->gate_exps_b);
+				print_weight_line("blk.0.ffn_up_exps.bias", &ly->up_exps_b);
+				print_weight_line("blk.0.ffn_down_exps.bias", &ly->down_exps_b);
+			}
 		} else {
 			print_weight_line("blk.0.ffn_gate", &ly->w_gate);
 			print_weight_line("blk.0.ffn_up", &ly->w_up);

@@ -2,8 +2,8 @@
 # seeds.sh [OUT_DIR]: writes the seed corpora of the harnesses into OUT_DIR/NAME/
 # (default build-fuzz/seeds). Everything is made here from the tree, the built binary and
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
-#   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE, tied
-#              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
+#   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE,
+#              gpt-oss, tied and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
 #   chat       template texts (../shared/chat_templates, cut at 4 KiB) and conversations
@@ -36,6 +36,9 @@ done
 	--experts-used 2 --ffn-exp 32 --dtype f16 -o "$out/gguf/qwen3moe-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape mixtral-tiny "${small[@]}" --experts 4 --experts-used 2 --dtype q8_0 \
 	-o "$out/gguf/mixtral-q8_0.gguf" 2>/dev/null
+# gpt-oss: attention sinks, O bias, router and expert biases (2-D, presented stacked)
+"$BATCHGEN" synth --shape gpt-oss-tiny "${small[@]}" --head-dim 16 --ffn-exp 32 --dtype q8_0 \
+	-o "$out/gguf/gpt-oss-q8_0.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

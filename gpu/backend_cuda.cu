@@ -1769,6 +1769,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
+	if (hp->attn_sinks || hp->attn_out_bias || hp->moe_bias || hp->swiglu_oai)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "gpt-oss models (attention sinks, biased experts, clamped SwiGLU) run "
+			       "on the CPU backend only in this build (--device cpu)");
 	if (hp->head_dim == 0 || hp->head_dim > 256)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend supports head sizes up "

@@ -5,7 +5,8 @@
 # (embedding scale, GELU, post-norms, attention and final soft-caps, every other layer
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
 # attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
-# and the mixtures of experts qwen3moe and Mixtral (llama with experts).
+# and the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
+# biases, clamped SwiGLU).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -43,13 +44,17 @@ PROMPTS='[[1, 300, 301, 302], [1, 5, 77, 260, 261, 400, 12, 13], [1, 290, 291, 2
 F32KV=(--kv-type f32 --flash-attn off)
 BGOPTS="" # extra batchgen options
 
-# arch_compare LABEL MARGIN TOL "LLAMA_OPTS" SYNTH_ARGS...: writes $TMP/LABEL.gguf, runs
-# both engines, checks tokens and log-probs per prompt (see the header).
+# arch_compare LABEL MARGIN TOL "LLAMA_OPTS" SYNTH_ARGS...: writes $TMP/LABEL.gguf (a copy of
+# $FROM when set), runs both engines, checks tokens and log-probs per prompt (see the header).
 arch_compare() {
 	local label=$1 margin=$2 tol=$3 lopts=$4
 	shift 4
 	local model=$TMP/$label.gguf in=$TMP/$label.in.jsonl out=$TMP/$label.out.jsonl
-	check "synth $label" "$BATCHGEN" synth "$@" -o "$model"
+	if [ -n "${FROM:-}" ]; then # a file made elsewhere (llama.cpp's quantizer) instead
+		cp "$FROM" "$model"
+	else
+		check "synth $label" "$BATCHGEN" synth "$@" -o "$model"
+	fi
 	node -e '
 		const p = JSON.parse(process.argv[1]);
 		p.forEach((ids, i) => console.log(JSON.stringify({id: "p" + i, input_ids: ids,
@@ -135,6 +140,32 @@ arch_compare qwen3moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape qwen3moe-tiny --dtype 
 arch_compare mixtral-f32 0 2e-5 "${F32KV[*]}" --shape mixtral-tiny --dtype f32 --seed 3
 arch_compare mixtral-f16 0.02 0.03 "" --shape mixtral-tiny --dtype f16 --seed 5
 arch_compare mixtral-q8_0 0.1 0.25 "${F32KV[*]}" --shape mixtral-tiny --dtype q8_0 --seed 9
+# gpt-oss (4 experts of 32, 2 used; router and expert biases, the clamped SwiGLU reached by
+# ~8 % of the gate/up outputs; Q/K/V/O biases; a sink per head; window 16 on layer 0 only;
+# YaRN factor 32 over 64; head_dim 32 != 64 / 4). Measured 2026-11-30: f32 3.7e-6, f16
+# 7.3e-3, q8_0 5.9e-8; dropping the sinks, the +1, either clamp, the router, down or O
+# bias fails the f32 comparison.
+arch_compare gpt-oss-f32 0 2e-5 "${F32KV[*]}" --shape gpt-oss-tiny --dtype f32 --seed 3
+arch_compare gpt-oss-f16 0.02 0.03 "" --shape gpt-oss-tiny --dtype f16 --seed 5
+arch_compare gpt-oss-q8_0 0.1 0.25 "${F32KV[*]}" --shape gpt-oss-tiny --dtype q8_0 --seed 9
+# gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
+# (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
+# here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);
+# the q8_0 margin and bound.
+if q=$(shared tools/llama_quantize.c); then
+	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	sed 's/{"TQ2_0", 37},/{"TQ2_0", 37}, {"MXFP4_MOE", 38},/' "$q" >"$TMP/llama_quantize.c"
+	cc -O1 "$TMP/llama_quantize.c" -o "$TMP/llama_quantize" -ldl
+	check "synth gpt-oss f16" "$BATCHGEN" synth --shape gpt-oss-tiny --dtype f16 --seed 7 \
+		-o "$TMP/gpt-oss-src.gguf"
+	LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
+		"$TMP/gpt-oss-src.gguf" "$TMP/gpt-oss-mx.gguf" MXFP4_MOE >"$TMP/quantize.log" 2>&1
+	check_eq "llama.cpp quantizes gpt-oss to MXFP4_MOE" "$?" 0
+	check_eq "MXFP4_MOE: the experts in mxfp4, the rest q8_0" \
+		"$("$BATCHGEN" info -m "$TMP/gpt-oss-mx.gguf" | awk '/ffn_(gate|up|down)_exps |attn_q / {print $2}' | tr '\n' ' ')" \
+		"q8_0 mxfp4 mxfp4 mxfp4 "
+	FROM=$TMP/gpt-oss-mx.gguf arch_compare gpt-oss-mxfp4 0.1 0.25 "${F32KV[*]}"
+fi
 
 # Every layer windowed (gemma2 with sliding_window_pattern 0, window 16): the engine gives
 # back the KV blocks behind the window. A pool of 8 blocks of 4 tokens holds the 41-token

@@ -14,7 +14,7 @@
 static inline const int *quant_util_half_fields(enum gguf_dtype t)
 {
 	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
-			 q3k[] = {108, -1}, q6k[] = {208, -1};
+			 q3k[] = {108, -1}, q6k[] = {208, -1}, none[] = {-1};
 	switch (t) {
 	case GGUF_DTYPE_Q4_1:
 	case GGUF_DTYPE_Q5_1:
@@ -23,6 +23,7 @@ static inline const int *quant_util_half_fields(enum gguf_dtype t)
 	case GGUF_DTYPE_Q2_K: return q2k;
 	case GGUF_DTYPE_Q3_K: return q3k;
 	case GGUF_DTYPE_Q6_K: return q6k;
+	case GGUF_DTYPE_MXFP4: return none; /* an e8m0 byte: any value is a scale */
 	default: return d0;
 	}
 }

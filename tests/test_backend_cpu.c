@@ -298,6 +298,12 @@ static void dmoe(const struct model *m, const struct model_layer *L, const doubl
 	double p[512];
 	int idx[512];
 	dmatvec(&L->ffn_gate_inp, xb, p);
+	if (hp->moe_bias) /* gpt-oss: the router's bias */
+		for (int e = 0; e < X; e++)
+			p[e] += wget(&L->ffn_gate_inp_b, 0, (uint64_t)e);
+	double logit[512];
+	for (int e = 0; e < X; e++)
+		logit[e] = p[e];
 	double mx = -INFINITY, z = 0;
 	for (int e = 0; e < X; e++)
 		mx = p[e] > mx ? p[e] : mx;
@@ -316,6 +322,13 @@ static void dmoe(const struct model *m, const struct model_layer *L, const doubl
 	double wsum = 0;
 	for (int j = 0; j < K; j++)
 		wsum += p[idx[j]];
+	/* gpt-oss's gating as llama.cpp's SOFTMAX_WEIGHT states it: the same k (softmax keeps
+	 * the order), weighted by a softmax over their logits alone */
+	double kw[512], kmx = -INFINITY, kz = 0;
+	for (int j = 0; j < K; j++)
+		kmx = logit[idx[j]] > kmx ? logit[idx[j]] : kmx;
+	for (int j = 0; j < K; j++)
+		kz += (kw[j] = exp(logit[idx[j]] - kmx));
 	for (uint32_t i = 0; i < hp->n_embd; i++)
 		o[i] = 0;
 	for (int j = 0; j < K; j++) {
@@ -324,10 +337,33 @@ static void dmoe(const struct model *m, const struct model_layer *L, const doubl
 		const struct model_weight de = model_expert(&L->down_exps, (uint32_t)idx[j]);
 		dmatvec(&ge, xb, g);
 		dmatvec(&ue, xb, u);
-		for (uint32_t i = 0; i < hp->n_ff_exp; i++)
-			g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+		if (hp->moe_bias) {
+			const struct model_weight gb = model_expert(&L->gate_exps_b, (uint32_t)idx[j]);
+			const struct model_weight ub = model_expert(&L->up_exps_b, (uint32_t)idx[j]);
+			for (uint32_t i = 0; i < hp->n_ff_exp; i++) {
+				g[i] += wget(&gb, 0, i);
+				u[i] += wget(&ub, 0, i);
+			}
+		}
+		if (hp->swiglu_oai) { /* gpt-oss: gate clamped above, up both ways, +1 on up */
+			const double a = hp->swiglu_alpha, lim = hp->swiglu_limit;
+			for (uint32_t i = 0; i < hp->n_ff_exp; i++) {
+				const double x = fmin(g[i], lim), y = fmax(-lim, fmin(u[i], lim));
+				g[i] = x / (1.0 + exp(-a * x)) * (y + 1.0);
+			}
+		} else {
+			for (uint32_t i = 0; i < hp->n_ff_exp; i++)
+				g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+		}
 		dmatvec(&de, g, t);
-		const double w = hp->expert_weights_norm ? p[idx[j]] / wsum : p[idx[j]];
+		if (hp->moe_bias) {
+			const struct model_weight db = model_expert(&L->down_exps_b, (uint32_t)idx[j]);
+			for (uint32_t i = 0; i < hp->n_embd; i++)
+				t[i] += wget(&db, 0, i);
+		}
+		const double w = hp->swiglu_oai ? kw[j] / kz
+				 : hp->expert_weights_norm ? p[idx[j]] / wsum
+							   : p[idx[j]];
 		for (uint32_t i = 0; i < hp->n_embd; i++)
 			o[i] += w * t[i];
 	}
@@ -375,7 +411,11 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 			for (uint32_t h = 0; h < hp->n_head; h++) {
 				int kvh = (int)(h / (hp->n_head / hp->n_head_kv));
 				double mx = -INFINITY, sum = 0;
-				for (int j = 0; j <= p; j++) {
+				/* a windowed layer sees the last n_swa positions */
+				const int lo = L->swa && p >= (int)hp->n_swa ? p - (int)hp->n_swa + 1 : 0;
+				for (int j = 0; j < lo; j++)
+					sc[j] = 0;
+				for (int j = lo; j <= p; j++) {
 					const double *kj = kc + ((size_t)l * n + j) * kd + kvh * hd;
 					double d = 0;
 					for (int i = 0; i < hd; i++)
@@ -383,8 +423,14 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 					sc[j] = d / sqrt((double)hd);
 					mx = sc[j] > mx ? sc[j] : mx;
 				}
-				for (int j = 0; j <= p; j++)
+				/* gpt-oss: the head's sink, a logit in the denominator only */
+				const double sink = hp->attn_sinks ? wget(&L->attn_sinks, 0, h) : 0;
+				if (hp->attn_sinks && sink > mx)
+					mx = sink;
+				for (int j = lo; j <= p; j++)
 					sum += (sc[j] = exp(sc[j] - mx));
+				if (hp->attn_sinks)
+					sum += exp(sink - mx);
 				for (int i = 0; i < hd; i++) {
 					double a = 0;
 					for (int j = 0; j <= p; j++)
@@ -394,6 +440,9 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 				}
 			}
 			dmatvec(&L->wo, att, o);
+			if (hp->attn_out_bias)
+				for (int i = 0; i < E; i++)
+					o[i] += wget(&L->bo, 0, (uint64_t)i);
 			for (int i = 0; i < E; i++)
 				x[i] += o[i];
 			drmsnorm(&L->ffn_norm, x, xb, E, hp->rms_eps);
@@ -673,6 +722,38 @@ static void test_moe(void)
 		struct model *m = NULL;
 		struct bg_err err = {0};
 		CHECK(model_open(specs[i], false, &m, &err) == BG_OK, "%s: %s", specs[i], err.msg);
+		check_vs_double(m, 40, 5e-5, 0);
+		test_batch_invariance(m);
+		model_free(m);
+	}
+}
+
+/* gpt-oss-tiny (sinks, O bias, router and expert biases, clamped SwiGLU, window 16 on
+ * layer 0) without its YaRN (the double forward's RoPE is plain; e2e_llamacpp_arch.sh
+ * checks YaRN against llama.cpp), in f32 and q8_0, against the double forward over 40
+ * positions (past the window), and bitwise batch invariance. Same bounds as test_moe. */
+static void test_oss(void)
+{
+	const enum gguf_dtype dts[2] = {GGUF_DTYPE_F32, GGUF_DTYPE_Q8_0};
+	for (int i = 0; i < 2; i++) {
+		struct synth_opts o;
+		synth_opts_init(&o, synth_find_shape("gpt-oss-tiny"));
+		o.shape.rope_scaling = NULL;
+		o.shape.n_ctx_orig = 0;
+		o.dtype = dts[i];
+		o.seed = 11;
+		void *buf = NULL;
+		size_t len = 0;
+		struct gguf_ctx *g = NULL;
+		struct model *m = NULL;
+		struct bg_err err = {0};
+		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
+			  gguf_parse(buf, len, true, &g, &err) == BG_OK &&
+			  model_from_gguf(g, &m, &err) == BG_OK,
+		      "gpt-oss-tiny %s: %s", gguf_dtype_name(dts[i]), err.msg);
+		CHECK(m && m->hp.attn_sinks && m->hp.swiglu_oai && !m->hp.rope_yarn &&
+			  m->layers[0].swa && !m->layers[1].swa,
+		      "gpt-oss-tiny without YaRN");
 		check_vs_double(m, 40, 5e-5, 0);
 		test_batch_invariance(m);
 		model_free(m);
@@ -1227,6 +1308,7 @@ int main(void)
 	test_batch_invariance(st);
 	test_batch_invariance(tiny);
 	test_moe();
+	test_oss();
 	test_synthetic();
 	test_qwen2();
 	/* the lower kernel levels (what machines without AVX-512 run) keep the same

@@ -806,10 +806,12 @@ int main(void)
 	model_free(m);
 
 	/* the MoE shapes: a token's experts are shared with whichever tokens the batch
-	 * routes to them (cpu_moe.h); q8_0 also quantizes the gathered rows */
+	 * routes to them (cpu_moe.h); q8_0 also quantizes the gathered rows; gpt-oss adds
+	 * sinks, biases and the clamped SwiGLU */
 	static const char *const arch_shapes[] = {
 	    "llama3-tiny", "qwen3-tiny",    "gemma2-tiny",  "gemma2-swa-tiny",	"gemma3-tiny",
-	    "phi3-tiny",   "qwen3moe-tiny", "mixtral-tiny", "qwen3moe-tiny:q8_0"};
+	    "phi3-tiny",   "qwen3moe-tiny", "mixtral-tiny", "qwen3moe-tiny:q8_0",
+	    "gpt-oss-tiny", "gpt-oss-tiny:q8_0"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	return check_summary();

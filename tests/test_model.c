@@ -825,6 +825,7 @@ static void test_arch(void)
 	    {"synthetic:gemma2-2b", 2614341888ull},    {"synthetic:gemma3-1b", 999885952ull},
 	    {"synthetic:phi3-mini", 3821079552ull},
 	    {"synthetic:qwen3-30b-a3b", 30532122624ull}, {"synthetic:mixtral-8x7b", 46702792704ull},
+	    {"synthetic:gpt-oss-20b", 20914757184ull}, /* biases and sinks included */
 	};
 	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
 		CHECK(model_open(known[i].spec, true, &m, &err) == BG_OK, "%s", err.msg);
@@ -1116,6 +1117,81 @@ static void test_moe(void)
 	      err.msg);
 }
 
+/* gpt-oss: its extra tensors, their shapes, and refusals naming them */
+static void test_oss(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("gpt-oss-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+		CHECK(hp->attn_sinks && hp->attn_out_bias && hp->moe_bias && hp->swiglu_oai &&
+			  hp->swiglu_alpha == 1.702f && hp->swiglu_limit == 7.0f && hp->qkv_bias &&
+			  hp->rope_neox && hp->rope_yarn && hp->rope_freq_scale == 1.0f / 32 &&
+			  hp->n_ctx_orig == 64 && hp->head_dim == 32 && hp->n_expert == 4 &&
+			  hp->n_expert_used == 2 && hp->n_ff_exp == 32 && hp->expert_weights_norm &&
+			  !hp->post_norms && hp->n_swa == 16 && hp->swa_pattern == 2,
+		      "gpt-oss-tiny hparams");
+		/* llama.cpp's set_swa_pattern(2): even layers windowed */
+		CHECK(l0->swa && !l1->swa, "layer 0 windowed, layer 1 global");
+		CHECK(l0->attn_sinks.ne0 == 4 && l0->attn_sinks.ne1 == 1 &&
+			  l0->attn_sinks.type == GGUF_DTYPE_F32 && l0->bo.ne0 == 64 &&
+			  l0->bq.ne0 == 128 && l0->bk.ne0 == 64 && l0->ffn_gate_inp_b.ne0 == 4 &&
+			  l0->ffn_gate_inp_b.ne2 == 0 && l0->gate_exps_b.ne0 == 32 &&
+			  l0->gate_exps_b.ne1 == 1 && l0->gate_exps_b.ne2 == 4 &&
+			  l0->up_exps_b.ne0 == 32 && l0->up_exps_b.ne2 == 4 &&
+			  l0->down_exps_b.ne0 == 64 && l0->down_exps_b.ne1 == 1 &&
+			  l0->down_exps_b.ne2 == 4 && l0->ffn_norm.data && !l0->attn_post_norm.data,
+		      "gpt-oss-tiny layer shapes");
+		struct model_weight b2 = model_expert(&l1->down_exps_b, 2);
+		CHECK(b2.ne0 == 64 && b2.ne1 == 1 && b2.ne2 == 0 &&
+			  (const char *)b2.data == (const char *)l1->down_exps_b.data + 2 * 64 * 4,
+		      "model_expert: expert 2's down bias");
+		const struct synth_shape *sh = synth_find_shape("gpt-oss-tiny");
+		CHECK(m->n_params == synth_n_params(sh, false) && m->weight_bytes == 4 * m->n_params,
+		      "n_params %llu", (unsigned long long)m->n_params);
+	}
+	model_free(m);
+	m = NULL;
+	CHECK(model_open("synthetic:gpt-oss-20b", true, &m, &err) == BG_OK, "%s", err.msg);
+	if (m)
+		CHECK(m->hp.head_dim == 64 && m->hp.n_head == 64 && m->hp.n_swa == 128 &&
+			  m->hp.rope_yarn && m->hp.n_ctx_orig == 4096 && m->layers[22].swa &&
+			  !m->layers[23].swa && m->layers[23].up_exps_b.ne2 == 32 &&
+			  m->layers[0].attn_sinks.ne0 == 64 && !m->layers[0].attn_sinks.data,
+		      "lazy gpt-oss-20b");
+	model_free(m);
+	m = NULL;
+	struct {
+		enum moe_edit e;
+		const char *what;
+		enum bg_status st;
+		const char *msg;
+	} bad[] = {
+	    {ME_DROP, "blk.1.attn_sinks.weight", BG_ERR_FORMAT,
+	     "'blk.1.attn_sinks.weight' is missing"},
+	    {ME_DROP, "blk.0.attn_output.bias", BG_ERR_FORMAT, "'blk.0.attn_output.bias' is missing"},
+	    {ME_DROP, "blk.0.ffn_gate_inp.bias", BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_inp.bias' is missing"},
+	    {ME_DROP, "blk.1.ffn_down_exps.bias", BG_ERR_FORMAT,
+	     "'blk.1.ffn_down_exps.bias' is missing"},
+	    {ME_DROP, "blk.0.post_attention_norm.weight", BG_ERR_FORMAT,
+	     "'blk.0.post_attention_norm.weight' is missing"},
+	    {ME_DROP, "blk.0.attn_q.bias", BG_ERR_FORMAT, "'blk.0.attn_q.bias' is missing"},
+	    {ME_DENSE, "", BG_ERR_UNSUPPORTED, "'blk.0.ffn_gate.weight' is not part of a gpt-oss"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err.msg[0] = '\0';
+		enum bg_status st = moe_rewrite("gpt-oss-tiny", bad[i].e, bad[i].what, 0, &m, &err);
+		CHECK(st == bad[i].st && m == NULL && has(&err, bad[i].msg),
+		      "gpt-oss-tiny %s: status %d, '%s' (want '%s')", bad[i].what, (int)st, err.msg,
+		      bad[i].msg);
+		model_free(m);
+		m = NULL;
+	}
+}
+
 int main(void)
 {
 	test_stories();
@@ -1129,5 +1205,6 @@ int main(void)
 	test_qwen2();
 	test_arch();
 	test_moe();
+	test_oss();
 	return check_summary();
 }

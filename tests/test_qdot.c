@@ -25,7 +25,8 @@
 static const enum gguf_dtype types[] = {GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1,   GGUF_DTYPE_Q5_0,
 					GGUF_DTYPE_Q5_1, GGUF_DTYPE_Q8_0,   GGUF_DTYPE_Q2_K,
 					GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,   GGUF_DTYPE_Q5_K,
-					GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
+					GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
+					GGUF_DTYPE_MXFP4};
 #define N_TYPES (sizeof types / sizeof types[0])
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
@@ -46,7 +47,7 @@ static float gauss(void)
 static const int *half_fields(enum gguf_dtype t)
 {
 	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1}, q3k[] = {108, -1},
-			 q6k[] = {208, -1};
+			 q6k[] = {208, -1}, none[] = {-1};
 	switch (t) {
 	case GGUF_DTYPE_Q4_1:
 	case GGUF_DTYPE_Q5_1:
@@ -55,6 +56,7 @@ static const int *half_fields(enum gguf_dtype t)
 	case GGUF_DTYPE_Q2_K: return q2k;
 	case GGUF_DTYPE_Q3_K: return q3k;
 	case GGUF_DTYPE_Q6_K: return q6k;
+	case GGUF_DTYPE_MXFP4: return none; /* its scale is random_blocks' e8m0 byte */
 	default: return d0;
 	}
 }
@@ -66,6 +68,8 @@ static void *random_blocks(enum gguf_dtype t, int64_t nb)
 	uint8_t *q = malloc((size_t)nb * bb);
 	for (size_t i = 0; i < (size_t)nb * bb; i++)
 		q[i] = (uint8_t)rnd();
+	for (int64_t b = 0; b < nb && t == GGUF_DTYPE_MXFP4; b++)
+		q[(size_t)b * bb] = (uint8_t)(117 + rnd() % 16); /* e8m0 scales 2^-11 .. 2^4 */
 	for (int64_t b = 0; b < nb; b++)
 		for (const int *f = half_fields(t); *f >= 0; f++) {
 			uint16_t hv = half_f32_to_f16(gauss() * 0.05f);

@@ -30,7 +30,8 @@ struct ggml_traits {
 static const enum gguf_dtype types[] = {
     GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1,
     GGUF_DTYPE_Q8_0, GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,
-    GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
+    GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
+    GGUF_DTYPE_MXFP4};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -81,11 +82,22 @@ static void test_hand(void)
 	bn.qs[0] = 0xF0;
 	quant_dequant(GGUF_DTYPE_IQ4_NL, &bn, y, 32);
 	CHECK(y[0] == -127.0f && y[16] == 113.0f, "iq4_nl: %g %g", y[0], y[16]);
+	/* MXFP4, e = 127 (scale 1: ggml's halved 2^-1 times its doubled codes): code 1 -> 0.5,
+	 * 7 -> 6, 9 -> -0.5, 15 -> -6; e = 130: code 3 -> 8 * 1.5 = 12; e = 0: 2^-127 * 6 */
+	struct quant_mxfp4 bm[3] = {{.e = 127}, {.e = 130}, {.e = 0}};
+	bm[0].qs[0] = 0x71, bm[0].qs[1] = 0xF9;
+	bm[1].qs[0] = 0x03;
+	bm[2].qs[0] = 0x07;
+	quant_dequant(GGUF_DTYPE_MXFP4, bm, y, 96);
+	CHECK(y[0] == 0.5f && y[16] == 6.0f && y[1] == -0.5f && y[17] == -6.0f && y[2] == 0.0f &&
+		  y[32] == 12.0f && y[64] == ldexpf(6.0f, -127),
+	      "mxfp4: %g %g %g %g %g %g %g", y[0], y[16], y[1], y[17], y[2], y[32], y[64]);
 	/* sizes per row, and rows that are not whole blocks */
 	CHECK(gguf_row_bytes(GGUF_DTYPE_Q4_K, 4096) == 16 * 144 &&
 		  gguf_row_bytes(GGUF_DTYPE_Q6_K, 256) == 210 &&
 		  gguf_row_bytes(GGUF_DTYPE_IQ4_XS, 512) == 272 &&
 		  gguf_row_bytes(GGUF_DTYPE_Q5_1, 64) == 48 &&
+		  gguf_row_bytes(GGUF_DTYPE_MXFP4, 2880) == 90 * 17 &&
 		  gguf_row_bytes(GGUF_DTYPE_Q4_K, 128) == 0 && gguf_row_bytes(GGUF_DTYPE_Q4_0, 48) == 0,
 	      "row bytes");
 }

@@ -51,6 +51,9 @@ struct cpu_ctx {
 	 * biases. Copied (memcpy) so that a file's 4-byte misaligned f32 data is never read
 	 * through a float pointer. */
 	float *biases;
+	/* gpt-oss: [n_layer][n_head + n_embd], per layer the attention sinks then the
+	 * attention output's bias (copied likewise); NULL for other models */
+	float *oai;
 	/* per layer [q_norm (head_dim), k_norm (head_dim), attn_post_norm (n_embd),
 	 * ffn_post_norm (n_embd)], the parts the model has (others left 0); NULL when the
 	 * model has neither Q/K norms nor post-norms */
@@ -634,6 +637,10 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 	const float *kb = kv_k(c, layer), *vb = kv_v(c, layer);
 	int32_t bs = c->block_size;
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
+	/* gpt-oss: head h's sink, one more logit in the softmax's max and denominator with no
+	 * value (ggml's soft_max with sinks: max over scores and sink, then + exp(sink - max)) */
+	const float *sink =
+	    c->oai ? c->oai + (size_t)layer * (hp->n_head + hp->n_embd) + h : NULL;
 	/* a windowed layer sees positions [pos - n_swa + 1, pos] (llama.cpp's standard SWA
 	 * mask: masked when pos - j >= n_swa) */
 	int32_t lo = 0;
@@ -662,11 +669,15 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 		}
 		j0 = j1;
 	}
+	if (sink && *sink > mx)
+		mx = *sink;
 	float sum = 0.0f;
 	for (int32_t j = lo; j <= pos; j++) {
 		sc[j] = expf(sc[j] - mx);
 		sum += sc[j];
 	}
+	if (sink)
+		sum += expf(*sink - mx);
 	float *out = c->att + (int64_t)t * c->q_dim + h * hd;
 	for (int64_t d = 0; d < hd; d++)
 		out[d] = 0.0f;
@@ -912,6 +923,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			break;
 		prof_lap(c, &tp, &skip);
 		matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, c->xb, T);
+		if (c->oai) /* gpt-oss: the output projection's bias */
+			add_bias(c->xb, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
 							 2 * hd
@@ -1159,6 +1172,7 @@ static void cpu_destroy(void *ctx)
 	free(c->kv);
 	free(c->norms);
 	free(c->biases);
+	free(c->oai);
 	free(c->extra_norms);
 	free(c->freq);
 	free(c->freq_swa);
@@ -1288,6 +1302,33 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 					       "the CPU backend needs %s (layer %u) as %llu f32 values",
 					       xnames[i], l, (unsigned long long)xlen[i]);
 		}
+		/* gpt-oss's vectors, read as f32 (copied, or memcpy'd per use by cpu_moe) */
+		const struct model_weight *os[6] = {&L->attn_sinks,   &L->bo,	     &L->ffn_gate_inp_b,
+						    &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
+		static const char *onames[6] = {"attn_sinks",	      "attn_output.bias",
+						"ffn_gate_inp.bias",  "ffn_gate_exps.bias",
+						"ffn_up_exps.bias",   "ffn_down_exps.bias"};
+		const uint64_t X = hp->n_expert;
+		const uint64_t olen[6][2] = {{hp->n_head, 0}, {hp->n_embd, 0}, {X, 0},
+					     {hp->n_ff_exp, X}, {hp->n_ff_exp, X}, {hp->n_embd, X}};
+		const bool ohas[6] = {hp->attn_sinks, hp->attn_out_bias, hp->moe_bias,
+				      hp->moe_bias,   hp->moe_bias,	 hp->moe_bias};
+		for (int i = 0; i < 6; i++) {
+			if (!ohas[i])
+				continue;
+			if ((st = check_weight(os[i], onames[i], (int)l, err)) != BG_OK)
+				return st;
+			if (os[i]->type != GGUF_DTYPE_F32 || os[i]->ne0 != olen[i][0] ||
+			    os[i]->ne1 != 1 || os[i]->ne2 != olen[i][1] || (ohas[i] && !moe && i > 1))
+				return bg_fail(err, BG_ERR_UNSUPPORTED,
+					       "the CPU backend needs %s (layer %u) as %llu f32 "
+					       "values%s",
+					       onames[i], l, (unsigned long long)olen[i][0],
+					       olen[i][1] ? " per expert" : "");
+		}
+		if (hp->swiglu_oai && !moe)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the clamped SwiGLU is supported in experts only");
 		if (!hp->qkv_bias)
 			continue;
 		/* the biases are read as f32 vectors of the projections' output sizes */
@@ -1496,6 +1537,23 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		}
 	}
 
+	if (hp->attn_sinks || hp->attn_out_bias) {
+		size_t per = (size_t)hp->n_head + E;
+		c->oai = calloc((size_t)hp->n_layer * per, sizeof(float));
+		if (!c->oai) {
+			cpu_destroy(c);
+			free(b);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the attention sinks");
+		}
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			float *dst = c->oai + (size_t)l * per;
+			if (hp->attn_sinks)
+				memcpy(dst, L->attn_sinks.data, (size_t)hp->n_head * sizeof(float));
+			if (hp->attn_out_bias)
+				memcpy(dst + hp->n_head, L->bo.data, (size_t)E * sizeof(float));
+		}
+	}
 	if ((st = load_arch_extras(c, m, err)) != BG_OK) {
 		cpu_destroy(c);
 		free(b);

@@ -1,6 +1,7 @@
 /* cpu_moe: the mixture-of-experts FFN on the host. See cpu_moe.h. */
 #include "cpu/cpu_moe.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,8 @@ struct cpu_moe {
 	float *g, *u;	  /* [cap][n_ff_exp] its gate and up outputs */
 	float *yg;	  /* [cap][n_embd] its down outputs */
 	float *ys;	  /* [cap][k][n_embd] every (token, slot) output */
+	float *bias;	  /* [max(n_expert, n_ff_exp, n_embd)] one bias vector (gpt-oss), copied
+			   * so that a file's misaligned f32 is never read through a float * */
 	size_t bytes;
 };
 
@@ -28,7 +31,12 @@ struct cpu_moe *cpu_moe_create(const struct model_hparams *hp)
 		return NULL;
 	mo->hp = *hp;
 	mo->start = calloc((size_t)hp->n_expert + 1, sizeof *mo->start);
-	if (!mo->start) {
+	size_t nb = hp->n_expert > hp->n_ff_exp ? hp->n_expert : hp->n_ff_exp;
+	nb = nb > hp->n_embd ? nb : hp->n_embd;
+	mo->bias = hp->moe_bias ? malloc(nb * sizeof(float)) : NULL;
+	if (!mo->start || (hp->moe_bias && !mo->bias)) {
+		free(mo->start);
+		free(mo->bias);
 		free(mo);
 		return NULL;
 	}
@@ -54,6 +62,7 @@ void cpu_moe_destroy(struct cpu_moe *mo)
 		return;
 	free_rows(mo);
 	free(mo->start);
+	free(mo->bias);
 	free(mo);
 }
 
@@ -90,6 +99,29 @@ enum bg_status cpu_moe_reserve(struct cpu_moe *mo, int32_t n_tok, struct bg_err 
 	return BG_OK;
 }
 
+/* gpt-oss: rows [0, n) of y (ld apart) += the f32 vector at b (n_el values), one addition
+ * per element as ggml_add / ggml_add_id */
+static void add_vec(struct cpu_moe *mo, float *y, int64_t ld, int32_t n, const void *b,
+		    int64_t n_el)
+{
+	memcpy(mo->bias, b, (size_t)n_el * sizeof(float));
+	for (int32_t r = 0; r < n; r++)
+		for (int64_t i = 0; i < n_el; i++)
+			y[(int64_t)r * ld + i] += mo->bias[i];
+}
+
+/* gpt-oss's activation (model.h swiglu_oai), as ggml's swiglu_oai computes it:
+ * x = min(gate, limit), y = clamp(up, -limit, limit), x / (1 + exp(alpha * -x)) * (y + 1) */
+static void swiglu_oai(float *g, const float *u, int64_t n, float alpha, float limit)
+{
+	for (int64_t i = 0; i < n; i++) {
+		const float x = g[i] < limit ? g[i] : limit;
+		const float y = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+		const float glu = x / (1.0f + expf(alpha * (-x)));
+		g[i] = glu * (y + 1.0f);
+	}
+}
+
 size_t cpu_moe_bytes(const struct cpu_moe *mo)
 {
 	return mo ? mo->bytes + ((size_t)mo->hp.n_expert + 1) * sizeof(int32_t) : 0;
@@ -110,6 +142,8 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		const int64_t ld[1] = {(int64_t)X};
 		mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 1, w, x, y, ld, n_tok, NULL);
 	}
+	if (hp->moe_bias) /* gpt-oss: the router's bias on its logits, before the choice */
+		add_vec(mo, mo->logits, (int64_t)X, n_tok, L->ffn_gate_inp_b.data, (int64_t)X);
 	for (int32_t t = 0; t < n_tok; t++)
 		moe_route(mo->logits + (size_t)t * X, X, K, hp->expert_weights_norm,
 			  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
@@ -146,13 +180,25 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 			const int64_t ld[2] = {FX, FX};
 			mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 2, w, x, y, ld, n, NULL);
 		}
+		if (hp->moe_bias) { /* gpt-oss: expert e's gate and up biases */
+			add_vec(mo, mo->g, FX, n, model_expert(&L->gate_exps_b, e).data, FX);
+			add_vec(mo, mo->u, FX, n, model_expert(&L->up_exps_b, e).data, FX);
+		}
+		if (hp->swiglu_oai)
+			for (int32_t r = 0; r < n; r++)
+				swiglu_oai(mo->g + (size_t)r * FX, mo->u + (size_t)r * FX, FX,
+					   hp->swiglu_alpha, hp->swiglu_limit);
 		{
 			const struct model_weight *w[1] = {&down};
 			const float *x[1] = {mo->g};
 			float *y[1] = {mo->yg};
 			const int64_t ld[1] = {E};
-			mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, w, x, y, ld, n, mo->u);
+			/* SiLU(gate) * up in the matmul's prologue, unless done above */
+			mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, w, x, y, ld, n,
+				hp->swiglu_oai ? NULL : mo->u);
 		}
+		if (hp->moe_bias) /* and its down bias, before the routing weight */
+			add_vec(mo, mo->yg, E, n, model_expert(&L->down_exps_b, e).data, E);
 		for (int32_t r = 0; r < n; r++)
 			memcpy(mo->ys + (size_t)mo->order[r0 + r] * E, mo->yg + (size_t)r * E,
 			       (size_t)E * sizeof(float));

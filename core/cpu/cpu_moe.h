@@ -4,7 +4,9 @@
  * For n_tok token rows of FFN-normed input: the router logits (one matmul over all rows),
  * moe_route per token, then for each expert the rows routed to it gathered (in token
  * order) into one matmul through the backend's own quantized / f16 / bf16 / f32 paths on
- * model_expert views: gate and up, SiLU(gate) * up, down. Each row's result lands in its
+ * model_expert views: gate and up, SiLU(gate) * up, down (gpt-oss, hp.moe_bias and
+ * hp.swiglu_oai: the router's bias added to its logits, each expert's biases to its gate,
+ * up and down outputs, and the clamped SwiGLU instead of SiLU). Each row's result lands in its
  * (token, slot) place, and a token's output is the sum over its slots in slot order of
  * weight * expert output. The backend's matmuls compute every (row, feature) dot product
  * in a fixed order whatever the other rows (backend_cpu.c), so which tokens share an

@@ -1,6 +1,6 @@
 /* qdot: integer dot products of llama.cpp's block-quantized weights (model/quant.h) with
  * activations quantized, as llama.cpp's CPU matmuls quantize them, into 8-bit blocks:
- * Q8_0 (32 elements, scale d) for Q4_0, Q5_0, Q8_0 and IQ4_NL; Q8_1 (the same plus the
+ * Q8_0 (32 elements, scale d) for Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4; Q8_1 (the same plus the
  * block sum s) for Q4_1 and Q5_1; Q8_K (256 elements, d and the sums of each 16) for the
  * K-quants and IQ4_XS (../shared/ERRATA.md, "Quantized models").
  *

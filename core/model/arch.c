@@ -14,7 +14,11 @@
  * attention with every FFN a routed mixture (src/models/qwen3moe.cpp: build_moe_ffn with
  * SiLU, softmax gating, norm_w true), and llama.cpp's llama graph does the same for a
  * llama file whose layers have ffn_gate_inp (Mixtral; experts as wide as
- * feed_forward_length). */
+ * feed_forward_length). gpt-oss (src/models/openai-moe-iswa.cpp, LLM_ARCH_OPENAI_MOE):
+ * NeoX RoPE (YaRN in the released files), Q/K/V and O biases, sinks in every head's
+ * softmax, sliding_window read (128 released) with pattern 2 (even layers windowed),
+ * post_attention_norm as the FFN's input norm, build_moe_ffn with biases, SWIGLU_OAI_MOE
+ * and SOFTMAX_WEIGHT gating (top-k of the logits, softmax over those k), untied output. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -53,6 +57,16 @@ static const struct arch_info table[] = {
      .swa_pattern = 6,
      .swa_needs_key = true,
      .swa_rope_own = true},
+    {.name = "gpt-oss",
+     .families = "gpt-oss (gpt-oss-20b, gpt-oss-120b)",
+     .rope_neox = true,
+     .qkv_bias = true,
+     .swa_pattern = 2,
+     .swa_default = 128,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .oai = true},
     {.name = "phi3",
      .families = "Phi-3, Phi-3.5-mini, Phi-4-mini",
      .rope_neox = true,
@@ -72,7 +86,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -48,6 +48,11 @@ struct arch_info {
 	bool moe_ok;
 	bool moe_only;
 	bool moe_ff_key;
+	/* gpt-oss (llama.cpp's openai-moe graph): per-head attention sinks, the attention
+	 * output's bias, the router's and experts' biases, the clamped SwiGLU (model.h's
+	 * swiglu_oai, alpha 1.702, limit 7, as llama.cpp fixes them), and the pre-FFN norm
+	 * stored as post_attention_norm (there is no ffn_norm) */
+	bool oai;
 };
 
 /* The row of an architecture, or NULL. */

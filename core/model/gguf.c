@@ -76,6 +76,7 @@ const char *gguf_dtype_name(enum gguf_dtype t)
 	case GGUF_DTYPE_IQ4_NL: return "iq4_nl";
 	case GGUF_DTYPE_IQ4_XS: return "iq4_xs";
 	case GGUF_DTYPE_BF16: return "bf16";
+	case GGUF_DTYPE_MXFP4: return "mxfp4";
 	}
 	return "?";
 }
@@ -84,11 +85,12 @@ const char *gguf_dtype_name(enum gguf_dtype t)
 static const char *ggml_type_name(uint32_t t)
 {
 	static const char *const names[] = {
-	    "f32",	"f16",	    "q4_0",    "q4_1",	"q4_2",	  "q4_3",  "q5_0",  "q5_1",
-	    "q8_0",	"q8_1",	    "q2_k",    "q3_k",	"q4_k",	  "q5_k",  "q6_k",  "q8_k",
-	    "iq2_xxs",	"iq2_xs",   "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s", "iq2_s", "iq4_xs",
-	    "i8",	"i16",	    "i32",     "i64",	"f64",	  "iq1_m", "bf16",  "q4_0_4_4",
-	    "q4_0_4_8", "q4_0_8_8", "tq1_0",   "tq2_0"};
+	    "f32",   "f16",	   "q4_0",	 "q4_1",       "q4_2",	   "q4_3",     "q5_0",
+	    "q5_1",  "q8_0",	   "q8_1",	 "q2_k",       "q3_k",	   "q4_k",     "q5_k",
+	    "q6_k",  "q8_k",	   "iq2_xxs",	 "iq2_xs",     "iq3_xxs",  "iq1_s",    "iq4_nl",
+	    "iq3_s", "iq2_s",	   "iq4_xs",	 "i8",	       "i16",	   "i32",      "i64",
+	    "f64",   "iq1_m",	   "bf16",	 "q4_0_4_4",   "q4_0_4_8", "q4_0_8_8", "tq1_0",
+	    "tq2_0", "iq4_nl_4_4", "iq4_nl_4_8", "iq4_nl_8_8", "mxfp4"};
 	return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
@@ -102,7 +104,7 @@ uint64_t gguf_row_bytes(enum gguf_dtype t, uint64_t n)
 
 static bool dtype_known(uint32_t t)
 {
-	return t <= GGUF_DTYPE_BF16 && quant_block_elems((enum gguf_dtype)t) > 0;
+	return t <= GGUF_DTYPE_MXFP4 && quant_block_elems((enum gguf_dtype)t) > 0;
 }
 
 /* Copies a (possibly hostile) string into out for an error message: printable ASCII
@@ -454,7 +456,7 @@ static enum bg_status parse_tensor_infos(struct gguf_ctx *c, struct rd *r)
 			return bg_fail(r->err, BG_ERR_UNSUPPORTED,
 				       "tensor '%s' has type %s (id %u), which is not supported "
 				       "(supported: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, "
-				       "q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs)",
+				       "q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4)",
 				       sn, ggml_type_name(type), type);
 		t->type = (enum gguf_dtype)type;
 		uint64_t row = gguf_row_bytes(t->type, t->ne[0]);

@@ -60,6 +60,7 @@ enum gguf_dtype {
 	GGUF_DTYPE_IQ4_NL = 20,
 	GGUF_DTYPE_IQ4_XS = 23,
 	GGUF_DTYPE_BF16 = 30,
+	GGUF_DTYPE_MXFP4 = 39, /* blocks of 32: e8m0 exponent + 16 bytes of e2m1 codes (gpt-oss) */
 };
 
 #define GGUF_MAX_DIMS	       4

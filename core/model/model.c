@@ -135,6 +135,11 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	if (ai->gemma_q_scale && ((strcmp(arch, "gemma2") == 0 && hp->n_layer == 46) ||
 				  (strcmp(arch, "gemma3") == 0 && hp->n_layer == 62)))
 		hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+	hp->attn_sinks = hp->attn_out_bias = hp->moe_bias = hp->swiglu_oai = ai->oai;
+	if (ai->oai) { /* llama.cpp's build_moe_ffn fixes them for LLM_FFN_SWIGLU_OAI_MOE */
+		hp->swiglu_alpha = 1.702f;
+		hp->swiglu_limit = 7.0f;
+	}
 	hp->attn_softcap = ai->attn_softcap;
 	if (ai->attn_softcap > 0.0f)
 		get_f32_key(g, arch, "attn_logit_softcapping", &hp->attn_softcap);
@@ -223,8 +228,9 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.expert_shared_count is %u: shared experts are not supported", arch,
 			       u);
-	/* llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX is 1 */
-	if (get_u32_key(g, arch, "expert_gating_func", &u) && u != 1)
+	/* llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX is 1; gpt-oss's graph fixes its own
+	 * (SOFTMAX_WEIGHT, model.h) whatever the key says */
+	if (!ai->oai && get_u32_key(g, arch, "expert_gating_func", &u) && u != 1)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.expert_gating_func is %u: only softmax gating (1) is supported",
 			       arch, u);
@@ -383,7 +389,7 @@ static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims
 
 /* What a tensor is, for the types it may have: matrices any type a backend converts; norm
  * weights and biases only f32 (as llama.cpp's converter writes every 1-D tensor). */
-enum take_kind { TK_MATRIX, TK_NORM, TK_BIAS };
+enum take_kind { TK_MATRIX, TK_NORM, TK_BIAS, TK_SINKS };
 
 /* Finds name and checks its shape is (ne0) when ne1 == 0, (ne0, ne1) when ne2 == 0, else
  * (ne0, ne1, ne2) (stacked experts), and its type (see take_kind). Adds it to the parameter
@@ -413,7 +419,8 @@ static enum bg_status take3(struct loader *L, const char *name, uint64_t ne0, ui
 	if (kind != TK_MATRIX && t->type != GGUF_DTYPE_F32)
 		return bg_fail(
 		    L->err, BG_ERR_UNSUPPORTED, "tensor '%s' has type %s; %s must be f32", name,
-		    gguf_dtype_name(t->type), kind == TK_NORM ? "norm weights" : "biases");
+		    gguf_dtype_name(t->type),
+		    kind == TK_NORM ? "norm weights" : kind == TK_BIAS ? "biases" : "attention sinks");
 	w->type = t->type;
 	w->data = t->data;
 	w->ne0 = ne0;
@@ -518,7 +525,26 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->up_exps)))
 		return st;
 	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
-	return take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps);
+	if ((st = take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps)))
+		return st;
+	if (!hp->moe_bias)
+		return BG_OK;
+	/* gpt-oss: the router's bias, and each expert's biases as X rows of the file's 2-D
+	 * tensor, presented stacked like the experts (ne0 each, ne1 1, ne2 X) */
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.bias", l);
+	if ((st = take(L, n, X, 0, TK_BIAS, &ly->ffn_gate_inp_b)))
+		return st;
+	static const char *const names[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+	struct model_weight *ws[3] = {&ly->gate_exps_b, &ly->up_exps_b, &ly->down_exps_b};
+	for (int i = 0; i < 3; i++) {
+		uint64_t width = i == 2 ? E : FX;
+		snprintf(n, sizeof n, "blk.%u.%s.bias", l, names[i]);
+		if ((st = take(L, n, width, X, TK_BIAS, ws[i])))
+			return st;
+		ws[i]->ne1 = 1;
+		ws[i]->ne2 = X;
+	}
+	return BG_OK;
 }
 
 static enum bg_status load_tensors(struct loader *L)
@@ -574,9 +600,16 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("attn_k_norm.weight", HD, 0, TK_NORM, k_norm);
 		}
 		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
+		if (hp->attn_out_bias)
+			TAKE("attn_output.bias", E, 0, TK_BIAS, bo);
+		if (hp->attn_sinks)
+			TAKE("attn_sinks.weight", hp->n_head, 0, TK_SINKS, attn_sinks);
 		if (hp->post_norms)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, attn_post_norm);
-		TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
+		if (ai && ai->oai) /* gpt-oss's FFN input norm has the post-attention name */
+			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
+		else
+			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		if (hp->n_expert) {
 			if ((st = take_experts(L, l, ly)))
 				return st;
@@ -738,6 +771,12 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (ai->swa_rope_own)
 			hp->rope_base_swa = 10000.0f;
 	}
+	if (!st && s->rope_scaling) { /* read_rope_scaling's values for the keys synth writes */
+		hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f / s->rope_factor;
+		hp->rope_yarn = strcmp(s->rope_scaling, "yarn") == 0;
+		if (s->n_ctx_orig)
+			hp->n_ctx_orig = s->n_ctx_orig;
+	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;
 		hp->n_expert_used = s->n_expert_used;
@@ -786,12 +825,22 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->k_norm, GGUF_DTYPE_F32, hp->head_dim, 1);
 		}
 		W(ly->wo, o->dtype, Q, E);
+		if (hp->attn_out_bias)
+			W(ly->bo, GGUF_DTYPE_F32, E, 1);
+		if (hp->attn_sinks)
+			W(ly->attn_sinks, GGUF_DTYPE_F32, hp->n_head, 1);
 		W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
 		if (X) { /* the router f32 as synth writes it; experts stacked (ne2 = X) */
 			W(ly->ffn_gate_inp, GGUF_DTYPE_F32, E, X);
 			W3(ly->gate_exps, o->dtype, E, FX, X);
 			W3(ly->up_exps, o->dtype, E, FX, X);
 			W3(ly->down_exps, o->dtype, FX, E, X);
+			if (hp->moe_bias) {
+				W(ly->ffn_gate_inp_b, GGUF_DTYPE_F32, X, 1);
+				W3(ly->gate_exps_b, GGUF_DTYPE_F32, FX, 1, X);
+				W3(ly->up_exps_b, GGUF_DTYPE_F32, FX, 1, X);
+				W3(ly->down_exps_b, GGUF_DTYPE_F32, E, 1, X);
+			}
 		} else {
 			W(ly->w_gate, o->dtype, E, F);
 			W(ly->w_up, o->dtype, E, F);

@@ -5,7 +5,9 @@
  * `gemma2` and `gemma3` (embedding scale, GELU, post-norms, soft-capping, sliding-window
  * layers), `phi3` (fused attn_qkv and gate|up ffn_up, LongRoPE factors), and the
  * mixtures of experts `qwen3moe` and `llama` with expert_count (Mixtral): stacked
- * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp. A fused tensor
+ * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
+ * (experts with biases, attention sinks, O bias; its FFN input norm, post_attention_norm in
+ * the file, is presented as ffn_norm). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *

@@ -21,9 +21,12 @@ static_assert(sizeof(struct quant_q5_k) == 176, "block_q5_K");
 static_assert(sizeof(struct quant_q6_k) == 210, "block_q6_K");
 static_assert(sizeof(struct quant_iq4_nl) == 18, "block_iq4_nl");
 static_assert(sizeof(struct quant_iq4_xs) == 136, "block_iq4_xs");
+static_assert(sizeof(struct quant_mxfp4) == 17, "block_mxfp4");
 
 const int8_t quant_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 				     1,	   13,	 25,  38,  53,	69,  89,  113};
+
+const int8_t quant_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 bool quant_is_quantized(enum gguf_dtype t)
 {
@@ -41,7 +44,8 @@ int quant_block_elems(enum gguf_dtype t)
 	case GGUF_DTYPE_Q5_0:
 	case GGUF_DTYPE_Q5_1:
 	case GGUF_DTYPE_Q8_0:
-	case GGUF_DTYPE_IQ4_NL: return 32;
+	case GGUF_DTYPE_IQ4_NL:
+	case GGUF_DTYPE_MXFP4: return 32;
 	case GGUF_DTYPE_Q2_K:
 	case GGUF_DTYPE_Q3_K:
 	case GGUF_DTYPE_Q4_K:
@@ -70,6 +74,7 @@ size_t quant_block_bytes(enum gguf_dtype t)
 	case GGUF_DTYPE_Q6_K: return sizeof(struct quant_q6_k);
 	case GGUF_DTYPE_IQ4_NL: return sizeof(struct quant_iq4_nl);
 	case GGUF_DTYPE_IQ4_XS: return sizeof(struct quant_iq4_xs);
+	case GGUF_DTYPE_MXFP4: return sizeof(struct quant_mxfp4);
 	}
 	return 0;
 }
@@ -138,6 +143,18 @@ static void dq_q8_0(const struct quant_q8_0 *b, float *y)
 	const float d = h2f(b->d);
 	for (int j = 0; j < 32; j++)
 		y[j] = b->qs[j] * d;
+}
+
+/* ggml's dequantize_row_mxfp4: the doubled e2m1 integer times the halved scale */
+static void dq_mxfp4(const struct quant_mxfp4 *b, float *y)
+{
+	const float d = quant_e8m0_half(b->e);
+	for (int j = 0; j < 16; j++) {
+		const int8_t x0 = quant_mxfp4_values[b->qs[j] & 0x0F];
+		const int8_t x1 = quant_mxfp4_values[b->qs[j] >> 4];
+		y[j] = x0 * d;
+		y[j + 16] = x1 * d;
+	}
 }
 
 static void dq_iq4_nl(const struct quant_iq4_nl *b, float *y)
@@ -247,10 +264,14 @@ static void dq_q6_k(const struct quant_q6_k *b, float *y)
 	for (int n = 0; n < 256; n += 128) {
 		for (int l = 0; l < 32; l++) {
 			int is = l / 16;
-			const int8_t q1 = (int8_t)((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
-			const int8_t q2 = (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
-			const int8_t q3 = (int8_t)((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-			const int8_t q4 = (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+			const int8_t q1 =
+			    (int8_t)((ql[l + 0] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+			const int8_t q2 =
+			    (int8_t)((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+			const int8_t q3 =
+			    (int8_t)((ql[l + 0] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+			const int8_t q4 =
+			    (int8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
 			y[l + 0] = d * sc[is + 0] * q1;
 			y[l + 32] = d * sc[is + 2] * q2;
 			y[l + 64] = d * sc[is + 4] * q3;
@@ -323,6 +344,7 @@ void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n)
 		case GGUF_DTYPE_Q6_K: dq_q6_k((const void *)p, y); break;
 		case GGUF_DTYPE_IQ4_NL: dq_iq4_nl((const void *)p, y); break;
 		case GGUF_DTYPE_IQ4_XS: dq_iq4_xs((const void *)p, y); break;
+		case GGUF_DTYPE_MXFP4: dq_mxfp4((const void *)p, y); break;
 		}
 	}
 }
@@ -341,6 +363,7 @@ bool quant_signed_q(enum gguf_dtype t)
 	case GGUF_DTYPE_Q5_0:
 	case GGUF_DTYPE_Q8_0:
 	case GGUF_DTYPE_IQ4_NL:
+	case GGUF_DTYPE_MXFP4:
 	case GGUF_DTYPE_Q3_K:
 	case GGUF_DTYPE_Q6_K:
 	case GGUF_DTYPE_IQ4_XS: return true;
@@ -402,6 +425,15 @@ void quant_ints_32(enum gguf_dtype t, const void *src, struct quant_ints32 *o)
 		for (int j = 0; j < 16; j++) {
 			o->q[j] = quant_iq4_values[b->qs[j] & 0xf];
 			o->q[j + 16] = quant_iq4_values[b->qs[j] >> 4];
+		}
+		return;
+	}
+	case GGUF_DTYPE_MXFP4: {
+		const struct quant_mxfp4 *b = src;
+		o->d = quant_e8m0_half(b->e);
+		for (int j = 0; j < 16; j++) {
+			o->q[j] = quant_mxfp4_values[b->qs[j] & 0xf];
+			o->q[j + 16] = quant_mxfp4_values[b->qs[j] >> 4];
 		}
 		return;
 	}
@@ -566,6 +598,7 @@ void quant_round_act(enum gguf_dtype t, const float *x, float *out, int64_t n)
 	case GGUF_DTYPE_Q5_1:
 	case GGUF_DTYPE_Q8_0:
 	case GGUF_DTYPE_IQ4_NL:
+	case GGUF_DTYPE_MXFP4:
 		if (n % 32)
 			abort();
 		for (int64_t i = 0; i < n; i += 32)

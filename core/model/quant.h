@@ -2,7 +2,7 @@
  * GGUF files) and their reference dequantization to fp32.
  *
  * Types: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (blocks of 32 elements) and Q2_K, Q3_K, Q4_K, Q5_K,
- * Q6_K, IQ4_NL (32), IQ4_XS (K-quant super-blocks of 256). A row of n elements is n /
+ * Q6_K, IQ4_NL, MXFP4 (32), IQ4_XS (K-quant super-blocks of 256). A row of n elements is n /
  * block elements consecutive blocks; n must be a multiple of the block size.
  *
  * Invariant: quant_dequant gives bitwise the values of ggml's dequantize_row_* (ggml-base,
@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model/gguf.h"
 
@@ -82,6 +83,27 @@ struct quant_iq4_xs { /* 136 bytes: 8 groups of 32, 6-bit scales */
 	uint8_t qs[128];
 };
 
+struct quant_mxfp4 { /* 17 bytes: x = 2^(e - 128) * quant_mxfp4_values[code] (OCP MXFP4:
+		      * an e8m0 scale 2^(e - 127) times e2m1 values, which ggml keeps doubled as
+		      * integers and halves in the scale) */
+	uint8_t e;
+	uint8_t qs[16]; /* element j in the low nibble of qs[j], j + 16 in the high one */
+};
+
+/* MXFP4's e2m1 codes as twice their value (ggml's kvalues_mxfp4): 0 0.5 1 1.5 2 3 4 6 and
+ * their negatives (code 8 is -0, here 0). */
+extern const int8_t quant_mxfp4_values[16];
+/* 2^(e - 128) as fp32 (ggml's e8m0_to_fp32_half), subnormal for e < 2: for e >= 2 the
+ * exponent field e - 1, for e = 0, 1 the subnormals 2^-128, 2^-127. Inline: cpu/qdot's
+ * vector code calls it once per block. */
+static inline float quant_e8m0_half(uint8_t e)
+{
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
+
 /* Q4_K's and Q5_K's 6-bit scale *d and min *m of group j in [0, 8), from their 12 packed
  * bytes (ggml's get_scale_min_k4). */
 static inline void quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
@@ -111,8 +133,8 @@ void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n);
 
 /* Activations the way llama.cpp's CPU matmuls see them: before multiplying with weights
  * of type t it quantizes each activation row in blocks (ggml's vec_dot_type): Q8_0 (32
- * elements, fp16 d = amax / 127, q = round-to-even(x * 127 / amax)) for Q4_0, Q5_0, Q8_0
- * and IQ4_NL; Q8_1 (the same, plus a block sum) for Q4_1 and Q5_1; Q8_K (256 elements,
+ * elements, fp16 d = amax / 127, q = round-to-even(x * 127 / amax)) for Q4_0, Q5_0, Q8_0,
+ * IQ4_NL and MXFP4; Q8_1 (the same, plus a block sum) for Q4_1 and Q5_1; Q8_K (256 elements,
  * fp32 d = max / -127 with max the element of largest magnitude, q = min(127,
  * round-to-even(x * -127 / max))) for the K-quants and IQ4_XS. out[i] = d * q[i], the
  * value of the quantized activation, so an fp32 dot product with it differs from
@@ -142,7 +164,7 @@ struct quant_ints256 {
 
 /* True for Q4_1 and Q5_1 (x = d * q + m with q >= 0). */
 bool quant_has_offset(enum gguf_dtype t);
-/* True where q may be negative (Q4_0, Q5_0, Q8_0, IQ4_NL, Q3_K, Q6_K, IQ4_XS). */
+/* True where q may be negative (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4, Q3_K, Q6_K, IQ4_XS). */
 bool quant_signed_q(enum gguf_dtype t);
 /* The block at src of a type with 32-element blocks, as integers (programmer error for
  * other types). */

@@ -84,6 +84,15 @@ static const struct synth_shape shapes[] = {
      .head_dim = 32, .n_expert = 8, .n_expert_used = 4, .n_ff_exp = 32},
     {"mixtral-tiny", 2, 64, 4, 2, 64, 512, 256, 1000000.0f, 1e-5f, false, "llama",
      .n_expert = 8, .n_expert_used = 2},
+    /* gpt-oss-20b's config.json (head_dim 64 != 2880 / 64; YaRN factor 32 over 4096, base
+     * 150000; window 128 on even layers; feed_forward_length = intermediate_size) */
+    {"gpt-oss-20b", 24, 2880, 64, 8, 2880, 201088, 131072, 150000.0f, 1e-5f, false,
+     "gpt-oss", .head_dim = 64, .n_swa = 128, .rope_scaling = "yarn", .rope_factor = 32.0f,
+     .n_ctx_orig = 4096, .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 2880},
+    /* its features small: head_dim 32 != 64 / 4, a window of 16, YaRN over 64 */
+    {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
+     .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
+     .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
 };
 #pragma GCC diagnostic pop
 
@@ -130,7 +139,12 @@ static bool is_arch(const struct synth_shape *s, const char *a)
 
 static bool has_qkv_bias(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen2");
+	return is_arch(s, "qwen2") || is_arch(s, "gpt-oss");
+}
+
+static bool is_oai(const struct synth_shape *s)
+{
+	return is_arch(s, "gpt-oss");
 }
 
 static bool has_qk_norm(const struct synth_shape *s)
@@ -387,6 +401,8 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		layer += 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
+	if (is_oai(s)) /* O bias, sinks, router and expert biases */
+		layer += E + s->n_head + s->n_expert * (1 + 2 * (uint64_t)synth_n_ff_exp(s) + E);
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer;
 }
 
@@ -554,6 +570,12 @@ static void longrope_factors(float *out, uint32_t n, float top)
  * one and two implementations route alike. */
 #define ROUTER_SCALE 3.0f
 
+/* gpt-oss's expert gate and up projections: std EXPERT_SCALE/sqrt(n_embd), so that about
+ * 8 % of their outputs pass the clamped SwiGLU's limit of 7 (a test that drops the clamp
+ * fails), and its attention sinks N(0, SINK_STD^2), logits as large as the scores. */
+#define EXPERT_SCALE 4.0f
+#define SINK_STD 1.0f
+
 static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum fill_kind kind,
 		uint64_t ne0, uint64_t ne1, uint64_t seed)
 {
@@ -595,7 +617,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	const struct synth_shape *s = &o->shape;
 	uint32_t n_vocab = synth_n_vocab(o);
 	b->w = gguf_writer_create();
-	b->jobs = calloc(6 + 16 * (size_t)s->n_layer, sizeof *b->jobs);
+	b->jobs = calloc(6 + 24 * (size_t)s->n_layer, sizeof *b->jobs);
 	if (!b->w || !b->jobs) {
 		build_free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
@@ -685,7 +707,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t E = s->n_embd, V = n_vocab, F = s->n_ff, HD = hd;
 	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
-	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s);
+	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	enum gguf_dtype t = o->dtype;
 	if (s->rope_freqs || (phi3 && s->n_ctx_orig)) {
 		for (int k = 0; k < 2; k++)
@@ -743,16 +765,32 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
-		if (post)
+		if (oai) {
+			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
+			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);
+			b->jobs[b->n_jobs - 1].std = SINK_STD;
+		}
+		if (post || oai) /* gpt-oss: the FFN's input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		if (!oai)
+			ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		if (X) {
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
 			ADD3("ffn_gate_exps.weight", t, E, FX, X);
+			if (oai)
+				b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
 			ADD3("ffn_up_exps.weight", t, E, FX, X);
+			if (oai)
+				b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
 			ADD3("ffn_down_exps.weight", t, FX, E, X);
+			if (oai) { /* f32 biases: the router's, then each expert's as a row */
+				ADD("ffn_gate_inp.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
+				ADD("ffn_gate_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
+				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
+				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
+			}
 		} else if (phi3) {
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, 2 * F);
 		} else {
