@@ -35,6 +35,25 @@
 
 #define ATTN_WARPS 4
 
+/* Head h's attention sink (gpu_attn_args.sinks), -inf where the model has none: every
+ * use below is then exact arithmetic that leaves the result bitwise as without sinks. */
+__device__ __forceinline__ float attn_sink(const float *sinks, int h)
+{
+	return sinks ? sinks[h] : -INFINITY;
+}
+
+/* Folds the logit sink (natural-log units; -inf: none) into a finished softmax state of
+ * running max m and sum *l: *l becomes the sum with e^(sink - M) added, M = max(m, sink),
+ * both rescaled to M; returns the factor c = e^(m - M) of the accumulator, so that the
+ * output is acc * c / *l. With sink = -inf, c = 1 and *l unchanged. */
+__device__ __forceinline__ float attn_sink_fold(float sink, float m, float *l)
+{
+	const float M = fmaxf(m, sink);
+	const float c = m == -INFINITY ? 0.0f : expf(m - M);
+	*l = *l * c + (sink == -INFINITY ? 0.0f : expf(sink - M));
+	return c;
+}
+
 template <typename T, int NPL>
 __global__ void __launch_bounds__(ATTN_WARPS * 32)
     attn_kernel(struct gpu_attn_args a, int n_split, float *partial)
@@ -111,11 +130,12 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 	}
 	if (n_split == 1) {
 		T *o = (T *)a.out + (int64_t)t * a.n_head * hd + (int64_t)h * hd;
+		const float c = attn_sink_fold(attn_sink(a.sinks, h), M, &L);
 		for (int d = threadIdx.x; d < hd; d += blockDim.x) {
 			float sum = 0.0f;
 			for (int w = 0; w < ATTN_WARPS; w++)
 				sum += s_acc[w][d] * f[w];
-			o[d] = st_t<T>(sum / L);
+			o[d] = st_t<T>(sum * c / L);
 		}
 	} else {
 		/* partial[(li * n_head + h) * n_split + sp] = {M, L, acc[hd]} */
@@ -152,7 +172,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
  * of the inner sum (8 in the merge kernel; 1 in the decode kernel, whose registers are
  * bounded): the same additions in the same order either way. */
 template <typename T, int UNROLL, typename F>
-__device__ void attn_merge(F *pp, int hd, int n_split, int nt, float *w_s, float *r_s, T *o)
+__device__ void attn_merge(F *pp, int hd, int n_split, int nt, float sink, float *w_s, float *r_s,
+			   T *o)
 {
 	const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int n_warps = nt / 32;
@@ -164,7 +185,7 @@ __device__ void attn_merge(F *pp, int hd, int n_split, int nt, float *w_s, float
 	if (lane == 0)
 		r_s[warp] = m;
 	__syncthreads();
-	float M = -INFINITY;
+	float M = sink; /* the head's sink (-inf: none) enters the max and L once, here */
 	for (int w = 0; w < n_warps; w++)
 		M = fmaxf(M, r_s[w]);
 	__syncthreads(); /* r_s read; reused for L */
@@ -181,6 +202,8 @@ __device__ void attn_merge(F *pp, int hd, int n_split, int nt, float *w_s, float
 	float L = 0.0f;
 	for (int w = 0; w < n_warps; w++)
 		L += r_s[w];
+	if (sink != -INFINITY)
+		L += expf(sink - M);
 	float acc[2] = {0.0f, 0.0f};
 	for (int c0 = 0; c0 < n_split; c0 += nt) {
 		const int n = min(nt, n_split - c0);
@@ -219,15 +242,16 @@ __host__ __device__ __forceinline__ int attn_merge_threads(int hd)
  * attn_merge_threads(hd) threads. */
 template <typename T>
 __global__ void __launch_bounds__(RED_THREADS)
-    attn_reduce_kernel(const float *partial, const int32_t *list, int n_head, int hd,
-		       int n_split, T *out)
+    attn_reduce_kernel(const float *partial, const int32_t *list, const float *sinks, int n_head,
+		       int hd, int n_split, T *out)
 {
 	__shared__ float w_s[RED_THREADS];
 	__shared__ float r_s[RED_THREADS / 32];
 	const int li = blockIdx.x, h = blockIdx.y;
 	const int t = list ? list[li] : li;
 	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * (hd + 2);
-	attn_merge<T, 8, const float>(pp, hd, n_split, (int)blockDim.x, w_s, r_s,
+	attn_merge<T, 8, const float>(pp, hd, n_split, (int)blockDim.x, attn_sink(sinks, h), w_s,
+				      r_s,
 		      out + (int64_t)t * n_head * hd + (int64_t)h * hd);
 }
 
@@ -240,8 +264,8 @@ __global__ void __launch_bounds__(RED_THREADS)
  * stay its own (inlined, ptxas spilled on sm_80 at its 64-register bound). */
 template <typename T>
 __device__ __noinline__ void decode_merge_last(int *cnt, const float *part, int n_split, int h0,
-					       int G, int hd, T *out, float *w_s, float *r_s,
-					       int *last_s)
+					       int G, int hd, const float *sinks, T *out, float *w_s,
+					       float *r_s, int *last_s)
 {
 	__threadfence();
 	__syncthreads();
@@ -258,7 +282,8 @@ __device__ __noinline__ void decode_merge_last(int *cnt, const float *part, int 
 	for (int g = 0; g < G; g++) {
 		const int h = h0 + g;
 		attn_merge<T, 1, const volatile float>(part + (int64_t)h * n_split * (hd + 2), hd,
-						       n_split, nt, w_s, r_s, out + (int64_t)h * hd);
+						       n_split, nt, attn_sink(sinks, h), w_s, r_s,
+						       out + (int64_t)h * hd);
 		__syncthreads(); /* w_s and r_s reused by the next head */
 	}
 }
@@ -450,10 +475,11 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 		const int h = kvh * G + g;
 		if (n_split == 1) {
 			T *o = (T *)a.out + (int64_t)t * a.n_head * hd + (int64_t)h * hd + c * EPV;
+			const float cf = attn_sink_fold(attn_sink(a.sinks, h), m[gi], &l[gi]);
 			/* l >= 1 (the query's own key); a NaN must reach the sampler */
 #pragma unroll
 			for (int i = 0; i < EPV; i++)
-				o[i] = st_t<T>(acc[gi][i] / l[gi]);
+				o[i] = st_t<T>(acc[gi][i] * cf / l[gi]);
 		} else {
 			float *pp = partial + (((int64_t)li * a.n_head + h) * n_split + sp) * (hd + 2);
 			if (c == 0) {
@@ -471,8 +497,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 	 * for its G query heads (decode_merge_last). */
 	decode_merge_last<T>(a.merge_counters + (int64_t)li * a.n_head_kv + kvh,
 			     partial + (int64_t)li * a.n_head * n_split * (hd + 2), n_split,
-			     kvh * G, G, hd, (T *)a.out + (int64_t)t * a.n_head * hd, w_s, r_s,
-			     &last_s);
+			     kvh * G, G, hd, a.sinks, (T *)a.out + (int64_t)t * a.n_head * hd, w_s,
+			     r_s, &last_s);
 }
 
 /* Whether attn_decode_gqa_kernel takes the per-query tokens of this shape. */
@@ -594,11 +620,12 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_
 		if (i >= nq)
 			continue;
 		T *o = (T *)a.out + (int64_t)(t0 + i) * a.n_head * hd + (int64_t)h * hd;
+		const float c = attn_sink_fold(attn_sink(a.sinks, h), m[qi], &l[qi]);
 #pragma unroll
 		for (int e = 0; e < NPL; e++) {
 			int d = lane + 32 * e;
 			if (d < hd)
-				o[d] = st_t<T>(acc[qi][e] / l[qi]);
+				o[d] = st_t<T>(acc[qi][e] * c / l[qi]);
 		}
 	}
 }
@@ -788,13 +815,18 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4) attn_prefill_tc_kernel(struc
 	if (r >= nq)
 		return;
 	T *out = (T *)a.out + (int64_t)(t0 + r) * a.n_head * hd + (int64_t)h * hd;
+	/* the sink, in the log2 units of m (attn_sink_fold's arithmetic with exp2f) */
+	const float sink = a.sinks ? a.sinks[h] * LOG2E : -INFINITY;
+	const float m_s = fmaxf(m, sink);
+	const float cf = exp2f(m - m_s);
+	l = l * cf + (sink == -INFINITY ? 0.0f : exp2f(sink - m_s));
 #pragma unroll
 	for (int c = 0; c < CH; c++)
 #pragma unroll
 		for (int e = 0; e < 8; e++) {
 			int d = c * 16 + half * 8 + e;
 			if (d < hd) /* l >= 1 (the query's own key); a NaN must reach the sampler */
-				out[d] = st_t<T>(o[c][e] / l);
+				out[d] = st_t<T>(o[c][e] * cf / l);
 		}
 }
 
@@ -972,8 +1004,8 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 		return e;
 	dim3 g2(q.n_list, a->n_head);
 	int threads = attn_merge_threads(a->head_dim);
-	attn_reduce_kernel<T><<<g2, threads, 0, stream>>>(partial, q.list, a->n_head, a->head_dim,
-							  n_split, (T *)a->out);
+	attn_reduce_kernel<T><<<g2, threads, 0, stream>>>(partial, q.list, a->sinks, a->n_head,
+							  a->head_dim, n_split, (T *)a->out);
 	return cudaGetLastError();
 }
 

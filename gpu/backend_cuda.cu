@@ -74,6 +74,13 @@ struct cuda_layer {
 	float *router;	 /* [n_expert, n_embd] fp32 */
 	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
 	void *down_exps; /* [n_expert][n_embd, n_ff_exp] */
+	/* gpt-oss (fp32 each, NULL for other models): */
+	float *sinks;	   /* [n_head] attention sinks (hp.attn_sinks) */
+	float *bo;	   /* [n_embd] the attention output's bias (hp.attn_out_bias) */
+	float *router_b;   /* [n_expert] the router's bias (hp.moe_bias), then per expert: */
+	float *gate_exps_b; /* [n_expert][n_ff_exp] */
+	float *up_exps_b;   /* [n_expert][n_ff_exp] */
+	float *down_exps_b; /* [n_expert][n_embd] */
 };
 
 /* Pinned host memory that an upload reads when the stream reaches it, and the event
@@ -371,7 +378,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	 * no data pointers, but then its parameter count leaves the output out. */
 	uint64_t extra_params = (hp->qk_norm ? 2 * (uint64_t)hp->head_dim : 0) +
 				(hp->post_norms ? 2 * (uint64_t)E : 0) +
-				(hp->qkv_bias ? (uint64_t)(c->n_q + 2 * c->n_kv) : 0);
+				(hp->qkv_bias ? (uint64_t)(c->n_q + 2 * c->n_kv) : 0) +
+				(hp->attn_sinks ? (uint64_t)hp->n_head : 0) +
+				(hp->attn_out_bias ? (uint64_t)E : 0) +
+				(hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0);
 	uint64_t untied_params =
 	    (uint64_t)V * E * 2 + E +
 	    (uint64_t)hp->n_layer * (2 * E + E * (uint64_t)(c->n_q + 2 * c->n_kv) +
@@ -391,7 +401,16 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
 	size_t sz_gu_exps = align_up(NX * 2 * FX * E * es, 256);
 	size_t sz_down_exps = align_up(NX * E * FX * es, 256);
+	/* gpt-oss's vectors (fp32): sinks, O bias, router bias, experts' gate, up, down biases */
+	size_t sz_oai[6] = {hp->attn_sinks ? align_up((size_t)hp->n_head * 4, 256) : 0,
+			    hp->attn_out_bias ? sz_norm : 0,
+			    hp->moe_bias ? align_up(NX * 4, 256) : 0,
+			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
+			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
+			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
 	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
+	for (int i = 0; i < 6; i++)
+		per_layer += sz_oai[i];
 	if (NX)
 		per_layer += sz_router + sz_gu_exps + sz_down_exps;
 	size_t total = sz_embd + sz_norm + (tied ? 0 : sz_embd) + per_layer * hp->n_layer;
@@ -454,6 +473,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			L->ffn_post = (float *)(p + sz_norm);
 		}
 		p += sz_post;
+		float **oai[6] = {&L->sinks,	    &L->bo,	    &L->router_b,
+				  &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
+		for (int i = 0; i < 6; i++) {
+			*oai[i] = sz_oai[i] ? (float *)p : NULL;
+			p += sz_oai[i];
+		}
 		L->swa = ml->swa;
 		char *qkv = (char *)L->wqkv;
 		st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
@@ -518,6 +543,30 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			if (st == BG_OK)
 				st = upload_weight(&u, &d, (char *)L->down_exps + (size_t)e * E * FX * es,
 						   UP_MATRIX, err);
+		}
+	}
+	/* then gpt-oss's vectors, last (the others' tensor ids unchanged): sinks, the O bias, the
+	 * router's bias and each expert's gate, up and down biases (model_expert's views) */
+	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		const struct cuda_layer *L = &c->layers[l];
+		if (L->sinks)
+			st = upload_weight(&u, &ml->attn_sinks, L->sinks, UP_BIAS, err);
+		if (st == BG_OK && L->bo)
+			st = upload_weight(&u, &ml->bo, L->bo, UP_BIAS, err);
+		if (st == BG_OK && L->router_b)
+			st = upload_weight(&u, &ml->ffn_gate_inp_b, L->router_b, UP_BIAS, err);
+		for (uint32_t e = 0; st == BG_OK && L->router_b && e < NX; e++) {
+			struct model_weight g = model_expert(&ml->gate_exps_b, e),
+					    up = model_expert(&ml->up_exps_b, e),
+					    d = model_expert(&ml->down_exps_b, e);
+			st = upload_weight(&u, &g, L->gate_exps_b + (size_t)e * FX, UP_BIAS, err);
+			if (st == BG_OK)
+				st = upload_weight(&u, &up, L->up_exps_b + (size_t)e * FX, UP_BIAS,
+						   err);
+			if (st == BG_OK)
+				st = upload_weight(&u, &d, L->down_exps_b + (size_t)e * E, UP_BIAS,
+						   err);
 		}
 	}
 	/* staging must outlive the conversions that read it */
@@ -715,7 +764,9 @@ static cudaError_t log_census(struct cuda_ctx *c, cudaGraph_t g, const char *wha
 static bool pass_fused(const struct cuda_ctx *c, int n)
 {
 	const int E = (int)c->hp.n_embd, F = (int)c->hp.n_ff;
-	return !c->hp.post_norms && c->hp.n_expert == 0 &&
+	/* (the O bias, gpt-oss's, is added on the unfused path only: gpt-oss is a mixture of
+	 * experts, which never fuses, and a dense model with one would not fuse either) */
+	return !c->hp.post_norms && c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, F, false, c->dt, c->gemv_xs);
@@ -865,6 +916,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.prefill = GPU_ATTN_PREFILL_AUTO;
 		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		a.pdl = pdl;
+		a.sinks = L->sinks; /* gpt-oss; NULL otherwise */
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		if (fused) {
 			struct gpu_gemv_args g =
@@ -886,6 +938,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			continue; /* pass_fused: no post-norms */
 		}
 		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, c->n_q, n, E));
+		if (L->bo) /* gpt-oss: the O projection's bias (fp32 rows of tmp) */
+			CUDA_CHECK(gpu_bias_add(c->tmp, E, L->bo, n, E, s));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
@@ -903,12 +957,23 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			c->pass_gemms++;
 			CUBLAS_CHECK(gpu_gemm(c->cublas, L->router, c->moe_xf, c->moe_logits, NX, E,
 					      n, NX, GPU_F32));
+			if (L->router_b) /* gpt-oss: the router's bias, before the choice */
+				CUDA_CHECK(gpu_bias_add(c->moe_logits, NX, L->router_b, n, NX, s));
 			CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K, hp->expert_weights_norm,
 						 &c->moe_plan, s));
+			/* gpt-oss: the experts' biases, the clamped SwiGLU */
+			struct gpu_moe_oai oai;
+			oai.b_gate = L->gate_exps_b;
+			oai.b_up = L->up_exps_b;
+			oai.b_down = L->down_exps_b;
+			oai.alpha = hp->swiglu_oai ? hp->swiglu_alpha : 0.0f;
+			oai.limit = hp->swiglu_limit;
 			CUDA_CHECK(gpu_moe_gate_up(L->gu_exps, FX, E, NX, c->xn, n, K, &c->moe_plan,
-						   c->moe_act, hp->gelu, c->dt, GPU_MOE_AUTO, s));
+						   c->moe_act, hp->gelu, &oai, c->dt, GPU_MOE_AUTO,
+						   s));
 			CUDA_CHECK(gpu_moe_down(L->down_exps, E, FX, NX, c->moe_act, n, K,
-						&c->moe_plan, c->moe_y, c->dt, GPU_MOE_AUTO, s));
+						&c->moe_plan, c->moe_y, &oai, c->dt, GPU_MOE_AUTO,
+						s));
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
 		} else {
 			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F));
@@ -1769,10 +1834,14 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
-	if (hp->attn_sinks || hp->attn_out_bias || hp->moe_bias || hp->swiglu_oai)
+	/* gpt-oss: sinks and the O bias on any layer; the biased router and experts and the
+	 * clamped SwiGLU in gpu/moe.cuh's experts only (gpu_moe_oai), as on the CPU backend */
+	if ((hp->moe_bias || hp->swiglu_oai) && hp->n_expert == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "gpt-oss models (attention sinks, biased experts, clamped SwiGLU) run "
-			       "on the CPU backend only in this build (--device cpu)");
+			       "the clamped SwiGLU and expert biases are supported in experts only");
+	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the clamped SwiGLU needs a positive alpha and no GELU");
 	if (hp->head_dim == 0 || hp->head_dim > 256)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend supports head sizes up "

@@ -1,6 +1,7 @@
-/* bias: the Q, K and V projection biases of qwen2, added to the fp32 QKV rows after the
- * fused QKV GEMM and before RoPE, as the CPU backend adds them (one addition per element,
- * so the result is the GEMM's value plus the bias, rounded once). */
+/* bias: a bias vector added to fp32 rows after a GEMM, as the CPU backend adds them (one
+ * addition per element, so the result is the GEMM's value plus the bias, rounded once):
+ * gpt-oss's attention output and router logits (the Q/K/V biases of qwen2 and gpt-oss go
+ * through qkv_post.cu, which composes this with the head norms and RoPE). */
 #include "gpu/gpu_ops.cuh"
 
 /* One block per token row; the threads stride over its columns. */

@@ -1,4 +1,4 @@
-/* dequant: llama.cpp's block-quantized weights (model/quant.h: Q4_0 ... IQ4_XS) to the
+/* dequant: llama.cpp's block-quantized weights (model/quant.h: Q4_0 ... IQ4_XS, MXFP4) to the
  * device storage type, on the device.
  *
  * One thread per element: it reads its block's scales and its own bits and computes the
@@ -31,6 +31,23 @@ __device__ __forceinline__ int dq_iq4_value(int q)
 	case 14: return 89;
 	default: return 113;
 	}
+}
+
+/* MXFP4's doubled e2m1 values (quant_mxfp4_values), as code */
+__device__ __forceinline__ int dq_mxfp4_value(int q)
+{
+	const int m = q & 7, v = m < 4 ? m : m == 4 ? 4 : m == 5 ? 6 : m == 6 ? 8 : 12;
+	return q & 8 ? -v : v;
+}
+
+/* MXFP4's scale: the e8m0 exponent halved, 2^(e - 128) (quant_e8m0_half; subnormal for
+ * e < 2) */
+__device__ __forceinline__ float dq_e8m0_half(uint8_t e)
+{
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+	memcpy(&f, &bits, sizeof f);
+	return f;
 }
 
 __device__ __forceinline__ float dq_h(const uint8_t *p)
@@ -88,6 +105,10 @@ __device__ float dq_elem(int t, const uint8_t *b, int e)
 		return __fadd_rn(__fmul_rn((float)q, dq_h(b)), dq_h(b + 2));
 	}
 	case 8: /* Q8_0: d, qs[32] */ return __fmul_rn((float)(int8_t)b[2 + e], dq_h(b));
+	case 39: { /* MXFP4: e (e8m0), qs[16] (gpt-oss's experts) */
+		int q = e < 16 ? b[1 + e] & 0xF : b[1 + e - 16] >> 4;
+		return __fmul_rn((float)dq_mxfp4_value(q), dq_e8m0_half(b[0]));
+	}
 	case 20: { /* IQ4_NL: d, qs[16] */
 		int q = e < 16 ? b[2 + e] & 0xF : b[2 + e - 16] >> 4;
 		return __fmul_rn(dq_h(b), (float)dq_iq4_value(q));
@@ -159,7 +180,8 @@ bool gpu_dequant_supported(int src_type)
 	case 13:
 	case 14:
 	case 20:
-	case 23: return true;
+	case 23:
+	case 39: return true;
 	}
 	return false;
 }
@@ -185,6 +207,7 @@ cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void 
 	case 14: bb = 210; break;
 	case 20: bb = 18; break;
 	case 23: bb = 136; break;
+	case 39: bb = 17; break;
 	}
 	if (n == 0)
 		return cudaSuccess;

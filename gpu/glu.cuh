@@ -21,4 +21,16 @@ __device__ __forceinline__ float gpu_glu(float g, float u, bool gelu)
 	return __fmul_rn(a, u);
 }
 
+/* gpt-oss's clamped SwiGLU (model.h swiglu_oai), as the CPU backend (ggml's swiglu_oai)
+ * computes it: x = min(g, limit), y = clamp(u, -limit, limit), x / (1 + e^(alpha * -x)) *
+ * (y + 1); the comparisons written as the CPU's, so that a NaN g gives limit and a NaN u
+ * stays NaN there and here. */
+__device__ __forceinline__ float gpu_glu_oai(float g, float u, float alpha, float limit)
+{
+	const float x = g < limit ? g : limit;
+	const float y = u < -limit ? -limit : u > limit ? limit : u;
+	const float glu = x / (1.0f + expf(alpha * (-x)));
+	return __fmul_rn(glu, __fadd_rn(y, 1.0f));
+}
+
 #endif

@@ -180,6 +180,11 @@ struct gpu_attn_args {
 	/* the GQA decode kernel as a programmatic dependent launch (gpu/pdl.cuh): only on a
 	 * device of compute capability >= 9.0; the other kernels launch plainly */
 	bool pdl;
+	/* NULL, or [n_head] fp32 (gpt-oss's attention sinks): head h's softmax gets one more
+	 * logit sinks[h] in its denominator only (no value), the max taken over the keys and
+	 * the sink: out = sum_k e^(s_k - m) v_k / (e^(sink - m) + sum_k e^(s_k - m)). Split
+	 * contexts take it once, at the merge. */
+	const float *sinks;
 };
 
 /* GPU_ATTN_PREFILL_AUTO: tiles of 16-bit K/V with heads of 16..128 dimensions (multiples

@@ -38,6 +38,24 @@
 #define MM_THREADS (MM_WARPS * 32)
 #define MM_CHUNK   256 /* inputs staged a step: 8 a lane */
 
+/* The epilogues of both projection kernels for output column r of expert e, o: gpu_moe_oai
+ * by value (zeros: none). GLU: act(g + b_gate, u + b_up); else y + b_down. */
+__device__ __forceinline__ float moe_glu(float g, float u, int e, int n_out, int r, bool gelu,
+					 const struct gpu_moe_oai &o)
+{
+	if (o.b_gate) {
+		g += o.b_gate[(size_t)e * n_out + r];
+		u += o.b_up[(size_t)e * n_out + r];
+	}
+	return o.alpha > 0.0f ? gpu_glu_oai(g, u, o.alpha, o.limit) : gpu_glu(g, u, gelu);
+}
+
+__device__ __forceinline__ float moe_down_out(float y, int e, int n_out, int r,
+					      const struct gpu_moe_oai &o)
+{
+	return o.b_down ? y + o.b_down[(size_t)e * n_out + r] : y;
+}
+
 int gpu_moe_max_tiles(int n_pairs, int n_expert)
 {
 	/* sum over experts of ceil(c_e / T) <= floor(sum c_e / T) + (experts with c_e > 0) */
@@ -181,7 +199,8 @@ template <typename T, bool GLU>
 __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n_out, int n_in,
 							       const T *x, int k,
 							       struct gpu_moe_plan plan, T *act,
-							       float *y, bool gelu)
+							       float *y, bool gelu,
+							       struct gpu_moe_oai oai)
 {
 	__shared__ __align__(16) float xs[GPU_MOE_TILE][MM_CHUNK];
 	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE]; /* input, output rows */
@@ -265,10 +284,11 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n
 		if (lane != 0)
 			continue;
 		if (GLU) {
-			act[(size_t)dst[t] * n_out + r0] = st_t<T>(gpu_glu(g, u, gelu));
+			act[(size_t)dst[t] * n_out + r0] =
+			    st_t<T>(moe_glu(g, u, e, n_out, r0, gelu, oai));
 		} else {
-			y[(size_t)dst[t] * n_out + r0] = g;
-			y[(size_t)dst[t] * n_out + r1] = u;
+			y[(size_t)dst[t] * n_out + r0] = moe_down_out(g, e, n_out, r0, oai);
+			y[(size_t)dst[t] * n_out + r1] = moe_down_out(u, e, n_out, r1, oai);
 		}
 	}
 }
@@ -285,7 +305,8 @@ template <typename T, bool GLU>
 __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_out, int n_in,
 							    const T *x, int k,
 							    struct gpu_moe_plan plan, T *act,
-							    float *y, bool gelu)
+							    float *y, bool gelu,
+							    struct gpu_moe_oai oai)
 {
 	using namespace nvcuda;
 	__shared__ __align__(32) T xs[GPU_MOE_TILE * TC_LD];
@@ -350,9 +371,10 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 	for (int i = lane; i < nt * 16; i += 32) {
 		int t = i / 16, c = i % 16;
 		if (GLU)
-			act[(size_t)dst[t] * n_out + c0 + c] = st_t<T>(gpu_glu(sg[i], su[i], gelu));
+			act[(size_t)dst[t] * n_out + c0 + c] =
+			    st_t<T>(moe_glu(sg[i], su[i], e, n_out, c0 + c, gelu, oai));
 		else
-			y[(size_t)dst[t] * n_out + c0 + c] = sg[i];
+			y[(size_t)dst[t] * n_out + c0 + c] = moe_down_out(sg[i], e, n_out, c0 + c, oai);
 	}
 }
 
@@ -361,10 +383,17 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 template <bool GLU>
 static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, const void *x,
 			  int n_tok, int k, const struct gpu_moe_plan *plan, void *act, float *y,
-			  bool gelu, enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
+			  bool gelu, const struct gpu_moe_oai *oai_p, enum gpu_dtype dt,
+			  enum gpu_moe_path path, cudaStream_t stream)
 {
 	if (n_tok <= 0)
 		return cudaSuccess;
+	struct gpu_moe_oai oai;
+	memset(&oai, 0, sizeof oai);
+	if (oai_p)
+		oai = *oai_p;
+	if ((GLU && (!oai.b_gate != !oai.b_up)) || (oai.alpha > 0.0f && gelu))
+		return cudaErrorInvalidValue;
 	int max_tiles = gpu_moe_max_tiles(n_tok * k, n_expert);
 	if (n_out % 8 || n_in % 8 || n_out <= 0 || n_in <= 0 || max_tiles > 65535 ||
 	    (uintptr_t)W % 16 || (uintptr_t)x % 16)
@@ -380,35 +409,37 @@ static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, cons
 		if (dt == GPU_F16)
 			moe_tc_kernel<__half, GLU><<<grid, TC_THREADS, 0, stream>>>(
 			    (const __half *)W, n_out, n_in, (const __half *)x, k, *plan,
-			    (__half *)act, y, gelu);
+			    (__half *)act, y, gelu, oai);
 		else
 			moe_tc_kernel<__nv_bfloat16, GLU><<<grid, TC_THREADS, 0, stream>>>(
 			    (const __nv_bfloat16 *)W, n_out, n_in, (const __nv_bfloat16 *)x, k,
-			    *plan, (__nv_bfloat16 *)act, y, gelu);
+			    *plan, (__nv_bfloat16 *)act, y, gelu, oai);
 		return cudaGetLastError();
 	}
 	dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS), (unsigned)max_tiles);
 	GPU_DISPATCH_DTYPE(
 	    dt, T,
 	    moe_mm_kernel<T, GLU><<<grid, MM_THREADS, 0, stream>>>(
-		(const T *)W, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu));
+		(const T *)W, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu, oai));
 	return cudaGetLastError();
 }
 
 cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert, const void *xn,
 			    int n_tok, int k, const struct gpu_moe_plan *plan, void *act, bool gelu,
-			    enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
+			    const struct gpu_moe_oai *oai, enum gpu_dtype dt,
+			    enum gpu_moe_path path, cudaStream_t stream)
 {
-	return moe_mm<true>(wgu, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu, dt,
-			    path, stream);
+	return moe_mm<true>(wgu, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu, oai,
+			    dt, path, stream);
 }
 
 cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
 			 int n_tok, int k, const struct gpu_moe_plan *plan, float *y,
-			 enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream)
+			 const struct gpu_moe_oai *oai, enum gpu_dtype dt, enum gpu_moe_path path,
+			 cudaStream_t stream)
 {
-	return moe_mm<false>(wdown, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false, dt,
-			     path, stream);
+	return moe_mm<false>(wdown, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false,
+			     oai, dt, path, stream);
 }
 
 /* ---- the weighted sum ---- */

@@ -12,7 +12,8 @@
  *                    pairs grouped by expert (counting sort, stable: token order within an
  *                    expert) and cut into tiles of <= GPU_MOE_TILE pairs of one expert;
  *   gpu_moe_gate_up  per tile, the expert's gate|up rows against its tokens' inputs, read
- *                    once for the whole tile, the gated activation in the epilogue;
+ *                    once for the whole tile, the gated activation in the epilogue
+ *                    (gpt-oss: the gate and up biases, the clamped SwiGLU: gpu_moe_oai);
  *   gpu_moe_down     per tile, the expert's down rows against those activations;
  *   gpu_moe_combine  per token, the weighted sum of its slots' outputs in slot order.
  * The host sizes every grid from the pass's token count alone (gpu_moe_max_tiles): blocks
@@ -51,6 +52,18 @@ int gpu_moe_max_tiles(int n_pairs, int n_expert);
 cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
 			  const struct gpu_moe_plan *plan, cudaStream_t stream);
 
+/* gpt-oss's additions to the experts (model.h moe_bias, swiglu_oai), fp32 device vectors
+ * stacked by expert; NULL members: none. The gate and up biases are added to the fp32
+ * projections before the activation, the down bias to y (so gpu_moe_combine weighs it with
+ * the rest of the expert's output); alpha > 0: the activation is gpu_glu_oai(g, u, alpha,
+ * limit) instead of SiLU (gelu must then be false). */
+struct gpu_moe_oai {
+	const float *b_gate; /* [n_expert][n_ff] */
+	const float *b_up;   /* [n_expert][n_ff] */
+	const float *b_down; /* [n_expert][n_embd] */
+	float alpha, limit;
+};
+
 /* Which kernel gpu_moe_gate_up and gpu_moe_down run. AUTO: tensor cores (wmma) for 16-bit
  * types when both widths are multiples of 16 and the pass has on average at least
  * GPU_MOE_TC_MIN_PAIRS pairs an expert (n_tok * k >= that * n_expert), else CUDA cores:
@@ -68,14 +81,16 @@ enum gpu_moe_path { GPU_MOE_AUTO = 0, GPU_MOE_CUDA_CORES = 1, GPU_MOE_TENSOR_COR
  * (cudaErrorInvalidValue otherwise). */
 cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert, const void *xn,
 			    int n_tok, int k, const struct gpu_moe_plan *plan, void *act, bool gelu,
-			    enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream);
+			    const struct gpu_moe_oai *oai, enum gpu_dtype dt,
+			    enum gpu_moe_path path, cudaStream_t stream);
 
 /* y[p, o] (fp32, [n_tok * k, n_embd], row p = pair id t * k + j) = down_e[o] . act[s] for
  * the pair p at sorted position s; wdown [n_expert][n_embd, n_ff] of dt. Same shape and
  * alignment rules as gpu_moe_gate_up. */
 cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
 			 int n_tok, int k, const struct gpu_moe_plan *plan, float *y,
-			 enum gpu_dtype dt, enum gpu_moe_path path, cudaStream_t stream);
+			 const struct gpu_moe_oai *oai, enum gpu_dtype dt, enum gpu_moe_path path,
+			 cudaStream_t stream);
 
 /* out[t, o] (fp32, [n_tok, n_embd]) = sum over j < k in order of w[t * k + j] * y[t * k + j,
  * o] (the first term w * y, then each added; a*b+c may contract to an FMA). */

@@ -28,8 +28,9 @@ static uint32_t rnd(void)
 static const int *half_fields(enum gguf_dtype t)
 {
 	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
-			 q3k[] = {108, -1}, q6k[] = {208, -1};
+			 q3k[] = {108, -1}, q6k[] = {208, -1}, none[] = {-1};
 	switch (t) {
+	case GGUF_DTYPE_MXFP4: return none; /* an e8m0 byte: every value is a scale */
 	case GGUF_DTYPE_Q4_1:
 	case GGUF_DTYPE_Q5_1:
 	case GGUF_DTYPE_Q4_K:
@@ -51,7 +52,8 @@ int main(void)
 	static const enum gguf_dtype types[] = {
 	    GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1,
 	    GGUF_DTYPE_Q8_0, GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,
-	    GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
+	    GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
+	    GGUF_DTYPE_MXFP4 /* random e8m0 bytes: subnormal scales (e < 2) to 2^127 (inf) */};
 	const int NB = 24; /* super-blocks' worth: 6144 elements per type */
 	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
 		enum gguf_dtype t = types[ti];

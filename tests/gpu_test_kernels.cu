@@ -1310,18 +1310,25 @@ static void test_attention(int n_sm)
 	/* GQA groups of 1 to 8 (the GQA decode kernel: 1 or 2 heads a warp), head sizes
 	 * from 8 to 256 (f32 at 256 and rows that are no multiple of 16 bytes go to the
 	 * per-query kernel); each with plain causal attention, then (bf16 only, for time) a
-	 * window of 64 keys (gemma2/3's local layers) and a score soft-cap of 30 (gemma2) */
+	 * window of 64 keys (gemma2/3's local layers) and a score soft-cap of 30 (gemma2);
+	 * then (f32 and bf16) gpt-oss's attention sinks, with and without a window of 64 */
 	struct {
 		int n_head, n_head_kv, hd, bs;
 	} shapes[8] = {{8, 4, 8, 16},	  {32, 8, 128, 32}, {4, 4, 64, 16},  {6, 2, 96, 8},
 		       {4, 1, 256, 16}, {16, 2, 64, 16},  {14, 2, 128, 16}, {4, 2, 36, 16}};
 	for (auto &sh : shapes)
 		for (enum gpu_dtype dt : all_dt)
-			for (int variant = 0; variant < 3; variant++) {
-			if (variant > 0 && dt != GPU_BF16)
+			for (int variant = 0; variant < 5; variant++) {
+			if (variant > 0 && variant < 3 && dt != GPU_BF16)
 				continue;
-			const int window = variant == 1 ? 64 : 0;
+			if (variant >= 3 && dt == GPU_F16)
+				continue;
+			const int window = variant == 1 || variant == 4 ? 64 : 0;
 			const float softcap = variant == 2 ? 30.0f : 0.0f;
+			/* sinks in [-1, 6]: from a small share of a 1501-key softmax to most of
+			 * the first token's (one key) */
+			const std::vector<float> sinks =
+			    variant >= 3 ? rand_vec((size_t)sh.n_head, -1, 6) : std::vector<float>();
 			int n_layer = 2, layer = 1, kv_dim = sh.n_head_kv * sh.hd;
 			/* three sequences: a long decode step, a context chunk in the middle of a
 			 * prompt, and the very first token of a prompt */
@@ -1387,6 +1394,8 @@ static void test_attention(int n_sm)
 							   sh.n_head_kv, sh.hd, dout, max_ctx);
 			a.softcap = softcap;
 			a.window = window;
+			float *dsinks = sinks.empty() ? NULL : dev_vec(sinks);
+			a.sinks = dsinks;
 			/* the chunk (sequence 1) as tiles of 16, 16 and 5 queries; the two single
 			 * tokens through the per-query kernel */
 			std::vector<int32_t> tiles = {1, 16, 17, 16, 33, 5}, list = {0, 38};
@@ -1427,7 +1436,11 @@ static void test_attention(int n_sm)
 								sc[k] = -INFINITY;
 							mx = std::max(mx, sc[k]);
 						}
-						double sum = 0;
+						/* the sink: in the max and the denominator */
+						const double sk =
+						    sinks.empty() ? -INFINITY : (double)sinks[h];
+						mx = std::max(mx, sk);
+						double sum = sinks.empty() ? 0 : exp(sk - mx);
 						for (int k = 0; k <= p; k++)
 							sum += (sc[k] = exp(sc[k] - mx));
 						for (int e = 0; e < sh.hd; e++) {
@@ -1485,13 +1498,13 @@ static void test_attention(int n_sm)
 					char what[128];
 					snprintf(what, sizeof what,
 						 "attention h %d/%d hd %d bs %d %s splits %d %s "
-						 "window %d softcap %g",
+						 "window %d softcap %g%s",
 						 sh.n_head, sh.n_head_kv, sh.hd, sh.bs,
 						 gpu_dtype_name(dt), ns,
 						 tiled ? (on_tc ? "tensor-core tiles+list"
 								: "tiles+list")
 						       : "per-query",
-						 window, softcap);
+						 window, softcap, sinks.empty() ? "" : " sinks");
 					std::vector<uint32_t> gd =
 					    dev_download<uint32_t>(partial + used, guard);
 					size_t touched = 0;
@@ -1543,6 +1556,8 @@ static void test_attention(int n_sm)
 			cudaFree(dtiles);
 			cudaFree(dlist);
 			cudaFree(dcnt);
+			if (dsinks)
+				cudaFree(dsinks);
 			cudaFree(dpool);
 			cudaFree(dq);
 			cudaFree(dbt);
@@ -2603,7 +2618,8 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 				      const void *dwgu, const void *dwd, const std::vector<float> &x,
 				      std::vector<float> *act, std::vector<float> *y,
 				      std::vector<int32_t> *ids, std::vector<float> *w,
-				      std::vector<int32_t> *sorted, enum gpu_moe_path path)
+				      std::vector<int32_t> *sorted, enum gpu_moe_path path,
+				      const struct gpu_moe_oai *oai = NULL)
 {
 	struct moe_dev d = moe_dev_alloc(l, n_tok, n_expert, k);
 	size_t P = (size_t)n_tok * k;
@@ -2615,9 +2631,9 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 	REQUIRE(cudaMalloc(&dout, (size_t)n_tok * n_embd * 4));
 	REQUIRE(gpu_moe_route(d.logits, n_tok, n_expert, k, norm, &d.plan, 0));
 	REQUIRE(gpu_moe_gate_up(dwgu, n_ff, n_embd, n_expert, dx, n_tok, k, &d.plan, dact, false,
-				dt, path, 0));
-	REQUIRE(gpu_moe_down(dwd, n_embd, n_ff, n_expert, dact, n_tok, k, &d.plan, dy, dt, path,
-			     0));
+				oai, dt, path, 0));
+	REQUIRE(gpu_moe_down(dwd, n_embd, n_ff, n_expert, dact, n_tok, k, &d.plan, dy, oai, dt,
+			     path, 0));
 	REQUIRE(gpu_moe_combine(dy, d.plan.w, n_tok, k, n_embd, dout, 0));
 	std::vector<float> out = dev_download<float>(dout, (size_t)n_tok * n_embd);
 	if (act)
@@ -2644,16 +2660,22 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
  * (act from the device's routing, y from the device's act, out from the device's y and
  * w: each check isolates its kernel), then the whole against a host computation from the
  * reference routing alone, and a token's output alone equal bitwise to its row in the
- * batch on the same kernel (the grouping must not leak other tokens into it). */
+ * batch on the same kernel (the grouping must not leak other tokens into it). The cases
+ * marked oai are gpt-oss's experts (gpu_moe_oai: gate, up and down biases, the clamped
+ * SwiGLU with alpha 1.702 and limit 7; gate|up weights 4x larger so that the clamps act),
+ * against the same loops with those added. */
 static void test_moe_ffn(void)
 {
 	struct {
 		int n_tok, n_expert, k;
 		bool norm;
 		int n_embd, n_ff;
+		bool oai;
 	} cases[] = {{1, 8, 2, true, 64, 32},	 {37, 4, 2, true, 264, 40}, {13, 16, 4, false, 64, 48},
 		     {5, 4, 4, true, 72, 16},	 {9, 128, 8, true, 64, 32}, {6, 8, 1, false, 64, 32},
-		     {37, 4, 2, true, 528, 48}};
+		     {37, 4, 2, true, 528, 48},	 {1, 8, 2, true, 64, 32, true},
+		     {37, 4, 2, true, 264, 40, true}, {37, 4, 2, true, 528, 48, true}};
+	const float OA = 1.702f, OL = 7.0f;
 	const enum gpu_moe_path paths[3] = {GPU_MOE_AUTO, GPU_MOE_CUDA_CORES, GPU_MOE_TENSOR_CORES};
 	for (auto &cs : cases)
 		for (enum gpu_dtype dt : all_dt)
@@ -2664,7 +2686,8 @@ static void test_moe_ffn(void)
 					continue;
 				const size_t P = (size_t)T * K;
 				std::vector<float> l = moe_logits(T, NX, K, false);
-				std::vector<float> wgu = rand_vec((size_t)NX * 2 * F * E, -0.25f, 0.25f);
+				const float gs = cs.oai ? 1.0f : 0.25f;
+				std::vector<float> wgu = rand_vec((size_t)NX * 2 * F * E, -gs, gs);
 				std::vector<float> wd = rand_vec((size_t)NX * E * F, -0.25f, 0.25f);
 				std::vector<float> x = rand_vec((size_t)T * E, -1, 1);
 				for (auto *v : {&wgu, &wd, &x})
@@ -2673,15 +2696,27 @@ static void test_moe_ffn(void)
 				auto pgu = st_pack(dt, wgu), pd = st_pack(dt, wd);
 				void *dwgu = dev_upload(pgu.data(), pgu.size()),
 				     *dwd = dev_upload(pd.data(), pd.size());
+				/* gpt-oss: fp32 biases (zero vectors where not oai, so the loops
+				 * below serve both) */
+				std::vector<float> bg((size_t)NX * F, 0.0f), bu = bg, bd((size_t)NX * E, 0.0f);
+				struct gpu_moe_oai oai = {};
+				if (cs.oai) {
+					bg = rand_vec(bg.size(), -2, 2);
+					bu = rand_vec(bu.size(), -2, 2);
+					bd = rand_vec(bd.size(), -1, 1);
+					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL};
+				}
 				std::vector<float> act, y, w;
 				std::vector<int32_t> ids, sorted;
-				std::vector<float> out = moe_ffn_run(dt, l, T, NX, K, cs.norm, E, F, dwgu, dwd,
-								     x, &act, &y, &ids, &w, &sorted, path);
+				std::vector<float> out =
+				    moe_ffn_run(dt, l, T, NX, K, cs.norm, E, F, dwgu, dwd, x, &act, &y, &ids,
+						&w, &sorted, path, cs.oai ? &oai : NULL);
 				char what[160];
-				snprintf(what, sizeof what, "moe ffn %d tokens, %d of %d experts, %dx%d %s, %s",
+				snprintf(what, sizeof what, "moe ffn %d tokens, %d of %d experts, %dx%d %s, %s%s",
 					 T, K, NX, E, F, gpu_dtype_name(dt),
 					 path == GPU_MOE_AUTO ? "auto" : path == GPU_MOE_CUDA_CORES ? "cuda cores"
-												 : "tensor cores");
+												 : "tensor cores",
+					 cs.oai ? ", gpt-oss biases and clamped SwiGLU" : "");
 				/* gate|up: fp32 sums (error <= ~4e-6 of the sum of |terms| for these
 				 * lengths), then act(g) * u rounded to dt, as test_gemv bounds it */
 				size_t bad = 0;
@@ -2702,10 +2737,27 @@ static void test_moe_ffn(void)
 							ag += fabs((double)g_row[i] * xt[i]);
 							au += fabs((double)u_row[i] * xt[i]);
 						}
-						double ac = g / (1.0 + exp(-g)), v = ac * u;
+						double ac, v, lim;
+						if (cs.oai) { /* model.h swiglu_oai */
+							g += bg[(size_t)e * F + j];
+							u += bu[(size_t)e * F + j];
+							double xc = std::min(g, (double)OL);
+							double yc = std::min(std::max(u, -(double)OL), (double)OL);
+							ac = xc / (1.0 + exp(-(double)OA * xc));
+							v = ac * (yc + 1.0);
+							/* |d act / dx| <= 1 + alpha |x| / 4 */
+							lim = 1.2 * 4e-6 * ag * (1 + OA * fabs(xc) / 4) *
+								  (fabs(yc) + 1) +
+							      (fabs(ac) + 1e-3) * 4e-6 * au +
+							      (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
+						} else {
+							ac = g / (1.0 + exp(-g));
+							v = ac * u;
+							lim = 1.2 * 4e-6 * ag * fabs(u) +
+							      (fabs(ac) + 1e-3) * 4e-6 * au +
+							      (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
+						}
 						a_ref[q * F + j] = v;
-						double lim = 1.2 * 4e-6 * ag * fabs(u) + (fabs(ac) + 1e-3) * 4e-6 * au +
-							     (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
 						float got = act[pos_of[q] * F + j];
 						if (!(fabs(got - st_round(dt, (float)v)) <= lim) && bad++ < 3)
 							fprintf(stderr, "  %s: act[pair %zu][%d] = %.9g, want %.9g\n",
@@ -2720,7 +2772,7 @@ static void test_moe_ffn(void)
 					int e = ids[q];
 					for (int o = 0; o < E; o++) {
 						const float *row = &wd[((size_t)e * E + o) * F];
-						double acc = 0, aa = 0;
+						double acc = bd[(size_t)e * E + o], aa = fabs(acc);
 						for (int j = 0; j < F; j++) {
 							double pr = (double)row[j] * act[pos_of[q] * F + j];
 							acc += pr;
@@ -2763,7 +2815,7 @@ static void test_moe_ffn(void)
 						for (int j = 0; j < K; j++) {
 							size_t q = (size_t)t * K + j;
 							const float *row = &wd[((size_t)rid[j] * E + o) * F];
-							double yo = 0, ay = 0;
+							double yo = bd[(size_t)rid[j] * E + o], ay = fabs(yo);
 							for (int f = 0; f < F; f++) {
 								double a = st_round(dt, (float)a_ref[q * F + f]);
 								yo += row[f] * a;
@@ -2785,24 +2837,29 @@ static void test_moe_ffn(void)
 					std::vector<float> l1(l.end() - NX, l.end()), x1(x.end() - E, x.end());
 					std::vector<float> o1 = moe_ffn_run(dt, l1, 1, NX, K, cs.norm, E, F, dwgu,
 									    dwd, x1, NULL, NULL, NULL, NULL, NULL,
-									    path);
+									    path, cs.oai ? &oai : NULL);
 					CHECK(memcmp(o1.data(), &out[(size_t)(T - 1) * E], (size_t)E * 4) == 0,
 					      "%s: the last token alone differs from its row in the batch", what);
 				}
 				cudaFree(dwgu);
 				cudaFree(dwd);
+				if (cs.oai) {
+					cudaFree((void *)oai.b_gate);
+					cudaFree((void *)oai.b_up);
+					cudaFree((void *)oai.b_down);
+				}
 			}
 	/* what the projections refuse: widths not multiples of 8; tensor cores forced where
 	 * they do not apply (f32, a width of 24) */
 	struct gpu_moe_plan plan = {};
-	CHECK(gpu_moe_gate_up((void *)256, 12, 64, 8, (void *)256, 1, 2, &plan, NULL, false,
+	CHECK(gpu_moe_gate_up((void *)256, 12, 64, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 			      GPU_F32, GPU_MOE_AUTO, 0) == cudaErrorInvalidValue &&
-		  gpu_moe_down((void *)256, 64, 12, 8, (void *)256, 1, 2, &plan, NULL, GPU_F32,
-			       GPU_MOE_AUTO, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_down((void *)256, 64, 12, 8, (void *)256, 1, 2, &plan, NULL, NULL,
+			       GPU_F32, GPU_MOE_AUTO, 0) == cudaErrorInvalidValue &&
 		  gpu_moe_gate_up((void *)256, 32, 64, 8, (void *)256, 1, 2, &plan, NULL, false,
-				  GPU_F32, GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue &&
-		  gpu_moe_down((void *)256, 64, 24, 8, (void *)256, 1, 2, &plan, NULL, GPU_BF16,
-			       GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
+				  NULL, GPU_F32, GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue &&
+		  gpu_moe_down((void *)256, 64, 24, 8, (void *)256, 1, 2, &plan, NULL, NULL,
+			       GPU_BF16, GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
 	      "moe: an expert width of 12, and tensor cores forced for f32 or a width of 24, "
 	      "refused");
 }
