@@ -209,8 +209,8 @@ for l in open(sys.argv[1]):
     print(r["id"], e.get("message", r.get("finish_reason")))' "$TMP/err.out")
 check "the good line ran" grep -q "^ok length" <<<"$msgs"
 check "grammar error has a position" grep -q "^g grammar: line 1, column 16: expecting ')'" <<<"$msgs"
-check "schema error names the property" grep -q "^s json_schema: json_schema at '/properties/a': minLength" <<<"$msgs"
-check "regex error has an offset" grep -q "^r regex: regex: at offset 4" <<<"$msgs"
+check "schema error names the property" grep -q "^s json_schema at '/properties/a': minLength" <<<"$msgs"
+check "regex error has an offset" grep -q "^r regex: at offset 4" <<<"$msgs"
 check "two constraints refused" grep -q "^two give at most one of" <<<"$msgs"
 check "left recursion refused" grep -q "^lr grammar: .*'root' is left-recursive" <<<"$msgs"
 check "bad logit_bias key" grep -q "^lb logit_bias keys must be token ids" <<<"$msgs"

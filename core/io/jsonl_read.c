@@ -372,12 +372,25 @@ static void set_grammar(struct parse *p, const char *gbnf, const char *name)
 		     strncmp(err.msg, "grammar: ", 9) == 0 ? err.msg + 9 : err.msg);
 }
 
+/* A compiler's message under the field's name, its own prefix ("regex: ", "json_schema ")
+ * dropped so that the name is not said twice: "regex: at offset 4: ...",
+ * "json_schema at '/a': ...", "body.response_format.json_schema.schema at '/': ...". */
+static void fail_compile(struct parse *p, const char *name, const char *msg)
+{
+	if (strncmp(msg, "regex: ", 7) == 0)
+		fail(p, "invalid_request", "%s: %s", name, msg + 7);
+	else if (strncmp(msg, "json_schema at ", 15) == 0)
+		fail(p, "invalid_request", "%s %s", name, msg + 12);
+	else
+		fail(p, "invalid_request", "%s: %s", name, msg);
+}
+
 static void set_schema(struct parse *p, const cJSON *schema, const char *name)
 {
 	char *gbnf = NULL;
 	struct bg_err err = {0};
 	if (json_schema_to_gbnf(schema, &gbnf, &err) != BG_OK)
-		fail(p, "invalid_request", "%s: %s", name, err.msg);
+		fail_compile(p, name, err.msg);
 	else
 		set_grammar(p, gbnf, name);
 	free(gbnf);
@@ -417,7 +430,7 @@ static void parse_constraints(struct parse *p, const cJSON *o, const char *pre, 
 		if (!cJSON_IsString(rx))
 			fail(p, "invalid_request", "%s must be a string", name);
 		else if (regex_to_gbnf(rx->valuestring, &gbnf, &err) != BG_OK)
-			fail(p, "invalid_request", "%s: %s", name, err.msg);
+			fail_compile(p, name, err.msg);
 		else
 			set_grammar(p, gbnf, name);
 		free(gbnf);
