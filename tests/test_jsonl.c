@@ -280,6 +280,16 @@ static void test_native_full(void)
 	CHECK(r->add_bos == 1, "add_bos true");
 	CHECK(r->max_tokens == 100, "1e2 is an integer");
 	req_free(r);
+	/* seeds of 2^63 and above are integers too (vLLM and others print unsigned 64-bit
+	 * seeds); before, they were refused as "seed must be an integer" */
+	r = parse("{\"prompt\": \"a\", \"seed\": 9223372036854775808}", 2, &d, NULL);
+	CHECK(r->error.code[0] == 0 && r->sampling.seed == 9223372036854775808ull,
+	      "seed 2^63: %s", r->error.message);
+	req_free(r);
+	r = parse("{\"prompt\": \"a\", \"seed\": 1e19}", 2, &d, NULL);
+	CHECK(r->error.code[0] == 0 && r->sampling.seed == 10000000000000000000ull,
+	      "seed 1e19: %s", r->error.message);
+	req_free(r);
 }
 
 static void test_errors(void)
@@ -336,6 +346,11 @@ static void test_errors(void)
 		     "seed must be an integer");
 	expect_error("{\"prompt\": \"a\", \"seed\": \"7\"}", "invalid_request",
 		     "seed must be an integer");
+	/* 2^64 - 1 reads as the double 2^64, past every 64-bit integer: the range is named */
+	expect_error("{\"prompt\": \"a\", \"seed\": 18446744073709551615}", "invalid_request",
+		     "seed must be an integer in [-2^63, 2^64)");
+	expect_error("{\"prompt\": \"a\", \"seed\": -1e19}", "invalid_request",
+		     "seed must be an integer in [-2^63, 2^64)");
 	expect_error("{\"prompt\": \"a\", \"repetition_penalty\": 0}", "invalid_request",
 		     "repetition_penalty must be in");
 	expect_error("{\"prompt\": \"a\", \"repetition_penalty\": \"x\"}", "invalid_request",

@@ -328,12 +328,19 @@ static void read_param(struct parse *p, const struct param_def *d, const cJSON *
 		break;
 	case PARAM_LOGPROBS: get_logprobs(p, it, name, (int32_t *)f); break;
 	case PARAM_SEED:
-		/* any integer; a negative one is taken modulo 2^64. Doubles hold integers
-		 * exactly up to 2^53, which is what JSON parsers promise anyway. */
-		if (!is_integer(it) || fabs(it->valuedouble) >= 9223372036854775808.0) {
+		/* any integer in [-2^63, 2^64); a negative one is taken modulo 2^64. Doubles
+		 * hold integers exactly up to 2^53, which is what JSON parsers promise anyway
+		 * (18446744073709551615 reads as 2^64, out of range). */
+		if (!is_integer(it)) {
 			fail(p, "invalid_request", "%s must be an integer", name);
+		} else if (it->valuedouble < -9223372036854775808.0 ||
+			   it->valuedouble >= 18446744073709551616.0) {
+			fail(p, "invalid_request", "%s must be an integer in [-2^63, 2^64), got %g",
+			     name, it->valuedouble);
 		} else {
-			*(uint64_t *)f = (uint64_t)(int64_t)it->valuedouble;
+			double v = it->valuedouble;
+			*(uint64_t *)f = v >= 9223372036854775808.0 ? (uint64_t)v
+								    : (uint64_t)(int64_t)v;
 			p->seed_given = true;
 		}
 		break;
