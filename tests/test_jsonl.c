@@ -327,8 +327,15 @@ static void test_errors(void)
 		     "max_tokens must be an integer");
 	expect_error("{\"prompt\": \"a\", \"max_tokens\": 3000000000}", "invalid_request",
 		     "max_tokens must be in");
+	/* the value as written, not its double's 17 digits (-0.10000000000000001) */
 	expect_error("{\"prompt\": \"a\", \"temperature\": -0.1}", "invalid_request",
-		     "temperature must be in");
+		     "temperature must be in [0, 1e+06], got -0.1");
+	expect_error("{\"prompt\": \"a\", \"presence_penalty\": 2.01}", "invalid_request",
+		     "presence_penalty must be in [-2, 2], got 2.01");
+	expect_error("{\"prompt\": \"a\", \"min_p\": 1.0000000000000002}", "invalid_request",
+		     "got 1.0000000000000002");
+	expect_error("{\"prompt\": \"a\", \"top_k\": 100000000000}", "invalid_request",
+		     "got 100000000000");
 	expect_error("{\"prompt\": \"a\", \"temperature\": \"hot\"}", "invalid_request",
 		     "temperature must be a number");
 	expect_error("{\"prompt\": \"a\", \"top_p\": 0}", "invalid_request", "top_p must be in");

@@ -145,6 +145,23 @@ static bool is_integer(const cJSON *it)
 	return isfinite(v) && v == floor(v);
 }
 
+/* v in the fewest digits that read back as v: what the line most likely said (2.01, not
+ * the 2.0099999999999998 that %.17g prints; integers below 1e17 in all their digits).
+ * buf: at least 32 bytes. */
+static const char *num_text(double v, char *buf, size_t cap)
+{
+	if (v == floor(v) && fabs(v) < 1e17) { /* integers in full: 100000000000, not 1e+11 */
+		snprintf(buf, cap, "%.0f", v);
+		return buf;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, cap, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	return buf;
+}
+
 /* Integer field in [lo, hi]; returns false (and fails) on a wrong type or range. */
 static bool get_int(struct parse *p, const cJSON *it, const char *name, int64_t lo, int64_t hi,
 		    int64_t *out)
@@ -155,8 +172,9 @@ static bool get_int(struct parse *p, const cJSON *it, const char *name, int64_t 
 	}
 	double v = it->valuedouble;
 	if (v < (double)lo || v > (double)hi) {
-		fail(p, "invalid_request", "%s must be in [%" PRId64 ", %" PRId64 "], got %.17g",
-		     name, lo, hi, v);
+		char got[32];
+		fail(p, "invalid_request", "%s must be in [%" PRId64 ", %" PRId64 "], got %s",
+		     name, lo, hi, num_text(v, got, sizeof got));
 		return false;
 	}
 	*out = (int64_t)v;
@@ -175,8 +193,9 @@ static bool get_num(struct parse *p, const cJSON *it, const char *name, double l
 	double v = it->valuedouble;
 	bool ok = v <= hi && (rg == OPEN_LO ? v > lo : v >= lo);
 	if (!ok) {
-		fail(p, "invalid_request", "%s must be in %c%g, %g], got %.17g", name,
-		     rg == OPEN_LO ? '(' : '[', lo, hi, v);
+		char got[32];
+		fail(p, "invalid_request", "%s must be in %c%g, %g], got %s", name,
+		     rg == OPEN_LO ? '(' : '[', lo, hi, num_text(v, got, sizeof got));
 		return false;
 	}
 	*out = (float)v;
@@ -335,8 +354,9 @@ static void read_param(struct parse *p, const struct param_def *d, const cJSON *
 			fail(p, "invalid_request", "%s must be an integer", name);
 		} else if (it->valuedouble < -9223372036854775808.0 ||
 			   it->valuedouble >= 18446744073709551616.0) {
-			fail(p, "invalid_request", "%s must be an integer in [-2^63, 2^64), got %g",
-			     name, it->valuedouble);
+			char got[32];
+			fail(p, "invalid_request", "%s must be an integer in [-2^63, 2^64), got %s",
+			     name, num_text(it->valuedouble, got, sizeof got));
 		} else {
 			double v = it->valuedouble;
 			*(uint64_t *)f = v >= 9223372036854775808.0 ? (uint64_t)v
