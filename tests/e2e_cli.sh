@@ -207,6 +207,11 @@ head -c 4096 /dev/urandom >"$TMP/garbage.gguf"
 model_error "garbage model" "$BATCHGEN" -m "$TMP/garbage.gguf"
 printf 'GGUF\003\000\000\000' >"$TMP/short.gguf"
 model_error "truncated model" "$BATCHGEN" -m "$TMP/short.gguf"
+# a directory (a hub download's folder): names the .gguf files in it, so the user can pick
+mkdir -p "$TMP/mdir" && : >"$TMP/mdir/model-Q8_0.gguf" && : >"$TMP/mdir/README.md"
+model_error "directory as model" "$BATCHGEN" -m "$TMP/mdir"
+check "directory as model: says it is a directory and names its .gguf file" \
+	grep -q "is a directory.*model-Q8_0.gguf" "$TMP/m.err"
 # an output that cannot be written (a full disk): exit 3, and the reason
 if [ -w /dev/full ]; then
 	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin -q >/dev/full 2>"$TMP/full.err"
