@@ -152,6 +152,7 @@ int cmd_synth(int argc, char **argv)
 	struct synth_opts o;
 	synth_opts_init(&o, base);
 	const char *out = NULL, *vocab_from = NULL;
+	bool expert_flag = false; /* --experts-used or --ffn-exp given */
 	int c, li = -1;
 	optind = 1;
 	opterr = 0;
@@ -184,8 +185,14 @@ int cmd_synth(int argc, char **argv)
 		case O_SWA: ok = parse_u32(optarg, &o.shape.n_swa); break;
 		case O_SWA_ALL: o.shape.swa_all = true; break;
 		case O_EXPERTS: ok = parse_u32(optarg, &o.shape.n_expert); break;
-		case O_EXPERTS_USED: ok = parse_u32(optarg, &o.shape.n_expert_used); break;
-		case O_FFN_EXP: ok = parse_u32(optarg, &o.shape.n_ff_exp); break;
+		case O_EXPERTS_USED:
+			ok = parse_u32(optarg, &o.shape.n_expert_used);
+			expert_flag = true;
+			break;
+		case O_FFN_EXP:
+			ok = parse_u32(optarg, &o.shape.n_ff_exp);
+			expert_flag = true;
+			break;
 		case 'o': out = optarg; break;
 		case O_LIST:
 			for (size_t i = 0; i < synth_n_shapes(); i++) {
@@ -227,6 +234,13 @@ int cmd_synth(int argc, char **argv)
 	}
 	if (!out) {
 		fprintf(stderr, "batchgen synth: -o OUT.gguf is required (see --help)\n");
+		return CLI_EXIT_USAGE;
+	}
+	if (expert_flag && !o.shape.n_expert) {
+		/* a dense shape (or --experts 0) would ignore them: say so rather than write a
+		 * model without the experts asked for */
+		fprintf(stderr, "batchgen synth: --experts-used and --ffn-exp need experts "
+				"(--experts N, or a mixture-of-experts --shape)\n");
 		return CLI_EXIT_USAGE;
 	}
 	struct bg_err err = {0};

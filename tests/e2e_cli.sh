@@ -147,6 +147,11 @@ usage_error() {
 }
 usage_error "unknown option" "$BATCHGEN" --bogus
 usage_error "unknown command" "$BATCHGEN" frobnicate
+# expert flags on a shape without experts were ignored without a word (a dense model written)
+usage_error "synth --experts-used without experts" "$BATCHGEN" synth --shape tiny --experts-used 2 -o "$TMP/dense.gguf"
+check "synth --experts-used without experts: says why" grep -q -- "--experts-used and --ffn-exp need experts" "$TMP/u.err"
+check "synth --experts-used without experts: no file" test ! -e "$TMP/dense.gguf"
+usage_error "synth --ffn-exp without experts" "$BATCHGEN" synth --shape qwen3-tiny --ffn-exp 64 -o "$TMP/dense.gguf"
 usage_error "not a number" "$BATCHGEN" --max-tokens ten
 usage_error "out of range" "$BATCHGEN" --top-p 1.5
 usage_error "bad policy" "$BATCHGEN" --policy sometimes
