@@ -265,11 +265,15 @@ int cmd_synth(int argc, char **argv)
 	}
 	struct synth_shape s = o.shape;
 	s.n_vocab = synth_n_vocab(&o);
+	char moe[64] = ""; /* as --list-shapes says it: a mixtral file is arch llama */
+	if (s.n_expert)
+		snprintf(moe, sizeof moe, ", %u of %u experts %u wide", s.n_expert_used, s.n_expert,
+			 synth_n_ff_exp(&s));
 	fprintf(stderr,
-		"batchgen: wrote %s: %s, %u layers, embd %u, heads %u/%u, ffn %u, vocab %u, %s, "
+		"batchgen: wrote %s: %s, %u layers, embd %u, heads %u/%u, ffn %u%s, vocab %u, %s, "
 		"seed %llu, %.3f M params\n",
-		out, synth_arch(&s), s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.n_ff, s.n_vocab,
-		gguf_dtype_name(o.dtype), (unsigned long long)o.seed,
+		out, synth_arch(&s), s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.n_ff, moe,
+		s.n_vocab, gguf_dtype_name(o.dtype), (unsigned long long)o.seed,
 		(double)synth_n_params(&s, o.tie_output) / 1e6);
 	gguf_close(vg);
 	return CLI_EXIT_OK;

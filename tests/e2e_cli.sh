@@ -152,6 +152,9 @@ usage_error "synth --experts-used without experts" "$BATCHGEN" synth --shape tin
 check "synth --experts-used without experts: says why" grep -q -- "--experts-used and --ffn-exp need experts" "$TMP/u.err"
 check "synth --experts-used without experts: no file" test ! -e "$TMP/dense.gguf"
 usage_error "synth --ffn-exp without experts" "$BATCHGEN" synth --shape qwen3-tiny --ffn-exp 64 -o "$TMP/dense.gguf"
+# the line synth writes names the experts (a mixtral file's arch is llama: it looked dense)
+"$BATCHGEN" synth --shape mixtral-tiny -o "$TMP/mix.gguf" 2>"$TMP/mix.err"
+check "synth of a mixture of experts: its line names the experts" grep -q "ffn 64, 2 of 8 experts 64 wide" "$TMP/mix.err"
 usage_error "not a number" "$BATCHGEN" --max-tokens ten
 usage_error "out of range" "$BATCHGEN" --top-p 1.5
 usage_error "bad policy" "$BATCHGEN" --policy sometimes
