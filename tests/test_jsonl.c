@@ -336,6 +336,11 @@ static void test_errors(void)
 		     "got 1.0000000000000002");
 	expect_error("{\"prompt\": \"a\", \"top_k\": 100000000000}", "invalid_request",
 		     "got 100000000000");
+	/* a bad logit_bias value names its key and the value (before: only the range) */
+	expect_error("{\"prompt\": \"a\", \"logit_bias\": {\"3\": 1, \"5\": 101}}", "invalid_request",
+		     "logit_bias[\"5\"] must be a number in [-100, 100], got 101");
+	expect_error("{\"prompt\": \"a\", \"logit_bias\": {\"5\": \"x\"}}", "invalid_request",
+		     "logit_bias[\"5\"] must be a number in [-100, 100]");
 	expect_error("{\"prompt\": \"a\", \"temperature\": \"hot\"}", "invalid_request",
 		     "temperature must be a number");
 	expect_error("{\"prompt\": \"a\", \"top_p\": 0}", "invalid_request", "top_p must be in");

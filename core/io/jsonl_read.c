@@ -520,10 +520,16 @@ static void parse_constraints(struct parse *p, const cJSON *o, const char *pre, 
 					fail(p, "invalid_request",
 					     "%slogit_bias keys must be token ids, got \"%s\"", pre,
 					     e->string);
-				else if (!cJSON_IsNumber(e) || e->valuedouble < -100 ||
-					 e->valuedouble > 100)
+				else if (!cJSON_IsNumber(e))
 					fail(p, "invalid_request",
-					     "%slogit_bias values must be numbers in [-100, 100]", pre);
+					     "%slogit_bias[\"%s\"] must be a number in [-100, 100]", pre,
+					     e->string);
+				else if (e->valuedouble < -100 || e->valuedouble > 100) {
+					char got[32];
+					fail(p, "invalid_request",
+					     "%slogit_bias[\"%s\"] must be a number in [-100, 100], got %s",
+					     pre, e->string, num_text(e->valuedouble, got, sizeof got));
+				}
 				else {
 					r->bias_ids[r->n_bias] = (int32_t)id;
 					r->bias_vals[r->n_bias++] = (float)e->valuedouble;
