@@ -627,10 +627,20 @@ enum bg_status opt_open_runtime(const struct opt_config *c, bool lazy, struct op
 	}
 	struct backend_config bc;
 	opt_backend_config(c, &bc);
-	if (opt_use_cuda(c))
-		st = backend_cuda_create(rt->model, &bc, &rt->backend, err);
-	else
+	if (opt_use_cuda(c)) {
+		struct bg_err cerr = {0};
+		st = backend_cuda_create(rt->model, &bc, &rt->backend, &cerr);
+		/* auto: a model the CUDA backend does not take (gpt-oss in this build, heads
+		 * over 256) runs on the CPU, as when there is no device; cuda stays an error */
+		if (st == BG_ERR_UNSUPPORTED && c->device == OPT_DEVICE_AUTO) {
+			fprintf(stderr, "batchgen: warning: %s; running on the CPU\n", cerr.msg);
+			st = backend_cpu_create(rt->model, &bc, &rt->backend, err);
+		} else if (st != BG_OK && err) {
+			*err = cerr;
+		}
+	} else {
 		st = backend_cpu_create(rt->model, &bc, &rt->backend, err);
+	}
 	if (st != BG_OK)
 		goto fail;
 	return BG_OK;
