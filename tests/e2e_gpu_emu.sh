@@ -344,6 +344,16 @@ check "unsupported model, --device auto: warns why and that it runs on the CPU" 
 	grep -q 'warning: .*head sizes up to 256, not 288; running on the CPU' "$TMP/hd288.auto.err"
 check_eq "unsupported model, --device auto: the CPU's results" \
 	"$(tokens "$TMP/hd288.auto.jsonl")" "$(tokens "$TMP/hd288.cpu.jsonl")"
+# bench opens a synthetic model lazily for the GPU (weights filled there): the fallback
+# must open it again with host weights ('the CPU backend cannot run a lazy synthetic
+# model', exit 3, before). gpt-oss is the refused model only until the CUDA backend takes it.
+if ! "$BATCHGEN" bench -m synthetic:gpt-oss-tiny --workload 8/4x1 --device cuda >/dev/null 2>&1; then
+	"$BATCHGEN" bench -m synthetic:gpt-oss-tiny --workload 8/4x1 --device auto \
+		>"$TMP/lazy.out" 2>"$TMP/lazy.err"
+	check_eq "unsupported lazy synthetic model, bench --device auto: exit status 0" $? 0
+	check "unsupported lazy synthetic model, bench --device auto: ran on the CPU" \
+		grep -q 'running on the CPU' "$TMP/lazy.err"
+fi
 
 BG_EMU_DRIVER_VERSION=0 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/none.jsonl" \
 	--device cuda 2>"$TMP/none.err"
