@@ -152,6 +152,7 @@ int cmd_synth(int argc, char **argv)
 	struct synth_opts o;
 	synth_opts_init(&o, base);
 	const char *out = NULL, *vocab_from = NULL;
+	bool expert_flag = false; /* --experts-used or --ffn-exp given */
 	int c, li = -1;
 	optind = 1;
 	opterr = 0;
@@ -184,8 +185,14 @@ int cmd_synth(int argc, char **argv)
 		case O_SWA: ok = parse_u32(optarg, &o.shape.n_swa); break;
 		case O_SWA_ALL: o.shape.swa_all = true; break;
 		case O_EXPERTS: ok = parse_u32(optarg, &o.shape.n_expert); break;
-		case O_EXPERTS_USED: ok = parse_u32(optarg, &o.shape.n_expert_used); break;
-		case O_FFN_EXP: ok = parse_u32(optarg, &o.shape.n_ff_exp); break;
+		case O_EXPERTS_USED:
+			ok = parse_u32(optarg, &o.shape.n_expert_used);
+			expert_flag = true;
+			break;
+		case O_FFN_EXP:
+			ok = parse_u32(optarg, &o.shape.n_ff_exp);
+			expert_flag = true;
+			break;
 		case 'o': out = optarg; break;
 		case O_LIST:
 			for (size_t i = 0; i < synth_n_shapes(); i++) {
@@ -229,6 +236,13 @@ int cmd_synth(int argc, char **argv)
 		fprintf(stderr, "batchgen synth: -o OUT.gguf is required (see --help)\n");
 		return CLI_EXIT_USAGE;
 	}
+	if (expert_flag && !o.shape.n_expert) {
+		/* a dense shape (or --experts 0) would ignore them: say so rather than write a
+		 * model without the experts asked for */
+		fprintf(stderr, "batchgen synth: --experts-used and --ffn-exp need experts "
+				"(--experts N, or a mixture-of-experts --shape)\n");
+		return CLI_EXIT_USAGE;
+	}
 	struct bg_err err = {0};
 	struct gguf_ctx *vg = NULL;
 	if (vocab_from) {
@@ -251,11 +265,15 @@ int cmd_synth(int argc, char **argv)
 	}
 	struct synth_shape s = o.shape;
 	s.n_vocab = synth_n_vocab(&o);
+	char moe[64] = ""; /* as --list-shapes says it: a mixtral file is arch llama */
+	if (s.n_expert)
+		snprintf(moe, sizeof moe, ", %u of %u experts %u wide", s.n_expert_used, s.n_expert,
+			 synth_n_ff_exp(&s));
 	fprintf(stderr,
-		"batchgen: wrote %s: %s, %u layers, embd %u, heads %u/%u, ffn %u, vocab %u, %s, "
+		"batchgen: wrote %s: %s, %u layers, embd %u, heads %u/%u, ffn %u%s, vocab %u, %s, "
 		"seed %llu, %.3f M params\n",
-		out, synth_arch(&s), s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.n_ff, s.n_vocab,
-		gguf_dtype_name(o.dtype), (unsigned long long)o.seed,
+		out, synth_arch(&s), s.n_layer, s.n_embd, s.n_head, s.n_head_kv, s.n_ff, moe,
+		s.n_vocab, gguf_dtype_name(o.dtype), (unsigned long long)o.seed,
 		(double)synth_n_params(&s, o.tie_output) / 1e6);
 	gguf_close(vg);
 	return CLI_EXIT_OK;

@@ -608,8 +608,9 @@ bool opt_use_cuda(const struct opt_config *c)
 	return false;
 }
 
-enum bg_status opt_open_runtime(const struct opt_config *c, bool lazy, struct opt_runtime *rt,
-				struct bg_err *err)
+/* cpu: the CPU backend whatever c->device says (auto's fallback). */
+static enum bg_status open_runtime(const struct opt_config *c, bool lazy, bool cpu,
+				   struct opt_runtime *rt, struct bg_err *err)
 {
 	memset(rt, 0, sizeof *rt);
 	char *spec = NULL;
@@ -627,16 +628,35 @@ enum bg_status opt_open_runtime(const struct opt_config *c, bool lazy, struct op
 	}
 	struct backend_config bc;
 	opt_backend_config(c, &bc);
-	if (opt_use_cuda(c))
-		st = backend_cuda_create(rt->model, &bc, &rt->backend, err);
-	else
+	if (!cpu && opt_use_cuda(c)) {
+		struct bg_err cerr = {0};
+		st = backend_cuda_create(rt->model, &bc, &rt->backend, &cerr);
+		/* auto: a model the CUDA backend does not take (gpt-oss in this build, heads
+		 * over 256) runs on the CPU, as when there is no device; cuda stays an error.
+		 * A lazy synthetic model (weights to be filled on the device) is opened again
+		 * with its weights in host memory. */
+		if (st == BG_ERR_UNSUPPORTED && c->device == OPT_DEVICE_AUTO) {
+			fprintf(stderr, "batchgen: warning: %s; running on the CPU\n", cerr.msg);
+			opt_close_runtime(rt);
+			return open_runtime(c, false, true, rt, err);
+		}
+		if (st != BG_OK && err)
+			*err = cerr;
+	} else {
 		st = backend_cpu_create(rt->model, &bc, &rt->backend, err);
+	}
 	if (st != BG_OK)
 		goto fail;
 	return BG_OK;
 fail:
 	opt_close_runtime(rt);
 	return st;
+}
+
+enum bg_status opt_open_runtime(const struct opt_config *c, bool lazy, struct opt_runtime *rt,
+				struct bg_err *err)
+{
+	return open_runtime(c, lazy, false, rt, err);
 }
 
 void opt_close_runtime(struct opt_runtime *rt)

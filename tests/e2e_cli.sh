@@ -147,6 +147,14 @@ usage_error() {
 }
 usage_error "unknown option" "$BATCHGEN" --bogus
 usage_error "unknown command" "$BATCHGEN" frobnicate
+# expert flags on a shape without experts were ignored without a word (a dense model written)
+usage_error "synth --experts-used without experts" "$BATCHGEN" synth --shape tiny --experts-used 2 -o "$TMP/dense.gguf"
+check "synth --experts-used without experts: says why" grep -q -- "--experts-used and --ffn-exp need experts" "$TMP/u.err"
+check "synth --experts-used without experts: no file" test ! -e "$TMP/dense.gguf"
+usage_error "synth --ffn-exp without experts" "$BATCHGEN" synth --shape qwen3-tiny --ffn-exp 64 -o "$TMP/dense.gguf"
+# the line synth writes names the experts (a mixtral file's arch is llama: it looked dense)
+"$BATCHGEN" synth --shape mixtral-tiny -o "$TMP/mix.gguf" 2>"$TMP/mix.err"
+check "synth of a mixture of experts: its line names the experts" grep -q "ffn 64, 2 of 8 experts 64 wide" "$TMP/mix.err"
 usage_error "not a number" "$BATCHGEN" --max-tokens ten
 usage_error "out of range" "$BATCHGEN" --top-p 1.5
 usage_error "bad policy" "$BATCHGEN" --policy sometimes
@@ -207,6 +215,11 @@ head -c 4096 /dev/urandom >"$TMP/garbage.gguf"
 model_error "garbage model" "$BATCHGEN" -m "$TMP/garbage.gguf"
 printf 'GGUF\003\000\000\000' >"$TMP/short.gguf"
 model_error "truncated model" "$BATCHGEN" -m "$TMP/short.gguf"
+# a directory (a hub download's folder): names the .gguf files in it, so the user can pick
+mkdir -p "$TMP/mdir" && : >"$TMP/mdir/model-Q8_0.gguf" && : >"$TMP/mdir/README.md"
+model_error "directory as model" "$BATCHGEN" -m "$TMP/mdir"
+check "directory as model: says it is a directory and names its .gguf file" \
+	grep -q "is a directory.*model-Q8_0.gguf" "$TMP/m.err"
 # an output that cannot be written (a full disk): exit 3, and the reason
 if [ -w /dev/full ]; then
 	printf '{"prompt":"x","max_tokens":1}\n' | "$BATCHGEN" -m synthetic:builtin -q >/dev/full 2>"$TMP/full.err"

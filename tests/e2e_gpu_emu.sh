@@ -329,6 +329,34 @@ check "old driver, --device auto: warns that the driver is too old" \
 	grep -q 'warning: the NVIDIA driver is too old.*running on the CPU' "$TMP/auto.err"
 check_eq "old driver, --device auto: the CPU's results" "$(tokens "$TMP/auto.jsonl")" "$(tokens "$TMP/cpu.jsonl")"
 
+# ---- a model the CUDA backend does not run (heads of 288): --device cuda exits 3 with the
+# reason; auto (the default) said the same and exited 3 too, though the CPU runs it: now it
+# warns with the reason and runs on the CPU
+"$BATCHGEN" synth --shape tiny --head-dim 288 -o "$TMP/hd288.gguf" 2>/dev/null
+printf '{"id":"a","prompt":"Once","max_tokens":4}\n' >"$TMP/hd288.jsonl"
+"$BATCHGEN" -q -m "$TMP/hd288.gguf" -i "$TMP/hd288.jsonl" -o "$TMP/hd288.cuda.jsonl" \
+	--device cuda 2>"$TMP/hd288.err"
+check_eq "unsupported model, --device cuda: exit status 3" $? 3
+check "unsupported model, --device cuda: says why" grep -q 'head sizes up to 256, not 288' "$TMP/hd288.err"
+"$BATCHGEN" -q -m "$TMP/hd288.gguf" -i "$TMP/hd288.jsonl" -o "$TMP/hd288.cpu.jsonl" --device cpu
+"$BATCHGEN" -q -m "$TMP/hd288.gguf" -i "$TMP/hd288.jsonl" -o "$TMP/hd288.auto.jsonl" \
+	--device auto 2>"$TMP/hd288.auto.err"
+check_eq "unsupported model, --device auto: exit status 0" $? 0
+check "unsupported model, --device auto: warns why and that it runs on the CPU" \
+	grep -q 'warning: .*head sizes up to 256, not 288; running on the CPU' "$TMP/hd288.auto.err"
+check_eq "unsupported model, --device auto: the CPU's results" \
+	"$(tokens "$TMP/hd288.auto.jsonl")" "$(tokens "$TMP/hd288.cpu.jsonl")"
+# bench opens a synthetic model lazily for the GPU (weights filled there): the fallback
+# must open it again with host weights ('the CPU backend cannot run a lazy synthetic
+# model', exit 3, before). gpt-oss is the refused model only until the CUDA backend takes it.
+if ! "$BATCHGEN" bench -m synthetic:gpt-oss-tiny --workload 8/4x1 --device cuda >/dev/null 2>&1; then
+	"$BATCHGEN" bench -m synthetic:gpt-oss-tiny --workload 8/4x1 --device auto \
+		>"$TMP/lazy.out" 2>"$TMP/lazy.err"
+	check_eq "unsupported lazy synthetic model, bench --device auto: exit status 0" $? 0
+	check "unsupported lazy synthetic model, bench --device auto: ran on the CPU" \
+		grep -q 'running on the CPU' "$TMP/lazy.err"
+fi
+
 BG_EMU_DRIVER_VERSION=0 "$BATCHGEN" -q -i "$TMP/in.jsonl" -o "$TMP/none.jsonl" \
 	--device cuda 2>"$TMP/none.err"
 check_eq "no driver, --device cuda: exit status 3" $? 3

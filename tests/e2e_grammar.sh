@@ -199,6 +199,7 @@ cat >"$TMP/err.jsonl" <<'EOF'
 {"id": "two", "prompt": "Once", "regex": "a", "choice": ["b"]}
 {"id": "lr", "prompt": "Once", "grammar": "root ::= root \"a\" | \"b\""}
 {"id": "lb", "prompt": "Once", "logit_bias": {"x": 1}}
+{"id": "none", "prompt": "Once", "max_tokens": 6, "grammar": "root ::= [^\\x00-\\U0010FFFF]"}
 EOF
 "$BATCHGEN" -m "$M" --device cpu -i "$TMP/err.jsonl" -o "$TMP/err.out" 2>/dev/null
 check_eq "exit status with line errors" "$?" 1
@@ -209,9 +210,11 @@ for l in open(sys.argv[1]):
     print(r["id"], e.get("message", r.get("finish_reason")))' "$TMP/err.out")
 check "the good line ran" grep -q "^ok length" <<<"$msgs"
 check "grammar error has a position" grep -q "^g grammar: line 1, column 16: expecting ')'" <<<"$msgs"
-check "schema error names the property" grep -q "^s json_schema: json_schema at '/properties/a': minLength" <<<"$msgs"
-check "regex error has an offset" grep -q "^r regex: regex: at offset 4" <<<"$msgs"
+check "schema error names the property" grep -q "^s json_schema at '/properties/a': minLength" <<<"$msgs"
+check "regex error has an offset" grep -q "^r regex: at offset 4" <<<"$msgs"
 check "two constraints refused" grep -q "^two give at most one of" <<<"$msgs"
+# a class that matches no character: bytes f5.. (code points past U+10FFFF) once got through
+check "a grammar that matches nothing ends in the grammar error" grep -q "^none no token of the vocabulary can continue" <<<"$msgs"
 check "left recursion refused" grep -q "^lr grammar: .*'root' is left-recursive" <<<"$msgs"
 check "bad logit_bias key" grep -q "^lb logit_bias keys must be token ids" <<<"$msgs"
 

@@ -280,6 +280,16 @@ static void test_native_full(void)
 	CHECK(r->add_bos == 1, "add_bos true");
 	CHECK(r->max_tokens == 100, "1e2 is an integer");
 	req_free(r);
+	/* seeds of 2^63 and above are integers too (vLLM and others print unsigned 64-bit
+	 * seeds); before, they were refused as "seed must be an integer" */
+	r = parse("{\"prompt\": \"a\", \"seed\": 9223372036854775808}", 2, &d, NULL);
+	CHECK(r->error.code[0] == 0 && r->sampling.seed == 9223372036854775808ull,
+	      "seed 2^63: %s", r->error.message);
+	req_free(r);
+	r = parse("{\"prompt\": \"a\", \"seed\": 1e19}", 2, &d, NULL);
+	CHECK(r->error.code[0] == 0 && r->sampling.seed == 10000000000000000000ull,
+	      "seed 1e19: %s", r->error.message);
+	req_free(r);
 }
 
 static void test_errors(void)
@@ -317,8 +327,20 @@ static void test_errors(void)
 		     "max_tokens must be an integer");
 	expect_error("{\"prompt\": \"a\", \"max_tokens\": 3000000000}", "invalid_request",
 		     "max_tokens must be in");
+	/* the value as written, not its double's 17 digits (-0.10000000000000001) */
 	expect_error("{\"prompt\": \"a\", \"temperature\": -0.1}", "invalid_request",
-		     "temperature must be in");
+		     "temperature must be in [0, 1e+06], got -0.1");
+	expect_error("{\"prompt\": \"a\", \"presence_penalty\": 2.01}", "invalid_request",
+		     "presence_penalty must be in [-2, 2], got 2.01");
+	expect_error("{\"prompt\": \"a\", \"min_p\": 1.0000000000000002}", "invalid_request",
+		     "got 1.0000000000000002");
+	expect_error("{\"prompt\": \"a\", \"top_k\": 100000000000}", "invalid_request",
+		     "got 100000000000");
+	/* a bad logit_bias value names its key and the value (before: only the range) */
+	expect_error("{\"prompt\": \"a\", \"logit_bias\": {\"3\": 1, \"5\": 101}}", "invalid_request",
+		     "logit_bias[\"5\"] must be a number in [-100, 100], got 101");
+	expect_error("{\"prompt\": \"a\", \"logit_bias\": {\"5\": \"x\"}}", "invalid_request",
+		     "logit_bias[\"5\"] must be a number in [-100, 100]");
 	expect_error("{\"prompt\": \"a\", \"temperature\": \"hot\"}", "invalid_request",
 		     "temperature must be a number");
 	expect_error("{\"prompt\": \"a\", \"top_p\": 0}", "invalid_request", "top_p must be in");
@@ -336,6 +358,11 @@ static void test_errors(void)
 		     "seed must be an integer");
 	expect_error("{\"prompt\": \"a\", \"seed\": \"7\"}", "invalid_request",
 		     "seed must be an integer");
+	/* 2^64 - 1 reads as the double 2^64, past every 64-bit integer: the range is named */
+	expect_error("{\"prompt\": \"a\", \"seed\": 18446744073709551615}", "invalid_request",
+		     "seed must be an integer in [-2^63, 2^64)");
+	expect_error("{\"prompt\": \"a\", \"seed\": -1e19}", "invalid_request",
+		     "seed must be an integer in [-2^63, 2^64)");
 	expect_error("{\"prompt\": \"a\", \"repetition_penalty\": 0}", "invalid_request",
 		     "repetition_penalty must be in");
 	expect_error("{\"prompt\": \"a\", \"repetition_penalty\": \"x\"}", "invalid_request",

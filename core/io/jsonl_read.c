@@ -145,6 +145,23 @@ static bool is_integer(const cJSON *it)
 	return isfinite(v) && v == floor(v);
 }
 
+/* v in the fewest digits that read back as v: what the line most likely said (2.01, not
+ * the 2.0099999999999998 that %.17g prints; integers below 1e17 in all their digits).
+ * buf: at least 32 bytes. */
+static const char *num_text(double v, char *buf, size_t cap)
+{
+	if (v == floor(v) && fabs(v) < 1e17) { /* integers in full: 100000000000, not 1e+11 */
+		snprintf(buf, cap, "%.0f", v);
+		return buf;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, cap, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	return buf;
+}
+
 /* Integer field in [lo, hi]; returns false (and fails) on a wrong type or range. */
 static bool get_int(struct parse *p, const cJSON *it, const char *name, int64_t lo, int64_t hi,
 		    int64_t *out)
@@ -155,8 +172,9 @@ static bool get_int(struct parse *p, const cJSON *it, const char *name, int64_t 
 	}
 	double v = it->valuedouble;
 	if (v < (double)lo || v > (double)hi) {
-		fail(p, "invalid_request", "%s must be in [%" PRId64 ", %" PRId64 "], got %.17g",
-		     name, lo, hi, v);
+		char got[32];
+		fail(p, "invalid_request", "%s must be in [%" PRId64 ", %" PRId64 "], got %s",
+		     name, lo, hi, num_text(v, got, sizeof got));
 		return false;
 	}
 	*out = (int64_t)v;
@@ -175,8 +193,9 @@ static bool get_num(struct parse *p, const cJSON *it, const char *name, double l
 	double v = it->valuedouble;
 	bool ok = v <= hi && (rg == OPEN_LO ? v > lo : v >= lo);
 	if (!ok) {
-		fail(p, "invalid_request", "%s must be in %c%g, %g], got %.17g", name,
-		     rg == OPEN_LO ? '(' : '[', lo, hi, v);
+		char got[32];
+		fail(p, "invalid_request", "%s must be in %c%g, %g], got %s", name,
+		     rg == OPEN_LO ? '(' : '[', lo, hi, num_text(v, got, sizeof got));
 		return false;
 	}
 	*out = (float)v;
@@ -328,12 +347,20 @@ static void read_param(struct parse *p, const struct param_def *d, const cJSON *
 		break;
 	case PARAM_LOGPROBS: get_logprobs(p, it, name, (int32_t *)f); break;
 	case PARAM_SEED:
-		/* any integer; a negative one is taken modulo 2^64. Doubles hold integers
-		 * exactly up to 2^53, which is what JSON parsers promise anyway. */
-		if (!is_integer(it) || fabs(it->valuedouble) >= 9223372036854775808.0) {
+		/* any integer in [-2^63, 2^64); a negative one is taken modulo 2^64. Doubles
+		 * hold integers exactly up to 2^53, which is what JSON parsers promise anyway
+		 * (18446744073709551615 reads as 2^64, out of range). */
+		if (!is_integer(it)) {
 			fail(p, "invalid_request", "%s must be an integer", name);
+		} else if (it->valuedouble < -9223372036854775808.0 ||
+			   it->valuedouble >= 18446744073709551616.0) {
+			char got[32];
+			fail(p, "invalid_request", "%s must be an integer in [-2^63, 2^64), got %s",
+			     name, num_text(it->valuedouble, got, sizeof got));
 		} else {
-			*(uint64_t *)f = (uint64_t)(int64_t)it->valuedouble;
+			double v = it->valuedouble;
+			*(uint64_t *)f = v >= 9223372036854775808.0 ? (uint64_t)v
+								    : (uint64_t)(int64_t)v;
 			p->seed_given = true;
 		}
 		break;
@@ -372,12 +399,25 @@ static void set_grammar(struct parse *p, const char *gbnf, const char *name)
 		     strncmp(err.msg, "grammar: ", 9) == 0 ? err.msg + 9 : err.msg);
 }
 
+/* A compiler's message under the field's name, its own prefix ("regex: ", "json_schema ")
+ * dropped so that the name is not said twice: "regex: at offset 4: ...",
+ * "json_schema at '/a': ...", "body.response_format.json_schema.schema at '/': ...". */
+static void fail_compile(struct parse *p, const char *name, const char *msg)
+{
+	if (strncmp(msg, "regex: ", 7) == 0)
+		fail(p, "invalid_request", "%s: %s", name, msg + 7);
+	else if (strncmp(msg, "json_schema at ", 15) == 0)
+		fail(p, "invalid_request", "%s %s", name, msg + 12);
+	else
+		fail(p, "invalid_request", "%s: %s", name, msg);
+}
+
 static void set_schema(struct parse *p, const cJSON *schema, const char *name)
 {
 	char *gbnf = NULL;
 	struct bg_err err = {0};
 	if (json_schema_to_gbnf(schema, &gbnf, &err) != BG_OK)
-		fail(p, "invalid_request", "%s: %s", name, err.msg);
+		fail_compile(p, name, err.msg);
 	else
 		set_grammar(p, gbnf, name);
 	free(gbnf);
@@ -417,7 +457,7 @@ static void parse_constraints(struct parse *p, const cJSON *o, const char *pre, 
 		if (!cJSON_IsString(rx))
 			fail(p, "invalid_request", "%s must be a string", name);
 		else if (regex_to_gbnf(rx->valuestring, &gbnf, &err) != BG_OK)
-			fail(p, "invalid_request", "%s: %s", name, err.msg);
+			fail_compile(p, name, err.msg);
 		else
 			set_grammar(p, gbnf, name);
 		free(gbnf);
@@ -480,10 +520,16 @@ static void parse_constraints(struct parse *p, const cJSON *o, const char *pre, 
 					fail(p, "invalid_request",
 					     "%slogit_bias keys must be token ids, got \"%s\"", pre,
 					     e->string);
-				else if (!cJSON_IsNumber(e) || e->valuedouble < -100 ||
-					 e->valuedouble > 100)
+				else if (!cJSON_IsNumber(e))
 					fail(p, "invalid_request",
-					     "%slogit_bias values must be numbers in [-100, 100]", pre);
+					     "%slogit_bias[\"%s\"] must be a number in [-100, 100]", pre,
+					     e->string);
+				else if (e->valuedouble < -100 || e->valuedouble > 100) {
+					char got[32];
+					fail(p, "invalid_request",
+					     "%slogit_bias[\"%s\"] must be a number in [-100, 100], got %s",
+					     pre, e->string, num_text(e->valuedouble, got, sizeof got));
+				}
 				else {
 					r->bias_ids[r->n_bias] = (int32_t)id;
 					r->bias_vals[r->n_bias++] = (float)e->valuedouble;

@@ -34,7 +34,7 @@ const struct param_def params_table[] = {
      "default min-p, 0 = disabled"},
     /* the command line's --seed is a base seed (plus the line number), cli/options.c */
     {"seed", "seed", PARAM_SEED, R(sampling.seed), NO_N, "0", NULL, 0, 0, false, 0, NULL, NULL,
-     "sampling seed, any integer (negative: modulo 2^64)"},
+     "sampling seed, an integer in [-2^63, 2^64) (negative: modulo 2^64)"},
     {"repetition_penalty", "repetition_penalty", PARAM_NUM, R(sampling.repetition_penalty), NO_N,
      "1", NULL, 0, 1e6, true, 0, "repetition-penalty", "F",
      "default repetition penalty, 1 = disabled"},

@@ -3,6 +3,7 @@
 #include "model/quant.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -618,6 +619,30 @@ enum bg_status gguf_parse(const void *buf, size_t len, bool take_ownership, stru
 	return BG_OK;
 }
 
+/* -m given a directory (a hub download's folder, say): the error names up to three of
+ * the .gguf files in it, so that the user sees what to pass instead. */
+static enum bg_status dir_error(const char *path, struct bg_err *err)
+{
+	char names[256] = "";
+	size_t used = 0;
+	int n = 0;
+	DIR *d = opendir(path);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (len <= 5 || strcmp(e->d_name + len - 5, ".gguf") != 0)
+			continue;
+		if (n++ < 3 && used + len + 3 < sizeof names)
+			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+						 used ? ", " : "", e->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (n == 0)
+		return bg_fail(err, BG_ERR_IO, "%s: is a directory, with no .gguf file in it", path);
+	return bg_fail(err, BG_ERR_IO, "%s: is a directory; give a .gguf file in it (%s%s)", path,
+		       names, n > 3 ? ", ..." : "");
+}
+
 enum bg_status gguf_open(const char *path, struct gguf_ctx **out, struct bg_err *err)
 {
 	*out = NULL;
@@ -629,6 +654,10 @@ enum bg_status gguf_open(const char *path, struct gguf_ctx **out, struct bg_err 
 		int e = errno;
 		close(fd);
 		return bg_fail(err, BG_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		close(fd);
+		return dir_error(path, err);
 	}
 	if (!S_ISREG(sb.st_mode)) {
 		close(fd);

@@ -81,6 +81,11 @@ static bool negated_leaves_gap(const struct gel *pos, uint32_t low, uint32_t hig
  * (llama.cpp says no as soon as one excluded character is a possible completion, so that
  * `[^🦙]` refused the first byte of every 4-byte character, and a text was accepted whole
  * but refused byte by byte: found by fuzz_grammar). */
+/* The last Unicode code point: the decoder below takes 4-byte leads up to ff as llama.cpp
+ * does, but a sequence that decodes past this is no character and no class matches it
+ * (not even a negated one: `[^\x00-\U0010FFFF]` matches nothing). */
+#define UNICODE_MAX 0x10FFFFu
+
 static bool match_partial(const struct gel *pos, uint32_t value, int n_remain)
 {
 	bool positive = class_positive(pos);
@@ -88,6 +93,10 @@ static bool match_partial(const struct gel *pos, uint32_t value, int n_remain)
 		return false;
 	uint32_t low = value << (n_remain * 6);
 	uint32_t high = low | ((1u << (n_remain * 6)) - 1);
+	if (low > UNICODE_MAX) /* no completion is a character (f4 90.., f5..ff) */
+		return false;
+	if (high > UNICODE_MAX)
+		high = UNICODE_MAX;
 	if (low == 0) {
 		if (n_remain == 2)
 			low = 1u << 11;
@@ -725,7 +734,7 @@ static int u8_step(struct u8dec *d, uint8_t b, uint32_t *cp)
 		if (--d->remain == 0) {
 			d->cont = false;
 			*cp = d->value;
-			return 1;
+			return d->value > UNICODE_MAX ? -1 : 1;
 		}
 		return 0;
 	}
