@@ -2671,9 +2671,10 @@ static void test_moe_ffn(void)
 		bool norm;
 		int n_embd, n_ff;
 		bool oai;
-	} cases[] = {{1, 8, 2, true, 64, 32},	 {37, 4, 2, true, 264, 40}, {13, 16, 4, false, 64, 48},
-		     {5, 4, 4, true, 72, 16},	 {9, 128, 8, true, 64, 32}, {6, 8, 1, false, 64, 32},
-		     {37, 4, 2, true, 528, 48},	 {1, 8, 2, true, 64, 32, true},
+	} cases[] = {{1, 8, 2, true, 64, 32, false},	 {37, 4, 2, true, 264, 40, false},
+		     {13, 16, 4, false, 64, 48, false}, {5, 4, 4, true, 72, 16, false},
+		     {9, 128, 8, true, 64, 32, false},	 {6, 8, 1, false, 64, 32, false},
+		     {37, 4, 2, true, 528, 48, false},	 {1, 8, 2, true, 64, 32, true},
 		     {37, 4, 2, true, 264, 40, true}, {37, 4, 2, true, 528, 48, true}};
 	const float OA = 1.702f, OL = 7.0f;
 	const enum gpu_moe_path paths[3] = {GPU_MOE_AUTO, GPU_MOE_CUDA_CORES, GPU_MOE_TENSOR_CORES};
