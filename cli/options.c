@@ -631,17 +631,21 @@ static enum bg_status open_runtime(const struct opt_config *c, bool lazy, bool c
 	if (!cpu && opt_use_cuda(c)) {
 		struct bg_err cerr = {0};
 		st = backend_cuda_create(rt->model, &bc, &rt->backend, &cerr);
-		/* auto: a model the CUDA backend does not take (gpt-oss in this build, heads
-		 * over 256) runs on the CPU, as when there is no device; cuda stays an error.
-		 * A lazy synthetic model (weights to be filled on the device) is opened again
-		 * with its weights in host memory. */
+		/* auto: a model the CUDA backend does not take (heads over 256, say) runs on
+		 * the CPU, as when there is no device; cuda stays an error. The model opened
+		 * serves the CPU backend as it is, but a lazy synthetic one (weights to be
+		 * filled on the device, no tokenizer) is opened again with its weights in host
+		 * memory. */
 		if (st == BG_ERR_UNSUPPORTED && c->device == OPT_DEVICE_AUTO) {
 			fprintf(stderr, "batchgen: warning: %s; running on the CPU\n", cerr.msg);
-			opt_close_runtime(rt);
-			return open_runtime(c, false, true, rt, err);
-		}
-		if (st != BG_OK && err)
+			if (rt->model->synthetic) {
+				opt_close_runtime(rt);
+				return open_runtime(c, false, true, rt, err);
+			}
+			st = backend_cpu_create(rt->model, &bc, &rt->backend, err);
+		} else if (st != BG_OK && err) {
 			*err = cerr;
+		}
 	} else {
 		st = backend_cpu_create(rt->model, &bc, &rt->backend, err);
 	}
