@@ -195,6 +195,30 @@ cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, b
  * else: y[pair id] = W_e act[sorted position]. W_e is expert e's [rows, n_in] block. The
  * launch bounds' 1 block: without it ptxas aimed at 64 registers for sm_80 and spilled
  * (tests/gpu_gates.sh); 72-80 are used. */
+/* The tile block y of an expert kernel serves: false (for the whole block) when the
+ * routing made fewer tiles than the grid allows. Else its expert *e and pair count *nt
+ * (<= GPU_MOE_TILE), and, written by the first GPU_MOE_TILE threads (the caller syncs before
+ * reading them), each pair's input and output row: token and sorted position for gate|up
+ * (GLU), sorted position and pair id for down; rows past *nt point at pair 0. */
+template <bool GLU>
+__device__ __forceinline__ bool moe_tile(const struct gpu_moe_plan &plan, int k, int32_t *src,
+					 int32_t *dst, int *e, int *nt)
+{
+	const int tile = (int)blockIdx.y;
+	if (tile >= *plan.n_tiles)
+		return false;
+	const int s0 = plan.tiles[2 * tile + 1];
+	*e = plan.tiles[2 * tile];
+	*nt = min(GPU_MOE_TILE, plan.offs[*e + 1] - s0);
+	if (threadIdx.x < GPU_MOE_TILE) {
+		int s = s0 + (int)threadIdx.x;
+		int pid = (int)threadIdx.x < *nt ? plan.sorted[s] : 0;
+		src[threadIdx.x] = GLU ? pid / k : s;
+		dst[threadIdx.x] = GLU ? s : pid;
+	}
+	return true;
+}
+
 template <typename T, bool GLU>
 __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n_out, int n_in,
 							       const T *x, int k,
@@ -204,17 +228,9 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n
 {
 	__shared__ __align__(16) float xs[GPU_MOE_TILE][MM_CHUNK];
 	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE]; /* input, output rows */
-	const int tile = (int)blockIdx.y;
-	if (tile >= *plan.n_tiles)
+	int e, nt;
+	if (!moe_tile<GLU>(plan, k, src, dst, &e, &nt))
 		return; /* the whole block: fewer tiles than the grid allows */
-	const int e = plan.tiles[2 * tile], s0 = plan.tiles[2 * tile + 1];
-	const int nt = min(GPU_MOE_TILE, plan.offs[e + 1] - s0);
-	if (threadIdx.x < GPU_MOE_TILE) {
-		int s = s0 + (int)threadIdx.x;
-		int pid = (int)threadIdx.x < nt ? plan.sorted[s] : 0;
-		src[threadIdx.x] = GLU ? pid / k : s;
-		dst[threadIdx.x] = GLU ? s : pid;
-	}
 	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
 	int r0, r1;
 	bool live;
@@ -313,17 +329,9 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 	/* each warp's accumulators for the epilogue: [2][16][16] fp32 (gate, up; or one) */
 	__shared__ __align__(32) float acc_s[TC_WARPS][2][16 * 16];
 	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE];
-	const int tile = (int)blockIdx.y;
-	if (tile >= *plan.n_tiles)
-		return;
-	const int e = plan.tiles[2 * tile], s0 = plan.tiles[2 * tile + 1];
-	const int nt = min(GPU_MOE_TILE, plan.offs[e + 1] - s0);
-	if (threadIdx.x < GPU_MOE_TILE) {
-		int s = s0 + (int)threadIdx.x;
-		int pid = (int)threadIdx.x < nt ? plan.sorted[s] : 0;
-		src[threadIdx.x] = GLU ? pid / k : s;
-		dst[threadIdx.x] = GLU ? s : pid;
-	}
+	int e, nt;
+	if (!moe_tile<GLU>(plan, k, src, dst, &e, &nt))
+		return; /* the whole block: fewer tiles than the grid allows */
 	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
 	const int c0 = ((int)blockIdx.x * TC_WARPS + warp) * 16; /* the warp's first column */
 	const bool live = c0 < n_out;
