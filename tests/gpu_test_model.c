@@ -659,6 +659,35 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 	model_free(m);
 }
 
+/* One step of n <= 16 sequences on both backends (g CUDA, c CPU): each sequence's row
+ * compared (compare_rows; *worst and *worst_cos take the largest |cuda - cpu| / rms and
+ * the smallest cosine), then the same next token, a fixed function of it and i, appended
+ * to both sides. what names the test in a failure. */
+static void step_both(struct backend *g, struct backend *c, struct seq **pg, struct seq **pc,
+		      int n, int it, float *lg, float *lc, double *worst, double *worst_cos,
+		      const char *what)
+{
+	struct bg_err err = {0};
+	int32_t rg[16], rc[16];
+	const int V = g->n_vocab;
+	if (n > 16) {
+		CHECK(0, "%s: step_both takes 16 sequences at most", what);
+		return;
+	}
+	CHECK(step(g, pg, n, NULL, rg, &err) == BG_OK, "%s cuda forward: %s", what, err.msg);
+	CHECK(step(c, pc, n, NULL, rc, &err) == BG_OK, "%s cpu forward: %s", what, err.msg);
+	for (int i = 0; i < n; i++) {
+		double rms, cosv, d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
+		if (d / rms > *worst)
+			*worst = d / rms;
+		if (cosv < *worst_cos)
+			*worst_cos = cosv;
+		int32_t t = (int32_t)(((unsigned)it * 31u + (unsigned)i * 7u + 5u) % (unsigned)V);
+		pg[i]->tokens[pg[i]->n_tok++] = t;
+		pc[i]->tokens[pc[i]->n_tok++] = t;
+	}
+}
+
 /* Batch bucket 8 on the fused decode path (issue 17): a 1-layer f32 model 2048 wide (16
  * heads of 128, 4 KV heads) whose 8 tokens' prologue inputs, 8 x 2048 x 4 = 64 KiB, need
  * gpu_gemv's opt-in to dynamic shared memory (49088 bytes without it: unfused). 8
@@ -676,7 +705,6 @@ static void test_bucket8(void)
 	o.shape.n_ff = 512;
 	o.dtype = GGUF_DTYPE_F32;
 	o.seed = 8;
-	struct bg_err err = {0};
 	struct model *m = gpu_util_synth_model(&o, "2048-wide synthetic model");
 	if (!m)
 		return;
@@ -700,25 +728,8 @@ static void test_bucket8(void)
 		}
 		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
 		double worst = 0, worst_cos = 1;
-		for (int it = 0; it <= NSTEP; it++) { /* it 0: the prompts, then decode steps */
-			int32_t rg[NSEQ], rc[NSEQ];
-			CHECK(step(g, pg, NSEQ, NULL, rg, &err) == BG_OK, "cuda forward: %s",
-			      err.msg);
-			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "cpu forward: %s",
-			      err.msg);
-			for (int i = 0; i < NSEQ; i++) {
-				double rms, cosv,
-				    d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
-				if (d / rms > worst)
-					worst = d / rms;
-				if (cosv < worst_cos)
-					worst_cos = cosv;
-				int32_t t = (int32_t)(((unsigned)it * 31u + (unsigned)i * 7u + 5u) %
-						      (unsigned)V);
-				sg[i].tokens[sg[i].n_tok++] = t;
-				sc[i].tokens[sc[i].n_tok++] = t;
-			}
-		}
+		for (int it = 0; it <= NSTEP; it++) /* it 0: the prompts, then decode steps */
+			step_both(g, c, pg, pc, NSEQ, it, lg, lc, &worst, &worst_cos, "bucket 8");
 		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
 		      "bucket 8: max |cuda - cpu| / rms %g, worst cosine %.9f", worst, worst_cos);
 		free(lg);
@@ -801,25 +812,8 @@ static void test_moe_batch(const char *spec)
 		}
 		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
 		double worst = 0, worst_cos = 1;
-		for (int it = 0; it <= NSTEP; it++) { /* it 0: the prompts, then decode steps */
-			int32_t rg[NSEQ], rc[NSEQ];
-			CHECK(step(g, pg, NSEQ, NULL, rg, &err) == BG_OK, "%s cuda forward: %s", spec,
-			      err.msg);
-			CHECK(step(c, pc, NSEQ, NULL, rc, &err) == BG_OK, "%s cpu forward: %s", spec,
-			      err.msg);
-			for (int i = 0; i < NSEQ; i++) {
-				double rms, cosv,
-				    d = compare_rows(g, rg[i], c, rc[i], lg, lc, V, &rms, &cosv);
-				if (d / rms > worst)
-					worst = d / rms;
-				if (cosv < worst_cos)
-					worst_cos = cosv;
-				int32_t t = (int32_t)(((unsigned)it * 31u + (unsigned)i * 7u + 5u) %
-						      (unsigned)V);
-				sg[i].tokens[sg[i].n_tok++] = t;
-				sc[i].tokens[sc[i].n_tok++] = t;
-			}
-		}
+		for (int it = 0; it <= NSTEP; it++) /* it 0: the prompts, then decode steps */
+			step_both(g, c, pg, pc, NSEQ, it, lg, lc, &worst, &worst_cos, spec);
 		/* fp32 on both sides, as test_arch_vs_cpu */
 		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
 		      "%s, 12 sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, worst,
