@@ -390,6 +390,21 @@ static void test_refused(void)
 	    {"{\"type\": \"integer\", \"multipleOf\": 2}", "multipleOf", BG_ERR_UNSUPPORTED},
 	    {"{\"type\": \"array\", \"uniqueItems\": true}", "uniqueItems", BG_ERR_UNSUPPORTED},
 	    {"{\"type\": \"widget\"}", "unknown type \"widget\"", BG_ERR_UNSUPPORTED},
+	    /* found by CI's replay_schema.sh: an unknown name in a type list beside enum was
+	     * not read, and null was produced */
+	    {"{\"type\": [\"s;tring\", \"null\"], \"enum\": [\"a\", null]}",
+	     "unknown type \"s;tring\"", BG_ERR_UNSUPPORTED},
+	    {"{\"type\": \"widget\", \"const\": 1}", "unknown type \"widget\"", BG_ERR_UNSUPPORTED},
+	    {"{\"type\": [\"string\", 3], \"anyOf\": [{}]}", "type must be a string or strings",
+	     BG_ERR_FORMAT},
+	    {"{\"type\": [], \"enum\": [1]}", "empty array", BG_ERR_FORMAT},
+	    /* siblings that the branch would not read: integers were produced */
+	    {"{\"type\": \"string\", \"anyOf\": [{\"type\": \"integer\"}]}",
+	     "keyword \"type\" beside anyOf", BG_ERR_UNSUPPORTED},
+	    {"{\"$ref\": \"#/$defs/a\", \"maximum\": 3, \"$defs\": {\"a\": {\"type\": \"integer\"}}}",
+	     "keyword \"maximum\" beside $ref", BG_ERR_UNSUPPORTED},
+	    {"{\"anyOf\": [{}], \"oneOf\": [{\"type\": \"null\"}]}", "keyword \"oneOf\" beside anyOf",
+	     BG_ERR_UNSUPPORTED},
 	    {"{\"$ref\": \"http://x/y\"}", "only #", BG_ERR_UNSUPPORTED},
 	    {"{\"$ref\": \"#/$defs/missing\"}", "no such definition", BG_ERR_FORMAT},
 	    {"{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"string\", \"minLength\": "

@@ -821,12 +821,50 @@ static bool value_has_type(const cJSON *v, const cJSON *type)
 	       (strcmp(n, "array") == 0 && cJSON_IsArray(v));
 }
 
-/* Validation keywords that const / enum do not combine with here: refused beside them
- * rather than ignored (a value list that must also meet them is not worked out). */
-static const char *const NOT_BESIDE_CONSTANTS[] = {
-    "properties", "required",  "additionalProperties", "items",	  "prefixItems",
-    "minItems",	  "maxItems",  "minLength",	       "maxLength", "pattern",
-    "minimum",	  "maximum",   "exclusiveMinimum",     "exclusiveMaximum", NULL};
+static const char *const TYPE_NAMES[] = {"string", "number",	"integer", "boolean",
+					  "null",   "object", "array",	NULL};
+
+/* A schema's "type", checked whatever branch the schema takes (beside const, enum, anyOf or
+ * $ref it would otherwise go unread): a known name or a non-empty array of them. */
+static bool check_type(struct js *j, const cJSON *type)
+{
+	if (!type)
+		return true;
+	if (cJSON_IsArray(type) && cJSON_GetArraySize(type) == 0) {
+		js_fail(j, BG_ERR_FORMAT, "type must not be an empty array");
+		return false;
+	}
+	const cJSON *t = cJSON_IsArray(type) ? type->child : type;
+	for (; t; t = cJSON_IsArray(type) ? t->next : NULL) {
+		if (!cJSON_IsString(t)) {
+			js_fail(j, BG_ERR_FORMAT, "type must be a string or strings");
+			return false;
+		}
+		if (!in_list(TYPE_NAMES, t->valuestring)) {
+			js_fail(j, BG_ERR_UNSUPPORTED, "unknown type \"%s\"", t->valuestring);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Refuses a handled keyword of schema s other than those in allowed, beside keyword what:
+ * a keyword that the branch taken for what would not read must not be ignored (a value
+ * that meets what but not the other keyword would be produced). */
+static bool only_beside(struct js *j, const cJSON *s, const char *what,
+			const char *const *allowed)
+{
+	const cJSON *k;
+	cJSON_ArrayForEach(k, s)
+	{
+		if (in_list(HANDLED, k->string) && !in_list(allowed, k->string)) {
+			js_fail(j, BG_ERR_UNSUPPORTED, "keyword \"%s\" beside %s is not supported",
+				k->string, what);
+			return false;
+		}
+	}
+	return true;
+}
 
 /* const or enum: the values themselves, each of which must be of the schema's type (an enum
  * keeps those that are; a const that is not, an enum left with none, or a const outside the
@@ -834,13 +872,9 @@ static const char *const NOT_BESIDE_CONSTANTS[] = {
 static char *visit_constants(struct js *j, const cJSON *s, const cJSON *cst, const cJSON *en,
 			     const cJSON *type, const char *hint)
 {
-	const cJSON *k;
-	cJSON_ArrayForEach(k, s)
-	{
-		if (in_list(NOT_BESIDE_CONSTANTS, k->string))
-			return js_fail(j, BG_ERR_UNSUPPORTED, "keyword \"%s\" beside %s is not supported",
-				       k->string, cst ? "const" : "enum");
-	}
+	static const char *const WITH_CONSTANTS[] = {"type", "const", "enum", NULL};
+	if (!only_beside(j, s, cst ? "const" : "enum", WITH_CONSTANTS))
+		return NULL;
 	if (en && (!cJSON_IsArray(en) || cJSON_GetArraySize(en) == 0))
 		return js_fail(j, BG_ERR_FORMAT, "enum must be a non-empty array");
 	if (cst) {
@@ -910,7 +944,10 @@ static char *visit(struct js *j, const cJSON *s, const char *hint)
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(s, "type");
 	const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
 	const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
-	if (ref) {
+	const char *const own[] = {ref ? "$ref" : any ? "anyOf" : "oneOf", NULL};
+	if (!check_type(j, type) || ((ref || any || one) && !only_beside(j, s, own[0], own))) {
+		r = NULL;
+	} else if (ref) {
 		if (!cJSON_IsString(ref))
 			r = js_fail(j, BG_ERR_FORMAT, "$ref must be a string");
 		else
