@@ -18,7 +18,12 @@
  * NeoX RoPE (YaRN in the released files), Q/K/V and O biases, sinks in every head's
  * softmax, sliding_window read (128 released) with pattern 2 (even layers windowed),
  * post_attention_norm as the FFN's input norm, build_moe_ffn with biases, SWIGLU_OAI_MOE
- * and SOFTMAX_WEIGHT gating (top-k of the logits, softmax over those k), untied output. */
+ * and SOFTMAX_WEIGHT gating (top-k of the logits, softmax over those k), untied output.
+ * olmo2 (src/models/olmo2.cpp): no attn_norm / ffn_norm; attn_q_norm (n_embd) and
+ * attn_k_norm (n_head_kv * head_dim) RMS-normalize each token's whole Q and K rows before
+ * NeoX RoPE; post_attention_norm and post_ffw_norm on the branch outputs before each
+ * residual add; SiLU SwiGLU; output.weight required. A sliding_window > 0 makes it OLMo 3
+ * (windowed layers from a per-layer pattern array, with unscaled RoPE): refused here. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -72,6 +77,14 @@ static const struct arch_info table[] = {
      .rope_neox = true,
      .fused_up = true,
      .swa_read_only = true},
+    {.name = "olmo2",
+     .families = "OLMo 2 (1B, 7B, 13B, 32B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .qk_norm_full = true,
+     .no_pre_norms = true,
+     .post_norms = true,
+     .swa_refused = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -86,7 +99,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

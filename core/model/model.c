@@ -127,6 +127,8 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	hp->rope_neox = ai->rope_neox;
 	hp->qkv_bias = ai->qkv_bias;
 	hp->qk_norm = ai->qk_norm;
+	hp->qk_norm_full = ai->qk_norm_full;
+	hp->no_pre_norms = ai->no_pre_norms;
 	hp->post_norms = ai->post_norms;
 	hp->gelu = ai->gelu;
 	hp->embd_scale = ai->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
@@ -152,6 +154,11 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	uint32_t w = 0;
 	bool has_w = get_u32_key(g, arch, "attention.sliding_window", &w);
 	hp->n_swa_file = has_w ? w : 0;
+	if (ai->swa_refused && w > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.attention.sliding_window is %u: sliding-window %s files (OLMo 3) "
+			       "are not supported",
+			       arch, w, arch);
 	if (ai->swa_pattern && !ai->swa_read_only && !(ai->swa_needs_key && w == 0)) {
 		hp->n_swa = has_w ? w : ai->swa_default;
 		hp->swa_pattern = ai->swa_pattern;
@@ -576,7 +583,8 @@ static enum bg_status load_tensors(struct loader *L)
 		if ((st = take(L, n, ne0, ne1, kind, &ly->field)))                                 \
 			return st;                                                                 \
 	} while (0)
-		TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
+		if (!hp->no_pre_norms)
+			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
 		snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
 		if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
 			struct model_weight qkv;
@@ -595,9 +603,9 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("attn_k.bias", KV, 0, TK_BIAS, bk);
 			TAKE("attn_v.bias", KV, 0, TK_BIAS, bv);
 		}
-		if (hp->qk_norm) {
-			TAKE("attn_q_norm.weight", HD, 0, TK_NORM, q_norm);
-			TAKE("attn_k_norm.weight", HD, 0, TK_NORM, k_norm);
+		if (hp->qk_norm) { /* per head, or the whole rows (olmo2) */
+			TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, 0, TK_NORM, q_norm);
+			TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0, TK_NORM, k_norm);
 		}
 		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
 		if (hp->attn_out_bias)
@@ -608,7 +616,7 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, attn_post_norm);
 		if (ai && ai->oai) /* gpt-oss's FFN input norm has the post-attention name */
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
-		else
+		else if (!hp->no_pre_norms)
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		if (hp->n_expert) {
 			if ((st = take_experts(L, l, ly)))
@@ -811,7 +819,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		W(m->output, o->dtype, E, V);
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct model_layer *ly = &m->layers[l];
-		W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
+		if (!hp->no_pre_norms)
+			W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
 		W(ly->wq, o->dtype, E, Q);
 		W(ly->wk, o->dtype, E, KV);
 		W(ly->wv, o->dtype, E, KV);
@@ -821,15 +830,16 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->bv, GGUF_DTYPE_F32, KV, 1);
 		}
 		if (hp->qk_norm) {
-			W(ly->q_norm, GGUF_DTYPE_F32, hp->head_dim, 1);
-			W(ly->k_norm, GGUF_DTYPE_F32, hp->head_dim, 1);
+			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : hp->head_dim, 1);
+			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : hp->head_dim, 1);
 		}
 		W(ly->wo, o->dtype, Q, E);
 		if (hp->attn_out_bias)
 			W(ly->bo, GGUF_DTYPE_F32, E, 1);
 		if (hp->attn_sinks)
 			W(ly->attn_sinks, GGUF_DTYPE_F32, hp->n_head, 1);
-		W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
+		if (!hp->no_pre_norms)
+			W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
 		if (X) { /* the router f32 as synth writes it; experts stacked (ne2 = X) */
 			W(ly->ffn_gate_inp, GGUF_DTYPE_F32, E, X);
 			W3(ly->gate_exps, o->dtype, E, FX, X);

@@ -93,6 +93,11 @@ static const struct synth_shape shapes[] = {
     {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
      .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
+    /* OLMo-2-1124-7B's and OLMo-2-0425-1B's config.json; tiny: GQA (as OLMo 2 32B) so the
+     * K norm is narrower than the Q norm, norm weights 1 + N(0, 0.25^2) */
+    {"olmo2-7b", 32, 4096, 32, 32, 11008, 100352, 4096, 500000.0f, 1e-6f, false, "olmo2"},
+    {"olmo2-1b", 16, 2048, 16, 16, 8192, 100352, 4096, 500000.0f, 1e-6f, false, "olmo2"},
+    {"olmo2-tiny", 2, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-6f, false, "olmo2"},
 };
 #pragma GCC diagnostic pop
 
@@ -149,12 +154,19 @@ static bool is_oai(const struct synth_shape *s)
 
 static bool has_qk_norm(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3");
+	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3") ||
+	       is_arch(s, "olmo2");
 }
 
 static bool has_post_norms(const struct synth_shape *s)
 {
-	return is_arch(s, "gemma2") || is_arch(s, "gemma3");
+	return is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_arch(s, "olmo2");
+}
+
+/* olmo2: no pre-norms, Q/K norms over the whole rows, norm weights not all 1 */
+static bool is_olmo2(const struct synth_shape *s)
+{
+	return is_arch(s, "olmo2");
 }
 
 void synth_opts_init(struct synth_opts *o, const struct synth_shape *s)
@@ -390,7 +402,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
-	uint64_t layer = E + E * Q + 2 * E * KV + Q * E + E;
+	uint64_t layer = (is_olmo2(s) ? 0 : 2 * E) + E * Q + 2 * E * KV + Q * E;
 	if (s->n_expert) /* router and experts instead of the dense FFN */
 		layer += E * s->n_expert + 3 * E * (uint64_t)synth_n_ff_exp(s) * s->n_expert;
 	else
@@ -398,7 +410,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
 	if (has_qk_norm(s))
-		layer += 2 * hd;
+		layer += is_olmo2(s) ? Q + KV : 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
@@ -437,7 +449,8 @@ static float rng_normal(struct normal_rng *r)
 	return (float)(rad * cos(2.0 * M_PI * u2));
 }
 
-enum fill_kind { FILL_RANDOM, FILL_ONES, FILL_VALUES };
+/* FILL_NORM: 1 + std * N(0, 1) (f32 only) */
+enum fill_kind { FILL_RANDOM, FILL_ONES, FILL_VALUES, FILL_NORM };
 
 struct fill_job {
 	uint64_t seed;
@@ -481,6 +494,7 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 	for (uint64_t i = 0; i < j->n; i++) {
 		float x = j->kind == FILL_ONES	  ? 1.0f
 			  : j->kind == FILL_VALUES ? j->values[i]
+			  : j->kind == FILL_NORM   ? 1.0f + j->std * rng_normal(&r)
 						   : j->std * rng_normal(&r);
 		if (j->dtype == GGUF_DTYPE_F32) {
 			memcpy((uint8_t *)dst + 4 * i, &x, 4);
@@ -564,6 +578,9 @@ static void longrope_factors(float *out, uint32_t n, float top)
 /* Q/K/V biases (qwen2): N(0, BIAS_STD^2), half the size of a projection's output (unit
  * variance), so that each bias visibly moves the scores without swamping them. */
 #define BIAS_STD 0.5f
+/* olmo2's norm weights: 1 + N(0, NORM_STD^2), so that a norm applied with the wrong
+ * weights, grouping or place changes the output */
+#define NORM_STD 0.25f
 
 /* The MoE router (ffn_gate_inp): std ROUTER_SCALE/sqrt(n_embd), router logits spread by
  * about ROUTER_SCALE, so that the chosen experts are rarely within rounding of the next
@@ -592,6 +609,8 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 		std = OUT_SCALE / sqrtf((float)ne0);
 	else if (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".bias") == 0)
 		std = BIAS_STD;
+	if (kind == FILL_NORM)
+		std = NORM_STD;
 	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std, NULL};
 	uint64_t ne[2] = {ne0, ne1};
 	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
@@ -708,6 +727,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
+	bool olmo2 = is_olmo2(s);
+	enum fill_kind nk = olmo2 ? FILL_NORM : FILL_ONES; /* the norms' weights */
 	enum gguf_dtype t = o->dtype;
 	if (s->rope_freqs || (phi3 && s->n_ctx_orig)) {
 		for (int k = 0; k < 2; k++)
@@ -732,7 +753,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 	}
 	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
-	add(b, "output_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1, o->seed);
+	add(b, "output_norm.weight", GGUF_DTYPE_F32, nk, E, 1, o->seed);
 	if (!o->tie_output)
 		add(b, "output.weight", t, FILL_RANDOM, E, V, o->seed);
 	for (uint32_t l = 0; l < s->n_layer; l++) {
@@ -747,7 +768,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
-		ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		if (!olmo2)
+			ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		if (phi3) { /* fused, as Phi-3's own checkpoints are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
@@ -761,8 +783,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_v.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 		}
 		if (qkn) {
-			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
-			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
+			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? Q : HD, 1);
+			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 		if (oai) {
@@ -771,8 +793,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			b->jobs[b->n_jobs - 1].std = SINK_STD;
 		}
 		if (post || oai) /* gpt-oss: the FFN's input norm */
-			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		if (!oai)
+			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		if (!oai && !olmo2)
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		if (X) {
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
@@ -800,7 +822,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (!X)
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
-			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 #undef ADD3
 #undef ADD
 	}
