@@ -776,8 +776,9 @@ static void test_arch_vs_cpu(void)
 	    /* gpt-oss: attention sinks, Q/K/V/O biases, windowed even layers, the biased
 	     * router and experts, the clamped SwiGLU */
 	    "synthetic:gpt-oss-tiny:f32",
-	    /* olmo2: whole-row Q/K norms, no pre-norms, post-norms */
-	    "synthetic:olmo2-tiny:f32",
+	    /* olmo2: whole-row Q/K norms, no pre-norms, post-norms; OLMo 3's windows (3 of
+	     * 4 layers) with unscaled RoPE there, YaRN on the global layer */
+	    "synthetic:olmo2-tiny:f32", "synthetic:olmo3-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);

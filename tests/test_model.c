@@ -943,13 +943,16 @@ static void test_arch(void)
 
 /* ---- mixtures of experts ---- */
 
-enum moe_edit { ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_HALVE, ME_ADD };
+enum moe_edit {
+	ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_HALVE, ME_ADD, ME_BOOLS
+};
 
 /* The synthetic shape `shape` (f32) written and parsed again with one change: ME_KEY sets
  * u32 key `what` to val (or removes it when val is UINT32_MAX); ME_DROP drops tensor
  * `what`; ME_RESHAPE gives it one expert less (ne2 - 1; bytes as they are); ME_SPLIT adds
  * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight;
- * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`. */
+ * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`;
+ * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5). */
 static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char *what,
 				  uint32_t val, struct model **out, struct bg_err *err)
 {
@@ -964,12 +967,23 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	struct gguf_writer *w = gguf_writer_create();
 	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
 		struct gguf_str k = gguf_kv_key(src, i);
-		if (e == ME_KEY && k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
+		if ((e == ME_KEY || e == ME_BOOLS) && k.len == strlen(what) &&
+		    memcmp(k.ptr, what, k.len) == 0)
 			continue;
 		gguf_writer_copy_kv(w, src, i);
 	}
 	if (e == ME_KEY && val != UINT32_MAX)
 		gguf_writer_set_u32(w, what, val);
+	if (e == ME_BOOLS) {
+		uint8_t v[17];
+		uint32_t et = GGUF_TYPE_BOOL;
+		uint64_t cnt = val >> 31 ? 5 : 4;
+		memcpy(v, &et, 4);
+		memcpy(v + 4, &cnt, 8);
+		for (uint64_t i = 0; i < cnt; i++)
+			v[12 + i] = (uint8_t)((val >> i) & 1);
+		gguf_writer_set_raw(w, what, GGUF_TYPE_ARRAY, v, 12 + (size_t)cnt);
+	}
 	static float extra[64 * 64];
 	if (e == ME_SPLIT)
 		gguf_writer_add_tensor(w, "blk.0.ffn_gate.0.weight", GGUF_DTYPE_F32, 2,
@@ -1197,8 +1211,8 @@ static void test_oss(void)
 	}
 }
 
-/* olmo2: no pre-norms, whole-row Q/K norms, post-norms; a window (OLMo 3) and the
- * tensors of other graphs refused */
+/* olmo2: no pre-norms, whole-row Q/K norms, post-norms; the tensors of other graphs
+ * refused; OLMo 3's windows from a per-layer bool list, unscaled RoPE there */
 static void test_olmo2(void)
 {
 	struct bg_err err = {0};
@@ -1244,7 +1258,6 @@ static void test_olmo2(void)
 		enum bg_status st;
 		const char *msg;
 	} bad[] = {
-	    {ME_KEY, "olmo2.attention.sliding_window", 16, BG_ERR_UNSUPPORTED, "(OLMo 3)"},
 	    {ME_HALVE, "blk.1.attn_q_norm.weight", 0, BG_ERR_FORMAT,
 	     "'blk.1.attn_q_norm.weight' has shape [32], expected [64]"},
 	    {ME_HALVE, "blk.0.attn_k_norm.weight", 0, BG_ERR_FORMAT,
@@ -1265,6 +1278,43 @@ static void test_olmo2(void)
 		CHECK(st == bad[i].st && m == NULL && has(&err, bad[i].msg),
 		      "olmo2-tiny %s: status %d, '%s' (want '%s')", bad[i].what, (int)st, err.msg,
 		      bad[i].msg);
+		model_free(m);
+		m = NULL;
+	}
+	/* OLMo 3: the list [1, 1, 1, 0] is period 4; windowed layers' RoPE unscaled */
+	CHECK(moe_rewrite("olmo3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->n_swa == 16 && hp->swa_pattern == 4 && m->layers[0].swa &&
+			  m->layers[2].swa && !m->layers[3].swa && hp->rope_yarn &&
+			  hp->rope_freq_scale == 0.25f && hp->rope_freq_scale_swa == 1.0f &&
+			  hp->rope_attn_factor_swa == 1.0f && hp->rope_base_swa == hp->rope_base &&
+			  hp->qk_norm_full && hp->no_pre_norms,
+		      "olmo3-tiny hparams");
+	}
+	model_free(m);
+	m = NULL;
+	/* other lists: every layer windowed (period 0), none (period 1), or refused */
+	struct {
+		uint32_t bits, p;
+		enum bg_status st;
+		const char *msg;
+	} lists[] = {
+	    {0xf, 0, BG_OK, ""},
+	    {0x0, 1, BG_OK, ""},
+	    {0x5, 2, BG_OK, ""},
+	    {0x9, 0, BG_ERR_UNSUPPORTED, "does not repeat one pattern"},
+	    {0x80000007u, 0, BG_ERR_UNSUPPORTED, "nor a list of 4 bools"},
+	};
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		err.msg[0] = '\0';
+		enum bg_status st = moe_rewrite("olmo3-tiny", ME_BOOLS,
+						"olmo2.attention.sliding_window_pattern",
+						lists[i].bits, &m, &err);
+		CHECK(st == lists[i].st && (st || m->hp.swa_pattern == lists[i].p) &&
+			  has(&err, lists[i].msg),
+		      "olmo3-tiny pattern list %#x: status %d, '%s'", lists[i].bits, (int)st,
+		      err.msg);
 		model_free(m);
 		m = NULL;
 	}

@@ -40,7 +40,8 @@ struct arch_info {
 	uint32_t swa_default; /* window when the file has no sliding_window key (gemma2 4096) */
 	bool swa_needs_key;   /* gemma3: windowed only when the file sets a window */
 	bool swa_read_only;   /* phi3: the key is read but no window applied (as llama.cpp) */
-	bool swa_refused;     /* olmo2: a window > 0 (OLMo 3's layers) is refused */
+	bool swa_rope_plain;  /* olmo2 (OLMo 3): windowed layers rotate with the global base,
+			       * no frequency scaling and a cos/sin scale of 1 (no YaRN) */
 	bool swa_rope_own;    /* gemma3: windowed layers use rope.freq_base_swa (10000 when
 			       * absent) and no frequency scaling; gemma2: the global values */
 	bool fused_up;	      /* ffn_up holds gate|up ([n_embd, 2 n_ff]), no ffn_gate (phi3) */

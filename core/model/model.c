@@ -116,7 +116,45 @@ static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *ar
 			       arch);
 	hp->rope_base_swa = hp->rope_base;
 	hp->rope_freq_scale_swa = hp->rope_freq_scale;
+	hp->rope_attn_factor_swa = hp->rope_attn_factor;
 	return BG_OK;
+}
+
+/* attention.sliding_window_pattern as a per-layer bool list (llama.cpp's converter writes
+ * one for OLMo 3; llama.cpp reads it as is_swa per layer): accepted when it is the list
+ * model_layer_is_swa makes of some period p (every layer windowed: p = 0), *p set. */
+static enum bg_status read_swa_list(const struct gguf_ctx *g, const char *key, uint32_t n_layer,
+				    uint32_t *p, struct bg_err *err)
+{
+	enum gguf_type et;
+	uint64_t n = 0;
+	if (!gguf_get_arr(g, key, &et, &n) || et != GGUF_TYPE_BOOL || n != n_layer)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s is neither an unsigned integer nor a list of %u bools", key,
+			       n_layer);
+	bool *w = malloc(n_layer * sizeof *w);
+	if (!w)
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	if (!gguf_arr_copy_bool(g, key, w, n)) {
+		free(w);
+		return bg_fail(err, BG_ERR_FORMAT, "%s has a value that is not a bool", key);
+	}
+	for (uint32_t q = 0; q <= n_layer; q++) { /* the smallest period that makes the list */
+		struct model_hparams t = {.n_swa = 1, .swa_pattern = q};
+		uint32_t l = 0;
+		while (l < n_layer && model_layer_is_swa(&t, l) == w[l])
+			l++;
+		if (l == n_layer) {
+			*p = q;
+			free(w);
+			return BG_OK;
+		}
+	}
+	free(w);
+	return bg_fail(err, BG_ERR_UNSUPPORTED,
+		       "%s is a per-layer list that does not repeat one pattern (windowed layers "
+		       "then one global), which is not supported",
+		       key);
 }
 
 /* The architecture's graph features (arch.h) and the keys that tune them. */
@@ -154,27 +192,26 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	uint32_t w = 0;
 	bool has_w = get_u32_key(g, arch, "attention.sliding_window", &w);
 	hp->n_swa_file = has_w ? w : 0;
-	if (ai->swa_refused && w > 0)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.attention.sliding_window is %u: sliding-window %s files (OLMo 3) "
-			       "are not supported",
-			       arch, w, arch);
 	if (ai->swa_pattern && !ai->swa_read_only && !(ai->swa_needs_key && w == 0)) {
 		hp->n_swa = has_w ? w : ai->swa_default;
 		hp->swa_pattern = ai->swa_pattern;
 		char key[128];
 		snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
-		if (g && gguf_find_key(g, key) >= 0 && !get_u32_key(g, arch, "attention.sliding_window_pattern",
-							      &hp->swa_pattern))
-			return bg_fail(err, BG_ERR_UNSUPPORTED,
-				       "%s is not an unsigned integer (a per-layer list is not "
-				       "supported)",
-				       key);
+		enum bg_status st;
+		if (g && gguf_find_key(g, key) >= 0 &&
+		    !get_u32_key(g, arch, "attention.sliding_window_pattern", &hp->swa_pattern) &&
+		    (st = read_swa_list(g, key, hp->n_layer, &hp->swa_pattern, err)))
+			return st;
 		if (ai->swa_rope_own) {
 			hp->rope_base_swa = 10000.0f;
 			hp->rope_freq_scale_swa = 1.0f;
 		}
-		get_f32_key(g, arch, "rope.freq_base_swa", &hp->rope_base_swa);
+		if (ai->swa_rope_plain) { /* olmo2's graph: freq_base, no scaling, no YaRN */
+			hp->rope_freq_scale_swa = 1.0f;
+			hp->rope_attn_factor_swa = 1.0f;
+		} else {
+			get_f32_key(g, arch, "rope.freq_base_swa", &hp->rope_base_swa);
+		}
 		if (!(isfinite(hp->rope_base_swa) && hp->rope_base_swa > 1.0f))
 			return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base_swa is not a number above 1");
 	}
@@ -767,7 +804,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->rms_eps = s->rms_eps;
 	/* the keys synth would write, from the arch's defaults (no file: g NULL) */
 	hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f;
-	hp->rope_attn_factor = 1.0f;
+	hp->rope_attn_factor = hp->rope_attn_factor_swa = 1.0f;
 	hp->n_ctx_orig = hp->n_ctx_train;
 	hp->rope_base_swa = hp->rope_base;
 	struct synth_shape sw = *s;
@@ -780,7 +817,9 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			hp->rope_base_swa = 10000.0f;
 	}
 	if (!st && s->rope_scaling) { /* read_rope_scaling's values for the keys synth writes */
-		hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f / s->rope_factor;
+		hp->rope_freq_scale = 1.0f / s->rope_factor;
+		if (!(hp->n_swa && (ai->swa_rope_own || ai->swa_rope_plain)))
+			hp->rope_freq_scale_swa = hp->rope_freq_scale;
 		hp->rope_yarn = strcmp(s->rope_scaling, "yarn") == 0;
 		if (s->n_ctx_orig)
 			hp->n_ctx_orig = s->n_ctx_orig;

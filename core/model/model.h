@@ -66,7 +66,8 @@ struct model_hparams {
 	uint32_t n_swa;	     /* > 0: a layer with model_layer.swa attends to the last n_swa
 			      * positions only (itself included) */
 	uint32_t n_swa_file; /* the window the file states, applied or not (phi3: not) */
-	uint32_t swa_pattern; /* with n_swa: layer l is windowed iff l % p < p - 1 (p = 0: all) */
+	uint32_t swa_pattern; /* with n_swa: layer l is windowed iff l % p < p - 1 (p = 0: all);
+			       * a file's per-layer bool list is read as the p it repeats */
 
 	/* RoPE beyond the base frequency (core/model/arch.c computes the angles) */
 	float rope_freq_scale;	   /* 1 / rope.scaling.factor (linear, yarn), else 1 */
@@ -75,6 +76,7 @@ struct model_hparams {
 	uint32_t n_ctx_orig;	   /* rope.scaling.original_context_length, default n_ctx_train */
 	float rope_base_swa;	   /* base of the windowed layers (== rope_base unless gemma3) */
 	float rope_freq_scale_swa; /* freq_scale of the windowed layers */
+	float rope_attn_factor_swa; /* their rope_attn_factor (== it unless olmo2 / OLMo 3: 1) */
 	char rope_factors[24];	   /* which frequency-factor tensor the model uses, "" if none:
 				    * "rope_freqs" (Llama 3.1), "rope_factors_long" or
 				    * "rope_factors_short" (LongRoPE: long when n_ctx_train >

@@ -98,6 +98,10 @@ static const struct synth_shape shapes[] = {
     {"olmo2-7b", 32, 4096, 32, 32, 11008, 100352, 4096, 500000.0f, 1e-6f, false, "olmo2"},
     {"olmo2-1b", 16, 2048, 16, 16, 8192, 100352, 4096, 500000.0f, 1e-6f, false, "olmo2"},
     {"olmo2-tiny", 2, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-6f, false, "olmo2"},
+    /* OLMo 3 (olmo2 with windows): layers 0-2 windowed (16), 3 global; YaRN over 64 on
+     * the global layer only; the pattern as the converter writes it, a bool per layer */
+    {"olmo3-tiny", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-6f, false, "olmo2", .n_swa = 16,
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64},
 };
 #pragma GCC diagnostic pop
 
@@ -509,6 +513,22 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 
 /* ---- the writer ---- */
 
+/* key = a GGUF bool array of n elements, element l true unless (l + 1) % 4 == 0 */
+static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n)
+{
+	uint8_t *v = malloc(12 + (size_t)n);
+	if (!v)
+		return; /* the file then lacks the key: llama.cpp's default period 4 too */
+	uint32_t et = GGUF_TYPE_BOOL;
+	uint64_t cnt = n;
+	memcpy(v, &et, 4);
+	memcpy(v + 4, &cnt, 8);
+	for (uint32_t l = 0; l < n; l++)
+		v[12 + l] = (l + 1) % 4 != 0;
+	gguf_writer_set_raw(w, key, GGUF_TYPE_ARRAY, v, 12 + (size_t)n);
+	free(v);
+}
+
 static uint32_t file_type(enum gguf_dtype t)
 {
 	switch (t) {
@@ -666,6 +686,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window"), s->n_swa);
 	if (s->swa_all)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
+	else if (s->n_swa && is_olmo2(s)) /* OLMo 3's converter: (l + 1) % 4 != 0 per layer */
+		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer);
 	if (gemma2) {
 		gguf_writer_set_f32(w, ARCH_KEY("attn_logit_softcapping"),
 				    s->attn_softcap > 0.0f ? s->attn_softcap : 50.0f);

@@ -4,7 +4,8 @@
  * A synthetic model is an ordinary GGUF file (or buffer) of one of the architectures of
  * core/model/arch.h (the shape says which; qwen2 adds f32 Q/K/V biases, N(0, 0.5^2); qwen3
  * and gemma3 Q/K norms, gemma post-norms, all norms 1 (olmo2: no attn/ffn norms, whole-row
- * Q/K norms and post-norms, its norm weights 1 + N(0, 0.25^2)); qwen3moe and the MoE llama shapes
+ * Q/K norms and post-norms, its norm weights 1 + N(0, 0.25^2); with a window, OLMo 3's
+ * sliding_window_pattern as a bool per layer); qwen3moe and the MoE llama shapes
  * stacked experts and a router; gpt-oss adds Q/K/V/O biases (N(0, 0.5^2)), attention sinks
  * (N(0, 1)), router and expert biases, and larger gate/up experts so that its SwiGLU clamp
  * acts, and names its FFN norm post_attention_norm; phi3 writes fused attn_qkv and
