@@ -1281,14 +1281,16 @@ static void test_olmo2(void)
 		model_free(m);
 		m = NULL;
 	}
-	/* OLMo 3: the list [1, 1, 1, 0] is period 4; windowed layers' RoPE unscaled */
+	/* OLMo 3: the list [1, 1, 1, 0] is period 4; windowed layers' RoPE unscaled, without
+	 * the file's attn_factor (1.25) */
 	CHECK(moe_rewrite("olmo3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
 	if (m) {
 		const struct model_hparams *hp = &m->hp;
 		CHECK(hp->n_swa == 16 && hp->swa_pattern == 4 && m->layers[0].swa &&
 			  m->layers[2].swa && !m->layers[3].swa && hp->rope_yarn &&
 			  hp->rope_freq_scale == 0.25f && hp->rope_freq_scale_swa == 1.0f &&
-			  hp->rope_attn_factor_swa == 1.0f && hp->rope_base_swa == hp->rope_base &&
+			  hp->rope_attn_factor == 1.25f && hp->rope_attn_factor_swa == 1.0f &&
+			  hp->rope_base_swa == hp->rope_base &&
 			  hp->qk_norm_full && hp->no_pre_norms,
 		      "olmo3-tiny hparams");
 	}

@@ -824,6 +824,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (s->n_ctx_orig)
 			hp->n_ctx_orig = s->n_ctx_orig;
 	}
+	if (!st && s->rope_attn_factor > 0.0f && strcmp(m->arch, "phi3") != 0) {
+		hp->rope_attn_factor = s->rope_attn_factor; /* synth writes the key */
+		if (!(hp->n_swa && ai->swa_rope_plain))
+			hp->rope_attn_factor_swa = s->rope_attn_factor;
+	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;
 		hp->n_expert_used = s->n_expert_used;

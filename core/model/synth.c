@@ -101,7 +101,7 @@ static const struct synth_shape shapes[] = {
     /* OLMo 3 (olmo2 with windows): layers 0-2 windowed (16), 3 global; YaRN over 64 on
      * the global layer only; the pattern as the converter writes it, a bool per layer */
     {"olmo3-tiny", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-6f, false, "olmo2", .n_swa = 16,
-     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64},
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64, .rope_attn_factor = 1.25f},
 };
 #pragma GCC diagnostic pop
 
@@ -701,6 +701,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	if (s->n_ctx_orig)
 		gguf_writer_set_u32(w, ARCH_KEY("rope.scaling.original_context_length"),
 				    s->n_ctx_orig);
+	if (!phi3 && s->rope_attn_factor > 0.0f)
+		gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.attn_factor"), s->rope_attn_factor);
 	if (phi3 && s->n_ctx_orig) { /* convert_hf_to_gguf's LongRoPE attention factor */
 		float scale = (float)s->n_ctx / (float)s->n_ctx_orig;
 		if (scale > 1.0f)

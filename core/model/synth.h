@@ -58,6 +58,7 @@ struct synth_shape {
 			      * LongRoPE factors (long and short) for it */
 	bool rope_freqs;     /* rope_freqs.weight: the "llama3" factors (rope_factor, 8 by
 			      * default as in Llama 3.1; low 1, high 4 over n_ctx_orig) */
+	float rope_attn_factor; /* > 0: rope.scaling.attn_factor (phi3 computes its own) */
 	/* Mixture of experts (qwen3moe, or llama = Mixtral): n_expert > 0 writes
 	 * expert_count / expert_used_count, per layer an f32 router ffn_gate_inp (n_embd,
 	 * n_expert; N(0, (ROUTER_SCALE)^2 / n_embd), so routing is decisive) and stacked
