@@ -3,8 +3,9 @@
  * One row per `general.architecture` value batchgen runs, saying which graph features the
  * architecture has (as llama.cpp's src/models/<arch>.cpp builds it: the facts, not the
  * code): NeoX or interleaved RoPE, Q/K/V biases, per-head or whole-row Q/K RMS norms,
- * post-attention and post-FFN norms, no pre-norms, GELU(tanh) or SiLU gating, the embedding scale, attention and final
- * logit soft-capping, the sliding-window layer pattern, a fused gate|up FFN tensor.
+ * post-attention and post-FFN norms, no pre-norms, GELU(tanh) or SiLU gating, the
+ * embedding scale, attention and final logit soft-capping, the sliding-window layer
+ * pattern, a fused gate|up FFN tensor.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
