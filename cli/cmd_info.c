@@ -112,7 +112,7 @@ static void print_by_dtype(const struct model *m)
 					list[n++] = oai[i];
 		}
 		for (int i = 0; i < n; i++)
-			for (int t = 0; t < NT; t++)
+			for (int t = 0; t < NT && list[i]->ne0; t++) /* olmo2: no attn/ffn norm */
 				if (list[i]->type == types[t]) {
 					bytes[t] += gguf_row_bytes(list[i]->type, list[i]->ne0) *
 						    list[i]->ne1 *
@@ -218,7 +218,9 @@ int cmd_info(int argc, char **argv)
 	if (hp->rope_attn_factor != 1.0f)
 		printf("rope_attn_factor: %g\n", (double)hp->rope_attn_factor);
 	if (hp->qk_norm)
-		printf("qk_norm: yes\n");
+		printf("qk_norm: %s\n", hp->qk_norm_full ? "yes, over the whole Q and K rows" : "yes");
+	if (hp->no_pre_norms)
+		printf("pre_norms: none (attention and FFN read the residual as it is)\n");
 	if (hp->post_norms)
 		printf("post_norms: yes\n");
 	if (hp->gelu)
@@ -259,7 +261,8 @@ int cmd_info(int argc, char **argv)
 	print_weight_line("output", &m->output);
 	if (hp->n_layer) {
 		const struct model_layer *ly = &m->layers[0];
-		print_weight_line("blk.0.attn_norm", &ly->attn_norm);
+		if (!hp->no_pre_norms)
+			print_weight_line("blk.0.attn_norm", &ly->attn_norm);
 		print_weight_line("blk.0.attn_q", &ly->wq);
 		print_weight_line("blk.0.attn_k", &ly->wk);
 		print_weight_line("blk.0.attn_v", &ly->wv);
@@ -273,7 +276,16 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_output.bias", &ly->bo);
 		if (hp->attn_sinks)
 			print_weight_line("blk.0.attn_sinks", &ly->attn_sinks);
-		print_weight_line("blk.0.ffn_norm", &ly->ffn_norm);
+		if (!hp->no_pre_norms)
+			print_weight_line("blk.0.ffn_norm", &ly->ffn_norm);
+		if (hp->qk_norm) {
+			print_weight_line("blk.0.attn_q_norm", &ly->q_norm);
+			print_weight_line("blk.0.attn_k_norm", &ly->k_norm);
+		}
+		if (hp->post_norms) {
+			print_weight_line("blk.0.post_attention_norm", &ly->attn_post_norm);
+			print_weight_line("blk.0.post_ffw_norm", &ly->ffn_post_norm);
+		}
 		if (hp->n_expert) {
 			print_weight_line("blk.0.ffn_gate_inp", &ly->ffn_gate_inp);
 			print_weight_line("blk.0.ffn_gate_exps", &ly->gate_exps);

@@ -60,14 +60,15 @@ extern "C" {
 #define CUDA_GRAPH_MAX_CTX   32768 /* longest context the graph metadata is sized for */
 
 struct cuda_layer {
-	float *attn_norm; /* [n_embd] */
+	float *attn_norm; /* [n_embd], or NULL (hp.no_pre_norms: olmo2) */
 	void *wqkv;	  /* [n_q + 2 n_kv, n_embd] */
 	void *wo;	  /* [n_embd, n_q] */
-	float *ffn_norm;  /* [n_embd] */
+	float *ffn_norm;  /* [n_embd], or NULL likewise */
 	void *wgu;	  /* [2 n_ff, n_embd] */
 	void *wdown;	  /* [n_embd, n_ff] */
 	float *bqkv;	  /* [n_q + 2 n_kv] fp32 Q|K|V biases (qwen2), or NULL */
-	float *q_norm, *k_norm;	    /* [head_dim] fp32 each (qwen3, gemma3), or NULL */
+	float *q_norm, *k_norm;	    /* [head_dim] fp32 each (qwen3, gemma3), [n_q] and [n_kv]
+				     * (hp.qk_norm_full: olmo2), or NULL */
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
@@ -376,7 +377,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t NX = hp->n_expert, FX = hp->n_ff_exp;
 	/* Tied output: a file's output points at the embedding; a lazy synthetic model has
 	 * no data pointers, but then its parameter count leaves the output out. */
-	uint64_t extra_params = (hp->qk_norm ? 2 * (uint64_t)hp->head_dim : 0) +
+	/* the Q/K norms' widths: per head, or the whole rows (olmo2) */
+	size_t qn = hp->qk_norm_full ? (size_t)c->n_q : hp->head_dim;
+	size_t kn = hp->qk_norm_full ? (size_t)c->n_kv : hp->head_dim;
+	uint64_t extra_params = (hp->qk_norm ? (uint64_t)(qn + kn) : 0) +
 				(hp->post_norms ? 2 * (uint64_t)E : 0) +
 				(hp->qkv_bias ? (uint64_t)(c->n_q + 2 * c->n_kv) : 0) +
 				(hp->attn_sinks ? (uint64_t)hp->n_head : 0) +
@@ -384,7 +388,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				(hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0);
 	uint64_t untied_params =
 	    (uint64_t)V * E * 2 + E +
-	    (uint64_t)hp->n_layer * (2 * E + E * (uint64_t)(c->n_q + 2 * c->n_kv) +
+	    (uint64_t)hp->n_layer * ((hp->no_pre_norms ? 0 : 2 * E) +
+				     E * (uint64_t)(c->n_q + 2 * c->n_kv) +
 				     (uint64_t)c->n_q * E + 3 * E * F + extra_params +
 				     (uint64_t)NX * E * (1 + 3 * (uint64_t)FX));
 	bool lazy = !m->tok_embd.data;
@@ -396,7 +401,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_gu = align_up(2 * F * E * es, 256);
 	size_t sz_down = align_up(E * F * es, 256);
 	size_t sz_bias = hp->qkv_bias ? align_up((size_t)(c->n_q + 2 * c->n_kv) * 4, 256) : 0;
-	size_t sz_qkn = hp->qk_norm ? 2 * align_up((size_t)hp->head_dim * 4, 256) : 0;
+	size_t sz_qn = hp->qk_norm ? align_up(qn * 4, 256) : 0;
+	size_t sz_qkn = hp->qk_norm ? sz_qn + align_up(kn * 4, 256) : 0;
+	size_t sz_pre = hp->no_pre_norms ? 0 : sz_norm; /* attn_norm, ffn_norm each */
 	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
 	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
 	size_t sz_gu_exps = align_up(NX * 2 * FX * E * es, 256);
@@ -408,7 +415,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
-	size_t per_layer = 2 * sz_norm + sz_qkv + sz_o + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
+	size_t per_layer = 2 * sz_pre + sz_qkv + sz_o + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -442,14 +449,14 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
-		L->attn_norm = (float *)p;
-		p += sz_norm;
+		L->attn_norm = sz_pre ? (float *)p : NULL;
+		p += sz_pre;
 		L->wqkv = p;
 		p += sz_qkv;
 		L->wo = p;
 		p += sz_o;
-		L->ffn_norm = (float *)p;
-		p += sz_norm;
+		L->ffn_norm = sz_pre ? (float *)p : NULL;
+		p += sz_pre;
 		if (NX) {
 			L->router = (float *)p;
 			L->gu_exps = p + sz_router;
@@ -465,7 +472,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_bias;
 		if (sz_qkn) {
 			L->q_norm = (float *)p;
-			L->k_norm = (float *)(p + sz_qkn / 2);
+			L->k_norm = (float *)(p + sz_qn);
 		}
 		p += sz_qkn;
 		if (sz_post) {
@@ -481,7 +488,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		}
 		L->swa = ml->swa;
 		char *qkv = (char *)L->wqkv;
-		st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
+		if (L->attn_norm)
+			st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
 		if (st == BG_OK)
@@ -492,7 +500,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 					   UP_MATRIX, err);
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
-		if (st == BG_OK)
+		if (st == BG_OK && L->ffn_norm)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
 		if (st == BG_OK && !NX)
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
@@ -766,7 +774,10 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	const int E = (int)c->hp.n_embd, F = (int)c->hp.n_ff;
 	/* (the O bias, gpt-oss's, is added on the unfused path only: gpt-oss is a mixture of
 	 * experts, which never fuses, and a dense model with one would not fuse either) */
-	return !c->hp.post_norms && c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
+	/* (olmo2, no pre-norms and whole-row Q/K norms, has post-norms; refused by name too:
+	 * the prologues normalize and qkv_post's epilogue norms per head) */
+	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full &&
+	       c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, F, false, c->dt, c->gemv_xs);
@@ -862,8 +873,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.n_head_kv = (int)hp->n_head_kv;
 		qp.head_dim = (int)hp->head_dim;
 		qp.bias = L->bqkv;
-		qp.q_norm = L->q_norm;
-		qp.k_norm = L->k_norm;
+		/* whole-row Q/K norms (olmo2) are a kernel of their own before qkv_post */
+		qp.q_norm = hp->qk_norm_full ? NULL : L->q_norm;
+		qp.k_norm = hp->qk_norm_full ? NULL : L->k_norm;
 		qp.eps = hp->rms_eps;
 		qp.pos = d_pos;
 		qp.rope_dim = (int)hp->rope_dim;
@@ -891,6 +903,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUBLAS_CHECK(
 			    pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
 		}
+		if (hp->qk_norm_full)
+			CUDA_CHECK(gpu_qk_rmsnorm_rows(c->qkv, c->ld_qkv, n, c->n_q, c->n_kv,
+						       L->q_norm, L->k_norm, hp->rms_eps, s));
 		if (!qkv_epilogue)
 			CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
 		struct gpu_attn_args a;

@@ -51,7 +51,8 @@ cudaError_t gpu_embed(const void *embd, enum gpu_dtype dt, const int32_t *tokens
 
 /* For output row i < n_out, input row r = rows ? rows[i] : i:
  *   s = x[r] + (delta ? delta[r] : 0);  if (write_back) x[r] = s;
- *   out[i] = s / sqrt(mean(s^2) + eps) * w   (out of dt, [n_out, n]). */
+ *   out[i] = s / sqrt(mean(s^2) + eps) * w   (out of dt, [n_out, n]);
+ * w NULL: out[i] = s, no norm (olmo2's layers have no pre-norms; hp.no_pre_norms). */
 cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float eps,
 			    const int32_t *rows, int n_out, int n, bool write_back, void *out,
 			    enum gpu_dtype dt, cudaStream_t stream);
@@ -93,6 +94,13 @@ cudaError_t gpu_rope(float *qkv, int ld, const int32_t *pos, int n_tok, int n_he
  * n_head_kv) becomes x / sqrt(mean(x^2) + eps) * w, w = qw or kw ([hd] fp32). */
 cudaError_t gpu_head_rmsnorm(float *qkv, int ld, int n_tok, int n_head, int n_head_kv, int hd,
 			     const float *qw, const float *kw, float eps, cudaStream_t stream);
+
+/* The same over whole rows (olmo2, hp.qk_norm_full), in place: each token's query columns
+ * [0, n_q) become x / sqrt(mean(x^2) + eps) * qw ([n_q] fp32) and its key columns
+ * [n_q, n_q + n_kv) the same with kw ([n_kv]); the sum of squares in double, as the CPU
+ * backend's rmsnorm. One block per (token, Q or K). */
+cudaError_t gpu_qk_rmsnorm_rows(float *qkv, int ld, int n_tok, int n_q, int n_kv, const float *qw,
+				const float *kw, float eps, cudaStream_t stream);
 
 /* ---- scale.cu ---- */
 

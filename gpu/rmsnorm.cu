@@ -11,6 +11,16 @@ __global__ void add_rmsnorm_kernel(float *x, const float *delta, const float *w,
 	int64_t r = rows ? rows[i] : i;
 	float *xr = x + r * n;
 	const float *dr = delta ? delta + r * n : nullptr;
+	T *o = out + (int64_t)i * n;
+	if (!w) { /* no norm (olmo2's layers): the sum as it is (w is block-uniform) */
+		for (int j = threadIdx.x; j < n; j += blockDim.x) {
+			float s = xr[j] + (dr ? dr[j] : 0.0f);
+			if (write_back)
+				xr[j] = s;
+			o[j] = st_t<T>(s);
+		}
+		return;
+	}
 	/* the sum of squares in double, as the CPU backend does */
 	double ss = 0.0;
 	for (int j = threadIdx.x; j < n; j += blockDim.x) {
@@ -29,7 +39,6 @@ __global__ void add_rmsnorm_kernel(float *x, const float *delta, const float *w,
 	}
 	__syncthreads();
 	float scale = (float)(1.0 / sqrt(red[0] / (double)n + (double)eps));
-	T *o = out + (int64_t)i * n;
 	/* each thread re-reads the elements it summed, so the write-back of x cannot race
 	 * with another thread's read */
 	for (int j = threadIdx.x; j < n; j += blockDim.x) {

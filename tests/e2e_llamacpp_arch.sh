@@ -5,8 +5,8 @@
 # (embedding scale, GELU, post-norms, attention and final soft-caps, every other layer
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
 # attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
-# and the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
-# biases, clamped SwiGLU).
+# the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
+# biases, clamped SwiGLU), and olmo2 (post-norms only, whole-row Q/K norms; OLMo 3's windows).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -148,6 +148,18 @@ arch_compare mixtral-q8_0 0.1 0.25 "${F32KV[*]}" --shape mixtral-tiny --dtype q8
 arch_compare gpt-oss-f32 0 2e-5 "${F32KV[*]}" --shape gpt-oss-tiny --dtype f32 --seed 3
 arch_compare gpt-oss-f16 0.02 0.03 "" --shape gpt-oss-tiny --dtype f16 --seed 5
 arch_compare gpt-oss-q8_0 0.1 0.25 "${F32KV[*]}" --shape gpt-oss-tiny --dtype q8_0 --seed 9
+# olmo2: no pre-norms, Q/K RMS norms over the whole Q (64) and K (32: GQA) rows before NeoX
+# RoPE, post-attention and post-FFN norms; norm weights 1 + N(0, 0.25^2)
+arch_compare olmo2-f32 0 2e-5 "${F32KV[*]}" --shape olmo2-tiny --dtype f32 --seed 3
+arch_compare olmo2-f16 0.02 0.03 "" --shape olmo2-tiny --dtype f16 --seed 5
+arch_compare olmo2-q8_0 0.1 0.25 "${F32KV[*]}" --shape olmo2-tiny --dtype q8_0 --seed 9
+# OLMo 3 (olmo2 with windows): layers 0-2 windowed (16, the pattern a per-layer bool list as
+# the converter writes it), layer 3 global; YaRN factor 4 over 64 on the global layer only.
+# q8_0 seed 5 compares 36 steps; seeds 3, 4, 7, 8, 9, 11 stop at a top-2 margin < 0.1 after
+# 7-30 (worst 0.108, seed 7: a flipped Q8 rounding, as the header says)
+arch_compare olmo3-f32 0 2e-5 "${F32KV[*]}" --shape olmo3-tiny --dtype f32 --seed 3
+arch_compare olmo3-f16 0.02 0.03 "" --shape olmo3-tiny --dtype f16 --seed 5
+arch_compare olmo3-q8_0 0.1 0.25 "${F32KV[*]}" --shape olmo3-tiny --dtype q8_0 --seed 5
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

@@ -311,20 +311,22 @@ static void test_rmsnorm(void)
 	const int sizes[3] = {64, 4096, 5123};
 	for (int n : sizes)
 		for (enum gpu_dtype dt : all_dt)
-			for (int variant = 0; variant < 3; variant++) {
-				/* 0: no delta; 1: delta + write-back; 2: gathered rows, no write */
+			for (int variant = 0; variant < 4; variant++) {
+				/* 0: no delta; 1: delta + write-back; 2: gathered rows, no write;
+				 * 3: delta + write-back without weights (olmo2: no norm) */
 				int rows_in = 9;
 				std::vector<float> x = rand_vec((size_t)rows_in * n, -2, 2);
 				std::vector<float> dl = rand_vec((size_t)rows_in * n, -1, 1);
 				std::vector<float> w = rand_vec(n, 0.5f, 1.5f);
 				std::vector<int32_t> rows = {7, 0, 3};
-				bool gather = variant == 2, delta = variant >= 1, wb = variant == 1;
+				bool gather = variant == 2, delta = variant >= 1,
+				     wb = variant == 1 || variant == 3, nonorm = variant == 3;
 				int n_out = gather ? 3 : rows_in;
 				float *dx = dev_vec(x), *dd = dev_vec(dl), *dw = dev_vec(w);
 				int32_t *dr = dev_vec(rows);
 				void *out;
 				REQUIRE(cudaMalloc(&out, (size_t)n_out * n * 4));
-				REQUIRE(gpu_add_rmsnorm(dx, delta ? dd : NULL, dw, 1e-5f,
+				REQUIRE(gpu_add_rmsnorm(dx, delta ? dd : NULL, nonorm ? NULL : dw, 1e-5f,
 							gather ? dr : NULL, n_out, n, wb, out, dt,
 							0));
 				std::vector<float> got =
@@ -344,14 +346,16 @@ static void test_rmsnorm(void)
 					float sc = (float)(1.0 / sqrt(ss / n + 1e-5));
 					for (int j = 0; j < n; j++)
 						want[(size_t)i * n + j] =
-						    st_round(dt, (s[j] * sc) * w[j]);
+						    nonorm ? st_round(dt, s[j])
+							   : st_round(dt, (s[j] * sc) * w[j]);
 				}
 				char what[96];
 				snprintf(what, sizeof what, "add_rmsnorm n %d %s variant %d", n,
 					 gpu_dtype_name(dt), variant);
 				/* the double sum of squares differs from the reference only in its
 				 * order (~1e-16), which can move the fp32 scale by one ulp */
-				check_close(what, got, want, 1e-6, st_rtol(dt));
+				check_close(what, got, want, nonorm ? 0 : 1e-6,
+					    nonorm ? 0 : st_rtol(dt)); /* no norm: one add, exact */
 				std::vector<float> gx = dev_download<float>(dx, x.size());
 				snprintf(what, sizeof what, "add_rmsnorm residual n %d variant %d",
 					 n, variant);
@@ -2274,6 +2278,49 @@ static void test_head_norm(void)
 	cudaFree(dkw);
 }
 
+/* gpu_qk_rmsnorm_rows (olmo2's Q/K norms over each token's whole Q and K rows): the CPU
+ * backend's expression over n_q and n_kv columns, the value columns untouched. Widths of
+ * OLMo 2 7B's 4096 (GQA-less: n_kv = n_q) and 32B's 5120 / 1024, and a tiny 64 / 32. */
+static void test_qk_norm_rows(void)
+{
+	const int cases[3][2] = {{64, 32}, {4096, 4096}, {5120, 1024}};
+	for (const auto &cs : cases) {
+		int n_tok = 5, n_q = cs[0], n_kv = cs[1], ld = n_q + 2 * n_kv;
+		float eps = 1e-6f;
+		std::vector<float> qkv = rand_vec((size_t)n_tok * ld, -3, 3);
+		std::vector<float> qw = rand_vec(n_q, 0.5f, 1.5f), kw = rand_vec(n_kv, -1.5f, 1.5f);
+		float *d = dev_vec(qkv), *dqw = dev_vec(qw), *dkw = dev_vec(kw);
+		REQUIRE(gpu_qk_rmsnorm_rows(d, ld, n_tok, n_q, n_kv, dqw, dkw, eps, 0));
+		std::vector<float> got = dev_download<float>(d, qkv.size()), want = qkv;
+		for (int t = 0; t < n_tok; t++)
+			for (int k = 0; k < 2; k++) {
+				float *x = &want[(size_t)t * ld + (k ? n_q : 0)];
+				const float *w = k ? kw.data() : qw.data();
+				int n = k ? n_kv : n_q;
+				double ss = 0;
+				for (int i = 0; i < n; i++)
+					ss += (double)x[i] * x[i];
+				float sc = (float)(1.0 / sqrt(ss / n + (double)eps));
+				for (int i = 0; i < n; i++)
+					x[i] = x[i] * sc * w[i];
+			}
+		char what[64];
+		snprintf(what, sizeof what, "qk_rmsnorm_rows %d/%d", n_q, n_kv);
+		/* as head_rmsnorm: the scale may differ in its last bit; V bit-exact */
+		check_close(what, got, want, 0, 2.5e-7);
+		std::vector<float> gv, wv;
+		for (int t = 0; t < n_tok; t++)
+			for (int i = n_q + n_kv; i < ld; i++) {
+				gv.push_back(got[(size_t)t * ld + i]);
+				wv.push_back(qkv[(size_t)t * ld + i]);
+			}
+		check_close("qk_rmsnorm_rows: value columns untouched", gv, wv, 0, 0);
+		cudaFree(d);
+		cudaFree(dqw);
+		cudaFree(dkw);
+	}
+}
+
 /* gpu_qkv_post (bias, Q/K head norms, RoPE and the K/V write in one launch) against the four
  * launchers it replaces in the forward, run one after another on a copy of the same input:
  * bitwise equal, the QKV rows and the whole KV pool (the slots not written included). The
@@ -3193,6 +3240,7 @@ int main(void)
 	RUN(sample_paths, test_sample_paths());
 	RUN(kv_large, test_kv_large());
 	RUN(head_norm, test_head_norm());
+	RUN(qk_norm_rows, test_qk_norm_rows());
 	RUN(qkv_post, test_qkv_post());
 	RUN(scale_softcap, test_scale_softcap());
 	RUN(gelu, test_gelu());

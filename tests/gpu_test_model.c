@@ -520,13 +520,16 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	(void)S; /* the split count changes no node count now */
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
 	const bool moe = hp->n_expert > 0;
-	bool fused = !moe && !hp->post_norms && !hp->attn_out_bias && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
+	bool fused = !moe && !hp->post_norms && !hp->attn_out_bias && !hp->no_pre_norms &&
+		     !hp->qk_norm_full && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
-	/* gpt-oss: the O bias and the router's bias, a gpu_bias_add node each (unfused) */
+	/* gpt-oss: the O bias and the router's bias, a gpu_bias_add node each (unfused);
+	 * olmo2: its whole-row Q/K norms one node (unfused), its absent pre-norms none less
+	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input) */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
-		     per_query + hp->attn_out_bias + hp->moe_bias;
+		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) : 0);
@@ -659,7 +662,7 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 	model_free(m);
 }
 
-/* One step of n <= 16 sequences on both backends (g CUDA, c CPU): each sequence's row
+/* One step of n <= MAXSEQ sequences on both backends (g CUDA, c CPU): each sequence's row
  * compared (compare_rows; *worst and *worst_cos take the largest |cuda - cpu| / rms and
  * the smallest cosine), then the same next token, a fixed function of it and i, appended
  * to both sides. what names the test in a failure. */
@@ -668,10 +671,10 @@ static void step_both(struct backend *g, struct backend *c, struct seq **pg, str
 		      const char *what)
 {
 	struct bg_err err = {0};
-	int32_t rg[16], rc[16];
+	int32_t rg[MAXSEQ], rc[MAXSEQ];
 	const int V = g->n_vocab;
-	if (n > 16) {
-		CHECK(0, "%s: step_both takes 16 sequences at most", what);
+	if (n > MAXSEQ) {
+		CHECK(0, "%s: step_both takes %d sequences at most", what, MAXSEQ);
 		return;
 	}
 	CHECK(step(g, pg, n, NULL, rg, &err) == BG_OK, "%s cuda forward: %s", what, err.msg);
@@ -773,6 +776,9 @@ static void test_arch_vs_cpu(void)
 	    /* gpt-oss: attention sinks, Q/K/V/O biases, windowed even layers, the biased
 	     * router and experts, the clamped SwiGLU */
 	    "synthetic:gpt-oss-tiny:f32",
+	    /* olmo2: whole-row Q/K norms, no pre-norms, post-norms; OLMo 3's windows (3 of
+	     * 4 layers) with unscaled RoPE there, YaRN on the global layer */
+	    "synthetic:olmo2-tiny:f32", "synthetic:olmo3-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -781,10 +787,17 @@ static void test_arch_vs_cpu(void)
 /* A mixture-of-experts model (f32) on a batch: 12 sequences with prompts of 5 to 38 tokens
  * in one pass (~260 tokens, ~65 pairs an expert: several tiles of one expert, the
  * tokens of many sequences in one tile), then 4 decode steps of all 12 through the
- * batch-16 graph (4 padding rows routed too), every row against the CPU backend. */
-static void test_moe_batch(const char *spec)
+ * batch-16 graph (4 padding rows routed too), every row against the CPU backend.
+ * test_batch_vs_cpu: the same for nseq <= MAXSEQ (32) sequences of any f32 model (prompt lengths
+ * repeating after 12), the decode graph of nseq's bucket. */
+static void test_batch_vs_cpu(const char *spec, int nseq)
 {
-	enum { NSEQ = 12, NSTEP = 4, NB = 3 }; /* NB blocks of 16 tokens a sequence */
+	enum { NSTEP = 4, NB = 3 }; /* NB blocks of 16 tokens a sequence */
+	const int NSEQ = nseq;
+	if (nseq < 1 || nseq > MAXSEQ) {
+		CHECK(0, "%s: %d sequences", spec, nseq);
+		return;
+	}
 	struct model *m = NULL;
 	struct bg_err err = {0};
 	if (model_open(spec, false, &m, &err) != BG_OK) {
@@ -794,12 +807,12 @@ static void test_moe_batch(const char *spec)
 	struct backend *g = gpu_util_backend(m, true, 16, NSEQ * NB * 16),
 		       *c = gpu_util_backend(m, false, 16, NSEQ * NB * 16);
 	if (g && c) {
-		static struct seq sg[NSEQ], sc[NSEQ];
-		struct seq *pg[NSEQ], *pc[NSEQ];
+		static struct seq sg[MAXSEQ], sc[MAXSEQ];
+		struct seq *pg[MAXSEQ], *pc[MAXSEQ];
 		const int V = g->n_vocab;
 		for (int i = 0; i < NSEQ; i++) {
 			int32_t toks[40], blocks[NB];
-			int n = 5 + i * 3;
+			int n = 5 + i % 12 * 3;
 			for (int j = 0; j < n; j++)
 				toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u + 1u) %
 						    (unsigned)V);
@@ -816,14 +829,34 @@ static void test_moe_batch(const char *spec)
 			step_both(g, c, pg, pc, NSEQ, it, lg, lc, &worst, &worst_cos, spec);
 		/* fp32 on both sides, as test_arch_vs_cpu */
 		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
-		      "%s, 12 sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, worst,
-		      worst_cos);
+		      "%s, %d sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, NSEQ,
+		      worst, worst_cos);
 		free(lg);
 		free(lc);
 	}
 	backend_destroy(g);
 	backend_destroy(c);
 	model_free(m);
+}
+
+static void test_moe_batch(const char *spec)
+{
+	test_batch_vs_cpu(spec, 12);
+}
+
+static void test_lazy_synthetic(const char *spec);
+
+/* olmo2 (whole-row Q/K norms, no pre-norms, post-norms) in f32 on batches of 1, 2, 3, 5,
+ * 12 and 30 sequences: the decode graphs of buckets 1, 2, 4, 8, 16 and 32 (none fused:
+ * pass_fused refuses it) against the CPU backend; its 16-bit files as gpt-oss's */
+static void test_olmo2(void)
+{
+	static const int nseq[] = {1, 2, 3, 5, 12, 30};
+	for (size_t i = 0; i < sizeof nseq / sizeof nseq[0]; i++)
+		test_batch_vs_cpu("synthetic:olmo2-tiny:f32", nseq[i]);
+	test_synthetic_vs_cpu("synthetic:olmo2-tiny:bf16", 0.15, 0.999);
+	test_synthetic_vs_cpu("synthetic:olmo2-tiny:f16", 0.05, 0.9999);
+	test_lazy_synthetic("synthetic:olmo2-tiny:bf16"); /* no attn/ffn norms uploaded */
 }
 
 /* gpt-oss-tiny in bf16 and f16: the prompt's attention on the tensor-core kernel (sinks in
@@ -1098,6 +1131,7 @@ int main(void)
 		test_moe_batch("synthetic:gpt-oss-tiny:f32");
 		test_gpt_oss_16bit();
 		test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16"); /* sinks, biases on the device */
+		test_olmo2();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1132,6 +1166,7 @@ int main(void)
 	test_moe_batch("synthetic:gpt-oss-tiny:f32");
 	test_gpt_oss_16bit();
 	test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16");
+	test_olmo2();
 	test_errors();
 	return check_summary();
 }

@@ -943,12 +943,16 @@ static void test_arch(void)
 
 /* ---- mixtures of experts ---- */
 
-enum moe_edit { ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE };
+enum moe_edit {
+	ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_HALVE, ME_ADD, ME_BOOLS
+};
 
 /* The synthetic shape `shape` (f32) written and parsed again with one change: ME_KEY sets
  * u32 key `what` to val (or removes it when val is UINT32_MAX); ME_DROP drops tensor
  * `what`; ME_RESHAPE gives it one expert less (ne2 - 1; bytes as they are); ME_SPLIT adds
- * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight. */
+ * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight;
+ * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`;
+ * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5). */
 static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char *what,
 				  uint32_t val, struct model **out, struct bg_err *err)
 {
@@ -963,12 +967,23 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	struct gguf_writer *w = gguf_writer_create();
 	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
 		struct gguf_str k = gguf_kv_key(src, i);
-		if (e == ME_KEY && k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
+		if ((e == ME_KEY || e == ME_BOOLS) && k.len == strlen(what) &&
+		    memcmp(k.ptr, what, k.len) == 0)
 			continue;
 		gguf_writer_copy_kv(w, src, i);
 	}
 	if (e == ME_KEY && val != UINT32_MAX)
 		gguf_writer_set_u32(w, what, val);
+	if (e == ME_BOOLS) {
+		uint8_t v[17];
+		uint32_t et = GGUF_TYPE_BOOL;
+		uint64_t cnt = val >> 31 ? 5 : 4;
+		memcpy(v, &et, 4);
+		memcpy(v + 4, &cnt, 8);
+		for (uint64_t i = 0; i < cnt; i++)
+			v[12 + i] = (uint8_t)((val >> i) & 1);
+		gguf_writer_set_raw(w, what, GGUF_TYPE_ARRAY, v, 12 + (size_t)cnt);
+	}
 	static float extra[64 * 64];
 	if (e == ME_SPLIT)
 		gguf_writer_add_tensor(w, "blk.0.ffn_gate.0.weight", GGUF_DTYPE_F32, 2,
@@ -976,6 +991,8 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	if (e == ME_DENSE)
 		gguf_writer_add_tensor(w, "blk.0.ffn_gate.weight", GGUF_DTYPE_F32, 2,
 				       (uint64_t[]){64, 64}, extra);
+	if (e == ME_ADD)
+		gguf_writer_add_tensor(w, what, GGUF_DTYPE_F32, 1, (uint64_t[]){64}, extra);
 	for (uint64_t i = 0; i < gguf_n_tensors(src); i++) {
 		const struct gguf_tensor *t = gguf_tensor(src, i);
 		char name[96];
@@ -986,6 +1003,8 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 			continue;
 		if (target && e == ME_RESHAPE)
 			ne[2] -= 1;
+		if (target && e == ME_HALVE)
+			ne[0] /= 2;
 		gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, t->data);
 	}
 	void *buf;
@@ -1192,6 +1211,117 @@ static void test_oss(void)
 	}
 }
 
+/* olmo2: no pre-norms, whole-row Q/K norms, post-norms; the tensors of other graphs
+ * refused; OLMo 3's windows from a per-layer bool list, unscaled RoPE there */
+static void test_olmo2(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("olmo2-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l1 = &m->layers[1];
+		CHECK(hp->no_pre_norms && hp->qk_norm && hp->qk_norm_full && hp->post_norms &&
+			  hp->rope_neox && !hp->gelu && hp->embd_scale == 1.0f && !hp->n_swa &&
+			  hp->head_dim == 16 && hp->rope_base == 500000.0f,
+		      "olmo2-tiny hparams");
+		CHECK(!l1->attn_norm.data && !l1->attn_norm.ne0 && !l1->ffn_norm.data &&
+			  l1->q_norm.ne0 == 64 && l1->k_norm.ne0 == 32 && l1->q_norm.data &&
+			  l1->attn_post_norm.ne0 == 64 && l1->ffn_post_norm.data &&
+			  m->output.data != m->tok_embd.data,
+		      "olmo2-tiny layer shapes");
+		/* norm weights 1 + N(0, 0.25^2): not all 1 */
+		float w[2];
+		memcpy(w, l1->q_norm.data, sizeof w);
+		CHECK(w[0] != 1.0f && w[1] != 1.0f && w[0] > 0.0f, "olmo2 q_norm %g %g", (double)w[0],
+		      (double)w[1]);
+		CHECK(m->n_params == synth_n_params(synth_find_shape("olmo2-tiny"), false),
+		      "olmo2-tiny n_params %llu", (unsigned long long)m->n_params);
+	}
+	model_free(m);
+	m = NULL;
+	/* OLMo-2-1124-7B from its config.json, by hand: 2 * 100352 * 4096 (untied) + 4096 +
+	 * 32 * (4 * 4096^2 + 3 * 4096 * 11008 + 4 * 4096) */
+	CHECK(model_open("synthetic:olmo2-7b", true, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->n_params == 7298617344ull && !m->layers[31].attn_norm.ne0 &&
+			  m->layers[31].q_norm.ne0 == 4096 &&
+			  synth_n_params(synth_find_shape("olmo2-7b"), false) == m->n_params,
+		      "lazy olmo2-7b: n_params %llu", (unsigned long long)m->n_params);
+	}
+	model_free(m);
+	m = NULL;
+	struct {
+		enum moe_edit e;
+		const char *what;
+		uint32_t val;
+		enum bg_status st;
+		const char *msg;
+	} bad[] = {
+	    {ME_HALVE, "blk.1.attn_q_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_q_norm.weight' has shape [32], expected [64]"},
+	    {ME_HALVE, "blk.0.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.attn_k_norm.weight' has shape [16], expected [32]"},
+	    {ME_DROP, "blk.1.post_ffw_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.post_ffw_norm.weight' is missing"},
+	    {ME_DROP, "blk.0.post_attention_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.post_attention_norm.weight' is missing"},
+	    {ME_ADD, "blk.0.attn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_norm.weight' is not part of a olmo2"},
+	    {ME_ADD, "blk.1.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.1.ffn_norm.weight' is not part of a olmo2"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err.msg[0] = '\0';
+		enum bg_status st =
+		    moe_rewrite("olmo2-tiny", bad[i].e, bad[i].what, bad[i].val, &m, &err);
+		CHECK(st == bad[i].st && m == NULL && has(&err, bad[i].msg),
+		      "olmo2-tiny %s: status %d, '%s' (want '%s')", bad[i].what, (int)st, err.msg,
+		      bad[i].msg);
+		model_free(m);
+		m = NULL;
+	}
+	/* OLMo 3: the list [1, 1, 1, 0] is period 4; windowed layers' RoPE unscaled, without
+	 * the file's attn_factor (1.25) */
+	CHECK(moe_rewrite("olmo3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->n_swa == 16 && hp->swa_pattern == 4 && m->layers[0].swa &&
+			  m->layers[2].swa && !m->layers[3].swa && hp->rope_yarn &&
+			  hp->rope_freq_scale == 0.25f && hp->rope_freq_scale_swa == 1.0f &&
+			  hp->rope_attn_factor == 1.25f && hp->rope_attn_factor_swa == 1.0f &&
+			  hp->rope_base_swa == hp->rope_base &&
+			  hp->qk_norm_full && hp->no_pre_norms,
+		      "olmo3-tiny hparams");
+	}
+	model_free(m);
+	m = NULL;
+	/* other lists: every layer windowed (period 0), none (period 1), or refused */
+	struct {
+		uint32_t bits, p;
+		enum bg_status st;
+		const char *msg;
+	} lists[] = {
+	    {0xf, 0, BG_OK, ""},
+	    {0x0, 1, BG_OK, ""},
+	    {0x5, 2, BG_OK, ""},
+	    {0x9, 0, BG_ERR_UNSUPPORTED, "does not repeat one pattern"},
+	    {0x80000007u, 0, BG_ERR_UNSUPPORTED, "nor a list of 4 bools"},
+	};
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		err.msg[0] = '\0';
+		enum bg_status st = moe_rewrite("olmo3-tiny", ME_BOOLS,
+						"olmo2.attention.sliding_window_pattern",
+						lists[i].bits, &m, &err);
+		CHECK(st == lists[i].st && (st || m->hp.swa_pattern == lists[i].p) &&
+			  has(&err, lists[i].msg),
+		      "olmo3-tiny pattern list %#x: status %d, '%s'", lists[i].bits, (int)st,
+		      err.msg);
+		model_free(m);
+		m = NULL;
+	}
+}
+
 int main(void)
 {
 	test_stories();
@@ -1206,5 +1336,6 @@ int main(void)
 	test_arch();
 	test_moe();
 	test_oss();
+	test_olmo2();
 	return check_summary();
 }

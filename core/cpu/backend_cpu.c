@@ -54,11 +54,13 @@ struct cpu_ctx {
 	/* gpt-oss: [n_layer][n_head + n_embd], per layer the attention sinks then the
 	 * attention output's bias (copied likewise); NULL for other models */
 	float *oai;
-	/* per layer [q_norm (head_dim), k_norm (head_dim), attn_post_norm (n_embd),
+	/* per layer [q_norm (qn_dim), k_norm (kn_dim), attn_post_norm (n_embd),
 	 * ffn_post_norm (n_embd)], the parts the model has (others left 0); NULL when the
-	 * model has neither Q/K norms nor post-norms */
+	 * model has neither Q/K norms nor post-norms. qn_dim, kn_dim: the width of one Q/K
+	 * norm group, head_dim, or the whole rows q_dim, kv_dim (hp.qk_norm_full) */
 	float *extra_norms;
 	size_t extra_per_layer;
+	int64_t qn_dim, kn_dim;
 	/* RoPE: per rotated pair the angle per position and the cos/sin scale
 	 * (arch_rope_freqs), for the global layers and the windowed ones */
 	double *freq, *freq_swa; /* [rope_dim / 2] each */
@@ -851,8 +853,11 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		const float *an = c->norms + (size_t)(2 * l) * E;
 		const float *fn = an + E;
 		prof_lap(c, &tp, &skip); /* up to here: the rest */
-		for (t = 0; t < T; t++)
-			rmsnorm(c->xb + t * E, c->x + t * E, an, E, hp->rms_eps);
+		for (t = 0; t < T; t++) /* olmo2: no pre-norm, the residual as it is */
+			if (hp->no_pre_norms)
+				memcpy(c->xb + t * E, c->x + t * E, (size_t)E * sizeof(float));
+			else
+				rmsnorm(c->xb + t * E, c->x + t * E, an, E, hp->rms_eps);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
 		{
@@ -869,17 +874,18 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			add_bias(c->k, c->kv_dim, T, bq + c->q_dim, c->kv_dim);
 			add_bias(c->v, c->kv_dim, T, bq + c->q_dim + c->kv_dim, c->kv_dim);
 		}
-		if (hp->qk_norm) { /* qwen3, gemma3: each head normalized, before RoPE */
+		if (hp->qk_norm) { /* before RoPE: each head (qwen3, gemma3) or the whole rows
+				    * (olmo2) normalized, groups of qn_dim / kn_dim */
 			const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
-			const float *kn = qn + hd;
+			const float *kn = qn + c->qn_dim;
 			for (t = 0; t < T; t++) {
-				for (uint32_t h = 0; h < hp->n_head; h++) {
-					float *qh = c->q + t * c->q_dim + h * hd;
-					rmsnorm(qh, qh, qn, hd, hp->rms_eps);
+				for (int64_t i = 0; i < c->q_dim; i += c->qn_dim) {
+					float *qh = c->q + t * c->q_dim + i;
+					rmsnorm(qh, qh, qn, c->qn_dim, hp->rms_eps);
 				}
-				for (uint32_t h = 0; h < hp->n_head_kv; h++) {
-					float *kh = c->k + t * c->kv_dim + h * hd;
-					rmsnorm(kh, kh, kn, hd, hp->rms_eps);
+				for (int64_t i = 0; i < c->kv_dim; i += c->kn_dim) {
+					float *kh = c->k + t * c->kv_dim + i;
+					rmsnorm(kh, kh, kn, c->kn_dim, hp->rms_eps);
 				}
 			}
 		}
@@ -927,9 +933,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			add_bias(c->xb, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
-							 2 * hd
+							 c->qn_dim + c->kn_dim
 						   : NULL;
-		if (post) /* gemma: the branch output is normalized before the residual add */
+		if (post) /* gemma, olmo2: the branch output normalized before the residual add */
 			for (t = 0; t < T; t++)
 				rmsnorm(c->xb + t * E, c->xb + t * E, post, E, hp->rms_eps);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
@@ -938,7 +944,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			prof_lap(c, &tp, &prof->resid_s);
 
 		for (t = 0; t < T; t++)
-			rmsnorm(c->xb + t * E, c->x + t * E, fn, E, hp->rms_eps);
+			if (hp->no_pre_norms)
+				memcpy(c->xb + t * E, c->x + t * E, (size_t)E * sizeof(float));
+			else
+				rmsnorm(c->xb + t * E, c->x + t * E, fn, E, hp->rms_eps);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
 		if (c->moe) { /* routed experts (cpu_moe.h), the output in place of xb */
@@ -1276,7 +1285,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 						"ffn_down",   "ffn_gate_inp"};
 		static const char *enames[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
 		for (int i = 0; i < (moe ? 10 : 9); i++)
-			if ((st = check_weight(ws[i], moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
+			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
+			    (st = check_weight(ws[i], moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
 				return st;
 		if (moe && (L->ffn_gate_inp.ne0 != hp->n_embd || L->ffn_gate_inp.ne1 != hp->n_expert ||
@@ -1291,7 +1301,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 						    &L->ffn_post_norm};
 		static const char *xnames[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm",
 						"post_ffw_norm"};
-		uint64_t xlen[4] = {hp->head_dim, hp->head_dim, hp->n_embd, hp->n_embd};
+		uint64_t xlen[4] = {hp->qk_norm_full ? (uint64_t)hp->n_head * hp->head_dim
+						     : hp->head_dim,
+				    hp->qk_norm_full ? (uint64_t)hp->n_head_kv * hp->head_dim
+						     : hp->head_dim,
+				    hp->n_embd, hp->n_embd};
 		for (int i = 0; i < 4; i++) {
 			if (!(i < 2 ? hp->qk_norm : hp->post_norms))
 				continue;
@@ -1374,9 +1388,11 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	free(factors);
 	c->rope_swa_differs = c->mscale != c->mscale_swa ||
 			      memcmp(c->freq, c->freq_swa, half * sizeof(double)) != 0;
+	c->qn_dim = hp->qk_norm_full ? c->q_dim : (int64_t)hd;
+	c->kn_dim = hp->qk_norm_full ? c->kv_dim : (int64_t)hd;
 	if (!hp->qk_norm && !hp->post_norms)
 		return BG_OK;
-	c->extra_per_layer = 2 * hd + 2 * E;
+	c->extra_per_layer = (size_t)(c->qn_dim + c->kn_dim) + 2 * E;
 	c->extra_norms = calloc((size_t)hp->n_layer * c->extra_per_layer, sizeof(float));
 	if (!c->extra_norms)
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the norms");
@@ -1384,14 +1400,15 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 		const struct model_layer *L = &m->layers[l];
 		float *dst = c->extra_norms + (size_t)l * c->extra_per_layer;
 		if (hp->qk_norm) {
-			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, (int64_t)hd, dst);
-			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, (int64_t)hd, dst + hd);
+			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, c->qn_dim, dst);
+			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, c->kn_dim, dst + c->qn_dim);
 		}
+		dst += c->qn_dim + c->kn_dim;
 		if (hp->post_norms) {
 			cpuk_dequant_row(L->attn_post_norm.type, L->attn_post_norm.data, (int64_t)E,
-					 dst + 2 * hd);
+					 dst);
 			cpuk_dequant_row(L->ffn_post_norm.type, L->ffn_post_norm.data, (int64_t)E,
-					 dst + 2 * hd + E);
+					 dst + E);
 		}
 	}
 	return BG_OK;
@@ -1510,7 +1527,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for sampler scratch");
 	}
-	for (uint32_t l = 0; l < hp->n_layer; l++) {
+	for (uint32_t l = 0; l < hp->n_layer && !hp->no_pre_norms; l++) {
 		const struct model_layer *L = &m->layers[l];
 		cpuk_dequant_row(L->attn_norm.type, L->attn_norm.data, (int64_t)E,
 				 c->norms + (size_t)(2 * l) * E);

@@ -18,7 +18,15 @@
  * NeoX RoPE (YaRN in the released files), Q/K/V and O biases, sinks in every head's
  * softmax, sliding_window read (128 released) with pattern 2 (even layers windowed),
  * post_attention_norm as the FFN's input norm, build_moe_ffn with biases, SWIGLU_OAI_MOE
- * and SOFTMAX_WEIGHT gating (top-k of the logits, softmax over those k), untied output. */
+ * and SOFTMAX_WEIGHT gating (top-k of the logits, softmax over those k), untied output.
+ * olmo2 (src/models/olmo2.cpp): no attn_norm / ffn_norm; attn_q_norm (n_embd) and
+ * attn_k_norm (n_head_kv * head_dim) RMS-normalize each token's whole Q and K rows before
+ * NeoX RoPE; post_attention_norm and post_ffw_norm on the branch outputs before each
+ * residual add; SiLU SwiGLU; output.weight required. A sliding_window > 0 makes it OLMo 3
+ * (the same graph and converter): windowed layers from sliding_window_pattern (the
+ * converter writes a per-layer bool array; period 4 when absent: 3 windowed, 1 global),
+ * RoPE there with freq_base, freq_scale 1, ext_factor 0 and attn_factor 1 (the global
+ * layers keep the file's scaling, YaRN in the released files). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -72,6 +80,16 @@ static const struct arch_info table[] = {
      .rope_neox = true,
      .fused_up = true,
      .swa_read_only = true},
+    {.name = "olmo2",
+     .families = "OLMo 2 (1B, 7B, 13B, 32B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .qk_norm_full = true,
+     .no_pre_norms = true,
+     .post_norms = true,
+     .swa_pattern = 4,
+     .swa_needs_key = true,
+     .swa_rope_plain = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -86,7 +104,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow
@@ -124,7 +142,7 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
 	/* llama.cpp: attn_factor = rope.scaling.attn_factor (default 1), and with YaRN ggml
 	 * multiplies by 1 + 0.1 ln(1 / freq_scale) where llama_context has divided by it
 	 * again, leaving get_mscale(factor) = 1 + 0.1 ln(factor) for factor > 1 */
-	float m = hp->rope_attn_factor;
+	float m = swa ? hp->rope_attn_factor_swa : hp->rope_attn_factor;
 	if (hp->rope_yarn && scale < 1.0f)
 		m *= 1.0f + 0.1f * logf(1.0f / scale);
 	*mscale = m;

@@ -2,9 +2,10 @@
  *
  * One row per `general.architecture` value batchgen runs, saying which graph features the
  * architecture has (as llama.cpp's src/models/<arch>.cpp builds it: the facts, not the
- * code): NeoX or interleaved RoPE, Q/K/V biases, per-head Q/K RMS norms, post-attention
- * and post-FFN norms, GELU(tanh) or SiLU gating, the embedding scale, attention and final
- * logit soft-capping, the sliding-window layer pattern, a fused gate|up FFN tensor.
+ * code): NeoX or interleaved RoPE, Q/K/V biases, per-head or whole-row Q/K RMS norms,
+ * post-attention and post-FFN norms, no pre-norms, GELU(tanh) or SiLU gating, the
+ * embedding scale, attention and final logit soft-capping, the sliding-window layer
+ * pattern, a fused gate|up FFN tensor.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -25,6 +26,8 @@ struct arch_info {
 	bool rope_neox;	      /* rotate (x[i], x[i + d/2]) instead of (x[2i], x[2i+1]) */
 	bool qkv_bias;	      /* attn_{q,k,v}.bias required (qwen2) */
 	bool qk_norm;	      /* attn_q_norm / attn_k_norm (head_dim), before RoPE */
+	bool qk_norm_full;    /* with qk_norm: over the whole Q and K rows (olmo2) */
+	bool no_pre_norms;    /* no attn_norm / ffn_norm: the branches read the residual */
 	bool post_norms;      /* post_attention_norm / post_ffw_norm on the branch outputs */
 	bool gelu;	      /* FFN gate activation GELU (tanh form) instead of SiLU */
 	bool embd_scale;      /* embeddings multiplied by sqrt(n_embd) */
@@ -38,6 +41,8 @@ struct arch_info {
 	uint32_t swa_default; /* window when the file has no sliding_window key (gemma2 4096) */
 	bool swa_needs_key;   /* gemma3: windowed only when the file sets a window */
 	bool swa_read_only;   /* phi3: the key is read but no window applied (as llama.cpp) */
+	bool swa_rope_plain;  /* olmo2 (OLMo 3): windowed layers rotate with the global base,
+			       * no frequency scaling and a cos/sin scale of 1 (no YaRN) */
 	bool swa_rope_own;    /* gemma3: windowed layers use rope.freq_base_swa (10000 when
 			       * absent) and no frequency scaling; gemma2: the global values */
 	bool fused_up;	      /* ffn_up holds gate|up ([n_embd, 2 n_ff]), no ffn_gate (phi3) */

@@ -937,6 +937,19 @@ bool gguf_arr_copy_i32(const struct gguf_ctx *ctx, const char *key, int32_t *dst
 	return true;
 }
 
+bool gguf_arr_copy_bool(const struct gguf_ctx *ctx, const char *key, bool *dst, uint64_t n)
+{
+	const struct kv *kv = find(ctx, key);
+	if (!kv || kv->type != GGUF_TYPE_ARRAY || kv->arr_n != n || kv->arr_type != GGUF_TYPE_BOOL)
+		return false;
+	for (uint64_t i = 0; i < n; i++) {
+		if (kv->arr_data[i] > 1)
+			return false;
+		dst[i] = kv->arr_data[i] != 0;
+	}
+	return true;
+}
+
 /* ---- formatting ---- */
 
 struct fmt {

@@ -126,6 +126,8 @@ struct gguf_str gguf_arr_str(const struct gguf_ctx *ctx, const char *key, uint64
  * the count differs from n, or a value does not fit. */
 bool gguf_arr_copy_f32(const struct gguf_ctx *ctx, const char *key, float *dst, uint64_t n);
 bool gguf_arr_copy_i32(const struct gguf_ctx *ctx, const char *key, int32_t *dst, uint64_t n);
+/* A bool array of exactly n elements (each byte 0 or 1) into dst[n]; false otherwise. */
+bool gguf_arr_copy_bool(const struct gguf_ctx *ctx, const char *key, bool *dst, uint64_t n);
 
 /* Writes a one-line human-readable rendering of value i into buf (truncated to cap, long
  * arrays abbreviated as "[n x type]"). Returns the length it would have written. */

@@ -116,7 +116,45 @@ static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *ar
 			       arch);
 	hp->rope_base_swa = hp->rope_base;
 	hp->rope_freq_scale_swa = hp->rope_freq_scale;
+	hp->rope_attn_factor_swa = hp->rope_attn_factor;
 	return BG_OK;
+}
+
+/* attention.sliding_window_pattern as a per-layer bool list (llama.cpp's converter writes
+ * one for OLMo 3; llama.cpp reads it as is_swa per layer): accepted when it is the list
+ * model_layer_is_swa makes of some period p (every layer windowed: p = 0), *p set. */
+static enum bg_status read_swa_list(const struct gguf_ctx *g, const char *key, uint32_t n_layer,
+				    uint32_t *p, struct bg_err *err)
+{
+	enum gguf_type et;
+	uint64_t n = 0;
+	if (!gguf_get_arr(g, key, &et, &n) || et != GGUF_TYPE_BOOL || n != n_layer)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s is neither an unsigned integer nor a list of %u bools", key,
+			       n_layer);
+	bool *w = malloc(n_layer * sizeof *w);
+	if (!w)
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+	if (!gguf_arr_copy_bool(g, key, w, n)) {
+		free(w);
+		return bg_fail(err, BG_ERR_FORMAT, "%s has a value that is not a bool", key);
+	}
+	for (uint32_t q = 0; q <= n_layer; q++) { /* the smallest period that makes the list */
+		struct model_hparams t = {.n_swa = 1, .swa_pattern = q};
+		uint32_t l = 0;
+		while (l < n_layer && model_layer_is_swa(&t, l) == w[l])
+			l++;
+		if (l == n_layer) {
+			*p = q;
+			free(w);
+			return BG_OK;
+		}
+	}
+	free(w);
+	return bg_fail(err, BG_ERR_UNSUPPORTED,
+		       "%s is a per-layer list that does not repeat one pattern (windowed layers "
+		       "then one global), which is not supported",
+		       key);
 }
 
 /* The architecture's graph features (arch.h) and the keys that tune them. */
@@ -127,6 +165,8 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	hp->rope_neox = ai->rope_neox;
 	hp->qkv_bias = ai->qkv_bias;
 	hp->qk_norm = ai->qk_norm;
+	hp->qk_norm_full = ai->qk_norm_full;
+	hp->no_pre_norms = ai->no_pre_norms;
 	hp->post_norms = ai->post_norms;
 	hp->gelu = ai->gelu;
 	hp->embd_scale = ai->embd_scale ? sqrtf((float)hp->n_embd) : 1.0f;
@@ -157,17 +197,21 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->swa_pattern = ai->swa_pattern;
 		char key[128];
 		snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
-		if (g && gguf_find_key(g, key) >= 0 && !get_u32_key(g, arch, "attention.sliding_window_pattern",
-							      &hp->swa_pattern))
-			return bg_fail(err, BG_ERR_UNSUPPORTED,
-				       "%s is not an unsigned integer (a per-layer list is not "
-				       "supported)",
-				       key);
+		enum bg_status st;
+		if (g && gguf_find_key(g, key) >= 0 &&
+		    !get_u32_key(g, arch, "attention.sliding_window_pattern", &hp->swa_pattern) &&
+		    (st = read_swa_list(g, key, hp->n_layer, &hp->swa_pattern, err)))
+			return st;
 		if (ai->swa_rope_own) {
 			hp->rope_base_swa = 10000.0f;
 			hp->rope_freq_scale_swa = 1.0f;
 		}
-		get_f32_key(g, arch, "rope.freq_base_swa", &hp->rope_base_swa);
+		if (ai->swa_rope_plain) { /* olmo2's graph: freq_base, no scaling, no YaRN */
+			hp->rope_freq_scale_swa = 1.0f;
+			hp->rope_attn_factor_swa = 1.0f;
+		} else {
+			get_f32_key(g, arch, "rope.freq_base_swa", &hp->rope_base_swa);
+		}
 		if (!(isfinite(hp->rope_base_swa) && hp->rope_base_swa > 1.0f))
 			return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base_swa is not a number above 1");
 	}
@@ -576,7 +620,8 @@ static enum bg_status load_tensors(struct loader *L)
 		if ((st = take(L, n, ne0, ne1, kind, &ly->field)))                                 \
 			return st;                                                                 \
 	} while (0)
-		TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
+		if (!hp->no_pre_norms)
+			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
 		snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
 		if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
 			struct model_weight qkv;
@@ -595,9 +640,9 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("attn_k.bias", KV, 0, TK_BIAS, bk);
 			TAKE("attn_v.bias", KV, 0, TK_BIAS, bv);
 		}
-		if (hp->qk_norm) {
-			TAKE("attn_q_norm.weight", HD, 0, TK_NORM, q_norm);
-			TAKE("attn_k_norm.weight", HD, 0, TK_NORM, k_norm);
+		if (hp->qk_norm) { /* per head, or the whole rows (olmo2) */
+			TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, 0, TK_NORM, q_norm);
+			TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0, TK_NORM, k_norm);
 		}
 		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
 		if (hp->attn_out_bias)
@@ -608,7 +653,7 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, attn_post_norm);
 		if (ai && ai->oai) /* gpt-oss's FFN input norm has the post-attention name */
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
-		else
+		else if (!hp->no_pre_norms)
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		if (hp->n_expert) {
 			if ((st = take_experts(L, l, ly)))
@@ -759,7 +804,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->rms_eps = s->rms_eps;
 	/* the keys synth would write, from the arch's defaults (no file: g NULL) */
 	hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f;
-	hp->rope_attn_factor = 1.0f;
+	hp->rope_attn_factor = hp->rope_attn_factor_swa = 1.0f;
 	hp->n_ctx_orig = hp->n_ctx_train;
 	hp->rope_base_swa = hp->rope_base;
 	struct synth_shape sw = *s;
@@ -772,10 +817,17 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			hp->rope_base_swa = 10000.0f;
 	}
 	if (!st && s->rope_scaling) { /* read_rope_scaling's values for the keys synth writes */
-		hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f / s->rope_factor;
+		hp->rope_freq_scale = 1.0f / s->rope_factor;
+		if (!(hp->n_swa && (ai->swa_rope_own || ai->swa_rope_plain)))
+			hp->rope_freq_scale_swa = hp->rope_freq_scale;
 		hp->rope_yarn = strcmp(s->rope_scaling, "yarn") == 0;
 		if (s->n_ctx_orig)
 			hp->n_ctx_orig = s->n_ctx_orig;
+	}
+	if (!st && s->rope_attn_factor > 0.0f && strcmp(m->arch, "phi3") != 0) {
+		hp->rope_attn_factor = s->rope_attn_factor; /* synth writes the key */
+		if (!(hp->n_swa && ai->swa_rope_plain))
+			hp->rope_attn_factor_swa = s->rope_attn_factor;
 	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;
@@ -811,7 +863,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		W(m->output, o->dtype, E, V);
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct model_layer *ly = &m->layers[l];
-		W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
+		if (!hp->no_pre_norms)
+			W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
 		W(ly->wq, o->dtype, E, Q);
 		W(ly->wk, o->dtype, E, KV);
 		W(ly->wv, o->dtype, E, KV);
@@ -821,15 +874,16 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->bv, GGUF_DTYPE_F32, KV, 1);
 		}
 		if (hp->qk_norm) {
-			W(ly->q_norm, GGUF_DTYPE_F32, hp->head_dim, 1);
-			W(ly->k_norm, GGUF_DTYPE_F32, hp->head_dim, 1);
+			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : hp->head_dim, 1);
+			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : hp->head_dim, 1);
 		}
 		W(ly->wo, o->dtype, Q, E);
 		if (hp->attn_out_bias)
 			W(ly->bo, GGUF_DTYPE_F32, E, 1);
 		if (hp->attn_sinks)
 			W(ly->attn_sinks, GGUF_DTYPE_F32, hp->n_head, 1);
-		W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
+		if (!hp->no_pre_norms)
+			W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
 		if (X) { /* the router f32 as synth writes it; experts stacked (ne2 = X) */
 			W(ly->ffn_gate_inp, GGUF_DTYPE_F32, E, X);
 			W3(ly->gate_exps, o->dtype, E, FX, X);

@@ -3,7 +3,8 @@
  * Architectures (core/model/arch.h): `llama` (with Llama 3.1's rope_freqs and linear /
  * yarn rope scaling), `qwen2` (Q/K/V biases, NeoX RoPE), `qwen3` (per-head Q/K norms),
  * `gemma2` and `gemma3` (embedding scale, GELU, post-norms, soft-capping, sliding-window
- * layers), `phi3` (fused attn_qkv and gate|up ffn_up, LongRoPE factors), and the
+ * layers), `olmo2` (post-norms only, whole-row Q/K norms), `phi3` (fused attn_qkv and
+ * gate|up ffn_up, LongRoPE factors), and the
  * mixtures of experts `qwen3moe` and `llama` with expert_count (Mixtral): stacked
  * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
  * (experts with biases, attention sinks, O bias; its FFN input norm, post_attention_norm in
@@ -50,6 +51,11 @@ struct model_hparams {
 	 * differ from n_embd). Defaults give the plain llama graph. */
 	bool qk_norm;	     /* RMS norm of each Q and K head (layer attn_q_norm / attn_k_norm)
 			      * after the projection, before RoPE */
+	bool qk_norm_full;   /* with qk_norm (olmo2): one RMS norm over each token's whole Q row
+			      * (n_head * head_dim values, q_norm that wide) and one over its
+			      * whole K row (n_head_kv * head_dim, k_norm), instead of per head */
+	bool no_pre_norms;   /* olmo2: no attn_norm / ffn_norm; QKV and the FFN read the residual
+			      * stream as it is (layer attn_norm, ffn_norm zero: data NULL, ne0 0) */
 	bool post_norms;     /* RMS norm of the attention and FFN outputs before the residual add
 			      * (layer attn_post_norm / ffn_post_norm) */
 	bool gelu;	     /* FFN gate activation: GELU, tanh form; else SiLU */
@@ -60,7 +66,8 @@ struct model_hparams {
 	uint32_t n_swa;	     /* > 0: a layer with model_layer.swa attends to the last n_swa
 			      * positions only (itself included) */
 	uint32_t n_swa_file; /* the window the file states, applied or not (phi3: not) */
-	uint32_t swa_pattern; /* with n_swa: layer l is windowed iff l % p < p - 1 (p = 0: all) */
+	uint32_t swa_pattern; /* with n_swa: layer l is windowed iff l % p < p - 1 (p = 0: all);
+			       * a file's per-layer bool list is read as the p it repeats */
 
 	/* RoPE beyond the base frequency (core/model/arch.c computes the angles) */
 	float rope_freq_scale;	   /* 1 / rope.scaling.factor (linear, yarn), else 1 */
@@ -69,6 +76,7 @@ struct model_hparams {
 	uint32_t n_ctx_orig;	   /* rope.scaling.original_context_length, default n_ctx_train */
 	float rope_base_swa;	   /* base of the windowed layers (== rope_base unless gemma3) */
 	float rope_freq_scale_swa; /* freq_scale of the windowed layers */
+	float rope_attn_factor_swa; /* their rope_attn_factor (== it unless olmo2 / OLMo 3: 1) */
 	char rope_factors[24];	   /* which frequency-factor tensor the model uses, "" if none:
 				    * "rope_freqs" (Llama 3.1), "rope_factors_long" or
 				    * "rope_factors_short" (LongRoPE: long when n_ctx_train >
@@ -115,12 +123,12 @@ struct model_weight {
 };
 
 struct model_layer {
-	struct model_weight attn_norm; /* (n_embd) f32 */
+	struct model_weight attn_norm; /* (n_embd) f32; zero with hp.no_pre_norms */
 	struct model_weight wq;	       /* (n_embd, n_head * head_dim) */
 	struct model_weight wk;	       /* (n_embd, n_head_kv * head_dim) */
 	struct model_weight wv;	       /* (n_embd, n_head_kv * head_dim) */
 	struct model_weight wo;	       /* (n_head * head_dim, n_embd) */
-	struct model_weight ffn_norm;  /* (n_embd) f32 */
+	struct model_weight ffn_norm;  /* (n_embd) f32; zero with hp.no_pre_norms */
 	struct model_weight w_gate;    /* (n_embd, n_ff) */
 	struct model_weight w_up;      /* (n_embd, n_ff) */
 	struct model_weight w_down;    /* (n_ff, n_embd) */
@@ -131,7 +139,8 @@ struct model_layer {
 	struct model_weight bk; /* (n_head_kv * head_dim) likewise */
 	struct model_weight bv; /* (n_head_kv * head_dim) likewise */
 
-	/* hp.qk_norm: (head_dim) f32 each; hp.post_norms: (n_embd) f32 each; else zero */
+	/* hp.qk_norm: (head_dim) f32 each, with hp.qk_norm_full (n_head * head_dim) and
+	 * (n_head_kv * head_dim); hp.post_norms: (n_embd) f32 each; else zero */
 	struct model_weight q_norm, k_norm;
 	struct model_weight attn_post_norm, ffn_post_norm;
 

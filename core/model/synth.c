@@ -93,6 +93,15 @@ static const struct synth_shape shapes[] = {
     {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
      .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
+    /* OLMo-2-1124-7B's and OLMo-2-0425-1B's config.json; tiny: GQA (as OLMo 2 32B) so the
+     * K norm is narrower than the Q norm, norm weights 1 + N(0, 0.25^2) */
+    {"olmo2-7b", 32, 4096, 32, 32, 11008, 100352, 4096, 500000.0f, 1e-6f, false, "olmo2"},
+    {"olmo2-1b", 16, 2048, 16, 16, 8192, 100352, 4096, 500000.0f, 1e-6f, false, "olmo2"},
+    {"olmo2-tiny", 2, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-6f, false, "olmo2"},
+    /* OLMo 3 (olmo2 with windows): layers 0-2 windowed (16), 3 global; YaRN over 64 on
+     * the global layer only; the pattern as the converter writes it, a bool per layer */
+    {"olmo3-tiny", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-6f, false, "olmo2", .n_swa = 16,
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64, .rope_attn_factor = 1.25f},
 };
 #pragma GCC diagnostic pop
 
@@ -149,12 +158,19 @@ static bool is_oai(const struct synth_shape *s)
 
 static bool has_qk_norm(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3");
+	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3") ||
+	       is_arch(s, "olmo2");
 }
 
 static bool has_post_norms(const struct synth_shape *s)
 {
-	return is_arch(s, "gemma2") || is_arch(s, "gemma3");
+	return is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_arch(s, "olmo2");
+}
+
+/* olmo2: no pre-norms, Q/K norms over the whole rows, norm weights not all 1 */
+static bool is_olmo2(const struct synth_shape *s)
+{
+	return is_arch(s, "olmo2");
 }
 
 void synth_opts_init(struct synth_opts *o, const struct synth_shape *s)
@@ -390,7 +406,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
-	uint64_t layer = E + E * Q + 2 * E * KV + Q * E + E;
+	uint64_t layer = (is_olmo2(s) ? 0 : 2 * E) + E * Q + 2 * E * KV + Q * E;
 	if (s->n_expert) /* router and experts instead of the dense FFN */
 		layer += E * s->n_expert + 3 * E * (uint64_t)synth_n_ff_exp(s) * s->n_expert;
 	else
@@ -398,7 +414,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
 	if (has_qk_norm(s))
-		layer += 2 * hd;
+		layer += is_olmo2(s) ? Q + KV : 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
@@ -437,7 +453,8 @@ static float rng_normal(struct normal_rng *r)
 	return (float)(rad * cos(2.0 * M_PI * u2));
 }
 
-enum fill_kind { FILL_RANDOM, FILL_ONES, FILL_VALUES };
+/* FILL_NORM: 1 + std * N(0, 1) (f32 only) */
+enum fill_kind { FILL_RANDOM, FILL_ONES, FILL_VALUES, FILL_NORM };
 
 struct fill_job {
 	uint64_t seed;
@@ -481,6 +498,7 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 	for (uint64_t i = 0; i < j->n; i++) {
 		float x = j->kind == FILL_ONES	  ? 1.0f
 			  : j->kind == FILL_VALUES ? j->values[i]
+			  : j->kind == FILL_NORM   ? 1.0f + j->std * rng_normal(&r)
 						   : j->std * rng_normal(&r);
 		if (j->dtype == GGUF_DTYPE_F32) {
 			memcpy((uint8_t *)dst + 4 * i, &x, 4);
@@ -494,6 +512,22 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 }
 
 /* ---- the writer ---- */
+
+/* key = a GGUF bool array of n elements, element l true unless (l + 1) % 4 == 0 */
+static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n)
+{
+	uint8_t *v = malloc(12 + (size_t)n);
+	if (!v)
+		return; /* the file then lacks the key: llama.cpp's default period 4 too */
+	uint32_t et = GGUF_TYPE_BOOL;
+	uint64_t cnt = n;
+	memcpy(v, &et, 4);
+	memcpy(v + 4, &cnt, 8);
+	for (uint32_t l = 0; l < n; l++)
+		v[12 + l] = (l + 1) % 4 != 0;
+	gguf_writer_set_raw(w, key, GGUF_TYPE_ARRAY, v, 12 + (size_t)n);
+	free(v);
+}
 
 static uint32_t file_type(enum gguf_dtype t)
 {
@@ -564,6 +598,9 @@ static void longrope_factors(float *out, uint32_t n, float top)
 /* Q/K/V biases (qwen2): N(0, BIAS_STD^2), half the size of a projection's output (unit
  * variance), so that each bias visibly moves the scores without swamping them. */
 #define BIAS_STD 0.5f
+/* olmo2's norm weights: 1 + N(0, NORM_STD^2), so that a norm applied with the wrong
+ * weights, grouping or place changes the output */
+#define NORM_STD 0.25f
 
 /* The MoE router (ffn_gate_inp): std ROUTER_SCALE/sqrt(n_embd), router logits spread by
  * about ROUTER_SCALE, so that the chosen experts are rarely within rounding of the next
@@ -592,6 +629,8 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 		std = OUT_SCALE / sqrtf((float)ne0);
 	else if (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".bias") == 0)
 		std = BIAS_STD;
+	if (kind == FILL_NORM)
+		std = NORM_STD;
 	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std, NULL};
 	uint64_t ne[2] = {ne0, ne1};
 	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
@@ -647,6 +686,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window"), s->n_swa);
 	if (s->swa_all)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
+	else if (s->n_swa && is_olmo2(s)) /* OLMo 3's converter: (l + 1) % 4 != 0 per layer */
+		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer);
 	if (gemma2) {
 		gguf_writer_set_f32(w, ARCH_KEY("attn_logit_softcapping"),
 				    s->attn_softcap > 0.0f ? s->attn_softcap : 50.0f);
@@ -660,6 +701,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	if (s->n_ctx_orig)
 		gguf_writer_set_u32(w, ARCH_KEY("rope.scaling.original_context_length"),
 				    s->n_ctx_orig);
+	if (!phi3 && s->rope_attn_factor > 0.0f)
+		gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.attn_factor"), s->rope_attn_factor);
 	if (phi3 && s->n_ctx_orig) { /* convert_hf_to_gguf's LongRoPE attention factor */
 		float scale = (float)s->n_ctx / (float)s->n_ctx_orig;
 		if (scale > 1.0f)
@@ -708,6 +751,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
+	bool olmo2 = is_olmo2(s);
+	enum fill_kind nk = olmo2 ? FILL_NORM : FILL_ONES; /* the norms' weights */
 	enum gguf_dtype t = o->dtype;
 	if (s->rope_freqs || (phi3 && s->n_ctx_orig)) {
 		for (int k = 0; k < 2; k++)
@@ -732,7 +777,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 	}
 	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
-	add(b, "output_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1, o->seed);
+	add(b, "output_norm.weight", GGUF_DTYPE_F32, nk, E, 1, o->seed);
 	if (!o->tie_output)
 		add(b, "output.weight", t, FILL_RANDOM, E, V, o->seed);
 	for (uint32_t l = 0; l < s->n_layer; l++) {
@@ -747,7 +792,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
-		ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		if (!olmo2)
+			ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		if (phi3) { /* fused, as Phi-3's own checkpoints are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
@@ -761,8 +807,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_v.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 		}
 		if (qkn) {
-			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
-			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
+			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? Q : HD, 1);
+			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 		if (oai) {
@@ -771,8 +817,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			b->jobs[b->n_jobs - 1].std = SINK_STD;
 		}
 		if (post || oai) /* gpt-oss: the FFN's input norm */
-			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
-		if (!oai)
+			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		if (!oai && !olmo2)
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
 		if (X) {
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
@@ -800,7 +846,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (!X)
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
-			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 #undef ADD3
 #undef ADD
 	}

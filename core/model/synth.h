@@ -3,7 +3,9 @@
  *
  * A synthetic model is an ordinary GGUF file (or buffer) of one of the architectures of
  * core/model/arch.h (the shape says which; qwen2 adds f32 Q/K/V biases, N(0, 0.5^2); qwen3
- * and gemma3 Q/K norms, gemma post-norms, all norms 1; qwen3moe and the MoE llama shapes
+ * and gemma3 Q/K norms, gemma post-norms, all norms 1 (olmo2: no attn/ffn norms, whole-row
+ * Q/K norms and post-norms, its norm weights 1 + N(0, 0.25^2); with a window, OLMo 3's
+ * sliding_window_pattern as a bool per layer); qwen3moe and the MoE llama shapes
  * stacked experts and a router; gpt-oss adds Q/K/V/O biases (N(0, 0.5^2)), attention sinks
  * (N(0, 1)), router and expert biases, and larger gate/up experts so that its SwiGLU clamp
  * acts, and names its FFN norm post_attention_norm; phi3 writes fused attn_qkv and
@@ -41,7 +43,7 @@ struct synth_shape {
 	float rms_eps;
 	bool tie_output;  /* the real model ties output.weight to token_embd */
 	const char *arch; /* general.architecture (NULL means llama): llama, qwen2, qwen3,
-			   * qwen3moe, gemma2, gemma3, gpt-oss, phi3 (core/model/arch.h) */
+			   * qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2 (core/model/arch.h) */
 	/* Architecture extras; zero = absent / the default. */
 	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
 	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
@@ -56,6 +58,7 @@ struct synth_shape {
 			      * LongRoPE factors (long and short) for it */
 	bool rope_freqs;     /* rope_freqs.weight: the "llama3" factors (rope_factor, 8 by
 			      * default as in Llama 3.1; low 1, high 4 over n_ctx_orig) */
+	float rope_attn_factor; /* > 0: rope.scaling.attn_factor (phi3 computes its own) */
 	/* Mixture of experts (qwen3moe, or llama = Mixtral): n_expert > 0 writes
 	 * expert_count / expert_used_count, per layer an f32 router ffn_gate_inp (n_embd,
 	 * n_expert; N(0, (ROUTER_SCALE)^2 / n_embd), so routing is decisive) and stacked
