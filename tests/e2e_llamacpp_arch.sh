@@ -5,8 +5,8 @@
 # (embedding scale, GELU, post-norms, attention and final soft-caps, every other layer
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
 # attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
-# and the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
-# biases, clamped SwiGLU).
+# the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
+# biases, clamped SwiGLU), and granite (embedding, attention, residual and logit scales).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -148,6 +148,16 @@ arch_compare mixtral-q8_0 0.1 0.25 "${F32KV[*]}" --shape mixtral-tiny --dtype q8
 arch_compare gpt-oss-f32 0 2e-5 "${F32KV[*]}" --shape gpt-oss-tiny --dtype f32 --seed 3
 arch_compare gpt-oss-f16 0.02 0.03 "" --shape gpt-oss-tiny --dtype f16 --seed 5
 arch_compare gpt-oss-q8_0 0.1 0.25 "${F32KV[*]}" --shape gpt-oss-tiny --dtype q8_0 --seed 9
+# granite (llama.cpp's granite graph): embeddings x12, q.k x0.125 instead of 1/sqrt(16), each
+# branch output x0.22 before its residual add, logits / 8 (the output projection 8x larger
+# in the file so that they still spread). Measured 2026-11-30: f32 1.4e-6, f16 8.9e-4, q8_0
+# 9.6e-8 (seed 13: on seeds 3, 7, 11 fewer than half the q8_0 steps have a top-2 margin of
+# 0.1 and were compared, 3-15 of 36, none failing); dropping the
+# attention branch's residual scale, the logit scale, the embedding scale or the attention
+# scale fails the f32 comparison.
+arch_compare granite-f32 0 2e-5 "${F32KV[*]}" --shape granite-tiny --dtype f32 --seed 3
+arch_compare granite-f16 0.02 0.03 "" --shape granite-tiny --dtype f16 --seed 5
+arch_compare granite-q8_0 0.1 0.25 "${F32KV[*]}" --shape granite-tiny --dtype q8_0 --seed 13
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

@@ -943,12 +943,14 @@ static void test_arch(void)
 
 /* ---- mixtures of experts ---- */
 
-enum moe_edit { ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE };
+enum moe_edit { ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_KEY_F32, ME_KEY_FALSE };
 
 /* The synthetic shape `shape` (f32) written and parsed again with one change: ME_KEY sets
  * u32 key `what` to val (or removes it when val is UINT32_MAX); ME_DROP drops tensor
  * `what`; ME_RESHAPE gives it one expert less (ne2 - 1; bytes as they are); ME_SPLIT adds
- * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight. */
+ * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight;
+ * ME_KEY_F32 sets f32 key `what` to val / 1000 (removes it when val is UINT32_MAX);
+ * ME_KEY_FALSE sets bool key `what` to false. */
 static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char *what,
 				  uint32_t val, struct model **out, struct bg_err *err)
 {
@@ -963,12 +965,17 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	struct gguf_writer *w = gguf_writer_create();
 	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
 		struct gguf_str k = gguf_kv_key(src, i);
-		if (e == ME_KEY && k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
+		if ((e == ME_KEY || e == ME_KEY_F32 || e == ME_KEY_FALSE) &&
+		    k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
 			continue;
 		gguf_writer_copy_kv(w, src, i);
 	}
 	if (e == ME_KEY && val != UINT32_MAX)
 		gguf_writer_set_u32(w, what, val);
+	if (e == ME_KEY_F32 && val != UINT32_MAX)
+		gguf_writer_set_f32(w, what, (float)val / 1000.0f);
+	if (e == ME_KEY_FALSE)
+		gguf_writer_set_bool(w, what, false);
 	static float extra[64 * 64];
 	if (e == ME_SPLIT)
 		gguf_writer_add_tensor(w, "blk.0.ffn_gate.0.weight", GGUF_DTYPE_F32, 2,
@@ -1192,6 +1199,55 @@ static void test_oss(void)
 	}
 }
 
+/* granite: its four scales from the file, what llama.cpp requires and its defaults */
+static void test_granite(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("granite-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->embd_scale == 12.0f && hp->attn_scale == 0.125f &&
+			  hp->residual_scale == 0.22f && hp->logit_scale == 8.0f && !hp->rope_neox &&
+			  !hp->qkv_bias && hp->final_softcap == 0.0f,
+		      "granite-tiny scales: embd %g attn %g residual %g logit %g",
+		      (double)hp->embd_scale, (double)hp->attn_scale, (double)hp->residual_scale,
+		      (double)hp->logit_scale);
+		model_free(m);
+		m = NULL;
+	}
+	/* the optional scales absent or 0: llama's values */
+	static const char *const opt[3] = {"granite.embedding_scale", "granite.attention.scale",
+					   "granite.residual_scale"};
+	for (int z = 0; z < 2; z++)
+		for (int i = 0; i < 3; i++) {
+			CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, opt[i], z ? 0 : UINT32_MAX, &m,
+					  &err) == BG_OK,
+			      "%s: %s", opt[i], err.msg);
+			if (!m)
+				continue;
+			const struct model_hparams *hp = &m->hp;
+			CHECK(i == 0 ? hp->embd_scale == 1.0f
+				     : i == 1 ? hp->attn_scale == 0.25f : hp->residual_scale == 1.0f,
+			      "%s %s: the default", opt[i], z ? "0" : "absent");
+			model_free(m);
+			m = NULL;
+		}
+	CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, "granite.logit_scale", UINT32_MAX, &m,
+			  &err) == BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "granite.logit_scale is missing"),
+	      "granite without logit_scale: '%s'", err.msg);
+	CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, "granite.logit_scale", 0, &m, &err) ==
+		      BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "not a usable number"),
+	      "granite logit_scale 0: '%s'", err.msg);
+	CHECK(moe_rewrite("granite-tiny", ME_KEY_FALSE, "granite.rope.scaling.finetuned", 0, &m,
+			  &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "without RoPE"),
+	      "granite rope.scaling.finetuned false: '%s'", err.msg);
+	model_free(m);
+}
+
 int main(void)
 {
 	test_stories();
@@ -1206,5 +1262,6 @@ int main(void)
 	test_arch();
 	test_moe();
 	test_oss();
+	test_granite();
 	return check_summary();
 }

@@ -711,6 +711,14 @@ static void att_task(void *arg, int32_t task, int32_t thread)
 
 /* ---- forward ---- */
 
+/* x[i] *= s for i < n; nothing when s == 1 (granite's residual and logit scales) */
+static void branch_scale(float *x, int64_t n, float s)
+{
+	if (s != 1.0f)
+		for (int64_t i = 0; i < n; i++)
+			x[i] *= s;
+}
+
 static void rope_apply(const struct model_hparams *hp, float *vec, const float *cs)
 {
 	/* vec is one head; cs holds (cos, sin) for each rotated pair */
@@ -932,6 +940,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (post) /* gemma: the branch output is normalized before the residual add */
 			for (t = 0; t < T; t++)
 				rmsnorm(c->xb + t * E, c->xb + t * E, post, E, hp->rms_eps);
+		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
 		if (prof)
@@ -961,6 +970,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (post)
 			for (t = 0; t < T; t++)
 				rmsnorm(c->xb + t * E, c->xb + t * E, post + E, E, hp->rms_eps);
+		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
 		if (prof)
@@ -978,6 +988,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		prof_lap(c, &tp, &prof->norms_s);
 	if (n > 0)
 		matmul1(c, BACKEND_CPU_MM_LM_HEAD, &m->output, c->xf, c->logits, n);
+	if (hp->logit_scale != 1.0f) /* granite: times the fp32 reciprocal, as ggml_scale */
+		branch_scale(c->logits, (int64_t)n * hp->n_vocab, 1.0f / hp->logit_scale);
 	if (hp->final_softcap > 0.0f) { /* gemma2: cap * tanh(logit / cap) */
 		float cap = hp->final_softcap;
 		for (int64_t i = 0; i < (int64_t)n * hp->n_vocab; i++)

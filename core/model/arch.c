@@ -18,7 +18,12 @@
  * NeoX RoPE (YaRN in the released files), Q/K/V and O biases, sinks in every head's
  * softmax, sliding_window read (128 released) with pattern 2 (even layers windowed),
  * post_attention_norm as the FFN's input norm, build_moe_ffn with biases, SWIGLU_OAI_MOE
- * and SOFTMAX_WEIGHT gating (top-k of the logits, softmax over those k), untied output. */
+ * and SOFTMAX_WEIGHT gating (top-k of the logits, softmax over those k), untied output.
+ * granite (src/models/granite.cpp, LLM_ARCH_GRANITE): the llama graph (interleaved RoPE,
+ * SiLU) with the embeddings times embedding_scale (build_inp_embd, when non-zero), q.k
+ * times attention.scale (when non-zero, else 1/sqrt(head_dim)), the attention and FFN
+ * branch outputs times residual_scale before each residual add (when non-zero), and the
+ * logits times 1 / logit_scale (a required key). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -72,6 +77,10 @@ static const struct arch_info table[] = {
      .rope_neox = true,
      .fused_up = true,
      .swa_read_only = true},
+    {.name = "granite",
+     .families = "IBM Granite 3.x (dense)",
+     .refuse_bias = true,
+     .granite = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -86,7 +95,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

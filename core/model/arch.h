@@ -4,7 +4,8 @@
  * architecture has (as llama.cpp's src/models/<arch>.cpp builds it: the facts, not the
  * code): NeoX or interleaved RoPE, Q/K/V biases, per-head Q/K RMS norms, post-attention
  * and post-FFN norms, GELU(tanh) or SiLU gating, the embedding scale, attention and final
- * logit soft-capping, the sliding-window layer pattern, a fused gate|up FFN tensor.
+ * logit soft-capping, the sliding-window layer pattern, a fused gate|up FFN tensor, granite's
+ * embedding, attention, residual and logit scales.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -53,6 +54,10 @@ struct arch_info {
 	 * swiglu_oai, alpha 1.702, limit 7, as llama.cpp fixes them), and the pre-FFN norm
 	 * stored as post_attention_norm (there is no ffn_norm) */
 	bool oai;
+	/* granite (llama.cpp's granite graph): reads <arch>.logit_scale (required) and the
+	 * optional embedding_scale, attention.scale and residual_scale (model.h's fields;
+	 * absent or 0: the llama value) */
+	bool granite;
 };
 
 /* The row of an architecture, or NULL. */

@@ -140,6 +140,35 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->swiglu_alpha = 1.702f;
 		hp->swiglu_limit = 7.0f;
 	}
+	hp->residual_scale = hp->logit_scale = 1.0f;
+	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
+		char key[128];
+		snprintf(key, sizeof key, "%s.logit_scale", arch);
+		if (g && !gguf_get_f32(g, key, &hp->logit_scale))
+			return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing", key);
+		float es = 0.0f, as = 0.0f, rs = 0.0f;
+		get_f32_key(g, arch, "embedding_scale", &es);
+		get_f32_key(g, arch, "attention.scale", &as);
+		get_f32_key(g, arch, "residual_scale", &rs);
+		if (!(isfinite(hp->logit_scale) && hp->logit_scale != 0.0f) || !isfinite(es) ||
+		    !isfinite(as) || !isfinite(rs))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s's logit, embedding, attention or residual scale is not a "
+				       "usable number (logit_scale %g)",
+				       arch, (double)hp->logit_scale);
+		if (es != 0.0f)
+			hp->embd_scale = es;
+		if (as != 0.0f)
+			hp->attn_scale = as;
+		if (rs != 0.0f)
+			hp->residual_scale = rs;
+		/* llama.cpp: rope.scaling.finetuned (default true) switches RoPE on */
+		bool ft = true;
+		snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch);
+		if (g && gguf_get_bool(g, key, &ft) && !ft)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s false (granite without RoPE) is not supported", key);
+	}
 	hp->attn_softcap = ai->attn_softcap;
 	if (ai->attn_softcap > 0.0f)
 		get_f32_key(g, arch, "attn_logit_softcapping", &hp->attn_softcap);
@@ -770,6 +799,16 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->swa_pattern = sw.swa_all ? 0 : ai->swa_pattern;
 		if (ai->swa_rope_own)
 			hp->rope_base_swa = 10000.0f;
+	}
+	if (!st && ai->granite) { /* read_features' values for the keys synth writes */
+		if (s->embd_scale != 0.0f)
+			hp->embd_scale = s->embd_scale;
+		if (s->attn_scale != 0.0f)
+			hp->attn_scale = s->attn_scale;
+		if (s->residual_scale != 0.0f)
+			hp->residual_scale = s->residual_scale;
+		if (s->logit_scale != 0.0f)
+			hp->logit_scale = s->logit_scale;
 	}
 	if (!st && s->rope_scaling) { /* read_rope_scaling's values for the keys synth writes */
 		hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f / s->rope_factor;

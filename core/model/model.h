@@ -7,7 +7,8 @@
  * mixtures of experts `qwen3moe` and `llama` with expert_count (Mixtral): stacked
  * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
  * (experts with biases, attention sinks, O bias; its FFN input norm, post_attention_norm in
- * the file, is presented as ffn_norm). A fused tensor
+ * the file, is presented as ffn_norm), and `granite` (llama with embedding, attention,
+ * residual and logit scales from the file). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -104,6 +105,15 @@ struct model_hparams {
 			     * min(up, limit)): g * sigmoid(swiglu_alpha * g) * (u + 1) */
 	float swiglu_alpha; /* 1.702 */
 	float swiglu_limit; /* 7 */
+
+	/* granite (llama.cpp's granite graph), beyond embd_scale (<arch>.embedding_scale) and
+	 * attn_scale (<arch>.attention.scale), which it sets from the file when non-zero: */
+	float residual_scale; /* the attention branch's output (after the O projection) and the
+			       * FFN's (after the down projection) are each multiplied by this
+			       * (fp32) before their residual add; 1 = no scaling (the other
+			       * architectures; granite's residual_scale absent or 0) */
+	float logit_scale;    /* the logits are multiplied by 1 / logit_scale, the reciprocal
+			       * rounded to fp32 first (llama.cpp's ggml_scale by it); 1 = none */
 };
 
 struct model_weight {

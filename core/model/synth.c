@@ -90,6 +90,11 @@ static const struct synth_shape shapes[] = {
      "gpt-oss", .head_dim = 64, .n_swa = 128, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 4096, .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 2880},
     /* its features small: head_dim 32 != 64 / 4, a window of 16, YaRN over 64 */
+    /* granite: its scales chosen so that each visibly matters (llama.cpp's granite graph;
+     * Granite 3.x itself: embedding 12, attention 1/128 at head_dim 128, residual
+     * 0.22); 4 layers, head_dim 16, attention scale 1/8 instead of 1/4 */
+    {"granite-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "granite",
+     .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f, .logit_scale = 8.0f},
     {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
      .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
@@ -512,7 +517,9 @@ struct synth_build {
 	size_t n_jobs;
 	struct vocab vocab;
 	bool tied;
-	bool embd_scaled; /* gemma: the model multiplies embeddings by sqrt(n_embd) */
+	bool embd_scaled; /* gemma: the model multiplies embeddings by sqrt(n_embd); granite
+			   * by its embd_scale */
+	float logit_scale; /* granite: the output projection this much larger (1 else) */
 	float *factors[2]; /* rope factor tensors' values, referenced by their jobs */
 };
 
@@ -589,7 +596,7 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 	if (strcmp(name, "token_embd.weight") == 0 && b->embd_scaled)
 		std = 1.0f / sqrtf((float)ne0);
 	else if (strcmp(name, "output.weight") == 0)
-		std = OUT_SCALE / sqrtf((float)ne0);
+		std = OUT_SCALE * b->logit_scale / sqrtf((float)ne0);
 	else if (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".bias") == 0)
 		std = BIAS_STD;
 	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std, NULL};
@@ -624,7 +631,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	}
 	struct gguf_writer *w = b->w;
 	b->tied = o->tie_output;
-	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3");
+	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3") || s->embd_scale != 0.0f;
+	b->logit_scale = s->logit_scale != 0.0f ? s->logit_scale : 1.0f;
 	const char *arch = synth_arch(s);
 	char key[96];
 #define ARCH_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
@@ -652,6 +660,15 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				    s->attn_softcap > 0.0f ? s->attn_softcap : 50.0f);
 		gguf_writer_set_f32(w, ARCH_KEY("final_logit_softcapping"),
 				    s->final_softcap > 0.0f ? s->final_softcap : 30.0f);
+	}
+	if (is_arch(s, "granite")) { /* logit_scale is required there */
+		gguf_writer_set_f32(w, ARCH_KEY("logit_scale"), b->logit_scale);
+		if (s->embd_scale != 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("embedding_scale"), s->embd_scale);
+		if (s->attn_scale != 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("attention.scale"), s->attn_scale);
+		if (s->residual_scale != 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("residual_scale"), s->residual_scale);
 	}
 	if (s->rope_scaling) {
 		gguf_writer_set_str(w, ARCH_KEY("rope.scaling.type"), s->rope_scaling);
