@@ -813,6 +813,18 @@ static void res_swap(float **xr, float **xo)
 	*xo = t;
 }
 
+/* granite's residual scale: the branch output in c->tmp (n rows of fp32, before the
+ * residual add that the next norm or prologue does) times hp.residual_scale, as the CPU
+ * backend rounds it; no node when the scale is 1. A node of its own on the fused path
+ * too (two a granite layer; ESTIMATE ~6 us each in a decode graph, issue 17's NODE_US):
+ * folding it into the GEMV's store is left for later. */
+static cudaError_t branch_scale(struct cuda_ctx *c, int n, cudaStream_t s)
+{
+	if (c->hp.residual_scale == 1.0f)
+		return cudaSuccess;
+	return gpu_scale(c->tmp, (int64_t)n * c->hp.n_embd, c->hp.residual_scale, s);
+}
+
 /* Enqueues the whole model for one pass. Makes no synchronous call and allocates
  * nothing, so that it can be captured into a CUDA graph. */
 static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
@@ -923,6 +935,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			    gemv_plain(L->wo, E, c->n_q, n, c->attn, c->n_q, c->tmp, E);
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			CUDA_CHECK(branch_scale(c, n, s));
 			/* the FFN norm in gate|up's prologue, SwiGLU in its epilogue */
 			g = gemv_plain(L->wgu, 2 * F, E, n, NULL, 0, NULL, 0);
 			gemv_prologue(&g, xr, c->tmp, L->ffn_norm, hp->rms_eps, NULL, xo);
@@ -935,6 +948,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			g = gemv_plain(L->wdown, E, F, n, c->act, F, c->tmp, E);
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			CUDA_CHECK(branch_scale(c, n, s));
 			continue; /* pass_fused: no post-norms */
 		}
 		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, c->n_q, n, E));
@@ -943,6 +957,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
+		CUDA_CHECK(branch_scale(c, n, s));
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
 		if (hp->n_expert) {
@@ -983,6 +998,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (L->ffn_post)
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
+		CUDA_CHECK(branch_scale(c, n, s));
 	}
 	if (ps->n_out == 0)
 		return BG_OK;
@@ -1001,6 +1017,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		CUBLAS_CHECK(pass_gemm(c, c->output, c->xl, logits, (int)hp->n_vocab, E,
 				       ps->n_out, (int)hp->n_vocab));
 	}
+	if (hp->logit_scale != 1.0f) /* granite: times the fp32 reciprocal, as the CPU */
+		CUDA_CHECK(gpu_scale(c->logits + (size_t)row0 * hp->n_vocab,
+				     (int64_t)ps->n_out * hp->n_vocab, 1.0f / hp->logit_scale, s));
 	if (hp->final_softcap > 0.0f) /* gemma2 */
 		CUDA_CHECK(gpu_softcap(c->logits + (size_t)row0 * hp->n_vocab,
 				       (int64_t)ps->n_out * hp->n_vocab, hp->final_softcap, s));

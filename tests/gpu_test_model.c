@@ -525,11 +525,16 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
 	/* gpt-oss: the O bias and the router's bias, a gpu_bias_add node each (unfused) */
+	/* granite: the residual scale, a gpu_scale node after each branch (both paths), and
+	 * the logit scale one after the LM head */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
-		     per_query + hp->attn_out_bias + hp->moe_bias;
+		     per_query + hp->attn_out_bias + hp->moe_bias +
+		     2 * (hp->residual_scale != 1.0f);
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
-	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) : 0);
+	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) +
+				(hp->logit_scale != 1.0f)
+			  : 0);
 }
 
 /* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected, with the
@@ -773,18 +778,22 @@ static void test_arch_vs_cpu(void)
 	    /* gpt-oss: attention sinks, Q/K/V/O biases, windowed even layers, the biased
 	     * router and experts, the clamped SwiGLU */
 	    "synthetic:gpt-oss-tiny:f32",
+	    /* granite: embedding, attention, residual and logit scales */
+	    "synthetic:granite-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
 }
 
-/* A mixture-of-experts model (f32) on a batch: 12 sequences with prompts of 5 to 38 tokens
- * in one pass (~260 tokens, ~65 pairs an expert: several tiles of one expert, the
- * tokens of many sequences in one tile), then 4 decode steps of all 12 through the
- * batch-16 graph (4 padding rows routed too), every row against the CPU backend. */
-static void test_moe_batch(const char *spec)
+/* A model (f32) on a batch: NSEQ <= 12 sequences with prompts of 5 to 38 tokens in one
+ * pass, then 4 decode steps of all of them through the decode graph of their bucket, every
+ * row against the CPU backend. A mixture of experts with 12 (test_moe_batch): ~260 tokens,
+ * ~65 pairs an expert (several tiles of one expert, the tokens of many sequences in one
+ * tile), the batch-16 graph with 4 padding rows routed too; a dense model with 3: the
+ * fused decode path of bucket 4 (one padding row). */
+static void test_batch(const char *spec, int NSEQ)
 {
-	enum { NSEQ = 12, NSTEP = 4, NB = 3 }; /* NB blocks of 16 tokens a sequence */
+	enum { BATCH_MAX = 12, NSTEP = 4, NB = 3 }; /* NB blocks of 16 tokens a sequence */
 	struct model *m = NULL;
 	struct bg_err err = {0};
 	if (model_open(spec, false, &m, &err) != BG_OK) {
@@ -794,10 +803,10 @@ static void test_moe_batch(const char *spec)
 	struct backend *g = gpu_util_backend(m, true, 16, NSEQ * NB * 16),
 		       *c = gpu_util_backend(m, false, 16, NSEQ * NB * 16);
 	if (g && c) {
-		static struct seq sg[NSEQ], sc[NSEQ];
-		struct seq *pg[NSEQ], *pc[NSEQ];
+		static struct seq sg[BATCH_MAX], sc[BATCH_MAX];
+		struct seq *pg[BATCH_MAX], *pc[BATCH_MAX];
 		const int V = g->n_vocab;
-		for (int i = 0; i < NSEQ; i++) {
+		for (int i = 0; i < NSEQ && i < BATCH_MAX; i++) {
 			int32_t toks[40], blocks[NB];
 			int n = 5 + i * 3;
 			for (int j = 0; j < n; j++)
@@ -816,14 +825,19 @@ static void test_moe_batch(const char *spec)
 			step_both(g, c, pg, pc, NSEQ, it, lg, lc, &worst, &worst_cos, spec);
 		/* fp32 on both sides, as test_arch_vs_cpu */
 		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
-		      "%s, 12 sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, worst,
-		      worst_cos);
+		      "%s, %d sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, NSEQ,
+		      worst, worst_cos);
 		free(lg);
 		free(lc);
 	}
 	backend_destroy(g);
 	backend_destroy(c);
 	model_free(m);
+}
+
+static void test_moe_batch(const char *spec)
+{
+	test_batch(spec, 12);
 }
 
 /* gpt-oss-tiny in bf16 and f16: the prompt's attention on the tensor-core kernel (sinks in
@@ -1098,6 +1112,7 @@ int main(void)
 		test_moe_batch("synthetic:gpt-oss-tiny:f32");
 		test_gpt_oss_16bit();
 		test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16"); /* sinks, biases on the device */
+		test_batch("synthetic:granite-tiny:f32", 3); /* the scales on bucket 4's graph */
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1132,6 +1147,7 @@ int main(void)
 	test_moe_batch("synthetic:gpt-oss-tiny:f32");
 	test_gpt_oss_16bit();
 	test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16");
+	test_batch("synthetic:granite-tiny:f32", 3);
 	test_errors();
 	return check_summary();
 }
