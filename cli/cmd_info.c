@@ -234,6 +234,10 @@ int cmd_info(int argc, char **argv)
 		       (double)hp->residual_scale);
 	if (hp->logit_scale != 1.0f)
 		printf("logit_scale: %g (logits divided by it)\n", (double)hp->logit_scale);
+	if (hp->attn_temp_scale != 0.0f)
+		printf("attn_temperature: Q after RoPE times log(floor((pos + %g) / %u) + 1) * %g + "
+		       "1\n",
+		       (double)hp->attn_temp_offset, hp->attn_temp_floor, (double)hp->attn_temp_scale);
 	if (hp->attn_softcap > 0.0f)
 		printf("attn_softcap: %g\n", (double)hp->attn_softcap);
 	if (hp->final_softcap > 0.0f)

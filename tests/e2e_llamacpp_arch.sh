@@ -6,7 +6,8 @@
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
 # attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
 # the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
-# biases, clamped SwiGLU), and granite (embedding, attention, residual and logit scales).
+# biases, clamped SwiGLU), granite (embedding, attention, residual and logit scales) and
+# mistral3 (llama 4's attention temperature).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -158,6 +159,16 @@ arch_compare gpt-oss-q8_0 0.1 0.25 "${F32KV[*]}" --shape gpt-oss-tiny --dtype q8
 arch_compare granite-f32 0 2e-5 "${F32KV[*]}" --shape granite-tiny --dtype f32 --seed 3
 arch_compare granite-f16 0.02 0.03 "" --shape granite-tiny --dtype f16 --seed 5
 arch_compare granite-q8_0 0.1 0.25 "${F32KV[*]}" --shape granite-tiny --dtype q8_0 --seed 13
+# mistral3 (llama.cpp's mistral3 graph): llama 4's attention temperature, Q after RoPE times
+# log(floor(pos / 16) + 1) * 0.5 + 1 (the floor scale is YaRN's original context, 16; the
+# prompts reach positions 16, 32 and 48), and YaRN factor 4 whose magnitude the graph
+# cancels (attn_factor 1 / (1 + 0.1 ln 4)). Measured 2026-11-30: f32 1.8e-6, f16 7.2e-3,
+# q8_0 9.2e-8 (q8_0 seed 13: 6.6e-2, one activation's Q8 rounding flipped); dropping the
+# temperature (3.7e-1), scaling K by it too (2.2e-1), offsetting the position by 1 (7.8e-2)
+# or keeping YaRN's magnitude (9.2e-1) fails the f32 comparison.
+arch_compare mistral3-f32 0 2e-5 "${F32KV[*]}" --shape mistral3-tiny --dtype f32 --seed 3
+arch_compare mistral3-f16 0.02 0.03 "" --shape mistral3-tiny --dtype f16 --seed 5
+arch_compare mistral3-q8_0 0.1 0.25 "${F32KV[*]}" --shape mistral3-tiny --dtype q8_0 --seed 5
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

@@ -2,6 +2,7 @@
  * ../shared/models/README.md), refusals (vocab-only, v1, other architectures, misshapen or
  * missing tensors made with the writer), the built-in and synthetic models, and the qwen2
  * architecture (qwen2.* keys, Q/K/V bias tensors, NeoX RoPE) and its refusals. */
+#include "model/arch.h"
 #include "model/model.h"
 
 #include <stdint.h>
@@ -1248,6 +1249,62 @@ static void test_granite(void)
 	model_free(m);
 }
 
+/* mistral3: the attention temperature's keys and defaults, the graph's RoPE magnitude */
+static void test_mistral3(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("mistral3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		/* floor = YaRN's original context; offset 0; attn_factor 1 / (1 + 0.1 ln 4) */
+		CHECK(hp->attn_temp_scale == 0.5f && hp->attn_temp_floor == 16 &&
+			  hp->attn_temp_offset == 0.0f && hp->rope_yarn &&
+			  hp->rope_attn_factor == 1.0f / (1.0f + 0.1f * logf(4.0f)) && !hp->rope_neox,
+		      "mistral3-tiny: temperature %g / %u + %g, attn_factor %g",
+		      (double)hp->attn_temp_scale, hp->attn_temp_floor, (double)hp->attn_temp_offset,
+		      (double)hp->rope_attn_factor);
+		CHECK(arch_attn_temp(hp, 15) == 1.0f && arch_attn_temp(hp, 16) == (float)(log(2.0) * 0.5 + 1.0) &&
+			  arch_attn_temp(hp, 47) == (float)(log(3.0) * 0.5 + 1.0) &&
+			  arch_attn_temp(hp, 48) == (float)(log(4.0) * 0.5 + 1.0),
+		      "mistral3-tiny: temperatures at 15, 16, 47, 48");
+		model_free(m);
+		m = NULL;
+	}
+	/* no temperature key: none (the floor is not needed then) */
+	CHECK(moe_rewrite("mistral3-tiny", ME_KEY_F32, "mistral3.attention.temperature_scale",
+			  UINT32_MAX, &m, &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.attn_temp_scale == 0.0f && arch_attn_temp(&m->hp, 1000) == 1.0f,
+		      "mistral3 without the key: no temperature");
+		model_free(m);
+		m = NULL;
+	}
+	/* the temperature's floor is the context length without an original context */
+	CHECK(moe_rewrite("mistral3-tiny", ME_KEY, "mistral3.rope.scaling.original_context_length",
+			  UINT32_MAX, &m, &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.attn_temp_floor == 256, "mistral3 floor without original_context_length: %u",
+		      m->hp.attn_temp_floor);
+		model_free(m);
+		m = NULL;
+	}
+	/* YaRN betas other than 32 / 1 are refused (batchgen computes with those) */
+	CHECK(moe_rewrite("mistral3-tiny", ME_KEY_F32, "mistral3.rope.scaling.yarn_beta_fast", 16000,
+			  &m, &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "YaRN betas 16 / 1"),
+	      "mistral3 beta_fast 16: '%s'", err.msg);
+	/* the yarn_log_multiplier synth writes is accepted for mistral3 (its graph ignores
+	 * it), still refused for llama */
+	CHECK(moe_rewrite("llama-yarn-tiny", ME_KEY_F32, "llama.rope.scaling.yarn_log_multiplier",
+			  1000, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "yarn_log_multiplier"),
+	      "llama with yarn_log_multiplier: '%s'", err.msg);
+	model_free(m);
+}
+
 int main(void)
 {
 	test_stories();
@@ -1263,5 +1320,6 @@ int main(void)
 	test_moe();
 	test_oss();
 	test_granite();
+	test_mistral3();
 	return check_summary();
 }

@@ -711,7 +711,8 @@ static void att_task(void *arg, int32_t task, int32_t thread)
 
 /* ---- forward ---- */
 
-/* x[i] *= s for i < n; nothing when s == 1 (granite's residual and logit scales) */
+/* x[i] *= s for i < n; nothing when s == 1 (granite's residual and logit scales,
+ * mistral3's attention temperature) */
 static void branch_scale(float *x, int64_t n, float s)
 {
 	if (s != 1.0f)
@@ -898,6 +899,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			const float *cs = rope_l + (int64_t)t * half * 2;
 			for (uint32_t h = 0; h < hp->n_head; h++)
 				rope_apply(hp, c->q + t * c->q_dim + h * hd, cs);
+			if (hp->attn_temp_scale != 0.0f) /* mistral3: Q after RoPE, per position */
+				branch_scale(c->q + t * c->q_dim, c->q_dim,
+					     arch_attn_temp(hp, c->tok_pos[t]));
 			for (uint32_t h = 0; h < hp->n_head_kv; h++)
 				rope_apply(hp, c->k + t * c->kv_dim + h * hd, cs);
 			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];

@@ -23,7 +23,13 @@
  * SiLU) with the embeddings times embedding_scale (build_inp_embd, when non-zero), q.k
  * times attention.scale (when non-zero, else 1/sqrt(head_dim)), the attention and FFN
  * branch outputs times residual_scale before each residual add (when non-zero), and the
- * logits times 1 / logit_scale (a required key). */
+ * logits times 1 / logit_scale (a required key). mistral3 (src/models/mistral3.cpp,
+ * LLM_ARCH_MISTRAL3): the llama graph (interleaved RoPE, optional biases, which batchgen
+ * refuses) with RoPE's attn_factor fixed to 1 / (1 + 0.1 ln(1 / freq_scale)) by the graph,
+ * and, when attention.temperature_scale is non-zero, llama 4's temperature tuning: Q
+ * after RoPE times log(floor(pos / n_ctx_orig) + 1) * scale + 1 per position (offset 0)
+ * (llama-graph.cpp's build_inp_attn_scale; the floor scale is the original context of
+ * YaRN, n_ctx_orig_yarn, in llama-model.cpp). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -77,6 +83,10 @@ static const struct arch_info table[] = {
      .rope_neox = true,
      .fused_up = true,
      .swa_read_only = true},
+    {.name = "mistral3",
+     .families = "Ministral 3, Mistral Small 3.x, Devstral Small 2 (files converted as mistral3)",
+     .refuse_bias = true,
+     .mistral3 = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .refuse_bias = true,
@@ -95,7 +105,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, mistral3";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow
@@ -145,4 +155,13 @@ void arch_rope_cos_sin(const double *freq, int half, double pos, float mscale, f
 		cs[2 * i] = (float)cos(pos * freq[i]) * mscale;
 		cs[2 * i + 1] = (float)sin(pos * freq[i]) * mscale;
 	}
+}
+
+float arch_attn_temp(const struct model_hparams *hp, int32_t pos)
+{
+	if (hp->attn_temp_scale == 0.0f)
+		return 1.0f;
+	float p = (float)pos + hp->attn_temp_offset;
+	float fl = floorf(p / (float)hp->attn_temp_floor);
+	return (float)(log((double)fl + 1.0) * (double)hp->attn_temp_scale + 1.0);
 }

@@ -5,7 +5,7 @@
  * code): NeoX or interleaved RoPE, Q/K/V biases, per-head Q/K RMS norms, post-attention
  * and post-FFN norms, GELU(tanh) or SiLU gating, the embedding scale, attention and final
  * logit soft-capping, the sliding-window layer pattern, a fused gate|up FFN tensor, granite's
- * embedding, attention, residual and logit scales.
+ * embedding, attention, residual and logit scales, mistral3's attention temperature.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -58,6 +58,11 @@ struct arch_info {
 	 * optional embedding_scale, attention.scale and residual_scale (model.h's fields;
 	 * absent or 0: the llama value) */
 	bool granite;
+	/* mistral3 (llama.cpp's mistral3 graph): reads <arch>.attention.temperature_scale,
+	 * llama 4's attention temperature tuning (model.h's attn_temp_*), and multiplies RoPE's
+	 * cos/sin by 1 / (1 + 0.1 ln(1 / freq_scale)) in place of rope.scaling.attn_factor
+	 * (which, with YaRN, cancels ggml's own 1 + 0.1 ln(1 / freq_scale)) */
+	bool mistral3;
 };
 
 /* The row of an architecture, or NULL. */
@@ -81,5 +86,11 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
  * pos * freq would be off by up to ~2e-4 rad at long contexts). The one place the CPU
  * backend turns frequencies into angles. */
 void arch_rope_cos_sin(const double *freq, int half, double pos, float mscale, float *cs);
+
+/* The attention temperature of position pos (hp->attn_temp_scale > 0; model.h): as
+ * llama.cpp's llm_graph_input_attn_temp computes it, (float)(log(floor((float)pos + offset)
+ * / floor_scale) + 1) * scale + 1), the log, product and sum in double. 1 when the scale
+ * is 0. */
+float arch_attn_temp(const struct model_hparams *hp, int32_t pos);
 
 #endif

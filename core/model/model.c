@@ -22,6 +22,11 @@
  * K2); with MODEL_MAX_DIM a stacked tensor's element count stays below 2^50. */
 #define MODEL_MAX_EXPERTS MOE_MAX_EXPERTS
 
+/* llama.cpp's f_attn_temp_offset for mistral3: llama-hparams.h's default, 0 (checked
+ * against llama.cpp's graph: 1 puts the first step up at position 15, not 16, and fails
+ * e2e_llamacpp_arch's mistral3-f32 by 7.8e-2) */
+#define MISTRAL3_TEMP_OFFSET 0.0f
+
 /* Copies a string from the file into dst for a message: printable ASCII only, so that the
  * message stays one line whatever the file holds. */
 static const char *clean(char *dst, size_t cap, struct gguf_str s)
@@ -75,7 +80,8 @@ static enum bg_status need_u32(const struct gguf_ctx *g, const char *arch, const
  * rope.scaling.factor or the older rope.scale_linear; longrope (phi3) scales like linear
  * and takes its per-dimension factors from the rope_factors_* tensors. */
 static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *arch,
-					struct model_hparams *hp, struct bg_err *err)
+					const struct arch_info *ai, struct model_hparams *hp,
+					struct bg_err *err)
 {
 	char key[128], buf[40];
 	hp->rope_freq_scale = 1.0f;
@@ -109,7 +115,10 @@ static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *ar
 	if (get_u32_key(g, arch, "rope.scaling.original_context_length", &oc) && oc > 0)
 		hp->n_ctx_orig = oc;
 	float lm = 0.0f;
-	if (get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &lm) && lm != 0.0f)
+	/* mistral3's graph sets its own attn_factor (arch.h), so the multiplier, which would
+	 * change llama.cpp's, changes nothing there */
+	if (!ai->mistral3 && get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &lm) &&
+	    lm != 0.0f)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.rope.scaling.yarn_log_multiplier (DeepSeek-style YaRN) is not "
 			       "supported",
@@ -168,6 +177,25 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		if (g && gguf_get_bool(g, key, &ft) && !ft)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "%s false (granite without RoPE) is not supported", key);
+	}
+	if (ai->mistral3) {
+		/* the graph's attn_factor, in fp32 as llama.cpp computes it */
+		hp->rope_attn_factor = 1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
+		float bf = 32.0f, bs = 1.0f;
+		get_f32_key(g, arch, "rope.scaling.yarn_beta_fast", &bf);
+		get_f32_key(g, arch, "rope.scaling.yarn_beta_slow", &bs);
+		if (bf != 32.0f || bs != 1.0f)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s YaRN betas %g / %g are not supported (32 / 1 are)", arch,
+				       (double)bf, (double)bs);
+		get_f32_key(g, arch, "attention.temperature_scale", &hp->attn_temp_scale);
+		if (!isfinite(hp->attn_temp_scale))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.attention.temperature_scale is not a number", arch);
+		if (hp->attn_temp_scale != 0.0f) {
+			hp->attn_temp_floor = hp->n_ctx_orig; /* llama.cpp: n_ctx_orig_yarn */
+			hp->attn_temp_offset = MISTRAL3_TEMP_OFFSET;
+		}
 	}
 	hp->attn_softcap = ai->attn_softcap;
 	if (ai->attn_softcap > 0.0f)
@@ -360,7 +388,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	    !(isfinite(hp->rope_base) && hp->rope_base > 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base %g is not a number above 1",
 			       (double)hp->rope_base);
-	if ((st = read_rope_scaling(g, arch, hp, err)))
+	if ((st = read_rope_scaling(g, arch, ai, hp, err)))
 		return st;
 	if ((st = read_experts(g, arch, ai, hp, err)))
 		return st;
@@ -815,6 +843,14 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->rope_yarn = strcmp(s->rope_scaling, "yarn") == 0;
 		if (s->n_ctx_orig)
 			hp->n_ctx_orig = s->n_ctx_orig;
+	}
+	if (!st && ai->mistral3) { /* read_features' values once the scaling is known */
+		hp->rope_attn_factor = 1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
+		hp->attn_temp_scale = s->attn_temp_scale;
+		if (s->attn_temp_scale != 0.0f) {
+			hp->attn_temp_floor = hp->n_ctx_orig;
+			hp->attn_temp_offset = MISTRAL3_TEMP_OFFSET;
+		}
 	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;

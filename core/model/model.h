@@ -8,7 +8,8 @@
  * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
  * (experts with biases, attention sinks, O bias; its FFN input norm, post_attention_norm in
  * the file, is presented as ffn_norm), and `granite` (llama with embedding, attention,
- * residual and logit scales from the file). A fused tensor
+ * residual and logit scales from the file) and `mistral3` (llama with llama 4's attention
+ * temperature). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -114,6 +115,15 @@ struct model_hparams {
 			       * architectures; granite's residual_scale absent or 0) */
 	float logit_scale;    /* the logits are multiplied by 1 / logit_scale, the reciprocal
 			       * rounded to fp32 first (llama.cpp's ggml_scale by it); 1 = none */
+
+	/* mistral3's attention temperature (llama 4's tuning; <arch>.attention.temperature_scale):
+	 * when attn_temp_scale != 0, every query head of the token at position pos is
+	 * multiplied, after RoPE, by arch_attn_temp(hp, pos) = (float)(log(floor(((float)pos +
+	 * attn_temp_offset) / attn_temp_floor) + 1) * attn_temp_scale + 1) (core/model/arch.h;
+	 * keys are not scaled). 0 = none (every other architecture). */
+	float attn_temp_scale;
+	float attn_temp_offset;	  /* added to the position first (llama.cpp's f_attn_temp_offset) */
+	uint32_t attn_temp_floor; /* > 0 when attn_temp_scale != 0: n_ctx_orig, as llama.cpp */
 };
 
 struct model_weight {

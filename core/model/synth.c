@@ -95,6 +95,11 @@ static const struct synth_shape shapes[] = {
      * 0.22); 4 layers, head_dim 16, attention scale 1/8 instead of 1/4 */
     {"granite-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "granite",
      .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f, .logit_scale = 8.0f},
+    /* mistral3: temperature tuning 0.5 over an original context of 16, so that the 41-token
+     * prompt + 12 crosses three floors (at positions 16, 32 and 48);
+     * YaRN factor 4 over the same 16 (the graph's own attn_factor) */
+    {"mistral3-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "mistral3",
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 16, .attn_temp_scale = 0.5f},
     {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
      .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
@@ -673,7 +678,11 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	if (s->rope_scaling) {
 		gguf_writer_set_str(w, ARCH_KEY("rope.scaling.type"), s->rope_scaling);
 		gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.factor"), s->rope_factor);
+		if (is_arch(s, "mistral3") && strcmp(s->rope_scaling, "yarn") == 0)
+			gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.yarn_log_multiplier"), 1.0f);
 	}
+	if (s->attn_temp_scale != 0.0f)
+		gguf_writer_set_f32(w, ARCH_KEY("attention.temperature_scale"), s->attn_temp_scale);
 	if (s->n_ctx_orig)
 		gguf_writer_set_u32(w, ARCH_KEY("rope.scaling.original_context_length"),
 				    s->n_ctx_orig);
