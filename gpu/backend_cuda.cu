@@ -884,6 +884,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
 		qp.kv = kv;
+		qp.temp_scale = hp->attn_temp_scale; /* mistral3; 0 otherwise */
+		qp.temp_offset = hp->attn_temp_offset;
+		qp.temp_floor = hp->attn_temp_floor;
 		bool qkv_epilogue = false;
 		/* the previous layer's FFN output joins the residual here */
 		if (fused) {
@@ -1874,6 +1877,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			       "a rotary dimension of %u does not fit "
 			       "heads of %u",
 			       hp->rope_dim, hp->head_dim);
+	if (hp->attn_temp_scale != 0.0f && hp->attn_temp_floor == 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "an attention temperature needs a floor scale above 0");
 	if (hp->n_vocab > 0x7fffffffu / 2)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "a vocabulary of %u is too large",
 			       hp->n_vocab);

@@ -780,6 +780,9 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:gpt-oss-tiny:f32",
 	    /* granite: embedding, attention, residual and logit scales */
 	    "synthetic:granite-tiny:f32",
+	    /* mistral3: the attention temperature (floors at positions 16 and 32 of these
+	     * 28), YaRN with the graph's own magnitude */
+	    "synthetic:mistral3-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1113,6 +1116,8 @@ int main(void)
 		test_gpt_oss_16bit();
 		test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16"); /* sinks, biases on the device */
 		test_batch("synthetic:granite-tiny:f32", 3); /* the scales on bucket 4's graph */
+		/* 8 sequences: prompts up to 26 tokens, past the first floor (16) */
+		test_batch("synthetic:mistral3-tiny:f32", 8);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1148,6 +1153,7 @@ int main(void)
 	test_gpt_oss_16bit();
 	test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16");
 	test_batch("synthetic:granite-tiny:f32", 3);
+	test_batch("synthetic:mistral3-tiny:f32", 8);
 	test_errors();
 	return check_summary();
 }
