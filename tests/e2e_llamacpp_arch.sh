@@ -6,8 +6,8 @@
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
 # attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
 # the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
-# biases, clamped SwiGLU), granite (embedding, attention, residual and logit scales) and
-# mistral3 (llama 4's attention temperature).
+# biases, clamped SwiGLU), granite (embedding, attention, residual and logit scales),
+# mistral3 (llama 4's attention temperature) and smollm3 (every 4th layer without RoPE).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -169,6 +169,13 @@ arch_compare granite-q8_0 0.1 0.25 "${F32KV[*]}" --shape granite-tiny --dtype q8
 arch_compare mistral3-f32 0 2e-5 "${F32KV[*]}" --shape mistral3-tiny --dtype f32 --seed 3
 arch_compare mistral3-f16 0.02 0.03 "" --shape mistral3-tiny --dtype f16 --seed 5
 arch_compare mistral3-q8_0 0.1 0.25 "${F32KV[*]}" --shape mistral3-tiny --dtype q8_0 --seed 5
+# smollm3 (llama.cpp's smollm3 graph): no RoPE in layers 3 and 7 of 8 ((il + 1) % 4 == 0, a
+# constant in llama.cpp). Measured 2026-11-30: f32 1.8e-6, f16 5.5e-3, q8_0 8.0e-8; RoPE on
+# every layer (1.9e-1), on layers 0 and 4 instead (token mismatch) or K rotated in the
+# unrotated layers (1.3e-1) fails the f32 comparison.
+arch_compare smollm3-f32 0 2e-5 "${F32KV[*]}" --shape smollm3-tiny --dtype f32 --seed 3
+arch_compare smollm3-f16 0.02 0.03 "" --shape smollm3-tiny --dtype f16 --seed 5
+arch_compare smollm3-q8_0 0.1 0.25 "${F32KV[*]}" --shape smollm3-tiny --dtype q8_0 --seed 5
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

@@ -1305,6 +1305,32 @@ static void test_mistral3(void)
 	model_free(m);
 }
 
+/* smollm3: every 4th layer (3, 7) without RoPE, from the architecture alone */
+static void test_smollm3(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(model_open("synthetic:smollm3-tiny:f32", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		int n = 0;
+		for (uint32_t l = 0; l < m->hp.n_layer; l++)
+			n += m->layers[l].no_rope ? (int)(1u << l) : 0;
+		CHECK(m->hp.n_layer == 8 && n == (1 << 3 | 1 << 7) && !m->hp.rope_neox,
+		      "smollm3-tiny: layers without RoPE (bits) %#x", (unsigned)n);
+		model_free(m);
+		m = NULL;
+	}
+	/* the other architectures rotate every layer */
+	CHECK(model_open("synthetic:gemma2-tiny:f32", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		bool any = false;
+		for (uint32_t l = 0; l < m->hp.n_layer; l++)
+			any |= m->layers[l].no_rope;
+		CHECK(!any, "gemma2-tiny: every layer rotated");
+		model_free(m);
+	}
+}
+
 int main(void)
 {
 	test_stories();
@@ -1321,5 +1347,6 @@ int main(void)
 	test_oss();
 	test_granite();
 	test_mistral3();
+	test_smollm3();
 	return check_summary();
 }

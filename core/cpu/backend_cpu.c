@@ -897,12 +897,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 		for (t = 0; t < T; t++) {
 			const float *cs = rope_l + (int64_t)t * half * 2;
-			for (uint32_t h = 0; h < hp->n_head; h++)
+			for (uint32_t h = 0; h < hp->n_head && !L->no_rope; h++) /* smollm3: none */
 				rope_apply(hp, c->q + t * c->q_dim + h * hd, cs);
 			if (hp->attn_temp_scale != 0.0f) /* mistral3: Q after RoPE, per position */
 				branch_scale(c->q + t * c->q_dim, c->q_dim,
 					     arch_attn_temp(hp, c->tok_pos[t]));
-			for (uint32_t h = 0; h < hp->n_head_kv; h++)
+			for (uint32_t h = 0; h < hp->n_head_kv && !L->no_rope; h++)
 				rope_apply(hp, c->k + t * c->kv_dim + h * hd, cs);
 			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
 			int32_t p = c->tok_pos[t];

@@ -29,7 +29,10 @@
  * and, when attention.temperature_scale is non-zero, llama 4's temperature tuning: Q
  * after RoPE times log(floor(pos / n_ctx_orig) + 1) * scale + 1 per position (offset 0)
  * (llama-graph.cpp's build_inp_attn_scale; the floor scale is the original context of
- * YaRN, n_ctx_orig_yarn, in llama-model.cpp). */
+ * YaRN, n_ctx_orig_yarn, in llama-model.cpp). smollm3 (src/models/smollm3.cpp,
+ * LLM_ARCH_SMOLLM3): the llama graph with no RoPE in layers 3, 7, 11, ... (use_rope =
+ * (il + 1) % n_no_rope_layer_step != 0, the step fixed to 4 in llama-model.cpp, not read
+ * from the file), no rope factors. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -87,6 +90,7 @@ static const struct arch_info table[] = {
      .families = "Ministral 3, Mistral Small 3.x, Devstral Small 2 (files converted as mistral3)",
      .refuse_bias = true,
      .mistral3 = true},
+    {.name = "smollm3", .families = "SmolLM3", .refuse_bias = true, .no_rope_step = 4},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .refuse_bias = true,
@@ -105,7 +109,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, mistral3";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, mistral3, smollm3";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

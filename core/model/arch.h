@@ -5,7 +5,8 @@
  * code): NeoX or interleaved RoPE, Q/K/V biases, per-head Q/K RMS norms, post-attention
  * and post-FFN norms, GELU(tanh) or SiLU gating, the embedding scale, attention and final
  * logit soft-capping, the sliding-window layer pattern, a fused gate|up FFN tensor, granite's
- * embedding, attention, residual and logit scales, mistral3's attention temperature.
+ * embedding, attention, residual and logit scales, mistral3's attention temperature,
+ * smollm3's layers without RoPE.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -63,6 +64,9 @@ struct arch_info {
 	 * cos/sin by 1 / (1 + 0.1 ln(1 / freq_scale)) in place of rope.scaling.attn_factor
 	 * (which, with YaRN, cancels ggml's own 1 + 0.1 ln(1 / freq_scale)) */
 	bool mistral3;
+	/* > 0: layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3: 4, a constant
+	 * of llama.cpp's, not a key); model_layer.no_rope */
+	uint32_t no_rope_step;
 };
 
 /* The row of an architecture, or NULL. */

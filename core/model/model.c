@@ -686,6 +686,7 @@ static enum bg_status load_tensors(struct loader *L)
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
 		ly->swa = model_layer_is_swa(hp, l);
+		ly->no_rope = ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 #undef TAKE
 	}
 	return BG_OK;
@@ -926,6 +927,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->ffn_post_norm, GGUF_DTYPE_F32, E, 1);
 		}
 		ly->swa = model_layer_is_swa(hp, l);
+		ly->no_rope = ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 	}
 #undef W3
 #undef W

@@ -8,8 +8,8 @@
  * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
  * (experts with biases, attention sinks, O bias; its FFN input norm, post_attention_norm in
  * the file, is presented as ffn_norm), and `granite` (llama with embedding, attention,
- * residual and logit scales from the file) and `mistral3` (llama with llama 4's attention
- * temperature). A fused tensor
+ * residual and logit scales from the file), `mistral3` (llama with llama 4's attention
+ * temperature) and `smollm3` (llama without RoPE in every 4th layer). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -170,6 +170,8 @@ struct model_layer {
 	struct model_weight up_exps_b;	    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight down_exps_b;    /* (n_embd) each, ne2 = n_expert */
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
+	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
+		       * 11, ...); everything else about it is as the other layers' */
 };
 
 struct model {

@@ -100,6 +100,8 @@ static const struct synth_shape shapes[] = {
      * YaRN factor 4 over the same 16 (the graph's own attn_factor) */
     {"mistral3-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "mistral3",
      .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 16, .attn_temp_scale = 0.5f},
+    /* smollm3: 8 layers, so that two (3 and 7) have no RoPE; tied, as SmolLM3-3B */
+    {"smollm3-tiny", 8, 64, 4, 2, 128, 512, 256, 5000000.0f, 1e-6f, true, "smollm3"},
     {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
      .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
