@@ -70,6 +70,7 @@ struct cuda_layer {
 	float *q_norm, *k_norm;	    /* [head_dim] fp32 each (qwen3, gemma3), or NULL */
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
+	bool no_rope;		     /* Q and K not rotated (smollm3's every 4th layer) */
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
 	float *router;	 /* [n_expert, n_embd] fp32 */
 	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
@@ -480,6 +481,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			p += sz_oai[i];
 		}
 		L->swa = ml->swa;
+		L->no_rope = ml->no_rope;
 		char *qkv = (char *)L->wqkv;
 		st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
 		if (st == BG_OK)
@@ -878,7 +880,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.k_norm = L->k_norm;
 		qp.eps = hp->rms_eps;
 		qp.pos = d_pos;
-		qp.rope_dim = (int)hp->rope_dim;
+		qp.rope_dim = L->no_rope ? 0 : (int)hp->rope_dim; /* < 2: no rotation (smollm3) */
 		qp.table = c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half);
 		qp.mscale = c->mscale[rk];
 		qp.neox = hp->rope_neox;

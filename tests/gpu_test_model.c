@@ -783,6 +783,8 @@ static void test_arch_vs_cpu(void)
 	    /* mistral3: the attention temperature (floors at positions 16 and 32 of these
 	     * 28), YaRN with the graph's own magnitude */
 	    "synthetic:mistral3-tiny:f32",
+	    /* smollm3: layers 3 and 7 without RoPE */
+	    "synthetic:smollm3-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1118,6 +1120,7 @@ int main(void)
 		test_batch("synthetic:granite-tiny:f32", 3); /* the scales on bucket 4's graph */
 		/* 8 sequences: prompts up to 26 tokens, past the first floor (16) */
 		test_batch("synthetic:mistral3-tiny:f32", 8);
+		test_batch("synthetic:smollm3-tiny:f32", 3); /* unrotated layers, bucket 4 */
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1154,6 +1157,7 @@ int main(void)
 	test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16");
 	test_batch("synthetic:granite-tiny:f32", 3);
 	test_batch("synthetic:mistral3-tiny:f32", 8);
+	test_batch("synthetic:smollm3-tiny:f32", 3);
 	test_errors();
 	return check_summary();
 }
