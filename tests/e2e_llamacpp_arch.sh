@@ -6,7 +6,8 @@
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
 # attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
 # the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
-# biases, clamped SwiGLU), granite (embedding, attention, residual and logit scales),
+# biases, clamped SwiGLU), granite and granitemoe (embedding, attention, residual and logit
+# scales),
 # mistral3 (llama 4's attention temperature) and smollm3 (every 4th layer without RoPE).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -159,6 +160,13 @@ arch_compare gpt-oss-q8_0 0.1 0.25 "${F32KV[*]}" --shape gpt-oss-tiny --dtype q8
 arch_compare granite-f32 0 2e-5 "${F32KV[*]}" --shape granite-tiny --dtype f32 --seed 3
 arch_compare granite-f16 0.02 0.03 "" --shape granite-tiny --dtype f16 --seed 5
 arch_compare granite-q8_0 0.1 0.25 "${F32KV[*]}" --shape granite-tiny --dtype q8_0 --seed 13
+# granitemoe: granite-tiny's scales with 8 experts of 64, 2 a token (the routing of model.h,
+# as llama.cpp's build_moe_ffn computes it for granitemoe). Measured 2026-11-30: f32 1.7e-6,
+# f16 1.4e-3, q8_0 8.9e-8 (q8_0 seed 5: 5.8e-3, a Q8 rounding flip); dropping the FFN
+# branch's residual scale fails granitemoe-f32 (token mismatch at step 0) and granite-f32.
+arch_compare granitemoe-f32 0 2e-5 "${F32KV[*]}" --shape granitemoe-tiny --dtype f32 --seed 3
+arch_compare granitemoe-f16 0.02 0.03 "" --shape granitemoe-tiny --dtype f16 --seed 5
+arch_compare granitemoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape granitemoe-tiny --dtype q8_0 --seed 13
 # mistral3 (llama.cpp's mistral3 graph): llama 4's attention temperature, Q after RoPE times
 # log(floor(pos / 16) + 1) * 0.5 + 1 (the floor scale is YaRN's original context, 16; the
 # prompts reach positions 16, 32 and 48), and YaRN factor 4 whose magnitude the graph

@@ -785,6 +785,8 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:mistral3-tiny:f32",
 	    /* smollm3: layers 3 and 7 without RoPE */
 	    "synthetic:smollm3-tiny:f32",
+	    /* granitemoe: granite's scales around routed experts */
+	    "synthetic:granitemoe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1121,6 +1123,7 @@ int main(void)
 		/* 8 sequences: prompts up to 26 tokens, past the first floor (16) */
 		test_batch("synthetic:mistral3-tiny:f32", 8);
 		test_batch("synthetic:smollm3-tiny:f32", 3); /* unrotated layers, bucket 4 */
+		test_moe_batch("synthetic:granitemoe-tiny:f32");
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1158,6 +1161,7 @@ int main(void)
 	test_batch("synthetic:granite-tiny:f32", 3);
 	test_batch("synthetic:mistral3-tiny:f32", 8);
 	test_batch("synthetic:smollm3-tiny:f32", 3);
+	test_moe_batch("synthetic:granitemoe-tiny:f32");
 	test_errors();
 	return check_summary();
 }

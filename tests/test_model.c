@@ -1246,6 +1246,27 @@ static void test_granite(void)
 			  &err) == BG_ERR_UNSUPPORTED &&
 		  m == NULL && has(&err, "without RoPE"),
 	      "granite rope.scaling.finetuned false: '%s'", err.msg);
+	/* granitemoe: the same scales, experts as wide as feed_forward_length; shared experts
+	 * (Granite MoE Shared) refused */
+	CHECK(moe_rewrite("granitemoe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->n_expert == 8 && hp->n_expert_used == 2 && hp->n_ff_exp == 64 &&
+			  hp->expert_weights_norm && hp->residual_scale == 0.22f &&
+			  hp->logit_scale == 8.0f && hp->embd_scale == 12.0f &&
+			  m->layers[3].down_exps.ne2 == 8,
+		      "granitemoe-tiny hparams");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("granitemoe-tiny", ME_KEY, "granitemoe.expert_shared_feed_forward_length",
+			  32, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "shared experts are not supported"),
+	      "granitemoe with shared experts: '%s'", err.msg);
+	CHECK(moe_rewrite("granitemoe-tiny", ME_KEY, "granitemoe.expert_count", UINT32_MAX, &m,
+			  &err) == BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "a granitemoe model has experts"),
+	      "granitemoe without experts: '%s'", err.msg);
 	model_free(m);
 }
 

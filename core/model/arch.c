@@ -23,7 +23,10 @@
  * SiLU) with the embeddings times embedding_scale (build_inp_embd, when non-zero), q.k
  * times attention.scale (when non-zero, else 1/sqrt(head_dim)), the attention and FFN
  * branch outputs times residual_scale before each residual add (when non-zero), and the
- * logits times 1 / logit_scale (a required key). mistral3 (src/models/mistral3.cpp,
+ * logits times 1 / logit_scale (a required key). granitemoe (src/models/granite-moe.cpp,
+ * LLM_ARCH_GRANITE_MOE): granite's graph and keys with every FFN a routed mixture
+ * (build_moe_ffn: SiLU, softmax gating, norm_w, experts as wide as feed_forward_length;
+ * shared experts, expert_shared_feed_forward_length > 0, are refused). mistral3 (src/models/mistral3.cpp,
  * LLM_ARCH_MISTRAL3): the llama graph (interleaved RoPE, optional biases, which batchgen
  * refuses) with RoPE's attn_factor fixed to 1 / (1 + 0.1 ln(1 / freq_scale)) by the graph,
  * and, when attention.temperature_scale is non-zero, llama 4's temperature tuning: Q
@@ -95,6 +98,12 @@ static const struct arch_info table[] = {
      .families = "IBM Granite 3.x (dense)",
      .refuse_bias = true,
      .granite = true},
+    {.name = "granitemoe",
+     .families = "IBM Granite 3.x MoE (granite-3.x-1b-a400m, -3b-a800m)",
+     .refuse_bias = true,
+     .granite = true,
+     .moe_ok = true,
+     .moe_only = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -109,7 +118,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, mistral3, smollm3";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite, granitemoe, mistral3, smollm3";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

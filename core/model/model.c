@@ -264,7 +264,7 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	if (!ai->moe_ok)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s is %u: mixture-of-experts %s models are not supported (MoE: "
-			       "qwen3moe, and llama files such as Mixtral)",
+			       "qwen3moe, gpt-oss, granitemoe, and llama files such as Mixtral)",
 			       key, n, arch);
 	if (n > MODEL_MAX_EXPERTS)
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (expected 1 to %u)", key, n,
@@ -281,6 +281,11 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		hp->n_ff_exp = hp->n_ff;
 	}
 	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_shared_feed_forward_length is %u: shared experts are not "
+			       "supported",
+			       arch, u);
 	if (get_u32_key(g, arch, "expert_shared_count", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.expert_shared_count is %u: shared experts are not supported", arch,

@@ -95,6 +95,10 @@ static const struct synth_shape shapes[] = {
      * 0.22); 4 layers, head_dim 16, attention scale 1/8 instead of 1/4 */
     {"granite-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "granite",
      .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f, .logit_scale = 8.0f},
+    /* granitemoe: granite-tiny's scales, 8 experts as wide as ffn (64), 2 a token */
+    {"granitemoe-tiny", 4, 64, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, "granitemoe",
+     .n_expert = 8, .n_expert_used = 2, .embd_scale = 12.0f, .attn_scale = 0.125f,
+     .residual_scale = 0.22f, .logit_scale = 8.0f},
     /* mistral3: temperature tuning 0.5 over an original context of 16, so that the 41-token
      * prompt + 12 crosses three floors (at positions 16, 32 and 48);
      * YaRN factor 4 over the same 16 (the graph's own attn_factor) */
@@ -668,7 +672,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_f32(w, ARCH_KEY("final_logit_softcapping"),
 				    s->final_softcap > 0.0f ? s->final_softcap : 30.0f);
 	}
-	if (is_arch(s, "granite")) { /* logit_scale is required there */
+	if (arch_find(arch)->granite) { /* logit_scale is required there */
 		gguf_writer_set_f32(w, ARCH_KEY("logit_scale"), b->logit_scale);
 		if (s->embd_scale != 0.0f)
 			gguf_writer_set_f32(w, ARCH_KEY("embedding_scale"), s->embd_scale);

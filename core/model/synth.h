@@ -43,7 +43,7 @@ struct synth_shape {
 	bool tie_output;  /* the real model ties output.weight to token_embd */
 	const char *arch; /* general.architecture (NULL means llama): llama, qwen2, qwen3,
 			   * qwen3moe, gemma2, gemma3, gpt-oss, phi3, granite,
-			   * mistral3, smollm3 (core/model/arch.h) */
+			   * granitemoe, mistral3, smollm3 (core/model/arch.h) */
 	/* Architecture extras; zero = absent / the default. */
 	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
 	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
