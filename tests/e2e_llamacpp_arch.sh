@@ -177,6 +177,10 @@ arch_compare granitemoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape granitemoe-tiny --dt
 arch_compare mistral3-f32 0 2e-5 "${F32KV[*]}" --shape mistral3-tiny --dtype f32 --seed 3
 arch_compare mistral3-f16 0.02 0.03 "" --shape mistral3-tiny --dtype f16 --seed 5
 arch_compare mistral3-q8_0 0.1 0.25 "${F32KV[*]}" --shape mistral3-tiny --dtype q8_0 --seed 5
+# mistral3 with Q/K/V and O biases, which llama.cpp loads and adds when a file has them
+# (measured: f32 2.0e-6, q8_0 1.1e-7)
+arch_compare mistral3-bias-f32 0 2e-5 "${F32KV[*]}" --shape mistral3-bias-tiny --dtype f32 --seed 3
+arch_compare mistral3-bias-q8_0 0.1 0.25 "${F32KV[*]}" --shape mistral3-bias-tiny --dtype q8_0 --seed 3
 # smollm3 (llama.cpp's smollm3 graph): no RoPE in layers 3 and 7 of 8 ((il + 1) % 4 == 0, a
 # constant in llama.cpp). Measured 2026-11-30: f32 1.8e-6, f16 5.5e-3, q8_0 8.0e-8; RoPE on
 # every layer (1.9e-1), on layers 0 and 4 instead (token mismatch) or K rotated in the

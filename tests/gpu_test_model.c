@@ -787,6 +787,8 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:smollm3-tiny:f32",
 	    /* granitemoe: granite's scales around routed experts */
 	    "synthetic:granitemoe-tiny:f32",
+	    /* mistral3 with Q/K/V and O biases (a dense model with an O bias: unfused) */
+	    "synthetic:mistral3-bias-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);

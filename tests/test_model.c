@@ -1312,6 +1312,29 @@ static void test_mistral3(void)
 		model_free(m);
 		m = NULL;
 	}
+	/* optional Q/K/V and O biases: read when blk.0 has them, then required everywhere */
+	CHECK(moe_rewrite("mistral3-bias-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m) {
+		CHECK(m->hp.qkv_bias && m->hp.attn_out_bias && m->layers[3].bq.ne0 == 64 &&
+			  m->layers[3].bo.ne0 == 64 && m->layers[3].bv.ne0 == 32,
+		      "mistral3-bias-tiny: biases read");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("mistral3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK && m &&
+		  !m->hp.qkv_bias && !m->hp.attn_out_bias,
+	      "mistral3-tiny: no biases");
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("mistral3-bias-tiny", ME_DROP, "blk.2.attn_output.bias", 0, &m, &err) ==
+		      BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "'blk.2.attn_output.bias' is missing"),
+	      "mistral3 with one O bias missing: '%s'", err.msg);
+	CHECK(moe_rewrite("mistral3-bias-tiny", ME_DROP, "blk.0.attn_q.bias", 0, &m, &err) ==
+		      BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "attn_k.bias' is not part of a mistral3 model"),
+	      "mistral3 with K/V biases but no Q bias: '%s'", err.msg);
 	/* YaRN betas other than 32 / 1 are refused (batchgen computes with those) */
 	CHECK(moe_rewrite("mistral3-tiny", ME_KEY_F32, "mistral3.rope.scaling.yarn_beta_fast", 16000,
 			  &m, &err) == BG_ERR_UNSUPPORTED &&

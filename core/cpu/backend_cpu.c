@@ -639,8 +639,9 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
 	/* gpt-oss: head h's sink, one more logit in the softmax's max and denominator with no
 	 * value (ggml's soft_max with sinks: max over scores and sink, then + exp(sink - max)) */
-	const float *sink =
-	    c->oai ? c->oai + (size_t)layer * (hp->n_head + hp->n_embd) + h : NULL;
+	const float *sink = c->oai && hp->attn_sinks
+				? c->oai + (size_t)layer * (hp->n_head + hp->n_embd) + h
+				: NULL;
 	/* a windowed layer sees positions [pos - n_swa + 1, pos] (llama.cpp's standard SWA
 	 * mask: masked when pos - j >= n_swa) */
 	int32_t lo = 0;
@@ -935,7 +936,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			break;
 		prof_lap(c, &tp, &skip);
 		matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, c->xb, T);
-		if (c->oai) /* gpt-oss: the output projection's bias */
+		if (hp->attn_out_bias) /* gpt-oss, optional elsewhere: the O projection's bias */
 			add_bias(c->xb, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +

@@ -27,15 +27,15 @@
  * LLM_ARCH_GRANITE_MOE): granite's graph and keys with every FFN a routed mixture
  * (build_moe_ffn: SiLU, softmax gating, norm_w, experts as wide as feed_forward_length;
  * shared experts, expert_shared_feed_forward_length > 0, are refused). mistral3 (src/models/mistral3.cpp,
- * LLM_ARCH_MISTRAL3): the llama graph (interleaved RoPE, optional biases, which batchgen
- * refuses) with RoPE's attn_factor fixed to 1 / (1 + 0.1 ln(1 / freq_scale)) by the graph,
+ * LLM_ARCH_MISTRAL3): the llama graph (interleaved RoPE, optional Q/K/V/O biases) with RoPE's attn_factor fixed to 1 / (1 + 0.1 ln(1 / freq_scale)) by the graph,
  * and, when attention.temperature_scale is non-zero, llama 4's temperature tuning: Q
  * after RoPE times log(floor(pos / n_ctx_orig) + 1) * scale + 1 per position (offset 0)
  * (llama-graph.cpp's build_inp_attn_scale; the floor scale is the original context of
  * YaRN, n_ctx_orig_yarn, in llama-model.cpp). smollm3 (src/models/smollm3.cpp,
  * LLM_ARCH_SMOLLM3): the llama graph with no RoPE in layers 3, 7, 11, ... (use_rope =
  * (il + 1) % n_no_rope_layer_step != 0, the step fixed to 4 in llama-model.cpp, not read
- * from the file), no rope factors. */
+ * from the file), no rope factors; its graph would add Q/K/V/O biases, but llama.cpp does not
+ * load them for smollm3 (a file with them fails there), so batchgen refuses them. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -91,16 +91,16 @@ static const struct arch_info table[] = {
      .swa_read_only = true},
     {.name = "mistral3",
      .families = "Ministral 3, Mistral Small 3.x, Devstral Small 2 (files converted as mistral3)",
-     .refuse_bias = true,
+     .opt_bias = true,
      .mistral3 = true},
     {.name = "smollm3", .families = "SmolLM3", .refuse_bias = true, .no_rope_step = 4},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
-     .refuse_bias = true,
+     .opt_bias = true,
      .granite = true},
     {.name = "granitemoe",
      .families = "IBM Granite 3.x MoE (granite-3.x-1b-a400m, -3b-a800m)",
-     .refuse_bias = true,
+     .opt_bias = true,
      .granite = true,
      .moe_ok = true,
      .moe_only = true},

@@ -44,6 +44,10 @@ struct arch_info {
 			       * absent) and no frequency scaling; gemma2: the global values */
 	bool fused_up;	      /* ffn_up holds gate|up ([n_embd, 2 n_ff]), no ffn_gate (phi3) */
 	bool refuse_bias;     /* any *.bias tensor is refused (llama) */
+	bool opt_bias;	      /* attn_{q,k,v}.bias and attn_output.bias are read when the file
+			       * has them (blk.0's decide; then every layer needs them), as
+			       * llama.cpp loads and adds them for granite(moe) and mistral3;
+			       * FFN biases are refused */
 	/* Mixture of experts (model.h's routing): moe_ok accepts <arch>.expert_count > 0,
 	 * moe_only requires it; the experts' width is <arch>.expert_feed_forward_length when
 	 * moe_ff_key, else feed_forward_length (Mixtral's llama files) */

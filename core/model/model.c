@@ -149,6 +149,10 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->swiglu_alpha = 1.702f;
 		hp->swiglu_limit = 7.0f;
 	}
+	if (ai->opt_bias && g) { /* blk.0 decides; load_tensors then needs them everywhere */
+		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
+		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+	}
 	hp->residual_scale = hp->logit_scale = 1.0f;
 	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
 		char key[128];
@@ -850,6 +854,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (s->n_ctx_orig)
 			hp->n_ctx_orig = s->n_ctx_orig;
 	}
+	if (!st && ai->opt_bias) /* the biases synth writes for such a shape */
+		hp->qkv_bias = hp->attn_out_bias = s->biases;
 	if (!st && ai->mistral3) { /* read_features' values once the scaling is known */
 		hp->rope_attn_factor = 1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
 		hp->attn_temp_scale = s->attn_temp_scale;

@@ -106,6 +106,10 @@ static const struct synth_shape shapes[] = {
      .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 16, .attn_temp_scale = 0.5f},
     /* smollm3: 8 layers, so that two (3 and 7) have no RoPE; tied, as SmolLM3-3B */
     {"smollm3-tiny", 8, 64, 4, 2, 128, 512, 256, 5000000.0f, 1e-6f, true, "smollm3"},
+    /* mistral3-tiny with Q/K/V and O biases (its graph adds them when present) */
+    {"mistral3-bias-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "mistral3",
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 16, .attn_temp_scale = 0.5f,
+     .biases = true},
     {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
      .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
@@ -155,7 +159,7 @@ static bool is_arch(const struct synth_shape *s, const char *a)
 
 static bool has_qkv_bias(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen2") || is_arch(s, "gpt-oss");
+	return is_arch(s, "qwen2") || is_arch(s, "gpt-oss") || s->biases;
 }
 
 static bool is_oai(const struct synth_shape *s)
@@ -417,6 +421,8 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		layer += 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
+	if (s->biases && !is_oai(s)) /* the O bias */
+		layer += E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
 		layer += E + s->n_head + s->n_expert * (1 + 2 * (uint64_t)synth_n_ff_exp(s) + E);
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer;
@@ -797,6 +803,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, FILL_ONES, HD, 1);
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
+		if (s->biases && !oai)
+			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 		if (oai) {
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);

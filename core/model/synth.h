@@ -75,6 +75,9 @@ struct synth_shape {
 	/* mistral3: attention.temperature_scale (0 = not written); with YaRN it also writes
 	 * rope.scaling.yarn_log_multiplier 1, as Ministral 3's converted files carry */
 	float attn_temp_scale;
+	/* Q/K/V and O biases (f32, N(0, 0.25)) on an architecture whose graph takes them when
+	 * present (granite, granitemoe, mistral3: arch.h's opt_bias) */
+	bool biases;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
