@@ -1375,6 +1375,44 @@ static void test_smollm3(void)
 	}
 }
 
+/* A lazy synthetic model (no file: model.c's lazy_model) has the hyper-parameters and
+ * per-layer flags the loader reads from the same shape's file: granite's scales,
+ * mistral3's temperature, attn_factor and biases, smollm3's unrotated layers. */
+static void test_lazy_new_arch(void)
+{
+	static const char *const shapes[] = {"granite-tiny", "granitemoe-tiny", "mistral3-tiny",
+					     "mistral3-bias-tiny", "smollm3-tiny"};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
+		struct bg_err err = {0};
+		struct model *a = NULL, *b = NULL;
+		CHECK(model_open(spec, false, &a, &err) == BG_OK, "%s: %s", spec, err.msg);
+		CHECK(model_open(spec, true, &b, &err) == BG_OK, "%s lazy: %s", spec, err.msg);
+		if (a && b) {
+			const struct model_hparams *x = &a->hp, *y = &b->hp;
+			bool same = x->embd_scale == y->embd_scale && x->attn_scale == y->attn_scale &&
+				    x->residual_scale == y->residual_scale &&
+				    x->logit_scale == y->logit_scale &&
+				    x->attn_temp_scale == y->attn_temp_scale &&
+				    x->attn_temp_floor == y->attn_temp_floor &&
+				    x->attn_temp_offset == y->attn_temp_offset &&
+				    x->rope_attn_factor == y->rope_attn_factor &&
+				    x->rope_freq_scale == y->rope_freq_scale &&
+				    x->rope_yarn == y->rope_yarn && x->n_ctx_orig == y->n_ctx_orig &&
+				    x->qkv_bias == y->qkv_bias && x->attn_out_bias == y->attn_out_bias &&
+				    x->n_expert == y->n_expert && x->n_ff_exp == y->n_ff_exp &&
+				    a->n_params == b->n_params;
+			for (uint32_t l = 0; l < x->n_layer; l++)
+				same = same && a->layers[l].no_rope == b->layers[l].no_rope &&
+				       a->layers[l].bo.ne0 == b->layers[l].bo.ne0;
+			CHECK(same, "%s: the lazy model's hyper-parameters are the file's", spec);
+		}
+		model_free(a);
+		model_free(b);
+	}
+}
+
 int main(void)
 {
 	test_stories();
@@ -1392,5 +1430,6 @@ int main(void)
 	test_granite();
 	test_mistral3();
 	test_smollm3();
+	test_lazy_new_arch();
 	return check_summary();
 }
