@@ -1,6 +1,7 @@
 /* cmd_info: `batchgen info -m MODEL` prints what a model is: architecture, hyper-parameters,
  * parameter count, weight bytes by dtype, tokenizer, and every metadata key/value. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,18 @@ int cmd_info(int argc, char **argv)
 		printf("ffn_act: gelu\n");
 	if (hp->embd_scale != 1.0f)
 		printf("embd_scale: %g\n", (double)hp->embd_scale);
+	if (hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim))
+		printf("attn_scale: %g (q.k times this instead of 1/sqrt(head_dim))\n",
+		       (double)hp->attn_scale);
+	if (hp->residual_scale != 1.0f)
+		printf("residual_scale: %g (each branch output before its residual add)\n",
+		       (double)hp->residual_scale);
+	if (hp->logit_scale != 1.0f)
+		printf("logit_scale: %g (logits divided by it)\n", (double)hp->logit_scale);
+	if (hp->attn_temp_scale != 0.0f)
+		printf("attn_temperature: Q after RoPE times log(floor((pos + %g) / %u) + 1) * %g + "
+		       "1\n",
+		       (double)hp->attn_temp_offset, hp->attn_temp_floor, (double)hp->attn_temp_scale);
 	if (hp->attn_softcap > 0.0f)
 		printf("attn_softcap: %g\n", (double)hp->attn_softcap);
 	if (hp->final_softcap > 0.0f)

@@ -71,6 +71,7 @@ struct cuda_layer {
 				     * (hp.qk_norm_full: olmo2), or NULL */
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
+	bool no_rope;		     /* Q and K not rotated (smollm3's every 4th layer) */
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
 	float *router;	 /* [n_expert, n_embd] fp32 */
 	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
@@ -487,6 +488,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			p += sz_oai[i];
 		}
 		L->swa = ml->swa;
+		L->no_rope = ml->no_rope;
 		char *qkv = (char *)L->wqkv;
 		if (L->attn_norm)
 			st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
@@ -824,6 +826,18 @@ static void res_swap(float **xr, float **xo)
 	*xo = t;
 }
 
+/* granite's residual scale: the branch output in c->tmp (n rows of fp32, before the
+ * residual add that the next norm or prologue does) times hp.residual_scale, as the CPU
+ * backend rounds it; no node when the scale is 1. A node of its own on the fused path
+ * too (two a granite layer; ESTIMATE ~6 us each in a decode graph, issue 17's NODE_US):
+ * folding it into the GEMV's store is left for later. */
+static cudaError_t branch_scale(struct cuda_ctx *c, int n, cudaStream_t s)
+{
+	if (c->hp.residual_scale == 1.0f)
+		return cudaSuccess;
+	return gpu_scale(c->tmp, (int64_t)n * c->hp.n_embd, c->hp.residual_scale, s);
+}
+
 /* Enqueues the whole model for one pass. Makes no synchronous call and allocates
  * nothing, so that it can be captured into a CUDA graph. */
 static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
@@ -878,12 +892,15 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.k_norm = hp->qk_norm_full ? NULL : L->k_norm;
 		qp.eps = hp->rms_eps;
 		qp.pos = d_pos;
-		qp.rope_dim = (int)hp->rope_dim;
+		qp.rope_dim = L->no_rope ? 0 : (int)hp->rope_dim; /* < 2: no rotation (smollm3) */
 		qp.table = c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half);
 		qp.mscale = c->mscale[rk];
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
 		qp.kv = kv;
+		qp.temp_scale = hp->attn_temp_scale; /* mistral3; 0 otherwise */
+		qp.temp_offset = hp->attn_temp_offset;
+		qp.temp_floor = hp->attn_temp_floor;
 		bool qkv_epilogue = false;
 		/* the previous layer's FFN output joins the residual here */
 		if (fused) {
@@ -938,6 +955,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			    gemv_plain(L->wo, E, c->n_q, n, c->attn, c->n_q, c->tmp, E);
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			CUDA_CHECK(branch_scale(c, n, s));
 			/* the FFN norm in gate|up's prologue, SwiGLU in its epilogue */
 			g = gemv_plain(L->wgu, 2 * F, E, n, NULL, 0, NULL, 0);
 			gemv_prologue(&g, xr, c->tmp, L->ffn_norm, hp->rms_eps, NULL, xo);
@@ -950,6 +968,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			g = gemv_plain(L->wdown, E, F, n, c->act, F, c->tmp, E);
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			CUDA_CHECK(branch_scale(c, n, s));
 			continue; /* pass_fused: no post-norms */
 		}
 		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, c->n_q, n, E));
@@ -958,6 +977,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
+		CUDA_CHECK(branch_scale(c, n, s));
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
 		if (hp->n_expert) {
@@ -998,6 +1018,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (L->ffn_post)
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
+		CUDA_CHECK(branch_scale(c, n, s));
 	}
 	if (ps->n_out == 0)
 		return BG_OK;
@@ -1016,6 +1037,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		CUBLAS_CHECK(pass_gemm(c, c->output, c->xl, logits, (int)hp->n_vocab, E,
 				       ps->n_out, (int)hp->n_vocab));
 	}
+	if (hp->logit_scale != 1.0f) /* granite: times the fp32 reciprocal, as the CPU */
+		CUDA_CHECK(gpu_scale(c->logits + (size_t)row0 * hp->n_vocab,
+				     (int64_t)ps->n_out * hp->n_vocab, 1.0f / hp->logit_scale, s));
 	if (hp->final_softcap > 0.0f) /* gemma2 */
 		CUDA_CHECK(gpu_softcap(c->logits + (size_t)row0 * hp->n_vocab,
 				       (int64_t)ps->n_out * hp->n_vocab, hp->final_softcap, s));
@@ -1870,6 +1894,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			       "a rotary dimension of %u does not fit "
 			       "heads of %u",
 			       hp->rope_dim, hp->head_dim);
+	if (hp->attn_temp_scale != 0.0f && hp->attn_temp_floor == 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "an attention temperature needs a floor scale above 0");
 	if (hp->n_vocab > 0x7fffffffu / 2)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "a vocabulary of %u is too large",
 			       hp->n_vocab);

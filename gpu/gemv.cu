@@ -266,6 +266,11 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 						     p.rope_dim / 2, k, p.mscale, &c, &s);
 					rope_apply(y0, y1, c, s, &y0, &y1);
 				}
+				if (p.temp_scale != 0.0f && head < p.n_head) { /* mistral3 */
+					const float f = qp_attn_temp(p, p.pos[t]);
+					y0 = __fmul_rn(y0, f);
+					y1 = __fmul_rn(y1, f);
+				}
 				/* each lane of the pair stores its own row */
 				const int r = rr ? r1 : r0;
 				const float yr = rr ? y1 : y0;

@@ -144,9 +144,15 @@ struct gpu_qkv_post_args {
 	bool neox;
 	const int32_t *slots;	 /* [n_tok] KV slot of each row */
 	struct gpu_kv_layer kv; /* kv.kv_dim == n_head_kv * head_dim */
+	/* mistral3's attention temperature (model.h's attn_temp_*; temp_scale 0: none): every
+	 * query head of row t times qp_attn_temp(pos[t]) after RoPE, as the CPU backend's
+	 * arch_attn_temp rounds it */
+	float temp_scale, temp_offset;
+	uint32_t temp_floor;
 };
 /* In one launch, bitwise what these do one after another: gpu_bias_add (when bias),
- * gpu_head_rmsnorm (when q_norm), gpu_rope (when rope_dim >= 2), then gpu_kv_write of the
+ * gpu_head_rmsnorm (when q_norm), gpu_rope (when rope_dim >= 2), the query heads times
+ * their position's temperature (when temp_scale != 0), then gpu_kv_write of the
  * key and value heads into their slots (converted to dt). qkv is left as the first three
  * leave it. cudaErrorInvalidValue for n_tok > 65535, a kv_dim that is not n_head_kv *
  * head_dim, or one norm without the other. */

@@ -1,6 +1,6 @@
 /* qkv_post: everything between the QKV projection and attention, in one launch: the
  * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3), RoPE of the q and k
- * heads, and the store of the new K and V rows into their paged slots. Before, these were
+ * heads, mistral3's attention temperature on the q heads, and the store of the new K and V rows into their paged slots. Before, these were
  * two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm, gpu_rope, gpu_kv_write),
  * each a node of the decode graph with its own launch gap and ramp (issue 17: a decode
  * step's fixed cost is paid per node).
@@ -68,6 +68,12 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 			k[ia] = st_t<T>(y0);
 			k[ib] = st_t<T>(y1);
 		}
+	}
+	if (!k && a.temp_scale != 0.0f) { /* a query head: mistral3's temperature */
+		__syncwarp(); /* the rotated pairs were written by other lanes */
+		const float f = qp_attn_temp(a, p);
+		for (int d = lane; d < hd; d += 32)
+			x[d] = __fmul_rn(x[d], f);
 	}
 	if (k) /* the dimensions past rope_dim (and all of them without RoPE) */
 		for (int d = 2 * half + lane; d < hd; d += 32)

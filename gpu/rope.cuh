@@ -60,4 +60,14 @@ __device__ __forceinline__ void rope_rotation(const float *x, const float2 *tabl
 	*ib = b;
 }
 
+/* mistral3's attention temperature of position p (gpu_qkv_post_args' temp_*, temp_scale
+ * != 0): (float)(log(floor(((float)p + temp_offset) / temp_floor) + 1) * temp_scale + 1)
+ * with the log, product and sum in double, each rounded once as the CPU backend's
+ * arch_attn_temp computes it (no contraction into an FMA) */
+__device__ __forceinline__ float qp_attn_temp(const struct gpu_qkv_post_args &a, int p)
+{
+	const float fl = floorf(((float)p + a.temp_offset) / (float)a.temp_floor);
+	return (float)__dadd_rn(__dmul_rn(log((double)fl + 1.0), (double)a.temp_scale), 1.0);
+}
+
 #endif

@@ -6,7 +6,9 @@
 # windowed), gemma3 (Q/K norms, 5:1 windowed layers with their own RoPE base), phi3 (fused
 # attn_qkv and gate|up, LongRoPE long factors, a window in the file that is not applied),
 # the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
-# biases, clamped SwiGLU), and olmo2 (post-norms only, whole-row Q/K norms; OLMo 3's windows).
+# biases, clamped SwiGLU), olmo2 (post-norms only, whole-row Q/K norms; OLMo 3's windows),
+# granite and granitemoe (embedding, attention, residual and logit scales), mistral3 (llama
+# 4's attention temperature) and smollm3 (every 4th layer without RoPE).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -160,6 +162,44 @@ arch_compare olmo2-q8_0 0.1 0.25 "${F32KV[*]}" --shape olmo2-tiny --dtype q8_0 -
 arch_compare olmo3-f32 0 2e-5 "${F32KV[*]}" --shape olmo3-tiny --dtype f32 --seed 3
 arch_compare olmo3-f16 0.02 0.03 "" --shape olmo3-tiny --dtype f16 --seed 5
 arch_compare olmo3-q8_0 0.1 0.25 "${F32KV[*]}" --shape olmo3-tiny --dtype q8_0 --seed 5
+# granite (llama.cpp's granite graph): embeddings x12, q.k x0.125 instead of 1/sqrt(16), each
+# branch output x0.22 before its residual add, logits / 8 (the output projection 8x larger
+# in the file so that they still spread). Measured 2026-11-30: f32 1.4e-6, f16 8.9e-4, q8_0
+# 9.6e-8 (seed 13: on seeds 3, 7, 11 fewer than half the q8_0 steps have a top-2 margin of
+# 0.1 and were compared, 3-15 of 36, none failing); dropping the
+# attention branch's residual scale, the logit scale, the embedding scale or the attention
+# scale fails the f32 comparison.
+arch_compare granite-f32 0 2e-5 "${F32KV[*]}" --shape granite-tiny --dtype f32 --seed 3
+arch_compare granite-f16 0.02 0.03 "" --shape granite-tiny --dtype f16 --seed 5
+arch_compare granite-q8_0 0.1 0.25 "${F32KV[*]}" --shape granite-tiny --dtype q8_0 --seed 13
+# granitemoe: granite-tiny's scales with 8 experts of 64, 2 a token (the routing of model.h,
+# as llama.cpp's build_moe_ffn computes it for granitemoe). Measured 2026-11-30: f32 1.7e-6,
+# f16 1.4e-3, q8_0 8.9e-8 (q8_0 seed 5: 5.8e-3, a Q8 rounding flip); dropping the FFN
+# branch's residual scale fails granitemoe-f32 (token mismatch at step 0) and granite-f32.
+arch_compare granitemoe-f32 0 2e-5 "${F32KV[*]}" --shape granitemoe-tiny --dtype f32 --seed 3
+arch_compare granitemoe-f16 0.02 0.03 "" --shape granitemoe-tiny --dtype f16 --seed 5
+arch_compare granitemoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape granitemoe-tiny --dtype q8_0 --seed 13
+# mistral3 (llama.cpp's mistral3 graph): llama 4's attention temperature, Q after RoPE times
+# log(floor(pos / 16) + 1) * 0.5 + 1 (the floor scale is YaRN's original context, 16; the
+# prompts reach positions 16, 32 and 48), and YaRN factor 4 whose magnitude the graph
+# cancels (attn_factor 1 / (1 + 0.1 ln 4)). Measured 2026-11-30: f32 1.8e-6, f16 7.2e-3,
+# q8_0 9.2e-8 (q8_0 seed 13: 6.6e-2, one activation's Q8 rounding flipped); dropping the
+# temperature (3.7e-1), scaling K by it too (2.2e-1), offsetting the position by 1 (7.8e-2)
+# or keeping YaRN's magnitude (9.2e-1) fails the f32 comparison.
+arch_compare mistral3-f32 0 2e-5 "${F32KV[*]}" --shape mistral3-tiny --dtype f32 --seed 3
+arch_compare mistral3-f16 0.02 0.03 "" --shape mistral3-tiny --dtype f16 --seed 5
+arch_compare mistral3-q8_0 0.1 0.25 "${F32KV[*]}" --shape mistral3-tiny --dtype q8_0 --seed 5
+# mistral3 with Q/K/V and O biases, which llama.cpp loads and adds when a file has them
+# (measured: f32 2.0e-6, q8_0 1.1e-7)
+arch_compare mistral3-bias-f32 0 2e-5 "${F32KV[*]}" --shape mistral3-bias-tiny --dtype f32 --seed 3
+arch_compare mistral3-bias-q8_0 0.1 0.25 "${F32KV[*]}" --shape mistral3-bias-tiny --dtype q8_0 --seed 3
+# smollm3 (llama.cpp's smollm3 graph): no RoPE in layers 3 and 7 of 8 ((il + 1) % 4 == 0, a
+# constant in llama.cpp). Measured 2026-11-30: f32 1.8e-6, f16 5.5e-3, q8_0 8.0e-8; RoPE on
+# every layer (1.9e-1), on layers 0 and 4 instead (token mismatch) or K rotated in the
+# unrotated layers (1.3e-1) fails the f32 comparison.
+arch_compare smollm3-f32 0 2e-5 "${F32KV[*]}" --shape smollm3-tiny --dtype f32 --seed 3
+arch_compare smollm3-f16 0.02 0.03 "" --shape smollm3-tiny --dtype f16 --seed 5
+arch_compare smollm3-q8_0 0.1 0.25 "${F32KV[*]}" --shape smollm3-tiny --dtype q8_0 --seed 5
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

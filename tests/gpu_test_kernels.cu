@@ -890,14 +890,17 @@ static void test_gemv_qkv(void)
 {
 	struct {
 		int n_head, n_head_kv, hd, rope_dim;
-		bool neox, bias, pro;
-	} cases[6] = {
-	    {8, 2, 64, 64, false, false, true}, /* llama */
-	    {8, 2, 64, 64, true, true, true},	/* qwen2: biases, NeoX */
-	    {6, 3, 96, 32, false, true, false}, /* partial rotation */
-	    {4, 2, 96, 32, true, false, false}, /* partial, NeoX */
-	    {4, 4, 64, 0, false, true, true},	/* no rotation */
-	    {4, 4, 96, 96, true, false, true},	/* phi3's heads */
+		bool neox, bias, pro, temp;
+	} cases[8] = {
+	    {8, 2, 64, 64, false, false, true, false}, /* llama */
+	    {8, 2, 64, 64, true, true, true, false},	/* qwen2: biases, NeoX */
+	    {6, 3, 96, 32, false, true, false, false}, /* partial rotation */
+	    {4, 2, 96, 32, true, false, false, false}, /* partial, NeoX */
+	    {4, 4, 64, 0, false, true, true, false},	/* no rotation */
+	    {4, 4, 96, 96, true, false, true, false},	/* phi3's heads */
+	    /* mistral3: the attention temperature (scale 0.5, floor 16) on the query heads */
+	    {8, 2, 64, 64, false, false, true, true},
+	    {6, 3, 96, 32, false, true, false, true}, /* with partial rotation */
 	};
 	const int tok_sets[4] = {1, 2, 3, 8}; /* NT = 1, 2, 4, 8 */
 	int ci = 0;
@@ -999,6 +1002,8 @@ static void test_gemv_qkv(void)
 				q.mscale = msc;
 				q.neox = cs.neox;
 				q.slots = ds;
+				q.temp_scale = cs.temp ? 0.5f : 0.0f;
+				q.temp_floor = 16;
 				/* before: the GEMV, then qkv_post */
 				g.y = yb;
 				q.qkv = yb;
@@ -1047,6 +1052,14 @@ static void test_gemv_qkv(void)
 										2e-6 * (fabs(yv[a0]) + fabs(yv[a1])));
 							re[a0] = re[a1] = e;
 						}
+					if (cs.temp) { /* the query heads times the position's temperature */
+						const double f =
+						    log(floor(pos[t] / 16.0) + 1.0) * 0.5 + 1.0;
+						for (int o = 0; o < cs.n_head * cs.hd; o++) {
+							rv[o] *= f;
+							re[o] = re[o] * f + 1e-7 * fabs(rv[o]);
+						}
+					}
 					for (int o = 0; o < n_out; o++) {
 						got.push_back(gya[(size_t)t * ldy + o]);
 						want.push_back((float)rv[o]);
@@ -1075,8 +1088,10 @@ static void test_gemv_qkv(void)
 					if (!(fabs((double)pa[i] - pwant[i]) <= plim[i]) && pbad++ == 0)
 						pworst = i;
 				char what[128];
-				snprintf(what, sizeof what, "gemv qkv %s hd %d rope %d neox %d bias %d pro %d n_tok %d",
-					 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.neox, cs.bias, cs.pro, n_tok);
+				snprintf(what, sizeof what,
+					 "gemv qkv %s hd %d rope %d neox %d bias %d pro %d temp %d n_tok %d",
+					 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.neox, cs.bias, cs.pro,
+					 cs.temp, n_tok);
 				CHECK(bad == 0, "%s: y vs host: %zu of %zu out; first [%zu] %.9g vs %.9g (limit %.3g)",
 				      what, bad, want.size(), worst, bad ? got[worst] : 0.0,
 				      bad ? want[worst] : 0.0, bad ? lim[worst] : 0.0);
@@ -2329,14 +2344,18 @@ static void test_qkv_post(void)
 {
 	struct {
 		int n_head, n_head_kv, hd, rope_dim;
-		bool neox, bias, norm;
-	} cases[6] = {
-	    {8, 2, 64, 64, false, false, false},  /* llama */
-	    {8, 2, 64, 64, true, true, false},	  /* qwen2: biases, NeoX */
-	    {8, 2, 128, 128, true, false, true},  /* qwen3: head norms */
-	    {6, 3, 96, 32, false, true, true},	  /* partial rotation, every step at once */
-	    {4, 4, 64, 0, false, true, false},	  /* no rotation */
-	    {4, 2, 256, 256, true, false, true}, /* gemma-sized heads */
+		bool neox, bias, norm, temp;
+	} cases[8] = {
+	    {8, 2, 64, 64, false, false, false, false},  /* llama */
+	    {8, 2, 64, 64, true, true, false, false},	 /* qwen2: biases, NeoX */
+	    {8, 2, 128, 128, true, false, true, false},	 /* qwen3: head norms */
+	    {6, 3, 96, 32, false, true, true, false},	 /* partial rotation, every step at once */
+	    {4, 4, 64, 0, false, true, false, false},	 /* no rotation */
+	    {4, 2, 256, 256, true, false, true, false},	 /* gemma-sized heads */
+	    /* mistral3: the query heads times the temperature (scale 0.5, floor 16), the
+	     * launchers' result times it on the host (one fp32 product, as the kernel) */
+	    {8, 2, 64, 64, false, false, false, true},
+	    {6, 3, 96, 32, false, true, false, true}, /* with partial rotation */
 	};
 	for (enum gpu_dtype dt : all_dt)
 		for (auto &cs : cases) {
@@ -2407,12 +2426,20 @@ static void test_qkv_post(void)
 			a.neox = cs.neox;
 			a.slots = ds;
 			a.kv = kva;
+			a.temp_scale = cs.temp ? 0.5f : 0.0f;
+			a.temp_floor = 16;
 			REQUIRE(gpu_qkv_post(&a, dt, 0));
+			std::vector<float> before = dev_download<float>(qb, qkv.size());
+			if (cs.temp)
+				for (int t = 0; t < n_tok; t++) {
+					const float f = (float)(log(floor((float)pos[t] / 16.0f) + 1.0) * 0.5 + 1.0);
+					for (int o = 0; o < cs.n_head * cs.hd; o++)
+						before[(size_t)t * ld + o] *= f;
+				}
 			char what[96];
-			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d: qkv",
-				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm);
-			check_close(what, dev_download<float>(qa, qkv.size()),
-				    dev_download<float>(qb, qkv.size()), 0, 0);
+			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d temp %d: qkv",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.temp);
+			check_close(what, dev_download<float>(qa, qkv.size()), before, 0, 0);
 			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d: KV pool",
 				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm);
 			check_close(what, dev_download_st(dt, pool_a, pool_elems),

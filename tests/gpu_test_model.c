@@ -527,12 +527,17 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
 	/* gpt-oss: the O bias and the router's bias, a gpu_bias_add node each (unfused);
 	 * olmo2: its whole-row Q/K norms one node (unfused), its absent pre-norms none less
-	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input) */
+	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input);
+	 * granite: the residual scale, a gpu_scale node after each branch (both paths), and
+	 * the logit scale one after the LM head */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
-		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full;
+		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
+		     2 * (hp->residual_scale != 1.0f);
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
-	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) : 0);
+	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) +
+				(hp->logit_scale != 1.0f)
+			  : 0);
 }
 
 /* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected, with the
@@ -779,6 +784,17 @@ static void test_arch_vs_cpu(void)
 	    /* olmo2: whole-row Q/K norms, no pre-norms, post-norms; OLMo 3's windows (3 of
 	     * 4 layers) with unscaled RoPE there, YaRN on the global layer */
 	    "synthetic:olmo2-tiny:f32", "synthetic:olmo3-tiny:f32",
+	    /* granite: embedding, attention, residual and logit scales */
+	    "synthetic:granite-tiny:f32",
+	    /* mistral3: the attention temperature (floors at positions 16 and 32 of these
+	     * 28), YaRN with the graph's own magnitude */
+	    "synthetic:mistral3-tiny:f32",
+	    /* smollm3: layers 3 and 7 without RoPE */
+	    "synthetic:smollm3-tiny:f32",
+	    /* granitemoe: granite's scales around routed experts */
+	    "synthetic:granitemoe-tiny:f32",
+	    /* mistral3 with Q/K/V and O biases (a dense model with an O bias: unfused) */
+	    "synthetic:mistral3-bias-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1132,6 +1148,11 @@ int main(void)
 		test_gpt_oss_16bit();
 		test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16"); /* sinks, biases on the device */
 		test_olmo2();
+		test_batch_vs_cpu("synthetic:granite-tiny:f32", 3); /* the scales on bucket 4's graph */
+		/* 8 sequences: prompts up to 26 tokens, past the first floor (16) */
+		test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
+		test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3); /* unrotated layers, bucket 4 */
+		test_moe_batch("synthetic:granitemoe-tiny:f32");
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1167,6 +1188,10 @@ int main(void)
 	test_gpt_oss_16bit();
 	test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16");
 	test_olmo2();
+	test_batch_vs_cpu("synthetic:granite-tiny:f32", 3);
+	test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
+	test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3);
+	test_moe_batch("synthetic:granitemoe-tiny:f32");
 	test_errors();
 	return check_summary();
 }

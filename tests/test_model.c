@@ -2,6 +2,7 @@
  * ../shared/models/README.md), refusals (vocab-only, v1, other architectures, misshapen or
  * missing tensors made with the writer), the built-in and synthetic models, and the qwen2
  * architecture (qwen2.* keys, Q/K/V bias tensors, NeoX RoPE) and its refusals. */
+#include "model/arch.h"
 #include "model/model.h"
 
 #include <stdint.h>
@@ -944,7 +945,8 @@ static void test_arch(void)
 /* ---- mixtures of experts ---- */
 
 enum moe_edit {
-	ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_HALVE, ME_ADD, ME_BOOLS
+	ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_HALVE, ME_ADD, ME_BOOLS,
+	ME_KEY_F32, ME_KEY_FALSE
 };
 
 /* The synthetic shape `shape` (f32) written and parsed again with one change: ME_KEY sets
@@ -952,7 +954,9 @@ enum moe_edit {
  * `what`; ME_RESHAPE gives it one expert less (ne2 - 1; bytes as they are); ME_SPLIT adds
  * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight;
  * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`;
- * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5). */
+ * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5);
+ * ME_KEY_F32 sets f32 key `what` to val / 1000 (removes it when val is UINT32_MAX);
+ * ME_KEY_FALSE sets bool key `what` to false. */
 static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char *what,
 				  uint32_t val, struct model **out, struct bg_err *err)
 {
@@ -967,8 +971,8 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	struct gguf_writer *w = gguf_writer_create();
 	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
 		struct gguf_str k = gguf_kv_key(src, i);
-		if ((e == ME_KEY || e == ME_BOOLS) && k.len == strlen(what) &&
-		    memcmp(k.ptr, what, k.len) == 0)
+		if ((e == ME_KEY || e == ME_BOOLS || e == ME_KEY_F32 || e == ME_KEY_FALSE) &&
+		    k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
 			continue;
 		gguf_writer_copy_kv(w, src, i);
 	}
@@ -984,6 +988,10 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 			v[12 + i] = (uint8_t)((val >> i) & 1);
 		gguf_writer_set_raw(w, what, GGUF_TYPE_ARRAY, v, 12 + (size_t)cnt);
 	}
+	if (e == ME_KEY_F32 && val != UINT32_MAX)
+		gguf_writer_set_f32(w, what, (float)val / 1000.0f);
+	if (e == ME_KEY_FALSE)
+		gguf_writer_set_bool(w, what, false);
 	static float extra[64 * 64];
 	if (e == ME_SPLIT)
 		gguf_writer_add_tensor(w, "blk.0.ffn_gate.0.weight", GGUF_DTYPE_F32, 2,
@@ -1322,6 +1330,219 @@ static void test_olmo2(void)
 	}
 }
 
+/* granite: its four scales from the file, what llama.cpp requires and its defaults */
+static void test_granite(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("granite-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->embd_scale == 12.0f && hp->attn_scale == 0.125f &&
+			  hp->residual_scale == 0.22f && hp->logit_scale == 8.0f && !hp->rope_neox &&
+			  !hp->qkv_bias && hp->final_softcap == 0.0f,
+		      "granite-tiny scales: embd %g attn %g residual %g logit %g",
+		      (double)hp->embd_scale, (double)hp->attn_scale, (double)hp->residual_scale,
+		      (double)hp->logit_scale);
+		model_free(m);
+		m = NULL;
+	}
+	/* the optional scales absent or 0: llama's values */
+	static const char *const opt[3] = {"granite.embedding_scale", "granite.attention.scale",
+					   "granite.residual_scale"};
+	for (int z = 0; z < 2; z++)
+		for (int i = 0; i < 3; i++) {
+			CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, opt[i], z ? 0 : UINT32_MAX, &m,
+					  &err) == BG_OK,
+			      "%s: %s", opt[i], err.msg);
+			if (!m)
+				continue;
+			const struct model_hparams *hp = &m->hp;
+			CHECK(i == 0 ? hp->embd_scale == 1.0f
+				     : i == 1 ? hp->attn_scale == 0.25f : hp->residual_scale == 1.0f,
+			      "%s %s: the default", opt[i], z ? "0" : "absent");
+			model_free(m);
+			m = NULL;
+		}
+	CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, "granite.logit_scale", UINT32_MAX, &m,
+			  &err) == BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "granite.logit_scale is missing"),
+	      "granite without logit_scale: '%s'", err.msg);
+	CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, "granite.logit_scale", 0, &m, &err) ==
+		      BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "not a usable number"),
+	      "granite logit_scale 0: '%s'", err.msg);
+	CHECK(moe_rewrite("granite-tiny", ME_KEY_FALSE, "granite.rope.scaling.finetuned", 0, &m,
+			  &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "without RoPE"),
+	      "granite rope.scaling.finetuned false: '%s'", err.msg);
+	/* granitemoe: the same scales, experts as wide as feed_forward_length; shared experts
+	 * (Granite MoE Shared) refused */
+	CHECK(moe_rewrite("granitemoe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->n_expert == 8 && hp->n_expert_used == 2 && hp->n_ff_exp == 64 &&
+			  hp->expert_weights_norm && hp->residual_scale == 0.22f &&
+			  hp->logit_scale == 8.0f && hp->embd_scale == 12.0f &&
+			  m->layers[3].down_exps.ne2 == 8,
+		      "granitemoe-tiny hparams");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("granitemoe-tiny", ME_KEY, "granitemoe.expert_shared_feed_forward_length",
+			  32, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "shared experts are not supported"),
+	      "granitemoe with shared experts: '%s'", err.msg);
+	CHECK(moe_rewrite("granitemoe-tiny", ME_KEY, "granitemoe.expert_count", UINT32_MAX, &m,
+			  &err) == BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "a granitemoe model has experts"),
+	      "granitemoe without experts: '%s'", err.msg);
+	model_free(m);
+}
+
+/* mistral3: the attention temperature's keys and defaults, the graph's RoPE magnitude */
+static void test_mistral3(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("mistral3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		/* floor = YaRN's original context; offset 0; attn_factor 1 / (1 + 0.1 ln 4) */
+		CHECK(hp->attn_temp_scale == 0.5f && hp->attn_temp_floor == 16 &&
+			  hp->attn_temp_offset == 0.0f && hp->rope_yarn &&
+			  hp->rope_attn_factor == 1.0f / (1.0f + 0.1f * logf(4.0f)) && !hp->rope_neox,
+		      "mistral3-tiny: temperature %g / %u + %g, attn_factor %g",
+		      (double)hp->attn_temp_scale, hp->attn_temp_floor, (double)hp->attn_temp_offset,
+		      (double)hp->rope_attn_factor);
+		CHECK(arch_attn_temp(hp, 15) == 1.0f && arch_attn_temp(hp, 16) == (float)(log(2.0) * 0.5 + 1.0) &&
+			  arch_attn_temp(hp, 47) == (float)(log(3.0) * 0.5 + 1.0) &&
+			  arch_attn_temp(hp, 48) == (float)(log(4.0) * 0.5 + 1.0),
+		      "mistral3-tiny: temperatures at 15, 16, 47, 48");
+		model_free(m);
+		m = NULL;
+	}
+	/* no temperature key: none (the floor is not needed then) */
+	CHECK(moe_rewrite("mistral3-tiny", ME_KEY_F32, "mistral3.attention.temperature_scale",
+			  UINT32_MAX, &m, &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.attn_temp_scale == 0.0f && arch_attn_temp(&m->hp, 1000) == 1.0f,
+		      "mistral3 without the key: no temperature");
+		model_free(m);
+		m = NULL;
+	}
+	/* the temperature's floor is the context length without an original context */
+	CHECK(moe_rewrite("mistral3-tiny", ME_KEY, "mistral3.rope.scaling.original_context_length",
+			  UINT32_MAX, &m, &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.attn_temp_floor == 256, "mistral3 floor without original_context_length: %u",
+		      m->hp.attn_temp_floor);
+		model_free(m);
+		m = NULL;
+	}
+	/* optional Q/K/V and O biases: read when blk.0 has them, then required everywhere */
+	CHECK(moe_rewrite("mistral3-bias-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m) {
+		CHECK(m->hp.qkv_bias && m->hp.attn_out_bias && m->layers[3].bq.ne0 == 64 &&
+			  m->layers[3].bo.ne0 == 64 && m->layers[3].bv.ne0 == 32,
+		      "mistral3-bias-tiny: biases read");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("mistral3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK && m &&
+		  !m->hp.qkv_bias && !m->hp.attn_out_bias,
+	      "mistral3-tiny: no biases");
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("mistral3-bias-tiny", ME_DROP, "blk.2.attn_output.bias", 0, &m, &err) ==
+		      BG_ERR_FORMAT &&
+		  m == NULL && has(&err, "'blk.2.attn_output.bias' is missing"),
+	      "mistral3 with one O bias missing: '%s'", err.msg);
+	CHECK(moe_rewrite("mistral3-bias-tiny", ME_DROP, "blk.0.attn_q.bias", 0, &m, &err) ==
+		      BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "attn_k.bias' is not part of a mistral3 model"),
+	      "mistral3 with K/V biases but no Q bias: '%s'", err.msg);
+	/* YaRN betas other than 32 / 1 are refused (batchgen computes with those) */
+	CHECK(moe_rewrite("mistral3-tiny", ME_KEY_F32, "mistral3.rope.scaling.yarn_beta_fast", 16000,
+			  &m, &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "YaRN betas 16 / 1"),
+	      "mistral3 beta_fast 16: '%s'", err.msg);
+	/* the yarn_log_multiplier synth writes is accepted for mistral3 (its graph ignores
+	 * it), still refused for llama */
+	CHECK(moe_rewrite("llama-yarn-tiny", ME_KEY_F32, "llama.rope.scaling.yarn_log_multiplier",
+			  1000, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  m == NULL && has(&err, "yarn_log_multiplier"),
+	      "llama with yarn_log_multiplier: '%s'", err.msg);
+	model_free(m);
+}
+
+/* smollm3: every 4th layer (3, 7) without RoPE, from the architecture alone */
+static void test_smollm3(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(model_open("synthetic:smollm3-tiny:f32", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		int n = 0;
+		for (uint32_t l = 0; l < m->hp.n_layer; l++)
+			n += m->layers[l].no_rope ? (int)(1u << l) : 0;
+		CHECK(m->hp.n_layer == 8 && n == (1 << 3 | 1 << 7) && !m->hp.rope_neox,
+		      "smollm3-tiny: layers without RoPE (bits) %#x", (unsigned)n);
+		model_free(m);
+		m = NULL;
+	}
+	/* the other architectures rotate every layer */
+	CHECK(model_open("synthetic:gemma2-tiny:f32", false, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		bool any = false;
+		for (uint32_t l = 0; l < m->hp.n_layer; l++)
+			any |= m->layers[l].no_rope;
+		CHECK(!any, "gemma2-tiny: every layer rotated");
+		model_free(m);
+	}
+}
+
+/* A lazy synthetic model (no file: model.c's lazy_model) has the hyper-parameters and
+ * per-layer flags the loader reads from the same shape's file: granite's scales,
+ * mistral3's temperature, attn_factor and biases, smollm3's unrotated layers. */
+static void test_lazy_new_arch(void)
+{
+	static const char *const shapes[] = {"granite-tiny", "granitemoe-tiny", "mistral3-tiny",
+					     "mistral3-bias-tiny", "smollm3-tiny"};
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
+		struct bg_err err = {0};
+		struct model *a = NULL, *b = NULL;
+		CHECK(model_open(spec, false, &a, &err) == BG_OK, "%s: %s", spec, err.msg);
+		CHECK(model_open(spec, true, &b, &err) == BG_OK, "%s lazy: %s", spec, err.msg);
+		if (a && b) {
+			const struct model_hparams *x = &a->hp, *y = &b->hp;
+			bool same = x->embd_scale == y->embd_scale && x->attn_scale == y->attn_scale &&
+				    x->residual_scale == y->residual_scale &&
+				    x->logit_scale == y->logit_scale &&
+				    x->attn_temp_scale == y->attn_temp_scale &&
+				    x->attn_temp_floor == y->attn_temp_floor &&
+				    x->attn_temp_offset == y->attn_temp_offset &&
+				    x->rope_attn_factor == y->rope_attn_factor &&
+				    x->rope_freq_scale == y->rope_freq_scale &&
+				    x->rope_yarn == y->rope_yarn && x->n_ctx_orig == y->n_ctx_orig &&
+				    x->qkv_bias == y->qkv_bias && x->attn_out_bias == y->attn_out_bias &&
+				    x->n_expert == y->n_expert && x->n_ff_exp == y->n_ff_exp &&
+				    a->n_params == b->n_params;
+			for (uint32_t l = 0; l < x->n_layer; l++)
+				same = same && a->layers[l].no_rope == b->layers[l].no_rope &&
+				       a->layers[l].bo.ne0 == b->layers[l].bo.ne0;
+			CHECK(same, "%s: the lazy model's hyper-parameters are the file's", spec);
+		}
+		model_free(a);
+		model_free(b);
+	}
+}
+
 int main(void)
 {
 	test_stories();
@@ -1337,5 +1558,9 @@ int main(void)
 	test_moe();
 	test_oss();
 	test_olmo2();
+	test_granite();
+	test_mistral3();
+	test_smollm3();
+	test_lazy_new_arch();
 	return check_summary();
 }

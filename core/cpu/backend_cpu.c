@@ -641,8 +641,9 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
 	/* gpt-oss: head h's sink, one more logit in the softmax's max and denominator with no
 	 * value (ggml's soft_max with sinks: max over scores and sink, then + exp(sink - max)) */
-	const float *sink =
-	    c->oai ? c->oai + (size_t)layer * (hp->n_head + hp->n_embd) + h : NULL;
+	const float *sink = c->oai && hp->attn_sinks
+				? c->oai + (size_t)layer * (hp->n_head + hp->n_embd) + h
+				: NULL;
 	/* a windowed layer sees positions [pos - n_swa + 1, pos] (llama.cpp's standard SWA
 	 * mask: masked when pos - j >= n_swa) */
 	int32_t lo = 0;
@@ -712,6 +713,15 @@ static void att_task(void *arg, int32_t task, int32_t thread)
 }
 
 /* ---- forward ---- */
+
+/* x[i] *= s for i < n; nothing when s == 1 (granite's residual and logit scales,
+ * mistral3's attention temperature) */
+static void branch_scale(float *x, int64_t n, float s)
+{
+	if (s != 1.0f)
+		for (int64_t i = 0; i < n; i++)
+			x[i] *= s;
+}
 
 static void rope_apply(const struct model_hparams *hp, float *vec, const float *cs)
 {
@@ -894,9 +904,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 		for (t = 0; t < T; t++) {
 			const float *cs = rope_l + (int64_t)t * half * 2;
-			for (uint32_t h = 0; h < hp->n_head; h++)
+			for (uint32_t h = 0; h < hp->n_head && !L->no_rope; h++) /* smollm3: none */
 				rope_apply(hp, c->q + t * c->q_dim + h * hd, cs);
-			for (uint32_t h = 0; h < hp->n_head_kv; h++)
+			if (hp->attn_temp_scale != 0.0f) /* mistral3: Q after RoPE, per position */
+				branch_scale(c->q + t * c->q_dim, c->q_dim,
+					     arch_attn_temp(hp, c->tok_pos[t]));
+			for (uint32_t h = 0; h < hp->n_head_kv && !L->no_rope; h++)
 				rope_apply(hp, c->k + t * c->kv_dim + h * hd, cs);
 			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
 			int32_t p = c->tok_pos[t];
@@ -929,7 +942,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			break;
 		prof_lap(c, &tp, &skip);
 		matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, c->xb, T);
-		if (c->oai) /* gpt-oss: the output projection's bias */
+		if (hp->attn_out_bias) /* gpt-oss, optional elsewhere: the O projection's bias */
 			add_bias(c->xb, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
@@ -938,6 +951,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (post) /* gemma, olmo2: the branch output normalized before the residual add */
 			for (t = 0; t < T; t++)
 				rmsnorm(c->xb + t * E, c->xb + t * E, post, E, hp->rms_eps);
+		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
 		if (prof)
@@ -970,6 +984,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (post)
 			for (t = 0; t < T; t++)
 				rmsnorm(c->xb + t * E, c->xb + t * E, post + E, E, hp->rms_eps);
+		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
 		if (prof)
@@ -987,6 +1002,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		prof_lap(c, &tp, &prof->norms_s);
 	if (n > 0)
 		matmul1(c, BACKEND_CPU_MM_LM_HEAD, &m->output, c->xf, c->logits, n);
+	if (hp->logit_scale != 1.0f) /* granite: times the fp32 reciprocal, as ggml_scale */
+		branch_scale(c->logits, (int64_t)n * hp->n_vocab, 1.0f / hp->logit_scale);
 	if (hp->final_softcap > 0.0f) { /* gemma2: cap * tanh(logit / cap) */
 		float cap = hp->final_softcap;
 		for (int64_t i = 0; i < (int64_t)n * hp->n_vocab; i++)

@@ -26,7 +26,24 @@
  * (the same graph and converter): windowed layers from sliding_window_pattern (the
  * converter writes a per-layer bool array; period 4 when absent: 3 windowed, 1 global),
  * RoPE there with freq_base, freq_scale 1, ext_factor 0 and attn_factor 1 (the global
- * layers keep the file's scaling, YaRN in the released files). */
+ * layers keep the file's scaling, YaRN in the released files).
+ * granite (src/models/granite.cpp, LLM_ARCH_GRANITE): the llama graph (interleaved RoPE,
+ * SiLU) with the embeddings times embedding_scale (build_inp_embd, when non-zero), q.k
+ * times attention.scale (when non-zero, else 1/sqrt(head_dim)), the attention and FFN
+ * branch outputs times residual_scale before each residual add (when non-zero), and the
+ * logits times 1 / logit_scale (a required key). granitemoe (src/models/granite-moe.cpp,
+ * LLM_ARCH_GRANITE_MOE): granite's graph and keys with every FFN a routed mixture
+ * (build_moe_ffn: SiLU, softmax gating, norm_w, experts as wide as feed_forward_length;
+ * shared experts, expert_shared_feed_forward_length > 0, are refused). mistral3 (src/models/mistral3.cpp,
+ * LLM_ARCH_MISTRAL3): the llama graph (interleaved RoPE, optional Q/K/V/O biases) with RoPE's attn_factor fixed to 1 / (1 + 0.1 ln(1 / freq_scale)) by the graph,
+ * and, when attention.temperature_scale is non-zero, llama 4's temperature tuning: Q
+ * after RoPE times log(floor(pos / n_ctx_orig) + 1) * scale + 1 per position (offset 0)
+ * (llama-graph.cpp's build_inp_attn_scale; the floor scale is the original context of
+ * YaRN, n_ctx_orig_yarn, in llama-model.cpp). smollm3 (src/models/smollm3.cpp,
+ * LLM_ARCH_SMOLLM3): the llama graph with no RoPE in layers 3, 7, 11, ... (use_rope =
+ * (il + 1) % n_no_rope_layer_step != 0, the step fixed to 4 in llama-model.cpp, not read
+ * from the file), no rope factors; its graph would add Q/K/V/O biases, but llama.cpp does not
+ * load them for smollm3 (a file with them fails there), so batchgen refuses them. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -90,6 +107,21 @@ static const struct arch_info table[] = {
      .swa_pattern = 4,
      .swa_needs_key = true,
      .swa_rope_plain = true},
+    {.name = "mistral3",
+     .families = "Ministral 3, Mistral Small 3.x, Devstral Small 2 (files converted as mistral3)",
+     .opt_bias = true,
+     .mistral3 = true},
+    {.name = "smollm3", .families = "SmolLM3", .refuse_bias = true, .no_rope_step = 4},
+    {.name = "granite",
+     .families = "IBM Granite 3.x (dense)",
+     .opt_bias = true,
+     .granite = true},
+    {.name = "granitemoe",
+     .families = "IBM Granite 3.x MoE (granite-3.x-1b-a400m, -3b-a800m)",
+     .opt_bias = true,
+     .granite = true,
+     .moe_ok = true,
+     .moe_only = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -104,7 +136,8 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2, granite, "
+	       "granitemoe, mistral3, smollm3";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow
@@ -154,4 +187,13 @@ void arch_rope_cos_sin(const double *freq, int half, double pos, float mscale, f
 		cs[2 * i] = (float)cos(pos * freq[i]) * mscale;
 		cs[2 * i + 1] = (float)sin(pos * freq[i]) * mscale;
 	}
+}
+
+float arch_attn_temp(const struct model_hparams *hp, int32_t pos)
+{
+	if (hp->attn_temp_scale == 0.0f)
+		return 1.0f;
+	float p = (float)pos + hp->attn_temp_offset;
+	float fl = floorf(p / (float)hp->attn_temp_floor);
+	return (float)(log((double)fl + 1.0) * (double)hp->attn_temp_scale + 1.0);
 }

@@ -5,7 +5,8 @@
  * code): NeoX or interleaved RoPE, Q/K/V biases, per-head or whole-row Q/K RMS norms,
  * post-attention and post-FFN norms, no pre-norms, GELU(tanh) or SiLU gating, the
  * embedding scale, attention and final logit soft-capping, the sliding-window layer
- * pattern, a fused gate|up FFN tensor.
+ * pattern, a fused gate|up FFN tensor, granite's embedding, attention, residual and logit
+ * scales, mistral3's attention temperature, smollm3's layers without RoPE.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -47,6 +48,10 @@ struct arch_info {
 			       * absent) and no frequency scaling; gemma2: the global values */
 	bool fused_up;	      /* ffn_up holds gate|up ([n_embd, 2 n_ff]), no ffn_gate (phi3) */
 	bool refuse_bias;     /* any *.bias tensor is refused (llama) */
+	bool opt_bias;	      /* attn_{q,k,v}.bias and attn_output.bias are read when the file
+			       * has them (blk.0's decide; then every layer needs them), as
+			       * llama.cpp loads and adds them for granite(moe) and mistral3;
+			       * FFN biases are refused */
 	/* Mixture of experts (model.h's routing): moe_ok accepts <arch>.expert_count > 0,
 	 * moe_only requires it; the experts' width is <arch>.expert_feed_forward_length when
 	 * moe_ff_key, else feed_forward_length (Mixtral's llama files) */
@@ -58,6 +63,18 @@ struct arch_info {
 	 * swiglu_oai, alpha 1.702, limit 7, as llama.cpp fixes them), and the pre-FFN norm
 	 * stored as post_attention_norm (there is no ffn_norm) */
 	bool oai;
+	/* granite (llama.cpp's granite graph): reads <arch>.logit_scale (required) and the
+	 * optional embedding_scale, attention.scale and residual_scale (model.h's fields;
+	 * absent or 0: the llama value) */
+	bool granite;
+	/* mistral3 (llama.cpp's mistral3 graph): reads <arch>.attention.temperature_scale,
+	 * llama 4's attention temperature tuning (model.h's attn_temp_*), and multiplies RoPE's
+	 * cos/sin by 1 / (1 + 0.1 ln(1 / freq_scale)) in place of rope.scaling.attn_factor
+	 * (which, with YaRN, cancels ggml's own 1 + 0.1 ln(1 / freq_scale)) */
+	bool mistral3;
+	/* > 0: layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3: 4, a constant
+	 * of llama.cpp's, not a key); model_layer.no_rope */
+	uint32_t no_rope_step;
 };
 
 /* The row of an architecture, or NULL. */
@@ -81,5 +98,11 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
  * pos * freq would be off by up to ~2e-4 rad at long contexts). The one place the CPU
  * backend turns frequencies into angles. */
 void arch_rope_cos_sin(const double *freq, int half, double pos, float mscale, float *cs);
+
+/* The attention temperature of position pos (hp->attn_temp_scale > 0; model.h): as
+ * llama.cpp's llm_graph_input_attn_temp computes it, (float)(log(floor((float)pos + offset)
+ * / floor_scale) + 1) * scale + 1), the log, product and sum in double. 1 when the scale
+ * is 0. */
+float arch_attn_temp(const struct model_hparams *hp, int32_t pos);
 
 #endif

@@ -22,6 +22,11 @@
  * K2); with MODEL_MAX_DIM a stacked tensor's element count stays below 2^50. */
 #define MODEL_MAX_EXPERTS MOE_MAX_EXPERTS
 
+/* llama.cpp's f_attn_temp_offset for mistral3: llama-hparams.h's default, 0 (checked
+ * against llama.cpp's graph: 1 puts the first step up at position 15, not 16, and fails
+ * e2e_llamacpp_arch's mistral3-f32 by 7.8e-2) */
+#define MISTRAL3_TEMP_OFFSET 0.0f
+
 /* Copies a string from the file into dst for a message: printable ASCII only, so that the
  * message stays one line whatever the file holds. */
 static const char *clean(char *dst, size_t cap, struct gguf_str s)
@@ -75,7 +80,8 @@ static enum bg_status need_u32(const struct gguf_ctx *g, const char *arch, const
  * rope.scaling.factor or the older rope.scale_linear; longrope (phi3) scales like linear
  * and takes its per-dimension factors from the rope_factors_* tensors. */
 static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *arch,
-					struct model_hparams *hp, struct bg_err *err)
+					const struct arch_info *ai, struct model_hparams *hp,
+					struct bg_err *err)
 {
 	char key[128], buf[40];
 	hp->rope_freq_scale = 1.0f;
@@ -109,7 +115,10 @@ static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *ar
 	if (get_u32_key(g, arch, "rope.scaling.original_context_length", &oc) && oc > 0)
 		hp->n_ctx_orig = oc;
 	float lm = 0.0f;
-	if (get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &lm) && lm != 0.0f)
+	/* mistral3's graph sets its own attn_factor (arch.h), so the multiplier, which would
+	 * change llama.cpp's, changes nothing there */
+	if (!ai->mistral3 && get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &lm) &&
+	    lm != 0.0f)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.rope.scaling.yarn_log_multiplier (DeepSeek-style YaRN) is not "
 			       "supported",
@@ -179,6 +188,59 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	if (ai->oai) { /* llama.cpp's build_moe_ffn fixes them for LLM_FFN_SWIGLU_OAI_MOE */
 		hp->swiglu_alpha = 1.702f;
 		hp->swiglu_limit = 7.0f;
+	}
+	if (ai->opt_bias && g) { /* blk.0 decides; load_tensors then needs them everywhere */
+		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
+		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+	}
+	hp->residual_scale = hp->logit_scale = 1.0f;
+	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
+		char key[128];
+		snprintf(key, sizeof key, "%s.logit_scale", arch);
+		if (g && !gguf_get_f32(g, key, &hp->logit_scale))
+			return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing", key);
+		float es = 0.0f, as = 0.0f, rs = 0.0f;
+		get_f32_key(g, arch, "embedding_scale", &es);
+		get_f32_key(g, arch, "attention.scale", &as);
+		get_f32_key(g, arch, "residual_scale", &rs);
+		if (!(isfinite(hp->logit_scale) && hp->logit_scale != 0.0f) || !isfinite(es) ||
+		    !isfinite(as) || !isfinite(rs))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s's logit, embedding, attention or residual scale is not a "
+				       "usable number (logit_scale %g)",
+				       arch, (double)hp->logit_scale);
+		if (es != 0.0f)
+			hp->embd_scale = es;
+		if (as != 0.0f)
+			hp->attn_scale = as;
+		if (rs != 0.0f)
+			hp->residual_scale = rs;
+		/* llama.cpp: rope.scaling.finetuned (default true) switches RoPE on */
+		bool ft = true;
+		snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch);
+		if (g && gguf_get_bool(g, key, &ft) && !ft)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s false (granite without RoPE) is not supported", key);
+	}
+	if (ai->mistral3) {
+		/* the graph's attn_factor, in fp32 as llama.cpp computes it */
+		hp->rope_attn_factor = hp->rope_attn_factor_swa =
+		    1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
+		float bf = 32.0f, bs = 1.0f;
+		get_f32_key(g, arch, "rope.scaling.yarn_beta_fast", &bf);
+		get_f32_key(g, arch, "rope.scaling.yarn_beta_slow", &bs);
+		if (bf != 32.0f || bs != 1.0f)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s YaRN betas %g / %g are not supported (32 / 1 are)", arch,
+				       (double)bf, (double)bs);
+		get_f32_key(g, arch, "attention.temperature_scale", &hp->attn_temp_scale);
+		if (!isfinite(hp->attn_temp_scale))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.attention.temperature_scale is not a number", arch);
+		if (hp->attn_temp_scale != 0.0f) {
+			hp->attn_temp_floor = hp->n_ctx_orig; /* llama.cpp: n_ctx_orig_yarn */
+			hp->attn_temp_offset = MISTRAL3_TEMP_OFFSET;
+		}
 	}
 	hp->attn_softcap = ai->attn_softcap;
 	if (ai->attn_softcap > 0.0f)
@@ -251,7 +313,7 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	if (!ai->moe_ok)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s is %u: mixture-of-experts %s models are not supported (MoE: "
-			       "qwen3moe, and llama files such as Mixtral)",
+			       "qwen3moe, gpt-oss, granitemoe, and llama files such as Mixtral)",
 			       key, n, arch);
 	if (n > MODEL_MAX_EXPERTS)
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (expected 1 to %u)", key, n,
@@ -268,6 +330,11 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		hp->n_ff_exp = hp->n_ff;
 	}
 	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_shared_feed_forward_length is %u: shared experts are not "
+			       "supported",
+			       arch, u);
 	if (get_u32_key(g, arch, "expert_shared_count", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.expert_shared_count is %u: shared experts are not supported", arch,
@@ -375,7 +442,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	    !(isfinite(hp->rope_base) && hp->rope_base > 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base %g is not a number above 1",
 			       (double)hp->rope_base);
-	if ((st = read_rope_scaling(g, arch, hp, err)))
+	if ((st = read_rope_scaling(g, arch, ai, hp, err)))
 		return st;
 	if ((st = read_experts(g, arch, ai, hp, err)))
 		return st;
@@ -674,6 +741,7 @@ static enum bg_status load_tensors(struct loader *L)
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
 		ly->swa = model_layer_is_swa(hp, l);
+		ly->no_rope = ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 #undef TAKE
 	}
 	return BG_OK;
@@ -816,6 +884,16 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (ai->swa_rope_own)
 			hp->rope_base_swa = 10000.0f;
 	}
+	if (!st && ai->granite) { /* read_features' values for the keys synth writes */
+		if (s->embd_scale != 0.0f)
+			hp->embd_scale = s->embd_scale;
+		if (s->attn_scale != 0.0f)
+			hp->attn_scale = s->attn_scale;
+		if (s->residual_scale != 0.0f)
+			hp->residual_scale = s->residual_scale;
+		if (s->logit_scale != 0.0f)
+			hp->logit_scale = s->logit_scale;
+	}
 	if (!st && s->rope_scaling) { /* read_rope_scaling's values for the keys synth writes */
 		hp->rope_freq_scale = 1.0f / s->rope_factor;
 		if (!(hp->n_swa && (ai->swa_rope_own || ai->swa_rope_plain)))
@@ -828,6 +906,17 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->rope_attn_factor = s->rope_attn_factor; /* synth writes the key */
 		if (!(hp->n_swa && ai->swa_rope_plain))
 			hp->rope_attn_factor_swa = s->rope_attn_factor;
+	}
+	if (!st && ai->opt_bias) /* the biases synth writes for such a shape */
+		hp->qkv_bias = hp->attn_out_bias = s->biases;
+	if (!st && ai->mistral3) { /* read_features' values once the scaling is known */
+		hp->rope_attn_factor = hp->rope_attn_factor_swa =
+		    1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
+		hp->attn_temp_scale = s->attn_temp_scale;
+		if (s->attn_temp_scale != 0.0f) {
+			hp->attn_temp_floor = hp->n_ctx_orig;
+			hp->attn_temp_offset = MISTRAL3_TEMP_OFFSET;
+		}
 	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;
@@ -905,6 +994,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->ffn_post_norm, GGUF_DTYPE_F32, E, 1);
 		}
 		ly->swa = model_layer_is_swa(hp, l);
+		ly->no_rope = ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 	}
 #undef W3
 #undef W

@@ -8,7 +8,9 @@
  * mixtures of experts `qwen3moe` and `llama` with expert_count (Mixtral): stacked
  * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
  * (experts with biases, attention sinks, O bias; its FFN input norm, post_attention_norm in
- * the file, is presented as ffn_norm). A fused tensor
+ * the file, is presented as ffn_norm), and `granite` (llama with embedding, attention,
+ * residual and logit scales from the file), `mistral3` (llama with llama 4's attention
+ * temperature) and `smollm3` (llama without RoPE in every 4th layer). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -112,6 +114,24 @@ struct model_hparams {
 			     * min(up, limit)): g * sigmoid(swiglu_alpha * g) * (u + 1) */
 	float swiglu_alpha; /* 1.702 */
 	float swiglu_limit; /* 7 */
+
+	/* granite (llama.cpp's granite graph), beyond embd_scale (<arch>.embedding_scale) and
+	 * attn_scale (<arch>.attention.scale), which it sets from the file when non-zero: */
+	float residual_scale; /* the attention branch's output (after the O projection) and the
+			       * FFN's (after the down projection) are each multiplied by this
+			       * (fp32) before their residual add; 1 = no scaling (the other
+			       * architectures; granite's residual_scale absent or 0) */
+	float logit_scale;    /* the logits are multiplied by 1 / logit_scale, the reciprocal
+			       * rounded to fp32 first (llama.cpp's ggml_scale by it); 1 = none */
+
+	/* mistral3's attention temperature (llama 4's tuning; <arch>.attention.temperature_scale):
+	 * when attn_temp_scale != 0, every query head of the token at position pos is
+	 * multiplied, after RoPE, by arch_attn_temp(hp, pos) = (float)(log(floor(((float)pos +
+	 * attn_temp_offset) / attn_temp_floor) + 1) * attn_temp_scale + 1) (core/model/arch.h;
+	 * keys are not scaled). 0 = none (every other architecture). */
+	float attn_temp_scale;
+	float attn_temp_offset;	  /* added to the position first (llama.cpp's f_attn_temp_offset) */
+	uint32_t attn_temp_floor; /* > 0 when attn_temp_scale != 0: n_ctx_orig, as llama.cpp */
 };
 
 struct model_weight {
@@ -159,6 +179,8 @@ struct model_layer {
 	struct model_weight up_exps_b;	    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight down_exps_b;    /* (n_embd) each, ne2 = n_expert */
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
+	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
+		       * 11, ...); everything else about it is as the other layers' */
 };
 
 struct model {

@@ -90,6 +90,26 @@ static const struct synth_shape shapes[] = {
      "gpt-oss", .head_dim = 64, .n_swa = 128, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 4096, .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 2880},
     /* its features small: head_dim 32 != 64 / 4, a window of 16, YaRN over 64 */
+    /* granite: its scales chosen so that each visibly matters (llama.cpp's granite graph;
+     * Granite 3.x itself: embedding 12, attention 1/128 at head_dim 128, residual
+     * 0.22); 4 layers, head_dim 16, attention scale 1/8 instead of 1/4 */
+    {"granite-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "granite",
+     .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f, .logit_scale = 8.0f},
+    /* granitemoe: granite-tiny's scales, 8 experts as wide as ffn (64), 2 a token */
+    {"granitemoe-tiny", 4, 64, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, "granitemoe",
+     .n_expert = 8, .n_expert_used = 2, .embd_scale = 12.0f, .attn_scale = 0.125f,
+     .residual_scale = 0.22f, .logit_scale = 8.0f},
+    /* mistral3: temperature tuning 0.5 over an original context of 16, so that the 41-token
+     * prompt + 12 crosses three floors (at positions 16, 32 and 48);
+     * YaRN factor 4 over the same 16 (the graph's own attn_factor) */
+    {"mistral3-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "mistral3",
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 16, .attn_temp_scale = 0.5f},
+    /* smollm3: 8 layers, so that two (3 and 7) have no RoPE; tied, as SmolLM3-3B */
+    {"smollm3-tiny", 8, 64, 4, 2, 128, 512, 256, 5000000.0f, 1e-6f, true, "smollm3"},
+    /* mistral3-tiny with Q/K/V and O biases (its graph adds them when present) */
+    {"mistral3-bias-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "mistral3",
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 16, .attn_temp_scale = 0.5f,
+     .biases = true},
     {"gpt-oss-tiny", 2, 64, 4, 2, 32, 512, 2048, 150000.0f, 1e-5f, false, "gpt-oss",
      .head_dim = 32, .n_swa = 16, .rope_scaling = "yarn", .rope_factor = 32.0f,
      .n_ctx_orig = 64, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32},
@@ -148,7 +168,7 @@ static bool is_arch(const struct synth_shape *s, const char *a)
 
 static bool has_qkv_bias(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen2") || is_arch(s, "gpt-oss");
+	return is_arch(s, "qwen2") || is_arch(s, "gpt-oss") || s->biases;
 }
 
 static bool is_oai(const struct synth_shape *s)
@@ -417,6 +437,8 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		layer += is_olmo2(s) ? Q + KV : 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
+	if (s->biases && !is_oai(s)) /* the O bias */
+		layer += E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
 		layer += E + s->n_head + s->n_expert * (1 + 2 * (uint64_t)synth_n_ff_exp(s) + E);
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer;
@@ -546,7 +568,9 @@ struct synth_build {
 	size_t n_jobs;
 	struct vocab vocab;
 	bool tied;
-	bool embd_scaled; /* gemma: the model multiplies embeddings by sqrt(n_embd) */
+	bool embd_scaled; /* gemma: the model multiplies embeddings by sqrt(n_embd); granite
+			   * by its embd_scale */
+	float logit_scale; /* granite: the output projection this much larger (1 else) */
 	float *factors[2]; /* rope factor tensors' values, referenced by their jobs */
 };
 
@@ -626,7 +650,7 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 	if (strcmp(name, "token_embd.weight") == 0 && b->embd_scaled)
 		std = 1.0f / sqrtf((float)ne0);
 	else if (strcmp(name, "output.weight") == 0)
-		std = OUT_SCALE / sqrtf((float)ne0);
+		std = OUT_SCALE * b->logit_scale / sqrtf((float)ne0);
 	else if (strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".bias") == 0)
 		std = BIAS_STD;
 	if (kind == FILL_NORM)
@@ -663,7 +687,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	}
 	struct gguf_writer *w = b->w;
 	b->tied = o->tie_output;
-	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3");
+	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3") || s->embd_scale != 0.0f;
+	b->logit_scale = s->logit_scale != 0.0f ? s->logit_scale : 1.0f;
 	const char *arch = synth_arch(s);
 	char key[96];
 #define ARCH_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
@@ -694,10 +719,23 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_f32(w, ARCH_KEY("final_logit_softcapping"),
 				    s->final_softcap > 0.0f ? s->final_softcap : 30.0f);
 	}
+	if (arch_find(arch)->granite) { /* logit_scale is required there */
+		gguf_writer_set_f32(w, ARCH_KEY("logit_scale"), b->logit_scale);
+		if (s->embd_scale != 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("embedding_scale"), s->embd_scale);
+		if (s->attn_scale != 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("attention.scale"), s->attn_scale);
+		if (s->residual_scale != 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("residual_scale"), s->residual_scale);
+	}
 	if (s->rope_scaling) {
 		gguf_writer_set_str(w, ARCH_KEY("rope.scaling.type"), s->rope_scaling);
 		gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.factor"), s->rope_factor);
+		if (is_arch(s, "mistral3") && strcmp(s->rope_scaling, "yarn") == 0)
+			gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.yarn_log_multiplier"), 1.0f);
 	}
+	if (s->attn_temp_scale != 0.0f)
+		gguf_writer_set_f32(w, ARCH_KEY("attention.temperature_scale"), s->attn_temp_scale);
 	if (s->n_ctx_orig)
 		gguf_writer_set_u32(w, ARCH_KEY("rope.scaling.original_context_length"),
 				    s->n_ctx_orig);
@@ -811,6 +849,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
+		if (s->biases && !oai)
+			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 		if (oai) {
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);

@@ -8,7 +8,8 @@
  * sliding_window_pattern as a bool per layer); qwen3moe and the MoE llama shapes
  * stacked experts and a router; gpt-oss adds Q/K/V/O biases (N(0, 0.5^2)), attention sinks
  * (N(0, 1)), router and expert biases, and larger gate/up experts so that its SwiGLU clamp
- * acts, and names its FFN norm post_attention_norm; phi3 writes fused attn_qkv and
+ * acts, and names its FFN norm post_attention_norm; granite writes its four scales,
+ * mistral3 its attention temperature; phi3 writes fused attn_qkv and
  * gate|up ffn_up and LongRoPE factors; keys are `<arch>.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
  * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
  * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
@@ -43,7 +44,8 @@ struct synth_shape {
 	float rms_eps;
 	bool tie_output;  /* the real model ties output.weight to token_embd */
 	const char *arch; /* general.architecture (NULL means llama): llama, qwen2, qwen3,
-			   * qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2 (core/model/arch.h) */
+			   * qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2, granite,
+			   * granitemoe, mistral3, smollm3 (core/model/arch.h) */
 	/* Architecture extras; zero = absent / the default. */
 	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
 	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
@@ -68,6 +70,17 @@ struct synth_shape {
 	uint32_t n_expert;
 	uint32_t n_expert_used;
 	uint32_t n_ff_exp;
+	/* granite: its four scalars (model.h; 0 = the key not written, logit_scale 1 then).
+	 * The embeddings are drawn N(0, 1/n_embd) when embd_scale is set (the scaled input
+	 * N(0, embd_scale^2 / n_embd)) and the output projection logit_scale times larger, so
+	 * that the divided logits still spread by about OUT_SCALE. */
+	float embd_scale, attn_scale, residual_scale, logit_scale;
+	/* mistral3: attention.temperature_scale (0 = not written); with YaRN it also writes
+	 * rope.scaling.yarn_log_multiplier 1, as Ministral 3's converted files carry */
+	float attn_temp_scale;
+	/* Q/K/V and O biases (f32, N(0, 0.25)) on an architecture whose graph takes them when
+	 * present (granite, granitemoe, mistral3: arch.h's opt_bias) */
+	bool biases;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
