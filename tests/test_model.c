@@ -1028,6 +1028,30 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	return model_from_gguf(g, out, err);
 }
 
+/* A refusal: the shape rewritten by moe_rewrite(shape, e, what, val) is refused with status
+ * st and a message containing msg, and no model is returned. */
+struct refusal {
+	const char *shape;
+	enum moe_edit e;
+	const char *what;
+	uint32_t val;
+	enum bg_status st;
+	const char *msg;
+};
+
+static void check_refusals(const struct refusal *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct bg_err err = {0};
+		struct model *m = NULL;
+		enum bg_status st = moe_rewrite(r[i].shape, r[i].e, r[i].what, r[i].val, &m, &err);
+		CHECK(st == r[i].st && m == NULL && has(&err, r[i].msg),
+		      "%s %d %s %u: status %d, '%s' (want '%s')", r[i].shape, (int)r[i].e, r[i].what,
+		      r[i].val, (int)st, err.msg, r[i].msg);
+		model_free(m);
+	}
+}
+
 static void test_moe(void)
 {
 	struct bg_err err = {0};
@@ -1081,14 +1105,7 @@ static void test_moe(void)
 	m = NULL;
 
 	/* every bound refused with a message naming it */
-	struct {
-		const char *shape;
-		enum moe_edit e;
-		const char *what;
-		uint32_t val;
-		enum bg_status st;
-		const char *msg;
-	} bad[] = {
+	static const struct refusal bad[] = {
 	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_used_count", 9, BG_ERR_FORMAT,
 	     "qwen3moe.expert_used_count is 9 (expected 1 to 8)"},
 	    {"qwen3moe-tiny", ME_KEY, "qwen3moe.expert_used_count", 0, BG_ERR_FORMAT,
@@ -1122,16 +1139,7 @@ static void test_moe(void)
 	    {"qwen3-tiny", ME_KEY, "qwen3.expert_count", 8, BG_ERR_UNSUPPORTED,
 	     "mixture-of-experts qwen3 models are not supported"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		err.msg[0] = '\0';
-		enum bg_status st = moe_rewrite(bad[i].shape, bad[i].e, bad[i].what, bad[i].val, &m,
-						&err);
-		CHECK(st == bad[i].st && m == NULL && has(&err, bad[i].msg),
-		      "%s %d %s: status %d, '%s' (want '%s')", bad[i].shape, (int)bad[i].e,
-		      bad[i].what, (int)st, err.msg, bad[i].msg);
-		model_free(m);
-		m = NULL;
-	}
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
 	/* synth refuses shapes the loader would */
 	struct synth_opts o;
 	synth_opts_init(&o, synth_find_shape("qwen3moe-tiny"));
@@ -1190,33 +1198,20 @@ static void test_oss(void)
 		      "lazy gpt-oss-20b");
 	model_free(m);
 	m = NULL;
-	struct {
-		enum moe_edit e;
-		const char *what;
-		enum bg_status st;
-		const char *msg;
-	} bad[] = {
-	    {ME_DROP, "blk.1.attn_sinks.weight", BG_ERR_FORMAT,
+	static const struct refusal bad[] = {
+	    {"gpt-oss-tiny", ME_DROP, "blk.1.attn_sinks.weight", 0, BG_ERR_FORMAT,
 	     "'blk.1.attn_sinks.weight' is missing"},
-	    {ME_DROP, "blk.0.attn_output.bias", BG_ERR_FORMAT, "'blk.0.attn_output.bias' is missing"},
-	    {ME_DROP, "blk.0.ffn_gate_inp.bias", BG_ERR_FORMAT,
+	    {"gpt-oss-tiny", ME_DROP, "blk.0.attn_output.bias", 0, BG_ERR_FORMAT, "'blk.0.attn_output.bias' is missing"},
+	    {"gpt-oss-tiny", ME_DROP, "blk.0.ffn_gate_inp.bias", 0, BG_ERR_FORMAT,
 	     "'blk.0.ffn_gate_inp.bias' is missing"},
-	    {ME_DROP, "blk.1.ffn_down_exps.bias", BG_ERR_FORMAT,
+	    {"gpt-oss-tiny", ME_DROP, "blk.1.ffn_down_exps.bias", 0, BG_ERR_FORMAT,
 	     "'blk.1.ffn_down_exps.bias' is missing"},
-	    {ME_DROP, "blk.0.post_attention_norm.weight", BG_ERR_FORMAT,
+	    {"gpt-oss-tiny", ME_DROP, "blk.0.post_attention_norm.weight", 0, BG_ERR_FORMAT,
 	     "'blk.0.post_attention_norm.weight' is missing"},
-	    {ME_DROP, "blk.0.attn_q.bias", BG_ERR_FORMAT, "'blk.0.attn_q.bias' is missing"},
-	    {ME_DENSE, "", BG_ERR_UNSUPPORTED, "'blk.0.ffn_gate.weight' is not part of a gpt-oss"},
+	    {"gpt-oss-tiny", ME_DROP, "blk.0.attn_q.bias", 0, BG_ERR_FORMAT, "'blk.0.attn_q.bias' is missing"},
+	    {"gpt-oss-tiny", ME_DENSE, "", 0, BG_ERR_UNSUPPORTED, "'blk.0.ffn_gate.weight' is not part of a gpt-oss"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		err.msg[0] = '\0';
-		enum bg_status st = moe_rewrite("gpt-oss-tiny", bad[i].e, bad[i].what, 0, &m, &err);
-		CHECK(st == bad[i].st && m == NULL && has(&err, bad[i].msg),
-		      "gpt-oss-tiny %s: status %d, '%s' (want '%s')", bad[i].what, (int)st, err.msg,
-		      bad[i].msg);
-		model_free(m);
-		m = NULL;
-	}
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
 /* olmo2: no pre-norms, whole-row Q/K norms, post-norms; the tensors of other graphs
@@ -1259,36 +1254,21 @@ static void test_olmo2(void)
 	}
 	model_free(m);
 	m = NULL;
-	struct {
-		enum moe_edit e;
-		const char *what;
-		uint32_t val;
-		enum bg_status st;
-		const char *msg;
-	} bad[] = {
-	    {ME_HALVE, "blk.1.attn_q_norm.weight", 0, BG_ERR_FORMAT,
+	static const struct refusal bad[] = {
+	    {"olmo2-tiny", ME_HALVE, "blk.1.attn_q_norm.weight", 0, BG_ERR_FORMAT,
 	     "'blk.1.attn_q_norm.weight' has shape [32], expected [64]"},
-	    {ME_HALVE, "blk.0.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	    {"olmo2-tiny", ME_HALVE, "blk.0.attn_k_norm.weight", 0, BG_ERR_FORMAT,
 	     "'blk.0.attn_k_norm.weight' has shape [16], expected [32]"},
-	    {ME_DROP, "blk.1.post_ffw_norm.weight", 0, BG_ERR_FORMAT,
+	    {"olmo2-tiny", ME_DROP, "blk.1.post_ffw_norm.weight", 0, BG_ERR_FORMAT,
 	     "'blk.1.post_ffw_norm.weight' is missing"},
-	    {ME_DROP, "blk.0.post_attention_norm.weight", 0, BG_ERR_FORMAT,
+	    {"olmo2-tiny", ME_DROP, "blk.0.post_attention_norm.weight", 0, BG_ERR_FORMAT,
 	     "'blk.0.post_attention_norm.weight' is missing"},
-	    {ME_ADD, "blk.0.attn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	    {"olmo2-tiny", ME_ADD, "blk.0.attn_norm.weight", 0, BG_ERR_UNSUPPORTED,
 	     "'blk.0.attn_norm.weight' is not part of a olmo2"},
-	    {ME_ADD, "blk.1.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	    {"olmo2-tiny", ME_ADD, "blk.1.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
 	     "'blk.1.ffn_norm.weight' is not part of a olmo2"},
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		err.msg[0] = '\0';
-		enum bg_status st =
-		    moe_rewrite("olmo2-tiny", bad[i].e, bad[i].what, bad[i].val, &m, &err);
-		CHECK(st == bad[i].st && m == NULL && has(&err, bad[i].msg),
-		      "olmo2-tiny %s: status %d, '%s' (want '%s')", bad[i].what, (int)st, err.msg,
-		      bad[i].msg);
-		model_free(m);
-		m = NULL;
-	}
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
 	/* OLMo 3: the list [1, 1, 1, 0] is period 4; windowed layers' RoPE unscaled, without
 	 * the file's attn_factor (1.25) */
 	CHECK(moe_rewrite("olmo3-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
@@ -1364,20 +1344,7 @@ static void test_granite(void)
 			model_free(m);
 			m = NULL;
 		}
-	CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, "granite.logit_scale", UINT32_MAX, &m,
-			  &err) == BG_ERR_FORMAT &&
-		  m == NULL && has(&err, "granite.logit_scale is missing"),
-	      "granite without logit_scale: '%s'", err.msg);
-	CHECK(moe_rewrite("granite-tiny", ME_KEY_F32, "granite.logit_scale", 0, &m, &err) ==
-		      BG_ERR_FORMAT &&
-		  m == NULL && has(&err, "not a usable number"),
-	      "granite logit_scale 0: '%s'", err.msg);
-	CHECK(moe_rewrite("granite-tiny", ME_KEY_FALSE, "granite.rope.scaling.finetuned", 0, &m,
-			  &err) == BG_ERR_UNSUPPORTED &&
-		  m == NULL && has(&err, "without RoPE"),
-	      "granite rope.scaling.finetuned false: '%s'", err.msg);
-	/* granitemoe: the same scales, experts as wide as feed_forward_length; shared experts
-	 * (Granite MoE Shared) refused */
+	/* granitemoe: the same scales, experts as wide as feed_forward_length */
 	CHECK(moe_rewrite("granitemoe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
 	if (m) {
 		const struct model_hparams *hp = &m->hp;
@@ -1389,15 +1356,21 @@ static void test_granite(void)
 		model_free(m);
 		m = NULL;
 	}
-	CHECK(moe_rewrite("granitemoe-tiny", ME_KEY, "granitemoe.expert_shared_feed_forward_length",
-			  32, &m, &err) == BG_ERR_UNSUPPORTED &&
-		  m == NULL && has(&err, "shared experts are not supported"),
-	      "granitemoe with shared experts: '%s'", err.msg);
-	CHECK(moe_rewrite("granitemoe-tiny", ME_KEY, "granitemoe.expert_count", UINT32_MAX, &m,
-			  &err) == BG_ERR_FORMAT &&
-		  m == NULL && has(&err, "a granitemoe model has experts"),
-	      "granitemoe without experts: '%s'", err.msg);
-	model_free(m);
+	static const struct refusal bad[] = {
+	    /* logit_scale required and usable; a granite file without RoPE */
+	    {"granite-tiny", ME_KEY_F32, "granite.logit_scale", UINT32_MAX, BG_ERR_FORMAT,
+	     "granite.logit_scale is missing"},
+	    {"granite-tiny", ME_KEY_F32, "granite.logit_scale", 0, BG_ERR_FORMAT,
+	     "not a usable number"},
+	    {"granite-tiny", ME_KEY_FALSE, "granite.rope.scaling.finetuned", 0, BG_ERR_UNSUPPORTED,
+	     "without RoPE"},
+	    /* granitemoe: shared experts (Granite MoE Shared); no experts */
+	    {"granitemoe-tiny", ME_KEY, "granitemoe.expert_shared_feed_forward_length", 32,
+	     BG_ERR_UNSUPPORTED, "shared experts are not supported"},
+	    {"granitemoe-tiny", ME_KEY, "granitemoe.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "a granitemoe model has experts"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
 /* mistral3: the attention temperature's keys and defaults, the graph's RoPE magnitude */
@@ -1457,26 +1430,21 @@ static void test_mistral3(void)
 	      "mistral3-tiny: no biases");
 	model_free(m);
 	m = NULL;
-	CHECK(moe_rewrite("mistral3-bias-tiny", ME_DROP, "blk.2.attn_output.bias", 0, &m, &err) ==
-		      BG_ERR_FORMAT &&
-		  m == NULL && has(&err, "'blk.2.attn_output.bias' is missing"),
-	      "mistral3 with one O bias missing: '%s'", err.msg);
-	CHECK(moe_rewrite("mistral3-bias-tiny", ME_DROP, "blk.0.attn_q.bias", 0, &m, &err) ==
-		      BG_ERR_UNSUPPORTED &&
-		  m == NULL && has(&err, "attn_k.bias' is not part of a mistral3 model"),
-	      "mistral3 with K/V biases but no Q bias: '%s'", err.msg);
-	/* YaRN betas other than 32 / 1 are refused (batchgen computes with those) */
-	CHECK(moe_rewrite("mistral3-tiny", ME_KEY_F32, "mistral3.rope.scaling.yarn_beta_fast", 16000,
-			  &m, &err) == BG_ERR_UNSUPPORTED &&
-		  m == NULL && has(&err, "YaRN betas 16 / 1"),
-	      "mistral3 beta_fast 16: '%s'", err.msg);
-	/* the yarn_log_multiplier synth writes is accepted for mistral3 (its graph ignores
-	 * it), still refused for llama */
-	CHECK(moe_rewrite("llama-yarn-tiny", ME_KEY_F32, "llama.rope.scaling.yarn_log_multiplier",
-			  1000, &m, &err) == BG_ERR_UNSUPPORTED &&
-		  m == NULL && has(&err, "yarn_log_multiplier"),
-	      "llama with yarn_log_multiplier: '%s'", err.msg);
-	model_free(m);
+	static const struct refusal bad[] = {
+	    /* one O bias missing; K/V biases without the Q bias */
+	    {"mistral3-bias-tiny", ME_DROP, "blk.2.attn_output.bias", 0, BG_ERR_FORMAT,
+	     "'blk.2.attn_output.bias' is missing"},
+	    {"mistral3-bias-tiny", ME_DROP, "blk.0.attn_q.bias", 0, BG_ERR_UNSUPPORTED,
+	     "attn_k.bias' is not part of a mistral3 model"},
+	    /* YaRN betas other than 32 / 1 (batchgen computes with those) */
+	    {"mistral3-tiny", ME_KEY_F32, "mistral3.rope.scaling.yarn_beta_fast", 16000,
+	     BG_ERR_UNSUPPORTED, "YaRN betas 16 / 1"},
+	    /* the yarn_log_multiplier synth writes is accepted for mistral3 (its graph ignores
+	     * it), still refused for llama */
+	    {"llama-yarn-tiny", ME_KEY_F32, "llama.rope.scaling.yarn_log_multiplier", 1000,
+	     BG_ERR_UNSUPPORTED, "yarn_log_multiplier"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
 /* smollm3: every 4th layer (3, 7) without RoPE, from the architecture alone */
