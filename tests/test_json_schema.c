@@ -398,6 +398,11 @@ static void test_refused(void)
 	    {"{\"type\": [\"string\", 3], \"anyOf\": [{}]}", "type must be a string or strings",
 	     BG_ERR_FORMAT},
 	    {"{\"type\": [], \"enum\": [1]}", "empty array", BG_ERR_FORMAT},
+	    /* found by CI's replay_schema.sh: the pattern was produced, the date ignored */
+	    {"{\"type\": \"string\", \"pattern\": \"^uui,,,,,,,\", \"format\": \"date\"}",
+	     "format \"date\" beside pattern", BG_ERR_UNSUPPORTED},
+	    {"{\"type\": \"string\", \"maxLength\": 3, \"format\": \"uuid\"}",
+	     "format \"uuid\" beside pattern, minLength or maxLength", BG_ERR_UNSUPPORTED},
 	    /* siblings that the branch would not read: integers were produced */
 	    {"{\"type\": \"string\", \"anyOf\": [{\"type\": \"integer\"}]}",
 	     "keyword \"type\" beside anyOf", BG_ERR_UNSUPPORTED},

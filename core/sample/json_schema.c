@@ -704,6 +704,16 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 		const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
 		bool has_len = cJSON_GetObjectItemCaseSensitive(s, "minLength") ||
 			       cJSON_GetObjectItemCaseSensitive(s, "maxLength");
+		const char *f = cJSON_IsString(fmt) ? fmt->valuestring : "";
+		bool enforced = strcmp(f, "uuid") == 0 || strcmp(f, "date") == 0 ||
+				strcmp(f, "time") == 0 || strcmp(f, "date-time") == 0;
+		/* the formats produced as themselves do not combine with a pattern or lengths:
+		 * refused rather than one of them ignored (other formats are annotations) */
+		if (enforced && (pat || has_len))
+			return js_fail(j, BG_ERR_UNSUPPORTED,
+				       "format \"%s\" beside pattern, minLength or maxLength is not "
+				       "supported",
+				       f);
 		if (pat) {
 			if (!cJSON_IsString(pat))
 				return js_fail(j, BG_ERR_FORMAT, "pattern must be a string");
@@ -719,9 +729,7 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 			js_prim(j, "space");
 			return define_new(j, hint, &b);
 		}
-		const char *f = cJSON_IsString(fmt) ? fmt->valuestring : "";
-		if (!has_len && (strcmp(f, "uuid") == 0 || strcmp(f, "date") == 0 ||
-				 strcmp(f, "time") == 0 || strcmp(f, "date-time") == 0)) {
+		if (enforced) {
 			char pn[32];
 			snprintf(pn, sizeof pn, "%s%s", f, strcmp(f, "uuid") ? "-string" : "");
 			return strdup(js_prim(j, pn));
