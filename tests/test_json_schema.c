@@ -403,6 +403,12 @@ static void test_refused(void)
 	     "format \"date\" beside pattern", BG_ERR_UNSUPPORTED},
 	    {"{\"type\": \"string\", \"maxLength\": 3, \"format\": \"uuid\"}",
 	     "format \"uuid\" beside pattern, minLength or maxLength", BG_ERR_UNSUPPORTED},
+	    /* an enforced format where no string schema is visited: dropped before */
+	    {"{\"type\": \"string\", \"format\": \"date\", \"enum\": [\"x\"]}",
+	     "format \"date\" is supported on a schema of type string", BG_ERR_UNSUPPORTED},
+	    {"{\"format\": \"uuid\", \"anyOf\": [{\"type\": \"string\"}]}",
+	     "format \"uuid\" is supported", BG_ERR_UNSUPPORTED},
+	    {"{\"format\": \"time\"}", "format \"time\" is supported", BG_ERR_UNSUPPORTED},
 	    /* siblings that the branch would not read: integers were produced */
 	    {"{\"type\": \"string\", \"anyOf\": [{\"type\": \"integer\"}]}",
 	     "keyword \"type\" beside anyOf", BG_ERR_UNSUPPORTED},

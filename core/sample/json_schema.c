@@ -334,6 +334,29 @@ static bool in_list(const char *const *l, const char *s)
 	return false;
 }
 
+/* The format of schema s that the converter produces as itself (date, time, date-time,
+ * uuid), or NULL: other formats are annotations. */
+static const char *enforced_format(const cJSON *s)
+{
+	static const char *const ENFORCED[] = {"date", "time", "date-time", "uuid", NULL};
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "format");
+	return cJSON_IsString(f) && in_list(ENFORCED, f->valuestring) ? f->valuestring : NULL;
+}
+
+/* Whether a schema's "type" admits strings ("string", or a list naming it). */
+static bool types_string(const cJSON *type)
+{
+	if (cJSON_IsString(type))
+		return strcmp(type->valuestring, "string") == 0;
+	const cJSON *t;
+	cJSON_ArrayForEach(t, type)
+	{
+		if (cJSON_IsString(t) && strcmp(t->valuestring, "string") == 0)
+			return true;
+	}
+	return false;
+}
+
 static char *define_new(struct js *j, const char *hint, struct strbuf *body)
 {
 	if (body->oom) {
@@ -701,15 +724,12 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 	}
 	if (strcmp(type, "string") == 0) {
 		const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
-		const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(s, "format");
 		bool has_len = cJSON_GetObjectItemCaseSensitive(s, "minLength") ||
 			       cJSON_GetObjectItemCaseSensitive(s, "maxLength");
-		const char *f = cJSON_IsString(fmt) ? fmt->valuestring : "";
-		bool enforced = strcmp(f, "uuid") == 0 || strcmp(f, "date") == 0 ||
-				strcmp(f, "time") == 0 || strcmp(f, "date-time") == 0;
+		const char *f = enforced_format(s);
 		/* the formats produced as themselves do not combine with a pattern or lengths:
 		 * refused rather than one of them ignored (other formats are annotations) */
-		if (enforced && (pat || has_len))
+		if (f && (pat || has_len))
 			return js_fail(j, BG_ERR_UNSUPPORTED,
 				       "format \"%s\" beside pattern, minLength or maxLength is not "
 				       "supported",
@@ -729,7 +749,7 @@ static char *visit_typed(struct js *j, const cJSON *s, const char *type, const c
 			js_prim(j, "space");
 			return define_new(j, hint, &b);
 		}
-		if (enforced) {
+		if (f) {
 			char pn[32];
 			snprintf(pn, sizeof pn, "%s%s", f, strcmp(f, "uuid") ? "-string" : "");
 			return strdup(js_prim(j, pn));
@@ -953,8 +973,15 @@ static char *visit(struct js *j, const cJSON *s, const char *hint)
 	const cJSON *cst = cJSON_GetObjectItemCaseSensitive(s, "const");
 	const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enum");
 	const char *const own[] = {ref ? "$ref" : any ? "anyOf" : "oneOf", NULL};
+	const char *fmt = enforced_format(s);
 	if (!check_type(j, type) || ((ref || any || one) && !only_beside(j, s, own[0], own))) {
 		r = NULL;
+	} else if (fmt && (!types_string(type) || ref || any || one || cst || en)) {
+		/* produced only where a string schema is visited: elsewhere it would be dropped */
+		r = js_fail(j, BG_ERR_UNSUPPORTED,
+			    "format \"%s\" is supported on a schema of type string (without $ref, "
+			    "anyOf, oneOf, const or enum)",
+			    fmt);
 	} else if (ref) {
 		if (!cJSON_IsString(ref))
 			r = js_fail(j, BG_ERR_FORMAT, "$ref must be a string");
