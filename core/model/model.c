@@ -166,6 +166,20 @@ static enum bg_status read_swa_list(const struct gguf_ctx *g, const char *key, u
 		       key);
 }
 
+/* mistral3's values that follow from the RoPE scaling and attn_temp_scale (both read):
+ * the graph's own attn_factor, in fp32 as llama.cpp computes it, and the temperature's
+ * floor (llama.cpp: n_ctx_orig_yarn) and offset when there is a temperature. The one place
+ * for files and lazy synthetic models alike. */
+static void mistral3_derive(struct model_hparams *hp)
+{
+	hp->rope_attn_factor = hp->rope_attn_factor_swa =
+	    1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
+	if (hp->attn_temp_scale != 0.0f) {
+		hp->attn_temp_floor = hp->n_ctx_orig;
+		hp->attn_temp_offset = MISTRAL3_TEMP_OFFSET;
+	}
+}
+
 /* The architecture's graph features (arch.h) and the keys that tune them. */
 static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 				    const struct arch_info *ai, struct model_hparams *hp,
@@ -223,9 +237,6 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 				       "%s false (granite without RoPE) is not supported", key);
 	}
 	if (ai->mistral3) {
-		/* the graph's attn_factor, in fp32 as llama.cpp computes it */
-		hp->rope_attn_factor = hp->rope_attn_factor_swa =
-		    1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
 		float bf = 32.0f, bs = 1.0f;
 		get_f32_key(g, arch, "rope.scaling.yarn_beta_fast", &bf);
 		get_f32_key(g, arch, "rope.scaling.yarn_beta_slow", &bs);
@@ -237,10 +248,7 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		if (!isfinite(hp->attn_temp_scale))
 			return bg_fail(err, BG_ERR_FORMAT,
 				       "%s.attention.temperature_scale is not a number", arch);
-		if (hp->attn_temp_scale != 0.0f) {
-			hp->attn_temp_floor = hp->n_ctx_orig; /* llama.cpp: n_ctx_orig_yarn */
-			hp->attn_temp_offset = MISTRAL3_TEMP_OFFSET;
-		}
+		mistral3_derive(hp);
 	}
 	hp->attn_softcap = ai->attn_softcap;
 	if (ai->attn_softcap > 0.0f)
@@ -910,13 +918,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	if (!st && ai->opt_bias) /* the biases synth writes for such a shape */
 		hp->qkv_bias = hp->attn_out_bias = s->biases;
 	if (!st && ai->mistral3) { /* read_features' values once the scaling is known */
-		hp->rope_attn_factor = hp->rope_attn_factor_swa =
-		    1.0f / (1.0f + 0.1f * logf(1.0f / hp->rope_freq_scale));
 		hp->attn_temp_scale = s->attn_temp_scale;
-		if (s->attn_temp_scale != 0.0f) {
-			hp->attn_temp_floor = hp->n_ctx_orig;
-			hp->attn_temp_offset = MISTRAL3_TEMP_OFFSET;
-		}
+		mistral3_derive(hp);
 	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;
