@@ -29,8 +29,7 @@ cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], voi
 	if (blocks > 65536)
 		blocks = 65536;
 	const float an = p[0], ap = p[1], beta = p[2], eps = p[3];
-	GPU_DISPATCH_DTYPE(dt, T,
-			   xielu_kernel<T><<<blocks, 256, 0, stream>>>(u, n, an, ap, beta, eps,
-								       (T *)out));
+	GPU_DISPATCH_DTYPE(
+	    dt, T, xielu_kernel<T><<<blocks, 256, 0, stream>>>(u, n, an, ap, beta, eps, (T *)out));
 	return cudaGetLastError();
 }

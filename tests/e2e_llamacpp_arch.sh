@@ -237,7 +237,8 @@ if q=$(shared tools/llama_quantize.c); then
 		check "synth ${qa%:*} f32" "$BATCHGEN" synth --shape "${qa%:*}-tiny" --dtype f32 \
 			--seed "${qa#*:}" -o "$TMP/${qa%:*}-src.gguf"
 		LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
-			"$TMP/${qa%:*}-src.gguf" "$TMP/${qa%:*}-q8.gguf" Q8_0 >"$TMP/quantize.log" 2>&1
+			"$TMP/${qa%:*}-src.gguf" "$TMP/${qa%:*}-q8.gguf" Q8_0 \
+			>"$TMP/quantize.log" 2>&1
 		check_eq "llama.cpp quantizes ${qa%:*} to Q8_0" "$?" 0
 		FROM=$TMP/${qa%:*}-q8.gguf arch_compare "${qa%:*}-q8_0" 0.1 0.25 "${F32KV[*]}"
 	done

@@ -545,8 +545,8 @@ static void test_xielu(void)
 	REQUIRE(gpu_xielu(d, 2, (int)v.size() / 2, p, out, GPU_F32, 0));
 	std::vector<float> got = dev_download_st(GPU_F32, out, v.size());
 	for (size_t i = 0; i < v.size(); i++)
-		CHECK(fabs(got[i] - hand[i]) <= 5e-7 * fabs(hand[i]), "xielu(%g) = %.9g, by hand %.9g",
-		      (double)v[i], (double)got[i], hand[i]);
+		CHECK(fabs(got[i] - hand[i]) <= 5e-7 * fabs(hand[i]),
+		      "xielu(%g) = %.9g, by hand %.9g", (double)v[i], (double)got[i], hand[i]);
 	cudaFree(d);
 	cudaFree(out);
 	const float q[4] = {1.8132617f, 0.97407698f, 0.5f, -1e-6f}; /* apertus-tiny's layer 0 */

@@ -424,7 +424,8 @@ static void xielu_rows(float *x, int64_t n, const float p[4])
 	const float an = p[0], ap = p[1], beta = p[2], eps = p[3];
 	for (int64_t i = 0; i < n; i++) {
 		float v = x[i];
-		x[i] = v > 0.0f ? ap * v * v + beta * v : (expm1f(fminf(v, eps)) - v) * an + beta * v;
+		x[i] = v > 0.0f ? ap * v * v + beta * v
+				: (expm1f(fminf(v, eps)) - v) * an + beta * v;
 	}
 }
 

@@ -697,7 +697,8 @@ static enum bg_status read_xielu(struct loader *L)
 		uint64_t n = 0;
 		if (gguf_find_key(L->g, keys[k]) < 0)
 			st = bg_fail(L->err, BG_ERR_FORMAT,
-				     "metadata key %s is missing (an apertus model's xIELU)", keys[k]);
+				     "metadata key %s is missing (an apertus model's xIELU)",
+				     keys[k]);
 		else if (gguf_get_arr(L->g, keys[k], &et, &n)) {
 			if (n != nl || !gguf_arr_copy_f32(L->g, keys[k], dst, n))
 				st = bg_fail(L->err, BG_ERR_FORMAT,
