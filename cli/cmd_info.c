@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/model_spec.h"
 #include "io/hub.h"
+#include "model/arch.h"
 #include "model/gguf.h"
 #include "model/model.h"
 
@@ -226,6 +227,11 @@ int cmd_info(int argc, char **argv)
 		printf("post_norms: yes\n");
 	if (hp->gelu)
 		printf("ffn_act: gelu\n");
+	if (hp->xielu && hp->n_layer) /* apertus: the operator's values (model.h) */
+		printf("ffn_act: xielu, not gated (down(xielu(up x))); layer 0: an %g, ap %g, beta "
+		       "%g, eps %g\n",
+		       (double)m->layers[0].xielu[0], (double)m->layers[0].xielu[1],
+		       (double)m->layers[0].xielu[2], (double)m->layers[0].xielu[3]);
 	if (hp->embd_scale != 1.0f)
 		printf("embd_scale: %g\n", (double)hp->embd_scale);
 	if (hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim))
@@ -289,8 +295,12 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_output.bias", &ly->bo);
 		if (hp->attn_sinks)
 			print_weight_line("blk.0.attn_sinks", &ly->attn_sinks);
-		if (!hp->no_pre_norms)
-			print_weight_line("blk.0.ffn_norm", &ly->ffn_norm);
+		const struct arch_info *ai = arch_find(m->arch);
+		if (!hp->no_pre_norms) /* gpt-oss, seed_oss: stored as post_attention_norm */
+			print_weight_line(ai && ai->ffn_norm_post_name
+					      ? "blk.0.post_attention_norm (ffn_norm)"
+					      : "blk.0.ffn_norm",
+					  &ly->ffn_norm);
 		if (hp->qk_norm) {
 			print_weight_line("blk.0.attn_q_norm", &ly->q_norm);
 			print_weight_line("blk.0.attn_k_norm", &ly->k_norm);
@@ -311,7 +321,8 @@ int cmd_info(int argc, char **argv)
 				print_weight_line("blk.0.ffn_down_exps.bias", &ly->down_exps_b);
 			}
 		} else {
-			print_weight_line("blk.0.ffn_gate", &ly->w_gate);
+			if (!hp->xielu) /* apertus: no gate */
+				print_weight_line("blk.0.ffn_gate", &ly->w_gate);
 			print_weight_line("blk.0.ffn_up", &ly->w_up);
 			print_weight_line("blk.0.ffn_down", &ly->w_down);
 		}

@@ -3,7 +3,8 @@
 # (default build-fuzz/seeds). Everything is made here from the tree, the built binary and
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
 #   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE,
-#              gpt-oss, olmo2/3, granite, mistral3, smollm3, tied and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
+#              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, tied and
+#              not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
 #   chat       template texts (../shared/chat_templates, cut at 4 KiB) and conversations
@@ -50,6 +51,12 @@ done
 	-o "$out/gguf/mistral3-bias-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape smollm3-tiny "${small[@]}" --layers 4 --dtype bf16 \
 	-o "$out/gguf/smollm3-bf16.gguf" 2>/dev/null
+# seed_oss (Q/K/V biases, the FFN norm named post_attention_norm, head_dim 32 != 32 / 2),
+# apertus (Q/K norms, rope_freqs, biases, no gate, the xielu.* arrays of one value a layer)
+"$BATCHGEN" synth --shape seed_oss-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/seed_oss-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape apertus-tiny "${small[@]}" --layers 2 --dtype q8_0 \
+	-o "$out/gguf/apertus-q8_0.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

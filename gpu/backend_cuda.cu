@@ -64,7 +64,7 @@ struct cuda_layer {
 	void *wqkv;	  /* [n_q + 2 n_kv, n_embd] */
 	void *wo;	  /* [n_embd, n_q] */
 	float *ffn_norm;  /* [n_embd], or NULL likewise */
-	void *wgu;	  /* [2 n_ff, n_embd] */
+	void *wgu;	  /* [2 n_ff, n_embd]; [n_ff, n_embd], up alone, with hp.xielu */
 	void *wdown;	  /* [n_embd, n_ff] */
 	float *bqkv;	  /* [n_q + 2 n_kv] fp32 Q|K|V biases (qwen2), or NULL */
 	float *q_norm, *k_norm;	    /* [head_dim] fp32 each (qwen3, gemma3), [n_q] and [n_kv]
@@ -72,6 +72,7 @@ struct cuda_layer {
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
 	bool no_rope;		     /* Q and K not rotated (smollm3's every 4th layer) */
+	float xielu[4];		     /* apertus: model_layer.xielu (hp.xielu) */
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
 	float *router;	 /* [n_expert, n_embd] fp32 */
 	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
@@ -387,11 +388,13 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				(hp->attn_sinks ? (uint64_t)hp->n_head : 0) +
 				(hp->attn_out_bias ? (uint64_t)E : 0) +
 				(hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0);
+	/* apertus: up and down only (no gate) */
+	const size_t n_ffm = hp->xielu ? 1 : 2; /* FFN matrices before down: gate|up or up */
 	uint64_t untied_params =
 	    (uint64_t)V * E * 2 + E +
 	    (uint64_t)hp->n_layer * ((hp->no_pre_norms ? 0 : 2 * E) +
 				     E * (uint64_t)(c->n_q + 2 * c->n_kv) +
-				     (uint64_t)c->n_q * E + 3 * E * F + extra_params +
+				     (uint64_t)c->n_q * E + (n_ffm + 1) * E * F + extra_params +
 				     (uint64_t)NX * E * (1 + 3 * (uint64_t)FX));
 	bool lazy = !m->tok_embd.data;
 	bool tied = lazy ? m->n_params < untied_params : m->output.data == m->tok_embd.data;
@@ -399,7 +402,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_norm = align_up(E * 4, 256);
 	size_t sz_qkv = align_up((size_t)(c->n_q + 2 * c->n_kv) * E * es, 256);
 	size_t sz_o = align_up(E * (size_t)c->n_q * es, 256);
-	size_t sz_gu = align_up(2 * F * E * es, 256);
+	size_t sz_gu = align_up(n_ffm * F * E * es, 256);
 	size_t sz_down = align_up(E * F * es, 256);
 	size_t sz_bias = hp->qkv_bias ? align_up((size_t)(c->n_q + 2 * c->n_kv) * 4, 256) : 0;
 	size_t sz_qn = hp->qk_norm ? align_up(qn * 4, 256) : 0;
@@ -489,6 +492,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		}
 		L->swa = ml->swa;
 		L->no_rope = ml->no_rope;
+		memcpy(L->xielu, ml->xielu, sizeof L->xielu);
 		char *qkv = (char *)L->wqkv;
 		if (L->attn_norm)
 			st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
@@ -504,11 +508,11 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK && L->ffn_norm)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
-		if (st == BG_OK && !NX)
+		if (st == BG_OK && !NX && !hp->xielu)
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && !NX)
-			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + F * E * es, UP_MATRIX,
-					   err);
+		if (st == BG_OK && !NX) /* after the gate rows, or alone (apertus) */
+			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + (n_ffm - 1) * F * E * es,
+					   UP_MATRIX, err);
 		if (st == BG_OK && !NX)
 			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
 	}
@@ -778,7 +782,9 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	 * experts, which never fuses, and a dense model with one would not fuse either) */
 	/* (olmo2, no pre-norms and whole-row Q/K norms, has post-norms; refused by name too:
 	 * the prologues normalize and qkv_post's epilogue norms per head) */
-	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full &&
+	/* (apertus: its FFN is not gated, and the gate|up GEMV's epilogue is SwiGLU's: the
+	 * unfused path's gpu_xielu. A non-gated epilogue is left for later.) */
+	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
 	       c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
@@ -1010,6 +1016,10 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 						&c->moe_plan, c->moe_y, &oai, c->dt, GPU_MOE_AUTO,
 						s));
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
+		} else if (hp->xielu) { /* apertus: down(xielu(up x)) */
+			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, F, E, n, F));
+			CUDA_CHECK(gpu_xielu(c->gu, n, F, L->xielu, c->act, c->dt, s));
+			CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->tmp, E, F, n, E));
 		} else {
 			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F));
 			CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
@@ -1878,6 +1888,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if ((hp->moe_bias || hp->swiglu_oai) && hp->n_expert == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU and expert biases are supported in experts only");
+	if (hp->xielu && (hp->n_expert || hp->gelu))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the xIELU FFN is supported in dense layers only");
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");

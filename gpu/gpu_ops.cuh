@@ -248,6 +248,15 @@ cudaError_t gpu_attention_occupancy(enum gpu_dtype dt, int n_head, int n_head_kv
 cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
 		       bool gelu, cudaStream_t stream);
 
+/* ---- xielu.cu ---- */
+
+/* apertus's FFN activation (core/model/model.h, not gated): out[t, i] = xielu(u[t, i]) with
+ * p = {an, ap, beta, eps} (model_layer.xielu, already transformed), the CPU backend's fp32
+ * roundings: v > 0: (ap * v) * v + beta * v, else (expm1f(fminf(v, eps)) - v) * an +
+ * beta * v. u is [n_tok, n_ff] fp32, out [n_tok, n_ff] of dt. */
+cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], void *out,
+		      enum gpu_dtype dt, cudaStream_t stream);
+
 /* ---- gemm.cu ---- */
 
 /* y[t, r] = sum_i W[r, i] * x[t, i]: W [n_out, n_in] and x [n_tok, n_in] of dt, y

@@ -8,7 +8,8 @@
 # the mixtures of experts qwen3moe, Mixtral (llama with experts) and gpt-oss (sinks,
 # biases, clamped SwiGLU), olmo2 (post-norms only, whole-row Q/K norms; OLMo 3's windows),
 # granite and granitemoe (embedding, attention, residual and logit scales), mistral3 (llama
-# 4's attention temperature) and smollm3 (every 4th layer without RoPE).
+# 4's attention temperature), smollm3 (every 4th layer without RoPE), seed_oss (its FFN norm
+# under the post-attention name, Q/K/V biases) and apertus (Q/K norms, the xIELU FFN).
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -200,6 +201,18 @@ arch_compare mistral3-bias-q8_0 0.1 0.25 "${F32KV[*]}" --shape mistral3-bias-tin
 arch_compare smollm3-f32 0 2e-5 "${F32KV[*]}" --shape smollm3-tiny --dtype f32 --seed 3
 arch_compare smollm3-f16 0.02 0.03 "" --shape smollm3-tiny --dtype f16 --seed 5
 arch_compare smollm3-q8_0 0.1 0.25 "${F32KV[*]}" --shape smollm3-tiny --dtype q8_0 --seed 5
+# seed_oss (llama.cpp's seed_oss graph): NeoX RoPE, Q/K/V biases (no O bias), the pre-FFN
+# norm stored as post_attention_norm, head_dim 32 != 64 / 4; apertus (llama.cpp's apertus
+# graph): per-head Q/K norms, llama3 rope_freqs, Q/K/V and O biases, the non-gated xIELU FFN
+# with different alpha_n, alpha_p, beta per layer. Norm weights 1 + N(0, 0.25^2). Their
+# q8_0 rows (below) are quantized by llama.cpp. Measured 2026-12-01: seed_oss f32 2.1e-6,
+# f16 4.0e-3 (seed 3), q8_0 1.1e-7; apertus f32 1.9e-6, f16 4.7e-3, q8_0 7.1e-8. Planted,
+# each failing the f32 row (and q8_0 where run): seed_oss's biases dropped, its FFN normed
+# with attn_norm's weights; apertus's Q/K norms dropped, xIELU's alpha_n without + beta,
+# alpha_p without softplus, the x <= 0 branch without - x, layer 0's parameters everywhere,
+# the O bias dropped.
+arch_compare seed_oss-f32 0 2e-5 "${F32KV[*]}" --shape seed_oss-tiny --dtype f32 --seed 3
+arch_compare apertus-f32 0 2e-5 "${F32KV[*]}" --shape apertus-tiny --dtype f32 --seed 3
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);
@@ -217,6 +230,18 @@ if q=$(shared tools/llama_quantize.c); then
 		"$("$BATCHGEN" info -m "$TMP/gpt-oss-mx.gguf" | awk '/ffn_(gate|up|down)_exps |attn_q / {print $2}' | tr '\n' ' ')" \
 		"q8_0 mxfp4 mxfp4 mxfp4 "
 	FROM=$TMP/gpt-oss-mx.gguf arch_compare gpt-oss-mxfp4 0.1 0.25 "${F32KV[*]}"
+	# seed_oss and apertus in Q8_0 by llama.cpp's quantizer (norms, biases kept f32), from
+	# f32 files: seeds 9 and 7 compare 35 and 36 steps (others stop at a top-2 margin < 0.1
+	# after 13-32 steps, none failing)
+	for qa in seed_oss:9 apertus:7; do
+		check "synth ${qa%:*} f32" "$BATCHGEN" synth --shape "${qa%:*}-tiny" --dtype f32 \
+			--seed "${qa#*:}" -o "$TMP/${qa%:*}-src.gguf"
+		LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
+			"$TMP/${qa%:*}-src.gguf" "$TMP/${qa%:*}-q8.gguf" Q8_0 \
+			>"$TMP/quantize.log" 2>&1
+		check_eq "llama.cpp quantizes ${qa%:*} to Q8_0" "$?" 0
+		FROM=$TMP/${qa%:*}-q8.gguf arch_compare "${qa%:*}-q8_0" 0.1 0.25 "${F32KV[*]}"
+	done
 fi
 
 # Every layer windowed (gemma2 with sliding_window_pattern 0, window 16): the engine gives

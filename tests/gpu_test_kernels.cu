@@ -524,6 +524,52 @@ static void test_swiglu(void)
 	}
 }
 
+/* gpu_xielu (apertus's FFN activation): values worked by hand for p = {an 2, ap 0.5, beta
+ * 0.25, eps -1e-6}, both branches and the eps clamp, then a random row against the host
+ * expression, every dtype. */
+static void test_xielu(void)
+{
+	const float p[4] = {2.0f, 0.5f, 0.25f, -1e-6f};
+	/* v > 0: 0.5 v^2 + 0.25 v; v <= 0: (expm1(min(v, -1e-6)) - v) * 2 + 0.25 v */
+	const std::vector<float> v = {2.0f, 1.0f, 3.0f, 0.0f, -1e-7f, -1.0f, -3.0f, -30.0f};
+	const double hand[] = {
+	    2.5, 0.75, 5.25,
+	    -1.9999990000003335e-6,	/* 2 expm1(-1e-6) */
+	    -1.8249990000003335e-6,	/* 2 (expm1(-1e-6) + 1e-7) - 2.5e-8 */
+	    0.48575888234288467,	/* 2 (e^-1 - 1 + 1) - 0.25 */
+	    3.3495741367357279,	/* 2 (e^-3 + 2) - 0.75 */
+	    50.500000000000185};	/* 2 (e^-30 + 29) - 7.5 */
+	float *d = dev_vec(v);
+	void *out;
+	REQUIRE(cudaMalloc(&out, v.size() * 4));
+	REQUIRE(gpu_xielu(d, 2, (int)v.size() / 2, p, out, GPU_F32, 0));
+	std::vector<float> got = dev_download_st(GPU_F32, out, v.size());
+	for (size_t i = 0; i < v.size(); i++)
+		CHECK(fabs(got[i] - hand[i]) <= 5e-7 * fabs(hand[i]),
+		      "xielu(%g) = %.9g, by hand %.9g", (double)v[i], (double)got[i], hand[i]);
+	cudaFree(d);
+	cudaFree(out);
+	const float q[4] = {1.8132617f, 0.97407698f, 0.5f, -1e-6f}; /* apertus-tiny's layer 0 */
+	for (enum gpu_dtype dt : all_dt) {
+		int n_tok = 9, n_ff = 150;
+		std::vector<float> u = rand_vec((size_t)n_tok * n_ff, -10, 10);
+		float *du = dev_vec(u);
+		REQUIRE(cudaMalloc(&out, u.size() * 4));
+		REQUIRE(gpu_xielu(du, n_tok, n_ff, q, out, dt, 0));
+		std::vector<float> g = dev_download_st(dt, out, u.size());
+		std::vector<float> want(u.size());
+		for (size_t i = 0; i < u.size(); i++) {
+			volatile float x = u[i], a = q[1] * x, b = a * x, c = q[2] * x;
+			volatile float e = expm1f(fminf(x, q[3])) - x, f = e * q[0];
+			want[i] = st_round(dt, x > 0.0f ? b + c : f + c);
+		}
+		/* CUDA's expm1f within 1 ulp of glibc's: a few ulps after the products */
+		check_close("xielu", g, want, 1e-30, dt == GPU_F32 ? 1e-6 : st_rtol(dt));
+		cudaFree(du);
+		cudaFree(out);
+	}
+}
+
 /* ---- gemm ---- */
 
 static void test_gemm(cublasHandle_t h)
@@ -3250,6 +3296,7 @@ int main(void)
 	RUN(kv_write, test_kv_write());
 	RUN(bias, test_bias());
 	RUN(swiglu, test_swiglu());
+	RUN(xielu, test_xielu());
 	RUN(gemm, test_gemm(h));
 	RUN(gemv, test_gemv());
 	RUN(gemv, test_gemv_bucket());

@@ -795,6 +795,10 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:granitemoe-tiny:f32",
 	    /* mistral3 with Q/K/V and O biases (a dense model with an O bias: unfused) */
 	    "synthetic:mistral3-bias-tiny:f32",
+	    /* seed_oss: Q/K/V biases, its FFN norm (post_attention_norm in the file) */
+	    "synthetic:seed_oss-tiny:f32",
+	    /* apertus: Q/K norms, rope_freqs, Q/K/V and O biases, the xIELU FFN (unfused) */
+	    "synthetic:apertus-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -806,18 +810,27 @@ static void test_arch_vs_cpu(void)
  * batch-16 graph (4 padding rows routed too), every row against the CPU backend.
  * test_batch_vs_cpu: the same for nseq <= MAXSEQ (32) sequences of any f32 model (prompt lengths
  * repeating after 12), the decode graph of nseq's bucket. */
+static void test_batch_model(struct model *m, const char *spec, int nseq);
+
 static void test_batch_vs_cpu(const char *spec, int nseq)
+{
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	if (model_open(spec, false, &m, &err) != BG_OK) {
+		CHECK(0, "model_open %s: %s", spec, err.msg);
+		return;
+	}
+	test_batch_model(m, spec, nseq);
+}
+
+/* test_batch_vs_cpu on model m (freed here), spec naming it in messages */
+static void test_batch_model(struct model *m, const char *spec, int nseq)
 {
 	enum { NSTEP = 4, NB = 3 }; /* NB blocks of 16 tokens a sequence */
 	const int NSEQ = nseq;
 	if (nseq < 1 || nseq > MAXSEQ) {
 		CHECK(0, "%s: %d sequences", spec, nseq);
-		return;
-	}
-	struct model *m = NULL;
-	struct bg_err err = {0};
-	if (model_open(spec, false, &m, &err) != BG_OK) {
-		CHECK(0, "model_open %s: %s", spec, err.msg);
+		model_free(m);
 		return;
 	}
 	struct backend *g = gpu_util_backend(m, true, 16, NSEQ * NB * 16),
@@ -853,6 +866,22 @@ static void test_batch_vs_cpu(const char *spec, int nseq)
 	backend_destroy(g);
 	backend_destroy(c);
 	model_free(m);
+}
+
+/* apertus without biases (as the released models): no O bias keeps it off the fused path
+ * any longer, so there pass_fused's refusal of the xIELU FFN (the gate|up GEMV's epilogue is
+ * SwiGLU's) is what keeps it right; 2 sequences, bucket 2 */
+static void test_apertus_nobias(void)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("apertus-tiny"));
+	o.shape.biases = false;
+	o.seed = 5;
+	struct model *m = gpu_util_synth_model(&o, "apertus-tiny without biases");
+	if (!m)
+		return;
+	CHECK(!m->hp.attn_out_bias && !m->hp.qkv_bias && m->hp.xielu, "apertus without biases");
+	test_batch_model(m, "apertus-tiny without biases", 2);
 }
 
 static void test_moe_batch(const char *spec)
@@ -1153,6 +1182,12 @@ int main(void)
 		test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
 		test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3); /* unrotated layers, bucket 4 */
 		test_moe_batch("synthetic:granitemoe-tiny:f32");
+		/* seed_oss on bucket 2's fused graph (biases in the QKV epilogue); apertus with
+		 * O bias and xIELU on bucket 4's unfused one; apertus lazily: no gate uploaded */
+		test_batch_vs_cpu("synthetic:seed_oss-tiny:f32", 2);
+		test_batch_vs_cpu("synthetic:apertus-tiny:f32", 3);
+		test_lazy_synthetic("synthetic:apertus-tiny:bf16");
+		test_apertus_nobias();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1192,6 +1227,10 @@ int main(void)
 	test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
 	test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3);
 	test_moe_batch("synthetic:granitemoe-tiny:f32");
+	test_batch_vs_cpu("synthetic:seed_oss-tiny:f32", 2);
+	test_batch_vs_cpu("synthetic:apertus-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:apertus-tiny:bf16");
+	test_apertus_nobias();
 	test_errors();
 	return check_summary();
 }

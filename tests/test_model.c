@@ -1473,13 +1473,125 @@ static void test_smollm3(void)
 	}
 }
 
+/* seed_oss: its FFN norm read from post_attention_norm, optional Q/K/V biases, no O bias;
+ * apertus: per-head Q/K norms, no gate, xIELU's values transformed as ggml_xielu (by hand
+ * below: softplus(x) = ln(1 + e^x)); the released sizes' parameter counts (synth.c's
+ * comments derive them from each config.json). */
+static void test_seed_apertus(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("seed_oss-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l1 = &m->layers[1];
+		const struct gguf_tensor *pn =
+		    gguf_find_tensor(m->gguf, "blk.1.post_attention_norm.weight");
+		CHECK(hp->rope_neox && hp->qkv_bias && !hp->attn_out_bias && !hp->qk_norm &&
+			  !hp->post_norms && !hp->xielu && hp->head_dim == 32 && l1->bq.ne0 == 128 &&
+			  l1->bk.ne0 == 64 && l1->w_gate.data && !l1->attn_post_norm.data,
+		      "seed_oss-tiny hparams");
+		CHECK(pn && l1->ffn_norm.data == pn->data && l1->ffn_norm.ne0 == 64,
+		      "seed_oss: the FFN norm is post_attention_norm.weight");
+		float w[2];
+		memcpy(w, l1->ffn_norm.data, sizeof w);
+		CHECK(w[0] != 1.0f && w[1] != 1.0f && w[0] > 0.0f, "seed_oss ffn norm %g %g",
+		      (double)w[0], (double)w[1]);
+		CHECK(m->n_params == synth_n_params(synth_find_shape("seed_oss-tiny"), false),
+		      "seed_oss-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("apertus-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l2 = &m->layers[2];
+		CHECK(hp->rope_neox && hp->qk_norm && !hp->qk_norm_full && hp->xielu &&
+			  hp->qkv_bias && hp->attn_out_bias &&
+			  strcmp(hp->rope_factors, "rope_freqs") == 0 &&
+			  l2->q_norm.ne0 == 16 && l2->k_norm.ne0 == 16 && !l2->w_gate.data &&
+			  !l2->w_gate.ne0 && l2->w_up.ne1 == 128 && l2->w_down.ne0 == 128,
+		      "apertus-tiny hparams and layer shapes");
+		/* layer 0: alpha_n 1, alpha_p 0.5, beta 0.5; layer 2: 2, -0.1, 0.75 (synth) */
+		const double want[2][4] = {
+		    {0.5 + 1.3132616875182228, 0.9740769841801067, 0.5, -1e-6},
+		    {0.75 + 2.1269280110429727, 0.6443966600735709, 0.75, -1e-6}};
+		const float *got[2] = {l0->xielu, l2->xielu};
+		bool ok = true;
+		for (int i = 0; i < 2; i++)
+			for (int k = 0; k < 4; k++)
+				ok = ok && fabs(got[i][k] - want[i][k]) <= 1e-6 * fabs(want[i][k]);
+		CHECK(ok, "apertus xielu layer 0 %g %g %g %g, layer 2 %g %g %g %g",
+		      (double)got[0][0], (double)got[0][1], (double)got[0][2], (double)got[0][3],
+		      (double)got[1][0], (double)got[1][1], (double)got[1][2], (double)got[1][3]);
+		CHECK(m->n_params == synth_n_params(synth_find_shape("apertus-tiny"), false) + 8,
+		      "apertus-tiny n_params %llu (+ 8 rope factors)",
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	/* one value for every layer (llama.cpp's get_key_or_arr): alpha_p 25 (softplus: 25) */
+	CHECK(moe_rewrite("apertus-tiny", ME_KEY_F32, "xielu.alpha_p", 25000, &m, &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		CHECK(m->layers[0].xielu[1] == 25.0f && m->layers[2].xielu[1] == 25.0f &&
+			  m->layers[2].xielu[2] == 0.75f,
+		      "apertus: one xielu.alpha_p for every layer");
+		model_free(m);
+		m = NULL;
+	}
+	/* the released sizes, lazily: seed-oss-36b, apertus-8b and -70b (without the 64 rope
+	 * factors, which a lazy model does not describe) */
+	static const struct {
+		const char *shape;
+		uint64_t n;
+	} sizes[] = {{"seed-oss-36b", 36151104512ull},
+		     {"apertus-8b", 8053338112ull},
+		     {"apertus-70b", 70599864320ull}};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "synthetic:%s", sizes[i].shape);
+		CHECK(model_open(spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		if (m) {
+			uint64_t n = synth_n_params(synth_find_shape(sizes[i].shape), false);
+			CHECK(m->n_params == sizes[i].n && n == m->n_params, "lazy %s: n_params %llu",
+			      sizes[i].shape, (unsigned long long)m->n_params);
+		}
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    {"seed_oss-tiny", ME_ADD, "blk.0.attn_output.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_output.bias' is not part of a seed_oss model"},
+	    {"seed_oss-tiny", ME_ADD, "blk.0.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_norm.weight' is not part of a seed_oss model"},
+	    {"seed_oss-tiny", ME_DROP, "blk.1.post_attention_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.post_attention_norm.weight' is missing"},
+	    {"seed_oss-tiny", ME_DROP, "blk.1.attn_v.bias", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_v.bias' is missing"},
+	    {"apertus-tiny", ME_DROP, "blk.1.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_k_norm.weight' is missing"},
+	    {"apertus-tiny", ME_ADD, "blk.0.attn_q_norm.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_q_norm.bias' is not part of a apertus model"},
+	    {"apertus-tiny", ME_DENSE, "", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_gate.weight' is not part of a apertus model"},
+	    {"apertus-tiny", ME_KEY_F32, "xielu.beta", UINT32_MAX, BG_ERR_FORMAT,
+	     "xielu.beta is missing"},
+	    {"apertus-tiny", ME_BOOLS, "xielu.eps", 0, BG_ERR_FORMAT,
+	     "xielu.eps is not a list of 3 numbers"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* A lazy synthetic model (no file: model.c's lazy_model) has the hyper-parameters and
  * per-layer flags the loader reads from the same shape's file: granite's scales,
- * mistral3's temperature, attn_factor and biases, smollm3's unrotated layers. */
+ * mistral3's temperature, attn_factor and biases, smollm3's unrotated layers, seed_oss's
+ * biases, apertus's missing gate and xIELU values. */
 static void test_lazy_new_arch(void)
 {
 	static const char *const shapes[] = {"granite-tiny", "granitemoe-tiny", "mistral3-tiny",
-					     "mistral3-bias-tiny", "smollm3-tiny"};
+					     "mistral3-bias-tiny", "smollm3-tiny", "seed_oss-tiny",
+					     "apertus-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -1500,10 +1612,17 @@ static void test_lazy_new_arch(void)
 				    x->rope_yarn == y->rope_yarn && x->n_ctx_orig == y->n_ctx_orig &&
 				    x->qkv_bias == y->qkv_bias && x->attn_out_bias == y->attn_out_bias &&
 				    x->n_expert == y->n_expert && x->n_ff_exp == y->n_ff_exp &&
-				    a->n_params == b->n_params;
+				    x->xielu == y->xielu && x->qk_norm == y->qk_norm &&
+				    /* a lazy model does not describe rope factors (apertus-tiny's) */
+				    a->n_params ==
+					b->n_params + (a->rope_factors.data ? x->rope_dim / 2 : 0);
 			for (uint32_t l = 0; l < x->n_layer; l++)
 				same = same && a->layers[l].no_rope == b->layers[l].no_rope &&
-				       a->layers[l].bo.ne0 == b->layers[l].bo.ne0;
+				       a->layers[l].bo.ne0 == b->layers[l].bo.ne0 &&
+				       a->layers[l].bq.ne0 == b->layers[l].bq.ne0 &&
+				       a->layers[l].w_gate.ne0 == b->layers[l].w_gate.ne0 &&
+				       memcmp(a->layers[l].xielu, b->layers[l].xielu,
+					      sizeof a->layers[l].xielu) == 0;
 			CHECK(same, "%s: the lazy model's hyper-parameters are the file's", spec);
 		}
 		model_free(a);
@@ -1529,6 +1648,7 @@ int main(void)
 	test_granite();
 	test_mistral3();
 	test_smollm3();
+	test_seed_apertus();
 	test_lazy_new_arch();
 	return check_summary();
 }

@@ -417,6 +417,18 @@ static void ffn_glu(float *g, const float *u, int64_t i0, int64_t i1, bool gelu)
 	}
 }
 
+/* apertus's xIELU (model.h) on n values in place, p = model_layer.xielu {an, ap, beta,
+ * eps}, as ggml's CPU op computes it in fp32 (expm1f, fminf). Element by element. */
+static void xielu_rows(float *x, int64_t n, const float p[4])
+{
+	const float an = p[0], ap = p[1], beta = p[2], eps = p[3];
+	for (int64_t i = 0; i < n; i++) {
+		float v = x[i];
+		x[i] = v > 0.0f ? ap * v * v + beta * v
+				: (expm1f(fminf(v, eps)) - v) * an + beta * v;
+	}
+}
+
 static void mm_pre_task(const struct mm_run *r, int32_t task)
 {
 	int p = r->n_pre - 1;
@@ -967,6 +979,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (c->moe) { /* routed experts (cpu_moe.h), the output in place of xb */
 			const struct cpu_moe_mm mm = {moe_mm, c};
 			cpu_moe_ffn(c->moe, L, c->xb, T, c->xb, &mm);
+		} else if (hp->xielu) { /* apertus: down(xielu(up x)), not gated */
+			matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->w_up, c->xb, c->hb, T);
+			xielu_rows(c->hb, (int64_t)T * F, L->xielu);
+			matmul1(c, BACKEND_CPU_MM_DOWN, &L->w_down, c->hb, c->xb, T);
 		} else {
 			const struct model_weight *ws[2] = {&L->w_gate, &L->w_up};
 			const float *xs[2] = {c->xb, c->xb};
@@ -1303,6 +1319,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		static const char *enames[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
 		for (int i = 0; i < (moe ? 10 : 9); i++)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
+			    !(hp->xielu && i == 6) &&			     /* apertus: no gate */
 			    (st = check_weight(ws[i], moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
 				return st;
@@ -1360,6 +1377,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		if (hp->swiglu_oai && !moe)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the clamped SwiGLU is supported in experts only");
+		if (hp->xielu && (moe || hp->gelu))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the xIELU FFN is supported in dense layers only");
 		if (!hp->qkv_bias)
 			continue;
 		/* the biases are read as f32 vectors of the projections' output sizes */

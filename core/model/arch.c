@@ -43,7 +43,18 @@
  * LLM_ARCH_SMOLLM3): the llama graph with no RoPE in layers 3, 7, 11, ... (use_rope =
  * (il + 1) % n_no_rope_layer_step != 0, the step fixed to 4 in llama-model.cpp, not read
  * from the file), no rope factors; its graph would add Q/K/V/O biases, but llama.cpp does not
- * load them for smollm3 (a file with them fails there), so batchgen refuses them. */
+ * load them for smollm3 (a file with them fails there), so batchgen refuses them.
+ * seed_oss (src/models/seed-oss.cpp, LLM_ARCH_SEED_OSS): the llama graph with NeoX RoPE
+ * (llama_model_rope_type), Q/K/V biases when present (create_tensor_qkv / build_qkv; the
+ * released Seed-OSS-36B has them), no O bias loaded, the pre-FFN norm loaded as
+ * attn_post_norm (post_attention_norm.weight) and used where llama's ffn_norm is, SiLU
+ * SwiGLU, output tied to token_embd when output.weight is absent.
+ * apertus (src/models/apertus.cpp, LLM_ARCH_APERTUS): NeoX RoPE with optional rope_freqs
+ * (Llama 3.1's factors), per-head Q/K RMS norms before RoPE (their optional biases are
+ * refused), optional Q/K/V and O biases, output.weight required, and a non-gated FFN:
+ * down(xielu(up(ffn_norm(x)))), xIELU's alpha_n, alpha_p, beta, eps per layer from the
+ * keys xielu.* (no arch prefix; an array of n_layer or one value), transformed by
+ * ggml_xielu (model.h). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -91,7 +102,8 @@ static const struct arch_info table[] = {
      .moe_ok = true,
      .moe_only = true,
      .moe_ff_key = true,
-     .oai = true},
+     .oai = true,
+     .ffn_norm_post_name = true},
     {.name = "phi3",
      .families = "Phi-3, Phi-3.5-mini, Phi-4-mini",
      .rope_neox = true,
@@ -112,6 +124,17 @@ static const struct arch_info table[] = {
      .opt_bias = true,
      .mistral3 = true},
     {.name = "smollm3", .families = "SmolLM3", .refuse_bias = true, .no_rope_step = 4},
+    {.name = "seed_oss",
+     .families = "Seed-OSS (ByteDance Seed-OSS-36B)",
+     .rope_neox = true,
+     .ffn_norm_post_name = true,
+     .opt_qkv_bias = true},
+    {.name = "apertus",
+     .families = "Apertus (Swiss AI Apertus 8B, 70B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .opt_bias = true,
+     .xielu = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -137,7 +160,7 @@ const struct arch_info *arch_find(const char *name)
 const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2, granite, "
-	       "granitemoe, mistral3, smollm3";
+	       "granitemoe, mistral3, smollm3, seed_oss, apertus";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -6,7 +6,8 @@
  * post-attention and post-FFN norms, no pre-norms, GELU(tanh) or SiLU gating, the
  * embedding scale, attention and final logit soft-capping, the sliding-window layer
  * pattern, a fused gate|up FFN tensor, granite's embedding, attention, residual and logit
- * scales, mistral3's attention temperature, smollm3's layers without RoPE.
+ * scales, mistral3's attention temperature, smollm3's layers without RoPE, seed_oss's
+ * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -75,6 +76,15 @@ struct arch_info {
 	/* > 0: layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3: 4, a constant
 	 * of llama.cpp's, not a key); model_layer.no_rope */
 	uint32_t no_rope_step;
+	/* the FFN's input norm is stored as post_attention_norm (no ffn_norm): gpt-oss,
+	 * seed_oss (llama.cpp's attn_post_norm, used there as the pre-FFN norm) */
+	bool ffn_norm_post_name;
+	/* seed_oss: attn_{q,k,v}.bias read when the file has them (blk.0 decides, as opt_bias),
+	 * but no O bias (llama.cpp does not load one for it: refused as an unknown tensor) */
+	bool opt_qkv_bias;
+	/* apertus: a non-gated FFN, down(xielu(up(x))) with no ffn_gate, xIELU's per-layer
+	 * parameters from the xielu.* keys (model.h's model_layer.xielu) */
+	bool xielu;
 };
 
 /* The row of an architecture, or NULL. */

@@ -203,10 +203,12 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->swiglu_alpha = 1.702f;
 		hp->swiglu_limit = 7.0f;
 	}
-	if (ai->opt_bias && g) { /* blk.0 decides; load_tensors then needs them everywhere */
+	if ((ai->opt_bias || ai->opt_qkv_bias) && g) /* blk.0 decides; load_tensors then needs
+						       * them everywhere */
 		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
+	if (ai->opt_bias && g)
 		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
-	}
+	hp->xielu = ai->xielu;
 	hp->residual_scale = hp->logit_scale = 1.0f;
 	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
 		char key[128];
@@ -666,6 +668,63 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	return BG_OK;
 }
 
+void model_xielu_params(float alpha_n, float alpha_p, float beta, float eps, float out[4])
+{
+	/* ggml_xielu's op params: softplus as ggml_compute_softplus_f32, in fp32 */
+	float sp_n = alpha_n > 20.0f ? alpha_n : logf(1.0f + expf(alpha_n));
+	float sp_p = alpha_p > 20.0f ? alpha_p : logf(1.0f + expf(alpha_p));
+	out[0] = beta + sp_n;
+	out[1] = sp_p;
+	out[2] = beta;
+	out[3] = eps;
+}
+
+/* apertus: xielu.alpha_n, alpha_p, beta, eps (no arch prefix, as llama.cpp's keys are), each
+ * one f32 for every layer or an array of n_layer (llama.cpp's get_key_or_arr), all
+ * required; stored per layer as model_xielu_params makes them. */
+static enum bg_status read_xielu(struct loader *L)
+{
+	static const char *const keys[4] = {"xielu.alpha_n", "xielu.alpha_p", "xielu.beta",
+					    "xielu.eps"};
+	uint32_t nl = L->m->hp.n_layer;
+	float *v = malloc(4 * (size_t)nl * sizeof *v);
+	if (!v)
+		return bg_fail(L->err, BG_ERR_NOMEM, "out of memory");
+	enum bg_status st = BG_OK;
+	for (int k = 0; k < 4 && !st; k++) {
+		float *dst = v + (size_t)k * nl;
+		enum gguf_type et;
+		uint64_t n = 0;
+		if (gguf_find_key(L->g, keys[k]) < 0)
+			st = bg_fail(L->err, BG_ERR_FORMAT,
+				     "metadata key %s is missing (an apertus model's xIELU)",
+				     keys[k]);
+		else if (gguf_get_arr(L->g, keys[k], &et, &n)) {
+			if (n != nl || !gguf_arr_copy_f32(L->g, keys[k], dst, n))
+				st = bg_fail(L->err, BG_ERR_FORMAT,
+					     "metadata key %s is not a list of %u numbers", keys[k],
+					     nl);
+		} else if (gguf_get_f32(L->g, keys[k], dst)) {
+			for (uint32_t l = 1; l < nl; l++)
+				dst[l] = dst[0];
+		} else {
+			st = bg_fail(L->err, BG_ERR_FORMAT, "metadata key %s is not a number",
+				     keys[k]);
+		}
+		for (uint32_t l = 0; l < nl && !st; l++)
+			if (!isfinite(dst[l]))
+				st = bg_fail(L->err, BG_ERR_FORMAT,
+					     "metadata key %s has a value that is not a finite "
+					     "number (layer %u)",
+					     keys[k], l);
+	}
+	for (uint32_t l = 0; l < nl && !st; l++)
+		model_xielu_params(v[l], v[nl + l], v[2 * (size_t)nl + l], v[3 * (size_t)nl + l],
+				   L->m->layers[l].xielu);
+	free(v);
+	return st;
+}
+
 static enum bg_status load_tensors(struct loader *L)
 {
 	struct model *m = L->m;
@@ -676,6 +735,8 @@ static enum bg_status load_tensors(struct loader *L)
 	const struct arch_info *ai = arch_find(m->arch);
 	enum bg_status st;
 	if ((st = load_rope_factors(L)))
+		return st;
+	if (hp->xielu && (st = read_xielu(L)))
 		return st;
 	if ((st = take(L, "token_embd.weight", E, V, TK_MATRIX, &m->tok_embd)) ||
 	    (st = take(L, "output_norm.weight", E, 0, TK_NORM, &m->output_norm)))
@@ -726,7 +787,8 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("attn_sinks.weight", hp->n_head, 0, TK_SINKS, attn_sinks);
 		if (hp->post_norms)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, attn_post_norm);
-		if (ai && ai->oai) /* gpt-oss's FFN input norm has the post-attention name */
+		if (ai && ai->ffn_norm_post_name) /* gpt-oss, seed_oss: the FFN's input norm has
+						   * the post-attention name */
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
 		else if (!hp->no_pre_norms)
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
@@ -741,7 +803,8 @@ static enum bg_status load_tensors(struct loader *L)
 			ly->w_gate = row_view(&gu, 0, F);
 			ly->w_up = row_view(&gu, F, 2 * F);
 		} else {
-			TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
+			if (!hp->xielu) /* apertus: no gate */
+				TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
 			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
 		}
 		if (!hp->n_expert)
@@ -907,9 +970,9 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (!(hp->n_swa && (ai->swa_rope_own || ai->swa_rope_plain)))
 			hp->rope_freq_scale_swa = hp->rope_freq_scale;
 		hp->rope_yarn = strcmp(s->rope_scaling, "yarn") == 0;
-		if (s->n_ctx_orig)
-			hp->n_ctx_orig = s->n_ctx_orig;
 	}
+	if (!st && s->n_ctx_orig) /* synth writes the key whenever it is set (rope_freqs too) */
+		hp->n_ctx_orig = s->n_ctx_orig;
 	if (!st && s->rope_attn_factor > 0.0f && strcmp(m->arch, "phi3") != 0) {
 		hp->rope_attn_factor = s->rope_attn_factor; /* synth writes the key */
 		if (!(hp->n_swa && ai->swa_rope_plain))
@@ -917,6 +980,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	if (!st && ai->opt_bias) /* the biases synth writes for such a shape */
 		hp->qkv_bias = hp->attn_out_bias = s->biases;
+	if (!st && ai->opt_qkv_bias) /* seed_oss: Q/K/V only */
+		hp->qkv_bias = s->biases;
 	if (!st && ai->mistral3) { /* read_features' values once the scaling is known */
 		hp->attn_temp_scale = s->attn_temp_scale;
 		mistral3_derive(hp);
@@ -988,7 +1053,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 				W3(ly->down_exps_b, GGUF_DTYPE_F32, E, 1, X);
 			}
 		} else {
-			W(ly->w_gate, o->dtype, E, F);
+			if (!hp->xielu)
+				W(ly->w_gate, o->dtype, E, F);
 			W(ly->w_up, o->dtype, E, F);
 			W(ly->w_down, o->dtype, F, E);
 		}
@@ -998,6 +1064,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		}
 		ly->swa = model_layer_is_swa(hp, l);
 		ly->no_rope = ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
+		if (hp->xielu) { /* the values synth writes */
+			float raw[4];
+			synth_xielu_raw(l, raw);
+			model_xielu_params(raw[0], raw[1], raw[2], raw[3], ly->xielu);
+		}
 	}
 #undef W3
 #undef W

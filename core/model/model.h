@@ -10,7 +10,9 @@
  * (experts with biases, attention sinks, O bias; its FFN input norm, post_attention_norm in
  * the file, is presented as ffn_norm), and `granite` (llama with embedding, attention,
  * residual and logit scales from the file), `mistral3` (llama with llama 4's attention
- * temperature) and `smollm3` (llama without RoPE in every 4th layer). A fused tensor
+ * temperature), `smollm3` (llama without RoPE in every 4th layer), `seed_oss` (NeoX
+ * llama with optional Q/K/V biases, its pre-FFN norm named post_attention_norm, presented
+ * as ffn_norm) and `apertus` (per-head Q/K norms, a non-gated xIELU FFN). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -132,6 +134,15 @@ struct model_hparams {
 	float attn_temp_scale;
 	float attn_temp_offset;	  /* added to the position first (llama.cpp's f_attn_temp_offset) */
 	uint32_t attn_temp_floor; /* > 0 when attn_temp_scale != 0: n_ctx_orig, as llama.cpp */
+
+	/* apertus: the FFN is not gated: ffn = down(xielu_l(up x)) (no w_gate: zero), with
+	 * layer l's model_layer.xielu = {an, ap, beta, eps} as ggml_xielu's operator holds them:
+	 *   xielu(v) = ap * v * v + beta * v                        for v > 0,
+	 *            = (expm1f(fminf(v, eps)) - v) * an + beta * v   otherwise,
+	 * in fp32, where ap = softplus(xielu.alpha_p[l]) and an = beta + softplus(
+	 * xielu.alpha_n[l]) of the file's values (softplus(x) = x > 20 ? x : logf(1 +
+	 * expf(x)), ggml_compute_softplus_f32), transformed once at load (model_xielu_params) */
+	bool xielu;
 };
 
 struct model_weight {
@@ -181,6 +192,7 @@ struct model_layer {
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
+	float xielu[4]; /* hp.xielu: {an, ap, beta, eps} as model_hparams describes; else 0 */
 };
 
 struct model {
@@ -232,6 +244,10 @@ void model_free(struct model *m); /* NULL-safe */
 /* Expert e (< w->ne2) of a stacked weight, as a plain 2-D weight (ne2 0): its ne1 rows
  * start e * ne1 rows into w->data (NULL stays NULL for a lazy synthetic model). */
 struct model_weight model_expert(const struct model_weight *w, uint32_t e);
+
+/* xIELU's operator values {an, ap, beta, eps} (model_hparams.xielu) from a file's
+ * alpha_n, alpha_p, beta and eps, as ggml_xielu computes them (fp32 softplus). */
+void model_xielu_params(float alpha_n, float alpha_p, float beta, float eps, float out[4]);
 
 /* Whether layer l is windowed (llama.cpp's set_swa_pattern: the last layer of each group
  * of swa_pattern is global; pattern 0 = every layer windowed); false without a window. */

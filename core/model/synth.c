@@ -122,6 +122,36 @@ static const struct synth_shape shapes[] = {
      * the global layer only; the pattern as the converter writes it, a bool per layer */
     {"olmo3-tiny", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-6f, false, "olmo2", .n_swa = 16,
      .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64, .rope_attn_factor = 1.25f},
+    /* Seed-OSS-36B's config.json: hidden 5120, intermediate 27648, 64 layers, 80 / 8 heads
+     * of head_dim 128 (80 * 128 = 10240 != 5120), vocab 155136, rope_theta 1e7, context
+     * 524288, rms_norm_eps 1e-6, attention_bias true (Q/K/V), attention_out_bias false,
+     * untied. Parameters: embeddings 2 x 155136 x 5120 = 1,588,592,640, final norm 5120,
+     * each layer 5120 x (10240 + 1024 + 1024) + 10240 x 5120 (Q, K, V, O: 115,343,360) +
+     * 12,288 biases + 2 x 5120 norms + 3 x 5120 x 27648 (FFN: 424,673,280) = 540,039,168,
+     * x 64 = 34,562,506,752; total 36,151,104,512 (36.2 B, the "36B") */
+    {"seed-oss-36b", 64, 5120, 80, 8, 27648, 155136, 524288, 10000000.0f, 1e-6f, false,
+     "seed_oss", .head_dim = 128, .biases = true},
+    /* seed_oss small: head_dim 32 != 64 / 4 as the real one's, Q/K/V biases */
+    {"seed_oss-tiny", 2, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, false, "seed_oss",
+     .head_dim = 32, .biases = true},
+    /* Apertus-8B-2509's config.json: hidden 4096, intermediate 21504, 32 layers, 32 / 8
+     * heads, vocab 131072, rope_theta 12e6 with llama3 scaling (factor 8 over 8192),
+     * context 65536, rms_norm_eps 1e-5, no biases, untied. Parameters: embeddings 2 x
+     * 131072 x 4096 = 1,073,741,824, final norm 4096, each layer 4096 x (4096 + 1024 +
+     * 1024) + 4096 x 4096 (Q, K, V, O: 41,943,040) + 2 x 128 Q/K norms + 2 x 4096 norms +
+     * 2 x 4096 x 21504 (up, down: 176,160,768) = 218,112,256, x 32 = 6,979,592,192;
+     * total 8,053,338,112 (+ 64 rope factors: 8.05 B, the "8B"). Apertus-70B: hidden
+     * 8192, intermediate 43008, 80 layers, 64 / 8 heads, the same vocabulary: embeddings
+     * 2,147,483,648 + 8192 + 80 x (8192 x 10240 + 8192 x 8192 + 256 + 16384 + 2 x 8192 x
+     * 43008 = 855,654,656) = 70,599,864,320 (70.6 B) */
+    {"apertus-8b", 32, 4096, 32, 8, 21504, 131072, 65536, 12000000.0f, 1e-5f, false,
+     "apertus", .n_ctx_orig = 8192, .rope_freqs = true},
+    {"apertus-70b", 80, 8192, 64, 8, 43008, 131072, 65536, 12000000.0f, 1e-5f, false,
+     "apertus", .n_ctx_orig = 8192, .rope_freqs = true},
+    /* apertus small: llama3 factors over 64, 3 layers of different xIELU values, Q/K/V
+     * and O biases (its graph adds them when present) */
+    {"apertus-tiny", 3, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "apertus",
+     .n_ctx_orig = 64, .rope_freqs = true, .biases = true},
 };
 #pragma GCC diagnostic pop
 
@@ -179,7 +209,29 @@ static bool is_oai(const struct synth_shape *s)
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3") ||
-	       is_arch(s, "olmo2");
+	       is_arch(s, "olmo2") || is_arch(s, "apertus");
+}
+
+/* seed_oss, apertus: norm weights 1 + N(0, NORM_STD^2), so that each norm matters */
+static bool random_norms(const struct synth_shape *s)
+{
+	return is_arch(s, "seed_oss") || is_arch(s, "apertus");
+}
+
+/* the O bias with s->biases: not for seed_oss (llama.cpp loads none there) */
+static bool has_o_bias(const struct synth_shape *s)
+{
+	return s->biases && !is_arch(s, "gpt-oss") && !is_arch(s, "seed_oss");
+}
+
+void synth_xielu_raw(uint32_t l, float out[4])
+{
+	/* alpha_p, alpha_n raw (before softplus): near Apertus's initial softplus^-1(0.8)
+	 * ~ 0.55, moved per layer; beta 0.5 (HF xIELU's default) moved too; eps -1e-6 */
+	out[0] = 1.0f + 0.5f * (float)(l % 4);	/* alpha_n */
+	out[1] = 0.5f - 0.3f * (float)(l % 4);	/* alpha_p */
+	out[2] = 0.5f + 0.125f * (float)(l % 4); /* beta */
+	out[3] = -1e-6f;			/* eps */
 }
 
 static bool has_post_norms(const struct synth_shape *s)
@@ -430,14 +482,14 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	if (s->n_expert) /* router and experts instead of the dense FFN */
 		layer += E * s->n_expert + 3 * E * (uint64_t)synth_n_ff_exp(s) * s->n_expert;
 	else
-		layer += 3 * E * F;
+		layer += (is_arch(s, "apertus") ? 2 : 3) * E * F; /* apertus: no gate */
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
 	if (has_qk_norm(s))
 		layer += is_olmo2(s) ? Q + KV : 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
-	if (s->biases && !is_oai(s)) /* the O bias */
+	if (has_o_bias(s)) /* the O bias */
 		layer += E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
 		layer += E + s->n_head + s->n_expert * (1 + 2 * (uint64_t)synth_n_ff_exp(s) + E);
@@ -752,6 +804,24 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), s->rms_eps);
 	gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base"), s->rope_base);
 	gguf_writer_set_u32(w, ARCH_KEY("vocab_size"), n_vocab);
+	if (is_arch(s, "apertus")) { /* xielu.* arrays, one value a layer (no arch prefix) */
+		float *xv = malloc(4 * (size_t)s->n_layer * sizeof *xv);
+		if (!xv) {
+			build_free(b);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+		}
+		for (uint32_t l = 0; l < s->n_layer; l++) {
+			float raw[4];
+			synth_xielu_raw(l, raw);
+			for (int k = 0; k < 4; k++)
+				xv[(size_t)k * s->n_layer + l] = raw[k];
+		}
+		static const char *const xk[4] = {"xielu.alpha_n", "xielu.alpha_p", "xielu.beta",
+						  "xielu.eps"};
+		for (int k = 0; k < 4; k++)
+			gguf_writer_set_arr_f32(w, xk[k], xv + (size_t)k * s->n_layer, s->n_layer);
+		free(xv);
+	}
 	if (s->n_expert) {
 		gguf_writer_set_u32(w, ARCH_KEY("expert_count"), s->n_expert);
 		gguf_writer_set_u32(w, ARCH_KEY("expert_used_count"), s->n_expert_used);
@@ -789,8 +859,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
-	bool olmo2 = is_olmo2(s);
-	enum fill_kind nk = olmo2 ? FILL_NORM : FILL_ONES; /* the norms' weights */
+	bool olmo2 = is_olmo2(s), seed = is_arch(s, "seed_oss"), xielu = is_arch(s, "apertus");
+	/* the norms' weights */
+	enum fill_kind nk = olmo2 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum gguf_dtype t = o->dtype;
 	if (s->rope_freqs || (phi3 && s->n_ctx_orig)) {
 		for (int k = 0; k < 2; k++)
@@ -831,7 +902,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
 		if (!olmo2)
-			ADD("attn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+			ADD("attn_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 		if (phi3) { /* fused, as Phi-3's own checkpoints are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
@@ -849,17 +920,17 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
-		if (s->biases && !oai)
+		if (has_o_bias(s))
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 		if (oai) {
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);
 			b->jobs[b->n_jobs - 1].std = SINK_STD;
 		}
-		if (post || oai) /* gpt-oss: the FFN's input norm */
+		if (post || oai || seed) /* gpt-oss, seed_oss: the FFN's input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
-		if (!oai && !olmo2)
-			ADD("ffn_norm.weight", GGUF_DTYPE_F32, FILL_ONES, E, 1);
+		if (!oai && !olmo2 && !seed)
+			ADD("ffn_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 		if (X) {
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
@@ -880,7 +951,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		} else if (phi3) {
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, 2 * F);
 		} else {
-			ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
+			if (!xielu) /* apertus: no gate */
+				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 		}
 		if (!X)

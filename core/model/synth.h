@@ -9,7 +9,10 @@
  * stacked experts and a router; gpt-oss adds Q/K/V/O biases (N(0, 0.5^2)), attention sinks
  * (N(0, 1)), router and expert biases, and larger gate/up experts so that its SwiGLU clamp
  * acts, and names its FFN norm post_attention_norm; granite writes its four scales,
- * mistral3 its attention temperature; phi3 writes fused attn_qkv and
+ * mistral3 its attention temperature; seed_oss names its FFN norm post_attention_norm
+ * and takes Q/K/V biases without an O bias; apertus writes per-head Q/K norms, no
+ * ffn_gate and its xIELU keys; seed_oss's and apertus's norm weights 1 + N(0, 0.25^2);
+ * phi3 writes fused attn_qkv and
  * gate|up ffn_up and LongRoPE factors; keys are `<arch>.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
  * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
  * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
@@ -45,7 +48,7 @@ struct synth_shape {
 	bool tie_output;  /* the real model ties output.weight to token_embd */
 	const char *arch; /* general.architecture (NULL means llama): llama, qwen2, qwen3,
 			   * qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2, granite,
-			   * granitemoe, mistral3, smollm3 (core/model/arch.h) */
+			   * granitemoe, mistral3, smollm3, seed_oss, apertus (core/model/arch.h) */
 	/* Architecture extras; zero = absent / the default. */
 	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
 	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
@@ -79,7 +82,8 @@ struct synth_shape {
 	 * rope.scaling.yarn_log_multiplier 1, as Ministral 3's converted files carry */
 	float attn_temp_scale;
 	/* Q/K/V and O biases (f32, N(0, 0.25)) on an architecture whose graph takes them when
-	 * present (granite, granitemoe, mistral3: arch.h's opt_bias) */
+	 * present (granite, granitemoe, mistral3, apertus: arch.h's opt_bias; seed_oss: Q/K/V
+	 * only, opt_qkv_bias) */
 	bool biases;
 };
 
@@ -97,6 +101,11 @@ uint32_t synth_head_dim(const struct synth_shape *s);
 
 /* The experts' width of shape s: n_ff_exp, or n_ff when 0. */
 uint32_t synth_n_ff_exp(const struct synth_shape *s);
+
+/* apertus: the xIELU values synth writes for layer l (xielu.alpha_n, alpha_p, beta, eps as
+ * the file holds them, before model_xielu_params' transform): different in every layer,
+ * both branches of the activation used. */
+void synth_xielu_raw(uint32_t l, float out[4]);
 
 /* Parameters of a model of shape s (every weight and bias, output counted unless tied). */
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output);
