@@ -240,6 +240,22 @@ int cmd_info(int argc, char **argv)
 		printf("attn_temperature: Q after RoPE times log(floor((pos + %g) / %u) + 1) * %g + "
 		       "1\n",
 		       (double)hp->attn_temp_offset, hp->attn_temp_floor, (double)hp->attn_temp_scale);
+	if (hp->head_dim_swa != hp->head_dim || hp->n_head_kv_swa != hp->n_head_kv ||
+	    hp->rope_dim_swa != hp->rope_dim)
+		printf("windowed layers: head_dim %u, n_head_kv %u, rope_dim %u\n", hp->head_dim_swa,
+		       hp->n_head_kv_swa, hp->rope_dim_swa);
+	if (hp->v_norm)
+		printf("v_norm: yes (each V head RMS-normalized, no weight)\n");
+	if (hp->rope_factors_global && hp->rope_factors[0])
+		printf("rope_factors: on the global layers only\n");
+	if (hp->out_scale)
+		printf("layer_output_scale: yes (blk.0: %g)\n", (double)m->layers[0].out_scale);
+	uint32_t nk = 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		nk += m->layers[l].v_from_k;
+	if (nk)
+		printf("v_from_k: %u of %u layers have no attn_v (V = K's projection)\n", nk,
+		       hp->n_layer);
 	if (hp->attn_softcap > 0.0f)
 		printf("attn_softcap: %g\n", (double)hp->attn_softcap);
 	if (hp->final_softcap > 0.0f)

@@ -7,8 +7,10 @@
  * rows/features/heads, never one reduction, so a row's bits do not depend on the batch
  * or on the thread count.
  *
- * KV pool, fp32: for layer l, K is kv[(2l) * n_blocks * block_size * kv_dim ...] laid out
- * [n_blocks][block_size][kv_dim] and V follows at 2l + 1, kv_dim = n_head_kv * head_dim.
+ * KV pool, fp32: for layer l, K is kv[(2l) * n_blocks * block_size * kv_max ...] laid out
+ * [n_blocks][block_size][kv_max] and V follows at 2l + 1, kv_max = n_head_kv * head_dim
+ * (gemma4: the larger of its two layer kinds'; a layer uses the first n_head_kv * head_dim
+ * of its kind, model_kv_dim_max).
  * The swap unit of one block is, for every layer in order, its K slab then its V slab.
  */
 #include "cpu/backend_cpu.h"
@@ -41,9 +43,14 @@ struct cpu_ctx {
 
 	int32_t block_size;
 	int32_t n_blocks;
-	int64_t kv_dim; /* n_head_kv * head_dim */
-	int64_t q_dim;	/* n_head * head_dim */
-	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_dim] */
+	int64_t kv_dim; /* n_head_kv * head_dim of the layer being computed (forward) */
+	int64_t q_dim;	/* n_head * head_dim likewise; both the global layers' outside it */
+	int64_t hd;	/* that layer's head size, */
+	int64_t n_kvh;	/* its K/V heads */
+	int32_t half;	/* and rotated pairs */
+	int64_t kv_max, q_max; /* the largest over the layer kinds (model_kv_dim_max ...) */
+	float *ones;	       /* [head_dim_max] 1: gemma4's V norm has no weight */
+	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_max] */
 	size_t kv_bytes;
 
 	float *norms; /* [2 * n_layer + 1][n_embd]: attn, ffn per layer, then output */
@@ -183,14 +190,14 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	size_t t = (size_t)cap;
 	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
 		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
-		 grow(&c->q, t * (size_t)c->q_dim, sizeof(float)) &&
-		 grow(&c->k, t * (size_t)c->kv_dim, sizeof(float)) &&
-		 grow(&c->v, t * (size_t)c->kv_dim, sizeof(float)) &&
-		 grow(&c->att, t * (size_t)c->q_dim, sizeof(float)) &&
+		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
+		 grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
+		 grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
+		 grow(&c->att, t * (size_t)c->q_max, sizeof(float)) &&
 		 grow(&c->hb, t * hp->n_ff, sizeof(float)) &&
 		 grow(&c->hb2, t * hp->n_ff, sizeof(float)) &&
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
-		 grow(&c->rope_swa, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
+		 grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
 		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
 		 grow(&c->qact, 3 * t, c->qact_row) &&
 		 (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
@@ -238,8 +245,9 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 {
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
-	size_t per_tok = (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_dim + 2 * (size_t)c->kv_dim +
-			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 4) *
+	size_t per_tok = (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_max + 2 * (size_t)c->kv_max +
+			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 2 +
+			  (model_rope_dim(hp, true) / 2) * 2) *
 			     sizeof(float) +
 			 2 * sizeof(int32_t);
 	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
@@ -249,12 +257,12 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 
 static inline float *kv_k(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer) * c->n_blocks * c->block_size * c->kv_dim;
+	return c->kv + (size_t)(2 * layer) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 static inline float *kv_v(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer + 1) * c->n_blocks * c->block_size * c->kv_dim;
+	return c->kv + (size_t)(2 * layer + 1) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 /* out = x / sqrt(mean(x^2) + eps) * w; the sum of squares runs in order, in double. */
@@ -633,8 +641,8 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 	const struct model_hparams *hp = &c->hp;
 	const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
 	int32_t pos = c->tok_pos[t];
-	int64_t hd = hp->head_dim;
-	int64_t kvh = h / (hp->n_head / hp->n_head_kv);
+	int64_t hd = c->hd; /* the layer's geometry (forward sets it) */
+	int64_t kvh = h / ((int64_t)hp->n_head / c->n_kvh);
 	const float *qv = c->q + (int64_t)t * c->q_dim + h * hd;
 	const float *kb = kv_k(c, layer), *vb = kv_v(c, layer);
 	int32_t bs = c->block_size;
@@ -657,11 +665,11 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 			j1 = pos + 1;
 		int32_t n = j1 - j0;
 		const float *kp = kb + ((size_t)s->block_table[j0 / bs] * bs + (size_t)(j0 % bs)) *
-					   c->kv_dim +
+					   c->kv_max +
 				  kvh * hd;
 		/* the block's scores in one call: several key rows per pass, each dot
 		 * bitwise as cpuk_dot_f32 */
-		cpuk_dot_f32_rows(c->lvl, qv, kp, c->kv_dim, n, hd, sc + j0);
+		cpuk_dot_f32_rows(c->lvl, qv, kp, c->kv_max, n, hd, sc + j0);
 		for (int32_t j = 0; j < n; j++) {
 			float d = sc[j0 + j] * scale;
 			if (cap > 0.0f) /* gemma2's soft-capping of the scores */
@@ -689,9 +697,9 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 		if (j1 > pos + 1)
 			j1 = pos + 1;
 		const float *vp = vb + ((size_t)s->block_table[j0 / bs] * bs + (size_t)(j0 % bs)) *
-					   c->kv_dim +
+					   c->kv_max +
 				  kvh * hd;
-		cpuk_axpy_rows(c->lvl, hd, sc + j0, j1 - j0, vp, c->kv_dim, out);
+		cpuk_axpy_rows(c->lvl, hd, sc + j0, j1 - j0, vp, c->kv_max, out);
 		j0 = j1;
 	}
 	float inv = 1.0f / sum;
@@ -723,10 +731,9 @@ static void branch_scale(float *x, int64_t n, float s)
 			x[i] *= s;
 }
 
-static void rope_apply(const struct model_hparams *hp, float *vec, const float *cs)
+static void rope_apply(const struct model_hparams *hp, int32_t half, float *vec, const float *cs)
 {
-	/* vec is one head; cs holds (cos, sin) for each rotated pair */
-	int32_t half = (int32_t)hp->rope_dim / 2;
+	/* vec is one head; cs holds (cos, sin) for each of its half rotated pairs */
 	for (int32_t i = 0; i < half; i++) {
 		int32_t a = hp->rope_neox ? i : 2 * i;
 		int32_t b = hp->rope_neox ? i + half : 2 * i + 1;
@@ -828,8 +835,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 	    (st = ensure_logits(c, b->n_logits, err)) != BG_OK)
 		return st;
 	c->batch = b;
-	int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
+	int64_t E = hp->n_embd, F = hp->n_ff;
 	int32_t half = (int32_t)hp->rope_dim / 2;
+	int32_t half_swa = (int32_t)model_rope_dim(hp, true) / 2;
 	struct backend_cpu_profile *const prof = c->prof;
 	const double t_fwd = prof_now(c);
 	double tp = t_fwd, skip = 0.0; /* profile: lap start; time already counted elsewhere */
@@ -853,8 +861,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			double p = (double)(s->pos0 + j);
 			arch_rope_cos_sin(c->freq, half, p, c->mscale, c->rope + (int64_t)t * half * 2);
 			if (c->rope_swa_differs)
-				arch_rope_cos_sin(c->freq_swa, half, p, c->mscale_swa,
-						  c->rope_swa + (int64_t)t * half * 2);
+				arch_rope_cos_sin(c->freq_swa, half_swa, p, c->mscale_swa,
+						  c->rope_swa + (int64_t)t * half_swa * 2);
 		}
 	}
 
@@ -862,6 +870,13 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		const struct model_layer *L = &m->layers[l];
 		const float *an = c->norms + (size_t)(2 * l) * E;
 		const float *fn = an + E;
+		/* the layer's geometry (gemma4's windowed layers have their own) */
+		c->hd = model_head_dim(hp, L->swa);
+		c->n_kvh = model_n_head_kv(hp, L->swa);
+		c->q_dim = (int64_t)hp->n_head * c->hd;
+		c->kv_dim = c->n_kvh * c->hd;
+		c->half = L->swa && c->rope_swa_differs ? half_swa : half;
+		const int64_t hd = c->hd;
 		prof_lap(c, &tp, &skip); /* up to here: the rest */
 		for (t = 0; t < T; t++) /* olmo2: no pre-norm, the residual as it is */
 			if (hp->no_pre_norms)
@@ -888,36 +903,44 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				    * (olmo2) normalized, groups of qn_dim / kn_dim */
 			const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
 			const float *kn = qn + c->qn_dim;
+			int64_t qg = hp->qk_norm_full ? c->q_dim : hd; /* the groups */
+			int64_t kg = hp->qk_norm_full ? c->kv_dim : hd;
 			for (t = 0; t < T; t++) {
-				for (int64_t i = 0; i < c->q_dim; i += c->qn_dim) {
+				for (int64_t i = 0; i < c->q_dim; i += qg) {
 					float *qh = c->q + t * c->q_dim + i;
-					rmsnorm(qh, qh, qn, c->qn_dim, hp->rms_eps);
+					rmsnorm(qh, qh, qn, qg, hp->rms_eps);
 				}
-				for (int64_t i = 0; i < c->kv_dim; i += c->kn_dim) {
+				for (int64_t i = 0; i < c->kv_dim; i += kg) {
 					float *kh = c->k + t * c->kv_dim + i;
-					rmsnorm(kh, kh, kn, c->kn_dim, hp->rms_eps);
+					rmsnorm(kh, kh, kn, kg, hp->rms_eps);
 				}
 			}
 		}
+		if (hp->v_norm) /* gemma4: each V head RMS-normalized, no weight (times 1) */
+			for (t = 0; t < T; t++)
+				for (int64_t i = 0; i < c->kv_dim; i += hd) {
+					float *vh = c->v + t * c->kv_dim + i;
+					rmsnorm(vh, vh, c->ones, hd, hp->rms_eps);
+				}
 		/* RoPE, then K/V into the pool */
 		float *kl = kv_k(c, l), *vl = kv_v(c, l);
 		const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 		for (t = 0; t < T; t++) {
-			const float *cs = rope_l + (int64_t)t * half * 2;
+			const float *cs = rope_l + (int64_t)t * c->half * 2;
 			for (uint32_t h = 0; h < hp->n_head && !L->no_rope; h++) /* smollm3: none */
-				rope_apply(hp, c->q + t * c->q_dim + h * hd, cs);
+				rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
 			if (hp->attn_temp_scale != 0.0f) /* mistral3: Q after RoPE, per position */
 				branch_scale(c->q + t * c->q_dim, c->q_dim,
 					     arch_attn_temp(hp, c->tok_pos[t]));
-			for (uint32_t h = 0; h < hp->n_head_kv && !L->no_rope; h++)
-				rope_apply(hp, c->k + t * c->kv_dim + h * hd, cs);
+			for (int64_t h = 0; h < c->n_kvh && !L->no_rope; h++)
+				rope_apply(hp, c->half, c->k + t * c->kv_dim + h * hd, cs);
 			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
 			int32_t p = c->tok_pos[t];
 			size_t slot = (size_t)s->block_table[p / c->block_size] * c->block_size +
 				      (size_t)(p % c->block_size);
-			memcpy(kl + slot * c->kv_dim, c->k + t * c->kv_dim,
+			memcpy(kl + slot * c->kv_max, c->k + t * c->kv_dim,
 			       (size_t)c->kv_dim * sizeof(float));
-			memcpy(vl + slot * c->kv_dim, c->v + t * c->kv_dim,
+			memcpy(vl + slot * c->kv_max, c->v + t * c->kv_dim,
 			       (size_t)c->kv_dim * sizeof(float));
 		}
 		if (prof)
@@ -987,6 +1010,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
+		if (hp->out_scale) /* gemma4: the layer's output times its scale */
+			branch_scale(c->x, (int64_t)T * E, L->out_scale);
 		if (prof)
 			prof_lap(c, &tp, &prof->resid_s);
 	}
@@ -1120,7 +1145,7 @@ static enum bg_status check_blocks(const struct cpu_ctx *c, const int32_t *block
 
 static size_t slab_floats(const struct cpu_ctx *c)
 {
-	return (size_t)c->block_size * (size_t)c->kv_dim;
+	return (size_t)c->block_size * (size_t)c->kv_max;
 }
 
 /* Copies the blocks' slabs, block by block, layer by layer, K before V, into to[] when to is
@@ -1197,6 +1222,7 @@ static void cpu_destroy(void *ctx)
 	free(c->last_tok);
 	free(c->kv);
 	free(c->norms);
+	free(c->ones);
 	free(c->biases);
 	free(c->oai);
 	free(c->extra_norms);
@@ -1277,6 +1303,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			       "the CPU backend cannot run a lazy synthetic model (no weights in "
 			       "host memory)");
 	if (hp->n_head == 0 || hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 ||
+	    hp->n_head % model_n_head_kv(hp, true) != 0 ||
+	    model_rope_dim(hp, true) > model_head_dim(hp, true) ||
+	    model_rope_dim(hp, true) % 2 != 0 ||
 	    hp->head_dim == 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2 != 0 ||
 	    hp->n_layer == 0 || hp->n_vocab == 0 || hp->n_embd == 0 || hp->n_ff == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "unsupported model hyper-parameters");
@@ -1318,10 +1347,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 						    &L->ffn_post_norm};
 		static const char *xnames[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm",
 						"post_ffw_norm"};
-		uint64_t xlen[4] = {hp->qk_norm_full ? (uint64_t)hp->n_head * hp->head_dim
-						     : hp->head_dim,
-				    hp->qk_norm_full ? (uint64_t)hp->n_head_kv * hp->head_dim
-						     : hp->head_dim,
+		uint64_t lhd = model_head_dim(hp, L->swa);
+		uint64_t xlen[4] = {hp->qk_norm_full ? (uint64_t)hp->n_head * lhd : lhd,
+				    hp->qk_norm_full ? (uint64_t)model_n_head_kv(hp, L->swa) * lhd
+						     : lhd,
 				    hp->n_embd, hp->n_embd};
 		for (int i = 0; i < 4; i++) {
 			if (!(i < 2 ? hp->qk_norm : hp->post_norms))
@@ -1387,9 +1416,10 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 				       struct bg_err *err)
 {
 	const struct model_hparams *hp = &m->hp;
-	size_t hd = hp->head_dim, E = hp->n_embd, half = hp->rope_dim / 2;
+	size_t hd = model_head_dim_max(hp), E = hp->n_embd, half = hp->rope_dim / 2;
+	size_t half_swa = model_rope_dim(hp, true) / 2;
 	c->freq = malloc(half * sizeof(double));
-	c->freq_swa = malloc(half * sizeof(double));
+	c->freq_swa = malloc(half_swa * sizeof(double));
 	float *factors = NULL;
 	if (m->rope_factors.data) {
 		factors = malloc(half * sizeof(float));
@@ -1403,7 +1433,7 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	arch_rope_freqs(hp, factors, false, c->freq, &c->mscale);
 	arch_rope_freqs(hp, factors, true, c->freq_swa, &c->mscale_swa);
 	free(factors);
-	c->rope_swa_differs = c->mscale != c->mscale_swa ||
+	c->rope_swa_differs = c->mscale != c->mscale_swa || half != half_swa ||
 			      memcmp(c->freq, c->freq_swa, half * sizeof(double)) != 0;
 	c->qn_dim = hp->qk_norm_full ? c->q_dim : (int64_t)hd;
 	c->kn_dim = hp->qk_norm_full ? c->kv_dim : (int64_t)hd;
@@ -1416,9 +1446,10 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
 		float *dst = c->extra_norms + (size_t)l * c->extra_per_layer;
-		if (hp->qk_norm) {
-			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, c->qn_dim, dst);
-			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, c->kn_dim, dst + c->qn_dim);
+		if (hp->qk_norm) { /* the layer's widths (check_model), <= qn_dim, kn_dim */
+			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, (int64_t)L->q_norm.ne0, dst);
+			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, (int64_t)L->k_norm.ne0,
+					 dst + c->qn_dim);
 		}
 		dst += c->qn_dim + c->kn_dim;
 		if (hp->post_norms) {
@@ -1499,7 +1530,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	{
 		int64_t kmax = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
 		kmax = hp->n_ff_exp > kmax ? hp->n_ff_exp : kmax;
-		int64_t qd = (int64_t)hp->n_head * hp->head_dim;
+		int64_t qd = (int64_t)model_q_dim_max(hp);
 		kmax = qd > kmax ? qd : kmax;
 		/* the larger of Q8_0 blocks (40 bytes per 32) and Q8_K (292 per 256) */
 		c->qact_row = (size_t)(kmax / 32 + 1) * sizeof(struct qdot_a32);
@@ -1508,9 +1539,11 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->n_blocks = (int32_t)n_blocks;
 	c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
 	c->q_dim = (int64_t)hp->n_head * hp->head_dim;
+	c->kv_max = (int64_t)model_kv_dim_max(hp);
+	c->q_max = (int64_t)model_q_dim_max(hp);
 
 	uint64_t kv_floats =
-	    (uint64_t)hp->n_layer * 2 * (uint64_t)n_blocks * cfg->block_size * (uint64_t)c->kv_dim;
+	    (uint64_t)hp->n_layer * 2 * (uint64_t)n_blocks * cfg->block_size * (uint64_t)c->kv_max;
 	if (kv_floats > SIZE_MAX / sizeof(float)) {
 		cpu_destroy(c);
 		free(b);
@@ -1521,7 +1554,10 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	size_t E = hp->n_embd;
 	c->norms = malloc((2 * (size_t)hp->n_layer + 1) * E * sizeof(float));
 	c->samp_bytes = sampler_scratch_bytes((int32_t)hp->n_vocab) + hp->n_vocab * sizeof(float);
-	if (!c->kv || !c->norms) {
+	c->ones = malloc(model_head_dim_max(hp) * sizeof(float));
+	for (uint32_t i = 0; c->ones && i < model_head_dim_max(hp); i++)
+		c->ones[i] = 1.0f;
+	if (!c->kv || !c->norms || !c->ones) {
 		cpu_destroy(c);
 		free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for a KV pool of %zu bytes",

@@ -82,6 +82,18 @@ static const struct arch_info table[] = {
      .swa_pattern = 6,
      .swa_needs_key = true,
      .swa_rope_own = true},
+    {.name = "gemma4",
+     .families = "Gemma 4 (31B, dense text)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .post_norms = true,
+     .gelu = true,
+     .embd_scale = true,
+     .final_softcap = true,
+     .swa_pattern = 6,
+     .swa_needs_key = true,
+     .swa_rope_own = true,
+     .gemma4 = true},
     {.name = "gpt-oss",
      .families = "gpt-oss (gpt-oss-20b, gpt-oss-120b)",
      .rope_neox = true,
@@ -136,7 +148,7 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2, granite, "
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, granite, "
 	       "granitemoe, mistral3, smollm3";
 }
 
@@ -151,19 +163,20 @@ static float corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
 void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
 		     float *mscale)
 {
-	int half = (int)hp->rope_dim / 2;
+	uint32_t rd = model_rope_dim(hp, swa);
+	int half = (int)rd / 2;
 	double base = swa ? hp->rope_base_swa : hp->rope_base;
 	float scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale;
 	float lo = 0.0f, hi = 0.0f;
 	if (hp->rope_yarn) {
-		lo = floorf(corr_dim((int)hp->rope_dim, (int)hp->n_ctx_orig, 32.0f, (float)base));
-		hi = ceilf(corr_dim((int)hp->rope_dim, (int)hp->n_ctx_orig, 1.0f, (float)base));
+		lo = floorf(corr_dim((int)rd, (int)hp->n_ctx_orig, 32.0f, (float)base));
+		hi = ceilf(corr_dim((int)rd, (int)hp->n_ctx_orig, 1.0f, (float)base));
 		lo = fmaxf(0.0f, lo);
-		hi = fminf((float)hp->rope_dim - 1.0f, hi);
+		hi = fminf((float)rd - 1.0f, hi);
 	}
 	for (int i = 0; i < half; i++) {
-		double f = pow(base, -2.0 * i / (double)hp->rope_dim);
-		if (factors)
+		double f = pow(base, -2.0 * i / (double)rd);
+		if (factors && !(swa && hp->rope_factors_global))
 			f /= (double)factors[i];
 		double mix = 0.0;
 		if (hp->rope_yarn) { /* ggml's rope_yarn_ramp, ext_factor 1 */

@@ -75,6 +75,13 @@ struct arch_info {
 	/* > 0: layer l has no RoPE when (l + 1) % no_rope_step == 0 (smollm3: 4, a constant
 	 * of llama.cpp's, not a key); model_layer.no_rope */
 	uint32_t no_rope_step;
+	/* gemma4 (llama.cpp's gemma4 graph): gemma3's layer with attention scale 1, V
+	 * RMS-normalized per head without a weight, attn_v optional (V = K's projection
+	 * without it), the windowed layers' own head size, K/V heads and rotated dimensions
+	 * (attention.key_length_swa, a per-layer head_count_kv, rope.dimension_count_swa),
+	 * rope_freqs on the global layers only, an optional per-layer layer_output_scale;
+	 * sliding_window_pattern a per-layer bool list (model.h's model_hparams) */
+	bool gemma4;
 };
 
 /* The row of an architecture, or NULL. */

@@ -320,9 +320,9 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	}
 	if (!ai->moe_ok)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s is %u: mixture-of-experts %s models are not supported (MoE: "
+			       "%s is %u: mixture-of-experts %s models%s are not supported (MoE: "
 			       "qwen3moe, gpt-oss, granitemoe, and llama files such as Mixtral)",
-			       key, n, arch);
+			       key, n, arch, ai->gemma4 ? " (Gemma 4 26B-A4B)" : "");
 	if (n > MODEL_MAX_EXPERTS)
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (expected 1 to %u)", key, n,
 			       MODEL_MAX_EXPERTS);
@@ -382,6 +382,135 @@ uint32_t model_kv_window(const struct model_hparams *hp)
 	return hp->n_swa;
 }
 
+/* model_head_dim ... model_q_dim_max: see model.h */
+uint32_t model_head_dim(const struct model_hparams *hp, bool swa)
+{
+	return swa && hp->head_dim_swa ? hp->head_dim_swa : hp->head_dim;
+}
+
+uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa)
+{
+	return swa && hp->n_head_kv_swa ? hp->n_head_kv_swa : hp->n_head_kv;
+}
+
+uint32_t model_rope_dim(const struct model_hparams *hp, bool swa)
+{
+	return swa && hp->rope_dim_swa ? hp->rope_dim_swa : hp->rope_dim;
+}
+
+uint32_t model_head_dim_max(const struct model_hparams *hp)
+{
+	uint32_t a = model_head_dim(hp, false), b = model_head_dim(hp, true);
+	return a > b ? a : b;
+}
+
+uint64_t model_kv_dim_max(const struct model_hparams *hp)
+{
+	uint64_t a = (uint64_t)model_n_head_kv(hp, false) * model_head_dim(hp, false);
+	uint64_t b = (uint64_t)model_n_head_kv(hp, true) * model_head_dim(hp, true);
+	return a > b ? a : b;
+}
+
+uint64_t model_q_dim_max(const struct model_hparams *hp)
+{
+	return (uint64_t)hp->n_head * model_head_dim_max(hp);
+}
+
+/* gemma4's keys beyond gemma3's (model.h): the windowed layers' head size, rotated
+ * dimensions and K/V heads (head_count_kv may be a per-layer list, one value for each kind
+ * of layer, as llama.cpp's converter writes it for the 31B: 16 windowed, 4 global), the
+ * attention scale 1, V's norm, the layer output scales; refused: per-layer token
+ * embeddings and shared-KV layers (Gemma 4 E2B / E4B). g NULL (a lazy model): the
+ * defaults only. Runs after read_features (the window pattern). */
+static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
+				  struct model_hparams *hp, struct bg_err *err)
+{
+	char key[128];
+	hp->attn_scale = 1.0f; /* llama.cpp: f_attention_scale 1 (no 1/sqrt(head size)) */
+	hp->v_norm = true;
+	hp->rope_factors_global = true;
+	if (!g)
+		return BG_OK;
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "embedding_length_per_layer_input", &u) && u > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.embedding_length_per_layer_input is %u: per-layer token "
+			       "embeddings (Gemma 4 E2B / E4B) are not supported",
+			       arch, u);
+	if (get_u32_key(g, arch, "attention.shared_kv_layers", &u) && u > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.attention.shared_kv_layers is %u: layers that read another "
+			       "layer's KV cache (Gemma 4 E2B / E4B) are not supported",
+			       arch, u);
+	uint32_t kl = hp->head_dim, vl = 0;
+	if (get_u32_key(g, arch, "attention.key_length_swa", &kl) && (kl == 0 || kl > 4096))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "attention.key_length_swa %u is not in [1, 4096]", kl);
+	if (get_u32_key(g, arch, "attention.value_length_swa", &vl) && vl != kl)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "attention.value_length_swa %u differs from key_length_swa %u, "
+			       "which is not supported",
+			       vl, kl);
+	hp->head_dim_swa = kl;
+	hp->rope_dim_swa = kl;
+	if (get_u32_key(g, arch, "rope.dimension_count_swa", &hp->rope_dim_swa) &&
+	    (hp->rope_dim_swa == 0 || hp->rope_dim_swa > kl || hp->rope_dim_swa % 2))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "rope.dimension_count_swa %u is not an even number in [2, the "
+			       "windowed head size %u]",
+			       hp->rope_dim_swa, kl);
+	if (kl % 2)
+		return bg_fail(err, BG_ERR_FORMAT, "the windowed head size %u is odd", kl);
+	hp->n_head_kv_swa = hp->n_head_kv;
+	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+	enum gguf_type et;
+	uint64_t n = 0;
+	if (gguf_get_arr(g, key, &et, &n)) {
+		int32_t *v = malloc(hp->n_layer * sizeof *v);
+		if (!v)
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+		if (n != hp->n_layer || !gguf_arr_copy_i32(g, key, v, n)) {
+			free(v);
+			return bg_fail(err, BG_ERR_FORMAT, "%s is not a list of %u integers", key,
+				       hp->n_layer);
+		}
+		int32_t kind[2] = {-1, -1}; /* global, windowed */
+		bool ok = true;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			int32_t *k = &kind[model_layer_is_swa(hp, l)];
+			ok = ok && v[l] > 0 && (uint32_t)v[l] <= hp->n_head &&
+			     hp->n_head % (uint32_t)v[l] == 0 && (*k < 0 || *k == v[l]);
+			*k = v[l];
+		}
+		free(v);
+		if (!ok)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s: K/V head counts that differ between layers of one kind "
+				       "(windowed or global), or do not divide head_count %u, are not "
+				       "supported",
+				       key, hp->n_head);
+		hp->n_head_kv = (uint32_t)(kind[0] > 0 ? kind[0] : kind[1]);
+		hp->n_head_kv_swa = (uint32_t)(kind[1] > 0 ? kind[1] : kind[0]);
+	}
+	hp->out_scale = gguf_find_tensor(g, "blk.0.layer_output_scale.weight") != NULL;
+	return BG_OK;
+}
+
+/* A key that gemma4 files may write as a per-layer list: refused with a message saying
+ * what the list means, since batchgen reads one value. */
+static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
+				  const char *what, struct bg_err *err)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	enum gguf_type et;
+	uint64_t n;
+	if (gguf_get_arr(g, key, &et, &n))
+		return bg_fail(err, BG_ERR_UNSUPPORTED, "%s is a per-layer list (%s), which is not "
+			       "supported", key, what);
+	return BG_OK;
+}
+
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
 				  struct bg_err *err)
 {
@@ -403,6 +532,10 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       arch_names());
 
 	enum bg_status st;
+	if ((st = refuse_list(g, arch, "feed_forward_length",
+			      "FFN widths per layer, Gemma 4's double-wide MLP", err)) ||
+	    (st = refuse_list(g, arch, "attention.head_count", "query heads per layer", err)))
+		return st;
 	if ((st = need_u32(g, arch, "block_count", MODEL_MAX_LAYERS, &hp->n_layer, err)) ||
 	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)) ||
 	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)) ||
@@ -412,7 +545,11 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	hp->n_head_kv = hp->n_head;
 	char key[128];
 	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
-	if (gguf_find_key(g, key) >= 0 &&
+	enum gguf_type kvt;
+	uint64_t kvn;
+	/* gemma4: a per-layer list, read_gemma4 reads it once the window pattern is known */
+	bool kv_list = ai->gemma4 && gguf_get_arr(g, key, &kvt, &kvn);
+	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
 		return st;
 	if (hp->n_embd % hp->n_head)
@@ -461,6 +598,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       "attention.layer_norm_rms_epsilon %g is not in (0, 1)",
 			       (double)hp->rms_eps);
 	if ((st = read_features(g, arch, ai, hp, err)))
+		return st;
+	if (ai->gemma4 && (st = read_gemma4(g, arch, hp, err)))
 		return st;
 
 	/* vocabulary size: the tokenizer's, else <arch>.vocab_size, else token_embd's rows */
@@ -583,7 +722,8 @@ static enum bg_status load_rope_factors(struct loader *L)
 {
 	struct model *m = L->m;
 	struct model_hparams *hp = &m->hp;
-	uint64_t n = hp->rope_dim / 2;
+	/* gemma4: as wide as the global layers' head (llama.cpp's n_embd_head / 2) */
+	uint64_t n = (hp->rope_factors_global ? hp->head_dim : hp->rope_dim) / 2;
 	if (gguf_find_tensor(L->g, "rope_freqs.weight")) {
 		snprintf(hp->rope_factors, sizeof hp->rope_factors, "rope_freqs");
 		return take(L, "rope_freqs.weight", n, 0, TK_NORM, &m->rope_factors);
@@ -695,6 +835,11 @@ static enum bg_status load_tensors(struct loader *L)
 		if ((st = take(L, n, ne0, ne1, kind, &ly->field)))                                 \
 			return st;                                                                 \
 	} while (0)
+		/* the layer's geometry: gemma4's windowed layers have their own (model.h) */
+		ly->swa = model_layer_is_swa(hp, l);
+		HD = model_head_dim(hp, ly->swa);
+		Q = (uint64_t)hp->n_head * HD;
+		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
 		snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
@@ -708,7 +853,13 @@ static enum bg_status load_tensors(struct loader *L)
 		} else {
 			TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
 			TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
-			TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+			snprintf(n, sizeof n, "blk.%u.attn_v.weight", l);
+			if (ai && ai->gemma4 && !gguf_find_tensor(L->g, n)) {
+				ly->wv = ly->wk; /* llama.cpp: Vcur = Kcur (K's projection) */
+				ly->v_from_k = true;
+			} else {
+				TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+			}
 		}
 		if (hp->qkv_bias) {
 			TAKE("attn_q.bias", Q, 0, TK_BIAS, bq);
@@ -748,7 +899,16 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
-		ly->swa = model_layer_is_swa(hp, l);
+		ly->out_scale = 1.0f;
+		if (hp->out_scale) { /* gemma4: one f32 scalar (blk.0 decides, then every layer) */
+			struct model_weight os;
+			snprintf(n, sizeof n, "blk.%u.layer_output_scale.weight", l);
+			if ((st = take(L, n, 1, 0, TK_NORM, &os)))
+				return st;
+			memcpy(&ly->out_scale, os.data, sizeof(float));
+			if (!(isfinite(ly->out_scale)))
+				return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' is not a number", n);
+		}
 		ly->no_rope = ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 #undef TAKE
 	}
@@ -921,6 +1081,17 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->attn_temp_scale = s->attn_temp_scale;
 		mistral3_derive(hp);
 	}
+	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
+		st = read_gemma4(NULL, m->arch, hp, err);
+		hp->head_dim_swa = hp->rope_dim_swa = s->head_dim_swa ? s->head_dim_swa : hp->head_dim;
+		hp->n_head_kv_swa = s->n_head_kv_swa ? s->n_head_kv_swa : hp->n_head_kv;
+		hp->out_scale = s->out_scale;
+		hp->final_softcap = s->final_softcap;
+		if (sw.n_swa && s->rope_base_swa > 0.0f)
+			hp->rope_base_swa = s->rope_base_swa;
+		if (sw.n_swa && s->swa_period)
+			hp->swa_pattern = s->swa_period;
+	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;
 		hp->n_expert_used = s->n_expert_used;
@@ -953,21 +1124,32 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		m->output = m->tok_embd;
 	else
 		W(m->output, o->dtype, E, V);
+	if (s->rope_partial > 0.0f) /* gemma4's rope_freqs (synth's FILL_VALUES) */
+		W(m->rope_factors, GGUF_DTYPE_F32, hp->head_dim / 2, 1);
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct model_layer *ly = &m->layers[l];
+		ly->swa = model_layer_is_swa(hp, l);
+		uint64_t HD = model_head_dim(hp, ly->swa);
+		Q = (uint64_t)hp->n_head * HD;
+		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
 		W(ly->wq, o->dtype, E, Q);
 		W(ly->wk, o->dtype, E, KV);
-		W(ly->wv, o->dtype, E, KV);
+		if (s->k_eq_v && !ly->swa) { /* gemma4's global layers: V = K's projection */
+			ly->wv = ly->wk;
+			ly->v_from_k = true;
+		} else {
+			W(ly->wv, o->dtype, E, KV);
+		}
 		if (hp->qkv_bias) { /* f32 vectors, data NULL like every lazy weight */
 			W(ly->bq, GGUF_DTYPE_F32, Q, 1);
 			W(ly->bk, GGUF_DTYPE_F32, KV, 1);
 			W(ly->bv, GGUF_DTYPE_F32, KV, 1);
 		}
 		if (hp->qk_norm) {
-			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : hp->head_dim, 1);
-			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : hp->head_dim, 1);
+			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : HD, 1);
+			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : HD, 1);
 		}
 		W(ly->wo, o->dtype, Q, E);
 		if (hp->attn_out_bias)
@@ -996,7 +1178,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->attn_post_norm, GGUF_DTYPE_F32, E, 1);
 			W(ly->ffn_post_norm, GGUF_DTYPE_F32, E, 1);
 		}
-		ly->swa = model_layer_is_swa(hp, l);
+		ly->out_scale = 1.0f; /* the value is the file's; a lazy model has none */
+		if (hp->out_scale) { /* layer_output_scale.weight: one f32 */
+			m->n_params += 1;
+			m->weight_bytes += sizeof(float);
+		}
 		ly->no_rope = ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 	}
 #undef W3

@@ -132,6 +132,21 @@ struct model_hparams {
 	float attn_temp_scale;
 	float attn_temp_offset;	  /* added to the position first (llama.cpp's f_attn_temp_offset) */
 	uint32_t attn_temp_floor; /* > 0 when attn_temp_scale != 0: n_ctx_orig, as llama.cpp */
+
+	/* gemma4 (llama.cpp's gemma4 graph): the windowed layers have their own head size,
+	 * K/V head count and rotated dimensions (model_head_dim, model_n_head_kv,
+	 * model_rope_dim below read them; 0 = the global value, as every other architecture);
+	 * V is RMS-normalized per head without a weight after its projection (v_norm); the
+	 * rope_factors apply to the global layers only (rope_factors_global: gemma4's
+	 * proportional RoPE, factors 1e30 for its unrotated pairs); each layer's output (the
+	 * residual stream after the FFN's add) is multiplied by model_layer.out_scale when
+	 * out_scale (the file's layer_output_scale tensors). attn_scale is 1 there. */
+	uint32_t head_dim_swa;	/* attention.key_length_swa */
+	uint32_t n_head_kv_swa; /* the windowed layers' entries of a per-layer head_count_kv */
+	uint32_t rope_dim_swa;	/* rope.dimension_count_swa */
+	bool v_norm;
+	bool rope_factors_global;
+	bool out_scale;
 };
 
 struct model_weight {
@@ -181,6 +196,12 @@ struct model_layer {
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
+	/* gemma4: the layer's output scale (hp.out_scale; the f32 value of the file's
+	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model), and whether the
+	 * file has no attn_v for this layer: V is then K's projection (wv == wk, the same
+	 * data, counted once), as llama.cpp's graph takes Kcur for Vcur */
+	float out_scale;
+	bool v_from_k;
 };
 
 struct model {
@@ -236,6 +257,17 @@ struct model_weight model_expert(const struct model_weight *w, uint32_t e);
 /* Whether layer l is windowed (llama.cpp's set_swa_pattern: the last layer of each group
  * of swa_pattern is global; pattern 0 = every layer windowed); false without a window. */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l);
+
+/* A layer's attention geometry (gemma4's windowed layers differ; model_hparams): head size,
+ * K/V heads, rotated dimensions of a windowed (swa) or global layer, and the largest head
+ * size and K/V row (n_head_kv * head_dim) over both kinds, which backends size buffers and
+ * KV slots by. */
+uint32_t model_head_dim(const struct model_hparams *hp, bool swa);
+uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa);
+uint32_t model_rope_dim(const struct model_hparams *hp, bool swa);
+uint32_t model_head_dim_max(const struct model_hparams *hp);
+uint64_t model_kv_dim_max(const struct model_hparams *hp);
+uint64_t model_q_dim_max(const struct model_hparams *hp);
 
 /* The sliding window when EVERY layer is windowed (then KV before it is never read again
  * and the engine gives its blocks back); 0 when some layer attends to the whole context

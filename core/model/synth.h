@@ -81,6 +81,23 @@ struct synth_shape {
 	/* Q/K/V and O biases (f32, N(0, 0.25)) on an architecture whose graph takes them when
 	 * present (granite, granitemoe, mistral3: arch.h's opt_bias) */
 	bool biases;
+	/* gemma4 (model.h): the windowed layers' head size (attention.key_length_swa; head_dim
+	 * is the global layers') and K/V heads (n_head_kv is the global layers'; a differing
+	 * value writes head_count_kv as a per-layer list, as the converter does), their RoPE
+	 * base (rope.freq_base_swa); the window pattern as a per-layer bool list, layer l
+	 * windowed unless (l + 1) % swa_period == 0; rope_partial > 0 writes rope_freqs for
+	 * the global layers (proportional RoPE: factor 1 for the first rope_partial * head_dim
+	 * / 2 pairs, 1e30 for the rest, which then do not turn); k_eq_v: the global layers
+	 * have no attn_v (V = K's projection); out_scale: blk.N.layer_output_scale.weight,
+	 * 1 + N(0, 0.25^2) each. gemma4's norm weights are 1 + N(0, 0.25^2) (the converter
+	 * stores them as they are, no +1), final_softcap written when > 0. */
+	uint32_t head_dim_swa;
+	uint32_t n_head_kv_swa;
+	float rope_base_swa;
+	uint32_t swa_period;
+	float rope_partial;
+	bool k_eq_v;
+	bool out_scale;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
