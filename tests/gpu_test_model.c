@@ -529,10 +529,11 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * olmo2: its whole-row Q/K norms one node (unfused), its absent pre-norms none less
 	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input);
 	 * granite: the residual scale, a gpu_scale node after each branch (both paths), and
-	 * the logit scale one after the LM head */
+	 * the logit scale one after the LM head; gemma4's layer output scale: two gpu_scale
+	 * nodes a layer (the residual and the FFN's output) */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
 		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
-		     2 * (hp->residual_scale != 1.0f);
+		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) +
@@ -795,6 +796,10 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:granitemoe-tiny:f32",
 	    /* mistral3 with Q/K/V and O biases (a dense model with an O bias: unfused) */
 	    "synthetic:mistral3-bias-tiny:f32",
+	    /* gemma4: windowed layers of head size 16 with 2 K/V heads and global ones of 32
+	     * with 1 (each layer's own KV slab in a block), V = K's rows on the global layers,
+	     * V norm, attention scale 1, proportional RoPE there, layer output scales */
+	    "synthetic:gemma4-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1153,6 +1158,9 @@ int main(void)
 		test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
 		test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3); /* unrotated layers, bucket 4 */
 		test_moe_batch("synthetic:granitemoe-tiny:f32");
+		/* gemma4: two layer geometries in bucket 4's graph; lazy: V = K on the device */
+		test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
+		test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1192,6 +1200,8 @@ int main(void)
 	test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
 	test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3);
 	test_moe_batch("synthetic:granitemoe-tiny:f32");
+	test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
 	test_errors();
 	return check_summary();
 }
