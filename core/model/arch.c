@@ -43,7 +43,21 @@
  * LLM_ARCH_SMOLLM3): the llama graph with no RoPE in layers 3, 7, 11, ... (use_rope =
  * (il + 1) % n_no_rope_layer_step != 0, the step fixed to 4 in llama-model.cpp, not read
  * from the file), no rope factors; its graph would add Q/K/V/O biases, but llama.cpp does not
- * load them for smollm3 (a file with them fails there), so batchgen refuses them. */
+ * load them for smollm3 (a file with them fails there), so batchgen refuses them.
+ * gemma4 (src/models/gemma4.cpp, llama-model.cpp, llama-hparams.cpp, conversion/gemma.py:
+ * Gemma4Model): NeoX RoPE; attn_norm, per-head Q norm, RoPE; K projection, V projection or
+ * K's when the layer has no attn_v, per-head K norm (weighted), V RMS-normalized per head
+ * without weight, RoPE on K; f_attention_scale 1; no attention soft-cap; post_attention_norm
+ * before the residual add; ffn_norm, GELU gate|up, post_ffw_norm, residual add; the layer's
+ * output times layer_output_scale when present; embeddings x sqrt(n_embd), final norm,
+ * LM head (tied without output.weight), final_logit_softcapping when set. Windowed layers
+ * (sliding_window_pattern, an array there): n_embd_head_k_swa (key_length_swa), n_rot_swa
+ * (rope.dimension_count_swa), their head_count_kv entries, rope.freq_base_swa (10000 when
+ * absent), freq_scale 1; global layers: rope_freqs as freq_factors (the converter writes 1
+ * for partial_rotary_factor * head_dim / 2 pairs, 1e30 for the rest: proportional RoPE).
+ * The converter stores the norm weights as they are (norm_shift 0, no +1). E2B/E4B:
+ * embedding_length_per_layer_input > 0 and attention.shared_kv_layers; 26B-A4B: experts
+ * with extra norms. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",

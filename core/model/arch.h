@@ -96,7 +96,9 @@ const char *arch_names(void);
  * freq[i] = base^(-2i / rope_dim) / factor[i] (factors: rope_freqs or LongRoPE, 1 when
  * NULL), times freq_scale (linear), or YaRN's blend of the scaled and unscaled frequency.
  * swa: the windowed layers' base and scale (hp->rope_base_swa, hp->rope_freq_scale_swa).
- * freq has rope_dim / 2 entries. Computed in double. */
+ * freq has model_rope_dim(hp, swa) / 2 entries (gemma4's windowed layers rotate their own
+ * number); factors are not applied there when hp->rope_factors_global. Computed in
+ * double. */
 void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
 		     float *mscale);
 

@@ -3,7 +3,8 @@
  * Architectures (core/model/arch.h): `llama` (with Llama 3.1's rope_freqs and linear /
  * yarn rope scaling), `qwen2` (Q/K/V biases, NeoX RoPE), `qwen3` (per-head Q/K norms),
  * `gemma2` and `gemma3` (embedding scale, GELU, post-norms, soft-capping, sliding-window
- * layers), `olmo2` (post-norms only, whole-row Q/K norms), `phi3` (fused attn_qkv and
+ * layers), `gemma4` (gemma3's with windowed layers of their own geometry, V norm, V = K,
+ * layer output scales: model_hparams' gemma4 part), `olmo2` (post-norms only, whole-row Q/K norms), `phi3` (fused attn_qkv and
  * gate|up ffn_up, LongRoPE factors), and the
  * mixtures of experts `qwen3moe` and `llama` with expert_count (Mixtral): stacked
  * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
