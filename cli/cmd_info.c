@@ -250,6 +250,15 @@ int cmd_info(int argc, char **argv)
 		printf("rope_factors: on the global layers only\n");
 	if (hp->out_scale)
 		printf("layer_output_scale: yes (blk.0: %g)\n", (double)m->layers[0].out_scale);
+	if (hp->n_embd_per_layer)
+		printf("per_layer_embd: %u a layer (per_layer_token_embd, gated into each layer's "
+		       "output)\n",
+		       hp->n_embd_per_layer);
+	if (model_n_layer_kv(hp) < hp->n_layer)
+		printf("shared_kv: layers %u-%u read layer %u's (windowed) or %u's (global) KV "
+		       "cache; %u layers have one\n",
+		       model_n_layer_kv(hp), hp->n_layer - 1, model_n_layer_kv(hp) - 2,
+		       model_n_layer_kv(hp) - 1, model_n_layer_kv(hp));
 	uint32_t nk = 0;
 	for (uint32_t l = 0; l < hp->n_layer; l++)
 		nk += m->layers[l].v_from_k;

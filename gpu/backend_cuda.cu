@@ -1917,6 +1917,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
+	if (hp->n_embd_per_layer || model_n_layer_kv(hp) < hp->n_layer)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run per-layer token embeddings or "
+			       "shared-KV layers (Gemma 4 E2B / E4B); the CPU backend does");
 	for (int k = 0; k < 2; k++) { /* the global layers, then the windowed ones (gemma4) */
 		uint32_t hd = model_head_dim(hp, k), kvh = model_n_head_kv(hp, k);
 		uint32_t rd = model_rope_dim(hp, k);

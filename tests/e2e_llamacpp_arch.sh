@@ -224,6 +224,15 @@ if q=$(shared tools/llama_quantize.c) && [[ gemma4-q8_0 == "${ARCH_ONLY:-}"* ]];
 	check_eq "llama.cpp quantizes gemma4 to Q8_0" "$?" 0
 	FROM=$TMP/gemma4-q8.gguf MIN_COMPARED=10 arch_compare gemma4-q8_0 0.25 0.25 ""
 fi
+# gemma4 E2B/E4B-style (gemma4-e-tiny): per-layer token embeddings (32 a layer: the
+# projected and normed input plus the token's rows, gelu-gated into each layer's output)
+# and the last 3 layers sharing KV (3, 4 read layer 1's cache, 5 layer 2's; the KV cache
+# holds layers 0-2 only). Measured 2026-12-01: f32 3.9e-3 (seeds 3-5 <= 4.1e-3: more GELU
+# table lookups than gemma4-tiny, hence 1e-2), f16 1.1e-2, q8_0 8.8e-2 (18 steps; seeds
+# 3-13: 3-21 steps, worst 0.21, none failing).
+arch_compare gemma4-e-f32 0 1e-2 "${F32KV[*]}" --shape gemma4-e-tiny --dtype f32 --seed 3
+arch_compare gemma4-e-f16 0.02 0.03 "" --shape gemma4-e-tiny --dtype f16 --seed 3
+MIN_COMPARED=10 arch_compare gemma4-e-q8_0 0.25 0.25 "" --shape gemma4-e-tiny --dtype q8_0 --seed 8
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

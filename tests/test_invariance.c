@@ -813,7 +813,7 @@ int main(void)
 	    "phi3-tiny",   "qwen3moe-tiny", "mixtral-tiny", "qwen3moe-tiny:q8_0",
 	    "gpt-oss-tiny", "gpt-oss-tiny:q8_0", "olmo2-tiny", "olmo3-tiny", "granite-tiny",
 	    "granite-tiny:q8_0", "granitemoe-tiny", "mistral3-tiny", "mistral3-tiny:q8_0",
-	    "mistral3-bias-tiny", "smollm3-tiny", "gemma4-tiny"};
+	    "mistral3-bias-tiny", "smollm3-tiny", "gemma4-tiny", "gemma4-e-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	return check_summary();

@@ -1531,10 +1531,16 @@ static void test_gemma4(void)
 	model_free(m);
 	m = NULL;
 	static const struct refusal bad[] = {
-	    {"gemma4-tiny", ME_KEY, "gemma4.embedding_length_per_layer_input", 256,
-	     BG_ERR_UNSUPPORTED, "per-layer token embeddings (Gemma 4 E2B / E4B)"},
+	    {"gemma4-tiny", ME_KEY, "gemma4.embedding_length_per_layer_input", 256, BG_ERR_FORMAT,
+	     "'per_layer_token_embd.weight' is missing"},
+	    {"gemma4-e-tiny", ME_DROP, "blk.2.proj.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.proj.weight' is missing"},
 	    {"gemma4-tiny", ME_KEY, "gemma4.attention.shared_kv_layers", 2, BG_ERR_UNSUPPORTED,
-	     "read another layer's KV cache"},
+	     "shared_kv_layers is 2 of 6 layers: the layers they would read"},
+	    {"gemma4-tiny", ME_KEY, "gemma4.attention.shared_kv_layers", 6, BG_ERR_UNSUPPORTED,
+	     "shared_kv_layers is 6 of 6 layers"},
+	    {"gemma4-e-tiny", ME_ADD, "blk.4.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.4.attn_k_norm.weight' has shape [64], expected [16]"},
 	    {"gemma4-tiny", ME_KEY, "gemma4.expert_count", 8, BG_ERR_UNSUPPORTED,
 	     "mixture-of-experts gemma4 models (Gemma 4 26B-A4B) are not supported"},
 	    {"gemma4-tiny", ME_ADD, "blk.0.ffn_gate_inp.weight", 0, BG_ERR_UNSUPPORTED,
@@ -1549,6 +1555,31 @@ static void test_gemma4(void)
 	     "rope.dimension_count_swa 18 is not an even number in [2, the windowed head"},
 	};
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
+	/* E2B/E4B's features (gemma4-e-tiny): per-layer embeddings of 32, layers 3-5 sharing */
+	CHECK(moe_rewrite("gemma4-e-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->n_embd_per_layer == 32 && hp->n_layer_kv == 3 &&
+			  model_n_layer_kv(hp) == 3 && m->pl_tok_embd.ne0 == 192 &&
+			  m->pl_tok_embd.ne1 == 512 && m->pl_model_proj.ne1 == 192 &&
+			  m->pl_proj_norm.ne0 == 32 && L[0].pl_inp_gate.ne1 == 32 &&
+			  L[5].pl_proj.ne0 == 32 && L[5].pl_post_norm.ne0 == 64,
+		      "gemma4-e-tiny: per-layer embeddings");
+		CHECK(model_kv_layer(hp, &L[2], 2) == 2 && model_kv_layer(hp, &L[3], 3) == 1 &&
+			  model_kv_layer(hp, &L[4], 4) == 1 && model_kv_layer(hp, &L[5], 5) == 2 &&
+			  !L[3].wk.ne0 && !L[5].wv.ne0 && !L[4].k_norm.ne0 && L[4].q_norm.ne0 == 16,
+		      "gemma4-e-tiny: layers 3, 4 read layer 1's KV, 5 reads layer 2's");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("gemma4-e-tiny"), false),
+		      "gemma4-e-tiny n_params %llu vs %llu", (unsigned long long)m->n_params,
+		      (unsigned long long)synth_n_params(synth_find_shape("gemma4-e-tiny"), false));
+	}
+	model_free(m);
+	m = NULL;
+	CHECK(model_open("synthetic:gemma4-e-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "files only"),
+	      "lazy gemma4-e-tiny refused: %s", err.msg);
+	model_free(m);
 }
 
 /* A lazy synthetic model (no file: model.c's lazy_model) has the hyper-parameters and

@@ -50,6 +50,11 @@ struct cpu_ctx {
 	int32_t half;	/* and rotated pairs */
 	int64_t kv_max, q_max; /* the largest over the layer kinds (model_kv_dim_max ...) */
 	float *ones;	       /* [head_dim_max] 1: gemma4's V norm has no weight */
+	/* gemma4 E2B/E4B (hp.n_embd_per_layer = P > 0): each layer's input for the batch's
+	 * tokens [n_layer][cap_tok][P], the model-wide projection's rows [cap_tok][n_layer P],
+	 * the gate's output [cap_tok][P]; the norms' weights: pl_norms [P] (per_layer_proj_norm)
+	 * then [n_layer][n_embd] (each layer's post_norm) */
+	float *ple, *ple_proj, *ple_gate, *pl_norms;
 	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_max] */
 	size_t kv_bytes;
 
@@ -199,6 +204,10 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
 		 grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
 		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
+		 (!hp->n_embd_per_layer ||
+		  (grow(&c->ple, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+		   grow(&c->ple_proj, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+		   grow(&c->ple_gate, t * hp->n_embd_per_layer, sizeof(float)))) &&
 		 grow(&c->qact, 3 * t, c->qact_row) &&
 		 (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
 	if (!ok) {
@@ -628,6 +637,7 @@ static void matmul1(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct mo
 struct att_run {
 	struct cpu_ctx *c;
 	uint32_t layer;
+	uint32_t kv_layer; /* the layer whose KV cache it reads (model_kv_layer) */
 	int32_t n_items; /* n_tok * n_head */
 	int32_t per_task;
 	int32_t n_tasks;
@@ -636,7 +646,8 @@ struct att_run {
 
 /* One (token, head): causal attention over positions [0, pos] of the token's sequence,
  * through its block table. Scores and the weighted sum run in position order. */
-static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, float *sc)
+static void attend_one(struct cpu_ctx *c, uint32_t layer, uint32_t kv_layer, int32_t t, int32_t h,
+		       float *sc)
 {
 	const struct model_hparams *hp = &c->hp;
 	const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
@@ -644,7 +655,7 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 	int64_t hd = c->hd; /* the layer's geometry (forward sets it) */
 	int64_t kvh = h / ((int64_t)hp->n_head / c->n_kvh);
 	const float *qv = c->q + (int64_t)t * c->q_dim + h * hd;
-	const float *kb = kv_k(c, layer), *vb = kv_v(c, layer);
+	const float *kb = kv_k(c, kv_layer), *vb = kv_v(c, kv_layer);
 	int32_t bs = c->block_size;
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
 	/* gpt-oss: head h's sink, one more logit in the softmax's max and denominator with no
@@ -715,7 +726,8 @@ static void att_task(void *arg, int32_t task, int32_t thread)
 	int32_t i0 = task * r->per_task;
 	int32_t i1 = i0 + r->per_task < r->n_items ? i0 + r->per_task : r->n_items;
 	for (int32_t i = i0; i < i1; i++) {
-		attend_one(c, r->layer, i / (int32_t)c->hp.n_head, i % (int32_t)c->hp.n_head, sc);
+		attend_one(c, r->layer, r->kv_layer, i / (int32_t)c->hp.n_head,
+			   i % (int32_t)c->hp.n_head, sc);
 		pf_slice(&r->pf, i, r->n_items); /* after each head: overlaps the next one */
 	}
 }
@@ -814,10 +826,76 @@ static int32_t keep_logit_rows(struct cpu_ctx *c, const struct backend_batch *b)
 				       (size_t)E * sizeof(float));
 				memcpy(c->att + (int64_t)n * c->q_dim, c->att + (int64_t)t * c->q_dim,
 				       (size_t)c->q_dim * sizeof(float));
+				if (c->ple) { /* gemma4: the last layer's per-layer inputs */
+					const int64_t P = c->hp.n_embd_per_layer;
+					float *pl = c->ple + (int64_t)(c->hp.n_layer - 1) * c->cap_tok * P;
+					memcpy(pl + n * P, pl + t * P, (size_t)P * sizeof(float));
+				}
 			}
 			n++;
 		}
 	return n;
+}
+
+/* gemma4 E2B/E4B (model.h's n_embd_per_layer): every layer's input e_l of the batch's T
+ * tokens into c->ple ([n_layer][cap_tok][P]), from the token rows of pl_tok_embd and the
+ * scaled input embeddings in c->x, in llama.cpp's order (project_per_layer_inputs): the
+ * projection times 1/sqrt(n_embd), normed per slice, plus the token rows times sqrt(P),
+ * the sum times 1/sqrt(2). */
+static void per_layer_inputs(struct cpu_ctx *c, const struct backend_batch *b, int32_t T)
+{
+	const struct model *m = c->m;
+	const struct model_hparams *hp = &c->hp;
+	const int64_t E = hp->n_embd, P = hp->n_embd_per_layer, NL = (int64_t)hp->n_layer * P;
+	matmul1(c, BACKEND_CPU_MM_QKV, &m->pl_model_proj, c->x, c->ple_proj, T);
+	const float sp = 1.0f / sqrtf((float)E), st = sqrtf((float)P), si = 1.0f / sqrtf(2.0f);
+	int32_t t = 0;
+	for (int32_t i = 0; i < b->n_seqs; i++) {
+		const struct backend_seq *sq = &b->seqs[i];
+		for (int32_t j = 0; j < sq->n_tokens; j++, t++) {
+			int32_t tok = backend_seq_token(sq, j, c->last_tok, c->n_last,
+							(int32_t)hp->n_vocab);
+			const char *trow = (const char *)m->pl_tok_embd.data +
+					   (size_t)tok * cpuk_row_bytes(m->pl_tok_embd.type, NL);
+			float *pr = c->ple_proj + (int64_t)t * NL;
+			for (int64_t k = 0; k < NL; k++)
+				pr[k] *= sp;
+			for (uint32_t l = 0; l < hp->n_layer; l++) {
+				float *e = c->ple + ((int64_t)l * c->cap_tok + t) * P;
+				rmsnorm(e, pr + l * P, c->pl_norms, P, hp->rms_eps);
+			}
+			/* the token's rows: dequantized whole (a row of NL), scaled, added */
+			float *tr = pr; /* reuse the projection row: its values are in c->ple now */
+			cpuk_dequant_row(m->pl_tok_embd.type, trow, NL, tr);
+			for (uint32_t l = 0; l < hp->n_layer; l++) {
+				float *e = c->ple + ((int64_t)l * c->cap_tok + t) * P;
+				for (int64_t k = 0; k < P; k++)
+					e[k] = (e[k] + tr[l * P + k] * st) * si;
+			}
+		}
+	}
+}
+
+/* gemma4 E2B/E4B: layer l's per-layer input joins the residual stream c->x (T rows):
+ * x += rmsnorm(pl_proj (gelu(pl_inp_gate x) * e_l)) with the layer's post_norm. */
+static void per_layer_add(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
+{
+	const struct model_hparams *hp = &c->hp;
+	const int64_t E = hp->n_embd, P = hp->n_embd_per_layer;
+	matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->pl_inp_gate, c->x, c->ple_gate, T);
+	const struct model_weight *wd[1] = {&L->pl_proj};
+	const float *xd[1] = {c->ple_gate};
+	float *yd[1] = {c->xb};
+	int64_t ldd[1] = {E};
+	/* gelu(gate) * e_l in the prologue, as the FFN's down projection takes its glu */
+	matmuls(c, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, T,
+		c->ple + (int64_t)l * c->cap_tok * P, true);
+	const float *pn = c->pl_norms + P + (size_t)l * E;
+	for (int32_t t = 0; t < T; t++) {
+		rmsnorm(c->xb + t * E, c->xb + t * E, pn, E, hp->rms_eps);
+		for (int64_t i = 0; i < E; i++)
+			c->x[t * E + i] += c->xb[t * E + i];
+	}
 }
 
 static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
@@ -866,6 +944,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		}
 	}
 
+	if (hp->n_embd_per_layer) /* gemma4 E2B/E4B: every layer's input, from the embeddings */
+		per_layer_inputs(c, b, T);
+
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
 		const float *an = c->norms + (size_t)(2 * l) * E;
@@ -885,12 +966,15 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				rmsnorm(c->xb + t * E, c->x + t * E, an, E, hp->rms_eps);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
+		/* gemma4's shared-KV layers: Q only; attention reads layer kv_l's cache */
+		const uint32_t kv_l = model_kv_layer(hp, L, l);
+		const bool own_kv = kv_l == l;
 		{
 			const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
 			const float *xs[3] = {c->xb, c->xb, c->xb};
 			float *ys[3] = {c->q, c->k, c->v};
 			int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
-			matmuls(c, BACKEND_CPU_MM_QKV, 3, ws, xs, ys, ld, T, NULL, false);
+			matmuls(c, BACKEND_CPU_MM_QKV, own_kv ? 3 : 1, ws, xs, ys, ld, T, NULL, false);
 		}
 		prof_lap(c, &tp, &skip); /* counted by matmuls */
 		if (c->biases) { /* qwen2: after the projections, before RoPE */
@@ -910,20 +994,20 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 					float *qh = c->q + t * c->q_dim + i;
 					rmsnorm(qh, qh, qn, qg, hp->rms_eps);
 				}
-				for (int64_t i = 0; i < c->kv_dim; i += kg) {
+				for (int64_t i = 0; own_kv && i < c->kv_dim; i += kg) {
 					float *kh = c->k + t * c->kv_dim + i;
 					rmsnorm(kh, kh, kn, kg, hp->rms_eps);
 				}
 			}
 		}
-		if (hp->v_norm) /* gemma4: each V head RMS-normalized, no weight (times 1) */
+		if (hp->v_norm && own_kv) /* gemma4: each V head RMS-normalized, no weight */
 			for (t = 0; t < T; t++)
 				for (int64_t i = 0; i < c->kv_dim; i += hd) {
 					float *vh = c->v + t * c->kv_dim + i;
 					rmsnorm(vh, vh, c->ones, hd, hp->rms_eps);
 				}
 		/* RoPE, then K/V into the pool */
-		float *kl = kv_k(c, l), *vl = kv_v(c, l);
+		float *kl = kv_k(c, kv_l), *vl = kv_v(c, kv_l);
 		const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 		for (t = 0; t < T; t++) {
 			const float *cs = rope_l + (int64_t)t * c->half * 2;
@@ -932,6 +1016,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			if (hp->attn_temp_scale != 0.0f) /* mistral3: Q after RoPE, per position */
 				branch_scale(c->q + t * c->q_dim, c->q_dim,
 					     arch_attn_temp(hp, c->tok_pos[t]));
+			if (!own_kv)
+				continue; /* no K/V of its own */
 			for (int64_t h = 0; h < c->n_kvh && !L->no_rope; h++)
 				rope_apply(hp, c->half, c->k + t * c->kv_dim + h * hd, cs);
 			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
@@ -947,6 +1033,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			prof_lap(c, &tp, &prof->rope_kv_s);
 		{
 			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
+			r.kv_layer = kv_l;
 			int32_t n_tasks = c->n_threads * 4;
 			r.per_task = (r.n_items + n_tasks - 1) / n_tasks;
 			if (r.per_task < 1)
@@ -1010,6 +1097,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
+		if (hp->n_embd_per_layer) /* gemma4 E2B/E4B: the layer's per-layer input */
+			per_layer_add(c, L, l, T);
 		if (hp->out_scale) /* gemma4: the layer's output times its scale */
 			branch_scale(c->x, (int64_t)T * E, L->out_scale);
 		if (prof)
@@ -1159,7 +1248,7 @@ static enum bg_status kv_swap(struct cpu_ctx *c, const int32_t *blocks, int32_t 
 	size_t sl = slab_floats(c);
 	for (int32_t i = 0; i < n; i++) {
 		size_t off = (size_t)blocks[i] * sl;
-		for (uint32_t l = 0; l < c->hp.n_layer; l++)
+		for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++)
 			for (int v = 0; v < 2; v++) {
 				float *slab = (v ? kv_v(c, l) : kv_k(c, l)) + off;
 				if (to) {
@@ -1194,7 +1283,7 @@ static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg
 	if (st != BG_OK || src == dst)
 		return st;
 	size_t sl = slab_floats(c);
-	for (uint32_t l = 0; l < c->hp.n_layer; l++) {
+	for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++) {
 		memcpy(kv_k(c, l) + (size_t)dst * sl, kv_k(c, l) + (size_t)src * sl,
 		       sl * sizeof(float));
 		memcpy(kv_v(c, l) + (size_t)dst * sl, kv_v(c, l) + (size_t)src * sl,
@@ -1223,6 +1312,10 @@ static void cpu_destroy(void *ctx)
 	free(c->kv);
 	free(c->norms);
 	free(c->ones);
+	free(c->ple);
+	free(c->ple_proj);
+	free(c->ple_gate);
+	free(c->pl_norms);
 	free(c->biases);
 	free(c->oai);
 	free(c->extra_norms);
@@ -1310,6 +1403,12 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	    hp->n_layer == 0 || hp->n_vocab == 0 || hp->n_embd == 0 || hp->n_ff == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "unsupported model hyper-parameters");
 	enum bg_status st;
+	if (hp->n_embd_per_layer &&
+	    ((st = check_weight(&m->pl_tok_embd, "per_layer_token_embd.weight", -1, err)) != BG_OK ||
+	     (st = check_weight(&m->pl_model_proj, "per_layer_model_proj.weight", -1, err)) !=
+		 BG_OK ||
+	     (st = check_weight(&m->pl_proj_norm, "per_layer_proj_norm.weight", -1, err)) != BG_OK))
+		return st;
 	if ((st = check_weight(&m->tok_embd, "token_embd.weight", -1, err)) != BG_OK ||
 	    (st = check_weight(&m->output, "output.weight", -1, err)) != BG_OK ||
 	    (st = check_weight(&m->output_norm, "output_norm.weight", -1, err)) != BG_OK)
@@ -1330,8 +1429,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 						"attn_output", "ffn_norm", "ffn_gate", "ffn_up",
 						"ffn_down",   "ffn_gate_inp"};
 		static const char *enames[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+		const bool own_kv = l < model_n_layer_kv(hp); /* gemma4: shared-KV layers have none */
 		for (int i = 0; i < (moe ? 10 : 9); i++)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
+			    !(!own_kv && (i == 2 || i == 3)) &&
 			    (st = check_weight(ws[i], moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
 				return st;
@@ -1353,7 +1454,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 						     : lhd,
 				    hp->n_embd, hp->n_embd};
 		for (int i = 0; i < 4; i++) {
-			if (!(i < 2 ? hp->qk_norm : hp->post_norms))
+			if (!(i < 2 ? hp->qk_norm : hp->post_norms) || (i == 1 && !own_kv))
 				continue;
 			if ((st = check_weight(xs[i], xnames[i], (int)l, err)) != BG_OK)
 				return st;
@@ -1386,6 +1487,18 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 					       onames[i], l, (unsigned long long)olen[i][0],
 					       olen[i][1] ? " per expert" : "");
 		}
+		const struct model_weight *ps[3] = {&L->pl_inp_gate, &L->pl_proj, &L->pl_post_norm};
+		static const char *pnames[3] = {"inp_gate", "proj", "post_norm"};
+		for (int i = 0; i < 3 && hp->n_embd_per_layer; i++) /* gemma4 E2B/E4B */
+			if ((st = check_weight(ps[i], pnames[i], (int)l, err)) != BG_OK)
+				return st;
+		if (hp->n_embd_per_layer && L->pl_post_norm.type != GGUF_DTYPE_F32)
+			return bg_fail(err, BG_ERR_UNSUPPORTED, "post_norm (layer %u) must be f32", l);
+		if (l >= model_n_layer_kv(hp) &&
+		    (L->kv_src >= model_n_layer_kv(hp) || m->layers[L->kv_src].swa != L->swa))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "layer %u reads layer %u's KV cache, which is not one of its kind",
+				       l, L->kv_src);
 		if (hp->swiglu_oai && !moe)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the clamped SwiGLU is supported in experts only");
@@ -1543,7 +1656,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->q_max = (int64_t)model_q_dim_max(hp);
 
 	uint64_t kv_floats =
-	    (uint64_t)hp->n_layer * 2 * (uint64_t)n_blocks * cfg->block_size * (uint64_t)c->kv_max;
+	    (uint64_t)model_n_layer_kv(hp) * 2 * (uint64_t)n_blocks * cfg->block_size *
+	    (uint64_t)c->kv_max;
 	if (kv_floats > SIZE_MAX / sizeof(float)) {
 		cpu_destroy(c);
 		free(b);
@@ -1629,6 +1743,19 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		free(b);
 		return st;
 	}
+	if (hp->n_embd_per_layer) { /* gemma4 E2B/E4B: the per-layer inputs' norms, f32 */
+		size_t P = hp->n_embd_per_layer;
+		c->pl_norms = malloc((P + (size_t)hp->n_layer * E) * sizeof(float));
+		if (!c->pl_norms) {
+			cpu_destroy(c);
+			free(b);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the per-layer norms");
+		}
+		cpuk_dequant_row(m->pl_proj_norm.type, m->pl_proj_norm.data, (int64_t)P, c->pl_norms);
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			cpuk_dequant_row(m->layers[l].pl_post_norm.type, m->layers[l].pl_post_norm.data,
+					 (int64_t)E, c->pl_norms + P + (size_t)l * E);
+	}
 
 	b->ops = &cpu_ops;
 	b->ctx = c;
@@ -1640,7 +1767,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	b->n_vocab = (int32_t)hp->n_vocab;
 	b->block_size = cfg->block_size;
 	b->n_blocks = c->n_blocks;
-	b->block_bytes = (size_t)hp->n_layer * 2 * slab_floats(c) * sizeof(float);
+	b->block_bytes = (size_t)model_n_layer_kv(hp) * 2 * slab_floats(c) * sizeof(float);
 	*out = b;
 	return BG_OK;
 }

@@ -382,7 +382,17 @@ uint32_t model_kv_window(const struct model_hparams *hp)
 	return hp->n_swa;
 }
 
-/* model_head_dim ... model_q_dim_max: see model.h */
+/* model_head_dim ... model_q_dim_max, model_n_layer_kv, model_kv_layer: see model.h */
+uint32_t model_n_layer_kv(const struct model_hparams *hp)
+{
+	return hp->n_layer_kv && hp->n_layer_kv < hp->n_layer ? hp->n_layer_kv : hp->n_layer;
+}
+
+uint32_t model_kv_layer(const struct model_hparams *hp, const struct model_layer *L, uint32_t l)
+{
+	return l >= model_n_layer_kv(hp) ? L->kv_src : l;
+}
+
 uint32_t model_head_dim(const struct model_hparams *hp, bool swa)
 {
 	return swa && hp->head_dim_swa ? hp->head_dim_swa : hp->head_dim;
@@ -432,16 +442,25 @@ static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
 	if (!g)
 		return BG_OK;
 	uint32_t u = 0;
-	if (get_u32_key(g, arch, "embedding_length_per_layer_input", &u) && u > 0)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.embedding_length_per_layer_input is %u: per-layer token "
-			       "embeddings (Gemma 4 E2B / E4B) are not supported",
-			       arch, u);
-	if (get_u32_key(g, arch, "attention.shared_kv_layers", &u) && u > 0)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.attention.shared_kv_layers is %u: layers that read another "
-			       "layer's KV cache (Gemma 4 E2B / E4B) are not supported",
-			       arch, u);
+	if (get_u32_key(g, arch, "embedding_length_per_layer_input", &u) && u > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.embedding_length_per_layer_input %u is too large", arch, u);
+	hp->n_embd_per_layer = u;
+	u = 0;
+	if (get_u32_key(g, arch, "attention.shared_kv_layers", &u) && u > 0) {
+		/* llama.cpp's reuse: a windowed layer reads n_layer_kv - 2, a global one
+		 * n_layer_kv - 1; those must exist and be of the reader's kind */
+		uint32_t k = hp->n_layer - (u < hp->n_layer ? u : hp->n_layer);
+		bool ok = u < hp->n_layer && k >= 2 && model_layer_is_swa(hp, k - 2) &&
+			  !model_layer_is_swa(hp, k - 1);
+		if (!ok)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s.attention.shared_kv_layers is %u of %u layers: the layers "
+				       "they would read (the last windowed and the last global one "
+				       "before them) are not there",
+				       arch, u, hp->n_layer);
+		hp->n_layer_kv = k;
+	}
 	uint32_t kl = hp->head_dim, vl = 0;
 	if (get_u32_key(g, arch, "attention.key_length_swa", &kl) && (kl == 0 || kl > 4096))
 		return bg_fail(err, BG_ERR_FORMAT,
@@ -495,6 +514,7 @@ static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
 	hp->out_scale = gguf_find_tensor(g, "blk.0.layer_output_scale.weight") != NULL;
 	return BG_OK;
 }
+
 
 /* A key that gemma4 files may write as a per-layer list: refused with a message saying
  * what the list means, since batchgen reads one value. */
@@ -599,6 +619,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       (double)hp->rms_eps);
 	if ((st = read_features(g, arch, ai, hp, err)))
 		return st;
+	hp->n_layer_kv = hp->n_layer;
 	if (ai->gemma4 && (st = read_gemma4(g, arch, hp, err)))
 		return st;
 
@@ -806,6 +827,22 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	return BG_OK;
 }
 
+/* gemma4: the per-layer token embeddings' model-wide tensors (hp.n_embd_per_layer > 0). */
+static enum bg_status take_per_layer_embd(struct loader *L)
+{
+	struct model *m = L->m;
+	const struct model_hparams *hp = &m->hp;
+	uint64_t P = hp->n_embd_per_layer, NL = (uint64_t)hp->n_layer * P;
+	enum bg_status st;
+	if ((st = take(L, "per_layer_token_embd.weight", NL, hp->n_vocab, TK_MATRIX,
+		       &m->pl_tok_embd)) ||
+	    (st = take(L, "per_layer_model_proj.weight", hp->n_embd, NL, TK_MATRIX,
+		       &m->pl_model_proj)) ||
+	    (st = take(L, "per_layer_proj_norm.weight", P, 0, TK_NORM, &m->pl_proj_norm)))
+		return st;
+	return BG_OK;
+}
+
 static enum bg_status load_tensors(struct loader *L)
 {
 	struct model *m = L->m;
@@ -819,6 +856,8 @@ static enum bg_status load_tensors(struct loader *L)
 		return st;
 	if ((st = take(L, "token_embd.weight", E, V, TK_MATRIX, &m->tok_embd)) ||
 	    (st = take(L, "output_norm.weight", E, 0, TK_NORM, &m->output_norm)))
+		return st;
+	if (hp->n_embd_per_layer && (st = take_per_layer_embd(L)))
 		return st;
 	if (gguf_find_tensor(L->g, "output.weight")) {
 		if ((st = take(L, "output.weight", E, V, TK_MATRIX, &m->output)))
@@ -842,8 +881,26 @@ static enum bg_status load_tensors(struct loader *L)
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
+		/* gemma4's shared-KV layers: no K/V of their own (K/V tensors the file has
+		 * anyway are taken unused, as llama.cpp loads them) */
+		bool own_kv = l < hp->n_layer_kv;
+		ly->kv_src = own_kv ? l : hp->n_layer_kv - (ly->swa ? 2 : 1);
+		if (!own_kv) {
+			TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
+			static const char *const kv_names[3] = {"attn_k.weight", "attn_v.weight",
+								"attn_k_norm.weight"};
+			for (int i = 0; i < 3; i++) {
+				struct model_weight unused;
+				snprintf(n, sizeof n, "blk.%u.%s", l, kv_names[i]);
+				if (gguf_find_tensor(L->g, n) &&
+				    (st = take(L, n, i < 2 ? E : HD, i < 2 ? KV : 0,
+					       i < 2 ? TK_MATRIX : TK_NORM, &unused)))
+					return st;
+			}
+		}
 		snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
-		if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
+		if (!own_kv) {
+		} else if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
 			struct model_weight qkv;
 			if ((st = take(L, n, E, Q + 2 * KV, TK_MATRIX, &qkv)))
 				return st;
@@ -868,7 +925,9 @@ static enum bg_status load_tensors(struct loader *L)
 		}
 		if (hp->qk_norm) { /* per head, or the whole rows (olmo2) */
 			TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, 0, TK_NORM, q_norm);
-			TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0, TK_NORM, k_norm);
+			if (own_kv)
+				TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0, TK_NORM,
+				     k_norm);
 		}
 		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
 		if (hp->attn_out_bias)
@@ -899,6 +958,11 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
+		if (hp->n_embd_per_layer) { /* gemma4 E2B/E4B: the per-layer input's weights */
+			TAKE("inp_gate.weight", E, hp->n_embd_per_layer, TK_MATRIX, pl_inp_gate);
+			TAKE("proj.weight", hp->n_embd_per_layer, E, TK_MATRIX, pl_proj);
+			TAKE("post_norm.weight", E, 0, TK_NORM, pl_post_norm);
+		}
 		ly->out_scale = 1.0f;
 		if (hp->out_scale) { /* gemma4: one f32 scalar (blk.0 decides, then every layer) */
 			struct model_weight os;
@@ -1081,6 +1145,12 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->attn_temp_scale = s->attn_temp_scale;
 		mistral3_derive(hp);
 	}
+	hp->n_layer_kv = hp->n_layer;
+	if (!st && (s->n_embd_per_layer || s->shared_kv_layers))
+		st = bg_fail(err, BG_ERR_UNSUPPORTED,
+			     "synthetic:%s: per-layer embeddings and shared-KV layers are made as "
+			     "files only, not lazily",
+			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);
 		hp->head_dim_swa = hp->rope_dim_swa = s->head_dim_swa ? s->head_dim_swa : hp->head_dim;
@@ -1129,6 +1199,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct model_layer *ly = &m->layers[l];
 		ly->swa = model_layer_is_swa(hp, l);
+		ly->kv_src = l;
 		uint64_t HD = model_head_dim(hp, ly->swa);
 		Q = (uint64_t)hp->n_head * HD;
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;

@@ -148,6 +148,20 @@ struct model_hparams {
 	bool v_norm;
 	bool rope_factors_global;
 	bool out_scale;
+	/* gemma4's edge sizes (E2B, E4B; llama.cpp's project_per_layer_inputs):
+	 * n_embd_per_layer > 0: per-layer token embeddings. For each token, its row of
+	 * model.pl_tok_embd (n_layer * n_embd_per_layer values) times sqrt(n_embd_per_layer),
+	 * plus model.pl_model_proj times the scaled input embedding, times 1/sqrt(n_embd),
+	 * RMS-normalized in slices of n_embd_per_layer with model.pl_proj_norm, the sum times
+	 * 1/sqrt(2): slice l is layer l's input e_l. Layer l, after its FFN's residual add:
+	 * x += rmsnorm(pl_proj (gelu(pl_inp_gate x) * e_l)) with pl_post_norm (before the
+	 * output scale).
+	 * n_layer_kv < n_layer: shared-KV layers (attention.shared_kv_layers): layers from
+	 * n_layer_kv on compute no K/V and attend over layer model_layer.kv_src's cache
+	 * (n_layer_kv - 2 for a windowed layer, n_layer_kv - 1 for a global one, as
+	 * llama.cpp's layer_reuse_cb); only the first n_layer_kv layers have a KV cache. */
+	uint32_t n_embd_per_layer;
+	uint32_t n_layer_kv; /* == n_layer unless shared-KV layers */
 };
 
 struct model_weight {
@@ -194,6 +208,10 @@ struct model_layer {
 	struct model_weight gate_exps_b;    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight up_exps_b;	    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight down_exps_b;    /* (n_embd) each, ne2 = n_expert */
+	/* gemma4 E2B/E4B (model_hparams' n_embd_per_layer): the per-layer input's gate
+	 * (n_embd, n_embd_per_layer), projection (n_embd_per_layer, n_embd) and norm (n_embd,
+	 * f32), or zero */
+	struct model_weight pl_inp_gate, pl_proj, pl_post_norm;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
@@ -203,6 +221,9 @@ struct model_layer {
 	 * data, counted once), as llama.cpp's graph takes Kcur for Vcur */
 	float out_scale;
 	bool v_from_k;
+	/* gemma4 E2B/E4B: the layer whose KV cache this one reads (itself unless l >=
+	 * n_layer_kv, and then wk, wv, k_norm are zero: no K/V of its own) */
+	uint32_t kv_src;
 };
 
 struct model {
@@ -214,6 +235,10 @@ struct model {
 	struct model_weight output;	 /* (n_embd, n_vocab); == tok_embd when tied */
 	struct model_weight rope_factors; /* (rope_dim / 2) f32 divisors of the RoPE
 					   * frequencies (hp.rope_factors), or zero */
+	/* gemma4 E2B/E4B's per-layer token embeddings (hp.n_embd_per_layer > 0), else zero:
+	 * (n_layer * n_embd_per_layer, n_vocab), (n_embd, n_layer * n_embd_per_layer) and
+	 * (n_embd_per_layer) f32 */
+	struct model_weight pl_tok_embd, pl_model_proj, pl_proj_norm;
 	struct model_layer *layers;	 /* [n_layer] */
 	uint64_t n_params;
 	uint64_t weight_bytes;
@@ -264,6 +289,10 @@ bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l);
  * size and K/V row (n_head_kv * head_dim) over both kinds, which backends size buffers and
  * KV slots by. */
 uint32_t model_head_dim(const struct model_hparams *hp, bool swa);
+/* The layers that own a KV cache (hp->n_layer_kv, 0 read as n_layer), and the layer whose
+ * cache layer l (*L) reads: l itself unless a shared-KV layer (gemma4), then L->kv_src. */
+uint32_t model_n_layer_kv(const struct model_hparams *hp);
+uint32_t model_kv_layer(const struct model_hparams *hp, const struct model_layer *L, uint32_t l);
 uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa);
 uint32_t model_rope_dim(const struct model_hparams *hp, bool swa);
 uint32_t model_head_dim_max(const struct model_hparams *hp);

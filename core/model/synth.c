@@ -92,6 +92,13 @@ static const struct synth_shape shapes[] = {
      .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
      .k_eq_v = true, .out_scale = true},
+    /* gemma4-tiny with E2B/E4B's two features: per-layer token embeddings of 8 a layer, and
+     * the last 3 layers sharing KV (3 and 4 read layer 1's cache, 5 reads layer 2's); 32
+     * a layer, so that q8_0's blocks fit the projection's rows */
+    {"gemma4-e-tiny", 6, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
+     .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
+     .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
+     .k_eq_v = true, .out_scale = true, .n_embd_per_layer = 32, .shared_kv_layers = 3},
     {"phi3-tiny", 2, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "phi3", .n_swa = 16,
      .n_ctx_orig = 64},
     /* mixtures of experts. Qwen3-30B-A3B's config.json (feed_forward_length is its
@@ -432,6 +439,10 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			       "gemma4: the windowed head size %u must be even (q8_0: heads x "
 			       "head sizes multiples of 32) and its kv heads %u divide heads %u",
 			       s->head_dim_swa, s->n_head_kv_swa, s->n_head);
+	if (o->dtype == GGUF_DTYPE_Q8_0 && s->n_embd_per_layer % 32)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "q8_0 needs the per-layer embedding width to be a multiple of 32 (%u)",
+			       s->n_embd_per_layer);
 	if (s->rope_scaling && strcmp(s->rope_scaling, "linear") != 0 &&
 	    strcmp(s->rope_scaling, "yarn") != 0)
 		return bg_fail(err, BG_ERR_INVALID, "rope scaling '%s' is not linear or yarn",
@@ -479,14 +490,18 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 {
 	if (is_gemma4(s)) { /* per layer: its kind's geometry, V only where written */
 		uint64_t E = s->n_embd, n = 0;
+		uint64_t P = s->n_embd_per_layer;
 		for (uint32_t l = 0; l < s->n_layer; l++) {
 			uint64_t hd = g4_hd(s, l), Q = s->n_head * hd, KV = g4_kvh(s, l) * hd;
+			bool own = l + s->shared_kv_layers < s->n_layer;
 			bool v = !(s->k_eq_v && !g4_swa(s, l));
-			n += 4 * E + E * Q + (v ? 2 : 1) * E * KV + Q * E + 3 * E * s->n_ff + 2 * hd +
-			     (s->out_scale ? 1 : 0);
+			n += 4 * E + E * Q + (own ? (v ? 2 : 1) * E * KV + hd : 0) + Q * E +
+			     3 * E * s->n_ff + hd + (s->out_scale ? 1 : 0) +
+			     (P ? 2 * E * P + E : 0);
 		}
 		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n +
-		       (s->rope_partial > 0.0f ? synth_head_dim(s) / 2 : 0);
+		       (s->rope_partial > 0.0f ? synth_head_dim(s) / 2 : 0) +
+		       (P ? (uint64_t)s->n_vocab * P * s->n_layer + E * P * s->n_layer + P : 0);
 	}
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
 	uint64_t hd = synth_head_dim(s);
@@ -751,7 +766,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	const struct synth_shape *s = &o->shape;
 	uint32_t n_vocab = synth_n_vocab(o);
 	b->w = gguf_writer_create();
-	b->jobs = calloc(6 + 24 * (size_t)s->n_layer, sizeof *b->jobs);
+	b->jobs = calloc(10 + 24 * (size_t)s->n_layer, sizeof *b->jobs);
 	if (!b->w || !b->jobs) {
 		build_free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
@@ -783,8 +798,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length_swa"), hs);
 		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length_swa"), hs);
 		gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count_swa"), hs);
-		gguf_writer_set_u32(w, ARCH_KEY("embedding_length_per_layer_input"), 0);
-		gguf_writer_set_u32(w, ARCH_KEY("attention.shared_kv_layers"), 0);
+		gguf_writer_set_u32(w, ARCH_KEY("embedding_length_per_layer_input"),
+				    s->n_embd_per_layer);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.shared_kv_layers"), s->shared_kv_layers);
 		if (s->rope_base_swa > 0.0f)
 			gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base_swa"), s->rope_base_swa);
 		if (s->final_softcap > 0.0f)
@@ -922,6 +938,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	}
 	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
 	add(b, "output_norm.weight", GGUF_DTYPE_F32, nk, E, 1, o->seed);
+	const uint64_t PL = g4 ? s->n_embd_per_layer : 0;
+	if (PL) { /* gemma4 E2B/E4B's per-layer token embeddings */
+		add(b, "per_layer_token_embd.weight", t, FILL_RANDOM, PL * s->n_layer, V, o->seed);
+		add(b, "per_layer_model_proj.weight", t, FILL_RANDOM, E, PL * s->n_layer, o->seed);
+		add(b, "per_layer_proj_norm.weight", GGUF_DTYPE_F32, FILL_NORM, PL, 1, o->seed);
+	}
 	if (!o->tie_output)
 		add(b, "output.weight", t, FILL_RANDOM, E, V, o->seed);
 	for (uint32_t l = 0; l < s->n_layer; l++) {
@@ -936,6 +958,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
+		const bool own_kv = !g4 || l + s->shared_kv_layers < s->n_layer;
 		if (g4) { /* the layer's kind's geometry */
 			HD = g4_hd(s, l);
 			Q = (uint64_t)s->n_head * HD;
@@ -947,8 +970,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
 			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
-			ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
-			if (!(g4 && s->k_eq_v && !g4_swa(s, l)))
+			if (own_kv)
+				ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
+			if (own_kv && !(g4 && s->k_eq_v && !g4_swa(s, l)))
 				ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
 		}
 		if (bias) { /* f32 whatever the dtype, as llama.cpp's converter writes them */
@@ -960,8 +984,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? Q : HD, 1);
 			if (g4)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
-			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
-			if (g4)
+			if (own_kv)
+				ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
+			if (g4 && own_kv)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
@@ -1003,6 +1028,11 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
 			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		if (PL) {
+			ADD("inp_gate.weight", t, FILL_RANDOM, E, PL);
+			ADD("proj.weight", t, FILL_RANDOM, PL, E);
+			ADD("post_norm.weight", GGUF_DTYPE_F32, FILL_NORM, E, 1);
+		}
 		if (g4 && s->out_scale)
 			ADD("layer_output_scale.weight", GGUF_DTYPE_F32, FILL_NORM, 1, 1);
 #undef ADD3

@@ -98,6 +98,12 @@ struct synth_shape {
 	float rope_partial;
 	bool k_eq_v;
 	bool out_scale;
+	/* gemma4 E2B/E4B-style (model.h): embedding_length_per_layer_input (per_layer_token_embd,
+	 * per_layer_model_proj, per_layer_proj_norm; per layer inp_gate, proj, post_norm) and
+	 * attention.shared_kv_layers (the last ones written without attn_k, attn_v,
+	 * attn_k_norm). Files only (a lazy model of such a shape is refused). */
+	uint32_t n_embd_per_layer;
+	uint32_t shared_kv_layers;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
