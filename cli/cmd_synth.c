@@ -43,7 +43,8 @@ static void synth_usage(FILE *f)
 		"mistral3-tiny a mistral3 model (attention temperature, YaRN), smollm3-tiny a\n"
 		"smollm3 model (every 4th layer without RoPE), gemma4-tiny and gemma4-31b gemma4\n"
 		"models (windowed and global layers of different head sizes, V = K on the\n"
-		"global layers, layer output scales).\n"
+		"global layers, layer output scales; gemma4-e-tiny with E2B/E4B's per-layer\n"
+		"embeddings and shared-KV layers).\n"
 		"--vocab-from copies the tokenizer.* keys of another GGUF file (the vocabulary\n"
 		"size is then that file's); otherwise a SentencePiece-style vocabulary is made.\n"
 		"The same flags and seed always give the same file.\n");
