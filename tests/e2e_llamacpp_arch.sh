@@ -225,11 +225,12 @@ if q=$(shared tools/llama_quantize.c) && [[ gemma4-q8_0 == "${ARCH_ONLY:-}"* ]];
 	FROM=$TMP/gemma4-q8.gguf MIN_COMPARED=10 arch_compare gemma4-q8_0 0.25 0.25 ""
 fi
 # gemma4 E2B/E4B-style (gemma4-e-tiny): per-layer token embeddings (32 a layer: the
-# projected and normed input plus the token's rows, gelu-gated into each layer's output)
-# and the last 3 layers sharing KV (3, 4 read layer 1's cache, 5 layer 2's; the KV cache
-# holds layers 0-2 only). Measured 2026-12-01: f32 3.9e-3 (seeds 3-5 <= 4.1e-3: more GELU
-# table lookups than gemma4-tiny, hence 1e-2), f16 1.1e-2, q8_0 8.8e-2 (18 steps; seeds
-# 3-13: 3-21 steps, worst 0.21, none failing).
+# projected and normed input plus the token's rows, gelu-gated into each layer's output),
+# the last 3 layers sharing KV (3, 4 read layer 1's cache, 5 layer 2's; the KV cache holds
+# layers 0-2 only) with FFNs twice as wide (feed_forward_length a per-layer list, as the
+# converter writes use_double_wide_mlp). Measured 2026-12-01: f32 2.0e-3 (seeds 3-5 <=
+# 3.5e-3; more GELU table lookups than gemma4-tiny, hence 1e-2), f16 7.3e-3, q8_0 7.2e-2
+# (25 steps; seeds 3-13: 7-25 steps, worst 0.12, none failing).
 arch_compare gemma4-e-f32 0 1e-2 "${F32KV[*]}" --shape gemma4-e-tiny --dtype f32 --seed 3
 arch_compare gemma4-e-f16 0.02 0.03 "" --shape gemma4-e-tiny --dtype f16 --seed 3
 MIN_COMPARED=10 arch_compare gemma4-e-q8_0 0.25 0.25 "" --shape gemma4-e-tiny --dtype q8_0 --seed 8

@@ -946,7 +946,7 @@ static void test_arch(void)
 
 enum moe_edit {
 	ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_HALVE, ME_ADD, ME_BOOLS,
-	ME_KEY_F32, ME_KEY_FALSE
+	ME_KEY_F32, ME_KEY_FALSE, ME_KEY_LIST
 };
 
 /* The synthetic shape `shape` (f32) written and parsed again with one change: ME_KEY sets
@@ -956,7 +956,8 @@ enum moe_edit {
  * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`;
  * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5);
  * ME_KEY_F32 sets f32 key `what` to val / 1000 (removes it when val is UINT32_MAX);
- * ME_KEY_FALSE sets bool key `what` to false. */
+ * ME_KEY_FALSE sets bool key `what` to false; ME_KEY_LIST sets `what` to a list of 4 i32
+ * values val. */
 static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char *what,
 				  uint32_t val, struct model **out, struct bg_err *err)
 {
@@ -971,7 +972,8 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	struct gguf_writer *w = gguf_writer_create();
 	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
 		struct gguf_str k = gguf_kv_key(src, i);
-		if ((e == ME_KEY || e == ME_BOOLS || e == ME_KEY_F32 || e == ME_KEY_FALSE) &&
+		if ((e == ME_KEY || e == ME_BOOLS || e == ME_KEY_F32 || e == ME_KEY_FALSE ||
+		     e == ME_KEY_LIST) &&
 		    k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
 			continue;
 		gguf_writer_copy_kv(w, src, i);
@@ -992,6 +994,10 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 		gguf_writer_set_f32(w, what, (float)val / 1000.0f);
 	if (e == ME_KEY_FALSE)
 		gguf_writer_set_bool(w, what, false);
+	if (e == ME_KEY_LIST) {
+		int32_t v[4] = {(int32_t)val, (int32_t)val, (int32_t)val, (int32_t)val};
+		gguf_writer_set_arr_i32(w, what, v, 4);
+	}
 	static float extra[64 * 64];
 	if (e == ME_SPLIT)
 		gguf_writer_add_tensor(w, "blk.0.ffn_gate.0.weight", GGUF_DTYPE_F32, 2,
@@ -1541,6 +1547,8 @@ static void test_gemma4(void)
 	     "shared_kv_layers is 6 of 6 layers"},
 	    {"gemma4-e-tiny", ME_ADD, "blk.4.attn_k_norm.weight", 0, BG_ERR_FORMAT,
 	     "'blk.4.attn_k_norm.weight' has shape [64], expected [16]"},
+	    {"gemma2-tiny", ME_KEY_LIST, "gemma2.feed_forward_length", 128, BG_ERR_UNSUPPORTED,
+	     "gemma2.feed_forward_length is a per-layer list"},
 	    {"gemma4-tiny", ME_KEY, "gemma4.expert_count", 8, BG_ERR_UNSUPPORTED,
 	     "mixture-of-experts gemma4 models (Gemma 4 26B-A4B) are not supported"},
 	    {"gemma4-tiny", ME_ADD, "blk.0.ffn_gate_inp.weight", 0, BG_ERR_UNSUPPORTED,
@@ -1566,6 +1574,9 @@ static void test_gemma4(void)
 			  m->pl_proj_norm.ne0 == 32 && L[0].pl_inp_gate.ne1 == 32 &&
 			  L[5].pl_proj.ne0 == 32 && L[5].pl_post_norm.ne0 == 64,
 		      "gemma4-e-tiny: per-layer embeddings");
+		CHECK(hp->n_ff == 256 && L[2].w_gate.ne1 == 128 && L[3].w_up.ne1 == 256 &&
+			  L[5].w_down.ne0 == 256 && L[0].w_down.ne0 == 128,
+		      "gemma4-e-tiny: FFN widths per layer (128, the shared layers 256)");
 		CHECK(model_kv_layer(hp, &L[2], 2) == 2 && model_kv_layer(hp, &L[3], 3) == 1 &&
 			  model_kv_layer(hp, &L[4], 4) == 1 && model_kv_layer(hp, &L[5], 5) == 2 &&
 			  !L[3].wk.ne0 && !L[5].wv.ne0 && !L[4].k_norm.ne0 && L[4].q_norm.ne0 == 16,

@@ -913,7 +913,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 	    (st = ensure_logits(c, b->n_logits, err)) != BG_OK)
 		return st;
 	c->batch = b;
-	int64_t E = hp->n_embd, F = hp->n_ff;
+	int64_t E = hp->n_embd;
 	int32_t half = (int32_t)hp->rope_dim / 2;
 	int32_t half_swa = (int32_t)model_rope_dim(hp, true) / 2;
 	struct backend_cpu_profile *const prof = c->prof;
@@ -1078,10 +1078,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			const struct cpu_moe_mm mm = {moe_mm, c};
 			cpu_moe_ffn(c->moe, L, c->xb, T, c->xb, &mm);
 		} else {
+			/* the layer's width (gemma4's may differ; buffers hold n_ff, the largest) */
+			const int64_t Fl = (int64_t)L->w_gate.ne1;
 			const struct model_weight *ws[2] = {&L->w_gate, &L->w_up};
 			const float *xs[2] = {c->xb, c->xb};
 			float *ys[2] = {c->hb, c->hb2};
-			int64_t ld[2] = {F, F};
+			int64_t ld[2] = {Fl, Fl};
 			matmuls(c, BACKEND_CPU_MM_GATE_UP, 2, ws, xs, ys, ld, T, NULL, false);
 			/* down, after hb = act(hb) * hb2 in its prologue */
 			const struct model_weight *wd[1] = {&L->w_down};

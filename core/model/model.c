@@ -516,6 +516,27 @@ static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
 }
 
 
+/* gemma4: layer l's FFN width from a per-layer feed_forward_length list (n_layer entries;
+ * n_layer 0: only whether the key is a list), else 0. */
+static uint32_t layer_n_ff(const struct gguf_ctx *g, const char *arch, uint32_t n_layer,
+			   uint32_t l)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+	enum gguf_type et;
+	uint64_t n = 0;
+	if (!g || !gguf_get_arr(g, key, &et, &n))
+		return 0;
+	if (n_layer == 0)
+		return 1;
+	if (n != n_layer || n > MODEL_MAX_LAYERS)
+		return 0;
+	int32_t v[MODEL_MAX_LAYERS];
+	if (!gguf_arr_copy_i32(g, key, v, n) || v[l] <= 0)
+		return 0;
+	return (uint32_t)v[l];
+}
+
 /* A key that gemma4 files may write as a per-layer list: refused with a message saying
  * what the list means, since batchgen reads one value. */
 static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
@@ -552,14 +573,31 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       arch_names());
 
 	enum bg_status st;
-	if ((st = refuse_list(g, arch, "feed_forward_length",
-			      "FFN widths per layer, Gemma 4's double-wide MLP", err)) ||
+	/* gemma4 may list the FFN widths per layer (the converter's double-wide MLP of the
+	 * shared-KV layers): n_ff is then the largest, model_layer_n_ff each layer's */
+	bool ff_list = ai->gemma4 && layer_n_ff(g, arch, 0, 0) > 0;
+	if ((!ff_list && (st = refuse_list(g, arch, "feed_forward_length",
+					   "FFN widths per layer", err))) ||
 	    (st = refuse_list(g, arch, "attention.head_count", "query heads per layer", err)))
 		return st;
 	if ((st = need_u32(g, arch, "block_count", MODEL_MAX_LAYERS, &hp->n_layer, err)) ||
 	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)) ||
-	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)) ||
-	    (st = need_u32(g, arch, "feed_forward_length", MODEL_MAX_DIM, &hp->n_ff, err)) ||
+	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)))
+		return st;
+	if (ff_list) {
+		hp->n_ff = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			uint32_t f = layer_n_ff(g, arch, hp->n_layer, l);
+			if (f == 0 || f > MODEL_MAX_DIM)
+				return bg_fail(err, BG_ERR_FORMAT,
+					       "%s.feed_forward_length is not a list of %u widths in "
+					       "[1, %u]",
+					       arch, hp->n_layer, MODEL_MAX_DIM);
+			hp->n_ff = f > hp->n_ff ? f : hp->n_ff;
+		}
+	}
+	if ((!ff_list &&
+	     (st = need_u32(g, arch, "feed_forward_length", MODEL_MAX_DIM, &hp->n_ff, err))) ||
 	    (st = need_u32(g, arch, "context_length", UINT32_MAX, &hp->n_ctx_train, err)))
 		return st;
 	hp->n_head_kv = hp->n_head;
@@ -874,8 +912,12 @@ static enum bg_status load_tensors(struct loader *L)
 		if ((st = take(L, n, ne0, ne1, kind, &ly->field)))                                 \
 			return st;                                                                 \
 	} while (0)
-		/* the layer's geometry: gemma4's windowed layers have their own (model.h) */
+		/* the layer's geometry: gemma4's windowed layers have their own (model.h), and
+		 * its FFN may be wider than others (a per-layer feed_forward_length) */
 		ly->swa = model_layer_is_swa(hp, l);
+		F = ai && ai->gemma4 && layer_n_ff(L->g, m->arch, 0, 0) ? layer_n_ff(L->g, m->arch,
+										    hp->n_layer, l)
+								  : hp->n_ff;
 		HD = model_head_dim(hp, ly->swa);
 		Q = (uint64_t)hp->n_head * HD;
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;

@@ -41,7 +41,9 @@ struct model_hparams {
 	uint32_t n_head;
 	uint32_t n_head_kv; /* == n_head without GQA */
 	uint32_t head_dim;  /* n_embd / n_head */
-	uint32_t n_ff;
+	uint32_t n_ff;	   /* the FFN's width; gemma4 may list one per layer (the
+			    * converter's double-wide MLP): then the largest, and each
+			    * layer's is its w_gate.ne1 */
 	uint32_t rope_dim; /* rotated dimensions per head (<= head_dim), default head_dim */
 	float rope_base;   /* default 10000 */
 	float rms_eps;	   /* default 1e-5 */

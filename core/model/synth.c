@@ -93,12 +93,14 @@ static const struct synth_shape shapes[] = {
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
      .k_eq_v = true, .out_scale = true},
     /* gemma4-tiny with E2B/E4B's two features: per-layer token embeddings of 8 a layer, and
-     * the last 3 layers sharing KV (3 and 4 read layer 1's cache, 5 reads layer 2's); 32
-     * a layer, so that q8_0's blocks fit the projection's rows */
+     * the last 3 layers sharing KV (3 and 4 read layer 1's cache, 5 reads layer 2's) with
+     * FFNs twice as wide (256); 32 a layer, so that q8_0's blocks fit the projection's
+     * rows */
     {"gemma4-e-tiny", 6, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
      .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
-     .k_eq_v = true, .out_scale = true, .n_embd_per_layer = 32, .shared_kv_layers = 3},
+     .k_eq_v = true, .out_scale = true, .n_embd_per_layer = 32, .shared_kv_layers = 3,
+     .double_wide = true},
     {"phi3-tiny", 2, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "phi3", .n_swa = 16,
      .n_ctx_orig = 64},
     /* mixtures of experts. Qwen3-30B-A3B's config.json (feed_forward_length is its
@@ -232,6 +234,12 @@ static bool g4_swa(const struct synth_shape *s, uint32_t l)
 static uint32_t g4_hd(const struct synth_shape *s, uint32_t l)
 {
 	return g4_swa(s, l) && s->head_dim_swa ? s->head_dim_swa : synth_head_dim(s);
+}
+
+/* gemma4: layer l's FFN width (double_wide: the shared-KV layers' twice n_ff) */
+static uint32_t g4_ff(const struct synth_shape *s, uint32_t l)
+{
+	return s->double_wide && l + s->shared_kv_layers >= s->n_layer ? 2 * s->n_ff : s->n_ff;
 }
 
 static uint32_t g4_kvh(const struct synth_shape *s, uint32_t l)
@@ -496,7 +504,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			bool own = l + s->shared_kv_layers < s->n_layer;
 			bool v = !(s->k_eq_v && !g4_swa(s, l));
 			n += 4 * E + E * Q + (own ? (v ? 2 : 1) * E * KV + hd : 0) + Q * E +
-			     3 * E * s->n_ff + hd + (s->out_scale ? 1 : 0) +
+			     3 * E * (uint64_t)g4_ff(s, l) + hd + (s->out_scale ? 1 : 0) +
 			     (P ? 2 * E * P + E : 0);
 		}
 		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n +
@@ -786,7 +794,14 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, ARCH_KEY("context_length"), s->n_ctx);
 	gguf_writer_set_u32(w, ARCH_KEY("embedding_length"), s->n_embd);
 	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer);
-	gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
+	if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
+		int32_t ffl[4096]; /* synth_check: n_layer <= 4096 */
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			ffl[l] = (int32_t)g4_ff(s, l);
+		gguf_writer_set_arr_i32(w, ARCH_KEY("feed_forward_length"), ffl, s->n_layer);
+	} else {
+		gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
+	}
 	uint32_t hd = synth_head_dim(s);
 	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), hd);
 	if (hd != s->n_embd / s->n_head || is_gemma4(s)) {
@@ -959,7 +974,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
 		const bool own_kv = !g4 || l + s->shared_kv_layers < s->n_layer;
-		if (g4) { /* the layer's kind's geometry */
+		if (g4) { /* the layer's kind's geometry, its FFN's width */
+			F = g4_ff(s, l);
 			HD = g4_hd(s, l);
 			Q = (uint64_t)s->n_head * HD;
 			KV = (uint64_t)g4_kvh(s, l) * HD;

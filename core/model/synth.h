@@ -104,6 +104,9 @@ struct synth_shape {
 	 * attn_k_norm). Files only (a lazy model of such a shape is refused). */
 	uint32_t n_embd_per_layer;
 	uint32_t shared_kv_layers;
+	/* gemma4: the shared-KV layers' FFN twice n_ff wide (use_double_wide_mlp: the
+	 * converter then writes feed_forward_length as a per-layer list) */
+	bool double_wide;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
