@@ -240,10 +240,11 @@ int cmd_info(int argc, char **argv)
 		printf("attn_temperature: Q after RoPE times log(floor((pos + %g) / %u) + 1) * %g + "
 		       "1\n",
 		       (double)hp->attn_temp_offset, hp->attn_temp_floor, (double)hp->attn_temp_scale);
-	if (hp->head_dim_swa != hp->head_dim || hp->n_head_kv_swa != hp->n_head_kv ||
-	    hp->rope_dim_swa != hp->rope_dim)
-		printf("windowed layers: head_dim %u, n_head_kv %u, rope_dim %u\n", hp->head_dim_swa,
-		       hp->n_head_kv_swa, hp->rope_dim_swa);
+	if (model_head_dim(hp, true) != hp->head_dim ||
+	    model_n_head_kv(hp, true) != hp->n_head_kv ||
+	    model_rope_dim(hp, true) != hp->rope_dim)
+		printf("windowed layers: head_dim %u, n_head_kv %u, rope_dim %u\n",
+		       model_head_dim(hp, true), model_n_head_kv(hp, true), model_rope_dim(hp, true));
 	if (hp->v_norm)
 		printf("v_norm: yes (each V head RMS-normalized, no weight)\n");
 	if (hp->rope_factors_global && hp->rope_factors[0])
