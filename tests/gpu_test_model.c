@@ -1102,6 +1102,38 @@ static void test_lazy_synthetic(const char *spec)
 
 /* ---- errors are values ---- */
 
+/* gemma4 what the CUDA backend does not run, refused by name before any allocation: the
+ * released 31B's global heads of 512 (lazy: nothing is made), and gemma4-e-tiny's per-layer
+ * embeddings and shared-KV layers (the CPU backend runs both) */
+static void test_gemma4_refused(void)
+{
+	static const struct {
+		const char *spec;
+		bool lazy;
+		const char *msg;
+	} cases[] = {
+	    {"synthetic:gemma4-31b:bf16", true, "head sizes up to 256, not 512 (the global layers')"},
+	    {"synthetic:gemma4-e-tiny:f32", false, "per-layer token embeddings or shared-KV"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model *m = NULL;
+		struct bg_err err = {0};
+		if (model_open(cases[i].spec, cases[i].lazy, &m, &err) != BG_OK) {
+			CHECK(0, "%s: %s", cases[i].spec, err.msg);
+			continue;
+		}
+		struct backend_config cfg = {0};
+		cfg.block_size = 16;
+		cfg.kv_tokens = 256;
+		struct backend *b = NULL;
+		enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
+		CHECK(st == BG_ERR_UNSUPPORTED && b == NULL && strstr(err.msg, cases[i].msg),
+		      "%s refused: status %d, '%s'", cases[i].spec, (int)st, err.msg);
+		backend_destroy(b);
+		model_free(m);
+	}
+}
+
 static void test_errors(void)
 {
 	struct model *m = load("models/stories260K.gguf");
@@ -1131,6 +1163,7 @@ static void test_errors(void)
 	CHECK(backend_cuda_create(m, &cfg, &b, &err) == BG_ERR_DEVICE && b == NULL,
 	      "device 99 does not exist");
 	model_free(m);
+	test_gemma4_refused();
 }
 
 int main(void)
@@ -1161,6 +1194,7 @@ int main(void)
 		/* gemma4: two layer geometries in bucket 4's graph; lazy: V = K on the device */
 		test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
 		test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
+		test_gemma4_refused();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
