@@ -246,6 +246,32 @@ int cmd_info(int argc, char **argv)
 		printf("attn_temperature: Q after RoPE times log(floor((pos + %g) / %u) + 1) * %g + "
 		       "1\n",
 		       (double)hp->attn_temp_offset, hp->attn_temp_floor, (double)hp->attn_temp_scale);
+	if (model_head_dim(hp, true) != hp->head_dim ||
+	    model_n_head_kv(hp, true) != hp->n_head_kv ||
+	    model_rope_dim(hp, true) != hp->rope_dim)
+		printf("windowed layers: head_dim %u, n_head_kv %u, rope_dim %u\n",
+		       model_head_dim(hp, true), model_n_head_kv(hp, true), model_rope_dim(hp, true));
+	if (hp->v_norm)
+		printf("v_norm: yes (each V head RMS-normalized, no weight)\n");
+	if (hp->rope_factors_global && hp->rope_factors[0])
+		printf("rope_factors: on the global layers only\n");
+	if (hp->out_scale)
+		printf("layer_output_scale: yes (blk.0: %g)\n", (double)m->layers[0].out_scale);
+	if (hp->n_embd_per_layer)
+		printf("per_layer_embd: %u a layer (per_layer_token_embd, gated into each layer's "
+		       "output)\n",
+		       hp->n_embd_per_layer);
+	if (model_n_layer_kv(hp) < hp->n_layer)
+		printf("shared_kv: layers %u-%u read layer %u's (windowed) or %u's (global) KV "
+		       "cache; %u layers have one\n",
+		       model_n_layer_kv(hp), hp->n_layer - 1, model_n_layer_kv(hp) - 2,
+		       model_n_layer_kv(hp) - 1, model_n_layer_kv(hp));
+	uint32_t nk = 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		nk += m->layers[l].v_from_k;
+	if (nk)
+		printf("v_from_k: %u of %u layers have no attn_v (V = K's projection)\n", nk,
+		       hp->n_layer);
 	if (hp->attn_softcap > 0.0f)
 		printf("attn_softcap: %g\n", (double)hp->attn_softcap);
 	if (hp->final_softcap > 0.0f)

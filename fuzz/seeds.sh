@@ -3,8 +3,8 @@
 # (default build-fuzz/seeds). Everything is made here from the tree, the built binary and
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
 #   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE,
-#              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, tied and
-#              not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
+#              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, tied
+#              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
 #   chat       template texts (../shared/chat_templates, cut at 4 KiB) and conversations
@@ -42,7 +42,8 @@ done
 	-o "$out/gguf/gpt-oss-q8_0.gguf" 2>/dev/null
 # olmo2 / OLMo 3 (no pre-norms, whole-row Q/K norms, the per-layer bool list of windowed
 # layers), granite (four f32 scales), mistral3 (attention temperature, optional biases),
-# smollm3 (layers without RoPE)
+# smollm3 (layers without RoPE), gemma4 (windowed layers of head size 16 with 2 K/V heads,
+# the global one of 16 with 1 and no attn_v, V norm, layer output scales)
 "$BATCHGEN" synth --shape olmo3-tiny "${small[@]}" --layers 4 --sliding-window 8 \
 	--dtype q8_0 -o "$out/gguf/olmo3-q8_0.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape granitemoe-tiny "${small[@]}" --experts 4 --experts-used 2 \
@@ -57,6 +58,8 @@ done
 	-o "$out/gguf/seed_oss-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape apertus-tiny "${small[@]}" --layers 2 --dtype q8_0 \
 	-o "$out/gguf/apertus-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape gemma4-tiny "${small[@]}" --layers 3 --head-dim 16 --dtype f16 \
+	-o "$out/gguf/gemma4-f16.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

@@ -73,6 +73,12 @@ struct cuda_layer {
 	bool swa;		     /* attends through the sliding window hp.n_swa */
 	bool no_rope;		     /* Q and K not rotated (smollm3's every 4th layer) */
 	float xielu[4];		     /* apertus: model_layer.xielu (hp.xielu) */
+	/* the layer's geometry (gemma4's windowed layers have their own; model.h): head
+	 * size, K/V heads, Q and K/V row widths (wqkv is [n_q + 2 n_kv, n_embd]), where its
+	 * K/V rows start in a KV block (elements), and its output scale (hp.out_scale) */
+	int hd, n_kvh, n_q, n_kv;
+	int64_t kv_off;
+	float out_scale;
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
 	float *router;	 /* [n_expert, n_embd] fp32 */
 	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
@@ -124,7 +130,8 @@ struct cuda_ctx {
 	enum gpu_dtype dt;
 	struct model_hparams hp;
 	uint32_t kv_window; /* model_kv_window: block table entries before it may be -1 */
-	int n_q, n_kv, ld_qkv;
+	int n_q, n_kv, ld_qkv; /* the largest layer's Q and K/V rows (gemma4: over both kinds) */
+	int attn_hd, attn_kvh; /* the largest head size and K/V head count (scratch sizes) */
 
 	void *weights;
 	size_t weight_bytes;
@@ -132,6 +139,7 @@ struct cuda_ctx {
 	 * floats each) of the global layers, then of the windowed ones (core/model/arch.h),
 	 * and the cos/sin scale of each */
 	float *d_rope;
+	size_t rope_nt; /* floats from the global table to the windowed one */
 	float mscale[2];
 	void *tok_embd; /* [n_vocab, n_embd] */
 	float *output_norm;
@@ -380,26 +388,32 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	/* Tied output: a file's output points at the embedding; a lazy synthetic model has
 	 * no data pointers, but then its parameter count leaves the output out. */
 	/* the Q/K norms' widths: per head, or the whole rows (olmo2) */
-	size_t qn = hp->qk_norm_full ? (size_t)c->n_q : hp->head_dim;
-	size_t kn = hp->qk_norm_full ? (size_t)c->n_kv : hp->head_dim;
-	uint64_t extra_params = (hp->qk_norm ? (uint64_t)(qn + kn) : 0) +
-				(hp->post_norms ? 2 * (uint64_t)E : 0) +
-				(hp->qkv_bias ? (uint64_t)(c->n_q + 2 * c->n_kv) : 0) +
-				(hp->attn_sinks ? (uint64_t)hp->n_head : 0) +
-				(hp->attn_out_bias ? (uint64_t)E : 0) +
-				(hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0);
+	/* (the largest layer's: gemma4's Q/K norms are as wide as each layer's heads) */
+	size_t qn = hp->qk_norm_full ? (size_t)c->n_q : model_head_dim_max(hp);
+	size_t kn = hp->qk_norm_full ? (size_t)c->n_kv : model_head_dim_max(hp);
 	/* apertus: up and down only (no gate) */
-	const size_t n_ffm = hp->xielu ? 1 : 2; /* FFN matrices before down: gate|up or up */
-	uint64_t untied_params =
-	    (uint64_t)V * E * 2 + E +
-	    (uint64_t)hp->n_layer * ((hp->no_pre_norms ? 0 : 2 * E) +
-				     E * (uint64_t)(c->n_q + 2 * c->n_kv) +
-				     (uint64_t)c->n_q * E + (n_ffm + 1) * E * F + extra_params +
-				     (uint64_t)NX * E * (1 + 3 * (uint64_t)FX));
+	const uint64_t n_ffm = hp->xielu ? 1 : 2; /* FFN matrices before down: gate|up or up */
+	uint64_t untied_params = (uint64_t)V * E * 2 + E + m->rope_factors.ne0;
+	for (uint32_t l = 0; l < hp->n_layer; l++) { /* as model.c's lazy_model counts */
+		const struct model_layer *ml = &m->layers[l];
+		uint64_t lhd = model_head_dim(hp, ml->swa);
+		uint64_t lq = hp->n_head * lhd, lkv = model_n_head_kv(hp, ml->swa) * lhd;
+		untied_params += (hp->no_pre_norms ? 0 : 2 * E) +
+				 E * (lq + (ml->v_from_k ? 1 : 2) * lkv) + lq * E +
+				 (n_ffm + 1) * E * F +
+				 (hp->qk_norm ? (hp->qk_norm_full ? lq + lkv : 2 * lhd) : 0) +
+				 (hp->post_norms ? 2 * (uint64_t)E : 0) +
+				 (hp->qkv_bias ? lq + 2 * lkv : 0) +
+				 (hp->attn_sinks ? (uint64_t)hp->n_head : 0) +
+				 (hp->attn_out_bias ? (uint64_t)E : 0) +
+				 (hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0) +
+				 (uint64_t)NX * E * (1 + 3 * (uint64_t)FX) + (hp->out_scale ? 1 : 0);
+	}
 	bool lazy = !m->tok_embd.data;
 	bool tied = lazy ? m->n_params < untied_params : m->output.data == m->tok_embd.data;
 	size_t sz_embd = align_up(V * E * es, 256);
 	size_t sz_norm = align_up(E * 4, 256);
+	/* per layer: its geometry's (layer_geom below); these bound them */
 	size_t sz_qkv = align_up((size_t)(c->n_q + 2 * c->n_kv) * E * es, 256);
 	size_t sz_o = align_up(E * (size_t)c->n_q * es, 256);
 	size_t sz_gu = align_up(n_ffm * F * E * es, 256);
@@ -419,19 +433,21 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
-	size_t per_layer = 2 * sz_pre + sz_qkv + sz_o + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
+	size_t per_layer = 2 * sz_pre + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
 		per_layer += sz_router + sz_gu_exps + sz_down_exps;
 	size_t total = sz_embd + sz_norm + (tied ? 0 : sz_embd) + per_layer * hp->n_layer;
+	for (uint32_t l = 0; l < hp->n_layer; l++) /* Q|K|V and O: each layer's own size */
+		total += align_up((size_t)(c->layers[l].n_q + 2 * c->layers[l].n_kv) * E * es, 256) +
+			 align_up(E * (size_t)c->layers[l].n_q * es, 256);
+	(void)sz_qkv;
+	(void)sz_o;
 	enum bg_status st = dev_alloc(&c->weights, total, "the model weights", err);
 	if (st != BG_OK)
 		return st;
 	c->weight_bytes = total;
-	c->layers = (struct cuda_layer *)calloc(hp->n_layer, sizeof *c->layers);
-	if (!c->layers)
-		return bg_fail(err, BG_ERR_NOMEM, "out of host memory");
 
 	char *p = (char *)c->weights;
 	c->tok_embd = p;
@@ -456,9 +472,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		L->attn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
 		L->wqkv = p;
-		p += sz_qkv;
+		p += align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256);
 		L->wo = p;
-		p += sz_o;
+		p += align_up(E * (size_t)L->n_q * es, 256);
 		L->ffn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
 		if (NX) {
@@ -499,11 +515,20 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->wk, qkv + (size_t)c->n_q * E * es, UP_MATRIX,
+			st = upload_weight(&u, &ml->wk, qkv + (size_t)L->n_q * E * es, UP_MATRIX,
 					   err);
-		if (st == BG_OK)
-			st = upload_weight(&u, &ml->wv, qkv + (size_t)(c->n_q + c->n_kv) * E * es,
+		if (st == BG_OK && ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
+			cudaError_t ce = cudaMemcpyAsync(qkv + (size_t)(L->n_q + L->n_kv) * E * es,
+							 qkv + (size_t)L->n_q * E * es,
+							 (size_t)L->n_kv * E * es,
+							 cudaMemcpyDeviceToDevice, c->stream);
+			if (ce != cudaSuccess)
+				st = bg_fail(err, BG_ERR_DEVICE, "copying K's rows to V's: %s",
+					     cudaGetErrorString(ce));
+		} else if (st == BG_OK) {
+			st = upload_weight(&u, &ml->wv, qkv + (size_t)(L->n_q + L->n_kv) * E * es,
 					   UP_MATRIX, err);
+		}
 		if (st == BG_OK)
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK && L->ffn_norm)
@@ -521,11 +546,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer && hp->qkv_bias; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		float *b = c->layers[l].bqkv;
+		const int lq = c->layers[l].n_q, lkv = c->layers[l].n_kv;
 		st = upload_weight(&u, &ml->bq, b, UP_BIAS, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->bk, b + c->n_q, UP_BIAS, err);
+			st = upload_weight(&u, &ml->bk, b + lq, UP_BIAS, err);
 		if (st == BG_OK)
-			st = upload_weight(&u, &ml->bv, b + c->n_q + c->n_kv, UP_BIAS, err);
+			st = upload_weight(&u, &ml->bv, b + lq + lkv, UP_BIAS, err);
 	}
 	/* then the Q/K norms and post-norms (gemma, qwen3), likewise after the others */
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
@@ -597,8 +623,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
  * them), built on the host and uploaded once. */
 static enum bg_status load_rope(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
 {
-	size_t half = c->hp.rope_dim / 2, nt = GPU_ROPE_TABLE_FLOATS(half);
-	double *h = (double *)malloc(2 * half * sizeof(double) + 1);
+	/* gemma4: the windowed layers rotate their own number of pairs; both tables are
+	 * GPU_ROPE_TABLE_FLOATS of the larger (c->rope_nt floats apart) */
+	size_t half = c->hp.rope_dim / 2, half_swa = model_rope_dim(&c->hp, true) / 2;
+	size_t hmax = half > half_swa ? half : half_swa, nt = GPU_ROPE_TABLE_FLOATS(hmax);
+	c->rope_nt = nt;
+	double *h = (double *)malloc(2 * hmax * sizeof(double) + 1);
 	float *f = m->rope_factors.data ? (float *)malloc(half * sizeof(float)) : NULL;
 	float *tab = (float *)malloc(2 * nt * sizeof(float) + 1);
 	if (!h || !tab || (m->rope_factors.data && !f)) {
@@ -610,10 +640,11 @@ static enum bg_status load_rope(struct cuda_ctx *c, const struct model *m, struc
 	if (f) /* copied: the file's f32 data may be misaligned */
 		memcpy(f, m->rope_factors.data, half * sizeof(float));
 	arch_rope_freqs(&c->hp, f, false, h, &c->mscale[0]);
-	arch_rope_freqs(&c->hp, f, true, h + half, &c->mscale[1]);
+	arch_rope_freqs(&c->hp, f, true, h + hmax, &c->mscale[1]);
 	free(f);
+	memset(tab, 0, 2 * nt * sizeof(float));
 	gpu_rope_table_fill(h, (int)half, tab);
-	gpu_rope_table_fill(h + half, (int)half, tab + nt);
+	gpu_rope_table_fill(h + hmax, (int)half_swa, tab + nt);
 	free(h);
 	enum bg_status st = dev_alloc((void **)&c->d_rope, 2 * nt * sizeof(float) + 8,
 				      "the RoPE table", err);
@@ -783,8 +814,10 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	/* (olmo2, no pre-norms and whole-row Q/K norms, has post-norms; refused by name too:
 	 * the prologues normalize and qkv_post's epilogue norms per head) */
 	/* (apertus: its FFN is not gated, and the gate|up GEMV's epilogue is SwiGLU's: the
-	 * unfused path's gpu_xielu. A non-gated epilogue is left for later.) */
+	 * unfused path's gpu_xielu. A non-gated epilogue is left for later. gemma4: V norms
+	 * and layer output scales, and post-norms too) */
 	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
+	       !c->hp.v_norm && !c->hp.out_scale &&
 	       c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
@@ -863,7 +896,6 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			     s));
 	if (hp->embd_scale != 1.0f) /* gemma */
 		CUDA_CHECK(gpu_scale(c->x, (int64_t)n * E, hp->embd_scale, s));
-	const int half = (int)hp->rope_dim / 2;
 	/* fused: the residual ping-pongs between xr (read) and xo (written by the prologue of
 	 * the next normed GEMV; gpu_gemv's contract) */
 	const bool fused = pass_fused(c, n);
@@ -873,13 +905,12 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	float *xr = c->x, *xo = c->x2;
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct cuda_layer *L = &c->layers[l];
-		struct gpu_kv_layer kv;
-		kv.base =
-		    (char *)c->kv + (size_t)l * 2 * c->block_size * c->n_kv * gpu_dtype_size(c->dt);
+		struct gpu_kv_layer kv; /* the layer's K/V rows in each block (create_ctx) */
+		kv.base = (char *)c->kv + (size_t)L->kv_off * gpu_dtype_size(c->dt);
 		kv.block_stride = c->block_elems;
-		kv.v_offset = (int64_t)c->block_size * c->n_kv;
+		kv.v_offset = (int64_t)c->block_size * L->n_kv;
 		kv.block_size = c->block_size;
-		kv.kv_dim = c->n_kv;
+		kv.kv_dim = L->n_kv;
 
 		/* [bias (qwen2)], [Q/K head norms (qwen3, gemma3)], RoPE and the K/V write: one
 		 * kernel, one graph node (issue 17: ~6 us a node on the H200, ESTIMATE: NODE_US),
@@ -890,16 +921,18 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.ld = c->ld_qkv;
 		qp.n_tok = n;
 		qp.n_head = (int)hp->n_head;
-		qp.n_head_kv = (int)hp->n_head_kv;
-		qp.head_dim = (int)hp->head_dim;
+		qp.n_head_kv = L->n_kvh;
+		qp.head_dim = L->hd;
 		qp.bias = L->bqkv;
 		/* whole-row Q/K norms (olmo2) are a kernel of their own before qkv_post */
 		qp.q_norm = hp->qk_norm_full ? NULL : L->q_norm;
 		qp.k_norm = hp->qk_norm_full ? NULL : L->k_norm;
 		qp.eps = hp->rms_eps;
 		qp.pos = d_pos;
-		qp.rope_dim = L->no_rope ? 0 : (int)hp->rope_dim; /* < 2: no rotation (smollm3) */
-		qp.table = c->d_rope + rk * GPU_ROPE_TABLE_FLOATS(half);
+		/* < 2: no rotation (smollm3) */
+		qp.rope_dim = L->no_rope ? 0 : (int)model_rope_dim(hp, L->swa);
+		qp.table = c->d_rope + rk * c->rope_nt;
+		qp.v_norm = hp->v_norm; /* gemma4 */
 		qp.mscale = c->mscale[rk];
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
@@ -910,8 +943,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		bool qkv_epilogue = false;
 		/* the previous layer's FFN output joins the residual here */
 		if (fused) {
-			struct gpu_gemv_args g =
-			    gemv_plain(L->wqkv, c->ld_qkv, E, n, NULL, 0, c->qkv, c->ld_qkv);
+			struct gpu_gemv_args g = gemv_plain(L->wqkv, L->n_q + 2 * L->n_kv, E, n,
+							    NULL, 0, c->qkv, c->ld_qkv);
 			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
 				      l ? xo : NULL);
 			g.post = qp;
@@ -923,11 +956,11 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		} else {
 			CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm,
 						   hp->rms_eps, NULL, n, E, l > 0, c->xn, c->dt, s));
-			CUBLAS_CHECK(
-			    pass_gemm(c, L->wqkv, c->xn, c->qkv, c->ld_qkv, E, n, c->ld_qkv));
+			CUBLAS_CHECK(pass_gemm(c, L->wqkv, c->xn, c->qkv, L->n_q + 2 * L->n_kv, E,
+					       n, c->ld_qkv));
 		}
 		if (hp->qk_norm_full)
-			CUDA_CHECK(gpu_qk_rmsnorm_rows(c->qkv, c->ld_qkv, n, c->n_q, c->n_kv,
+			CUDA_CHECK(gpu_qk_rmsnorm_rows(c->qkv, c->ld_qkv, n, L->n_q, L->n_kv,
 						       L->q_norm, L->k_norm, hp->rms_eps, s));
 		if (!qkv_epilogue)
 			CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
@@ -940,8 +973,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.bt = d_bt;
 		a.n_tok = n;
 		a.n_head = (int)hp->n_head;
-		a.n_head_kv = (int)hp->n_head_kv;
-		a.head_dim = (int)hp->head_dim;
+		a.n_head_kv = L->n_kvh;
+		a.head_dim = L->hd;
 		a.scale = hp->attn_scale;
 		a.softcap = hp->attn_softcap;
 		a.window = L->swa ? (int)hp->n_swa : 0;
@@ -958,7 +991,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		if (fused) {
 			struct gpu_gemv_args g =
-			    gemv_plain(L->wo, E, c->n_q, n, c->attn, c->n_q, c->tmp, E);
+			    gemv_plain(L->wo, E, L->n_q, n, c->attn, L->n_q, c->tmp, E);
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			CUDA_CHECK(branch_scale(c, n, s));
@@ -977,7 +1010,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(branch_scale(c, n, s));
 			continue; /* pass_fused: no post-norms */
 		}
-		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, c->n_q, n, E));
+		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, L->n_q, n, E));
 		if (L->bo) /* gpt-oss: the O projection's bias (fp32 rows of tmp) */
 			CUDA_CHECK(gpu_bias_add(c->tmp, E, L->bo, n, E, s));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
@@ -1029,6 +1062,10 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
 		CUDA_CHECK(branch_scale(c, n, s));
+		if (hp->out_scale) { /* gemma4: (x + tmp) s, as x s + tmp s (the next add) */
+			CUDA_CHECK(gpu_scale(c->x, (int64_t)n * E, L->out_scale, s));
+			CUDA_CHECK(gpu_scale(c->tmp, (int64_t)n * E, L->out_scale, s));
+		}
 	}
 	if (ps->n_out == 0)
 		return BG_OK;
@@ -1226,8 +1263,8 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		 * the model allows (each token splits its own context in parts of at least
 		 * GPU_ATTN_SPLIT_MIN_KEYS keys, so a short one fills its first splits only;
 		 * the others are empty blocks). */
-		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, (int)c->hp.n_head_kv,
-						   (int)c->hp.head_dim, c->dt, c->graph_ctx, c->n_sm,
+		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, c->attn_kvh,
+						   c->attn_hd, c->dt, c->graph_ctx, c->n_sm,
 						   c->attn_per_sm, CUDA_PARTIAL_FLOATS);
 		char what[96];
 		snprintf(what, sizeof what, "decode graph, batch %d, %d attention splits", Bp,
@@ -1398,8 +1435,8 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			return st;
 		struct pass_ptrs pp = pass_layout(c, &ps);
 		int n_split =
-		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, (int)c->hp.n_head_kv,
-					 (int)c->hp.head_dim, c->dt, ps.max_ctx, c->n_sm,
+		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, c->attn_kvh, c->attn_hd,
+					 c->dt, ps.max_ctx, c->n_sm,
 					 c->attn_per_sm, CUDA_PARTIAL_FLOATS);
 		if (c->graph_log)
 			st = census_pass(c, &ps, &pp, n_split, row, err);
@@ -1894,19 +1931,33 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
-	if (hp->head_dim == 0 || hp->head_dim > 256)
+	if (hp->n_embd_per_layer || model_n_layer_kv(hp) < hp->n_layer)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend supports head sizes up "
-			       "to 256, not %u",
-			       hp->head_dim);
-	if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0)
-		return bg_fail(err, BG_ERR_UNSUPPORTED, "%u query heads cannot share %u KV heads",
-			       hp->n_head, hp->n_head_kv);
-	if (hp->rope_dim % 2 != 0 || hp->rope_dim > hp->head_dim)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "a rotary dimension of %u does not fit "
-			       "heads of %u",
-			       hp->rope_dim, hp->head_dim);
+			       "the CUDA backend does not run per-layer token embeddings or "
+			       "shared-KV layers (Gemma 4 E2B / E4B); the CPU backend does");
+	for (uint32_t l = 0; hp->n_expert == 0 && l < hp->n_layer; l++)
+		if (m->layers[l].w_gate.ne1 != hp->n_ff)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the CUDA backend needs every layer's FFN as wide (%u); layer "
+				       "%u's is %llu (the CPU backend runs it)",
+				       hp->n_ff, l, (unsigned long long)m->layers[l].w_gate.ne1);
+	for (int k = 0; k < 2; k++) { /* the global layers, then the windowed ones (gemma4) */
+		uint32_t hd = model_head_dim(hp, k), kvh = model_n_head_kv(hp, k);
+		uint32_t rd = model_rope_dim(hp, k);
+		if (hd == 0 || hd > 256)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the CUDA backend supports head sizes up to 256, not %u%s",
+				       hd,
+				       hp->head_dim_swa != hp->head_dim && hp->head_dim_swa
+					   ? (k ? " (the windowed layers')" : " (the global layers')")
+					   : "");
+		if (kvh == 0 || hp->n_head % kvh != 0)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%u query heads cannot share %u KV heads", hp->n_head, kvh);
+		if (rd % 2 != 0 || rd > hd)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "a rotary dimension of %u does not fit heads of %u", rd, hd);
+	}
 	if (hp->attn_temp_scale != 0.0f && hp->attn_temp_floor == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "an attention temperature needs a floor scale above 0");
@@ -1967,12 +2018,42 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->hp = *hp;
 	c->kv_window = model_kv_window(hp);
 	c->dt = pick_dtype(m);
+	/* the decode kernel's blocks an SM holds: the fewer of the two kinds' (gemma4) */
 	CUDA_CHECK(gpu_attention_occupancy(c->dt, (int)hp->n_head, (int)hp->n_head_kv,
 					   (int)hp->head_dim, &c->attn_per_sm));
-	c->n_q = (int)(hp->n_head * hp->head_dim);
-	c->n_kv = (int)(hp->n_head_kv * hp->head_dim);
+	if (model_head_dim(hp, true) != hp->head_dim || model_n_head_kv(hp, true) != hp->n_head_kv) {
+		int per_sm = 0;
+		CUDA_CHECK(gpu_attention_occupancy(c->dt, (int)hp->n_head,
+						   (int)model_n_head_kv(hp, true),
+						   (int)model_head_dim(hp, true), &per_sm));
+		if (per_sm < c->attn_per_sm)
+			c->attn_per_sm = per_sm;
+	}
+	c->n_q = (int)model_q_dim_max(hp);
+	c->n_kv = (int)model_kv_dim_max(hp);
 	c->ld_qkv = c->n_q + 2 * c->n_kv;
+	c->attn_hd = (int)model_head_dim_max(hp);
+	c->attn_kvh = (int)(hp->n_head_kv > model_n_head_kv(hp, true) ? hp->n_head_kv
+								 : model_n_head_kv(hp, true));
 	c->block_size = cfg->block_size;
+	/* each layer's geometry and where its K/V rows start in a block: a block holds every
+	 * layer's K then V slab in order, each as wide as that layer's rows */
+	c->layers = (struct cuda_layer *)calloc(hp->n_layer, sizeof *c->layers);
+	if (!c->layers)
+		return bg_fail(err, BG_ERR_NOMEM, "out of host memory");
+	int64_t off = 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		struct cuda_layer *L = &c->layers[l];
+		bool sw = m->layers[l].swa;
+		L->hd = (int)model_head_dim(hp, sw);
+		L->n_kvh = (int)model_n_head_kv(hp, sw);
+		L->n_q = (int)hp->n_head * L->hd;
+		L->n_kv = L->n_kvh * L->hd;
+		L->kv_off = off;
+		L->out_scale = hp->out_scale ? m->layers[l].out_scale : 1.0f;
+		off += 2 * (int64_t)c->block_size * L->n_kv;
+	}
+	c->block_elems = off;
 
 	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 	for (int i = 0; i < 2; i++)
@@ -2003,7 +2084,7 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			       err);
 	/* one counter a (token, KV head) of a pass or a decode graph's padded batch */
 	size_t n_cnt = (size_t)(c->cap_tok > CUDA_GRAPH_MAX_B ? c->cap_tok : CUDA_GRAPH_MAX_B) *
-		       hp->n_head_kv;
+		       (size_t)c->attn_kvh;
 	if (st == BG_OK)
 		st = dev_alloc((void **)&c->attn_cnt, n_cnt * 4, "attention merge counters", err);
 	if (st == BG_OK)
@@ -2042,7 +2123,6 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 
 	/* the KV pool: what is asked, or mem_fraction of what is free now */
 	size_t es = gpu_dtype_size(c->dt);
-	c->block_elems = (int64_t)hp->n_layer * 2 * c->block_size * c->n_kv;
 	c->block_bytes = (size_t)c->block_elems * es;
 	size_t free_b = 0, total_b = 0;
 	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));

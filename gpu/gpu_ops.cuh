@@ -149,11 +149,15 @@ struct gpu_qkv_post_args {
 	 * arch_attn_temp rounds it */
 	float temp_scale, temp_offset;
 	uint32_t temp_floor;
+	/* gemma4: each value head RMS-normalized (no weight: head_norm.cu's expression with
+	 * weights 1) before its store; the q/k/v columns of qkv keep their unnormed V */
+	bool v_norm;
 };
 /* In one launch, bitwise what these do one after another: gpu_bias_add (when bias),
  * gpu_head_rmsnorm (when q_norm), gpu_rope (when rope_dim >= 2), the query heads times
  * their position's temperature (when temp_scale != 0), then gpu_kv_write of the
- * key and value heads into their slots (converted to dt). qkv is left as the first three
+ * key and value heads into their slots (converted to dt; value heads normalized first when
+ * v_norm). qkv is left as the first three
  * leave it. cudaErrorInvalidValue for n_tok > 65535, a kv_dim that is not n_head_kv *
  * head_dim, or one norm without the other. */
 cudaError_t gpu_qkv_post(const struct gpu_qkv_post_args *a, enum gpu_dtype dt,

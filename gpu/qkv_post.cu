@@ -1,6 +1,6 @@
 /* qkv_post: everything between the QKV projection and attention, in one launch: the
  * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3), RoPE of the q and k
- * heads, mistral3's attention temperature on the q heads, and the store of the new K and V rows into their paged slots. Before, these were
+ * heads, mistral3's attention temperature on the q heads, gemma4's V norm, and the store of the new K and V rows into their paged slots. Before, these were
  * two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm, gpu_rope, gpu_kv_write),
  * each a node of the decode graph with its own launch gap and ramp (issue 17: a decode
  * step's fixed cost is paid per node).
@@ -37,10 +37,18 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 	const int32_t slot = a.slots[t];
 	const int64_t blk = slot / a.kv.block_size, s = slot % a.kv.block_size;
 	T *k_row = (T *)a.kv.base + blk * a.kv.block_stride + s * a.kv.kv_dim;
-	if (item >= n_qk) { /* a value head: stored as it is */
+	if (item >= n_qk) { /* a value head: stored as it is, or RMS-normalized (gemma4) */
 		T *v = k_row + a.kv.v_offset + (int64_t)(item - n_qk) * hd;
+		float scale = 1.0f;
+		if (a.v_norm) { /* the q/k norm's expression below, weights 1 */
+			double ss = 0.0;
+			for (int d = lane; d < hd; d += 32)
+				ss += (double)x[d] * x[d];
+			ss = warp_sum_d(ss);
+			scale = (float)(1.0 / sqrt(ss / (double)hd + (double)a.eps));
+		}
 		for (int d = lane; d < hd; d += 32)
-			v[d] = st_t<T>(x[d]);
+			v[d] = st_t<T>(a.v_norm ? __fmul_rn(x[d], scale) : x[d]);
 		return;
 	}
 	if (a.q_norm) { /* head_norm.cu's expression, over the same lanes in the same order */

@@ -9,7 +9,9 @@
 # biases, clamped SwiGLU), olmo2 (post-norms only, whole-row Q/K norms; OLMo 3's windows),
 # granite and granitemoe (embedding, attention, residual and logit scales), mistral3 (llama
 # 4's attention temperature), smollm3 (every 4th layer without RoPE), seed_oss (its FFN norm
-# under the post-attention name, Q/K/V biases) and apertus (Q/K norms, the xIELU FFN).
+# under the post-attention name, Q/K/V biases), apertus (Q/K norms, the xIELU FFN) and gemma4
+# (windowed and global layers of different head sizes, V norm, V = K, attention scale 1, layer
+# output scales). ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -52,6 +54,7 @@ BGOPTS="" # extra batchgen options
 arch_compare() {
 	local label=$1 margin=$2 tol=$3 lopts=$4
 	shift 4
+	case $label in "${ARCH_ONLY:-}"*) ;; *) return 0 ;; esac # ARCH_ONLY=PREFIX: those rows only
 	local model=$TMP/$label.gguf in=$TMP/$label.in.jsonl out=$TMP/$label.out.jsonl
 	if [ -n "${FROM:-}" ]; then # a file made elsewhere (llama.cpp's quantizer) instead
 		cp "$FROM" "$model"
@@ -213,11 +216,42 @@ arch_compare smollm3-q8_0 0.1 0.25 "${F32KV[*]}" --shape smollm3-tiny --dtype q8
 # the O bias dropped.
 arch_compare seed_oss-f32 0 2e-5 "${F32KV[*]}" --shape seed_oss-tiny --dtype f32 --seed 3
 arch_compare apertus-f32 0 2e-5 "${F32KV[*]}" --shape apertus-tiny --dtype f32 --seed 3
+# gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
+# head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
+# head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base
+# 10000), proportional RoPE on the global layers (rope_freqs: 4 of 16 pairs turn, base
+# 1e6), a layer_output_scale per layer, final soft-cap 30, norm weights 1 + N(0, 0.25^2)
+# (Q/K norms half that). Measured 2026-12-01: f32 2.5e-3 (seeds 3-7: <= 3.1e-3), f16
+# 1.0e-2, q8_0 9.6e-2 (15 steps; other seeds 3-15 steps, worst 0.20: the GELU table's
+# differences flip activations' Q8 roundings, as gemma3's). q8_0: the f32 file quantized
+# by llama.cpp's own quantizer (Q8_0: every matrix; norms, scales and rope_freqs f32).
+arch_compare gemma4-f32 0 5e-3 "${F32KV[*]}" --shape gemma4-tiny --dtype f32 --seed 3
+arch_compare gemma4-f16 0.02 0.03 "" --shape gemma4-tiny --dtype f16 --seed 5
+if q=$(shared tools/llama_quantize.c) && [[ gemma4-q8_0 == "${ARCH_ONLY:-}"* ]]; then
+	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	cc -O1 "$q" -o "$TMP/llama_quantize_g4" -ldl
+	check "synth gemma4 f32 (to quantize)" "$BATCHGEN" synth --shape gemma4-tiny --dtype f32 \
+		--seed 13 -o "$TMP/gemma4-src.gguf"
+	LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize_g4" $LLAMA_LIB/libllama.v0.5.0.so \
+		"$TMP/gemma4-src.gguf" "$TMP/gemma4-q8.gguf" Q8_0 >"$TMP/quantize-g4.log" 2>&1
+	check_eq "llama.cpp quantizes gemma4 to Q8_0" "$?" 0
+	FROM=$TMP/gemma4-q8.gguf MIN_COMPARED=10 arch_compare gemma4-q8_0 0.25 0.25 ""
+fi
+# gemma4 E2B/E4B-style (gemma4-e-tiny): per-layer token embeddings (32 a layer: the
+# projected and normed input plus the token's rows, gelu-gated into each layer's output),
+# the last 3 layers sharing KV (3, 4 read layer 1's cache, 5 layer 2's; the KV cache holds
+# layers 0-2 only) with FFNs twice as wide (feed_forward_length a per-layer list, as the
+# converter writes use_double_wide_mlp). Measured 2026-12-01: f32 2.0e-3 (seeds 3-5 <=
+# 3.5e-3; more GELU table lookups than gemma4-tiny, hence 1e-2), f16 7.3e-3, q8_0 7.2e-2
+# (25 steps; seeds 3-13: 7-25 steps, worst 0.12, none failing).
+arch_compare gemma4-e-f32 0 1e-2 "${F32KV[*]}" --shape gemma4-e-tiny --dtype f32 --seed 3
+arch_compare gemma4-e-f16 0.02 0.03 "" --shape gemma4-e-tiny --dtype f16 --seed 3
+MIN_COMPARED=10 arch_compare gemma4-e-q8_0 0.25 0.25 "" --shape gemma4-e-tiny --dtype q8_0 --seed 8
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);
 # the q8_0 margin and bound.
-if q=$(shared tools/llama_quantize.c); then
+if [ -z "${ARCH_ONLY:-}" ] && q=$(shared tools/llama_quantize.c); then
 	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 	sed 's/{"TQ2_0", 37},/{"TQ2_0", 37}, {"MXFP4_MOE", 38},/' "$q" >"$TMP/llama_quantize.c"
 	cc -O1 "$TMP/llama_quantize.c" -o "$TMP/llama_quantize" -ldl
@@ -248,6 +282,7 @@ fi
 # back the KV blocks behind the window. A pool of 8 blocks of 4 tokens holds the 41-token
 # prompt + 12 only that way; the interleaved file (gemma2-tiny) keeps every block and is
 # refused in the same pool.
+if [ -z "${ARCH_ONLY:-}" ]; then
 BGOPTS="--block-size 4 --kv-tokens 32 --max-num-tokens 8 --stats $TMP/swa.stats"
 arch_compare gemma2-swa-f32 0 5e-3 "${F32KV[*]}" --shape gemma2-swa-tiny --dtype f32 --seed 3
 check "gemma2-swa: blocks behind the window were given back" \
@@ -257,5 +292,6 @@ BGOPTS=""
 	-q --block-size 4 --kv-tokens 32 --max-num-tokens 8 2>/dev/null
 check_eq "gemma2 (interleaved global layers) in the same pool: the long prompt is refused" \
 	"$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) { const r = JSON.parse(l); if (r.id === "p2") console.log(r.error ? r.error.code : "ran") }' "$TMP/inter.out.jsonl")" too_long
+fi
 
 summary

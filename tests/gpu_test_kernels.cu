@@ -2390,21 +2390,28 @@ static void test_qkv_post(void)
 {
 	struct {
 		int n_head, n_head_kv, hd, rope_dim;
-		bool neox, bias, norm, temp;
-	} cases[8] = {
-	    {8, 2, 64, 64, false, false, false, false},  /* llama */
-	    {8, 2, 64, 64, true, true, false, false},	 /* qwen2: biases, NeoX */
-	    {8, 2, 128, 128, true, false, true, false},	 /* qwen3: head norms */
-	    {6, 3, 96, 32, false, true, true, false},	 /* partial rotation, every step at once */
-	    {4, 4, 64, 0, false, true, false, false},	 /* no rotation */
-	    {4, 2, 256, 256, true, false, true, false},	 /* gemma-sized heads */
+		bool neox, bias, norm, temp, vnorm;
+	} cases[10] = {
+	    {8, 2, 64, 64, false, false, false, false, false},  /* llama */
+	    {8, 2, 64, 64, true, true, false, false, false},	 /* qwen2: biases, NeoX */
+	    {8, 2, 128, 128, true, false, true, false, false},	 /* qwen3: head norms */
+	    {6, 3, 96, 32, false, true, true, false, false},	 /* partial rotation, every step at once */
+	    {4, 4, 64, 0, false, true, false, false, false},	 /* no rotation */
+	    {4, 2, 256, 256, true, false, true, false, false},	 /* gemma-sized heads */
 	    /* mistral3: the query heads times the temperature (scale 0.5, floor 16), the
 	     * launchers' result times it on the host (one fp32 product, as the kernel) */
-	    {8, 2, 64, 64, false, false, false, true},
-	    {6, 3, 96, 32, false, true, false, true}, /* with partial rotation */
+	    {8, 2, 64, 64, false, false, false, true, false},
+	    {6, 3, 96, 32, false, true, false, true, false}, /* with partial rotation */
+	    /* gemma4: the value heads RMS-normalized (no weight) before their store, against
+	     * a host reference (f32 pools only: the rounding of 16-bit stores is the same
+	     * st_t as the others) */
+	    {4, 2, 16, 16, true, false, true, false, true},
+	    {4, 1, 32, 32, true, true, true, false, true},
 	};
 	for (enum gpu_dtype dt : all_dt)
 		for (auto &cs : cases) {
+			if (cs.vnorm && dt != GPU_F32)
+				continue;
 			const int n_tok = 13, bs = 16, n_blocks = 4, n_layer = 2, layer = 1;
 			const int kv_dim = cs.n_head_kv * cs.hd;
 			const int width = (cs.n_head + 2 * cs.n_head_kv) * cs.hd, ld = width + 3;
@@ -2474,8 +2481,29 @@ static void test_qkv_post(void)
 			a.kv = kva;
 			a.temp_scale = cs.temp ? 0.5f : 0.0f;
 			a.temp_floor = 16;
+			a.v_norm = cs.vnorm;
 			REQUIRE(gpu_qkv_post(&a, dt, 0));
 			std::vector<float> before = dev_download<float>(qb, qkv.size());
+			if (cs.vnorm) { /* the reference pool's V rows normalized on the host */
+				std::vector<float> pb = dev_download_st(dt, pool_b, pool_elems);
+				for (int t = 0; t < n_tok; t++)
+					for (int h = 0; h < cs.n_head_kv; h++) {
+						const float *x = &before[(size_t)t * ld +
+									 (size_t)(cs.n_head + cs.n_head_kv + h) * cs.hd];
+						double ss = 0.0;
+						for (int d = 0; d < cs.hd; d++)
+							ss += (double)x[d] * x[d];
+						float sc = (float)(1.0 / sqrt(ss / cs.hd + (double)eps));
+						const int slot = slots[t];
+						size_t o = layer_off / sizeof(float) +
+							   (size_t)(slot / bs) * block_elems + (size_t)bs * kv_dim +
+							   (size_t)(slot % bs) * kv_dim + (size_t)h * cs.hd;
+						for (int d = 0; d < cs.hd; d++)
+							pb[o + d] = x[d] * sc;
+					}
+				REQUIRE(cudaMemcpy(pool_b, pb.data(), pool_elems * sizeof(float),
+						   cudaMemcpyHostToDevice));
+			}
 			if (cs.temp)
 				for (int t = 0; t < n_tok; t++) {
 					const float f = (float)(log(floor((float)pos[t] / 16.0f) + 1.0) * 0.5 + 1.0);
@@ -2486,10 +2514,12 @@ static void test_qkv_post(void)
 			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d temp %d: qkv",
 				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.temp);
 			check_close(what, dev_download<float>(qa, qkv.size()), before, 0, 0);
-			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d: KV pool",
-				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm);
+			snprintf(what, sizeof what,
+				 "qkv_post %s hd %d rope %d bias %d norm %d vnorm %d: KV pool",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.vnorm);
+			/* the V norm's sums run in another order on the device: within 2 ulp */
 			check_close(what, dev_download_st(dt, pool_a, pool_elems),
-				    dev_download_st(dt, pool_b, pool_elems), 0, 0);
+				    dev_download_st(dt, pool_b, pool_elems), 0, cs.vnorm ? 2.5e-7 : 0);
 			void *bufs[11] = {pool_a, pool_b, qa, qb, db, dqw, dkw, dtab, dp, ds, NULL};
 			for (int i = 0; bufs[i]; i++)
 				cudaFree(bufs[i]);

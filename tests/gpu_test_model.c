@@ -529,10 +529,11 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * olmo2: its whole-row Q/K norms one node (unfused), its absent pre-norms none less
 	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input);
 	 * granite: the residual scale, a gpu_scale node after each branch (both paths), and
-	 * the logit scale one after the LM head */
+	 * the logit scale one after the LM head; gemma4's layer output scale: two gpu_scale
+	 * nodes a layer (the residual and the FFN's output) */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
 		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
-		     2 * (hp->residual_scale != 1.0f);
+		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) +
@@ -799,6 +800,10 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:seed_oss-tiny:f32",
 	    /* apertus: Q/K norms, rope_freqs, Q/K/V and O biases, the xIELU FFN (unfused) */
 	    "synthetic:apertus-tiny:f32",
+	    /* gemma4: windowed layers of head size 16 with 2 K/V heads and global ones of 32
+	     * with 1 (each layer's own KV slab in a block), V = K's rows on the global layers,
+	     * V norm, attention scale 1, proportional RoPE there, layer output scales */
+	    "synthetic:gemma4-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1126,6 +1131,38 @@ static void test_lazy_synthetic(const char *spec)
 
 /* ---- errors are values ---- */
 
+/* gemma4 what the CUDA backend does not run, refused by name before any allocation: the
+ * released 31B's global heads of 512 (lazy: nothing is made), and gemma4-e-tiny's per-layer
+ * embeddings and shared-KV layers (the CPU backend runs both) */
+static void test_gemma4_refused(void)
+{
+	static const struct {
+		const char *spec;
+		bool lazy;
+		const char *msg;
+	} cases[] = {
+	    {"synthetic:gemma4-31b:bf16", true, "head sizes up to 256, not 512 (the global layers')"},
+	    {"synthetic:gemma4-e-tiny:f32", false, "per-layer token embeddings or shared-KV"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model *m = NULL;
+		struct bg_err err = {0};
+		if (model_open(cases[i].spec, cases[i].lazy, &m, &err) != BG_OK) {
+			CHECK(0, "%s: %s", cases[i].spec, err.msg);
+			continue;
+		}
+		struct backend_config cfg = {0};
+		cfg.block_size = 16;
+		cfg.kv_tokens = 256;
+		struct backend *b = NULL;
+		enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
+		CHECK(st == BG_ERR_UNSUPPORTED && b == NULL && strstr(err.msg, cases[i].msg),
+		      "%s refused: status %d, '%s'", cases[i].spec, (int)st, err.msg);
+		backend_destroy(b);
+		model_free(m);
+	}
+}
+
 static void test_errors(void)
 {
 	struct model *m = load("models/stories260K.gguf");
@@ -1155,6 +1192,7 @@ static void test_errors(void)
 	CHECK(backend_cuda_create(m, &cfg, &b, &err) == BG_ERR_DEVICE && b == NULL,
 	      "device 99 does not exist");
 	model_free(m);
+	test_gemma4_refused();
 }
 
 int main(void)
@@ -1188,6 +1226,10 @@ int main(void)
 		test_batch_vs_cpu("synthetic:apertus-tiny:f32", 3);
 		test_lazy_synthetic("synthetic:apertus-tiny:bf16");
 		test_apertus_nobias();
+		/* gemma4: two layer geometries in bucket 4's graph; lazy: V = K on the device */
+		test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
+		test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
+		test_gemma4_refused();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1231,6 +1273,8 @@ int main(void)
 	test_batch_vs_cpu("synthetic:apertus-tiny:f32", 3);
 	test_lazy_synthetic("synthetic:apertus-tiny:bf16");
 	test_apertus_nobias();
+	test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
 	test_errors();
 	return check_summary();
 }

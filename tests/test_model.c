@@ -946,7 +946,7 @@ static void test_arch(void)
 
 enum moe_edit {
 	ME_NONE, ME_KEY, ME_DROP, ME_RESHAPE, ME_SPLIT, ME_DENSE, ME_HALVE, ME_ADD, ME_BOOLS,
-	ME_KEY_F32, ME_KEY_FALSE
+	ME_KEY_F32, ME_KEY_FALSE, ME_KEY_LIST
 };
 
 /* The synthetic shape `shape` (f32) written and parsed again with one change: ME_KEY sets
@@ -956,7 +956,8 @@ enum moe_edit {
  * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`;
  * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5);
  * ME_KEY_F32 sets f32 key `what` to val / 1000 (removes it when val is UINT32_MAX);
- * ME_KEY_FALSE sets bool key `what` to false. */
+ * ME_KEY_FALSE sets bool key `what` to false; ME_KEY_LIST sets `what` to a list of 4 i32
+ * values val. */
 static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char *what,
 				  uint32_t val, struct model **out, struct bg_err *err)
 {
@@ -971,7 +972,8 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	struct gguf_writer *w = gguf_writer_create();
 	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
 		struct gguf_str k = gguf_kv_key(src, i);
-		if ((e == ME_KEY || e == ME_BOOLS || e == ME_KEY_F32 || e == ME_KEY_FALSE) &&
+		if ((e == ME_KEY || e == ME_BOOLS || e == ME_KEY_F32 || e == ME_KEY_FALSE ||
+		     e == ME_KEY_LIST) &&
 		    k.len == strlen(what) && memcmp(k.ptr, what, k.len) == 0)
 			continue;
 		gguf_writer_copy_kv(w, src, i);
@@ -992,6 +994,10 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 		gguf_writer_set_f32(w, what, (float)val / 1000.0f);
 	if (e == ME_KEY_FALSE)
 		gguf_writer_set_bool(w, what, false);
+	if (e == ME_KEY_LIST) {
+		int32_t v[4] = {(int32_t)val, (int32_t)val, (int32_t)val, (int32_t)val};
+		gguf_writer_set_arr_i32(w, what, v, 4);
+	}
 	static float extra[64 * 64];
 	if (e == ME_SPLIT)
 		gguf_writer_add_tensor(w, "blk.0.ffn_gate.0.weight", GGUF_DTYPE_F32, 2,
@@ -1583,15 +1589,129 @@ static void test_seed_apertus(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* gemma4: the two kinds of layer's geometry, V = K where attn_v is absent, the layer output
+ * scales, the lazy 31B's parameter count, and the refusals (per-layer embeddings, shared
+ * KV, experts) */
+static void test_gemma4(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("gemma4-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->head_dim == 32 && hp->head_dim_swa == 16 && hp->n_head_kv == 1 &&
+			  hp->n_head_kv_swa == 2 && hp->rope_dim == 32 && hp->rope_dim_swa == 16 &&
+			  hp->attn_scale == 1.0f && hp->v_norm && hp->out_scale &&
+			  hp->rope_factors_global && strcmp(hp->rope_factors, "rope_freqs") == 0 &&
+			  hp->final_softcap == 30.0f && hp->n_swa == 16 && hp->swa_pattern == 3 &&
+			  hp->rope_base_swa == 10000.0f && hp->rope_base == 1e6f &&
+			  hp->embd_scale == 8.0f && hp->gelu && hp->post_norms && hp->qk_norm,
+		      "gemma4-tiny hparams");
+		CHECK(L[0].swa && L[1].swa && !L[2].swa && L[3].swa && !L[5].swa &&
+			  L[0].wq.ne1 == 64 && L[0].wk.ne1 == 32 && L[0].q_norm.ne0 == 16 &&
+			  L[2].wq.ne1 == 128 && L[2].wk.ne1 == 32 && L[2].wo.ne0 == 128 &&
+			  L[2].k_norm.ne0 == 32 && !L[0].v_from_k && L[0].wv.data != L[0].wk.data &&
+			  L[2].v_from_k && L[2].wv.data == L[2].wk.data && L[5].v_from_k,
+		      "gemma4-tiny layers: windowed 16 x 2 K/V heads, global 32 x 1 with V = K");
+		bool scales = true;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			scales = scales && isfinite(L[l].out_scale) && L[l].out_scale != 1.0f &&
+				 fabsf(L[l].out_scale - 1.0f) < 1.5f;
+		CHECK(scales, "gemma4-tiny: each layer's output scale read (1 + N(0, 0.25^2))");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("gemma4-tiny"), false),
+		      "gemma4-tiny n_params %llu", (unsigned long long)m->n_params);
+		CHECK(model_head_dim_max(hp) == 32 && model_kv_dim_max(hp) == 32 &&
+			  model_q_dim_max(hp) == 128,
+		      "gemma4-tiny: the largest head, K/V row and Q row");
+	}
+	model_free(m);
+	m = NULL;
+	/* any layer's attn_v may be absent (V = K there) */
+	CHECK(moe_rewrite("gemma4-tiny", ME_DROP, "blk.0.attn_v.weight", 0, &m, &err) == BG_OK &&
+		  m && m->layers[0].v_from_k && !m->layers[1].v_from_k,
+	      "gemma4 without blk.0.attn_v: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	/* the 31B as published (synth.c's comment derives 30,697,345,596 by hand) */
+	CHECK(model_open("synthetic:gemma4-31b", true, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->n_params == 30697345596ull &&
+			  synth_n_params(synth_find_shape("gemma4-31b"), true) == m->n_params &&
+			  m->layers[5].v_from_k && !m->layers[4].v_from_k &&
+			  m->layers[5].wq.ne1 == 16384 && m->layers[4].wk.ne1 == 4096 &&
+			  m->layers[59].wk.ne1 == 2048 && m->hp.final_softcap == 30.0f &&
+			  m->hp.rope_base_swa == 10000.0f && m->hp.swa_pattern == 6,
+		      "lazy gemma4-31b: n_params %llu", (unsigned long long)m->n_params);
+	}
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    {"gemma4-tiny", ME_KEY, "gemma4.embedding_length_per_layer_input", 256, BG_ERR_FORMAT,
+	     "'per_layer_token_embd.weight' is missing"},
+	    {"gemma4-e-tiny", ME_DROP, "blk.2.proj.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.proj.weight' is missing"},
+	    {"gemma4-tiny", ME_KEY, "gemma4.attention.shared_kv_layers", 2, BG_ERR_UNSUPPORTED,
+	     "shared_kv_layers is 2 of 6 layers: the layers they would read"},
+	    {"gemma4-tiny", ME_KEY, "gemma4.attention.shared_kv_layers", 6, BG_ERR_UNSUPPORTED,
+	     "shared_kv_layers is 6 of 6 layers"},
+	    {"gemma4-e-tiny", ME_ADD, "blk.4.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.4.attn_k_norm.weight' has shape [64], expected [16]"},
+	    {"gemma2-tiny", ME_KEY_LIST, "gemma2.feed_forward_length", 128, BG_ERR_UNSUPPORTED,
+	     "gemma2.feed_forward_length is a per-layer list"},
+	    {"gemma4-tiny", ME_KEY, "gemma4.expert_count", 8, BG_ERR_UNSUPPORTED,
+	     "mixture-of-experts gemma4 models (Gemma 4 26B-A4B) are not supported"},
+	    {"gemma4-tiny", ME_ADD, "blk.0.ffn_gate_inp.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_gate_inp.weight' is not part of a gemma4"},
+	    {"gemma4-tiny", ME_DROP, "blk.3.layer_output_scale.weight", 0, BG_ERR_FORMAT,
+	     "'blk.3.layer_output_scale.weight' is missing"},
+	    {"gemma4-tiny", ME_HALVE, "blk.2.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.attn_k_norm.weight' has shape [16], expected [32]"},
+	    {"gemma4-tiny", ME_KEY, "gemma4.attention.key_length_swa", 24, BG_ERR_UNSUPPORTED,
+	     "value_length_swa 16 differs from key_length_swa 24"},
+	    {"gemma4-tiny", ME_KEY, "gemma4.rope.dimension_count_swa", 18, BG_ERR_FORMAT,
+	     "rope.dimension_count_swa 18 is not an even number in [2, the windowed head"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+	/* E2B/E4B's features (gemma4-e-tiny): per-layer embeddings of 32, layers 3-5 sharing */
+	CHECK(moe_rewrite("gemma4-e-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->n_embd_per_layer == 32 && hp->n_layer_kv == 3 &&
+			  model_n_layer_kv(hp) == 3 && m->pl_tok_embd.ne0 == 192 &&
+			  m->pl_tok_embd.ne1 == 512 && m->pl_model_proj.ne1 == 192 &&
+			  m->pl_proj_norm.ne0 == 32 && L[0].pl_inp_gate.ne1 == 32 &&
+			  L[5].pl_proj.ne0 == 32 && L[5].pl_post_norm.ne0 == 64,
+		      "gemma4-e-tiny: per-layer embeddings");
+		CHECK(hp->n_ff == 256 && L[2].w_gate.ne1 == 128 && L[3].w_up.ne1 == 256 &&
+			  L[5].w_down.ne0 == 256 && L[0].w_down.ne0 == 128,
+		      "gemma4-e-tiny: FFN widths per layer (128, the shared layers 256)");
+		CHECK(model_kv_layer(hp, &L[2], 2) == 2 && model_kv_layer(hp, &L[3], 3) == 1 &&
+			  model_kv_layer(hp, &L[4], 4) == 1 && model_kv_layer(hp, &L[5], 5) == 2 &&
+			  !L[3].wk.ne0 && !L[5].wv.ne0 && !L[4].k_norm.ne0 && L[4].q_norm.ne0 == 16,
+		      "gemma4-e-tiny: layers 3, 4 read layer 1's KV, 5 reads layer 2's");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("gemma4-e-tiny"), false),
+		      "gemma4-e-tiny n_params %llu vs %llu", (unsigned long long)m->n_params,
+		      (unsigned long long)synth_n_params(synth_find_shape("gemma4-e-tiny"), false));
+	}
+	model_free(m);
+	m = NULL;
+	CHECK(model_open("synthetic:gemma4-e-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "files only"),
+	      "lazy gemma4-e-tiny refused: %s", err.msg);
+	model_free(m);
+}
+
 /* A lazy synthetic model (no file: model.c's lazy_model) has the hyper-parameters and
  * per-layer flags the loader reads from the same shape's file: granite's scales,
  * mistral3's temperature, attn_factor and biases, smollm3's unrotated layers, seed_oss's
  * biases, apertus's missing gate and xIELU values. */
 static void test_lazy_new_arch(void)
 {
-	static const char *const shapes[] = {"granite-tiny", "granitemoe-tiny", "mistral3-tiny",
-					     "mistral3-bias-tiny", "smollm3-tiny", "seed_oss-tiny",
-					     "apertus-tiny"};
+	static const char *const shapes[] = {"granite-tiny",       "granitemoe-tiny", "mistral3-tiny",
+					     "mistral3-bias-tiny", "smollm3-tiny",    "seed_oss-tiny",
+					     "apertus-tiny",       "gemma4-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -1613,16 +1733,32 @@ static void test_lazy_new_arch(void)
 				    x->qkv_bias == y->qkv_bias && x->attn_out_bias == y->attn_out_bias &&
 				    x->n_expert == y->n_expert && x->n_ff_exp == y->n_ff_exp &&
 				    x->xielu == y->xielu && x->qk_norm == y->qk_norm &&
-				    /* a lazy model does not describe rope factors (apertus-tiny's) */
-				    a->n_params ==
-					b->n_params + (a->rope_factors.data ? x->rope_dim / 2 : 0);
+				    x->head_dim == y->head_dim && x->head_dim_swa == y->head_dim_swa &&
+				    x->n_head_kv == y->n_head_kv &&
+				    x->n_head_kv_swa == y->n_head_kv_swa &&
+				    x->rope_dim_swa == y->rope_dim_swa && x->v_norm == y->v_norm &&
+				    x->out_scale == y->out_scale &&
+				    x->rope_factors_global == y->rope_factors_global &&
+				    x->rope_base_swa == y->rope_base_swa &&
+				    x->swa_pattern == y->swa_pattern && x->n_swa == y->n_swa &&
+				    x->final_softcap == y->final_softcap &&
+				    /* a lazy model describes gemma4's rope factors, not others'
+				     * (apertus-tiny's) */
+				    a->n_params == b->n_params + (a->rope_factors.data &&
+								  !b->rope_factors.ne0
+							      ? x->rope_dim / 2
+							      : 0);
 			for (uint32_t l = 0; l < x->n_layer; l++)
 				same = same && a->layers[l].no_rope == b->layers[l].no_rope &&
 				       a->layers[l].bo.ne0 == b->layers[l].bo.ne0 &&
 				       a->layers[l].bq.ne0 == b->layers[l].bq.ne0 &&
 				       a->layers[l].w_gate.ne0 == b->layers[l].w_gate.ne0 &&
 				       memcmp(a->layers[l].xielu, b->layers[l].xielu,
-					      sizeof a->layers[l].xielu) == 0;
+					      sizeof a->layers[l].xielu) == 0 &&
+				       a->layers[l].swa == b->layers[l].swa &&
+				       a->layers[l].v_from_k == b->layers[l].v_from_k &&
+				       a->layers[l].wq.ne1 == b->layers[l].wq.ne1 &&
+				       a->layers[l].wk.ne1 == b->layers[l].wk.ne1;
 			CHECK(same, "%s: the lazy model's hyper-parameters are the file's", spec);
 		}
 		model_free(a);
@@ -1649,6 +1785,7 @@ int main(void)
 	test_mistral3();
 	test_smollm3();
 	test_seed_apertus();
+	test_gemma4();
 	test_lazy_new_arch();
 	return check_summary();
 }

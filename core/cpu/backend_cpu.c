@@ -7,8 +7,10 @@
  * rows/features/heads, never one reduction, so a row's bits do not depend on the batch
  * or on the thread count.
  *
- * KV pool, fp32: for layer l, K is kv[(2l) * n_blocks * block_size * kv_dim ...] laid out
- * [n_blocks][block_size][kv_dim] and V follows at 2l + 1, kv_dim = n_head_kv * head_dim.
+ * KV pool, fp32: for layer l, K is kv[(2l) * n_blocks * block_size * kv_max ...] laid out
+ * [n_blocks][block_size][kv_max] and V follows at 2l + 1, kv_max = n_head_kv * head_dim
+ * (gemma4: the larger of its two layer kinds'; a layer uses the first n_head_kv * head_dim
+ * of its kind, model_kv_dim_max).
  * The swap unit of one block is, for every layer in order, its K slab then its V slab.
  */
 #include "cpu/backend_cpu.h"
@@ -41,9 +43,19 @@ struct cpu_ctx {
 
 	int32_t block_size;
 	int32_t n_blocks;
-	int64_t kv_dim; /* n_head_kv * head_dim */
-	int64_t q_dim;	/* n_head * head_dim */
-	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_dim] */
+	int64_t kv_dim; /* n_head_kv * head_dim of the layer being computed (forward) */
+	int64_t q_dim;	/* n_head * head_dim likewise; both the global layers' outside it */
+	int64_t hd;	/* that layer's head size, */
+	int64_t n_kvh;	/* its K/V heads */
+	int32_t half;	/* and rotated pairs */
+	int64_t kv_max, q_max; /* the largest over the layer kinds (model_kv_dim_max ...) */
+	float *ones;	       /* [head_dim_max] 1: gemma4's V norm has no weight */
+	/* gemma4 E2B/E4B (hp.n_embd_per_layer = P > 0): each layer's input for the batch's
+	 * tokens [n_layer][cap_tok][P], the model-wide projection's rows [cap_tok][n_layer P],
+	 * the gate's output [cap_tok][P]; the norms' weights: pl_norms [P] (per_layer_proj_norm)
+	 * then [n_layer][n_embd] (each layer's post_norm) */
+	float *ple, *ple_proj, *ple_gate, *pl_norms;
+	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_max] */
 	size_t kv_bytes;
 
 	float *norms; /* [2 * n_layer + 1][n_embd]: attn, ffn per layer, then output */
@@ -183,15 +195,19 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	size_t t = (size_t)cap;
 	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
 		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
-		 grow(&c->q, t * (size_t)c->q_dim, sizeof(float)) &&
-		 grow(&c->k, t * (size_t)c->kv_dim, sizeof(float)) &&
-		 grow(&c->v, t * (size_t)c->kv_dim, sizeof(float)) &&
-		 grow(&c->att, t * (size_t)c->q_dim, sizeof(float)) &&
+		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
+		 grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
+		 grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
+		 grow(&c->att, t * (size_t)c->q_max, sizeof(float)) &&
 		 grow(&c->hb, t * hp->n_ff, sizeof(float)) &&
 		 grow(&c->hb2, t * hp->n_ff, sizeof(float)) &&
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
-		 grow(&c->rope_swa, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
+		 grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
 		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
+		 (!hp->n_embd_per_layer ||
+		  (grow(&c->ple, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+		   grow(&c->ple_proj, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+		   grow(&c->ple_gate, t * hp->n_embd_per_layer, sizeof(float)))) &&
 		 grow(&c->qact, 3 * t, c->qact_row) &&
 		 (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
 	if (!ok) {
@@ -238,8 +254,9 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 {
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
-	size_t per_tok = (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_dim + 2 * (size_t)c->kv_dim +
-			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 4) *
+	size_t per_tok = (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_max + 2 * (size_t)c->kv_max +
+			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 2 +
+			  (model_rope_dim(hp, true) / 2) * 2) *
 			     sizeof(float) +
 			 2 * sizeof(int32_t);
 	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
@@ -249,12 +266,12 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 
 static inline float *kv_k(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer) * c->n_blocks * c->block_size * c->kv_dim;
+	return c->kv + (size_t)(2 * layer) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 static inline float *kv_v(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer + 1) * c->n_blocks * c->block_size * c->kv_dim;
+	return c->kv + (size_t)(2 * layer + 1) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 /* out = x / sqrt(mean(x^2) + eps) * w; the sum of squares runs in order, in double. */
@@ -632,6 +649,7 @@ static void matmul1(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct mo
 struct att_run {
 	struct cpu_ctx *c;
 	uint32_t layer;
+	uint32_t kv_layer; /* the layer whose KV cache it reads (model_kv_layer) */
 	int32_t n_items; /* n_tok * n_head */
 	int32_t per_task;
 	int32_t n_tasks;
@@ -640,15 +658,16 @@ struct att_run {
 
 /* One (token, head): causal attention over positions [0, pos] of the token's sequence,
  * through its block table. Scores and the weighted sum run in position order. */
-static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, float *sc)
+static void attend_one(struct cpu_ctx *c, uint32_t layer, uint32_t kv_layer, int32_t t, int32_t h,
+		       float *sc)
 {
 	const struct model_hparams *hp = &c->hp;
 	const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
 	int32_t pos = c->tok_pos[t];
-	int64_t hd = hp->head_dim;
-	int64_t kvh = h / (hp->n_head / hp->n_head_kv);
+	int64_t hd = c->hd; /* the layer's geometry (forward sets it) */
+	int64_t kvh = h / ((int64_t)hp->n_head / c->n_kvh);
 	const float *qv = c->q + (int64_t)t * c->q_dim + h * hd;
-	const float *kb = kv_k(c, layer), *vb = kv_v(c, layer);
+	const float *kb = kv_k(c, kv_layer), *vb = kv_v(c, kv_layer);
 	int32_t bs = c->block_size;
 	float scale = hp->attn_scale, cap = hp->attn_softcap;
 	/* gpt-oss: head h's sink, one more logit in the softmax's max and denominator with no
@@ -669,11 +688,11 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 			j1 = pos + 1;
 		int32_t n = j1 - j0;
 		const float *kp = kb + ((size_t)s->block_table[j0 / bs] * bs + (size_t)(j0 % bs)) *
-					   c->kv_dim +
+					   c->kv_max +
 				  kvh * hd;
 		/* the block's scores in one call: several key rows per pass, each dot
 		 * bitwise as cpuk_dot_f32 */
-		cpuk_dot_f32_rows(c->lvl, qv, kp, c->kv_dim, n, hd, sc + j0);
+		cpuk_dot_f32_rows(c->lvl, qv, kp, c->kv_max, n, hd, sc + j0);
 		for (int32_t j = 0; j < n; j++) {
 			float d = sc[j0 + j] * scale;
 			if (cap > 0.0f) /* gemma2's soft-capping of the scores */
@@ -701,9 +720,9 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, int32_t t, int32_t h, 
 		if (j1 > pos + 1)
 			j1 = pos + 1;
 		const float *vp = vb + ((size_t)s->block_table[j0 / bs] * bs + (size_t)(j0 % bs)) *
-					   c->kv_dim +
+					   c->kv_max +
 				  kvh * hd;
-		cpuk_axpy_rows(c->lvl, hd, sc + j0, j1 - j0, vp, c->kv_dim, out);
+		cpuk_axpy_rows(c->lvl, hd, sc + j0, j1 - j0, vp, c->kv_max, out);
 		j0 = j1;
 	}
 	float inv = 1.0f / sum;
@@ -719,7 +738,8 @@ static void att_task(void *arg, int32_t task, int32_t thread)
 	int32_t i0 = task * r->per_task;
 	int32_t i1 = i0 + r->per_task < r->n_items ? i0 + r->per_task : r->n_items;
 	for (int32_t i = i0; i < i1; i++) {
-		attend_one(c, r->layer, i / (int32_t)c->hp.n_head, i % (int32_t)c->hp.n_head, sc);
+		attend_one(c, r->layer, r->kv_layer, i / (int32_t)c->hp.n_head,
+			   i % (int32_t)c->hp.n_head, sc);
 		pf_slice(&r->pf, i, r->n_items); /* after each head: overlaps the next one */
 	}
 }
@@ -735,10 +755,9 @@ static void branch_scale(float *x, int64_t n, float s)
 			x[i] *= s;
 }
 
-static void rope_apply(const struct model_hparams *hp, float *vec, const float *cs)
+static void rope_apply(const struct model_hparams *hp, int32_t half, float *vec, const float *cs)
 {
-	/* vec is one head; cs holds (cos, sin) for each rotated pair */
-	int32_t half = (int32_t)hp->rope_dim / 2;
+	/* vec is one head; cs holds (cos, sin) for each of its half rotated pairs */
 	for (int32_t i = 0; i < half; i++) {
 		int32_t a = hp->rope_neox ? i : 2 * i;
 		int32_t b = hp->rope_neox ? i + half : 2 * i + 1;
@@ -819,10 +838,76 @@ static int32_t keep_logit_rows(struct cpu_ctx *c, const struct backend_batch *b)
 				       (size_t)E * sizeof(float));
 				memcpy(c->att + (int64_t)n * c->q_dim, c->att + (int64_t)t * c->q_dim,
 				       (size_t)c->q_dim * sizeof(float));
+				if (c->ple) { /* gemma4: the last layer's per-layer inputs */
+					const int64_t P = c->hp.n_embd_per_layer;
+					float *pl = c->ple + (int64_t)(c->hp.n_layer - 1) * c->cap_tok * P;
+					memcpy(pl + n * P, pl + t * P, (size_t)P * sizeof(float));
+				}
 			}
 			n++;
 		}
 	return n;
+}
+
+/* gemma4 E2B/E4B (model.h's n_embd_per_layer): every layer's input e_l of the batch's T
+ * tokens into c->ple ([n_layer][cap_tok][P]), from the token rows of pl_tok_embd and the
+ * scaled input embeddings in c->x, in llama.cpp's order (project_per_layer_inputs): the
+ * projection times 1/sqrt(n_embd), normed per slice, plus the token rows times sqrt(P),
+ * the sum times 1/sqrt(2). */
+static void per_layer_inputs(struct cpu_ctx *c, const struct backend_batch *b, int32_t T)
+{
+	const struct model *m = c->m;
+	const struct model_hparams *hp = &c->hp;
+	const int64_t E = hp->n_embd, P = hp->n_embd_per_layer, NL = (int64_t)hp->n_layer * P;
+	matmul1(c, BACKEND_CPU_MM_QKV, &m->pl_model_proj, c->x, c->ple_proj, T);
+	const float sp = 1.0f / sqrtf((float)E), st = sqrtf((float)P), si = 1.0f / sqrtf(2.0f);
+	int32_t t = 0;
+	for (int32_t i = 0; i < b->n_seqs; i++) {
+		const struct backend_seq *sq = &b->seqs[i];
+		for (int32_t j = 0; j < sq->n_tokens; j++, t++) {
+			int32_t tok = backend_seq_token(sq, j, c->last_tok, c->n_last,
+							(int32_t)hp->n_vocab);
+			const char *trow = (const char *)m->pl_tok_embd.data +
+					   (size_t)tok * cpuk_row_bytes(m->pl_tok_embd.type, NL);
+			float *pr = c->ple_proj + (int64_t)t * NL;
+			for (int64_t k = 0; k < NL; k++)
+				pr[k] *= sp;
+			for (uint32_t l = 0; l < hp->n_layer; l++) {
+				float *e = c->ple + ((int64_t)l * c->cap_tok + t) * P;
+				rmsnorm(e, pr + l * P, c->pl_norms, P, hp->rms_eps);
+			}
+			/* the token's rows: dequantized whole (a row of NL), scaled, added */
+			float *tr = pr; /* reuse the projection row: its values are in c->ple now */
+			cpuk_dequant_row(m->pl_tok_embd.type, trow, NL, tr);
+			for (uint32_t l = 0; l < hp->n_layer; l++) {
+				float *e = c->ple + ((int64_t)l * c->cap_tok + t) * P;
+				for (int64_t k = 0; k < P; k++)
+					e[k] = (e[k] + tr[l * P + k] * st) * si;
+			}
+		}
+	}
+}
+
+/* gemma4 E2B/E4B: layer l's per-layer input joins the residual stream c->x (T rows):
+ * x += rmsnorm(pl_proj (gelu(pl_inp_gate x) * e_l)) with the layer's post_norm. */
+static void per_layer_add(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
+{
+	const struct model_hparams *hp = &c->hp;
+	const int64_t E = hp->n_embd, P = hp->n_embd_per_layer;
+	matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->pl_inp_gate, c->x, c->ple_gate, T);
+	const struct model_weight *wd[1] = {&L->pl_proj};
+	const float *xd[1] = {c->ple_gate};
+	float *yd[1] = {c->xb};
+	int64_t ldd[1] = {E};
+	/* gelu(gate) * e_l in the prologue, as the FFN's down projection takes its glu */
+	matmuls(c, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, T,
+		c->ple + (int64_t)l * c->cap_tok * P, true);
+	const float *pn = c->pl_norms + P + (size_t)l * E;
+	for (int32_t t = 0; t < T; t++) {
+		rmsnorm(c->xb + t * E, c->xb + t * E, pn, E, hp->rms_eps);
+		for (int64_t i = 0; i < E; i++)
+			c->x[t * E + i] += c->xb[t * E + i];
+	}
 }
 
 static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
@@ -840,8 +925,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 	    (st = ensure_logits(c, b->n_logits, err)) != BG_OK)
 		return st;
 	c->batch = b;
-	int64_t E = hp->n_embd, F = hp->n_ff, hd = hp->head_dim;
+	int64_t E = hp->n_embd;
 	int32_t half = (int32_t)hp->rope_dim / 2;
+	int32_t half_swa = (int32_t)model_rope_dim(hp, true) / 2;
 	struct backend_cpu_profile *const prof = c->prof;
 	const double t_fwd = prof_now(c);
 	double tp = t_fwd, skip = 0.0; /* profile: lap start; time already counted elsewhere */
@@ -865,15 +951,25 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			double p = (double)(s->pos0 + j);
 			arch_rope_cos_sin(c->freq, half, p, c->mscale, c->rope + (int64_t)t * half * 2);
 			if (c->rope_swa_differs)
-				arch_rope_cos_sin(c->freq_swa, half, p, c->mscale_swa,
-						  c->rope_swa + (int64_t)t * half * 2);
+				arch_rope_cos_sin(c->freq_swa, half_swa, p, c->mscale_swa,
+						  c->rope_swa + (int64_t)t * half_swa * 2);
 		}
 	}
+
+	if (hp->n_embd_per_layer) /* gemma4 E2B/E4B: every layer's input, from the embeddings */
+		per_layer_inputs(c, b, T);
 
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
 		const float *an = c->norms + (size_t)(2 * l) * E;
 		const float *fn = an + E;
+		/* the layer's geometry (gemma4's windowed layers have their own) */
+		c->hd = model_head_dim(hp, L->swa);
+		c->n_kvh = model_n_head_kv(hp, L->swa);
+		c->q_dim = (int64_t)hp->n_head * c->hd;
+		c->kv_dim = c->n_kvh * c->hd;
+		c->half = L->swa && c->rope_swa_differs ? half_swa : half;
+		const int64_t hd = c->hd;
 		prof_lap(c, &tp, &skip); /* up to here: the rest */
 		for (t = 0; t < T; t++) /* olmo2: no pre-norm, the residual as it is */
 			if (hp->no_pre_norms)
@@ -882,12 +978,15 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				rmsnorm(c->xb + t * E, c->x + t * E, an, E, hp->rms_eps);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
+		/* gemma4's shared-KV layers: Q only; attention reads layer kv_l's cache */
+		const uint32_t kv_l = model_kv_layer(hp, L, l);
+		const bool own_kv = kv_l == l;
 		{
 			const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
 			const float *xs[3] = {c->xb, c->xb, c->xb};
 			float *ys[3] = {c->q, c->k, c->v};
 			int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
-			matmuls(c, BACKEND_CPU_MM_QKV, 3, ws, xs, ys, ld, T, NULL, false);
+			matmuls(c, BACKEND_CPU_MM_QKV, own_kv ? 3 : 1, ws, xs, ys, ld, T, NULL, false);
 		}
 		prof_lap(c, &tp, &skip); /* counted by matmuls */
 		if (c->biases) { /* qwen2: after the projections, before RoPE */
@@ -900,42 +999,53 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				    * (olmo2) normalized, groups of qn_dim / kn_dim */
 			const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
 			const float *kn = qn + c->qn_dim;
+			int64_t qg = hp->qk_norm_full ? c->q_dim : hd; /* the groups */
+			int64_t kg = hp->qk_norm_full ? c->kv_dim : hd;
 			for (t = 0; t < T; t++) {
-				for (int64_t i = 0; i < c->q_dim; i += c->qn_dim) {
+				for (int64_t i = 0; i < c->q_dim; i += qg) {
 					float *qh = c->q + t * c->q_dim + i;
-					rmsnorm(qh, qh, qn, c->qn_dim, hp->rms_eps);
+					rmsnorm(qh, qh, qn, qg, hp->rms_eps);
 				}
-				for (int64_t i = 0; i < c->kv_dim; i += c->kn_dim) {
+				for (int64_t i = 0; own_kv && i < c->kv_dim; i += kg) {
 					float *kh = c->k + t * c->kv_dim + i;
-					rmsnorm(kh, kh, kn, c->kn_dim, hp->rms_eps);
+					rmsnorm(kh, kh, kn, kg, hp->rms_eps);
 				}
 			}
 		}
+		if (hp->v_norm && own_kv) /* gemma4: each V head RMS-normalized, no weight */
+			for (t = 0; t < T; t++)
+				for (int64_t i = 0; i < c->kv_dim; i += hd) {
+					float *vh = c->v + t * c->kv_dim + i;
+					rmsnorm(vh, vh, c->ones, hd, hp->rms_eps);
+				}
 		/* RoPE, then K/V into the pool */
-		float *kl = kv_k(c, l), *vl = kv_v(c, l);
+		float *kl = kv_k(c, kv_l), *vl = kv_v(c, kv_l);
 		const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 		for (t = 0; t < T; t++) {
-			const float *cs = rope_l + (int64_t)t * half * 2;
+			const float *cs = rope_l + (int64_t)t * c->half * 2;
 			for (uint32_t h = 0; h < hp->n_head && !L->no_rope; h++) /* smollm3: none */
-				rope_apply(hp, c->q + t * c->q_dim + h * hd, cs);
+				rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
 			if (hp->attn_temp_scale != 0.0f) /* mistral3: Q after RoPE, per position */
 				branch_scale(c->q + t * c->q_dim, c->q_dim,
 					     arch_attn_temp(hp, c->tok_pos[t]));
-			for (uint32_t h = 0; h < hp->n_head_kv && !L->no_rope; h++)
-				rope_apply(hp, c->k + t * c->kv_dim + h * hd, cs);
+			if (!own_kv)
+				continue; /* no K/V of its own */
+			for (int64_t h = 0; h < c->n_kvh && !L->no_rope; h++)
+				rope_apply(hp, c->half, c->k + t * c->kv_dim + h * hd, cs);
 			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
 			int32_t p = c->tok_pos[t];
 			size_t slot = (size_t)s->block_table[p / c->block_size] * c->block_size +
 				      (size_t)(p % c->block_size);
-			memcpy(kl + slot * c->kv_dim, c->k + t * c->kv_dim,
+			memcpy(kl + slot * c->kv_max, c->k + t * c->kv_dim,
 			       (size_t)c->kv_dim * sizeof(float));
-			memcpy(vl + slot * c->kv_dim, c->v + t * c->kv_dim,
+			memcpy(vl + slot * c->kv_max, c->v + t * c->kv_dim,
 			       (size_t)c->kv_dim * sizeof(float));
 		}
 		if (prof)
 			prof_lap(c, &tp, &prof->rope_kv_s);
 		{
 			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
+			r.kv_layer = kv_l;
 			int32_t n_tasks = c->n_threads * 4;
 			r.per_task = (r.n_items + n_tasks - 1) / n_tasks;
 			if (r.per_task < 1)
@@ -981,13 +1091,15 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			cpu_moe_ffn(c->moe, L, c->xb, T, c->xb, &mm);
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)), not gated */
 			matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->w_up, c->xb, c->hb, T);
-			xielu_rows(c->hb, (int64_t)T * F, L->xielu);
+			xielu_rows(c->hb, (int64_t)T * (int64_t)L->w_up.ne1, L->xielu);
 			matmul1(c, BACKEND_CPU_MM_DOWN, &L->w_down, c->hb, c->xb, T);
 		} else {
+			/* the layer's width (gemma4's may differ; buffers hold n_ff, the largest) */
+			const int64_t Fl = (int64_t)L->w_gate.ne1;
 			const struct model_weight *ws[2] = {&L->w_gate, &L->w_up};
 			const float *xs[2] = {c->xb, c->xb};
 			float *ys[2] = {c->hb, c->hb2};
-			int64_t ld[2] = {F, F};
+			int64_t ld[2] = {Fl, Fl};
 			matmuls(c, BACKEND_CPU_MM_GATE_UP, 2, ws, xs, ys, ld, T, NULL, false);
 			/* down, after hb = act(hb) * hb2 in its prologue */
 			const struct model_weight *wd[1] = {&L->w_down};
@@ -1003,6 +1115,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
+		if (hp->n_embd_per_layer) /* gemma4 E2B/E4B: the layer's per-layer input */
+			per_layer_add(c, L, l, T);
+		if (hp->out_scale) /* gemma4: the layer's output times its scale */
+			branch_scale(c->x, (int64_t)T * E, L->out_scale);
 		if (prof)
 			prof_lap(c, &tp, &prof->resid_s);
 	}
@@ -1136,7 +1252,7 @@ static enum bg_status check_blocks(const struct cpu_ctx *c, const int32_t *block
 
 static size_t slab_floats(const struct cpu_ctx *c)
 {
-	return (size_t)c->block_size * (size_t)c->kv_dim;
+	return (size_t)c->block_size * (size_t)c->kv_max;
 }
 
 /* Copies the blocks' slabs, block by block, layer by layer, K before V, into to[] when to is
@@ -1150,7 +1266,7 @@ static enum bg_status kv_swap(struct cpu_ctx *c, const int32_t *blocks, int32_t 
 	size_t sl = slab_floats(c);
 	for (int32_t i = 0; i < n; i++) {
 		size_t off = (size_t)blocks[i] * sl;
-		for (uint32_t l = 0; l < c->hp.n_layer; l++)
+		for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++)
 			for (int v = 0; v < 2; v++) {
 				float *slab = (v ? kv_v(c, l) : kv_k(c, l)) + off;
 				if (to) {
@@ -1185,7 +1301,7 @@ static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg
 	if (st != BG_OK || src == dst)
 		return st;
 	size_t sl = slab_floats(c);
-	for (uint32_t l = 0; l < c->hp.n_layer; l++) {
+	for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++) {
 		memcpy(kv_k(c, l) + (size_t)dst * sl, kv_k(c, l) + (size_t)src * sl,
 		       sl * sizeof(float));
 		memcpy(kv_v(c, l) + (size_t)dst * sl, kv_v(c, l) + (size_t)src * sl,
@@ -1213,6 +1329,11 @@ static void cpu_destroy(void *ctx)
 	free(c->last_tok);
 	free(c->kv);
 	free(c->norms);
+	free(c->ones);
+	free(c->ple);
+	free(c->ple_proj);
+	free(c->ple_gate);
+	free(c->pl_norms);
 	free(c->biases);
 	free(c->oai);
 	free(c->extra_norms);
@@ -1293,10 +1414,19 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			       "the CPU backend cannot run a lazy synthetic model (no weights in "
 			       "host memory)");
 	if (hp->n_head == 0 || hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 ||
+	    hp->n_head % model_n_head_kv(hp, true) != 0 ||
+	    model_rope_dim(hp, true) > model_head_dim(hp, true) ||
+	    model_rope_dim(hp, true) % 2 != 0 ||
 	    hp->head_dim == 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2 != 0 ||
 	    hp->n_layer == 0 || hp->n_vocab == 0 || hp->n_embd == 0 || hp->n_ff == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED, "unsupported model hyper-parameters");
 	enum bg_status st;
+	if (hp->n_embd_per_layer &&
+	    ((st = check_weight(&m->pl_tok_embd, "per_layer_token_embd.weight", -1, err)) != BG_OK ||
+	     (st = check_weight(&m->pl_model_proj, "per_layer_model_proj.weight", -1, err)) !=
+		 BG_OK ||
+	     (st = check_weight(&m->pl_proj_norm, "per_layer_proj_norm.weight", -1, err)) != BG_OK))
+		return st;
 	if ((st = check_weight(&m->tok_embd, "token_embd.weight", -1, err)) != BG_OK ||
 	    (st = check_weight(&m->output, "output.weight", -1, err)) != BG_OK ||
 	    (st = check_weight(&m->output_norm, "output_norm.weight", -1, err)) != BG_OK)
@@ -1317,9 +1447,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 						"attn_output", "ffn_norm", "ffn_gate", "ffn_up",
 						"ffn_down",   "ffn_gate_inp"};
 		static const char *enames[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+		const bool own_kv = l < model_n_layer_kv(hp); /* gemma4: shared-KV layers have none */
 		for (int i = 0; i < (moe ? 10 : 9); i++)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
 			    !(hp->xielu && i == 6) &&			     /* apertus: no gate */
+			    !(!own_kv && (i == 2 || i == 3)) &&
 			    (st = check_weight(ws[i], moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
 				return st;
@@ -1335,13 +1467,13 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 						    &L->ffn_post_norm};
 		static const char *xnames[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm",
 						"post_ffw_norm"};
-		uint64_t xlen[4] = {hp->qk_norm_full ? (uint64_t)hp->n_head * hp->head_dim
-						     : hp->head_dim,
-				    hp->qk_norm_full ? (uint64_t)hp->n_head_kv * hp->head_dim
-						     : hp->head_dim,
+		uint64_t lhd = model_head_dim(hp, L->swa);
+		uint64_t xlen[4] = {hp->qk_norm_full ? (uint64_t)hp->n_head * lhd : lhd,
+				    hp->qk_norm_full ? (uint64_t)model_n_head_kv(hp, L->swa) * lhd
+						     : lhd,
 				    hp->n_embd, hp->n_embd};
 		for (int i = 0; i < 4; i++) {
-			if (!(i < 2 ? hp->qk_norm : hp->post_norms))
+			if (!(i < 2 ? hp->qk_norm : hp->post_norms) || (i == 1 && !own_kv))
 				continue;
 			if ((st = check_weight(xs[i], xnames[i], (int)l, err)) != BG_OK)
 				return st;
@@ -1374,6 +1506,18 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 					       onames[i], l, (unsigned long long)olen[i][0],
 					       olen[i][1] ? " per expert" : "");
 		}
+		const struct model_weight *ps[3] = {&L->pl_inp_gate, &L->pl_proj, &L->pl_post_norm};
+		static const char *pnames[3] = {"inp_gate", "proj", "post_norm"};
+		for (int i = 0; i < 3 && hp->n_embd_per_layer; i++) /* gemma4 E2B/E4B */
+			if ((st = check_weight(ps[i], pnames[i], (int)l, err)) != BG_OK)
+				return st;
+		if (hp->n_embd_per_layer && L->pl_post_norm.type != GGUF_DTYPE_F32)
+			return bg_fail(err, BG_ERR_UNSUPPORTED, "post_norm (layer %u) must be f32", l);
+		if (l >= model_n_layer_kv(hp) &&
+		    (L->kv_src >= model_n_layer_kv(hp) || m->layers[L->kv_src].swa != L->swa))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "layer %u reads layer %u's KV cache, which is not one of its kind",
+				       l, L->kv_src);
 		if (hp->swiglu_oai && !moe)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the clamped SwiGLU is supported in experts only");
@@ -1407,9 +1551,10 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 				       struct bg_err *err)
 {
 	const struct model_hparams *hp = &m->hp;
-	size_t hd = hp->head_dim, E = hp->n_embd, half = hp->rope_dim / 2;
+	size_t hd = model_head_dim_max(hp), E = hp->n_embd, half = hp->rope_dim / 2;
+	size_t half_swa = model_rope_dim(hp, true) / 2;
 	c->freq = malloc(half * sizeof(double));
-	c->freq_swa = malloc(half * sizeof(double));
+	c->freq_swa = malloc(half_swa * sizeof(double));
 	float *factors = NULL;
 	if (m->rope_factors.data) {
 		factors = malloc(half * sizeof(float));
@@ -1423,7 +1568,7 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	arch_rope_freqs(hp, factors, false, c->freq, &c->mscale);
 	arch_rope_freqs(hp, factors, true, c->freq_swa, &c->mscale_swa);
 	free(factors);
-	c->rope_swa_differs = c->mscale != c->mscale_swa ||
+	c->rope_swa_differs = c->mscale != c->mscale_swa || half != half_swa ||
 			      memcmp(c->freq, c->freq_swa, half * sizeof(double)) != 0;
 	c->qn_dim = hp->qk_norm_full ? c->q_dim : (int64_t)hd;
 	c->kn_dim = hp->qk_norm_full ? c->kv_dim : (int64_t)hd;
@@ -1436,9 +1581,10 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
 		float *dst = c->extra_norms + (size_t)l * c->extra_per_layer;
-		if (hp->qk_norm) {
-			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, c->qn_dim, dst);
-			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, c->kn_dim, dst + c->qn_dim);
+		if (hp->qk_norm) { /* the layer's widths (check_model), <= qn_dim, kn_dim */
+			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, (int64_t)L->q_norm.ne0, dst);
+			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, (int64_t)L->k_norm.ne0,
+					 dst + c->qn_dim);
 		}
 		dst += c->qn_dim + c->kn_dim;
 		if (hp->post_norms) {
@@ -1519,7 +1665,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	{
 		int64_t kmax = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
 		kmax = hp->n_ff_exp > kmax ? hp->n_ff_exp : kmax;
-		int64_t qd = (int64_t)hp->n_head * hp->head_dim;
+		int64_t qd = (int64_t)model_q_dim_max(hp);
 		kmax = qd > kmax ? qd : kmax;
 		/* the larger of Q8_0 blocks (40 bytes per 32) and Q8_K (292 per 256) */
 		c->qact_row = (size_t)(kmax / 32 + 1) * sizeof(struct qdot_a32);
@@ -1528,9 +1674,12 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->n_blocks = (int32_t)n_blocks;
 	c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
 	c->q_dim = (int64_t)hp->n_head * hp->head_dim;
+	c->kv_max = (int64_t)model_kv_dim_max(hp);
+	c->q_max = (int64_t)model_q_dim_max(hp);
 
 	uint64_t kv_floats =
-	    (uint64_t)hp->n_layer * 2 * (uint64_t)n_blocks * cfg->block_size * (uint64_t)c->kv_dim;
+	    (uint64_t)model_n_layer_kv(hp) * 2 * (uint64_t)n_blocks * cfg->block_size *
+	    (uint64_t)c->kv_max;
 	if (kv_floats > SIZE_MAX / sizeof(float)) {
 		cpu_destroy(c);
 		free(b);
@@ -1541,7 +1690,10 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	size_t E = hp->n_embd;
 	c->norms = malloc((2 * (size_t)hp->n_layer + 1) * E * sizeof(float));
 	c->samp_bytes = sampler_scratch_bytes((int32_t)hp->n_vocab) + hp->n_vocab * sizeof(float);
-	if (!c->kv || !c->norms) {
+	c->ones = malloc(model_head_dim_max(hp) * sizeof(float));
+	for (uint32_t i = 0; c->ones && i < model_head_dim_max(hp); i++)
+		c->ones[i] = 1.0f;
+	if (!c->kv || !c->norms || !c->ones) {
 		cpu_destroy(c);
 		free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for a KV pool of %zu bytes",
@@ -1613,6 +1765,19 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		free(b);
 		return st;
 	}
+	if (hp->n_embd_per_layer) { /* gemma4 E2B/E4B: the per-layer inputs' norms, f32 */
+		size_t P = hp->n_embd_per_layer;
+		c->pl_norms = malloc((P + (size_t)hp->n_layer * E) * sizeof(float));
+		if (!c->pl_norms) {
+			cpu_destroy(c);
+			free(b);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the per-layer norms");
+		}
+		cpuk_dequant_row(m->pl_proj_norm.type, m->pl_proj_norm.data, (int64_t)P, c->pl_norms);
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			cpuk_dequant_row(m->layers[l].pl_post_norm.type, m->layers[l].pl_post_norm.data,
+					 (int64_t)E, c->pl_norms + P + (size_t)l * E);
+	}
 
 	b->ops = &cpu_ops;
 	b->ctx = c;
@@ -1624,7 +1789,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	b->n_vocab = (int32_t)hp->n_vocab;
 	b->block_size = cfg->block_size;
 	b->n_blocks = c->n_blocks;
-	b->block_bytes = (size_t)hp->n_layer * 2 * slab_floats(c) * sizeof(float);
+	b->block_bytes = (size_t)model_n_layer_kv(hp) * 2 * slab_floats(c) * sizeof(float);
 	*out = b;
 	return BG_OK;
 }

@@ -14,7 +14,7 @@
 
 /* each_weight lists struct model_layer's weights by hand: these assertions fail to compile
  * when a weight is added to the struct (all weights come before swa) and not to the list */
-#define LAYER_WEIGHTS 26
+#define LAYER_WEIGHTS 29
 _Static_assert(offsetof(struct model_layer, swa) == LAYER_WEIGHTS * sizeof(struct model_weight),
 	       "struct model_layer's weights changed: update each_weight");
 _Static_assert(sizeof(struct model_layer) <
@@ -28,6 +28,9 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 	f(&m->output_norm, arg);
 	f(&m->output, arg);
 	f(&m->rope_factors, arg);
+	f(&m->pl_tok_embd, arg);
+	f(&m->pl_model_proj, arg);
+	f(&m->pl_proj_norm, arg);
 	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
 		struct model_layer *L = &m->layers[l];
 		struct model_weight *lw[LAYER_WEIGHTS] = {
@@ -36,7 +39,8 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 		    &L->bk,	      &L->bv,	  &L->q_norm, &L->k_norm, &L->attn_post_norm,
 		    &L->ffn_post_norm, &L->ffn_gate_inp, &L->gate_exps, &L->up_exps,
 		    &L->down_exps, &L->attn_sinks, &L->bo, &L->ffn_gate_inp_b, &L->gate_exps_b,
-		    &L->up_exps_b, &L->down_exps_b};
+		    &L->up_exps_b, &L->down_exps_b, &L->pl_inp_gate, &L->pl_proj,
+		    &L->pl_post_norm};
 		for (int i = 0; i < LAYER_WEIGHTS; i++)
 			f(lw[i], arg);
 	}

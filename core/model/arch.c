@@ -54,7 +54,21 @@
  * refused), optional Q/K/V and O biases, output.weight required, and a non-gated FFN:
  * down(xielu(up(ffn_norm(x)))), xIELU's alpha_n, alpha_p, beta, eps per layer from the
  * keys xielu.* (no arch prefix; an array of n_layer or one value), transformed by
- * ggml_xielu (model.h). */
+ * ggml_xielu (model.h).
+ * gemma4 (src/models/gemma4.cpp, llama-model.cpp, llama-hparams.cpp, conversion/gemma.py:
+ * Gemma4Model): NeoX RoPE; attn_norm, per-head Q norm, RoPE; K projection, V projection or
+ * K's when the layer has no attn_v, per-head K norm (weighted), V RMS-normalized per head
+ * without weight, RoPE on K; f_attention_scale 1; no attention soft-cap; post_attention_norm
+ * before the residual add; ffn_norm, GELU gate|up, post_ffw_norm, residual add; the layer's
+ * output times layer_output_scale when present; embeddings x sqrt(n_embd), final norm,
+ * LM head (tied without output.weight), final_logit_softcapping when set. Windowed layers
+ * (sliding_window_pattern, an array there): n_embd_head_k_swa (key_length_swa), n_rot_swa
+ * (rope.dimension_count_swa), their head_count_kv entries, rope.freq_base_swa (10000 when
+ * absent), freq_scale 1; global layers: rope_freqs as freq_factors (the converter writes 1
+ * for partial_rotary_factor * head_dim / 2 pairs, 1e30 for the rest: proportional RoPE).
+ * The converter stores the norm weights as they are (norm_shift 0, no +1). E2B/E4B:
+ * embedding_length_per_layer_input > 0 and attention.shared_kv_layers; 26B-A4B: experts
+ * with extra norms. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -93,6 +107,18 @@ static const struct arch_info table[] = {
      .swa_pattern = 6,
      .swa_needs_key = true,
      .swa_rope_own = true},
+    {.name = "gemma4",
+     .families = "Gemma 4 (31B, dense text)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .post_norms = true,
+     .gelu = true,
+     .embd_scale = true,
+     .final_softcap = true,
+     .swa_pattern = 6,
+     .swa_needs_key = true,
+     .swa_rope_own = true,
+     .gemma4 = true},
     {.name = "gpt-oss",
      .families = "gpt-oss (gpt-oss-20b, gpt-oss-120b)",
      .rope_neox = true,
@@ -159,8 +185,8 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2, granite, "
-	       "granitemoe, mistral3, smollm3, seed_oss, apertus";
+	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
+	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow
@@ -174,19 +200,20 @@ static float corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base)
 void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
 		     float *mscale)
 {
-	int half = (int)hp->rope_dim / 2;
+	uint32_t rd = model_rope_dim(hp, swa);
+	int half = (int)rd / 2;
 	double base = swa ? hp->rope_base_swa : hp->rope_base;
 	float scale = swa ? hp->rope_freq_scale_swa : hp->rope_freq_scale;
 	float lo = 0.0f, hi = 0.0f;
 	if (hp->rope_yarn) {
-		lo = floorf(corr_dim((int)hp->rope_dim, (int)hp->n_ctx_orig, 32.0f, (float)base));
-		hi = ceilf(corr_dim((int)hp->rope_dim, (int)hp->n_ctx_orig, 1.0f, (float)base));
+		lo = floorf(corr_dim((int)rd, (int)hp->n_ctx_orig, 32.0f, (float)base));
+		hi = ceilf(corr_dim((int)rd, (int)hp->n_ctx_orig, 1.0f, (float)base));
 		lo = fmaxf(0.0f, lo);
-		hi = fminf((float)hp->rope_dim - 1.0f, hi);
+		hi = fminf((float)rd - 1.0f, hi);
 	}
 	for (int i = 0; i < half; i++) {
-		double f = pow(base, -2.0 * i / (double)hp->rope_dim);
-		if (factors)
+		double f = pow(base, -2.0 * i / (double)rd);
+		if (factors && !(swa && hp->rope_factors_global))
 			f /= (double)factors[i];
 		double mix = 0.0;
 		if (hp->rope_yarn) { /* ggml's rope_yarn_ramp, ext_factor 1 */

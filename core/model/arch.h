@@ -85,6 +85,13 @@ struct arch_info {
 	/* apertus: a non-gated FFN, down(xielu(up(x))) with no ffn_gate, xIELU's per-layer
 	 * parameters from the xielu.* keys (model.h's model_layer.xielu) */
 	bool xielu;
+	/* gemma4 (llama.cpp's gemma4 graph): gemma3's layer with attention scale 1, V
+	 * RMS-normalized per head without a weight, attn_v optional (V = K's projection
+	 * without it), the windowed layers' own head size, K/V heads and rotated dimensions
+	 * (attention.key_length_swa, a per-layer head_count_kv, rope.dimension_count_swa),
+	 * rope_freqs on the global layers only, an optional per-layer layer_output_scale;
+	 * sliding_window_pattern a per-layer bool list (model.h's model_hparams) */
+	bool gemma4;
 };
 
 /* The row of an architecture, or NULL. */
@@ -99,7 +106,9 @@ const char *arch_names(void);
  * freq[i] = base^(-2i / rope_dim) / factor[i] (factors: rope_freqs or LongRoPE, 1 when
  * NULL), times freq_scale (linear), or YaRN's blend of the scaled and unscaled frequency.
  * swa: the windowed layers' base and scale (hp->rope_base_swa, hp->rope_freq_scale_swa).
- * freq has rope_dim / 2 entries. Computed in double. */
+ * freq has model_rope_dim(hp, swa) / 2 entries (gemma4's windowed layers rotate their own
+ * number); factors are not applied there when hp->rope_factors_global. Computed in
+ * double. */
 void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
 		     float *mscale);
 

@@ -322,9 +322,9 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	}
 	if (!ai->moe_ok)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s is %u: mixture-of-experts %s models are not supported (MoE: "
+			       "%s is %u: mixture-of-experts %s models%s are not supported (MoE: "
 			       "qwen3moe, gpt-oss, granitemoe, and llama files such as Mixtral)",
-			       key, n, arch);
+			       key, n, arch, ai->gemma4 ? " (Gemma 4 26B-A4B)" : "");
 	if (n > MODEL_MAX_EXPERTS)
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (expected 1 to %u)", key, n,
 			       MODEL_MAX_EXPERTS);
@@ -384,6 +384,176 @@ uint32_t model_kv_window(const struct model_hparams *hp)
 	return hp->n_swa;
 }
 
+/* model_head_dim ... model_q_dim_max, model_n_layer_kv, model_kv_layer: see model.h */
+uint32_t model_n_layer_kv(const struct model_hparams *hp)
+{
+	return hp->n_layer_kv && hp->n_layer_kv < hp->n_layer ? hp->n_layer_kv : hp->n_layer;
+}
+
+uint32_t model_kv_layer(const struct model_hparams *hp, const struct model_layer *L, uint32_t l)
+{
+	return l >= model_n_layer_kv(hp) ? L->kv_src : l;
+}
+
+uint32_t model_head_dim(const struct model_hparams *hp, bool swa)
+{
+	return swa && hp->head_dim_swa ? hp->head_dim_swa : hp->head_dim;
+}
+
+uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa)
+{
+	return swa && hp->n_head_kv_swa ? hp->n_head_kv_swa : hp->n_head_kv;
+}
+
+uint32_t model_rope_dim(const struct model_hparams *hp, bool swa)
+{
+	return swa && hp->rope_dim_swa ? hp->rope_dim_swa : hp->rope_dim;
+}
+
+uint32_t model_head_dim_max(const struct model_hparams *hp)
+{
+	uint32_t a = model_head_dim(hp, false), b = model_head_dim(hp, true);
+	return a > b ? a : b;
+}
+
+uint64_t model_kv_dim_max(const struct model_hparams *hp)
+{
+	uint64_t a = (uint64_t)model_n_head_kv(hp, false) * model_head_dim(hp, false);
+	uint64_t b = (uint64_t)model_n_head_kv(hp, true) * model_head_dim(hp, true);
+	return a > b ? a : b;
+}
+
+uint64_t model_q_dim_max(const struct model_hparams *hp)
+{
+	return (uint64_t)hp->n_head * model_head_dim_max(hp);
+}
+
+/* gemma4's keys beyond gemma3's (model.h): the windowed layers' head size, rotated
+ * dimensions and K/V heads (head_count_kv may be a per-layer list, one value for each kind
+ * of layer, as llama.cpp's converter writes it for the 31B: 16 windowed, 4 global), the
+ * attention scale 1, V's norm, the layer output scales; refused: per-layer token
+ * embeddings and shared-KV layers (Gemma 4 E2B / E4B). g NULL (a lazy model): the
+ * defaults only. Runs after read_features (the window pattern). */
+static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
+				  struct model_hparams *hp, struct bg_err *err)
+{
+	char key[128];
+	hp->attn_scale = 1.0f; /* llama.cpp: f_attention_scale 1 (no 1/sqrt(head size)) */
+	hp->v_norm = true;
+	hp->rope_factors_global = true;
+	if (!g)
+		return BG_OK;
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "embedding_length_per_layer_input", &u) && u > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.embedding_length_per_layer_input %u is too large", arch, u);
+	hp->n_embd_per_layer = u;
+	u = 0;
+	if (get_u32_key(g, arch, "attention.shared_kv_layers", &u) && u > 0) {
+		/* llama.cpp's reuse: a windowed layer reads n_layer_kv - 2, a global one
+		 * n_layer_kv - 1; those must exist and be of the reader's kind */
+		uint32_t k = hp->n_layer - (u < hp->n_layer ? u : hp->n_layer);
+		bool ok = u < hp->n_layer && k >= 2 && model_layer_is_swa(hp, k - 2) &&
+			  !model_layer_is_swa(hp, k - 1);
+		if (!ok)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s.attention.shared_kv_layers is %u of %u layers: the layers "
+				       "they would read (the last windowed and the last global one "
+				       "before them) are not there",
+				       arch, u, hp->n_layer);
+		hp->n_layer_kv = k;
+	}
+	uint32_t kl = hp->head_dim, vl = 0;
+	if (get_u32_key(g, arch, "attention.key_length_swa", &kl) && (kl == 0 || kl > 4096))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "attention.key_length_swa %u is not in [1, 4096]", kl);
+	if (get_u32_key(g, arch, "attention.value_length_swa", &vl) && vl != kl)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "attention.value_length_swa %u differs from key_length_swa %u, "
+			       "which is not supported",
+			       vl, kl);
+	hp->head_dim_swa = kl;
+	hp->rope_dim_swa = kl;
+	if (get_u32_key(g, arch, "rope.dimension_count_swa", &hp->rope_dim_swa) &&
+	    (hp->rope_dim_swa == 0 || hp->rope_dim_swa > kl || hp->rope_dim_swa % 2))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "rope.dimension_count_swa %u is not an even number in [2, the "
+			       "windowed head size %u]",
+			       hp->rope_dim_swa, kl);
+	if (kl % 2)
+		return bg_fail(err, BG_ERR_FORMAT, "the windowed head size %u is odd", kl);
+	hp->n_head_kv_swa = hp->n_head_kv;
+	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+	enum gguf_type et;
+	uint64_t n = 0;
+	if (gguf_get_arr(g, key, &et, &n)) {
+		int32_t *v = malloc(hp->n_layer * sizeof *v);
+		if (!v)
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+		if (n != hp->n_layer || !gguf_arr_copy_i32(g, key, v, n)) {
+			free(v);
+			return bg_fail(err, BG_ERR_FORMAT, "%s is not a list of %u integers", key,
+				       hp->n_layer);
+		}
+		int32_t kind[2] = {-1, -1}; /* global, windowed */
+		bool ok = true;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			int32_t *k = &kind[model_layer_is_swa(hp, l)];
+			ok = ok && v[l] > 0 && (uint32_t)v[l] <= hp->n_head &&
+			     hp->n_head % (uint32_t)v[l] == 0 && (*k < 0 || *k == v[l]);
+			*k = v[l];
+		}
+		free(v);
+		if (!ok)
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "%s: K/V head counts that differ between layers of one kind "
+				       "(windowed or global), or do not divide head_count %u, are not "
+				       "supported",
+				       key, hp->n_head);
+		hp->n_head_kv = (uint32_t)(kind[0] > 0 ? kind[0] : kind[1]);
+		hp->n_head_kv_swa = (uint32_t)(kind[1] > 0 ? kind[1] : kind[0]);
+	}
+	hp->out_scale = gguf_find_tensor(g, "blk.0.layer_output_scale.weight") != NULL;
+	return BG_OK;
+}
+
+
+/* gemma4: layer l's FFN width from a per-layer feed_forward_length list (n_layer entries;
+ * n_layer 0: only whether the key is a list), else 0. */
+static uint32_t layer_n_ff(const struct gguf_ctx *g, const char *arch, uint32_t n_layer,
+			   uint32_t l)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+	enum gguf_type et;
+	uint64_t n = 0;
+	if (!g || !gguf_get_arr(g, key, &et, &n))
+		return 0;
+	if (n_layer == 0)
+		return 1;
+	if (n != n_layer || n > MODEL_MAX_LAYERS)
+		return 0;
+	int32_t v[MODEL_MAX_LAYERS];
+	if (!gguf_arr_copy_i32(g, key, v, n) || v[l] <= 0)
+		return 0;
+	return (uint32_t)v[l];
+}
+
+/* A key that gemma4 files may write as a per-layer list: refused with a message saying
+ * what the list means, since batchgen reads one value. */
+static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
+				  const char *what, struct bg_err *err)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	enum gguf_type et;
+	uint64_t n;
+	if (gguf_get_arr(g, key, &et, &n))
+		return bg_fail(err, BG_ERR_UNSUPPORTED, "%s is a per-layer list (%s), which is not "
+			       "supported", key, what);
+	return BG_OK;
+}
+
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
 				  struct bg_err *err)
 {
@@ -405,16 +575,41 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       arch_names());
 
 	enum bg_status st;
+	/* gemma4 may list the FFN widths per layer (the converter's double-wide MLP of the
+	 * shared-KV layers): n_ff is then the largest, model_layer_n_ff each layer's */
+	bool ff_list = ai->gemma4 && layer_n_ff(g, arch, 0, 0) > 0;
+	if ((!ff_list && (st = refuse_list(g, arch, "feed_forward_length",
+					   "FFN widths per layer", err))) ||
+	    (st = refuse_list(g, arch, "attention.head_count", "query heads per layer", err)))
+		return st;
 	if ((st = need_u32(g, arch, "block_count", MODEL_MAX_LAYERS, &hp->n_layer, err)) ||
 	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)) ||
-	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)) ||
-	    (st = need_u32(g, arch, "feed_forward_length", MODEL_MAX_DIM, &hp->n_ff, err)) ||
+	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)))
+		return st;
+	if (ff_list) {
+		hp->n_ff = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			uint32_t f = layer_n_ff(g, arch, hp->n_layer, l);
+			if (f == 0 || f > MODEL_MAX_DIM)
+				return bg_fail(err, BG_ERR_FORMAT,
+					       "%s.feed_forward_length is not a list of %u widths in "
+					       "[1, %u]",
+					       arch, hp->n_layer, MODEL_MAX_DIM);
+			hp->n_ff = f > hp->n_ff ? f : hp->n_ff;
+		}
+	}
+	if ((!ff_list &&
+	     (st = need_u32(g, arch, "feed_forward_length", MODEL_MAX_DIM, &hp->n_ff, err))) ||
 	    (st = need_u32(g, arch, "context_length", UINT32_MAX, &hp->n_ctx_train, err)))
 		return st;
 	hp->n_head_kv = hp->n_head;
 	char key[128];
 	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
-	if (gguf_find_key(g, key) >= 0 &&
+	enum gguf_type kvt;
+	uint64_t kvn;
+	/* gemma4: a per-layer list, read_gemma4 reads it once the window pattern is known */
+	bool kv_list = ai->gemma4 && gguf_get_arr(g, key, &kvt, &kvn);
+	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
 		return st;
 	if (hp->n_embd % hp->n_head)
@@ -463,6 +658,9 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       "attention.layer_norm_rms_epsilon %g is not in (0, 1)",
 			       (double)hp->rms_eps);
 	if ((st = read_features(g, arch, ai, hp, err)))
+		return st;
+	hp->n_layer_kv = hp->n_layer;
+	if (ai->gemma4 && (st = read_gemma4(g, arch, hp, err)))
 		return st;
 
 	/* vocabulary size: the tokenizer's, else <arch>.vocab_size, else token_embd's rows */
@@ -585,7 +783,8 @@ static enum bg_status load_rope_factors(struct loader *L)
 {
 	struct model *m = L->m;
 	struct model_hparams *hp = &m->hp;
-	uint64_t n = hp->rope_dim / 2;
+	/* gemma4: as wide as the global layers' head (llama.cpp's n_embd_head / 2) */
+	uint64_t n = (hp->rope_factors_global ? hp->head_dim : hp->rope_dim) / 2;
 	if (gguf_find_tensor(L->g, "rope_freqs.weight")) {
 		snprintf(hp->rope_factors, sizeof hp->rope_factors, "rope_freqs");
 		return take(L, "rope_freqs.weight", n, 0, TK_NORM, &m->rope_factors);
@@ -725,6 +924,22 @@ static enum bg_status read_xielu(struct loader *L)
 	return st;
 }
 
+/* gemma4: the per-layer token embeddings' model-wide tensors (hp.n_embd_per_layer > 0). */
+static enum bg_status take_per_layer_embd(struct loader *L)
+{
+	struct model *m = L->m;
+	const struct model_hparams *hp = &m->hp;
+	uint64_t P = hp->n_embd_per_layer, NL = (uint64_t)hp->n_layer * P;
+	enum bg_status st;
+	if ((st = take(L, "per_layer_token_embd.weight", NL, hp->n_vocab, TK_MATRIX,
+		       &m->pl_tok_embd)) ||
+	    (st = take(L, "per_layer_model_proj.weight", hp->n_embd, NL, TK_MATRIX,
+		       &m->pl_model_proj)) ||
+	    (st = take(L, "per_layer_proj_norm.weight", P, 0, TK_NORM, &m->pl_proj_norm)))
+		return st;
+	return BG_OK;
+}
+
 static enum bg_status load_tensors(struct loader *L)
 {
 	struct model *m = L->m;
@@ -741,6 +956,8 @@ static enum bg_status load_tensors(struct loader *L)
 	if ((st = take(L, "token_embd.weight", E, V, TK_MATRIX, &m->tok_embd)) ||
 	    (st = take(L, "output_norm.weight", E, 0, TK_NORM, &m->output_norm)))
 		return st;
+	if (hp->n_embd_per_layer && (st = take_per_layer_embd(L)))
+		return st;
 	if (gguf_find_tensor(L->g, "output.weight")) {
 		if ((st = take(L, "output.weight", E, V, TK_MATRIX, &m->output)))
 			return st;
@@ -756,10 +973,37 @@ static enum bg_status load_tensors(struct loader *L)
 		if ((st = take(L, n, ne0, ne1, kind, &ly->field)))                                 \
 			return st;                                                                 \
 	} while (0)
+		/* the layer's geometry: gemma4's windowed layers have their own (model.h), and
+		 * its FFN may be wider than others (a per-layer feed_forward_length) */
+		ly->swa = model_layer_is_swa(hp, l);
+		F = ai && ai->gemma4 && layer_n_ff(L->g, m->arch, 0, 0) ? layer_n_ff(L->g, m->arch,
+										    hp->n_layer, l)
+								  : hp->n_ff;
+		HD = model_head_dim(hp, ly->swa);
+		Q = (uint64_t)hp->n_head * HD;
+		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
+		/* gemma4's shared-KV layers: no K/V of their own (K/V tensors the file has
+		 * anyway are taken unused, as llama.cpp loads them) */
+		bool own_kv = l < hp->n_layer_kv;
+		ly->kv_src = own_kv ? l : hp->n_layer_kv - (ly->swa ? 2 : 1);
+		if (!own_kv) {
+			TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
+			static const char *const kv_names[3] = {"attn_k.weight", "attn_v.weight",
+								"attn_k_norm.weight"};
+			for (int i = 0; i < 3; i++) {
+				struct model_weight unused;
+				snprintf(n, sizeof n, "blk.%u.%s", l, kv_names[i]);
+				if (gguf_find_tensor(L->g, n) &&
+				    (st = take(L, n, i < 2 ? E : HD, i < 2 ? KV : 0,
+					       i < 2 ? TK_MATRIX : TK_NORM, &unused)))
+					return st;
+			}
+		}
 		snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
-		if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
+		if (!own_kv) {
+		} else if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
 			struct model_weight qkv;
 			if ((st = take(L, n, E, Q + 2 * KV, TK_MATRIX, &qkv)))
 				return st;
@@ -769,7 +1013,13 @@ static enum bg_status load_tensors(struct loader *L)
 		} else {
 			TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
 			TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
-			TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+			snprintf(n, sizeof n, "blk.%u.attn_v.weight", l);
+			if (ai && ai->gemma4 && !gguf_find_tensor(L->g, n)) {
+				ly->wv = ly->wk; /* llama.cpp: Vcur = Kcur (K's projection) */
+				ly->v_from_k = true;
+			} else {
+				TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+			}
 		}
 		if (hp->qkv_bias) {
 			TAKE("attn_q.bias", Q, 0, TK_BIAS, bq);
@@ -778,7 +1028,9 @@ static enum bg_status load_tensors(struct loader *L)
 		}
 		if (hp->qk_norm) { /* per head, or the whole rows (olmo2) */
 			TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, 0, TK_NORM, q_norm);
-			TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0, TK_NORM, k_norm);
+			if (own_kv)
+				TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0, TK_NORM,
+				     k_norm);
 		}
 		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
 		if (hp->attn_out_bias)
@@ -811,7 +1063,21 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
-		ly->swa = model_layer_is_swa(hp, l);
+		if (hp->n_embd_per_layer) { /* gemma4 E2B/E4B: the per-layer input's weights */
+			TAKE("inp_gate.weight", E, hp->n_embd_per_layer, TK_MATRIX, pl_inp_gate);
+			TAKE("proj.weight", hp->n_embd_per_layer, E, TK_MATRIX, pl_proj);
+			TAKE("post_norm.weight", E, 0, TK_NORM, pl_post_norm);
+		}
+		ly->out_scale = 1.0f;
+		if (hp->out_scale) { /* gemma4: one f32 scalar (blk.0 decides, then every layer) */
+			struct model_weight os;
+			snprintf(n, sizeof n, "blk.%u.layer_output_scale.weight", l);
+			if ((st = take(L, n, 1, 0, TK_NORM, &os)))
+				return st;
+			memcpy(&ly->out_scale, os.data, sizeof(float));
+			if (!(isfinite(ly->out_scale)))
+				return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' is not a number", n);
+		}
 		ly->no_rope = ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 #undef TAKE
 	}
@@ -986,6 +1252,23 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->attn_temp_scale = s->attn_temp_scale;
 		mistral3_derive(hp);
 	}
+	hp->n_layer_kv = hp->n_layer;
+	if (!st && (s->n_embd_per_layer || s->shared_kv_layers))
+		st = bg_fail(err, BG_ERR_UNSUPPORTED,
+			     "synthetic:%s: per-layer embeddings and shared-KV layers are made as "
+			     "files only, not lazily",
+			     s->name);
+	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
+		st = read_gemma4(NULL, m->arch, hp, err);
+		hp->head_dim_swa = hp->rope_dim_swa = s->head_dim_swa ? s->head_dim_swa : hp->head_dim;
+		hp->n_head_kv_swa = s->n_head_kv_swa ? s->n_head_kv_swa : hp->n_head_kv;
+		hp->out_scale = s->out_scale;
+		hp->final_softcap = s->final_softcap;
+		if (sw.n_swa && s->rope_base_swa > 0.0f)
+			hp->rope_base_swa = s->rope_base_swa;
+		if (sw.n_swa && s->swa_period)
+			hp->swa_pattern = s->swa_period;
+	}
 	if (!st && s->n_expert) { /* what read_experts reads from the keys synth writes */
 		hp->n_expert = s->n_expert;
 		hp->n_expert_used = s->n_expert_used;
@@ -1018,21 +1301,33 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		m->output = m->tok_embd;
 	else
 		W(m->output, o->dtype, E, V);
+	if (s->rope_partial > 0.0f) /* gemma4's rope_freqs (synth's FILL_VALUES) */
+		W(m->rope_factors, GGUF_DTYPE_F32, hp->head_dim / 2, 1);
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct model_layer *ly = &m->layers[l];
+		ly->swa = model_layer_is_swa(hp, l);
+		ly->kv_src = l;
+		uint64_t HD = model_head_dim(hp, ly->swa);
+		Q = (uint64_t)hp->n_head * HD;
+		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
 		W(ly->wq, o->dtype, E, Q);
 		W(ly->wk, o->dtype, E, KV);
-		W(ly->wv, o->dtype, E, KV);
+		if (s->k_eq_v && !ly->swa) { /* gemma4's global layers: V = K's projection */
+			ly->wv = ly->wk;
+			ly->v_from_k = true;
+		} else {
+			W(ly->wv, o->dtype, E, KV);
+		}
 		if (hp->qkv_bias) { /* f32 vectors, data NULL like every lazy weight */
 			W(ly->bq, GGUF_DTYPE_F32, Q, 1);
 			W(ly->bk, GGUF_DTYPE_F32, KV, 1);
 			W(ly->bv, GGUF_DTYPE_F32, KV, 1);
 		}
 		if (hp->qk_norm) {
-			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : hp->head_dim, 1);
-			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : hp->head_dim, 1);
+			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : HD, 1);
+			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : HD, 1);
 		}
 		W(ly->wo, o->dtype, Q, E);
 		if (hp->attn_out_bias)
@@ -1062,7 +1357,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->attn_post_norm, GGUF_DTYPE_F32, E, 1);
 			W(ly->ffn_post_norm, GGUF_DTYPE_F32, E, 1);
 		}
-		ly->swa = model_layer_is_swa(hp, l);
+		ly->out_scale = 1.0f; /* the value is the file's; a lazy model has none */
+		if (hp->out_scale) { /* layer_output_scale.weight: one f32 */
+			m->n_params += 1;
+			m->weight_bytes += sizeof(float);
+		}
 		ly->no_rope = ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
 		if (hp->xielu) { /* the values synth writes */
 			float raw[4];

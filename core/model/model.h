@@ -3,7 +3,8 @@
  * Architectures (core/model/arch.h): `llama` (with Llama 3.1's rope_freqs and linear /
  * yarn rope scaling), `qwen2` (Q/K/V biases, NeoX RoPE), `qwen3` (per-head Q/K norms),
  * `gemma2` and `gemma3` (embedding scale, GELU, post-norms, soft-capping, sliding-window
- * layers), `olmo2` (post-norms only, whole-row Q/K norms), `phi3` (fused attn_qkv and
+ * layers), `gemma4` (gemma3's with windowed layers of their own geometry, V norm, V = K,
+ * layer output scales: model_hparams' gemma4 part), `olmo2` (post-norms only, whole-row Q/K norms), `phi3` (fused attn_qkv and
  * gate|up ffn_up, LongRoPE factors), and the
  * mixtures of experts `qwen3moe` and `llama` with expert_count (Mixtral): stacked
  * ffn_{gate,up,down}_exps (n_expert matrices each) and a router ffn_gate_inp, and `gpt-oss`
@@ -42,7 +43,9 @@ struct model_hparams {
 	uint32_t n_head;
 	uint32_t n_head_kv; /* == n_head without GQA */
 	uint32_t head_dim;  /* n_embd / n_head */
-	uint32_t n_ff;
+	uint32_t n_ff;	   /* the FFN's width; gemma4 may list one per layer (the
+			    * converter's double-wide MLP): then the largest, and each
+			    * layer's is its w_gate.ne1 */
 	uint32_t rope_dim; /* rotated dimensions per head (<= head_dim), default head_dim */
 	float rope_base;   /* default 10000 */
 	float rms_eps;	   /* default 1e-5 */
@@ -143,6 +146,34 @@ struct model_hparams {
 	 * xielu.alpha_n[l]) of the file's values (softplus(x) = x > 20 ? x : logf(1 +
 	 * expf(x)), ggml_compute_softplus_f32), transformed once at load (model_xielu_params) */
 	bool xielu;
+	/* gemma4 (llama.cpp's gemma4 graph): the windowed layers have their own head size,
+	 * K/V head count and rotated dimensions (model_head_dim, model_n_head_kv,
+	 * model_rope_dim below read them; 0 = the global value, as every other architecture);
+	 * V is RMS-normalized per head without a weight after its projection (v_norm); the
+	 * rope_factors apply to the global layers only (rope_factors_global: gemma4's
+	 * proportional RoPE, factors 1e30 for its unrotated pairs); each layer's output (the
+	 * residual stream after the FFN's add) is multiplied by model_layer.out_scale when
+	 * out_scale (the file's layer_output_scale tensors). attn_scale is 1 there. */
+	uint32_t head_dim_swa;	/* attention.key_length_swa */
+	uint32_t n_head_kv_swa; /* the windowed layers' entries of a per-layer head_count_kv */
+	uint32_t rope_dim_swa;	/* rope.dimension_count_swa */
+	bool v_norm;
+	bool rope_factors_global;
+	bool out_scale;
+	/* gemma4's edge sizes (E2B, E4B; llama.cpp's project_per_layer_inputs):
+	 * n_embd_per_layer > 0: per-layer token embeddings. For each token, its row of
+	 * model.pl_tok_embd (n_layer * n_embd_per_layer values) times sqrt(n_embd_per_layer),
+	 * plus model.pl_model_proj times the scaled input embedding, times 1/sqrt(n_embd),
+	 * RMS-normalized in slices of n_embd_per_layer with model.pl_proj_norm, the sum times
+	 * 1/sqrt(2): slice l is layer l's input e_l. Layer l, after its FFN's residual add:
+	 * x += rmsnorm(pl_proj (gelu(pl_inp_gate x) * e_l)) with pl_post_norm (before the
+	 * output scale).
+	 * n_layer_kv < n_layer: shared-KV layers (attention.shared_kv_layers): layers from
+	 * n_layer_kv on compute no K/V and attend over layer model_layer.kv_src's cache
+	 * (n_layer_kv - 2 for a windowed layer, n_layer_kv - 1 for a global one, as
+	 * llama.cpp's layer_reuse_cb); only the first n_layer_kv layers have a KV cache. */
+	uint32_t n_embd_per_layer;
+	uint32_t n_layer_kv; /* == n_layer unless shared-KV layers */
 };
 
 struct model_weight {
@@ -189,10 +220,23 @@ struct model_layer {
 	struct model_weight gate_exps_b;    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight up_exps_b;	    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight down_exps_b;    /* (n_embd) each, ne2 = n_expert */
+	/* gemma4 E2B/E4B (model_hparams' n_embd_per_layer): the per-layer input's gate
+	 * (n_embd, n_embd_per_layer), projection (n_embd_per_layer, n_embd) and norm (n_embd,
+	 * f32), or zero */
+	struct model_weight pl_inp_gate, pl_proj, pl_post_norm;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
 	float xielu[4]; /* hp.xielu: {an, ap, beta, eps} as model_hparams describes; else 0 */
+	/* gemma4: the layer's output scale (hp.out_scale; the f32 value of the file's
+	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model), and whether the
+	 * file has no attn_v for this layer: V is then K's projection (wv == wk, the same
+	 * data, counted once), as llama.cpp's graph takes Kcur for Vcur */
+	float out_scale;
+	bool v_from_k;
+	/* gemma4 E2B/E4B: the layer whose KV cache this one reads (itself unless l >=
+	 * n_layer_kv, and then wk, wv, k_norm are zero: no K/V of its own) */
+	uint32_t kv_src;
 };
 
 struct model {
@@ -204,6 +248,10 @@ struct model {
 	struct model_weight output;	 /* (n_embd, n_vocab); == tok_embd when tied */
 	struct model_weight rope_factors; /* (rope_dim / 2) f32 divisors of the RoPE
 					   * frequencies (hp.rope_factors), or zero */
+	/* gemma4 E2B/E4B's per-layer token embeddings (hp.n_embd_per_layer > 0), else zero:
+	 * (n_layer * n_embd_per_layer, n_vocab), (n_embd, n_layer * n_embd_per_layer) and
+	 * (n_embd_per_layer) f32 */
+	struct model_weight pl_tok_embd, pl_model_proj, pl_proj_norm;
 	struct model_layer *layers;	 /* [n_layer] */
 	uint64_t n_params;
 	uint64_t weight_bytes;
@@ -252,6 +300,21 @@ void model_xielu_params(float alpha_n, float alpha_p, float beta, float eps, flo
 /* Whether layer l is windowed (llama.cpp's set_swa_pattern: the last layer of each group
  * of swa_pattern is global; pattern 0 = every layer windowed); false without a window. */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l);
+
+/* A layer's attention geometry (gemma4's windowed layers differ; model_hparams): head size,
+ * K/V heads, rotated dimensions of a windowed (swa) or global layer, and the largest head
+ * size and K/V row (n_head_kv * head_dim) over both kinds, which backends size buffers and
+ * KV slots by. */
+uint32_t model_head_dim(const struct model_hparams *hp, bool swa);
+/* The layers that own a KV cache (hp->n_layer_kv, 0 read as n_layer), and the layer whose
+ * cache layer l (*L) reads: l itself unless a shared-KV layer (gemma4), then L->kv_src. */
+uint32_t model_n_layer_kv(const struct model_hparams *hp);
+uint32_t model_kv_layer(const struct model_hparams *hp, const struct model_layer *L, uint32_t l);
+uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa);
+uint32_t model_rope_dim(const struct model_hparams *hp, bool swa);
+uint32_t model_head_dim_max(const struct model_hparams *hp);
+uint64_t model_kv_dim_max(const struct model_hparams *hp);
+uint64_t model_q_dim_max(const struct model_hparams *hp);
 
 /* The sliding window when EVERY layer is windowed (then KV before it is never read again
  * and the engine gives its blocks back); 0 when some layer attends to the whole context

@@ -70,6 +70,37 @@ static const struct synth_shape shapes[] = {
     /* Phi-3-mini-4k: sliding_window 2047 in the file, not applied */
     {"phi3-mini", 32, 3072, 32, 32, 8192, 32064, 4096, 10000.0f, 1e-5f, false, "phi3",
      .n_swa = 2047},
+    /* Gemma 4 31B (google/gemma-4-31B config.json: hidden 5376, 60 layers, 32 heads;
+     * sliding layers head_dim 256, 16 K/V heads, window 1024, RoPE base 10000; every 6th
+     * layer global: global_head_dim 512, 4 K/V heads, no v_proj (attention_k_eq_v), base
+     * 1e6 with partial_rotary_factor 0.25; intermediate 21504, vocab 262144, tied,
+     * final_logit_softcapping 30, a layer_scalar per layer). Parameters, by hand:
+     * embeddings 262144 * 5376 = 1,409,286,144; a windowed layer 5376 * 8192 (Q) + 2 *
+     * 5376 * 4096 (K, V) + 8192 * 5376 (O) + 3 * 5376 * 21504 (FFN) + 4 * 5376 (norms) +
+     * 2 * 256 (Q/K norms) + 1 (scale) = 478,959,105; a global layer 5376 * 16384 + 5376 *
+     * 2048 + 16384 * 5376 + 3 * 5376 * 21504 + 4 * 5376 + 2 * 512 + 1 = 534,009,857; 50
+     * windowed + 10 global + output norm 5376 + rope_freqs 256: 30,697,345,596 (the
+     * model card's 30.7B) */
+    {"gemma4-31b", 60, 5376, 32, 4, 21504, 262144, 262144, 1000000.0f, 1e-6f, true, "gemma4",
+     .head_dim = 512, .n_swa = 1024, .final_softcap = 30.0f, .head_dim_swa = 256,
+     .n_head_kv_swa = 16, .rope_base_swa = 10000.0f, .swa_period = 6, .rope_partial = 0.25f,
+     .k_eq_v = true, .out_scale = true},
+    /* gemma4 in small: layers 0, 1, 3, 4 windowed (16, head size 16, 2 K/V heads, base
+     * 10000), 2 and 5 global (head size 32, 1 K/V head, no attn_v, base 1e6 turning 4 of
+     * 16 pairs), final soft-cap 15 (the top logits, ~12, bend) */
+    {"gemma4-tiny", 6, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
+     .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
+     .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
+     .k_eq_v = true, .out_scale = true},
+    /* gemma4-tiny with E2B/E4B's two features: per-layer token embeddings of 8 a layer, and
+     * the last 3 layers sharing KV (3 and 4 read layer 1's cache, 5 reads layer 2's) with
+     * FFNs twice as wide (256); 32 a layer, so that q8_0's blocks fit the projection's
+     * rows */
+    {"gemma4-e-tiny", 6, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
+     .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
+     .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
+     .k_eq_v = true, .out_scale = true, .n_embd_per_layer = 32, .shared_kv_layers = 3,
+     .double_wide = true},
     {"phi3-tiny", 2, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "phi3", .n_swa = 16,
      .n_ctx_orig = 64},
     /* mixtures of experts. Qwen3-30B-A3B's config.json (feed_forward_length is its
@@ -209,7 +240,7 @@ static bool is_oai(const struct synth_shape *s)
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3") ||
-	       is_arch(s, "olmo2") || is_arch(s, "apertus");
+	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4");
 }
 
 /* seed_oss, apertus: norm weights 1 + N(0, NORM_STD^2), so that each norm matters */
@@ -236,7 +267,36 @@ void synth_xielu_raw(uint32_t l, float out[4])
 
 static bool has_post_norms(const struct synth_shape *s)
 {
-	return is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_arch(s, "olmo2");
+	return is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_arch(s, "olmo2") ||
+	       is_arch(s, "gemma4");
+}
+
+static bool is_gemma4(const struct synth_shape *s)
+{
+	return is_arch(s, "gemma4");
+}
+
+/* gemma4: whether layer l is windowed (the bool list synth writes) */
+static bool g4_swa(const struct synth_shape *s, uint32_t l)
+{
+	return s->n_swa && s->swa_period && (l + 1) % s->swa_period != 0;
+}
+
+/* gemma4: layer l's head size and K/V heads (the global layers' are the shape's) */
+static uint32_t g4_hd(const struct synth_shape *s, uint32_t l)
+{
+	return g4_swa(s, l) && s->head_dim_swa ? s->head_dim_swa : synth_head_dim(s);
+}
+
+/* gemma4: layer l's FFN width (double_wide: the shared-KV layers' twice n_ff) */
+static uint32_t g4_ff(const struct synth_shape *s, uint32_t l)
+{
+	return s->double_wide && l + s->shared_kv_layers >= s->n_layer ? 2 * s->n_ff : s->n_ff;
+}
+
+static uint32_t g4_kvh(const struct synth_shape *s, uint32_t l)
+{
+	return g4_swa(s, l) && s->n_head_kv_swa ? s->n_head_kv_swa : s->n_head_kv;
 }
 
 /* olmo2: no pre-norms, Q/K norms over the whole rows, norm weights not all 1 */
@@ -430,6 +490,19 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "the head size %u is odd or too large (rope needs pairs)",
 			       synth_head_dim(s));
+	if (is_gemma4(s) &&
+	    (s->head_dim_swa % 2 || s->head_dim_swa > 4096 ||
+	     (s->n_head_kv_swa && s->n_head % s->n_head_kv_swa) ||
+	     (o->dtype == GGUF_DTYPE_Q8_0 && (s->n_head * synth_head_dim(s) % 32 ||
+					      s->n_head * s->head_dim_swa % 32))))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "gemma4: the windowed head size %u must be even (q8_0: heads x "
+			       "head sizes multiples of 32) and its kv heads %u divide heads %u",
+			       s->head_dim_swa, s->n_head_kv_swa, s->n_head);
+	if (o->dtype == GGUF_DTYPE_Q8_0 && s->n_embd_per_layer % 32)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "q8_0 needs the per-layer embedding width to be a multiple of 32 (%u)",
+			       s->n_embd_per_layer);
 	if (s->rope_scaling && strcmp(s->rope_scaling, "linear") != 0 &&
 	    strcmp(s->rope_scaling, "yarn") != 0)
 		return bg_fail(err, BG_ERR_INVALID, "rope scaling '%s' is not linear or yarn",
@@ -475,6 +548,21 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 {
+	if (is_gemma4(s)) { /* per layer: its kind's geometry, V only where written */
+		uint64_t E = s->n_embd, n = 0;
+		uint64_t P = s->n_embd_per_layer;
+		for (uint32_t l = 0; l < s->n_layer; l++) {
+			uint64_t hd = g4_hd(s, l), Q = s->n_head * hd, KV = g4_kvh(s, l) * hd;
+			bool own = l + s->shared_kv_layers < s->n_layer;
+			bool v = !(s->k_eq_v && !g4_swa(s, l));
+			n += 4 * E + E * Q + (own ? (v ? 2 : 1) * E * KV + hd : 0) + Q * E +
+			     3 * E * (uint64_t)g4_ff(s, l) + hd + (s->out_scale ? 1 : 0) +
+			     (P ? 2 * E * P + E : 0);
+		}
+		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n +
+		       (s->rope_partial > 0.0f ? synth_head_dim(s) / 2 : 0) +
+		       (P ? (uint64_t)s->n_vocab * P * s->n_layer + E * P * s->n_layer + P : 0);
+	}
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
@@ -537,6 +625,7 @@ struct fill_job {
 	uint64_t n; /* elements */
 	float std;
 	const float *values; /* FILL_VALUES: [n] f32 (rope factors) */
+	float base; /* FILL_NORM: base * (1 + std * N(0, 1)); 1 unless set after add() */
 };
 
 static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t nbytes,
@@ -572,7 +661,7 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 	for (uint64_t i = 0; i < j->n; i++) {
 		float x = j->kind == FILL_ONES	  ? 1.0f
 			  : j->kind == FILL_VALUES ? j->values[i]
-			  : j->kind == FILL_NORM   ? 1.0f + j->std * rng_normal(&r)
+			  : j->kind == FILL_NORM   ? j->base * (1.0f + j->std * rng_normal(&r))
 						   : j->std * rng_normal(&r);
 		if (j->dtype == GGUF_DTYPE_F32) {
 			memcpy((uint8_t *)dst + 4 * i, &x, 4);
@@ -587,8 +676,8 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 
 /* ---- the writer ---- */
 
-/* key = a GGUF bool array of n elements, element l true unless (l + 1) % 4 == 0 */
-static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n)
+/* key = a GGUF bool array of n elements, element l true unless (l + 1) % period == 0 */
+static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n, uint32_t period)
 {
 	uint8_t *v = malloc(12 + (size_t)n);
 	if (!v)
@@ -598,7 +687,7 @@ static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n)
 	memcpy(v, &et, 4);
 	memcpy(v + 4, &cnt, 8);
 	for (uint32_t l = 0; l < n; l++)
-		v[12 + l] = (l + 1) % 4 != 0;
+		v[12 + l] = (l + 1) % period != 0;
 	gguf_writer_set_raw(w, key, GGUF_TYPE_ARRAY, v, 12 + (size_t)n);
 	free(v);
 }
@@ -677,6 +766,11 @@ static void longrope_factors(float *out, uint32_t n, float top)
 /* olmo2's norm weights: 1 + N(0, NORM_STD^2), so that a norm applied with the wrong
  * weights, grouping or place changes the output */
 #define NORM_STD 0.25f
+/* gemma4's Q/K norm weights: G4_QK_NORM * (1 + N(0, NORM_STD^2)). With attention scale 1,
+ * unit-RMS heads give q.k up to the head size (16, 32): nearly one-hot softmaxes, where
+ * the last-bit differences of two implementations' quantized activations move log-probs
+ * by tenths (measured); 0.5 each scales the scores by 1/4 */
+#define G4_QK_NORM 0.5f
 
 /* The MoE router (ffn_gate_inp): std ROUTER_SCALE/sqrt(n_embd), router logits spread by
  * about ROUTER_SCALE, so that the chosen experts are rarely within rounding of the next
@@ -707,7 +801,7 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 		std = BIAS_STD;
 	if (kind == FILL_NORM)
 		std = NORM_STD;
-	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std, NULL};
+	*j = (struct fill_job){seed, kind, t, ne0 * ne1, std, NULL, 1.0f};
 	uint64_t ne[2] = {ne0, ne1};
 	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
 }
@@ -718,7 +812,7 @@ static void add3(struct synth_build *b, const char *name, enum gguf_dtype t, uin
 {
 	struct fill_job *j = &b->jobs[b->n_jobs++];
 	*j = (struct fill_job){seed, FILL_RANDOM, t, ne0 * ne1 * ne2, 1.0f / sqrtf((float)ne0),
-			       NULL};
+			       NULL, 1.0f};
 	uint64_t ne[3] = {ne0, ne1, ne2};
 	gguf_writer_add_tensor_fill(b->w, name, t, 3, ne, fill_tensor, j);
 }
@@ -732,14 +826,15 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	const struct synth_shape *s = &o->shape;
 	uint32_t n_vocab = synth_n_vocab(o);
 	b->w = gguf_writer_create();
-	b->jobs = calloc(6 + 24 * (size_t)s->n_layer, sizeof *b->jobs);
+	b->jobs = calloc(10 + 24 * (size_t)s->n_layer, sizeof *b->jobs);
 	if (!b->w || !b->jobs) {
 		build_free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
 	}
 	struct gguf_writer *w = b->w;
 	b->tied = o->tie_output;
-	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3") || s->embd_scale != 0.0f;
+	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_gemma4(s) ||
+			 s->embd_scale != 0.0f;
 	b->logit_scale = s->logit_scale != 0.0f ? s->logit_scale : 1.0f;
 	const char *arch = synth_arch(s);
 	char key[96];
@@ -751,12 +846,32 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, ARCH_KEY("context_length"), s->n_ctx);
 	gguf_writer_set_u32(w, ARCH_KEY("embedding_length"), s->n_embd);
 	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer);
-	gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
+	if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
+		int32_t ffl[4096]; /* synth_check: n_layer <= 4096 */
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			ffl[l] = (int32_t)g4_ff(s, l);
+		gguf_writer_set_arr_i32(w, ARCH_KEY("feed_forward_length"), ffl, s->n_layer);
+	} else {
+		gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
+	}
 	uint32_t hd = synth_head_dim(s);
 	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), hd);
-	if (hd != s->n_embd / s->n_head) {
+	if (hd != s->n_embd / s->n_head || is_gemma4(s)) {
 		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length"), hd);
 		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length"), hd);
+	}
+	if (is_gemma4(s)) { /* the keys llama.cpp's gemma4 loader requires or reads */
+		uint32_t hs = s->head_dim_swa ? s->head_dim_swa : hd;
+		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length_swa"), hs);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length_swa"), hs);
+		gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count_swa"), hs);
+		gguf_writer_set_u32(w, ARCH_KEY("embedding_length_per_layer_input"),
+				    s->n_embd_per_layer);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.shared_kv_layers"), s->shared_kv_layers);
+		if (s->rope_base_swa > 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base_swa"), s->rope_base_swa);
+		if (s->final_softcap > 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("final_logit_softcapping"), s->final_softcap);
 	}
 	bool gemma2 = is_arch(s, "gemma2"), phi3 = is_arch(s, "phi3");
 	if (s->n_swa)
@@ -764,7 +879,10 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	if (s->swa_all)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
 	else if (s->n_swa && is_olmo2(s)) /* OLMo 3's converter: (l + 1) % 4 != 0 per layer */
-		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer);
+		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer, 4);
+	else if (s->n_swa && is_gemma4(s)) /* the converter's list from layer_types */
+		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer,
+			      s->swa_period ? s->swa_period : 6);
 	if (gemma2) {
 		gguf_writer_set_f32(w, ARCH_KEY("attn_logit_softcapping"),
 				    s->attn_softcap > 0.0f ? s->attn_softcap : 50.0f);
@@ -800,7 +918,14 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 					    sqrtf(1.0f + logf(scale) / logf((float)s->n_ctx_orig)));
 	}
 	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
-	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count_kv"), s->n_head_kv);
+	if (is_gemma4(s) && s->n_head_kv_swa && s->n_head_kv_swa != s->n_head_kv) {
+		int32_t kvl[4096]; /* synth_check: n_layer <= 4096 */
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			kvl[l] = (int32_t)g4_kvh(s, l);
+		gguf_writer_set_arr_i32(w, ARCH_KEY("attention.head_count_kv"), kvl, s->n_layer);
+	} else {
+		gguf_writer_set_u32(w, ARCH_KEY("attention.head_count_kv"), s->n_head_kv);
+	}
 	gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), s->rms_eps);
 	gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base"), s->rope_base);
 	gguf_writer_set_u32(w, ARCH_KEY("vocab_size"), n_vocab);
@@ -859,10 +984,23 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
-	bool olmo2 = is_olmo2(s), seed = is_arch(s, "seed_oss"), xielu = is_arch(s, "apertus");
-	/* the norms' weights */
-	enum fill_kind nk = olmo2 || random_norms(s) ? FILL_NORM : FILL_ONES;
+	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
+	     xielu = is_arch(s, "apertus");
+	/* the norms' weights; pk: attn_norm's and ffn_norm's */
+	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
+	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum gguf_dtype t = o->dtype;
+	if (g4 && s->rope_partial > 0.0f) { /* the converter's proportional RoPE factors */
+		if (!(b->factors[0] = calloc(hd / 2, sizeof(float)))) {
+			build_free(b);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory");
+		}
+		uint32_t turn = (uint32_t)((float)hd * s->rope_partial / 2.0f);
+		for (uint32_t i = 0; i < hd / 2; i++)
+			b->factors[0][i] = i < turn ? 1.0f : 1e30f;
+		add(b, "rope_freqs.weight", GGUF_DTYPE_F32, FILL_VALUES, hd / 2, 1, o->seed);
+		b->jobs[b->n_jobs - 1].values = b->factors[0];
+	}
 	if (s->rope_freqs || (phi3 && s->n_ctx_orig)) {
 		for (int k = 0; k < 2; k++)
 			if (!(b->factors[k] = calloc(hd / 2, sizeof(float)))) {
@@ -887,6 +1025,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	}
 	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
 	add(b, "output_norm.weight", GGUF_DTYPE_F32, nk, E, 1, o->seed);
+	const uint64_t PL = g4 ? s->n_embd_per_layer : 0;
+	if (PL) { /* gemma4 E2B/E4B's per-layer token embeddings */
+		add(b, "per_layer_token_embd.weight", t, FILL_RANDOM, PL * s->n_layer, V, o->seed);
+		add(b, "per_layer_model_proj.weight", t, FILL_RANDOM, E, PL * s->n_layer, o->seed);
+		add(b, "per_layer_proj_norm.weight", GGUF_DTYPE_F32, FILL_NORM, PL, 1, o->seed);
+	}
 	if (!o->tie_output)
 		add(b, "output.weight", t, FILL_RANDOM, E, V, o->seed);
 	for (uint32_t l = 0; l < s->n_layer; l++) {
@@ -901,14 +1045,23 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
+		const bool own_kv = !g4 || l + s->shared_kv_layers < s->n_layer;
+		if (g4) { /* the layer's kind's geometry, its FFN's width */
+			F = g4_ff(s, l);
+			HD = g4_hd(s, l);
+			Q = (uint64_t)s->n_head * HD;
+			KV = (uint64_t)g4_kvh(s, l) * HD;
+		}
 		if (!olmo2)
-			ADD("attn_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		if (phi3) { /* fused, as Phi-3's own checkpoints are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
 			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
-			ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
-			ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
+			if (own_kv)
+				ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
+			if (own_kv && !(g4 && s->k_eq_v && !g4_swa(s, l)))
+				ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
 		}
 		if (bias) { /* f32 whatever the dtype, as llama.cpp's converter writes them */
 			ADD("attn_q.bias", GGUF_DTYPE_F32, FILL_RANDOM, Q, 1);
@@ -917,7 +1070,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (qkn) {
 			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? Q : HD, 1);
-			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
+			if (g4)
+				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
+			if (own_kv)
+				ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
+			if (g4 && own_kv)
+				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 		}
 		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 		if (has_o_bias(s))
@@ -930,7 +1088,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (post || oai || seed) /* gpt-oss, seed_oss: the FFN's input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 		if (!oai && !olmo2 && !seed)
-			ADD("ffn_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		if (X) {
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
@@ -959,6 +1117,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
 			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		if (PL) {
+			ADD("inp_gate.weight", t, FILL_RANDOM, E, PL);
+			ADD("proj.weight", t, FILL_RANDOM, PL, E);
+			ADD("post_norm.weight", GGUF_DTYPE_F32, FILL_NORM, E, 1);
+		}
+		if (g4 && s->out_scale)
+			ADD("layer_output_scale.weight", GGUF_DTYPE_F32, FILL_NORM, 1, 1);
 #undef ADD3
 #undef ADD
 	}

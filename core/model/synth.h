@@ -85,6 +85,32 @@ struct synth_shape {
 	 * present (granite, granitemoe, mistral3, apertus: arch.h's opt_bias; seed_oss: Q/K/V
 	 * only, opt_qkv_bias) */
 	bool biases;
+	/* gemma4 (model.h): the windowed layers' head size (attention.key_length_swa; head_dim
+	 * is the global layers') and K/V heads (n_head_kv is the global layers'; a differing
+	 * value writes head_count_kv as a per-layer list, as the converter does), their RoPE
+	 * base (rope.freq_base_swa); the window pattern as a per-layer bool list, layer l
+	 * windowed unless (l + 1) % swa_period == 0; rope_partial > 0 writes rope_freqs for
+	 * the global layers (proportional RoPE: factor 1 for the first rope_partial * head_dim
+	 * / 2 pairs, 1e30 for the rest, which then do not turn); k_eq_v: the global layers
+	 * have no attn_v (V = K's projection); out_scale: blk.N.layer_output_scale.weight,
+	 * 1 + N(0, 0.25^2) each. gemma4's norm weights are 1 + N(0, 0.25^2) (the converter
+	 * stores them as they are, no +1), final_softcap written when > 0. */
+	uint32_t head_dim_swa;
+	uint32_t n_head_kv_swa;
+	float rope_base_swa;
+	uint32_t swa_period;
+	float rope_partial;
+	bool k_eq_v;
+	bool out_scale;
+	/* gemma4 E2B/E4B-style (model.h): embedding_length_per_layer_input (per_layer_token_embd,
+	 * per_layer_model_proj, per_layer_proj_norm; per layer inp_gate, proj, post_norm) and
+	 * attention.shared_kv_layers (the last ones written without attn_k, attn_v,
+	 * attn_k_norm). Files only (a lazy model of such a shape is refused). */
+	uint32_t n_embd_per_layer;
+	uint32_t shared_kv_layers;
+	/* gemma4: the shared-KV layers' FFN twice n_ff wide (use_double_wide_mlp: the
+	 * converter then writes feed_forward_length as a per-layer list) */
+	bool double_wide;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
