@@ -1936,11 +1936,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			       "the CUDA backend does not run per-layer token embeddings or "
 			       "shared-KV layers (Gemma 4 E2B / E4B); the CPU backend does");
 	for (uint32_t l = 0; hp->n_expert == 0 && l < hp->n_layer; l++)
-		if (m->layers[l].w_gate.ne1 != hp->n_ff)
+		if (m->layers[l].w_down.ne0 != hp->n_ff)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the CUDA backend needs every layer's FFN as wide (%u); layer "
 				       "%u's is %llu (the CPU backend runs it)",
-				       hp->n_ff, l, (unsigned long long)m->layers[l].w_gate.ne1);
+				       hp->n_ff, l, (unsigned long long)m->layers[l].w_down.ne0);
 	for (int k = 0; k < 2; k++) { /* the global layers, then the windowed ones (gemma4) */
 		uint32_t hd = model_head_dim(hp, k), kvh = model_n_head_kv(hp, k);
 		uint32_t rd = model_rope_dim(hp, k);
