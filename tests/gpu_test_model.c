@@ -1195,6 +1195,33 @@ static void test_errors(void)
 	test_gemma4_refused();
 }
 
+/* The architectures beyond test_arch_vs_cpu's: lazy synthetic models (weights filled on the
+ * device), batches on the fused and unfused graphs, the MoE ones */
+static void test_arch_batches(void)
+{
+	test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16");
+	test_moe_batch("synthetic:qwen3moe-tiny:f32");
+	test_moe_batch("synthetic:mixtral-tiny:f32");
+	test_moe_batch("synthetic:gpt-oss-tiny:f32");
+	test_gpt_oss_16bit();
+	test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16"); /* sinks, biases on the device */
+	test_olmo2();
+	test_batch_vs_cpu("synthetic:granite-tiny:f32", 3); /* the scales on bucket 4's graph */
+	/* 8 sequences: prompts up to 26 tokens, past the first floor (16) */
+	test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
+	test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3); /* unrotated layers, bucket 4 */
+	test_moe_batch("synthetic:granitemoe-tiny:f32");
+	/* seed_oss on bucket 2's fused graph (biases in the QKV epilogue); apertus with
+	 * O bias and xIELU on bucket 4's unfused one; apertus lazily: no gate uploaded */
+	test_batch_vs_cpu("synthetic:seed_oss-tiny:f32", 2);
+	test_batch_vs_cpu("synthetic:apertus-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:apertus-tiny:bf16");
+	test_apertus_nobias();
+	/* gemma4: two layer geometries in bucket 4's graph; lazy: V = K on the device */
+	test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
+}
+
 int main(void)
 {
 	if (backend_cuda_device_count(NULL, 0) == 0) {
@@ -1208,28 +1235,7 @@ int main(void)
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_arch_vs_cpu();
-		test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16");
-		test_moe_batch("synthetic:qwen3moe-tiny:f32");
-		test_moe_batch("synthetic:mixtral-tiny:f32");
-		test_moe_batch("synthetic:gpt-oss-tiny:f32");
-		test_gpt_oss_16bit();
-		test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16"); /* sinks, biases on the device */
-		test_olmo2();
-		test_batch_vs_cpu("synthetic:granite-tiny:f32", 3); /* the scales on bucket 4's graph */
-		/* 8 sequences: prompts up to 26 tokens, past the first floor (16) */
-		test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
-		test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3); /* unrotated layers, bucket 4 */
-		test_moe_batch("synthetic:granitemoe-tiny:f32");
-		/* seed_oss on bucket 2's fused graph (biases in the QKV epilogue); apertus with
-		 * O bias and xIELU on bucket 4's unfused one; apertus lazily: no gate uploaded */
-		test_batch_vs_cpu("synthetic:seed_oss-tiny:f32", 2);
-		test_batch_vs_cpu("synthetic:apertus-tiny:f32", 3);
-		test_lazy_synthetic("synthetic:apertus-tiny:bf16");
-		test_apertus_nobias();
-		/* gemma4: two layer geometries in bucket 4's graph; lazy: V = K on the device */
-		test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
-		test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
-		test_gemma4_refused();
+		test_arch_batches();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_PASSES")) {
@@ -1258,23 +1264,7 @@ int main(void)
 	test_bucket8();
 	test_multi_pass();
 	test_lazy_synthetic("synthetic:llama-100m:bf16");
-	test_lazy_synthetic("synthetic:qwen3moe-tiny:bf16"); /* experts filled on the device */
-	test_moe_batch("synthetic:qwen3moe-tiny:f32");
-	test_moe_batch("synthetic:mixtral-tiny:f32");
-	test_moe_batch("synthetic:gpt-oss-tiny:f32");
-	test_gpt_oss_16bit();
-	test_lazy_synthetic("synthetic:gpt-oss-tiny:bf16");
-	test_olmo2();
-	test_batch_vs_cpu("synthetic:granite-tiny:f32", 3);
-	test_batch_vs_cpu("synthetic:mistral3-tiny:f32", 8);
-	test_batch_vs_cpu("synthetic:smollm3-tiny:f32", 3);
-	test_moe_batch("synthetic:granitemoe-tiny:f32");
-	test_batch_vs_cpu("synthetic:seed_oss-tiny:f32", 2);
-	test_batch_vs_cpu("synthetic:apertus-tiny:f32", 3);
-	test_lazy_synthetic("synthetic:apertus-tiny:bf16");
-	test_apertus_nobias();
-	test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
-	test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
+	test_arch_batches();
 	test_errors();
 	return check_summary();
 }
