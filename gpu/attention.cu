@@ -153,7 +153,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 	}
 }
 
-#define RED_THREADS 128 /* the most threads attn_reduce_kernel runs with */
+#define RED_THREADS 128 /* the threads attn_reduce_kernel runs with, at most, up to 256 dims */
+#define RED_THREADS_WIDE 256 /* ... for heads of 257..512 (gemma4's global heads) */
 
 /* Merges the splits of one (token, head), pp = its n_split partials ({m, l, acc[hd]} each),
  * into o[hd]: M = max m_s, L = sum l_s e^(m_s - M), out = sum acc_s e^(m_s - M) / L. The
@@ -165,11 +166,10 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
  * sum over them is loads with no branch on loaded data between them, several in flight
  * (the serial walk it replaces waited for two round trips a split: m, then acc). A split
  * without keys (m = -inf) wrote l = 0 and acc = 0 (both kernels), so a weight of 0 for it
- * adds nothing. Dimensions threadIdx.x and threadIdx.x + nt (head_dim <= 256, nt = 128
- * from head_dim 128 up). F: const float, or const volatile float in the decode kernel,
- * where other blocks wrote the partials during this launch (CUDA's threadfence reduction
- * reads them so). UNROLL:
- * of the inner sum (8 in the merge kernel; 1 in the decode kernel, whose registers are
+ * adds nothing. Dimensions threadIdx.x and threadIdx.x + nt (head_dim <= 2 nt: nt = 128
+ * from head_dim 128 to 256, 256 above, up to 512). F: const float, or const volatile
+ * float in the decode kernel, where other blocks wrote the partials during this launch
+ * (CUDA's threadfence reduction reads them so). UNROLL: of the inner sum (8 in the merge kernel; 1 in the decode kernel, whose registers are
  * bounded): the same additions in the same order either way. */
 template <typename T, int UNROLL, typename F>
 __device__ void attn_merge(F *pp, int hd, int n_split, int nt, float sink, float *w_s, float *r_s,
@@ -232,21 +232,25 @@ __device__ void attn_merge(F *pp, int hd, int n_split, int nt, float sink, float
 	}
 }
 
-/* The threads attn_merge works with for heads of hd dimensions. */
+/* The threads attn_merge works with for heads of hd dimensions (hd > 256: the merge
+ * kernel only; the GQA decode kernel, which merges in its own blocks, takes no such head). */
 __host__ __device__ __forceinline__ int attn_merge_threads(int hd)
 {
-	return hd >= RED_THREADS ? RED_THREADS : ((hd + 31) / 32) * 32;
+	return hd > 2 * RED_THREADS ? RED_THREADS_WIDE
+	       : hd >= RED_THREADS  ? RED_THREADS
+				    : ((hd + 31) / 32) * 32;
 }
 
 /* Merges the splits of (token list[li], head h) (blockIdx.x, blockIdx.y), with
- * attn_merge_threads(hd) threads. */
-template <typename T>
-__global__ void __launch_bounds__(RED_THREADS)
+ * attn_merge_threads(hd) <= NT threads (NT: RED_THREADS, or RED_THREADS_WIDE for heads of
+ * more than 256). */
+template <typename T, int NT>
+__global__ void __launch_bounds__(NT)
     attn_reduce_kernel(const float *partial, const int32_t *list, const float *sinks, int n_head,
 		       int hd, int n_split, T *out)
 {
-	__shared__ float w_s[RED_THREADS];
-	__shared__ float r_s[RED_THREADS / 32];
+	__shared__ float w_s[NT];
+	__shared__ float r_s[NT / 32];
 	const int li = blockIdx.x, h = blockIdx.y;
 	const int t = list ? list[li] : li;
 	const float *pp = partial + ((int64_t)li * n_head + h) * n_split * (hd + 2);
@@ -505,6 +509,9 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 static bool decode_gqa_ok(int n_head, int n_head_kv, int hd, int kv_dim, size_t es)
 {
 	int npl = (hd + 31) / 32;
+	/* hd <= 256: a key's 16-bit row of 512 dims would be 64 vectors, two warps' worth
+	 * (VPR <= 32), and its K/V tiles 64 KiB (gemma4's global heads of 512 take the
+	 * per-query kernel) */
 	return n_head_kv > 0 && hd > 0 && n_head % n_head_kv == 0 && n_head / n_head_kv <= 2 * ATTN_WARPS &&
 	       (hd * es) % 16 == 0 && (kv_dim * es) % 16 == 0 && hd <= 256 &&
 	       !(es == 4 && npl > 4); /* f32 tiles of 256 dims would not fit in 48 KiB */
@@ -906,7 +913,7 @@ static cudaError_t decode_occupancy(int n_head, int n_head_kv, int head_dim, int
 	if (!decode_gqa_ok(n_head, n_head_kv, head_dim, n_head_kv * head_dim, sizeof(T)))
 		return cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, attn_kernel<T, NPL>,
 								     threads, 0);
-	if constexpr (sizeof(T) == 4 && NPL > 4)
+	if constexpr ((sizeof(T) == 4 && NPL > 4) || NPL > 8)
 		return cudaErrorInvalidValue; /* decode_gqa_ok refuses it */
 	else if (n_head / n_head_kv <= ATTN_WARPS)
 		return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -926,14 +933,16 @@ static cudaError_t occupancy(int n_head, int n_head_kv, int head_dim, int *per_s
 		return decode_occupancy<T, 2>(n_head, n_head_kv, head_dim, per_sm);
 	if (npl <= 4)
 		return decode_occupancy<T, 4>(n_head, n_head_kv, head_dim, per_sm);
-	return decode_occupancy<T, 8>(n_head, n_head_kv, head_dim, per_sm);
+	if (npl <= 8)
+		return decode_occupancy<T, 8>(n_head, n_head_kv, head_dim, per_sm);
+	return decode_occupancy<T, 16>(n_head, n_head_kv, head_dim, per_sm);
 }
 
 cudaError_t gpu_attention_occupancy(enum gpu_dtype dt, int n_head, int n_head_kv, int head_dim,
 				    int *per_sm)
 {
 	*per_sm = 0;
-	if (head_dim < 1 || head_dim > 256 || n_head_kv < 1 || n_head % n_head_kv != 0)
+	if (head_dim < 1 || head_dim > GPU_ATTN_MAX_HEAD || n_head_kv < 1 || n_head % n_head_kv != 0)
 		return cudaErrorInvalidValue;
 	GPU_DISPATCH_DTYPE(dt, T, return occupancy<T>(n_head, n_head_kv, head_dim, per_sm));
 	return cudaErrorInvalidValue;
@@ -996,16 +1005,22 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 		attn_kernel<T, 2><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
 	else if (npl <= 4)
 		attn_kernel<T, 4><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
-	else
+	else if (npl <= 8)
 		attn_kernel<T, 8><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+	else /* gemma4's global heads of 512 (and any head of 257..512) */
+		attn_kernel<T, 16><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
 	}
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess || n_split == 1 || merged)
 		return e;
 	dim3 g2(q.n_list, a->n_head);
 	int threads = attn_merge_threads(a->head_dim);
-	attn_reduce_kernel<T><<<g2, threads, 0, stream>>>(partial, q.list, a->sinks, a->n_head,
-							  a->head_dim, n_split, (T *)a->out);
+	if (threads <= RED_THREADS)
+		attn_reduce_kernel<T, RED_THREADS><<<g2, threads, 0, stream>>>(
+		    partial, q.list, a->sinks, a->n_head, a->head_dim, n_split, (T *)a->out);
+	else
+		attn_reduce_kernel<T, RED_THREADS_WIDE><<<g2, threads, 0, stream>>>(
+		    partial, q.list, a->sinks, a->n_head, a->head_dim, n_split, (T *)a->out);
 	return cudaGetLastError();
 }
 
@@ -1014,7 +1029,7 @@ cudaError_t gpu_attention(const struct gpu_attn_args *a, enum gpu_dtype dt, int 
 {
 	if (a->n_tok <= 0)
 		return cudaSuccess;
-	if (a->head_dim > 256 || a->head_dim < 1 || a->n_head % a->n_head_kv != 0 ||
+	if (a->head_dim > GPU_ATTN_MAX_HEAD || a->head_dim < 1 || a->n_head % a->n_head_kv != 0 ||
 	    a->n_tok > 65535 || a->n_tiles > 65535 || n_split > 65535)
 		return cudaErrorInvalidValue;
 	if (n_split < 1)

@@ -1944,9 +1944,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	for (int k = 0; k < 2; k++) { /* the global layers, then the windowed ones (gemma4) */
 		uint32_t hd = model_head_dim(hp, k), kvh = model_n_head_kv(hp, k);
 		uint32_t rd = model_rope_dim(hp, k);
-		if (hd == 0 || hd > 256)
+		if (hd == 0 || hd > GPU_ATTN_MAX_HEAD)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
-				       "the CUDA backend supports head sizes up to 256, not %u%s",
+				       "the CUDA backend supports head sizes up to 512, not %u%s",
 				       hd,
 				       hp->head_dim_swa != hp->head_dim && hp->head_dim_swa
 					   ? (k ? " (the windowed layers')" : " (the global layers')")

@@ -210,6 +210,10 @@ struct gpu_attn_args {
  * GPU_ATTN_PREFILL_CUDA_CORES forces (the tests compare the two). */
 enum { GPU_ATTN_PREFILL_AUTO = 0, GPU_ATTN_PREFILL_CUDA_CORES = 1 };
 
+/* The largest head gpu_attention takes: gemma4's global heads of 512. Heads of 257..512
+ * go to the per-query kernel (16 dimensions a lane) and its merge (4 a thread). */
+#define GPU_ATTN_MAX_HEAD 512
+
 #define GPU_ATTN_TILE	  16 /* queries per tile */
 #define GPU_ATTN_TILE_MIN 8  /* a chunk shorter than this goes to the per-query kernel */
 

@@ -236,12 +236,13 @@ check "cuda (emulated), overlap: a request stopped on its stop string" \
 # 32-token prompt crosses its floor of 16); smollm3's layers without RoPE; seed_oss's Q/K/V
 # biases and renamed FFN norm; apertus's Q/K norms, O bias and xIELU FFN (gpu_xielu); gemma4's
 # two layer geometries (head sizes 16 and 32, 2 and 1 K/V heads), V = K, V norm and output
-# scales.
+# scales; and at the released models' head sizes (256 windowed, 512 global: the per-query
+# kernel with 16 dimensions a lane).
 printf '%s\n' '{"id":"w","input_ids":[1,290,291,292,293,294,295,296,297,298,299,300,301,302,303,304,305,306,307,308,309,310,311,312,313,314,315,316,317,318,319,320],"max_tokens":6,"temperature":0,"ignore_eos":true}' \
 	'{"id":"s","input_ids":[1,5,77,260],"max_tokens":6,"temperature":0,"ignore_eos":true}' >"$TMP/arch.jsonl"
 for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 	mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
-	mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny; do
+	mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny; do
 	"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 	"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 	"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
@@ -335,23 +336,23 @@ check "old driver, --device auto: warns that the driver is too old" \
 	grep -q 'warning: the NVIDIA driver is too old.*running on the CPU' "$TMP/auto.err"
 check_eq "old driver, --device auto: the CPU's results" "$(tokens "$TMP/auto.jsonl")" "$(tokens "$TMP/cpu.jsonl")"
 
-# ---- a model the CUDA backend does not run (heads of 288): --device cuda exits 3 with the
+# ---- a model the CUDA backend does not run (heads of 640; it takes up to 512): --device cuda exits 3 with the
 # reason; auto (the default) said the same and exited 3 too, though the CPU runs it: now it
 # warns with the reason and runs on the CPU
-"$BATCHGEN" synth --shape tiny --head-dim 288 -o "$TMP/hd288.gguf" 2>/dev/null
-printf '{"id":"a","prompt":"Once","max_tokens":4}\n' >"$TMP/hd288.jsonl"
-"$BATCHGEN" -q -m "$TMP/hd288.gguf" -i "$TMP/hd288.jsonl" -o "$TMP/hd288.cuda.jsonl" \
-	--device cuda 2>"$TMP/hd288.err"
+"$BATCHGEN" synth --shape tiny --head-dim 640 -o "$TMP/hd640.gguf" 2>/dev/null
+printf '{"id":"a","prompt":"Once","max_tokens":4}\n' >"$TMP/hd640.jsonl"
+"$BATCHGEN" -q -m "$TMP/hd640.gguf" -i "$TMP/hd640.jsonl" -o "$TMP/hd640.cuda.jsonl" \
+	--device cuda 2>"$TMP/hd640.err"
 check_eq "unsupported model, --device cuda: exit status 3" $? 3
-check "unsupported model, --device cuda: says why" grep -q 'head sizes up to 256, not 288' "$TMP/hd288.err"
-"$BATCHGEN" -q -m "$TMP/hd288.gguf" -i "$TMP/hd288.jsonl" -o "$TMP/hd288.cpu.jsonl" --device cpu
-"$BATCHGEN" -q -m "$TMP/hd288.gguf" -i "$TMP/hd288.jsonl" -o "$TMP/hd288.auto.jsonl" \
-	--device auto 2>"$TMP/hd288.auto.err"
+check "unsupported model, --device cuda: says why" grep -q 'head sizes up to 512, not 640' "$TMP/hd640.err"
+"$BATCHGEN" -q -m "$TMP/hd640.gguf" -i "$TMP/hd640.jsonl" -o "$TMP/hd640.cpu.jsonl" --device cpu
+"$BATCHGEN" -q -m "$TMP/hd640.gguf" -i "$TMP/hd640.jsonl" -o "$TMP/hd640.auto.jsonl" \
+	--device auto 2>"$TMP/hd640.auto.err"
 check_eq "unsupported model, --device auto: exit status 0" $? 0
 check "unsupported model, --device auto: warns why and that it runs on the CPU" \
-	grep -q 'warning: .*head sizes up to 256, not 288; running on the CPU' "$TMP/hd288.auto.err"
+	grep -q 'warning: .*head sizes up to 512, not 640; running on the CPU' "$TMP/hd640.auto.err"
 check_eq "unsupported model, --device auto: the CPU's results" \
-	"$(tokens "$TMP/hd288.auto.jsonl")" "$(tokens "$TMP/hd288.cpu.jsonl")"
+	"$(tokens "$TMP/hd640.auto.jsonl")" "$(tokens "$TMP/hd640.cpu.jsonl")"
 # bench opens a synthetic model lazily for the GPU (weights filled there): the fallback
 # must open it again with host weights ('the CPU backend cannot run a lazy synthetic
 # model', exit 3, before). gpt-oss is the refused model only until the CUDA backend takes it.

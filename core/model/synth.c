@@ -92,6 +92,13 @@ static const struct synth_shape shapes[] = {
      .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
      .k_eq_v = true, .out_scale = true},
+    /* gemma4-tiny with the released models' head sizes: layers 0 and 1 windowed (head size
+     * 256, 2 K/V heads: the GQA decode kernel), layer 2 global (head size 512, 1 K/V head
+     * for 4 query heads: the per-query kernel, 16 dimensions a lane), 128 of 512 rotated */
+    {"gemma4-hd512-tiny", 3, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
+     .head_dim = 512, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 256,
+     .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
+     .k_eq_v = true, .out_scale = true},
     /* gemma4-tiny with E2B/E4B's two features: per-layer token embeddings of 8 a layer, and
      * the last 3 layers sharing KV (3 and 4 read layer 1's cache, 5 reads layer 2's) with
      * FFNs twice as wide (256); 32 a layer, so that q8_0's blocks fit the projection's
