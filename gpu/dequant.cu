@@ -213,9 +213,7 @@ cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void 
 		return cudaSuccess;
 	if (n % be)
 		return cudaErrorInvalidValue;
-	unsigned blocks = gpu_div_up(n, 256);
-	if (blocks > 65536)
-		blocks = 65536;
+	unsigned blocks = gpu_grid_blocks(n);
 	GPU_DISPATCH_DTYPE(dt, T,
 			   dequant_kernel<T><<<blocks, 256, 0, stream>>>(
 			       (const uint8_t *)src, src_type, be, bb, n, (T *)dst));

@@ -140,6 +140,14 @@ static inline unsigned gpu_div_up(uint64_t a, uint64_t b)
 	return (unsigned)((a + b - 1) / b);
 }
 
+/* The blocks of an element-wise grid-stride kernel of 256 threads over n elements: one
+ * block per 256, at most 65536 (each thread strides over the rest). */
+static inline unsigned gpu_grid_blocks(uint64_t n)
+{
+	uint64_t b = (n + 255) / 256;
+	return b > 65536 ? 65536u : (unsigned)b;
+}
+
 /* Warp-level reductions over all 32 lanes. */
 __device__ __forceinline__ float warp_sum(float v)
 {

@@ -473,9 +473,7 @@ cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, in
 	int64_t n = (int64_t)n_tok * n_embd;
 	if (n <= 0 || k < 1)
 		return cudaSuccess;
-	unsigned blocks = gpu_div_up((uint64_t)n, 256);
-	if (blocks > 65536)
-		blocks = 65536;
+	unsigned blocks = gpu_grid_blocks((uint64_t)n);
 	moe_combine_kernel<<<blocks, 256, 0, stream>>>(y, w, n_tok, k, n_embd, out);
 	return cudaGetLastError();
 }

@@ -14,9 +14,7 @@ static cudaError_t launch(float *x, int64_t n, float s, float cap, cudaStream_t 
 {
 	if (n <= 0)
 		return cudaSuccess;
-	unsigned blocks = gpu_div_up((uint64_t)n, 256);
-	if (blocks > 65536)
-		blocks = 65536;
+	unsigned blocks = gpu_grid_blocks((uint64_t)n);
 	scale_kernel<<<blocks, 256, 0, stream>>>(x, n, s, cap);
 	return cudaGetLastError();
 }

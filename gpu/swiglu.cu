@@ -20,9 +20,7 @@ cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu
 	int64_t n = (int64_t)n_tok * n_ff;
 	if (n <= 0)
 		return cudaSuccess;
-	unsigned blocks = gpu_div_up((uint64_t)n, 256);
-	if (blocks > 65536)
-		blocks = 65536;
+	unsigned blocks = gpu_grid_blocks((uint64_t)n);
 	GPU_DISPATCH_DTYPE(dt, T,
 			   swiglu_kernel<T><<<blocks, 256, 0, stream>>>(gu, n, n_ff, gelu, (T *)out));
 	return cudaGetLastError();

@@ -27,9 +27,7 @@ cudaError_t gpu_convert_weights(const void *src, int src_type, uint64_t n, void 
 {
 	if (n == 0)
 		return cudaSuccess;
-	unsigned blocks = gpu_div_up(n, 256);
-	if (blocks > 65536)
-		blocks = 65536;
+	unsigned blocks = gpu_grid_blocks(n);
 	GPU_DISPATCH_DTYPE(
 	    dt, T, convert_kernel<T><<<blocks, 256, 0, stream>>>(src, src_type, n, (T *)dst));
 	return cudaGetLastError();
@@ -67,9 +65,7 @@ cudaError_t gpu_synth_weights(void *dst, enum gpu_dtype dt, uint64_t n, uint64_t
 {
 	if (n == 0)
 		return cudaSuccess;
-	unsigned blocks = gpu_div_up(n, 256);
-	if (blocks > 65536)
-		blocks = 65536;
+	unsigned blocks = gpu_grid_blocks(n);
 	GPU_DISPATCH_DTYPE(
 	    dt, T, synth_kernel<T><<<blocks, 256, 0, stream>>>((T *)dst, n, seed, tensor, stddev));
 	return cudaGetLastError();

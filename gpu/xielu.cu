@@ -25,9 +25,7 @@ cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], voi
 	int64_t n = (int64_t)n_tok * n_ff;
 	if (n <= 0)
 		return cudaSuccess;
-	unsigned blocks = gpu_div_up((uint64_t)n, 256);
-	if (blocks > 65536)
-		blocks = 65536;
+	unsigned blocks = gpu_grid_blocks((uint64_t)n);
 	const float an = p[0], ap = p[1], beta = p[2], eps = p[3];
 	GPU_DISPATCH_DTYPE(
 	    dt, T, xielu_kernel<T><<<blocks, 256, 0, stream>>>(u, n, an, ap, beta, eps, (T *)out));
