@@ -87,7 +87,7 @@ static const struct synth_shape shapes[] = {
      .k_eq_v = true, .out_scale = true},
     /* gemma4 in small: layers 0, 1, 3, 4 windowed (16, head size 16, 2 K/V heads, base
      * 10000), 2 and 5 global (head size 32, 1 K/V head, no attn_v, base 1e6 turning 4 of
-     * 16 pairs), final soft-cap 15 (the top logits, ~12, bend) */
+     * 16 pairs), final soft-cap 30 */
     {"gemma4-tiny", 6, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
      .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
@@ -99,10 +99,9 @@ static const struct synth_shape shapes[] = {
      .head_dim = 512, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 256,
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
      .k_eq_v = true, .out_scale = true},
-    /* gemma4-tiny with E2B/E4B's two features: per-layer token embeddings of 8 a layer, and
-     * the last 3 layers sharing KV (3 and 4 read layer 1's cache, 5 reads layer 2's) with
-     * FFNs twice as wide (256); 32 a layer, so that q8_0's blocks fit the projection's
-     * rows */
+    /* gemma4-tiny with E2B/E4B's two features: per-layer token embeddings of 32 a layer
+     * (so that q8_0's blocks fit the projection's rows), and the last 3 layers sharing KV
+     * (3 and 4 read layer 1's cache, 5 reads layer 2's) with FFNs twice as wide (256) */
     {"gemma4-e-tiny", 6, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
      .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
