@@ -141,14 +141,16 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 # The whole suite, plain and sanitized. The last line is the combined count. The GPU
 # programs are built too (not run: that is test-gpu), so that a machine with nvcc and no
-# GPU still catches a GPU test that no longer compiles.
+# GPU still catches a GPU test that no longer compiles. JOBS (default: the processor
+# count) compiles and tests run at a time: the tests of both builds share one pool
+# (tests/run.sh).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test:
-	@$(MAKE) --no-print-directory gpu-progs
-	@$(MAKE) --no-print-directory all BUILD=build-san SAN=1 CUDA=0
+	@$(MAKE) --no-print-directory -j$(JOBS) gpu-progs
+	@$(MAKE) --no-print-directory -j$(JOBS) all BUILD=build-san SAN=1 CUDA=0
 	@set -o pipefail; \
-	tests/run.sh $(BUILD) plain | tee $(BUILD)/test-plain.txt; \
-	tests/run.sh build-san sanitized | tee build-san/test-san.txt; \
-	p=0; f=0; for l in $$(grep -hE '^(plain|sanitized): ' $(BUILD)/test-plain.txt build-san/test-san.txt | sed -E 's/^[a-z]+: ([0-9]+) passed, ([0-9]+) failed.*/\1:\2/'); do \
+	tests/run.sh -j $(JOBS) $(BUILD) plain build-san sanitized | tee $(BUILD)/test.txt; \
+	p=0; f=0; for l in $$(grep -hE '^(plain|sanitized): ' $(BUILD)/test.txt | sed -E 's/^[a-z]+: ([0-9]+) passed, ([0-9]+) failed.*/\1:\2/'); do \
 		p=$$((p + $${l%%:*})); f=$$((f + $${l##*:})); done; \
 	echo "$$p passed, $$f failed"; test $$f -eq 0
 

@@ -8,7 +8,9 @@
 # input in build-fuzz/artifacts/. Logs: build-fuzz/logs/NAME.log. Exits 1 when any
 # harness found something. Reproduce with: build-fuzz/fuzz_NAME ARTIFACT
 # fuzz/NAME.dict, when present, is passed as the harness's dictionary.
-# Environment: FUZZ_NICE=1 runs under nice -n 19; FUZZ_ARGS adds libFuzzer flags.
+# Environment: FUZZ_NICE=1 runs under nice -n 19; FUZZ_ARGS adds libFuzzer flags;
+# FUZZ_JOBS=N runs N harnesses at a time (default 1: a campaign gives each harness the
+# whole machine's other core; CI runs one per processor, each harness being one process).
 set -u
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -27,9 +29,11 @@ fi
 mkdir -p build-fuzz/logs build-fuzz/artifacts
 nice=()
 [ "${FUZZ_NICE:-0}" = 1 ] && nice=(nice -n 19)
-fail=0
-for n in "${names[@]}"; do
-	timeout=10
+# fuzz_one NAME: one harness for $secs; prints its line; writes 1 to build-fuzz/logs/NAME.found
+# when it found something, else 0
+fuzz_one() {
+	local n=$1 timeout=10 max_len corpus log dict t0 rc execs cov files res art
+	local fail=0
 	case $n in
 	gguf) max_len=131072 ;;
 	tokenizer) max_len=4096 ;;
@@ -68,5 +72,19 @@ for n in "${names[@]}"; do
 	fi
 	printf 'fuzz_%-10s %6ss  %10s execs  %-22s corpus %5s  %s\n' "$n" "$(($(date +%s) - t0))" \
 		"${execs:-?}" "${cov:-?}" "$files" "$res"
+	echo $fail >build-fuzz/logs/"$n".found
+}
+jobs_max=${FUZZ_JOBS:-1}
+for n in "${names[@]}"; do
+	rm -f build-fuzz/logs/"$n".found
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+		wait -n
+	done
+	fuzz_one "$n" &
+done
+wait
+fail=0
+for n in "${names[@]}"; do
+	[ "$(cat build-fuzz/logs/"$n".found 2>/dev/null)" = 0 ] || fail=1
 done
 exit $fail

@@ -1,11 +1,14 @@
 # run_lib.sh: sourced by the suite runners (run.sh, run_gpu.sh).
 #   run_init BUILD_DIR   sets logdir=BUILD_DIR/tests (created), total_pass=0, total_fail=0
 #   run_one NAME CMD...  runs CMD with its output in $logdir/NAME.log; reads its last
-#                        "N passed, N failed" line into the totals (a nonzero exit without a
-#                        failed check counts as one failure: a crash, or a sanitizer's
-#                        error exit); prints one line "NAME ok|FAILED summary (time)", then
-#                        on failure the log's lines matching $RUN_FAIL_RE, then its SKIP lines.
-# The caller sets RUN_NAME_WIDTH (the name column) and RUN_FAIL_RE (what shows a failure).
+#                        "N passed, N failed" line into the totals and into $logdir/NAME.count
+#                        ("P F": a runner that runs tests in subshells sums those) (a nonzero
+#                        exit without a failed check counts as one failure: a crash, or a
+#                        sanitizer's error exit); prints "$RUN_TAG NAME ok|FAILED summary (time)",
+#                        then on failure the log's lines matching $RUN_FAIL_RE, then its SKIP
+#                        lines, in one write (tests that run at once do not mix their lines).
+# The caller sets RUN_NAME_WIDTH (the name column) and RUN_FAIL_RE (what shows a failure);
+# RUN_TAG (default empty) names the pass.
 run_init() {
 	total_pass=0
 	total_fail=0
@@ -31,12 +34,17 @@ run_one() {
 	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
+	echo "$p $f" >"$logdir/$name.count"
 	local verdict=ok
 	[ "$f" -eq 0 ] || verdict=FAILED
-	printf "%-${RUN_NAME_WIDTH}s %-6s %s (%ds)\n" "$name" "$verdict" \
-		"${line:-no summary, exit $rc}" $((SECONDS - t0))
+	local out
+	out=$(printf "%s%-${RUN_NAME_WIDTH}s %-6s %s (%ds)" "${RUN_TAG:+$RUN_TAG }" "$name" "$verdict" \
+		"${line:-no summary, exit $rc}" $((SECONDS - t0)))
 	if [ "$f" -ne 0 ]; then
-		grep -E "$RUN_FAIL_RE" "$log" | head -n 20 | sed 's/^/    /'
+		out+=$'\n'$(grep -E "$RUN_FAIL_RE" "$log" | head -n 20 | sed 's/^/    /')
 	fi
-	grep -E '^SKIP' "$log" | sort -u | sed 's/^/    /'
+	local skips
+	skips=$(grep -E '^SKIP' "$log" | sort -u | sed 's/^/    /')
+	[ -z "$skips" ] || out+=$'\n'$skips
+	printf '%s\n' "$out"
 }
