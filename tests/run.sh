@@ -66,10 +66,11 @@ for j in "${jobs[@]}"; do
 done
 
 # run_job PASS NAME KIND PATH: KIND sh runs bash PATH, sh-build bash PATH BUILD_DIR, prog
-# the program, e2e the script against the build's binary
+# the program, e2e the script against the build's binary (in a subshell: the totals come
+# from the .count files)
 run_job() {
 	local b=${builds[$1]}
-	logdir=$b/tests
+	run_init "$b"
 	RUN_TAG=$(printf '%-*s' "$label_width" "${labels[$1]}")
 	case $3 in
 	sh) run_one "$2" bash "$4" ;;

@@ -37,14 +37,12 @@ run_one() {
 	echo "$p $f" >"$logdir/$name.count"
 	local verdict=ok
 	[ "$f" -eq 0 ] || verdict=FAILED
-	local out
+	local out lines
 	out=$(printf "%s%-${RUN_NAME_WIDTH}s %-6s %s (%ds)" "${RUN_TAG:+$RUN_TAG }" "$name" "$verdict" \
 		"${line:-no summary, exit $rc}" $((SECONDS - t0)))
-	if [ "$f" -ne 0 ]; then
-		out+=$'\n'$(grep -E "$RUN_FAIL_RE" "$log" | head -n 20 | sed 's/^/    /')
-	fi
-	local skips
-	skips=$(grep -E '^SKIP' "$log" | sort -u | sed 's/^/    /')
-	[ -z "$skips" ] || out+=$'\n'$skips
+	[ "$f" -eq 0 ] || lines=$(grep -E "$RUN_FAIL_RE" "$log" | head -n 20 | sed 's/^/    /')
+	[ -z "${lines:-}" ] || out+=$'\n'$lines
+	lines=$(grep -E '^SKIP' "$log" | sort -u | sed 's/^/    /')
+	[ -z "$lines" ] || out+=$'\n'$lines
 	printf '%s\n' "$out"
 }
