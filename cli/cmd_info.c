@@ -261,6 +261,10 @@ int cmd_info(int argc, char **argv)
 		printf("per_layer_embd: %u a layer (per_layer_token_embd, gated into each layer's "
 		       "output)\n",
 		       hp->n_embd_per_layer);
+	if (hp->n_layer_nextn)
+		printf("nextn: %u NextN (MTP) layer%s after the %u computed, skipped (tensors "
+		       "not read, as llama.cpp)\n",
+		       hp->n_layer_nextn, hp->n_layer_nextn == 1 ? "" : "s", hp->n_layer);
 	if (model_n_layer_kv(hp) < hp->n_layer)
 		printf("shared_kv: layers %u-%u read layer %u's (windowed) or %u's (global) KV "
 		       "cache; %u layers have one\n",

@@ -68,7 +68,18 @@
  * for partial_rotary_factor * head_dim / 2 pairs, 1e30 for the rest: proportional RoPE).
  * The converter stores the norm weights as they are (norm_shift 0, no +1). E2B/E4B:
  * embedding_length_per_layer_input > 0 and attention.shared_kv_layers; 26B-A4B: experts
- * with extra norms. */
+ * with extra norms.
+ * glm4 (src/models/glm4.cpp, llama-model.cpp's llama_model_rope_type, conversion/glm.py:
+ * Glm4Model): interleaved RoPE (LLAMA_ROPE_TYPE_NORM; NeoX only for GLM4_MOE) over
+ * rope.dimension_count dimensions, the converter's head_dim * partial_rotary_factor (0.5:
+ * 64 of 128), the rest unrotated; Q/K/V biases when present (create_tensor_qkv; the
+ * released 0414 files have them: attention_bias true), no O bias; attention scale
+ * 1/sqrt(head_dim); post_attention_norm on the attention output before its residual add;
+ * ffn_norm, SwiGLU over ffn_up's gate|up halves ([n_embd, 2 n_ff], no ffn_gate; HF's
+ * gate_up_proj), ffn_down, post_ffw_norm before the second residual add; output tied to
+ * token_embd without output.weight; the last nextn_predict_layers layers (NextN / MTP) are
+ * skipped, their tensors loaded unused; rope.dimension_sections (GLM-4V's M-RoPE) makes the
+ * graph multi-section, not supported here. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -161,6 +172,12 @@ static const struct arch_info table[] = {
      .qk_norm = true,
      .opt_bias = true,
      .xielu = true},
+    {.name = "glm4",
+     .families = "GLM-4 (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1)",
+     .post_norms = true,
+     .fused_up = true,
+     .opt_qkv_bias = true,
+     .nextn = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -186,7 +203,7 @@ const struct arch_info *arch_find(const char *name)
 const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
-	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus";
+	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

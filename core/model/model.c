@@ -586,6 +586,18 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)) ||
 	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)))
 		return st;
+	if (ai->nextn && get_u32_key(g, arch, "nextn_predict_layers", &hp->n_layer_nextn)) {
+		if (hp->n_layer_nextn >= hp->n_layer)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "nextn_predict_layers %u leaves no layer of block_count %u",
+				       hp->n_layer_nextn, hp->n_layer);
+		hp->n_layer -= hp->n_layer_nextn; /* the NextN layers are skipped (arch.h) */
+	}
+	char sec[128]; /* llama.cpp's GLM-4V files: M-RoPE sections, another rotation */
+	snprintf(sec, sizeof sec, "%s.rope.dimension_sections", arch);
+	if (ai->nextn && gguf_find_key(g, sec) >= 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s (M-RoPE of GLM-4V) is not supported", sec);
 	if (ff_list) {
 		hp->n_ff = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++) {
@@ -1084,6 +1096,19 @@ static enum bg_status load_tensors(struct loader *L)
 	return BG_OK;
 }
 
+/* Whether a tensor belongs to a NextN layer (blk.N.* with n_layer <= N < n_layer +
+ * n_layer_nextn: glm4's skipped layers, arch.h). */
+static bool nextn_tensor(const struct model_hparams *hp, struct gguf_str name)
+{
+	if (!hp->n_layer_nextn || name.len < 6 || memcmp(name.ptr, "blk.", 4) != 0)
+		return false;
+	uint64_t n = 0, i = 4;
+	while (i < name.len && i < 14 && name.ptr[i] >= '0' && name.ptr[i] <= '9')
+		n = n * 10 + (uint64_t)(name.ptr[i++] - '0');
+	return i > 4 && i < name.len && name.ptr[i] == '.' && n >= hp->n_layer &&
+	       n < (uint64_t)hp->n_layer + hp->n_layer_nextn;
+}
+
 enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg_err *err)
 {
 	*out = NULL;
@@ -1128,7 +1153,7 @@ enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg
 	/* A tensor the model does not use means a variant we would silently compute wrong
 	 * (biases, experts, ...): refuse it, as llama.cpp does ("wrong number of tensors"). */
 	for (uint64_t i = 0; !st && i < gguf_n_tensors(g); i++) {
-		if (L.used[i])
+		if (L.used[i] || nextn_tensor(&m->hp, gguf_tensor(g, i)->name))
 			continue;
 		char name[100];
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -1204,7 +1229,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_head_kv = s->n_head_kv;
 	hp->head_dim = synth_head_dim(s);
 	hp->n_ff = s->n_ff;
-	hp->rope_dim = hp->head_dim;
+	hp->rope_dim = s->rope_dim ? s->rope_dim : hp->head_dim; /* glm4's partial rotary */
+	hp->n_layer_nextn = s->n_nextn; /* described, never built (as a file's: skipped) */
 	hp->rope_base = s->rope_base;
 	hp->rms_eps = s->rms_eps;
 	/* the keys synth would write, from the arch's defaults (no file: g NULL) */

@@ -174,6 +174,11 @@ struct model_hparams {
 	 * llama.cpp's layer_reuse_cb); only the first n_layer_kv layers have a KV cache. */
 	uint32_t n_embd_per_layer;
 	uint32_t n_layer_kv; /* == n_layer unless shared-KV layers */
+	/* glm4: the NextN / MTP layers the file holds after the n_layer it runs
+	 * (<arch>.nextn_predict_layers; block_count = n_layer + n_layer_nextn). They are not
+	 * computed (as llama.cpp's graph skips them) and their tensors are not read. 0
+	 * elsewhere. */
+	uint32_t n_layer_nextn;
 };
 
 struct model_weight {

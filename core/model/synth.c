@@ -189,6 +189,25 @@ static const struct synth_shape shapes[] = {
      * and O biases (its graph adds them when present) */
     {"apertus-tiny", 3, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "apertus",
      .n_ctx_orig = 64, .rope_freqs = true, .biases = true},
+    /* GLM-4-9B-0414's config.json (as remembered; no network here): hidden 4096,
+     * intermediate 13696, 40 layers, 32 / 2 heads of 128, partial_rotary_factor 0.5 (64
+     * rotated), vocab 151552, rope_theta 10000, rms_norm_eps 1e-5, context 32768,
+     * attention_bias true (Q/K/V), untied; llama.cpp's glm4 loader names 40 layers 9B and
+     * 61 32B. Parameters: embeddings 2 x 151552 x 4096 = 1,241,513,984, final norm 4096,
+     * each layer 4096 x (4096 + 256 + 256) + 4096 x 4096 (Q, K, V, O: 35,651,584) + 4608
+     * biases + 4 x 4096 norms + 3 x 4096 x 13696 (gate|up, down: 168,296,448) =
+     * 203,969,024, x 40 = 8,158,760,960; total 9,400,279,040 (the published 9.4 B).
+     * GLM-4-32B-0414: hidden 6144, intermediate 23040, 61 layers, 48 / 8 heads of 128:
+     * embeddings 1,862,467,584 + 6144 + 61 x (6144 x (6144 + 2048) + 6144 x 6144 + 7168 +
+     * 24,576 + 3 x 6144 x 23040 = 512,786,432) = 33,142,249,472 (33.1 B) */
+    {"glm4-9b", 40, 4096, 32, 2, 13696, 151552, 32768, 10000.0f, 1e-5f, false, "glm4",
+     .rope_dim = 64, .biases = true},
+    {"glm4-32b", 61, 6144, 48, 8, 23040, 151552, 32768, 10000.0f, 1e-5f, false, "glm4",
+     .rope_dim = 64, .biases = true},
+    /* glm4 small: 8 of 16 dimensions rotated (interleaved), Q/K/V biases, post-norms, one
+     * NextN layer after the 2 computed ones */
+    {"glm4-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "glm4", .rope_dim = 8,
+     .biases = true, .n_nextn = 1},
 };
 #pragma GCC diagnostic pop
 
@@ -249,16 +268,17 @@ static bool has_qk_norm(const struct synth_shape *s)
 	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4");
 }
 
-/* seed_oss, apertus: norm weights 1 + N(0, NORM_STD^2), so that each norm matters */
+/* seed_oss, apertus, glm4: norm weights 1 + N(0, NORM_STD^2), so that each norm matters */
 static bool random_norms(const struct synth_shape *s)
 {
-	return is_arch(s, "seed_oss") || is_arch(s, "apertus");
+	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4");
 }
 
-/* the O bias with s->biases: not for seed_oss (llama.cpp loads none there) */
+/* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
 static bool has_o_bias(const struct synth_shape *s)
 {
-	return s->biases && !is_arch(s, "gpt-oss") && !is_arch(s, "seed_oss");
+	return s->biases && !is_arch(s, "gpt-oss") && !is_arch(s, "seed_oss") &&
+	       !is_arch(s, "glm4");
 }
 
 void synth_xielu_raw(uint32_t l, float out[4])
@@ -274,7 +294,7 @@ void synth_xielu_raw(uint32_t l, float out[4])
 static bool has_post_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_arch(s, "olmo2") ||
-	       is_arch(s, "gemma4");
+	       is_arch(s, "gemma4") || is_arch(s, "glm4");
 }
 
 static bool is_gemma4(const struct synth_shape *s)
@@ -832,7 +852,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	const struct synth_shape *s = &o->shape;
 	uint32_t n_vocab = synth_n_vocab(o);
 	b->w = gguf_writer_create();
-	b->jobs = calloc(10 + 24 * (size_t)s->n_layer, sizeof *b->jobs);
+	b->jobs = calloc(10 + 24 * ((size_t)s->n_layer + s->n_nextn), sizeof *b->jobs);
 	if (!b->w || !b->jobs) {
 		build_free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
@@ -851,7 +871,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
 	gguf_writer_set_u32(w, ARCH_KEY("context_length"), s->n_ctx);
 	gguf_writer_set_u32(w, ARCH_KEY("embedding_length"), s->n_embd);
-	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer);
+	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer + s->n_nextn);
+	if (s->n_nextn)
+		gguf_writer_set_u32(w, ARCH_KEY("nextn_predict_layers"), s->n_nextn);
 	if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
 		int32_t ffl[4096]; /* synth_check: n_layer <= 4096 */
 		for (uint32_t l = 0; l < s->n_layer; l++)
@@ -861,7 +883,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
 	}
 	uint32_t hd = synth_head_dim(s);
-	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), hd);
+	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), s->rope_dim ? s->rope_dim : hd);
 	if (hd != s->n_embd / s->n_head || is_gemma4(s)) {
 		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length"), hd);
 		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length"), hd);
@@ -991,7 +1013,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
-	     xielu = is_arch(s, "apertus");
+	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4");
 	/* the norms' weights; pk: attn_norm's and ffn_norm's */
 	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
@@ -1039,7 +1061,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	}
 	if (!o->tie_output)
 		add(b, "output.weight", t, FILL_RANDOM, E, V, o->seed);
-	for (uint32_t l = 0; l < s->n_layer; l++) {
+	for (uint32_t l = 0; l < s->n_layer + s->n_nextn; l++) {
 		char n[64];
 #define ADD(suffix, type, kind, a, c)                                                              \
 	do {                                                                                       \
@@ -1112,7 +1134,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			}
-		} else if (phi3) {
+		} else if (phi3 || glm4) { /* gate|up: Phi-3's and GLM-4's gate_up_proj */
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, 2 * F);
 		} else {
 			if (!xielu) /* apertus: no gate */
@@ -1130,6 +1152,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (g4 && s->out_scale)
 			ADD("layer_output_scale.weight", GGUF_DTYPE_F32, FILL_NORM, 1, 1);
+		if (l >= s->n_layer) { /* a NextN layer's own tensors (llama.cpp requires them) */
+			ADD("nextn.eh_proj.weight", t, FILL_RANDOM, 2 * E, E);
+			ADD("nextn.enorm.weight", GGUF_DTYPE_F32, nk, E, 1);
+			ADD("nextn.hnorm.weight", GGUF_DTYPE_F32, nk, E, 1);
+			ADD("nextn.shared_head_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		}
 #undef ADD3
 #undef ADD
 	}
