@@ -1935,6 +1935,14 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "
 			       "shared-KV layers (Gemma 4 E2B / E4B); the CPU backend does");
+	/* glm4moe (model.h): gpu/moe.cuh routes by softmax, without a selection bias, scale,
+	 * shared expert or dense layers among the MoE ones */
+	if (hp->n_expert && (hp->expert_gating_sigmoid || hp->n_expert_shared ||
+			     hp->n_layer_dense_lead || hp->expert_weights_scale != 1.0f))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run glm4moe's experts (sigmoid gating "
+			       "with a selection bias, scaled weights, a shared expert, leading "
+			       "dense layers); the CPU backend does");
 	for (uint32_t l = 0; hp->n_expert == 0 && l < hp->n_layer; l++)
 		if (m->layers[l].w_down.ne0 != hp->n_ff)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,

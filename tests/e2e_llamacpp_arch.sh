@@ -11,7 +11,9 @@
 # 4's attention temperature), smollm3 (every 4th layer without RoPE), seed_oss (its FFN norm
 # under the post-attention name, Q/K/V biases), apertus (Q/K norms, the xIELU FFN) and gemma4
 # (windowed and global layers of different head sizes, V norm, V = K, attention scale 1, layer
-# output scales). ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
+# output scales), glm4 (partial interleaved RoPE, post-norms, a skipped NextN layer) and
+# glm4moe (sigmoid routing with a selection bias, a shared expert, a leading dense layer).
+# ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -262,6 +264,22 @@ if q=$(shared tools/llama_quantize.c) && [[ glm4-q8_0 == "${ARCH_ONLY:-}"* ]]; t
 		"$TMP/glm4-src.gguf" "$TMP/glm4-q8.gguf" Q8_0 >"$TMP/quantize-glm4.log" 2>&1
 	check_eq "llama.cpp quantizes glm4 to Q8_0" "$?" 0
 	FROM=$TMP/glm4-q8.gguf arch_compare glm4-q8_0 0.1 0.25 "${F32KV[*]}"
+fi
+# glm4moe (llama.cpp's glm4moe graph; glm4moe-tiny): NeoX RoPE over 16 of 32 head
+# dimensions, Q/K norms, Q/K/V biases, post_attention_norm as the FFN's input norm; layer 0
+# dense, layers 1-2 routed: sigmoid gating, the exp_probs_b selection bias (the choice
+# only), norm, scale 2.5, plus the shared expert; one NextN layer skipped.
+arch_compare glm4moe-f32 0 2e-5 "${F32KV[*]}" --shape glm4moe-tiny --dtype f32 --seed 3
+if q=$(shared tools/llama_quantize.c) && [[ glm4moe-q8_0 == "${ARCH_ONLY:-}"* ]]; then
+	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	cc -O1 "$q" -o "$TMP/llama_quantize_glm4moe" -ldl
+	check "synth glm4moe f32 (to quantize)" "$BATCHGEN" synth --shape glm4moe-tiny \
+		--dtype f32 --seed 5 -o "$TMP/glm4moe-src.gguf"
+	LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize_glm4moe" $LLAMA_LIB/libllama.v0.5.0.so \
+		"$TMP/glm4moe-src.gguf" "$TMP/glm4moe-q8.gguf" Q8_0 \
+		>"$TMP/quantize-glm4moe.log" 2>&1
+	check_eq "llama.cpp quantizes glm4moe to Q8_0" "$?" 0
+	FROM=$TMP/glm4moe-q8.gguf arch_compare glm4moe-q8_0 0.1 0.25 "${F32KV[*]}"
 fi
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy

@@ -99,6 +99,11 @@ struct arch_info {
 	 * - nextn_predict_layers layers (model_hparams.n_layer) and the NextN layers' blk.N.*
 	 * tensors are accepted unread */
 	bool nextn;
+	/* glm4moe (GLM-4.5/4.6): model_hparams' glm4moe routing (sigmoid gating by default,
+	 * the exp_probs_b selection bias, expert_weights_scale, expert_weights_norm as the
+	 * file says, shared experts, leading dense layers) and per-head Q/K norms when blk.0
+	 * has them (the 355B's; Air has none) */
+	bool glm4moe;
 };
 
 /* The row of an architecture, or NULL. */

@@ -208,6 +208,8 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
 	if (ai->opt_bias && g)
 		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+	if (ai->glm4moe && g) /* optional there (GLM-4.5 355B has them) */
+		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
 	hp->residual_scale = hp->logit_scale = 1.0f;
 	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
@@ -304,6 +306,52 @@ struct model_weight model_expert(const struct model_weight *w, uint32_t e)
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused. */
+/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
+ * llama.cpp's glm4moe loader reads them (arch.c). */
+static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
+				  const char *what, struct bg_err *err);
+
+static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st;
+	if ((st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
+			      err)) ||
+	    (st = need_u32(g, arch, "expert_shared_count", 64, &hp->n_expert_shared, err)))
+		return st;
+	if ((uint64_t)hp->n_ff_exp * hp->n_expert_shared > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT, "the shared experts' width %llu is too large",
+			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared);
+	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+	if (hp->n_layer_dense_lead > hp->n_layer)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "leading_dense_block_count %u exceeds the %u layers",
+			       hp->n_layer_dense_lead, hp->n_layer);
+	uint32_t gf = 0; /* llama.cpp: NONE (0) means sigmoid for glm4moe */
+	get_u32_key(g, arch, "expert_gating_func", &gf);
+	if (gf != 0 && gf != 1 && gf != 2)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_gating_func is %u: softmax (1) and sigmoid (2) are "
+			       "supported",
+			       arch, gf);
+	hp->expert_gating_sigmoid = gf != 1;
+	float f = 0.0f;
+	if (get_f32_key(g, arch, "expert_weights_scale", &f)) {
+		if (!isfinite(f))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_weights_scale is not a number", arch);
+		if (f != 0.0f) /* llama.cpp: 0 and 1 leave the weights as they are */
+			hp->expert_weights_scale = f;
+	}
+	char key[128];
+	snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+	bool norm = false; /* llama.cpp's default for glm4moe */
+	if (g && gguf_find_key(g, key) >= 0 && !gguf_get_bool(g, key, &norm))
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not a bool", key);
+	hp->expert_weights_norm = norm;
+	return BG_OK;
+}
+
 static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 				   const struct arch_info *ai, struct model_hparams *hp,
 				   struct bg_err *err)
@@ -339,6 +387,9 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	} else {
 		hp->n_ff_exp = hp->n_ff;
 	}
+	hp->expert_weights_scale = 1.0f;
+	if (ai->glm4moe) /* its shared experts, dense layers, gating and scale (model.h) */
+		return read_glm4moe_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -624,7 +675,11 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
 		return st;
-	if (hp->n_embd % hp->n_head)
+	/* the head size is n_embd / n_head unless attention.key_length says (GLM-4.5-Air: 96
+	 * heads of 128 over n_embd 4096) */
+	char klk[128];
+	snprintf(klk, sizeof klk, "%s.attention.key_length", arch);
+	if (hp->n_embd % hp->n_head && gguf_find_key(g, klk) < 0)
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "embedding_length %u is not a multiple of head_count %u", hp->n_embd,
 			       hp->n_head);
@@ -859,6 +914,21 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
 	if ((st = take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps)))
 		return st;
+	if (hp->n_expert_shared) { /* glm4moe: the selection bias and the shared expert */
+		uint64_t FS = FX * hp->n_expert_shared;
+		snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
+		if ((st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
+			return st;
+		snprintf(n, sizeof n, "blk.%u.ffn_gate_shexp.weight", l);
+		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->gate_shexp)))
+			return st;
+		snprintf(n, sizeof n, "blk.%u.ffn_up_shexp.weight", l);
+		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->up_shexp)))
+			return st;
+		snprintf(n, sizeof n, "blk.%u.ffn_down_shexp.weight", l);
+		if ((st = take(L, n, FS, E, TK_MATRIX, &ly->down_shexp)))
+			return st;
+	}
 	if (!hp->moe_bias)
 		return BG_OK;
 	/* gpt-oss: the router's bias, and each expert's biases as X rows of the file's 2-D
@@ -1056,7 +1126,9 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
 		else if (!hp->no_pre_norms)
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
-		if (hp->n_expert) {
+		/* glm4moe: the leading layers dense */
+		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
+		if (moe_l) {
 			if ((st = take_experts(L, l, ly)))
 				return st;
 		} else if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
@@ -1071,7 +1143,7 @@ static enum bg_status load_tensors(struct loader *L)
 				TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
 			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
 		}
-		if (!hp->n_expert)
+		if (!moe_l)
 			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
@@ -1300,6 +1372,15 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->n_expert_used = s->n_expert_used;
 		hp->n_ff_exp = synth_n_ff_exp(s);
 		hp->expert_weights_norm = true;
+		hp->expert_weights_scale = 1.0f;
+	}
+	if (!st && ai->glm4moe) { /* read_glm4moe_experts' values for synth's keys */
+		hp->n_expert_shared = s->n_expert_shared;
+		hp->n_layer_dense_lead = s->n_dense_lead;
+		hp->expert_gating_sigmoid = true;
+		if (s->expert_scale != 0.0f)
+			hp->expert_weights_scale = s->expert_scale;
+		hp->qk_norm = !s->no_qk_norm;
 	}
 	if (st) {
 		model_free(m);
@@ -1362,11 +1443,19 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->attn_sinks, GGUF_DTYPE_F32, hp->n_head, 1);
 		if (!hp->no_pre_norms)
 			W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
-		if (X) { /* the router f32 as synth writes it; experts stacked (ne2 = X) */
+		if (X && l >= hp->n_layer_dense_lead) { /* the router f32 as synth writes it;
+							  * experts stacked (ne2 = X) */
 			W(ly->ffn_gate_inp, GGUF_DTYPE_F32, E, X);
 			W3(ly->gate_exps, o->dtype, E, FX, X);
 			W3(ly->up_exps, o->dtype, E, FX, X);
 			W3(ly->down_exps, o->dtype, FX, E, X);
+			if (hp->n_expert_shared) { /* glm4moe */
+				uint64_t FS = FX * hp->n_expert_shared;
+				W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
+				W(ly->gate_shexp, o->dtype, E, FS);
+				W(ly->up_shexp, o->dtype, E, FS);
+				W(ly->down_shexp, o->dtype, FS, E);
+			}
 			if (hp->moe_bias) {
 				W(ly->ffn_gate_inp_b, GGUF_DTYPE_F32, X, 1);
 				W3(ly->gate_exps_b, GGUF_DTYPE_F32, FX, 1, X);

@@ -122,6 +122,16 @@ struct synth_shape {
 	 * shared_head_norm, all random; skipped by llama.cpp and batchgen, and not counted
 	 * by synth_n_params */
 	uint32_t n_nextn;
+	/* glm4moe: expert_shared_count (a shared expert n_expert_shared * n_ff_exp wide:
+	 * ffn_{gate,up,down}_shexp), leading_dense_block_count (those first layers a dense
+	 * FFN n_ff wide), expert_weights_scale (0: not written), and per-head Q/K norms unless
+	 * no_qk_norm (GLM-4.5-Air has none); every MoE layer gets exp_probs_b.bias (f32,
+	 * N(0, EXP_PROBS_B_STD^2), so that it moves the choice), gating sigmoid (2) and
+	 * expert_weights_norm true */
+	uint32_t n_expert_shared;
+	uint32_t n_dense_lead;
+	float expert_scale;
+	bool no_qk_norm;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
