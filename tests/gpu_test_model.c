@@ -804,6 +804,9 @@ static void test_arch_vs_cpu(void)
 	     * with 1 (each layer's own KV slab in a block), V = K's rows on the global layers,
 	     * V norm, attention scale 1, proportional RoPE there, layer output scales */
 	    "synthetic:gemma4-tiny:f32",
+	    /* glm4: interleaved RoPE over 8 of 16 dimensions, Q/K/V biases, post-norms,
+	     * gate|up ffn_up (views), a NextN layer in the file that is skipped */
+	    "synthetic:glm4-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1201,6 +1204,35 @@ static void test_errors(void)
 	test_gemma4_refused();
 }
 
+/* glm4moe: refused by name (gpu/moe.cu routes by softmax, without a selection bias, scale,
+ * shared expert or leading dense layers; the CPU backend runs it), its file and the
+ * released Air size lazily */
+static void test_glm4moe_refused(void)
+{
+	static const struct {
+		const char *spec;
+		bool lazy;
+	} cases[] = {{"synthetic:glm4moe-tiny:f32", false}, {"synthetic:glm4.5-air:bf16", true}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct model *m = NULL;
+		struct bg_err err = {0};
+		if (model_open(cases[i].spec, cases[i].lazy, &m, &err) != BG_OK) {
+			CHECK(0, "%s: %s", cases[i].spec, err.msg);
+			continue;
+		}
+		struct backend_config cfg = {0};
+		cfg.block_size = 16;
+		cfg.kv_tokens = 256;
+		struct backend *b = NULL;
+		enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
+		CHECK(st == BG_ERR_UNSUPPORTED && b == NULL &&
+			  strstr(err.msg, "does not run glm4moe's experts"),
+		      "%s refused: status %d, '%s'", cases[i].spec, (int)st, err.msg);
+		backend_destroy(b);
+		model_free(m);
+	}
+}
+
 /* The architectures beyond test_arch_vs_cpu's: lazy synthetic models (weights filled on the
  * device), batches on the fused and unfused graphs, the MoE ones */
 static void test_arch_batches(void)
@@ -1229,6 +1261,11 @@ static void test_arch_batches(void)
 	/* heads of 512 (global) and 256 (windowed): bucket 4's graph with 2 splits (the
 	 * 256 context in parts of 128), the prompts' pass with 1 */
 	test_batch_vs_cpu("synthetic:gemma4-hd512-tiny:f32", 3);
+	/* glm4 on bucket 4's graph (post-norms: unfused); lazily: biases and the partial
+	 * rotary filled on the device */
+	test_batch_vs_cpu("synthetic:glm4-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:glm4-tiny:bf16");
+	test_glm4moe_refused();
 }
 
 int main(void)
