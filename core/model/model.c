@@ -303,14 +303,13 @@ struct model_weight model_expert(const struct model_weight *w, uint32_t e)
 	return v;
 }
 
-/* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
- * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
- * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused. */
-/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
- * llama.cpp's glm4moe loader reads them (arch.c). */
 static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
 				  const char *what, struct bg_err *err);
 
+/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
+ * llama.cpp's glm4moe loader reads them (arch.c). expert_shared_count is required and at
+ * least 1 here (every released GLM MoE has one; the selection bias and shared expert
+ * tensors go together in model_layer), 0 refused. */
 static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char *arch,
 					   struct model_hparams *hp, struct bg_err *err)
 {
@@ -352,6 +351,10 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
 	return BG_OK;
 }
 
+/* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
+ * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
+ * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused,
+ * except glm4moe's (read_glm4moe_experts). */
 static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 				   const struct arch_info *ai, struct model_hparams *hp,
 				   struct bg_err *err)
