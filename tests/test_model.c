@@ -1721,6 +1721,9 @@ static void test_glm4moe(void)
 	     "expert_shared_count"},
 	    {"glm4moe-tiny", ME_KEY, "glm4moe.expert_gating_func", 3, BG_ERR_UNSUPPORTED,
 	     "glm4moe.expert_gating_func is 3"},
+	    /* softmax with the selection bias and scale: no released model; refused */
+	    {"glm4moe-tiny", ME_KEY, "glm4moe.expert_gating_func", 1, BG_ERR_UNSUPPORTED,
+	     "glm4moe.expert_gating_func is 1"},
 	    {"glm4moe-tiny", ME_KEY, "glm4moe.leading_dense_block_count", 0, BG_ERR_FORMAT,
 	     "'blk.0.ffn_gate_inp.weight' is missing"},
 	    {"glm4moe-tiny", ME_ADD, "blk.0.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,

@@ -87,7 +87,8 @@
  * as the FFN's input norm (no ffn_norm, no post-FFN norm); layers below
  * leading_dense_block_count (first_k_dense_replace, optional, 0) a dense SiLU SwiGLU of
  * ffn_gate / ffn_up / ffn_down (feed_forward_length wide); the others build_moe_ffn with
- * expert_gating_func (sigmoid when absent or 0, the converter writes 2), exp_probs_b.bias
+ * expert_gating_func (sigmoid when absent or 0, the converter writes 2; other gatings
+ * refused here), exp_probs_b.bias
  * added to the probabilities for the top-k choice only, expert_weights_norm (default false;
  * the converter writes norm_topk_prob) with the sum clamped at 6.103515625e-5, then
  * expert_weights_scale (routed_scaling_factor) unless 0 or 1, plus a shared expert

@@ -328,12 +328,12 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
 			       hp->n_layer_dense_lead, hp->n_layer);
 	uint32_t gf = 0; /* llama.cpp: NONE (0) means sigmoid for glm4moe */
 	get_u32_key(g, arch, "expert_gating_func", &gf);
-	if (gf != 0 && gf != 1 && gf != 2)
+	if (gf != 0 && gf != 2) /* softmax with the selection bias: no released model */
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.expert_gating_func is %u: softmax (1) and sigmoid (2) are "
-			       "supported",
+			       "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
+			       "is supported for glm4moe",
 			       arch, gf);
-	hp->expert_gating_sigmoid = gf != 1;
+	hp->expert_gating_sigmoid = true;
 	float f = 0.0f;
 	if (get_f32_key(g, arch, "expert_weights_scale", &f)) {
 		if (!isfinite(f))
