@@ -94,12 +94,19 @@ static void print_by_dtype(const struct model *m)
 			    &ly->ffn_norm,  &ly->w_gate, &ly->w_up, &ly->w_down};
 			for (int i = 0; i < 9; i++)
 				list[n++] = lw[i];
-			if (m->hp.n_expert) { /* in place of the (zero) dense FFN */
+			if (ly->ffn_gate_inp.ne0) { /* in place of the (zero) dense FFN; glm4moe's
+						     * leading layers are dense */
 				n -= 3;
 				list[n++] = &ly->ffn_gate_inp;
 				list[n++] = &ly->gate_exps;
 				list[n++] = &ly->up_exps;
 				list[n++] = &ly->down_exps;
+			}
+			if (ly->gate_shexp.ne0) { /* glm4moe's selection bias and shared expert */
+				list[n++] = &ly->exp_probs_b;
+				list[n++] = &ly->gate_shexp;
+				list[n++] = &ly->up_shexp;
+				list[n++] = &ly->down_shexp;
 			}
 			if (m->hp.qkv_bias) {
 				list[n++] = &ly->bq;
@@ -194,10 +201,17 @@ int cmd_info(int argc, char **argv)
 	printf("head_dim: %u\n", hp->head_dim);
 	printf("n_ff: %u\n", hp->n_ff);
 	if (hp->n_expert)
-		printf("experts: %u, %u used per token, %u wide (n_ff_exp), softmax routing%s%s\n",
+		printf("experts: %u, %u used per token, %u wide (n_ff_exp), %s routing%s%s\n",
 		       hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
+		       hp->expert_gating_sigmoid ? "sigmoid" : "softmax",
 		       hp->expert_weights_norm ? ", chosen weights renormalized" : "",
 		       hp->moe_bias ? ", router and experts with biases" : "");
+	if (hp->n_expert_shared)
+		printf("glm4moe experts: choice by p + exp_probs_b, weights x %g, %u shared "
+		       "expert%s (%u wide), the first %u layer%s dense\n",
+		       (double)hp->expert_weights_scale, hp->n_expert_shared,
+		       hp->n_expert_shared == 1 ? "" : "s", hp->n_ff_exp * hp->n_expert_shared,
+		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
 	if (hp->swiglu_oai)
 		printf("ffn_act: clamped swiglu (gpt-oss), alpha %g, limit %g\n",
 		       (double)hp->swiglu_alpha, (double)hp->swiglu_limit);
@@ -261,6 +275,10 @@ int cmd_info(int argc, char **argv)
 		printf("per_layer_embd: %u a layer (per_layer_token_embd, gated into each layer's "
 		       "output)\n",
 		       hp->n_embd_per_layer);
+	if (hp->n_layer_nextn)
+		printf("nextn: %u NextN (MTP) layer%s after the %u computed, skipped (tensors "
+		       "not read, as llama.cpp)\n",
+		       hp->n_layer_nextn, hp->n_layer_nextn == 1 ? "" : "s", hp->n_layer);
 	if (model_n_layer_kv(hp) < hp->n_layer)
 		printf("shared_kv: layers %u-%u read layer %u's (windowed) or %u's (global) KV "
 		       "cache; %u layers have one\n",

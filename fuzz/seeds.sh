@@ -3,7 +3,8 @@
 # (default build-fuzz/seeds). Everything is made here from the tree, the built binary and
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
 #   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE,
-#              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, tied
+#              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, glm4,
+#              glm4moe, tied
 #              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
@@ -60,6 +61,13 @@ done
 	-o "$out/gguf/apertus-q8_0.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape gemma4-tiny "${small[@]}" --layers 3 --head-dim 16 --dtype f16 \
 	-o "$out/gguf/gemma4-f16.gguf" 2>/dev/null
+# glm4 (partial RoPE, post-norms, gate|up ffn_up, a NextN layer whose tensors are skipped),
+# glm4moe (a dense layer, then experts with exp_probs_b and a shared expert; its NextN
+# layer): 83 and 92 KiB
+"$BATCHGEN" synth --shape glm4-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/glm4-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape glm4moe-tiny "${small[@]}" --layers 2 --experts 4 --experts-used 2 \
+	--ffn-exp 32 --dtype q8_0 -o "$out/gguf/glm4moe-q8_0.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

@@ -90,6 +90,12 @@ struct cuda_layer {
 	float *gate_exps_b; /* [n_expert][n_ff_exp] */
 	float *up_exps_b;   /* [n_expert][n_ff_exp] */
 	float *down_exps_b; /* [n_expert][n_embd] */
+	/* glm4moe: moe false on the leading dense layers (wgu, wdown then hold their FFN);
+	 * on the MoE layers wgu / wdown hold the shared expert (FS = n_ff_exp x
+	 * n_expert_shared <= n_ff rows: gate rows then up rows, and down) and sel_b the
+	 * selection bias exp_probs_b ([n_expert] fp32) */
+	bool moe;
+	float *sel_b;
 };
 
 /* Pinned host memory that an upload reads when the stream reaches it, and the event
@@ -383,7 +389,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	const struct model_hparams *hp = &m->hp;
 	size_t es = gpu_dtype_size(c->dt);
 	/* a mixture-of-experts model has no dense FFN (n_ff unused) */
-	size_t E = hp->n_embd, V = hp->n_vocab, F = hp->n_expert ? 0 : hp->n_ff;
+	size_t E = hp->n_embd, V = hp->n_vocab;
+	size_t F = hp->n_expert && !hp->n_expert_shared ? 0 : hp->n_ff; /* glm4moe: dense too */
 	size_t NX = hp->n_expert, FX = hp->n_ff_exp;
 	/* Tied output: a file's output points at the embedding; a lazy synthetic model has
 	 * no data pointers, but then its parameter count leaves the output out. */
@@ -408,6 +415,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				 (hp->attn_out_bias ? (uint64_t)E : 0) +
 				 (hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0) +
 				 (uint64_t)NX * E * (1 + 3 * (uint64_t)FX) + (hp->out_scale ? 1 : 0);
+		if (hp->n_expert_shared) { /* glm4moe: dense layers, or experts + shared */
+			const uint64_t FS = (uint64_t)FX * hp->n_expert_shared;
+			untied_params -= l < hp->n_layer_dense_lead
+					     ? (uint64_t)NX * E * (1 + 3 * (uint64_t)FX)
+					     : (n_ffm + 1) * E * F - NX - 3 * E * FS;
+		}
 	}
 	bool lazy = !m->tok_embd.data;
 	bool tied = lazy ? m->n_params < untied_params : m->output.data == m->tok_embd.data;
@@ -433,7 +446,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
-	size_t per_layer = 2 * sz_pre + sz_gu + sz_down + sz_bias + sz_qkn + sz_post;
+	size_t sz_selb = hp->n_expert_shared ? align_up(NX * 4, 256) : 0; /* glm4moe */
+	size_t per_layer = 2 * sz_pre + sz_gu + sz_down + sz_bias + sz_qkn + sz_post + sz_selb;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -477,17 +491,22 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += align_up(E * (size_t)L->n_q * es, 256);
 		L->ffn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
+		L->moe = NX && l >= hp->n_layer_dense_lead;
 		if (NX) {
 			L->router = (float *)p;
 			L->gu_exps = p + sz_router;
 			L->down_exps = p + sz_router + sz_gu_exps;
 			p += sz_router + sz_gu_exps + sz_down_exps;
-		} else {
+		}
+		if (!NX || hp->n_expert_shared) { /* glm4moe: dense or shared expert (per_layer
+						    * counts these slots for every model) */
 			L->wgu = p;
 			p += sz_gu;
 			L->wdown = p;
 			p += sz_down;
 		}
+		L->sel_b = sz_selb ? (float *)p : NULL;
+		p += sz_selb;
 		L->bqkv = sz_bias ? (float *)p : NULL;
 		p += sz_bias;
 		if (sz_qkn) {
@@ -533,12 +552,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK && L->ffn_norm)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
-		if (st == BG_OK && !NX && !hp->xielu)
+		if (st == BG_OK && !L->moe && !hp->xielu)
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && !NX) /* after the gate rows, or alone (apertus) */
+		if (st == BG_OK && !L->moe) /* after the gate rows, or alone (apertus) */
 			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + (n_ffm - 1) * F * E * es,
 					   UP_MATRIX, err);
-		if (st == BG_OK && !NX)
+		if (st == BG_OK && !L->moe)
 			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
 	}
 	/* The biases come after every other tensor, so that a lazy synthetic model's tensor
@@ -571,6 +590,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && NX && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		const struct cuda_layer *L = &c->layers[l];
+		if (!L->moe) /* glm4moe's leading dense layers */
+			continue;
 		st = upload_weight(&u, &ml->ffn_gate_inp, L->router, UP_ROUTER, err);
 		for (uint32_t e = 0; st == BG_OK && e < NX; e++) {
 			char *gu = (char *)L->gu_exps + (size_t)e * 2 * FX * E * es;
@@ -608,6 +629,23 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				st = upload_weight(&u, &d, L->down_exps_b + (size_t)e * E, UP_BIAS,
 						   err);
 		}
+	}
+	/* then glm4moe's, after all of those: each MoE layer's selection bias and shared
+	 * expert (gate rows, up rows FS apart in wgu; down in wdown) */
+	for (uint32_t l = 0; st == BG_OK && hp->n_expert_shared && l < hp->n_layer; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		const struct cuda_layer *L = &c->layers[l];
+		if (!L->moe)
+			continue;
+		const size_t FS = (size_t)FX * hp->n_expert_shared;
+		st = upload_weight(&u, &ml->exp_probs_b, L->sel_b, UP_BIAS, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->gate_shexp, L->wgu, UP_MATRIX, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->up_shexp, (char *)L->wgu + FS * E * es,
+					   UP_MATRIX, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->down_shexp, L->wdown, UP_MATRIX, err);
 	}
 	/* staging must outlive the conversions that read it */
 	cudaError_t e = cudaStreamSynchronize(c->stream);
@@ -664,7 +702,9 @@ static enum bg_status load_rope(struct cuda_ctx *c, const struct model *m, struc
 static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct bg_err *err)
 {
 	size_t es = gpu_dtype_size(c->dt);
-	size_t E = c->hp.n_embd, F = c->hp.n_expert ? 0 : c->hp.n_ff, N = (size_t)cap_tok;
+	/* glm4moe's dense layers and shared expert use the dense FFN's buffers too */
+	size_t E = c->hp.n_embd, N = (size_t)cap_tok;
+	size_t F = c->hp.n_expert && !c->hp.n_expert_shared ? 0 : c->hp.n_ff;
 	/* mixture of experts: NP (token, expert) pairs of FX-wide experts, 0 without */
 	size_t NX = c->hp.n_expert, FX = c->hp.n_ff_exp, NP = N * c->hp.n_expert_used;
 	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;
@@ -1019,7 +1059,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		CUDA_CHECK(branch_scale(c, n, s));
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
-		if (hp->n_expert) {
+		if (L->moe) {
 			/* routed experts (gpu/moe.cuh): router logits in fp32 (the normed input
 			 * again, unrounded, and the fp32 router: 16-bit rounding would move
 			 * near-tied choices), the routing and grouping on the device, gate|up with
@@ -1033,8 +1073,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 					      n, NX, GPU_F32));
 			if (L->router_b) /* gpt-oss: the router's bias, before the choice */
 				CUDA_CHECK(gpu_bias_add(c->moe_logits, NX, L->router_b, n, NX, s));
-			CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K, hp->expert_weights_norm,
-						 &c->moe_plan, s));
+			if (hp->expert_gating_sigmoid) /* glm4moe: the selection bias, scale */
+				CUDA_CHECK(gpu_moe_route_sigmoid(c->moe_logits, L->sel_b, n, NX, K,
+								 hp->expert_weights_norm,
+								 hp->expert_weights_scale,
+								 &c->moe_plan, s));
+			else
+				CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K,
+							 hp->expert_weights_norm, &c->moe_plan, s));
 			/* gpt-oss: the experts' biases, the clamped SwiGLU */
 			struct gpu_moe_oai oai;
 			oai.b_gate = L->gate_exps_b;
@@ -1049,6 +1095,18 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 						&c->moe_plan, c->moe_y, &oai, c->dt, GPU_MOE_AUTO,
 						s));
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
+			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
+				const int FS = FX * (int)hp->n_expert_shared;
+				CUBLAS_CHECK(
+				    pass_gemm(c, L->wgu, c->xn, c->gu, 2 * FS, E, n, 2 * FS));
+				CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
+				CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->moe_y, E, FS, n, E));
+				/* tmp += it (routed + shared, as llama.cpp adds them); moe_xf, the
+				 * router's input, is free again and takes the unused copy */
+				CUDA_CHECK(gpu_add_rmsnorm(c->tmp, c->moe_y, NULL, hp->rms_eps,
+							   NULL, n, E, true, c->moe_xf,
+							   GPU_F32, s));
+			}
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)) */
 			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, F, E, n, F));
 			CUDA_CHECK(gpu_xielu(c->gu, n, F, L->xielu, c->act, c->dt, s));
@@ -1935,6 +1993,17 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "
 			       "shared-KV layers (Gemma 4 E2B / E4B); the CPU backend does");
+	/* glm4moe (model.h): the shared expert lives in the dense FFN's slots (wgu, wdown) */
+	if (hp->n_expert_shared && (uint64_t)hp->n_ff_exp * hp->n_expert_shared > hp->n_ff)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend needs the shared experts (%llu wide) no wider "
+			       "than feed_forward_length %u",
+			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared, hp->n_ff);
+	if (hp->n_expert && !hp->expert_gating_sigmoid &&
+	    (hp->n_expert_shared || hp->expert_weights_scale != 1.0f))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "softmax routing with a shared expert or scaled weights is not "
+			       "supported");
 	for (uint32_t l = 0; hp->n_expert == 0 && l < hp->n_layer; l++)
 		if (m->layers[l].w_down.ne0 != hp->n_ff)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,

@@ -26,6 +26,7 @@
  * when tiles are full enough (prefill), the CUDA-core one in decode, whose 16x more warps
  * a tile keep more weight loads in flight. ESTIMATE, not measured (no GPU in the session
  * that wrote it); neither kernel is tuned. */
+#include <float.h>
 #include <limits.h>
 #include <mma.h>
 
@@ -66,7 +67,9 @@ int gpu_moe_max_tiles(int n_pairs, int n_expert)
 
 __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logits, int n_tok,
 							       int n_expert, int k, bool norm,
-							       struct gpu_moe_plan plan)
+							       struct gpu_moe_plan plan,
+							       bool sigmoid, const float *sel_bias,
+							       float scale)
 {
 	/* each warp's token's probabilities; chosen ones become -2 (below a NaN's -1) */
 	__shared__ float sp[MR_WARPS][GPU_MOE_MAX_EXPERT];
@@ -78,27 +81,38 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 	float *p = sp[warp];
 	for (int t = warp; t < n_tok; t += MR_WARPS) {
 		const float *l = logits + (size_t)t * n_expert;
-		float m = -INFINITY;
-		for (int e = lane; e < n_expert; e += 32)
-			m = fmaxf(m, l[e]);
-		m = warp_max(m);
-		float s = 0.0f;
-		for (int e = lane; e < n_expert; e += 32) {
-			float v = expf(l[e] - m);
-			p[e] = v;
-			s += v;
+		if (sigmoid) { /* glm4moe: p[e] holds the selection value p + sel_bias[e] */
+			for (int e = lane; e < n_expert; e += 32) {
+				float v = 1.0f / (1.0f + expf(-l[e]));
+				p[e] = sel_bias ? v + sel_bias[e] : v;
+			}
+		} else {
+			float m = -INFINITY;
+			for (int e = lane; e < n_expert; e += 32)
+				m = fmaxf(m, l[e]);
+			m = warp_max(m);
+			float s = 0.0f;
+			for (int e = lane; e < n_expert; e += 32) {
+				float v = expf(l[e] - m);
+				p[e] = v;
+				s += v;
+			}
+			s = warp_sum(s);
+			for (int e = lane; e < n_expert; e += 32)
+				p[e] = p[e] / s;
 		}
-		s = warp_sum(s);
-		for (int e = lane; e < n_expert; e += 32)
-			p[e] = p[e] / s;
+		/* chosen entries become `taken`, below a NaN's key: softmax values are >= 0, so
+		 * -2 / -1 there; a biased selection value may be any number, so -inf / -FLT_MAX */
+		const float taken = sigmoid ? -INFINITY : -2.0f;
+		const float nan_key = sigmoid ? -FLT_MAX : -1.0f;
 		__syncwarp();	   /* the arg-max rounds read other lanes' entries */
 		float wsum = 0.0f; /* the chosen p in slot order, the same in every lane */
 		for (int j = 0; j < k; j++) {
 			/* a lane's candidates in ascending index: '>' keeps the lower on a tie */
-			float bv = -3.0f;
+			float bv = sigmoid ? -INFINITY : -3.0f;
 			int bi = INT_MAX;
 			for (int e = lane; e < n_expert; e += 32) {
-				float v = p[e], key = v != v ? -1.0f : v;
+				float v = p[e], key = v != v ? nan_key : v;
 				if (key > bv) {
 					bv = key;
 					bi = e;
@@ -112,19 +126,25 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 					bi = oi;
 				}
 			}
-			float pv = p[bi]; /* every lane, before its owner marks it */
+			/* every lane, before its owner marks it; glm4moe: the unbiased p */
+			float pv = sigmoid ? 1.0f / (1.0f + expf(-l[bi])) : p[bi];
 			__syncwarp();
 			if ((bi & 31) == lane)
-				p[bi] = -2.0f;
+				p[bi] = taken;
 			wsum += pv;
 			if (lane == 0) {
 				plan.ids[(size_t)t * k + j] = bi;
 				plan.w[(size_t)t * k + j] = pv;
 			}
 		}
+		if (sigmoid && wsum < 6.103515625e-5f) /* llama.cpp's clamp of the norm's sum */
+			wsum = 6.103515625e-5f;
 		if (norm && lane == 0)
 			for (int j = 0; j < k; j++)
 				plan.w[(size_t)t * k + j] = plan.w[(size_t)t * k + j] / wsum;
+		if (scale != 1.0f && lane == 0)
+			for (int j = 0; j < k; j++)
+				plan.w[(size_t)t * k + j] = plan.w[(size_t)t * k + j] * scale;
 		__syncwarp(); /* the next token's writes of p come after this one's reads */
 	}
 	__syncthreads(); /* every id written (global memory, this block) */
@@ -185,7 +205,21 @@ cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, b
 		return cudaSuccess;
 	if (k < 1 || k > n_expert || n_expert > GPU_MOE_MAX_EXPERT)
 		return cudaErrorInvalidValue;
-	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan);
+	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan,
+						       false, (const float *)NULL, 1.0f);
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, int n_tok,
+				  int n_expert, int k, bool norm, float scale,
+				  const struct gpu_moe_plan *plan, cudaStream_t stream)
+{
+	if (n_tok <= 0)
+		return cudaSuccess;
+	if (k < 1 || k > n_expert || n_expert > GPU_MOE_MAX_EXPERT)
+		return cudaErrorInvalidValue;
+	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan,
+						       true, sel_bias, scale);
 	return cudaGetLastError();
 }
 

@@ -52,6 +52,15 @@ int gpu_moe_max_tiles(int n_pairs, int n_expert);
 cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
 			  const struct gpu_moe_plan *plan, cudaStream_t stream);
 
+/* glm4moe's routing (model.h; core/model/moe.h's moe_route_sigmoid): p = 1 / (1 + expf(-l))
+ * in fp32, the k largest p + sel_bias[e] chosen (sel_bias: [n_expert] fp32 on the device,
+ * NULL: none; equal values: the lower expert first), weights = the unbiased p, divided by
+ * max(their sum in slot order, 6.103515625e-5) when norm, then times scale unless 1. The
+ * plan as gpu_moe_route's; a NaN selection value ranks below every number. */
+cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, int n_tok,
+				  int n_expert, int k, bool norm, float scale,
+				  const struct gpu_moe_plan *plan, cudaStream_t stream);
+
 /* gpt-oss's additions to the experts (model.h moe_bias, swiglu_oai), fp32 device vectors
  * stacked by expert; NULL members: none. The gate and up biases are added to the fp32
  * projections before the activation, the down bias to y (so gpu_moe_combine weighs it with

@@ -11,7 +11,9 @@
 # 4's attention temperature), smollm3 (every 4th layer without RoPE), seed_oss (its FFN norm
 # under the post-attention name, Q/K/V biases), apertus (Q/K norms, the xIELU FFN) and gemma4
 # (windowed and global layers of different head sizes, V norm, V = K, attention scale 1, layer
-# output scales). ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
+# output scales), glm4 (partial interleaved RoPE, post-norms, a skipped NextN layer) and
+# glm4moe (sigmoid routing with a selection bias, a shared expert, a leading dense layer).
+# ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
 # reach past both), 12 greedy tokens each, run as one batchgen job.
@@ -247,6 +249,38 @@ fi
 arch_compare gemma4-e-f32 0 1e-2 "${F32KV[*]}" --shape gemma4-e-tiny --dtype f32 --seed 3
 arch_compare gemma4-e-f16 0.02 0.03 "" --shape gemma4-e-tiny --dtype f16 --seed 3
 MIN_COMPARED=10 arch_compare gemma4-e-q8_0 0.25 0.25 "" --shape gemma4-e-tiny --dtype q8_0 --seed 8
+# glm4 (llama.cpp's glm4 graph; glm4-tiny): interleaved RoPE over 8 of 16 head dimensions
+# (the converter's partial_rotary_factor 0.5), Q/K/V biases, post_attention_norm and
+# post_ffw_norm on the branch outputs, SwiGLU over ffn_up's gate|up halves, one NextN layer
+# after the 2 computed ones (skipped by both), norm weights 1 + N(0, 0.25^2). q8_0: the
+# f32 file quantized by llama.cpp's own quantizer (norms and biases kept f32).
+arch_compare glm4-f32 0 2e-5 "${F32KV[*]}" --shape glm4-tiny --dtype f32 --seed 3
+if q=$(shared tools/llama_quantize.c) && [[ glm4-q8_0 == "${ARCH_ONLY:-}"* ]]; then
+	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	cc -O1 "$q" -o "$TMP/llama_quantize_glm4" -ldl
+	check "synth glm4 f32 (to quantize)" "$BATCHGEN" synth --shape glm4-tiny --dtype f32 \
+		--seed 4 -o "$TMP/glm4-src.gguf"
+	LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize_glm4" $LLAMA_LIB/libllama.v0.5.0.so \
+		"$TMP/glm4-src.gguf" "$TMP/glm4-q8.gguf" Q8_0 >"$TMP/quantize-glm4.log" 2>&1
+	check_eq "llama.cpp quantizes glm4 to Q8_0" "$?" 0
+	FROM=$TMP/glm4-q8.gguf arch_compare glm4-q8_0 0.1 0.25 "${F32KV[*]}"
+fi
+# glm4moe (llama.cpp's glm4moe graph; glm4moe-tiny): NeoX RoPE over 16 of 32 head
+# dimensions, Q/K norms, Q/K/V biases, post_attention_norm as the FFN's input norm; layer 0
+# dense, layers 1-2 routed: sigmoid gating, the exp_probs_b selection bias (the choice
+# only), norm, scale 2.5, plus the shared expert; one NextN layer skipped.
+arch_compare glm4moe-f32 0 2e-5 "${F32KV[*]}" --shape glm4moe-tiny --dtype f32 --seed 3
+if q=$(shared tools/llama_quantize.c) && [[ glm4moe-q8_0 == "${ARCH_ONLY:-}"* ]]; then
+	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	cc -O1 "$q" -o "$TMP/llama_quantize_glm4moe" -ldl
+	check "synth glm4moe f32 (to quantize)" "$BATCHGEN" synth --shape glm4moe-tiny \
+		--dtype f32 --seed 5 -o "$TMP/glm4moe-src.gguf"
+	LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize_glm4moe" $LLAMA_LIB/libllama.v0.5.0.so \
+		"$TMP/glm4moe-src.gguf" "$TMP/glm4moe-q8.gguf" Q8_0 \
+		>"$TMP/quantize-glm4moe.log" 2>&1
+	check_eq "llama.cpp quantizes glm4moe to Q8_0" "$?" 0
+	FROM=$TMP/glm4moe-q8.gguf arch_compare glm4moe-q8_0 0.1 0.25 "${F32KV[*]}"
+fi
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

@@ -535,7 +535,13 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
 		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
-	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer +
+	/* glm4moe: its leading dense layers as a dense model's (3 nodes and one cuBLAS call
+	 * less than a MoE layer's); each MoE layer's shared expert 2 GEMMs, its SwiGLU and the
+	 * add into the routed sum */
+	const long dense = moe ? (long)hp->n_layer_dense_lead : 0;
+	const long shared = hp->n_expert_shared ? (long)hp->n_layer - dense : 0;
+	*gemms += (int)(dense + 2 * shared);
+	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) +
 				(hp->logit_scale != 1.0f)
 			  : 0);
@@ -804,6 +810,12 @@ static void test_arch_vs_cpu(void)
 	     * with 1 (each layer's own KV slab in a block), V = K's rows on the global layers,
 	     * V norm, attention scale 1, proportional RoPE there, layer output scales */
 	    "synthetic:gemma4-tiny:f32",
+	    /* glm4: interleaved RoPE over 8 of 16 dimensions, Q/K/V biases, post-norms,
+	     * gate|up ffn_up (views), a NextN layer in the file that is skipped */
+	    "synthetic:glm4-tiny:f32",
+	    /* glm4moe: a dense layer, then sigmoid routing with the selection bias, scale
+	     * 2.5, the shared expert; Q/K norms, NeoX partial RoPE */
+	    "synthetic:glm4moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1201,6 +1213,29 @@ static void test_errors(void)
 	test_gemma4_refused();
 }
 
+/* glm4moe: a shared expert wider than feed_forward_length does not fit the dense FFN's
+ * slots it lives in (wgu, wdown): refused by message */
+static void test_glm4moe_refused(void)
+{
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	if (model_open("synthetic:glm4moe-tiny:f32", false, &m, &err) != BG_OK) {
+		CHECK(0, "glm4moe-tiny: %s", err.msg);
+		return;
+	}
+	m->hp.n_ff = 16; /* the shared expert is 32 wide */
+	struct backend_config cfg = {0};
+	cfg.block_size = 16;
+	cfg.kv_tokens = 256;
+	struct backend *b = NULL;
+	enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
+	CHECK(st == BG_ERR_UNSUPPORTED && b == NULL &&
+		  strstr(err.msg, "shared experts (32 wide) no wider than feed_forward"),
+	      "glm4moe's wide shared expert refused: status %d, '%s'", (int)st, err.msg);
+	backend_destroy(b);
+	model_free(m);
+}
+
 /* The architectures beyond test_arch_vs_cpu's: lazy synthetic models (weights filled on the
  * device), batches on the fused and unfused graphs, the MoE ones */
 static void test_arch_batches(void)
@@ -1229,6 +1264,14 @@ static void test_arch_batches(void)
 	/* heads of 512 (global) and 256 (windowed): bucket 4's graph with 2 splits (the
 	 * 256 context in parts of 128), the prompts' pass with 1 */
 	test_batch_vs_cpu("synthetic:gemma4-hd512-tiny:f32", 3);
+	/* glm4 on bucket 4's graph (post-norms: unfused); lazily: biases and the partial
+	 * rotary filled on the device */
+	test_batch_vs_cpu("synthetic:glm4-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:glm4-tiny:bf16");
+	/* glm4moe: a batch of ~260 tokens through the routing, then bucket 16's decode */
+	test_moe_batch("synthetic:glm4moe-tiny:f32");
+	test_lazy_synthetic("synthetic:glm4moe-tiny:bf16");
+	test_glm4moe_refused();
 }
 
 int main(void)

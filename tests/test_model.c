@@ -1589,6 +1589,149 @@ static void test_seed_apertus(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* glm4: interleaved RoPE over rope.dimension_count (8 of 16), Q/K/V biases without an O
+ * bias, post-norms, ffn_up's gate|up halves as the gate and up views, the NextN layer after
+ * block_count - nextn_predict_layers skipped (its tensors not counted); the released sizes'
+ * parameter counts (synth.c derives them from each config.json); refusals. */
+static void test_glm4(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("glm4-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l1 = &m->layers[1];
+		const struct gguf_tensor *up = gguf_find_tensor(m->gguf, "blk.1.ffn_up.weight");
+		CHECK(!hp->rope_neox && hp->rope_dim == 8 && hp->head_dim == 16 && hp->qkv_bias &&
+			  !hp->attn_out_bias && hp->post_norms && !hp->qk_norm &&
+			  hp->n_layer == 2 && hp->n_layer_nextn == 1 && l1->bq.ne0 == 64 && l1->bk.ne0 == 32 &&
+			  l1->attn_post_norm.data && l1->ffn_post_norm.data,
+		      "glm4-tiny hparams");
+		CHECK(up && l1->w_gate.data == up->data && l1->w_gate.ne1 == 128 &&
+			  l1->w_up.data == (const char *)up->data + 128 * 64 * sizeof(float) &&
+			  l1->w_up.ne1 == 128,
+		      "glm4: gate then up rows of ffn_up");
+		/* the file holds the NextN layer blk.2 (with its nextn.* tensors), not counted */
+		CHECK(gguf_find_tensor(m->gguf, "blk.2.nextn.eh_proj.weight") &&
+			  gguf_find_tensor(m->gguf, "blk.2.attn_q.weight") &&
+			  m->n_params == synth_n_params(synth_find_shape("glm4-tiny"), false),
+		      "glm4-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	static const struct {
+		const char *shape;
+		uint64_t n;
+	} sizes[] = {{"glm4-9b", 9400279040ull}, {"glm4-32b", 33142249472ull}};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "synthetic:%s", sizes[i].shape);
+		CHECK(model_open(spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		if (m) {
+			uint64_t n = synth_n_params(synth_find_shape(sizes[i].shape), false);
+			CHECK(m->n_params == sizes[i].n && n == m->n_params && m->hp.rope_dim == 64,
+			      "lazy %s: n_params %llu", sizes[i].shape,
+			      (unsigned long long)m->n_params);
+		}
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    {"glm4-tiny", ME_ADD, "blk.0.attn_output.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_output.bias' is not part of a glm4 model"},
+	    {"glm4-tiny", ME_DROP, "blk.1.post_ffw_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.post_ffw_norm.weight' is missing"},
+	    {"glm4-tiny", ME_DROP, "blk.1.attn_k.bias", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_k.bias' is missing"},
+	    /* without the key, layer 2 is a NextN layer no longer: its nextn.* are unknown */
+	    {"glm4-tiny", ME_KEY, "glm4.nextn_predict_layers", UINT32_MAX, BG_ERR_UNSUPPORTED,
+	     "'blk.2.nextn.eh_proj.weight' is not part of a glm4 model"},
+	    {"glm4-tiny", ME_KEY, "glm4.nextn_predict_layers", 3, BG_ERR_FORMAT,
+	     "nextn_predict_layers 3 leaves no layer of block_count 3"},
+	    {"glm4-tiny", ME_KEY_LIST, "glm4.rope.dimension_sections", 8, BG_ERR_UNSUPPORTED,
+	     "glm4.rope.dimension_sections (M-RoPE of GLM-4V) is not supported"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* glm4moe: the leading dense layer and the MoE ones (selection bias, shared expert), the
+ * routing keys as read (sigmoid, norm, scale 2.5), the Q/K norms blk.0 decides, the NextN
+ * layer skipped; the released sizes' parameter counts (synth.c derives them); refusals. */
+static void test_glm4moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("glm4moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l2 = &m->layers[2];
+		const struct gguf_tensor *pn =
+		    gguf_find_tensor(m->gguf, "blk.2.post_attention_norm.weight");
+		CHECK(hp->rope_neox && hp->rope_dim == 16 && hp->head_dim == 32 && hp->qk_norm &&
+			  hp->qkv_bias && !hp->post_norms && hp->n_layer == 3 &&
+			  hp->n_layer_nextn == 1 && hp->n_expert == 8 && hp->n_expert_used == 2 &&
+			  hp->n_ff_exp == 32 && hp->n_expert_shared == 1 &&
+			  hp->n_layer_dense_lead == 1 && hp->expert_gating_sigmoid &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f,
+		      "glm4moe-tiny hparams");
+		CHECK(!l0->ffn_gate_inp.data && l0->w_gate.ne1 == 128 && l0->w_down.ne0 == 128 &&
+			  l2->ffn_gate_inp.ne1 == 8 && l2->exp_probs_b.ne0 == 8 &&
+			  l2->gate_shexp.ne1 == 32 && l2->down_shexp.ne0 == 32 && !l2->w_gate.data,
+		      "glm4moe: layer 0 dense, layer 2 routed with its bias and shared expert");
+		CHECK(pn && l2->ffn_norm.data == pn->data, "glm4moe: the FFN norm is "
+							     "post_attention_norm.weight");
+		CHECK(gguf_find_tensor(m->gguf, "blk.3.nextn.eh_proj.weight") &&
+			  m->n_params == synth_n_params(synth_find_shape("glm4moe-tiny"), false),
+		      "glm4moe-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	/* without the key llama.cpp's default: sigmoid; without expert_weights_norm: false */
+	CHECK(moe_rewrite("glm4moe-tiny", ME_KEY, "glm4moe.expert_gating_func", UINT32_MAX, &m,
+			  &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.expert_gating_sigmoid, "glm4moe: sigmoid when the key is absent");
+		model_free(m);
+		m = NULL;
+	}
+	static const struct {
+		const char *shape;
+		uint64_t n;
+	} sizes[] = {{"glm4.5-air", 106852251264ull}, {"glm4.5", 352797829024ull}};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "synthetic:%s", sizes[i].shape);
+		CHECK(model_open(spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		if (m) {
+			uint64_t n = synth_n_params(synth_find_shape(sizes[i].shape), false);
+			CHECK(m->n_params == sizes[i].n && n == m->n_params,
+			      "lazy %s: n_params %llu", sizes[i].shape,
+			      (unsigned long long)m->n_params);
+		}
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    {"glm4moe-tiny", ME_DROP, "blk.1.exp_probs_b.bias", 0, BG_ERR_FORMAT,
+	     "'blk.1.exp_probs_b.bias' is missing"},
+	    {"glm4moe-tiny", ME_DROP, "blk.2.ffn_down_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_down_shexp.weight' is missing"},
+	    {"glm4moe-tiny", ME_KEY, "glm4moe.expert_shared_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "expert_shared_count"},
+	    {"glm4moe-tiny", ME_KEY, "glm4moe.expert_gating_func", 3, BG_ERR_UNSUPPORTED,
+	     "glm4moe.expert_gating_func is 3"},
+	    /* softmax with the selection bias and scale: no released model; refused */
+	    {"glm4moe-tiny", ME_KEY, "glm4moe.expert_gating_func", 1, BG_ERR_UNSUPPORTED,
+	     "glm4moe.expert_gating_func is 1"},
+	    {"glm4moe-tiny", ME_KEY, "glm4moe.leading_dense_block_count", 0, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_inp.weight' is missing"},
+	    {"glm4moe-tiny", ME_ADD, "blk.0.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_norm.weight' is not part of a glm4moe model"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* gemma4: the two kinds of layer's geometry, V = K where attn_v is absent, the layer output
  * scales, the lazy 31B's parameter count, and the refusals (per-layer embeddings, shared
  * KV, experts) */
@@ -1711,7 +1854,8 @@ static void test_lazy_new_arch(void)
 {
 	static const char *const shapes[] = {"granite-tiny",       "granitemoe-tiny", "mistral3-tiny",
 					     "mistral3-bias-tiny", "smollm3-tiny",    "seed_oss-tiny",
-					     "apertus-tiny",       "gemma4-tiny"};
+					     "apertus-tiny",       "gemma4-tiny",     "glm4-tiny",
+					     "glm4moe-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -1742,6 +1886,15 @@ static void test_lazy_new_arch(void)
 				    x->rope_base_swa == y->rope_base_swa &&
 				    x->swa_pattern == y->swa_pattern && x->n_swa == y->n_swa &&
 				    x->final_softcap == y->final_softcap &&
+				    x->rope_dim == y->rope_dim && x->rope_neox == y->rope_neox &&
+				    x->post_norms == y->post_norms &&
+				    x->n_layer_nextn == y->n_layer_nextn &&
+				    x->n_layer == y->n_layer &&
+				    x->n_expert_shared == y->n_expert_shared &&
+				    x->n_layer_dense_lead == y->n_layer_dense_lead &&
+				    x->expert_gating_sigmoid == y->expert_gating_sigmoid &&
+				    x->expert_weights_scale == y->expert_weights_scale &&
+				    x->expert_weights_norm == y->expert_weights_norm &&
 				    /* a lazy model describes gemma4's rope factors, not others'
 				     * (apertus-tiny's) */
 				    a->n_params == b->n_params + (a->rope_factors.data &&
@@ -1786,6 +1939,8 @@ int main(void)
 	test_smollm3();
 	test_seed_apertus();
 	test_gemma4();
+	test_glm4();
+	test_glm4moe();
 	test_lazy_new_arch();
 	return check_summary();
 }

@@ -1,5 +1,6 @@
 /* test_moe: moe_route (core/model/moe.h) against values derived by hand: the softmax of
- * chosen logits, the top-k order, ties, k = 1, k = n_expert, renormalization on and off.
+ * chosen logits, the top-k order, ties, k = 1, k = n_expert, renormalization on and off;
+ * moe_route_sigmoid's probabilities, selection bias (the choice only), scale and clamp.
  * Tolerance: the probabilities are f32 computations of a few operations each, so a
  * relative 1e-6 (about 8 ulp) covers their rounding; ids are compared exactly. */
 #include <math.h>
@@ -100,5 +101,30 @@ int main(void)
 	      ids[5], ids[6], ids[7]);
 	/* w of 36 vs 35: ratio e */
 	CHECK_NEAR(w[0] / w[3], exp(1.0), 0, 1e-6);
+
+	/* moe_route_sigmoid (glm4moe): logits ln(1), ln(3), ln(2), ln(1/3) give sigmoid p =
+	 * 1/2, 3/4, 2/3, 1/4. Without a bias the top 2 are experts 1 (3/4), 2 (2/3): normed
+	 * 9/17, 8/17, times 2.5 = 45/34, 40/34. The bias {0.3, 0, 0, 0.6} makes the selection
+	 * values 0.8, 0.75, 0.667, 0.85: experts 3 then 0, whose weights stay the unbiased p
+	 * 1/4, 1/2 (normed 1/3, 2/3; not 0.85 / 0.8 normed, which a bias on the weights would
+	 * give). */
+	const float sg[4] = {0.0f, (float)LN3, (float)LN2, -(float)LN3};
+	const float sb[4] = {0.3f, 0.0f, 0.0f, 0.6f};
+	moe_route_sigmoid(sg, NULL, 4, 2, true, 2.5f, ids, w);
+	CHECK(ids[0] == 1 && ids[1] == 2, "sigmoid top-2 ids %d %d", ids[0], ids[1]);
+	CHECK_NEAR(w[0], 45.0 / 34.0, 0, 1e-6);
+	CHECK_NEAR(w[1], 40.0 / 34.0, 0, 1e-6);
+	moe_route_sigmoid(sg, sb, 4, 2, true, 1.0f, ids, w);
+	CHECK(ids[0] == 3 && ids[1] == 0, "selection bias: ids %d %d", ids[0], ids[1]);
+	CHECK_NEAR(w[0], 1.0 / 3.0, 0, 1e-6);
+	CHECK_NEAR(w[1], 2.0 / 3.0, 0, 1e-6);
+	moe_route_sigmoid(sg, sb, 4, 2, false, 1.0f, ids, w);
+	CHECK_NEAR(w[0], 0.25, 0, 1e-6);
+	CHECK_NEAR(w[1], 0.5, 0, 1e-6);
+	/* the norm's sum clamped at 6.103515625e-5 (llama.cpp's): p = sigmoid(-20) ~ 2.06e-9
+	 * each, so the normed weights are p / 6.103515625e-5, far below 1/2 */
+	const float lo[2] = {-20.0f, -20.0f};
+	moe_route_sigmoid(lo, NULL, 2, 2, true, 1.0f, ids, w);
+	CHECK_NEAR(w[0], 1.0 / (1.0 + exp(20.0)) / 6.103515625e-5, 0, 1e-5);
 	return check_summary();
 }

@@ -1086,7 +1086,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				rmsnorm(c->xb + t * E, c->x + t * E, fn, E, hp->rms_eps);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
-		if (c->moe) { /* routed experts (cpu_moe.h), the output in place of xb */
+		/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
+		 * layers are dense */
+		if (c->moe && L->ffn_gate_inp.ne0) {
 			const struct cpu_moe_mm mm = {moe_mm, c};
 			cpu_moe_ffn(c->moe, L, c->xb, T, c->xb, &mm);
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)), not gated */
@@ -1438,7 +1440,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		const struct model_weight e_gate = model_expert(&L->gate_exps, 0);
 		const struct model_weight e_up = model_expert(&L->up_exps, 0);
 		const struct model_weight e_down = model_expert(&L->down_exps, 0);
-		const bool moe = hp->n_expert > 0;
+		const bool moe = hp->n_expert > 0 && l >= hp->n_layer_dense_lead;
 		const struct model_weight *ws[10] = {
 		    &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_norm,
 		    moe ? &e_gate : &L->w_gate, moe ? &e_up : &L->w_up, moe ? &e_down : &L->w_down,
@@ -1463,6 +1465,23 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			    hp->n_expert > MOE_MAX_EXPERTS))
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the CPU backend cannot run layer %u's experts as described", l);
+		if (moe && hp->n_expert_shared) { /* glm4moe: the selection bias, shared expert */
+			const uint64_t FS = (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
+			const struct model_weight *sw[3] = {&L->gate_shexp, &L->up_shexp,
+							    &L->down_shexp};
+			static const char *snames[3] = {"ffn_gate_shexp", "ffn_up_shexp",
+							"ffn_down_shexp"};
+			for (int i = 0; i < 3; i++)
+				if ((st = check_weight(sw[i], snames[i], (int)l, err)) != BG_OK)
+					return st;
+			if (L->exp_probs_b.type != GGUF_DTYPE_F32 || !L->exp_probs_b.data ||
+			    L->exp_probs_b.ne0 != hp->n_expert || L->gate_shexp.ne1 != FS ||
+			    L->up_shexp.ne1 != FS || L->down_shexp.ne0 != FS)
+				return bg_fail(err, BG_ERR_UNSUPPORTED,
+					       "the CPU backend cannot run layer %u's shared "
+					       "expert or selection bias as described",
+					       l);
+		}
 		const struct model_weight *xs[4] = {&L->q_norm, &L->k_norm, &L->attn_post_norm,
 						    &L->ffn_post_norm};
 		static const char *xnames[4] = {"attn_q_norm", "attn_k_norm", "post_attention_norm",

@@ -20,7 +20,10 @@ struct cpu_moe {
 	float *yg;	  /* [cap][n_embd] its down outputs */
 	float *ys;	  /* [cap][k][n_embd] every (token, slot) output */
 	float *bias;	  /* [max(n_expert, n_ff_exp, n_embd)] one bias vector (gpt-oss), copied
-			   * so that a file's misaligned f32 is never read through a float * */
+			   * so that a file's misaligned f32 is never read through a float *;
+			   * glm4moe: the layer's selection bias exp_probs_b, copied likewise */
+	float *sg, *su;	  /* glm4moe: [cap][FS] the shared expert's gate and up outputs */
+	float *sh;	  /* glm4moe: [cap][n_embd] its down outputs */
 	size_t bytes;
 };
 
@@ -33,8 +36,9 @@ struct cpu_moe *cpu_moe_create(const struct model_hparams *hp)
 	mo->start = calloc((size_t)hp->n_expert + 1, sizeof *mo->start);
 	size_t nb = hp->n_expert > hp->n_ff_exp ? hp->n_expert : hp->n_ff_exp;
 	nb = nb > hp->n_embd ? nb : hp->n_embd;
-	mo->bias = hp->moe_bias ? malloc(nb * sizeof(float)) : NULL;
-	if (!mo->start || (hp->moe_bias && !mo->bias)) {
+	const bool need_bias = hp->moe_bias || hp->n_expert_shared;
+	mo->bias = need_bias ? malloc(nb * sizeof(float)) : NULL;
+	if (!mo->start || (need_bias && !mo->bias)) {
 		free(mo->start);
 		free(mo->bias);
 		free(mo);
@@ -54,6 +58,9 @@ static void free_rows(struct cpu_moe *mo)
 	free(mo->u);
 	free(mo->yg);
 	free(mo->ys);
+	free(mo->sg);
+	free(mo->su);
+	free(mo->sh);
 }
 
 void cpu_moe_destroy(struct cpu_moe *mo)
@@ -85,15 +92,22 @@ enum bg_status cpu_moe_reserve(struct cpu_moe *mo, int32_t n_tok, struct bg_err 
 	n.u = malloc(t * FX * sizeof(float));
 	n.yg = malloc(t * E * sizeof(float));
 	n.ys = malloc(t * K * E * sizeof(float));
+	const size_t FS = FX * mo->hp.n_expert_shared; /* glm4moe's shared expert, or 0 */
+	n.sg = n.su = n.sh = NULL;
+	if (FS) {
+		n.sg = malloc(t * FS * sizeof(float));
+		n.su = malloc(t * FS * sizeof(float));
+		n.sh = malloc(t * E * sizeof(float));
+	}
 	if (!n.logits || !n.ids || !n.weights || !n.order || !n.xg || !n.g || !n.u || !n.yg ||
-	    !n.ys) {
+	    !n.ys || (FS && (!n.sg || !n.su || !n.sh))) {
 		free_rows(&n);
 		return bg_fail(err, BG_ERR_NOMEM,
 			       "out of memory for the experts' activations of %d tokens", n_tok);
 	}
 	free_rows(mo);
 	n.cap = cap;
-	n.bytes = t * ((X + 2 * E + 2 * FX + K * E) * sizeof(float) +
+	n.bytes = t * ((X + 2 * E + 2 * FX + K * E + (FS ? 2 * FS + E : 0)) * sizeof(float) +
 		       K * (2 * sizeof(int32_t) + sizeof(float)));
 	*mo = n;
 	return BG_OK;
@@ -144,9 +158,30 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 	}
 	if (hp->moe_bias) /* gpt-oss: the router's bias on its logits, before the choice */
 		add_vec(mo, mo->logits, (int64_t)X, n_tok, L->ffn_gate_inp_b.data, (int64_t)X);
+	if (hp->n_expert_shared) /* glm4moe: the selection bias, an aligned copy */
+		memcpy(mo->bias, L->exp_probs_b.data, (size_t)X * sizeof(float));
 	for (int32_t t = 0; t < n_tok; t++)
-		moe_route(mo->logits + (size_t)t * X, X, K, hp->expert_weights_norm,
-			  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
+		if (hp->expert_gating_sigmoid)
+			moe_route_sigmoid(mo->logits + (size_t)t * X,
+					  hp->n_expert_shared ? mo->bias : NULL, X, K,
+					  hp->expert_weights_norm, hp->expert_weights_scale,
+					  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
+		else
+			moe_route(mo->logits + (size_t)t * X, X, K, hp->expert_weights_norm,
+				  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
+	if (hp->n_expert_shared) { /* glm4moe: the shared expert's SwiGLU of every row */
+		const int64_t FS = FX * (int64_t)hp->n_expert_shared;
+		const struct model_weight *w[2] = {&L->gate_shexp, &L->up_shexp};
+		const float *x[2] = {xb, xb};
+		float *y[2] = {mo->sg, mo->su};
+		const int64_t ld[2] = {FS, FS};
+		mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 2, w, x, y, ld, n_tok, NULL);
+		const struct model_weight *wd[1] = {&L->down_shexp};
+		const float *xd[1] = {mo->sg};
+		float *yd[1] = {mo->sh};
+		const int64_t ldd[1] = {E};
+		mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, n_tok, mo->su);
+	}
 	/* (token, slot) entries grouped by expert, in token order within an expert */
 	memset(mo->start, 0, ((size_t)X + 1) * sizeof *mo->start);
 	const int32_t n_ent = n_tok * (int32_t)K;
@@ -213,5 +248,8 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		for (uint32_t j = 1; j < K; j++)
 			for (int64_t i = 0; i < E; i++)
 				o[i] += wt[j] * y[(size_t)j * E + i];
+		if (hp->n_expert_shared) /* glm4moe: routed + shared, as llama.cpp adds them */
+			for (int64_t i = 0; i < E; i++)
+				o[i] += mo->sh[(size_t)t * E + i];
 	}
 }

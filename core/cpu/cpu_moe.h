@@ -6,7 +6,9 @@
  * order) into one matmul through the backend's own quantized / f16 / bf16 / f32 paths on
  * model_expert views: gate and up, SiLU(gate) * up, down (gpt-oss, hp.moe_bias and
  * hp.swiglu_oai: the router's bias added to its logits, each expert's biases to its gate,
- * up and down outputs, and the clamped SwiGLU instead of SiLU). Each row's result lands in its
+ * up and down outputs, and the clamped SwiGLU instead of SiLU; glm4moe, hp.n_expert_shared:
+ * moe_route_sigmoid with the layer's exp_probs_b, and the shared expert's SwiGLU of every
+ * row added to the routed sum). Each row's result lands in its
  * (token, slot) place, and a token's output is the sum over its slots in slot order of
  * weight * expert output. The backend's matmuls compute every (row, feature) dot product
  * in a fixed order whatever the other rows (backend_cpu.c), so which tokens share an
@@ -38,7 +40,7 @@ struct cpu_moe_mm {
 struct cpu_moe;
 
 /* Scratch for the model's experts (hp->n_expert > 0), none for tokens yet. NULL when out
- * of memory. */
+ * of memory. Layers without a router (glm4moe's leading dense layers) do not come here. */
 struct cpu_moe *cpu_moe_create(const struct model_hparams *hp);
 void cpu_moe_destroy(struct cpu_moe *mo); /* NULL-safe */
 

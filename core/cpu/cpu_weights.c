@@ -14,7 +14,7 @@
 
 /* each_weight lists struct model_layer's weights by hand: these assertions fail to compile
  * when a weight is added to the struct (all weights come before swa) and not to the list */
-#define LAYER_WEIGHTS 29
+#define LAYER_WEIGHTS 33
 _Static_assert(offsetof(struct model_layer, swa) == LAYER_WEIGHTS * sizeof(struct model_weight),
 	       "struct model_layer's weights changed: update each_weight");
 _Static_assert(sizeof(struct model_layer) <
@@ -40,7 +40,8 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 		    &L->ffn_post_norm, &L->ffn_gate_inp, &L->gate_exps, &L->up_exps,
 		    &L->down_exps, &L->attn_sinks, &L->bo, &L->ffn_gate_inp_b, &L->gate_exps_b,
 		    &L->up_exps_b, &L->down_exps_b, &L->pl_inp_gate, &L->pl_proj,
-		    &L->pl_post_norm};
+		    &L->pl_post_norm, &L->exp_probs_b, &L->gate_shexp, &L->up_shexp,
+		    &L->down_shexp};
 		for (int i = 0; i < LAYER_WEIGHTS; i++)
 			f(lw[i], arg);
 	}

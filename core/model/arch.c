@@ -68,7 +68,33 @@
  * for partial_rotary_factor * head_dim / 2 pairs, 1e30 for the rest: proportional RoPE).
  * The converter stores the norm weights as they are (norm_shift 0, no +1). E2B/E4B:
  * embedding_length_per_layer_input > 0 and attention.shared_kv_layers; 26B-A4B: experts
- * with extra norms. */
+ * with extra norms.
+ * glm4 (src/models/glm4.cpp, llama-model.cpp's llama_model_rope_type, conversion/glm.py:
+ * Glm4Model): interleaved RoPE (LLAMA_ROPE_TYPE_NORM; NeoX only for GLM4_MOE) over
+ * rope.dimension_count dimensions, the converter's head_dim * partial_rotary_factor (0.5:
+ * 64 of 128), the rest unrotated; Q/K/V biases when present (create_tensor_qkv; the
+ * released 0414 files have them: attention_bias true), no O bias; attention scale
+ * 1/sqrt(head_dim); post_attention_norm on the attention output before its residual add;
+ * ffn_norm, SwiGLU over ffn_up's gate|up halves ([n_embd, 2 n_ff], no ffn_gate; HF's
+ * gate_up_proj), ffn_down, post_ffw_norm before the second residual add; output tied to
+ * token_embd without output.weight; the last nextn_predict_layers layers (NextN / MTP) are
+ * skipped, their tensors loaded unused; rope.dimension_sections (GLM-4V's M-RoPE) makes the
+ * graph multi-section, not supported here.
+ * glm4moe (src/models/glm4-moe.cpp, llama-graph.cpp's build_moe_ffn, conversion/glm.py:
+ * Glm4MoeModel): NeoX RoPE over rope.dimension_count (partial_rotary_factor 0.5); Q/K/V
+ * biases when present, no O bias; per-head Q/K RMS norms before RoPE when the file has
+ * them (optional there: GLM-4.5 355B); attention output + residual, then post_attention_norm
+ * as the FFN's input norm (no ffn_norm, no post-FFN norm); layers below
+ * leading_dense_block_count (first_k_dense_replace, optional, 0) a dense SiLU SwiGLU of
+ * ffn_gate / ffn_up / ffn_down (feed_forward_length wide); the others build_moe_ffn with
+ * expert_gating_func (sigmoid when absent or 0, the converter writes 2; other gatings
+ * refused here), exp_probs_b.bias
+ * added to the probabilities for the top-k choice only, expert_weights_norm (default false;
+ * the converter writes norm_topk_prob) with the sum clamped at 6.103515625e-5, then
+ * expert_weights_scale (routed_scaling_factor) unless 0 or 1, plus a shared expert
+ * (ffn_{gate,up,down}_shexp, expert_feed_forward_length x expert_shared_count wide, a
+ * required key) on the same normed input, routed + shared added; the NextN layers skipped
+ * (llama.cpp's load_mtp off: TENSOR_SKIP). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -161,6 +187,22 @@ static const struct arch_info table[] = {
      .qk_norm = true,
      .opt_bias = true,
      .xielu = true},
+    {.name = "glm4",
+     .families = "GLM-4 (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1)",
+     .post_norms = true,
+     .fused_up = true,
+     .opt_qkv_bias = true,
+     .nextn = true},
+    {.name = "glm4moe",
+     .families = "GLM-4.5, GLM-4.5-Air, GLM-4.6 (MoE)",
+     .rope_neox = true,
+     .ffn_norm_post_name = true,
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .glm4moe = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -186,7 +228,7 @@ const struct arch_info *arch_find(const char *name)
 const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
-	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus";
+	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -7,7 +7,8 @@
  * embedding scale, attention and final logit soft-capping, the sliding-window layer
  * pattern, a fused gate|up FFN tensor, granite's embedding, attention, residual and logit
  * scales, mistral3's attention temperature, smollm3's layers without RoPE, seed_oss's
- * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN.
+ * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN, GLM's NextN
+ * (multi-token prediction) layers at the end of the file, which are skipped.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -92,6 +93,17 @@ struct arch_info {
 	 * rope_freqs on the global layers only, an optional per-layer layer_output_scale;
 	 * sliding_window_pattern a per-layer bool list (model.h's model_hparams) */
 	bool gemma4;
+	/* glm4 (GLM-4-0414): <arch>.nextn_predict_layers (default 0) of the block_count
+	 * layers are NextN / MTP layers at the end of the file; llama.cpp builds its graph
+	 * over the others and skips their tensors (TENSOR_SKIP), so the model has block_count
+	 * - nextn_predict_layers layers (model_hparams.n_layer) and the NextN layers' blk.N.*
+	 * tensors are accepted unread */
+	bool nextn;
+	/* glm4moe (GLM-4.5/4.6): model_hparams' glm4moe routing (sigmoid gating by default,
+	 * the exp_probs_b selection bias, expert_weights_scale, expert_weights_norm as the
+	 * file says, shared experts, leading dense layers) and per-head Q/K norms when blk.0
+	 * has them (the 355B's; Air has none) */
+	bool glm4moe;
 };
 
 /* The row of an architecture, or NULL. */

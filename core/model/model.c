@@ -208,6 +208,8 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
 	if (ai->opt_bias && g)
 		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+	if (ai->glm4moe && g) /* optional there (GLM-4.5 355B has them) */
+		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
 	hp->residual_scale = hp->logit_scale = 1.0f;
 	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
@@ -301,9 +303,58 @@ struct model_weight model_expert(const struct model_weight *w, uint32_t e)
 	return v;
 }
 
+static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
+				  const char *what, struct bg_err *err);
+
+/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
+ * llama.cpp's glm4moe loader reads them (arch.c). expert_shared_count is required and at
+ * least 1 here (every released GLM MoE has one; the selection bias and shared expert
+ * tensors go together in model_layer), 0 refused. */
+static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st;
+	if ((st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
+			      err)) ||
+	    (st = need_u32(g, arch, "expert_shared_count", 64, &hp->n_expert_shared, err)))
+		return st;
+	if ((uint64_t)hp->n_ff_exp * hp->n_expert_shared > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT, "the shared experts' width %llu is too large",
+			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared);
+	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+	if (hp->n_layer_dense_lead > hp->n_layer)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "leading_dense_block_count %u exceeds the %u layers",
+			       hp->n_layer_dense_lead, hp->n_layer);
+	uint32_t gf = 0; /* llama.cpp: NONE (0) means sigmoid for glm4moe */
+	get_u32_key(g, arch, "expert_gating_func", &gf);
+	if (gf != 0 && gf != 2) /* softmax with the selection bias: no released model */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
+			       "is supported for glm4moe",
+			       arch, gf);
+	hp->expert_gating_sigmoid = true;
+	float f = 0.0f;
+	if (get_f32_key(g, arch, "expert_weights_scale", &f)) {
+		if (!isfinite(f))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_weights_scale is not a number", arch);
+		if (f != 0.0f) /* llama.cpp: 0 and 1 leave the weights as they are */
+			hp->expert_weights_scale = f;
+	}
+	char key[128];
+	snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
+	bool norm = false; /* llama.cpp's default for glm4moe */
+	if (g && gguf_find_key(g, key) >= 0 && !gguf_get_bool(g, key, &norm))
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not a bool", key);
+	hp->expert_weights_norm = norm;
+	return BG_OK;
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
- * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused. */
+ * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused,
+ * except glm4moe's (read_glm4moe_experts). */
 static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 				   const struct arch_info *ai, struct model_hparams *hp,
 				   struct bg_err *err)
@@ -339,6 +390,9 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	} else {
 		hp->n_ff_exp = hp->n_ff;
 	}
+	hp->expert_weights_scale = 1.0f;
+	if (ai->glm4moe) /* its shared experts, dense layers, gating and scale (model.h) */
+		return read_glm4moe_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -586,6 +640,18 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)) ||
 	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)))
 		return st;
+	if (ai->nextn && get_u32_key(g, arch, "nextn_predict_layers", &hp->n_layer_nextn)) {
+		if (hp->n_layer_nextn >= hp->n_layer)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "nextn_predict_layers %u leaves no layer of block_count %u",
+				       hp->n_layer_nextn, hp->n_layer);
+		hp->n_layer -= hp->n_layer_nextn; /* the NextN layers are skipped (arch.h) */
+	}
+	char sec[128]; /* llama.cpp's GLM-4V files: M-RoPE sections, another rotation */
+	snprintf(sec, sizeof sec, "%s.rope.dimension_sections", arch);
+	if (ai->nextn && gguf_find_key(g, sec) >= 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s (M-RoPE of GLM-4V) is not supported", sec);
 	if (ff_list) {
 		hp->n_ff = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++) {
@@ -612,7 +678,11 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
 		return st;
-	if (hp->n_embd % hp->n_head)
+	/* the head size is n_embd / n_head unless attention.key_length says (GLM-4.5-Air: 96
+	 * heads of 128 over n_embd 4096) */
+	char klk[128];
+	snprintf(klk, sizeof klk, "%s.attention.key_length", arch);
+	if (hp->n_embd % hp->n_head && gguf_find_key(g, klk) < 0)
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "embedding_length %u is not a multiple of head_count %u", hp->n_embd,
 			       hp->n_head);
@@ -847,6 +917,21 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
 	if ((st = take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps)))
 		return st;
+	if (hp->n_expert_shared) { /* glm4moe: the selection bias and the shared expert */
+		uint64_t FS = FX * hp->n_expert_shared;
+		snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
+		if ((st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
+			return st;
+		snprintf(n, sizeof n, "blk.%u.ffn_gate_shexp.weight", l);
+		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->gate_shexp)))
+			return st;
+		snprintf(n, sizeof n, "blk.%u.ffn_up_shexp.weight", l);
+		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->up_shexp)))
+			return st;
+		snprintf(n, sizeof n, "blk.%u.ffn_down_shexp.weight", l);
+		if ((st = take(L, n, FS, E, TK_MATRIX, &ly->down_shexp)))
+			return st;
+	}
 	if (!hp->moe_bias)
 		return BG_OK;
 	/* gpt-oss: the router's bias, and each expert's biases as X rows of the file's 2-D
@@ -1044,7 +1129,9 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
 		else if (!hp->no_pre_norms)
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
-		if (hp->n_expert) {
+		/* glm4moe: the leading layers dense */
+		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
+		if (moe_l) {
 			if ((st = take_experts(L, l, ly)))
 				return st;
 		} else if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
@@ -1059,7 +1146,7 @@ static enum bg_status load_tensors(struct loader *L)
 				TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
 			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
 		}
-		if (!hp->n_expert)
+		if (!moe_l)
 			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
@@ -1082,6 +1169,19 @@ static enum bg_status load_tensors(struct loader *L)
 #undef TAKE
 	}
 	return BG_OK;
+}
+
+/* Whether a tensor belongs to a NextN layer (blk.N.* with n_layer <= N < n_layer +
+ * n_layer_nextn: glm4's skipped layers, arch.h). */
+static bool nextn_tensor(const struct model_hparams *hp, struct gguf_str name)
+{
+	if (!hp->n_layer_nextn || name.len < 6 || memcmp(name.ptr, "blk.", 4) != 0)
+		return false;
+	uint64_t n = 0, i = 4;
+	while (i < name.len && i < 14 && name.ptr[i] >= '0' && name.ptr[i] <= '9')
+		n = n * 10 + (uint64_t)(name.ptr[i++] - '0');
+	return i > 4 && i < name.len && name.ptr[i] == '.' && n >= hp->n_layer &&
+	       n < (uint64_t)hp->n_layer + hp->n_layer_nextn;
 }
 
 enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg_err *err)
@@ -1128,7 +1228,7 @@ enum bg_status model_from_gguf(struct gguf_ctx *g, struct model **out, struct bg
 	/* A tensor the model does not use means a variant we would silently compute wrong
 	 * (biases, experts, ...): refuse it, as llama.cpp does ("wrong number of tensors"). */
 	for (uint64_t i = 0; !st && i < gguf_n_tensors(g); i++) {
-		if (L.used[i])
+		if (L.used[i] || nextn_tensor(&m->hp, gguf_tensor(g, i)->name))
 			continue;
 		char name[100];
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -1204,7 +1304,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_head_kv = s->n_head_kv;
 	hp->head_dim = synth_head_dim(s);
 	hp->n_ff = s->n_ff;
-	hp->rope_dim = hp->head_dim;
+	hp->rope_dim = s->rope_dim ? s->rope_dim : hp->head_dim; /* glm4's partial rotary */
+	hp->n_layer_nextn = s->n_nextn; /* described, never built (as a file's: skipped) */
 	hp->rope_base = s->rope_base;
 	hp->rms_eps = s->rms_eps;
 	/* the keys synth would write, from the arch's defaults (no file: g NULL) */
@@ -1274,6 +1375,15 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->n_expert_used = s->n_expert_used;
 		hp->n_ff_exp = synth_n_ff_exp(s);
 		hp->expert_weights_norm = true;
+		hp->expert_weights_scale = 1.0f;
+	}
+	if (!st && ai->glm4moe) { /* read_glm4moe_experts' values for synth's keys */
+		hp->n_expert_shared = s->n_expert_shared;
+		hp->n_layer_dense_lead = s->n_dense_lead;
+		hp->expert_gating_sigmoid = true;
+		if (s->expert_scale != 0.0f)
+			hp->expert_weights_scale = s->expert_scale;
+		hp->qk_norm = !s->no_qk_norm;
 	}
 	if (st) {
 		model_free(m);
@@ -1336,11 +1446,19 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->attn_sinks, GGUF_DTYPE_F32, hp->n_head, 1);
 		if (!hp->no_pre_norms)
 			W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
-		if (X) { /* the router f32 as synth writes it; experts stacked (ne2 = X) */
+		if (X && l >= hp->n_layer_dense_lead) { /* the router f32 as synth writes it;
+							  * experts stacked (ne2 = X) */
 			W(ly->ffn_gate_inp, GGUF_DTYPE_F32, E, X);
 			W3(ly->gate_exps, o->dtype, E, FX, X);
 			W3(ly->up_exps, o->dtype, E, FX, X);
 			W3(ly->down_exps, o->dtype, FX, E, X);
+			if (hp->n_expert_shared) { /* glm4moe */
+				uint64_t FS = FX * hp->n_expert_shared;
+				W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
+				W(ly->gate_shexp, o->dtype, E, FS);
+				W(ly->up_shexp, o->dtype, E, FS);
+				W(ly->down_shexp, o->dtype, FS, E);
+			}
 			if (hp->moe_bias) {
 				W(ly->ffn_gate_inp_b, GGUF_DTYPE_F32, X, 1);
 				W3(ly->gate_exps_b, GGUF_DTYPE_F32, FX, 1, X);

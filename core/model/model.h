@@ -13,7 +13,10 @@
  * residual and logit scales from the file), `mistral3` (llama with llama 4's attention
  * temperature), `smollm3` (llama without RoPE in every 4th layer), `seed_oss` (NeoX
  * llama with optional Q/K/V biases, its pre-FFN norm named post_attention_norm, presented
- * as ffn_norm) and `apertus` (per-head Q/K norms, a non-gated xIELU FFN). A fused tensor
+ * as ffn_norm), `apertus` (per-head Q/K norms, a non-gated xIELU FFN), `glm4` (partial
+ * interleaved RoPE, post-norms, fused gate|up, NextN layers skipped) and `glm4moe`
+ * (sigmoid-routed experts with a selection bias and a shared expert, leading dense
+ * layers). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -174,6 +177,23 @@ struct model_hparams {
 	 * llama.cpp's layer_reuse_cb); only the first n_layer_kv layers have a KV cache. */
 	uint32_t n_embd_per_layer;
 	uint32_t n_layer_kv; /* == n_layer unless shared-KV layers */
+	/* glm4: the NextN / MTP layers the file holds after the n_layer it runs
+	 * (<arch>.nextn_predict_layers; block_count = n_layer + n_layer_nextn). They are not
+	 * computed (as llama.cpp's graph skips them) and their tensors are not read. 0
+	 * elsewhere. */
+	uint32_t n_layer_nextn;
+	/* glm4moe (llama.cpp's glm4moe graph, build_moe_ffn with exp_probs_b): the routing
+	 * above with, when expert_gating_sigmoid, p = sigmoid(logits) (fp32, 1 / (1 + e^-x))
+	 * instead of the softmax, the k chosen by the largest p + exp_probs_b[e] (the layer's
+	 * selection bias; the weights stay the unbiased p), the norm's sum clamped below at
+	 * 6.103515625e-5, then every weight times expert_weights_scale (1 = none); the FFN is
+	 * the routed sum plus a shared expert's SwiGLU (gate_shexp, up_shexp, down_shexp,
+	 * n_ff_exp * n_expert_shared wide) of the same input; the first n_layer_dense_lead
+	 * layers have a dense FFN (w_gate, w_up, w_down, n_ff wide) and no router. */
+	bool expert_gating_sigmoid;
+	float expert_weights_scale;
+	uint32_t n_expert_shared;
+	uint32_t n_layer_dense_lead;
 };
 
 struct model_weight {
@@ -220,6 +240,11 @@ struct model_layer {
 	struct model_weight gate_exps_b;    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight up_exps_b;	    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight down_exps_b;    /* (n_embd) each, ne2 = n_expert */
+	/* glm4moe (see model_hparams), else zero: the selection bias (n_expert) f32, and the
+	 * shared expert's (n_embd, FS), (n_embd, FS), (FS, n_embd), FS = n_ff_exp *
+	 * n_expert_shared; a dense leading layer has none of the expert weights */
+	struct model_weight exp_probs_b;
+	struct model_weight gate_shexp, up_shexp, down_shexp;
 	/* gemma4 E2B/E4B (model_hparams' n_embd_per_layer): the per-layer input's gate
 	 * (n_embd, n_embd_per_layer), projection (n_embd_per_layer, n_embd) and norm (n_embd,
 	 * f32), or zero */

@@ -42,3 +42,35 @@ void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, in
 	for (uint32_t j = 0; j < k; j++)
 		weights[j] /= s;
 }
+
+void moe_route_sigmoid(const float *logits, const float *sel_bias, uint32_t n_expert,
+		       uint32_t k, bool norm, float scale, int32_t *ids, float *weights)
+{
+	BG_ASSERT(k >= 1 && k <= n_expert && n_expert <= MOE_MAX_EXPERTS);
+	float p[MOE_MAX_EXPERTS], sel[MOE_MAX_EXPERTS];
+	for (uint32_t e = 0; e < n_expert; e++) {
+		p[e] = 1.0f / (1.0f + expf(-logits[e])); /* ggml_vec_sigmoid_f32 */
+		sel[e] = sel_bias ? p[e] + sel_bias[e] : p[e];
+	}
+	bool taken[MOE_MAX_EXPERTS] = {false};
+	for (uint32_t j = 0; j < k; j++) { /* as moe_route's choice, on sel */
+		int32_t best = -1;
+		for (uint32_t e = 0; e < n_expert; e++)
+			if (!taken[e] && (best < 0 || sel[e] > sel[best]))
+				best = (int32_t)e;
+		taken[best] = true;
+		ids[j] = best;
+		weights[j] = p[best];
+	}
+	if (norm) {
+		float s = 0.0f;
+		for (uint32_t j = 0; j < k; j++)
+			s += weights[j];
+		s = s < 6.103515625e-5f ? 6.103515625e-5f : s; /* llama.cpp's clamp */
+		for (uint32_t j = 0; j < k; j++)
+			weights[j] /= s;
+	}
+	if (scale != 1.0f)
+		for (uint32_t j = 0; j < k; j++)
+			weights[j] *= scale;
+}

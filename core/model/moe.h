@@ -23,4 +23,13 @@
 void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, int32_t *ids,
 	       float *weights);
 
+/* glm4moe's routing (llama.cpp's build_moe_ffn with SIGMOID gating and exp_probs_b):
+ * p[e] = 1 / (1 + expf(-logits[e])) in fp32; the k largest p[e] + sel_bias[e] (fp32 sums;
+ * sel_bias NULL: none) chosen in descending order (equal values: the lower index first);
+ * weights[j] = p of slot j's expert (the bias never enters a weight), divided by
+ * max(their sum in slot order, 6.103515625e-5) when norm, then times scale unless it is 1.
+ * Requirements and NaN behaviour as moe_route's. */
+void moe_route_sigmoid(const float *logits, const float *sel_bias, uint32_t n_expert,
+		       uint32_t k, bool norm, float scale, int32_t *ids, float *weights);
+
 #endif

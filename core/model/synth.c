@@ -189,6 +189,54 @@ static const struct synth_shape shapes[] = {
      * and O biases (its graph adds them when present) */
     {"apertus-tiny", 3, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "apertus",
      .n_ctx_orig = 64, .rope_freqs = true, .biases = true},
+    /* GLM-4-9B-0414's config.json (as remembered; no network here): hidden 4096,
+     * intermediate 13696, 40 layers, 32 / 2 heads of 128, partial_rotary_factor 0.5 (64
+     * rotated), vocab 151552, rope_theta 10000, rms_norm_eps 1e-5, context 32768,
+     * attention_bias true (Q/K/V), untied; llama.cpp's glm4 loader names 40 layers 9B and
+     * 61 32B. Parameters: embeddings 2 x 151552 x 4096 = 1,241,513,984, final norm 4096,
+     * each layer 4096 x (4096 + 256 + 256) + 4096 x 4096 (Q, K, V, O: 35,651,584) + 4608
+     * biases + 4 x 4096 norms + 3 x 4096 x 13696 (gate|up, down: 168,296,448) =
+     * 203,969,024, x 40 = 8,158,760,960; total 9,400,279,040 (the published 9.4 B).
+     * GLM-4-32B-0414: hidden 6144, intermediate 23040, 61 layers, 48 / 8 heads of 128:
+     * embeddings 1,862,467,584 + 6144 + 61 x (6144 x (6144 + 2048) + 6144 x 6144 + 7168 +
+     * 24,576 + 3 x 6144 x 23040 = 512,786,432) = 33,142,249,472 (33.1 B) */
+    {"glm4-9b", 40, 4096, 32, 2, 13696, 151552, 32768, 10000.0f, 1e-5f, false, "glm4",
+     .rope_dim = 64, .biases = true},
+    {"glm4-32b", 61, 6144, 48, 8, 23040, 151552, 32768, 10000.0f, 1e-5f, false, "glm4",
+     .rope_dim = 64, .biases = true},
+    /* glm4 small: 8 of 16 dimensions rotated (interleaved), Q/K/V biases, post-norms, one
+     * NextN layer after the 2 computed ones */
+    {"glm4-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "glm4", .rope_dim = 8,
+     .biases = true, .n_nextn = 1},
+    /* GLM-4.5-Air's config.json (as remembered; no network here): hidden 4096,
+     * intermediate 10944 (the dense layer), moe_intermediate_size 1408, 46 layers (+ 1
+     * NextN, not built here), 96 / 8 heads of 128 (Q 12288 wide), 128 routed experts, 8 a
+     * token, 1 shared, first_k_dense_replace 1, routed_scaling_factor 1, norm_topk_prob
+     * true, partial_rotary_factor 0.5, rope_theta 1e6, vocab 151552, attention_bias true,
+     * use_qk_norm false, untied. Parameters: embeddings 2 x 151552 x 4096 =
+     * 1,241,513,984, final norm 4096; each layer's attention 4096 x (12288 + 2 x 1024) +
+     * 12288 x 4096 + 14,336 biases + 2 x 4096 norms = 109,074,432; the dense FFN 3 x 4096
+     * x 10944 = 134,479,872; a MoE FFN 4096 x 128 (router) + 3 x 4096 x 1408 x 128 + 128
+     * (exp_probs_b) + 3 x 4096 x 1408 (shared) = 2,232,418,432; total 1,241,518,080 + 46
+     * x 109,074,432 + 134,479,872 + 45 x 2,232,418,432 = 106,852,251,264 (the published
+     * 106B). GLM-4.5: hidden 5120, intermediate 12288, moe 1536, 92 layers, 96 / 8 heads,
+     * 160 experts, 3 dense, routed_scaling_factor 2.5, Q/K norms: 352,797,829,024 without
+     * its NextN layer (~4.0 B more: the published 355B) */
+    {"glm4.5-air", 46, 4096, 96, 8, 10944, 151552, 131072, 1000000.0f, 1e-5f, false,
+     "glm4moe", .head_dim = 128, .rope_dim = 64, .biases = true, .n_expert = 128,
+     .n_expert_used = 8, .n_ff_exp = 1408, .n_expert_shared = 1, .n_dense_lead = 1,
+     .no_qk_norm = true},
+    {"glm4.5", 92, 5120, 96, 8, 12288, 151552, 131072, 1000000.0f, 1e-5f, false, "glm4moe",
+     .head_dim = 128, .rope_dim = 64, .biases = true, .n_expert = 160, .n_expert_used = 8,
+     .n_ff_exp = 1536, .n_expert_shared = 1, .n_dense_lead = 3, .expert_scale = 2.5f},
+    /* glm4moe small: 1 dense layer then 2 MoE layers (8 experts of 32, 2 a token, 1
+     * shared, the selection bias, scale 2.5), one NextN layer after them; head_dim 32
+     * with 4 heads of a 64-wide model, 16 of 32 dimensions rotated (NeoX), Q/K norms,
+     * Q/K/V biases */
+    {"glm4moe-tiny", 3, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "glm4moe",
+     .head_dim = 32, .rope_dim = 16, .biases = true, .n_expert = 8, .n_expert_used = 2,
+     .n_ff_exp = 32, .n_expert_shared = 1, .n_dense_lead = 1, .expert_scale = 2.5f,
+     .n_nextn = 1},
 };
 #pragma GCC diagnostic pop
 
@@ -246,19 +294,22 @@ static bool is_oai(const struct synth_shape *s)
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3") ||
-	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4");
+	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
+	       (is_arch(s, "glm4moe") && !s->no_qk_norm);
 }
 
-/* seed_oss, apertus: norm weights 1 + N(0, NORM_STD^2), so that each norm matters */
+/* seed_oss, apertus, glm4: norm weights 1 + N(0, NORM_STD^2), so that each norm matters */
 static bool random_norms(const struct synth_shape *s)
 {
-	return is_arch(s, "seed_oss") || is_arch(s, "apertus");
+	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
+	       is_arch(s, "glm4moe");
 }
 
-/* the O bias with s->biases: not for seed_oss (llama.cpp loads none there) */
+/* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
 static bool has_o_bias(const struct synth_shape *s)
 {
-	return s->biases && !is_arch(s, "gpt-oss") && !is_arch(s, "seed_oss");
+	return s->biases && !is_arch(s, "gpt-oss") && !is_arch(s, "seed_oss") &&
+	       !is_arch(s, "glm4") && !is_arch(s, "glm4moe");
 }
 
 void synth_xielu_raw(uint32_t l, float out[4])
@@ -274,7 +325,7 @@ void synth_xielu_raw(uint32_t l, float out[4])
 static bool has_post_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_arch(s, "olmo2") ||
-	       is_arch(s, "gemma4");
+	       is_arch(s, "gemma4") || is_arch(s, "glm4");
 }
 
 static bool is_gemma4(const struct synth_shape *s)
@@ -486,7 +537,7 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (s->n_layer > 4096 || s->n_embd > (1u << 20) || s->n_ff > (1u << 20) ||
 	    s->n_head > s->n_embd)
 		return bg_fail(err, BG_ERR_INVALID, "the shape is absurdly large");
-	if (s->n_embd % s->n_head)
+	if (s->n_embd % s->n_head && !s->head_dim) /* GLM-4.5: 96 heads of 128 over 4096 */
 		return bg_fail(err, BG_ERR_INVALID, "embd %u is not a multiple of heads %u",
 			       s->n_embd, s->n_head);
 	if (s->n_head % s->n_head_kv)
@@ -528,6 +579,9 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			       "experts: %u of %u used, width %u (expected 1 to 512 experts, at "
 			       "least one used, llama's width = ffn)",
 			       s->n_expert_used, s->n_expert, synth_n_ff_exp(s));
+	if (s->n_dense_lead > s->n_layer)
+		return bg_fail(err, BG_ERR_INVALID, "%u leading dense layers of %u",
+			       s->n_dense_lead, s->n_layer);
 	if (o->dtype == GGUF_DTYPE_Q8_0 && synth_n_ff_exp(s) % 32)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "q8_0 needs the experts' width to be a multiple of 32 (%u)",
@@ -573,10 +627,17 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
 	uint64_t layer = (is_olmo2(s) ? 0 : 2 * E) + E * Q + 2 * E * KV + Q * E;
-	if (s->n_expert) /* router and experts instead of the dense FFN */
-		layer += E * s->n_expert + 3 * E * (uint64_t)synth_n_ff_exp(s) * s->n_expert;
-	else
+	uint64_t ffn = 0; /* glm4moe: the leading dense layers' FFN, the others' experts */
+	if (s->n_expert) { /* router and experts instead of the dense FFN */
+		uint64_t FX = synth_n_ff_exp(s);
+		uint64_t moe = E * s->n_expert + 3 * E * FX * s->n_expert;
+		if (s->n_expert_shared) /* glm4moe: the selection bias, the shared expert */
+			moe += s->n_expert + 3 * E * FX * s->n_expert_shared;
+		ffn = (uint64_t)s->n_dense_lead * 3 * E * F +
+		      (uint64_t)(s->n_layer - s->n_dense_lead) * moe;
+	} else {
 		layer += (is_arch(s, "apertus") ? 2 : 3) * E * F; /* apertus: no gate */
+	}
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
 	if (has_qk_norm(s))
@@ -587,7 +648,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		layer += E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
 		layer += E + s->n_head + s->n_expert * (1 + 2 * (uint64_t)synth_n_ff_exp(s) + E);
-	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer;
+	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer + ffn;
 }
 
 /* ---- random weights ---- */
@@ -772,6 +833,9 @@ static void longrope_factors(float *out, uint32_t n, float top)
 /* olmo2's norm weights: 1 + N(0, NORM_STD^2), so that a norm applied with the wrong
  * weights, grouping or place changes the output */
 #define NORM_STD 0.25f
+/* glm4moe's selection bias exp_probs_b: N(0, EXP_PROBS_B_STD^2), about the spread of the
+ * sigmoid probabilities it is added to, so that it changes some tokens' experts */
+#define EXP_PROBS_B_STD 0.2f
 /* gemma4's Q/K norm weights: G4_QK_NORM * (1 + N(0, NORM_STD^2)). With attention scale 1,
  * unit-RMS heads give q.k up to the head size (16, 32): nearly one-hot softmaxes, where
  * the last-bit differences of two implementations' quantized activations move log-probs
@@ -832,7 +896,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	const struct synth_shape *s = &o->shape;
 	uint32_t n_vocab = synth_n_vocab(o);
 	b->w = gguf_writer_create();
-	b->jobs = calloc(10 + 24 * (size_t)s->n_layer, sizeof *b->jobs);
+	b->jobs = calloc(10 + 28 * ((size_t)s->n_layer + s->n_nextn), sizeof *b->jobs);
 	if (!b->w || !b->jobs) {
 		build_free(b);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
@@ -851,7 +915,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, "general.alignment", GGUF_DEFAULT_ALIGNMENT);
 	gguf_writer_set_u32(w, ARCH_KEY("context_length"), s->n_ctx);
 	gguf_writer_set_u32(w, ARCH_KEY("embedding_length"), s->n_embd);
-	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer);
+	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer + s->n_nextn);
+	if (s->n_nextn)
+		gguf_writer_set_u32(w, ARCH_KEY("nextn_predict_layers"), s->n_nextn);
 	if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
 		int32_t ffl[4096]; /* synth_check: n_layer <= 4096 */
 		for (uint32_t l = 0; l < s->n_layer; l++)
@@ -861,7 +927,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
 	}
 	uint32_t hd = synth_head_dim(s);
-	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), hd);
+	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), s->rope_dim ? s->rope_dim : hd);
 	if (hd != s->n_embd / s->n_head || is_gemma4(s)) {
 		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length"), hd);
 		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length"), hd);
@@ -959,6 +1025,16 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (arch_find(arch)->moe_ff_key)
 			gguf_writer_set_u32(w, ARCH_KEY("expert_feed_forward_length"),
 					    synth_n_ff_exp(s));
+		if (is_arch(s, "glm4moe")) { /* the keys Glm4MoeModel's converter writes */
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
+			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
+					    s->n_dense_lead);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2); /* sigmoid */
+			if (s->expert_scale != 0.0f)
+				gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"),
+						    s->expert_scale);
+			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
+		}
 	}
 #undef ARCH_KEY
 
@@ -991,7 +1067,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
-	     xielu = is_arch(s, "apertus");
+	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
+	     glm4moe = is_arch(s, "glm4moe");
 	/* the norms' weights; pk: attn_norm's and ffn_norm's */
 	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
@@ -1039,7 +1116,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	}
 	if (!o->tie_output)
 		add(b, "output.weight", t, FILL_RANDOM, E, V, o->seed);
-	for (uint32_t l = 0; l < s->n_layer; l++) {
+	for (uint32_t l = 0; l < s->n_layer + s->n_nextn; l++) {
 		char n[64];
 #define ADD(suffix, type, kind, a, c)                                                              \
 	do {                                                                                       \
@@ -1091,11 +1168,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);
 			b->jobs[b->n_jobs - 1].std = SINK_STD;
 		}
-		if (post || oai || seed) /* gpt-oss, seed_oss: the FFN's input norm */
+		if (post || oai || seed || glm4moe) /* gpt-oss, seed_oss, glm4moe: the FFN's
+						     * input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
-		if (!oai && !olmo2 && !seed)
+		if (!oai && !olmo2 && !seed && !glm4moe)
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-		if (X) {
+		if (X && l >= s->n_dense_lead) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
@@ -1112,14 +1190,22 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			}
-		} else if (phi3) {
+			if (glm4moe) { /* the selection bias, the shared expert */
+				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
+				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
+				const uint64_t FS = FX * s->n_expert_shared;
+				ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, FS);
+				ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, FS);
+				ADD("ffn_down_shexp.weight", t, FILL_RANDOM, FS, E);
+			}
+		} else if (phi3 || glm4) { /* gate|up: Phi-3's and GLM-4's gate_up_proj */
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, 2 * F);
 		} else {
 			if (!xielu) /* apertus: no gate */
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 		}
-		if (!X)
+		if (!X || l < s->n_dense_lead)
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
 			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
@@ -1130,6 +1216,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (g4 && s->out_scale)
 			ADD("layer_output_scale.weight", GGUF_DTYPE_F32, FILL_NORM, 1, 1);
+		if (l >= s->n_layer) { /* a NextN layer's own tensors (llama.cpp requires them) */
+			ADD("nextn.eh_proj.weight", t, FILL_RANDOM, 2 * E, E);
+			ADD("nextn.enorm.weight", GGUF_DTYPE_F32, nk, E, 1);
+			ADD("nextn.hnorm.weight", GGUF_DTYPE_F32, nk, E, 1);
+			ADD("nextn.shared_head_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		}
 #undef ADD3
 #undef ADD
 	}

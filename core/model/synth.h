@@ -12,7 +12,8 @@
  * mistral3 its attention temperature; seed_oss names its FFN norm post_attention_norm
  * and takes Q/K/V biases without an O bias; apertus writes per-head Q/K norms, no
  * ffn_gate and its xIELU keys; seed_oss's and apertus's norm weights 1 + N(0, 0.25^2);
- * phi3 writes fused attn_qkv and
+ * glm4 writes Q/K/V biases, post-norms, gate|up ffn_up, a partial rope.dimension_count
+ * and NextN layers, its norm weights 1 + N(0, 0.25^2); phi3 writes fused attn_qkv and
  * gate|up ffn_up and LongRoPE factors; keys are `<arch>.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
  * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
  * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
@@ -48,7 +49,8 @@ struct synth_shape {
 	bool tie_output;  /* the real model ties output.weight to token_embd */
 	const char *arch; /* general.architecture (NULL means llama): llama, qwen2, qwen3,
 			   * qwen3moe, gemma2, gemma3, gpt-oss, phi3, olmo2, granite,
-			   * granitemoe, mistral3, smollm3, seed_oss, apertus (core/model/arch.h) */
+			   * granitemoe, mistral3, smollm3, seed_oss, apertus, glm4
+			   * (core/model/arch.h) */
 	/* Architecture extras; zero = absent / the default. */
 	uint32_t head_dim;	  /* attention.key_length when != n_embd / n_head */
 	uint32_t n_swa;		  /* attention.sliding_window (gemma2/3 apply it, phi3 not) */
@@ -111,6 +113,25 @@ struct synth_shape {
 	/* gemma4: the shared-KV layers' FFN twice n_ff wide (use_double_wide_mlp: the
 	 * converter then writes feed_forward_length as a per-layer list) */
 	bool double_wide;
+	/* rope.dimension_count when > 0 (glm4's partial rotary: head_dim / 2); else the
+	 * head size */
+	uint32_t rope_dim;
+	/* glm4: NextN / MTP layers written after the n_layer computed ones (block_count
+	 * n_layer + n_nextn, nextn_predict_layers n_nextn), as the converter writes GLM's
+	 * MTP layers: a whole layer's tensors plus nextn.eh_proj, enorm, hnorm and
+	 * shared_head_norm, all random; skipped by llama.cpp and batchgen, and not counted
+	 * by synth_n_params */
+	uint32_t n_nextn;
+	/* glm4moe: expert_shared_count (a shared expert n_expert_shared * n_ff_exp wide:
+	 * ffn_{gate,up,down}_shexp), leading_dense_block_count (those first layers a dense
+	 * FFN n_ff wide), expert_weights_scale (0: not written), and per-head Q/K norms unless
+	 * no_qk_norm (GLM-4.5-Air has none); every MoE layer gets exp_probs_b.bias (f32,
+	 * N(0, EXP_PROBS_B_STD^2), so that it moves the choice), gating sigmoid (2) and
+	 * expert_weights_norm true */
+	uint32_t n_expert_shared;
+	uint32_t n_dense_lead;
+	float expert_scale;
+	bool no_qk_norm;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
