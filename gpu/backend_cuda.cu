@@ -400,20 +400,30 @@ static enum bg_status upload_weight(struct upload *u, const struct model_weight 
 	return BG_OK;
 }
 
+/* Whether part w of a resident matrix keeps its blocks (a type the GEMV reads), else it is
+ * stored as BF16 rows (gpu_qmat's type 30: dequantized at load as the dense path does). */
+static bool part_blocks(const struct model_weight *w)
+{
+	return gpu_qtype_resident((int)w->type, (int64_t)w->ne0);
+}
+
 /* Whether the fused matrix of parts w[0 .. n) stays block-quantized on the device (the
- * resident path): enabled, a BF16 storage type, every part file data of a type the GEMV
- * reads (gpu_qtype_resident) with rows of one width, and every part but the last an even
- * number of rows (gpu_gemv's pairs of rows lie in one part). */
+ * resident path): enabled, a BF16 storage type, file data, rows of one width (a multiple
+ * of 32), every part but the last an even number of rows (gpu_gemv's pairs of rows lie in
+ * one part), and at least one part of a type the GEMV reads (the others BF16 parts: a
+ * 70B Q4_K_M file's Q5_K V rows beside Q4_K Q and K). */
 static bool mat_resident(const struct cuda_ctx *c, const struct model_weight *const *w, int n)
 {
 	if (!c->qres || c->dt != GPU_BF16 || n < 1 || n > GPU_QMAT_PARTS)
 		return false;
-	for (int i = 0; i < n; i++)
-		if (!w[i]->data || !gpu_qtype_resident((int)w[i]->type, (int64_t)w[i]->ne0) ||
-		    w[i]->ne0 != w[0]->ne0 || w[i]->ne1 < 1 || w[i]->ne1 > (1u << 30) ||
-		    (i + 1 < n && (w[i]->ne1 & 1)))
+	bool any = false;
+	for (int i = 0; i < n; i++) {
+		if (!w[i]->data || w[i]->ne0 != w[0]->ne0 || w[i]->ne0 % 32 != 0 || w[i]->ne1 < 1 ||
+		    w[i]->ne1 > (1u << 30) || (i + 1 < n && (w[i]->ne1 & 1)))
 			return false;
-	return true;
+		any = any || part_blocks(w[i]);
+	}
+	return any;
 }
 
 /* The device bytes of that matrix: its blocks (part `shared` is not stored: gemma4's V
@@ -426,16 +436,21 @@ static size_t mat_bytes(const struct cuda_ctx *c, const struct model_weight *con
 	size_t b = 0;
 	for (int i = 0; i < n; i++)
 		if (i != shared)
-			b += align_up(gguf_row_bytes(w[i]->type, w[i]->ne0) * w[i]->ne1, 256);
+			b += align_up(part_blocks(w[i])
+					  ? gguf_row_bytes(w[i]->type, w[i]->ne0) * w[i]->ne1
+					  : gpu_qtype_row_bytes(30, (int64_t)w[i]->ne0) * w[i]->ne1,
+				      256);
 	return b;
 }
 
-/* Uploads a resident matrix's parts as they are, from *p on (advanced), and describes them
- * in *q; part `shared` (>= 1, or -1) points at part shared - 1's blocks. */
-static enum bg_status upload_resident(struct cuda_ctx *c, const struct model_weight *const *w,
+/* Uploads a resident matrix's parts as they are (BF16 parts converted: upload_weight),
+ * from *p on (advanced), and describes them in *q; part `shared` (>= 1, or -1) points at
+ * part shared - 1's. */
+static enum bg_status upload_resident(struct upload *u, const struct model_weight *const *w,
 				      int n, int shared, char **p, struct gpu_qmat *q,
 				      struct bg_err *err)
 {
+	struct cuda_ctx *c = u->c;
 	memset(q, 0, sizeof *q);
 	q->n_part = n;
 	for (int i = 0; i < n; i++) {
@@ -446,8 +461,17 @@ static enum bg_status upload_resident(struct cuda_ctx *c, const struct model_wei
 			continue;
 		}
 		size_t raw = gguf_row_bytes(w[i]->type, w[i]->ne0) * w[i]->ne1;
-		CUDA_CHECK(cudaMemcpyAsync(*p, w[i]->data, raw, cudaMemcpyHostToDevice, c->stream));
 		q->p[i] = *p;
+		if (!part_blocks(w[i])) {
+			q->type[i] = 30;
+			raw = gpu_qtype_row_bytes(30, (int64_t)w[i]->ne0) * w[i]->ne1;
+			enum bg_status st = upload_weight(u, w[i], *p, UP_MATRIX, err);
+			if (st != BG_OK)
+				return st;
+			*p += align_up(raw, 256);
+			continue;
+		}
+		CUDA_CHECK(cudaMemcpyAsync(*p, w[i]->data, raw, cudaMemcpyHostToDevice, c->stream));
 		*p += align_up(raw, 256);
 	}
 	/* the BF16 scratch gpu_gemm_q dequantizes into: the largest matrix, capped */
@@ -576,7 +600,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	c->tok_embd = p;
 	struct upload u = {c, m, NULL, 0, 0};
 	if (mat_resident(c, &we, 1))
-		st = upload_resident(c, &we, 1, -1, &p, &c->q_embd, err);
+		st = upload_resident(&u, &we, 1, -1, &p, &c->q_embd, err);
 	else
 		p += sz_embd;
 	c->output_norm = (float *)p;
@@ -587,7 +611,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	} else {
 		c->output = p;
 		if (mat_resident(c, &wout, 1))
-			st = upload_resident(c, &wout, 1, -1, &p, &c->q_out, err);
+			st = upload_resident(&u, &wout, 1, -1, &p, &c->q_out, err);
 		else
 			p += sz_embd;
 	}
@@ -609,7 +633,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			int sh, n = layer_parts(hp, ml, k, w, &sh);
 			if ((res[k] = mat_resident(c, w, n))) {
 				*lw[k] = p;
-				st = upload_resident(c, w, n, sh, &p, lq[k], err);
+				st = upload_resident(&u, w, n, sh, &p, lq[k], err);
 			}
 		}
 		if (st != BG_OK)

@@ -31,6 +31,16 @@ cublasStatus_t gpu_gemm_q(cublasHandle_t h, const struct gpu_qmat *q, const void
 		const size_t rb = gpu_qtype_row_bytes(q->type[i], n_in);
 		if (rb == 0)
 			return CUBLAS_STATUS_INVALID_VALUE;
+		if (q->type[i] == 30) { /* a BF16 part: its rows are the GEMM's operand as they are */
+			cublasStatus_t st = gpu_gemm(h, q->p[i], x, y + r0, q->rows[i], n_in, n_tok,
+						     ldy, GPU_BF16);
+			if (n_calls)
+				++*n_calls;
+			if (st != CUBLAS_STATUS_SUCCESS)
+				return st;
+			r0 += q->rows[i];
+			continue;
+		}
 		for (int64_t s = 0; s < q->rows[i]; s += max_rows) {
 			const int64_t n = q->rows[i] - s < max_rows ? q->rows[i] - s : max_rows;
 			if (gpu_dequant_weights((const uint8_t *)q->p[i] + s * rb, q->type[i],

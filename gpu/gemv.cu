@@ -158,7 +158,9 @@ __device__ __forceinline__ const uint8_t *gv_qrow(const struct gpu_qmat &q, int 
 	}
 	const int t = q.type[i];
 	*type = t;
-	const int64_t rb = t == 8 ? (int64_t)n_in / 32 * 34 : (int64_t)n_in / 256 * (t == 12 ? 144 : 210);
+	const int64_t rb = t == 30  ? (int64_t)n_in * 2
+			   : t == 8 ? (int64_t)n_in / 32 * 34
+				    : (int64_t)n_in / 256 * (t == 12 ? 144 : 210);
 	return (const uint8_t *)q.p[i] + (int64_t)r * rb;
 }
 
@@ -446,12 +448,15 @@ bool gpu_qtype_resident(int t, int64_t n_in)
 
 size_t gpu_qtype_row_bytes(int t, int64_t n_in)
 {
+	if (t == 30 && n_in > 0 && n_in % 32 == 0)
+		return (size_t)n_in * 2;
 	if (!gpu_qtype_resident(t, n_in))
 		return 0;
 	return t == 8 ? (size_t)n_in / 32 * 34 : (size_t)n_in / 256 * (t == 12 ? 144 : 210);
 }
 
-/* a->q's contract: BF16 inputs, 1..GPU_QMAT_PARTS parts of resident types whose rows add up
+/* a->q's contract: BF16 inputs, 1..GPU_QMAT_PARTS parts of resident types (or BF16, 16-byte
+ * aligned, n_in a multiple of 32) whose rows add up
  * to n_out; without glu even part sizes (a warp's two rows in one part; a QKV epilogue's
  * RoPE pairs then lie in one head, so in one part) */
 static bool gv_qmat_ok(const struct gpu_gemv_args *a, enum gpu_dtype dt)
@@ -461,7 +466,8 @@ static bool gv_qmat_ok(const struct gpu_gemv_args *a, enum gpu_dtype dt)
 		return false;
 	int64_t rows = 0;
 	for (int i = 0; i < q->n_part; i++) {
-		if (!gpu_qtype_resident(q->type[i], a->n_in) || q->rows[i] <= 0 || !q->p[i] ||
+		if (gpu_qtype_row_bytes(q->type[i], a->n_in) == 0 || q->rows[i] <= 0 || !q->p[i] ||
+		    (q->type[i] == 30 && ((uintptr_t)q->p[i] & 15) != 0) ||
 		    (!a->glu && i + 1 < q->n_part && (q->rows[i] & 1)))
 			return false;
 		rows += q->rows[i];

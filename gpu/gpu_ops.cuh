@@ -47,7 +47,9 @@ cudaError_t gpu_embed_blocks(const void *embd, int src_type, const int32_t *toke
  * gate|up: each part is one GGUF tensor and keeps its own type; Q4_K_M files have Q6_K V
  * rows beside Q4_K Q and K rows), part i rows[i] rows of
  * gpu_qtype_row_bytes(type[i], n_in) bytes each at p[i] (device memory). n_part == 0: the
- * matrix is dense, of the storage type (the pointer beside this descriptor). */
+ * matrix is dense, of the storage type (the pointer beside this descriptor). A part may be
+ * BF16 rows (type 30, 16-byte aligned: a part of a type the GEMV does not read, such as a
+ * 70B Q4_K_M file's Q5_K V rows, dequantized at load; gpu_qtype_row_bytes(30, n) = 2 n). */
 #define GPU_QMAT_PARTS 3
 struct gpu_qmat {
 	int n_part;
@@ -58,7 +60,8 @@ struct gpu_qmat {
 /* Whether a weight of GGUF type t with rows of n_in elements may stay block-quantized on
  * the device: Q8_0, Q4_K or Q6_K, n_in a whole number of blocks (32, 256, 256). */
 bool gpu_qtype_resident(int t, int64_t n_in);
-/* Bytes of a row of n_in elements of the resident type t (0 for other types). */
+/* Bytes of a row of n_in elements of the resident type t, or of a BF16 part (t 30, n_in a
+ * multiple of 32); 0 for other types. */
 size_t gpu_qtype_row_bytes(int t, int64_t n_in);
 
 /* ---- embed.cu ---- */
@@ -299,7 +302,7 @@ cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y
 /* The same for a resident block-quantized W (q's parts, rows of n_in; x bf16): each part
  * in slices of at most scratch_bytes / (2 n_in) rows, every slice dequantized into scratch
  * (bf16, gpu_dequant_weights: quant_dequant's values rounded once) and then one
- * gpu_gemm into its columns of y. stream must be h's stream (the slices reuse scratch in
+ * gpu_gemm into its columns of y; a BF16 part is one gpu_gemm on its rows as they are. stream must be h's stream (the slices reuse scratch in
  * stream order). *n_calls (when not NULL) gets += the cuBLAS calls made. The scratch's
  * size is the caller's trade: the largest matrix it holds whole (one GEMM), smaller ones
  * cost more, narrower GEMMs and dequantization launches. */

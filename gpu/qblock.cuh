@@ -1,5 +1,6 @@
 /* qblock: eight elements at a time of a resident block-quantized row (Q8_0, Q4_K, Q6_K;
- * gpu_ops.cuh's gpu_qmat), for the GEMV that reads blocks (gpu/gemv.cu).
+ * gpu_ops.cuh's gpu_qmat; or a BF16 part of one, type 30), for the GEMV that reads blocks
+ * (gpu/gemv.cu).
  *
  * qb_dec8(t, row, g, c, w): w[i] = element 32 g + 8 c + i of the row at `row` (type t),
  * i < 8, c < 4: group g is the row's g-th run of 32 elements (a Q8_0 block, an eighth of a
@@ -69,7 +70,9 @@ __device__ __forceinline__ void qb_dec8_q6_k(const uint8_t *row, int g, int c, f
 
 __device__ __forceinline__ void qb_dec8(int t, const uint8_t *row, int g, int c, float *w)
 {
-	if (t == 8)
+	if (t == 30) /* BF16 rows (16-byte aligned: parts start 256-aligned, rows 64 n bytes) */
+		vec_f32<__nv_bfloat16>(*(const uint4 *)(row + (int64_t)g * 64 + 16 * c), w);
+	else if (t == 8)
 		qb_dec8_q8_0(row, g, c, w);
 	else if (t == 12)
 		qb_dec8_q4_k(row, g, c, w);

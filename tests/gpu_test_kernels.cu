@@ -661,9 +661,17 @@ static qmat_case make_qmat(const std::vector<std::pair<enum gguf_dtype, int>> &p
 	memset(&m.q, 0, sizeof m.q);
 	m.n_out = 0;
 	for (auto &pt : parts) {
-		std::vector<uint8_t> b = rand_blocks(pt.first, (size_t)pt.second * n_in);
 		std::vector<float> w((size_t)pt.second * n_in);
-		quant_dequant(pt.first, b.data(), w.data(), (int64_t)w.size());
+		std::vector<uint8_t> b;
+		if (pt.first == GGUF_DTYPE_BF16) { /* a BF16 part (gpu_qmat's type 30) */
+			w = rand_vec(w.size(), -0.5f, 0.5f);
+			for (auto &v : w)
+				v = st_round(GPU_BF16, v);
+			b = st_pack(GPU_BF16, w);
+		} else {
+			b = rand_blocks(pt.first, (size_t)pt.second * n_in);
+			quant_dequant(pt.first, b.data(), w.data(), (int64_t)w.size());
+		}
 		m.W.insert(m.W.end(), w.begin(), w.end());
 		const int i = m.q.n_part++;
 		m.q.type[i] = (int)pt.first;
@@ -680,8 +688,8 @@ static void free_qmat(qmat_case &m)
 }
 
 /* gpu_gemv from blocks (a.q) at every batch 1..8 against the host's double dot of
- * quant_dequant's values and the bf16 inputs: plain (Q8_0 alone; three parts of three
- * types), with the prologue (Q6_K), and gate|up (Q4_K gate, Q6_K up) with the prologue
+ * quant_dequant's values and the bf16 inputs: plain (Q8_0 alone; three parts: Q4_K, BF16
+ * rows, Q8_0), with the prologue (Q6_K), and gate|up (Q4_K gate, Q6_K up) with the prologue
  * and SwiGLU. Widths of 3, 24 and 72 groups of 32 (fewer than, and not a multiple of, a
  * warp's 32 lanes), odd row counts. The weights enter the sums unrounded (fp32, bitwise
  * quant_dequant's), so with exact inputs the error is fp32 accumulation only: 4e-6 sum
@@ -696,7 +704,7 @@ static void test_gemv_q(void)
 		int n_in;
 		std::vector<std::pair<enum gguf_dtype, int>> parts;
 	} cases[] = {{0, 96, {{GGUF_DTYPE_Q8_0, 37}}},
-		     {0, 768, {{GGUF_DTYPE_Q4_K, 10}, {GGUF_DTYPE_Q6_K, 4}, {GGUF_DTYPE_Q8_0, 7}}},
+		     {0, 768, {{GGUF_DTYPE_Q4_K, 10}, {GGUF_DTYPE_BF16, 4}, {GGUF_DTYPE_Q8_0, 7}}},
 		     {1, 2304, {{GGUF_DTYPE_Q6_K, 21}}},
 		     {2, 512, {{GGUF_DTYPE_Q4_K, 19}, {GGUF_DTYPE_Q6_K, 19}}}};
 	for (auto &cs : cases) {
@@ -823,15 +831,16 @@ static void test_gemv_q(void)
 	free_qmat(m);
 }
 
-/* gpu_gemm_q: three parts of three types (6, 6, 7 rows) through a scratch of 6 rows (slices
- * 6, 6, 6 + 1: four dequantizations and GEMMs) and of the whole matrix (three), against the
+/* gpu_gemm_q: three parts, Q6_K, BF16 and Q8_0 (6, 6, 7 rows), through a scratch of 6 rows
+ * (slices 6, the BF16 rows as they are, 6 + 1: four GEMMs) and of the whole matrix (three),
+ * against the
  * host's double dot of quant_dequant's values rounded to bf16 (what the scratch holds)
  * and the bf16 inputs; test_gemm's tolerance for 16-bit inputs. */
 static void test_gemm_q(cublasHandle_t h)
 {
 	const int n_in = 512, n_tok = 11;
 	qmat_case m = make_qmat(
-	    {{GGUF_DTYPE_Q6_K, 6}, {GGUF_DTYPE_Q4_K, 6}, {GGUF_DTYPE_Q8_0, 7}}, n_in);
+	    {{GGUF_DTYPE_Q6_K, 6}, {GGUF_DTYPE_BF16, 6}, {GGUF_DTYPE_Q8_0, 7}}, n_in);
 	std::vector<float> x = rand_vec((size_t)n_tok * n_in, -1, 1);
 	for (auto &v : x)
 		v = st_round(GPU_BF16, v);

@@ -882,12 +882,15 @@ static void test_batch_model(struct model *m, const char *spec, int nseq)
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
 
-/* Random blocks of type t (Q8_0, Q4_K or Q6_K) for n elements, malloc'd: random bytes, the
- * fp16 scales set so that weights stay near +-0.05 (Q8_0 d 2^-12; Q4_K d 2^-14, dmin
- * 2^-12; Q6_K d 2^-14; the 6-bit and int8 sub-scales random). */
+/* Random blocks of type t (Q8_0, Q4_K, Q5_K or Q6_K) for n elements, malloc'd: random bytes,
+ * the fp16 scales set so that weights stay near +-0.05 (Q8_0 d 2^-12; Q4_K d 2^-14, dmin
+ * 2^-12; Q5_K d 2^-15, dmin 2^-12; Q6_K d 2^-14; the 6-bit and int8 sub-scales random). */
 static void *qr_blocks(enum gguf_dtype t, uint64_t n, uint32_t *rs)
 {
-	const size_t bb = t == GGUF_DTYPE_Q8_0 ? 34 : t == GGUF_DTYPE_Q4_K ? 144 : 210;
+	const size_t bb = t == GGUF_DTYPE_Q8_0	 ? 34
+			  : t == GGUF_DTYPE_Q4_K ? 144
+			  : t == GGUF_DTYPE_Q5_K ? 176
+						 : 210;
 	const uint64_t nblk = n / (t == GGUF_DTYPE_Q8_0 ? 32 : 256);
 	uint8_t *q = malloc(nblk * bb);
 	for (size_t i = 0; q && i < nblk * bb; i++) {
@@ -900,8 +903,8 @@ static void *qr_blocks(enum gguf_dtype t, uint64_t n, uint32_t *rs)
 		uint8_t *k = q + b * bb;
 		if (t == GGUF_DTYPE_Q8_0) {
 			k[0] = 0x00, k[1] = 0x0C;
-		} else if (t == GGUF_DTYPE_Q4_K) {
-			k[0] = 0x00, k[1] = 0x04, k[2] = 0x00, k[3] = 0x0C;
+		} else if (t == GGUF_DTYPE_Q4_K || t == GGUF_DTYPE_Q5_K) {
+			k[0] = 0x00, k[1] = t == GGUF_DTYPE_Q4_K ? 0x04 : 0x02, k[2] = 0x00, k[3] = 0x0C;
 		} else {
 			k[208] = 0x00, k[209] = 0x04;
 		}
@@ -911,9 +914,10 @@ static void *qr_blocks(enum gguf_dtype t, uint64_t n, uint32_t *rs)
 
 /* A synthetic llama of 2 layers, 256 wide (4 heads of 64, 2 K/V heads), n_ff 512, 512
  * tokens, untied, its matrices replaced by random blocks: variant 0 all Q8_0; variant 1
- * Q4_K_M's mix (llama.cpp's: Q4_K, with V and down Q6_K on layer 0 only, so that layer 0's
- * Q|K|V has parts of two types and layer 1's one, and the LM head Q6_K). *bufs gets the
- * blocks (free them after model_free). */
+ * Q4_K_M's mix (llama.cpp's: Q4_K, with V and down Q6_K on layer 0, the LM head Q6_K, and
+ * as on a 70B model V Q5_K on layer 1: layer 0's Q|K|V has parts of two block types, layer
+ * 1's a BF16 part, Q5_K being no type the GEMV reads). *bufs gets the blocks (free them
+ * after model_free). */
 static struct model *qr_model(int variant, void **bufs, int *n_bufs)
 {
 	struct synth_opts o;
@@ -940,7 +944,7 @@ static struct model *qr_model(int variant, void **bufs, int *n_bufs)
 		struct model_layer *L = &m->layers[l];
 		sub[n].w = &L->wq, sub[n++].t = q4;
 		sub[n].w = &L->wk, sub[n++].t = q4;
-		sub[n].w = &L->wv, sub[n++].t = l == 0 ? q6 : q4;
+		sub[n].w = &L->wv, sub[n++].t = l == 0 ? q6 : variant ? GGUF_DTYPE_Q5_K : q4;
 		sub[n].w = &L->wo, sub[n++].t = q4;
 		sub[n].w = &L->w_gate, sub[n++].t = q4;
 		sub[n].w = &L->w_up, sub[n++].t = q4;
