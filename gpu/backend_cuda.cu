@@ -456,8 +456,9 @@ static enum bg_status upload_resident(struct upload *u, const struct model_weigh
 	for (int i = 0; i < n; i++) {
 		q->type[i] = (int)w[i]->type;
 		q->rows[i] = (int)w[i]->ne1;
-		if (i == shared) {
+		if (i == shared) { /* K's rows again, as K is stored (blocks or BF16) */
 			q->p[i] = q->p[i - 1];
+			q->type[i] = q->type[i - 1];
 			continue;
 		}
 		size_t raw = gguf_row_bytes(w[i]->type, w[i]->ne0) * w[i]->ne1;

@@ -299,10 +299,11 @@ cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], voi
  * [n_tok, ldy] fp32; fp32 accumulation (CUBLAS_COMPUTE_32F, no TF32). */
 cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y, int n_out,
 			int n_in, int n_tok, int ldy, enum gpu_dtype dt);
-/* The same for a resident block-quantized W (q's parts, rows of n_in; x bf16): each part
- * in slices of at most scratch_bytes / (2 n_in) rows, every slice dequantized into scratch
- * (bf16, gpu_dequant_weights: quant_dequant's values rounded once) and then one
- * gpu_gemm into its columns of y; a BF16 part is one gpu_gemm on its rows as they are. stream must be h's stream (the slices reuse scratch in
+/* The same for a resident block-quantized W (q's parts, rows of n_in; x bf16): the rows of
+ * all parts in slices of at most scratch_bytes / (2 n_in) rows, each part's share of a
+ * slice dequantized into scratch at its row (bf16, gpu_dequant_weights: quant_dequant's
+ * values rounded once; a BF16 part copied), then one gpu_gemm a slice into its columns of
+ * y: one cuBLAS call for a matrix the scratch holds, a dequantization launch per part. stream must be h's stream (the slices reuse scratch in
  * stream order). *n_calls (when not NULL) gets += the cuBLAS calls made. The scratch's
  * size is the caller's trade: the largest matrix it holds whole (one GEMM), smaller ones
  * cost more, narrower GEMMs and dequantization launches. */

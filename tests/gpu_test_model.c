@@ -17,6 +17,9 @@
  *     dynamic shared memory opt-in), against the CPU, and its graph census;
  *   - a lazy synthetic model (weights made on the device) runs and is deterministic, a
  *     dense one and a mixture-of-experts one;
+ *   - the resident path (block-quantized weights kept on the device): a Q8_0 model and one
+ *     of Q4_K_M's Q4_K / Q6_K mix (with a Q5_K V as a BF16 part) against the CPU backend
+ *     on the same blocks, prefill, batch-16 decode and fused decode at batches 5 and 1;
  *   - sampling through backend->sample equals the CPU backend's, RNG stream included;
  *   - with BG_GPU_FULL=1 (alone): Llama-3-8B's widths with 2 layers against the CPU.
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
@@ -593,9 +596,10 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 			continue;
 		}
 		/* the resident path (qres: every matrix block-quantized, each no larger than the
-		 * scratch): a dequantization kernel before each cuBLAS call */
-		if (qres)
-			want += want_gemms;
+		 * scratch: one cuBLAS call a matrix): before each call a dequantization kernel per
+		 * part, Q|K|V's three and gate|up's two, the others' one (dense gated models) */
+		if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call) */
+			want += want_gemms + 3L * (long)hp->n_layer;
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
 		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
