@@ -7,6 +7,18 @@
  *             [2 n_ff, n_embd], Wdown; all of the storage type dt
  *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here;
  *             BF16 for the other block types too, dequantized on the device: gpu/dequant.cu).
+ *             Resident blocks (the default; BG_CUDA_QUANT=0 turns it off): a matrix whose
+ *             tensors are Q8_0, Q4_K or Q6_K (with a BF16 storage type) stays as the file's
+ *             blocks, each fused part (Q, K, V; gate, up) with its own type
+ *             (gpu_ops.cuh's gpu_qmat): the decode GEMV reads the blocks (gpu/gemv.cu),
+ *             the embedding gather dequantizes its rows (gpu_embed_blocks), and a
+ *             cuBLAS GEMM (batches > 8, prefill) dequantizes the matrix into qscratch
+ *             first, in slices (gpu_gemm_q). The MoE experts stay BF16 (gpu/moe.cu).
+ *   qscratch  BF16 scratch of that dequantization: the largest resident matrix's BF16 bytes,
+ *             at most CUDA_QSCRATCH_MAX (256 MiB: Llama-3-8B's resident LM head, 1002 MiB
+ *             of BF16, then goes in 4 row slices, its gate|up, 224 MiB, whole; 70B's
+ *             gate|up, 896 MiB, in 4). 256 MiB is 5 % of 8B Q4_K_M's resident weights;
+ *             a slice's GEMM still has >= 16384 rows at 8192 wide.
  *             A mixture-of-experts layer has instead of Wgate|Wup and Wdown its router
  *             [n_expert, n_embd] (fp32) and each expert's gate|up [2 n_ff_exp, n_embd] and down
  *             [n_embd, n_ff_exp], expert after expert (gpu/moe.cuh runs them).
@@ -58,6 +70,7 @@ extern "C" {
 #define CUDA_GRAPH_BUCKETS   9		 /* decode graphs for batches of 1, 2, 4, ..., 256 */
 #define CUDA_GRAPH_MAX_B     256
 #define CUDA_GRAPH_MAX_CTX   32768 /* longest context the graph metadata is sized for */
+#define CUDA_QSCRATCH_MAX    ((size_t)256 << 20) /* the resident path's BF16 scratch, at most */
 
 struct cuda_layer {
 	float *attn_norm; /* [n_embd], or NULL (hp.no_pre_norms: olmo2) */
@@ -96,6 +109,9 @@ struct cuda_layer {
 	 * selection bias exp_probs_b ([n_expert] fp32) */
 	bool moe;
 	float *sel_b;
+	/* the resident path: which of wqkv, wo, wgu, wdown are block-quantized (n_part > 0;
+	 * the pointer above is then its first part's) */
+	struct gpu_qmat q_qkv, q_o, q_gu, q_down;
 };
 
 /* Pinned host memory that an upload reads when the stream reaches it, and the event
@@ -151,6 +167,12 @@ struct cuda_ctx {
 	float *output_norm;
 	void *output; /* [n_vocab, n_embd] (== tok_embd when tied) */
 	struct cuda_layer *layers;
+	/* the resident path (BG_CUDA_QUANT not 0): tok_embd and output block-quantized when
+	 * n_part > 0, and the BF16 scratch of gpu_gemm_q */
+	bool qres;
+	struct gpu_qmat q_embd, q_out;
+	void *qscratch;
+	size_t qscratch_bytes;
 
 	void *kv;
 	size_t kv_bytes;
@@ -384,6 +406,120 @@ static enum bg_status upload_weight(struct upload *u, const struct model_weight 
 	return BG_OK;
 }
 
+/* Whether part w of a resident matrix keeps its blocks (a type the GEMV reads), else it is
+ * stored as BF16 rows (gpu_qmat's type 30: dequantized at load as the dense path does). */
+static bool part_blocks(const struct model_weight *w)
+{
+	return gpu_qtype_resident((int)w->type, (int64_t)w->ne0);
+}
+
+/* Whether the fused matrix of parts w[0 .. n) stays block-quantized on the device (the
+ * resident path): enabled, a BF16 storage type, file data, rows of one width (a multiple
+ * of 32), every part but the last an even number of rows (gpu_gemv's pairs of rows lie in
+ * one part), and at least one part of a type the GEMV reads (the others BF16 parts: a
+ * 70B Q4_K_M file's Q5_K V rows beside Q4_K Q and K). */
+static bool mat_resident(const struct cuda_ctx *c, const struct model_weight *const *w, int n)
+{
+	if (!c->qres || c->dt != GPU_BF16 || n < 1 || n > GPU_QMAT_PARTS)
+		return false;
+	bool any = false;
+	for (int i = 0; i < n; i++) {
+		if (!w[i]->data || w[i]->ne0 != w[0]->ne0 || w[i]->ne0 % 32 != 0 || w[i]->ne1 < 1 ||
+		    w[i]->ne1 > (1u << 30) || (i + 1 < n && (w[i]->ne1 & 1)))
+			return false;
+		any = any || part_blocks(w[i]);
+	}
+	return any;
+}
+
+/* The device bytes of that matrix: its blocks (part `shared` is not stored: gemma4's V
+ * rows are K's; -1: none) when resident, else dense (dense_bytes). */
+static size_t mat_bytes(const struct cuda_ctx *c, const struct model_weight *const *w, int n,
+			int shared, size_t dense_bytes)
+{
+	if (!mat_resident(c, w, n))
+		return dense_bytes;
+	size_t b = 0;
+	for (int i = 0; i < n; i++)
+		if (i != shared)
+			b += align_up(part_blocks(w[i])
+					  ? gguf_row_bytes(w[i]->type, w[i]->ne0) * w[i]->ne1
+					  : gpu_qtype_row_bytes(30, (int64_t)w[i]->ne0) * w[i]->ne1,
+				      256);
+	return b;
+}
+
+/* Uploads a resident matrix's parts as they are (BF16 parts converted: upload_weight),
+ * from *p on (advanced), and describes them in *q; part `shared` (>= 1, or -1) points at
+ * part shared - 1's. */
+static enum bg_status upload_resident(struct upload *u, const struct model_weight *const *w,
+				      int n, int shared, char **p, struct gpu_qmat *q,
+				      struct bg_err *err)
+{
+	struct cuda_ctx *c = u->c;
+	memset(q, 0, sizeof *q);
+	q->n_part = n;
+	for (int i = 0; i < n; i++) {
+		q->type[i] = (int)w[i]->type;
+		q->rows[i] = (int)w[i]->ne1;
+		if (i == shared) { /* K's rows again, as K is stored (blocks or BF16) */
+			q->p[i] = q->p[i - 1];
+			q->type[i] = q->type[i - 1];
+			continue;
+		}
+		size_t raw = gguf_row_bytes(w[i]->type, w[i]->ne0) * w[i]->ne1;
+		q->p[i] = *p;
+		if (!part_blocks(w[i])) {
+			q->type[i] = 30;
+			raw = gpu_qtype_row_bytes(30, (int64_t)w[i]->ne0) * w[i]->ne1;
+			enum bg_status st = upload_weight(u, w[i], *p, UP_MATRIX, err);
+			if (st != BG_OK)
+				return st;
+			*p += align_up(raw, 256);
+			continue;
+		}
+		CUDA_CHECK(cudaMemcpyAsync(*p, w[i]->data, raw, cudaMemcpyHostToDevice, c->stream));
+		*p += align_up(raw, 256);
+	}
+	/* the BF16 scratch gpu_gemm_q dequantizes into: the largest matrix, capped */
+	size_t rows = 0;
+	for (int i = 0; i < n; i++)
+		rows += (size_t)q->rows[i];
+	size_t need = rows * (size_t)w[0]->ne0 * 2;
+	if (need > CUDA_QSCRATCH_MAX)
+		need = CUDA_QSCRATCH_MAX;
+	if (need > c->qscratch_bytes)
+		c->qscratch_bytes = need;
+	return BG_OK;
+}
+
+/* The parts of layer ml's matrices: 0 Q|K|V (*shared = 2 when V is K's rows: gemma4), 1 O,
+ * 2 gate|up (up alone with hp.xielu), 3 down; returns their count. */
+static int layer_parts(const struct model_hparams *hp, const struct model_layer *ml, int which,
+		       const struct model_weight **w, int *shared)
+{
+	*shared = -1;
+	switch (which) {
+	case 0:
+		w[0] = &ml->wq;
+		w[1] = &ml->wk;
+		w[2] = ml->v_from_k ? &ml->wk : &ml->wv;
+		if (ml->v_from_k)
+			*shared = 2;
+		return 3;
+	case 1: w[0] = &ml->wo; return 1;
+	case 2:
+		if (hp->xielu) {
+			w[0] = &ml->w_up;
+			return 1;
+		}
+		w[0] = &ml->w_gate;
+		w[1] = &ml->w_up;
+		return 2;
+	default: w[0] = &ml->w_down; return 1;
+	}
+}
+
 static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
 {
 	const struct model_hparams *hp = &m->hp;
@@ -447,15 +583,30 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
 	size_t sz_selb = hp->n_expert_shared ? align_up(NX * 4, 256) : 0; /* glm4moe */
-	size_t per_layer = 2 * sz_pre + sz_gu + sz_down + sz_bias + sz_qkn + sz_post + sz_selb;
+	size_t per_layer = 2 * sz_pre + sz_bias + sz_qkn + sz_post + sz_selb;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
 		per_layer += sz_router + sz_gu_exps + sz_down_exps;
-	size_t total = sz_embd + sz_norm + (tied ? 0 : sz_embd) + per_layer * hp->n_layer;
-	for (uint32_t l = 0; l < hp->n_layer; l++) /* Q|K|V and O: each layer's own size */
-		total += align_up((size_t)(c->layers[l].n_q + 2 * c->layers[l].n_kv) * E * es, 256) +
-			 align_up(E * (size_t)c->layers[l].n_q * es, 256);
+	if (NX && hp->n_expert_shared) /* glm4moe's dense FFN / shared expert: BF16 (the
+					* loop below counts a dense model's FFN) */
+		per_layer += sz_gu + sz_down;
+	/* the token embedding and LM head: resident, or dense (tied: one copy) */
+	const struct model_weight *we = &m->tok_embd, *wout = &m->output;
+	size_t sz_e = mat_bytes(c, &we, 1, -1, sz_embd);
+	size_t sz_out = tied ? 0 : mat_bytes(c, &wout, 1, -1, sz_embd);
+	size_t total = sz_e + sz_norm + sz_out + per_layer * hp->n_layer;
+	for (uint32_t l = 0; l < hp->n_layer; l++) { /* the matrices: each layer's own size */
+		const struct model_layer *ml = &m->layers[l];
+		const size_t dense[4] = {
+		    align_up((size_t)(c->layers[l].n_q + 2 * c->layers[l].n_kv) * E * es, 256),
+		    align_up(E * (size_t)c->layers[l].n_q * es, 256), sz_gu, sz_down};
+		for (int k = 0; k < (NX ? 2 : 4); k++) {
+			const struct model_weight *w[GPU_QMAT_PARTS];
+			int sh, n = layer_parts(hp, ml, k, w, &sh);
+			total += mat_bytes(c, w, n, sh, dense[k]);
+		}
+	}
 	(void)sz_qkv;
 	(void)sz_o;
 	enum bg_status st = dev_alloc(&c->weights, total, "the model weights", err);
@@ -465,30 +616,56 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 
 	char *p = (char *)c->weights;
 	c->tok_embd = p;
-	p += sz_embd;
+	struct upload u = {c, m, NULL, 0, 0};
+	if (mat_resident(c, &we, 1))
+		st = upload_resident(&u, &we, 1, -1, &p, &c->q_embd, err);
+	else
+		p += sz_embd;
 	c->output_norm = (float *)p;
 	p += sz_norm;
 	if (tied) {
 		c->output = c->tok_embd;
+		c->q_out = c->q_embd;
 	} else {
 		c->output = p;
-		p += sz_embd;
+		if (mat_resident(c, &wout, 1))
+			st = upload_resident(&u, &wout, 1, -1, &p, &c->q_out, err);
+		else
+			p += sz_embd;
 	}
-	struct upload u = {c, m, NULL, 0, 0};
-	st = upload_weight(&u, &m->tok_embd, c->tok_embd, UP_MATRIX, err);
+	if (st == BG_OK && !c->q_embd.n_part)
+		st = upload_weight(&u, &m->tok_embd, c->tok_embd, UP_MATRIX, err);
 	if (st == BG_OK)
 		st = upload_weight(&u, &m->output_norm, c->output_norm, UP_NORM, err);
-	if (st == BG_OK && !tied)
+	if (st == BG_OK && !tied && !c->q_out.n_part)
 		st = upload_weight(&u, &m->output, c->output, UP_MATRIX, err);
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
+		/* the matrices kept as blocks (resident), uploaded here, as they are */
+		struct gpu_qmat *lq[4] = {&L->q_qkv, &L->q_o, &L->q_gu, &L->q_down};
+		void **lw[4] = {&L->wqkv, &L->wo, &L->wgu, &L->wdown};
+		bool res[4] = {false, false, false, false};
+		for (int k = 0; st == BG_OK && k < (NX ? 2 : 4); k++) {
+			const struct model_weight *w[GPU_QMAT_PARTS];
+			int sh, n = layer_parts(hp, ml, k, w, &sh);
+			if ((res[k] = mat_resident(c, w, n))) {
+				*lw[k] = p;
+				st = upload_resident(&u, w, n, sh, &p, lq[k], err);
+			}
+		}
+		if (st != BG_OK)
+			break;
 		L->attn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
-		L->wqkv = p;
-		p += align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256);
-		L->wo = p;
-		p += align_up(E * (size_t)L->n_q * es, 256);
+		if (!res[0]) {
+			L->wqkv = p;
+			p += align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256);
+		}
+		if (!res[1]) {
+			L->wo = p;
+			p += align_up(E * (size_t)L->n_q * es, 256);
+		}
 		L->ffn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
 		L->moe = NX && l >= hp->n_layer_dense_lead;
@@ -498,12 +675,17 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			L->down_exps = p + sz_router + sz_gu_exps;
 			p += sz_router + sz_gu_exps + sz_down_exps;
 		}
-		if (!NX || hp->n_expert_shared) { /* glm4moe: dense or shared expert (per_layer
-						    * counts these slots for every model) */
-			L->wgu = p;
-			p += sz_gu;
-			L->wdown = p;
-			p += sz_down;
+		/* dense models' FFN, BF16 or resident; glm4moe's (MoE: never resident, per_layer
+		 * counts them): the leading dense layers' FFN or the shared expert */
+		if (!NX || hp->n_expert_shared) {
+			if (!res[2]) {
+				L->wgu = p;
+				p += sz_gu;
+			}
+			if (!res[3]) {
+				L->wdown = p;
+				p += sz_down;
+			}
 		}
 		L->sel_b = sz_selb ? (float *)p : NULL;
 		p += sz_selb;
@@ -531,12 +713,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		char *qkv = (char *)L->wqkv;
 		if (L->attn_norm)
 			st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
-		if (st == BG_OK)
+		if (st == BG_OK && !res[0])
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
-		if (st == BG_OK)
+		if (st == BG_OK && !res[0])
 			st = upload_weight(&u, &ml->wk, qkv + (size_t)L->n_q * E * es, UP_MATRIX,
 					   err);
-		if (st == BG_OK && ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
+		if (st == BG_OK && !res[0] && ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
 			cudaError_t ce = cudaMemcpyAsync(qkv + (size_t)(L->n_q + L->n_kv) * E * es,
 							 qkv + (size_t)L->n_q * E * es,
 							 (size_t)L->n_kv * E * es,
@@ -544,20 +726,20 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			if (ce != cudaSuccess)
 				st = bg_fail(err, BG_ERR_DEVICE, "copying K's rows to V's: %s",
 					     cudaGetErrorString(ce));
-		} else if (st == BG_OK) {
+		} else if (st == BG_OK && !res[0]) {
 			st = upload_weight(&u, &ml->wv, qkv + (size_t)(L->n_q + L->n_kv) * E * es,
 					   UP_MATRIX, err);
 		}
-		if (st == BG_OK)
+		if (st == BG_OK && !res[1])
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK && L->ffn_norm)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
-		if (st == BG_OK && !L->moe && !hp->xielu)
+		if (st == BG_OK && !L->moe && !hp->xielu && !res[2])
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && !L->moe) /* after the gate rows, or alone (apertus) */
+		if (st == BG_OK && !L->moe && !res[2]) /* after the gate rows, or alone (apertus) */
 			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + (n_ffm - 1) * F * E * es,
 					   UP_MATRIX, err);
-		if (st == BG_OK && !L->moe)
+		if (st == BG_OK && !L->moe && !res[3])
 			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
 	}
 	/* The biases come after every other tensor, so that a lazy synthetic model's tensor
@@ -779,10 +961,15 @@ static struct pass_ptrs pass_layout(const struct cuda_ctx *c, const struct pass 
 	return q;
 }
 
-/* gpu_gemm with the context's handle and storage type, counted in pass_gemms. */
-static cublasStatus_t pass_gemm(struct cuda_ctx *c, const void *W, const void *x, float *y,
-				int n_out, int n_in, int n_tok, int ldy)
+/* gpu_gemm with the context's handle and storage type, counted in pass_gemms; a resident
+ * matrix (q->n_part > 0) through gpu_gemm_q and the context's BF16 scratch (its slices'
+ * dequantizations and GEMMs: one each unless the matrix is larger than the scratch). */
+static cublasStatus_t pass_gemm(struct cuda_ctx *c, const void *W, const struct gpu_qmat *q,
+				const void *x, float *y, int n_out, int n_in, int n_tok, int ldy)
 {
+	if (q->n_part)
+		return gpu_gemm_q(c->cublas, q, x, y, n_in, n_tok, ldy, c->qscratch,
+				  c->qscratch_bytes, &c->pass_gemms, c->stream);
 	c->pass_gemms++;
 	return gpu_gemm(c->cublas, W, x, y, n_out, n_in, n_tok, ldy, c->dt);
 }
@@ -932,8 +1119,12 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	cudaStream_t s = c->stream;
 
 	c->pass_gemms = 0;
-	CUDA_CHECK(gpu_embed(c->tok_embd, c->dt, d_tokens, c->d_sout, n, (int)hp->n_vocab, E, c->x,
-			     s));
+	if (c->q_embd.n_part) /* resident: each row's blocks dequantized in fp32 */
+		CUDA_CHECK(gpu_embed_blocks(c->q_embd.p[0], c->q_embd.type[0], d_tokens, c->d_sout,
+					    n, (int)hp->n_vocab, E, c->x, s));
+	else
+		CUDA_CHECK(gpu_embed(c->tok_embd, c->dt, d_tokens, c->d_sout, n, (int)hp->n_vocab,
+				     E, c->x, s));
 	if (hp->embd_scale != 1.0f) /* gemma */
 		CUDA_CHECK(gpu_scale(c->x, (int64_t)n * E, hp->embd_scale, s));
 	/* fused: the residual ping-pongs between xr (read) and xo (written by the prologue of
@@ -985,6 +1176,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (fused) {
 			struct gpu_gemv_args g = gemv_plain(L->wqkv, L->n_q + 2 * L->n_kv, E, n,
 							    NULL, 0, c->qkv, c->ld_qkv);
+			g.q = L->q_qkv;
 			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
 				      l ? xo : NULL);
 			g.post = qp;
@@ -996,7 +1188,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		} else {
 			CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm,
 						   hp->rms_eps, NULL, n, E, l > 0, c->xn, c->dt, s));
-			CUBLAS_CHECK(pass_gemm(c, L->wqkv, c->xn, c->qkv, L->n_q + 2 * L->n_kv, E,
+			CUBLAS_CHECK(pass_gemm(c, L->wqkv, &L->q_qkv, c->xn, c->qkv, L->n_q + 2 * L->n_kv, E,
 					       n, c->ld_qkv));
 		}
 		if (hp->qk_norm_full)
@@ -1032,11 +1224,13 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (fused) {
 			struct gpu_gemv_args g =
 			    gemv_plain(L->wo, E, L->n_q, n, c->attn, L->n_q, c->tmp, E);
+			g.q = L->q_o;
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			CUDA_CHECK(branch_scale(c, n, s));
 			/* the FFN norm in gate|up's prologue, SwiGLU in its epilogue */
 			g = gemv_plain(L->wgu, 2 * F, E, n, NULL, 0, NULL, 0);
+			g.q = L->q_gu;
 			gemv_prologue(&g, xr, c->tmp, L->ffn_norm, hp->rms_eps, NULL, xo);
 			g.act = c->act;
 			g.glu = true;
@@ -1045,12 +1239,13 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			res_swap(&xr, &xo);
 			g = gemv_plain(L->wdown, E, F, n, c->act, F, c->tmp, E);
+			g.q = L->q_down;
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			CUDA_CHECK(branch_scale(c, n, s));
 			continue; /* pass_fused: no post-norms */
 		}
-		CUBLAS_CHECK(pass_gemm(c, L->wo, c->attn, c->tmp, E, L->n_q, n, E));
+		CUBLAS_CHECK(pass_gemm(c, L->wo, &L->q_o, c->attn, c->tmp, E, L->n_q, n, E));
 		if (L->bo) /* gpt-oss: the O projection's bias (fp32 rows of tmp) */
 			CUDA_CHECK(gpu_bias_add(c->tmp, E, L->bo, n, E, s));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
@@ -1098,9 +1293,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
 				const int FS = FX * (int)hp->n_expert_shared;
 				CUBLAS_CHECK(
-				    pass_gemm(c, L->wgu, c->xn, c->gu, 2 * FS, E, n, 2 * FS));
+				    pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS, E, n, 2 * FS));
 				CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
-				CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->moe_y, E, FS, n, E));
+				CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->moe_y, E, FS, n, E));
 				/* tmp += it (routed + shared, as llama.cpp adds them); moe_xf, the
 				 * router's input, is free again and takes the unused copy */
 				CUDA_CHECK(gpu_add_rmsnorm(c->tmp, c->moe_y, NULL, hp->rms_eps,
@@ -1108,13 +1303,13 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 							   GPU_F32, s));
 			}
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)) */
-			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, F, E, n, F));
+			CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, F, E, n, F));
 			CUDA_CHECK(gpu_xielu(c->gu, n, F, L->xielu, c->act, c->dt, s));
-			CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->tmp, E, F, n, E));
+			CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->tmp, E, F, n, E));
 		} else {
-			CUBLAS_CHECK(pass_gemm(c, L->wgu, c->xn, c->gu, 2 * F, E, n, 2 * F));
+			CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * F, E, n, 2 * F));
 			CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
-			CUBLAS_CHECK(pass_gemm(c, L->wdown, c->act, c->tmp, E, F, n, E));
+			CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->tmp, E, F, n, E));
 		}
 		if (L->ffn_post)
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
@@ -1133,13 +1328,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		struct gpu_gemv_args g =
 		    gemv_plain(c->output, (int)hp->n_vocab, E, ps->n_out, NULL, 0, logits,
 			       (int)hp->n_vocab);
+		g.q = c->q_out;
 		gemv_prologue(&g, xr, c->tmp, c->output_norm, hp->rms_eps, d_rows, NULL);
 		g.pdl = pdl;
 		CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 	} else {
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, c->output_norm, hp->rms_eps, d_rows,
 					   ps->n_out, E, false, c->xl, c->dt, s));
-		CUBLAS_CHECK(pass_gemm(c, c->output, c->xl, logits, (int)hp->n_vocab, E,
+		CUBLAS_CHECK(pass_gemm(c, c->output, &c->q_out, c->xl, logits, (int)hp->n_vocab, E,
 				       ps->n_out, (int)hp->n_vocab));
 	}
 	if (hp->logit_scale != 1.0f) /* granite: times the fp32 reciprocal, as the CPU */
@@ -1869,7 +2065,7 @@ static void cuda_mem_info(void *ctx, struct backend_mem *out)
 	out->workspace_bytes = c->act_bytes + CUDA_CUBLAS_WS +
 			       (size_t)c->logits_cap * c->hp.n_vocab * 4 +
 			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)c->hp.n_vocab) * 4 +
-			       CUDA_PARTIAL_FLOATS * 4 + c->clogits_cap;
+			       CUDA_PARTIAL_FLOATS * 4 + c->clogits_cap + c->qscratch_bytes;
 	out->on_device = true;
 }
 
@@ -1899,6 +2095,7 @@ static void cuda_destroy(void *ctx)
 	cudaFree(c->d_gmeta);
 	cudaFree(c->cublas_ws);
 	cudaFree(c->weights);
+	cudaFree(c->qscratch);
 	cudaFree(c->d_rope);
 	cudaFree(c->kv);
 	cudaFree(c->x); /* the base of all activations */
@@ -2140,7 +2337,12 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		return st;
 	CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUDA_CUBLAS_WS));
 
+	/* the resident path (README "GPU memory"): BG_CUDA_QUANT=0 keeps every matrix BF16 */
+	const char *qe = getenv("BG_CUDA_QUANT");
+	c->qres = !(qe && strcmp(qe, "0") == 0);
 	st = load_weights(c, m, err);
+	if (st == BG_OK && c->qscratch_bytes)
+		st = dev_alloc(&c->qscratch, c->qscratch_bytes, "the dequantization scratch", err);
 	if (st == BG_OK)
 		st = load_rope(c, m, err);
 	if (st != BG_OK)

@@ -186,29 +186,14 @@ bool gpu_dequant_supported(int src_type)
 	return false;
 }
 
+static bool dq_geometry(int src_type, int *be, int *bb);
+
 cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void *dst,
 				enum gpu_dtype dt, cudaStream_t stream)
 {
-	if (!gpu_dequant_supported(src_type))
+	int be, bb;
+	if (!dq_geometry(src_type, &be, &bb))
 		return cudaErrorInvalidValue;
-	const bool k = (src_type >= 10 && src_type <= 14) || src_type == 23;
-	const int be = k ? 256 : 32;
-	int bb = 0;
-	switch (src_type) {
-	case 2: bb = 18; break;
-	case 3: bb = 20; break;
-	case 6: bb = 22; break;
-	case 7: bb = 24; break;
-	case 8: bb = 34; break;
-	case 10: bb = 84; break;
-	case 11: bb = 110; break;
-	case 12: bb = 144; break;
-	case 13: bb = 176; break;
-	case 14: bb = 210; break;
-	case 20: bb = 18; break;
-	case 23: bb = 136; break;
-	case 39: bb = 17; break;
-	}
 	if (n == 0)
 		return cudaSuccess;
 	if (n % be)
@@ -217,5 +202,63 @@ cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void 
 	GPU_DISPATCH_DTYPE(dt, T,
 			   dequant_kernel<T><<<blocks, 256, 0, stream>>>(
 			       (const uint8_t *)src, src_type, be, bb, n, (T *)dst));
+	return cudaGetLastError();
+}
+
+/* The elements (*be) and bytes (*bb) of a block of src_type; false when unsupported. */
+static bool dq_geometry(int src_type, int *be, int *bb)
+{
+	*be = *bb = 0;
+	if (!gpu_dequant_supported(src_type))
+		return false;
+	const bool k = (src_type >= 10 && src_type <= 14) || src_type == 23;
+	*be = k ? 256 : 32;
+	switch (src_type) {
+	case 2: *bb = 18; break;
+	case 3: *bb = 20; break;
+	case 6: *bb = 22; break;
+	case 7: *bb = 24; break;
+	case 8: *bb = 34; break;
+	case 10: *bb = 84; break;
+	case 11: *bb = 110; break;
+	case 12: *bb = 144; break;
+	case 13: *bb = 176; break;
+	case 14: *bb = 210; break;
+	case 20: *bb = 18; break;
+	case 23: *bb = 136; break;
+	case 39: *bb = 17; break;
+	}
+	return true;
+}
+
+/* one block a token, as embed.cu's embed_kernel; the row's elements one a thread */
+__global__ void embed_blocks_kernel(const uint8_t *embd, int t, int be, int bb,
+				    const int32_t *tokens, const struct sampler_result *drawn,
+				    int n_vocab, int n_embd, float *x)
+{
+	const int tk = blockIdx.x;
+	int32_t id = tokens[tk];
+	if (id < 0) { /* drawn[-1 - id]; a drawn id outside the vocabulary feeds token 0 */
+		id = drawn[-1 - id].token;
+		if (id < 0 || id >= n_vocab)
+			id = 0;
+	}
+	const uint8_t *row = embd + (int64_t)id * (n_embd / be) * bb;
+	float *o = x + (int64_t)tk * n_embd;
+	for (int i = threadIdx.x; i < n_embd; i += blockDim.x)
+		o[i] = dq_elem(t, row + (i / be) * bb, i % be);
+}
+
+cudaError_t gpu_embed_blocks(const void *embd, int src_type, const int32_t *tokens,
+			     const struct sampler_result *drawn, int n_tok, int n_vocab,
+			     int n_embd, float *x, cudaStream_t stream)
+{
+	int be, bb;
+	if (!dq_geometry(src_type, &be, &bb) || n_embd % be != 0)
+		return cudaErrorInvalidValue;
+	if (n_tok <= 0)
+		return cudaSuccess;
+	embed_blocks_kernel<<<n_tok, 256, 0, stream>>>((const uint8_t *)embd, src_type, be, bb,
+						       tokens, drawn, n_vocab, n_embd, x);
 	return cudaGetLastError();
 }

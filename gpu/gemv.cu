@@ -33,9 +33,18 @@
  * into L2 the weight bytes of its warps' first round of loads (each warp's first task:
  * GV_UNROLL chunks of each of its two rows, 2 x 2 KiB, a 128-byte line a lane), which
  * nothing before it writes, then waits before it reads anything else (its inputs, the
- * residual, rows, the KV slots it writes). The prefetch changes no value. */
+ * residual, rows, the KV slots it writes). The prefetch changes no value.
+ *
+ * Block-quantized weights (a.q.n_part > 0, the resident path: Q8_0, Q4_K, Q6_K, bf16
+ * inputs): the same tasks, prologue, reduction and epilogues; a lane walks its rows' groups
+ * of 32 elements (g = lane, lane + 32, ...), each decoded 8 at a time in fp32
+ * (gpu/qblock.cuh, bitwise quant_dequant's values) and multiplied with the tokens' 8
+ * inputs (one 16-byte load of bf16). A decode step reads the blocks' bytes (Q4_K 0.5625
+ * bytes a weight, Q6_K 0.82, Q8_0 1.06) instead of 2 a weight (ESTIMATE of the traffic;
+ * bench/results/gpuq-2026-12-01.md); no L2 prefetch on this path yet. */
 #include "gpu/glu.cuh"
 #include "gpu/pdl.cuh"
+#include "gpu/qblock.cuh"
 #include "gpu/rope.cuh"
 
 #define GV_THREADS 512 /* 16 warps */
@@ -138,11 +147,29 @@ __device__ __forceinline__ void gv_task_rows(const struct gpu_gemv_args &a, int 
 		gv_qkv_rows(a.post, task, r0, r1, head, k, rot);
 }
 
+/* Row r of the resident matrix q (rows of n_in elements): its blocks and *type. */
+__device__ __forceinline__ const uint8_t *gv_qrow(const struct gpu_qmat &q, int n_in, int r,
+						  int *type)
+{
+	int i = 0;
+	while (i + 1 < q.n_part && r >= q.rows[i]) {
+		r -= q.rows[i];
+		i++;
+	}
+	const int t = q.type[i];
+	*type = t;
+	const int64_t rb = t == 30  ? (int64_t)n_in * 2
+			   : t == 8 ? (int64_t)n_in / 32 * 34
+				    : (int64_t)n_in / 256 * (t == 12 ? 144 : 210);
+	return (const uint8_t *)q.p[i] + (int64_t)r * rb;
+}
+
 /* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL);
- * QKV: the QKV epilogue (a.qkv_post). */
-template <typename T, int NT, bool PRO, bool QKV>
+ * QKV: the QKV epilogue (a.qkv_post); Q: W is block-quantized (a.q, T bf16). */
+template <typename T, int NT, bool PRO, bool QKV, bool Q>
 __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_args a)
 {
+	static_assert(!Q || sizeof(T) == 2, "the resident path reads 8 inputs a 16-byte load");
 	constexpr int V = 16 / (int)sizeof(T);
 	/* the prologue's inputs, [n_tok][n_in / V]: the launch's n_tok * n_in * sizeof(T)
 	 * bytes of dynamic shared memory (gv_launch; 0 without the prologue) */
@@ -159,7 +186,7 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 		int r0, r1, head, k;
 		bool rot;
 		gv_task_rows<QKV>(a, task, &r0, &r1, &head, &k, &rot);
-		if (task < n_task && line * 8 < min(nc, 32 * GV_UNROLL))
+		if (!Q && task < n_task && line * 8 < min(nc, 32 * GV_UNROLL))
 			gpu_prefetch_l2(W + (int64_t)(lane < 16 ? r0 : r1) * nc + line * 8);
 	}
 	gpu_pdl_wait();
@@ -217,7 +244,32 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 #pragma unroll
 		for (int t = 0; t < NT; t++)
 			acc0[t] = acc1[t] = 0.0f;
-		for (int c0 = lane; c0 < nc; c0 += 32 * GV_UNROLL) {
+		if (Q) { /* groups of 32 elements, 8 at a time; V == 8 */
+			int t0, t1;
+			const uint8_t *q0 = gv_qrow(a.q, a.n_in, r0, &t0);
+			const uint8_t *q1 = gv_qrow(a.q, a.n_in, r1, &t1);
+			for (int g = lane; g < a.n_in / 32; g += 32) {
+#pragma unroll
+				for (int c = 0; c < 4; c++) {
+					float f0[8], f1[8];
+					qb_dec8(t0, q0, g, c, f0);
+					qb_dec8(t1, q1, g, c, f1);
+#pragma unroll
+					for (int t = 0; t < NT; t++) {
+						if (t >= n_tok)
+							continue;
+						float fx[V];
+						vec_f32<T>(in[t * ldv + 4 * g + c], fx);
+#pragma unroll
+						for (int v = 0; v < V; v++) {
+							acc0[t] = fmaf(f0[v], fx[v], acc0[t]);
+							acc1[t] = fmaf(f1[v], fx[v], acc1[t]);
+						}
+					}
+				}
+			}
+		}
+		for (int c0 = Q ? nc : lane; c0 < nc; c0 += 32 * GV_UNROLL) {
 			uint4 u0[GV_UNROLL], u1[GV_UNROLL];
 #pragma unroll
 			for (int u = 0; u < GV_UNROLL; u++) {
@@ -308,29 +360,44 @@ bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt, size_t
 		    (int64_t)(xs_bytes < GPU_GEMV_XS_BYTES ? xs_bytes : GPU_GEMV_XS_BYTES));
 }
 
-template <typename T, int NT>
+template <typename T, int NT, bool Q>
 static void gv_launch(const struct gpu_gemv_args *a, bool pro, unsigned blocks, cudaStream_t s)
 {
 	/* <= GPU_GEMV_XS_BYTES (gpu_gemv_fits); past what gpu_gemv_init opted in to, the
 	 * launch fails (cudaErrorInvalidValue) */
 	const size_t xs = pro ? (size_t)a->n_tok * (size_t)a->n_in * sizeof(T) : 0;
-	void (*k)(struct gpu_gemv_args) = pro ? a->qkv_post ? gemv_kernel<T, NT, true, true>
-							    : gemv_kernel<T, NT, true, false>
-				      : a->qkv_post ? gemv_kernel<T, NT, false, true>
-						    : gemv_kernel<T, NT, false, false>;
+	void (*k)(struct gpu_gemv_args) = pro ? a->qkv_post ? gemv_kernel<T, NT, true, true, Q>
+							    : gemv_kernel<T, NT, true, false, Q>
+				      : a->qkv_post ? gemv_kernel<T, NT, false, true, Q>
+						    : gemv_kernel<T, NT, false, false, Q>;
 	gpu_launch(k, blocks, GV_THREADS, xs, s, a->pdl, *a);
+}
+
+/* gv_launch's NT bucket for n_tok tokens */
+template <typename T, bool Q>
+static void gv_launch_nt(const struct gpu_gemv_args *a, bool pro, unsigned blocks, cudaStream_t s)
+{
+	const int nt = a->n_tok;
+	if (nt == 1)
+		gv_launch<T, 1, Q>(a, pro, blocks, s);
+	else if (nt == 2)
+		gv_launch<T, 2, Q>(a, pro, blocks, s);
+	else if (nt <= 4)
+		gv_launch<T, 4, Q>(a, pro, blocks, s);
+	else
+		gv_launch<T, 8, Q>(a, pro, blocks, s);
 }
 
 /* The opt-in of the prologue's instances of one storage type to n bytes of dynamic shared
  * memory (past 48 KiB a launch fails without it: cudaErrorInvalidValue) */
-template <typename T> static cudaError_t gv_opt_in(int n)
+template <typename T, bool Q> static cudaError_t gv_opt_in(int n)
 {
 	const enum cudaFuncAttribute at = cudaFuncAttributeMaxDynamicSharedMemorySize;
 	cudaError_t e = cudaSuccess, e1;
 #define GV_OPT_IN(NT)                                                                              \
-	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, false>, at, n)) != cudaSuccess)    \
+	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, false, Q>, at, n)) != cudaSuccess) \
 		e = e1;                                                                            \
-	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, true>, at, n)) != cudaSuccess)     \
+	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, true, Q>, at, n)) != cudaSuccess)  \
 		e = e1;
 	GV_OPT_IN(1)
 	GV_OPT_IN(2)
@@ -349,10 +416,12 @@ cudaError_t gpu_gemv_init(size_t optin, size_t *xs_bytes)
 	*xs_bytes = GPU_GEMV_XS_DEFAULT;
 	if (n <= GPU_GEMV_XS_DEFAULT)
 		return cudaSuccess; /* what every launch gets without opting in */
-	cudaError_t e = gv_opt_in<float>((int)n), e1;
-	if ((e1 = gv_opt_in<__half>((int)n)) != cudaSuccess)
+	cudaError_t e = gv_opt_in<float, false>((int)n), e1;
+	if ((e1 = gv_opt_in<__half, false>((int)n)) != cudaSuccess)
 		e = e1;
-	if ((e1 = gv_opt_in<__nv_bfloat16>((int)n)) != cudaSuccess)
+	if ((e1 = gv_opt_in<__nv_bfloat16, false>((int)n)) != cudaSuccess)
+		e = e1;
+	if ((e1 = gv_opt_in<__nv_bfloat16, true>((int)n)) != cudaSuccess)
 		e = e1;
 	if (e == cudaSuccess)
 		*xs_bytes = n;
@@ -372,13 +441,49 @@ bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a)
 	       p->kv.base != NULL && p->pos != NULL && p->slots != NULL;
 }
 
+bool gpu_qtype_resident(int t, int64_t n_in)
+{
+	return n_in > 0 && ((t == 8 && n_in % 32 == 0) || ((t == 12 || t == 14) && n_in % 256 == 0));
+}
+
+size_t gpu_qtype_row_bytes(int t, int64_t n_in)
+{
+	if (t == 30 && n_in > 0 && n_in % 32 == 0)
+		return (size_t)n_in * 2;
+	if (!gpu_qtype_resident(t, n_in))
+		return 0;
+	return t == 8 ? (size_t)n_in / 32 * 34 : (size_t)n_in / 256 * (t == 12 ? 144 : 210);
+}
+
+/* a->q's contract: BF16 inputs, 1..GPU_QMAT_PARTS parts of resident types (or BF16, 16-byte
+ * aligned, n_in a multiple of 32) whose rows add up
+ * to n_out; without glu even part sizes (a warp's two rows in one part; a QKV epilogue's
+ * RoPE pairs then lie in one head, so in one part) */
+static bool gv_qmat_ok(const struct gpu_gemv_args *a, enum gpu_dtype dt)
+{
+	const struct gpu_qmat *q = &a->q;
+	if (dt != GPU_BF16 || q->n_part > GPU_QMAT_PARTS)
+		return false;
+	int64_t rows = 0;
+	for (int i = 0; i < q->n_part; i++) {
+		if (gpu_qtype_row_bytes(q->type[i], a->n_in) == 0 || q->rows[i] <= 0 || !q->p[i] ||
+		    (q->type[i] == 30 && ((uintptr_t)q->p[i] & 15) != 0) ||
+		    (!a->glu && i + 1 < q->n_part && (q->rows[i] & 1)))
+			return false;
+		rows += q->rows[i];
+	}
+	return rows == a->n_out;
+}
+
 cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 		     cudaStream_t stream)
 {
-	const bool pro = a->norm != NULL;
+	const bool pro = a->norm != NULL, q = a->q.n_part > 0;
 	const int V = 16 / (int)gpu_dtype_size(dt);
+	if (q && !gv_qmat_ok(a, dt))
+		return cudaErrorInvalidValue;
 	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt, GPU_GEMV_XS_BYTES) || a->n_out <= 0 ||
-	    n_sm < 1 || ((uintptr_t)a->W & 15) != 0 || (a->glu && (a->n_out & 1) != 0) ||
+	    n_sm < 1 || (!q && ((uintptr_t)a->W & 15) != 0) || (a->glu && (a->n_out & 1) != 0) ||
 	    (a->glu ? a->act == NULL : a->y == NULL) || (a->qkv_post && !gpu_gemv_qkv_fits(a)) ||
 	    (pro ? a->res == NULL ||
 		       (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
@@ -393,16 +498,9 @@ cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 	 * prologue paid once an SM */
 	if (blocks > (unsigned)n_sm)
 		blocks = (unsigned)n_sm;
-	const int nt = a->n_tok;
-	GPU_DISPATCH_DTYPE(dt, T, {
-		if (nt == 1)
-			gv_launch<T, 1>(a, pro, blocks, stream);
-		else if (nt == 2)
-			gv_launch<T, 2>(a, pro, blocks, stream);
-		else if (nt <= 4)
-			gv_launch<T, 4>(a, pro, blocks, stream);
-		else
-			gv_launch<T, 8>(a, pro, blocks, stream);
-	});
+	if (q)
+		gv_launch_nt<__nv_bfloat16, true>(a, pro, blocks, stream);
+	else
+		GPU_DISPATCH_DTYPE(dt, T, gv_launch_nt<T, false>(a, pro, blocks, stream));
 	return cudaGetLastError();
 }

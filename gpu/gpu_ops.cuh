@@ -35,6 +35,34 @@ bool gpu_dequant_supported(int src_type);
  * of blocks (cudaErrorInvalidValue otherwise, or for an unsupported type). */
 cudaError_t gpu_dequant_weights(const void *src, int src_type, uint64_t n, void *dst,
 				enum gpu_dtype dt, cudaStream_t stream);
+/* x[t, :] = row id of the [n_vocab, n_embd] matrix of blocks at embd (GGUF type src_type,
+ * gpu_dequant_supported, n_embd a whole number of blocks), dequantized in fp32 bitwise as
+ * quant_dequant (not rounded to a storage type); ids as gpu_embed resolves them. */
+cudaError_t gpu_embed_blocks(const void *embd, int src_type, const int32_t *tokens,
+			     const struct sampler_result *drawn, int n_tok, int n_vocab,
+			     int n_embd, float *x, cudaStream_t stream);
+
+/* A weight matrix kept block-quantized on the device (the resident path, README "GPU
+ * memory"): its rows [0, n_out) are up to GPU_QMAT_PARTS parts in order (a fused Q|K|V or
+ * gate|up: each part is one GGUF tensor and keeps its own type; Q4_K_M files have Q6_K V
+ * rows beside Q4_K Q and K rows), part i rows[i] rows of
+ * gpu_qtype_row_bytes(type[i], n_in) bytes each at p[i] (device memory). n_part == 0: the
+ * matrix is dense, of the storage type (the pointer beside this descriptor). A part may be
+ * BF16 rows (type 30, 16-byte aligned: a part of a type the GEMV does not read, such as a
+ * 70B Q4_K_M file's Q5_K V rows, dequantized at load; gpu_qtype_row_bytes(30, n) = 2 n). */
+#define GPU_QMAT_PARTS 3
+struct gpu_qmat {
+	int n_part;
+	int type[GPU_QMAT_PARTS]; /* GGUF ids: 8 Q8_0, 12 Q4_K, 14 Q6_K (gpu_qtype_resident) */
+	int rows[GPU_QMAT_PARTS];
+	const void *p[GPU_QMAT_PARTS];
+};
+/* Whether a weight of GGUF type t with rows of n_in elements may stay block-quantized on
+ * the device: Q8_0, Q4_K or Q6_K, n_in a whole number of blocks (32, 256, 256). */
+bool gpu_qtype_resident(int t, int64_t n_in);
+/* Bytes of a row of n_in elements of the resident type t, or of a BF16 part (t 30, n_in a
+ * multiple of 32); 0 for other types. */
+size_t gpu_qtype_row_bytes(int t, int64_t n_in);
 
 /* ---- embed.cu ---- */
 
@@ -271,6 +299,17 @@ cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], voi
  * [n_tok, ldy] fp32; fp32 accumulation (CUBLAS_COMPUTE_32F, no TF32). */
 cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y, int n_out,
 			int n_in, int n_tok, int ldy, enum gpu_dtype dt);
+/* The same for a resident block-quantized W (q's parts, rows of n_in; x bf16): the rows of
+ * all parts in slices of at most scratch_bytes / (2 n_in) rows, each part's share of a
+ * slice dequantized into scratch at its row (bf16, gpu_dequant_weights: quant_dequant's
+ * values rounded once; a BF16 part copied), then one gpu_gemm a slice into its columns of
+ * y: one cuBLAS call for a matrix the scratch holds, a dequantization launch per part. stream must be h's stream (the slices reuse scratch in
+ * stream order). *n_calls (when not NULL) gets += the cuBLAS calls made. The scratch's
+ * size is the caller's trade: the largest matrix it holds whole (one GEMM), smaller ones
+ * cost more, narrower GEMMs and dequantization launches. */
+cublasStatus_t gpu_gemm_q(cublasHandle_t h, const struct gpu_qmat *q, const void *x, float *y,
+			  int n_in, int n_tok, int ldy, void *scratch, size_t scratch_bytes,
+			  int *n_calls, cudaStream_t stream);
 
 /* ---- gemv.cu ---- */
 
@@ -288,7 +327,12 @@ cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y
 #define GPU_GEMV_XS_DEFAULT ((size_t)48 * 1024 - 64)
 
 struct gpu_gemv_args {
-	const void *W; /* [n_out, n_in] of dt, row-major, 16-byte aligned */
+	const void *W; /* [n_out, n_in] of dt, row-major, 16-byte aligned; unread when q.n_part */
+	/* q.n_part > 0: W is block-quantized (q's parts, dt must be BF16): each element is
+	 * dequantized in fp32 as quant_dequant computes it (not rounded to bf16) and
+	 * accumulated in fp32; rows 2i, 2i + 1 (or a QKV epilogue's pair) must lie in one part
+	 * (even part sizes do it), gate row j and up row j may not */
+	struct gpu_qmat q;
 	int n_out, n_in;
 	int n_tok; /* 1 ... GPU_GEMV_MAX_TOK */
 	/* Input without a prologue (norm == NULL): x [n_tok, ldx] of dt, 16-byte aligned. */

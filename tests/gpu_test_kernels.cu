@@ -17,6 +17,7 @@
 
 extern "C" {
 #include "model/half.h"
+#include "model/quant.h"
 #include "sample/sampler.h"
 #include "gpu/plugin.h"
 }
@@ -625,6 +626,298 @@ static void test_gemm(cublasHandle_t h)
 			cudaFree(dx);
 			cudaFree(dy);
 		}
+}
+
+/* ---- the resident path: GEMV from blocks, dequantize-then-GEMM, embedding rows ---- */
+
+/* nblk random blocks of type t (as tests/gpu_test_dequant.cu makes them): random bytes,
+ * each fp16 scale field finite and at most 0.5 in magnitude, either sign */
+static std::vector<uint8_t> rand_blocks(enum gguf_dtype t, size_t n_elems)
+{
+	const size_t bb = quant_block_bytes(t), nblk = n_elems / quant_block_elems(t);
+	std::vector<uint8_t> q(nblk * bb);
+	for (auto &b : q)
+		b = (uint8_t)rnd_u32();
+	const int d_at = t == GGUF_DTYPE_Q6_K ? 208 : 0; /* Q4_K's dmin at 2 as well */
+	for (size_t b = 0; b < nblk; b++)
+		for (int f = 0; f < (t == GGUF_DTYPE_Q4_K ? 2 : 1); f++) {
+			uint16_t hv = (uint16_t)(rnd_u32() & 0xBBFF);
+			memcpy(&q[b * bb + d_at + 2 * f], &hv, 2);
+		}
+	return q;
+}
+
+/* A resident matrix of parts (type, rows) with rows of n_in: its blocks on the device in
+ * *q, and its values dequantized on the host by core/model/quant.c (the reference,
+ * independent of gpu/qblock.cuh), [n_out][n_in] in W. */
+struct qmat_case {
+	struct gpu_qmat q;
+	std::vector<float> W;
+	int n_out;
+};
+static qmat_case make_qmat(const std::vector<std::pair<enum gguf_dtype, int>> &parts, int n_in)
+{
+	qmat_case m;
+	memset(&m.q, 0, sizeof m.q);
+	m.n_out = 0;
+	for (auto &pt : parts) {
+		std::vector<float> w((size_t)pt.second * n_in);
+		std::vector<uint8_t> b;
+		if (pt.first == GGUF_DTYPE_BF16) { /* a BF16 part (gpu_qmat's type 30) */
+			w = rand_vec(w.size(), -0.5f, 0.5f);
+			for (auto &v : w)
+				v = st_round(GPU_BF16, v);
+			b = st_pack(GPU_BF16, w);
+		} else {
+			b = rand_blocks(pt.first, (size_t)pt.second * n_in);
+			quant_dequant(pt.first, b.data(), w.data(), (int64_t)w.size());
+		}
+		m.W.insert(m.W.end(), w.begin(), w.end());
+		const int i = m.q.n_part++;
+		m.q.type[i] = (int)pt.first;
+		m.q.rows[i] = pt.second;
+		m.q.p[i] = dev_upload(b.data(), b.size());
+		m.n_out += pt.second;
+	}
+	return m;
+}
+static void free_qmat(qmat_case &m)
+{
+	for (int i = 0; i < m.q.n_part; i++)
+		cudaFree((void *)m.q.p[i]);
+}
+
+/* gpu_gemv from blocks (a.q) at every batch 1..8 against the host's double dot of
+ * quant_dequant's values and the bf16 inputs: plain (Q8_0 alone; three parts: Q4_K, BF16
+ * rows, Q8_0), with the prologue (Q6_K), and gate|up (Q4_K gate, Q6_K up) with the prologue
+ * and SwiGLU. Widths of 3, 24 and 72 groups of 32 (fewer than, and not a multiple of, a
+ * warp's 32 lanes), odd row counts. The weights enter the sums unrounded (fp32, bitwise
+ * quant_dequant's), so with exact inputs the error is fp32 accumulation only: 4e-6 sum
+ * |w x| as test_gemv; with the prologue an input may round one bf16 ulp the other way
+ * (2^-11 sum |w x|, test_gemv's). A wrong scale, nibble or block stride moves outputs by
+ * ~|w x|. */
+static void test_gemv_q(void)
+{
+	const enum gpu_dtype dt = GPU_BF16;
+	struct qcase {
+		int variant; /* 0 plain, 1 prologue, 2 gate|up with the prologue */
+		int n_in;
+		std::vector<std::pair<enum gguf_dtype, int>> parts;
+	} cases[] = {{0, 96, {{GGUF_DTYPE_Q8_0, 37}}},
+		     {0, 768, {{GGUF_DTYPE_Q4_K, 10}, {GGUF_DTYPE_BF16, 4}, {GGUF_DTYPE_Q8_0, 7}}},
+		     {1, 2304, {{GGUF_DTYPE_Q6_K, 21}}},
+		     {2, 512, {{GGUF_DTYPE_Q4_K, 19}, {GGUF_DTYPE_Q6_K, 19}}}};
+	for (auto &cs : cases) {
+		qmat_case m = make_qmat(cs.parts, cs.n_in);
+		const int n_in = cs.n_in, n_out = m.n_out, n_ff = n_out / 2;
+		const bool pro = cs.variant >= 1, glu = cs.variant == 2;
+		for (int n_tok = 1; n_tok <= 8; n_tok++) {
+			const int ldx = n_in + 8;
+			std::vector<float> x = rand_vec((size_t)n_tok * ldx, -1, 1);
+			for (auto &v : x)
+				v = st_round(dt, v);
+			std::vector<float> res = rand_vec((size_t)n_tok * n_in, -2, 2);
+			std::vector<float> nw = rand_vec(n_in, 0.5f, 1.5f);
+			std::vector<float> in((size_t)n_tok * n_in);
+			for (int t = 0; t < n_tok; t++) {
+				double ss = 0;
+				for (int i = 0; i < n_in; i++)
+					ss += (double)res[(size_t)t * n_in + i] * res[(size_t)t * n_in + i];
+				const float sc = (float)(1.0 / sqrt(ss / n_in + 1e-5));
+				for (int i = 0; i < n_in; i++)
+					in[(size_t)t * n_in + i] =
+					    pro ? st_round(dt, (res[(size_t)t * n_in + i] * sc) * nw[i])
+						: x[(size_t)t * ldx + i];
+			}
+			auto px = st_pack(dt, x);
+			void *dx = dev_upload(px.data(), px.size());
+			float *dres = dev_vec(res), *dnw = dev_vec(nw), *dy;
+			const int ldy = n_out + 3;
+			REQUIRE(cudaMalloc(&dy, (size_t)n_tok * ldy * 4));
+			void *dact;
+			REQUIRE(cudaMalloc(&dact, (size_t)n_tok * n_ff * 2 + 2));
+			struct gpu_gemv_args a;
+			memset(&a, 0, sizeof a);
+			a.q = m.q;
+			a.n_out = n_out;
+			a.n_in = n_in;
+			a.n_tok = n_tok;
+			if (pro) {
+				a.res = dres;
+				a.norm = dnw;
+				a.eps = 1e-5f;
+			} else {
+				a.x = dx;
+				a.ldx = ldx;
+			}
+			a.y = dy;
+			a.ldy = ldy;
+			a.glu = glu;
+			a.act = dact;
+			REQUIRE(gpu_gemv(&a, dt, n_tok % 2 ? 132 : 1, 0));
+			std::vector<double> yv((size_t)n_tok * n_out), ya(yv.size());
+			for (int t = 0; t < n_tok; t++)
+				for (int o = 0; o < n_out; o++) {
+					double acc = 0, aa = 0;
+					for (int i = 0; i < n_in; i++) {
+						double pr = (double)m.W[(size_t)o * n_in + i] *
+							    in[(size_t)t * n_in + i];
+						acc += pr;
+						aa += fabs(pr);
+					}
+					yv[(size_t)t * n_out + o] = acc;
+					ya[(size_t)t * n_out + o] = aa * (pro ? 1.0 / 2048 : 4e-6) + 1e-30;
+				}
+			std::vector<float> got, want, lim;
+			if (!glu) {
+				std::vector<float> gy = dev_download<float>(dy, (size_t)n_tok * ldy);
+				for (int t = 0; t < n_tok; t++)
+					for (int o = 0; o < n_out; o++) {
+						got.push_back(gy[(size_t)t * ldy + o]);
+						want.push_back((float)yv[(size_t)t * n_out + o]);
+						lim.push_back((float)ya[(size_t)t * n_out + o]);
+					}
+			} else {
+				got = dev_download_st(dt, dact, (size_t)n_tok * n_ff);
+				for (int t = 0; t < n_tok; t++)
+					for (int j = 0; j < n_ff; j++) {
+						const size_t gi = (size_t)t * n_out + j, ui = gi + n_ff;
+						double g = yv[gi], u = yv[ui], ac = g / (1.0 + exp(-g));
+						want.push_back(st_round(dt, (float)(ac * u)));
+						lim.push_back((float)(1.2 * ya[gi] * fabs(u) +
+								      (fabs(ac) + 1e-3) * ya[ui] +
+								      (2e-6 + st_rtol(dt)) * fabs(ac * u) + 1e-30));
+					}
+			}
+			size_t bad = 0, worst = 0;
+			for (size_t i = 0; i < want.size(); i++)
+				if (!(fabs((double)got[i] - want[i]) <= lim[i]) && bad++ == 0)
+					worst = i;
+			CHECK(bad == 0,
+			      "gemv_q %dx%d (%d parts, type %d first) n_tok %d variant %d: %zu of %zu "
+			      "out of tolerance; first [%zu] %.9g vs %.9g (limit %.3g)",
+			      n_out, n_in, m.q.n_part, m.q.type[0], n_tok, cs.variant, bad,
+			      want.size(), worst, bad ? got[worst] : 0.0, bad ? want[worst] : 0.0,
+			      bad ? lim[worst] : 0.0);
+			cudaFree(dx);
+			cudaFree(dres);
+			cudaFree(dnw);
+			cudaFree(dy);
+			cudaFree(dact);
+		}
+		free_qmat(m);
+	}
+	/* refusals: another storage type; an odd part before the last without glu */
+	qmat_case m = make_qmat({{GGUF_DTYPE_Q8_0, 3}, {GGUF_DTYPE_Q8_0, 2}}, 64);
+	struct gpu_gemv_args b;
+	memset(&b, 0, sizeof b);
+	b.q = m.q;
+	b.n_out = 5;
+	b.n_in = 64;
+	b.n_tok = 1;
+	b.x = m.q.p[0]; /* aligned; not read */
+	b.ldx = 64;
+	b.y = (float *)m.q.p[0];
+	b.ldy = 5;
+	CHECK(gpu_gemv(&b, GPU_BF16, 132, 0) == cudaErrorInvalidValue, "gemv_q: odd first part");
+	b.q.rows[0] = 2;
+	b.q.rows[1] = 3;
+	CHECK(gpu_gemv(&b, GPU_F16, 132, 0) == cudaErrorInvalidValue, "gemv_q: f16 inputs");
+	CHECK(!gpu_qtype_resident(GGUF_DTYPE_Q4_K, 128) && gpu_qtype_resident(GGUF_DTYPE_Q8_0, 96) &&
+		  !gpu_qtype_resident(GGUF_DTYPE_Q5_K, 256) &&
+		  gpu_qtype_row_bytes(GGUF_DTYPE_Q6_K, 512) == 420 &&
+		  gpu_qtype_row_bytes(GGUF_DTYPE_Q4_K, 512) == 288,
+	      "gemv_q: resident types and row bytes");
+	free_qmat(m);
+}
+
+/* gpu_gemm_q: three parts, Q6_K, BF16 and Q8_0 (6, 6, 7 rows), through a scratch of 6 rows
+ * (slices of 6, 6, 6 and 1 rows, the last two cutting the Q8_0 part: four GEMMs) and of the
+ * whole matrix (one), against the
+ * host's double dot of quant_dequant's values rounded to bf16 (what the scratch holds)
+ * and the bf16 inputs; test_gemm's tolerance for 16-bit inputs. */
+static void test_gemm_q(cublasHandle_t h)
+{
+	const int n_in = 512, n_tok = 11;
+	qmat_case m = make_qmat(
+	    {{GGUF_DTYPE_Q6_K, 6}, {GGUF_DTYPE_BF16, 6}, {GGUF_DTYPE_Q8_0, 7}}, n_in);
+	std::vector<float> x = rand_vec((size_t)n_tok * n_in, -1, 1);
+	for (auto &v : x)
+		v = st_round(GPU_BF16, v);
+	auto px = st_pack(GPU_BF16, x);
+	void *dx = dev_upload(px.data(), px.size()), *scratch;
+	const size_t whole = (size_t)m.n_out * n_in * 2;
+	REQUIRE(cudaMalloc(&scratch, whole));
+	const int ldy = m.n_out + 5;
+	float *dy;
+	REQUIRE(cudaMalloc(&dy, (size_t)n_tok * ldy * 4));
+	std::vector<float> want;
+	for (int t = 0; t < n_tok; t++)
+		for (int o = 0; o < m.n_out; o++) {
+			double acc = 0;
+			for (int i = 0; i < n_in; i++)
+				acc += (double)st_round(GPU_BF16, m.W[(size_t)o * n_in + i]) *
+				       x[(size_t)t * n_in + i];
+			want.push_back((float)acc);
+		}
+	const size_t sizes[2] = {(size_t)6 * n_in * 2 + 100, whole};
+	const int calls_want[2] = {4, 1};
+	for (int k = 0; k < 2; k++) {
+		REQUIRE(cudaMemset(dy, 0, (size_t)n_tok * ldy * 4));
+		int calls = 0;
+		cublasStatus_t st = gpu_gemm_q(h, &m.q, dx, dy, n_in, n_tok, ldy, scratch, sizes[k],
+					       &calls, 0);
+		CHECK(st == CUBLAS_STATUS_SUCCESS && calls == calls_want[k],
+		      "gemm_q scratch %zu: %s, %d cuBLAS calls (want %d)", sizes[k],
+		      cublasGetStatusString(st), calls, calls_want[k]);
+		std::vector<float> gy = dev_download<float>(dy, (size_t)n_tok * ldy), got;
+		for (int t = 0; t < n_tok; t++)
+			for (int o = 0; o < m.n_out; o++)
+				got.push_back(gy[(size_t)t * ldy + o]);
+		char what[64];
+		snprintf(what, sizeof what, "gemm_q scratch %zu", sizes[k]);
+		check_close(what, got, want, 3e-7 * n_in, 1e-5);
+	}
+	CHECK(gpu_gemm_q(h, &m.q, dx, dy, n_in, n_tok, ldy, scratch, 100, NULL, 0) ==
+		  CUBLAS_STATUS_INVALID_VALUE,
+	      "gemm_q: a scratch smaller than a row");
+	cudaFree(dx);
+	cudaFree(dy);
+	cudaFree(scratch);
+	free_qmat(m);
+}
+
+/* gpu_embed_blocks: gathered rows of a Q6_K and a Q4_K matrix (and a drawn token), bitwise
+ * quant_dequant's rows */
+static void test_embed_blocks(void)
+{
+	const int n_vocab = 9, n_embd = 512;
+	const enum gguf_dtype types[2] = {GGUF_DTYPE_Q6_K, GGUF_DTYPE_Q4_K};
+	for (enum gguf_dtype t : types) {
+		qmat_case m = make_qmat({{t, n_vocab}}, n_embd);
+		std::vector<int32_t> tok = {3, 0, 8, -1, 3};
+		struct sampler_result drawn;
+		memset(&drawn, 0, sizeof drawn);
+		drawn.token = 5;
+		int32_t *dt = dev_vec(tok);
+		void *dd = dev_upload(&drawn, sizeof drawn);
+		float *dxo;
+		REQUIRE(cudaMalloc(&dxo, tok.size() * n_embd * 4));
+		REQUIRE(gpu_embed_blocks(m.q.p[0], (int)t, dt, (const struct sampler_result *)dd,
+					 (int)tok.size(), n_vocab, n_embd, dxo, 0));
+		std::vector<float> got = dev_download<float>(dxo, tok.size() * n_embd);
+		size_t bad = 0;
+		for (size_t k = 0; k < tok.size(); k++) {
+			const int id = tok[k] < 0 ? 5 : tok[k];
+			bad += memcmp(&got[k * n_embd], &m.W[(size_t)id * n_embd], n_embd * 4) != 0;
+		}
+		CHECK(bad == 0, "embed_blocks %s: %zu of %zu rows not quant_dequant's",
+		      gguf_dtype_name(t), bad, tok.size());
+		cudaFree(dt);
+		cudaFree(dd);
+		cudaFree(dxo);
+		free_qmat(m);
+	}
 }
 
 /* ---- gemv ---- */
@@ -3341,6 +3634,9 @@ int main(void)
 	RUN(gemv, test_gemv());
 	RUN(gemv, test_gemv_bucket());
 	RUN(qkvepi, test_gemv_qkv());
+	RUN(quant_res, test_gemv_q());
+	RUN(quant_res, test_gemm_q(h));
+	RUN(quant_res, test_embed_blocks());
 	/* the emulator's device (gpu/emu/emu.cpp): its occupancy is worked by hand in tests */
 	const bool emu = strncmp(prop.name, "emu ", 4) == 0;
 	RUN(occupancy, test_occupancy(emu));

@@ -17,6 +17,9 @@
  *     dynamic shared memory opt-in), against the CPU, and its graph census;
  *   - a lazy synthetic model (weights made on the device) runs and is deterministic, a
  *     dense one and a mixture-of-experts one;
+ *   - the resident path (block-quantized weights kept on the device): a Q8_0 model and one
+ *     of Q4_K_M's Q4_K / Q6_K mix (with a Q5_K V as a BF16 part) against the CPU backend
+ *     on the same blocks, prefill, batch-16 decode and fused decode at batches 5 and 1;
  *   - sampling through backend->sample equals the CPU backend's, RNG stream included;
  *   - with BG_GPU_FULL=1 (alone): Llama-3-8B's widths with 2 layers against the CPU.
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
@@ -554,7 +557,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
  * records is cuBLAS's choice (a split-K GEMM adds its reduction kernel, perhaps a
  * workspace memset), so there: at least want kernel nodes, at most two more nodes a
  * cuBLAS call. */
-static void census_check(const char *spec, const struct model_hparams *hp, int es,
+static void census_check(const char *spec, const struct model_hparams *hp, int es, bool qres,
 			 const char *path, bool exact, int *n_graph, int *n_pass)
 {
 	*n_graph = *n_pass = 0;
@@ -598,6 +601,11 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
 			continue;
 		}
+		/* the resident path (qres: every matrix block-quantized, each no larger than the
+		 * scratch: one cuBLAS call a matrix): before each call a dequantization kernel per
+		 * part, Q|K|V's three and gate|up's two, the others' one (dense gated models) */
+		if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call) */
+			want += want_gemms + 3L * (long)hp->n_layer;
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
 		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
@@ -663,7 +671,10 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		/* the storage type the backend picks (gpu/backend_cuda.cu's pick_dtype): f32 and
 		 * f16 files as they are, every other type as bf16 */
 		const int es = m->layers[0].wq.type == GGUF_DTYPE_F32 ? 4 : 2;
-		census_check(spec, &m->hp, es, census, strncmp(g->device, "emu ", 4) == 0,
+		/* Q8_0 / Q4_K / Q6_K matrices stay blocks on the device (BG_CUDA_QUANT unset) */
+		const enum gguf_dtype wt = m->layers[0].wq.type;
+		const bool qres = wt == GGUF_DTYPE_Q8_0 || wt == GGUF_DTYPE_Q4_K || wt == GGUF_DTYPE_Q6_K;
+		census_check(spec, &m->hp, es, qres, census, strncmp(g->device, "emu ", 4) == 0,
 			     &n_graph, &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "%s: census of %d graphs and %d passes", spec,
 		      n_graph, n_pass);
@@ -750,7 +761,7 @@ static void test_bucket8(void)
 		free(lg);
 		free(lc);
 		int n_graph, n_pass;
-		census_check("bucket 8", &m->hp, 4, census, strncmp(g->device, "emu ", 4) == 0,
+		census_check("bucket 8", &m->hp, 4, false, census, strncmp(g->device, "emu ", 4) == 0,
 			     &n_graph, &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "bucket 8: census of %d graphs and %d passes",
 		      n_graph, n_pass);
@@ -883,6 +894,163 @@ static void test_batch_model(struct model *m, const char *spec, int nseq)
 	backend_destroy(g);
 	backend_destroy(c);
 	model_free(m);
+}
+
+/* ---- the resident path: block-quantized weights kept on the device ---- */
+
+/* Random blocks of type t (Q8_0, Q4_K, Q5_K or Q6_K) for n elements, malloc'd: random bytes,
+ * the fp16 scales set so that weights stay near +-0.05 (Q8_0 d 2^-12; Q4_K d 2^-14, dmin
+ * 2^-12; Q5_K d 2^-15, dmin 2^-12; Q6_K d 2^-14; the 6-bit and int8 sub-scales random). */
+static void *qr_blocks(enum gguf_dtype t, uint64_t n, uint32_t *rs)
+{
+	const size_t bb = t == GGUF_DTYPE_Q8_0	 ? 34
+			  : t == GGUF_DTYPE_Q4_K ? 144
+			  : t == GGUF_DTYPE_Q5_K ? 176
+						 : 210;
+	const uint64_t nblk = n / (t == GGUF_DTYPE_Q8_0 ? 32 : 256);
+	uint8_t *q = malloc(nblk * bb);
+	for (size_t i = 0; q && i < nblk * bb; i++) {
+		*rs ^= *rs << 13;
+		*rs ^= *rs >> 17;
+		*rs ^= *rs << 5;
+		q[i] = (uint8_t)(*rs >> 7);
+	}
+	for (uint64_t b = 0; q && b < nblk; b++) {
+		uint8_t *k = q + b * bb;
+		if (t == GGUF_DTYPE_Q8_0) {
+			k[0] = 0x00, k[1] = 0x0C;
+		} else if (t == GGUF_DTYPE_Q4_K || t == GGUF_DTYPE_Q5_K) {
+			k[0] = 0x00, k[1] = t == GGUF_DTYPE_Q4_K ? 0x04 : 0x02, k[2] = 0x00, k[3] = 0x0C;
+		} else {
+			k[208] = 0x00, k[209] = 0x04;
+		}
+	}
+	return q;
+}
+
+/* A synthetic llama of 2 layers, 256 wide (4 heads of 64, 2 K/V heads), n_ff 512, 512
+ * tokens, untied, its matrices replaced by random blocks: variant 0 all Q8_0; variant 1
+ * Q4_K_M's mix (llama.cpp's: Q4_K, with V and down Q6_K on layer 0, the LM head Q6_K, and
+ * as on a 70B model V Q5_K on layer 1: layer 0's Q|K|V has parts of two block types, layer
+ * 1's a BF16 part, Q5_K being no type the GEMV reads). *bufs gets the blocks (free them
+ * after model_free). */
+static struct model *qr_model(int variant, void **bufs, int *n_bufs)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("tiny"));
+	o.shape.n_embd = 256;
+	o.shape.n_ff = 512;
+	o.shape.tie_output = false;
+	o.dtype = GGUF_DTYPE_F32;
+	o.seed = 21;
+	struct model *m = gpu_util_synth_model(&o, "the resident path's model");
+	if (!m)
+		return NULL;
+	uint32_t rs = 0x9e3779b9u + (uint32_t)variant;
+	const enum gguf_dtype q4 = variant ? GGUF_DTYPE_Q4_K : GGUF_DTYPE_Q8_0;
+	const enum gguf_dtype q6 = variant ? GGUF_DTYPE_Q6_K : GGUF_DTYPE_Q8_0;
+	struct {
+		struct model_weight *w;
+		enum gguf_dtype t;
+	} sub[3 + 7 * 2];
+	int n = 0;
+	sub[n].w = &m->tok_embd, sub[n++].t = q4;
+	sub[n].w = &m->output, sub[n++].t = q6;
+	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+		struct model_layer *L = &m->layers[l];
+		sub[n].w = &L->wq, sub[n++].t = q4;
+		sub[n].w = &L->wk, sub[n++].t = q4;
+		sub[n].w = &L->wv, sub[n++].t = l == 0 ? q6 : variant ? GGUF_DTYPE_Q5_K : q4;
+		sub[n].w = &L->wo, sub[n++].t = q4;
+		sub[n].w = &L->w_gate, sub[n++].t = q4;
+		sub[n].w = &L->w_up, sub[n++].t = q4;
+		sub[n].w = &L->w_down, sub[n++].t = l == 0 ? q6 : q4;
+	}
+	for (int i = 0; i < n; i++) {
+		void *b = qr_blocks(sub[i].t, sub[i].w->ne0 * sub[i].w->ne1, &rs);
+		bufs[(*n_bufs)++] = b;
+		sub[i].w->type = sub[i].t;
+		sub[i].w->data = b;
+	}
+	return m;
+}
+
+/* The resident path (README "GPU memory") against the CPU backend on the same blocks:
+ * Q8_0 everywhere, then Q4_K_M's Q4_K / Q6_K mix. 12 sequences' prompts of 5..38 tokens
+ * (one pass: every projection a dequantize-then-GEMM through the scratch, the embedding
+ * from blocks), 2 decode steps of all 12 (the batch-16 graph: GEMMs again), then 2 of the
+ * first 5 (the fused path's GEMV from blocks, NT 8: QKV epilogue, gate|up with SwiGLU,
+ * the LM head with its prologue) and 2 of the first alone (NT 1). The CPU backend works
+ * from the same blocks in its own way (core/cpu/qdot.c: activations rounded to 8 bits
+ * for the dot products); the CUDA backend rounds activations to bf16 before each
+ * projection: 0.1 of the logits' rms and a cosine of 0.9995 allow both on 2 layers
+ * (measured under gpu/emu: at most 5.2e-2 and at least 0.99990, the llama-100m q8_0
+ * check's 0.15 / 0.999 on 12 layers), while a wrong scale, nibble or block stride in any
+ * of the kernels changes a layer's output wholesale (bench/results/gpuq-2026-12-01.md:
+ * planted bugs). The device holds the blocks: with BG_CUDA_QUANT=0
+ * (BF16, the old path) the same model's weights take > 1.7x the device bytes. */
+static void test_quant_resident(void)
+{
+	for (int variant = 0; variant < 2; variant++) {
+		void *bufs[32];
+		int n_bufs = 0;
+		struct model *m = qr_model(variant, bufs, &n_bufs);
+		const char *what = variant ? "resident q4_K_m mix" : "resident q8_0";
+		enum { NSEQ = 12, NB = 3 };
+		struct backend *g = m ? gpu_util_backend(m, true, 16, NSEQ * NB * 16) : NULL;
+		struct backend *c = m ? gpu_util_backend(m, false, 16, NSEQ * NB * 16) : NULL;
+		char *was = getenv("BG_CUDA_QUANT") ? strdup(getenv("BG_CUDA_QUANT")) : NULL;
+		setenv("BG_CUDA_QUANT", "0", 1);
+		struct backend *gb = m ? gpu_util_backend(m, true, 16, 64) : NULL;
+		if (was)
+			setenv("BG_CUDA_QUANT", was, 1);
+		else
+			unsetenv("BG_CUDA_QUANT");
+		free(was);
+		if (g && c && gb) {
+			struct backend_mem mq, mb;
+			g->ops->mem_info(g->ctx, &mq);
+			gb->ops->mem_info(gb->ctx, &mb);
+			CHECK(mq.weight_bytes * 17 < mb.weight_bytes * 10,
+			      "%s: %zu weight bytes on the device, %zu with BG_CUDA_QUANT=0", what,
+			      mq.weight_bytes, mb.weight_bytes);
+			static struct seq sg[NSEQ], sc[NSEQ];
+			struct seq *pg[NSEQ], *pc[NSEQ];
+			const int V = g->n_vocab;
+			for (int i = 0; i < NSEQ; i++) {
+				int32_t toks[40], blocks[NB];
+				int n = 5 + i % 12 * 3;
+				for (int j = 0; j < n; j++)
+					toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u +
+							     1u) %
+							    (unsigned)V);
+				for (int j = 0; j < NB; j++)
+					blocks[j] = j * NSEQ + i;
+				seq_init(&sg[i], toks, n, blocks, NB);
+				seq_init(&sc[i], toks, n, blocks, NB);
+				pg[i] = &sg[i];
+				pc[i] = &sc[i];
+			}
+			float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+			const int batch[7] = {NSEQ, NSEQ, NSEQ, 5, 5, 1, 1};
+			for (int it = 0; it < 7; it++) {
+				double worst = 0, worst_cos = 1;
+				step_both(g, c, pg, pc, batch[it], it, lg, lc, &worst, &worst_cos, what);
+				CHECK(worst <= 0.1 && worst_cos >= 0.9995,
+				      "%s, step %d of %d sequences: max |cuda - cpu| / rms %g, worst "
+				      "cosine %.9f",
+				      what, it, batch[it], worst, worst_cos);
+			}
+			free(lg);
+			free(lc);
+		}
+		backend_destroy(g);
+		backend_destroy(gb);
+		backend_destroy(c);
+		model_free(m);
+		for (int i = 0; i < n_bufs; i++)
+			free(bufs[i]);
+	}
 }
 
 /* apertus without biases (as the released models): no O bias keeps it off the fused path
@@ -1285,7 +1453,12 @@ int main(void)
 	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
+	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
+		test_quant_resident();
+		return check_summary();
+	}
 	if (getenv("BG_GPU_ONLY_ARCH")) {
+		test_quant_resident();
 		test_arch_vs_cpu();
 		test_arch_batches();
 		return check_summary();
@@ -1309,6 +1482,7 @@ int main(void)
 	 * up like a random walk to ~1.5% of the logits' rms; f16 keeps 3 more bits. */
 	test_synthetic_vs_cpu("synthetic:llama-100m:q8_0", 0.15, 0.999);
 	test_synthetic_vs_cpu("synthetic:llama-100m:f16", 0.03, 0.99999);
+	test_quant_resident();
 	/* qwen2 (Q/K/V biases, NeoX RoPE) in f32: fp32 GEMMs without TF32 on both sides,
 	 * so only summation orders differ (~1e-6 relative per layer) */
 	test_synthetic_vs_cpu("synthetic:qwen2-tiny:f32", 1e-4, 0.9999999);

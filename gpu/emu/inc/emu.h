@@ -304,7 +304,12 @@ cudaError_t cudaFuncSetAttribute(void (*f)(A...), enum cudaFuncAttribute attr, i
 // ---- cuBLAS: cublasGemmEx, column-major, fp32 accumulation, cuBLAS's argument checks ----
 typedef struct emu_blas *cublasHandle_t;
 typedef int cublasStatus_t;
-enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
+enum {
+	CUBLAS_STATUS_SUCCESS = 0,
+	CUBLAS_STATUS_INVALID_VALUE = 7,
+	CUBLAS_STATUS_EXECUTION_FAILED = 13,
+	CUBLAS_STATUS_NOT_SUPPORTED = 15
+};
 typedef int cublasOperation_t;
 enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 typedef int cudaDataType_t;
