@@ -198,29 +198,32 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 	}
 }
 
-cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
-			  const struct gpu_moe_plan *plan, cudaStream_t stream)
+static cudaError_t moe_route_launch(const float *logits, int n_tok, int n_expert, int k,
+				    bool norm, const struct gpu_moe_plan *plan, bool sigmoid,
+				    const float *sel_bias, float scale, cudaStream_t stream)
 {
 	if (n_tok <= 0)
 		return cudaSuccess;
 	if (k < 1 || k > n_expert || n_expert > GPU_MOE_MAX_EXPERT)
 		return cudaErrorInvalidValue;
 	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan,
-						       false, (const float *)NULL, 1.0f);
+						       sigmoid, sel_bias, scale);
 	return cudaGetLastError();
+}
+
+cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
+			  const struct gpu_moe_plan *plan, cudaStream_t stream)
+{
+	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, false, NULL, 1.0f,
+				stream);
 }
 
 cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, int n_tok,
 				  int n_expert, int k, bool norm, float scale,
 				  const struct gpu_moe_plan *plan, cudaStream_t stream)
 {
-	if (n_tok <= 0)
-		return cudaSuccess;
-	if (k < 1 || k > n_expert || n_expert > GPU_MOE_MAX_EXPERT)
-		return cudaErrorInvalidValue;
-	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan,
-						       true, sel_bias, scale);
-	return cudaGetLastError();
+	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, true, sel_bias, scale,
+				stream);
 }
 
 /* ---- the expert projections ---- */

@@ -687,6 +687,26 @@ static void free_qmat(qmat_case &m)
 		cudaFree((void *)m.q.p[i]);
 }
 
+/* The inputs a GEMV sees, [n_tok][n_in]: x's rows (row stride ldx), or with the prologue
+ * (pro) each row of res RMS-normalized (eps 1e-5), times nw, rounded to dt as the kernel
+ * rounds what it stores. */
+static std::vector<float> gemv_ref_inputs(enum gpu_dtype dt, bool pro, const std::vector<float> &x,
+					  int ldx, const std::vector<float> &res,
+					  const std::vector<float> &nw, int n_tok, int n_in)
+{
+	std::vector<float> in((size_t)n_tok * n_in);
+	for (int t = 0; t < n_tok; t++) {
+		double ss = 0;
+		for (int i = 0; i < n_in; i++)
+			ss += (double)res[(size_t)t * n_in + i] * res[(size_t)t * n_in + i];
+		const float sc = (float)(1.0 / sqrt(ss / n_in + 1e-5));
+		for (int i = 0; i < n_in; i++)
+			in[(size_t)t * n_in + i] = pro ? st_round(dt, (res[(size_t)t * n_in + i] * sc) * nw[i])
+						      : x[(size_t)t * ldx + i];
+	}
+	return in;
+}
+
 /* gpu_gemv from blocks (a.q) at every batch 1..8 against the host's double dot of
  * quant_dequant's values and the bf16 inputs: plain (Q8_0 alone; three parts: Q4_K, BF16
  * rows, Q8_0), with the prologue (Q6_K), and gate|up (Q4_K gate, Q6_K up) with the prologue
@@ -718,17 +738,7 @@ static void test_gemv_q(void)
 				v = st_round(dt, v);
 			std::vector<float> res = rand_vec((size_t)n_tok * n_in, -2, 2);
 			std::vector<float> nw = rand_vec(n_in, 0.5f, 1.5f);
-			std::vector<float> in((size_t)n_tok * n_in);
-			for (int t = 0; t < n_tok; t++) {
-				double ss = 0;
-				for (int i = 0; i < n_in; i++)
-					ss += (double)res[(size_t)t * n_in + i] * res[(size_t)t * n_in + i];
-				const float sc = (float)(1.0 / sqrt(ss / n_in + 1e-5));
-				for (int i = 0; i < n_in; i++)
-					in[(size_t)t * n_in + i] =
-					    pro ? st_round(dt, (res[(size_t)t * n_in + i] * sc) * nw[i])
-						: x[(size_t)t * ldx + i];
-			}
+			std::vector<float> in = gemv_ref_inputs(dt, pro, x, ldx, res, nw, n_tok, n_in);
 			auto px = st_pack(dt, x);
 			void *dx = dev_upload(px.data(), px.size());
 			float *dres = dev_vec(res), *dnw = dev_vec(nw), *dy;
@@ -1277,17 +1287,8 @@ static void test_gemv_qkv(void)
 					slots[t] = perm[t];
 				}
 				/* the inputs the projection sees, [n_tok][n_in] */
-				std::vector<float> in((size_t)n_tok * n_in);
-				for (int t = 0; t < n_tok; t++) {
-					double ss = 0;
-					for (int i = 0; i < n_in; i++)
-						ss += (double)res[(size_t)t * n_in + i] * res[(size_t)t * n_in + i];
-					const float sc = (float)(1.0 / sqrt(ss / n_in + 1e-5));
-					for (int i = 0; i < n_in; i++)
-						in[(size_t)t * n_in + i] =
-						    cs.pro ? st_round(dt, (res[(size_t)t * n_in + i] * sc) * nw[i])
-							   : x[(size_t)t * ldx + i];
-				}
+				std::vector<float> in =
+				    gemv_ref_inputs(dt, cs.pro, x, ldx, res, nw, n_tok, n_in);
 				const int half = cs.rope_dim / 2;
 				std::vector<double> freq(half > 0 ? half : 1);
 				for (int i = 0; i < half; i++)

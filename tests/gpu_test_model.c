@@ -126,6 +126,21 @@ static void seq_init(struct seq *s, const int32_t *prompt, int32_t n, const int3
 	s->n_blocks = n_blocks;
 }
 
+/* Sequence i of nseq, the same in g and c (for a GPU and a CPU backend): a prompt of
+ * 5 + 3 (i % 12) tokens below vocab, and the nb <= 16 blocks j * nseq + i. */
+static void seq_pair_init(struct seq *g, struct seq *c, int i, int nseq, int nb, int vocab)
+{
+	int32_t toks[40], blocks[16];
+	int n = 5 + i % 12 * 3;
+	for (int j = 0; j < n; j++)
+		toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u + 1u) %
+				    (unsigned)vocab);
+	for (int j = 0; j < nb && j < 16; j++)
+		blocks[j] = j * nseq + i;
+	seq_init(g, toks, n, blocks, nb);
+	seq_init(c, toks, n, blocks, nb);
+}
+
 /* max |a - b| over n, and the rms of b */
 static double max_diff(const float *a, const float *b, int n, double *rms)
 {
@@ -868,15 +883,7 @@ static void test_batch_model(struct model *m, const char *spec, int nseq)
 		struct seq *pg[MAXSEQ], *pc[MAXSEQ];
 		const int V = g->n_vocab;
 		for (int i = 0; i < NSEQ; i++) {
-			int32_t toks[40], blocks[NB];
-			int n = 5 + i % 12 * 3;
-			for (int j = 0; j < n; j++)
-				toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u + 1u) %
-						    (unsigned)V);
-			for (int j = 0; j < NB; j++)
-				blocks[j] = j * NSEQ + i;
-			seq_init(&sg[i], toks, n, blocks, NB);
-			seq_init(&sc[i], toks, n, blocks, NB);
+			seq_pair_init(&sg[i], &sc[i], i, NSEQ, NB, V);
 			pg[i] = &sg[i];
 			pc[i] = &sc[i];
 		}
@@ -1018,16 +1025,7 @@ static void test_quant_resident(void)
 			struct seq *pg[NSEQ], *pc[NSEQ];
 			const int V = g->n_vocab;
 			for (int i = 0; i < NSEQ; i++) {
-				int32_t toks[40], blocks[NB];
-				int n = 5 + i % 12 * 3;
-				for (int j = 0; j < n; j++)
-					toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u +
-							     1u) %
-							    (unsigned)V);
-				for (int j = 0; j < NB; j++)
-					blocks[j] = j * NSEQ + i;
-				seq_init(&sg[i], toks, n, blocks, NB);
-				seq_init(&sc[i], toks, n, blocks, NB);
+				seq_pair_init(&sg[i], &sc[i], i, NSEQ, NB, V);
 				pg[i] = &sg[i];
 				pc[i] = &sc[i];
 			}
