@@ -7,7 +7,7 @@
  *             [2 n_ff, n_embd], Wdown; all of the storage type dt
  *             (F32 for an F32 model, F16 for F16, BF16 for BF16 and Q8_0, dequantized here;
  *             BF16 for the other block types too, dequantized on the device: gpu/dequant.cu).
- *             Resident blocks (the default; BG_CUDA_QUANT=0 turns it off): a matrix whose
+ *             Resident blocks (gpu_qres_policy, BG_CUDA_QUANT): a matrix whose
  *             tensors are Q8_0, Q4_K or Q6_K (with a BF16 storage type) stays as the file's
  *             blocks, each fused part (Q, K, V; gate, up) with its own type
  *             (gpu_ops.cuh's gpu_qmat): the decode GEMV reads the blocks (gpu/gemv.cu),
@@ -167,7 +167,7 @@ struct cuda_ctx {
 	float *output_norm;
 	void *output; /* [n_vocab, n_embd] (== tok_embd when tied) */
 	struct cuda_layer *layers;
-	/* the resident path (BG_CUDA_QUANT not 0): tok_embd and output block-quantized when
+	/* the resident path (gpu_qres_policy): tok_embd and output block-quantized when
 	 * n_part > 0, and the BF16 scratch of gpu_gemm_q */
 	bool qres;
 	struct gpu_qmat q_embd, q_out;
@@ -2337,9 +2337,13 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		return st;
 	CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, CUDA_CUBLAS_WS));
 
-	/* the resident path (README "GPU memory"): BG_CUDA_QUANT=0 keeps every matrix BF16 */
-	const char *qe = getenv("BG_CUDA_QUANT");
-	c->qres = !(qe && strcmp(qe, "0") == 0);
+	/* the resident path (README "GPU memory"): BG_CUDA_QUANT=1 always, 0 never, by default
+	 * when the BF16 weights would not leave half the free memory (gpu_qres_policy) */
+	{
+		size_t free_b = 0, total_b = 0;
+		CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+		c->qres = gpu_qres_policy(getenv("BG_CUDA_QUANT"), m->n_params, free_b);
+	}
 	st = load_weights(c, m, err);
 	if (st == BG_OK && c->qscratch_bytes)
 		st = dev_alloc(&c->qscratch, c->qscratch_bytes, "the dequantization scratch", err);

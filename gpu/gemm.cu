@@ -1,6 +1,8 @@
 /* gemm: every projection of the model as one cuBLAS call over all tokens of the
  * iteration. Row-major y[n_tok, n_out] = x[n_tok, n_in] W^T is, in cuBLAS's column-major
  * terms, Y(n_out x n_tok) = W^T(n_out x n_in) X(n_in x n_tok) with W stored (n_in x n_out). */
+#include <string.h>
+
 #include "gpu/gpu_ops.cuh"
 
 cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y, int n_out,
@@ -63,4 +65,11 @@ cublasStatus_t gpu_gemm_q(cublasHandle_t h, const struct gpu_qmat *q, const void
 			return st;
 	}
 	return CUBLAS_STATUS_SUCCESS;
+}
+
+bool gpu_qres_policy(const char *setting, uint64_t n_params, size_t free_bytes)
+{
+	if (setting && (strcmp(setting, "0") == 0 || strcmp(setting, "1") == 0))
+		return setting[0] == '1';
+	return 2.0 * (double)n_params > 0.5 * (double)free_bytes;
 }

@@ -310,6 +310,13 @@ cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y
 cublasStatus_t gpu_gemm_q(cublasHandle_t h, const struct gpu_qmat *q, const void *x, float *y,
 			  int n_in, int n_tok, int ldy, void *scratch, size_t scratch_bytes,
 			  int *n_calls, cudaStream_t stream);
+/* Whether a model keeps its block-quantized matrices resident (README "GPU memory"):
+ * setting "1" always, "0" never; otherwise (unset, or any other value) when its BF16 weights
+ * (2 bytes a parameter) would take more than half of free_bytes. A model that fits as BF16
+ * keeps cuBLAS on BF16 weights for its passes of more than 8 tokens (the resident path
+ * dequantizes every matrix per pass: ~2.3x a decode step's weight traffic at batch > 8 for
+ * a Q4_K_M file, ESTIMATE); one that does not fit, or barely, keeps its blocks. */
+bool gpu_qres_policy(const char *setting, uint64_t n_params, size_t free_bytes);
 
 /* ---- gemv.cu ---- */
 

@@ -897,6 +897,22 @@ static void test_gemm_q(cublasHandle_t h)
 	free_qmat(m);
 }
 
+/* gpu_qres_policy by hand: "1" / "0" decide; otherwise resident when 2 bytes a parameter
+ * exceed half the free memory (8B on an 80 GiB card: 16 GB of 42.9 GB, BF16; 70B: 140 GB,
+ * resident; 8B with 24 GiB free: 16 GB of 12.9 GB, resident; the boundary n = free / 4). */
+static void test_qres_policy(void)
+{
+	const size_t G = (size_t)1 << 30;
+	CHECK(gpu_qres_policy("1", 1, 80 * G), "qres: \"1\" always");
+	CHECK(!gpu_qres_policy("0", 70000000000ull, 1), "qres: \"0\" never");
+	CHECK(!gpu_qres_policy(NULL, 8000000000ull, 80 * G), "qres: 8B fits 80 GiB as BF16");
+	CHECK(gpu_qres_policy(NULL, 70000000000ull, 80 * G), "qres: 70B on 80 GiB resident");
+	CHECK(gpu_qres_policy(NULL, 8000000000ull, 24 * G), "qres: 8B on 24 GiB resident");
+	CHECK(!gpu_qres_policy("auto", 8000000000ull, 80 * G), "qres: other values: the default");
+	CHECK(!gpu_qres_policy(NULL, 20 * G, 80 * G), "qres: BF16 at exactly half");
+	CHECK(gpu_qres_policy(NULL, 20 * G + 1, 80 * G), "qres: resident past half");
+}
+
 /* gpu_embed_blocks: gathered rows of a Q6_K and a Q4_K matrix (and a drawn token), bitwise
  * quant_dequant's rows */
 static void test_embed_blocks(void)
@@ -3638,6 +3654,7 @@ int main(void)
 	RUN(quant_res, test_gemv_q());
 	RUN(quant_res, test_gemm_q(h));
 	RUN(quant_res, test_embed_blocks());
+	RUN(quant_res, test_qres_policy());
 	/* the emulator's device (gpu/emu/emu.cpp): its occupancy is worked by hand in tests */
 	const bool emu = strncmp(prop.name, "emu ", 4) == 0;
 	RUN(occupancy, test_occupancy(emu));

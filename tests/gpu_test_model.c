@@ -141,6 +141,24 @@ static void seq_pair_init(struct seq *g, struct seq *c, int i, int nseq, int nb,
 	seq_init(c, toks, n, blocks, nb);
 }
 
+/* gpu_util_backend(m, true, 16, kv_tokens) with BG_CUDA_QUANT set to q (NULL: unset, the
+ * default policy) for its creation, then restored */
+static struct backend *cuda_with_quant(const struct model *m, int kv_tokens, const char *q)
+{
+	char *was = getenv("BG_CUDA_QUANT") ? strdup(getenv("BG_CUDA_QUANT")) : NULL;
+	if (q)
+		setenv("BG_CUDA_QUANT", q, 1);
+	else
+		unsetenv("BG_CUDA_QUANT");
+	struct backend *g = gpu_util_backend(m, true, 16, kv_tokens);
+	if (was)
+		setenv("BG_CUDA_QUANT", was, 1);
+	else
+		unsetenv("BG_CUDA_QUANT");
+	free(was);
+	return g;
+}
+
 /* max |a - b| over n, and the rms of b */
 static double max_diff(const float *a, const float *b, int n, double *rms)
 {
@@ -639,7 +657,7 @@ static struct backend *cuda_with_census(const struct model *m, char *census, siz
 	snprintf(census, n, "/tmp/bg-census-%d.log", (int)getpid());
 	remove(census);
 	setenv("BG_CUDA_GRAPH_LOG", census, 1);
-	struct backend *g = gpu_util_backend(m, true, 16, 512);
+	struct backend *g = cuda_with_quant(m, 512, "1"); /* block types: the resident path */
 	unsetenv("BG_CUDA_GRAPH_LOG");
 	return g;
 }
@@ -686,7 +704,7 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		/* the storage type the backend picks (gpu/backend_cuda.cu's pick_dtype): f32 and
 		 * f16 files as they are, every other type as bf16 */
 		const int es = m->layers[0].wq.type == GGUF_DTYPE_F32 ? 4 : 2;
-		/* Q8_0 / Q4_K / Q6_K matrices stay blocks on the device (BG_CUDA_QUANT unset) */
+		/* Q8_0 / Q4_K / Q6_K matrices stay blocks on the device (BG_CUDA_QUANT=1) */
 		const enum gguf_dtype wt = m->layers[0].wq.type;
 		const bool qres = wt == GGUF_DTYPE_Q8_0 || wt == GGUF_DTYPE_Q4_K || wt == GGUF_DTYPE_Q6_K;
 		census_check(spec, &m->hp, es, qres, census, strncmp(g->device, "emu ", 4) == 0,
@@ -1004,23 +1022,22 @@ static void test_quant_resident(void)
 		struct model *m = qr_model(variant, bufs, &n_bufs);
 		const char *what = variant ? "resident q4_K_m mix" : "resident q8_0";
 		enum { NSEQ = 12, NB = 3 };
-		struct backend *g = m ? gpu_util_backend(m, true, 16, NSEQ * NB * 16) : NULL;
+		struct backend *g = m ? cuda_with_quant(m, NSEQ * NB * 16, "1") : NULL;
 		struct backend *c = m ? gpu_util_backend(m, false, 16, NSEQ * NB * 16) : NULL;
-		char *was = getenv("BG_CUDA_QUANT") ? strdup(getenv("BG_CUDA_QUANT")) : NULL;
-		setenv("BG_CUDA_QUANT", "0", 1);
-		struct backend *gb = m ? gpu_util_backend(m, true, 16, 64) : NULL;
-		if (was)
-			setenv("BG_CUDA_QUANT", was, 1);
-		else
-			unsetenv("BG_CUDA_QUANT");
-		free(was);
-		if (g && c && gb) {
-			struct backend_mem mq, mb;
+		struct backend *gb = m ? cuda_with_quant(m, 64, "0") : NULL;
+		/* the default policy: a model this small fits as BF16 (gpu_qres_policy) */
+		struct backend *ga = m ? cuda_with_quant(m, 64, NULL) : NULL;
+		if (g && c && gb && ga) {
+			struct backend_mem mq, mb, ma;
 			g->ops->mem_info(g->ctx, &mq);
 			gb->ops->mem_info(gb->ctx, &mb);
+			ga->ops->mem_info(ga->ctx, &ma);
 			CHECK(mq.weight_bytes * 17 < mb.weight_bytes * 10,
 			      "%s: %zu weight bytes on the device, %zu with BG_CUDA_QUANT=0", what,
 			      mq.weight_bytes, mb.weight_bytes);
+			CHECK(ma.weight_bytes == mb.weight_bytes,
+			      "%s, BG_CUDA_QUANT unset: %zu weight bytes on the device, %zu as BF16",
+			      what, ma.weight_bytes, mb.weight_bytes);
 			static struct seq sg[NSEQ], sc[NSEQ];
 			struct seq *pg[NSEQ], *pc[NSEQ];
 			const int V = g->n_vocab;
@@ -1044,6 +1061,7 @@ static void test_quant_resident(void)
 		}
 		backend_destroy(g);
 		backend_destroy(gb);
+		backend_destroy(ga);
 		backend_destroy(c);
 		model_free(m);
 		for (int i = 0; i < n_bufs; i++)
