@@ -707,6 +707,21 @@ static std::vector<float> gemv_ref_inputs(enum gpu_dtype dt, bool pro, const std
 	return in;
 }
 
+/* A GEMV's input in a: with the prologue (pro) the residual rows res normalized by norm
+ * (eps 1e-5), else the rows x of stride ldx */
+static void gemv_set_input(struct gpu_gemv_args *a, bool pro, const float *res, const float *norm,
+			   const void *x, int ldx)
+{
+	if (pro) {
+		a->res = res;
+		a->norm = norm;
+		a->eps = 1e-5f;
+	} else {
+		a->x = x;
+		a->ldx = ldx;
+	}
+}
+
 /* gpu_gemv from blocks (a.q) at every batch 1..8 against the host's double dot of
  * quant_dequant's values and the bf16 inputs: plain (Q8_0 alone; three parts: Q4_K, BF16
  * rows, Q8_0), with the prologue (Q6_K), and gate|up (Q4_K gate, Q6_K up) with the prologue
@@ -752,14 +767,7 @@ static void test_gemv_q(void)
 			a.n_out = n_out;
 			a.n_in = n_in;
 			a.n_tok = n_tok;
-			if (pro) {
-				a.res = dres;
-				a.norm = dnw;
-				a.eps = 1e-5f;
-			} else {
-				a.x = dx;
-				a.ldx = ldx;
-			}
+			gemv_set_input(&a, pro, dres, dnw, dx, ldx);
 			a.y = dy;
 			a.ldy = ldy;
 			a.glu = glu;
@@ -1334,14 +1342,7 @@ static void test_gemv_qkv(void)
 				g.n_out = n_out;
 				g.n_in = n_in;
 				g.n_tok = n_tok;
-				if (cs.pro) {
-					g.res = dres;
-					g.norm = dnw;
-					g.eps = 1e-5f;
-				} else {
-					g.x = dx;
-					g.ldx = ldx;
-				}
+				gemv_set_input(&g, cs.pro, dres, dnw, dx, ldx);
 				g.ldy = ldy;
 				struct gpu_qkv_post_args q;
 				memset(&q, 0, sizeof q);

@@ -126,19 +126,27 @@ static void seq_init(struct seq *s, const int32_t *prompt, int32_t n, const int3
 	s->n_blocks = n_blocks;
 }
 
-/* Sequence i of nseq, the same in g and c (for a GPU and a CPU backend): a prompt of
- * 5 + 3 (i % 12) tokens below vocab, and the nb <= 16 blocks j * nseq + i. */
-static void seq_pair_init(struct seq *g, struct seq *c, int i, int nseq, int nb, int vocab)
+/* nseq sequences, the same in g[] and c[] (for a GPU and a CPU backend), and pg[] / pc[]
+ * pointing at them: sequence i a prompt of 5 + 3 (i % 12) tokens below vocab, and the
+ * nb <= 16 blocks j * nseq + i. */
+static void seq_pairs_init(struct seq *g, struct seq *c, struct seq **pg, struct seq **pc,
+			   int nseq, int nb, int vocab)
 {
-	int32_t toks[40], blocks[16];
-	int n = 5 + i % 12 * 3;
-	for (int j = 0; j < n; j++)
-		toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u + 1u) %
-				    (unsigned)vocab);
-	for (int j = 0; j < nb && j < 16; j++)
-		blocks[j] = j * nseq + i;
-	seq_init(g, toks, n, blocks, nb);
-	seq_init(c, toks, n, blocks, nb);
+	if (nb > 16)
+		nb = 16;
+	for (int i = 0; i < nseq; i++) {
+		int32_t toks[40], blocks[16];
+		int n = 5 + i % 12 * 3;
+		for (int j = 0; j < n; j++)
+			toks[j] = (int32_t)(((unsigned)i * 7919u + (unsigned)j * 104729u + 1u) %
+					    (unsigned)vocab);
+		for (int j = 0; j < nb; j++)
+			blocks[j] = j * nseq + i;
+		seq_init(&g[i], toks, n, blocks, nb);
+		seq_init(&c[i], toks, n, blocks, nb);
+		pg[i] = &g[i];
+		pc[i] = &c[i];
+	}
 }
 
 /* gpu_util_backend(m, true, 16, kv_tokens) with BG_CUDA_QUANT set to q (NULL: unset, the
@@ -900,11 +908,7 @@ static void test_batch_model(struct model *m, const char *spec, int nseq)
 		static struct seq sg[MAXSEQ], sc[MAXSEQ];
 		struct seq *pg[MAXSEQ], *pc[MAXSEQ];
 		const int V = g->n_vocab;
-		for (int i = 0; i < NSEQ; i++) {
-			seq_pair_init(&sg[i], &sc[i], i, NSEQ, NB, V);
-			pg[i] = &sg[i];
-			pc[i] = &sc[i];
-		}
+		seq_pairs_init(sg, sc, pg, pc, NSEQ, NB, V);
 		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
 		double worst = 0, worst_cos = 1;
 		for (int it = 0; it <= NSTEP; it++) /* it 0: the prompts, then decode steps */
@@ -1041,11 +1045,7 @@ static void test_quant_resident(void)
 			static struct seq sg[NSEQ], sc[NSEQ];
 			struct seq *pg[NSEQ], *pc[NSEQ];
 			const int V = g->n_vocab;
-			for (int i = 0; i < NSEQ; i++) {
-				seq_pair_init(&sg[i], &sc[i], i, NSEQ, NB, V);
-				pg[i] = &sg[i];
-				pc[i] = &sc[i];
-			}
+			seq_pairs_init(sg, sc, pg, pc, NSEQ, NB, V);
 			float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
 			const int batch[7] = {NSEQ, NSEQ, NSEQ, 5, 5, 1, 1};
 			for (int it = 0; it < 7; it++) {
