@@ -230,10 +230,11 @@ int cmd_info(int argc, char **argv)
 	if (hp->mla)
 		printf(
 		    "mla: q_lora_rank %u%s, kv_lora_rank %u, qk_nope %u + qk_rope %u, v_head %u; "
-		    "one K/V head of %u (the latent and the rotated key), V = the K row: KV "
+		    "one K/V head of %u (the latent and the rotated key), V read from the K row: "
+		    "KV "
 		    "cache %u bytes a token a layer on the CPU backend (f32)\n",
 		    hp->n_lora_q, hp->n_lora_q ? "" : " (attn_q)", hp->n_lora_kv, hp->mla_nope,
-		    hp->rope_dim, hp->mla_v_head, hp->head_dim, 2 * 4 * hp->head_dim);
+		    hp->rope_dim, hp->mla_v_head, hp->head_dim, 4 * hp->head_dim);
 	if (hp->swiglu_oai)
 		printf("ffn_act: clamped swiglu (gpt-oss), alpha %g, limit %g\n",
 		       (double)hp->swiglu_alpha, (double)hp->swiglu_limit);

@@ -55,7 +55,8 @@ struct cpu_ctx {
 	 * the gate's output [cap_tok][P]; the norms' weights: pl_norms [P] (per_layer_proj_norm)
 	 * then [n_layer][n_embd] (each layer's post_norm) */
 	float *ple, *ple_proj, *ple_gate, *pl_norms;
-	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_max] */
+	float *kv;	   /* [n_layer][kv_parts][n_blocks][block_size][kv_max] */
+	uint32_t kv_parts; /* 2: K and V; 1 with hp.mla (V is the K row: kv_v == kv_k) */
 	size_t kv_bytes;
 
 	float *norms; /* [2 * n_layer + 1][n_embd]: attn, ffn per layer, then output */
@@ -268,14 +269,15 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 	       c->samp_bytes * c->n_threads + cpu_moe_bytes(c->moe);
 }
 
+/* A layer's K and V slabs; deepseek2 (hp.mla) stores K only, its V being the K row */
 static inline float *kv_k(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer) * c->n_blocks * c->block_size * c->kv_max;
+	return c->kv + (size_t)(c->kv_parts * layer) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 static inline float *kv_v(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer + 1) * c->n_blocks * c->block_size * c->kv_max;
+	return kv_k(c, layer) + (size_t)(c->kv_parts - 1) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 /* out = x / sqrt(mean(x^2) + eps) * w; the sum of squares runs in order, in double. */
@@ -794,7 +796,8 @@ static void mla_mm(struct cpu_ctx *c, const struct model_weight *w, const float 
 }
 
 /* Layer l's queries into c->q ([T][n_head][head_dim]: [wk_b[h] q_nope, rope(q_pe)] per
- * head) and its key rows into c->k and the KV pool, K and V slots alike ([c, rope(k_pe)]),
+ * head) and its key rows into c->k and the KV pool's K slab ([c, rope(k_pe)]; V is read
+ * from the same rows),
  * from the normed input c->xb. Scratch: c->att ([T][n_head (mla_nope + rope_dim)] raw
  * queries), c->hb, c->hb2. */
 static void mla_qkv(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
@@ -826,15 +829,14 @@ static void mla_qkv(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, 
 			rope_apply(hp, c->half, qp, c->rope + (int64_t)t * c->half * 2);
 		}
 	}
-	float *kl = kv_k(c, l), *vl = kv_v(c, l);
+	float *kl = kv_k(c, l); /* K only: V is the same row (kv_v) */
 	for (int32_t t = 0; t < T; t++) {
 		const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
 		int32_t p = c->tok_pos[t];
 		size_t slot = (size_t)s->block_table[p / c->block_size] * c->block_size +
 			      (size_t)(p % c->block_size);
-		const float *kr = c->k + t * c->kv_dim;
-		memcpy(kl + slot * c->kv_max, kr, (size_t)c->kv_dim * sizeof(float));
-		memcpy(vl + slot * c->kv_max, kr, (size_t)c->kv_dim * sizeof(float));
+		memcpy(kl + slot * c->kv_max, c->k + t * c->kv_dim,
+		       (size_t)c->kv_dim * sizeof(float));
 	}
 }
 
@@ -1366,7 +1368,7 @@ static enum bg_status kv_swap(struct cpu_ctx *c, const int32_t *blocks, int32_t 
 	for (int32_t i = 0; i < n; i++) {
 		size_t off = (size_t)blocks[i] * sl;
 		for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++)
-			for (int v = 0; v < 2; v++) {
+			for (uint32_t v = 0; v < c->kv_parts; v++) {
 				float *slab = (v ? kv_v(c, l) : kv_k(c, l)) + off;
 				if (to) {
 					memcpy(to, slab, sl * sizeof(float));
@@ -1403,8 +1405,9 @@ static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg
 	for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++) {
 		memcpy(kv_k(c, l) + (size_t)dst * sl, kv_k(c, l) + (size_t)src * sl,
 		       sl * sizeof(float));
-		memcpy(kv_v(c, l) + (size_t)dst * sl, kv_v(c, l) + (size_t)src * sl,
-		       sl * sizeof(float));
+		if (c->kv_parts == 2)
+			memcpy(kv_v(c, l) + (size_t)dst * sl, kv_v(c, l) + (size_t)src * sl,
+			       sl * sizeof(float));
 	}
 	return BG_OK;
 }
@@ -1841,10 +1844,10 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->kv_max = (int64_t)model_kv_dim_max(hp);
 	c->q_max = (int64_t)model_q_dim_max(hp);
 	c->q_max = mla_q > c->q_max ? mla_q : c->q_max;
+	c->kv_parts = hp->mla ? 1 : 2;
 
-	uint64_t kv_floats =
-	    (uint64_t)model_n_layer_kv(hp) * 2 * (uint64_t)n_blocks * cfg->block_size *
-	    (uint64_t)c->kv_max;
+	uint64_t kv_floats = (uint64_t)model_n_layer_kv(hp) * c->kv_parts * (uint64_t)n_blocks *
+			     cfg->block_size * (uint64_t)c->kv_max;
 	if (kv_floats > SIZE_MAX / sizeof(float)) {
 		cpu_destroy(c);
 		free(b);
@@ -1972,7 +1975,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	b->n_vocab = (int32_t)hp->n_vocab;
 	b->block_size = cfg->block_size;
 	b->n_blocks = c->n_blocks;
-	b->block_bytes = (size_t)model_n_layer_kv(hp) * 2 * slab_floats(c) * sizeof(float);
+	b->block_bytes =
+	    (size_t)model_n_layer_kv(hp) * c->kv_parts * slab_floats(c) * sizeof(float);
 	*out = b;
 	return BG_OK;
 }
