@@ -5,14 +5,12 @@
 
 #include "status.h"
 
-void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, int32_t *ids,
-	       float *weights)
+/* p = softmax(logits): the max subtracted, the sum in index order in double */
+static void softmax_probs(const float *logits, uint32_t n_expert, float *p)
 {
-	BG_ASSERT(k >= 1 && k <= n_expert && n_expert <= MOE_MAX_EXPERTS);
 	float mx = logits[0];
 	for (uint32_t e = 1; e < n_expert; e++)
 		mx = logits[e] > mx ? logits[e] : mx;
-	float p[MOE_MAX_EXPERTS];
 	double sum = 0.0;
 	for (uint32_t e = 0; e < n_expert; e++) {
 		p[e] = expf(logits[e] - mx);
@@ -21,19 +19,33 @@ void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, in
 	const float inv = (float)(1.0 / sum);
 	for (uint32_t e = 0; e < n_expert; e++)
 		p[e] *= inv;
-	/* selection: slot j takes the largest p not yet taken; a strict > keeps the lower
-	 * index on ties. O(k n_expert), k small in practice. With NaN values the choice is
-	 * arbitrary, but every id is a distinct expert. */
+}
+
+/* slot j takes the largest sel not yet taken (a strict > keeps the lower index on ties),
+ * its weight that expert's p. O(k n_expert), k small in practice. With NaN values the
+ * choice is arbitrary, but every id is a distinct expert. */
+static void choose(const float *sel, const float *p, uint32_t n_expert, uint32_t k, int32_t *ids,
+		   float *weights)
+{
 	bool taken[MOE_MAX_EXPERTS] = {false};
 	for (uint32_t j = 0; j < k; j++) {
 		int32_t best = -1;
 		for (uint32_t e = 0; e < n_expert; e++)
-			if (!taken[e] && (best < 0 || p[e] > p[best]))
+			if (!taken[e] && (best < 0 || sel[e] > sel[best]))
 				best = (int32_t)e;
 		taken[best] = true;
 		ids[j] = best;
 		weights[j] = p[best];
 	}
+}
+
+void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, int32_t *ids,
+	       float *weights)
+{
+	BG_ASSERT(k >= 1 && k <= n_expert && n_expert <= MOE_MAX_EXPERTS);
+	float p[MOE_MAX_EXPERTS];
+	softmax_probs(logits, n_expert, p);
+	choose(p, p, n_expert, k, ids, weights);
 	if (!norm)
 		return;
 	float s = 0.0f;
@@ -46,33 +58,7 @@ void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, in
 void moe_route_sigmoid(const float *logits, const float *sel_bias, uint32_t n_expert,
 		       uint32_t k, bool norm, float scale, int32_t *ids, float *weights)
 {
-	BG_ASSERT(k >= 1 && k <= n_expert && n_expert <= MOE_MAX_EXPERTS);
-	float p[MOE_MAX_EXPERTS], sel[MOE_MAX_EXPERTS];
-	for (uint32_t e = 0; e < n_expert; e++) {
-		p[e] = 1.0f / (1.0f + expf(-logits[e])); /* ggml_vec_sigmoid_f32 */
-		sel[e] = sel_bias ? p[e] + sel_bias[e] : p[e];
-	}
-	bool taken[MOE_MAX_EXPERTS] = {false};
-	for (uint32_t j = 0; j < k; j++) { /* as moe_route's choice, on sel */
-		int32_t best = -1;
-		for (uint32_t e = 0; e < n_expert; e++)
-			if (!taken[e] && (best < 0 || sel[e] > sel[best]))
-				best = (int32_t)e;
-		taken[best] = true;
-		ids[j] = best;
-		weights[j] = p[best];
-	}
-	if (norm) {
-		float s = 0.0f;
-		for (uint32_t j = 0; j < k; j++)
-			s += weights[j];
-		s = s < 6.103515625e-5f ? 6.103515625e-5f : s; /* llama.cpp's clamp */
-		for (uint32_t j = 0; j < k; j++)
-			weights[j] /= s;
-	}
-	if (scale != 1.0f)
-		for (uint32_t j = 0; j < k; j++)
-			weights[j] *= scale;
+	moe_route_grouped(logits, sel_bias, n_expert, k, true, 0, 0, norm, scale, ids, weights);
 }
 
 void moe_route_grouped(const float *logits, const float *sel_bias, uint32_t n_expert, uint32_t k,
@@ -81,22 +67,11 @@ void moe_route_grouped(const float *logits, const float *sel_bias, uint32_t n_ex
 {
 	BG_ASSERT(k >= 1 && k <= n_expert && n_expert <= MOE_MAX_EXPERTS);
 	float p[MOE_MAX_EXPERTS], sel[MOE_MAX_EXPERTS];
-	if (sigmoid) {
+	if (sigmoid)
 		for (uint32_t e = 0; e < n_expert; e++)
 			p[e] = 1.0f / (1.0f + expf(-logits[e])); /* ggml_vec_sigmoid_f32 */
-	} else {						 /* as moe_route's softmax */
-		float mx = logits[0];
-		for (uint32_t e = 1; e < n_expert; e++)
-			mx = logits[e] > mx ? logits[e] : mx;
-		double sum = 0.0;
-		for (uint32_t e = 0; e < n_expert; e++) {
-			p[e] = expf(logits[e] - mx);
-			sum += (double)p[e];
-		}
-		const float inv = (float)(1.0 / sum);
-		for (uint32_t e = 0; e < n_expert; e++)
-			p[e] *= inv;
-	}
+	else
+		softmax_probs(logits, n_expert, p);
 	for (uint32_t e = 0; e < n_expert; e++)
 		sel[e] = sel_bias ? p[e] + sel_bias[e] : p[e];
 	if (n_group > 1) {
@@ -128,16 +103,7 @@ void moe_route_grouped(const float *logits, const float *sel_bias, uint32_t n_ex
 			if (!keep[e / G])
 				sel[e] = -INFINITY;
 	}
-	bool taken[MOE_MAX_EXPERTS] = {false};
-	for (uint32_t j = 0; j < k; j++) { /* as moe_route_sigmoid's choice, on sel */
-		int32_t best = -1;
-		for (uint32_t e = 0; e < n_expert; e++)
-			if (!taken[e] && (best < 0 || sel[e] > sel[best]))
-				best = (int32_t)e;
-		taken[best] = true;
-		ids[j] = best;
-		weights[j] = p[best];
-	}
+	choose(sel, p, n_expert, k, ids, weights);
 	if (norm) {
 		float s = 0.0f;
 		for (uint32_t j = 0; j < k; j++)
