@@ -8,7 +8,8 @@
  * pattern, a fused gate|up FFN tensor, granite's embedding, attention, residual and logit
  * scales, mistral3's attention temperature, smollm3's layers without RoPE, seed_oss's
  * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN, GLM's NextN
- * (multi-token prediction) layers at the end of the file, which are skipped.
+ * (multi-token prediction) layers at the end of the file, which are skipped, deepseek2's
+ * latent attention and grouped routing.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *

@@ -14,9 +14,10 @@
  * temperature), `smollm3` (llama without RoPE in every 4th layer), `seed_oss` (NeoX
  * llama with optional Q/K/V biases, its pre-FFN norm named post_attention_norm, presented
  * as ffn_norm), `apertus` (per-head Q/K norms, a non-gated xIELU FFN), `glm4` (partial
- * interleaved RoPE, post-norms, fused gate|up, NextN layers skipped) and `glm4moe`
+ * interleaved RoPE, post-norms, fused gate|up, NextN layers skipped), `glm4moe`
  * (sigmoid-routed experts with a selection bias and a shared expert, leading dense
- * layers). A fused tensor
+ * layers) and `deepseek2` (Multi-head Latent Attention, grouped softmax / sigmoid routing,
+ * shared experts: model_hparams' mla and moe_grouped). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *

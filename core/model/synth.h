@@ -13,7 +13,8 @@
  * and takes Q/K/V biases without an O bias; apertus writes per-head Q/K norms, no
  * ffn_gate and its xIELU keys; seed_oss's and apertus's norm weights 1 + N(0, 0.25^2);
  * glm4 writes Q/K/V biases, post-norms, gate|up ffn_up, a partial rope.dimension_count
- * and NextN layers, its norm weights 1 + N(0, 0.25^2); phi3 writes fused attn_qkv and
+ * and NextN layers, its norm weights 1 + N(0, 0.25^2); deepseek2 its MLA tensors and keys
+ * (synth_shape's deepseek2 part); phi3 writes fused attn_qkv and
  * gate|up ffn_up and LongRoPE factors; keys are `<arch>.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
  * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
  * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
