@@ -797,9 +797,8 @@ static void mla_mm(struct cpu_ctx *c, const struct model_weight *w, const float 
 
 /* Layer l's queries into c->q ([T][n_head][head_dim]: [wk_b[h] q_nope, rope(q_pe)] per
  * head) and its key rows into c->k and the KV pool's K slab ([c, rope(k_pe)]; V is read
- * from the same rows),
- * from the normed input c->xb. Scratch: c->att ([T][n_head (mla_nope + rope_dim)] raw
- * queries), c->hb, c->hb2. */
+ * from the same rows), from the normed input c->xb. Scratch: c->att ([T][n_head
+ * (mla_nope + rope_dim)] raw queries), c->hb, c->hb2. */
 static void mla_qkv(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
 {
 	const struct model_hparams *hp = &c->hp;
