@@ -73,10 +73,12 @@ static bool is_tied(const struct model *m)
 static void print_by_dtype(const struct model *m)
 {
 	static const enum gguf_dtype types[] = {
-	    GGUF_DTYPE_F32,  GGUF_DTYPE_F16,  GGUF_DTYPE_BF16, GGUF_DTYPE_Q8_0,   GGUF_DTYPE_Q4_0,
-	    GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1, GGUF_DTYPE_Q2_K,   GGUF_DTYPE_Q3_K,
-	    GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
-	    GGUF_DTYPE_MXFP4};
+	    GGUF_DTYPE_F32,	GGUF_DTYPE_F16,	   GGUF_DTYPE_BF16,   GGUF_DTYPE_Q8_0,
+	    GGUF_DTYPE_Q4_0,	GGUF_DTYPE_Q4_1,   GGUF_DTYPE_Q5_0,   GGUF_DTYPE_Q5_1,
+	    GGUF_DTYPE_Q2_K,	GGUF_DTYPE_Q3_K,   GGUF_DTYPE_Q4_K,   GGUF_DTYPE_Q5_K,
+	    GGUF_DTYPE_Q6_K,	GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS, GGUF_DTYPE_MXFP4,
+	    GGUF_DTYPE_IQ2_XXS, GGUF_DTYPE_IQ2_XS, GGUF_DTYPE_IQ2_S,  GGUF_DTYPE_IQ3_XXS,
+	    GGUF_DTYPE_IQ3_S,	GGUF_DTYPE_IQ1_S,  GGUF_DTYPE_IQ1_M};
 	enum { NT = sizeof types / sizeof types[0] };
 	uint64_t bytes[NT] = {0}, count[NT] = {0};
 	const struct model_weight *ws[3] = {&m->tok_embd, &m->output_norm, &m->output};
