@@ -306,12 +306,11 @@ struct model_weight model_expert(const struct model_weight *w, uint32_t e)
 static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
 				  const char *what, struct bg_err *err);
 
-/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
- * llama.cpp's glm4moe loader reads them (arch.c). expert_shared_count is required and at
- * least 1 here (every released GLM MoE has one; the selection bias and shared expert
- * tensors go together in model_layer), 0 refused. */
-static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char *arch,
-					   struct model_hparams *hp, struct bg_err *err)
+/* The shared experts and leading dense layers of glm4moe and deepseek2: expert_shared_count
+ * (required, <= 64; their width n_ff_exp times it), leading_dense_block_count (absent: 0,
+ * at most the layer count); per-layer expert widths refused. */
+static enum bg_status read_shared_experts(const struct gguf_ctx *g, const char *arch,
+					  struct model_hparams *hp, struct bg_err *err)
 {
 	enum bg_status st;
 	if ((st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
@@ -326,14 +325,14 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "leading_dense_block_count %u exceeds the %u layers",
 			       hp->n_layer_dense_lead, hp->n_layer);
-	uint32_t gf = 0; /* llama.cpp: NONE (0) means sigmoid for glm4moe */
-	get_u32_key(g, arch, "expert_gating_func", &gf);
-	if (gf != 0 && gf != 2) /* softmax with the selection bias: no released model */
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
-			       "is supported for glm4moe",
-			       arch, gf);
-	hp->expert_gating_sigmoid = true;
+	return BG_OK;
+}
+
+/* expert_weights_scale (a finite number; absent, 0 or 1: none) and expert_weights_norm (a
+ * bool, absent: false, llama.cpp's default for glm4moe and deepseek2) */
+static enum bg_status read_weights_scale_norm(const struct gguf_ctx *g, const char *arch,
+					      struct model_hparams *hp, struct bg_err *err)
+{
 	float f = 0.0f;
 	if (get_f32_key(g, arch, "expert_weights_scale", &f)) {
 		if (!isfinite(f))
@@ -344,11 +343,32 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
 	}
 	char key[128];
 	snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
-	bool norm = false; /* llama.cpp's default for glm4moe */
+	bool norm = false;
 	if (g && gguf_find_key(g, key) >= 0 && !gguf_get_bool(g, key, &norm))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not a bool", key);
 	hp->expert_weights_norm = norm;
 	return BG_OK;
+}
+
+/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
+ * llama.cpp's glm4moe loader reads them (arch.c). expert_shared_count is required and at
+ * least 1 here (every released GLM MoE has one; the selection bias and shared expert
+ * tensors go together in model_layer), 0 refused. */
+static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st = read_shared_experts(g, arch, hp, err);
+	if (st)
+		return st;
+	uint32_t gf = 0; /* llama.cpp: NONE (0) means sigmoid for glm4moe */
+	get_u32_key(g, arch, "expert_gating_func", &gf);
+	if (gf != 0 && gf != 2) /* softmax with the selection bias: no released model */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
+			       "is supported for glm4moe",
+			       arch, gf);
+	hp->expert_gating_sigmoid = true;
+	return read_weights_scale_norm(g, arch, hp, err);
 }
 
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
@@ -674,18 +694,8 @@ static enum bg_status read_deepseek2(const struct gguf_ctx *g, const char *arch,
 	hp->attn_scale = arch_mla_kq_scale(hp);
 	if (!hp->n_expert)
 		return BG_OK;
-	if ((st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
-			      err)) ||
-	    (st = need_u32(g, arch, "expert_shared_count", 64, &hp->n_expert_shared, err)))
+	if ((st = read_shared_experts(g, arch, hp, err)))
 		return st;
-	if ((uint64_t)hp->n_ff_exp * hp->n_expert_shared > MODEL_MAX_DIM)
-		return bg_fail(err, BG_ERR_FORMAT, "the shared experts' width %llu is too large",
-			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared);
-	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
-	if (hp->n_layer_dense_lead > hp->n_layer)
-		return bg_fail(err, BG_ERR_FORMAT,
-			       "leading_dense_block_count %u exceeds the %u layers",
-			       hp->n_layer_dense_lead, hp->n_layer);
 	uint32_t gf = 0;
 	get_u32_key(g, arch, "expert_gating_func", &gf);
 	if (gf == 0) /* llama.cpp: absent means softmax, except GLM-4.7-Flash's sigmoid */
@@ -697,18 +707,8 @@ static enum bg_status read_deepseek2(const struct gguf_ctx *g, const char *arch,
 		    "supported for deepseek2",
 		    arch, gf);
 	hp->expert_gating_sigmoid = gf == 2;
-	if (get_f32_key(g, arch, "expert_weights_scale", &f)) {
-		if (!isfinite(f))
-			return bg_fail(err, BG_ERR_FORMAT,
-				       "%s.expert_weights_scale is not a number", arch);
-		if (f != 0.0f) /* llama.cpp: 0 and 1 leave the weights as they are */
-			hp->expert_weights_scale = f;
-	}
-	snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
-	bool norm = false; /* llama.cpp's default */
-	if (gguf_find_key(g, key) >= 0 && !gguf_get_bool(g, key, &norm))
-		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not a bool", key);
-	hp->expert_weights_norm = norm;
+	if ((st = read_weights_scale_norm(g, arch, hp, err)))
+		return st;
 	get_u32_key(g, arch, "expert_group_count", &hp->n_expert_groups);
 	get_u32_key(g, arch, "expert_group_used_count", &hp->n_group_used);
 	if (hp->n_expert_groups > 1) {
