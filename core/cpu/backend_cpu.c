@@ -913,7 +913,8 @@ static void mla_qkv(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, 
 	for (int64_t h = 0; h < H; h++) {
 		if (c->mla_per_head) {
 			const struct model_weight wk = model_expert(&L->wk_b, (uint32_t)h);
-			mla_mm(c, BACKEND_CPU_MM_QKV, &wk, c->att + h * QH, H * QH, c->hb2, c->q + h * hd, c->q_dim, T);
+			mla_mm(c, BACKEND_CPU_MM_QKV, &wk, c->att + h * QH, H * QH, c->hb2,
+			       c->q + h * hd, c->q_dim, T);
 		}
 		for (int32_t t = 0; t < T; t++) {
 			float *qp = c->q + t * c->q_dim + h * hd + C;
@@ -943,7 +944,8 @@ static void mla_out(struct cpu_ctx *c, const struct model_layer *L, int32_t T)
 			 T);
 	for (int64_t h = 0; c->mla_per_head && h < H; h++) {
 		const struct model_weight wv = model_expert(&L->wv_b, (uint32_t)h);
-		mla_mm(c, BACKEND_CPU_MM_WO, &wv, c->att + h * c->hd, c->q_dim, c->hb, c->q + h * VH, H * VH, T);
+		mla_mm(c, BACKEND_CPU_MM_WO, &wv, c->att + h * c->hd, c->q_dim, c->hb,
+		       c->q + h * VH, H * VH, T);
 	}
 	matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->q, c->xb, T);
 }
