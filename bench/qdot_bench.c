@@ -93,6 +93,10 @@ int main(int argc, char **argv)
 				t = GGUF_DTYPE_Q8_0;
 			else if (!strcmp(argv[i + 1], "q4_0"))
 				t = GGUF_DTYPE_Q4_0;
+			else if (!strcmp(argv[i + 1], "q5_0"))
+				t = GGUF_DTYPE_Q5_0;
+			else if (!strcmp(argv[i + 1], "q5_1"))
+				t = GGUF_DTYPE_Q5_1;
 		} else if (!strcmp(argv[i], "-k"))
 			k = atoll(argv[i + 1]);
 		else if (!strcmp(argv[i], "-r"))

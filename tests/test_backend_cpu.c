@@ -760,6 +760,94 @@ static void test_oss(void)
 	}
 }
 
+/* ---- deepseek2: the per-head attn_k_b / attn_v_b in one dispatch each ---- */
+
+static struct model *synth_shape_model(const char *shape, enum gguf_dtype dtype);
+
+/* The attention's matmul dispatches (profile mm_calls QKV and WO; the experts' depend on
+ * the routing) of one forward of n tokens of m on a new backend. */
+static uint64_t mla_dispatches(const struct model *m, int32_t n)
+{
+	struct backend *b = make(m, 2, 4, 64);
+	if (!b)
+		return 0;
+	struct backend_cpu_profile prof = {0};
+	backend_cpu_profile(b, &prof);
+	int32_t table[16], toks[8] = {1, 7, 30, 2, 99, 5, 17, 3};
+	for (int i = 0; i < 16; i++)
+		table[i] = i;
+	forward1(b, toks, n, 0, table, 16);
+	backend_destroy(b);
+	return prof.mm_calls[BACKEND_CPU_MM_QKV] + prof.mm_calls[BACKEND_CPU_MM_WO];
+}
+
+/* The deepseek2 shapes in f32, f16 and q8_0 (the integer path: each head's input
+ * quantized on its own): logits with mm_heads bitwise those of one dispatch per head
+ * (BG_CPU_MLA_PER_HEAD=1, the path before it), over the schedules of
+ * test_batch_invariance (prefill chunks and decode steps mixed, 1-3 threads, shuffled
+ * blocks); and the switch really changes the path: 2 (n_head - 1) fewer attention
+ * dispatches a layer, counted by hand. */
+static void test_mla_heads(void)
+{
+	static const struct {
+		const char *shape;
+		enum gguf_dtype dt;
+	} cases[5] = {{"deepseek2-tiny", GGUF_DTYPE_F32},
+		      {"deepseek2-tiny", GGUF_DTYPE_F16},
+		      {"deepseek2-tiny", GGUF_DTYPE_Q8_0},
+		      {"deepseek2-lite-tiny", GGUF_DTYPE_F32},
+		      {"deepseek2-lite-tiny", GGUF_DTYPE_Q8_0}};
+	for (int i = 0; i < 5; i++) {
+		struct model *m = synth_shape_model(cases[i].shape, cases[i].dt);
+		if (!m)
+			continue;
+		CHECK(m->hp.mla && m->layers[0].wk_b.type == cases[i].dt &&
+			  m->layers[0].wv_b.type == cases[i].dt,
+		      "%s %s: attn_k_b / attn_v_b of that type", cases[i].shape,
+		      gguf_dtype_name(cases[i].dt));
+		struct seqdef sd[5];
+		uint64_t st = 4242;
+		const int32_t lens[5] = {9, 1, 17, 40, 25};
+		for (int s = 0; s < 5; s++) {
+			sd[s].len = lens[s];
+			for (int j = 0; j < lens[s]; j++)
+				sd[s].tokens[j] = (int32_t)(lcg(&st) % m->hp.n_vocab);
+		}
+		size_t rows = (size_t)5 * MAX_LEN * m->hp.n_vocab;
+		struct capture per = {calloc(rows, sizeof(float)), (int32_t)m->hp.n_vocab, {{0}}};
+		struct capture one = {calloc(rows, sizeof(float)), (int32_t)m->hp.n_vocab, {{0}}};
+		static const int sched[3][3] = {{1, 3, 4}, {2, 2, 3}, {0, 1, 16}};
+		for (int k = 0; k < 3; k++) {
+			char what[96];
+			snprintf(what, sizeof what, "%s %s, mode %d, %d threads: per head = heads",
+				 cases[i].shape, gguf_dtype_name(cases[i].dt), sched[k][0],
+				 sched[k][1]);
+			memset(per.have, 0, sizeof per.have);
+			memset(one.have, 0, sizeof one.have);
+			setenv("BG_CPU_MLA_PER_HEAD", "1", 1);
+			run_schedule(m, sd, 5, sched[k][0], sched[k][1], sched[k][2], 777 + k,
+				     &per);
+			unsetenv("BG_CPU_MLA_PER_HEAD");
+			run_schedule(m, sd, 5, sched[k][0], sched[k][1], sched[k][2], 777 + k,
+				     &one);
+			compare_captures(what, &per, &one, sd, 5);
+		}
+		setenv("BG_CPU_MLA_PER_HEAD", "1", 1);
+		const uint64_t d_per = mla_dispatches(m, 3);
+		unsetenv("BG_CPU_MLA_PER_HEAD");
+		const uint64_t d_one = mla_dispatches(m, 3);
+		const uint64_t want = (uint64_t)m->hp.n_layer * 2 * (m->hp.n_head - 1);
+		CHECK(d_per - d_one == want,
+		      "%s: %llu dispatches per head, %llu with mm_heads (%llu "
+		      "fewer wanted)",
+		      cases[i].shape, (unsigned long long)d_per, (unsigned long long)d_one,
+		      (unsigned long long)want);
+		free(per.rows);
+		free(one.rows);
+		model_free(m);
+	}
+}
+
 /* ---- swap out / swap in / copy ---- */
 
 static void test_swap_copy(const struct model *m)
@@ -1309,6 +1397,7 @@ int main(void)
 	test_batch_invariance(tiny);
 	test_moe();
 	test_oss();
+	test_mla_heads();
 	test_synthetic();
 	test_qwen2();
 	/* the lower kernel levels (what machines without AVX-512 run) keep the same

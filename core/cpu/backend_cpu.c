@@ -128,6 +128,9 @@ struct cpu_ctx {
 	 * copies; hb and hb2 are hb_w wide (n_ff, or wider for MLA's scratch rows) */
 	float *mla_norms;
 	int64_t hb_w;
+	/* BG_CPU_MLA_PER_HEAD=1 (tests, benchmarks): attn_k_b and attn_v_b as one dispatch per
+	 * head (mla_mm), the path before mm_heads; the same bits */
+	bool mla_per_head;
 };
 
 /* ---- helpers ---- */
@@ -376,14 +379,22 @@ static void pf_head(const struct cpu_ctx *c, int n, const struct model_weight *c
 	}
 }
 
+/* A job multiplies n_mat matrices of w->ne1 rows of w->ne0 (1, or deepseek2's per-head
+ * attn_k_b / attn_v_b: mm_heads), matrix i stored w_mat bytes after matrix i - 1, its
+ * input x + i x_mat, its output y + i y_mat, its quantized input qx + i q_mat. Its tasks
+ * are the (matrix, chunk of rows) pairs, per_mat chunks per matrix. */
 struct mm_job {
 	const struct model_weight *w;
-	const float *x; /* [n_tok][w->ne0] */
-	float *y;	/* [n_tok][ldy] */
+	const float *x; /* [n_tok][ldx] */
+	int64_t ldx;
+	float *y; /* [n_tok][ldy] */
 	int64_t ldy;
 	const uint8_t *qx; /* quantized weights: x as qdot_quantize_row made it, else NULL */
 	size_t ldq;	   /* bytes between qx's rows */
-	int64_t chunk;	   /* rows per task */
+	int32_t n_mat, per_mat;
+	size_t w_mat, q_mat;
+	int64_t x_mat, y_mat;
+	int64_t chunk; /* rows per task */
 	int32_t first_task;
 };
 
@@ -393,8 +404,13 @@ struct mm_job {
  * input; quantization is block by block (qdot.h), so each byte is the same whichever piece
  * or thread makes it, and the gated activation is element by element. */
 struct mm_pre {
-	const float *x; /* [n_tok][k] the input (for glu: g, which it overwrites first) */
-	int64_t k;
+	const float *x; /* [n_tok][ldx] the input (for glu: g, which it overwrites first) */
+	int64_t k, ldx;
+	/* nh inputs of k per token row (mm_heads), input i at x + i xh quantized to dst + i dh
+	 * bytes; the pieces cut the row's nh * nb blocks, head after head */
+	int32_t nh;
+	int64_t xh;
+	size_t dh;
 	enum gguf_dtype t; /* the weight type quantized for (dst != NULL) */
 	uint8_t *dst;	   /* [n_tok][ldq] quantized rows, or NULL: only the glu */
 	size_t ldq;
@@ -459,23 +475,27 @@ static void mm_pre_task(const struct mm_run *r, int32_t task)
 		p--;
 	const struct mm_pre *pr = &r->pre[p];
 	const int32_t piece = task - pr->first_task;
-	const int64_t tok = piece / pr->per_row;
+	const int64_t tok = piece / pr->per_row, nbr = pr->nb * pr->nh;
 	const int64_t b0 = (int64_t)(piece % pr->per_row) * pr->per_piece;
-	const int64_t b1 = b0 + pr->per_piece < pr->nb ? b0 + pr->per_piece : pr->nb;
-	const float *x = pr->x + tok * pr->k;
+	const int64_t b1 = b0 + pr->per_piece < nbr ? b0 + pr->per_piece : nbr;
 	/* in PF_SUB steps of whole blocks, each followed by its share of the dispatch's head
 	 * prefetch, so that the prefetches' memory time overlaps the arithmetic */
 	for (int32_t sub = 0; sub < PF_SUB; sub++) {
-		const int64_t s0 = b0 + (b1 - b0) * sub / PF_SUB;
 		const int64_t s1 = b0 + (b1 - b0) * (sub + 1) / PF_SUB;
-		const int64_t e0 = s0 * pr->be, e1 = s1 * pr->be < pr->k ? s1 * pr->be : pr->k;
-		if (e1 > e0) {
+		for (int64_t s0 = b0 + (b1 - b0) * sub / PF_SUB; s0 < s1;) {
+			/* blocks [h0, h1) of input h (one head's, or the row when nh is 1) */
+			const int64_t h = s0 / pr->nb, h0 = s0 % pr->nb;
+			const int64_t h1 = h0 + (s1 - s0) < pr->nb ? h0 + (s1 - s0) : pr->nb;
+			const float *x = pr->x + tok * pr->ldx + h * pr->xh;
+			const int64_t e0 = h0 * pr->be,
+				      e1 = h1 * pr->be < pr->k ? h1 * pr->be : pr->k;
 			if (pr->glu_u) /* x is the caller's gate, writable (matmuls' contract) */
 				ffn_glu((float *)x, pr->glu_u + tok * pr->k, e0, e1, pr->gelu);
 			if (pr->dst)
 				qdot_quantize_row_isa(r->c->qisa, pr->t, x + e0, e1 - e0,
 						      pr->dst + (size_t)tok * pr->ldq +
-							  (size_t)s0 * pr->bb);
+							  (size_t)h * pr->dh + (size_t)h0 * pr->bb);
+			s0 += h1 - h0;
 		}
 		pf_slice(&r->pf, task * PF_SUB + sub, r->pre_tasks * PF_SUB);
 	}
@@ -512,16 +532,19 @@ static void mm_task(void *arg, int32_t task, int32_t thread)
 	while (task < r->jobs[j].first_task)
 		j--;
 	const struct mm_job *jb = &r->jobs[j];
-	int64_t r0 = (int64_t)(task - jb->first_task) * jb->chunk;
+	const int32_t mat = (task - jb->first_task) / jb->per_mat;
+	int64_t r0 = (int64_t)((task - jb->first_task) % jb->per_mat) * jb->chunk;
 	int64_t r1 = r0 + jb->chunk;
 	if (r1 > (int64_t)jb->w->ne1)
 		r1 = (int64_t)jb->w->ne1;
+	const char *w = (const char *)jb->w->data + (size_t)mat * jb->w_mat;
+	float *y = jb->y + mat * jb->y_mat;
 	if (jb->qx)
-		qdot_matmul(r->c->qisa, jb->w->type, jb->w->data, (int64_t)jb->w->ne0, r0, r1,
-			    jb->qx, jb->ldq, r->n_tok, jb->y, jb->ldy);
+		qdot_matmul(r->c->qisa, jb->w->type, w, (int64_t)jb->w->ne0, r0, r1,
+			    jb->qx + (size_t)mat * jb->q_mat, jb->ldq, r->n_tok, y, jb->ldy);
 	else
-		cpuk_matmul(r->c->lvl, jb->w->type, jb->w->data, (int64_t)jb->w->ne0, r0, r1, jb->x,
-			    (int64_t)jb->w->ne0, r->n_tok, jb->y, jb->ldy);
+		cpuk_matmul(r->c->lvl, jb->w->type, w, (int64_t)jb->w->ne0, r0, r1,
+			    jb->x + mat * jb->x_mat, jb->ldx, r->n_tok, y, jb->ldy);
 }
 
 /* Quantized weights: whether the integer kernels (cpu/qdot) multiply this type. All block
@@ -532,27 +555,40 @@ static bool qdot_uses(enum gguf_dtype t)
 	return qdot_handles(t);
 }
 
-/* A prologue entry for input x of k elements per row: quantized for t into dst (NULL: none,
- * pieces of 64 elements for the glu alone), cut into about 2 pieces per thread. */
-static void add_pre(struct cpu_ctx *c, struct mm_run *r, const float *x, int64_t k,
-		    enum gguf_dtype t, uint8_t *dst, const float *glu_u, bool gelu)
+/* A prologue entry for input x of k elements per row (rows ldx apart; nh such inputs xh
+ * apart per row, quantized dh bytes apart: mm_heads, else 1): quantized for t into dst
+ * (NULL: none, pieces of 64 elements for the glu alone), cut into about 2 pieces per
+ * thread. */
+static void add_pre(struct cpu_ctx *c, struct mm_run *r, const float *x, int64_t ldx, int64_t k,
+		    int32_t nh, int64_t xh, enum gguf_dtype t, uint8_t *dst, const float *glu_u,
+		    bool gelu)
 {
 	struct mm_pre *pr = &r->pre[r->n_pre++];
-	*pr = (struct mm_pre){.x = x, .k = k, .t = t, .dst = dst, .ldq = c->qact_row,
-			      .glu_u = glu_u, .gelu = gelu};
+	*pr = (struct mm_pre){.x = x,
+			      .k = k,
+			      .ldx = ldx,
+			      .nh = nh,
+			      .xh = xh,
+			      .t = t,
+			      .dst = dst,
+			      .ldq = c->qact_row,
+			      .glu_u = glu_u,
+			      .gelu = gelu};
 	if (dst) {
 		pr->be = quant_block_elems(t);
 		pr->bb = qdot_act_row_bytes(t, pr->be);
+		pr->dh = qdot_act_row_bytes(t, k);
 	} else {
 		pr->be = 64;
 	}
 	pr->nb = (k + pr->be - 1) / pr->be;
+	const int64_t nbr = pr->nb * nh;		     /* blocks per row */
 	const int64_t want = 2 * (int64_t)c->n_threads; /* pieces for all rows together */
 	int64_t rows_per = (want + r->n_tok - 1) / r->n_tok; /* pieces per row wanted */
-	if (rows_per > pr->nb)
-		rows_per = pr->nb;
-	pr->per_piece = (pr->nb + rows_per - 1) / rows_per;
-	pr->per_row = (int32_t)((pr->nb + pr->per_piece - 1) / pr->per_piece);
+	if (rows_per > nbr)
+		rows_per = nbr;
+	pr->per_piece = (nbr + rows_per - 1) / rows_per;
+	pr->per_row = (int32_t)((nbr + pr->per_piece - 1) / pr->per_piece);
 	pr->first_task = r->pre_tasks;
 	r->pre_tasks += pr->per_row * r->n_tok;
 }
@@ -577,9 +613,13 @@ static void quantize_act(struct cpu_ctx *c, struct mm_run *r, int i, const float
 		}
 	}
 	uint8_t *dst = c->qact + (size_t)i * (size_t)c->cap_tok * c->qact_row;
-	add_pre(c, r, jb->x, k, t, dst, glu_u, gelu);
+	add_pre(c, r, jb->x, jb->ldx, k, jb->n_mat, jb->x_mat, t, dst, glu_u, gelu);
 	jb->qx = dst;
+	jb->q_mat = qdot_act_row_bytes(t, k);
 }
+
+static void mm_dispatch(struct cpu_ctx *c, enum backend_cpu_mm kind, struct mm_run *r,
+			int32_t tasks, const struct model_weight *const *w, int64_t target);
 
 /* Runs up to 3 matmuls y_i = x_i W_i^T over n_tok rows in one pool dispatch, after its
  * prologue (struct mm_pre). Row chunks are multiples of 4 and give each thread several
@@ -592,7 +632,6 @@ static void matmuls(struct cpu_ctx *c, enum backend_cpu_mm kind, int n,
 		    const int64_t *ldy, int32_t n_tok, const float *glu_u, bool gelu)
 {
 	struct mm_run r = {.c = c, .n_jobs = n, .n_tok = n_tok};
-	atomic_init(&r.pre_done, 0);
 	int64_t total_rows = 0;
 	for (int i = 0; i < n; i++)
 		total_rows += (int64_t)w[i]->ne1;
@@ -600,36 +639,84 @@ static void matmuls(struct cpu_ctx *c, enum backend_cpu_mm kind, int n,
 	int32_t tasks = 0;
 	for (int i = 0; i < n; i++) {
 		struct mm_job *jb = &r.jobs[i];
-		jb->w = w[i];
-		jb->x = x[i];
-		jb->y = y[i];
-		jb->ldy = ldy[i];
-		jb->chunk = target;
-		jb->first_task = tasks;
-		jb->qx = NULL;
+		*jb = (struct mm_job){.w = w[i],
+				      .x = x[i],
+				      .ldx = (int64_t)w[i]->ne0,
+				      .y = y[i],
+				      .ldy = ldy[i],
+				      .n_mat = 1,
+				      .chunk = target,
+				      .first_task = tasks};
+		jb->per_mat = (int32_t)(((int64_t)w[i]->ne1 + target - 1) / target);
 		if (qdot_uses(w[i]->type) && n_tok <= c->cap_tok &&
 		    qdot_act_row_bytes(w[i]->type, (int64_t)w[i]->ne0) <= c->qact_row)
 			quantize_act(c, &r, i, i == 0 ? glu_u : NULL, gelu);
-		tasks += (int32_t)(((int64_t)w[i]->ne1 + target - 1) / target);
+		tasks += jb->per_mat;
 	}
 	if (glu_u && !r.jobs[0].qx) /* not quantized: the prologue does the glu alone */
-		add_pre(c, &r, x[0], (int64_t)w[0]->ne0, w[0]->type, NULL, glu_u, gelu);
-	if (r.pre_tasks > 0 && n_tok <= c->pf_max_tok)
-		pf_head(c, n, w, target, &r.pf);
+		add_pre(c, &r, x[0], (int64_t)w[0]->ne0, (int64_t)w[0]->ne0, 1, 0, w[0]->type, NULL,
+			glu_u, gelu);
+	mm_dispatch(c, kind, &r, tasks, w, target);
+}
+
+/* Runs r's prologue and then its matmul tasks (tasks of them) in one pool dispatch,
+ * prefetching the head of the matrices w[0..r->n_jobs) (chunks of `target` rows) in
+ * decode; the profile's accounting. */
+static void mm_dispatch(struct cpu_ctx *c, enum backend_cpu_mm kind, struct mm_run *r,
+			int32_t tasks, const struct model_weight *const *w, int64_t target)
+{
+	atomic_init(&r->pre_done, 0);
+	const int n = r->n_jobs;
+	if (r->pre_tasks > 0 && r->n_tok <= c->pf_max_tok)
+		pf_head(c, n, w, target, &r->pf);
 	const double t0 = prof_now(c);
-	r.t_pre_end = t0;
-	tp_run(c->pool, r.pre_tasks + tasks, mm_task, &r);
+	r->t_pre_end = t0;
+	tp_run(c->pool, r->pre_tasks + tasks, mm_task, r);
 	if (c->prof) {
 		const double t1 = prof_now(c);
 		struct backend_cpu_profile *p = c->prof;
 		const enum backend_cpu_mm k = kind;
 		p->mm_calls[k]++;
-		p->mm_pre_s[k] += r.t_pre_end - t0;
-		p->mm_s[k] += t1 - r.t_pre_end;
+		p->mm_pre_s[k] += r->t_pre_end - t0;
+		p->mm_s[k] += t1 - r->t_pre_end;
 		for (int i = 0; i < n; i++)
-			p->mm_bytes[k] += (double)w[i]->ne1 *
+			p->mm_bytes[k] += (double)r->jobs[i].n_mat * (double)w[i]->ne1 *
 					  (double)cpuk_row_bytes(w[i]->type, (int64_t)w[i]->ne0);
 	}
+}
+
+/* y + h y_mat = w[h] (x + h x_mat) for each of w's ne2 matrices (model_expert(w, h)) over
+ * n_tok rows (x's ldx apart, y's ldy apart) in one pool dispatch: its tasks are the (matrix,
+ * chunk of rows) pairs of all of them, the activations (qdot) quantized by its prologue,
+ * each matrix's input of each row by itself, as the matrix alone would have them. Every
+ * value is the one matmul1 on that matrix (and the input gathered) gives, bitwise
+ * (cpu_kernels.h, qdot.h: a value depends on its row and token alone). deepseek2's
+ * per-head attn_k_b / attn_v_b. */
+static void mm_heads(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct model_weight *w3,
+		     const float *x, int64_t ldx, int64_t x_mat, float *y, int64_t ldy,
+		     int64_t y_mat, int32_t n_tok)
+{
+	const struct model_weight w = model_expert(w3, 0), *ws[1] = {&w};
+	const int64_t k = (int64_t)w.ne0, rows = (int64_t)w.ne1;
+	struct mm_run r = {.c = c, .n_jobs = 1, .n_tok = n_tok};
+	struct mm_job *jb = &r.jobs[0];
+	const int32_t n_mat = (int32_t)w3->ne2;
+	const int64_t target = mm_chunk_rows(c, n_mat * rows);
+	*jb = (struct mm_job){.w = &w,
+			      .x = x,
+			      .ldx = ldx,
+			      .y = y,
+			      .ldy = ldy,
+			      .n_mat = n_mat,
+			      .w_mat = (size_t)rows * cpuk_row_bytes(w.type, k),
+			      .x_mat = x_mat,
+			      .y_mat = y_mat,
+			      .chunk = target};
+	jb->per_mat = (int32_t)((rows + target - 1) / target);
+	if (qdot_uses(w.type) && n_tok <= c->cap_tok &&
+	    (size_t)n_mat * qdot_act_row_bytes(w.type, k) <= c->qact_row)
+		quantize_act(c, &r, 0, NULL, false);
+	mm_dispatch(c, kind, &r, n_mat * jb->per_mat, ws, target);
 }
 
 /* cpu_moe's matmuls: matmuls() with SiLU for the glu */
@@ -778,8 +865,8 @@ static void rope_apply(const struct model_hparams *hp, int32_t half, float *vec,
 
 /* y[t] (rows ldy apart) = w x[t] for T rows of x, ldx apart and w->ne0 wide: gathered into
  * the contiguous rows the matmuls take (scratch [T][w->ne0]) unless already so */
-static void mla_mm(struct cpu_ctx *c, const struct model_weight *w, const float *x, int64_t ldx,
-		   float *scratch, float *y, int64_t ldy, int32_t T)
+static void mla_mm(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct model_weight *w,
+		   const float *x, int64_t ldx, float *scratch, float *y, int64_t ldy, int32_t T)
 {
 	const int64_t k = (int64_t)w->ne0;
 	if (ldx != k) {
@@ -792,7 +879,7 @@ static void mla_mm(struct cpu_ctx *c, const struct model_weight *w, const float 
 	const float *xs[1] = {x};
 	float *ys[1] = {y};
 	int64_t ld[1] = {ldy};
-	matmuls(c, BACKEND_CPU_MM_QKV, 1, ws, xs, ys, ld, T, NULL, false);
+	matmuls(c, kind, 1, ws, xs, ys, ld, T, NULL, false);
 }
 
 /* Layer l's queries into c->q ([T][n_head][head_dim]: [wk_b[h] q_nope, rope(q_pe)] per
@@ -819,9 +906,16 @@ static void mla_qkv(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, 
 		rmsnorm(kr, kr, kvn, C, hp->rms_eps);
 		rope_apply(hp, c->half, kr + C, c->rope + (int64_t)t * c->half * 2);
 	}
-	for (int64_t h = 0; h < H; h++) { /* the absorbed q_nope, then the rotated q_pe */
-		const struct model_weight wk = model_expert(&L->wk_b, (uint32_t)h);
-		mla_mm(c, &wk, c->att + h * QH, H * QH, c->hb2, c->q + h * hd, c->q_dim, T);
+	/* the absorbed q_nope, then the rotated q_pe */
+	if (!c->mla_per_head)
+		mm_heads(c, BACKEND_CPU_MM_QKV, &L->wk_b, c->att, H * QH, QH, c->q, c->q_dim, hd,
+			 T);
+	for (int64_t h = 0; h < H; h++) {
+		if (c->mla_per_head) {
+			const struct model_weight wk = model_expert(&L->wk_b, (uint32_t)h);
+			mla_mm(c, BACKEND_CPU_MM_QKV, &wk, c->att + h * QH, H * QH, c->hb2,
+			       c->q + h * hd, c->q_dim, T);
+		}
 		for (int32_t t = 0; t < T; t++) {
 			float *qp = c->q + t * c->q_dim + h * hd + C;
 			memcpy(qp, c->att + t * H * QH + h * QH + NP, (size_t)R * sizeof(float));
@@ -845,9 +939,13 @@ static void mla_out(struct cpu_ctx *c, const struct model_layer *L, int32_t T)
 {
 	const struct model_hparams *hp = &c->hp;
 	const int64_t H = hp->n_head, VH = hp->mla_v_head;
-	for (int64_t h = 0; h < H; h++) {
+	if (!c->mla_per_head)
+		mm_heads(c, BACKEND_CPU_MM_WO, &L->wv_b, c->att, c->q_dim, c->hd, c->q, H * VH, VH,
+			 T);
+	for (int64_t h = 0; c->mla_per_head && h < H; h++) {
 		const struct model_weight wv = model_expert(&L->wv_b, (uint32_t)h);
-		mla_mm(c, &wv, c->att + h * c->hd, c->q_dim, c->hb, c->q + h * VH, H * VH, T);
+		mla_mm(c, BACKEND_CPU_MM_WO, &wv, c->att + h * c->hd, c->q_dim, c->hb,
+		       c->q + h * VH, H * VH, T);
 	}
 	matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->q, c->xb, T);
 }
@@ -1825,6 +1923,11 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		int64_t w = hp->n_lora_q > hp->n_lora_kv ? hp->n_lora_q : hp->n_lora_kv;
 		w = hp->mla_nope > w ? hp->mla_nope : w;
 		c->hb_w = w > c->hb_w ? w : c->hb_w;
+		/* mm_heads quantizes every head's input of a token (n_head mla_nope or n_head
+		 * n_lora_kv values) into one qact row: within the bound of n_head head_dim
+		 * (model_q_dim_max) below, so it does wherever one head's would */
+		const char *ph = getenv("BG_CPU_MLA_PER_HEAD");
+		c->mla_per_head = ph && strcmp(ph, "1") == 0;
 	}
 	{
 		int64_t kmax = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
