@@ -110,8 +110,9 @@ def main():
 # "before": every expert BF16 (main today), the dense matrices resident as gpu_qres_policy
 # makes them when the model does not fit (so "before" is the best main can do);
 # "after": the experts' arrays blocks where gpu/moe.cu reads their type (Q8_0, Q4_K, Q6_K,
-# MXFP4), BF16 rows otherwise.
-EXPERT_BLOCKS = RESIDENT | {"MXFP4"}
+# Q5_0, MXFP4), BF16 rows otherwise. Decode reads: a batch of one token reads its K
+# experts' rows (and every dense matrix, the router, the LM head).
+EXPERT_BLOCKS = RESIDENT | {"MXFP4", "Q5_0"}
 BLOCK["MXFP4"] = (32, 17)
 BLOCK["Q5_0"] = (32, 22)
 BLOCK["BF16"] = (1, 2)

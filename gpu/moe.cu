@@ -485,10 +485,11 @@ static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out,
 		return cudaErrorInvalidValue;
 	struct moe_qk qk;
 	memset(&qk, 0, sizeof qk);
-	if (qw) { /* each array: a type the kernel decodes, BF16 rows 16-byte aligned */
+	if (qw) { /* each array: a type the kernel decodes, 16-byte aligned (BF16 rows' loads,
+		   * Q4_K's 8-byte ones, the fp16 scales) */
 		for (int i = 0; i < (GLU ? 2 : 1); i++) {
 			const size_t rb = gpu_moe_qrow_bytes(qw->type[i], n_in);
-			if (rb == 0 || !qw->p[i] || (qw->type[i] == 30 && (uintptr_t)qw->p[i] % 16))
+			if (rb == 0 || !qw->p[i] || (uintptr_t)qw->p[i] % 16)
 				return cudaErrorInvalidValue;
 			*(i ? &qk.rb1 : &qk.rb0) = rb;
 		}

@@ -123,7 +123,7 @@ size_t gpu_moe_qrow_bytes(int t, int64_t n_in);
  * same fp32 sum in the same order of the dequantized weights (bitwise quant_dequant's values,
  * unrounded) times the BF16 inputs (xn, act; act is written BF16). CUDA cores always: AUTO
  * means CUDA_CORES, TENSOR_CORES is cudaErrorInvalidValue, as are a type or width
- * gpu_moe_qrow_bytes refuses, a NULL array and BF16 rows not 16-byte aligned. */
+ * gpu_moe_qrow_bytes refuses and an array NULL or not 16-byte aligned. */
 cudaError_t gpu_moe_gate_up_q(const struct gpu_moe_qw *w, int n_ff, int n_embd, int n_expert,
 			      const void *xn, int n_tok, int k, const struct gpu_moe_plan *plan,
 			      void *act, bool gelu, const struct gpu_moe_oai *oai,

@@ -3410,21 +3410,18 @@ static void test_moe_q(void)
 {
 	const enum gguf_dtype Q8 = GGUF_DTYPE_Q8_0, Q4K = GGUF_DTYPE_Q4_K, Q6K = GGUF_DTYPE_Q6_K,
 			      MX = GGUF_DTYPE_MXFP4, Q5 = GGUF_DTYPE_Q5_0, B16 = GGUF_DTYPE_BF16;
+	/* every tile size: 16 experts with 1..16 pairs, then 17 and 33 (tails), one idle */
+	std::vector<int> every;
+	for (int c = 1; c <= 16; c++)
+		every.push_back(c);
+	every.insert(every.end(), {17, 0, 33});
 	struct qcase {
 		enum gguf_dtype tg, tu, td;
 		int n_embd, n_ff, k;
 		std::vector<int> count;
 		bool oai;
 	} cases[] = {
-	    /* every tile size: 16 experts with 1..16 pairs, then 17 and 33 (tails), one idle */
-	    {Q8,
-	     Q8,
-	     Q8,
-	     96,
-	     64,
-	     2,
-	     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 0, 33},
-	     false},
+	    {Q8, Q8, Q8, 96, 64, 2, every, false},
 	    /* Q4_K_M's experts: Q4_K gate and up, Q6_K down (or Q4_K) */
 	    {Q4K, Q4K, Q6K, 512, 768, 1, {16, 1, 0, 17, 7}, false},
 	    {Q4K, Q4K, Q4K, 256, 512, 2, {2, 5, 9, 0}, false},
@@ -3593,7 +3590,8 @@ static void test_moe_q(void)
 			cudaFree((void *)oai.b_down);
 		}
 	}
-	/* what they refuse: tensor cores; a type or width they do not read; f16 rows */
+	/* what they refuse: tensor cores; a type or width they do not read; f16 rows; an
+	 * unaligned array */
 	struct gpu_moe_plan plan = {};
 	struct gpu_moe_qw w = {{(void *)256, (void *)256}, {12, 12}};
 	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
@@ -3602,6 +3600,11 @@ static void test_moe_q(void)
 	CHECK(gpu_moe_gate_up_q(&w, 32, 96, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
 	      "moe_q: Q4_K rows of 96 refused");
+	w.p[1] = (void *)264;
+	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
+				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
+	      "moe_q: an array not 16-byte aligned refused");
+	w.p[1] = (void *)256;
 	w.type[0] = GGUF_DTYPE_Q5_K;
 	CHECK(gpu_moe_down_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, NULL, GPU_MOE_AUTO,
 			     0) == cudaErrorInvalidValue,
