@@ -69,13 +69,15 @@ LIB := $(BUILD)/libbatchgen.a
 # core/ (bg_fail, gguf_row_bytes, sampler_rng_uniform, ...).
 LINK_LIB := -rdynamic -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Helpers that the e2e scripts run (not tests themselves): built with the build's flags.
+TEST_TOOL_BIN := $(BUILD)/tests/ggml_requant
 # Benchmark programs (bench/README.md); part of `all`, so that a timed run never takes a
 # binary older than the library it measures (`make bench` builds only these).
 BENCH_SRC := bench/cpu_decode.c bench/mem_read.c bench/qdot_matmul.c bench/engine_memory.c bench/tokenize_bench.c bench/grammar_mask.c bench/qdot_bench.c bench/host_step.c bench/lse_bench.c
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all bench test test-gpu gpu-progs format install clean FORCE
-all: $(BUILD)/batchgen $(CUDA_PLUGIN) $(TEST_BIN) $(BENCH_BIN)
+all: $(BUILD)/batchgen $(CUDA_PLUGIN) $(TEST_BIN) $(TEST_TOOL_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -73,16 +73,18 @@ static bool is_tied(const struct model *m)
 static void print_by_dtype(const struct model *m)
 {
 	static const enum gguf_dtype types[] = {
-	    GGUF_DTYPE_F32,  GGUF_DTYPE_F16,  GGUF_DTYPE_BF16, GGUF_DTYPE_Q8_0,   GGUF_DTYPE_Q4_0,
-	    GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1, GGUF_DTYPE_Q2_K,   GGUF_DTYPE_Q3_K,
-	    GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
-	    GGUF_DTYPE_MXFP4};
+	    GGUF_DTYPE_F32,	GGUF_DTYPE_F16,	   GGUF_DTYPE_BF16,   GGUF_DTYPE_Q8_0,
+	    GGUF_DTYPE_Q4_0,	GGUF_DTYPE_Q4_1,   GGUF_DTYPE_Q5_0,   GGUF_DTYPE_Q5_1,
+	    GGUF_DTYPE_Q2_K,	GGUF_DTYPE_Q3_K,   GGUF_DTYPE_Q4_K,   GGUF_DTYPE_Q5_K,
+	    GGUF_DTYPE_Q6_K,	GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS, GGUF_DTYPE_MXFP4,
+	    GGUF_DTYPE_IQ2_XXS, GGUF_DTYPE_IQ2_XS, GGUF_DTYPE_IQ2_S,  GGUF_DTYPE_IQ3_XXS,
+	    GGUF_DTYPE_IQ3_S,	GGUF_DTYPE_IQ1_S,  GGUF_DTYPE_IQ1_M};
 	enum { NT = sizeof types / sizeof types[0] };
 	uint64_t bytes[NT] = {0}, count[NT] = {0};
 	const struct model_weight *ws[3] = {&m->tok_embd, &m->output_norm, &m->output};
 	int n_top = is_tied(m) ? 2 : 3;
 	for (uint32_t l = 0; l <= m->hp.n_layer; l++) {
-		const struct model_weight *list[24];
+		const struct model_weight *list[32];
 		int n = 0;
 		if (l == m->hp.n_layer) {
 			for (int i = 0; i < n_top; i++)
@@ -108,6 +110,11 @@ static void print_by_dtype(const struct model *m)
 				list[n++] = &ly->up_shexp;
 				list[n++] = &ly->down_shexp;
 			}
+			const struct model_weight *mla[7] = {&ly->wq_a,	 &ly->q_a_norm,	 &ly->wq_b,
+							     &ly->wkv_a, &ly->kv_a_norm, &ly->wk_b,
+							     &ly->wv_b}; /* deepseek2 */
+			for (int i = 0; i < 7 && m->hp.mla; i++)
+				list[n++] = mla[i];
 			if (m->hp.qkv_bias) {
 				list[n++] = &ly->bq;
 				list[n++] = &ly->bk;
@@ -206,12 +213,30 @@ int cmd_info(int argc, char **argv)
 		       hp->expert_gating_sigmoid ? "sigmoid" : "softmax",
 		       hp->expert_weights_norm ? ", chosen weights renormalized" : "",
 		       hp->moe_bias ? ", router and experts with biases" : "");
-	if (hp->n_expert_shared)
+	if (hp->moe_grouped) { /* deepseek2 */
+		const bool selb = hp->n_layer && m->layers[hp->n_layer - 1].exp_probs_b.ne0;
+		printf("deepseek2 experts: choice by p%s", selb ? " + exp_probs_b" : "");
+		if (hp->n_expert_groups > 1)
+			printf(" among the %u of %u groups with the largest top-2 sums",
+			       hp->n_group_used, hp->n_expert_groups);
+		printf(", weights x %g, %u shared expert%s (%u wide), the first %u layer%s dense\n",
+		       (double)hp->expert_weights_scale, hp->n_expert_shared,
+		       hp->n_expert_shared == 1 ? "" : "s", hp->n_ff_exp * hp->n_expert_shared,
+		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
+	} else if (hp->n_expert_shared)
 		printf("glm4moe experts: choice by p + exp_probs_b, weights x %g, %u shared "
 		       "expert%s (%u wide), the first %u layer%s dense\n",
 		       (double)hp->expert_weights_scale, hp->n_expert_shared,
 		       hp->n_expert_shared == 1 ? "" : "s", hp->n_ff_exp * hp->n_expert_shared,
 		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
+	if (hp->mla)
+		printf(
+		    "mla: q_lora_rank %u%s, kv_lora_rank %u, qk_nope %u + qk_rope %u, v_head %u; "
+		    "one K/V head of %u (the latent and the rotated key), V read from the K row: "
+		    "KV "
+		    "cache %u bytes a token a layer on the CPU backend (f32)\n",
+		    hp->n_lora_q, hp->n_lora_q ? "" : " (attn_q)", hp->n_lora_kv, hp->mla_nope,
+		    hp->rope_dim, hp->mla_v_head, hp->head_dim, 4 * hp->head_dim);
 	if (hp->swiglu_oai)
 		printf("ffn_act: clamped swiglu (gpt-oss), alpha %g, limit %g\n",
 		       (double)hp->swiglu_alpha, (double)hp->swiglu_limit);
@@ -326,9 +351,23 @@ int cmd_info(int argc, char **argv)
 		const struct model_layer *ly = &m->layers[0];
 		if (!hp->no_pre_norms)
 			print_weight_line("blk.0.attn_norm", &ly->attn_norm);
-		print_weight_line("blk.0.attn_q", &ly->wq);
-		print_weight_line("blk.0.attn_k", &ly->wk);
-		print_weight_line("blk.0.attn_v", &ly->wv);
+		if (hp->mla) { /* deepseek2 (model.h) */
+			if (hp->n_lora_q) {
+				print_weight_line("blk.0.attn_q_a", &ly->wq_a);
+				print_weight_line("blk.0.attn_q_a_norm", &ly->q_a_norm);
+				print_weight_line("blk.0.attn_q_b", &ly->wq_b);
+			} else {
+				print_weight_line("blk.0.attn_q", &ly->wq);
+			}
+			print_weight_line("blk.0.attn_kv_a_mqa", &ly->wkv_a);
+			print_weight_line("blk.0.attn_kv_a_norm", &ly->kv_a_norm);
+			print_weight_line("blk.0.attn_k_b", &ly->wk_b);
+			print_weight_line("blk.0.attn_v_b", &ly->wv_b);
+		} else {
+			print_weight_line("blk.0.attn_q", &ly->wq);
+			print_weight_line("blk.0.attn_k", &ly->wk);
+			print_weight_line("blk.0.attn_v", &ly->wv);
+		}
 		if (hp->qkv_bias) {
 			print_weight_line("blk.0.attn_q.bias", &ly->bq);
 			print_weight_line("blk.0.attn_k.bias", &ly->bk);

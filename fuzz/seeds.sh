@@ -4,7 +4,7 @@
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
 #   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE,
 #              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, glm4,
-#              glm4moe, tied
+#              glm4moe, deepseek2, tied
 #              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
@@ -68,6 +68,10 @@ done
 	-o "$out/gguf/glm4-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape glm4moe-tiny "${small[@]}" --layers 2 --experts 4 --experts-used 2 \
 	--ffn-exp 32 --dtype q8_0 -o "$out/gguf/glm4moe-q8_0.gguf" 2>/dev/null
+# deepseek2 (MLA: q_a / q_b, kv_a_mqa, the per-head attn_k_b / attn_v_b; grouped sigmoid
+# routing with exp_probs_b and a shared expert): 148 KiB
+"$BATCHGEN" synth --shape deepseek2-tiny "${small[@]}" --layers 2 --dtype f16 \
+	-o "$out/gguf/deepseek2-f16.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

@@ -2314,6 +2314,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
+	if (hp->mla || hp->moe_grouped)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run deepseek2's latent attention (MLA) "
+			       "and grouped expert routing yet; the CPU backend does (--device "
+			       "cpu)");
 	/* gpt-oss: sinks and the O bias on any layer; the biased router and experts and the
 	 * clamped SwiGLU in gpu/moe.cuh's experts only (gpu_moe_oai), as on the CPU backend */
 	if ((hp->moe_bias || hp->swiglu_oai) && hp->n_expert == 0)

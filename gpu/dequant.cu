@@ -1,5 +1,5 @@
-/* dequant: llama.cpp's block-quantized weights (model/quant.h: Q4_0 ... IQ4_XS, MXFP4) to the
- * device storage type, on the device.
+/* dequant: llama.cpp's block-quantized weights (model/quant.h: Q4_0 ... IQ4_XS, MXFP4, the
+ * lattice i-quants) to the device storage type, on the device.
  *
  * One thread per element: it reads its block's scales and its own bits and computes the
  * element with the fp32 operations of quant_dequant (ggml's dequantize_row_*), in the
@@ -10,6 +10,8 @@
  */
 #include "gpu/gpu_ops.cuh"
 #include "gpu/qblock.cuh" /* MXFP4's values and scale */
+
+#include "model/quant_grids.h"
 
 /* IQ4_NL's and IQ4_XS's levels (quant_iq4_values), as code: no __constant__ table */
 __device__ __forceinline__ int dq_iq4_value(int q)
@@ -32,6 +34,46 @@ __device__ __forceinline__ int dq_iq4_value(int q)
 	case 14: return 89;
 	default: return 113;
 	}
+}
+
+/* The i-quants' lattice points, 16-bit codes of level indices (model/quant_grids.h) */
+__device__ const uint16_t dq_iq2xxs_codes[256] = QUANT_IQ2XXS_CODES;
+__device__ const uint16_t dq_iq2xs_codes[512] = QUANT_IQ2XS_CODES;
+__device__ const uint16_t dq_iq2s_codes[1024] = QUANT_IQ2S_CODES;
+__device__ const uint16_t dq_iq3xxs_codes[256] = QUANT_IQ3XXS_CODES;
+__device__ const uint16_t dq_iq3s_codes[512] = QUANT_IQ3S_CODES;
+__device__ const uint16_t dq_iq1s_codes[2048] = QUANT_IQ1S_CODES;
+
+/* byte j of an IQ2 point: levels 8, 25, 43 */
+__device__ __forceinline__ int dq_iq2_level(uint16_t code, int j)
+{
+	const int k = (code >> (2 * j)) & 3;
+	return k == 0 ? 8 : k == 1 ? 25 : 43;
+}
+
+/* byte j of an IQ3_XXS point: levels 4, 12, ..., 52, 62 */
+__device__ __forceinline__ int dq_iq3xxs_level(uint16_t code, int j)
+{
+	const int k = (code >> (3 * j)) & 7;
+	return k == 7 ? 62 : 4 + 8 * k;
+}
+
+/* whether element j of a group of 8 is negated: bit j of the 7 sign bits, bit 7 their
+ * parity (ggml's ksigns_iq2xs) */
+__device__ __forceinline__ bool dq_iq_neg7(uint32_t s7, int j)
+{
+	s7 &= 127;
+	return j < 7 ? (s7 >> j) & 1 : __popc(s7) & 1;
+}
+
+__device__ __forceinline__ float dq_h16(uint16_t u)
+{
+	return __half2float(__ushort_as_half(u));
+}
+
+__device__ __forceinline__ int dq_u16(const uint8_t *p)
+{
+	return p[0] | p[1] << 8;
 }
 
 __device__ __forceinline__ float dq_h(const uint8_t *p)
@@ -130,6 +172,69 @@ __device__ float dq_elem(int t, const uint8_t *b, int e)
 		float ds = __fmul_rn(dq_h(b + 208), (float)(int8_t)b[192 + e / 16]);
 		return __fmul_rn(ds, (float)((lo | hi << 4) - 32));
 	}
+	case 16: { /* IQ2_XXS: d, qs[32] (u16): a group's 4 index bytes, then sign bits + scale */
+		const int ib = e / 32, l = e % 32 / 8, j = e % 8;
+		const uint32_t a0 = dq_u32(b + 2 + 8 * ib), a1 = dq_u32(b + 6 + 8 * ib);
+		float db = __fmul_rn(__fmul_rn(dq_h(b), __fadd_rn(0.5f, (float)(a1 >> 28))), 0.25f);
+		int v = dq_iq2_level(dq_iq2xxs_codes[(a0 >> (8 * l)) & 255], j);
+		return __fmul_rn(__fmul_rn(db, (float)v), dq_iq_neg7(a1 >> (7 * l), j) ? -1.f : 1.f);
+	}
+	case 17:   /* IQ2_XS: d, qs[32] (u16: 9-bit index, 7 sign bits), scales[8] */
+	case 22: { /* IQ2_S: d, qs[32] indices, signs[32], qh[8] (2 high index bits), scales[8] */
+		const int ib = e / 32, l = e % 32 / 8, j = e % 8;
+		const int sc = (b[(t == 17 ? 66 : 74) + ib] >> (4 * (l / 2))) & 0xf;
+		float db = __fmul_rn(__fmul_rn(dq_h(b), __fadd_rn(0.5f, (float)sc)), 0.25f);
+		int v;
+		bool neg;
+		if (t == 17) {
+			const int q = dq_u16(b + 2 + 2 * (4 * ib + l));
+			v = dq_iq2_level(dq_iq2xs_codes[q & 511], j);
+			neg = dq_iq_neg7((uint32_t)q >> 9, j);
+		} else {
+			const int idx = b[2 + 4 * ib + l] | ((b[66 + ib] << (8 - 2 * l)) & 0x300);
+			v = dq_iq2_level(dq_iq2s_codes[idx], j);
+			neg = (b[34 + 4 * ib + l] >> j) & 1;
+		}
+		return __fmul_rn(__fmul_rn(db, (float)v), neg ? -1.f : 1.f);
+	}
+	case 18: { /* IQ3_XXS: d, qs[64] indices, then a u32 a group: sign bits + scale */
+		const int ib = e / 32, l = e % 32 / 8, j = e % 8;
+		const uint32_t a = dq_u32(b + 66 + 4 * ib);
+		float db = __fmul_rn(__fmul_rn(dq_h(b), __fadd_rn(0.5f, (float)(a >> 28))), 0.5f);
+		int v = dq_iq3xxs_level(dq_iq3xxs_codes[b[2 + 8 * ib + 2 * l + j / 4]], j % 4);
+		return __fmul_rn(__fmul_rn(db, (float)v), dq_iq_neg7(a >> (7 * l), j) ? -1.f : 1.f);
+	}
+	case 21: { /* IQ3_S: d, qs[64], qh[8] (9th index bits), signs[32], scales[4] */
+		const int ib = e / 32, l = e % 32 / 8, j = e % 8;
+		const int s = (b[106 + ib / 2] >> (4 * (ib % 2))) & 0xf;
+		float db = __fmul_rn(dq_h(b), (float)(1 + 2 * s));
+		const int qh = b[66 + ib];
+		const int idx = j < 4 ? b[2 + 8 * ib + 2 * l] | ((qh << (8 - 2 * l)) & 256)
+				      : b[2 + 8 * ib + 2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
+		int v = 2 * ((dq_iq3s_codes[idx] >> (3 * (j % 4))) & 7) + 1;
+		return __fmul_rn(__fmul_rn(db, (float)v), (b[74 + 4 * ib + l] >> j) & 1 ? -1.f : 1.f);
+	}
+	case 19: { /* IQ1_S: d, qs[32], qh[8] (u16: 4 x 3 high index bits, scale, shift sign) */
+		const int ib = e / 32, l = e % 32 / 8, j = e % 8;
+		const int qh = dq_u16(b + 34 + 2 * ib);
+		float dl = __fmul_rn(dq_h(b), (float)(2 * ((qh >> 12) & 7) + 1));
+		const float delta = qh & 0x8000 ? -0.125f : 0.125f;
+		const int idx = b[2 + 4 * ib + l] | (((qh >> (3 * l)) & 7) << 8);
+		int v = (int)((dq_iq1s_codes[idx] >> (2 * j)) & 3) - 1;
+		return __fmul_rn(dl, __fadd_rn((float)v, delta));
+	}
+	case 29: { /* IQ1_M: qs[32], qh[16] (3 index bits + shift sign a point), scales[8] (4
+		    * u16: 3-bit scales, the fp16 scale in their top nibbles) */
+		const int ib = e / 32, l = e % 32 / 8, j = e % 8;
+		const uint16_t dh = (uint16_t)((dq_u16(b + 48) >> 12) | ((dq_u16(b + 50) >> 8) & 0x00f0) |
+					       ((dq_u16(b + 52) >> 4) & 0x0f00) | (dq_u16(b + 54) & 0xf000));
+		const int s = (dq_u16(b + 48 + 2 * (ib / 2)) >> (6 * (ib % 2) + 3 * (l / 2))) & 7;
+		float dl = __fmul_rn(dq_h16(dh), (float)(2 * s + 1));
+		const int h = b[32 + 2 * ib + l / 2] >> (4 * (l % 2));
+		const int idx = b[4 * ib + l] | ((h & 7) << 8);
+		int v = (int)((dq_iq1s_codes[idx] >> (2 * j)) & 3) - 1;
+		return __fmul_rn(dl, __fadd_rn((float)v, h & 8 ? -0.125f : 0.125f));
+	}
 	case 23: { /* IQ4_XS: d, scales_h, scales_l[4], qs[128] */
 		int ib = e / 32, j = e % 32;
 		int sh = b[2] | b[3] << 8;
@@ -165,7 +270,14 @@ bool gpu_dequant_supported(int src_type)
 	case 14:
 	case 20:
 	case 23:
-	case 39: return true;
+	case 39:
+	case 16:
+	case 17:
+	case 18:
+	case 19:
+	case 21:
+	case 22:
+	case 29: return true;
 	}
 	return false;
 }
@@ -195,7 +307,8 @@ static bool dq_geometry(int src_type, int *be, int *bb)
 	*be = *bb = 0;
 	if (!gpu_dequant_supported(src_type))
 		return false;
-	const bool k = (src_type >= 10 && src_type <= 14) || src_type == 23;
+	const bool k = (src_type >= 10 && src_type <= 19) || (src_type >= 21 && src_type <= 23) ||
+		       src_type == 29;
 	*be = k ? 256 : 32;
 	switch (src_type) {
 	case 2: *bb = 18; break;
@@ -211,6 +324,13 @@ static bool dq_geometry(int src_type, int *be, int *bb)
 	case 20: *bb = 18; break;
 	case 23: *bb = 136; break;
 	case 39: *bb = 17; break;
+	case 16: *bb = 66; break;
+	case 17: *bb = 74; break;
+	case 18: *bb = 98; break;
+	case 19: *bb = 50; break;
+	case 21: *bb = 110; break;
+	case 22: *bb = 82; break;
+	case 29: *bb = 56; break;
 	}
 	return true;
 }

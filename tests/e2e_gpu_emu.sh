@@ -279,6 +279,30 @@ for m in llama3-tiny:bf16 llama3-tiny:f16 gemma2-tiny:bf16 mixtral-tiny:bf16 qwe
 			"$(lp_far "$TMP/$m.cpu.jsonl" "$TMP/$m.gpu.jsonl" 0.05)" ""
 	done
 done
+# the lattice i-quants (gpu/dequant.cu: dequantized to BF16 at load): files of one type each,
+# made by ggml's own quantizer (tests/ggml_requant.c, as tests/e2e_llamacpp.sh makes them).
+# The tokens must be the CPU's; the log-probs are further apart than the 16-bit models'
+# because the CPU backend multiplies block-quantized weights by activations rounded to
+# llama.cpp's 8-bit blocks (cpu_kernels.h) and the CUDA backend by BF16 ones: cumulative
+# over 6 tokens, 0.04-0.17 apart here (2026-12-01), as far as llama.cpp's own Q4_K_M file of
+# this model (0.14; its f16 file: 0.002). A wrong element moves the tokens; the bits of each
+# element are tests/gpu_test_dequant.cu's.
+. tests/need_llamacpp.sh
+requant=$(dirname "$BATCHGEN")/tests/ggml_requant
+if need_llamacpp "the i-quant files on the emulated CUDA backend" && [ -x "$requant" ]; then
+	"$BATCHGEN" synth --shape tiny --embd 256 --ffn 512 --heads 4 --kv-heads 2 --seed 5 \
+		--dtype f16 -o "$TMP/iq-f16.gguf" 2>/dev/null
+	for t in iq2_xxs iq2_s iq3_xxs iq3_s iq1_m; do
+		"$requant" bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so \
+			"$TMP/iq-f16.gguf" "$TMP/iq-$t.gguf" $t 2>/dev/null
+		"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.cpu.jsonl" --device cpu
+		"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.gpu.jsonl" --device cuda
+		check_eq "$t (emulated cuda): the CPU backend's tokens" \
+			"$(tokens "$TMP/iq-$t.gpu.jsonl")" "$(tokens "$TMP/iq-$t.cpu.jsonl")"
+		check_eq "$t (emulated cuda): cumulative log-probs within 0.3 of the CPU's" \
+			"$(lp_far "$TMP/iq-$t.cpu.jsonl" "$TMP/iq-$t.gpu.jsonl" 0.3)" ""
+	done
+fi
 # every layer windowed: blocks behind the window are given back (-1 in the block table) in
 # a pool of 8 blocks of 4 tokens, smaller than the 32-token prompt + 6
 sh=gemma2-swa-tiny small=(--block-size 4 --kv-tokens 32 --max-num-tokens 8)

@@ -190,7 +190,7 @@ if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -l
 	for arch in tiny qwen2-tiny; do
 		check "synth $arch f16 (rows of 256)" "$BATCHGEN" synth --shape $arch --embd 256 \
 			--ffn 512 --heads 4 --kv-heads 2 --seed 5 --dtype f16 -o "$TMP/$arch-f16.gguf"
-		for preset in Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_NL IQ4_XS; do
+		for preset in Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K IQ4_NL IQ4_XS IQ3_M; do
 			quantize_compare $arch $preset
 		done
 	done
@@ -215,7 +215,23 @@ if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -l
 	seen=$(for f in "$TMP"/tiny-Q*.gguf "$TMP"/tiny-IQ*.gguf; do "$BATCHGEN" info -m "$f"; done |
 		sed -n '/^weights by dtype/,/^tensors/p' | awk '/tensors,/ {print $1}' | sort -u | tr '\n' ' ')
 	check_eq "block types the presets wrote" "$seen" \
-		"f32 iq4_nl iq4_xs q2_K q3_K q4_0 q4_1 q4_K q5_0 q5_1 q5_K q6_K q8_0 "
+		"f32 iq3_s iq4_nl iq4_xs q2_K q3_K q4_0 q4_1 q4_K q5_0 q5_1 q5_K q6_K q8_0 "
+	# the lattice i-quants, one type a file: llama.cpp's presets for IQ2_* and IQ1_* need an
+	# importance matrix (and mix them into IQ3_XXS), so ggml's own quantizer makes the files
+	# with a uniform one (tests/ggml_requant.c): every 2-D weight of tiny in the type. We
+	# multiply these dequantized, by Q8_K-rounded activations (cpu_kernels.h), llama.cpp in
+	# int8: the same margin and bound as the presets.
+	requant=$(dirname "$BATCHGEN")/tests/ggml_requant
+	if [ -x "$requant" ]; then
+		for t in iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m; do
+			check "ggml quantizes tiny to $t" "$requant" $LLAMA_LIB/libggml-base.so \
+				"$TMP/tiny-f16.gguf" "$TMP/tiny-$t.gguf" $t
+			LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" \
+				compare_model "tiny-$t" "$TMP/tiny-$t.gguf" 0.3
+		done
+	else
+		check "$requant was built (make all)" false
+	fi
 fi
 
 # the real model too: the first prompt of ../shared's reference, through the same harness

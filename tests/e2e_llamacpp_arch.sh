@@ -12,7 +12,8 @@
 # under the post-attention name, Q/K/V biases), apertus (Q/K norms, the xIELU FFN) and gemma4
 # (windowed and global layers of different head sizes, V norm, V = K, attention scale 1, layer
 # output scales), glm4 (partial interleaved RoPE, post-norms, a skipped NextN layer) and
-# glm4moe (sigmoid routing with a selection bias, a shared expert, a leading dense layer).
+# glm4moe (sigmoid routing with a selection bias, a shared expert, a leading dense layer),
+# deepseek2 (MLA, grouped softmax / sigmoid routing, YaRN's attention scale).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -281,6 +282,27 @@ if q=$(shared tools/llama_quantize.c) && [[ glm4moe-q8_0 == "${ARCH_ONLY:-}"* ]]
 	check_eq "llama.cpp quantizes glm4moe to Q8_0" "$?" 0
 	FROM=$TMP/glm4moe-q8.gguf arch_compare glm4moe-q8_0 0.1 0.25 "${F32KV[*]}"
 fi
+# deepseek2 (llama.cpp's deepseek2 graph, MLA in its absorbed form; deepseek2-tiny): q
+# through attn_q_a, its norm and attn_q_b; the latent through attn_kv_a_mqa and its norm,
+# the rope part rotated (interleaved, 16 of the cache row's 48); attn_k_b absorbed into the
+# queries, attn_v_b on each head's output; YaRN 4 with mscale_all_dim 0.707 (the attention
+# scale x 1.21); layer 0 dense, layers 1-2 sigmoid-routed with the selection bias in 4
+# groups of which 2, norm, scale 2.5, a shared expert. deepseek2-lite-tiny: a plain
+# attn_q, softmax gating in 2 groups of which 1, no norm, no scale, 2 shared experts.
+for ds in deepseek2:3:5 deepseek2-lite:3:4; do
+	IFS=: read -r dn sf sq <<<"$ds"
+	arch_compare "$dn-f32" 0 2e-5 "${F32KV[*]}" --shape "$dn-tiny" --dtype f32 --seed "$sf"
+	if q=$(shared tools/llama_quantize.c) && [[ $dn-q8_0 == "${ARCH_ONLY:-}"* ]]; then
+		LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+		[ -x "$TMP/llama_quantize_ds2" ] || cc -O1 "$q" -o "$TMP/llama_quantize_ds2" -ldl
+		check "synth $dn f32 (to quantize)" "$BATCHGEN" synth --shape "$dn-tiny" \
+			--dtype f32 --seed "$sq" -o "$TMP/$dn-src.gguf"
+		LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize_ds2" $LLAMA_LIB/libllama.v0.5.0.so \
+			"$TMP/$dn-src.gguf" "$TMP/$dn-q8.gguf" Q8_0 >"$TMP/quantize-$dn.log" 2>&1
+		check_eq "llama.cpp quantizes $dn to Q8_0" "$?" 0
+		FROM=$TMP/$dn-q8.gguf arch_compare "$dn-q8_0" 0.1 0.25 "${F32KV[*]}"
+	fi
+done
 # gpt-oss as released: MXFP4 experts, the rest Q8_0, written by llama.cpp's own quantizer
 # (ftype MOSTLY_MXFP4_MOE, 38, which ../shared/tools/llama_quantize.c does not list: a copy
 # here adds it). Both multiply MXFP4 and Q8_0 by Q8_0 activations in int8 (cpu/qdot.h);

@@ -16,30 +16,13 @@ extern "C" {
 #include "model/quant.h"
 }
 #include "check.h"
+#include "quant_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint32_t rnd(void)
 {
 	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 	return (uint32_t)(rng >> 33);
-}
-
-/* byte offsets of the fp16 scale fields of a block (quant.h's layouts), -1 terminated */
-static const int *half_fields(enum gguf_dtype t)
-{
-	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1},
-			 q3k[] = {108, -1}, q6k[] = {208, -1}, none[] = {-1};
-	switch (t) {
-	case GGUF_DTYPE_MXFP4: return none; /* an e8m0 byte: every value is a scale */
-	case GGUF_DTYPE_Q4_1:
-	case GGUF_DTYPE_Q5_1:
-	case GGUF_DTYPE_Q4_K:
-	case GGUF_DTYPE_Q5_K: return dm;
-	case GGUF_DTYPE_Q2_K: return q2k;
-	case GGUF_DTYPE_Q3_K: return q3k;
-	case GGUF_DTYPE_Q6_K: return q6k;
-	default: return d0;
-	}
 }
 
 int main(void)
@@ -53,21 +36,29 @@ int main(void)
 	    GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1,
 	    GGUF_DTYPE_Q8_0, GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,
 	    GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
-	    GGUF_DTYPE_MXFP4 /* random e8m0 bytes: subnormal scales (e < 2) to 2^127 (inf) */};
-	const int NB = 24; /* super-blocks' worth: 6144 elements per type */
+	    GGUF_DTYPE_MXFP4 /* random e8m0 bytes: subnormal scales (e < 2) to 2^127 (inf) */,
+	    GGUF_DTYPE_IQ2_XXS, GGUF_DTYPE_IQ2_XS, GGUF_DTYPE_IQ2_S, GGUF_DTYPE_IQ3_XXS,
+	    GGUF_DTYPE_IQ3_S, GGUF_DTYPE_IQ1_S, GGUF_DTYPE_IQ1_M};
 	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
 		enum gguf_dtype t = types[ti];
+		/* super-blocks' worth: 6144 elements a type; the lattice types 256 blocks, 8192
+		 * points read from their tables */
+		const int NB = quant_is_lattice(t) ? 256 : 24;
 		const size_t bb = quant_block_bytes(t);
 		const uint64_t n = (uint64_t)NB * 256, nblk = n / quant_block_elems(t);
 		uint8_t *q = (uint8_t *)malloc(nblk * bb);
 		for (size_t i = 0; i < nblk * bb; i++)
 			q[i] = (uint8_t)rnd();
 		for (uint64_t b = 0; b < nblk; b++)
-			for (const int *f = half_fields(t); *f >= 0; f++) {
-				/* finite: a random sign, exponent and mantissa below the top */
+		{
+			/* finite: a random sign, exponent and mantissa below the top */
+			for (const int *f = quant_util_half_fields(t); *f >= 0; f++) {
 				uint16_t hv = (uint16_t)(rnd() & 0xBBFF);
 				memcpy(q + b * bb + *f, &hv, 2);
 			}
+			if (t == GGUF_DTYPE_IQ1_M)
+				quant_util_put_iq1m_scale(q + b * bb, (uint16_t)(rnd() & 0xBBFF));
+		}
 		float *ref = (float *)malloc(n * sizeof(float)), *got = (float *)malloc(n * sizeof(float));
 		uint16_t *h16 = (uint16_t *)malloc(n * 2);
 		quant_dequant(t, q, ref, (int64_t)n);

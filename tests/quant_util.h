@@ -5,6 +5,8 @@
  *                                  dmin / m where the type has them), -1 terminated,
  *                                  written from quant.h's layouts (not read from core/),
  *                                  so that random blocks can be given finite scales
+ *   quant_util_put_iq1m_scale(blk, h)  IQ1_M's fp16 scale h, whose nibbles are the top
+ *                                  nibbles of its 4 u16 scales (bytes 48..55)
  */
 #ifndef BG_TEST_QUANT_UTIL_H
 #define BG_TEST_QUANT_UTIL_H
@@ -24,8 +26,16 @@ static inline const int *quant_util_half_fields(enum gguf_dtype t)
 	case GGUF_DTYPE_Q3_K: return q3k;
 	case GGUF_DTYPE_Q6_K: return q6k;
 	case GGUF_DTYPE_MXFP4: return none; /* an e8m0 byte: any value is a scale */
+	case GGUF_DTYPE_IQ1_M: return none; /* quant_util_put_iq1m_scale */
 	default: return d0;
 	}
+}
+
+static inline void quant_util_put_iq1m_scale(uint8_t *blk, uint16_t h)
+{
+	for (int k = 0; k < 4; k++)
+		blk[48 + 2 * k + 1] =
+		    (uint8_t)((blk[48 + 2 * k + 1] & 0x0f) | ((h >> (4 * k)) & 0xf) << 4);
 }
 
 #endif

@@ -34,6 +34,9 @@ static void *make_weights(enum gguf_dtype type, int64_t n, int64_t k)
 				uint16_t h = half_f32_to_f16((float)(0.001 + 0.01 * (urand() + 1)));
 				memcpy(blk + *f, &h, 2);
 			}
+			if (type == GGUF_DTYPE_IQ1_M)
+				quant_util_put_iq1m_scale(
+				    blk, half_f32_to_f16((float)(0.001 + 0.01 * (urand() + 1))));
 		}
 		return w;
 	}
@@ -309,9 +312,11 @@ int main(void)
 	static const int64_t ks[] = {1, 5, 8, 15, 16, 17, 31, 64, 100, 172, 256, 1000};
 	static const int64_t kq[] = {32, 64, 96, 256, 1024, 1280, 1312};
 	static const enum gguf_dtype qtypes[] = {
-	    GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1,
-	    GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K, GGUF_DTYPE_Q5_K,
-	    GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS};
+	    GGUF_DTYPE_Q4_0,   GGUF_DTYPE_Q4_1,	  GGUF_DTYPE_Q5_0,    GGUF_DTYPE_Q5_1,
+	    GGUF_DTYPE_Q2_K,   GGUF_DTYPE_Q3_K,	  GGUF_DTYPE_Q4_K,    GGUF_DTYPE_Q5_K,
+	    GGUF_DTYPE_Q6_K,   GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,  GGUF_DTYPE_IQ2_XXS,
+	    GGUF_DTYPE_IQ2_XS, GGUF_DTYPE_IQ2_S,  GGUF_DTYPE_IQ3_XXS, GGUF_DTYPE_IQ3_S,
+	    GGUF_DTYPE_IQ1_S,  GGUF_DTYPE_IQ1_M};
 	static const enum gguf_dtype types[] = {GGUF_DTYPE_F32, GGUF_DTYPE_F16, GGUF_DTYPE_BF16};
 	int n_levels = 0;
 	for (int l = CPUK_SCALAR; l <= CPUK_AVX512; l++) {

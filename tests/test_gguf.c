@@ -732,9 +732,15 @@ static void test_crafted(void)
 	fb_data(&f, 32);
 	expect("data outside file", &f, BG_ERR_FORMAT, "'huge'");
 	fb_header(&f, 3, 1, 0);
-	fb_tensor(&f, "q2", 1, (uint64_t[]){256}, 16, 0); /* iq2_xxs: not supported */
+	fb_tensor(&f, "t1", 1, (uint64_t[]){256}, 34, 0); /* tq1_0: not supported */
 	fb_data(&f, 128);
-	expect("iq2_xxs", &f, BG_ERR_UNSUPPORTED, "'q2' has type iq2_xxs (id 16)");
+	expect("tq1_0", &f, BG_ERR_UNSUPPORTED, "'t1' has type tq1_0 (id 34)");
+	fb_header(&f, 3, 1, 0);
+	fb_tensor(&f, "q2", 1, (uint64_t[]){256}, 16, 0); /* iq2_xxs: 66 bytes a block */
+	fb_data(&f, 128);
+	struct bg_err e2 = {0};
+	CHECK(parse_copy(f.b, f.n, &e2, NULL) == BG_OK, "iq2_xxs (66-byte blocks) parses: %s",
+	      e2.msg);
 	fb_header(&f, 3, 1, 0);
 	fb_tensor(&f, "q81", 1, (uint64_t[]){32}, 9, 0); /* q8_1: an activation type only */
 	fb_data(&f, 64);

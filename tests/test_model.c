@@ -1732,6 +1732,118 @@ static void test_glm4moe(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* deepseek2: the MLA keys and weights as read (the cache row kv_lora + rope, one K/V head,
+ * value_length kv_lora accepted), the attention scale (hand-derived below), the grouped
+ * routing's keys, q_lora 0's plain attn_q, the released sizes' parameter counts (synth.c
+ * derives them from each config.json); refusals. */
+static void test_deepseek2(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("deepseek2-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l2 = &m->layers[2];
+		/* YaRN factor 4, mscale_all_dim 0.707 (the file's 0.0707 / 0.1): mscale = 1 +
+		 * 0.1 * 0.707 * ln 4 = 1.0980..., scale = mscale^2 / sqrt(32 + 16) */
+		const double ms = 1.0 + 0.1 * 0.707 * log(4.0);
+		CHECK(hp->mla && hp->head_dim == 48 && hp->n_head_kv == 1 && hp->rope_dim == 16 &&
+			  !hp->rope_neox && hp->n_lora_q == 32 && hp->n_lora_kv == 32 &&
+			  hp->mla_nope == 32 && hp->mla_v_head == 16 && hp->rope_yarn &&
+			  fabsf(hp->rope_yarn_log_mul - 0.707f) < 1e-6f && hp->moe_grouped &&
+			  hp->n_expert_groups == 4 && hp->n_group_used == 2 &&
+			  hp->expert_gating_sigmoid && hp->expert_weights_norm &&
+			  hp->expert_weights_scale == 2.5f && hp->n_expert_shared == 1 &&
+			  hp->n_layer_dense_lead == 1,
+		      "deepseek2-tiny hparams");
+		CHECK(fabs(hp->attn_scale - ms * ms / sqrt(48.0)) < 1e-6,
+		      "deepseek2 scale %g vs %g", (double)hp->attn_scale, ms * ms / sqrt(48.0));
+		CHECK(l0->wq_a.ne1 == 32 && l0->q_a_norm.ne0 == 32 && l0->wq_b.ne1 == 4 * 48 &&
+			  l0->wkv_a.ne1 == 48 && l0->kv_a_norm.ne0 == 32 && l0->wk_b.ne0 == 32 &&
+			  l0->wk_b.ne1 == 32 && l0->wk_b.ne2 == 4 && l0->wv_b.ne0 == 32 &&
+			  l0->wv_b.ne1 == 16 && l0->wv_b.ne2 == 4 && l0->wo.ne0 == 64 &&
+			  !l0->wq.data && !l0->wk.data && !l0->wv.data && !l0->ffn_gate_inp.data &&
+			  l2->exp_probs_b.ne0 == 8 && l2->gate_shexp.ne1 == 32,
+		      "deepseek2-tiny layers");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("deepseek2-tiny"), false),
+		      "deepseek2-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("deepseek2-lite-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) { /* no YaRN: 1/sqrt(48); softmax without norm, scale or selection bias */
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->n_lora_q == 0 && m->layers[0].wq.ne1 == 4 * 48 &&
+			  !m->layers[0].wq_a.data && hp->attn_scale == 1.0f / sqrtf(48.0f) &&
+			  !hp->expert_gating_sigmoid && !hp->expert_weights_norm &&
+			  hp->expert_weights_scale == 1.0f && !m->layers[1].exp_probs_b.data &&
+			  hp->n_expert_shared == 2 && hp->n_expert_groups == 2 &&
+			  hp->n_group_used == 1 &&
+			  m->n_params ==
+			      synth_n_params(synth_find_shape("deepseek2-lite-tiny"), false),
+		      "deepseek2-lite-tiny hparams");
+		model_free(m);
+		m = NULL;
+	}
+	/* without expert_gating_func: softmax (llama.cpp's default for V2 files) */
+	CHECK(moe_rewrite("deepseek2-tiny", ME_KEY, "deepseek2.expert_gating_func", UINT32_MAX, &m,
+			  &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		CHECK(!m->hp.expert_gating_sigmoid, "deepseek2: softmax when the key is absent");
+		model_free(m);
+		m = NULL;
+	}
+	static const struct {
+		const char *shape;
+		uint64_t n;
+	} sizes[] = {{"deepseek-v2-lite", 15706484224ull},
+		     {"deepseek-v3", 671026419200ull},
+		     {"kimi-k2", 1026408232448ull},
+		     {"glm-4.7-flash", 29943393920ull}};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "synthetic:%s", sizes[i].shape);
+		CHECK(model_open(spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		if (m) {
+			uint64_t n = synth_n_params(synth_find_shape(sizes[i].shape), false);
+			CHECK(m->n_params == sizes[i].n && n == m->n_params && m->hp.mla,
+			      "lazy %s: n_params %llu", sizes[i].shape,
+			      (unsigned long long)m->n_params);
+		}
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    /* an older conversion: attn_kv_b, no MLA lengths */
+	    {"deepseek2-tiny", ME_KEY, "deepseek2.attention.key_length_mla", UINT32_MAX,
+	     BG_ERR_UNSUPPORTED, "an older deepseek2 conversion (attn_kv_b"},
+	    {"deepseek2-tiny", ME_ADD, "blk.0.attn_kv_b.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_kv_b.weight': the unsplit attn_kv_b"},
+	    {"deepseek2-tiny", ME_KEY, "deepseek2.attention.q_lora_rank", UINT32_MAX, BG_ERR_FORMAT,
+	     "deepseek2.attention.q_lora_rank is missing"},
+	    {"deepseek2-tiny", ME_KEY, "deepseek2.attention.key_length", 64, BG_ERR_FORMAT,
+	     "key_length = kv_lora_rank + rope.dimension_count (48)"},
+	    {"deepseek2-tiny", ME_KEY, "deepseek2.attention.head_count_kv", 4, BG_ERR_FORMAT,
+	     "head_count_kv 1"},
+	    {"deepseek2-tiny", ME_DROP, "blk.1.attn_v_b.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_v_b.weight' is missing"},
+	    {"deepseek2-tiny", ME_RESHAPE, "blk.1.attn_k_b.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_k_b.weight' has shape"},
+	    {"deepseek2-tiny", ME_DROP, "blk.2.ffn_up_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_up_shexp.weight' is missing"},
+	    {"deepseek2-tiny", ME_KEY, "deepseek2.expert_gating_func", 3, BG_ERR_UNSUPPORTED,
+	     "deepseek2.expert_gating_func is 3"},
+	    {"deepseek2-tiny", ME_KEY, "deepseek2.expert_group_count", 3, BG_ERR_FORMAT,
+	     "expert_group_count 3 / expert_group_used_count 2 do not fit 8 experts"},
+	    {"deepseek2-tiny", ME_KEY, "deepseek2.expert_group_used_count", 4, BG_ERR_FORMAT,
+	     "expert_group_used_count 4 do not fit"},
+	    {"deepseek2-tiny", ME_KEY_F32, "deepseek2.attention.temperature_scale", 100,
+	     BG_ERR_UNSUPPORTED, "temperature_scale (Mistral Large 3's"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* gemma4: the two kinds of layer's geometry, V = K where attn_v is absent, the layer output
  * scales, the lazy 31B's parameter count, and the refusals (per-layer embeddings, shared
  * KV, experts) */
@@ -1852,10 +1964,10 @@ static void test_gemma4(void)
  * biases, apertus's missing gate and xIELU values. */
 static void test_lazy_new_arch(void)
 {
-	static const char *const shapes[] = {"granite-tiny",       "granitemoe-tiny", "mistral3-tiny",
-					     "mistral3-bias-tiny", "smollm3-tiny",    "seed_oss-tiny",
-					     "apertus-tiny",       "gemma4-tiny",     "glm4-tiny",
-					     "glm4moe-tiny"};
+	static const char *const shapes[] = {
+	    "granite-tiny", "granitemoe-tiny", "mistral3-tiny",	 "mistral3-bias-tiny",
+	    "smollm3-tiny", "seed_oss-tiny",   "apertus-tiny",	 "gemma4-tiny",
+	    "glm4-tiny",    "glm4moe-tiny",    "deepseek2-tiny", "deepseek2-lite-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -1865,42 +1977,46 @@ static void test_lazy_new_arch(void)
 		CHECK(model_open(spec, true, &b, &err) == BG_OK, "%s lazy: %s", spec, err.msg);
 		if (a && b) {
 			const struct model_hparams *x = &a->hp, *y = &b->hp;
-			bool same = x->embd_scale == y->embd_scale && x->attn_scale == y->attn_scale &&
-				    x->residual_scale == y->residual_scale &&
-				    x->logit_scale == y->logit_scale &&
-				    x->attn_temp_scale == y->attn_temp_scale &&
-				    x->attn_temp_floor == y->attn_temp_floor &&
-				    x->attn_temp_offset == y->attn_temp_offset &&
-				    x->rope_attn_factor == y->rope_attn_factor &&
-				    x->rope_freq_scale == y->rope_freq_scale &&
-				    x->rope_yarn == y->rope_yarn && x->n_ctx_orig == y->n_ctx_orig &&
-				    x->qkv_bias == y->qkv_bias && x->attn_out_bias == y->attn_out_bias &&
-				    x->n_expert == y->n_expert && x->n_ff_exp == y->n_ff_exp &&
-				    x->xielu == y->xielu && x->qk_norm == y->qk_norm &&
-				    x->head_dim == y->head_dim && x->head_dim_swa == y->head_dim_swa &&
-				    x->n_head_kv == y->n_head_kv &&
-				    x->n_head_kv_swa == y->n_head_kv_swa &&
-				    x->rope_dim_swa == y->rope_dim_swa && x->v_norm == y->v_norm &&
-				    x->out_scale == y->out_scale &&
-				    x->rope_factors_global == y->rope_factors_global &&
-				    x->rope_base_swa == y->rope_base_swa &&
-				    x->swa_pattern == y->swa_pattern && x->n_swa == y->n_swa &&
-				    x->final_softcap == y->final_softcap &&
-				    x->rope_dim == y->rope_dim && x->rope_neox == y->rope_neox &&
-				    x->post_norms == y->post_norms &&
-				    x->n_layer_nextn == y->n_layer_nextn &&
-				    x->n_layer == y->n_layer &&
-				    x->n_expert_shared == y->n_expert_shared &&
-				    x->n_layer_dense_lead == y->n_layer_dense_lead &&
-				    x->expert_gating_sigmoid == y->expert_gating_sigmoid &&
-				    x->expert_weights_scale == y->expert_weights_scale &&
-				    x->expert_weights_norm == y->expert_weights_norm &&
-				    /* a lazy model describes gemma4's rope factors, not others'
-				     * (apertus-tiny's) */
-				    a->n_params == b->n_params + (a->rope_factors.data &&
-								  !b->rope_factors.ne0
-							      ? x->rope_dim / 2
-							      : 0);
+			bool same =
+			    x->embd_scale == y->embd_scale && x->attn_scale == y->attn_scale &&
+			    x->residual_scale == y->residual_scale &&
+			    x->logit_scale == y->logit_scale &&
+			    x->attn_temp_scale == y->attn_temp_scale &&
+			    x->attn_temp_floor == y->attn_temp_floor &&
+			    x->attn_temp_offset == y->attn_temp_offset &&
+			    x->rope_attn_factor == y->rope_attn_factor &&
+			    x->rope_freq_scale == y->rope_freq_scale &&
+			    x->rope_yarn == y->rope_yarn && x->n_ctx_orig == y->n_ctx_orig &&
+			    x->qkv_bias == y->qkv_bias && x->attn_out_bias == y->attn_out_bias &&
+			    x->n_expert == y->n_expert && x->n_ff_exp == y->n_ff_exp &&
+			    x->xielu == y->xielu && x->qk_norm == y->qk_norm &&
+			    x->head_dim == y->head_dim && x->head_dim_swa == y->head_dim_swa &&
+			    x->n_head_kv == y->n_head_kv && x->n_head_kv_swa == y->n_head_kv_swa &&
+			    x->rope_dim_swa == y->rope_dim_swa && x->v_norm == y->v_norm &&
+			    x->out_scale == y->out_scale &&
+			    x->rope_factors_global == y->rope_factors_global &&
+			    x->rope_base_swa == y->rope_base_swa &&
+			    x->swa_pattern == y->swa_pattern && x->n_swa == y->n_swa &&
+			    x->final_softcap == y->final_softcap && x->rope_dim == y->rope_dim &&
+			    x->rope_neox == y->rope_neox && x->post_norms == y->post_norms &&
+			    x->n_layer_nextn == y->n_layer_nextn && x->n_layer == y->n_layer &&
+			    x->n_expert_shared == y->n_expert_shared &&
+			    x->n_layer_dense_lead == y->n_layer_dense_lead &&
+			    x->expert_gating_sigmoid == y->expert_gating_sigmoid &&
+			    x->expert_weights_scale == y->expert_weights_scale &&
+			    x->expert_weights_norm == y->expert_weights_norm && x->mla == y->mla &&
+			    x->n_lora_q == y->n_lora_q && x->n_lora_kv == y->n_lora_kv &&
+			    x->mla_nope == y->mla_nope && x->mla_v_head == y->mla_v_head &&
+			    x->rope_yarn_log_mul == y->rope_yarn_log_mul &&
+			    x->moe_grouped == y->moe_grouped &&
+			    x->n_expert_groups == y->n_expert_groups &&
+			    x->n_group_used == y->n_group_used &&
+			    /* a lazy model describes gemma4's rope factors, not others'
+			     * (apertus-tiny's) */
+			    a->n_params ==
+				b->n_params + (a->rope_factors.data && !b->rope_factors.ne0
+						   ? x->rope_dim / 2
+						   : 0);
 			for (uint32_t l = 0; l < x->n_layer; l++)
 				same = same && a->layers[l].no_rope == b->layers[l].no_rope &&
 				       a->layers[l].bo.ne0 == b->layers[l].bo.ne0 &&
@@ -1911,7 +2027,11 @@ static void test_lazy_new_arch(void)
 				       a->layers[l].swa == b->layers[l].swa &&
 				       a->layers[l].v_from_k == b->layers[l].v_from_k &&
 				       a->layers[l].wq.ne1 == b->layers[l].wq.ne1 &&
-				       a->layers[l].wk.ne1 == b->layers[l].wk.ne1;
+				       a->layers[l].wk.ne1 == b->layers[l].wk.ne1 &&
+				       a->layers[l].wq_b.ne1 == b->layers[l].wq_b.ne1 &&
+				       a->layers[l].wk_b.ne2 == b->layers[l].wk_b.ne2 &&
+				       a->layers[l].wo.ne0 == b->layers[l].wo.ne0 &&
+				       a->layers[l].exp_probs_b.ne0 == b->layers[l].exp_probs_b.ne0;
 			CHECK(same, "%s: the lazy model's hyper-parameters are the file's", spec);
 		}
 		model_free(a);
@@ -1941,6 +2061,7 @@ int main(void)
 	test_gemma4();
 	test_glm4();
 	test_glm4moe();
+	test_deepseek2();
 	test_lazy_new_arch();
 	return check_summary();
 }

@@ -126,5 +126,41 @@ int main(void)
 	const float lo[2] = {-20.0f, -20.0f};
 	moe_route_sigmoid(lo, NULL, 2, 2, true, 1.0f, ids, w);
 	CHECK_NEAR(w[0], 1.0 / (1.0 + exp(20.0)) / 6.103515625e-5, 0, 1e-5);
+
+	/* moe_route_grouped (deepseek2), 8 experts in 4 groups of 2. Sigmoid p of logits
+	 * ln(1), ln(3), ln(2), ln(1/3), ln(4), ln(1/4), ln(1), ln(3): 1/2, 3/4, 2/3, 1/4,
+	 * 4/5, 1/5, 1/2, 3/4. Group sums (top 2 of 2): 5/4, 11/12, 1, 5/4: groups 0 and 3
+	 * (ties: the lower first, then 3 over 2's 1), so the top 2 of experts {0, 1, 6, 7} are
+	 * 1 and 7 (3/4 each: the lower index first), although expert 4 (4/5) is the largest:
+	 * its group scores 1. Normed: 1/2 each, times 2. */
+	const float gl[8] = {0.0f,	  (float)LN3,	   (float)LN2,
+			     -(float)LN3, (float)log(4.0), -(float)log(4.0),
+			     0.0f,	  (float)LN3};
+	moe_route_grouped(gl, NULL, 8, 2, true, 4, 2, true, 2.0f, ids, w);
+	CHECK(ids[0] == 1 && ids[1] == 7, "grouped: ids %d %d (want 1 7)", ids[0], ids[1]);
+	CHECK_NEAR(w[0], 1.0, 0, 1e-6);
+	CHECK_NEAR(w[1], 1.0, 0, 1e-6);
+	/* without groups: experts 4 (4/5) then 1 (3/4) */
+	moe_route_grouped(gl, NULL, 8, 2, true, 1, 0, false, 1.0f, ids, w);
+	CHECK(ids[0] == 4 && ids[1] == 1 && fabsf(w[0] - 0.8f) < 1e-6f,
+	      "ungrouped: ids %d %d (want 4 1)", ids[0], ids[1]);
+	/* the selection bias moves the groups: +0.5 on expert 5 makes group 2 score 4/5 +
+	 * 7/10 = 3/2, the best; with group 0 (5/4, before 3's equal 5/4) the candidates are
+	 * {0, 1, 4, 5}: by p + bias 4 (4/5), 1 (3/4), 5 (7/10); the weights stay p: 4/5, 3/4,
+	 * 1/5, not normed */
+	const float gb[8] = {0, 0, 0, 0, 0, 0.5f, 0, 0};
+	moe_route_grouped(gl, gb, 8, 3, true, 4, 2, false, 1.0f, ids, w);
+	CHECK(ids[0] == 4 && ids[1] == 1 && ids[2] == 5, "biased groups: ids %d %d %d", ids[0],
+	      ids[1], ids[2]);
+	CHECK_NEAR(w[2], 0.2, 0, 1e-6);
+	/* softmax gating (DeepSeek-V2): logits ln 1 .. ln 8 give p = (e + 1) / 36; groups of
+	 * 2 score 3, 7, 11, 15 (/36): with 1 group used, experts 6 and 7 only: 8/36, 7/36 */
+	float sl[8];
+	for (int e = 0; e < 8; e++)
+		sl[e] = (float)log(e + 1.0);
+	moe_route_grouped(sl, NULL, 8, 2, false, 4, 1, false, 1.0f, ids, w);
+	CHECK(ids[0] == 7 && ids[1] == 6, "softmax grouped: ids %d %d", ids[0], ids[1]);
+	CHECK_NEAR(w[0], 8.0 / 36.0, 0, 1e-6);
+	CHECK_NEAR(w[1], 7.0 / 36.0, 0, 1e-6);
 	return check_summary();
 }

@@ -19,14 +19,15 @@
 #include "model/half.h"
 #include "model/quant.h"
 #include "ggml_cpu_abi.h"
+#include "quant_util.h"
 
 #define LLAMA_DIR "bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/"
 
-static const enum gguf_dtype types[] = {GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1,   GGUF_DTYPE_Q5_0,
-					GGUF_DTYPE_Q5_1, GGUF_DTYPE_Q8_0,   GGUF_DTYPE_Q2_K,
-					GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,   GGUF_DTYPE_Q5_K,
-					GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
-					GGUF_DTYPE_MXFP4};
+static const enum gguf_dtype types[] = {
+    GGUF_DTYPE_Q4_0,   GGUF_DTYPE_Q4_1,	   GGUF_DTYPE_Q5_0,  GGUF_DTYPE_Q5_1,	 GGUF_DTYPE_Q8_0,
+    GGUF_DTYPE_Q2_K,   GGUF_DTYPE_Q3_K,	   GGUF_DTYPE_Q4_K,  GGUF_DTYPE_Q5_K,	 GGUF_DTYPE_Q6_K,
+    GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,  GGUF_DTYPE_MXFP4, GGUF_DTYPE_IQ2_XXS, GGUF_DTYPE_IQ2_XS,
+    GGUF_DTYPE_IQ2_S,  GGUF_DTYPE_IQ3_XXS, GGUF_DTYPE_IQ3_S, GGUF_DTYPE_IQ1_S,	 GGUF_DTYPE_IQ1_M};
 #define N_TYPES (sizeof types / sizeof types[0])
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
@@ -43,24 +44,6 @@ static float gauss(void)
 	return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-/* byte offsets of the fp16 scale fields of a block (quant.h's layouts), -1 terminated */
-static const int *half_fields(enum gguf_dtype t)
-{
-	static const int d0[] = {0, -1}, dm[] = {0, 2, -1}, q2k[] = {80, 82, -1}, q3k[] = {108, -1},
-			 q6k[] = {208, -1}, none[] = {-1};
-	switch (t) {
-	case GGUF_DTYPE_Q4_1:
-	case GGUF_DTYPE_Q5_1:
-	case GGUF_DTYPE_Q4_K:
-	case GGUF_DTYPE_Q5_K: return dm;
-	case GGUF_DTYPE_Q2_K: return q2k;
-	case GGUF_DTYPE_Q3_K: return q3k;
-	case GGUF_DTYPE_Q6_K: return q6k;
-	case GGUF_DTYPE_MXFP4: return none; /* its scale is random_blocks' e8m0 byte */
-	default: return d0;
-	}
-}
-
 /* nb random blocks of t: random bytes, finite fp16 scales of either sign */
 static void *random_blocks(enum gguf_dtype t, int64_t nb)
 {
@@ -71,10 +54,12 @@ static void *random_blocks(enum gguf_dtype t, int64_t nb)
 	for (int64_t b = 0; b < nb && t == GGUF_DTYPE_MXFP4; b++)
 		q[(size_t)b * bb] = (uint8_t)(117 + rnd() % 16); /* e8m0 scales 2^-11 .. 2^4 */
 	for (int64_t b = 0; b < nb; b++)
-		for (const int *f = half_fields(t); *f >= 0; f++) {
+		for (const int *f = quant_util_half_fields(t); *f >= 0; f++) {
 			uint16_t hv = half_f32_to_f16(gauss() * 0.05f);
 			memcpy(q + (size_t)b * bb + *f, &hv, 2);
 		}
+	for (int64_t b = 0; b < nb && t == GGUF_DTYPE_IQ1_M; b++)
+		quant_util_put_iq1m_scale(q + (size_t)b * bb, half_f32_to_f16(gauss() * 0.05f));
 	return q;
 }
 

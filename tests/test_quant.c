@@ -28,10 +28,10 @@ struct ggml_traits {
 };
 
 static const enum gguf_dtype types[] = {
-    GGUF_DTYPE_Q4_0, GGUF_DTYPE_Q4_1, GGUF_DTYPE_Q5_0, GGUF_DTYPE_Q5_1,
-    GGUF_DTYPE_Q8_0, GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,
-    GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,
-    GGUF_DTYPE_MXFP4};
+    GGUF_DTYPE_Q4_0,   GGUF_DTYPE_Q4_1,	   GGUF_DTYPE_Q5_0,  GGUF_DTYPE_Q5_1,	 GGUF_DTYPE_Q8_0,
+    GGUF_DTYPE_Q2_K,   GGUF_DTYPE_Q3_K,	   GGUF_DTYPE_Q4_K,  GGUF_DTYPE_Q5_K,	 GGUF_DTYPE_Q6_K,
+    GGUF_DTYPE_IQ4_NL, GGUF_DTYPE_IQ4_XS,  GGUF_DTYPE_MXFP4, GGUF_DTYPE_IQ2_XXS, GGUF_DTYPE_IQ2_XS,
+    GGUF_DTYPE_IQ2_S,  GGUF_DTYPE_IQ3_XXS, GGUF_DTYPE_IQ3_S, GGUF_DTYPE_IQ1_S,	 GGUF_DTYPE_IQ1_M};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -140,10 +140,19 @@ static void test_ggml(void)
 		dlclose(h);
 		return;
 	}
-	enum { NB = 64 };
+	/* the i-quants' quantizers need their tables set up first (ggml_quantize_init), and
+	 * IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M an importance matrix (ggml_quantize_chunk's) */
+	void (*qinit)(int) = (void (*)(int))dlsym(h, "ggml_quantize_init");
+	size_t (*qchunk)(int, const float *, void *, int64_t, int64_t, int64_t, const float *) =
+	    (size_t(*)(int, const float *, void *, int64_t, int64_t, int64_t, const float *))dlsym(
+		h, "ggml_quantize_chunk");
+	CHECK(qinit && qchunk, "ggml_quantize_init and ggml_quantize_chunk in %s", GGML_LIB);
 	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
 		enum gguf_dtype t = types[ti];
 		const struct ggml_traits *tr = traits((int)t);
+		/* the lattice types: enough random blocks that every entry of their tables
+		 * (IQ1's 2048) is read many times (65,536 points) */
+		const int NB = quant_is_lattice(t) ? 2048 : 64;
 		int be = quant_block_elems(t);
 		size_t bb = quant_block_bytes(t);
 		bool layout = tr && tr->type_name && !strcmp(tr->type_name, gguf_dtype_name(t)) &&
@@ -164,13 +173,25 @@ static void test_ggml(void)
 				uint16_t hv = half_f32_to_f16(gauss() * 0.05f);
 				memcpy(q + (size_t)blk * bb + *f, &hv, 2);
 			}
+		for (int blk = 0; blk < NB && t == GGUF_DTYPE_IQ1_M; blk++)
+			quant_util_put_iq1m_scale(q + (size_t)blk * bb,
+						  half_f32_to_f16(gauss() * 0.05f));
 		CHECK(same_as_ggml(tr, t, q, n, a, b), "%s: random blocks equal ggml's bitwise",
 		      gguf_dtype_name(t));
 		/* what llama.cpp's quantizer writes for Gaussian weights (with outliers) */
-		if (tr->from_float_ref) {
+		const bool lattice = quant_is_lattice(t);
+		if (tr->from_float_ref || (lattice && qinit && qchunk)) {
 			for (int64_t i = 0; i < n; i++)
 				x[i] = gauss() * (i % 97 == 0 ? 0.2f : 0.02f);
-			tr->from_float_ref(x, q, n);
+			if (lattice) {
+				float imat[256];
+				for (int i = 0; i < 256; i++)
+					imat[i] = 1.0f;
+				qinit((int)t);
+				qchunk((int)t, x, q, 0, NB, 256, imat);
+			} else {
+				tr->from_float_ref(x, q, n);
+			}
 			bool same = same_as_ggml(tr, t, q, n, a, b);
 			double err = 0, mag = 0;
 			for (int64_t i = 0; i < n; i++) {
@@ -178,8 +199,8 @@ static void test_ggml(void)
 				mag += (double)x[i] * x[i];
 			}
 			/* the quantizer's own round trip: relative rms error well under 1 for
-			 * every type (2-bit Q2_K is the coarsest, ~0.3) */
-			CHECK(same && sqrt(err / mag) < 0.5,
+			 * every type (2-bit Q2_K ~0.3; IQ1_S, 1.56 bits a weight, ~0.6) */
+			CHECK(same && sqrt(err / mag) < (lattice ? 0.8 : 0.5),
 			      "%s: quantized blocks equal ggml's bitwise (rel. rms error %.4f)",
 			      gguf_dtype_name(t), sqrt(err / mag));
 		}

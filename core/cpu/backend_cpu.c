@@ -55,7 +55,8 @@ struct cpu_ctx {
 	 * the gate's output [cap_tok][P]; the norms' weights: pl_norms [P] (per_layer_proj_norm)
 	 * then [n_layer][n_embd] (each layer's post_norm) */
 	float *ple, *ple_proj, *ple_gate, *pl_norms;
-	float *kv;	/* [n_layer][2][n_blocks][block_size][kv_max] */
+	float *kv;	   /* [n_layer][kv_parts][n_blocks][block_size][kv_max] */
+	uint32_t kv_parts; /* 2: K and V; 1 with hp.mla (V is the K row: kv_v == kv_k) */
 	size_t kv_bytes;
 
 	float *norms; /* [2 * n_layer + 1][n_embd]: attn, ffn per layer, then output */
@@ -123,6 +124,10 @@ struct cpu_ctx {
 	int32_t pf_max_tok;
 
 	struct cpu_moe *moe; /* hp.n_expert > 0: the experts' FFN (cpu_moe.h), else NULL */
+	/* deepseek2 (hp.mla): per layer [q_a_norm (n_lora_q), kv_a_norm (n_lora_kv)] as f32
+	 * copies; hb and hb2 are hb_w wide (n_ff, or wider for MLA's scratch rows) */
+	float *mla_norms;
+	int64_t hb_w;
 };
 
 /* ---- helpers ---- */
@@ -199,8 +204,8 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 		 grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
 		 grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
 		 grow(&c->att, t * (size_t)c->q_max, sizeof(float)) &&
-		 grow(&c->hb, t * hp->n_ff, sizeof(float)) &&
-		 grow(&c->hb2, t * hp->n_ff, sizeof(float)) &&
+		 grow(&c->hb, t * (size_t)c->hb_w, sizeof(float)) &&
+		 grow(&c->hb2, t * (size_t)c->hb_w, sizeof(float)) &&
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
 		 grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
 		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
@@ -254,24 +259,25 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 {
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
-	size_t per_tok = (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_max + 2 * (size_t)c->kv_max +
-			  2 * (size_t)hp->n_ff + (hp->rope_dim / 2) * 2 +
-			  (model_rope_dim(hp, true) / 2) * 2) *
-			     sizeof(float) +
-			 2 * sizeof(int32_t);
+	size_t per_tok =
+	    (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_max + 2 * (size_t)c->kv_max +
+	     2 * (size_t)c->hb_w + (hp->rope_dim / 2) * 2 + (model_rope_dim(hp, true) / 2) * 2) *
+		sizeof(float) +
+	    2 * sizeof(int32_t);
 	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
 	       (size_t)c->cap_logits * ((size_t)hp->n_embd + hp->n_vocab) * sizeof(float) +
 	       c->samp_bytes * c->n_threads + cpu_moe_bytes(c->moe);
 }
 
+/* A layer's K and V slabs; deepseek2 (hp.mla) stores K only, its V being the K row */
 static inline float *kv_k(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer) * c->n_blocks * c->block_size * c->kv_max;
+	return c->kv + (size_t)(c->kv_parts * layer) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 static inline float *kv_v(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(2 * layer + 1) * c->n_blocks * c->block_size * c->kv_max;
+	return kv_k(c, layer) + (size_t)(c->kv_parts - 1) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 /* out = x / sqrt(mean(x^2) + eps) * w; the sum of squares runs in order, in double. */
@@ -768,6 +774,84 @@ static void rope_apply(const struct model_hparams *hp, int32_t half, float *vec,
 	}
 }
 
+/* ---- deepseek2's latent attention (model.h's mla) ---- */
+
+/* y[t] (rows ldy apart) = w x[t] for T rows of x, ldx apart and w->ne0 wide: gathered into
+ * the contiguous rows the matmuls take (scratch [T][w->ne0]) unless already so */
+static void mla_mm(struct cpu_ctx *c, const struct model_weight *w, const float *x, int64_t ldx,
+		   float *scratch, float *y, int64_t ldy, int32_t T)
+{
+	const int64_t k = (int64_t)w->ne0;
+	if (ldx != k) {
+		for (int32_t t = 0; t < T; t++)
+			memcpy(scratch + (int64_t)t * k, x + (int64_t)t * ldx,
+			       (size_t)k * sizeof(float));
+		x = scratch;
+	}
+	const struct model_weight *ws[1] = {w};
+	const float *xs[1] = {x};
+	float *ys[1] = {y};
+	int64_t ld[1] = {ldy};
+	matmuls(c, BACKEND_CPU_MM_QKV, 1, ws, xs, ys, ld, T, NULL, false);
+}
+
+/* Layer l's queries into c->q ([T][n_head][head_dim]: [wk_b[h] q_nope, rope(q_pe)] per
+ * head) and its key rows into c->k and the KV pool's K slab ([c, rope(k_pe)]; V is read
+ * from the same rows), from the normed input c->xb. Scratch: c->att ([T][n_head
+ * (mla_nope + rope_dim)] raw queries), c->hb, c->hb2. */
+static void mla_qkv(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
+{
+	const struct model_hparams *hp = &c->hp;
+	const int64_t H = hp->n_head, R = hp->rope_dim, C = hp->n_lora_kv, NP = hp->mla_nope;
+	const int64_t QH = NP + R, QL = hp->n_lora_q, hd = c->hd;
+	const float *qan = c->mla_norms + (size_t)l * (size_t)(QL + C), *kvn = qan + QL;
+	if (QL) { /* q = wq_b rmsnorm(wq_a x) */
+		matmul1(c, BACKEND_CPU_MM_QKV, &L->wq_a, c->xb, c->hb, T);
+		for (int32_t t = 0; t < T; t++)
+			rmsnorm(c->hb + t * QL, c->hb + t * QL, qan, QL, hp->rms_eps);
+		matmul1(c, BACKEND_CPU_MM_QKV, &L->wq_b, c->hb, c->att, T);
+	} else {
+		matmul1(c, BACKEND_CPU_MM_QKV, &L->wq, c->xb, c->att, T);
+	}
+	matmul1(c, BACKEND_CPU_MM_QKV, &L->wkv_a, c->xb, c->k, T); /* [c, k_pe] */
+	for (int32_t t = 0; t < T; t++) {
+		float *kr = c->k + t * c->kv_dim;
+		rmsnorm(kr, kr, kvn, C, hp->rms_eps);
+		rope_apply(hp, c->half, kr + C, c->rope + (int64_t)t * c->half * 2);
+	}
+	for (int64_t h = 0; h < H; h++) { /* the absorbed q_nope, then the rotated q_pe */
+		const struct model_weight wk = model_expert(&L->wk_b, (uint32_t)h);
+		mla_mm(c, &wk, c->att + h * QH, H * QH, c->hb2, c->q + h * hd, c->q_dim, T);
+		for (int32_t t = 0; t < T; t++) {
+			float *qp = c->q + t * c->q_dim + h * hd + C;
+			memcpy(qp, c->att + t * H * QH + h * QH + NP, (size_t)R * sizeof(float));
+			rope_apply(hp, c->half, qp, c->rope + (int64_t)t * c->half * 2);
+		}
+	}
+	float *kl = kv_k(c, l); /* K only: V is the same row (kv_v) */
+	for (int32_t t = 0; t < T; t++) {
+		const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
+		int32_t p = c->tok_pos[t];
+		size_t slot = (size_t)s->block_table[p / c->block_size] * c->block_size +
+			      (size_t)(p % c->block_size);
+		memcpy(kl + slot * c->kv_max, c->k + t * c->kv_dim,
+		       (size_t)c->kv_dim * sizeof(float));
+	}
+}
+
+/* The attention output's projection for T rows of c->att: per head wv_b[h] of its first
+ * n_lora_kv values into c->q ([T][n_head mla_v_head]), then wo into c->xb. */
+static void mla_out(struct cpu_ctx *c, const struct model_layer *L, int32_t T)
+{
+	const struct model_hparams *hp = &c->hp;
+	const int64_t H = hp->n_head, VH = hp->mla_v_head;
+	for (int64_t h = 0; h < H; h++) {
+		const struct model_weight wv = model_expert(&L->wv_b, (uint32_t)h);
+		mla_mm(c, &wv, c->att + h * c->hd, c->q_dim, c->hb, c->q + h * VH, H * VH, T);
+	}
+	matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->q, c->xb, T);
+}
+
 static enum bg_status validate_batch(const struct cpu_ctx *c, const struct backend_batch *b,
 				     int32_t *n_tok, int32_t *max_ctx, struct bg_err *err)
 {
@@ -981,65 +1065,76 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		/* gemma4's shared-KV layers: Q only; attention reads layer kv_l's cache */
 		const uint32_t kv_l = model_kv_layer(hp, L, l);
 		const bool own_kv = kv_l == l;
-		{
-			const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
-			const float *xs[3] = {c->xb, c->xb, c->xb};
-			float *ys[3] = {c->q, c->k, c->v};
-			int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
-			matmuls(c, BACKEND_CPU_MM_QKV, own_kv ? 3 : 1, ws, xs, ys, ld, T, NULL, false);
-		}
-		prof_lap(c, &tp, &skip); /* counted by matmuls */
-		if (c->biases) { /* qwen2: after the projections, before RoPE */
-			const float *bq = c->biases + (size_t)l * (c->q_dim + 2 * c->kv_dim);
-			add_bias(c->q, c->q_dim, T, bq, c->q_dim);
-			add_bias(c->k, c->kv_dim, T, bq + c->q_dim, c->kv_dim);
-			add_bias(c->v, c->kv_dim, T, bq + c->q_dim + c->kv_dim, c->kv_dim);
-		}
-		if (hp->qk_norm) { /* before RoPE: each head (qwen3, gemma3) or the whole rows
-				    * (olmo2) normalized, groups of qn_dim / kn_dim */
-			const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
-			const float *kn = qn + c->qn_dim;
-			int64_t qg = hp->qk_norm_full ? c->q_dim : hd; /* the groups */
-			int64_t kg = hp->qk_norm_full ? c->kv_dim : hd;
-			for (t = 0; t < T; t++) {
-				for (int64_t i = 0; i < c->q_dim; i += qg) {
-					float *qh = c->q + t * c->q_dim + i;
-					rmsnorm(qh, qh, qn, qg, hp->rms_eps);
-				}
-				for (int64_t i = 0; own_kv && i < c->kv_dim; i += kg) {
-					float *kh = c->k + t * c->kv_dim + i;
-					rmsnorm(kh, kh, kn, kg, hp->rms_eps);
+		if (hp->mla) { /* deepseek2: its own Q, K and V (mla_qkv) */
+			mla_qkv(c, L, l, T);
+			prof_lap(c, &tp, &skip);
+		} else {
+			{
+				const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
+				const float *xs[3] = {c->xb, c->xb, c->xb};
+				float *ys[3] = {c->q, c->k, c->v};
+				int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
+				matmuls(c, BACKEND_CPU_MM_QKV, own_kv ? 3 : 1, ws, xs, ys, ld, T,
+					NULL, false);
+			}
+			prof_lap(c, &tp, &skip); /* counted by matmuls */
+			if (c->biases) {	 /* qwen2: after the projections, before RoPE */
+				const float *bq =
+				    c->biases + (size_t)l * (c->q_dim + 2 * c->kv_dim);
+				add_bias(c->q, c->q_dim, T, bq, c->q_dim);
+				add_bias(c->k, c->kv_dim, T, bq + c->q_dim, c->kv_dim);
+				add_bias(c->v, c->kv_dim, T, bq + c->q_dim + c->kv_dim, c->kv_dim);
+			}
+			if (hp->qk_norm) { /* before RoPE: each head (qwen3, gemma3) or the whole
+					    * rows (olmo2) normalized, groups of qn_dim / kn_dim */
+				const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
+				const float *kn = qn + c->qn_dim;
+				int64_t qg = hp->qk_norm_full ? c->q_dim : hd; /* the groups */
+				int64_t kg = hp->qk_norm_full ? c->kv_dim : hd;
+				for (t = 0; t < T; t++) {
+					for (int64_t i = 0; i < c->q_dim; i += qg) {
+						float *qh = c->q + t * c->q_dim + i;
+						rmsnorm(qh, qh, qn, qg, hp->rms_eps);
+					}
+					for (int64_t i = 0; own_kv && i < c->kv_dim; i += kg) {
+						float *kh = c->k + t * c->kv_dim + i;
+						rmsnorm(kh, kh, kn, kg, hp->rms_eps);
+					}
 				}
 			}
-		}
-		if (hp->v_norm && own_kv) /* gemma4: each V head RMS-normalized, no weight */
-			for (t = 0; t < T; t++)
-				for (int64_t i = 0; i < c->kv_dim; i += hd) {
-					float *vh = c->v + t * c->kv_dim + i;
-					rmsnorm(vh, vh, c->ones, hd, hp->rms_eps);
-				}
-		/* RoPE, then K/V into the pool */
-		float *kl = kv_k(c, kv_l), *vl = kv_v(c, kv_l);
-		const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
-		for (t = 0; t < T; t++) {
-			const float *cs = rope_l + (int64_t)t * c->half * 2;
-			for (uint32_t h = 0; h < hp->n_head && !L->no_rope; h++) /* smollm3: none */
-				rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
-			if (hp->attn_temp_scale != 0.0f) /* mistral3: Q after RoPE, per position */
-				branch_scale(c->q + t * c->q_dim, c->q_dim,
-					     arch_attn_temp(hp, c->tok_pos[t]));
-			if (!own_kv)
-				continue; /* no K/V of its own */
-			for (int64_t h = 0; h < c->n_kvh && !L->no_rope; h++)
-				rope_apply(hp, c->half, c->k + t * c->kv_dim + h * hd, cs);
-			const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
-			int32_t p = c->tok_pos[t];
-			size_t slot = (size_t)s->block_table[p / c->block_size] * c->block_size +
-				      (size_t)(p % c->block_size);
-			memcpy(kl + slot * c->kv_max, c->k + t * c->kv_dim,
-			       (size_t)c->kv_dim * sizeof(float));
-			memcpy(vl + slot * c->kv_max, c->v + t * c->kv_dim,
-			       (size_t)c->kv_dim * sizeof(float));
+			if (hp->v_norm &&
+			    own_kv) /* gemma4: each V head RMS-normalized, no weight */
+				for (t = 0; t < T; t++)
+					for (int64_t i = 0; i < c->kv_dim; i += hd) {
+						float *vh = c->v + t * c->kv_dim + i;
+						rmsnorm(vh, vh, c->ones, hd, hp->rms_eps);
+					}
+			/* RoPE, then K/V into the pool */
+			float *kl = kv_k(c, kv_l), *vl = kv_v(c, kv_l);
+			const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
+			for (t = 0; t < T; t++) {
+				const float *cs = rope_l + (int64_t)t * c->half * 2;
+				for (uint32_t h = 0; h < hp->n_head && !L->no_rope;
+				     h++) /* smollm3: none */
+					rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
+				if (hp->attn_temp_scale !=
+				    0.0f) /* mistral3: Q after RoPE, per position */
+					branch_scale(c->q + t * c->q_dim, c->q_dim,
+						     arch_attn_temp(hp, c->tok_pos[t]));
+				if (!own_kv)
+					continue; /* no K/V of its own */
+				for (int64_t h = 0; h < c->n_kvh && !L->no_rope; h++)
+					rope_apply(hp, c->half, c->k + t * c->kv_dim + h * hd, cs);
+				const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
+				int32_t p = c->tok_pos[t];
+				size_t slot =
+				    (size_t)s->block_table[p / c->block_size] * c->block_size +
+				    (size_t)(p % c->block_size);
+				memcpy(kl + slot * c->kv_max, c->k + t * c->kv_dim,
+				       (size_t)c->kv_dim * sizeof(float));
+				memcpy(vl + slot * c->kv_max, c->v + t * c->kv_dim,
+				       (size_t)c->kv_dim * sizeof(float));
+			}
 		}
 		if (prof)
 			prof_lap(c, &tp, &prof->rope_kv_s);
@@ -1063,7 +1158,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (l + 1 == hp->n_layer && (T = keep_logit_rows(c, b)) == 0)
 			break;
 		prof_lap(c, &tp, &skip);
-		matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, c->xb, T);
+		if (hp->mla)
+			mla_out(c, L, T);
+		else
+			matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, c->xb, T);
 		if (hp->attn_out_bias) /* gpt-oss, optional elsewhere: the O projection's bias */
 			add_bias(c->xb, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
@@ -1269,7 +1367,7 @@ static enum bg_status kv_swap(struct cpu_ctx *c, const int32_t *blocks, int32_t 
 	for (int32_t i = 0; i < n; i++) {
 		size_t off = (size_t)blocks[i] * sl;
 		for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++)
-			for (int v = 0; v < 2; v++) {
+			for (uint32_t v = 0; v < c->kv_parts; v++) {
 				float *slab = (v ? kv_v(c, l) : kv_k(c, l)) + off;
 				if (to) {
 					memcpy(to, slab, sl * sizeof(float));
@@ -1306,8 +1404,9 @@ static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg
 	for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++) {
 		memcpy(kv_k(c, l) + (size_t)dst * sl, kv_k(c, l) + (size_t)src * sl,
 		       sl * sizeof(float));
-		memcpy(kv_v(c, l) + (size_t)dst * sl, kv_v(c, l) + (size_t)src * sl,
-		       sl * sizeof(float));
+		if (c->kv_parts == 2)
+			memcpy(kv_v(c, l) + (size_t)dst * sl, kv_v(c, l) + (size_t)src * sl,
+			       sl * sizeof(float));
 	}
 	return BG_OK;
 }
@@ -1339,6 +1438,7 @@ static void cpu_destroy(void *ctx)
 	free(c->biases);
 	free(c->oai);
 	free(c->extra_norms);
+	free(c->mla_norms);
 	free(c->freq);
 	free(c->freq_swa);
 	free(c->rope_swa);
@@ -1452,11 +1552,40 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		const bool own_kv = l < model_n_layer_kv(hp); /* gemma4: shared-KV layers have none */
 		for (int i = 0; i < (moe ? 10 : 9); i++)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
-			    !(hp->xielu && i == 6) &&			     /* apertus: no gate */
+			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
 			    !(!own_kv && (i == 2 || i == 3)) &&
-			    (st = check_weight(ws[i], moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
+			    !(hp->mla && i >= 1 && i <= 3) && /* deepseek2: below */
+			    (st = check_weight(ws[i],
+					       moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
 				return st;
+		if (hp->mla) { /* deepseek2's latent attention (model.h) */
+			const struct model_weight e_kb = model_expert(&L->wk_b, 0);
+			const struct model_weight e_vb = model_expert(&L->wv_b, 0);
+			const struct model_weight *mw[7] = {hp->n_lora_q ? &L->wq_a : &L->wq,
+							    hp->n_lora_q ? &L->wq_b : &L->wq,
+							    &L->wkv_a,
+							    &L->kv_a_norm,
+							    &e_kb,
+							    &e_vb,
+							    hp->n_lora_q ? &L->q_a_norm
+									 : &L->kv_a_norm};
+			static const char *mnames[7] = {
+			    "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_a_norm",
+			    "attn_k_b", "attn_v_b", "attn_q_a_norm"};
+			for (int i = 0; i < 7; i++)
+				if ((st = check_weight(mw[i], mnames[i], (int)l, err)) != BG_OK)
+					return st;
+			if (hp->head_dim != hp->n_lora_kv + hp->rope_dim || hp->n_head_kv != 1 ||
+			    L->wk_b.ne2 != hp->n_head || L->wv_b.ne2 != hp->n_head ||
+			    e_kb.ne0 != hp->mla_nope || e_kb.ne1 != hp->n_lora_kv ||
+			    e_vb.ne0 != hp->n_lora_kv || e_vb.ne1 != hp->mla_v_head ||
+			    L->wo.ne0 != (uint64_t)hp->n_head * hp->mla_v_head)
+				return bg_fail(err, BG_ERR_UNSUPPORTED,
+					       "the CPU backend cannot run layer %u's latent "
+					       "attention as described",
+					       l);
+		}
 		if (moe && (L->ffn_gate_inp.ne0 != hp->n_embd || L->ffn_gate_inp.ne1 != hp->n_expert ||
 			    L->gate_exps.ne2 != hp->n_expert || L->up_exps.ne2 != hp->n_expert ||
 			    L->down_exps.ne2 != hp->n_expert || e_gate.ne1 != hp->n_ff_exp ||
@@ -1465,7 +1594,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			    hp->n_expert > MOE_MAX_EXPERTS))
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the CPU backend cannot run layer %u's experts as described", l);
-		if (moe && hp->n_expert_shared) { /* glm4moe: the selection bias, shared expert */
+		if (moe && hp->n_expert_shared) { /* glm4moe, deepseek2: the selection bias, shared
+						   * expert */
 			const uint64_t FS = (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
 			const struct model_weight *sw[3] = {&L->gate_shexp, &L->up_shexp,
 							    &L->down_shexp};
@@ -1474,9 +1604,12 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			for (int i = 0; i < 3; i++)
 				if ((st = check_weight(sw[i], snames[i], (int)l, err)) != BG_OK)
 					return st;
-			if (L->exp_probs_b.type != GGUF_DTYPE_F32 || !L->exp_probs_b.data ||
-			    L->exp_probs_b.ne0 != hp->n_expert || L->gate_shexp.ne1 != FS ||
-			    L->up_shexp.ne1 != FS || L->down_shexp.ne0 != FS)
+			const bool selb = L->exp_probs_b.data || !hp->mla; /* deepseek2: optional */
+			if ((selb &&
+			     (L->exp_probs_b.type != GGUF_DTYPE_F32 || !L->exp_probs_b.data ||
+			      L->exp_probs_b.ne0 != hp->n_expert)) ||
+			    L->gate_shexp.ne1 != FS || L->up_shexp.ne1 != FS ||
+			    L->down_shexp.ne0 != FS)
 				return bg_fail(err, BG_ERR_UNSUPPORTED,
 					       "the CPU backend cannot run layer %u's shared "
 					       "expert or selection bias as described",
@@ -1681,9 +1814,23 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	/* the integer kernels give the same bits on every instruction set; the scalar level
 	 * (tests) keeps to the portable code */
 	c->qisa = c->lvl == CPUK_SCALAR ? QDOT_PORTABLE : qdot_detect();
+	/* deepseek2: the raw queries (mla_qkv) and wv_b's outputs live in c->att and c->q,
+	 * MLA's scratch rows in c->hb / c->hb2 */
+	int64_t mla_q = 0;
+	c->hb_w = hp->n_ff;
+	if (hp->mla) {
+		int64_t qh = (int64_t)hp->n_head * (hp->mla_nope + hp->rope_dim);
+		int64_t ov = (int64_t)hp->n_head * hp->mla_v_head;
+		mla_q = qh > ov ? qh : ov;
+		int64_t w = hp->n_lora_q > hp->n_lora_kv ? hp->n_lora_q : hp->n_lora_kv;
+		w = hp->mla_nope > w ? hp->mla_nope : w;
+		c->hb_w = w > c->hb_w ? w : c->hb_w;
+	}
 	{
 		int64_t kmax = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
 		kmax = hp->n_ff_exp > kmax ? hp->n_ff_exp : kmax;
+		kmax = c->hb_w > kmax ? c->hb_w : kmax;
+		kmax = mla_q > kmax ? mla_q : kmax;
 		int64_t qd = (int64_t)model_q_dim_max(hp);
 		kmax = qd > kmax ? qd : kmax;
 		/* the larger of Q8_0 blocks (40 bytes per 32) and Q8_K (292 per 256) */
@@ -1695,10 +1842,11 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->q_dim = (int64_t)hp->n_head * hp->head_dim;
 	c->kv_max = (int64_t)model_kv_dim_max(hp);
 	c->q_max = (int64_t)model_q_dim_max(hp);
+	c->q_max = mla_q > c->q_max ? mla_q : c->q_max;
+	c->kv_parts = hp->mla ? 1 : 2;
 
-	uint64_t kv_floats =
-	    (uint64_t)model_n_layer_kv(hp) * 2 * (uint64_t)n_blocks * cfg->block_size *
-	    (uint64_t)c->kv_max;
+	uint64_t kv_floats = (uint64_t)model_n_layer_kv(hp) * c->kv_parts * (uint64_t)n_blocks *
+			     cfg->block_size * (uint64_t)c->kv_max;
 	if (kv_floats > SIZE_MAX / sizeof(float)) {
 		cpu_destroy(c);
 		free(b);
@@ -1784,6 +1932,24 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		free(b);
 		return st;
 	}
+	if (hp->mla) { /* deepseek2: the q_a and kv_a norms, f32 */
+		size_t per = (size_t)hp->n_lora_q + hp->n_lora_kv;
+		c->mla_norms = malloc((size_t)hp->n_layer * per * sizeof(float));
+		if (!c->mla_norms) {
+			cpu_destroy(c);
+			free(b);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the MLA norms");
+		}
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			float *dst = c->mla_norms + (size_t)l * per;
+			if (hp->n_lora_q)
+				cpuk_dequant_row(L->q_a_norm.type, L->q_a_norm.data,
+						 (int64_t)hp->n_lora_q, dst);
+			cpuk_dequant_row(L->kv_a_norm.type, L->kv_a_norm.data,
+					 (int64_t)hp->n_lora_kv, dst + hp->n_lora_q);
+		}
+	}
 	if (hp->n_embd_per_layer) { /* gemma4 E2B/E4B: the per-layer inputs' norms, f32 */
 		size_t P = hp->n_embd_per_layer;
 		c->pl_norms = malloc((P + (size_t)hp->n_layer * E) * sizeof(float));
@@ -1808,7 +1974,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	b->n_vocab = (int32_t)hp->n_vocab;
 	b->block_size = cfg->block_size;
 	b->n_blocks = c->n_blocks;
-	b->block_bytes = (size_t)model_n_layer_kv(hp) * 2 * slab_floats(c) * sizeof(float);
+	b->block_bytes =
+	    (size_t)model_n_layer_kv(hp) * c->kv_parts * slab_floats(c) * sizeof(float);
 	*out = b;
 	return BG_OK;
 }

@@ -16,7 +16,7 @@
  * Weights are dequantized on the fly: F16 and BF16 exactly to fp32, Q8_0 (blocks of 32:
  * fp16 scale d, 32 int8 q) as d * q rounded to fp32. Q8_0 rows need k % 32 == 0.
  *
- * The other block types of model/quant.h (Q4_0 ... IQ4_XS) are dequantized by
+ * The other block types of model/quant.h (Q4_0 ... IQ4_XS, the i-quants) are dequantized by
  * quant_dequant (AVX2 code for Q4_K and Q6_K at the vector levels, bitwise the same), bit
  * for bit as llama.cpp does, DQ_C = 256 elements at a time into a
  * buffer, and multiplied there with up to 32 tokens; their activations are first rounded

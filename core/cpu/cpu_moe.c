@@ -158,12 +158,19 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 	}
 	if (hp->moe_bias) /* gpt-oss: the router's bias on its logits, before the choice */
 		add_vec(mo, mo->logits, (int64_t)X, n_tok, L->ffn_gate_inp_b.data, (int64_t)X);
-	if (hp->n_expert_shared) /* glm4moe: the selection bias, an aligned copy */
+	/* glm4moe, deepseek2: the selection bias, an aligned copy (deepseek2's optional) */
+	const float *sel_b = L->exp_probs_b.data ? mo->bias : NULL;
+	if (sel_b)
 		memcpy(mo->bias, L->exp_probs_b.data, (size_t)X * sizeof(float));
 	for (int32_t t = 0; t < n_tok; t++)
-		if (hp->expert_gating_sigmoid)
-			moe_route_sigmoid(mo->logits + (size_t)t * X,
-					  hp->n_expert_shared ? mo->bias : NULL, X, K,
+		if (hp->moe_grouped) /* deepseek2 */
+			moe_route_grouped(mo->logits + (size_t)t * X, sel_b, X, K,
+					  hp->expert_gating_sigmoid, hp->n_expert_groups,
+					  hp->n_group_used, hp->expert_weights_norm,
+					  hp->expert_weights_scale, mo->ids + (size_t)t * K,
+					  mo->weights + (size_t)t * K);
+		else if (hp->expert_gating_sigmoid)
+			moe_route_sigmoid(mo->logits + (size_t)t * X, sel_b, X, K,
 					  hp->expert_weights_norm, hp->expert_weights_scale,
 					  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
 		else

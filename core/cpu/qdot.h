@@ -75,7 +75,8 @@ bool qdot_supported(enum qdot_isa isa);
 enum qdot_isa qdot_detect(void);	      /* the best supported */
 const char *qdot_isa_name(enum qdot_isa isa); /* "portable", "avx2", "avxvnni", "avx512vnni" */
 
-/* True for the weight types qdot multiplies (model/quant.h's block types). */
+/* True for the weight types qdot multiplies (model/quant.h's block types; the lattice
+ * i-quants through quant_ints_256, the others with their own unpacking too). */
 bool qdot_handles(enum gguf_dtype t);
 
 /* Bytes of one quantized activation row of k elements for weights of type t (k a multiple

@@ -94,7 +94,31 @@
  * expert_weights_scale (routed_scaling_factor) unless 0 or 1, plus a shared expert
  * (ffn_{gate,up,down}_shexp, expert_feed_forward_length x expert_shared_count wide, a
  * required key) on the same normed input, routed + shared added; the NextN layers skipped
- * (llama.cpp's load_mtp off: TENSOR_SKIP). */
+ * (llama.cpp's load_mtp off: TENSOR_SKIP).
+ * deepseek2 (src/models/deepseek2.cpp, llama-context.cpp's YaRN attn_factor, llama-graph.cpp's
+ * build_moe_ffn and build_attn with v_mla, conversion/deepseek.py: DeepseekV2Model):
+ * interleaved RoPE (LLAMA_ROPE_TYPE_NORM) over rope.dimension_count = qk_rope_head_dim;
+ * MLA in the absorbed form when attention.key_length_mla and value_length_mla are set
+ * (the converter splits kv_b_proj into attn_k_b (qk_nope, kv_lora, n_head) and attn_v_b
+ * (kv_lora, v_head, n_head); key_length = kv_lora + qk_rope, value_length = kv_lora,
+ * head_count_kv 1): q from attn_q, or attn_q_a, attn_q_a_norm, attn_q_b when q_lora_rank
+ * > 0 (the key is not read for the "lite" layer counts 26 and 27, or 48 with a vocabulary
+ * of 128256); attn_kv_a_mqa gives [kv_cmpr (kv_lora), k_pe (qk_rope)], kv_cmpr through
+ * attn_kv_a_norm, k_pe rotated; Q = [attn_k_b q_nope per head, rope(q_pe)], K = [kv_cmpr,
+ * k_pe], V = kv_cmpr, one K/V head; the attention output per head through attn_v_b, then
+ * attn_output; kq_scale = mscale^2 / sqrt(key_length_mla) with mscale = attn_factor (1 +
+ * 0.1 ln(1/freq_scale)) (1 + 0.1 yarn_log_mul ln(1/freq_scale)), where the file's
+ * rope.scaling.yarn_log_multiplier is 0.1 mscale_all_dim (divided by 0.1 at load) and
+ * llama_context's attn_factor is 1 / (1 + 0.1 ln factor) with it (get_mscale's ratio 1).
+ * FFN: attn output + residual, ffn_norm, layers below leading_dense_block_count a dense
+ * SiLU SwiGLU, the others build_moe_ffn(exp_probs_b when present, expert_weights_norm
+ * (default false), expert_weights_scale (0 or 1: none), expert_gating_func: absent = softmax
+ * unless 47/48 layers with a vocabulary of 154880 (GLM-4.7-Flash): sigmoid) + the shared
+ * experts (expert_shared_count, required). With expert_group_count > 1 the selection
+ * values are grouped (n_expert / groups consecutive experts), each group scored by the
+ * sum of its two largest values, the expert_group_used_count best groups kept, the others
+ * -inf, then the top-k. The older attn_kv_b files (MHA decompressed per head) and
+ * attention.temperature_scale (Mistral Large 3) are refused here. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -203,6 +227,12 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .nextn = true,
      .glm4moe = true},
+    {.name = "deepseek2",
+     .families = "DeepSeek-V2, V2-Lite, V2.5, V3, R1, Kimi-K2, GLM-4.7-Flash (MLA)",
+     .moe_ok = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .mla = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -228,7 +258,8 @@ const struct arch_info *arch_find(const char *name)
 const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
-	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe";
+	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
+	       "deepseek2";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow
@@ -268,9 +299,27 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
 	 * multiplies by 1 + 0.1 ln(1 / freq_scale) where llama_context has divided by it
 	 * again, leaving get_mscale(factor) = 1 + 0.1 ln(factor) for factor > 1 */
 	float m = swa ? hp->rope_attn_factor_swa : hp->rope_attn_factor;
-	if (hp->rope_yarn && scale < 1.0f)
+	/* deepseek2 with rope_yarn_log_mul: llama_context's get_mscale ratio is 1, so ggml's
+	 * factor is cancelled and rope.scaling.attn_factor remains */
+	if (hp->rope_yarn && scale < 1.0f && hp->rope_yarn_log_mul == 0.0f)
 		m *= 1.0f + 0.1f * logf(1.0f / scale);
 	*mscale = m;
+}
+
+float arch_mla_kq_scale(const struct model_hparams *hp)
+{
+	const float fs = hp->rope_freq_scale;
+	float af = hp->rope_attn_factor; /* llama_context's yarn_attn_factor */
+	if (hp->rope_yarn) {
+		const float factor = 1.0f / fs;
+		float g = factor <= 1.0f || hp->rope_yarn_log_mul != 0.0f
+			      ? 1.0f
+			      : 0.1f * logf(factor) + 1.0f;
+		af = g * (1.0f / (1.0f + 0.1f * logf(factor))) * hp->rope_attn_factor;
+	}
+	const float org = af * (1.0f + 0.1f * logf(1.0f / fs));
+	const float ms = org * (1.0f + 0.1f * hp->rope_yarn_log_mul * logf(1.0f / fs));
+	return 1.0f * ms * ms / sqrtf((float)(hp->mla_nope + hp->rope_dim));
 }
 
 void arch_rope_cos_sin(const double *freq, int half, double pos, float mscale, float *cs)

@@ -8,7 +8,8 @@
  * pattern, a fused gate|up FFN tensor, granite's embedding, attention, residual and logit
  * scales, mistral3's attention temperature, smollm3's layers without RoPE, seed_oss's
  * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN, GLM's NextN
- * (multi-token prediction) layers at the end of the file, which are skipped.
+ * (multi-token prediction) layers at the end of the file, which are skipped, deepseek2's
+ * latent attention and grouped routing.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -104,6 +105,11 @@ struct arch_info {
 	 * file says, shared experts, leading dense layers) and per-head Q/K norms when blk.0
 	 * has them (the 355B's; Air has none) */
 	bool glm4moe;
+	/* deepseek2 (DeepSeek-V2/V3/R1, Kimi-K2, GLM-4.7-Flash): Multi-head Latent Attention
+	 * (model_hparams.mla: the attn_k_b / attn_v_b files current converters write; older
+	 * attn_kv_b files are refused), model_hparams' grouped routing (moe_grouped), shared
+	 * experts, leading dense layers, DeepSeek's YaRN attention scale */
+	bool mla;
 };
 
 /* The row of an architecture, or NULL. */
@@ -123,6 +129,14 @@ const char *arch_names(void);
  * double. */
 void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
 		     float *mscale);
+
+/* deepseek2's attention scale, as llama.cpp's deepseek2 graph computes it in fp32 from
+ * the context's attn_factor (llama_context: YaRN's get_mscale(factor, 1), or 1 when
+ * rope_yarn_log_mul is set, over 1 + 0.1 ln(factor), times rope.scaling.attn_factor;
+ * without YaRN rope.scaling.attn_factor alone): mscale = attn_factor (1 + 0.1 ln(1 /
+ * freq_scale)) (1 + 0.1 rope_yarn_log_mul ln(1 / freq_scale)), scale = mscale^2 /
+ * sqrt(mla_nope + rope_dim). */
+float arch_mla_kq_scale(const struct model_hparams *hp);
 
 /* The rotation of one position from arch_rope_freqs' output: cs[2i] = cos(pos * freq[i]) *
  * mscale, cs[2i + 1] = sin(...) * mscale for i < half, the angle in double (in fp32,

@@ -74,8 +74,15 @@ const char *gguf_dtype_name(enum gguf_dtype t)
 	case GGUF_DTYPE_Q4_K: return "q4_K";
 	case GGUF_DTYPE_Q5_K: return "q5_K";
 	case GGUF_DTYPE_Q6_K: return "q6_K";
+	case GGUF_DTYPE_IQ2_XXS: return "iq2_xxs";
+	case GGUF_DTYPE_IQ2_XS: return "iq2_xs";
+	case GGUF_DTYPE_IQ3_XXS: return "iq3_xxs";
+	case GGUF_DTYPE_IQ1_S: return "iq1_s";
 	case GGUF_DTYPE_IQ4_NL: return "iq4_nl";
+	case GGUF_DTYPE_IQ3_S: return "iq3_s";
+	case GGUF_DTYPE_IQ2_S: return "iq2_s";
 	case GGUF_DTYPE_IQ4_XS: return "iq4_xs";
+	case GGUF_DTYPE_IQ1_M: return "iq1_m";
 	case GGUF_DTYPE_BF16: return "bf16";
 	case GGUF_DTYPE_MXFP4: return "mxfp4";
 	}

@@ -57,8 +57,15 @@ enum gguf_dtype {
 	GGUF_DTYPE_Q4_K = 12,
 	GGUF_DTYPE_Q5_K = 13,
 	GGUF_DTYPE_Q6_K = 14,
+	GGUF_DTYPE_IQ2_XXS = 16, /* the i-quants: super-blocks of 256 that index lattice tables */
+	GGUF_DTYPE_IQ2_XS = 17,
+	GGUF_DTYPE_IQ3_XXS = 18,
+	GGUF_DTYPE_IQ1_S = 19,
 	GGUF_DTYPE_IQ4_NL = 20,
+	GGUF_DTYPE_IQ3_S = 21,
+	GGUF_DTYPE_IQ2_S = 22,
 	GGUF_DTYPE_IQ4_XS = 23,
+	GGUF_DTYPE_IQ1_M = 29,
 	GGUF_DTYPE_BF16 = 30,
 	GGUF_DTYPE_MXFP4 = 39, /* blocks of 32: e8m0 exponent + 16 bytes of e2m1 codes (gpt-oss) */
 };

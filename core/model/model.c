@@ -117,8 +117,8 @@ static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *ar
 	float lm = 0.0f;
 	/* mistral3's graph sets its own attn_factor (arch.h), so the multiplier, which would
 	 * change llama.cpp's, changes nothing there */
-	if (!ai->mistral3 && get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &lm) &&
-	    lm != 0.0f)
+	if (!ai->mistral3 && !ai->mla &&
+	    get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &lm) && lm != 0.0f)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.rope.scaling.yarn_log_multiplier (DeepSeek-style YaRN) is not "
 			       "supported",
@@ -306,12 +306,11 @@ struct model_weight model_expert(const struct model_weight *w, uint32_t e)
 static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
 				  const char *what, struct bg_err *err);
 
-/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
- * llama.cpp's glm4moe loader reads them (arch.c). expert_shared_count is required and at
- * least 1 here (every released GLM MoE has one; the selection bias and shared expert
- * tensors go together in model_layer), 0 refused. */
-static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char *arch,
-					   struct model_hparams *hp, struct bg_err *err)
+/* The shared experts and leading dense layers of glm4moe and deepseek2: expert_shared_count
+ * (required, <= 64; their width n_ff_exp times it), leading_dense_block_count (absent: 0,
+ * at most the layer count); per-layer expert widths refused. */
+static enum bg_status read_shared_experts(const struct gguf_ctx *g, const char *arch,
+					  struct model_hparams *hp, struct bg_err *err)
 {
 	enum bg_status st;
 	if ((st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
@@ -326,14 +325,14 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "leading_dense_block_count %u exceeds the %u layers",
 			       hp->n_layer_dense_lead, hp->n_layer);
-	uint32_t gf = 0; /* llama.cpp: NONE (0) means sigmoid for glm4moe */
-	get_u32_key(g, arch, "expert_gating_func", &gf);
-	if (gf != 0 && gf != 2) /* softmax with the selection bias: no released model */
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
-			       "is supported for glm4moe",
-			       arch, gf);
-	hp->expert_gating_sigmoid = true;
+	return BG_OK;
+}
+
+/* expert_weights_scale (a finite number; absent, 0 or 1: none) and expert_weights_norm (a
+ * bool, absent: false, llama.cpp's default for glm4moe and deepseek2) */
+static enum bg_status read_weights_scale_norm(const struct gguf_ctx *g, const char *arch,
+					      struct model_hparams *hp, struct bg_err *err)
+{
 	float f = 0.0f;
 	if (get_f32_key(g, arch, "expert_weights_scale", &f)) {
 		if (!isfinite(f))
@@ -344,11 +343,32 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
 	}
 	char key[128];
 	snprintf(key, sizeof key, "%s.expert_weights_norm", arch);
-	bool norm = false; /* llama.cpp's default for glm4moe */
+	bool norm = false;
 	if (g && gguf_find_key(g, key) >= 0 && !gguf_get_bool(g, key, &norm))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not a bool", key);
 	hp->expert_weights_norm = norm;
 	return BG_OK;
+}
+
+/* glm4moe's expert keys beyond expert_count / expert_used_count / the experts' width, as
+ * llama.cpp's glm4moe loader reads them (arch.c). expert_shared_count is required and at
+ * least 1 here (every released GLM MoE has one; the selection bias and shared expert
+ * tensors go together in model_layer), 0 refused. */
+static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st = read_shared_experts(g, arch, hp, err);
+	if (st)
+		return st;
+	uint32_t gf = 0; /* llama.cpp: NONE (0) means sigmoid for glm4moe */
+	get_u32_key(g, arch, "expert_gating_func", &gf);
+	if (gf != 0 && gf != 2) /* softmax with the selection bias: no released model */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
+			       "is supported for glm4moe",
+			       arch, gf);
+	hp->expert_gating_sigmoid = true;
+	return read_weights_scale_norm(g, arch, hp, err);
 }
 
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
@@ -391,6 +411,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		hp->n_ff_exp = hp->n_ff;
 	}
 	hp->expert_weights_scale = 1.0f;
+	if (ai->mla) /* deepseek2: read_deepseek2, once the vocabulary size is known */
+		return BG_OK;
 	if (ai->glm4moe) /* its shared experts, dense layers, gating and scale (model.h) */
 		return read_glm4moe_experts(g, arch, hp, err);
 	uint32_t u = 0;
@@ -608,6 +630,102 @@ static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, co
 	return BG_OK;
 }
 
+/* deepseek2's attention and expert keys (model.h's mla and moe_grouped), as llama.cpp's
+ * deepseek2 loader reads them (arch.c), after the generic ones and the vocabulary size. */
+static enum bg_status read_deepseek2(const struct gguf_ctx *g, const char *arch,
+				     struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st;
+	uint32_t kl = 0, vl = 0, u = 0;
+	if (!get_u32_key(g, arch, "attention.key_length_mla", &kl) ||
+	    !get_u32_key(g, arch, "attention.value_length_mla", &vl))
+		return bg_fail(
+		    err, BG_ERR_UNSUPPORTED,
+		    "%s.attention.key_length_mla / value_length_mla are missing: an older "
+		    "deepseek2 conversion (attn_kv_b instead of attn_k_b and attn_v_b), "
+		    "which is not supported; convert the model again with a current "
+		    "llama.cpp",
+		    arch);
+	if ((st = need_u32(g, arch, "attention.kv_lora_rank", MODEL_MAX_DIM, &hp->n_lora_kv, err)))
+		return st;
+	if (kl <= hp->rope_dim || kl > 4096 || vl == 0 || vl > 4096)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "attention.key_length_mla %u / value_length_mla %u do not fit "
+			       "rope.dimension_count %u (expected %u < key <= 4096, 1 <= value <= "
+			       "4096)",
+			       kl, vl, hp->rope_dim, hp->rope_dim);
+	if (hp->head_dim != hp->n_lora_kv + hp->rope_dim || hp->n_head_kv != 1 ||
+	    (get_u32_key(g, arch, "attention.value_length", &u) && u != hp->n_lora_kv))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "deepseek2 MLA expects attention.key_length = kv_lora_rank + "
+			       "rope.dimension_count (%u), value_length = kv_lora_rank (%u) and "
+			       "head_count_kv 1 (the file: %u, %u, %u)",
+			       hp->n_lora_kv + hp->rope_dim, hp->n_lora_kv, hp->head_dim, u,
+			       hp->n_head_kv);
+	hp->mla = true;
+	hp->mla_nope = kl - hp->rope_dim;
+	hp->mla_v_head = vl;
+	const uint32_t nl = hp->n_layer; /* llama.cpp's n_layer(): without NextN layers */
+	/* llama.cpp's "lite" variants (DeepSeek-V2-Lite, GigaChat3, Kanana-2): no q_lora_rank
+	 * read; otherwise the key is required (0: a plain attn_q) */
+	const bool lite = nl == 26 || nl == 27 || (nl == 48 && hp->n_vocab == 128256);
+	char key[128];
+	snprintf(key, sizeof key, "%s.attention.q_lora_rank", arch);
+	if (!lite && !gguf_get_u32(g, key, &hp->n_lora_q))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "metadata key %s is missing or not an unsigned "
+			       "integer",
+			       key);
+	if (hp->n_lora_q > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (at most %u)", key,
+			       hp->n_lora_q, MODEL_MAX_DIM);
+	float f = 0.0f;
+	if (get_f32_key(g, arch, "rope.scaling.yarn_log_multiplier", &f)) {
+		if (!isfinite(f) || fabsf(f) > 100.0f)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.rope.scaling.yarn_log_multiplier is not usable", arch);
+		hp->rope_yarn_log_mul = f / 0.1f; /* llama.cpp cancels the converter's 0.1 */
+	}
+	if (get_f32_key(g, arch, "attention.temperature_scale", &f) && f != 0.0f)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.attention.temperature_scale (Mistral Large 3's attention "
+			       "temperature) is not supported for deepseek2",
+			       arch);
+	hp->attn_scale = arch_mla_kq_scale(hp);
+	if (!hp->n_expert)
+		return BG_OK;
+	if ((st = read_shared_experts(g, arch, hp, err)))
+		return st;
+	uint32_t gf = 0;
+	get_u32_key(g, arch, "expert_gating_func", &gf);
+	if (gf == 0) /* llama.cpp: absent means softmax, except GLM-4.7-Flash's sigmoid */
+		gf = (nl == 47 || nl == 48) && hp->n_vocab == 154880 ? 2 : 1;
+	if (gf != 1 && gf != 2)
+		return bg_fail(
+		    err, BG_ERR_UNSUPPORTED,
+		    "%s.expert_gating_func is %u: softmax (1) and sigmoid (2) gating are "
+		    "supported for deepseek2",
+		    arch, gf);
+	hp->expert_gating_sigmoid = gf == 2;
+	if ((st = read_weights_scale_norm(g, arch, hp, err)))
+		return st;
+	get_u32_key(g, arch, "expert_group_count", &hp->n_expert_groups);
+	get_u32_key(g, arch, "expert_group_used_count", &hp->n_group_used);
+	if (hp->n_expert_groups > 1) {
+		uint32_t G = hp->n_expert / hp->n_expert_groups;
+		if (hp->n_expert % hp->n_expert_groups || G < 2 || hp->n_group_used == 0 ||
+		    hp->n_group_used >= hp->n_expert_groups ||
+		    hp->n_expert_used > hp->n_group_used * G)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_group_count %u / expert_group_used_count %u do "
+				       "not fit %u experts (%u used)",
+				       arch, hp->n_expert_groups, hp->n_group_used, hp->n_expert,
+				       hp->n_expert_used);
+	}
+	hp->moe_grouped = true;
+	return BG_OK;
+}
+
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
 				  struct bg_err *err)
 {
@@ -698,7 +816,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 				       "attention.key_length %u is not in [1, 4096]", kl);
 		hp->head_dim = kl;
 	}
-	if (get_u32_key(g, arch, "attention.value_length", &vl) && vl != hp->head_dim)
+	if (!ai->mla && /* deepseek2: read_deepseek2 checks it */
+	    get_u32_key(g, arch, "attention.value_length", &vl) && vl != hp->head_dim)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "attention.value_length %u differs from the key length %u, which is "
 			       "not supported",
@@ -754,6 +873,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       "cannot tell the vocabulary size (no tokenizer.ggml.tokens, "
 			       "%s.vocab_size or token_embd.weight)",
 			       arch);
+	if (ai->mla)
+		return read_deepseek2(g, arch, hp, err);
 	return BG_OK;
 }
 
@@ -920,7 +1041,8 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	if (hp->n_expert_shared) { /* glm4moe: the selection bias and the shared expert */
 		uint64_t FS = FX * hp->n_expert_shared;
 		snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
-		if ((st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
+		if ((!hp->mla || gguf_find_tensor(L->g, n)) && /* deepseek2: optional (V2: none) */
+		    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
 			return st;
 		snprintf(n, sizeof n, "blk.%u.ffn_gate_shexp.weight", l);
 		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->gate_shexp)))
@@ -949,6 +1071,45 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 		ws[i]->ne1 = 1;
 		ws[i]->ne2 = X;
 	}
+	return BG_OK;
+}
+
+/* deepseek2: layer l's MLA weights (model.h), as llama.cpp's deepseek2 loader names and
+ * shapes them */
+static enum bg_status take_mla(struct loader *L, uint32_t l, struct model_layer *ly)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	const uint64_t E = hp->n_embd, H = hp->n_head, R = hp->rope_dim, C = hp->n_lora_kv;
+	const uint64_t QH = (uint64_t)hp->mla_nope + R, QL = hp->n_lora_q;
+	char n[64];
+	enum bg_status st;
+	snprintf(n, sizeof n, "blk.%u.attn_kv_b.weight", l);
+	if (gguf_find_tensor(L->g, n))
+		return bg_fail(
+		    L->err, BG_ERR_UNSUPPORTED,
+		    "tensor '%s': the unsplit attn_kv_b of older deepseek2 conversions is "
+		    "not supported; convert the model again with a current llama.cpp "
+		    "(attn_k_b and attn_v_b)",
+		    n);
+#define TAKE_MLA(suffix, ne0, ne1, ne2, kind, field)                                               \
+	do {                                                                                       \
+		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
+		if ((st = take3(L, n, ne0, ne1, ne2, kind, &ly->field)))                           \
+			return st;                                                                 \
+	} while (0)
+	if (QL) {
+		TAKE_MLA("attn_q_a.weight", E, QL, 0, TK_MATRIX, wq_a);
+		TAKE_MLA("attn_q_a_norm.weight", QL, 0, 0, TK_NORM, q_a_norm);
+		TAKE_MLA("attn_q_b.weight", QL, H * QH, 0, TK_MATRIX, wq_b);
+	} else {
+		TAKE_MLA("attn_q.weight", E, H * QH, 0, TK_MATRIX, wq);
+	}
+	TAKE_MLA("attn_kv_a_mqa.weight", E, C + R, 0, TK_MATRIX, wkv_a);
+	TAKE_MLA("attn_kv_a_norm.weight", C, 0, 0, TK_NORM, kv_a_norm);
+	TAKE_MLA("attn_k_b.weight", hp->mla_nope, C, H, TK_MATRIX, wk_b);
+	TAKE_MLA("attn_v_b.weight", C, hp->mla_v_head, H, TK_MATRIX, wv_b);
+	TAKE_MLA("attn_output.weight", H * hp->mla_v_head, E, 0, TK_MATRIX, wo);
+#undef TAKE_MLA
 	return BG_OK;
 }
 
@@ -1069,55 +1230,63 @@ static enum bg_status load_tensors(struct loader *L)
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
-		/* gemma4's shared-KV layers: no K/V of their own (K/V tensors the file has
-		 * anyway are taken unused, as llama.cpp loads them) */
-		bool own_kv = l < hp->n_layer_kv;
-		ly->kv_src = own_kv ? l : hp->n_layer_kv - (ly->swa ? 2 : 1);
-		if (!own_kv) {
-			TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
-			static const char *const kv_names[3] = {"attn_k.weight", "attn_v.weight",
-								"attn_k_norm.weight"};
-			for (int i = 0; i < 3; i++) {
-				struct model_weight unused;
-				snprintf(n, sizeof n, "blk.%u.%s", l, kv_names[i]);
-				if (gguf_find_tensor(L->g, n) &&
-				    (st = take(L, n, i < 2 ? E : HD, i < 2 ? KV : 0,
-					       i < 2 ? TK_MATRIX : TK_NORM, &unused)))
-					return st;
-			}
-		}
-		snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
-		if (!own_kv) {
-		} else if (gguf_find_tensor(L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
-			struct model_weight qkv;
-			if ((st = take(L, n, E, Q + 2 * KV, TK_MATRIX, &qkv)))
+		if (hp->mla) { /* deepseek2's latent attention */
+			if ((st = take_mla(L, l, ly)))
 				return st;
-			ly->wq = row_view(&qkv, 0, Q);
-			ly->wk = row_view(&qkv, Q, Q + KV);
-			ly->wv = row_view(&qkv, Q + KV, Q + 2 * KV);
 		} else {
-			TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
-			TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
-			snprintf(n, sizeof n, "blk.%u.attn_v.weight", l);
-			if (ai && ai->gemma4 && !gguf_find_tensor(L->g, n)) {
-				ly->wv = ly->wk; /* llama.cpp: Vcur = Kcur (K's projection) */
-				ly->v_from_k = true;
-			} else {
-				TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+			/* gemma4's shared-KV layers: no K/V of their own (K/V tensors the file has
+			 * anyway are taken unused, as llama.cpp loads them) */
+			bool own_kv = l < hp->n_layer_kv;
+			ly->kv_src = own_kv ? l : hp->n_layer_kv - (ly->swa ? 2 : 1);
+			if (!own_kv) {
+				TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
+				static const char *const kv_names[3] = {
+				    "attn_k.weight", "attn_v.weight", "attn_k_norm.weight"};
+				for (int i = 0; i < 3; i++) {
+					struct model_weight unused;
+					snprintf(n, sizeof n, "blk.%u.%s", l, kv_names[i]);
+					if (gguf_find_tensor(L->g, n) &&
+					    (st = take(L, n, i < 2 ? E : HD, i < 2 ? KV : 0,
+						       i < 2 ? TK_MATRIX : TK_NORM, &unused)))
+						return st;
+				}
 			}
+			snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
+			if (!own_kv) {
+			} else if (gguf_find_tensor(
+				       L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
+				struct model_weight qkv;
+				if ((st = take(L, n, E, Q + 2 * KV, TK_MATRIX, &qkv)))
+					return st;
+				ly->wq = row_view(&qkv, 0, Q);
+				ly->wk = row_view(&qkv, Q, Q + KV);
+				ly->wv = row_view(&qkv, Q + KV, Q + 2 * KV);
+			} else {
+				TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
+				TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
+				snprintf(n, sizeof n, "blk.%u.attn_v.weight", l);
+				if (ai && ai->gemma4 && !gguf_find_tensor(L->g, n)) {
+					ly->wv =
+					    ly->wk; /* llama.cpp: Vcur = Kcur (K's projection) */
+					ly->v_from_k = true;
+				} else {
+					TAKE("attn_v.weight", E, KV, TK_MATRIX, wv);
+				}
+			}
+			if (hp->qkv_bias) {
+				TAKE("attn_q.bias", Q, 0, TK_BIAS, bq);
+				TAKE("attn_k.bias", KV, 0, TK_BIAS, bk);
+				TAKE("attn_v.bias", KV, 0, TK_BIAS, bv);
+			}
+			if (hp->qk_norm) { /* per head, or the whole rows (olmo2) */
+				TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, 0, TK_NORM,
+				     q_norm);
+				if (own_kv)
+					TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0,
+					     TK_NORM, k_norm);
+			}
+			TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
 		}
-		if (hp->qkv_bias) {
-			TAKE("attn_q.bias", Q, 0, TK_BIAS, bq);
-			TAKE("attn_k.bias", KV, 0, TK_BIAS, bk);
-			TAKE("attn_v.bias", KV, 0, TK_BIAS, bv);
-		}
-		if (hp->qk_norm) { /* per head, or the whole rows (olmo2) */
-			TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, 0, TK_NORM, q_norm);
-			if (own_kv)
-				TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0, TK_NORM,
-				     k_norm);
-		}
-		TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
 		if (hp->attn_out_bias)
 			TAKE("attn_output.bias", E, 0, TK_BIAS, bo);
 		if (hp->attn_sinks)
@@ -1385,6 +1554,29 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			hp->expert_weights_scale = s->expert_scale;
 		hp->qk_norm = !s->no_qk_norm;
 	}
+	if (!st && ai->mla) { /* read_deepseek2's values for the keys synth writes */
+		hp->mla = true;
+		hp->n_lora_q = s->q_lora;
+		hp->n_lora_kv = s->kv_lora;
+		hp->mla_nope = s->mla_nope;
+		hp->mla_v_head = s->mla_v_head;
+		if (s->rope_scaling && s->mscale_all_dim > 0.0f)
+			hp->rope_yarn_log_mul = 0.1f * s->mscale_all_dim / 0.1f;
+		hp->attn_scale = arch_mla_kq_scale(hp);
+		if (s->n_expert) {
+			hp->n_expert_shared = s->n_expert_shared;
+			hp->n_layer_dense_lead = s->n_dense_lead;
+			hp->expert_gating_sigmoid = !s->softmax_gating;
+			hp->expert_weights_norm = !s->softmax_gating;
+			if (s->expert_scale != 0.0f)
+				hp->expert_weights_scale = s->expert_scale;
+			if (s->n_group > 1) {
+				hp->n_expert_groups = s->n_group;
+				hp->n_group_used = s->n_group_used;
+			}
+			hp->moe_grouped = true;
+		}
+	}
 	if (st) {
 		model_free(m);
 		return st;
@@ -1422,13 +1614,31 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			W(ly->attn_norm, GGUF_DTYPE_F32, E, 1);
-		W(ly->wq, o->dtype, E, Q);
-		W(ly->wk, o->dtype, E, KV);
-		if (s->k_eq_v && !ly->swa) { /* gemma4's global layers: V = K's projection */
-			ly->wv = ly->wk;
-			ly->v_from_k = true;
+		if (hp->mla) { /* deepseek2: take_mla's weights */
+			const uint64_t H = hp->n_head, QH = (uint64_t)hp->mla_nope + hp->rope_dim;
+			const uint64_t C = hp->n_lora_kv, QL = hp->n_lora_q;
+			if (QL) {
+				W(ly->wq_a, o->dtype, E, QL);
+				W(ly->q_a_norm, GGUF_DTYPE_F32, QL, 1);
+				W(ly->wq_b, o->dtype, QL, H * QH);
+			} else {
+				W(ly->wq, o->dtype, E, H * QH);
+			}
+			W(ly->wkv_a, o->dtype, E, C + hp->rope_dim);
+			W(ly->kv_a_norm, GGUF_DTYPE_F32, C, 1);
+			W3(ly->wk_b, o->dtype, hp->mla_nope, C, H);
+			W3(ly->wv_b, o->dtype, C, hp->mla_v_head, H);
+			Q = H * hp->mla_v_head; /* wo's input */
 		} else {
-			W(ly->wv, o->dtype, E, KV);
+			W(ly->wq, o->dtype, E, Q);
+			W(ly->wk, o->dtype, E, KV);
+			if (s->k_eq_v &&
+			    !ly->swa) { /* gemma4's global layers: V = K's projection */
+				ly->wv = ly->wk;
+				ly->v_from_k = true;
+			} else {
+				W(ly->wv, o->dtype, E, KV);
+			}
 		}
 		if (hp->qkv_bias) { /* f32 vectors, data NULL like every lazy weight */
 			W(ly->bq, GGUF_DTYPE_F32, Q, 1);
@@ -1452,9 +1662,10 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W3(ly->gate_exps, o->dtype, E, FX, X);
 			W3(ly->up_exps, o->dtype, E, FX, X);
 			W3(ly->down_exps, o->dtype, FX, E, X);
-			if (hp->n_expert_shared) { /* glm4moe */
+			if (hp->n_expert_shared) { /* glm4moe, deepseek2 (V2: no selection bias) */
 				uint64_t FS = FX * hp->n_expert_shared;
-				W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
+				if (!hp->mla || hp->expert_gating_sigmoid)
+					W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
 				W(ly->gate_shexp, o->dtype, E, FS);
 				W(ly->up_shexp, o->dtype, E, FS);
 				W(ly->down_shexp, o->dtype, FS, E);

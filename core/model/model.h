@@ -14,9 +14,10 @@
  * temperature), `smollm3` (llama without RoPE in every 4th layer), `seed_oss` (NeoX
  * llama with optional Q/K/V biases, its pre-FFN norm named post_attention_norm, presented
  * as ffn_norm), `apertus` (per-head Q/K norms, a non-gated xIELU FFN), `glm4` (partial
- * interleaved RoPE, post-norms, fused gate|up, NextN layers skipped) and `glm4moe`
+ * interleaved RoPE, post-norms, fused gate|up, NextN layers skipped), `glm4moe`
  * (sigmoid-routed experts with a selection bias and a shared expert, leading dense
- * layers). A fused tensor
+ * layers) and `deepseek2` (Multi-head Latent Attention, grouped softmax / sigmoid routing,
+ * shared experts: model_hparams' mla and moe_grouped). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -194,6 +195,37 @@ struct model_hparams {
 	float expert_weights_scale;
 	uint32_t n_expert_shared;
 	uint32_t n_layer_dense_lead;
+	/* deepseek2 (llama.cpp's deepseek2 graph): the MoE layers route with moe_route_grouped
+	 * (core/model/moe.h): softmax gating, or sigmoid when expert_gating_sigmoid; the
+	 * selection bias exp_probs_b when the layer has one (data != NULL); with
+	 * n_expert_groups > 1 only the n_group_used groups of experts (n_expert /
+	 * n_expert_groups consecutive ones each) with the largest sums of their two largest
+	 * biased values compete; the sum clamped at 6.103515625e-5 when expert_weights_norm;
+	 * expert_weights_scale; the shared experts as glm4moe's (n_expert_shared >= 1). */
+	bool moe_grouped;
+	uint32_t n_expert_groups; /* <arch>.expert_group_count; 0 or 1: no groups */
+	uint32_t n_group_used;	  /* <arch>.expert_group_used_count, < n_expert_groups */
+	/* deepseek2's Multi-head Latent Attention, in llama.cpp's absorbed form (MQA over the
+	 * compressed latent). For each token x (attn-normed):
+	 *   q = wq_b rmsnorm(wq_a x, q_a_norm)   (n_lora_q > 0), or wq x (n_lora_q == 0),
+	 *       per head [q_nope (mla_nope), q_pe (rope_dim)];
+	 *   kv = wkv_a x = [c (n_lora_kv), k_pe (rope_dim)], c = rmsnorm(c, kv_a_norm),
+	 *       k_pe rotated (interleaved pairs, one for all heads);
+	 *   query of head h = [wk_b[h] q_nope (n_lora_kv), rope(q_pe)], key = [c, k_pe]: one
+	 *       K/V head of head_dim = n_lora_kv + rope_dim (the cache row), the value the same
+	 *       row (V = K as stored: the attention output's first n_lora_kv values are the
+	 *       softmax-weighted c, the rest is unused);
+	 *   o_h = wv_b[h] (its first n_lora_kv values) (mla_v_head), attention output = wo
+	 *       [o_0 .. o_{n_head-1}].
+	 * attn_scale = mscale^2 / sqrt(mla_nope + rope_dim), mscale as llama.cpp derives it
+	 * from YaRN and rope_yarn_log_mul (arch_mla_kq_scale). */
+	bool mla;
+	uint32_t n_lora_q;	 /* attention.q_lora_rank; 0: a plain wq (DeepSeek-V2-Lite) */
+	uint32_t n_lora_kv;	 /* attention.kv_lora_rank */
+	uint32_t mla_nope;	 /* attention.key_length_mla - rope_dim */
+	uint32_t mla_v_head;	 /* attention.value_length_mla */
+	float rope_yarn_log_mul; /* rope.scaling.yarn_log_multiplier / 0.1 (llama.cpp's
+				  * mscale_all_dim), 0 when absent */
 };
 
 struct model_weight {
@@ -249,6 +281,12 @@ struct model_layer {
 	 * (n_embd, n_embd_per_layer), projection (n_embd_per_layer, n_embd) and norm (n_embd,
 	 * f32), or zero */
 	struct model_weight pl_inp_gate, pl_proj, pl_post_norm;
+	/* deepseek2 (hp.mla), else zero: wq_a (n_embd, n_lora_q), q_a_norm (n_lora_q) f32,
+	 * wq_b (n_lora_q, n_head * (mla_nope + rope_dim)) when n_lora_q (else wq that wide);
+	 * wkv_a (n_embd, n_lora_kv + rope_dim), kv_a_norm (n_lora_kv) f32; wk_b (mla_nope,
+	 * n_lora_kv) and wv_b (n_lora_kv, mla_v_head), each stacked ne2 = n_head (model_expert
+	 * gives head h's); wo is (n_head * mla_v_head, n_embd); wk, wv zero */
+	struct model_weight wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */

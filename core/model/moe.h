@@ -32,4 +32,18 @@ void moe_route(const float *logits, uint32_t n_expert, uint32_t k, bool norm, in
 void moe_route_sigmoid(const float *logits, const float *sel_bias, uint32_t n_expert,
 		       uint32_t k, bool norm, float scale, int32_t *ids, float *weights);
 
+/* deepseek2's routing (llama.cpp's build_moe_ffn with SOFTMAX or SIGMOID gating, an
+ * optional exp_probs_b and expert groups): p = moe_route's softmax, or moe_route_sigmoid's
+ * sigmoid when sigmoid; the selection values sel = p + sel_bias (fp32; sel_bias NULL: p);
+ * with n_group > 1, group g holds experts [g G, (g + 1) G), G = n_expert / n_group, scored
+ * by the fp32 sum of its two largest sel values, and the sel of every expert outside the
+ * n_group_used best-scored groups (equal scores: the lower group first) becomes -inf;
+ * then moe_route_sigmoid's choice on sel, weights = p of the chosen, the clamped norm and
+ * the scale. Requires 1 <= k <= n_expert <= MOE_MAX_EXPERTS, and with n_group > 1:
+ * n_expert % n_group == 0, G >= 2, 1 <= n_group_used < n_group, k <= n_group_used * G
+ * (programmer errors: aborts). */
+void moe_route_grouped(const float *logits, const float *sel_bias, uint32_t n_expert, uint32_t k,
+		       bool sigmoid, uint32_t n_group, uint32_t n_group_used, bool norm,
+		       float scale, int32_t *ids, float *weights);
+
 #endif

@@ -4,10 +4,12 @@
 
 #include <assert.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/half.h"
+#include "model/quant_grids.h"
 
 static_assert(sizeof(struct quant_q4_0) == 18, "block_q4_0");
 static_assert(sizeof(struct quant_q4_1) == 20, "block_q4_1");
@@ -22,6 +24,13 @@ static_assert(sizeof(struct quant_q6_k) == 210, "block_q6_K");
 static_assert(sizeof(struct quant_iq4_nl) == 18, "block_iq4_nl");
 static_assert(sizeof(struct quant_iq4_xs) == 136, "block_iq4_xs");
 static_assert(sizeof(struct quant_mxfp4) == 17, "block_mxfp4");
+static_assert(sizeof(struct quant_iq2_xxs) == 66, "block_iq2_xxs");
+static_assert(sizeof(struct quant_iq2_xs) == 74, "block_iq2_xs");
+static_assert(sizeof(struct quant_iq2_s) == 82, "block_iq2_s");
+static_assert(sizeof(struct quant_iq3_xxs) == 98, "block_iq3_xxs");
+static_assert(sizeof(struct quant_iq3_s) == 110, "block_iq3_s");
+static_assert(sizeof(struct quant_iq1_s) == 50, "block_iq1_s");
+static_assert(sizeof(struct quant_iq1_m) == 56, "block_iq1_m");
 
 const int8_t quant_iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 				     1,	   13,	 25,  38,  53,	69,  89,  113};
@@ -51,7 +60,14 @@ int quant_block_elems(enum gguf_dtype t)
 	case GGUF_DTYPE_Q4_K:
 	case GGUF_DTYPE_Q5_K:
 	case GGUF_DTYPE_Q6_K:
-	case GGUF_DTYPE_IQ4_XS: return 256;
+	case GGUF_DTYPE_IQ4_XS:
+	case GGUF_DTYPE_IQ2_XXS:
+	case GGUF_DTYPE_IQ2_XS:
+	case GGUF_DTYPE_IQ2_S:
+	case GGUF_DTYPE_IQ3_XXS:
+	case GGUF_DTYPE_IQ3_S:
+	case GGUF_DTYPE_IQ1_S:
+	case GGUF_DTYPE_IQ1_M: return 256;
 	}
 	return 0;
 }
@@ -75,6 +91,13 @@ size_t quant_block_bytes(enum gguf_dtype t)
 	case GGUF_DTYPE_IQ4_NL: return sizeof(struct quant_iq4_nl);
 	case GGUF_DTYPE_IQ4_XS: return sizeof(struct quant_iq4_xs);
 	case GGUF_DTYPE_MXFP4: return sizeof(struct quant_mxfp4);
+	case GGUF_DTYPE_IQ2_XXS: return sizeof(struct quant_iq2_xxs);
+	case GGUF_DTYPE_IQ2_XS: return sizeof(struct quant_iq2_xs);
+	case GGUF_DTYPE_IQ2_S: return sizeof(struct quant_iq2_s);
+	case GGUF_DTYPE_IQ3_XXS: return sizeof(struct quant_iq3_xxs);
+	case GGUF_DTYPE_IQ3_S: return sizeof(struct quant_iq3_s);
+	case GGUF_DTYPE_IQ1_S: return sizeof(struct quant_iq1_s);
+	case GGUF_DTYPE_IQ1_M: return sizeof(struct quant_iq1_m);
 	}
 	return 0;
 }
@@ -301,6 +324,172 @@ static void dq_iq4_xs(const struct quant_iq4_xs *b, float *y)
 	}
 }
 
+/* ---- the lattice i-quants (ggml's dequantize_row_iq*: the same fp32 operations) ---- */
+
+static const uint16_t iq2xxs_codes[256] = QUANT_IQ2XXS_CODES;
+static const uint16_t iq2xs_codes[512] = QUANT_IQ2XS_CODES;
+static const uint16_t iq2s_codes[1024] = QUANT_IQ2S_CODES;
+static const uint16_t iq3xxs_codes[256] = QUANT_IQ3XXS_CODES;
+static const uint16_t iq3s_codes[512] = QUANT_IQ3S_CODES;
+static const uint16_t iq1s_codes[2048] = QUANT_IQ1S_CODES;
+
+/* byte j of a point (quant_grids.h's encodings) */
+static int iq2_level(uint16_t code, int j)
+{
+	static const uint8_t lv[4] = {8, 25, 43, 0};
+	return lv[(code >> (2 * j)) & 3];
+}
+static int iq3xxs_level(uint16_t code, int j)
+{
+	static const uint8_t lv[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+	return lv[(code >> (3 * j)) & 7];
+}
+static int iq3s_level(uint16_t code, int j)
+{
+	return 2 * ((code >> (3 * j)) & 7) + 1;
+}
+static int iq1_level(uint16_t code, int j)
+{
+	return (int)((code >> (2 * j)) & 3) - 1;
+}
+/* ksigns_iq2xs: 7 sign bits, the 8th their parity (an even count of minus signs) */
+static int iq_signs7(uint32_t s7)
+{
+	s7 &= 127;
+	return (int)(s7 | (uint32_t)(__builtin_parity(s7) << 7));
+}
+
+/* 8 weights of an IQ2 point: db * level * (sign bit j ? -1 : 1) */
+static void iq2_point(float db, uint16_t code, int signs, float *y)
+{
+	for (int j = 0; j < 8; j++)
+		y[j] = db * iq2_level(code, j) * (signs & (1 << j) ? -1.f : 1.f);
+}
+
+static void dq_iq2_xxs(const struct quant_iq2_xxs *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int ib = 0; ib < 8; ib++, y += 32) {
+		uint32_t aux[2];
+		memcpy(aux, b->qs + 4 * ib, sizeof aux);
+		const float db = d * (0.5f + (aux[1] >> 28)) * 0.25f;
+		for (int l = 0; l < 4; l++)
+			iq2_point(db, iq2xxs_codes[(aux[0] >> (8 * l)) & 255],
+				  iq_signs7(aux[1] >> (7 * l)), y + 8 * l);
+	}
+}
+
+static void dq_iq2_xs(const struct quant_iq2_xs *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int ib = 0; ib < 8; ib++, y += 32) {
+		const float db[2] = {d * (0.5f + (b->scales[ib] & 0xf)) * 0.25f,
+				     d * (0.5f + (b->scales[ib] >> 4)) * 0.25f};
+		for (int l = 0; l < 4; l++) {
+			const uint16_t q = b->qs[4 * ib + l];
+			iq2_point(db[l / 2], iq2xs_codes[q & 511], iq_signs7(q >> 9), y + 8 * l);
+		}
+	}
+}
+
+static void dq_iq2_s(const struct quant_iq2_s *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int ib = 0; ib < 8; ib++, y += 32) {
+		const float db[2] = {d * (0.5f + (b->scales[ib] & 0xf)) * 0.25f,
+				     d * (0.5f + (b->scales[ib] >> 4)) * 0.25f};
+		for (int l = 0; l < 4; l++) {
+			const int idx = b->qs[4 * ib + l] | ((b->qh[ib] << (8 - 2 * l)) & 0x300);
+			iq2_point(db[l / 2], iq2s_codes[idx], b->qs[32 + 4 * ib + l], y + 8 * l);
+		}
+	}
+}
+
+static void dq_iq3_xxs(const struct quant_iq3_xxs *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int ib = 0; ib < 8; ib++, y += 32) {
+		uint32_t aux;
+		memcpy(&aux, b->qs + 64 + 4 * ib, sizeof aux);
+		const float db = d * (0.5f + (aux >> 28)) * 0.5f;
+		for (int l = 0; l < 4; l++) {
+			const int signs = iq_signs7(aux >> (7 * l));
+			const uint16_t g1 = iq3xxs_codes[b->qs[8 * ib + 2 * l]];
+			const uint16_t g2 = iq3xxs_codes[b->qs[8 * ib + 2 * l + 1]];
+			for (int j = 0; j < 4; j++) {
+				y[8 * l + j] =
+				    db * iq3xxs_level(g1, j) * (signs & (1 << j) ? -1.f : 1.f);
+				y[8 * l + j + 4] = db * iq3xxs_level(g2, j) *
+						   (signs & (1 << (j + 4)) ? -1.f : 1.f);
+			}
+		}
+	}
+}
+
+static void dq_iq3_s(const struct quant_iq3_s *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int ib = 0; ib < 8; ib++, y += 32) {
+		/* the scale: one nibble per two groups, db = d * (1 + 2 s) */
+		const int s = (b->scales[ib / 2] >> (4 * (ib % 2))) & 0xf;
+		const float db = d * (1 + 2 * s);
+		const uint8_t *qs = b->qs + 8 * ib, *signs = b->signs + 4 * ib;
+		const int qh = b->qh[ib];
+		for (int l = 0; l < 4; l++) {
+			const uint16_t g1 = iq3s_codes[qs[2 * l] | ((qh << (8 - 2 * l)) & 256)];
+			const uint16_t g2 = iq3s_codes[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)];
+			for (int j = 0; j < 4; j++) {
+				y[8 * l + j] =
+				    db * iq3s_level(g1, j) * (signs[l] & (1 << j) ? -1.f : 1.f);
+				y[8 * l + j + 4] = db * iq3s_level(g2, j) *
+						   (signs[l] & (1 << (j + 4)) ? -1.f : 1.f);
+			}
+		}
+	}
+}
+
+#define IQ1_DELTA 0.125f /* ggml's IQ1S_DELTA (IQ1M_DELTA, the same) */
+
+/* 8 weights of an IQ1 point: dl * (level + delta) */
+static void iq1_point(float dl, uint16_t code, float delta, float *y)
+{
+	for (int j = 0; j < 8; j++)
+		y[j] = dl * (iq1_level(code, j) + delta);
+}
+
+static void dq_iq1_s(const struct quant_iq1_s *b, float *y)
+{
+	const float d = h2f(b->d);
+	for (int ib = 0; ib < 8; ib++, y += 32) {
+		const int qh = b->qh[ib];
+		const float dl = d * (2 * ((qh >> 12) & 7) + 1);
+		const float delta = qh & 0x8000 ? -IQ1_DELTA : IQ1_DELTA;
+		for (int l = 0; l < 4; l++)
+			iq1_point(dl, iq1s_codes[b->qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)],
+				  delta, y + 8 * l);
+	}
+}
+
+static void dq_iq1_m(const struct quant_iq1_m *b, float *y)
+{
+	uint16_t sc[4];
+	memcpy(sc, b->scales, sizeof sc);
+	const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
+				       ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+	const float d = h2f(dh);
+	for (int ib = 0; ib < 8; ib++, y += 32) {
+		const float dl[2] = {d * (2 * ((sc[ib / 2] >> (6 * (ib % 2) + 0)) & 7) + 1),
+				     d * (2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3)) & 7) + 1)};
+		const uint8_t *qs = b->qs + 4 * ib, *qh = b->qh + 2 * ib;
+		for (int l = 0; l < 4; l++) {
+			const int h = qh[l / 2] >> (4 * (l % 2)); /* 3 index bits, then the sign */
+			const int idx = qs[l] | ((h & 7) << 8);
+			iq1_point(dl[l / 2], iq1s_codes[idx], h & 8 ? -IQ1_DELTA : IQ1_DELTA,
+				  y + 8 * l);
+		}
+	}
+}
+
 void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n)
 {
 	const int be = quant_block_elems(t);
@@ -345,11 +534,217 @@ void quant_dequant(enum gguf_dtype t, const void *src, float *dst, int64_t n)
 		case GGUF_DTYPE_IQ4_NL: dq_iq4_nl((const void *)p, y); break;
 		case GGUF_DTYPE_IQ4_XS: dq_iq4_xs((const void *)p, y); break;
 		case GGUF_DTYPE_MXFP4: dq_mxfp4((const void *)p, y); break;
+		case GGUF_DTYPE_IQ2_XXS: dq_iq2_xxs((const void *)p, y); break;
+		case GGUF_DTYPE_IQ2_XS: dq_iq2_xs((const void *)p, y); break;
+		case GGUF_DTYPE_IQ2_S: dq_iq2_s((const void *)p, y); break;
+		case GGUF_DTYPE_IQ3_XXS: dq_iq3_xxs((const void *)p, y); break;
+		case GGUF_DTYPE_IQ3_S: dq_iq3_s((const void *)p, y); break;
+		case GGUF_DTYPE_IQ1_S: dq_iq1_s((const void *)p, y); break;
+		case GGUF_DTYPE_IQ1_M: dq_iq1_m((const void *)p, y); break;
 		}
 	}
 }
 
 /* ---- integer views (see quant.h) ---- */
+
+bool quant_is_lattice(enum gguf_dtype t)
+{
+	switch (t) {
+	case GGUF_DTYPE_IQ2_XXS:
+	case GGUF_DTYPE_IQ2_XS:
+	case GGUF_DTYPE_IQ2_S:
+	case GGUF_DTYPE_IQ3_XXS:
+	case GGUF_DTYPE_IQ3_S:
+	case GGUF_DTYPE_IQ1_S:
+	case GGUF_DTYPE_IQ1_M: return true;
+	default: return false;
+	}
+}
+
+/* The lattice points as bytes (ggml's form of the tables), expanded once from
+ * quant_grids.h's codes: what the integer view copies 8 weights at a time. Written once
+ * (pthread_once) and only read after: constant data built at run time rather than 36 KB of
+ * literals. */
+static struct {
+	uint64_t iq2xxs[256], iq2xs[512], iq2s[1024]; /* 8 levels 8, 25, 43 */
+	uint32_t iq3xxs[256], iq3s[512];	      /* 4 levels */
+	uint64_t iq1s[2048];			      /* 8 int8 levels -8, 0, 8 (8 g) */
+	uint64_t neg[256]; /* byte j 0xFF where bit j is set: the sign masks */
+} pts;
+static pthread_once_t pts_once = PTHREAD_ONCE_INIT;
+
+static void pts_expand(void)
+{
+	for (int i = 0; i < 256; i++) {
+		pts.iq2xxs[i] = pts.iq2xs[i] = pts.iq2s[i] = pts.neg[i] = 0;
+		pts.iq3xxs[i] = 0;
+	}
+	for (int i = 0; i < 1024; i++) {
+		uint64_t v = 0;
+		for (int j = 0; j < 8; j++) {
+			v |= (uint64_t)iq2_level(iq2s_codes[i], j) << (8 * j);
+			if (i < 512) {
+				pts.iq2xs[i] |= (uint64_t)iq2_level(iq2xs_codes[i], j) << (8 * j);
+			}
+			if (i < 256) {
+				pts.iq2xxs[i] |= (uint64_t)iq2_level(iq2xxs_codes[i], j) << (8 * j);
+				if (i >> j & 1)
+					pts.neg[i] |= (uint64_t)0xFF << (8 * j);
+			}
+		}
+		pts.iq2s[i] = v;
+	}
+	for (int i = 0; i < 512; i++) {
+		uint32_t a = 0, c = 0;
+		for (int j = 0; j < 4; j++) {
+			c |= (uint32_t)iq3s_level(iq3s_codes[i], j) << (8 * j);
+			if (i < 256)
+				a |= (uint32_t)iq3xxs_level(iq3xxs_codes[i], j) << (8 * j);
+		}
+		pts.iq3s[i] = c;
+		if (i < 256)
+			pts.iq3xxs[i] = a;
+	}
+	for (int i = 0; i < 2048; i++) {
+		uint64_t v = 0;
+		for (int j = 0; j < 8; j++)
+			v |= (uint64_t)(uint8_t)(int8_t)(8 * iq1_level(iq1s_codes[i], j))
+			     << (8 * j);
+		pts.iq1s[i] = v;
+	}
+}
+
+/* 8 int8 weights at q: the point's levels g (each >= 1) with the bytes whose bit of s is
+ * set negated: (g ^ 0xFF) + 1 = -g byte by byte, no carry between bytes since g >= 1 */
+static void put_signed(int8_t *q, uint64_t g, int s)
+{
+	const uint64_t m = pts.neg[s & 255];
+	const uint64_t v = (g ^ m) + (m & 0x0101010101010101ull);
+	memcpy(q, &v, 8);
+}
+
+/* 8 IQ1 weights at q: 8 g + (neg ? -1 : 1), g in {-1, 0, 1} (value = (d / 8) q) */
+static void put_iq1(int8_t *q, uint64_t g8, bool neg)
+{
+	for (int j = 0; j < 8; j++)
+		q[j] = (int8_t)((int8_t)(uint8_t)(g8 >> (8 * j)) + (neg ? -1 : 1));
+}
+
+/* quant_ints_256 of the lattice types: q the signed levels (IQ1: 8 g +- 1), sc per group of
+ * 16 the odd scale 2 s + 1 (IQ2 / IQ3_XXS: the factors 1/8 and 1/4 of ggml's db moved into
+ * d, exactly: powers of two), no mins */
+static void lattice_ints(enum gguf_dtype t, const void *src, struct quant_ints256 *o)
+{
+	pthread_once(&pts_once, pts_expand);
+	switch (t) {
+	case GGUF_DTYPE_IQ2_XXS: {
+		const struct quant_iq2_xxs *b = src;
+		o->d = h2f(b->d) * 0.125f;
+		for (int ib = 0; ib < 8; ib++) {
+			uint32_t aux[2];
+			memcpy(aux, b->qs + 4 * ib, sizeof aux);
+			o->sc[2 * ib] = o->sc[2 * ib + 1] = (int16_t)(2 * (aux[1] >> 28) + 1);
+			for (int l = 0; l < 4; l++)
+				put_signed(o->q + 32 * ib + 8 * l,
+					   pts.iq2xxs[(aux[0] >> (8 * l)) & 255],
+					   iq_signs7(aux[1] >> (7 * l)));
+		}
+		return;
+	}
+	case GGUF_DTYPE_IQ2_XS:
+	case GGUF_DTYPE_IQ2_S: {
+		const bool xs = t == GGUF_DTYPE_IQ2_XS;
+		const struct quant_iq2_xs *bx = src;
+		const struct quant_iq2_s *bs = src;
+		const uint8_t *scales = xs ? bx->scales : bs->scales;
+		o->d = h2f(xs ? bx->d : bs->d) * 0.125f;
+		for (int ib = 0; ib < 8; ib++) {
+			o->sc[2 * ib] = (int16_t)(2 * (scales[ib] & 0xf) + 1);
+			o->sc[2 * ib + 1] = (int16_t)(2 * (scales[ib] >> 4) + 1);
+			for (int l = 0; l < 4; l++) {
+				int8_t *q = o->q + 32 * ib + 8 * l;
+				if (xs) {
+					const uint16_t v = bx->qs[4 * ib + l];
+					put_signed(q, pts.iq2xs[v & 511], iq_signs7(v >> 9));
+				} else {
+					const int idx = bs->qs[4 * ib + l] |
+							((bs->qh[ib] << (8 - 2 * l)) & 0x300);
+					put_signed(q, pts.iq2s[idx], bs->qs[32 + 4 * ib + l]);
+				}
+			}
+		}
+		return;
+	}
+	case GGUF_DTYPE_IQ3_XXS: {
+		const struct quant_iq3_xxs *b = src;
+		o->d = h2f(b->d) * 0.25f;
+		for (int ib = 0; ib < 8; ib++) {
+			uint32_t aux;
+			memcpy(&aux, b->qs + 64 + 4 * ib, sizeof aux);
+			o->sc[2 * ib] = o->sc[2 * ib + 1] = (int16_t)(2 * (aux >> 28) + 1);
+			for (int l = 0; l < 4; l++) {
+				const uint8_t *qs = b->qs + 8 * ib + 2 * l;
+				put_signed(o->q + 32 * ib + 8 * l,
+					   pts.iq3xxs[qs[0]] | (uint64_t)pts.iq3xxs[qs[1]] << 32,
+					   iq_signs7(aux >> (7 * l)));
+			}
+		}
+		return;
+	}
+	case GGUF_DTYPE_IQ3_S: {
+		const struct quant_iq3_s *b = src;
+		o->d = h2f(b->d);
+		for (int ib = 0; ib < 8; ib++) {
+			const int s = (b->scales[ib / 2] >> (4 * (ib % 2))) & 0xf;
+			o->sc[2 * ib] = o->sc[2 * ib + 1] = (int16_t)(1 + 2 * s);
+			const uint8_t *qs = b->qs + 8 * ib;
+			const int qh = b->qh[ib];
+			for (int l = 0; l < 4; l++) {
+				const uint32_t g1 =
+				    pts.iq3s[qs[2 * l] | ((qh << (8 - 2 * l)) & 256)];
+				const uint32_t g2 =
+				    pts.iq3s[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)];
+				put_signed(o->q + 32 * ib + 8 * l, g1 | (uint64_t)g2 << 32,
+					   b->signs[4 * ib + l]);
+			}
+		}
+		return;
+	}
+	case GGUF_DTYPE_IQ1_S: {
+		const struct quant_iq1_s *b = src;
+		o->d = h2f(b->d) * 0.125f;
+		for (int ib = 0; ib < 8; ib++) {
+			const int qh = b->qh[ib];
+			o->sc[2 * ib] = o->sc[2 * ib + 1] = (int16_t)(2 * ((qh >> 12) & 7) + 1);
+			for (int l = 0; l < 4; l++)
+				put_iq1(o->q + 32 * ib + 8 * l,
+					pts.iq1s[b->qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)],
+					qh & 0x8000);
+		}
+		return;
+	}
+	case GGUF_DTYPE_IQ1_M: {
+		const struct quant_iq1_m *b = src;
+		uint16_t sc[4];
+		memcpy(sc, b->scales, sizeof sc);
+		const uint16_t dh = (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) |
+					       ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+		o->d = h2f(dh) * 0.125f;
+		for (int ib = 0; ib < 8; ib++) {
+			for (int h = 0; h < 2; h++)
+				o->sc[2 * ib + h] =
+				    (int16_t)(2 * ((sc[ib / 2] >> (6 * (ib % 2) + 3 * h)) & 7) + 1);
+			for (int l = 0; l < 4; l++) {
+				const int hb = b->qh[2 * ib + l / 2] >> (4 * (l % 2));
+				put_iq1(o->q + 32 * ib + 8 * l,
+					pts.iq1s[b->qs[4 * ib + l] | ((hb & 7) << 8)], hb & 8);
+			}
+		}
+		return;
+	}
+	default: abort(); /* programmer error: see the contract */
+	}
+}
 
 bool quant_has_offset(enum gguf_dtype t)
 {
@@ -367,7 +762,7 @@ bool quant_signed_q(enum gguf_dtype t)
 	case GGUF_DTYPE_Q3_K:
 	case GGUF_DTYPE_Q6_K:
 	case GGUF_DTYPE_IQ4_XS: return true;
-	default: return false;
+	default: return quant_is_lattice(t);
 	}
 }
 
@@ -531,7 +926,7 @@ void quant_ints_256(enum gguf_dtype t, const void *src, struct quant_ints256 *o)
 		}
 		return;
 	}
-	default: abort(); /* programmer error: see the contract */
+	default: lattice_ints(t, src, o); /* aborts on any other type */
 	}
 }
 
@@ -610,6 +1005,13 @@ void quant_round_act(enum gguf_dtype t, const float *x, float *out, int64_t n)
 	case GGUF_DTYPE_Q5_K:
 	case GGUF_DTYPE_Q6_K:
 	case GGUF_DTYPE_IQ4_XS:
+	case GGUF_DTYPE_IQ2_XXS:
+	case GGUF_DTYPE_IQ2_XS:
+	case GGUF_DTYPE_IQ2_S:
+	case GGUF_DTYPE_IQ3_XXS:
+	case GGUF_DTYPE_IQ3_S:
+	case GGUF_DTYPE_IQ1_S:
+	case GGUF_DTYPE_IQ1_M:
 		if (n % 256)
 			abort();
 		for (int64_t i = 0; i < n; i += 256)

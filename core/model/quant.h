@@ -2,8 +2,10 @@
  * GGUF files) and their reference dequantization to fp32.
  *
  * Types: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (blocks of 32 elements) and Q2_K, Q3_K, Q4_K, Q5_K,
- * Q6_K, IQ4_NL, MXFP4 (32), IQ4_XS (K-quant super-blocks of 256). A row of n elements is n /
- * block elements consecutive blocks; n must be a multiple of the block size.
+ * Q6_K, IQ4_NL, MXFP4 (32), IQ4_XS (K-quant super-blocks of 256), and the lattice i-quants
+ * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M (256; their tables: quant_grids.h).
+ * A row of n elements is n / block elements consecutive blocks; n must be a multiple of
+ * the block size.
  *
  * Invariant: quant_dequant gives bitwise the values of ggml's dequantize_row_* (ggml-base,
  * ggml-quants.c), the same fp32 operations in the same order with no contraction into
@@ -81,6 +83,53 @@ struct quant_iq4_xs { /* 136 bytes: 8 groups of 32, 6-bit scales */
 	uint16_t scales_h;
 	uint8_t scales_l[4];
 	uint8_t qs[128];
+};
+
+/* The lattice i-quants (super-blocks of 256 in 8 groups of 32, each group 4 points of 8
+ * weights, IQ3 8 points of 4; a point is a table entry (quant_grids.h) times signs). */
+struct quant_iq2_xxs { /* 66 bytes: per group, 4 index bytes, then 4 x 7 sign bits and a
+			* 4-bit scale in one u32 */
+	uint16_t d;
+	uint16_t qs[32];
+};
+struct quant_iq2_xs { /* 74 bytes: per point a 9-bit index and 7 sign bits; 4-bit scales,
+		       * two a group */
+	uint16_t d;
+	uint16_t qs[32];
+	uint8_t scales[8];
+};
+struct quant_iq2_s { /* 82 bytes: 8-bit indices (qs[0, 32)) with 2 high bits each in qh,
+		      * 8 sign bits a point (qs[32, 64)), 4-bit scales, two a group */
+	uint16_t d;
+	uint8_t qs[64];
+	uint8_t qh[8];
+	uint8_t scales[8];
+};
+struct quant_iq3_xxs { /* 98 bytes: 64 index bytes, then per group a u32 of 4 x 7 sign bits
+			* and a 4-bit scale */
+	uint16_t d;
+	uint8_t qs[96];
+};
+struct quant_iq3_s { /* 110 bytes: 8-bit indices with a 9th bit in qh, 8 sign bits a pair
+		      * of points, 4-bit scales, one per two groups */
+	uint16_t d;
+	uint8_t qs[64];
+	uint8_t qh[8];
+	uint8_t signs[32];
+	uint8_t scales[4];
+};
+struct quant_iq1_s { /* 50 bytes: per group a u16 of 4 x 3 high index bits, a 3-bit scale
+		      * and the sign of the shift (IQ1S_DELTA, 0.125) */
+	uint16_t d;
+	uint8_t qs[32];
+	uint16_t qh[8];
+};
+struct quant_iq1_m { /* 56 bytes: 3 high index bits and a shift sign per point in qh; the
+		      * fp16 scale spread over the top nibbles of the 4 u16 of scales, 3-bit
+		      * scales per half group below them */
+	uint8_t qs[32];
+	uint8_t qh[16];
+	uint8_t scales[8];
 };
 
 struct quant_mxfp4 { /* 17 bytes: x = 2^(e - 128) * quant_mxfp4_values[code] (OCP MXFP4:
@@ -162,14 +211,20 @@ struct quant_ints256 {
 	float d, dmin;		/* dmin = 0 and mn all 0 except Q2_K, Q4_K and Q5_K */
 };
 
+/* True for the lattice i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M). */
+bool quant_is_lattice(enum gguf_dtype t);
 /* True for Q4_1 and Q5_1 (x = d * q + m with q >= 0). */
 bool quant_has_offset(enum gguf_dtype t);
-/* True where q may be negative (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4, Q3_K, Q6_K, IQ4_XS). */
+/* True where q may be negative (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4, Q3_K, Q6_K, IQ4_XS, the
+ * lattice types). */
 bool quant_signed_q(enum gguf_dtype t);
 /* The block at src of a type with 32-element blocks, as integers (programmer error for
  * other types). */
 void quant_ints_32(enum gguf_dtype t, const void *src, struct quant_ints32 *out);
-/* The super-block at src of a K type or IQ4_XS, as integers. */
+/* The super-block at src of a K type, IQ4_XS or a lattice type, as integers. The lattice
+ * types: q the signed lattice levels (|q| <= 62; IQ1_S / IQ1_M: 8 g + 1 or 8 g - 1 for their
+ * shift of +-1/8), sc the odd scales 2 s + 1 per group of 16, ggml's constant factors of
+ * db in d (exact: powers of two); no mins. */
 void quant_ints_256(enum gguf_dtype t, const void *src, struct quant_ints256 *out);
 
 #endif

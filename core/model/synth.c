@@ -237,6 +237,190 @@ static const struct synth_shape shapes[] = {
      .head_dim = 32, .rope_dim = 16, .biases = true, .n_expert = 8, .n_expert_used = 2,
      .n_ff_exp = 32, .n_expert_shared = 1, .n_dense_lead = 1, .expert_scale = 2.5f,
      .n_nextn = 1},
+    /* deepseek2 (MLA; config.json values as remembered, no network here, the MLA shapes
+     * checked against GGUF listings): DeepSeek-V2-Lite 27 layers, hidden 2048, 16 heads,
+     * no q_lora, kv_lora 512, qk_nope 128, qk_rope 64, v_head 128, intermediate 10944,
+     * moe 1408, 64 experts (6 a token, 2 shared, softmax, norm_topk_prob false, scale 1),
+     * first_k_dense 1, YaRN 40 over 4096 with mscale_all_dim 0.707, vocab 102400, eps 1e-6
+     * (the published 15.7B); DeepSeek-V3 / R1 61 layers, hidden 7168, 128 heads, q_lora
+     * 1536, intermediate 18432, moe 2048, 256 experts (8 a token, 1 shared, sigmoid with
+     * e_score_correction_bias, 8 groups of which 4, norm, scale 2.5), first_k_dense 3,
+     * YaRN 40 over 4096, mscale_all_dim 1, vocab 129280 (671B without its MTP layer, which
+     * the converter drops); Kimi-K2 as V3 with 64 heads, 384 experts, 1 group,
+     * first_k_dense 1, scale 2.827, rope_theta 50000, YaRN 32, vocab 163840 (1.0T);
+     * GLM-4.7-Flash (Glm4MoeLite) 47 layers (+ 1 MTP, not built), hidden 2048, 20 heads,
+     * q_lora 768, qk_nope 192, v_head 256, intermediate 10240, moe 1536, 64 experts (4 a
+     * token, 1 shared, sigmoid, norm, scale 1.8), first_k_dense 1, rope_theta 1e6, no
+     * scaling, vocab 154880, eps 1e-5 (~30B) */
+    {"deepseek-v2-lite",
+     27,
+     2048,
+     16,
+     1,
+     10944,
+     102400,
+     163840,
+     10000.0f,
+     1e-6f,
+     false,
+     "deepseek2",
+     .head_dim = 576,
+     .rope_dim = 64,
+     .kv_lora = 512,
+     .mla_nope = 128,
+     .mla_v_head = 128,
+     .n_expert = 64,
+     .n_expert_used = 6,
+     .n_ff_exp = 1408,
+     .n_expert_shared = 2,
+     .n_dense_lead = 1,
+     .softmax_gating = true,
+     .rope_scaling = "yarn",
+     .rope_factor = 40.0f,
+     .n_ctx_orig = 4096,
+     .mscale_all_dim = 0.707f},
+    {"deepseek-v3",
+     61,
+     7168,
+     128,
+     1,
+     18432,
+     129280,
+     163840,
+     10000.0f,
+     1e-6f,
+     false,
+     "deepseek2",
+     .head_dim = 576,
+     .rope_dim = 64,
+     .q_lora = 1536,
+     .kv_lora = 512,
+     .mla_nope = 128,
+     .mla_v_head = 128,
+     .n_expert = 256,
+     .n_expert_used = 8,
+     .n_ff_exp = 2048,
+     .n_expert_shared = 1,
+     .n_dense_lead = 3,
+     .expert_scale = 2.5f,
+     .n_group = 8,
+     .n_group_used = 4,
+     .rope_scaling = "yarn",
+     .rope_factor = 40.0f,
+     .n_ctx_orig = 4096,
+     .mscale_all_dim = 1.0f},
+    {"kimi-k2",
+     61,
+     7168,
+     64,
+     1,
+     18432,
+     163840,
+     131072,
+     50000.0f,
+     1e-6f,
+     false,
+     "deepseek2",
+     .head_dim = 576,
+     .rope_dim = 64,
+     .q_lora = 1536,
+     .kv_lora = 512,
+     .mla_nope = 128,
+     .mla_v_head = 128,
+     .n_expert = 384,
+     .n_expert_used = 8,
+     .n_ff_exp = 2048,
+     .n_expert_shared = 1,
+     .n_dense_lead = 1,
+     .expert_scale = 2.827f,
+     .rope_scaling = "yarn",
+     .rope_factor = 32.0f,
+     .n_ctx_orig = 4096,
+     .mscale_all_dim = 1.0f},
+    {"glm-4.7-flash",
+     47,
+     2048,
+     20,
+     1,
+     10240,
+     154880,
+     202752,
+     1000000.0f,
+     1e-5f,
+     false,
+     "deepseek2",
+     .head_dim = 576,
+     .rope_dim = 64,
+     .q_lora = 768,
+     .kv_lora = 512,
+     .mla_nope = 192,
+     .mla_v_head = 256,
+     .n_expert = 64,
+     .n_expert_used = 4,
+     .n_ff_exp = 1536,
+     .n_expert_shared = 1,
+     .n_dense_lead = 1,
+     .expert_scale = 1.8f},
+    /* deepseek2 small: 1 dense layer then 2 MoE layers; q_lora 32, kv_lora 32 (the
+     * cache row 32 + 16), qk_nope 32, v_head 16; 8 experts in 4 groups of which 2, 2 a
+     * token, sigmoid with the selection bias, 1 shared, scale 2.5; YaRN 4 over 64 with
+     * mscale_all_dim 0.707 (attention scale x 1.21). The lite one: no q_lora, softmax
+     * gating in 2 groups of which 1, 3 a token, 2 shared, no norm, no scale, no YaRN */
+    {"deepseek2-tiny",
+     3,
+     64,
+     4,
+     1,
+     128,
+     512,
+     256,
+     10000.0f,
+     1e-6f,
+     false,
+     "deepseek2",
+     .head_dim = 48,
+     .rope_dim = 16,
+     .q_lora = 32,
+     .kv_lora = 32,
+     .mla_nope = 32,
+     .mla_v_head = 16,
+     .n_expert = 8,
+     .n_expert_used = 2,
+     .n_ff_exp = 32,
+     .n_expert_shared = 1,
+     .n_dense_lead = 1,
+     .expert_scale = 2.5f,
+     .n_group = 4,
+     .n_group_used = 2,
+     .rope_scaling = "yarn",
+     .rope_factor = 4.0f,
+     .n_ctx_orig = 64,
+     .mscale_all_dim = 0.707f},
+    {"deepseek2-lite-tiny",
+     2,
+     64,
+     4,
+     1,
+     128,
+     512,
+     256,
+     10000.0f,
+     1e-6f,
+     false,
+     "deepseek2",
+     .head_dim = 48,
+     .rope_dim = 16,
+     .kv_lora = 32,
+     .mla_nope = 32,
+     .mla_v_head = 32,
+     .n_expert = 8,
+     .n_expert_used = 3,
+     .n_ff_exp = 32,
+     .n_expert_shared = 2,
+     .n_dense_lead = 1,
+     .softmax_gating = true,
+     .n_group = 2,
+     .n_group_used = 1},
 };
 #pragma GCC diagnostic pop
 
@@ -298,11 +482,17 @@ static bool has_qk_norm(const struct synth_shape *s)
 	       (is_arch(s, "glm4moe") && !s->no_qk_norm);
 }
 
-/* seed_oss, apertus, glm4: norm weights 1 + N(0, NORM_STD^2), so that each norm matters */
+static bool is_ds2(const struct synth_shape *s)
+{
+	return is_arch(s, "deepseek2");
+}
+
+/* seed_oss, apertus, glm4, deepseek2: norm weights 1 + N(0, NORM_STD^2), so that each norm
+ * matters */
 static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
-	       is_arch(s, "glm4moe");
+	       is_arch(s, "glm4moe") || is_ds2(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -579,6 +769,24 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			       "experts: %u of %u used, width %u (expected 1 to 512 experts, at "
 			       "least one used, llama's width = ffn)",
 			       s->n_expert_used, s->n_expert, synth_n_ff_exp(s));
+	if (is_ds2(s)) {
+		uint32_t G = s->n_group > 1 ? s->n_expert / s->n_group : 0;
+		bool q8 = o->dtype == GGUF_DTYPE_Q8_0;
+		if (!s->kv_lora || !s->mla_nope || !s->mla_v_head || !s->rope_dim ||
+		    s->n_head_kv != 1 || synth_head_dim(s) != s->kv_lora + s->rope_dim ||
+		    s->mla_nope + s->rope_dim > 4096 || s->mla_v_head > 4096 ||
+		    (s->n_expert && !s->n_expert_shared) ||
+		    (s->n_group > 1 &&
+		     (s->n_expert % s->n_group || G < 2 || !s->n_group_used ||
+		      s->n_group_used >= s->n_group || s->n_expert_used > s->n_group_used * G)) ||
+		    (q8 && (s->q_lora % 32 || s->kv_lora % 32 || s->mla_nope % 32 ||
+			    s->n_head * s->mla_v_head % 32)))
+			return bg_fail(
+			    err, BG_ERR_INVALID,
+			    "deepseek2: kv_lora, qk_nope, v_head, rope dims positive, head "
+			    "size = kv_lora + rope, 1 kv head, shared experts, groups that "
+			    "divide the experts (q8_0: ranks and qk_nope multiples of 32)");
+	}
 	if (s->n_dense_lead > s->n_layer)
 		return bg_fail(err, BG_ERR_INVALID, "%u leading dense layers of %u",
 			       s->n_dense_lead, s->n_layer);
@@ -627,12 +835,20 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
 	uint64_t layer = (is_olmo2(s) ? 0 : 2 * E) + E * Q + 2 * E * KV + Q * E;
+	if (is_ds2(s)) { /* MLA's weights instead (model.h) */
+		uint64_t H = s->n_head, QH = (uint64_t)s->mla_nope + s->rope_dim, QL = s->q_lora;
+		uint64_t C = s->kv_lora;
+		layer = 2 * E + (QL ? E * QL + QL + QL * H * QH : E * H * QH) +
+			E * (C + s->rope_dim) + C + H * s->mla_nope * C + H * C * s->mla_v_head +
+			H * s->mla_v_head * E;
+	}
 	uint64_t ffn = 0; /* glm4moe: the leading dense layers' FFN, the others' experts */
 	if (s->n_expert) { /* router and experts instead of the dense FFN */
 		uint64_t FX = synth_n_ff_exp(s);
 		uint64_t moe = E * s->n_expert + 3 * E * FX * s->n_expert;
 		if (s->n_expert_shared) /* glm4moe: the selection bias, the shared expert */
-			moe += s->n_expert + 3 * E * FX * s->n_expert_shared;
+			moe += (is_ds2(s) && s->softmax_gating ? 0 : s->n_expert) +
+			       3 * E * FX * s->n_expert_shared;
 		ffn = (uint64_t)s->n_dense_lead * 3 * E * F +
 		      (uint64_t)(s->n_layer - s->n_dense_lead) * moe;
 	} else {
@@ -930,7 +1146,19 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count"), s->rope_dim ? s->rope_dim : hd);
 	if (hd != s->n_embd / s->n_head || is_gemma4(s)) {
 		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length"), hd);
-		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length"), hd);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length"),
+				    is_ds2(s) ? s->kv_lora : hd);
+	}
+	if (is_ds2(s)) { /* DeepseekV2Model's converter's MLA keys */
+		gguf_writer_set_u32(w, ARCH_KEY("attention.q_lora_rank"), s->q_lora);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.kv_lora_rank"), s->kv_lora);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.key_length_mla"),
+				    s->mla_nope + s->rope_dim);
+		gguf_writer_set_u32(w, ARCH_KEY("attention.value_length_mla"), s->mla_v_head);
+		gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"), s->n_dense_lead);
+		if (s->rope_scaling && s->mscale_all_dim > 0.0f)
+			gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.yarn_log_multiplier"),
+					    0.1f * s->mscale_all_dim);
 	}
 	if (is_gemma4(s)) { /* the keys llama.cpp's gemma4 loader requires or reads */
 		uint32_t hs = s->head_dim_swa ? s->head_dim_swa : hd;
@@ -1035,6 +1263,21 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    s->expert_scale);
 			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
 		}
+		if (is_ds2(s)) { /* as glm4moe's; V2's softmax without norm_topk_prob */
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"),
+					    s->softmax_gating ? 1 : 2);
+			if (s->expert_scale != 0.0f)
+				gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"),
+						    s->expert_scale);
+			if (!s->softmax_gating)
+				gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
+			if (s->n_group > 1) {
+				gguf_writer_set_u32(w, ARCH_KEY("expert_group_count"), s->n_group);
+				gguf_writer_set_u32(w, ARCH_KEY("expert_group_used_count"),
+						    s->n_group_used);
+			}
+		}
 	}
 #undef ARCH_KEY
 
@@ -1068,7 +1311,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
 	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
-	     glm4moe = is_arch(s, "glm4moe");
+	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s);
 	/* the norms' weights; pk: attn_norm's and ffn_norm's */
 	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
@@ -1137,7 +1380,22 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (!olmo2)
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-		if (phi3) { /* fused, as Phi-3's own checkpoints are */
+		if (ds2) { /* MLA (model.h), the converter's names and shapes */
+			const uint64_t H = s->n_head, QH = (uint64_t)s->mla_nope + s->rope_dim;
+			const uint64_t C = s->kv_lora, QL = s->q_lora;
+			if (QL) {
+				ADD("attn_q_a.weight", t, FILL_RANDOM, E, QL);
+				ADD("attn_q_a_norm.weight", GGUF_DTYPE_F32, nk, QL, 1);
+				ADD("attn_q_b.weight", t, FILL_RANDOM, QL, H * QH);
+			} else {
+				ADD("attn_q.weight", t, FILL_RANDOM, E, H * QH);
+			}
+			ADD("attn_kv_a_mqa.weight", t, FILL_RANDOM, E, C + s->rope_dim);
+			ADD("attn_kv_a_norm.weight", GGUF_DTYPE_F32, nk, C, 1);
+			ADD3("attn_k_b.weight", t, s->mla_nope, C, H);
+			ADD3("attn_v_b.weight", t, C, s->mla_v_head, H);
+			Q = H * s->mla_v_head; /* attn_output's input */
+		} else if (phi3) {	       /* fused, as Phi-3's own checkpoints are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
 			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
@@ -1190,9 +1448,11 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			}
-			if (glm4moe) { /* the selection bias, the shared expert */
-				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
-				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
+			if (glm4moe || ds2) { /* the selection bias, the shared expert */
+				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */
+					ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
+					b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
+				}
 				const uint64_t FS = FX * s->n_expert_shared;
 				ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, FS);
 				ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, FS);

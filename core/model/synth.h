@@ -13,7 +13,8 @@
  * and takes Q/K/V biases without an O bias; apertus writes per-head Q/K norms, no
  * ffn_gate and its xIELU keys; seed_oss's and apertus's norm weights 1 + N(0, 0.25^2);
  * glm4 writes Q/K/V biases, post-norms, gate|up ffn_up, a partial rope.dimension_count
- * and NextN layers, its norm weights 1 + N(0, 0.25^2); phi3 writes fused attn_qkv and
+ * and NextN layers, its norm weights 1 + N(0, 0.25^2); deepseek2 its MLA tensors and keys
+ * (synth_shape's deepseek2 part); phi3 writes fused attn_qkv and
  * gate|up ffn_up and LongRoPE factors; keys are `<arch>.*`), seeded random weights (each projection N(0, 1/fan_in), embeddings
  * N(0, 1), output projection scaled so logits spread by about 4; norm weights are 1), so that
  * activations stay O(1) at any depth and greedy choices are decisive, and a tokenizer: either the
@@ -132,6 +133,20 @@ struct synth_shape {
 	uint32_t n_dense_lead;
 	float expert_scale;
 	bool no_qk_norm;
+	/* deepseek2 (model.h's mla): q_lora_rank (0: a plain attn_q, written as 0),
+	 * kv_lora_rank, qk_nope_head_dim, v_head_dim; rope_dim is qk_rope_head_dim, head_dim
+	 * must be kv_lora + rope_dim and n_head_kv 1 (the converter's MQA view). Writes
+	 * attn_q_a / attn_q_a_norm / attn_q_b or attn_q, attn_kv_a_mqa, attn_kv_a_norm,
+	 * attn_k_b, attn_v_b (3-D, per head), attn_output, and the keys DeepseekV2Model's
+	 * converter writes; norm weights 1 + N(0, 0.25^2). Its experts as glm4moe's (shared
+	 * experts, dense leading layers, scale, expert_weights_norm true) with
+	 * expert_gating_func softmax (1) when softmax_gating, else sigmoid (2) with
+	 * exp_probs_b; expert_group_count / expert_group_used_count when n_group > 1; with
+	 * YaRN rope.scaling.yarn_log_multiplier 0.1 * mscale_all_dim when that is > 0. */
+	uint32_t q_lora, kv_lora, mla_nope, mla_v_head;
+	bool softmax_gating;
+	uint32_t n_group, n_group_used;
+	float mscale_all_dim;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,

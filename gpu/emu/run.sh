@@ -42,7 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 mkdir -p "$out/src/gpu" "$out/src/tests" "$out/o"
 ln -sfn "$root/core" "$out/src/core"
-cp "$root/tests/check.h" "$out/src/tests/"
+cp "$root/tests/check.h" "$root/tests/quant_util.h" "$out/src/tests/"
 cp "$root/gpu/backend_cuda.h" "$root/gpu/plugin.h" "$root"/gpu/*.cuh "$out/src/gpu/"
 for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$out/src/gpu/$(basename "$f")"; done
 python3 "$here/transform.py" "$root/tests/gpu_test_kernels.cu" "$out/src/tests/gpu_test_kernels.cu"

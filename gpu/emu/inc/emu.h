@@ -108,10 +108,18 @@ inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
 struct __half { uint16_t x; };
 struct __nv_bfloat16 { uint16_t x; };
 inline float __half2float(__half h) { return half_f16_to_f32(h.x); }
+inline __half __ushort_as_half(unsigned short u)
+{
+	return __half{u};
+}
 inline __half __float2half_rn(float f) { return __half{half_f32_to_f16(f)}; }
 inline float __bfloat162float(__nv_bfloat16 h) { return half_bf16_to_f32(h.x); }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16{half_f32_to_bf16(f)}; }
 inline uint32_t __float_as_uint(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+inline int __popc(unsigned int x)
+{
+	return __builtin_popcount(x);
+}
 inline float __uint_as_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
 inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
