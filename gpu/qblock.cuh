@@ -3,8 +3,8 @@
  * the experts of gpu/moe.cu; or BF16 rows, type 30, a part stored dequantized).
  *
  * qb_dec8(t, row, g, c, w): w[i] = element 32 g + 8 c + i of the row at `row` (type t),
- * i < 8, c < 4: group g is the row's g-th run of 32 elements (a Q8_0 or MXFP4 block, an
- * eighth of a K super-block; Q5_0 blocks too). Each value is computed with the fp32 operations of
+ * i < 8, c < 4: group g is the row's g-th run of 32 elements (a Q8_0, Q5_0 or MXFP4 block,
+ * an eighth of a K super-block). Each value is computed with the fp32 operations of
  * quant_dequant (ggml's dequantize_row_*, core/model/quant.c), in the same order, each
  * rounded on its own (__fmul_rn, __fsub_rn: no contraction into an FMA), as
  * gpu/dequant.cu's dq_elem: bitwise the CPU's value. t is warp-uniform (one type a row).
