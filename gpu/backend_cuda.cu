@@ -13,7 +13,12 @@
  *             (gpu_ops.cuh's gpu_qmat): the decode GEMV reads the blocks (gpu/gemv.cu),
  *             the embedding gather dequantizes its rows (gpu_embed_blocks), and a
  *             cuBLAS GEMM (batches > 8, prefill) dequantizes the matrix into qscratch
- *             first, in slices (gpu_gemm_q). The MoE experts stay BF16 (gpu/moe.cu).
+ *             first, in slices (gpu_gemm_q). A MoE layer's experts likewise
+ *             (exps_resident): each of the gate, up and down arrays as the file's blocks
+ *             where gpu/moe.cu reads their type (Q8_0, Q4_K, Q6_K, Q5_0, MXFP4), else as
+ *             BF16 rows, and the expert kernels read them (gpu_moe_gate_up_q). One loop
+ *             owns every matrix kind (enum lmat: attention, dense FFN or shared expert,
+ *             experts), so residency depends on a matrix's types alone.
  *   qscratch  BF16 scratch of that dequantization: the largest resident matrix's BF16 bytes,
  *             at most CUDA_QSCRATCH_MAX (256 MiB: Llama-3-8B's resident LM head, 1002 MiB
  *             of BF16, then goes in 4 row slices, its gate|up, 224 MiB, whole; 70B's
@@ -110,8 +115,11 @@ struct cuda_layer {
 	bool moe;
 	float *sel_b;
 	/* the resident path: which of wqkv, wo, wgu, wdown are block-quantized (n_part > 0;
-	 * the pointer above is then its first part's) */
+	 * the pointer above is then its first part's), and the experts (q_exps: gu_exps and
+	 * down_exps then hold the arrays of q_gu_exps and q_down_exps, gpu/moe.cuh) */
 	struct gpu_qmat q_qkv, q_o, q_gu, q_down;
+	bool q_exps;
+	struct gpu_moe_qw q_gu_exps, q_down_exps;
 };
 
 /* Pinned host memory that an upload reads when the stream reaches it, and the event
@@ -493,12 +501,33 @@ static enum bg_status upload_resident(struct upload *u, const struct model_weigh
 	return BG_OK;
 }
 
-/* The parts of layer ml's matrices: 0 Q|K|V (*shared = 2 when V is K's rows: gemma4), 1 O,
- * 2 gate|up (up alone with hp.xielu), 3 down; returns their count. */
+/* A layer's matrices by kind. load_weights sizes, places and (resident) uploads every one
+ * in one loop over these, so that whether a matrix keeps its blocks depends on its types
+ * alone, never on which kind it is or where it lies. The router stays fp32 (UP_ROUTER). */
+enum lmat {
+	LM_QKV,	  /* Q|K|V */
+	LM_O,	  /* O */
+	LM_GU,	  /* the dense FFN's gate|up (up alone with hp.xielu); glm4moe's shared expert's */
+	LM_DOWN,  /* the dense FFN's down; glm4moe's shared expert's */
+	LM_XGU,	  /* the experts' gate and up (gpu/moe.cuh) */
+	LM_XDOWN, /* the experts' down */
+	LM_N
+};
+
+/* The parts of layer ml's matrix of kind `which` < LM_XGU (moe: a MoE layer): Q|K|V
+ * (*shared = 2 when V is K's rows: gemma4), O, gate|up, down (a MoE layer's: glm4moe's
+ * shared expert; none without one); returns their count. */
 static int layer_parts(const struct model_hparams *hp, const struct model_layer *ml, int which,
-		       const struct model_weight **w, int *shared)
+		       bool moe, const struct model_weight **w, int *shared)
 {
 	*shared = -1;
+	if (moe && (which == LM_GU || which == LM_DOWN)) {
+		if (!hp->n_expert_shared)
+			return 0;
+		w[0] = which == LM_GU ? &ml->gate_shexp : &ml->down_shexp;
+		w[1] = &ml->up_shexp;
+		return which == LM_GU ? 2 : 1;
+	}
 	switch (which) {
 	case 0:
 		w[0] = &ml->wq;
@@ -518,6 +547,112 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 		return 2;
 	default: w[0] = &ml->w_down; return 1;
 	}
+}
+
+/* Layer ml's expert arrays: gate, up (LM_XGU) or down (LM_XDOWN); returns their count. */
+static int exps_parts(const struct model_layer *ml, int which, const struct model_weight **w)
+{
+	if (which == LM_XDOWN) {
+		w[0] = &ml->down_exps;
+		return 1;
+	}
+	w[0] = &ml->gate_exps;
+	w[1] = &ml->up_exps;
+	return 2;
+}
+
+/* The type an expert array is stored as when its layer's experts are resident: its own
+ * where gpu/moe.cu reads it as blocks, else BF16 rows (30: dequantized at load). */
+static int exps_type(const struct model_weight *w)
+{
+	return gpu_moe_qtype_ok((int)w->type, (int64_t)w->ne0) ? (int)w->type : 30;
+}
+
+/* Whether MoE layer ml's experts stay block-quantized (the resident path, as
+ * mat_resident's matrices): enabled, a BF16 storage type, file data of the hparams'
+ * shapes, widths gpu/moe.cu takes, and at least one array of a type it reads as blocks
+ * (the others BF16 rows: gate and up Q4_K beside a Q5_K down, say). */
+static bool exps_resident(const struct cuda_ctx *c, const struct model_layer *ml)
+{
+	const struct model_hparams *hp = &c->hp;
+	if (!c->qres || c->dt != GPU_BF16)
+		return false;
+	const struct model_weight *w[3] = {&ml->gate_exps, &ml->up_exps, &ml->down_exps};
+	bool any = false;
+	for (int i = 0; i < 3; i++) {
+		const uint64_t in = i < 2 ? hp->n_embd : hp->n_ff_exp,
+			       out = i < 2 ? hp->n_ff_exp : hp->n_embd;
+		if (!w[i]->data || w[i]->ne0 != in || w[i]->ne1 != out ||
+		    w[i]->ne2 != hp->n_expert || gpu_moe_qrow_bytes(30, (int64_t)in) == 0)
+			return false;
+		any = any || exps_type(w[i]) != 30;
+	}
+	return any;
+}
+
+/* The device bytes of an expert array stored as exps_type says. */
+static size_t exps_array_bytes(const struct model_weight *w)
+{
+	return align_up(gpu_moe_qrow_bytes(exps_type(w), (int64_t)w->ne0) * w->ne1 * w->ne2, 256);
+}
+
+/* Uploads MoE layer ml's expert arrays of kind `which` from *p on (advanced): blocks as
+ * they are (one copy an array), BF16 rows expert by expert (upload_weight); *q says where. */
+static enum bg_status upload_exps(struct upload *u, const struct model_layer *ml, int which,
+				  char **p, struct gpu_moe_qw *q, struct bg_err *err)
+{
+	const struct model_weight *w[2];
+	const int n = exps_parts(ml, which, w);
+	memset(q, 0, sizeof *q);
+	for (int i = 0; i < n; i++) {
+		q->p[i] = *p;
+		q->type[i] = exps_type(w[i]);
+		if (q->type[i] != 30) {
+			CUDA_CHECK(cudaMemcpyAsync(*p, w[i]->data,
+						   gguf_row_bytes(w[i]->type, w[i]->ne0) *
+						       w[i]->ne1 * w[i]->ne2,
+						   cudaMemcpyHostToDevice, u->c->stream));
+		} else {
+			const size_t eb = gpu_moe_qrow_bytes(30, (int64_t)w[i]->ne0) * w[i]->ne1;
+			for (uint32_t e = 0; e < w[i]->ne2; e++) {
+				struct model_weight v = model_expert(w[i], e);
+				enum bg_status st =
+				    upload_weight(u, &v, *p + e * eb, UP_MATRIX, err);
+				if (st != BG_OK)
+					return st;
+			}
+		}
+		*p += exps_array_bytes(w[i]);
+	}
+	return BG_OK;
+}
+
+/* Layer l's matrix of kind k: its device bytes (dense: bytes as the storage type; 0: the
+ * layer has none), and in *res whether it is resident. */
+static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32_t l, int k,
+			 size_t dense, bool *res)
+{
+	const struct model_hparams *hp = &m->hp;
+	const struct model_layer *ml = &m->layers[l];
+	const bool moe = hp->n_expert && l >= hp->n_layer_dense_lead;
+	*res = false;
+	if (k >= LM_XGU) {
+		if (!moe)
+			return 0;
+		if (!(*res = exps_resident(c, ml)))
+			return dense;
+		const struct model_weight *w[2];
+		size_t b = 0;
+		for (int i = 0, n = exps_parts(ml, k, w); i < n; i++)
+			b += exps_array_bytes(w[i]);
+		return b;
+	}
+	const struct model_weight *w[GPU_QMAT_PARTS];
+	int sh, n = layer_parts(hp, ml, k, moe, w, &sh);
+	if (n == 0)
+		return 0;
+	*res = mat_resident(c, w, n);
+	return mat_bytes(c, w, n, sh, dense);
 }
 
 static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
@@ -587,24 +722,24 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
-		per_layer += sz_router + sz_gu_exps + sz_down_exps;
-	if (NX && hp->n_expert_shared) /* glm4moe's dense FFN / shared expert: BF16 (the
-					* loop below counts a dense model's FFN) */
-		per_layer += sz_gu + sz_down;
+		per_layer += sz_router;
 	/* the token embedding and LM head: resident, or dense (tied: one copy) */
 	const struct model_weight *we = &m->tok_embd, *wout = &m->output;
 	size_t sz_e = mat_bytes(c, &we, 1, -1, sz_embd);
 	size_t sz_out = tied ? 0 : mat_bytes(c, &wout, 1, -1, sz_embd);
 	size_t total = sz_e + sz_norm + sz_out + per_layer * hp->n_layer;
-	for (uint32_t l = 0; l < hp->n_layer; l++) { /* the matrices: each layer's own size */
-		const struct model_layer *ml = &m->layers[l];
-		const size_t dense[4] = {
-		    align_up((size_t)(c->layers[l].n_q + 2 * c->layers[l].n_kv) * E * es, 256),
-		    align_up(E * (size_t)c->layers[l].n_q * es, 256), sz_gu, sz_down};
-		for (int k = 0; k < (NX ? 2 : 4); k++) {
-			const struct model_weight *w[GPU_QMAT_PARTS];
-			int sh, n = layer_parts(hp, ml, k, w, &sh);
-			total += mat_bytes(c, w, n, sh, dense[k]);
+	/* the matrices (enum lmat): each layer's own size, as dense bytes or resident */
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct cuda_layer *L = &c->layers[l];
+		const size_t dense[LM_N] = {align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256),
+					    align_up(E * (size_t)L->n_q * es, 256),
+					    sz_gu,
+					    sz_down,
+					    sz_gu_exps,
+					    sz_down_exps};
+		for (int k = 0; k < LM_N; k++) {
+			bool res;
+			total += lmat_bytes(c, m, l, k, dense[k], &res);
 		}
 	}
 	(void)sz_qkv;
@@ -642,50 +777,45 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
-		/* the matrices kept as blocks (resident), uploaded here, as they are */
-		struct gpu_qmat *lq[4] = {&L->q_qkv, &L->q_o, &L->q_gu, &L->q_down};
-		void **lw[4] = {&L->wqkv, &L->wo, &L->wgu, &L->wdown};
-		bool res[4] = {false, false, false, false};
-		for (int k = 0; st == BG_OK && k < (NX ? 2 : 4); k++) {
-			const struct model_weight *w[GPU_QMAT_PARTS];
-			int sh, n = layer_parts(hp, ml, k, w, &sh);
-			if ((res[k] = mat_resident(c, w, n))) {
-				*lw[k] = p;
+		L->moe = NX && l >= hp->n_layer_dense_lead;
+		/* every matrix (enum lmat) in kind order: placed, and uploaded here when resident
+		 * (blocks as they are); the dense ones are filled below, in the tensor order a
+		 * lazy synthetic model's values depend on */
+		const size_t dense[LM_N] = {align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256),
+					    align_up(E * (size_t)L->n_q * es, 256),
+					    sz_gu,
+					    sz_down,
+					    sz_gu_exps,
+					    sz_down_exps};
+		void **lw[LM_N] = {&L->wqkv,  &L->wo,	   &L->wgu,
+				   &L->wdown, &L->gu_exps, &L->down_exps};
+		struct gpu_qmat *lq[LM_XGU] = {&L->q_qkv, &L->q_o, &L->q_gu, &L->q_down};
+		bool res[LM_N];
+		for (int k = 0; st == BG_OK && k < LM_N; k++) {
+			const size_t b = lmat_bytes(c, m, l, k, dense[k], &res[k]);
+			*lw[k] = b ? p : NULL;
+			if (!res[k]) {
+				p += b;
+			} else if (k >= LM_XGU) {
+				st =
+				    upload_exps(&u, ml, k, &p,
+						k == LM_XGU ? &L->q_gu_exps : &L->q_down_exps, err);
+			} else {
+				const struct model_weight *w[GPU_QMAT_PARTS];
+				int sh, n = layer_parts(hp, ml, k, L->moe, w, &sh);
 				st = upload_resident(&u, w, n, sh, &p, lq[k], err);
 			}
 		}
 		if (st != BG_OK)
 			break;
+		L->q_exps = res[LM_XGU];
 		L->attn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
-		if (!res[0]) {
-			L->wqkv = p;
-			p += align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256);
-		}
-		if (!res[1]) {
-			L->wo = p;
-			p += align_up(E * (size_t)L->n_q * es, 256);
-		}
 		L->ffn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
-		L->moe = NX && l >= hp->n_layer_dense_lead;
 		if (NX) {
 			L->router = (float *)p;
-			L->gu_exps = p + sz_router;
-			L->down_exps = p + sz_router + sz_gu_exps;
-			p += sz_router + sz_gu_exps + sz_down_exps;
-		}
-		/* dense models' FFN, BF16 or resident; glm4moe's (MoE: never resident, per_layer
-		 * counts them): the leading dense layers' FFN or the shared expert */
-		if (!NX || hp->n_expert_shared) {
-			if (!res[2]) {
-				L->wgu = p;
-				p += sz_gu;
-			}
-			if (!res[3]) {
-				L->wdown = p;
-				p += sz_down;
-			}
+			p += sz_router;
 		}
 		L->sel_b = sz_selb ? (float *)p : NULL;
 		p += sz_selb;
@@ -775,7 +905,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		if (!L->moe) /* glm4moe's leading dense layers */
 			continue;
 		st = upload_weight(&u, &ml->ffn_gate_inp, L->router, UP_ROUTER, err);
-		for (uint32_t e = 0; st == BG_OK && e < NX; e++) {
+		for (uint32_t e = 0; st == BG_OK && !L->q_exps && e < NX; e++) {
 			char *gu = (char *)L->gu_exps + (size_t)e * 2 * FX * E * es;
 			struct model_weight g = model_expert(&ml->gate_exps, e),
 					    up = model_expert(&ml->up_exps, e),
@@ -821,12 +951,12 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			continue;
 		const size_t FS = (size_t)FX * hp->n_expert_shared;
 		st = upload_weight(&u, &ml->exp_probs_b, L->sel_b, UP_BIAS, err);
-		if (st == BG_OK)
+		if (st == BG_OK && !L->q_gu.n_part) /* else resident, uploaded above */
 			st = upload_weight(&u, &ml->gate_shexp, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK)
+		if (st == BG_OK && !L->q_gu.n_part)
 			st = upload_weight(&u, &ml->up_shexp, (char *)L->wgu + FS * E * es,
 					   UP_MATRIX, err);
-		if (st == BG_OK)
+		if (st == BG_OK && !L->q_down.n_part)
 			st = upload_weight(&u, &ml->down_shexp, L->wdown, UP_MATRIX, err);
 	}
 	/* staging must outlive the conversions that read it */
@@ -1283,12 +1413,21 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			oai.b_down = L->down_exps_b;
 			oai.alpha = hp->swiglu_oai ? hp->swiglu_alpha : 0.0f;
 			oai.limit = hp->swiglu_limit;
-			CUDA_CHECK(gpu_moe_gate_up(L->gu_exps, FX, E, NX, c->xn, n, K, &c->moe_plan,
-						   c->moe_act, hp->gelu, &oai, c->dt, GPU_MOE_AUTO,
-						   s));
-			CUDA_CHECK(gpu_moe_down(L->down_exps, E, FX, NX, c->moe_act, n, K,
-						&c->moe_plan, c->moe_y, &oai, c->dt, GPU_MOE_AUTO,
-						s));
+			if (L->q_exps) { /* resident: the experts' blocks (CUDA cores) */
+				CUDA_CHECK(gpu_moe_gate_up_q(&L->q_gu_exps, FX, E, NX, c->xn, n, K,
+							     &c->moe_plan, c->moe_act, hp->gelu,
+							     &oai, GPU_MOE_AUTO, s));
+				CUDA_CHECK(gpu_moe_down_q(&L->q_down_exps, E, FX, NX, c->moe_act, n,
+							  K, &c->moe_plan, c->moe_y, &oai,
+							  GPU_MOE_AUTO, s));
+			} else {
+				CUDA_CHECK(gpu_moe_gate_up(L->gu_exps, FX, E, NX, c->xn, n, K,
+							   &c->moe_plan, c->moe_act, hp->gelu, &oai,
+							   c->dt, GPU_MOE_AUTO, s));
+				CUDA_CHECK(gpu_moe_down(L->down_exps, E, FX, NX, c->moe_act, n, K,
+							&c->moe_plan, c->moe_y, &oai, c->dt,
+							GPU_MOE_AUTO, s));
+			}
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
 			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
 				const int FS = FX * (int)hp->n_expert_shared;

@@ -9,6 +9,7 @@
  * bit for bit against quant_dequant (under the emulator in make test).
  */
 #include "gpu/gpu_ops.cuh"
+#include "gpu/qblock.cuh" /* MXFP4's values and scale */
 
 #include "model/quant_grids.h"
 
@@ -75,23 +76,6 @@ __device__ __forceinline__ int dq_u16(const uint8_t *p)
 	return p[0] | p[1] << 8;
 }
 
-/* MXFP4's doubled e2m1 values (quant_mxfp4_values), as code */
-__device__ __forceinline__ int dq_mxfp4_value(int q)
-{
-	const int m = q & 7, v = m < 4 ? m : m == 4 ? 4 : m == 5 ? 6 : m == 6 ? 8 : 12;
-	return q & 8 ? -v : v;
-}
-
-/* MXFP4's scale: the e8m0 exponent halved, 2^(e - 128) (quant_e8m0_half; subnormal for
- * e < 2) */
-__device__ __forceinline__ float dq_e8m0_half(uint8_t e)
-{
-	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-	float f;
-	memcpy(&f, &bits, sizeof f);
-	return f;
-}
-
 __device__ __forceinline__ float dq_h(const uint8_t *p)
 {
 	return __half2float(*(const __half *)p);
@@ -149,7 +133,7 @@ __device__ float dq_elem(int t, const uint8_t *b, int e)
 	case 8: /* Q8_0: d, qs[32] */ return __fmul_rn((float)(int8_t)b[2 + e], dq_h(b));
 	case 39: { /* MXFP4: e (e8m0), qs[16] (gpt-oss's experts) */
 		int q = e < 16 ? b[1 + e] & 0xF : b[1 + e - 16] >> 4;
-		return __fmul_rn((float)dq_mxfp4_value(q), dq_e8m0_half(b[0]));
+		return __fmul_rn((float)qb_mxfp4_value(q), qb_e8m0_half(b[0]));
 	}
 	case 20: { /* IQ4_NL: d, qs[16] */
 		int q = e < 16 ? b[2 + e] & 0xF : b[2 + e - 16] >> 4;

@@ -20,7 +20,11 @@
  *    column-major B operand);
  *  - moe_mm_kernel (f32, or other widths): CUDA cores. A warp owns two weight rows (gate
  *    row j and up row j, or rows 2i, 2i + 1 for down), a lane 8 consecutive inputs of each
- *    256-input chunk; the tile's inputs staged as fp32.
+ *    256-input chunk; the tile's inputs staged as fp32. Block-quantized experts
+ *    (gpu_moe_gate_up_q, gpu_moe_down_q) take this kernel alone: a lane decodes its 8
+ *    weights of each row once a chunk (gpu/qblock.cuh, a quarter of a 32-element group)
+ *    and uses them for every pair of the tile, so an expert's blocks are read and decoded
+ *    once a tile as the 16-bit weights are; the sums are the same, in the same order.
  * Either way an output element depends on its own pair's inputs only (a tensor core's
  * d[m][n] reads row m of A alone). gpu_moe_path says which a pass takes: the wmma kernel
  * when tiles are full enough (prefill), the CUDA-core one in decode, whose 16x more warps
@@ -31,7 +35,9 @@
 #include <mma.h>
 
 #include "gpu/glu.cuh"
+#include "gpu/gpu_ops.cuh" /* gpu_qtype_resident, gpu_qtype_row_bytes */
 #include "gpu/moe.cuh"
+#include "gpu/qblock.cuh"
 
 #define MR_WARPS   8 /* gpu_moe_route's block */
 #define MR_THREADS (MR_WARPS * 32)
@@ -228,8 +234,17 @@ cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, in
 
 /* ---- the expert projections ---- */
 
+/* Block-quantized experts as moe_mm_kernel reads them (gpu_moe_qw, with each array's row
+ * bytes): rows p0 (gate, or down) and p1 (up), types t0, t1 (qb_dec8_x's). */
+struct moe_qk {
+	const uint8_t *p0, *p1;
+	size_t rb0, rb1;
+	int t0, t1;
+};
+
 /* GLU: act[sorted position] = act(gate_e x) * (up_e x), x the pair's token row of x;
- * else: y[pair id] = W_e act[sorted position]. W_e is expert e's [rows, n_in] block. The
+ * else: y[pair id] = W_e act[sorted position]. W_e is expert e's [rows, n_in] block (Q:
+ * its rows in qk's blocks instead, gate and up rows in their own arrays). The
  * launch bounds' 1 block: without it ptxas aimed at 64 registers for sm_80 and spilled
  * (tests/gpu_gates.sh); 72-80 are used. */
 /* The tile block y of an expert kernel serves: false (for the whole block) when the
@@ -256,11 +271,11 @@ __device__ __forceinline__ bool moe_tile(const struct gpu_moe_plan &plan, int k,
 	return true;
 }
 
-template <typename T, bool GLU>
-__global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n_out, int n_in,
-							       const T *x, int k,
-							       struct gpu_moe_plan plan, T *act,
-							       float *y, bool gelu,
+template <typename T, bool GLU, bool Q>
+__global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struct moe_qk qk,
+							       int n_out, int n_in, const T *x,
+							       int k, struct gpu_moe_plan plan,
+							       T *act, float *y, bool gelu,
 							       struct gpu_moe_oai oai)
 {
 	__shared__ __align__(16) float xs[GPU_MOE_TILE][MM_CHUNK];
@@ -282,8 +297,12 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n
 		live = r1 < n_out; /* n_out is even */
 	}
 	const size_t rows_e = GLU ? 2 * (size_t)n_out : (size_t)n_out;
-	const T *w0p = W + ((size_t)e * rows_e + (size_t)(live ? r0 : 0)) * n_in;
-	const T *w1p = W + ((size_t)e * rows_e + (size_t)(live ? r1 : 0)) * n_in;
+	const T *w0p = Q ? NULL : W + ((size_t)e * rows_e + (size_t)(live ? r0 : 0)) * n_in;
+	const T *w1p = Q ? NULL : W + ((size_t)e * rows_e + (size_t)(live ? r1 : 0)) * n_in;
+	/* Q: expert e's rows r0 and r1 of down, or its gate and up rows r0 */
+	const size_t qr0 = (size_t)e * n_out + (size_t)(live ? r0 : 0);
+	const uint8_t *q0 = Q ? qk.p0 + qr0 * qk.rb0 : NULL;
+	const uint8_t *q1 = Q ? (GLU ? qk.p1 + qr0 * qk.rb1 : q0 + (live ? qk.rb0 : 0)) : NULL;
 	constexpr int V = 16 / (int)sizeof(T); /* elements of a 16-byte load */
 	float acc0[GPU_MOE_TILE], acc1[GPU_MOE_TILE];
 #pragma unroll
@@ -305,10 +324,17 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, int n
 		const int c = lane * 8;
 		if (live && k0 + c < n_in) {
 			float w0[8], w1[8];
+			if (Q) { /* elements k0 + c ..: group (k0 + c) / 32, its quarter lane % 4 */
+				qb_dec8_x(qk.t0, q0, (k0 + c) >> 5, lane & 3, w0);
+				qb_dec8_x(qk.t1, q1, (k0 + c) >> 5, lane & 3, w1);
+			} else {
 #pragma unroll
-			for (int h = 0; h < 8 / V; h++) {
-				vec_f32<T>(*(const uint4 *)(w0p + k0 + c + h * V), w0 + h * V);
-				vec_f32<T>(*(const uint4 *)(w1p + k0 + c + h * V), w1 + h * V);
+				for (int h = 0; h < 8 / V; h++) {
+					vec_f32<T>(*(const uint4 *)(w0p + k0 + c + h * V),
+						   w0 + h * V);
+					vec_f32<T>(*(const uint4 *)(w1p + k0 + c + h * V),
+						   w1 + h * V);
+				}
 			}
 #pragma unroll
 			for (int t = 0; t < GPU_MOE_TILE; t++) {
@@ -423,12 +449,26 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 	}
 }
 
+bool gpu_moe_qtype_ok(int t, int64_t n_in)
+{
+	return gpu_qtype_resident(t, n_in) || ((t == 39 || t == 6) && n_in > 0 && n_in % 32 == 0);
+}
+
+size_t gpu_moe_qrow_bytes(int t, int64_t n_in)
+{
+	if ((t == 39 || t == 6) && gpu_moe_qtype_ok(t, n_in))
+		return (size_t)n_in / 32 * (t == 39 ? 17 : 22);
+	return gpu_qtype_row_bytes(t, n_in); /* the GEMV's types and BF16 rows (30) */
+}
+
 /* The launch of both projections: grid (column blocks, gpu_moe_max_tiles), on the kernel
- * path says (gpu_moe_path's rule for AUTO). */
+ * path says (gpu_moe_path's rule for AUTO); qw: block-quantized experts (CUDA cores, BF16
+ * inputs), else W of dt. */
 template <bool GLU>
-static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, const void *x,
-			  int n_tok, int k, const struct gpu_moe_plan *plan, void *act, float *y,
-			  bool gelu, const struct gpu_moe_oai *oai_p, enum gpu_dtype dt,
+static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out, int n_in,
+			  int n_expert, const void *x, int n_tok, int k,
+			  const struct gpu_moe_plan *plan, void *act, float *y, bool gelu,
+			  const struct gpu_moe_oai *oai_p, enum gpu_dtype dt,
 			  enum gpu_moe_path path, cudaStream_t stream)
 {
 	if (n_tok <= 0)
@@ -441,8 +481,32 @@ static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, cons
 		return cudaErrorInvalidValue;
 	int max_tiles = gpu_moe_max_tiles(n_tok * k, n_expert);
 	if (n_out % 8 || n_in % 8 || n_out <= 0 || n_in <= 0 || max_tiles > 65535 ||
-	    (uintptr_t)W % 16 || (uintptr_t)x % 16)
+	    (!qw && (uintptr_t)W % 16) || (uintptr_t)x % 16)
 		return cudaErrorInvalidValue;
+	struct moe_qk qk;
+	memset(&qk, 0, sizeof qk);
+	if (qw) { /* each array: a type the kernel decodes, 16-byte aligned (BF16 rows' loads,
+		   * Q4_K's 8-byte ones, the fp16 scales) */
+		for (int i = 0; i < (GLU ? 2 : 1); i++) {
+			const size_t rb = gpu_moe_qrow_bytes(qw->type[i], n_in);
+			if (rb == 0 || !qw->p[i] || (uintptr_t)qw->p[i] % 16)
+				return cudaErrorInvalidValue;
+			*(i ? &qk.rb1 : &qk.rb0) = rb;
+		}
+		qk.p0 = (const uint8_t *)qw->p[0];
+		qk.p1 = GLU ? (const uint8_t *)qw->p[1] : qk.p0;
+		qk.t0 = qw->type[0];
+		qk.t1 = GLU ? qw->type[1] : qk.t0;
+		qk.rb1 = GLU ? qk.rb1 : qk.rb0;
+		if (dt != GPU_BF16 || path == GPU_MOE_TENSOR_CORES)
+			return cudaErrorInvalidValue;
+		dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS),
+			  (unsigned)max_tiles);
+		moe_mm_kernel<__nv_bfloat16, GLU, true><<<grid, MM_THREADS, 0, stream>>>(
+		    (const __nv_bfloat16 *)NULL, qk, n_out, n_in, (const __nv_bfloat16 *)x, k,
+		    *plan, (__nv_bfloat16 *)act, y, gelu, oai);
+		return cudaGetLastError();
+	}
 	const bool tc_fits = dt != GPU_F32 && n_out % 16 == 0 && n_in % 16 == 0 &&
 			     (uintptr_t)W % 32 == 0 && (uintptr_t)x % 32 == 0;
 	if (path == GPU_MOE_TENSOR_CORES && !tc_fits)
@@ -464,8 +528,8 @@ static cudaError_t moe_mm(const void *W, int n_out, int n_in, int n_expert, cons
 	dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS), (unsigned)max_tiles);
 	GPU_DISPATCH_DTYPE(
 	    dt, T,
-	    moe_mm_kernel<T, GLU><<<grid, MM_THREADS, 0, stream>>>(
-		(const T *)W, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu, oai));
+	    moe_mm_kernel<T, GLU, false><<<grid, MM_THREADS, 0, stream>>>(
+		(const T *)W, qk, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu, oai));
 	return cudaGetLastError();
 }
 
@@ -474,8 +538,8 @@ cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert,
 			    const struct gpu_moe_oai *oai, enum gpu_dtype dt,
 			    enum gpu_moe_path path, cudaStream_t stream)
 {
-	return moe_mm<true>(wgu, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu, oai,
-			    dt, path, stream);
+	return moe_mm<true>(wgu, NULL, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu,
+			    oai, dt, path, stream);
 }
 
 cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
@@ -483,8 +547,26 @@ cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, 
 			 const struct gpu_moe_oai *oai, enum gpu_dtype dt, enum gpu_moe_path path,
 			 cudaStream_t stream)
 {
-	return moe_mm<false>(wdown, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false,
-			     oai, dt, path, stream);
+	return moe_mm<false>(wdown, NULL, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y,
+			     false, oai, dt, path, stream);
+}
+
+cudaError_t gpu_moe_gate_up_q(const struct gpu_moe_qw *w, int n_ff, int n_embd, int n_expert,
+			      const void *xn, int n_tok, int k, const struct gpu_moe_plan *plan,
+			      void *act, bool gelu, const struct gpu_moe_oai *oai,
+			      enum gpu_moe_path path, cudaStream_t stream)
+{
+	return moe_mm<true>(NULL, w, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu,
+			    oai, GPU_BF16, path, stream);
+}
+
+cudaError_t gpu_moe_down_q(const struct gpu_moe_qw *w, int n_embd, int n_ff, int n_expert,
+			   const void *act, int n_tok, int k, const struct gpu_moe_plan *plan,
+			   float *y, const struct gpu_moe_oai *oai, enum gpu_moe_path path,
+			   cudaStream_t stream)
+{
+	return moe_mm<false>(NULL, w, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false,
+			     oai, GPU_BF16, path, stream);
 }
 
 /* ---- the weighted sum ---- */

@@ -101,6 +101,38 @@ cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, 
 			 const struct gpu_moe_oai *oai, enum gpu_dtype dt, enum gpu_moe_path path,
 			 cudaStream_t stream);
 
+/* Block-quantized experts (the CUDA backend's resident path: gpu_qres_policy): each of a
+ * layer's expert arrays in the file's blocks, expert after expert, row after row. For
+ * gate|up, p[0] the gate rows [n_expert][n_ff] and p[1] the up rows (each its own type);
+ * for down, p[0] the rows [n_expert][n_embd] (p[1], type[1] unused). A row of n_in
+ * elements is gpu_moe_qrow_bytes(type, n_in) bytes. */
+struct gpu_moe_qw {
+	const void *p[2];
+	int type[2]; /* GGUF ids: 8 Q8_0, 12 Q4_K, 14 Q6_K, 6 Q5_0, 39 MXFP4; 30 BF16 rows */
+};
+
+/* Whether the expert kernels read rows of n_in elements of GGUF type t as blocks (Q8_0, Q5_0
+ * and MXFP4: n_in a multiple of 32; Q4_K and Q6_K: of 256). A pure function. */
+bool gpu_moe_qtype_ok(int t, int64_t n_in);
+
+/* The bytes of such a row (30: BF16, 2 n_in when n_in is a multiple of 32); 0 for any other
+ * type or width. A pure function. */
+size_t gpu_moe_qrow_bytes(int t, int64_t n_in);
+
+/* gpu_moe_gate_up and gpu_moe_down on block-quantized experts w: the same outputs, each the
+ * same fp32 sum in the same order of the dequantized weights (bitwise quant_dequant's values,
+ * unrounded) times the BF16 inputs (xn, act; act is written BF16). CUDA cores always: AUTO
+ * means CUDA_CORES, TENSOR_CORES is cudaErrorInvalidValue, as are a type or width
+ * gpu_moe_qrow_bytes refuses and an array NULL or not 16-byte aligned. */
+cudaError_t gpu_moe_gate_up_q(const struct gpu_moe_qw *w, int n_ff, int n_embd, int n_expert,
+			      const void *xn, int n_tok, int k, const struct gpu_moe_plan *plan,
+			      void *act, bool gelu, const struct gpu_moe_oai *oai,
+			      enum gpu_moe_path path, cudaStream_t stream);
+cudaError_t gpu_moe_down_q(const struct gpu_moe_qw *w, int n_embd, int n_ff, int n_expert,
+			   const void *act, int n_tok, int k, const struct gpu_moe_plan *plan,
+			   float *y, const struct gpu_moe_oai *oai, enum gpu_moe_path path,
+			   cudaStream_t stream);
+
 /* out[t, o] (fp32, [n_tok, n_embd]) = sum over j < k in order of w[t * k + j] * y[t * k + j,
  * o] (the first term w * y, then each added; a*b+c may contract to an FMA). */
 cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, int n_embd,

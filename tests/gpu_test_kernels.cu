@@ -631,7 +631,8 @@ static void test_gemm(cublasHandle_t h)
 /* ---- the resident path: GEMV from blocks, dequantize-then-GEMM, embedding rows ---- */
 
 /* nblk random blocks of type t (as tests/gpu_test_dequant.cu makes them): random bytes,
- * each fp16 scale field finite and at most 0.5 in magnitude, either sign */
+ * each fp16 scale field finite and at most 0.5 in magnitude, either sign (MXFP4: its e8m0
+ * exponent in [119, 130], scales 2^-9 .. 2^2) */
 static std::vector<uint8_t> rand_blocks(enum gguf_dtype t, size_t n_elems)
 {
 	const size_t bb = quant_block_bytes(t), nblk = n_elems / quant_block_elems(t);
@@ -639,7 +640,9 @@ static std::vector<uint8_t> rand_blocks(enum gguf_dtype t, size_t n_elems)
 	for (auto &b : q)
 		b = (uint8_t)rnd_u32();
 	const int d_at = t == GGUF_DTYPE_Q6_K ? 208 : 0; /* Q4_K's dmin at 2 as well */
-	for (size_t b = 0; b < nblk; b++)
+	for (size_t b = 0; t == GGUF_DTYPE_MXFP4 && b < nblk; b++)
+		q[b * bb] = (uint8_t)(119 + rnd_u32() % 12);
+	for (size_t b = 0; t != GGUF_DTYPE_MXFP4 && b < nblk; b++)
 		for (int f = 0; f < (t == GGUF_DTYPE_Q4_K ? 2 : 1); f++) {
 			uint16_t hv = (uint16_t)(rnd_u32() & 0xBBFF);
 			memcpy(&q[b * bb + d_at + 2 * f], &hv, 2);
@@ -3336,6 +3339,288 @@ static void test_moe_ffn(void)
 	      "refused");
 }
 
+/* ---- block-quantized experts (gpu_moe_gate_up_q, gpu_moe_down_q) ---- */
+
+/* A host-made routing plan (gpu_moe_plan's layout, independent of gpu_moe_route): expert e
+ * gets count[e] pairs, scattered over the pairs at random, grouped stably and cut into
+ * tiles of <= GPU_MOE_TILE as the routing cuts them. n_tok = sum / k. */
+static struct moe_dev moe_host_plan(const std::vector<int> &count, int k, int *n_tok,
+				    std::vector<int32_t> *ids_out, std::vector<int32_t> *sorted_out)
+{
+	const int NX = (int)count.size();
+	std::vector<int32_t> ids;
+	for (int e = 0; e < NX; e++)
+		ids.insert(ids.end(), count[e], e);
+	for (size_t i = ids.size(); i > 1; i--) /* Fisher-Yates */
+		std::swap(ids[i - 1], ids[rnd_u32() % i]);
+	const int P = (int)ids.size();
+	*n_tok = P / k;
+	std::vector<int32_t> offs(NX + 1, 0), sorted, tiles;
+	for (int e = 0; e < NX; e++) {
+		offs[e + 1] = offs[e] + count[e];
+		for (int q = 0; q < P; q++)
+			if (ids[q] == e)
+				sorted.push_back(q);
+		for (int i = 0; i * GPU_MOE_TILE < count[e]; i++) {
+			tiles.push_back(e);
+			tiles.push_back(offs[e] + i * GPU_MOE_TILE);
+		}
+	}
+	struct moe_dev d = moe_dev_alloc(std::vector<float>((size_t)P * NX, 0.0f), *n_tok, NX, k);
+	const int32_t nt = (int32_t)tiles.size() / 2;
+	REQUIRE(cudaMemcpy(d.plan.ids, ids.data(), (size_t)P * 4, cudaMemcpyHostToDevice));
+	REQUIRE(cudaMemcpy(d.plan.offs, offs.data(), offs.size() * 4, cudaMemcpyHostToDevice));
+	REQUIRE(cudaMemcpy(d.plan.sorted, sorted.data(), (size_t)P * 4, cudaMemcpyHostToDevice));
+	REQUIRE(cudaMemcpy(d.plan.tiles, tiles.data(), tiles.size() * 4, cudaMemcpyHostToDevice));
+	REQUIRE(cudaMemcpy(d.plan.n_tiles, &nt, 4, cudaMemcpyHostToDevice));
+	*ids_out = ids;
+	*sorted_out = sorted;
+	return d;
+}
+
+/* An expert array [NX][rows][n_in] of GGUF type t (BF16: gpu_moe_qw's BF16 rows, type 30)
+ * on the device, and its values dequantized on the host by core/model/quant.c in *W. */
+static void *moe_q_array(enum gguf_dtype t, size_t n, std::vector<float> *W)
+{
+	std::vector<uint8_t> b;
+	W->resize(n);
+	if (t == GGUF_DTYPE_BF16) {
+		*W = rand_vec(n, -0.5f, 0.5f);
+		for (auto &v : *W)
+			v = st_round(GPU_BF16, v);
+		b = st_pack(GPU_BF16, *W);
+	} else {
+		b = rand_blocks(t, n);
+		quant_dequant(t, b.data(), W->data(), (int64_t)n);
+	}
+	return dev_upload(b.data(), b.size());
+}
+
+/* gpu_moe_gate_up_q and gpu_moe_down_q against a host loop in double over quant_dequant's
+ * values (the reference tests/test_quant.c checks against llama.cpp's): per case the
+ * experts' gate, up and down arrays of their own types, pairs routed by moe_host_plan so
+ * that tiles of every size 1..16 occur, with tails (17 = 16 + 1, 33 = 16 + 16 + 1), idle
+ * experts and experts past the first; widths of 2 to 32 groups (fewer than, and not a
+ * multiple of, a 256-input chunk). gate|up as test_moe_ffn bounds it (fp32 sums: 4e-6 of
+ * the sum of |terms|; act rounded to bf16), down from the device's act; gpt-oss's biases and
+ * clamped SwiGLU on the MXFP4 case. Then the last token alone (its k pairs, a plan of its
+ * own): act and y bitwise its rows in the batch (the batch-invariance contract). A wrong
+ * block stride, scale or nibble, or the neighbouring expert's rows, moves outputs by ~|w x|. */
+static void test_moe_q(void)
+{
+	const enum gguf_dtype Q8 = GGUF_DTYPE_Q8_0, Q4K = GGUF_DTYPE_Q4_K, Q6K = GGUF_DTYPE_Q6_K,
+			      MX = GGUF_DTYPE_MXFP4, Q5 = GGUF_DTYPE_Q5_0, B16 = GGUF_DTYPE_BF16;
+	/* every tile size: 16 experts with 1..16 pairs, then 17 and 33 (tails), one idle */
+	std::vector<int> every;
+	for (int c = 1; c <= 16; c++)
+		every.push_back(c);
+	every.insert(every.end(), {17, 0, 33});
+	struct qcase {
+		enum gguf_dtype tg, tu, td;
+		int n_embd, n_ff, k;
+		std::vector<int> count;
+		bool oai;
+	} cases[] = {
+	    {Q8, Q8, Q8, 96, 64, 2, every, false},
+	    /* Q4_K_M's experts: Q4_K gate and up, Q6_K down (or Q4_K) */
+	    {Q4K, Q4K, Q6K, 512, 768, 1, {16, 1, 0, 17, 7}, false},
+	    {Q4K, Q4K, Q4K, 256, 512, 2, {2, 5, 9, 0}, false},
+	    /* mixed: a BF16-rows array beside blocks; Q5_0 (a K-quant's fallback for rows not
+	     * a multiple of 256: GLM-4.5-Air's down_exps) */
+	    {Q6K, Q4K, B16, 512, 256, 1, {3, 33, 2, 9}, false},
+	    {Q5, Q5, Q5, 96, 160, 2, {7, 0, 18, 1}, false},
+	    /* gpt-oss: MXFP4 with the biases and clamped SwiGLU */
+	    {MX, MX, MX, 96, 160, 4, {5, 16, 0, 1, 19, 7}, true},
+	    {Q8, Q8, MX, 64, 96, 2, {2, 14, 0}, false},
+	};
+	const float OA = 1.702f, OL = 7.0f;
+	for (auto &cs : cases) {
+		const int NX = (int)cs.count.size(), E = cs.n_embd, F = cs.n_ff, K = cs.k;
+		std::vector<int32_t> ids, sorted;
+		int T;
+		struct moe_dev d = moe_host_plan(cs.count, K, &T, &ids, &sorted);
+		const size_t P = (size_t)T * K;
+		std::vector<float> Wg, Wu, Wd;
+		struct gpu_moe_qw qgu, qd;
+		qgu.p[0] = moe_q_array(cs.tg, (size_t)NX * F * E, &Wg);
+		qgu.p[1] = moe_q_array(cs.tu, (size_t)NX * F * E, &Wu);
+		qd.p[0] = moe_q_array(cs.td, (size_t)NX * E * F, &Wd);
+		qd.p[1] = NULL;
+		qgu.type[0] = cs.tg == B16 ? 30 : (int)cs.tg;
+		qgu.type[1] = cs.tu == B16 ? 30 : (int)cs.tu;
+		qd.type[0] = cs.td == B16 ? 30 : (int)cs.td;
+		qd.type[1] = 0;
+		std::vector<float> x = rand_vec((size_t)T * E, -1, 1);
+		for (auto &v : x)
+			v = st_round(GPU_BF16, v);
+		std::vector<float> bg((size_t)NX * F, 0.0f), bu = bg, bd((size_t)NX * E, 0.0f);
+		struct gpu_moe_oai oai = {};
+		if (cs.oai) {
+			bg = rand_vec(bg.size(), -2, 2);
+			bu = rand_vec(bu.size(), -2, 2);
+			bd = rand_vec(bd.size(), -1, 1);
+			oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL};
+		}
+		auto px = st_pack(GPU_BF16, x);
+		void *dx = dev_upload(px.data(), px.size()), *dact;
+		float *dy;
+		REQUIRE(cudaMalloc(&dact, P * F * 2));
+		REQUIRE(cudaMalloc(&dy, P * E * 4));
+		REQUIRE(gpu_moe_gate_up_q(&qgu, F, E, NX, dx, T, K, &d.plan, dact, false,
+					  cs.oai ? &oai : NULL, GPU_MOE_AUTO, 0));
+		REQUIRE(gpu_moe_down_q(&qd, E, F, NX, dact, T, K, &d.plan, dy, cs.oai ? &oai : NULL,
+				       GPU_MOE_CUDA_CORES, 0));
+		std::vector<float> act = dev_download_st(GPU_BF16, dact, P * F);
+		std::vector<float> y = dev_download<float>(dy, P * E);
+		char what[128];
+		snprintf(what, sizeof what, "moe_q %s|%s, %s: %d tokens, %d of %d experts, %dx%d",
+			 gguf_dtype_name(cs.tg), gguf_dtype_name(cs.tu), gguf_dtype_name(cs.td), T,
+			 K, NX, E, F);
+		std::vector<size_t> pos_of(P);
+		for (size_t s = 0; s < P; s++)
+			pos_of[sorted[s]] = s;
+		size_t bad = 0;
+		double worst = 0, ss = 0;
+		for (size_t q = 0; q < P; q++) {
+			const int t = (int)(q / K), e = ids[q];
+			const float *xt = &x[(size_t)t * E];
+			for (int j = 0; j < F; j++) {
+				const float *gr = &Wg[((size_t)e * F + j) * E],
+					    *ur = &Wu[((size_t)e * F + j) * E];
+				double g = 0, u = 0, ag = 0, au = 0;
+				for (int i = 0; i < E; i++) {
+					g += (double)gr[i] * xt[i];
+					u += (double)ur[i] * xt[i];
+					ag += fabs((double)gr[i] * xt[i]);
+					au += fabs((double)ur[i] * xt[i]);
+				}
+				double ac, v, lim;
+				if (cs.oai) { /* model.h swiglu_oai */
+					g += bg[(size_t)e * F + j];
+					u += bu[(size_t)e * F + j];
+					double xc = std::min(g, (double)OL);
+					double yc = std::min(std::max(u, -(double)OL), (double)OL);
+					ac = xc / (1.0 + exp(-(double)OA * xc));
+					v = ac * (yc + 1.0);
+					lim = 1.2 * 4e-6 * ag * (1 + OA * fabs(xc) / 4) *
+						  (fabs(yc) + 1) +
+					      (fabs(ac) + 1e-3) * 4e-6 * au +
+					      (2e-6 + st_rtol(GPU_BF16)) * fabs(v) + 1e-30;
+				} else {
+					ac = g / (1.0 + exp(-g));
+					v = ac * u;
+					lim = 1.2 * 4e-6 * ag * fabs(u) +
+					      (fabs(ac) + 1e-3) * 4e-6 * au +
+					      (2e-6 + st_rtol(GPU_BF16)) * fabs(v) + 1e-30;
+				}
+				const float got = act[pos_of[q] * F + j];
+				const double err = fabs(got - st_round(GPU_BF16, (float)v));
+				ss += v * v;
+				worst = std::max(worst, err / (fabs(v) + 1e-3));
+				if (!(err <= lim) && bad++ < 3)
+					fprintf(stderr,
+						"  %s: act[pair %zu][%d] = %.9g, want %.9g\n", what,
+						q, j, got, v);
+			}
+		}
+		CHECK(bad == 0, "%s: %zu of %zu activations out of tolerance", what, bad, P * F);
+		bad = 0;
+		for (size_t q = 0; q < P; q++) {
+			const int e = ids[q];
+			for (int o = 0; o < E; o++) {
+				const float *row = &Wd[((size_t)e * E + o) * F];
+				double acc = bd[(size_t)e * E + o], aa = fabs(acc);
+				for (int j = 0; j < F; j++) {
+					double pr = (double)row[j] * act[pos_of[q] * F + j];
+					acc += pr;
+					aa += fabs(pr);
+				}
+				if (!(fabs(y[q * E + o] - acc) <= 4e-6 * aa + 1e-30) && bad++ < 3)
+					fprintf(stderr, "  %s: y[pair %zu][%d] = %.9g, want %.9g\n",
+						what, q, o, y[q * E + o], acc);
+			}
+		}
+		CHECK(bad == 0, "%s: %zu of %zu down outputs out of tolerance", what, bad, P * E);
+		fprintf(stderr, "  %s: act rms %.3g, max |err| / (|v| + 1e-3) %.3g\n", what,
+			sqrt(ss / (double)(P * F)), worst);
+		/* the last token alone: its k pairs in a plan of their own */
+		std::vector<int> c1(NX, 0);
+		for (int j = 0; j < K; j++)
+			c1[ids[(size_t)(T - 1) * K + j]]++;
+		std::vector<int32_t> ids1, sorted1;
+		int T1;
+		struct moe_dev d1 = moe_host_plan(c1, K, &T1, &ids1, &sorted1);
+		/* moe_host_plan shuffles: the token's slots must keep their order */
+		REQUIRE(cudaMemcpy(d1.plan.ids, &ids[(size_t)(T - 1) * K], (size_t)K * 4,
+				   cudaMemcpyHostToDevice));
+		std::vector<int32_t> srt1;
+		for (int e = 0; e < NX; e++)
+			for (int j = 0; j < K; j++)
+				if (ids[(size_t)(T - 1) * K + j] == e)
+					srt1.push_back(j);
+		REQUIRE(
+		    cudaMemcpy(d1.plan.sorted, srt1.data(), (size_t)K * 4, cudaMemcpyHostToDevice));
+		REQUIRE(gpu_moe_gate_up_q(
+		    &qgu, F, E, NX, (const uint8_t *)dx + (size_t)(T - 1) * E * 2, 1, K, &d1.plan,
+		    dact, false, cs.oai ? &oai : NULL, GPU_MOE_CUDA_CORES, 0));
+		REQUIRE(gpu_moe_down_q(&qd, E, F, NX, dact, 1, K, &d1.plan, dy,
+				       cs.oai ? &oai : NULL, GPU_MOE_AUTO, 0));
+		std::vector<float> act1 = dev_download_st(GPU_BF16, dact, (size_t)K * F);
+		std::vector<float> y1 = dev_download<float>(dy, (size_t)K * E);
+		bool same = true;
+		for (int s = 0; s < K; s++) {
+			const int j = srt1[s];
+			const size_t q = (size_t)(T - 1) * K + j;
+			same =
+			    same &&
+			    memcmp(&act1[(size_t)s * F], &act[pos_of[q] * F], (size_t)F * 4) == 0 &&
+			    memcmp(&y1[(size_t)j * E], &y[q * E], (size_t)E * 4) == 0;
+		}
+		CHECK(same, "%s: the last token alone differs from its rows in the batch", what);
+		moe_dev_free(&d1);
+		moe_dev_free(&d);
+		cudaFree(dx);
+		cudaFree(dact);
+		cudaFree(dy);
+		for (const void *a : {qgu.p[0], qgu.p[1], qd.p[0]})
+			cudaFree((void *)a);
+		if (cs.oai) {
+			cudaFree((void *)oai.b_gate);
+			cudaFree((void *)oai.b_up);
+			cudaFree((void *)oai.b_down);
+		}
+	}
+	/* what they refuse: tensor cores; a type or width they do not read; f16 rows; an
+	 * unaligned array */
+	struct gpu_moe_plan plan = {};
+	struct gpu_moe_qw w = {{(void *)256, (void *)256}, {12, 12}};
+	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
+				GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
+	      "moe_q: tensor cores refused");
+	CHECK(gpu_moe_gate_up_q(&w, 32, 96, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
+				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
+	      "moe_q: Q4_K rows of 96 refused");
+	w.p[1] = (void *)264;
+	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
+				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
+	      "moe_q: an array not 16-byte aligned refused");
+	w.p[1] = (void *)256;
+	w.type[0] = GGUF_DTYPE_Q5_K;
+	CHECK(gpu_moe_down_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, NULL, GPU_MOE_AUTO,
+			     0) == cudaErrorInvalidValue,
+	      "moe_q: Q5_K refused");
+	w.type[0] = GGUF_DTYPE_F16;
+	CHECK(gpu_moe_down_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, NULL, GPU_MOE_AUTO,
+			     0) == cudaErrorInvalidValue,
+	      "moe_q: F16 refused");
+	CHECK(gpu_moe_qtype_ok(39, 96) && !gpu_moe_qtype_ok(39, 80) && gpu_moe_qtype_ok(8, 32) &&
+		  !gpu_moe_qtype_ok(30, 64) && gpu_moe_qrow_bytes(39, 2880) == 1530 &&
+		  gpu_moe_qrow_bytes(14, 768) == 630 && gpu_moe_qrow_bytes(30, 64) == 128 &&
+		  gpu_moe_qrow_bytes(6, 1408) == 968 && gpu_moe_qrow_bytes(13, 256) == 0,
+	      "moe_q: types and row bytes");
+	cudaGetLastError();
+}
+
 /* gpu_rope with non-uniform frequencies (Llama 3.1's rope_freqs, LongRoPE, YaRN reach the
  * kernel as arbitrary freq[], tabulated by gpu_rope_table_fill) and an attention factor. */
 static void test_rope_factors(void)
@@ -3677,6 +3962,7 @@ int main(void)
 	RUN(attn_window, test_attention_window(prop.multiProcessorCount));
 	RUN(moe_route, test_moe_route());
 	RUN(moe_ffn, test_moe_ffn());
+	RUN(moe_qexp, test_moe_q());
 #undef RUN
 	cublasDestroy(h);
 	REQUIRE(cudaDeviceSynchronize());

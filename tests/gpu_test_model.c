@@ -20,6 +20,9 @@
  *   - the resident path (block-quantized weights kept on the device): a Q8_0 model and one
  *     of Q4_K_M's Q4_K / Q6_K mix (with a Q5_K V as a BF16 part) against the CPU backend
  *     on the same blocks, prefill, batch-16 decode and fused decode at batches 5 and 1;
+ *     and the MoE shapes' (qwen3moe, gpt-oss, glm4moe, Mixtral) with block-quantized
+ *     experts (Q8_0, Q4_K_M's mix, MXFP4; a Q5_K array as BF16 rows beside blocks), their
+ *     experts' device bytes exact;
  *   - sampling through backend->sample equals the CPU backend's, RNG stream included;
  *   - with BG_GPU_FULL=1 (alone): Llama-3-8B's widths with 2 layers against the CPU.
  * Without a CUDA device: a SKIP line, "0 passed, 0 failed", exit 0. */
@@ -927,16 +930,21 @@ static void test_batch_model(struct model *m, const char *spec, int nseq)
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
 
-/* Random blocks of type t (Q8_0, Q4_K, Q5_K or Q6_K) for n elements, malloc'd: random bytes,
- * the fp16 scales set so that weights stay near +-0.05 (Q8_0 d 2^-12; Q4_K d 2^-14, dmin
- * 2^-12; Q5_K d 2^-15, dmin 2^-12; Q6_K d 2^-14; the 6-bit and int8 sub-scales random). */
+/* Random blocks of type t (Q8_0, Q4_K, Q5_K, Q6_K or MXFP4) for n elements, malloc'd:
+ * random bytes, the scales set so that weights stay near +-0.05 (Q8_0 d 2^-12; Q4_K d
+ * 2^-14, dmin 2^-12; Q5_K d 2^-15, dmin 2^-12; Q6_K d 2^-14; Q5_0 d 2^-9; MXFP4 2^-6 times
+ * its doubled e2m1 values, up to 12: gpt-oss-tiny's experts then weigh against its biases;
+ * the 6-bit and int8 sub-scales random). */
 static void *qr_blocks(enum gguf_dtype t, uint64_t n, uint32_t *rs)
 {
-	const size_t bb = t == GGUF_DTYPE_Q8_0	 ? 34
-			  : t == GGUF_DTYPE_Q4_K ? 144
-			  : t == GGUF_DTYPE_Q5_K ? 176
-						 : 210;
-	const uint64_t nblk = n / (t == GGUF_DTYPE_Q8_0 ? 32 : 256);
+	const size_t bb = t == GGUF_DTYPE_Q8_0	  ? 34
+			  : t == GGUF_DTYPE_MXFP4 ? 17
+			  : t == GGUF_DTYPE_Q5_0  ? 22
+			  : t == GGUF_DTYPE_Q4_K  ? 144
+			  : t == GGUF_DTYPE_Q5_K  ? 176
+						  : 210;
+	const uint64_t nblk =
+	    n / (t == GGUF_DTYPE_Q8_0 || t == GGUF_DTYPE_MXFP4 || t == GGUF_DTYPE_Q5_0 ? 32 : 256);
 	uint8_t *q = malloc(nblk * bb);
 	for (size_t i = 0; q && i < nblk * bb; i++) {
 		*rs ^= *rs << 13;
@@ -948,6 +956,10 @@ static void *qr_blocks(enum gguf_dtype t, uint64_t n, uint32_t *rs)
 		uint8_t *k = q + b * bb;
 		if (t == GGUF_DTYPE_Q8_0) {
 			k[0] = 0x00, k[1] = 0x0C;
+		} else if (t == GGUF_DTYPE_MXFP4) {
+			k[0] = 122; /* 2^(122 - 128) */
+		} else if (t == GGUF_DTYPE_Q5_0) {
+			k[0] = 0x00, k[1] = 0x18; /* 2^-9, values up to 16 of it */
 		} else if (t == GGUF_DTYPE_Q4_K || t == GGUF_DTYPE_Q5_K) {
 			k[0] = 0x00, k[1] = t == GGUF_DTYPE_Q4_K ? 0x04 : 0x02, k[2] = 0x00, k[3] = 0x0C;
 		} else {
@@ -1063,6 +1075,237 @@ static void test_quant_resident(void)
 		backend_destroy(gb);
 		backend_destroy(ga);
 		backend_destroy(c);
+		model_free(m);
+		for (int i = 0; i < n_bufs; i++)
+			free(bufs[i]);
+	}
+}
+
+/* ---- the resident path on mixture-of-experts models ---- */
+
+/* A synthetic MoE model of shape `shape` (2-3 layers), 256 wide with 256-wide experts (so
+ * that K-quant rows fit), untied, every matrix replaced by random blocks (qr_blocks) of the
+ * mix `mix`: 0 Q8_0 everywhere; 1 Q4_K_M's (llama.cpp's choices: Q4_K, V, the LM head and
+ * down Q6_K on the first layer, the rest Q4_K; the experts' gate and up Q4_K, their down
+ * Q6_K on the first layer and Q4_K after, as llama.cpp's use_more_bits picks for
+ * ffn_down_exps); 2 gpt-oss's files (MXFP4 experts, Q8_0 the rest); 3 mix 1 with the
+ * second layer's down_exps Q5_K (no type the expert kernels read: stored as BF16 rows beside
+ * the gate and up blocks, gpu_moe_qw's type 30). glm4moe's leading dense
+ * FFN and shared expert follow the dense FFN's types. Routers, norms and biases stay f32. */
+static struct model *qrx_model(const char *shape, int mix, void **bufs, int *n_bufs)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape(shape));
+	o.shape.n_embd = 256;
+	o.shape.n_ff = 512;
+	o.shape.n_ff_exp = 256;
+	if (strcmp(shape, "mixtral-tiny") == 0) { /* llama's experts are n_ff wide */
+		o.shape.n_ff = 256;
+		o.shape.n_ff_exp = 0;
+	}
+	o.shape.tie_output = false;
+	o.dtype = GGUF_DTYPE_F32;
+	o.seed = 23;
+	struct model *m = gpu_util_synth_model(&o, shape);
+	if (!m)
+		return NULL;
+	uint32_t rs = 0x85ebca6bu + (uint32_t)mix;
+	const enum gguf_dtype Q8 = GGUF_DTYPE_Q8_0, Q4 = GGUF_DTYPE_Q4_K, Q6 = GGUF_DTYPE_Q6_K;
+	const enum gguf_dtype q4 = mix & 1 ? Q4 : Q8, q6 = mix & 1 ? Q6 : Q8;
+	struct model_weight *w[2 + 16 * 4];
+	enum gguf_dtype t[2 + 16 * 4];
+	int n = 0;
+	w[n] = &m->tok_embd, t[n++] = q4;
+	w[n] = &m->output, t[n++] = q6;
+	for (uint32_t l = 0; l < m->hp.n_layer && l < 4; l++) {
+		struct model_layer *L = &m->layers[l];
+		const enum gguf_dtype more = l == 0 ? q6 : q4; /* use_more_bits */
+		struct model_weight *lw[13] = {
+		    &L->wq,	   &L->wk,	&L->wv,		&L->wo,	      &L->w_gate,
+		    &L->w_up,	   &L->w_down,	&L->gate_shexp, &L->up_shexp, &L->down_shexp,
+		    &L->gate_exps, &L->up_exps, &L->down_exps};
+		const enum gguf_dtype lt[13] = {q4,
+						q4,
+						more,
+						q4,
+						q4,
+						q4,
+						more,
+						q4,
+						q4,
+						more,
+						mix == 2 ? GGUF_DTYPE_MXFP4 : q4,
+						mix == 2 ? GGUF_DTYPE_MXFP4 : q4,
+						mix == 2	     ? GGUF_DTYPE_MXFP4
+						: mix == 3 && l == 1 ? GGUF_DTYPE_Q5_K
+								     : more};
+		for (int i = 0; i < 13; i++)
+			if (lw[i]->data && lw[i]->ne0 * lw[i]->ne1 > 0)
+				w[n] = lw[i], t[n++] = lt[i];
+	}
+	for (int i = 0; i < n; i++) { /* llama.cpp's fallback for rows not a multiple of 256 */
+		if ((t[i] == Q4 || t[i] == Q6) && w[i]->ne0 % 256 != 0)
+			t[i] = t[i] == Q4 ? GGUF_DTYPE_Q5_0 : Q8;
+	}
+	for (int i = 0; i < n; i++) {
+		const uint64_t ne = w[i]->ne0 * w[i]->ne1 * (w[i]->ne2 ? w[i]->ne2 : 1);
+		void *b = qr_blocks(t[i], ne, &rs);
+		bufs[(*n_bufs)++] = b;
+		w[i]->type = t[i];
+		w[i]->data = b;
+	}
+	return m;
+}
+
+/* The device bytes the experts save by staying blocks: per MoE layer, the BF16 arrays
+ * (gate|up, down; each 256-aligned) less each array as stored (256-aligned): blocks of the
+ * types gpu/moe.cu reads (Q8_0, Q4_K, Q6_K, Q5_0, MXFP4), else BF16 rows; as
+ * gpu/backend_cuda.cu lays them out (README "GPU memory"; computed here from the shapes
+ * and types alone). */
+static int64_t qrx_expert_savings(const struct model *m)
+{
+	const struct model_hparams *hp = &m->hp;
+	const int64_t E = hp->n_embd, FX = hp->n_ff_exp, NX = hp->n_expert;
+	int64_t d = 0;
+#define A256(x) (((x) + 255) / 256 * 256)
+	for (uint32_t l = hp->n_layer_dense_lead; l < hp->n_layer; l++) {
+		const struct model_layer *L = &m->layers[l];
+		d += A256(NX * 2 * FX * E * 2) + A256(NX * E * FX * 2);
+		const struct model_weight *x[3] = {&L->gate_exps, &L->up_exps, &L->down_exps};
+		for (int i = 0; i < 3; i++) {
+			const enum gguf_dtype t = x[i]->type;
+			const bool blocks = t == GGUF_DTYPE_Q8_0 || t == GGUF_DTYPE_Q4_K ||
+					    t == GGUF_DTYPE_Q6_K || t == GGUF_DTYPE_Q5_0 ||
+					    t == GGUF_DTYPE_MXFP4;
+			const int64_t rb =
+			    blocks ? (int64_t)gguf_row_bytes(t, x[i]->ne0) : 2 * (int64_t)x[i]->ne0;
+			d -= A256(rb * (int64_t)x[i]->ne1 * NX);
+		}
+	}
+#undef A256
+	return d;
+}
+
+/* The resident path on the MoE shapes (gpu/moe.cuh's block-quantized experts, README "GPU
+ * memory") against the CPU backend on the same blocks, beside the BF16 path's agreement
+ * with it (BG_CUDA_QUANT=0, the same model): 12 sequences' prompts (one pass: the expert
+ * kernels with tiles of several pairs), 2 decode steps of all 12 (the batch-16 graph), 2 of
+ * 5 and 2 of 1 (an expert's tile of a pair or two). Each step: max |cuda - cpu| / rms within
+ * 0.1, or within 2x the BF16 path's, and 1 - cosine likewise (5e-4): the CPU rounds
+ * activations to 8 bits, which can flip a near-tied expert choice of a token, on either CUDA
+ * path (measured under gpu/emu: qwen3moe-tiny q8_0, glm4moe-tiny and the mixtral case with
+ * a Q5_K array 0.2-0.9 of the rms on some steps on both paths, the resident one at most
+ * 1.3x the BF16 one's), while a wrong block stride, scale or expert in the kernels moves
+ * every token's output (bench/results/moeq-2026-12-01.md: planted bugs). Memory: with
+ * BG_CUDA_QUANT=1 the experts are blocks: retyping the expert arrays to Q4_0 (no type the
+ * expert kernels read: those experts become BF16, the other matrices stay blocks) adds
+ * exactly qrx_expert_savings bytes; BG_CUDA_QUANT unset keeps this small model BF16
+ * (gpu_qres_policy), as =0. */
+static void test_moe_resident(void)
+{
+	static const struct {
+		const char *shape;
+		int mix;
+	} cases[] = {{"qwen3moe-tiny", 0},
+		     {"qwen3moe-tiny", 1},
+		     {"gpt-oss-tiny", 2},
+		     {"glm4moe-tiny", 1},
+		     {"mixtral-tiny", 3}};
+	for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+		void *bufs[2 + 16 * 4];
+		int n_bufs = 0;
+		char what[96], what_b[112];
+		snprintf(what, sizeof what, "resident %s %s", cases[ci].shape,
+			 cases[ci].mix == 0   ? "q8_0"
+			 : cases[ci].mix == 1 ? "q4_k_m mix"
+			 : cases[ci].mix == 2 ? "mxfp4 experts"
+					      : "q4_k_m mix, a q5_K down_exps");
+		snprintf(what_b, sizeof what_b, "%s, BF16 path", what);
+		struct model *m = qrx_model(cases[ci].shape, cases[ci].mix, bufs, &n_bufs);
+		enum { NSEQ = 12, NB = 3 };
+		struct backend *g = m ? cuda_with_quant(m, NSEQ * NB * 16, "1") : NULL;
+		struct backend *gb = m ? cuda_with_quant(m, NSEQ * NB * 16, "0") : NULL;
+		struct backend *c = m ? gpu_util_backend(m, false, 16, NSEQ * NB * 16) : NULL;
+		struct backend *c2 = m ? gpu_util_backend(m, false, 16, NSEQ * NB * 16) : NULL;
+		if (g && gb && c && c2) {
+			struct backend_mem mq, mb, ma, mx;
+			g->ops->mem_info(g->ctx, &mq);
+			gb->ops->mem_info(gb->ctx, &mb);
+			struct backend *ga = cuda_with_quant(m, 64, NULL);
+			CHECK(ga != NULL, "%s: BG_CUDA_QUANT unset", what);
+			if (ga) {
+				ga->ops->mem_info(ga->ctx, &ma);
+				CHECK(mq.weight_bytes * 17 < mb.weight_bytes * 10 &&
+					  ma.weight_bytes == mb.weight_bytes,
+				      "%s: %zu weight bytes on the device, %zu with "
+				      "BG_CUDA_QUANT=0, %zu "
+				      "unset",
+				      what, mq.weight_bytes, mb.weight_bytes, ma.weight_bytes);
+			}
+			backend_destroy(ga);
+			enum gguf_dtype saved[16][3];
+			const int64_t want = qrx_expert_savings(m);
+			for (uint32_t l = 0; l < m->hp.n_layer && l < 16; l++) {
+				struct model_weight *x[3] = {&m->layers[l].gate_exps,
+							     &m->layers[l].up_exps,
+							     &m->layers[l].down_exps};
+				for (int i = 0; i < 3;
+				     i++) { /* Q4_0 rows are no longer than these */
+					saved[l][i] = x[i]->type;
+					x[i]->type = x[i]->data ? GGUF_DTYPE_Q4_0 : x[i]->type;
+				}
+			}
+			struct backend *gx = cuda_with_quant(m, 64, "1");
+			for (uint32_t l = 0; l < m->hp.n_layer && l < 16; l++) {
+				m->layers[l].gate_exps.type = saved[l][0];
+				m->layers[l].up_exps.type = saved[l][1];
+				m->layers[l].down_exps.type = saved[l][2];
+			}
+			CHECK(gx != NULL, "%s: experts retyped", what);
+			if (gx) {
+				gx->ops->mem_info(gx->ctx, &mx);
+				CHECK(want > 0 &&
+					  (int64_t)mx.weight_bytes - (int64_t)mq.weight_bytes ==
+					      want,
+				      "%s: the experts as blocks save %lld bytes, want %lld", what,
+				      (long long)((int64_t)mx.weight_bytes -
+						  (int64_t)mq.weight_bytes),
+				      (long long)want);
+			}
+			backend_destroy(gx);
+			static struct seq sg[NSEQ], sc[NSEQ], sgb[NSEQ], sc2[NSEQ];
+			struct seq *pg[NSEQ], *pc[NSEQ], *pgb[NSEQ], *pc2[NSEQ];
+			const int V = g->n_vocab;
+			seq_pairs_init(sg, sc, pg, pc, NSEQ, NB, V);
+			seq_pairs_init(sgb, sc2, pgb, pc2, NSEQ, NB, V);
+			float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+			const int batch[7] = {NSEQ, NSEQ, NSEQ, 5, 5, 1, 1};
+			for (int it = 0; it < 7; it++) {
+				double worst = 0, worst_cos = 1, wb = 0, wb_cos = 1;
+				step_both(g, c, pg, pc, batch[it], it, lg, lc, &worst, &worst_cos,
+					  what);
+				step_both(gb, c2, pgb, pc2, batch[it], it, lg, lc, &wb, &wb_cos,
+					  what_b);
+				CHECK(
+				    (worst <= 0.1 || worst <= 2 * wb) &&
+					(1 - worst_cos <= 5e-4 ||
+					 1 - worst_cos <= 2 * (1 - wb_cos)),
+				    "%s, step %d of %d sequences: max |cuda - cpu| / rms %g, worst "
+				    "cosine %.9f (the BF16 path: %g, %.9f)",
+				    what, it, batch[it], worst, worst_cos, wb, wb_cos);
+				fprintf(stderr,
+					"  %s, step %d of %d: max |cuda - cpu| / rms %.4g, cosine "
+					"%.7f; "
+					"BF16 path %.4g, %.7f\n",
+					what, it, batch[it], worst, worst_cos, wb, wb_cos);
+			}
+			free(lg);
+			free(lc);
+		}
+		backend_destroy(g);
+		backend_destroy(gb);
+		backend_destroy(c);
+		backend_destroy(c2);
 		model_free(m);
 		for (int i = 0; i < n_bufs; i++)
 			free(bufs[i]);
@@ -1501,10 +1744,16 @@ int main(void)
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
 		test_quant_resident();
+		test_moe_resident();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_MOEQ")) { /* its MoE models alone */
+		test_moe_resident();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_quant_resident();
+		test_moe_resident();
 		test_arch_vs_cpu();
 		test_arch_batches();
 		return check_summary();
@@ -1529,6 +1778,7 @@ int main(void)
 	test_synthetic_vs_cpu("synthetic:llama-100m:q8_0", 0.15, 0.999);
 	test_synthetic_vs_cpu("synthetic:llama-100m:f16", 0.03, 0.99999);
 	test_quant_resident();
+	test_moe_resident();
 	/* qwen2 (Q/K/V biases, NeoX RoPE) in f32: fp32 GEMMs without TF32 on both sides,
 	 * so only summation orders differ (~1e-6 relative per layer) */
 	test_synthetic_vs_cpu("synthetic:qwen2-tiny:f32", 1e-4, 0.9999999);
