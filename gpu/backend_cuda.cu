@@ -627,6 +627,18 @@ static enum bg_status upload_exps(struct upload *u, const struct model_layer *ml
 	return BG_OK;
 }
 
+/* The dense bytes (storage type, 256-aligned) of layer L's matrices, by kind (enum lmat):
+ * Q|K|V and O from the layer's own geometry, the FFN and expert kinds the bounds given
+ * (ffn: gate|up, down, experts' gate|up, experts' down). */
+static void lmat_dense(const struct cuda_layer *L, size_t E, size_t es, const size_t ffn[4],
+		       size_t out[LM_N])
+{
+	out[0] = align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256);
+	out[1] = align_up(E * (size_t)L->n_q * es, 256);
+	for (int k = 2; k < LM_N; k++)
+		out[k] = ffn[k - 2];
+}
+
 /* Layer l's matrix of kind k: its device bytes (dense: bytes as the storage type; 0: the
  * layer has none), and in *res whether it is resident. */
 static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32_t l, int k,
@@ -697,9 +709,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	bool tied = lazy ? m->n_params < untied_params : m->output.data == m->tok_embd.data;
 	size_t sz_embd = align_up(V * E * es, 256);
 	size_t sz_norm = align_up(E * 4, 256);
-	/* per layer: its geometry's (layer_geom below); these bound them */
-	size_t sz_qkv = align_up((size_t)(c->n_q + 2 * c->n_kv) * E * es, 256);
-	size_t sz_o = align_up(E * (size_t)c->n_q * es, 256);
+	/* per layer: the FFN and expert matrices' bounds (Q|K|V and O: each layer's geometry,
+	 * lmat_dense) */
 	size_t sz_gu = align_up(n_ffm * F * E * es, 256);
 	size_t sz_down = align_up(E * F * es, 256);
 	size_t sz_bias = hp->qkv_bias ? align_up((size_t)(c->n_q + 2 * c->n_kv) * 4, 256) : 0;
@@ -729,21 +740,15 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_out = tied ? 0 : mat_bytes(c, &wout, 1, -1, sz_embd);
 	size_t total = sz_e + sz_norm + sz_out + per_layer * hp->n_layer;
 	/* the matrices (enum lmat): each layer's own size, as dense bytes or resident */
+	const size_t sz_ffn[4] = {sz_gu, sz_down, sz_gu_exps, sz_down_exps};
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
-		const struct cuda_layer *L = &c->layers[l];
-		const size_t dense[LM_N] = {align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256),
-					    align_up(E * (size_t)L->n_q * es, 256),
-					    sz_gu,
-					    sz_down,
-					    sz_gu_exps,
-					    sz_down_exps};
+		size_t dense[LM_N];
+		lmat_dense(&c->layers[l], E, es, sz_ffn, dense);
 		for (int k = 0; k < LM_N; k++) {
 			bool res;
 			total += lmat_bytes(c, m, l, k, dense[k], &res);
 		}
 	}
-	(void)sz_qkv;
-	(void)sz_o;
 	enum bg_status st = dev_alloc(&c->weights, total, "the model weights", err);
 	if (st != BG_OK)
 		return st;
@@ -781,12 +786,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		/* every matrix (enum lmat) in kind order: placed, and uploaded here when resident
 		 * (blocks as they are); the dense ones are filled below, in the tensor order a
 		 * lazy synthetic model's values depend on */
-		const size_t dense[LM_N] = {align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256),
-					    align_up(E * (size_t)L->n_q * es, 256),
-					    sz_gu,
-					    sz_down,
-					    sz_gu_exps,
-					    sz_down_exps};
+		size_t dense[LM_N];
+		lmat_dense(L, E, es, sz_ffn, dense);
 		void **lw[LM_N] = {&L->wqkv,  &L->wo,	   &L->wgu,
 				   &L->wdown, &L->gu_exps, &L->down_exps};
 		struct gpu_qmat *lq[LM_XGU] = {&L->q_qkv, &L->q_o, &L->q_gu, &L->q_down};
