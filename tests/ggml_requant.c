@@ -7,8 +7,9 @@
  *   ggml_requant LIBGGML_BASE.so IN.gguf OUT.gguf TYPE    (TYPE: a ggml name, "iq2_xxs")
  *
  * Every tensor named *.weight with 2 or 3 dimensions, f32 or f16, rows a multiple of 256
- * is quantized; the rest (norms, and everything else) is copied as it is, as are the
- * key/values. Exit status 0 on success. */
+ * and at most 4096 wide (the importance matrix's room) is quantized; the rest (norms, and
+ * everything else) is copied as it is, as are the key/values. Exit status 0 when at least
+ * one tensor was quantized. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
