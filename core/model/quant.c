@@ -573,45 +573,36 @@ static struct {
 } pts;
 static pthread_once_t pts_once = PTHREAD_ONCE_INIT;
 
+/* the n bytes of a point, byte j = level(code, j) as a byte (IQ1's -8 as 0xF8) */
+static uint64_t pt_bytes(uint16_t code, int n, int (*level)(uint16_t, int))
+{
+	uint64_t v = 0;
+	for (int j = 0; j < n; j++)
+		v |= (uint64_t)(uint8_t)level(code, j) << (8 * j);
+	return v;
+}
+
+static int iq1_level8(uint16_t code, int j)
+{
+	return 8 * iq1_level(code, j);
+}
+
 static void pts_expand(void)
 {
 	for (int i = 0; i < 256; i++) {
-		pts.iq2xxs[i] = pts.iq2xs[i] = pts.iq2s[i] = pts.neg[i] = 0;
-		pts.iq3xxs[i] = 0;
-	}
-	for (int i = 0; i < 1024; i++) {
-		uint64_t v = 0;
-		for (int j = 0; j < 8; j++) {
-			v |= (uint64_t)iq2_level(iq2s_codes[i], j) << (8 * j);
-			if (i < 512) {
-				pts.iq2xs[i] |= (uint64_t)iq2_level(iq2xs_codes[i], j) << (8 * j);
-			}
-			if (i < 256) {
-				pts.iq2xxs[i] |= (uint64_t)iq2_level(iq2xxs_codes[i], j) << (8 * j);
-				if (i >> j & 1)
-					pts.neg[i] |= (uint64_t)0xFF << (8 * j);
-			}
-		}
-		pts.iq2s[i] = v;
+		pts.iq2xxs[i] = pt_bytes(iq2xxs_codes[i], 8, iq2_level);
+		pts.iq3xxs[i] = (uint32_t)pt_bytes(iq3xxs_codes[i], 4, iq3xxs_level);
+		for (int j = 0; j < 8; j++)
+			pts.neg[i] |= (uint64_t)(i >> j & 1 ? 0xFF : 0) << (8 * j);
 	}
 	for (int i = 0; i < 512; i++) {
-		uint32_t a = 0, c = 0;
-		for (int j = 0; j < 4; j++) {
-			c |= (uint32_t)iq3s_level(iq3s_codes[i], j) << (8 * j);
-			if (i < 256)
-				a |= (uint32_t)iq3xxs_level(iq3xxs_codes[i], j) << (8 * j);
-		}
-		pts.iq3s[i] = c;
-		if (i < 256)
-			pts.iq3xxs[i] = a;
+		pts.iq2xs[i] = pt_bytes(iq2xs_codes[i], 8, iq2_level);
+		pts.iq3s[i] = (uint32_t)pt_bytes(iq3s_codes[i], 4, iq3s_level);
 	}
-	for (int i = 0; i < 2048; i++) {
-		uint64_t v = 0;
-		for (int j = 0; j < 8; j++)
-			v |= (uint64_t)(uint8_t)(int8_t)(8 * iq1_level(iq1s_codes[i], j))
-			     << (8 * j);
-		pts.iq1s[i] = v;
-	}
+	for (int i = 0; i < 1024; i++)
+		pts.iq2s[i] = pt_bytes(iq2s_codes[i], 8, iq2_level);
+	for (int i = 0; i < 2048; i++)
+		pts.iq1s[i] = pt_bytes(iq1s_codes[i], 8, iq1_level8);
 }
 
 /* 8 int8 weights at q: the point's levels g (each >= 1) with the bytes whose bit of s is
@@ -986,39 +977,16 @@ static void round_q8_k(const float *x, float *out)
 
 void quant_round_act(enum gguf_dtype t, const float *x, float *out, int64_t n)
 {
-	switch (t) {
-	case GGUF_DTYPE_Q4_0:
-	case GGUF_DTYPE_Q4_1:
-	case GGUF_DTYPE_Q5_0:
-	case GGUF_DTYPE_Q5_1:
-	case GGUF_DTYPE_Q8_0:
-	case GGUF_DTYPE_IQ4_NL:
-	case GGUF_DTYPE_MXFP4:
-		if (n % 32)
+	/* every block type of 32 multiplies Q8_0 (Q8_1's values are Q8_0's), every one of 256
+	 * Q8_K (quant.h) */
+	const int be = quant_block_elems(t);
+	if (be == 32 || be == 256) {
+		if (n % be)
 			abort();
-		for (int64_t i = 0; i < n; i += 32)
-			round_q8_0(x + i, out + i);
+		for (int64_t i = 0; i < n; i += be)
+			(be == 32 ? round_q8_0 : round_q8_k)(x + i, out + i);
 		return;
-	case GGUF_DTYPE_Q2_K:
-	case GGUF_DTYPE_Q3_K:
-	case GGUF_DTYPE_Q4_K:
-	case GGUF_DTYPE_Q5_K:
-	case GGUF_DTYPE_Q6_K:
-	case GGUF_DTYPE_IQ4_XS:
-	case GGUF_DTYPE_IQ2_XXS:
-	case GGUF_DTYPE_IQ2_XS:
-	case GGUF_DTYPE_IQ2_S:
-	case GGUF_DTYPE_IQ3_XXS:
-	case GGUF_DTYPE_IQ3_S:
-	case GGUF_DTYPE_IQ1_S:
-	case GGUF_DTYPE_IQ1_M:
-		if (n % 256)
-			abort();
-		for (int64_t i = 0; i < n; i += 256)
-			round_q8_k(x + i, out + i);
-		return;
-	default:
-		if (out != x)
-			memcpy(out, x, sizeof(float) * (size_t)n);
 	}
+	if (out != x)
+		memcpy(out, x, sizeof(float) * (size_t)n);
 }
