@@ -3128,6 +3128,40 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 	return out;
 }
 
+/* The gated activation of one expert row pair, in double from fp32 rows: gate row gr and
+ * up row ur against input xt[E], SiLU(g) * u, or with oai gpt-oss's clamped SwiGLU
+ * (model.h swiglu_oai: alpha oa, limit ol, the biases bg and bu added); *lim the tolerance
+ * of the device's value stored as dt (fp32 sums of E terms, then the activation). */
+static double moe_act_ref(const float *gr, const float *ur, const float *xt, int E, bool oai,
+			  float oa, float ol, float bg, float bu, enum gpu_dtype dt, double *lim)
+{
+	double g = 0, u = 0, ag = 0, au = 0;
+	for (int i = 0; i < E; i++) {
+		g += (double)gr[i] * xt[i];
+		u += (double)ur[i] * xt[i];
+		ag += fabs((double)gr[i] * xt[i]);
+		au += fabs((double)ur[i] * xt[i]);
+	}
+	double ac, v;
+	if (oai) {
+		g += bg;
+		u += bu;
+		double xc = std::min(g, (double)ol);
+		double yc = std::min(std::max(u, -(double)ol), (double)ol);
+		ac = xc / (1.0 + exp(-(double)oa * xc));
+		v = ac * (yc + 1.0);
+		/* |d act / dx| <= 1 + alpha |x| / 4 */
+		*lim = 1.2 * 4e-6 * ag * (1 + oa * fabs(xc) / 4) * (fabs(yc) + 1) +
+		       (fabs(ac) + 1e-3) * 4e-6 * au + (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
+	} else {
+		ac = g / (1.0 + exp(-g));
+		v = ac * u;
+		*lim = 1.2 * 4e-6 * ag * fabs(u) + (fabs(ac) + 1e-3) * 4e-6 * au +
+		       (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
+	}
+	return v;
+}
+
 /* Every case on each kernel that takes it (gpu_moe_path): CUDA cores always, tensor cores
  * for 16-bit types with widths multiples of 16 (64 x 32, 64 x 48, 528 x 48: several input
  * chunks and tiles), and AUTO's choice. Each stage of the routed FFN against a host loop in double fed what the stage was fed
@@ -3205,33 +3239,11 @@ static void test_moe_ffn(void)
 					for (int j = 0; j < F; j++) {
 						const float *g_row = &wgu[((size_t)e * 2 * F + j) * E];
 						const float *u_row = &wgu[((size_t)e * 2 * F + F + j) * E];
-						double g = 0, u = 0, ag = 0, au = 0;
-						for (int i = 0; i < E; i++) {
-							g += (double)g_row[i] * xt[i];
-							u += (double)u_row[i] * xt[i];
-							ag += fabs((double)g_row[i] * xt[i]);
-							au += fabs((double)u_row[i] * xt[i]);
-						}
-						double ac, v, lim;
-						if (cs.oai) { /* model.h swiglu_oai */
-							g += bg[(size_t)e * F + j];
-							u += bu[(size_t)e * F + j];
-							double xc = std::min(g, (double)OL);
-							double yc = std::min(std::max(u, -(double)OL), (double)OL);
-							ac = xc / (1.0 + exp(-(double)OA * xc));
-							v = ac * (yc + 1.0);
-							/* |d act / dx| <= 1 + alpha |x| / 4 */
-							lim = 1.2 * 4e-6 * ag * (1 + OA * fabs(xc) / 4) *
-								  (fabs(yc) + 1) +
-							      (fabs(ac) + 1e-3) * 4e-6 * au +
-							      (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
-						} else {
-							ac = g / (1.0 + exp(-g));
-							v = ac * u;
-							lim = 1.2 * 4e-6 * ag * fabs(u) +
-							      (fabs(ac) + 1e-3) * 4e-6 * au +
-							      (2e-6 + st_rtol(dt)) * fabs(v) + 1e-30;
-						}
+						double lim;
+						const double v = moe_act_ref(
+						    g_row, u_row, xt, E, cs.oai, OA, OL,
+						    cs.oai ? bg[(size_t)e * F + j] : 0.0f,
+						    cs.oai ? bu[(size_t)e * F + j] : 0.0f, dt, &lim);
 						a_ref[q * F + j] = v;
 						float got = act[pos_of[q] * F + j];
 						if (!(fabs(got - st_round(dt, (float)v)) <= lim) && bad++ < 3)
@@ -3487,32 +3499,11 @@ static void test_moe_q(void)
 			for (int j = 0; j < F; j++) {
 				const float *gr = &Wg[((size_t)e * F + j) * E],
 					    *ur = &Wu[((size_t)e * F + j) * E];
-				double g = 0, u = 0, ag = 0, au = 0;
-				for (int i = 0; i < E; i++) {
-					g += (double)gr[i] * xt[i];
-					u += (double)ur[i] * xt[i];
-					ag += fabs((double)gr[i] * xt[i]);
-					au += fabs((double)ur[i] * xt[i]);
-				}
-				double ac, v, lim;
-				if (cs.oai) { /* model.h swiglu_oai */
-					g += bg[(size_t)e * F + j];
-					u += bu[(size_t)e * F + j];
-					double xc = std::min(g, (double)OL);
-					double yc = std::min(std::max(u, -(double)OL), (double)OL);
-					ac = xc / (1.0 + exp(-(double)OA * xc));
-					v = ac * (yc + 1.0);
-					lim = 1.2 * 4e-6 * ag * (1 + OA * fabs(xc) / 4) *
-						  (fabs(yc) + 1) +
-					      (fabs(ac) + 1e-3) * 4e-6 * au +
-					      (2e-6 + st_rtol(GPU_BF16)) * fabs(v) + 1e-30;
-				} else {
-					ac = g / (1.0 + exp(-g));
-					v = ac * u;
-					lim = 1.2 * 4e-6 * ag * fabs(u) +
-					      (fabs(ac) + 1e-3) * 4e-6 * au +
-					      (2e-6 + st_rtol(GPU_BF16)) * fabs(v) + 1e-30;
-				}
+				double lim;
+				const double v =
+				    moe_act_ref(gr, ur, xt, E, cs.oai, OA, OL,
+						cs.oai ? bg[(size_t)e * F + j] : 0.0f,
+						cs.oai ? bu[(size_t)e * F + j] : 0.0f, GPU_BF16, &lim);
 				const float got = act[pos_of[q] * F + j];
 				const double err = fabs(got - st_round(GPU_BF16, (float)v));
 				ss += v * v;

@@ -1570,6 +1570,22 @@ static void test_lazy_synthetic(const char *spec)
 
 /* ---- errors are values ---- */
 
+/* The CUDA backend refuses model m (freed here) with BG_ERR_UNSUPPORTED, a message holding
+ * needle and no backend, before any allocation */
+static void expect_cuda_refused(struct model *m, const char *label, const char *needle)
+{
+	struct backend_config cfg = {0};
+	cfg.block_size = 16;
+	cfg.kv_tokens = 256;
+	struct backend *b = NULL;
+	struct bg_err err = {0};
+	enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
+	CHECK(st == BG_ERR_UNSUPPORTED && b == NULL && strstr(err.msg, needle),
+	      "%s refused: status %d, '%s'", label, (int)st, err.msg);
+	backend_destroy(b);
+	model_free(m);
+}
+
 /* gemma4 what the CUDA backend does not run, refused by name before any allocation:
  * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both).
  * The released 31B (lazy: nothing is made) passes the head-size checks now (global heads
@@ -1596,15 +1612,7 @@ static void test_gemma4_refused(void)
 		}
 		if (cases[i].n_vocab)
 			m->hp.n_vocab = cases[i].n_vocab;
-		struct backend_config cfg = {0};
-		cfg.block_size = 16;
-		cfg.kv_tokens = 256;
-		struct backend *b = NULL;
-		enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
-		CHECK(st == BG_ERR_UNSUPPORTED && b == NULL && strstr(err.msg, cases[i].msg),
-		      "%s refused: status %d, '%s'", cases[i].spec, (int)st, err.msg);
-		backend_destroy(b);
-		model_free(m);
+		expect_cuda_refused(m, cases[i].spec, cases[i].msg);
 	}
 }
 
@@ -1651,16 +1659,8 @@ static void test_glm4moe_refused(void)
 		return;
 	}
 	m->hp.n_ff = 16; /* the shared expert is 32 wide */
-	struct backend_config cfg = {0};
-	cfg.block_size = 16;
-	cfg.kv_tokens = 256;
-	struct backend *b = NULL;
-	enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
-	CHECK(st == BG_ERR_UNSUPPORTED && b == NULL &&
-		  strstr(err.msg, "shared experts (32 wide) no wider than feed_forward"),
-	      "glm4moe's wide shared expert refused: status %d, '%s'", (int)st, err.msg);
-	backend_destroy(b);
-	model_free(m);
+	expect_cuda_refused(m, "glm4moe's wide shared expert",
+			    "shared experts (32 wide) no wider than feed_forward");
 }
 
 /* deepseek2 (MLA, grouped routing) is not on the CUDA backend yet: its file and the lazy
@@ -1679,16 +1679,7 @@ static void test_deepseek2_refused(void)
 			CHECK(0, "%s: %s", cases[i].spec, err.msg);
 			continue;
 		}
-		struct backend_config cfg = {0};
-		cfg.block_size = 16;
-		cfg.kv_tokens = 256;
-		struct backend *b = NULL;
-		enum bg_status st = backend_cuda_create(m, &cfg, &b, &err);
-		CHECK(st == BG_ERR_UNSUPPORTED && b == NULL &&
-			  strstr(err.msg, "deepseek2's latent attention (MLA)"),
-		      "%s refused: status %d, '%s'", cases[i].spec, (int)st, err.msg);
-		backend_destroy(b);
-		model_free(m);
+		expect_cuda_refused(m, cases[i].spec, "deepseek2's latent attention (MLA)");
 	}
 }
 
