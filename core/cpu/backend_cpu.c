@@ -1796,7 +1796,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	return BG_OK;
 }
 
-/* The Q/K norms and post-norms as f32 arrays, and the RoPE frequencies. */
+/* The RoPE frequencies, and the norms other than attn/ffn/output as f32 arrays: Q/K norms
+ * and post-norms, deepseek2's q_a / kv_a norms, gemma4 E's per-layer input norms. */
 static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 				       struct bg_err *err)
 {
@@ -1822,6 +1823,33 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 			      memcmp(c->freq, c->freq_swa, half * sizeof(double)) != 0;
 	c->qn_dim = hp->qk_norm_full ? c->q_dim : (int64_t)hd;
 	c->kn_dim = hp->qk_norm_full ? c->kv_dim : (int64_t)hd;
+	if (hp->mla) { /* deepseek2: the q_a and kv_a norms, f32 */
+		size_t per = (size_t)hp->n_lora_q + hp->n_lora_kv;
+		c->mla_norms = malloc((size_t)hp->n_layer * per * sizeof(float));
+		if (!c->mla_norms)
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the MLA norms");
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			float *dst = c->mla_norms + (size_t)l * per;
+			if (hp->n_lora_q)
+				cpuk_dequant_row(L->q_a_norm.type, L->q_a_norm.data,
+						 (int64_t)hp->n_lora_q, dst);
+			cpuk_dequant_row(L->kv_a_norm.type, L->kv_a_norm.data,
+					 (int64_t)hp->n_lora_kv, dst + hp->n_lora_q);
+		}
+	}
+	if (hp->n_embd_per_layer) { /* gemma4 E2B/E4B: the per-layer inputs' norms, f32 */
+		size_t P = hp->n_embd_per_layer;
+		c->pl_norms = malloc((P + (size_t)hp->n_layer * E) * sizeof(float));
+		if (!c->pl_norms)
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the per-layer norms");
+		cpuk_dequant_row(m->pl_proj_norm.type, m->pl_proj_norm.data, (int64_t)P,
+				 c->pl_norms);
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			cpuk_dequant_row(m->layers[l].pl_post_norm.type,
+					 m->layers[l].pl_post_norm.data, (int64_t)E,
+					 c->pl_norms + P + (size_t)l * E);
+	}
 	if (!hp->qk_norm && !hp->post_norms)
 		return BG_OK;
 	c->extra_per_layer = (size_t)(c->qn_dim + c->kn_dim) + 2 * E;
@@ -2034,37 +2062,6 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		cpu_destroy(c);
 		free(b);
 		return st;
-	}
-	if (hp->mla) { /* deepseek2: the q_a and kv_a norms, f32 */
-		size_t per = (size_t)hp->n_lora_q + hp->n_lora_kv;
-		c->mla_norms = malloc((size_t)hp->n_layer * per * sizeof(float));
-		if (!c->mla_norms) {
-			cpu_destroy(c);
-			free(b);
-			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the MLA norms");
-		}
-		for (uint32_t l = 0; l < hp->n_layer; l++) {
-			const struct model_layer *L = &m->layers[l];
-			float *dst = c->mla_norms + (size_t)l * per;
-			if (hp->n_lora_q)
-				cpuk_dequant_row(L->q_a_norm.type, L->q_a_norm.data,
-						 (int64_t)hp->n_lora_q, dst);
-			cpuk_dequant_row(L->kv_a_norm.type, L->kv_a_norm.data,
-					 (int64_t)hp->n_lora_kv, dst + hp->n_lora_q);
-		}
-	}
-	if (hp->n_embd_per_layer) { /* gemma4 E2B/E4B: the per-layer inputs' norms, f32 */
-		size_t P = hp->n_embd_per_layer;
-		c->pl_norms = malloc((P + (size_t)hp->n_layer * E) * sizeof(float));
-		if (!c->pl_norms) {
-			cpu_destroy(c);
-			free(b);
-			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the per-layer norms");
-		}
-		cpuk_dequant_row(m->pl_proj_norm.type, m->pl_proj_norm.data, (int64_t)P, c->pl_norms);
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			cpuk_dequant_row(m->layers[l].pl_post_norm.type, m->layers[l].pl_post_norm.data,
-					 (int64_t)E, c->pl_norms + P + (size_t)l * E);
 	}
 
 	b->ops = &cpu_ops;
