@@ -33,8 +33,8 @@
 need_jq || { summary; exit; }
 command -v g++ >/dev/null || { echo "SKIP: g++ not found"; summary; exit; }
 
-plugin=$TMP/emu
-if ! bash gpu/emu/run.sh "$plugin" --plugin-only >"$TMP/build.log" 2>&1; then
+plugin=${BG_EMU_PLUGIN_DIR:-$TMP/emu} # built once a run of the suite (tests/run.sh)
+if ! bash gpu/emu/run.sh "$TMP/emu" --plugin-only >"$TMP/build.log" 2>&1; then
 	cat "$TMP/build.log" >&2
 	check "the emulated CUDA backend builds" false
 	summary
@@ -226,82 +226,93 @@ check "cuda (emulated), overlap: the small pool preempted" \
 check "cuda (emulated), overlap: a request stopped on its stop string" \
 	test "$(jq -s '[.[] | select(.finish_reason == "stop")] | length' "$TMP/ovl_on.jsonl")" -gt 0
 
-# ---- the architectures of core/model/arch.h (tiny f32 files, prompts past their windows) --
-# Every feature's kernel runs here: rope factors and YaRN, Q/K norms, embedding scale, GELU,
-# post-norms, soft-caps, windowed layers (tiled prompt and per-query decode), LongRoPE, and
-# the mixture-of-experts FFN (gpu/moe.cuh: both prompts' tokens routed and grouped in one
-# pass, then the batch-2 decode graph); gpt-oss's attention sinks, O bias, biased router and
-# experts and clamped SwiGLU; olmo2's whole-row Q/K norms and absent pre-norms; granite's
-# embedding, attention, residual and logit scales; mistral3's attention temperature (the
-# 32-token prompt crosses its floor of 16); smollm3's layers without RoPE; seed_oss's Q/K/V
-# biases and renamed FFN norm; apertus's Q/K norms, O bias and xIELU FFN (gpu_xielu); gemma4's
-# two layer geometries (head sizes 16 and 32, 2 and 1 K/V heads), V = K, V norm and output
-# scales; and at the released models' head sizes (256 windowed, 512 global: the per-query
-# kernel with 16 dimensions a lane); glm4's partial interleaved RoPE, Q/K/V biases,
-# post-norms and skipped NextN layer; glm4moe's dense layer, sigmoid routing with the
-# selection bias and scale, and shared expert.
+# two prompts for the tiny files below: 32 tokens (past their windows) and 4
 printf '%s\n' '{"id":"w","input_ids":[1,290,291,292,293,294,295,296,297,298,299,300,301,302,303,304,305,306,307,308,309,310,311,312,313,314,315,316,317,318,319,320],"max_tokens":6,"temperature":0,"ignore_eos":true}' \
 	'{"id":"s","input_ids":[1,5,77,260],"max_tokens":6,"temperature":0,"ignore_eos":true}' >"$TMP/arch.jsonl"
-for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
-	mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
-	mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
-	glm4-tiny glm4moe-tiny; do
-	"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
-	"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
-	"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
-	check_eq "$sh (emulated cuda): the CPU backend's tokens" "$(tokens "$TMP/$sh.gpu.jsonl")" \
-		"$(tokens "$TMP/$sh.cpu.jsonl")"
-	far=$(jq -s -r '[.[] | {(.id): .cum_logprob}] | add' "$TMP/$sh.cpu.jsonl" >"$TMP/$sh.lp" &&
-		jq -r --slurpfile c "$TMP/$sh.lp" \
-			'select(((.cum_logprob - $c[0][.id]) | fabs) > 1e-4 or .cum_logprob == null) | .id' \
-			"$TMP/$sh.gpu.jsonl")
-	check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
-done
-# 16-bit models: prompt chunks (>= GPU_ATTN_TILE_MIN tokens) go to the tensor-core prefill
-# kernel (heads of 16 and 32 dimensions; gemma2: soft-cap and window), under three seeds
-# (which also draw the emulated wmma fragment layouts). Log-probs within 0.05: the CUDA
-# backend rounds activations to the model's 16-bit type before each GEMM (and the
-# tensor-core kernel its queries and probabilities), the CPU backend keeps them in fp32:
-# ~1e-2 apart over 6 tokens here; a wrong kernel changes the tokens.
-# The mixture-of-experts shapes too (routers in fp32 on both sides; the experts' inputs
-# rounded as above): 0.012 (mixtral bf16) and 0.002 (qwen3moe f16) apart here.
-for m in llama3-tiny:bf16 llama3-tiny:f16 gemma2-tiny:bf16 mixtral-tiny:bf16 qwen3moe-tiny:f16 \
-	gpt-oss-tiny:bf16 olmo2-tiny:bf16; do
-	sh=${m%:*} dt=${m#*:}
-	"$BATCHGEN" synth --shape "$sh" --dtype "$dt" --seed 3 -o "$TMP/$sh.$dt.gguf" 2>/dev/null
-	"$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$m.cpu.jsonl" --device cpu
-	for seed in 1 2 3; do
-		BG_EMU_SEED=$seed "$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" \
-			-o "$TMP/$m.gpu.jsonl" --device cuda 2>/dev/null
-		check_eq "$sh $dt (emulated cuda, seed $seed): the CPU backend's tokens" \
-			"$(tokens "$TMP/$m.gpu.jsonl")" "$(tokens "$TMP/$m.cpu.jsonl")"
-		check_eq "$sh $dt (emulated cuda, seed $seed): cumulative log-probs within 0.05 of the CPU's" \
-			"$(lp_far "$TMP/$m.cpu.jsonl" "$TMP/$m.gpu.jsonl" 0.05)" ""
+# The sweeps of the kernels (every architecture, the 16-bit models under three seeds, the
+# i-quant files) run in the plain binary's pass only: the emulated plugin they check is the
+# same unsanitized build under both binaries (gpu/emu/run.sh), and the sanitized binary's
+# own part of them, the CPU backend's runs of each file, is e2e_llamacpp_arch's sanitized
+# pass. The sections before and after (streams, reuse, beams, constraints, overlap, NaN,
+# windows, drivers) run the binary's host side on the CUDA backend and run in both passes.
+if ldd "$BATCHGEN" 2>/dev/null | grep -q libasan; then
+	echo "note: the kernel sweeps run in the plain binary's pass (this binary is sanitized)"
+else
+	# ---- the architectures of core/model/arch.h (tiny f32 files, prompts past their windows) --
+	# Every feature's kernel runs here: rope factors and YaRN, Q/K norms, embedding scale, GELU,
+	# post-norms, soft-caps, windowed layers (tiled prompt and per-query decode), LongRoPE, and
+	# the mixture-of-experts FFN (gpu/moe.cuh: both prompts' tokens routed and grouped in one
+	# pass, then the batch-2 decode graph); gpt-oss's attention sinks, O bias, biased router and
+	# experts and clamped SwiGLU; olmo2's whole-row Q/K norms and absent pre-norms; granite's
+	# embedding, attention, residual and logit scales; mistral3's attention temperature (the
+	# 32-token prompt crosses its floor of 16); smollm3's layers without RoPE; seed_oss's Q/K/V
+	# biases and renamed FFN norm; apertus's Q/K norms, O bias and xIELU FFN (gpu_xielu); gemma4's
+	# two layer geometries (head sizes 16 and 32, 2 and 1 K/V heads), V = K, V norm and output
+	# scales; and at the released models' head sizes (256 windowed, 512 global: the per-query
+	# kernel with 16 dimensions a lane); glm4's partial interleaved RoPE, Q/K/V biases,
+	# post-norms and skipped NextN layer; glm4moe's dense layer, sigmoid routing with the
+	# selection bias and scale, and shared expert.
+	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
+		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
+		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
+		glm4-tiny glm4moe-tiny; do
+		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
+		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
+		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
+		check_eq "$sh (emulated cuda): the CPU backend's tokens" "$(tokens "$TMP/$sh.gpu.jsonl")" \
+			"$(tokens "$TMP/$sh.cpu.jsonl")"
+		far=$(jq -s -r '[.[] | {(.id): .cum_logprob}] | add' "$TMP/$sh.cpu.jsonl" >"$TMP/$sh.lp" &&
+			jq -r --slurpfile c "$TMP/$sh.lp" \
+				'select(((.cum_logprob - $c[0][.id]) | fabs) > 1e-4 or .cum_logprob == null) | .id' \
+				"$TMP/$sh.gpu.jsonl")
+		check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 	done
-done
-# the lattice i-quants (gpu/dequant.cu: dequantized to BF16 at load): files of one type each,
-# made by ggml's own quantizer (tests/ggml_requant.c, as tests/e2e_llamacpp.sh makes them).
-# The tokens must be the CPU's; the log-probs are further apart than the 16-bit models'
-# because the CPU backend multiplies block-quantized weights by activations rounded to
-# llama.cpp's 8-bit blocks (cpu_kernels.h) and the CUDA backend by BF16 ones: cumulative
-# over 6 tokens, 0.04-0.17 apart here (2026-12-01), as far as llama.cpp's own Q4_K_M file of
-# this model (0.14; its f16 file: 0.002). A wrong element moves the tokens; the bits of each
-# element are tests/gpu_test_dequant.cu's.
-. tests/need_llamacpp.sh
-requant=$(dirname "$BATCHGEN")/tests/ggml_requant
-if need_llamacpp "the i-quant files on the emulated CUDA backend" && [ -x "$requant" ]; then
-	"$BATCHGEN" synth --shape tiny --embd 256 --ffn 512 --heads 4 --kv-heads 2 --seed 5 \
-		--dtype f16 -o "$TMP/iq-f16.gguf" 2>/dev/null
-	for t in iq2_xxs iq2_s iq3_xxs iq3_s iq1_m; do
-		"$requant" bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so \
-			"$TMP/iq-f16.gguf" "$TMP/iq-$t.gguf" $t 2>/dev/null
-		"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.cpu.jsonl" --device cpu
-		"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.gpu.jsonl" --device cuda
-		check_eq "$t (emulated cuda): the CPU backend's tokens" \
-			"$(tokens "$TMP/iq-$t.gpu.jsonl")" "$(tokens "$TMP/iq-$t.cpu.jsonl")"
-		check_eq "$t (emulated cuda): cumulative log-probs within 0.3 of the CPU's" \
-			"$(lp_far "$TMP/iq-$t.cpu.jsonl" "$TMP/iq-$t.gpu.jsonl" 0.3)" ""
+	# 16-bit models: prompt chunks (>= GPU_ATTN_TILE_MIN tokens) go to the tensor-core prefill
+	# kernel (heads of 16 and 32 dimensions; gemma2: soft-cap and window), under three seeds
+	# (which also draw the emulated wmma fragment layouts). Log-probs within 0.05: the CUDA
+	# backend rounds activations to the model's 16-bit type before each GEMM (and the
+	# tensor-core kernel its queries and probabilities), the CPU backend keeps them in fp32:
+	# ~1e-2 apart over 6 tokens here; a wrong kernel changes the tokens.
+	# The mixture-of-experts shapes too (routers in fp32 on both sides; the experts' inputs
+	# rounded as above): 0.012 (mixtral bf16) and 0.002 (qwen3moe f16) apart here.
+	for m in llama3-tiny:bf16 llama3-tiny:f16 gemma2-tiny:bf16 mixtral-tiny:bf16 qwen3moe-tiny:f16 \
+		gpt-oss-tiny:bf16 olmo2-tiny:bf16; do
+		sh=${m%:*} dt=${m#*:}
+		"$BATCHGEN" synth --shape "$sh" --dtype "$dt" --seed 3 -o "$TMP/$sh.$dt.gguf" 2>/dev/null
+		"$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$m.cpu.jsonl" --device cpu
+		for seed in 1 2 3; do
+			BG_EMU_SEED=$seed "$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" \
+				-o "$TMP/$m.gpu.jsonl" --device cuda 2>/dev/null
+			check_eq "$sh $dt (emulated cuda, seed $seed): the CPU backend's tokens" \
+				"$(tokens "$TMP/$m.gpu.jsonl")" "$(tokens "$TMP/$m.cpu.jsonl")"
+			check_eq "$sh $dt (emulated cuda, seed $seed): cumulative log-probs within 0.05 of the CPU's" \
+				"$(lp_far "$TMP/$m.cpu.jsonl" "$TMP/$m.gpu.jsonl" 0.05)" ""
+		done
 	done
+	# the lattice i-quants (gpu/dequant.cu: dequantized to BF16 at load): files of one type each,
+	# made by ggml's own quantizer (tests/ggml_requant.c, as tests/e2e_llamacpp.sh makes them).
+	# The tokens must be the CPU's; the log-probs are further apart than the 16-bit models'
+	# because the CPU backend multiplies block-quantized weights by activations rounded to
+	# llama.cpp's 8-bit blocks (cpu_kernels.h) and the CUDA backend by BF16 ones: cumulative
+	# over 6 tokens, 0.04-0.17 apart here (2026-12-01), as far as llama.cpp's own Q4_K_M file of
+	# this model (0.14; its f16 file: 0.002). A wrong element moves the tokens; the bits of each
+	# element are tests/gpu_test_dequant.cu's.
+	. tests/need_llamacpp.sh
+	requant=$(dirname "$BATCHGEN")/tests/ggml_requant
+	if need_llamacpp "the i-quant files on the emulated CUDA backend" && [ -x "$requant" ]; then
+		"$BATCHGEN" synth --shape tiny --embd 256 --ffn 512 --heads 4 --kv-heads 2 --seed 5 \
+			--dtype f16 -o "$TMP/iq-f16.gguf" 2>/dev/null
+		for t in iq2_xxs iq2_s iq3_xxs iq3_s iq1_m; do
+			"$requant" bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so \
+				"$TMP/iq-f16.gguf" "$TMP/iq-$t.gguf" $t 2>/dev/null
+			"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.cpu.jsonl" --device cpu
+			"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.gpu.jsonl" --device cuda
+			check_eq "$t (emulated cuda): the CPU backend's tokens" \
+				"$(tokens "$TMP/iq-$t.gpu.jsonl")" "$(tokens "$TMP/iq-$t.cpu.jsonl")"
+			check_eq "$t (emulated cuda): cumulative log-probs within 0.3 of the CPU's" \
+				"$(lp_far "$TMP/iq-$t.cpu.jsonl" "$TMP/iq-$t.gpu.jsonl" 0.3)" ""
+		done
+	fi
 fi
 # every layer windowed: blocks behind the window are given back (-1 in the block table) in
 # a pool of 8 blocks of 4 tokens, smaller than the 32-token prompt + 6

@@ -102,7 +102,7 @@ compare_model() {
 		sep=", "
 	done
 	# shellcheck disable=SC2086 # LLAMA_FLAGS: extra llamacpp_greedy.mjs flags, word-split
-	node bench/llamacpp_greedy.mjs "$model" "[$all]" "$N" --logprobs ${LLAMA_FLAGS:-} >"$TMP/$label.llama" \
+	llamacpp_greedy "$model" "[$all]" "$N" --logprobs ${LLAMA_FLAGS:-} >"$TMP/$label.llama" \
 		2>"$TMP/llama.err" ||
 		echo "FAIL $label: llama.cpp failed: $(tail -n 3 "$TMP/llama.err")" >&2
 	local compared=0 k=0

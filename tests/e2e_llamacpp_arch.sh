@@ -72,7 +72,7 @@ arch_compare() {
 	# shellcheck disable=SC2086
 	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$in" -o "$out" -q $BGOPTS
 	# shellcheck disable=SC2086
-	node bench/llamacpp_greedy.mjs "$model" "$PROMPTS" "$N" --logprobs --context-size 128 \
+	llamacpp_greedy "$model" "$PROMPTS" "$N" --logprobs --context-size 128 \
 		$lopts >"$TMP/$label.llama" 2>"$TMP/llama.err" ||
 		echo "FAIL $label: llama.cpp failed: $(tail -n 3 "$TMP/llama.err")" >&2
 	local res

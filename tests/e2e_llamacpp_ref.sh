@@ -55,7 +55,7 @@ check "batchgen runs" "$BATCHGEN" -m "$m" --device cpu -i "$TMP/in.jsonl" -o "$T
 llama() {
 	local out=$1
 	shift
-	node bench/llamacpp_greedy.mjs "$m" "[$BOS, $NOBOS]" "$N" --top 5 "$@" >"$out" 2>"$TMP/llama.err" ||
+	llamacpp_greedy "$m" "[$BOS, $NOBOS]" "$N" --top 5 "$@" >"$out" 2>"$TMP/llama.err" ||
 		echo "FAIL: llama.cpp $* failed: $(tail -n 3 "$TMP/llama.err")" >&2
 }
 llama "$TMP/ll_default.jsonl"

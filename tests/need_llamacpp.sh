@@ -14,3 +14,30 @@ need_llamacpp() {
 	fi
 	return 1
 }
+
+# llamacpp_greedy MODEL ARGS...: node bench/llamacpp_greedy.mjs MODEL ARGS... (stdout, stderr
+# and exit status as its). With $BG_LLAMACPP_CACHE set (tests/run.sh sets it for one run of
+# the suite and empties it first), a run that exits 0 keeps its output there under the
+# sha256 of the model file and the arguments, and a later call with the same file and
+# arguments prints it instead of running llama.cpp again: the sanitized build's run of a
+# test reads what the plain build's run computed, since llama.cpp is the same program for
+# both and its output is a function of the file and the arguments (~1.4 s a start). One
+# run at a time computes a key (flock): a test that asks while another computes it waits.
+llamacpp_greedy() {
+	if [ -z "${BG_LLAMACPP_CACHE:-}" ]; then
+		node bench/llamacpp_greedy.mjs "$@"
+		return
+	fi
+	local key
+	key=$({ sha256sum <"$1" && printf '%s\n' "${@:2}"; } | sha256sum | cut -c1-32)
+	local hit=$BG_LLAMACPP_CACHE/$key
+	mkdir -p "$BG_LLAMACPP_CACHE"
+	(
+		flock 9
+		if [ ! -f "$hit" ]; then
+			node bench/llamacpp_greedy.mjs "$@" >"$hit.tmp" || exit
+			mv "$hit.tmp" "$hit"
+		fi
+		cat "$hit"
+	) 9>"$hit.lock"
+}

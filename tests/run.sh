@@ -6,10 +6,13 @@
 # every tests/e2e_*.sh against BUILD_DIR/batchgen.
 # N tests run at a time (default: the processor count). Each test is one process on one
 # core at a time, and writes only its own log and its own mktemp folders, so they do not
-# see each other. The longest start first ($RUN_LONG), so that the suite does not end with
-# one of them running alone. Each test prints one line as it ends, "LABEL NAME ok|FAILED
-# summary (time)", its output in BUILD_DIR/tests/NAME.log; then, in the order given, one
-# total line per build, "LABEL: N passed, N failed", and the failed tests again.
+# see each other, except for the work that is the same for every build, done once a run
+# under a lock by the first test that needs it: llama.cpp's outputs ($BG_LLAMACPP_CACHE)
+# and the emulated CUDA plugin ($BG_EMU_PLUGIN_DIR). The longest start first ($RUN_LONG),
+# so that the suite does not end with one of them running alone. Each test prints one line
+# as it ends, "LABEL NAME ok|FAILED summary (time)", its output in BUILD_DIR/tests/NAME.log;
+# then, in the order given, one total line per build, "LABEL: N passed, N failed", and the
+# failed tests again.
 set -u
 jobs_max=$(nproc 2>/dev/null || echo 1)
 if [ "${1:-}" = -j ]; then
@@ -33,6 +36,12 @@ while [ $# -gt 0 ]; do
 	[ ${#2} -le $label_width ] || label_width=${#2}
 	shift 2
 done
+
+# llama.cpp's outputs (tests/need_llamacpp.sh, llamacpp_greedy) and the emulated CUDA
+# plugin (gpu/emu/run.sh), made once a run for all builds
+export BG_LLAMACPP_CACHE=${builds[0]}/tests/llamacpp-cache
+export BG_EMU_PLUGIN_DIR=${builds[0]}/tests/emu-plugin
+rm -rf "$BG_LLAMACPP_CACHE" "$BG_EMU_PLUGIN_DIR" "$BG_EMU_PLUGIN_DIR.lock"
 
 # the jobs, "PASS NAME KIND PATH": PASS indexes builds[]
 jobs=()

@@ -15,10 +15,12 @@
 #   sampled; ~8 min of CPU and 6 GB; bench/results/e17g-2026-11-30.md).
 # A debugging aid for machines without a GPU: it checks indexing, synchronization and host
 # logic, not speed. $BG_EMU_SEED (thread and block orders) and $BG_EMU_STREAMS (late, early
-# or random: when queued stream work runs) reach the tests (gpu/emu/inc/emu.h). --plugin-only builds OUT_DIR/libbatchgen-cuda.so alone and runs nothing
-# (tests/e2e_gpu_emu.sh runs the binary on it). --dequant builds only gpu/dequant.cu and
-# tests/gpu_test_dequant.cu and runs that test (tests/e2e_gpu_dequant.sh). Needs a built libbatchgen.a of the CPU modules in $BUILD (default
-# build/). OUT_DIR defaults to /tmp/bg-emu.
+# or random: when queued stream work runs) reach the tests (gpu/emu/inc/emu.h).
+# --plugin-only builds the plugin alone (OUT_DIR/libbatchgen-cuda.so, or in
+# $BG_EMU_PLUGIN_DIR: below) and runs nothing (tests/e2e_gpu_emu.sh runs the binary on it).
+# --dequant builds only gpu/dequant.cu and tests/gpu_test_dequant.cu and runs that test
+# (tests/e2e_gpu_dequant.sh). Needs a built libbatchgen.a of the CPU modules in $BUILD
+# (default build/). OUT_DIR defaults to /tmp/bg-emu.
 set -eu
 out=/tmp/bg-emu
 kernels=1 model=0 engine=0 plugin_only=0 dequant=0 full=0
@@ -40,24 +42,32 @@ done
 build=${BUILD:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-mkdir -p "$out/src/gpu" "$out/src/tests" "$out/o"
-ln -sfn "$root/core" "$out/src/core"
+# the plugin (transformed gpu/ sources, objects, libbatchgen-cuda.so) goes to OUT_DIR, or
+# to $BG_EMU_PLUGIN_DIR when set (not with --dequant), where the first run builds it under
+# a lock and later runs use it (tests/run.sh: once a run of the suite, for every test)
+plugin=${BG_EMU_PLUGIN_DIR:-$out}
+[ $dequant -eq 0 ] || plugin=$out
+mkdir -p "$plugin/src/gpu" "$plugin/o" "$out/src/tests"
+ln -sfn "$root/core" "$plugin/src/core"
 cp "$root/tests/check.h" "$root/tests/quant_util.h" "$out/src/tests/"
-cp "$root/gpu/backend_cuda.h" "$root/gpu/plugin.h" "$root"/gpu/*.cuh "$out/src/gpu/"
-for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$out/src/gpu/$(basename "$f")"; done
 python3 "$here/transform.py" "$root/tests/gpu_test_kernels.cu" "$out/src/tests/gpu_test_kernels.cu"
 [ $full -eq 1 ] || sed -i 's/{512, 32000, 128256}/{512, 3000, 5000}/; s/{4096, 4096, 7}/{256, 700, 7}/; s/{{1500, 1}, {100, 37}, {0, 1}}/{{300, 1}, {100, 37}, {0, 1}}/' \
 	"$out/src/tests/gpu_test_kernels.cu"
-gcc -std=c11 -I"$root/core" -I"$root" "$root/gpu/abi_layout.c" -o "$out/abi_layout"
-"$out/abi_layout" >"$out/src/gpu/abi_layout.h"
 # nvcc contracts a*b+c into an FMA; so does this build, with FMA instructions where the CPU
 # has them (else fmaf in software: slow, but the same results)
 fma=""
 grep -qw fma /proc/cpuinfo && fma=-mfma
-F="-std=c++17 -O2 -g -fPIC -ffp-contract=fast $fma -I$here/inc -I$out/src -I$out/src/gpu -I$root/core -I$root -w"
+F="-std=c++17 -O2 -g -fPIC -ffp-contract=fast $fma -I$here/inc -I$plugin/src -I$plugin/src/gpu -I$root/core -I$root -w"
+transform_gpu() {
+	cp "$root/gpu/backend_cuda.h" "$root/gpu/plugin.h" "$root"/gpu/*.cuh "$plugin/src/gpu/"
+	for f in "$root"/gpu/*.cu; do python3 "$here/transform.py" "$f" "$plugin/src/gpu/$(basename "$f")"; done
+	gcc -std=c11 -I"$root/core" -I"$root" "$root/gpu/abi_layout.c" -o "$plugin/abi_layout"
+	"$plugin/abi_layout" >"$plugin/src/gpu/abi_layout.h"
+}
 if [ $dequant -eq 1 ]; then
+	transform_gpu
 	python3 "$here/transform.py" "$root/tests/gpu_test_dequant.cu" "$out/src/tests/gpu_test_dequant.cu"
-	g++ $F -x c++ -c "$out/src/gpu/dequant.cu" -o "$out/dequant.o"
+	g++ $F -x c++ -c "$plugin/src/gpu/dequant.cu" -o "$out/dequant.o"
 	g++ $F -x c++ -c "$out/src/tests/gpu_test_dequant.cu" -o "$out/test_dequant.o"
 	g++ $F -c "$here/emu.cpp" -o "$out/emu.o"
 	g++ -o "$out/emu_dequant" "$out/test_dequant.o" "$out/dequant.o" "$out/emu.o" "$build/libbatchgen.a" \
@@ -65,15 +75,27 @@ if [ $dequant -eq 1 ]; then
 	cd "$root"
 	exec "$out/emu_dequant"
 fi
-for f in "$out"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$out/o/$(basename "$f" .cu).o"; done
-g++ $F -c "$here/emu.cpp" -o "$out/o/emu.o"
-# the model and engine tests reach the backend as the binary does: through the plugin loader
-g++ -shared -o "$out/libbatchgen-cuda.so" "$out"/o/*.o
+build_plugin() {
+	transform_gpu
+	for f in "$plugin"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$plugin/o/$(basename "$f" .cu).o"; done
+	g++ $F -c "$here/emu.cpp" -o "$plugin/o/emu.o"
+	# the model and engine tests reach the backend as the binary does: through the plugin loader
+	g++ -shared -o "$plugin/libbatchgen-cuda.so.tmp" "$plugin"/o/*.o
+	mv "$plugin/libbatchgen-cuda.so.tmp" "$plugin/libbatchgen-cuda.so"
+}
+if [ "$plugin" != "$out" ]; then
+	(
+		flock 9
+		if [ ! -f "$plugin/libbatchgen-cuda.so" ]; then build_plugin; fi
+	) 9>"$plugin.lock"
+else
+	build_plugin
+fi
 [ $plugin_only -eq 1 ] && exit 0
 if [ $kernels -eq 1 ]; then
 	g++ $F -x c++ -c "$out/src/tests/gpu_test_kernels.cu" -o "$out/kernels.o"
 	# -rdynamic: the emulator names kernels from the dynamic symbol table (its messages)
-	g++ -rdynamic -o "$out/emu_kernels" "$out/kernels.o" "$out"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
+	g++ -rdynamic -o "$out/emu_kernels" "$out/kernels.o" "$plugin"/o/*.o "$build/libbatchgen.a" -lcjson -lpcre2-8 -lm -ldl -lpthread
 fi
 for t in model engine; do
 	gcc -std=c11 -O2 -g -D_GNU_SOURCE -I"$root/core" -I"$root" -c "$root/tests/gpu_test_$t.c" -o "$out/$t.o"
@@ -86,17 +108,17 @@ if [ $kernels -eq 1 ]; then
 fi
 if [ $model -eq 1 ]; then
 	if [ $full -eq 1 ]; then
-		BG_GPU_FULL=1 BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_model"
+		BG_GPU_FULL=1 BATCHGEN_CUDA_LIB="$plugin/libbatchgen-cuda.so" "$out/emu_model"
 	else
-		BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_model"
+		BATCHGEN_CUDA_LIB="$plugin/libbatchgen-cuda.so" "$out/emu_model"
 	fi
 fi
 if [ $engine -eq 1 ]; then
 	n=20 max=8
 	[ $full -eq 1 ] && n=200 max=48
-	BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" BG_GPU_ENGINE_N=${BG_GPU_ENGINE_N:-$n} \
+	BATCHGEN_CUDA_LIB="$plugin/libbatchgen-cuda.so" BG_GPU_ENGINE_N=${BG_GPU_ENGINE_N:-$n} \
 		BG_GPU_ENGINE_MAX_TOKENS=${BG_GPU_ENGINE_MAX_TOKENS:-$max} "$out/emu_engine"
 	if [ $full -eq 1 ]; then
-		BG_GPU_FULL=1 BATCHGEN_CUDA_LIB="$out/libbatchgen-cuda.so" "$out/emu_engine"
+		BG_GPU_FULL=1 BATCHGEN_CUDA_LIB="$plugin/libbatchgen-cuda.so" "$out/emu_engine"
 	fi
 fi
