@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // llamacpp_tokenize.mjs VOCAB.gguf CORPUS RUNS [special]
+// llamacpp_tokenize.mjs VOCAB.gguf CORPUS ids
 //
 // llama.cpp's side of bench/tokenize_bench.sh: loads VOCAB (a vocab-only GGUF is enough)
 // with node-llama-cpp's prebuilt CPU build of llama.cpp, splits CORPUS into chunks at the
@@ -9,6 +10,8 @@
 // seconds spent in tokenize calls only. A first line {"once": [...]} gives the ids of
 // "Once upon a time", to check that no BOS is added. With "special", special tokens are
 // parsed (model.tokenize(chunk, true)): a cross-check of the special-token partition.
+// With "ids" instead of RUNS, it prints the ids of each chunk as a JSON array, one line a
+// chunk, in order (no "once" line, no timing): a test's reference.
 //
 // Needs `npm ci --prefix bench` (or `npm install --prefix bench`) first.
 import { readFileSync } from "node:fs";
@@ -16,15 +19,23 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 
 const [modelPath, corpusPath, runsStr, mode] = process.argv.slice(2);
 const special = mode === "special";
-const runs = Number(runsStr);
-if (!modelPath || !corpusPath || !Number.isInteger(runs) || runs < 1 || (mode && !special)) {
-	process.stderr.write("usage: node bench/llamacpp_tokenize.mjs VOCAB.gguf CORPUS RUNS [special]\n");
+const ids = runsStr === "ids" && !mode;
+const runs = ids ? 0 : Number(runsStr);
+if (!modelPath || !corpusPath || !Number.isInteger(runs) || (runs < 1 && !ids) || (mode && !special)) {
+	process.stderr.write("usage: node bench/llamacpp_tokenize.mjs VOCAB.gguf CORPUS RUNS [special]\n" +
+		"       node bench/llamacpp_tokenize.mjs VOCAB.gguf CORPUS ids\n");
 	process.exit(2);
 }
 const raw = readFileSync(corpusPath);
 const chunks = raw.toString("utf8").split("\x1e");
 const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
 const model = await llama.loadModel({ modelPath, gpuLayers: 0, vocabOnly: true });
+if (ids) {
+	for (const c of chunks) console.log(JSON.stringify(Array.from(model.tokenize(c, false))));
+	await model.dispose();
+	await llama.dispose();
+	process.exit(0);
+}
 console.log(JSON.stringify({ once: Array.from(model.tokenize("Once upon a time", false)) }));
 
 for (let r = 0; r < runs; r++) {

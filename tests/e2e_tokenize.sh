@@ -98,6 +98,44 @@ if p=$(shared vocab/ggml-vocab-bert-bge.gguf); then
 	check bert-unsupported-rc test $? -eq 3
 	check bert-unsupported-msg grep -q "unsupported tokenizer model 'bert'" "$TMP/err"
 fi
+# the kimi-k2 pre-tokenizer (Kimi-K2's files) against llama.cpp, which runs its own code
+# for it (core/text/tok_split.c): no reference file exists, so Qwen2's vocabulary with its
+# pre-tokenizer renamed (a byte-level BPE with many Han words), on llama.cpp's test strings
+# and lines where Han meets other letters, marks, digits and contractions
+. tests/need_llamacpp.sh
+if p=$(shared $v-qwen2.gguf) && need_llamacpp "the kimi-k2 pre-tokenizer against llama.cpp"; then
+	/usr/bin/python3 - "$p" "$TMP/kimi.gguf" "$p.inp" "$TMP/kimi.txt" <<'PY'
+import struct, sys
+src, dst, inp, out = sys.argv[1:5]
+d = open(src, "rb").read()
+key = b"tokenizer.ggml.pre"
+i = d.index(key) + len(key)  # then the type (8: string), its length and bytes
+assert struct.unpack_from("<I", d, i)[0] == 8
+n = struct.unpack_from("<Q", d, i + 4)[0]
+new = b"kimi-k2"
+open(dst, "wb").write(d[:i + 4] + struct.pack("<Q", len(new)) + new + d[i + 12 + n:])
+chunks = [c for c in open(inp, encoding="utf-8").read().split("\n__ggml_vocab_test__\n") if c]
+chunks += ["Hello世界, it's 中文test", "HTTPServer's API 我們的 don'T 你'S", "x\U00020000y \u3005\u3006\u3007 \u2e80\u2f00",
+           "cafe\u0301 na\u0308ive 12345678 \u0663\u0664\u0665\u0666 \uf900\ufa6e", " 中 \n\n 中文\t英文ABC's\r\n",
+           "'hello 'Ll 'RE'VE \U0002b740\U0002ebe0\U0002f800abc", "時々人々 一〇〇 日本語の文章です",
+           "नमस्ते दुनिया सामाजिक", "สวัสดีครับ ภาษาไทย", "مَرْحَبًا بِالْعَالَم", "Ünïcödé naïve façade"]
+open(out, "w", encoding="utf-8").write("\x1e".join(chunks))
+PY
+	node bench/llamacpp_tokenize.mjs "$TMP/kimi.gguf" "$TMP/kimi.txt" ids >"$TMP/kimi.llama" \
+		2>"$TMP/kimi.err" || cat "$TMP/kimi.err" >&2
+	n=0 bad=""
+	while IFS= read -r -d $'\x1e' c || [ -n "$c" ]; do
+		n=$((n + 1))
+		got=$(printf '%s' "$c" | "$BATCHGEN" tokenize -m "$TMP/kimi.gguf" --no-bos -f - | tr -d ' ')
+		want=$(sed -n "${n}p" "$TMP/kimi.llama" | tr -d ' ')
+		[ "$got" = "$want" ] || bad+=" $n"
+	done <"$TMP/kimi.txt"
+	check_eq "kimi-k2: llama.cpp tokenized the $n strings" "$(wc -l <"$TMP/kimi.llama")" "$n"
+	check_eq "kimi-k2: llama.cpp's ids for each string (the strings that differ)" "$bad" ""
+	# and the split is not qwen2's: a space does not lead a Han run (" 中文" is one qwen2 word)
+	check "kimi-k2: not qwen2's split" test "$("$BATCHGEN" tokenize -m "$TMP/kimi.gguf" \
+		--no-bos "a 中文")" != "$("$BATCHGEN" tokenize -m "$p" --no-bos "a 中文")"
+fi
 if p=$(shared $v-gpt-2.gguf); then
 	"$BATCHGEN" detokenize -m "$p" "[1, 50257]" >/dev/null 2>&1
 	check detok-range-rc test $? -eq 2

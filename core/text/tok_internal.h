@@ -99,6 +99,7 @@ enum tok_pre {
 	TOK_PRE_SEED_CODER,
 	TOK_PRE_BAILINGMOE,
 	TOK_PRE_GEMMA4,
+	TOK_PRE_KIMI_K2,
 };
 
 const char *const *tok_pre_regexes(enum tok_pre pre);

@@ -166,6 +166,20 @@ static const char *const re_bailingmoe[] = {
     " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
     NULL,
 };
+/* Kimi-K2: Han runs apart from other letters. llama.cpp runs its own code for this
+ * (unicode_regex_split_custom_kimi_k2), not the tokenizer's regex: Han is its list of CJK
+ * ideograph blocks (not Unicode's Han script: no radicals, no U+3005-3007), and a word is
+ * any run of non-Han letters (\p{L}, no marks; no split between upper and lower case),
+ * after one optional leading character, with the optional contraction. This is that code
+ * as a regex. */
+#define HAN                                                                                        \
+	"[\\x{3400}-\\x{4DBF}\\x{4E00}-\\x{9FFF}\\x{F900}-\\x{FAFF}\\x{20000}-\\x{2A6DF}"          \
+	"\\x{2A700}-\\x{2EBEF}\\x{2F800}-\\x{2FA1F}]"
+static const char *const re_kimi_k2[] = {
+    HAN "+|[^\\r\\n\\p{L}\\p{N}]?(?:(?!" HAN ")\\p{L})+" CONTRACTIONS "?|\\p{N}{1,3}|"
+	" ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    NULL,
+};
 /* Gemma 4 merges over whole lines (spaces are already U+2581): only newlines split. */
 static const char *const re_gemma4[] = {"[^\\n]+|[\\n]+", NULL};
 
@@ -189,6 +203,7 @@ const char *const *tok_pre_regexes(enum tok_pre pre)
 	case TOK_PRE_SEED_CODER: return re_seed_coder;
 	case TOK_PRE_BAILINGMOE: return re_bailingmoe;
 	case TOK_PRE_GEMMA4: return re_gemma4;
+	case TOK_PRE_KIMI_K2: return re_kimi_k2;
 	}
 	return re_default;
 }

@@ -154,6 +154,7 @@ static const struct pre_info {
     {"llada-moe", TOK_PRE_BAILINGMOE, 0, 0, 0},
     {"gemma4", TOK_PRE_GEMMA4, 0, 0, 0},
     {"granite-embed-multi-311m", TOK_PRE_GEMMA4, 0, 0, 0},
+    {"kimi-k2", TOK_PRE_KIMI_K2, 0, 0, 0},
 };
 
 void tok_free(struct tok *t)
