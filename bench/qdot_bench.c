@@ -2,9 +2,10 @@
  * llama.cpp's vec_dot (ggml-cpu's zen4 build from node-llama-cpp, when present) on the
  * same blocks.
  *
- *   qdot_bench [-T q4_k|q6_k|q8_0|...] [-k K] [-r ROWS] [-n N_TOK] [-i ISA] [-s REPS] [-t THREADS]
- *              [-H 1]
+ *   qdot_bench [-T TYPE] [-k K] [-r ROWS] [-n N_TOK] [-i ISA] [-s REPS] [-t THREADS] [-H 1]
  *
+ * TYPE: any type cpu/qdot multiplies, by ggml's name in any case (q4_k, IQ3_S; default
+ * q4_K); another name is refused. *
  * Weights: random bytes with sane fp16 scales, ROWS x K (default 4096 x 2048), so the
  * default Q4_K matrix is 4.7 MB (in L3) and -r 65536 (75 MB) streams from memory.
  * Reports ns per 256-element super-block and GB/s of weights read, for our matmul over
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cpu/cpu_weights.h"
@@ -83,20 +85,20 @@ int main(int argc, char **argv)
 	int n_tok = 1, reps = 5, isa = -1, huge = 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "-T")) {
-			if (!strcmp(argv[i + 1], "q4_k"))
-				t = GGUF_DTYPE_Q4_K;
-			else if (!strcmp(argv[i + 1], "q6_k"))
-				t = GGUF_DTYPE_Q6_K;
-			else if (!strcmp(argv[i + 1], "q5_k"))
-				t = GGUF_DTYPE_Q5_K;
-			else if (!strcmp(argv[i + 1], "q8_0"))
-				t = GGUF_DTYPE_Q8_0;
-			else if (!strcmp(argv[i + 1], "q4_0"))
-				t = GGUF_DTYPE_Q4_0;
-			else if (!strcmp(argv[i + 1], "q5_0"))
-				t = GGUF_DTYPE_Q5_0;
-			else if (!strcmp(argv[i + 1], "q5_1"))
-				t = GGUF_DTYPE_Q5_1;
+			/* any type qdot multiplies, by ggml's name in any case (q4_k, IQ3_S) */
+			int id = 0;
+			while (id <= GGUF_DTYPE_MXFP4 &&
+			       !(gguf_dtype_name((enum gguf_dtype)id) &&
+				 !strcasecmp(gguf_dtype_name((enum gguf_dtype)id), argv[i + 1]) &&
+				 qdot_handles((enum gguf_dtype)id)))
+				id++;
+			if (id > GGUF_DTYPE_MXFP4) {
+				fprintf(stderr,
+					"qdot_bench: -T %s: not a type cpu/qdot multiplies\n",
+					argv[i + 1]);
+				return 2;
+			}
+			t = (enum gguf_dtype)id;
 		} else if (!strcmp(argv[i], "-k"))
 			k = atoll(argv[i + 1]);
 		else if (!strcmp(argv[i], "-r"))
