@@ -1299,17 +1299,17 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		else
 			matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, ao, T);
 		if (hp->attn_out_bias) /* gpt-oss, optional elsewhere: the O projection's bias */
-			add_bias(c->xb, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
+			add_bias(ao, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
 							 c->qn_dim + c->kn_dim
 						   : NULL;
 		if (post) /* gemma, olmo2: the branch output normalized before the residual add */
 			for (t = 0; t < T; t++)
-				rmsnorm(c->xb + t * E, c->xb + t * E, post, E, hp->rms_eps);
-		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
+				rmsnorm(ao + t * E, ao + t * E, post, E, hp->rms_eps);
+		branch_scale(ao, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E && !hp->parallel; i++)
-			c->x[i] += c->xb[i];
+			c->x[i] += ao[i];
 		if (prof)
 			prof_lap(c, &tp, &prof->resid_s);
 
