@@ -259,7 +259,9 @@ int cmd_info(int argc, char **argv)
 	if (hp->rope_attn_factor != 1.0f)
 		printf("rope_attn_factor: %g\n", (double)hp->rope_attn_factor);
 	if (hp->qk_norm)
-		printf("qk_norm: %s\n", hp->qk_norm_full ? "yes, over the whole Q and K rows" : "yes");
+		printf("qk_norm: %s\n", hp->qk_norm_full	 ? "yes, over the whole Q and K rows"
+					: hp->qk_norm_heads ? "yes, a weight row per head"
+							    : "yes");
 	if (hp->no_pre_norms)
 		printf("pre_norms: none (attention and FFN read the residual as it is)\n");
 	if (hp->post_norms)
@@ -280,7 +282,11 @@ int cmd_info(int argc, char **argv)
 		printf("residual_scale: %g (each branch output before its residual add)\n",
 		       (double)hp->residual_scale);
 	if (hp->logit_scale != 1.0f)
-		printf("logit_scale: %g (logits divided by it)\n", (double)hp->logit_scale);
+		printf("logit_scale: %g (logits multiplied by it)\n", (double)hp->logit_scale);
+	if (hp->layer_norm)
+		printf("norms: LayerNorm (mean-subtracted, eps %g)\n", (double)hp->rms_eps);
+	if (hp->parallel)
+		printf("block: parallel (attention and FFN read one norm; x + ffn + attn)\n");
 	if (hp->attn_temp_scale != 0.0f)
 		printf("attn_temperature: Q after RoPE times log(floor((pos + %g) / %u) + 1) * %g + "
 		       "1\n",

@@ -81,12 +81,13 @@ struct cuda_layer {
 	float *attn_norm; /* [n_embd], or NULL (hp.no_pre_norms: olmo2) */
 	void *wqkv;	  /* [n_q + 2 n_kv, n_embd] */
 	void *wo;	  /* [n_embd, n_q] */
-	float *ffn_norm;  /* [n_embd], or NULL likewise */
+	float *ffn_norm;  /* [n_embd], or NULL likewise (and with hp.parallel: cohere) */
 	void *wgu;	  /* [2 n_ff, n_embd]; [n_ff, n_embd], up alone, with hp.xielu */
 	void *wdown;	  /* [n_embd, n_ff] */
 	float *bqkv;	  /* [n_q + 2 n_kv] fp32 Q|K|V biases (qwen2), or NULL */
 	float *q_norm, *k_norm;	    /* [head_dim] fp32 each (qwen3, gemma3), [n_q] and [n_kv]
-				     * (hp.qk_norm_full: olmo2), or NULL */
+				     * (hp.qk_norm_full: olmo2; hp.qk_norm_heads: Command R+'s
+				     * row per head), or NULL */
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
 	bool no_rope;		     /* Q and K not rotated (smollm3's every 4th layer) */
@@ -202,6 +203,9 @@ struct cuda_ctx {
 	 * activations [cap_tok * k, n_ff_exp] (dt, in the plan's sorted order) and down
 	 * outputs [cap_tok * k, n_embd] (by pair id) */
 	float *moe_xf, *moe_logits, *moe_y;
+	/* [cap_tok, n_embd] fp32, hp.parallel (command-r, cohere2): the FFN's output, added to
+	 * the residual before the attention's (tmp) is */
+	float *par;
 	struct gpu_moe_plan moe_plan;
 	void *moe_act;
 	size_t act_bytes;
@@ -679,8 +683,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	 * no data pointers, but then its parameter count leaves the output out. */
 	/* the Q/K norms' widths: per head, or the whole rows (olmo2) */
 	/* (the largest layer's: gemma4's Q/K norms are as wide as each layer's heads) */
-	size_t qn = hp->qk_norm_full ? (size_t)c->n_q : model_head_dim_max(hp);
-	size_t kn = hp->qk_norm_full ? (size_t)c->n_kv : model_head_dim_max(hp);
+	const bool qk_rows = hp->qk_norm_full || hp->qk_norm_heads; /* Command R+: per head */
+	size_t qn = qk_rows ? (size_t)c->n_q : model_head_dim_max(hp);
+	size_t kn = qk_rows ? (size_t)c->n_kv : model_head_dim_max(hp);
 	/* apertus: up and down only (no gate) */
 	const uint64_t n_ffm = hp->xielu ? 1 : 2; /* FFN matrices before down: gate|up or up */
 	uint64_t untied_params = (uint64_t)V * E * 2 + E + m->rope_factors.ne0;
@@ -688,10 +693,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		const struct model_layer *ml = &m->layers[l];
 		uint64_t lhd = model_head_dim(hp, ml->swa);
 		uint64_t lq = hp->n_head * lhd, lkv = model_n_head_kv(hp, ml->swa) * lhd;
-		untied_params += (hp->no_pre_norms ? 0 : 2 * E) +
+		untied_params += (hp->no_pre_norms ? 0 : hp->parallel ? E : 2 * E) +
 				 E * (lq + (ml->v_from_k ? 1 : 2) * lkv) + lq * E +
 				 (n_ffm + 1) * E * F +
-				 (hp->qk_norm ? (hp->qk_norm_full ? lq + lkv : 2 * lhd) : 0) +
+				 (hp->qk_norm ? (qk_rows ? lq + lkv : 2 * lhd) : 0) +
 				 (hp->post_norms ? 2 * (uint64_t)E : 0) +
 				 (hp->qkv_bias ? lq + 2 * lkv : 0) +
 				 (hp->attn_sinks ? (uint64_t)hp->n_head : 0) +
@@ -717,6 +722,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_qn = hp->qk_norm ? align_up(qn * 4, 256) : 0;
 	size_t sz_qkn = hp->qk_norm ? sz_qn + align_up(kn * 4, 256) : 0;
 	size_t sz_pre = hp->no_pre_norms ? 0 : sz_norm; /* attn_norm, ffn_norm each */
+	size_t sz_fpre = hp->parallel ? 0 : sz_pre;	/* cohere: no ffn_norm */
 	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
 	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
 	size_t sz_gu_exps = align_up(NX * 2 * FX * E * es, 256);
@@ -729,7 +735,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
 	size_t sz_selb = hp->n_expert_shared ? align_up(NX * 4, 256) : 0; /* glm4moe */
-	size_t per_layer = 2 * sz_pre + sz_bias + sz_qkn + sz_post + sz_selb;
+	size_t per_layer = sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -812,8 +818,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		L->q_exps = res[LM_XGU];
 		L->attn_norm = sz_pre ? (float *)p : NULL;
 		p += sz_pre;
-		L->ffn_norm = sz_pre ? (float *)p : NULL;
-		p += sz_pre;
+		L->ffn_norm = sz_fpre ? (float *)p : NULL;
+		p += sz_fpre;
 		if (NX) {
 			L->router = (float *)p;
 			p += sz_router;
@@ -1021,12 +1027,13 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 	/* mixture of experts: NP (token, expert) pairs of FX-wide experts, 0 without */
 	size_t NX = c->hp.n_expert, FX = c->hp.n_ff_exp, NP = N * c->hp.n_expert_used;
 	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;
-	enum { N_BUF = 18 };
+	enum { N_BUF = 19 };
 	size_t sizes[N_BUF] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
 			       es * N * E, es * N * c->n_q,   es * N * F, 4 * GPU_GEMV_MAX_TOK * E,
 			       4 * N * NX, 4 * NP * E,	      es * NP * FX, 4 * NP,
 			       4 * NP,	   4 * NP,	      4 * (NX + 1),  4 * 2 * n_tiles,
-			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0};
+			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0,
+			       c->hp.parallel ? 4 * N * E : 0};
 	size_t total = 0;
 	for (int i = 0; i < N_BUF; i++)
 		total += align_up(sizes[i], 256);
@@ -1041,7 +1048,8 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 			     &c->act,		      (void **)&c->x2,	      (void **)&c->moe_logits,
 			     (void **)&c->moe_y,      &c->moe_act,	      (void **)&mp->ids,
 			     (void **)&mp->w,	      (void **)&mp->sorted,   (void **)&mp->offs,
-			     (void **)&mp->tiles,     (void **)&mp->n_tiles,     (void **)&c->moe_xf};
+			     (void **)&mp->tiles,     (void **)&mp->n_tiles,     (void **)&c->moe_xf,
+			     (void **)&c->par};
 	for (int i = 0; i < N_BUF; i++) {
 		*dst[i] = p;
 		p += align_up(sizes[i], 256);
@@ -1174,8 +1182,10 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	/* (apertus: its FFN is not gated, and the gate|up GEMV's epilogue is SwiGLU's: the
 	 * unfused path's gpu_xielu. A non-gated epilogue is left for later. gemma4: V norms
 	 * and layer output scales, and post-norms too) */
+	/* (command-r, cohere2: LayerNorms and the parallel block; the GEMV's prologue is an
+	 * RMS norm and the fused layer sequential) */
 	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
-	       !c->hp.v_norm && !c->hp.out_scale &&
+	       !c->hp.v_norm && !c->hp.out_scale && !c->hp.layer_norm && !c->hp.parallel &&
 	       c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
@@ -1235,6 +1245,20 @@ static cudaError_t branch_scale(struct cuda_ctx *c, int n, cudaStream_t s)
 	return gpu_scale(c->tmp, (int64_t)n * c->hp.n_embd, c->hp.residual_scale, s);
 }
 
+/* The model's pre-norm (gpu_add_rmsnorm's contract): a LayerNorm with hp.layer_norm
+ * (command-r, cohere2), else the RMS norm. */
+static cudaError_t add_prenorm(const struct cuda_ctx *c, float *x, const float *delta,
+			       const float *w, const int32_t *rows, int n_out, bool write_back,
+			       void *out, enum gpu_dtype dt, cudaStream_t s)
+{
+	const int E = (int)c->hp.n_embd;
+	if (c->hp.layer_norm)
+		return gpu_add_layernorm(x, delta, w, c->hp.rms_eps, rows, n_out, E, write_back,
+					 out, dt, s);
+	return gpu_add_rmsnorm(x, delta, w, c->hp.rms_eps, rows, n_out, E, write_back, out, dt,
+			       s);
+}
+
 /* Enqueues the whole model for one pass. Makes no synchronous call and allocates
  * nothing, so that it can be captured into a CUDA graph. */
 static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
@@ -1287,8 +1311,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.head_dim = L->hd;
 		qp.bias = L->bqkv;
 		/* whole-row Q/K norms (olmo2) are a kernel of their own before qkv_post */
-		qp.q_norm = hp->qk_norm_full ? NULL : L->q_norm;
-		qp.k_norm = hp->qk_norm_full ? NULL : L->k_norm;
+		qp.q_norm = hp->qk_norm_full || hp->qk_norm_heads ? NULL : L->q_norm;
+		qp.k_norm = hp->qk_norm_full || hp->qk_norm_heads ? NULL : L->k_norm;
 		qp.eps = hp->rms_eps;
 		qp.pos = d_pos;
 		/* < 2: no rotation (smollm3) */
@@ -1317,14 +1341,23 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			if (l)
 				res_swap(&xr, &xo);
 		} else {
-			CUDA_CHECK(gpu_add_rmsnorm(c->x, l ? c->tmp : NULL, L->attn_norm,
-						   hp->rms_eps, NULL, n, E, l > 0, c->xn, c->dt, s));
+			CUDA_CHECK(add_prenorm(c, c->x, l ? c->tmp : NULL, L->attn_norm, NULL, n,
+					       l > 0, c->xn, c->dt, s));
 			CUBLAS_CHECK(pass_gemm(c, L->wqkv, &L->q_qkv, c->xn, c->qkv, L->n_q + 2 * L->n_kv, E,
 					       n, c->ld_qkv));
 		}
 		if (hp->qk_norm_full)
 			CUDA_CHECK(gpu_qk_rmsnorm_rows(c->qkv, c->ld_qkv, n, L->n_q, L->n_kv,
 						       L->q_norm, L->k_norm, hp->rms_eps, s));
+		if (hp->qk_norm_heads) { /* Command R+: the biases first, then the head norms */
+			if (qp.bias)
+				CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, qp.bias, n,
+							L->n_q + 2 * L->n_kv, s));
+			qp.bias = NULL;
+			CUDA_CHECK(gpu_head_layernorm(c->qkv, c->ld_qkv, n, (int)hp->n_head,
+						      L->n_kvh, L->hd, L->q_norm, L->k_norm,
+						      hp->rms_eps, s));
+		}
 		if (!qkv_epilogue)
 			CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
 		struct gpu_attn_args a;
@@ -1383,6 +1416,18 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
 		CUDA_CHECK(branch_scale(c, n, s));
+		if (hp->parallel) { /* command-r, cohere2: the FFN of the same normed input (xn),
+				     * x += its output, then the attention's (tmp) with the next
+				     * norm: (x + ffn) + attn, as the CPU backend */
+			CUBLAS_CHECK(
+			    pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * F, E, n, 2 * F));
+			CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
+			CUBLAS_CHECK(
+			    pass_gemm(c, L->wdown, &L->q_down, c->act, c->par, E, F, n, E));
+			CUDA_CHECK(gpu_add_rmsnorm(c->x, c->par, NULL, hp->rms_eps, NULL, n, E, true,
+						   c->par, GPU_F32, s));
+			continue; /* check_model: no experts, post-norms or scales */
+		}
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
 					   c->xn, c->dt, s));
 		if (L->moe) {
@@ -1473,14 +1518,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		g.pdl = pdl;
 		CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 	} else {
-		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, c->output_norm, hp->rms_eps, d_rows,
-					   ps->n_out, E, false, c->xl, c->dt, s));
+		CUDA_CHECK(add_prenorm(c, c->x, c->tmp, c->output_norm, d_rows, ps->n_out, false,
+				       c->xl, c->dt, s));
 		CUBLAS_CHECK(pass_gemm(c, c->output, &c->q_out, c->xl, logits, (int)hp->n_vocab, E,
 				       ps->n_out, (int)hp->n_vocab));
 	}
-	if (hp->logit_scale != 1.0f) /* granite: times the fp32 reciprocal, as the CPU */
+	if (hp->logit_scale != 1.0f) /* granite, command-r, cohere2: as the CPU */
 		CUDA_CHECK(gpu_scale(c->logits + (size_t)row0 * hp->n_vocab,
-				     (int64_t)ps->n_out * hp->n_vocab, 1.0f / hp->logit_scale, s));
+				     (int64_t)ps->n_out * hp->n_vocab, hp->logit_scale, s));
 	if (hp->final_softcap > 0.0f) /* gemma2 */
 		CUDA_CHECK(gpu_softcap(c->logits + (size_t)row0 * hp->n_vocab,
 				       (int64_t)ps->n_out * hp->n_vocab, hp->final_softcap, s));
@@ -2325,6 +2370,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if ((hp->moe_bias || hp->swiglu_oai) && hp->n_expert == 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU and expert biases are supported in experts only");
+	if (hp->parallel && (hp->n_expert || hp->xielu || hp->post_norms || hp->out_scale ||
+			     hp->residual_scale != 1.0f || hp->attn_out_bias || hp->no_pre_norms))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the parallel attention and FFN block is supported with a dense "
+			       "SwiGLU FFN and no post-norms, scales or O bias only");
 	if (hp->xielu && (hp->n_expert || hp->gelu))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the xIELU FFN is supported in dense layers only");

@@ -85,6 +85,14 @@ cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float 
 			    const int32_t *rows, int n_out, int n, bool write_back, void *out,
 			    enum gpu_dtype dt, cudaStream_t stream);
 
+/* The same with a LayerNorm (command-r, cohere2; hp.layer_norm): with s as above,
+ *   out[i] = (s - mean) * (1 / sqrt(var + eps)) * w,
+ * mean = sum(s) / n rounded to fp32 (the sum in double), var = sum((s - mean)^2) / n in
+ * double, as the CPU backend's layernorm. w must not be NULL. */
+cudaError_t gpu_add_layernorm(float *x, const float *delta, const float *w, float eps,
+			      const int32_t *rows, int n_out, int n, bool write_back, void *out,
+			      enum gpu_dtype dt, cudaStream_t stream);
+
 /* ---- bias.cu ---- */
 
 /* x[t, i] += bias[i] for t < n_tok, i < width; x is [n_tok, ld] fp32. */
@@ -122,6 +130,13 @@ cudaError_t gpu_rope(float *qkv, int ld, const int32_t *pos, int n_tok, int n_he
  * n_head_kv) becomes x / sqrt(mean(x^2) + eps) * w, w = qw or kw ([hd] fp32). */
 cudaError_t gpu_head_rmsnorm(float *qkv, int ld, int n_tok, int n_head, int n_head_kv, int hd,
 			     const float *qw, const float *kw, float eps, cudaStream_t stream);
+
+/* In place, a LayerNorm per head with the head's own weight row (Command R+,
+ * hp.qk_norm_heads): query head h of each qkv row becomes (x - mean) / sqrt(var + eps) *
+ * qw[h * hd ...] (qw [n_head][hd]), key head h the same with kw [n_head_kv][hd]; mean and
+ * var as gpu_add_layernorm's. */
+cudaError_t gpu_head_layernorm(float *qkv, int ld, int n_tok, int n_head, int n_head_kv, int hd,
+			       const float *qw, const float *kw, float eps, cudaStream_t stream);
 
 /* The same over whole rows (olmo2, hp.qk_norm_full), in place: each token's query columns
  * [0, n_q) become x / sqrt(mean(x^2) + eps) * qw ([n_q] fp32) and its key columns

@@ -13,7 +13,9 @@
 # (windowed and global layers of different head sizes, V norm, V = K, attention scale 1, layer
 # output scales), glm4 (partial interleaved RoPE, post-norms, a skipped NextN layer) and
 # glm4moe (sigmoid routing with a selection bias, a shared expert, a leading dense layer),
-# deepseek2 (MLA, grouped softmax / sigmoid routing, YaRN's attention scale).
+# deepseek2 (MLA, grouped softmax / sigmoid routing, YaRN's attention scale), command-r
+# and cohere2 (LayerNorms, parallel attention and FFN, per-head Q/K LayerNorms, logit scale,
+# RoPE on the windowed layers only).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -219,6 +221,15 @@ arch_compare smollm3-q8_0 0.1 0.25 "${F32KV[*]}" --shape smollm3-tiny --dtype q8
 # the O bias dropped.
 arch_compare seed_oss-f32 0 2e-5 "${F32KV[*]}" --shape seed_oss-tiny --dtype f32 --seed 3
 arch_compare apertus-f32 0 2e-5 "${F32KV[*]}" --shape apertus-tiny --dtype f32 --seed 3
+# command-r (llama.cpp's command-r graph; command-r-plus-tiny, 64 layers of 32): LayerNorms
+# (mean-subtracted) for attn_norm and output_norm, attention and FFN in parallel from one
+# norm, Command R+'s per-head Q/K LayerNorms (a weight row per head) before interleaved
+# RoPE, the tied output, logits times logit_scale 0.5; cohere2 (cohere2-tiny): no Q/K
+# norms, layers 0-2 windowed (16) and rotated, layer 3 global without RoPE.
+arch_compare command-r-f32 0 2e-5 "${F32KV[*]}" --shape command-r-plus-tiny --dtype f32 --seed 3
+arch_compare command-r-q8_0 0.1 0.25 "${F32KV[*]}" --shape command-r-plus-tiny --dtype q8_0 --seed 9
+arch_compare cohere2-f32 0 2e-5 "${F32KV[*]}" --shape cohere2-tiny --dtype f32 --seed 3
+arch_compare cohere2-q8_0 0.1 0.25 "${F32KV[*]}" --shape cohere2-tiny --dtype q8_0 --seed 5
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

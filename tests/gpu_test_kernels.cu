@@ -2663,6 +2663,80 @@ static void test_head_norm(void)
 	cudaFree(dkw);
 }
 
+/* Command-R's LayerNorms: gpu_add_layernorm and gpu_head_layernorm. By hand: [1, 2, 3, 4]
+ * has mean 2.5, deviations [-1.5, -0.5, 0.5, 1.5], variance 1.25, scale 1/sqrt(1.25)
+ * (eps 0); query head 1 [2, 2, 2, 6]: mean 3, variance 3; the key head [0, 0, 0, 8]: mean 2,
+ * variance 12; each head with its own weight row, V untouched. Then 3 gathered rows of
+ * 4096 with a delta and write-back in every dtype against the CPU backend's expression
+ * (the mean rounded to fp32, sums in double). */
+static void test_layernorm(void)
+{
+	const double s125 = 1.0 / sqrt(1.25), s3 = 1.0 / sqrt(3.0), s12 = 1.0 / sqrt(12.0);
+	std::vector<float> x = {1, 2, 3, 4}, w = {1, 1, 2, 0.5f};
+	float *dx = dev_vec(x), *dw = dev_vec(w), *out;
+	REQUIRE(cudaMalloc(&out, 4 * sizeof(float)));
+	REQUIRE(gpu_add_layernorm(dx, NULL, dw, 0.0f, NULL, 1, 4, false, out, GPU_F32, 0));
+	check_close("add_layernorm by hand", dev_download<float>(out, 4),
+		    {(float)(-1.5 * s125), (float)(-0.5 * s125), (float)(2 * 0.5 * s125),
+		     (float)(0.5 * 1.5 * s125)},
+		    0, 3e-7);
+	/* hd 4: query heads [1, 2, 3, 4] (weights 1) and [2, 2, 2, 6] (weights 2), one key
+	 * head [0, 0, 0, 8] (weights 1, 0, 1, 0.5), one value head */
+	std::vector<float> qkv = {1, 2, 3, 4, 2, 2, 2, 6, 0, 0, 0, 8, 5, 6, 7, 8};
+	std::vector<float> qw = {1, 1, 1, 1, 2, 2, 2, 2}, kw = {1, 0, 1, 0.5f};
+	float *dq = dev_vec(qkv), *dqw = dev_vec(qw), *dkw = dev_vec(kw);
+	REQUIRE(gpu_head_layernorm(dq, 16, 1, 2, 1, 4, dqw, dkw, 0.0f, 0));
+	check_close("head_layernorm by hand", dev_download<float>(dq, 16),
+		    {(float)(-1.5 * s125), (float)(-0.5 * s125), (float)(0.5 * s125),
+		     (float)(1.5 * s125), (float)(-2 * s3), (float)(-2 * s3), (float)(-2 * s3),
+		     (float)(6 * s3), (float)(-2 * s12), 0, (float)(-2 * s12),
+		     (float)(0.5 * 6 * s12), 5, 6, 7, 8},
+		    0, 3e-7);
+	cudaFree(dx);
+	cudaFree(dw);
+	cudaFree(out);
+	cudaFree(dq);
+	cudaFree(dqw);
+	cudaFree(dkw);
+	const int n = 4096, rows_in = 5;
+	std::vector<int32_t> rows = {4, 0, 2};
+	for (enum gpu_dtype dt : all_dt) {
+		std::vector<float> xr = rand_vec((size_t)rows_in * n, -2, 3);
+		std::vector<float> dl = rand_vec((size_t)rows_in * n, -1, 1);
+		std::vector<float> wr = rand_vec(n, 0.5f, 1.5f), xw = xr;
+		float *dxr = dev_vec(xr), *dd = dev_vec(dl), *dwr = dev_vec(wr);
+		int32_t *drows = dev_vec(rows);
+		void *o;
+		REQUIRE(cudaMalloc(&o, (size_t)3 * n * 4));
+		REQUIRE(gpu_add_layernorm(dxr, dd, dwr, 1e-5f, drows, 3, n, true, o, dt, 0));
+		std::vector<float> want((size_t)3 * n);
+		for (int i = 0; i < 3; i++) {
+			std::vector<float> sv(n);
+			double sum = 0, ss = 0;
+			for (int j = 0; j < n; j++) {
+				sv[j] = xr[(size_t)rows[i] * n + j] + dl[(size_t)rows[i] * n + j];
+				xw[(size_t)rows[i] * n + j] = sv[j];
+				sum += sv[j];
+			}
+			float mean = (float)(sum / n);
+			for (int j = 0; j < n; j++)
+				ss += (double)(sv[j] - mean) * (sv[j] - mean);
+			float sc = (float)(1.0 / sqrt(ss / n + 1e-5));
+			for (int j = 0; j < n; j++)
+				want[(size_t)i * n + j] = st_round(dt, ((sv[j] - mean) * sc) * wr[j]);
+		}
+		char what[64];
+		snprintf(what, sizeof what, "add_layernorm n %d %s", n, gpu_dtype_name(dt));
+		check_close(what, dev_download_st(dt, o, (size_t)3 * n), want, 1e-6, st_rtol(dt));
+		check_close("add_layernorm residual", dev_download<float>(dxr, xr.size()), xw, 0, 0);
+		cudaFree(dxr);
+		cudaFree(dd);
+		cudaFree(dwr);
+		cudaFree(drows);
+		cudaFree(o);
+	}
+}
+
 /* gpu_qk_rmsnorm_rows (olmo2's Q/K norms over each token's whole Q and K rows): the CPU
  * backend's expression over n_q and n_kv columns, the value columns untouched. Widths of
  * OLMo 2 7B's 4096 (GQA-less: n_kv = n_q) and 32B's 5120 / 1024, and a tiny 64 / 32. */
@@ -3946,6 +4020,7 @@ int main(void)
 	RUN(kv_large, test_kv_large());
 	RUN(head_norm, test_head_norm());
 	RUN(qk_norm_rows, test_qk_norm_rows());
+	RUN(layernorm, test_layernorm());
 	RUN(qkv_post, test_qkv_post());
 	RUN(scale_softcap, test_scale_softcap());
 	RUN(gelu, test_gelu());

@@ -568,7 +568,8 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
 	const bool moe = hp->n_expert > 0;
 	bool fused = !moe && !hp->post_norms && !hp->attn_out_bias && !hp->no_pre_norms &&
-		     !hp->qk_norm_full && n_tok >= 1 && n_tok <= 8 && hp->n_embd % v == 0 &&
+		     !hp->qk_norm_full && !hp->layer_norm && !hp->parallel && n_tok >= 1 &&
+		     n_tok <= 8 && hp->n_embd % v == 0 &&
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
@@ -577,9 +578,12 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input);
 	 * granite: the residual scale, a gpu_scale node after each branch (both paths), and
 	 * the logit scale one after the LM head; gemma4's layer output scale: two gpu_scale
-	 * nodes a layer (the residual and the FFN's output) */
+	 * nodes a layer (the residual and the FFN's output); command-r, cohere2 (unfused): the
+	 * FFN's residual add in place of its norm, Command R+'s head norms one node (and its
+	 * biases one before them) */
 	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
 		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
+		     hp->qk_norm_heads + (hp->qk_norm_heads && hp->qkv_bias) +
 		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	/* glm4moe: its leading dense layers as a dense model's (3 nodes and one cuBLAS call
@@ -871,6 +875,10 @@ static void test_arch_vs_cpu(void)
 	    /* glm4moe: a dense layer, then sigmoid routing with the selection bias, scale
 	     * 2.5, the shared expert; Q/K norms, NeoX partial RoPE */
 	    "synthetic:glm4moe-tiny:f32",
+	    /* command-r (64 layers: Command R+'s per-head Q/K LayerNorms) and cohere2 (RoPE on
+	     * the windowed layers only): LayerNorms, the parallel block, the logit scale */
+	    "synthetic:command-r-plus-tiny:f32",
+	    "synthetic:cohere2-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1720,6 +1728,10 @@ static void test_arch_batches(void)
 	test_lazy_synthetic("synthetic:glm4moe-tiny:bf16");
 	test_glm4moe_refused();
 	test_deepseek2_refused();
+	/* cohere2 on bucket 4's graph (parallel block, windowed layers); command-r lazily:
+	 * its per-head norm rows and no ffn_norm on the device */
+	test_batch_vs_cpu("synthetic:cohere2-tiny:f32", 3);
+	test_lazy_synthetic("synthetic:command-r-plus-tiny:bf16");
 }
 
 int main(void)

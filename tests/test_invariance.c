@@ -816,7 +816,8 @@ int main(void)
 	    "mistral3-tiny",	  "mistral3-tiny:q8_0",	 "mistral3-bias-tiny", "smollm3-tiny",
 	    "seed_oss-tiny",	  "apertus-tiny",	 "apertus-tiny:q8_0",  "gemma4-tiny",
 	    "gemma4-e-tiny",	  "glm4-tiny",		 "glm4moe-tiny",       "glm4moe-tiny:q8_0",
-	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny"};
+	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny",
+	    "command-r-tiny",	  "cohere2-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	return check_summary();

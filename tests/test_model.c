@@ -1325,7 +1325,8 @@ static void test_granite(void)
 	if (m) {
 		const struct model_hparams *hp = &m->hp;
 		CHECK(hp->embd_scale == 12.0f && hp->attn_scale == 0.125f &&
-			  hp->residual_scale == 0.22f && hp->logit_scale == 8.0f && !hp->rope_neox &&
+			  hp->residual_scale == 0.22f && hp->logit_scale == 0.125f &&
+			  !hp->rope_neox &&
 			  !hp->qkv_bias && hp->final_softcap == 0.0f,
 		      "granite-tiny scales: embd %g attn %g residual %g logit %g",
 		      (double)hp->embd_scale, (double)hp->attn_scale, (double)hp->residual_scale,
@@ -1356,7 +1357,7 @@ static void test_granite(void)
 		const struct model_hparams *hp = &m->hp;
 		CHECK(hp->n_expert == 8 && hp->n_expert_used == 2 && hp->n_ff_exp == 64 &&
 			  hp->expert_weights_norm && hp->residual_scale == 0.22f &&
-			  hp->logit_scale == 8.0f && hp->embd_scale == 12.0f &&
+			  hp->logit_scale == 0.125f && hp->embd_scale == 12.0f &&
 			  m->layers[3].down_exps.ne2 == 8,
 		      "granitemoe-tiny hparams");
 		model_free(m);
@@ -1962,12 +1963,101 @@ static void test_gemma4(void)
  * per-layer flags the loader reads from the same shape's file: granite's scales,
  * mistral3's temperature, attn_factor and biases, smollm3's unrotated layers, seed_oss's
  * biases, apertus's missing gate and xIELU values. */
+/* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
+ * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
+ * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
+ * RoPE; the released sizes' parameter counts (synth.c); refusals as llama.cpp's loader. */
+static void test_cohere(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	static const char *const tiny[3] = {"command-r-tiny", "command-r-plus-tiny",
+					    "cohere2-tiny"};
+	for (int i = 0; i < 3; i++) {
+		CHECK(moe_rewrite(tiny[i], ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+		if (!m)
+			continue;
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l1 = &m->layers[1];
+		CHECK(hp->layer_norm && hp->parallel && !hp->rope_neox && !hp->qkv_bias &&
+			  hp->logit_scale == 0.5f && hp->rms_eps == 1e-5f &&
+			  m->output.data == m->tok_embd.data && !l1->ffn_norm.data &&
+			  !l1->ffn_norm.ne0 && l1->attn_norm.ne0 == hp->n_embd &&
+			  hp->qk_norm == (i == 1) && hp->qk_norm_heads == (i == 1) &&
+			  (i != 1 || (l1->q_norm.ne0 == 16 && l1->q_norm.ne1 == 2 &&
+				      l1->k_norm.ne0 == 16 && l1->k_norm.ne1 == 1)),
+		      "%s hparams", tiny[i]);
+		bool rot = true;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			rot = rot && m->layers[l].no_rope == (i == 2 && l == 3) &&
+			      m->layers[l].swa == (i == 2 && l != 3);
+		CHECK(rot && (i != 2 || (hp->n_swa == 16 && hp->swa_pattern == 4 &&
+					 hp->rope_base_swa == hp->rope_base)),
+		      "%s: windowed layers rotate, the global one does not", tiny[i]);
+		CHECK(m->n_params == synth_n_params(synth_find_shape(tiny[i]), true),
+		      "%s n_params %llu", tiny[i], (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	/* command-r: logit_scale optional (absent, or 0: none) */
+	for (int z = 0; z < 2; z++) {
+		CHECK(moe_rewrite("command-r-tiny", ME_KEY_F32, "command-r.logit_scale",
+				  z ? 0 : UINT32_MAX, &m, &err) == BG_OK,
+		      "%s", err.msg);
+		CHECK(m && m->hp.logit_scale == 1.0f, "command-r: logit_scale %s: none",
+		      z ? "0" : "absent");
+		model_free(m);
+		m = NULL;
+	}
+	static const struct {
+		const char *shape;
+		uint64_t n;
+	} sizes[] = {{"command-r-35b", 34980831232ull},
+		     {"command-r-plus-104b", 103810674688ull},
+		     {"command-r7b", 8028033024ull},
+		     {"command-a-111b", 111057580032ull}};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char spec[64];
+		snprintf(spec, sizeof spec, "synthetic:%s", sizes[i].shape);
+		CHECK(model_open(spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		if (m)
+			CHECK(m->n_params == sizes[i].n &&
+				  synth_n_params(synth_find_shape(sizes[i].shape), true) ==
+				      sizes[i].n,
+			      "lazy %s: n_params %llu", sizes[i].shape,
+			      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    {"command-r-tiny", ME_ADD, "output.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'output.weight' is not part of a command-r model"},
+	    {"command-r-tiny", ME_ADD, "blk.0.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_norm.weight' is not part of a command-r model"},
+	    /* Q/K norms below 64 layers: llama.cpp does not load them */
+	    {"command-r-tiny", ME_ADD, "blk.0.attn_q_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_q_norm.weight' is not part of a command-r model"},
+	    {"command-r-plus-tiny", ME_DROP, "blk.63.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.63.attn_k_norm.weight' is missing"},
+	    {"command-r-tiny", ME_KEY_F32, "command-r.attention.layer_norm_epsilon", UINT32_MAX,
+	     BG_ERR_FORMAT, "layer_norm_epsilon is missing"},
+	    {"cohere2-tiny", ME_KEY_F32, "cohere2.logit_scale", UINT32_MAX, BG_ERR_FORMAT,
+	     "cohere2.logit_scale is missing"},
+	    {"cohere2-tiny", ME_KEY, "cohere2.attention.sliding_window", UINT32_MAX,
+	     BG_ERR_FORMAT, "cohere2.attention.sliding_window is missing"},
+	    {"cohere2-tiny", ME_ADD, "blk.0.attn_q_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_q_norm.weight' is not part of a cohere2 model"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 static void test_lazy_new_arch(void)
 {
 	static const char *const shapes[] = {
 	    "granite-tiny", "granitemoe-tiny", "mistral3-tiny",	 "mistral3-bias-tiny",
 	    "smollm3-tiny", "seed_oss-tiny",   "apertus-tiny",	 "gemma4-tiny",
-	    "glm4-tiny",    "glm4moe-tiny",    "deepseek2-tiny", "deepseek2-lite-tiny"};
+	    "glm4-tiny",    "glm4moe-tiny",    "deepseek2-tiny", "deepseek2-lite-tiny",
+	    "command-r-tiny", "command-r-plus-tiny", "cohere2-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -2010,7 +2100,9 @@ static void test_lazy_new_arch(void)
 			    x->rope_yarn_log_mul == y->rope_yarn_log_mul &&
 			    x->moe_grouped == y->moe_grouped &&
 			    x->n_expert_groups == y->n_expert_groups &&
-			    x->n_group_used == y->n_group_used &&
+			    x->n_group_used == y->n_group_used && x->layer_norm == y->layer_norm &&
+			    x->parallel == y->parallel && x->qk_norm_heads == y->qk_norm_heads &&
+			    x->rms_eps == y->rms_eps &&
 			    /* a lazy model describes gemma4's rope factors, not others'
 			     * (apertus-tiny's) */
 			    a->n_params ==
@@ -2031,6 +2123,8 @@ static void test_lazy_new_arch(void)
 				       a->layers[l].wq_b.ne1 == b->layers[l].wq_b.ne1 &&
 				       a->layers[l].wk_b.ne2 == b->layers[l].wk_b.ne2 &&
 				       a->layers[l].wo.ne0 == b->layers[l].wo.ne0 &&
+				       a->layers[l].q_norm.ne1 == b->layers[l].q_norm.ne1 &&
+				       a->layers[l].ffn_norm.ne0 == b->layers[l].ffn_norm.ne0 &&
 				       a->layers[l].exp_probs_b.ne0 == b->layers[l].exp_probs_b.ne0;
 			CHECK(same, "%s: the lazy model's hyper-parameters are the file's", spec);
 		}
@@ -2058,6 +2152,7 @@ int main(void)
 	test_mistral3();
 	test_smollm3();
 	test_seed_apertus();
+	test_cohere();
 	test_gemma4();
 	test_glm4();
 	test_glm4moe();

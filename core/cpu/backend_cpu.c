@@ -84,6 +84,7 @@ struct cpu_ctx {
 	int32_t cap_tok;
 	float *x;	  /* [cap_tok][n_embd] residual stream */
 	float *xb;	  /* [cap_tok][n_embd] normalized input / projection output */
+	float *par;	  /* [cap_tok][n_embd] hp.parallel: the attention branch's output */
 	float *q;	  /* [cap_tok][q_dim] */
 	float *k;	  /* [cap_tok][kv_dim] */
 	float *v;	  /* [cap_tok][kv_dim] */
@@ -203,6 +204,7 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	size_t t = (size_t)cap;
 	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
 		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
+		 (!hp->parallel || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
 		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
 		 grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
 		 grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
@@ -263,7 +265,8 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
 	size_t per_tok =
-	    (2 * (size_t)hp->n_embd + 2 * (size_t)c->q_max + 2 * (size_t)c->kv_max +
+	    ((hp->parallel ? 3 : 2) * (size_t)hp->n_embd + 2 * (size_t)c->q_max +
+	     2 * (size_t)c->kv_max +
 	     2 * (size_t)c->hb_w + (hp->rope_dim / 2) * 2 + (model_rope_dim(hp, true) / 2) * 2) *
 		sizeof(float) +
 	    2 * sizeof(int32_t);
@@ -292,6 +295,36 @@ static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float
 	float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
 	for (int64_t i = 0; i < n; i++)
 		out[i] = (x[i] * scale) * w[i];
+}
+
+/* out = (x - mean) * (1 / sqrt(var + eps)) * w, var the mean of (x - mean)^2: ggml_norm
+ * then the weight (command-r, cohere2). The mean is rounded to fp32 before it is
+ * subtracted, as ggml does; both sums run in order, in double. */
+static void layernorm(float *out, const float *x, const float *w, int64_t n, float eps)
+{
+	double s = 0.0;
+	for (int64_t i = 0; i < n; i++)
+		s += (double)x[i];
+	const float mean = (float)(s / (double)n);
+	double ss = 0.0;
+	for (int64_t i = 0; i < n; i++) {
+		const float d = x[i] - mean;
+		ss += (double)d * d;
+	}
+	const float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+	for (int64_t i = 0; i < n; i++)
+		out[i] = ((x[i] - mean) * scale) * w[i];
+}
+
+/* The model's pre-norm (attn_norm, ffn_norm, output_norm) and Q/K norm: a LayerNorm with
+ * hp.layer_norm, else an RMS norm */
+static void pre_norm(const struct model_hparams *hp, float *out, const float *x, const float *w,
+		     int64_t n)
+{
+	if (hp->layer_norm)
+		layernorm(out, x, w, n, hp->rms_eps);
+	else
+		rmsnorm(out, x, w, n, hp->rms_eps);
 }
 
 /* y[t * ldy + i] += bias[i] for every token row t < n_tok and i < n: one addition per
@@ -1157,7 +1190,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			if (hp->no_pre_norms)
 				memcpy(c->xb + t * E, c->x + t * E, (size_t)E * sizeof(float));
 			else
-				rmsnorm(c->xb + t * E, c->x + t * E, an, E, hp->rms_eps);
+				pre_norm(hp, c->xb + t * E, c->x + t * E, an, E);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
 		/* gemma4's shared-KV layers: Q only; attention reads layer kv_l's cache */
@@ -1184,19 +1217,21 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				add_bias(c->v, c->kv_dim, T, bq + c->q_dim + c->kv_dim, c->kv_dim);
 			}
 			if (hp->qk_norm) { /* before RoPE: each head (qwen3, gemma3) or the whole
-					    * rows (olmo2) normalized, groups of qn_dim / kn_dim */
+					    * rows (olmo2) normalized, groups of qn_dim / kn_dim;
+					    * Command R+: each head with its own weight row */
 				const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
 				const float *kn = qn + c->qn_dim;
 				int64_t qg = hp->qk_norm_full ? c->q_dim : hd; /* the groups */
 				int64_t kg = hp->qk_norm_full ? c->kv_dim : hd;
+				const int64_t hw = hp->qk_norm_heads; /* a weight row per head */
 				for (t = 0; t < T; t++) {
 					for (int64_t i = 0; i < c->q_dim; i += qg) {
 						float *qh = c->q + t * c->q_dim + i;
-						rmsnorm(qh, qh, qn, qg, hp->rms_eps);
+						pre_norm(hp, qh, qh, qn + hw * i, qg);
 					}
 					for (int64_t i = 0; own_kv && i < c->kv_dim; i += kg) {
 						float *kh = c->k + t * c->kv_dim + i;
-						rmsnorm(kh, kh, kn, kg, hp->rms_eps);
+						pre_norm(hp, kh, kh, kn + hw * i, kg);
 					}
 				}
 			}
@@ -1256,30 +1291,33 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (l + 1 == hp->n_layer && (T = keep_logit_rows(c, b)) == 0)
 			break;
 		prof_lap(c, &tp, &skip);
+		/* command-r, cohere2 (hp.parallel): the attention branch's output waits in par
+		 * while the FFN reads the same normed input */
+		float *ao = hp->parallel ? c->par : c->xb;
 		if (hp->mla)
 			mla_out(c, L, T);
 		else
-			matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, c->xb, T);
+			matmul1(c, BACKEND_CPU_MM_WO, &L->wo, c->att, ao, T);
 		if (hp->attn_out_bias) /* gpt-oss, optional elsewhere: the O projection's bias */
-			add_bias(c->xb, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
+			add_bias(ao, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
 		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
 							 c->qn_dim + c->kn_dim
 						   : NULL;
 		if (post) /* gemma, olmo2: the branch output normalized before the residual add */
 			for (t = 0; t < T; t++)
-				rmsnorm(c->xb + t * E, c->xb + t * E, post, E, hp->rms_eps);
-		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
-		for (int64_t i = 0; i < (int64_t)T * E; i++)
-			c->x[i] += c->xb[i];
+				rmsnorm(ao + t * E, ao + t * E, post, E, hp->rms_eps);
+		branch_scale(ao, (int64_t)T * E, hp->residual_scale);
+		for (int64_t i = 0; i < (int64_t)T * E && !hp->parallel; i++)
+			c->x[i] += ao[i];
 		if (prof)
 			prof_lap(c, &tp, &prof->resid_s);
 
-		for (t = 0; t < T; t++)
+		for (t = 0; t < T; t++) /* parallel: attn_norm of the layer's input again */
 			if (hp->no_pre_norms)
 				memcpy(c->xb + t * E, c->x + t * E, (size_t)E * sizeof(float));
 			else
-				rmsnorm(c->xb + t * E, c->x + t * E, fn, E, hp->rms_eps);
+				pre_norm(hp, c->xb + t * E, c->x + t * E, hp->parallel ? an : fn, E);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
 		/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
@@ -1313,6 +1351,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		branch_scale(c->xb, (int64_t)T * E, hp->residual_scale);
 		for (int64_t i = 0; i < (int64_t)T * E; i++)
 			c->x[i] += c->xb[i];
+		for (int64_t i = 0; i < (int64_t)T * E && hp->parallel; i++)
+			c->x[i] += c->par[i]; /* (x + ffn) + attn, as llama.cpp adds them */
 		if (hp->n_embd_per_layer) /* gemma4 E2B/E4B: the layer's per-layer input */
 			per_layer_add(c, L, l, T);
 		if (hp->out_scale) /* gemma4: the layer's output times its scale */
@@ -1327,13 +1367,13 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 	const int32_t n = T;
 	prof_lap(c, &tp, &skip);
 	for (t = 0; t < n; t++)
-		rmsnorm(c->xf + (int64_t)t * E, c->x + (int64_t)t * E, on, E, hp->rms_eps);
+		pre_norm(hp, c->xf + (int64_t)t * E, c->x + (int64_t)t * E, on, E);
 	if (prof)
 		prof_lap(c, &tp, &prof->norms_s);
 	if (n > 0)
 		matmul1(c, BACKEND_CPU_MM_LM_HEAD, &m->output, c->xf, c->logits, n);
-	if (hp->logit_scale != 1.0f) /* granite: times the fp32 reciprocal, as ggml_scale */
-		branch_scale(c->logits, (int64_t)n * hp->n_vocab, 1.0f / hp->logit_scale);
+	if (hp->logit_scale != 1.0f) /* granite, command-r, cohere2 (ggml_scale) */
+		branch_scale(c->logits, (int64_t)n * hp->n_vocab, hp->logit_scale);
 	if (hp->final_softcap > 0.0f) { /* gemma2: cap * tanh(logit / cap) */
 		float cap = hp->final_softcap;
 		for (int64_t i = 0; i < (int64_t)n * hp->n_vocab; i++)
@@ -1542,6 +1582,7 @@ static void cpu_destroy(void *ctx)
 	free(c->rope_swa);
 	free(c->x);
 	free(c->xb);
+	free(c->par);
 	free(c->q);
 	free(c->k);
 	free(c->v);
@@ -1650,6 +1691,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		const bool own_kv = l < model_n_layer_kv(hp); /* gemma4: shared-KV layers have none */
 		for (int i = 0; i < (moe ? 10 : 9); i++)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
+			    !(hp->parallel && i == 5) && /* command-r: attn_norm only */
 			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
 			    !(!own_kv && (i == 2 || i == 3)) &&
 			    !(hp->mla && i >= 1 && i <= 3) && /* deepseek2: below */
@@ -1722,15 +1764,20 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				    hp->qk_norm_full ? (uint64_t)model_n_head_kv(hp, L->swa) * lhd
 						     : lhd,
 				    hp->n_embd, hp->n_embd};
+		/* Command R+: a weight row per head */
+		uint64_t xrows[4] = {hp->qk_norm_heads ? hp->n_head : 1,
+				     hp->qk_norm_heads ? model_n_head_kv(hp, L->swa) : 1, 1, 1};
 		for (int i = 0; i < 4; i++) {
 			if (!(i < 2 ? hp->qk_norm : hp->post_norms) || (i == 1 && !own_kv))
 				continue;
 			if ((st = check_weight(xs[i], xnames[i], (int)l, err)) != BG_OK)
 				return st;
-			if (xs[i]->type != GGUF_DTYPE_F32 || xs[i]->ne0 != xlen[i])
+			if (xs[i]->type != GGUF_DTYPE_F32 || xs[i]->ne0 != xlen[i] ||
+			    xs[i]->ne1 != xrows[i])
 				return bg_fail(err, BG_ERR_UNSUPPORTED,
 					       "the CPU backend needs %s (layer %u) as %llu f32 values",
-					       xnames[i], l, (unsigned long long)xlen[i]);
+					       xnames[i], l,
+					       (unsigned long long)(xlen[i] * xrows[i]));
 		}
 		/* gpt-oss's vectors, read as f32 (copied, or memcpy'd per use by cpu_moe) */
 		const struct model_weight *os[6] = {&L->attn_sinks,   &L->bo,	     &L->ffn_gate_inp_b,
@@ -1821,8 +1868,8 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	free(factors);
 	c->rope_swa_differs = c->mscale != c->mscale_swa || half != half_swa ||
 			      memcmp(c->freq, c->freq_swa, half * sizeof(double)) != 0;
-	c->qn_dim = hp->qk_norm_full ? c->q_dim : (int64_t)hd;
-	c->kn_dim = hp->qk_norm_full ? c->kv_dim : (int64_t)hd;
+	c->qn_dim = hp->qk_norm_full || hp->qk_norm_heads ? c->q_dim : (int64_t)hd;
+	c->kn_dim = hp->qk_norm_full || hp->qk_norm_heads ? c->kv_dim : (int64_t)hd;
 	if (hp->mla) { /* deepseek2: the q_a and kv_a norms, f32 */
 		size_t per = (size_t)hp->n_lora_q + hp->n_lora_kv;
 		c->mla_norms = malloc((size_t)hp->n_layer * per * sizeof(float));
@@ -1860,9 +1907,10 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 		const struct model_layer *L = &m->layers[l];
 		float *dst = c->extra_norms + (size_t)l * c->extra_per_layer;
 		if (hp->qk_norm) { /* the layer's widths (check_model), <= qn_dim, kn_dim */
-			cpuk_dequant_row(L->q_norm.type, L->q_norm.data, (int64_t)L->q_norm.ne0, dst);
-			cpuk_dequant_row(L->k_norm.type, L->k_norm.data, (int64_t)L->k_norm.ne0,
-					 dst + c->qn_dim);
+			cpuk_dequant_row(L->q_norm.type, L->q_norm.data,
+					 (int64_t)(L->q_norm.ne0 * L->q_norm.ne1), dst);
+			cpuk_dequant_row(L->k_norm.type, L->k_norm.data,
+					 (int64_t)(L->k_norm.ne0 * L->k_norm.ne1), dst + c->qn_dim);
 		}
 		dst += c->qn_dim + c->kn_dim;
 		if (hp->post_norms) {
@@ -2018,8 +2066,9 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		const struct model_layer *L = &m->layers[l];
 		cpuk_dequant_row(L->attn_norm.type, L->attn_norm.data, (int64_t)E,
 				 c->norms + (size_t)(2 * l) * E);
-		cpuk_dequant_row(L->ffn_norm.type, L->ffn_norm.data, (int64_t)E,
-				 c->norms + (size_t)(2 * l + 1) * E);
+		if (!hp->parallel) /* command-r, cohere2: none */
+			cpuk_dequant_row(L->ffn_norm.type, L->ffn_norm.data, (int64_t)E,
+					 c->norms + (size_t)(2 * l + 1) * E);
 	}
 	cpuk_dequant_row(m->output_norm.type, m->output_norm.data, (int64_t)E,
 			 c->norms + (size_t)(2 * hp->n_layer) * E);

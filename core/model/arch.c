@@ -118,7 +118,21 @@
  * values are grouped (n_expert / groups consecutive experts), each group scored by the
  * sum of its two largest values, the expert_group_used_count best groups kept, the others
  * -inf, then the top-k. The older attn_kv_b files (MHA decompressed per head) and
- * attention.temperature_scale (Mistral Large 3) are refused here. */
+ * attention.temperature_scale (Mistral Large 3) are refused here.
+ * command-r (src/models/command-r.cpp, llama-model.cpp's llama_model_rope_type): interleaved
+ * RoPE (LLAMA_ROPE_TYPE_NORM); attn_norm a LayerNorm (build_norm LLM_NORM: ggml_norm, then
+ * times the weight, no bias) with f_norm_eps (attention.layer_norm_epsilon, required);
+ * Q/K/V (create_tensor_qkv: attn_qkv or separate, biases when present), for n_layer >= 64
+ * attn_q_norm [head_dim, n_head] and attn_k_norm [head_dim, n_head_kv] (required there, not
+ * loaded below 64) as per-head LayerNorms before RoPE; attention scale 1/sqrt(head_dim); no
+ * O bias; the FFN (SiLU SwiGLU) reads the same attn_norm output; l_out = (ffn + x) + attn;
+ * output_norm a LayerNorm; the LM head is token_embd (TENSOR_DUPLICATED: output.weight is
+ * never loaded); logits times logit_scale when it is non-zero (optional key).
+ * cohere2 (src/models/cohere2.cpp): command-r's layer without Q/K norms; sliding_window
+ * required, load_swa_pattern(4) (a per-layer bool list or a period, 3 windowed then 1
+ * global); RoPE on the windowed layers only, with the context's freq_base and freq_scale
+ * (rope.freq_base_swa is read but unused: "UNUSED" in the graph); the global layers have no
+ * RoPE; logit_scale required. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -233,6 +247,16 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .nextn = true,
      .mla = true},
+    {.name = "command-r",
+     .families = "Cohere Command-R (35B), Command R+ (104B), Aya 23",
+     .opt_qkv_bias = true,
+     .cohere = true},
+    {.name = "cohere2",
+     .families = "Cohere Command R7B, Command A (111B)",
+     .swa_pattern = 4,
+     .opt_qkv_bias = true,
+     .cohere = true,
+     .swa_rope_only = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -259,7 +283,7 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2";
+	       "deepseek2, command-r, cohere2";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -9,7 +9,8 @@
  * scales, mistral3's attention temperature, smollm3's layers without RoPE, seed_oss's
  * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN, GLM's NextN
  * (multi-token prediction) layers at the end of the file, which are skipped, deepseek2's
- * latent attention and grouped routing.
+ * latent attention and grouped routing, Cohere's LayerNorms, parallel attention and FFN
+ * and logit scale, cohere2's RoPE on the windowed layers only.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -110,6 +111,18 @@ struct arch_info {
 	 * attn_kv_b files are refused), model_hparams' grouped routing (moe_grouped), shared
 	 * experts, leading dense layers, DeepSeek's YaRN attention scale */
 	bool mla;
+	/* command-r, cohere2 (llama.cpp's command-r and cohere2 graphs): attn_norm and
+	 * output_norm are LayerNorms (mean-subtracted, weight only, eps from
+	 * attention.layer_norm_epsilon, required); attention and the FFN both read attn_norm's
+	 * output and are added in parallel, (x + ffn) + attn (no ffn_norm); the logits times
+	 * <arch>.logit_scale (command-r: optional, 0 or absent = none; cohere2: required);
+	 * the output is token_embd (output.weight is refused: llama.cpp never loads it); Q/K/V
+	 * biases when blk.0 has them. command-r with 64 layers or more (Command R+): per-head
+	 * Q/K LayerNorms with one weight row per head (attn_q_norm [head_dim, n_head]) */
+	bool cohere;
+	/* cohere2: only the windowed layers rotate (with the global base and scaling); the
+	 * global layers have no RoPE (model_layer.no_rope) */
+	bool swa_rope_only;
 };
 
 /* The row of an architecture, or NULL. */

@@ -227,6 +227,7 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 				       "%s's logit, embedding, attention or residual scale is not a "
 				       "usable number (logit_scale %g)",
 				       arch, (double)hp->logit_scale);
+		hp->logit_scale = 1.0f / hp->logit_scale; /* llama.cpp: ggml_scale(1 / it) */
 		if (es != 0.0f)
 			hp->embd_scale = es;
 		if (as != 0.0f)
@@ -239,6 +240,21 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		if (g && gguf_get_bool(g, key, &ft) && !ft)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "%s false (granite without RoPE) is not supported", key);
+	}
+	if (ai->cohere) { /* arch.h; llama.cpp: logit_scale 0 = none, required for cohere2 */
+		hp->layer_norm = hp->parallel = true;
+		hp->qk_norm = hp->qk_norm_heads = !ai->swa_rope_only && hp->n_layer >= 64;
+		float ls = 0.0f;
+		char key[128];
+		snprintf(key, sizeof key, "%s.logit_scale", arch);
+		if (g && !gguf_get_f32(g, key, &ls) &&
+		    (strcmp(arch, "cohere2") == 0 || gguf_find_key(g, key) >= 0))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "metadata key %s is missing or not a number", key);
+		if (!isfinite(ls))
+			return bg_fail(err, BG_ERR_FORMAT, "%s is not a number", key);
+		if (ls != 0.0f)
+			hp->logit_scale = ls;
 	}
 	if (ai->mistral3) {
 		float bf = 32.0f, bs = 1.0f;
@@ -266,6 +282,9 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	uint32_t w = 0;
 	bool has_w = get_u32_key(g, arch, "attention.sliding_window", &w);
 	hp->n_swa_file = has_w ? w : 0;
+	if (ai->swa_rope_only && g && w == 0) /* cohere2: llama.cpp requires the key */
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "metadata key %s.attention.sliding_window is missing or 0", arch);
 	if (ai->swa_pattern && !ai->swa_read_only && !(ai->swa_needs_key && w == 0)) {
 		hp->n_swa = has_w ? w : ai->swa_default;
 		hp->swa_pattern = ai->swa_pattern;
@@ -283,7 +302,7 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		if (ai->swa_rope_plain) { /* olmo2's graph: freq_base, no scaling, no YaRN */
 			hp->rope_freq_scale_swa = 1.0f;
 			hp->rope_attn_factor_swa = 1.0f;
-		} else {
+		} else if (!ai->swa_rope_only) { /* cohere2: the global values (arch.c) */
 			get_f32_key(g, arch, "rope.freq_base_swa", &hp->rope_base_swa);
 		}
 		if (!(isfinite(hp->rope_base_swa) && hp->rope_base_swa > 1.0f))
@@ -841,10 +860,13 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	if ((st = read_experts(g, arch, ai, hp, err)))
 		return st;
 	hp->rms_eps = 1e-5f;
-	if (get_f32_key(g, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps) &&
-	    !(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
-		return bg_fail(err, BG_ERR_FORMAT,
-			       "attention.layer_norm_rms_epsilon %g is not in (0, 1)",
+	/* command-r, cohere2: LayerNorms, their eps a required key (llama.cpp's f_norm_eps) */
+	const char *eps_key =
+	    ai->cohere ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
+	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && ai->cohere)
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
+	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
+		return bg_fail(err, BG_ERR_FORMAT, "%s %g is not in (0, 1)", eps_key,
 			       (double)hp->rms_eps);
 	if ((st = read_features(g, arch, ai, hp, err)))
 		return st;
@@ -1204,7 +1226,8 @@ static enum bg_status load_tensors(struct loader *L)
 		return st;
 	if (hp->n_embd_per_layer && (st = take_per_layer_embd(L)))
 		return st;
-	if (gguf_find_tensor(L->g, "output.weight")) {
+	if (!(ai && ai->cohere) && /* cohere: never loaded (an unused tensor: refused) */
+	    gguf_find_tensor(L->g, "output.weight")) {
 		if ((st = take(L, "output.weight", E, V, TK_MATRIX, &m->output)))
 			return st;
 	} else {
@@ -1278,11 +1301,14 @@ static enum bg_status load_tensors(struct loader *L)
 				TAKE("attn_k.bias", KV, 0, TK_BIAS, bk);
 				TAKE("attn_v.bias", KV, 0, TK_BIAS, bv);
 			}
-			if (hp->qk_norm) { /* per head, or the whole rows (olmo2) */
-				TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, 0, TK_NORM,
+			if (hp->qk_norm) { /* per head, or the whole rows (olmo2), or a row per
+					    * head (Command R+) */
+				uint64_t hq = hp->qk_norm_heads ? hp->n_head : 0;
+				uint64_t hk = hp->qk_norm_heads ? model_n_head_kv(hp, ly->swa) : 0;
+				TAKE("attn_q_norm.weight", hp->qk_norm_full ? Q : HD, hq, TK_NORM,
 				     q_norm);
 				if (own_kv)
-					TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, 0,
+					TAKE("attn_k_norm.weight", hp->qk_norm_full ? KV : HD, hk,
 					     TK_NORM, k_norm);
 			}
 			TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
@@ -1296,7 +1322,7 @@ static enum bg_status load_tensors(struct loader *L)
 		if (ai && ai->ffn_norm_post_name) /* gpt-oss, seed_oss: the FFN's input norm has
 						   * the post-attention name */
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
-		else if (!hp->no_pre_norms)
+		else if (!hp->no_pre_norms && !hp->parallel)
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		/* glm4moe: the leading layers dense */
 		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
@@ -1334,7 +1360,8 @@ static enum bg_status load_tensors(struct loader *L)
 			if (!(isfinite(ly->out_scale)))
 				return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' is not a number", n);
 		}
-		ly->no_rope = ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
+		ly->no_rope = (ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0) ||
+			      (ai && ai->swa_rope_only && !ly->swa);
 #undef TAKE
 	}
 	return BG_OK;
@@ -1499,8 +1526,10 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (s->residual_scale != 0.0f)
 			hp->residual_scale = s->residual_scale;
 		if (s->logit_scale != 0.0f)
-			hp->logit_scale = s->logit_scale;
+			hp->logit_scale = 1.0f / s->logit_scale;
 	}
+	if (!st && ai->cohere && s->logit_scale != 0.0f) /* command-r, cohere2: multiplies */
+		hp->logit_scale = s->logit_scale;
 	if (!st && s->rope_scaling) { /* read_rope_scaling's values for the keys synth writes */
 		hp->rope_freq_scale = 1.0f / s->rope_factor;
 		if (!(hp->n_swa && (ai->swa_rope_own || ai->swa_rope_plain)))
@@ -1646,15 +1675,17 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W(ly->bv, GGUF_DTYPE_F32, KV, 1);
 		}
 		if (hp->qk_norm) {
-			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : HD, 1);
-			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : HD, 1);
+			W(ly->q_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? Q : HD,
+			  hp->qk_norm_heads ? hp->n_head : 1);
+			W(ly->k_norm, GGUF_DTYPE_F32, hp->qk_norm_full ? KV : HD,
+			  hp->qk_norm_heads ? hp->n_head_kv : 1);
 		}
 		W(ly->wo, o->dtype, Q, E);
 		if (hp->attn_out_bias)
 			W(ly->bo, GGUF_DTYPE_F32, E, 1);
 		if (hp->attn_sinks)
 			W(ly->attn_sinks, GGUF_DTYPE_F32, hp->n_head, 1);
-		if (!hp->no_pre_norms)
+		if (!hp->no_pre_norms && !hp->parallel)
 			W(ly->ffn_norm, GGUF_DTYPE_F32, E, 1);
 		if (X && l >= hp->n_layer_dense_lead) { /* the router f32 as synth writes it;
 							  * experts stacked (ne2 = X) */
@@ -1691,7 +1722,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			m->n_params += 1;
 			m->weight_bytes += sizeof(float);
 		}
-		ly->no_rope = ai->no_rope_step && (l + 1) % ai->no_rope_step == 0;
+		ly->no_rope = (ai->no_rope_step && (l + 1) % ai->no_rope_step == 0) ||
+			      (ai->swa_rope_only && !ly->swa);
 		if (hp->xielu) { /* the values synth writes */
 			float raw[4];
 			synth_xielu_raw(l, raw);

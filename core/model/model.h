@@ -16,8 +16,10 @@
  * as ffn_norm), `apertus` (per-head Q/K norms, a non-gated xIELU FFN), `glm4` (partial
  * interleaved RoPE, post-norms, fused gate|up, NextN layers skipped), `glm4moe`
  * (sigmoid-routed experts with a selection bias and a shared expert, leading dense
- * layers) and `deepseek2` (Multi-head Latent Attention, grouped softmax / sigmoid routing,
- * shared experts: model_hparams' mla and moe_grouped). A fused tensor
+ * layers), `deepseek2` (Multi-head Latent Attention, grouped softmax / sigmoid routing,
+ * shared experts: model_hparams' mla and moe_grouped), `command-r` and `cohere2`
+ * (LayerNorms, parallel attention and FFN, a logit scale, Command R+'s per-head Q/K norms;
+ * cohere2's RoPE on the windowed layers only: model_hparams' cohere part). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -130,8 +132,9 @@ struct model_hparams {
 			       * FFN's (after the down projection) are each multiplied by this
 			       * (fp32) before their residual add; 1 = no scaling (the other
 			       * architectures; granite's residual_scale absent or 0) */
-	float logit_scale;    /* the logits are multiplied by 1 / logit_scale, the reciprocal
-			       * rounded to fp32 first (llama.cpp's ggml_scale by it); 1 = none */
+	float logit_scale;    /* the logits are multiplied by this (fp32; llama.cpp's ggml_scale):
+			       * granite's is 1 / its file value rounded to fp32, command-r's
+			       * and cohere2's the file value; 1 = none */
 
 	/* mistral3's attention temperature (llama 4's tuning; <arch>.attention.temperature_scale):
 	 * when attn_temp_scale != 0, every query head of the token at position pos is
@@ -226,6 +229,17 @@ struct model_hparams {
 	uint32_t mla_v_head;	 /* attention.value_length_mla */
 	float rope_yarn_log_mul; /* rope.scaling.yarn_log_multiplier / 0.1 (llama.cpp's
 				  * mscale_all_dim), 0 when absent */
+	/* command-r, cohere2 (llama.cpp's graphs; core/model/arch.h's cohere):
+	 * layer_norm: attn_norm, output_norm and the Q/K norms are LayerNorms, as ggml_norm
+	 * then the weight: y = (x - mean) * (1 / sqrt(var + rms_eps)) * w, mean and var (of
+	 * x - mean) over the row, no bias; rms_eps is then attention.layer_norm_epsilon.
+	 * parallel: attention and the FFN both read n = attn_norm(x) and the layer's output is
+	 * (x + ffn(n)) + attn(n), in that order (no ffn_norm: zero).
+	 * qk_norm_heads (with qk_norm): q_norm is (head_dim, n_head) and k_norm (head_dim,
+	 * n_head_kv), one weight row per head (Command R+). */
+	bool layer_norm;
+	bool parallel;
+	bool qk_norm_heads;
 };
 
 struct model_weight {
@@ -254,7 +268,8 @@ struct model_layer {
 	struct model_weight bv; /* (n_head_kv * head_dim) likewise */
 
 	/* hp.qk_norm: (head_dim) f32 each, with hp.qk_norm_full (n_head * head_dim) and
-	 * (n_head_kv * head_dim); hp.post_norms: (n_embd) f32 each; else zero */
+	 * (n_head_kv * head_dim), with hp.qk_norm_heads (head_dim, n_head) and (head_dim,
+	 * n_head_kv); hp.post_norms: (n_embd) f32 each; else zero */
 	struct model_weight q_norm, k_norm;
 	struct model_weight attn_post_norm, ffn_post_norm;
 

@@ -421,6 +421,42 @@ static const struct synth_shape shapes[] = {
      .softmax_gating = true,
      .n_group = 2,
      .n_group_used = 1},
+    /* Cohere (command-r, cohere2): LayerNorms, parallel attention and FFN, the output tied
+     * to token_embd, logit_scale. The config.json values as remembered (no network here):
+     * c4ai-command-r-v01: hidden 8192, intermediate 22528, 40 layers, 64 heads (no GQA),
+     * vocab 256000, rope_theta 8e6, layer_norm_eps 1e-5, logit_scale 0.0625, context
+     * 131072. Parameters: embeddings 256000 x 8192 = 2,097,152,000, final norm 8192, each
+     * layer 8192 (norm) + 4 x 8192^2 (Q, K, V, O: 268,435,456) + 3 x 8192 x 22528 (FFN:
+     * 553,648,128) = 822,091,776, x 40 = 32,883,671,040; total 34,980,831,232 (35.0 B,
+     * the "35B"). c4ai-command-r-plus: hidden 12288, intermediate 33792, 64 layers, 96 / 8
+     * heads of 128, rope_theta 75e6, logit_scale 0.8333, per-head Q/K norms: embeddings
+     * 3,145,728,000 + 12,288 + 64 x (12,288 + 2 x 12288^2 + 2 x 12288 x 1024 + 3 x 12288 x
+     * 33792 + 96 x 128 + 8 x 128 = 1,572,889,600) = 103,810,674,688 (103.8 B, the
+     * "104B"). c4ai-command-r7b-12-2024 (cohere2): hidden 4096, intermediate 14336, 32
+     * layers, 32 / 8 heads, window 4096 (3 windowed layers, 1 global), rope_theta 50000,
+     * logit_scale 0.25: 1,048,576,000 + 4096 + 32 x (4096 + 2 x 4096^2 + 2 x 4096 x 1024 +
+     * 3 x 4096 x 14336 = 218,107,904) = 8,028,033,024 (the published 8.03 B).
+     * c4ai-command-a-03-2025: hidden 12288, intermediate 36864, 64 layers, 96 / 8 heads,
+     * window 4096, context 262144: 3,145,728,000 + 12,288 + 64 x (12,288 + 2 x 12288^2 + 2
+     * x 12288 x 1024 + 3 x 12288 x 36864 = 1,686,122,496) = 111,057,580,032 (the "111B") */
+    {"command-r-35b", 40, 8192, 64, 64, 22528, 256000, 131072, 8000000.0f, 1e-5f, true,
+     "command-r", .logit_scale = 0.0625f},
+    {"command-r-plus-104b", 64, 12288, 96, 8, 33792, 256000, 131072, 75000000.0f, 1e-5f, true,
+     "command-r", .logit_scale = 0.8333333f},
+    {"command-r7b", 32, 4096, 32, 8, 14336, 256000, 131072, 50000.0f, 1e-5f, true, "cohere2",
+     .n_swa = 4096, .logit_scale = 0.25f},
+    {"command-a-111b", 64, 12288, 96, 8, 36864, 256000, 262144, 50000.0f, 1e-5f, true,
+     "cohere2", .n_swa = 4096, .logit_scale = 0.25f},
+    /* command-r small: 2 layers (no Q/K norms below 64 layers, as llama.cpp); plus-tiny:
+     * 64 narrow layers, so that it has Command R+'s per-head Q/K norms; cohere2-tiny:
+     * layers 0-2 windowed (16) and rotated, 3 global without RoPE. Norm weights 1 + N(0,
+     * 0.25^2), token_embd scaled up by 1 / logit_scale (tied: it is the output) */
+    {"command-r-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, true, "command-r",
+     .logit_scale = 0.5f},
+    {"command-r-plus-tiny", 64, 32, 2, 1, 64, 512, 256, 10000.0f, 1e-5f, true, "command-r",
+     .logit_scale = 0.5f},
+    {"cohere2-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, true, "cohere2", .n_swa = 16,
+     .logit_scale = 0.5f},
 };
 #pragma GCC diagnostic pop
 
@@ -475,11 +511,23 @@ static bool is_oai(const struct synth_shape *s)
 	return is_arch(s, "gpt-oss");
 }
 
+/* command-r, cohere2 (arch.h's cohere) */
+static bool is_cohere(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->cohere;
+}
+
+/* Command R+: command-r with 64 layers or more (llama.cpp's condition) */
+static bool has_qk_norm_heads(const struct synth_shape *s)
+{
+	return is_arch(s, "command-r") && s->n_layer >= 64;
+}
+
 static bool has_qk_norm(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen3") || is_arch(s, "qwen3moe") || is_arch(s, "gemma3") ||
-	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
-	       (is_arch(s, "glm4moe") && !s->no_qk_norm);
+	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
+	       is_arch(s, "gemma3") || is_arch(s, "olmo2") || is_arch(s, "apertus") ||
+	       is_arch(s, "gemma4") || (is_arch(s, "glm4moe") && !s->no_qk_norm);
 }
 
 static bool is_ds2(const struct synth_shape *s)
@@ -492,7 +540,7 @@ static bool is_ds2(const struct synth_shape *s)
 static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
-	       is_arch(s, "glm4moe") || is_ds2(s);
+	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -787,6 +835,10 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			    "size = kv_lora + rope, 1 kv head, shared experts, groups that "
 			    "divide the experts (q8_0: ranks and qk_nope multiples of 32)");
 	}
+	if (is_cohere(s) && !o->tie_output)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "%s ties its output to token_embd (llama.cpp loads no output.weight)",
+			       synth_arch(s));
 	if (s->n_dense_lead > s->n_layer)
 		return bg_fail(err, BG_ERR_INVALID, "%u leading dense layers of %u",
 			       s->n_dense_lead, s->n_layer);
@@ -834,7 +886,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
-	uint64_t layer = (is_olmo2(s) ? 0 : 2 * E) + E * Q + 2 * E * KV + Q * E;
+	uint64_t layer = (is_olmo2(s) ? 0 : is_cohere(s) ? E : 2 * E) + E * Q + 2 * E * KV + Q * E;
 	if (is_ds2(s)) { /* MLA's weights instead (model.h) */
 		uint64_t H = s->n_head, QH = (uint64_t)s->mla_nope + s->rope_dim, QL = s->q_lora;
 		uint64_t C = s->kv_lora;
@@ -857,7 +909,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
 	if (has_qk_norm(s))
-		layer += is_olmo2(s) ? Q + KV : 2 * hd;
+		layer += is_olmo2(s) || has_qk_norm_heads(s) ? Q + KV : 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
 	if (has_o_bias(s)) /* the O bias */
@@ -995,6 +1047,7 @@ struct synth_build {
 	bool embd_scaled; /* gemma: the model multiplies embeddings by sqrt(n_embd); granite
 			   * by its embd_scale */
 	float logit_scale; /* granite: the output projection this much larger (1 else) */
+	float tied_gain;   /* command-r, cohere2: the tied token_embd this much larger */
 	float *factors[2]; /* rope factor tensors' values, referenced by their jobs */
 };
 
@@ -1075,7 +1128,8 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 	struct fill_job *j = &b->jobs[b->n_jobs++];
 	float std = 1.0f / sqrtf((float)ne0);
 	if (strcmp(name, "token_embd.weight") == 0)
-		std = b->tied ? OUT_SCALE / sqrtf((float)ne0) : 1.0f; /* tied: it is the output */
+		std = b->tied ? OUT_SCALE * b->tied_gain / sqrtf((float)ne0)
+			      : 1.0f; /* tied: it is the output */
 	/* gemma scales embeddings by sqrt(n_embd): N(0, 1/n_embd) makes the model's input
 	 * N(0, 1) again (and, tied, logits spread by about 1); larger, the input token's own
 	 * embedding would dominate every later residual stream */
@@ -1121,7 +1175,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	b->tied = o->tie_output;
 	b->embd_scaled = is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_gemma4(s) ||
 			 s->embd_scale != 0.0f;
-	b->logit_scale = s->logit_scale != 0.0f ? s->logit_scale : 1.0f;
+	b->logit_scale = s->logit_scale != 0.0f && !is_cohere(s) ? s->logit_scale : 1.0f;
+	/* cohere multiplies the logits by logit_scale: the output that much larger */
+	b->tied_gain = s->logit_scale != 0.0f && is_cohere(s) ? 1.0f / s->logit_scale : 1.0f;
 	const char *arch = synth_arch(s);
 	char key[96];
 #define ARCH_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
@@ -1189,6 +1245,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_f32(w, ARCH_KEY("final_logit_softcapping"),
 				    s->final_softcap > 0.0f ? s->final_softcap : 30.0f);
 	}
+	if (is_cohere(s) && s->logit_scale != 0.0f) /* required for cohere2 */
+		gguf_writer_set_f32(w, ARCH_KEY("logit_scale"), s->logit_scale);
 	if (arch_find(arch)->granite) { /* logit_scale is required there */
 		gguf_writer_set_f32(w, ARCH_KEY("logit_scale"), b->logit_scale);
 		if (s->embd_scale != 0.0f)
@@ -1226,7 +1284,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	} else {
 		gguf_writer_set_u32(w, ARCH_KEY("attention.head_count_kv"), s->n_head_kv);
 	}
-	gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), s->rms_eps);
+	gguf_writer_set_f32(w, ARCH_KEY(is_cohere(s) ? "attention.layer_norm_epsilon"
+						     : "attention.layer_norm_rms_epsilon"),
+			    s->rms_eps);
 	gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base"), s->rope_base);
 	gguf_writer_set_u32(w, ARCH_KEY("vocab_size"), n_vocab);
 	if (is_arch(s, "apertus")) { /* xielu.* arrays, one value a layer (no arch prefix) */
@@ -1409,12 +1469,15 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_k.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 			ADD("attn_v.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 		}
-		if (qkn) {
-			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? Q : HD, 1);
+		if (qkn) { /* Command R+: [HD, heads], a row per head */
+			const bool qh = has_qk_norm_heads(s);
+			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? Q : HD,
+			    qh ? s->n_head : 1);
 			if (g4)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 			if (own_kv)
-				ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD, 1);
+				ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD,
+				    qh ? s->n_head_kv : 1);
 			if (g4 && own_kv)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 		}
@@ -1429,7 +1492,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (post || oai || seed || glm4moe) /* gpt-oss, seed_oss, glm4moe: the FFN's
 						     * input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
-		if (!oai && !olmo2 && !seed && !glm4moe)
+		if (!oai && !olmo2 && !seed && !glm4moe && !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		if (X && l >= s->n_dense_lead) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
