@@ -2,6 +2,26 @@
  * residual stream stays fp32; the normalized row is stored as the next GEMM's input. */
 #include "gpu/gpu_ops.cuh"
 
+/* The block's sum of v (each thread's part) in double, returned to every thread; red holds
+ * one value a warp and is free again on return. */
+__device__ static double block_sum_d(double v, double *red)
+{
+	v = warp_sum_d(v);
+	if ((threadIdx.x & 31) == 0)
+		red[threadIdx.x >> 5] = v;
+	__syncthreads();
+	if (threadIdx.x < 32) {
+		double t = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0;
+		t = warp_sum_d(t);
+		if (threadIdx.x == 0)
+			red[0] = t;
+	}
+	__syncthreads();
+	double r = red[0];
+	__syncthreads();
+	return r;
+}
+
 template <typename T>
 __global__ void add_rmsnorm_kernel(float *x, const float *delta, const float *w, float eps,
 				   const int32_t *rows, int n, bool write_back, T *out)
@@ -27,18 +47,7 @@ __global__ void add_rmsnorm_kernel(float *x, const float *delta, const float *w,
 		float s = xr[j] + (dr ? dr[j] : 0.0f);
 		ss += (double)s * s;
 	}
-	ss = warp_sum_d(ss);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = ss;
-	__syncthreads();
-	if (threadIdx.x < 32) {
-		double v = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0;
-		v = warp_sum_d(v);
-		if (threadIdx.x == 0)
-			red[0] = v;
-	}
-	__syncthreads();
-	float scale = (float)(1.0 / sqrt(red[0] / (double)n + (double)eps));
+	float scale = (float)(1.0 / sqrt(block_sum_d(ss, red) / (double)n + (double)eps));
 	/* each thread re-reads the elements it summed, so the write-back of x cannot race
 	 * with another thread's read */
 	for (int j = threadIdx.x; j < n; j += blockDim.x) {
@@ -60,26 +69,6 @@ cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float 
 			   add_rmsnorm_kernel<T><<<n_out, threads, 0, stream>>>(
 			       x, delta, w, eps, rows, n, write_back, (T *)out));
 	return cudaGetLastError();
-}
-
-/* The block's sum of v (each thread's part) in double, returned to every thread; red holds
- * one value a warp and is free again on return. */
-__device__ static double block_sum_d(double v, double *red)
-{
-	v = warp_sum_d(v);
-	if ((threadIdx.x & 31) == 0)
-		red[threadIdx.x >> 5] = v;
-	__syncthreads();
-	if (threadIdx.x < 32) {
-		double t = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0;
-		t = warp_sum_d(t);
-		if (threadIdx.x == 0)
-			red[0] = t;
-	}
-	__syncthreads();
-	double r = red[0];
-	__syncthreads();
-	return r;
 }
 
 /* add_rmsnorm_kernel's LayerNorm: the row's mean (fp32, from a double sum), then the sum
