@@ -1409,7 +1409,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		struct gpu_kv_layer kv; /* the layer's K/V rows in each block (create_ctx) */
 		kv.base = (char *)c->kv + (size_t)L->kv_off * gpu_dtype_size(c->dt);
 		kv.block_stride = c->block_elems;
-		/* deepseek2: V is the K row (its first n_lora_kv values count: mla_out) */
+		/* deepseek2: V is the K row (its first n_lora_kv values count, as in the CPU
+		 * backend's mla_out) */
 		kv.v_offset = hp->mla ? 0 : (int64_t)c->block_size * L->n_kv;
 		kv.block_size = c->block_size;
 		kv.kv_dim = L->n_kv;

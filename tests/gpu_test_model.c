@@ -1814,6 +1814,7 @@ int main(void)
 	}
 	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
 	 * models (quick under gpu/emu);
+	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
