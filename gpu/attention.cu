@@ -24,6 +24,9 @@
  * and heads of 16..128 dimensions (multiples of 16) the tiles go to the tensor-core kernel
  * instead (attn_prefill_tc_kernel: wmma, FlashAttention-2 style, GQA-grouped).
  *
+ * deepseek2's latent rows (model.h's mla: heads of 576 over one K/V head, V = the K row,
+ * kv.v_offset 0) go to the per-query kernel with 18 dimensions a lane and one split.
+ *
  * In both, the head is the fastest grid index so that the query heads sharing one KV
  * head (GQA) run side by side and read that head's K/V from L2 instead of DRAM. Scores
  * and the softmax are fp32 whatever the storage type of K/V.
@@ -872,8 +875,9 @@ size_t gpu_attention_partial_floats(int n_tok, int n_head, int head_dim, int n_s
 int gpu_attention_splits(int n_tok, int n_head, int n_head_kv, int head_dim, enum gpu_dtype dt,
 			 int max_ctx, int n_sm, int per_sm, size_t max_partial_floats)
 {
-	if (n_tok <= 0 || n_head <= 0)
-		return 1; /* nothing for the per-query kernel (all tokens are in tiles) */
+	if (n_tok <= 0 || n_head <= 0 || head_dim > GPU_ATTN_SPLIT_HEAD)
+		return 1; /* nothing for the per-query kernel (all tokens are in tiles), or
+			   * a head whose splits the merge cannot take */
 	/* The GQA decode kernel runs one block per KV head, the per-query one per query head. */
 	bool gqa = decode_gqa_ok(n_head, n_head_kv, head_dim, n_head_kv * head_dim,
 				 gpu_dtype_size(dt));
@@ -935,7 +939,9 @@ static cudaError_t occupancy(int n_head, int n_head_kv, int head_dim, int *per_s
 		return decode_occupancy<T, 4>(n_head, n_head_kv, head_dim, per_sm);
 	if (npl <= 8)
 		return decode_occupancy<T, 8>(n_head, n_head_kv, head_dim, per_sm);
-	return decode_occupancy<T, 16>(n_head, n_head_kv, head_dim, per_sm);
+	if (npl <= 16)
+		return decode_occupancy<T, 16>(n_head, n_head_kv, head_dim, per_sm);
+	return decode_occupancy<T, 18>(n_head, n_head_kv, head_dim, per_sm);
 }
 
 cudaError_t gpu_attention_occupancy(enum gpu_dtype dt, int n_head, int n_head_kv, int head_dim,
@@ -955,7 +961,9 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 	int npl = (a->head_dim + 31) / 32;
 	bool tiled = a->tiles && a->n_tiles > 0 && npl <= 4;
 	struct gpu_attn_args q = *a;
-	if (!tiled) { /* every token through the per-query kernel */
+	if (a->head_dim > GPU_ATTN_SPLIT_HEAD)
+		n_split = 1; /* attn_merge takes up to 2 x 256 dimensions (deepseek2's 576: one) */
+	if (!tiled) {	     /* every token through the per-query kernel */
 		/* The caller sized partial[] (and chose n_split) for the n_list listed tokens;
 		 * when tiles were given but the head is too large for the tiled kernel, all
 		 * n_tok tokens come here and n_split * n_tok partial rows would overrun that
@@ -998,17 +1006,25 @@ static cudaError_t launch(const struct gpu_attn_args *a, int n_split, float *par
 		else
 			launch_decode_gqa<T, 8>(grid, q, n_split, partial, stream);
 	} else {
-	dim3 grid(a->n_head, q.n_list, n_split);
-	if (npl <= 1)
-		attn_kernel<T, 1><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
-	else if (npl <= 2)
-		attn_kernel<T, 2><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
-	else if (npl <= 4)
-		attn_kernel<T, 4><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
-	else if (npl <= 8)
-		attn_kernel<T, 8><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
-	else /* gemma4's global heads of 512 (and any head of 257..512) */
-		attn_kernel<T, 16><<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		dim3 grid(a->n_head, q.n_list, n_split);
+		if (npl <= 1)
+			attn_kernel<T, 1>
+			    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		else if (npl <= 2)
+			attn_kernel<T, 2>
+			    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		else if (npl <= 4)
+			attn_kernel<T, 4>
+			    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		else if (npl <= 8)
+			attn_kernel<T, 8>
+			    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		else if (npl <= 16) /* gemma4's global heads of 512 (and any head of 257..512) */
+			attn_kernel<T, 16>
+			    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
+		else /* deepseek2's latent rows of 576 (one split) */
+			attn_kernel<T, 18>
+			    <<<grid, ATTN_WARPS * 32, 0, stream>>>(q, n_split, partial);
 	}
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess || n_split == 1 || merged)

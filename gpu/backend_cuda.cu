@@ -28,7 +28,8 @@
  *             [n_expert, n_embd] (fp32) and each expert's gate|up [2 n_ff_exp, n_embd] and down
  *             [n_embd, n_ff_exp], expert after expert (gpu/moe.cuh runs them).
  *   KV pool   n_blocks blocks, each contiguous: [n_layer][K, V][block_size][n_kv] of dt, so
- *             that swapping or copying a block is one memcpy.
+ *             that swapping or copying a block is one memcpy (deepseek2: K alone, its V
+ *             read from the K rows, as the CPU backend's cache).
  *   activations for up to cap_tok tokens per pass; a larger batch runs as several passes
  *             in batch order (a later pass reads the K/V an earlier one wrote).
  *   logits    [n_logits, n_vocab] fp32, kept until the next forward.
@@ -98,6 +99,14 @@ struct cuda_layer {
 	int hd, n_kvh, n_q, n_kv;
 	int64_t kv_off;
 	float out_scale;
+	/* the rows of wqkv and the input width of wo (n_q + 2 n_kv and n_q, or deepseek2's) */
+	int qkv_rows, o_in;
+	/* deepseek2 (hp.mla; model.h), else NULL: wqkv holds wq_a (wq without q_lora) then
+	 * wkv_a, wo is [n_embd, n_head mla_v_head]; wq_b [n_head (nope + rope_dim), n_lora_q]
+	 * (NULL without q_lora), wk_b [n_head][n_lora_kv, nope] and wv_b [n_head][mla_v_head,
+	 * n_lora_kv] (dense: the batched GEMMs read them), and the q_a / kv_a norms (fp32) */
+	void *wq_b, *wk_b, *wv_b;
+	float *q_a_norm, *kv_a_norm;
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
 	float *router;	 /* [n_expert, n_embd] fp32 */
 	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
@@ -162,6 +171,8 @@ struct cuda_ctx {
 	struct model_hparams hp;
 	uint32_t kv_window; /* model_kv_window: block table entries before it may be -1 */
 	int n_q, n_kv, ld_qkv; /* the largest layer's Q and K/V rows (gemma4: over both kinds) */
+	/* deepseek2 (hp.mla): the row widths of run_pass's MLA buffers (see mla_qkv) */
+	int mla_qr, mla_xw;
 	int attn_hd, attn_kvh; /* the largest head size and K/V head count (scratch sizes) */
 
 	void *weights;
@@ -208,6 +219,12 @@ struct cuda_ctx {
 	float *par;
 	struct gpu_moe_plan moe_plan;
 	void *moe_act;
+	/* deepseek2 (hp.mla), for cap_tok tokens: the attention's queries [cap_tok, n_q]
+	 * fp32, the raw queries [cap_tok, mla_qr] fp32 (q_lora: wq_b's output), and the
+	 * GEMM inputs [cap_tok, mla_xw] of dt (the normed q_a, then q_nope, then wv_b's
+	 * output); NULL otherwise */
+	float *mla_q, *mla_f;
+	void *mla_x;
 	size_t act_bytes;
 
 	/* metadata of one pass (int32s): built in meta[meta_slot].h, the two slots in turn,
@@ -342,7 +359,8 @@ static enum bg_status host_grow(struct cuda_ctx *c, void **p, size_t *cap, size_
 
 static enum gpu_dtype pick_dtype(const struct model *m)
 {
-	switch (m->layers[0].wq.type) {
+	/* deepseek2 with q_lora has no wq: its wkv_a */
+	switch ((m->hp.mla ? m->layers[0].wkv_a : m->layers[0].wq).type) {
 	case GGUF_DTYPE_F32: return GPU_F32;
 	case GGUF_DTYPE_F16: return GPU_F16;
 	default: /* BF16 and Q8_0: bf16 has fp32's range, so activations cannot overflow */
@@ -509,18 +527,22 @@ static enum bg_status upload_resident(struct upload *u, const struct model_weigh
  * in one loop over these, so that whether a matrix keeps its blocks depends on its types
  * alone, never on which kind it is or where it lies. The router stays fp32 (UP_ROUTER). */
 enum lmat {
-	LM_QKV,	  /* Q|K|V */
-	LM_O,	  /* O */
-	LM_GU,	  /* the dense FFN's gate|up (up alone with hp.xielu); glm4moe's shared expert's */
-	LM_DOWN,  /* the dense FFN's down; glm4moe's shared expert's */
+	LM_QKV,	 /* Q|K|V */
+	LM_O,	 /* O */
+	LM_GU,	 /* the dense FFN's gate|up (up alone with hp.xielu); glm4moe's shared expert's */
+	LM_DOWN, /* the dense FFN's down; glm4moe's shared expert's */
+	LM_QB,	 /* deepseek2's wq_b (with q_lora), wk_b, wv_b: dense only (the batched GEMMs) */
+	LM_KB,
+	LM_VB,
 	LM_XGU,	  /* the experts' gate and up (gpu/moe.cuh) */
 	LM_XDOWN, /* the experts' down */
 	LM_N
 };
 
-/* The parts of layer ml's matrix of kind `which` < LM_XGU (moe: a MoE layer): Q|K|V
- * (*shared = 2 when V is K's rows: gemma4), O, gate|up, down (a MoE layer's: glm4moe's
- * shared expert; none without one); returns their count. */
+/* The parts of layer ml's matrix of kind `which` < LM_QB (moe: a MoE layer): Q|K|V
+ * (*shared = 2 when V is K's rows: gemma4; deepseek2's wq_a or wq, then wkv_a), O,
+ * gate|up, down (a MoE layer's: glm4moe's shared expert; none without one); returns their
+ * count. */
 static int layer_parts(const struct model_hparams *hp, const struct model_layer *ml, int which,
 		       bool moe, const struct model_weight **w, int *shared)
 {
@@ -534,6 +556,11 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 	}
 	switch (which) {
 	case 0:
+		if (hp->mla) {
+			w[0] = hp->n_lora_q ? &ml->wq_a : &ml->wq;
+			w[1] = &ml->wkv_a;
+			return 2;
+		}
 		w[0] = &ml->wq;
 		w[1] = &ml->wk;
 		w[2] = ml->v_from_k ? &ml->wk : &ml->wv;
@@ -632,13 +659,13 @@ static enum bg_status upload_exps(struct upload *u, const struct model_layer *ml
 }
 
 /* The dense bytes (storage type, 256-aligned) of layer L's matrices, by kind (enum lmat):
- * Q|K|V and O from the layer's own geometry, the FFN and expert kinds the bounds given
- * (ffn: gate|up, down, experts' gate|up, experts' down). */
-static void lmat_dense(const struct cuda_layer *L, size_t E, size_t es, const size_t ffn[4],
+ * Q|K|V and O from the layer's own geometry, the others the bounds given (ffn: gate|up,
+ * down, deepseek2's wq_b, wk_b, wv_b, experts' gate|up, experts' down). */
+static void lmat_dense(const struct cuda_layer *L, size_t E, size_t es, const size_t ffn[LM_N - 2],
 		       size_t out[LM_N])
 {
-	out[0] = align_up((size_t)(L->n_q + 2 * L->n_kv) * E * es, 256);
-	out[1] = align_up(E * (size_t)L->n_q * es, 256);
+	out[0] = align_up((size_t)L->qkv_rows * E * es, 256);
+	out[1] = align_up(E * (size_t)L->o_in * es, 256);
 	for (int k = 2; k < LM_N; k++)
 		out[k] = ffn[k - 2];
 }
@@ -652,6 +679,8 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 	const struct model_layer *ml = &m->layers[l];
 	const bool moe = hp->n_expert && l >= hp->n_layer_dense_lead;
 	*res = false;
+	if (k >= LM_QB && k < LM_XGU) /* deepseek2's, dense */
+		return hp->mla ? dense : 0;
 	if (k >= LM_XGU) {
 		if (!moe)
 			return 0;
@@ -669,6 +698,41 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 		return 0;
 	*res = mat_resident(c, w, n);
 	return mat_bytes(c, w, n, sh, dense);
+}
+
+/* deepseek2 (hp.mla): layer ml's wq_a (or wq) and wkv_a into L->wqkv unless resident
+ * (res), wq_b, each head's wk_b and wv_b (model_expert's views), and the q_a / kv_a norms. */
+static enum bg_status upload_mla(struct upload *u, const struct model_layer *ml,
+				 const struct cuda_layer *L, bool res, struct bg_err *err)
+{
+	const struct model_hparams *hp = &u->c->hp;
+	const size_t es = gpu_dtype_size(u->c->dt), E = hp->n_embd;
+	const struct model_weight *wq = hp->n_lora_q ? &ml->wq_a : &ml->wq;
+	enum bg_status st = BG_OK;
+	if (!res) {
+		st = upload_weight(u, wq, L->wqkv, UP_MATRIX, err);
+		if (st == BG_OK)
+			st =
+			    upload_weight(u, &ml->wkv_a, (char *)L->wqkv + (size_t)wq->ne1 * E * es,
+					  UP_MATRIX, err);
+	}
+	if (st == BG_OK && hp->n_lora_q)
+		st = upload_weight(u, &ml->wq_b, L->wq_b, UP_MATRIX, err);
+	for (uint32_t h = 0; st == BG_OK && h < hp->n_head; h++) {
+		struct model_weight kb = model_expert(&ml->wk_b, h),
+				    vb = model_expert(&ml->wv_b, h);
+		st = upload_weight(u, &kb, (char *)L->wk_b + (size_t)h * kb.ne0 * kb.ne1 * es,
+				   UP_MATRIX, err);
+		if (st == BG_OK)
+			st = upload_weight(u, &vb,
+					   (char *)L->wv_b + (size_t)h * vb.ne0 * vb.ne1 * es,
+					   UP_MATRIX, err);
+	}
+	if (st == BG_OK && hp->n_lora_q)
+		st = upload_weight(u, &ml->q_a_norm, L->q_a_norm, UP_NORM, err);
+	if (st == BG_OK)
+		st = upload_weight(u, &ml->kv_a_norm, L->kv_a_norm, UP_NORM, err);
+	return st;
 }
 
 static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
@@ -734,8 +798,18 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
-	size_t sz_selb = hp->n_expert_shared ? align_up(NX * 4, 256) : 0; /* glm4moe */
-	size_t per_layer = sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb;
+	/* glm4moe, deepseek2 */
+	size_t sz_selb = hp->n_expert_shared || hp->moe_grouped ? align_up(NX * 4, 256) : 0;
+	/* deepseek2: wq_b, wk_b, wv_b (dense) and the q_a / kv_a norms (fp32) */
+	const size_t H = hp->n_head, QL = hp->n_lora_q, CL = hp->n_lora_kv;
+	const size_t QH = (size_t)hp->mla_nope + hp->rope_dim;
+	size_t sz_qb = hp->mla ? align_up(H * QH * QL * es, 256) : 0;
+	size_t sz_kb = hp->mla ? align_up(H * CL * hp->mla_nope * es, 256) : 0;
+	size_t sz_vb = hp->mla ? align_up(H * hp->mla_v_head * CL * es, 256) : 0;
+	size_t sz_qan = hp->mla ? align_up(QL * 4, 256) : 0,
+	       sz_kvn = hp->mla ? align_up(CL * 4, 256) : 0;
+	size_t per_layer =
+	    sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan + sz_kvn;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -746,7 +820,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_out = tied ? 0 : mat_bytes(c, &wout, 1, -1, sz_embd);
 	size_t total = sz_e + sz_norm + sz_out + per_layer * hp->n_layer;
 	/* the matrices (enum lmat): each layer's own size, as dense bytes or resident */
-	const size_t sz_ffn[4] = {sz_gu, sz_down, sz_gu_exps, sz_down_exps};
+	const size_t sz_ffn[LM_N - 2] = {sz_gu, sz_down,    sz_qb,	 sz_kb,
+					 sz_vb, sz_gu_exps, sz_down_exps};
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		size_t dense[LM_N];
 		lmat_dense(&c->layers[l], E, es, sz_ffn, dense);
@@ -794,9 +869,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		 * lazy synthetic model's values depend on */
 		size_t dense[LM_N];
 		lmat_dense(L, E, es, sz_ffn, dense);
-		void **lw[LM_N] = {&L->wqkv,  &L->wo,	   &L->wgu,
-				   &L->wdown, &L->gu_exps, &L->down_exps};
-		struct gpu_qmat *lq[LM_XGU] = {&L->q_qkv, &L->q_o, &L->q_gu, &L->q_down};
+		void **lw[LM_N] = {&L->wqkv, &L->wo,   &L->wgu,	    &L->wdown,	  &L->wq_b,
+				   &L->wk_b, &L->wv_b, &L->gu_exps, &L->down_exps};
+		struct gpu_qmat *lq[LM_QB] = {&L->q_qkv, &L->q_o, &L->q_gu, &L->q_down};
 		bool res[LM_N];
 		for (int k = 0; st == BG_OK && k < LM_N; k++) {
 			const size_t b = lmat_bytes(c, m, l, k, dense[k], &res[k]);
@@ -826,6 +901,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		}
 		L->sel_b = sz_selb ? (float *)p : NULL;
 		p += sz_selb;
+		L->q_a_norm = sz_qan ? (float *)p : NULL;
+		p += sz_qan;
+		L->kv_a_norm = sz_kvn ? (float *)p : NULL;
+		p += sz_kvn;
 		L->bqkv = sz_bias ? (float *)p : NULL;
 		p += sz_bias;
 		if (sz_qkn) {
@@ -850,20 +929,24 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		char *qkv = (char *)L->wqkv;
 		if (L->attn_norm)
 			st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
-		if (st == BG_OK && !res[0])
+		if (st == BG_OK && hp->mla) /* deepseek2 (model.h): its own matrices, norms */
+			st = upload_mla(&u, ml, L, res[0], err);
+		else if (st == BG_OK && !res[0])
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
-		if (st == BG_OK && !res[0])
+		if (st == BG_OK && !res[0] && !hp->mla)
 			st = upload_weight(&u, &ml->wk, qkv + (size_t)L->n_q * E * es, UP_MATRIX,
 					   err);
-		if (st == BG_OK && !res[0] && ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
-			cudaError_t ce = cudaMemcpyAsync(qkv + (size_t)(L->n_q + L->n_kv) * E * es,
-							 qkv + (size_t)L->n_q * E * es,
-							 (size_t)L->n_kv * E * es,
-							 cudaMemcpyDeviceToDevice, c->stream);
+		if (hp->mla || st != BG_OK || res[0]) {
+			/* uploaded above, or resident */
+		} else if (ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
+			cudaError_t ce =
+			    cudaMemcpyAsync(qkv + (size_t)(L->n_q + L->n_kv) * E * es,
+					    qkv + (size_t)L->n_q * E * es, (size_t)L->n_kv * E * es,
+					    cudaMemcpyDeviceToDevice, c->stream);
 			if (ce != cudaSuccess)
 				st = bg_fail(err, BG_ERR_DEVICE, "copying K's rows to V's: %s",
 					     cudaGetErrorString(ce));
-		} else if (st == BG_OK && !res[0]) {
+		} else {
 			st = upload_weight(&u, &ml->wv, qkv + (size_t)(L->n_q + L->n_kv) * E * es,
 					   UP_MATRIX, err);
 		}
@@ -949,21 +1032,25 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 						   err);
 		}
 	}
-	/* then glm4moe's, after all of those: each MoE layer's selection bias and shared
-	 * expert (gate rows, up rows FS apart in wgu; down in wdown) */
-	for (uint32_t l = 0; st == BG_OK && hp->n_expert_shared && l < hp->n_layer; l++) {
+	/* then glm4moe's (and deepseek2's), after all of those: each MoE layer's selection
+	 * bias (deepseek2's is optional: none in a file without it) and shared expert (gate
+	 * rows, up rows FS apart in wgu; down in wdown) */
+	for (uint32_t l = 0; st == BG_OK && sz_selb && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
-		const struct cuda_layer *L = &c->layers[l];
+		struct cuda_layer *L = &c->layers[l];
 		if (!L->moe)
 			continue;
 		const size_t FS = (size_t)FX * hp->n_expert_shared;
-		st = upload_weight(&u, &ml->exp_probs_b, L->sel_b, UP_BIAS, err);
-		if (st == BG_OK && !L->q_gu.n_part) /* else resident, uploaded above */
+		if (hp->moe_grouped && !ml->exp_probs_b.data)
+			L->sel_b = NULL;
+		else
+			st = upload_weight(&u, &ml->exp_probs_b, L->sel_b, UP_BIAS, err);
+		if (st == BG_OK && FS && !L->q_gu.n_part) /* else resident, uploaded above */
 			st = upload_weight(&u, &ml->gate_shexp, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && !L->q_gu.n_part)
+		if (st == BG_OK && FS && !L->q_gu.n_part)
 			st = upload_weight(&u, &ml->up_shexp, (char *)L->wgu + FS * E * es,
 					   UP_MATRIX, err);
-		if (st == BG_OK && !L->q_down.n_part)
+		if (st == BG_OK && FS && !L->q_down.n_part)
 			st = upload_weight(&u, &ml->down_shexp, L->wdown, UP_MATRIX, err);
 	}
 	/* staging must outlive the conversions that read it */
@@ -1027,13 +1114,16 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 	/* mixture of experts: NP (token, expert) pairs of FX-wide experts, 0 without */
 	size_t NX = c->hp.n_expert, FX = c->hp.n_ff_exp, NP = N * c->hp.n_expert_used;
 	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;
-	enum { N_BUF = 19 };
+	/* deepseek2: mla_q, mla_f, mla_x (0 bytes otherwise) */
+	const bool mla = c->hp.mla;
+	enum { N_BUF = 22 };
 	size_t sizes[N_BUF] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
 			       es * N * E, es * N * c->n_q,   es * N * F, 4 * GPU_GEMV_MAX_TOK * E,
 			       4 * N * NX, 4 * NP * E,	      es * NP * FX, 4 * NP,
 			       4 * NP,	   4 * NP,	      4 * (NX + 1),  4 * 2 * n_tiles,
 			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0,
-			       c->hp.parallel ? 4 * N * E : 0};
+			       c->hp.parallel ? 4 * N * E : 0,
+			       mla ? 4 * N * c->n_q : 0, 4 * N * c->mla_qr, es * N * c->mla_xw};
 	size_t total = 0;
 	for (int i = 0; i < N_BUF; i++)
 		total += align_up(sizes[i], 256);
@@ -1049,7 +1139,8 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 			     (void **)&c->moe_y,      &c->moe_act,	      (void **)&mp->ids,
 			     (void **)&mp->w,	      (void **)&mp->sorted,   (void **)&mp->offs,
 			     (void **)&mp->tiles,     (void **)&mp->n_tiles,     (void **)&c->moe_xf,
-			     (void **)&c->par};
+			     (void **)&c->par,
+			     (void **)&c->mla_q,      (void **)&c->mla_f,	      &c->mla_x};
 	for (int i = 0; i < N_BUF; i++) {
 		*dst[i] = p;
 		p += align_up(sizes[i], 256);
@@ -1186,7 +1277,7 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	 * RMS norm and the fused layer sequential) */
 	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
 	       !c->hp.v_norm && !c->hp.out_scale && !c->hp.layer_norm && !c->hp.parallel &&
-	       c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
+	       !c->hp.mla && c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, F, false, c->dt, c->gemv_xs);
@@ -1259,6 +1350,56 @@ static cudaError_t add_prenorm(const struct cuda_ctx *c, float *x, const float *
 			       s);
 }
 
+/* deepseek2's latent attention (model.h) between the fused projection (c->qkv: wq_a's or
+ * wq's outputs, then wkv_a's) and attention, for the n rows of a pass, as the CPU
+ * backend's mla_qkv: with q_lora the q_a norm (into mla_x) and wq_b (into mla_f, the raw
+ * queries); gpu_mla_prep (the key rows into kv, q_nope into mla_x, rotated q_pe into
+ * mla_q); then each head's wk_b of its q_nope into the first n_lora_kv columns of its
+ * query in mla_q (one batched GEMM). */
+static enum bg_status mla_qkv(struct cuda_ctx *c, const struct cuda_layer *L, int n,
+			      const int32_t *d_pos, const int32_t *d_slots, struct gpu_kv_layer kv,
+			      struct bg_err *err)
+{
+	const struct model_hparams *hp = &c->hp;
+	const int H = (int)hp->n_head, QL = (int)hp->n_lora_q, C = (int)hp->n_lora_kv;
+	const int NP = (int)hp->mla_nope, R = (int)hp->rope_dim;
+	const int ql = QL ? QL : H * (NP + R); /* qkv's columns before wkv_a's */
+	cudaStream_t s = c->stream;
+	struct gpu_mla_prep_args a;
+	if (QL) {
+		CUDA_CHECK(gpu_rmsnorm_rows(c->qkv, c->ld_qkv, L->q_a_norm, hp->rms_eps, n, QL,
+					    c->mla_x, c->dt, s));
+		c->pass_gemms++;
+		CUBLAS_CHECK(gpu_gemm(c->cublas, L->wq_b, c->mla_x, c->mla_f, c->mla_qr, QL, n,
+				      c->mla_qr, c->dt));
+	}
+	a.qr = QL ? c->mla_f : c->qkv;
+	a.ldqr = QL ? c->mla_qr : c->ld_qkv;
+	a.kv = c->qkv + ql;
+	a.ldkv = c->ld_qkv;
+	a.n_tok = n;
+	a.n_head = H;
+	a.n_lora = C;
+	a.nope = NP;
+	a.rope_dim = R;
+	a.kv_norm = L->kv_a_norm;
+	a.eps = hp->rms_eps;
+	a.pos = d_pos;
+	a.slots = d_slots;
+	a.table = c->d_rope;
+	a.mscale = c->mscale[0];
+	a.neox = hp->rope_neox;
+	a.kv_out = kv;
+	a.qn = c->mla_x;
+	a.q = c->mla_q;
+	a.ldq = c->n_q;
+	CUDA_CHECK(gpu_mla_prep(&a, c->dt, s));
+	c->pass_gemms++;
+	CUBLAS_CHECK(gpu_gemm_heads(c->cublas, L->wk_b, c->mla_x, H * NP, NP, c->mla_q, GPU_F32,
+				    c->n_q, L->hd, C, NP, n, H, c->dt));
+	return BG_OK;
+}
+
 /* Enqueues the whole model for one pass. Makes no synchronous call and allocates
  * nothing, so that it can be captured into a CUDA graph. */
 static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
@@ -1294,7 +1435,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		struct gpu_kv_layer kv; /* the layer's K/V rows in each block (create_ctx) */
 		kv.base = (char *)c->kv + (size_t)L->kv_off * gpu_dtype_size(c->dt);
 		kv.block_stride = c->block_elems;
-		kv.v_offset = (int64_t)c->block_size * L->n_kv;
+		/* deepseek2: V is the K row (its first n_lora_kv values count, as in the CPU
+		 * backend's mla_out) */
+		kv.v_offset = hp->mla ? 0 : (int64_t)c->block_size * L->n_kv;
 		kv.block_size = c->block_size;
 		kv.kv_dim = L->n_kv;
 
@@ -1343,7 +1486,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		} else {
 			CUDA_CHECK(add_prenorm(c, c->x, l ? c->tmp : NULL, L->attn_norm, NULL, n,
 					       l > 0, c->xn, c->dt, s));
-			CUBLAS_CHECK(pass_gemm(c, L->wqkv, &L->q_qkv, c->xn, c->qkv, L->n_q + 2 * L->n_kv, E,
+			CUBLAS_CHECK(pass_gemm(c, L->wqkv, &L->q_qkv, c->xn, c->qkv, L->qkv_rows, E,
 					       n, c->ld_qkv));
 		}
 		if (hp->qk_norm_full)
@@ -1358,11 +1501,16 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 						      L->n_kvh, L->hd, L->q_norm, L->k_norm,
 						      hp->rms_eps, s));
 		}
-		if (!qkv_epilogue)
+		if (hp->mla) { /* deepseek2: its queries into mla_q, its key rows into kv */
+			enum bg_status st = mla_qkv(c, L, n, d_pos, d_slots, kv, err);
+			if (st != BG_OK)
+				return st;
+		} else if (!qkv_epilogue) {
 			CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
+		}
 		struct gpu_attn_args a;
-		a.q = c->qkv;
-		a.ldq = c->ld_qkv;
+		a.q = hp->mla ? c->mla_q : c->qkv;
+		a.ldq = hp->mla ? c->n_q : c->ld_qkv;
 		a.kv = kv;
 		a.tok_pos = d_pos;
 		a.tok_bt = d_tok_bt;
@@ -1409,7 +1557,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(branch_scale(c, n, s));
 			continue; /* pass_fused: no post-norms */
 		}
-		CUBLAS_CHECK(pass_gemm(c, L->wo, &L->q_o, c->attn, c->tmp, E, L->n_q, n, E));
+		if (hp->mla) /* deepseek2: wv_b of each head's output into mla_x, then wo */
+			CUBLAS_CHECK(gpu_gemm_heads(c->cublas, L->wv_b, c->attn, c->n_q, L->hd,
+						    c->mla_x, c->dt, L->o_in, hp->mla_v_head,
+						    (int)hp->mla_v_head, (int)hp->n_lora_kv, n,
+						    (int)hp->n_head, c->dt));
+		c->pass_gemms += hp->mla;
+		CUBLAS_CHECK(pass_gemm(c, L->wo, &L->q_o, hp->mla ? c->mla_x : c->attn, c->tmp, E,
+				       L->o_in, n, E));
 		if (L->bo) /* gpt-oss: the O projection's bias (fp32 rows of tmp) */
 			CUDA_CHECK(gpu_bias_add(c->tmp, E, L->bo, n, E, s));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
@@ -1444,11 +1599,16 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 					      n, NX, GPU_F32));
 			if (L->router_b) /* gpt-oss: the router's bias, before the choice */
 				CUDA_CHECK(gpu_bias_add(c->moe_logits, NX, L->router_b, n, NX, s));
-			if (hp->expert_gating_sigmoid) /* glm4moe: the selection bias, scale */
-				CUDA_CHECK(gpu_moe_route_sigmoid(c->moe_logits, L->sel_b, n, NX, K,
-								 hp->expert_weights_norm,
-								 hp->expert_weights_scale,
-								 &c->moe_plan, s));
+			if (hp->moe_grouped) /* deepseek2: groups, the optional selection bias */
+				CUDA_CHECK(gpu_moe_route_grouped(
+				    c->moe_logits, L->sel_b, n, NX, K, hp->expert_gating_sigmoid,
+				    (int)hp->n_expert_groups, (int)hp->n_group_used,
+				    hp->expert_weights_norm, hp->expert_weights_scale, &c->moe_plan,
+				    s));
+			else if (hp->expert_gating_sigmoid) /* glm4moe: the selection bias, scale */
+				CUDA_CHECK(gpu_moe_route_sigmoid(
+				    c->moe_logits, L->sel_b, n, NX, K, hp->expert_weights_norm,
+				    hp->expert_weights_scale, &c->moe_plan, s));
 			else
 				CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K,
 							 hp->expert_weights_norm, &c->moe_plan, s));
@@ -2360,11 +2520,17 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
-	if (hp->mla || hp->moe_grouped)
+	/* deepseek2: a lazy synthetic model's MLA weights are not made on the device (their
+	 * tensor ids are not laid out), and gpu_moe_route_grouped's groups are warp lanes */
+	if ((hp->mla || hp->moe_grouped) && !m->tok_embd.data)
+		return bg_fail(
+		    err, BG_ERR_UNSUPPORTED,
+		    "the CUDA backend does not fill a lazy synthetic deepseek2 model's "
+		    "latent attention (MLA) weights; the CPU backend runs it (--device cpu)");
+	if (hp->moe_grouped && hp->n_expert_groups > GPU_MOE_MAX_GROUPS)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend does not run deepseek2's latent attention (MLA) "
-			       "and grouped expert routing yet; the CPU backend does (--device "
-			       "cpu)");
+			       "the CUDA backend routes up to %d expert groups, not %u",
+			       GPU_MOE_MAX_GROUPS, hp->n_expert_groups);
 	/* gpt-oss: sinks and the O bias on any layer; the biased router and experts and the
 	 * clamped SwiGLU in gpu/moe.cuh's experts only (gpu_moe_oai), as on the CPU backend */
 	if ((hp->moe_bias || hp->swiglu_oai) && hp->n_expert == 0)
@@ -2391,7 +2557,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			       "the CUDA backend needs the shared experts (%llu wide) no wider "
 			       "than feed_forward_length %u",
 			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared, hp->n_ff);
-	if (hp->n_expert && !hp->expert_gating_sigmoid &&
+	if (hp->n_expert && !hp->expert_gating_sigmoid && !hp->moe_grouped &&
 	    (hp->n_expert_shared || hp->expert_weights_scale != 1.0f))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "softmax routing with a shared expert or scaled weights is not "
@@ -2406,12 +2572,12 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		uint32_t hd = model_head_dim(hp, k), kvh = model_n_head_kv(hp, k);
 		uint32_t rd = model_rope_dim(hp, k);
 		if (hd == 0 || hd > GPU_ATTN_MAX_HEAD)
-			return bg_fail(err, BG_ERR_UNSUPPORTED,
-				       "the CUDA backend supports head sizes up to 512, not %u%s",
-				       hd,
-				       hp->head_dim_swa != hp->head_dim && hp->head_dim_swa
-					   ? (k ? " (the windowed layers')" : " (the global layers')")
-					   : "");
+			return bg_fail(
+			    err, BG_ERR_UNSUPPORTED,
+			    "the CUDA backend supports head sizes up to 576, not %u%s", hd,
+			    hp->head_dim_swa != hp->head_dim && hp->head_dim_swa
+				? (k ? " (the windowed layers')" : " (the global layers')")
+				: "");
 		if (kvh == 0 || hp->n_head % kvh != 0)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "%u query heads cannot share %u KV heads", hp->n_head, kvh);
@@ -2493,6 +2659,17 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->n_q = (int)model_q_dim_max(hp);
 	c->n_kv = (int)model_kv_dim_max(hp);
 	c->ld_qkv = c->n_q + 2 * c->n_kv;
+	/* deepseek2 (model.h): qkv holds wq_a's (or wq's) and wkv_a's outputs */
+	const int mla_ql =
+	    hp->n_lora_q ? (int)hp->n_lora_q : (int)(hp->n_head * (hp->mla_nope + hp->rope_dim));
+	if (hp->mla) {
+		const int H = (int)hp->n_head, xw[3] = {(int)hp->n_lora_q, H * (int)hp->mla_nope,
+							H * (int)hp->mla_v_head};
+		c->ld_qkv = mla_ql + (int)hp->n_lora_kv + (int)hp->rope_dim;
+		c->mla_qr = hp->n_lora_q ? H * (int)(hp->mla_nope + hp->rope_dim) : 0;
+		c->mla_xw = xw[0] > xw[1] ? xw[0] : xw[1];
+		c->mla_xw = xw[2] > c->mla_xw ? xw[2] : c->mla_xw;
+	}
 	c->attn_hd = (int)model_head_dim_max(hp);
 	c->attn_kvh = (int)(hp->n_head_kv > model_n_head_kv(hp, true) ? hp->n_head_kv
 								 : model_n_head_kv(hp, true));
@@ -2512,7 +2689,10 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		L->n_kv = L->n_kvh * L->hd;
 		L->kv_off = off;
 		L->out_scale = hp->out_scale ? m->layers[l].out_scale : 1.0f;
-		off += 2 * (int64_t)c->block_size * L->n_kv;
+		L->qkv_rows = hp->mla ? c->ld_qkv : L->n_q + 2 * L->n_kv;
+		L->o_in = hp->mla ? (int)(hp->n_head * hp->mla_v_head) : L->n_q;
+		/* deepseek2: the K slab alone (V is read from the K rows, as on the CPU) */
+		off += (hp->mla ? 1 : 2) * (int64_t)c->block_size * L->n_kv;
 	}
 	c->block_elems = off;
 

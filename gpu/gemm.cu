@@ -19,6 +19,21 @@ cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y
 			    CUBLAS_GEMM_DEFAULT);
 }
 
+cublasStatus_t gpu_gemm_heads(cublasHandle_t h, const void *W, const void *x, int ldx, int64_t sx,
+			      void *y, enum gpu_dtype ydt, int ldy, int64_t sy, int n_out, int n_in,
+			      int n_tok, int n_heads, enum gpu_dtype dt)
+{
+	if (n_tok <= 0 || n_heads <= 0)
+		return CUBLAS_STATUS_SUCCESS;
+	const float alpha = 1.0f, beta = 0.0f;
+	cudaDataType_t ab = dt == GPU_F32 ? CUDA_R_32F : dt == GPU_F16 ? CUDA_R_16F : CUDA_R_16BF;
+	cudaDataType_t yt = ydt == GPU_F32 ? CUDA_R_32F : ab;
+	return cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n_out, n_tok, n_in, &alpha,
+					  W, ab, n_in, (long long)n_out * n_in, x, ab, ldx,
+					  (long long)sx, &beta, y, yt, ldy, (long long)sy, n_heads,
+					  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 cublasStatus_t gpu_gemm_q(cublasHandle_t h, const struct gpu_qmat *q, const void *x, float *y,
 			  int n_in, int n_tok, int ldy, void *scratch, size_t scratch_bytes,
 			  int *n_calls, cudaStream_t stream)

@@ -84,6 +84,11 @@ cudaError_t gpu_embed(const void *embd, enum gpu_dtype dt, const int32_t *tokens
 cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float eps,
 			    const int32_t *rows, int n_out, int n, bool write_back, void *out,
 			    enum gpu_dtype dt, cudaStream_t stream);
+/* out[i] = x[i] / sqrt(mean(x[i]^2) + eps) * w (out of dt, [n_rows, n]) for the rows of x
+ * [n_rows, ldx] fp32, n wide: gpu_add_rmsnorm's arithmetic (deepseek2's q_a norm, whose rows
+ * lie in a wider buffer). */
+cudaError_t gpu_rmsnorm_rows(const float *x, int64_t ldx, const float *w, float eps, int n_rows,
+			     int n, void *out, enum gpu_dtype dt, cudaStream_t stream);
 
 /* The same with a LayerNorm (command-r, cohere2; hp.layer_norm): with s as above,
  *   out[i] = (s - mean) * (1 / sqrt(var + eps)) * w,
@@ -206,6 +211,34 @@ struct gpu_qkv_post_args {
 cudaError_t gpu_qkv_post(const struct gpu_qkv_post_args *a, enum gpu_dtype dt,
 			 cudaStream_t stream);
 
+/* ---- mla.cu ---- */
+
+/* deepseek2's latent attention (model.h's mla) between its projections and attention, for
+ * n_tok rows (core/cpu/backend_cpu.c's mla_qkv is the reference):
+ *   kv [n_tok, ldkv] fp32: [c (n_lora), k_pe (rope_dim)] of each row (wkv_a's output);
+ *   qr [n_tok, ldqr] fp32: n_head heads of [q_nope (nope), q_pe (rope_dim)] (raw queries).
+ * The key row [rmsnorm(c) * kv_norm, rope(k_pe)] (head_dim = n_lora + rope_dim wide, the
+ * layer's only K/V row: V is read from it) is stored at slots[t] of kv (converted to dt);
+ * each head's q_nope goes to qn [n_tok, n_head nope] of dt (attn_k_b's input) and its
+ * rotated q_pe to q [n_tok, ldq] fp32 at columns h head_dim + n_lora (the first n_lora of
+ * the head are attn_k_b's output). The norm and the rotation are qkv_post's expressions. */
+struct gpu_mla_prep_args {
+	const float *kv, *qr;
+	int ldkv, ldqr;
+	int n_tok, n_head, n_lora, nope, rope_dim;
+	const float *kv_norm; /* [n_lora] fp32 */
+	float eps;
+	const int32_t *pos, *slots; /* [n_tok] each */
+	const float *table;	    /* gpu_rope_table_fill's for rope_dim / 2 */
+	float mscale;
+	bool neox;
+	struct gpu_kv_layer kv_out; /* kv_dim == n_lora + rope_dim */
+	void *qn;		    /* [n_tok, n_head nope] of dt */
+	float *q;		    /* [n_tok, ldq] */
+	int ldq;
+};
+cudaError_t gpu_mla_prep(const struct gpu_mla_prep_args *a, enum gpu_dtype dt, cudaStream_t stream);
+
 /* ---- attention.cu ---- */
 
 struct gpu_attn_args {
@@ -253,9 +286,12 @@ struct gpu_attn_args {
  * GPU_ATTN_PREFILL_CUDA_CORES forces (the tests compare the two). */
 enum { GPU_ATTN_PREFILL_AUTO = 0, GPU_ATTN_PREFILL_CUDA_CORES = 1 };
 
-/* The largest head gpu_attention takes: gemma4's global heads of 512. Heads of 257..512
- * go to the per-query kernel (16 dimensions a lane) and its merge (4 a thread). */
-#define GPU_ATTN_MAX_HEAD 512
+/* The largest head gpu_attention takes: deepseek2's latent rows of 576 (kv_lora_rank 512 +
+ * 64 rotated; gemma4's global heads are 512). Heads of 257..512 go to the per-query kernel
+ * (16 dimensions a lane) and its merge (4 a thread); heads of 513..576 to the per-query
+ * kernel (18 a lane) with one split, whatever n_split asks (GPU_ATTN_SPLIT_HEAD). */
+#define GPU_ATTN_MAX_HEAD   576
+#define GPU_ATTN_SPLIT_HEAD 512 /* the largest head whose context may be split */
 
 #define GPU_ATTN_TILE	  16 /* queries per tile */
 #define GPU_ATTN_TILE_MIN 8  /* a chunk shorter than this goes to the per-query kernel */
@@ -314,6 +350,14 @@ cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], voi
  * [n_tok, ldy] fp32; fp32 accumulation (CUBLAS_COMPUTE_32F, no TF32). */
 cublasStatus_t gpu_gemm(cublasHandle_t h, const void *W, const void *x, float *y, int n_out,
 			int n_in, int n_tok, int ldy, enum gpu_dtype dt);
+/* gpu_gemm for each of n_heads heads h at once (one cuBLAS strided-batched call; deepseek2's
+ * per-head attn_k_b / attn_v_b): y_h[t, r] = sum_i W_h[r, i] * x_h[t, i] with W_h at W +
+ * h n_out n_in (the heads' [n_out, n_in] matrices stacked), x_h at x + h sx (rows ldx
+ * apart) and y_h at y + h sy (rows ldy apart); strides and leading dimensions in
+ * elements; W and x of dt, y of ydt (fp32, or dt: rounded once). */
+cublasStatus_t gpu_gemm_heads(cublasHandle_t h, const void *W, const void *x, int ldx, int64_t sx,
+			      void *y, enum gpu_dtype ydt, int ldy, int64_t sy, int n_out, int n_in,
+			      int n_tok, int n_heads, enum gpu_dtype dt);
 /* The same for a resident block-quantized W (q's parts, rows of n_in; x bf16): the rows of
  * all parts in slices of at most scratch_bytes / (2 n_in) rows, each part's share of a
  * slice dequantized into scratch at its row (bf16, gpu_dequant_weights: quant_dequant's

@@ -71,12 +71,64 @@ int gpu_moe_max_tiles(int n_pairs, int n_expert)
 
 /* ---- routing ---- */
 
+/* How a token's experts are chosen (moe.cuh): softmax (sigmoid false) or sigmoid gating,
+ * the selection bias (NULL: none), the weights' scale, and deepseek2's grouping (grouped:
+ * moe_route_grouped's semantics; n_group > 1: the groups limited to n_group_used) */
+struct moe_route_opts {
+	bool sigmoid, grouped;
+	const float *sel_bias;
+	float scale;
+	int n_group, n_group_used;
+};
+
+/* Lane g < n_group of a warp: the sum of the two largest of group g's G selection values
+ * v[g G ..] (moe_route_grouped's: the first largest by strict '>', then the first largest of
+ * the others); the warp's n_group_used largest sums (ties: the lower group) kept as bits. */
+__device__ unsigned moe_keep_groups(const float *v, int G, int n_group, int n_group_used, int lane)
+{
+	float score = -INFINITY;
+	if (lane < n_group) {
+		const float *g = v + (size_t)lane * G;
+		int a = 0;
+		for (int i = 1; i < G; i++)
+			if (g[i] > g[a])
+				a = i;
+		int b = a == 0 ? 1 : 0;
+		for (int i = 0; i < G; i++)
+			if (i != a && g[i] > g[b])
+				b = i;
+		score = g[a] + g[b];
+		if (score != score)
+			score = -FLT_MAX; /* NaN: below every number */
+	}
+	unsigned keep = 0;
+	for (int j = 0; j < n_group_used; j++) {
+		const bool cand = lane < n_group && !((keep >> lane) & 1u);
+		float bv = cand ? score : -INFINITY;
+		int bi = cand ? lane : INT_MAX;
+		for (int o = 16; o > 0; o >>= 1) {
+			float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+			int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+			if (ov > bv || (ov == bv && oi < bi)) {
+				bv = ov;
+				bi = oi;
+			}
+		}
+		keep |= 1u << bi;
+	}
+	return keep;
+}
+
 __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logits, int n_tok,
 							       int n_expert, int k, bool norm,
 							       struct gpu_moe_plan plan,
-							       bool sigmoid, const float *sel_bias,
-							       float scale)
+							       struct moe_route_opts ro)
 {
+	const bool sigmoid = ro.sigmoid;
+	const float *sel_bias = ro.sel_bias;
+	const float scale = ro.scale;
+	/* selection keys of any value (biased, or groups masked to -inf) */
+	const bool wide = sigmoid || sel_bias || ro.n_group > 1;
 	/* each warp's token's probabilities; chosen ones become -2 (below a NaN's -1) */
 	__shared__ float sp[MR_WARPS][GPU_MOE_MAX_EXPERT];
 	/* pairs of warp chunk c routed to expert e, then the chunk's next position for e */
@@ -87,17 +139,16 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 	float *p = sp[warp];
 	for (int t = warp; t < n_tok; t += MR_WARPS) {
 		const float *l = logits + (size_t)t * n_expert;
+		float m = -INFINITY, s = 0.0f; /* softmax: the max and the sum (every lane) */
 		if (sigmoid) { /* glm4moe: p[e] holds the selection value p + sel_bias[e] */
 			for (int e = lane; e < n_expert; e += 32) {
 				float v = 1.0f / (1.0f + expf(-l[e]));
 				p[e] = sel_bias ? v + sel_bias[e] : v;
 			}
 		} else {
-			float m = -INFINITY;
 			for (int e = lane; e < n_expert; e += 32)
 				m = fmaxf(m, l[e]);
 			m = warp_max(m);
-			float s = 0.0f;
 			for (int e = lane; e < n_expert; e += 32) {
 				float v = expf(l[e] - m);
 				p[e] = v;
@@ -105,17 +156,26 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 			}
 			s = warp_sum(s);
 			for (int e = lane; e < n_expert; e += 32)
-				p[e] = p[e] / s;
+				p[e] = sel_bias ? p[e] / s + sel_bias[e] : p[e] / s;
 		}
 		/* chosen entries become `taken`, below a NaN's key: softmax values are >= 0, so
 		 * -2 / -1 there; a biased selection value may be any number, so -inf / -FLT_MAX */
-		const float taken = sigmoid ? -INFINITY : -2.0f;
-		const float nan_key = sigmoid ? -FLT_MAX : -1.0f;
-		__syncwarp();	   /* the arg-max rounds read other lanes' entries */
+		const float taken = wide ? -INFINITY : -2.0f;
+		const float nan_key = wide ? -FLT_MAX : -1.0f;
+		__syncwarp();	      /* the arg-max rounds read other lanes' entries */
+		if (ro.n_group > 1) { /* deepseek2: the other groups' experts out of the choice */
+			const int G = n_expert / ro.n_group;
+			const unsigned keep =
+			    moe_keep_groups(p, G, ro.n_group, ro.n_group_used, lane);
+			for (int e = lane; e < n_expert; e += 32)
+				if (!((keep >> (e / G)) & 1u))
+					p[e] = -INFINITY;
+			__syncwarp();
+		}
 		float wsum = 0.0f; /* the chosen p in slot order, the same in every lane */
 		for (int j = 0; j < k; j++) {
 			/* a lane's candidates in ascending index: '>' keeps the lower on a tie */
-			float bv = sigmoid ? -INFINITY : -3.0f;
+			float bv = wide ? -INFINITY : -3.0f;
 			int bi = INT_MAX;
 			for (int e = lane; e < n_expert; e += 32) {
 				float v = p[e], key = v != v ? nan_key : v;
@@ -132,8 +192,11 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 					bi = oi;
 				}
 			}
-			/* every lane, before its owner marks it; glm4moe: the unbiased p */
-			float pv = sigmoid ? 1.0f / (1.0f + expf(-l[bi])) : p[bi];
+			/* every lane, before its owner marks it; glm4moe, deepseek2: the unbiased p
+			 * (the softmax's expression again where p holds a biased value) */
+			float pv = sigmoid    ? 1.0f / (1.0f + expf(-l[bi]))
+				   : sel_bias ? expf(l[bi] - m) / s
+					      : p[bi];
 			__syncwarp();
 			if ((bi & 31) == lane)
 				p[bi] = taken;
@@ -143,7 +206,8 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 				plan.w[(size_t)t * k + j] = pv;
 			}
 		}
-		if (sigmoid && wsum < 6.103515625e-5f) /* llama.cpp's clamp of the norm's sum */
+		/* llama.cpp's clamp of the norm's sum */
+		if ((sigmoid || ro.grouped) && wsum < 6.103515625e-5f)
 			wsum = 6.103515625e-5f;
 		if (norm && lane == 0)
 			for (int j = 0; j < k; j++)
@@ -204,32 +268,45 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 	}
 }
 
-static cudaError_t moe_route_launch(const float *logits, int n_tok, int n_expert, int k,
-				    bool norm, const struct gpu_moe_plan *plan, bool sigmoid,
-				    const float *sel_bias, float scale, cudaStream_t stream)
+static cudaError_t moe_route_launch(const float *logits, int n_tok, int n_expert, int k, bool norm,
+				    const struct gpu_moe_plan *plan,
+				    const struct moe_route_opts &ro, cudaStream_t stream)
 {
 	if (n_tok <= 0)
 		return cudaSuccess;
 	if (k < 1 || k > n_expert || n_expert > GPU_MOE_MAX_EXPERT)
 		return cudaErrorInvalidValue;
-	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan,
-						       sigmoid, sel_bias, scale);
+	if (ro.n_group > 1 &&
+	    (ro.n_group > GPU_MOE_MAX_GROUPS || n_expert % ro.n_group != 0 ||
+	     n_expert / ro.n_group < 2 || ro.n_group_used < 1 || ro.n_group_used >= ro.n_group ||
+	     k > ro.n_group_used * (n_expert / ro.n_group)))
+		return cudaErrorInvalidValue;
+	moe_route_kernel<<<1, MR_THREADS, 0, stream>>>(logits, n_tok, n_expert, k, norm, *plan, ro);
 	return cudaGetLastError();
 }
 
 cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
 			  const struct gpu_moe_plan *plan, cudaStream_t stream)
 {
-	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, false, NULL, 1.0f,
-				stream);
+	const struct moe_route_opts ro = {false, false, NULL, 1.0f, 1, 0};
+	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
 }
 
 cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, int n_tok,
 				  int n_expert, int k, bool norm, float scale,
 				  const struct gpu_moe_plan *plan, cudaStream_t stream)
 {
-	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, true, sel_bias, scale,
-				stream);
+	const struct moe_route_opts ro = {true, false, sel_bias, scale, 1, 0};
+	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
+}
+
+cudaError_t gpu_moe_route_grouped(const float *logits, const float *sel_bias, int n_tok,
+				  int n_expert, int k, bool sigmoid, int n_group, int n_group_used,
+				  bool norm, float scale, const struct gpu_moe_plan *plan,
+				  cudaStream_t stream)
+{
+	const struct moe_route_opts ro = {sigmoid, true, sel_bias, scale, n_group, n_group_used};
+	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
 }
 
 /* ---- the expert projections ---- */

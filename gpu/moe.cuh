@@ -29,6 +29,7 @@
 #include "gpu/gpu_common.cuh"
 
 #define GPU_MOE_MAX_EXPERT 512 /* the most experts gpu_moe_route takes (its shared memory) */
+#define GPU_MOE_MAX_GROUPS 32  /* the most expert groups gpu_moe_route_grouped takes (lanes) */
 #define GPU_MOE_TILE	   16  /* (token, slot) pairs of one expert a tile */
 
 /* Where the routing of a pass of n_tok tokens, k experts a token, lies (device memory,
@@ -60,6 +61,20 @@ cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, b
 cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, int n_tok,
 				  int n_expert, int k, bool norm, float scale,
 				  const struct gpu_moe_plan *plan, cudaStream_t stream);
+
+/* deepseek2's routing (model.h's moe_grouped; core/model/moe.h's moe_route_grouped): p =
+ * sigmoid(l) (sigmoid) or softmax(l) in fp32, selection values p + sel_bias[e] (NULL:
+ * none); with n_group > 1 (<= GPU_MOE_MAX_GROUPS, dividing n_expert into groups of >= 2)
+ * only the n_group_used < n_group groups of the largest sums of their two largest
+ * selection values compete (ties: the lower group); the k largest selection values chosen
+ * (ties: the lower expert), weights the unbiased p, divided by max(their sum in slot
+ * order, 6.103515625e-5) when norm, then times scale unless 1. The same choice as the CPU
+ * where the values are not near-tied (the softmax's sum differs in rounding). The plan as
+ * gpu_moe_route's. */
+cudaError_t gpu_moe_route_grouped(const float *logits, const float *sel_bias, int n_tok,
+				  int n_expert, int k, bool sigmoid, int n_group, int n_group_used,
+				  bool norm, float scale, const struct gpu_moe_plan *plan,
+				  cudaStream_t stream);
 
 /* gpt-oss's additions to the experts (model.h moe_bias, swiglu_oai), fp32 device vectors
  * stacked by expert; NULL members: none. The gate and up biases are added to the fp32

@@ -24,12 +24,12 @@ __device__ static double block_sum_d(double v, double *red)
 
 template <typename T>
 __global__ void add_rmsnorm_kernel(float *x, const float *delta, const float *w, float eps,
-				   const int32_t *rows, int n, bool write_back, T *out)
+				   const int32_t *rows, int n, int64_t ldx, bool write_back, T *out)
 {
 	__shared__ double red[32];
 	int i = blockIdx.x;
 	int64_t r = rows ? rows[i] : i;
-	float *xr = x + r * n;
+	float *xr = x + r * ldx;
 	const float *dr = delta ? delta + r * n : nullptr;
 	T *o = out + (int64_t)i * n;
 	if (!w) { /* no norm (olmo2's layers): the sum as it is (w is block-uniform) */
@@ -67,7 +67,20 @@ cudaError_t gpu_add_rmsnorm(float *x, const float *delta, const float *w, float 
 	int threads = n >= 1024 ? 512 : n >= 256 ? 256 : 64;
 	GPU_DISPATCH_DTYPE(dt, T,
 			   add_rmsnorm_kernel<T><<<n_out, threads, 0, stream>>>(
-			       x, delta, w, eps, rows, n, write_back, (T *)out));
+			       x, delta, w, eps, rows, n, n, write_back, (T *)out));
+	return cudaGetLastError();
+}
+
+cudaError_t gpu_rmsnorm_rows(const float *x, int64_t ldx, const float *w, float eps, int n_rows,
+			     int n, void *out, enum gpu_dtype dt, cudaStream_t stream)
+{
+	if (n_rows <= 0)
+		return cudaSuccess;
+	int threads = n >= 1024 ? 512 : n >= 256 ? 256 : 64;
+	GPU_DISPATCH_DTYPE(dt, T,
+			   add_rmsnorm_kernel<T><<<n_rows, threads, 0, stream>>>(
+			       (float *)x, (const float *)NULL, w, eps, (const int32_t *)NULL, n,
+			       ldx, false, (T *)out));
 	return cudaGetLastError();
 }
 

@@ -253,11 +253,11 @@ else
 	# post-norms and skipped NextN layer; glm4moe's dense layer, sigmoid routing with the
 	# selection bias and scale, and shared expert; command-r's LayerNorms, parallel block,
 	# logit scale and (64 layers) per-head Q/K LayerNorms; cohere2's RoPE on the windowed
-	# layers only.
+	# layers only; deepseek2's latent attention (V read from the K row) and grouped routing.
 	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
-		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny; do
+		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
@@ -384,13 +384,13 @@ printf '{"id":"a","prompt":"Once","max_tokens":4}\n' >"$TMP/hd640.jsonl"
 "$BATCHGEN" -q -m "$TMP/hd640.gguf" -i "$TMP/hd640.jsonl" -o "$TMP/hd640.cuda.jsonl" \
 	--device cuda 2>"$TMP/hd640.err"
 check_eq "unsupported model, --device cuda: exit status 3" $? 3
-check "unsupported model, --device cuda: says why" grep -q 'head sizes up to 512, not 640' "$TMP/hd640.err"
+check "unsupported model, --device cuda: says why" grep -q 'head sizes up to 576, not 640' "$TMP/hd640.err"
 "$BATCHGEN" -q -m "$TMP/hd640.gguf" -i "$TMP/hd640.jsonl" -o "$TMP/hd640.cpu.jsonl" --device cpu
 "$BATCHGEN" -q -m "$TMP/hd640.gguf" -i "$TMP/hd640.jsonl" -o "$TMP/hd640.auto.jsonl" \
 	--device auto 2>"$TMP/hd640.auto.err"
 check_eq "unsupported model, --device auto: exit status 0" $? 0
 check "unsupported model, --device auto: warns why and that it runs on the CPU" \
-	grep -q 'warning: .*head sizes up to 512, not 640; running on the CPU' "$TMP/hd640.auto.err"
+	grep -q 'warning: .*head sizes up to 576, not 640; running on the CPU' "$TMP/hd640.auto.err"
 check_eq "unsupported model, --device auto: the CPU's results" \
 	"$(tokens "$TMP/hd640.auto.jsonl")" "$(tokens "$TMP/hd640.cpu.jsonl")"
 # bench opens a synthetic model lazily for the GPU (weights filled there): the fallback

@@ -17,6 +17,7 @@
 
 extern "C" {
 #include "model/half.h"
+#include "model/moe.h"
 #include "model/quant.h"
 #include "sample/sampler.h"
 #include "gpu/plugin.h"
@@ -1697,18 +1698,26 @@ static void test_attention(int n_sm)
 	 * dimensions a lane, and its merge, 4 a thread); each with plain causal attention,
 	 * then (bf16 only, for time) a window of 64 keys (gemma2/3's local layers) and a score
 	 * soft-cap of 30 (gemma2); then (f32 and bf16) gpt-oss's attention sinks, with and
-	 * without a window of 64. Heads of 512: plain and (bf16) windowed only, for time. */
+	 * without a window of 64. Heads of 512: plain and (bf16) windowed only, for time.
+	 * deepseek2's latent rows (mla): heads of 576 over one K/V head whose V is the K row
+	 * (v_offset 0, a layer's slab K alone: the CPU backend's layout), and of 48 (its tiny
+	 * shape: the GQA decode, tiled and tensor-core kernels); plain attention, f32 and bf16,
+	 * for time. */
 	struct {
 		int n_head, n_head_kv, hd, bs;
-	} shapes[9] = {{8, 4, 8, 16},	  {32, 8, 128, 32}, {4, 4, 64, 16},  {6, 2, 96, 8},
-		       {4, 1, 256, 16}, {16, 2, 64, 16},  {14, 2, 128, 16}, {4, 2, 36, 16},
-		       {4, 1, 512, 16}};
+		bool mla;
+	} shapes[11] = {{8, 4, 8, 16, false},	 {32, 8, 128, 32, false}, {4, 4, 64, 16, false},
+			{6, 2, 96, 8, false},	 {4, 1, 256, 16, false},  {16, 2, 64, 16, false},
+			{14, 2, 128, 16, false}, {4, 2, 36, 16, false},	  {4, 1, 512, 16, false},
+			{4, 1, 576, 16, true},	 {4, 1, 48, 16, true}};
 	for (auto &sh : shapes)
 		for (enum gpu_dtype dt : all_dt)
 			for (int variant = 0; variant < 5; variant++) {
 			if (variant > 0 && variant < 3 && dt != GPU_BF16)
 				continue;
 			if (sh.hd > 256 && variant > 1)
+				continue;
+			if (sh.mla && (variant > 0 || dt == GPU_F16))
 				continue;
 			if (variant >= 3 && dt == GPU_F16)
 				continue;
@@ -1719,6 +1728,7 @@ static void test_attention(int n_sm)
 			const std::vector<float> sinks =
 			    variant >= 3 ? rand_vec((size_t)sh.n_head, -1, 6) : std::vector<float>();
 			int n_layer = 2, layer = 1, kv_dim = sh.n_head_kv * sh.hd;
+			const int parts = sh.mla ? 1 : 2; /* K and V slabs, or K alone (mla) */
 			/* three sequences: a long decode step, a context chunk in the middle of a
 			 * prompt, and the very first token of a prompt */
 			struct {
@@ -1731,7 +1741,7 @@ static void test_attention(int n_sm)
 				n_blocks += (s.pos0 + s.n + sh.bs - 1) / sh.bs;
 			}
 			n_blocks += 3; /* unused blocks, to catch reads outside the tables */
-			int64_t block_elems = (int64_t)n_layer * 2 * sh.bs * kv_dim;
+			int64_t block_elems = (int64_t)n_layer * parts * sh.bs * kv_dim;
 			std::vector<float> pool = rand_vec((size_t)block_elems * n_blocks, -1, 1);
 			for (auto &v : pool)
 				v = st_round(dt, v);
@@ -1777,8 +1787,8 @@ static void test_attention(int n_sm)
 			REQUIRE(cudaMalloc(&dcnt, cnt_n * 4));
 			REQUIRE(cudaMemset(dcnt, 0, cnt_n * 4));
 			struct gpu_kv_layer kv = {
-			    (char *)dpool + (size_t)layer * 2 * sh.bs * kv_dim * gpu_dtype_size(dt),
-			    block_elems, (int64_t)sh.bs * kv_dim, sh.bs, kv_dim};
+			    (char *)dpool + (size_t)layer * parts * sh.bs * kv_dim * gpu_dtype_size(dt),
+			    block_elems, sh.mla ? 0 : (int64_t)sh.bs * kv_dim, sh.bs, kv_dim};
 			struct gpu_attn_args a = attn_args(dq, ldq, kv, dpos, dtb, dbt, n_tok, sh.n_head,
 							   sh.n_head_kv, sh.hd, dout, max_ctx);
 			a.softcap = softcap;
@@ -1810,7 +1820,7 @@ static void test_attention(int n_sm)
 							size_t base =
 							    (size_t)tables[si][k / sh.bs] *
 								block_elems +
-							    (size_t)layer * 2 * sh.bs * kv_dim +
+							    (size_t)layer * parts * sh.bs * kv_dim +
 							    (size_t)(k % sh.bs) * kv_dim +
 							    (size_t)kvh * sh.hd;
 							double d = 0;
@@ -1838,9 +1848,9 @@ static void test_attention(int n_sm)
 								size_t base =
 								    (size_t)tables[si][k / sh.bs] *
 									block_elems +
-								    (size_t)layer * 2 * sh.bs *
+								    (size_t)layer * parts * sh.bs *
 									kv_dim +
-								    (size_t)sh.bs * kv_dim +
+								    (sh.mla ? 0 : (size_t)sh.bs * kv_dim) +
 								    (size_t)(k % sh.bs) * kv_dim +
 								    (size_t)kvh * sh.hd;
 								o += sc[k] * pool[base + e];
@@ -3131,6 +3141,68 @@ static void moe_check_route(const char *what, const std::vector<float> &l, int n
 	CHECK(ok, "%s: the grouping (offs, sorted, %d tiles) is inconsistent", what, n_tiles);
 }
 
+/* deepseek2's grouped routing (gpu_moe_route_grouped) against the CPU backend's
+ * moe_route_grouped on the same logits and bias: DeepSeek-V3's shape (256 experts in 8
+ * groups of 32, 4 groups, 8 chosen; sigmoid, the selection bias, scale 2.5), V2's (160 in 8
+ * groups, 3 of them, 6 chosen; softmax, no bias, not normalized, scale 16) and Kimi-K2's
+ * one group (384, 8 chosen). Every id equal; the weights within fp32 rounding (the
+ * softmax's sum differs in order: 1e-6 relative). Logits in [-4, 4] (and biases in
+ * [-0.5, 0.5]): near ties of the 2-sums or values have odds of ~1e-6 a token. */
+static void test_moe_route_grouped(void)
+{
+	const struct {
+		int n_tok, n_expert, k, n_group, used;
+		bool sigmoid, bias, norm;
+		float scale;
+	} cases[3] = {{37, 256, 8, 8, 4, true, true, true, 2.5f},
+		      {21, 160, 6, 8, 3, false, false, false, 16.0f},
+		      {9, 384, 8, 1, 0, true, true, true, 2.827f}};
+	for (auto &cs : cases) {
+		std::vector<float> l = rand_vec((size_t)cs.n_tok * cs.n_expert, -4, 4);
+		std::vector<float> b = rand_vec((size_t)cs.n_expert, -0.5f, 0.5f);
+		struct moe_dev d = moe_dev_alloc(l, cs.n_tok, cs.n_expert, cs.k);
+		float *db = cs.bias ? dev_vec(b) : NULL;
+		REQUIRE(gpu_moe_route_grouped(d.logits, db, cs.n_tok, cs.n_expert, cs.k, cs.sigmoid,
+					      cs.n_group, cs.used, cs.norm, cs.scale, &d.plan, 0));
+		const size_t P = (size_t)cs.n_tok * cs.k;
+		std::vector<int32_t> ids = dev_download<int32_t>(d.plan.ids, P);
+		std::vector<float> w = dev_download<float>(d.plan.w, P);
+		size_t bad_id = 0, bad_w = 0;
+		std::vector<int32_t> rid(cs.k);
+		std::vector<float> rw(cs.k);
+		for (int t = 0; t < cs.n_tok; t++) {
+			moe_route_grouped(&l[(size_t)t * cs.n_expert], cs.bias ? b.data() : NULL,
+					  (uint32_t)cs.n_expert, (uint32_t)cs.k, cs.sigmoid,
+					  (uint32_t)cs.n_group, (uint32_t)cs.used, cs.norm,
+					  cs.scale, rid.data(), rw.data());
+			for (int j = 0; j < cs.k; j++) {
+				const size_t q = (size_t)t * cs.k + j;
+				bad_id += ids[q] != rid[j];
+				bad_w += !(fabs(w[q] - rw[j]) <= 2e-6 * fabs(rw[j]) + 1e-9);
+			}
+		}
+		CHECK(bad_id == 0 && bad_w == 0,
+		      "moe route grouped, %d experts in %d groups of which %d, %d chosen, %s: %zu "
+		      "ids and %zu weights of %zu wrong",
+		      cs.n_expert, cs.n_group, cs.used, cs.k, cs.sigmoid ? "sigmoid" : "softmax",
+		      bad_id, bad_w, P);
+		if (db)
+			cudaFree(db);
+		moe_dev_free(&d);
+	}
+	struct moe_dev d = moe_dev_alloc(std::vector<float>(64, 0.0f), 1, 64, 2);
+	CHECK(gpu_moe_route_grouped(d.logits, NULL, 1, 64, 2, true, 64, 8, true, 1.0f, &d.plan,
+				    0) == cudaErrorInvalidValue &&
+		  gpu_moe_route_grouped(d.logits, NULL, 1, 64, 2, true, 6, 2, true, 1.0f, &d.plan,
+					0) == cudaErrorInvalidValue &&
+		  gpu_moe_route_grouped(d.logits, NULL, 1, 64, 9, true, 8, 1, true, 1.0f, &d.plan,
+					0) == cudaErrorInvalidValue,
+	      "moe route grouped: 64 groups, groups not dividing the experts, k past the kept "
+	      "groups refused");
+	cudaGetLastError();
+	moe_dev_free(&d);
+}
+
 static void test_moe_route(void)
 {
 	struct {
@@ -3157,6 +3229,7 @@ static void test_moe_route(void)
 	      "moe route: k of 0, k > n_expert, too many experts refused");
 	cudaGetLastError();
 	moe_dev_free(&d);
+	test_moe_route_grouped();
 }
 
 /* The routed FFN, gpu_moe_route .. gpu_moe_combine, on n_tok tokens: returns out [n_tok,

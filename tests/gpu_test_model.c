@@ -558,7 +558,11 @@ out:
  * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
  * LM head one GEMV, and no cuBLAS call at all. A mixture-of-experts model never fuses, and
  * its FFN after the norm is the router's fp32 norm and GEMM, the routing, gate|up, down and
- * the weighted sum (gpu/moe.cuh): three nodes more a layer, one cuBLAS call less. */
+ * the weighted sum (gpu/moe.cuh): three nodes more a layer, one cuBLAS call less.
+ * deepseek2's latent attention (hp.mla, never fused): the fused wq_a|wkv_a GEMM takes the
+ * QKV GEMM's place and gpu_mla_prep qkv_post's; [the q_a norm and the wq_b GEMM (q_lora)],
+ * the wk_b and wv_b batched GEMMs: 2 nodes and 2 cuBLAS calls more a layer, 4 and 3 with
+ * q_lora. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
 			    int n_tok, int es, size_t xs, int *gemms)
 {
@@ -585,7 +589,10 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
 		     hp->qk_norm_heads + (hp->qk_norm_heads && hp->qkv_bias) +
 		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
+	const long mla = hp->mla ? (hp->n_lora_q ? 2 : 0) + 2 : 0;
+	layer += mla;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
+	*gemms += (int)((mla - (hp->n_lora_q > 0)) * (long)hp->n_layer);
 	/* glm4moe: its leading dense layers as a dense model's (3 nodes and one cuBLAS call
 	 * less than a MoE layer's); each MoE layer's shared expert 2 GEMMs, its SwiGLU and the
 	 * add into the routed sum */
@@ -652,7 +659,12 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 		/* the resident path (qres: every matrix block-quantized, each no larger than the
 		 * scratch: one cuBLAS call a matrix): before each call a dequantization kernel per
 		 * part, Q|K|V's three and gate|up's two, the others' one (dense gated models) */
-		if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call) */
+		/* deepseek2's (q8_0): resident wq_a|wkv_a (two parts), O, gate|up (two: its dense
+		 * layer's or the shared expert's) and down a layer, and the LM head; wq_b, wk_b,
+		 * wv_b and the routers stay dense */
+		if (qres && hp->mla)
+			want += 6L * (long)hp->n_layer + 1;
+		else if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call) */
 			want += want_gemms + 3L * (long)hp->n_layer;
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
@@ -718,10 +730,12 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		int n_graph, n_pass;
 		/* the storage type the backend picks (gpu/backend_cuda.cu's pick_dtype): f32 and
 		 * f16 files as they are, every other type as bf16 */
-		const int es = m->layers[0].wq.type == GGUF_DTYPE_F32 ? 4 : 2;
+		const struct model_weight *w0 = m->hp.mla ? &m->layers[0].wkv_a : &m->layers[0].wq;
+		const int es = w0->type == GGUF_DTYPE_F32 ? 4 : 2;
 		/* Q8_0 / Q4_K / Q6_K matrices stay blocks on the device (BG_CUDA_QUANT=1) */
-		const enum gguf_dtype wt = m->layers[0].wq.type;
-		const bool qres = wt == GGUF_DTYPE_Q8_0 || wt == GGUF_DTYPE_Q4_K || wt == GGUF_DTYPE_Q6_K;
+		const enum gguf_dtype wt = w0->type;
+		const bool qres =
+		    wt == GGUF_DTYPE_Q8_0 || wt == GGUF_DTYPE_Q4_K || wt == GGUF_DTYPE_Q6_K;
 		census_check(spec, &m->hp, es, qres, census, strncmp(g->device, "emu ", 4) == 0,
 			     &n_graph, &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "%s: census of %d graphs and %d passes", spec,
@@ -879,6 +893,12 @@ static void test_arch_vs_cpu(void)
 	     * the windowed layers only): LayerNorms, the parallel block, the logit scale */
 	    "synthetic:command-r-plus-tiny:f32",
 	    "synthetic:cohere2-tiny:f32",
+	    /* deepseek2: latent attention (q_lora, kv_a norm, MQA over rows of 48 with V their
+	     * first 32, per-head wk_b / wv_b), YaRN's attention scale; 4 groups of 2 experts of
+	     * which 2, sigmoid with the selection bias, scale 2.5, a shared expert, a dense
+	     * first layer. The lite one: plain wq, softmax in 2 groups of which 1, no bias */
+	    "synthetic:deepseek2-tiny:f32",
+	    "synthetic:deepseek2-lite-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1671,24 +1691,87 @@ static void test_glm4moe_refused(void)
 			    "shared experts (32 wide) no wider than feed_forward");
 }
 
-/* deepseek2 (MLA, grouped routing) is not on the CUDA backend yet: its file and the lazy
- * DeepSeek-V3 refused by message before any allocation (--device auto then runs the CPU
- * backend) */
-static void test_deepseek2_refused(void)
+/* deepseek2-tiny q8_0: its matrices resident (BG_CUDA_QUANT=1: wq_a|wkv_a, O, the FFNs and
+ * experts as blocks; wq_b, wk_b, wv_b BF16) and on the BF16 path (=0), against the CPU
+ * backend on the same blocks: a 24-token prompt, then 3 decode steps. The CPU rounds
+ * activations to 8 bits there, which flips near-tied expert choices: test_moe_resident's
+ * criterion, the resident path within 0.1 of the rms and 1 - cosine within 5e-4, or within
+ * 2x the BF16 path's. The prompt is one where no choice is near-tied (measured under
+ * gpu/emu: 0.05-0.10 of the rms on both paths each step; test_synthetic_vs_cpu's prompt
+ * flips one on the resident path at its first decode step, 0.80 against the BF16 path's
+ * 0.08); the BF16 path's own agreement is test_synthetic_vs_cpu's bf16 case. */
+static void test_deepseek2_q8(void)
 {
-	static const struct {
-		const char *spec;
-		bool lazy;
-	} cases[] = {{"synthetic:deepseek2-tiny:f32", false}, {"synthetic:deepseek-v3:bf16", true}};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		struct model *m = NULL;
-		struct bg_err err = {0};
-		if (model_open(cases[i].spec, cases[i].lazy, &m, &err) != BG_OK) {
-			CHECK(0, "%s: %s", cases[i].spec, err.msg);
-			continue;
-		}
-		expect_cuda_refused(m, cases[i].spec, "deepseek2's latent attention (MLA)");
+	const char *spec = "synthetic:deepseek2-tiny:q8_0";
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	if (model_open(spec, false, &m, &err) != BG_OK) {
+		CHECK(0, "model_open %s: %s", spec, err.msg);
+		return;
 	}
+	struct backend *g[2] = {cuda_with_quant(m, 512, "1"), cuda_with_quant(m, 512, "0")};
+	struct backend *c = gpu_util_backend(m, false, 16, 512);
+	if (g[0] && g[1] && c) {
+		static struct seq sg[2], sc;
+		int32_t toks[24], blocks[4] = {0, 1, 2, 3};
+		for (int i = 0; i < 24; i++)
+			toks[i] = (int32_t)((i * 7907u + 11u) % (unsigned)c->n_vocab);
+		for (int k = 0; k < 2; k++)
+			seq_init(&sg[k], toks, 24, blocks, 4);
+		seq_init(&sc, toks, 24, blocks, 4);
+		const int V = c->n_vocab;
+		float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+		for (int i = 0; i < 4; i++) {
+			struct seq *pc = &sc;
+			int32_t rc, rg;
+			double d[2], cs[2], rms = 0;
+			CHECK(step(c, &pc, 1, NULL, &rc, &err) == BG_OK, "%s cpu: %s", spec,
+			      err.msg);
+			for (int k = 0; k < 2; k++) {
+				struct seq *pg = &sg[k];
+				CHECK(step(g[k], &pg, 1, NULL, &rg, &err) == BG_OK, "%s cuda: %s",
+				      spec, err.msg);
+				d[k] = compare_rows(g[k], rg, c, rc, lg, lc, V, &rms, &cs[k]) / rms;
+			}
+			CHECK((d[0] <= 0.1 || d[0] <= 2 * d[1]) &&
+				  (1 - cs[0] <= 5e-4 || 1 - cs[0] <= 2 * (1 - cs[1])),
+			      "%s step %d: resident max |cuda - cpu| / rms %g, cosine %.6f (BF16 "
+			      "path %g, %.6f)",
+			      spec, i, d[0], cs[0], d[1], cs[1]);
+			const int32_t t = (int32_t)((i * 31u + 5u) % (unsigned)V);
+			for (int k = 0; k < 2; k++)
+				sg[k].tokens[sg[k].n_tok++] = t;
+			sc.tokens[sc.n_tok++] = t;
+		}
+		free(lg);
+		free(lc);
+	}
+	backend_destroy(g[0]);
+	backend_destroy(g[1]);
+	backend_destroy(c);
+	model_free(m);
+}
+
+/* deepseek2 on the CUDA backend: a batch through bucket 4's decode graph; 16-bit storage
+ * (bf16, and q8_0's resident blocks) against the CPU's fp32; the lazy DeepSeek-V3, whose
+ * MLA weights the device does not make, refused by message before any allocation
+ * (--device auto then runs the CPU backend) */
+static void test_deepseek2(void)
+{
+	test_batch_vs_cpu("synthetic:deepseek2-tiny:f32", 3);
+	/* 16-bit weights and activations rounded at every GEMM input (q8_0: the blocks'
+	 * bf16 dequantization too), 2-3 layers: ~2^-9 relative a rounding, as llama-100m's
+	 * q8_0 case with 4x fewer layers */
+	test_synthetic_vs_cpu("synthetic:deepseek2-tiny:bf16", 0.05, 0.9995);
+	test_synthetic_vs_cpu("synthetic:deepseek2-lite-tiny:bf16", 0.05, 0.9995);
+	test_deepseek2_q8();
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	if (model_open("synthetic:deepseek-v3:bf16", true, &m, &err) != BG_OK) {
+		CHECK(0, "deepseek-v3: %s", err.msg);
+		return;
+	}
+	expect_cuda_refused(m, "lazy deepseek-v3", "lazy synthetic deepseek2");
 }
 
 /* The architectures beyond test_arch_vs_cpu's: lazy synthetic models (weights filled on the
@@ -1727,7 +1810,7 @@ static void test_arch_batches(void)
 	test_moe_batch("synthetic:glm4moe-tiny:f32");
 	test_lazy_synthetic("synthetic:glm4moe-tiny:bf16");
 	test_glm4moe_refused();
-	test_deepseek2_refused();
+	test_deepseek2();
 	/* cohere2 on bucket 4's graph (parallel block, windowed layers); command-r lazily:
 	 * its per-head norm rows and no ffn_norm on the device */
 	test_batch_vs_cpu("synthetic:cohere2-tiny:f32", 3);
@@ -1743,6 +1826,7 @@ int main(void)
 	}
 	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
 	 * models (quick under gpu/emu);
+	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
 	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
@@ -1752,6 +1836,12 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_MOEQ")) { /* its MoE models alone */
 		test_moe_resident();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_MLA")) { /* deepseek2 alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:deepseek2-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:deepseek2-lite-tiny:f32", 1e-4, 0.9999999);
+		test_deepseek2();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_ARCH")) {

@@ -1152,3 +1152,37 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int 
 	});
 	return CUBLAS_STATUS_SUCCESS;
 }
+
+// The batched form: cublasGemmEx's checks (with a count >= 0), then one stream operation (one
+// graph node, as cuBLAS's one kernel) that runs batch after batch as cublasGemmEx runs one
+// (element strides).
+static size_t elem_size(int t)
+{
+	return t == CUDA_R_32F ? 4 : 2;
+}
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+					  const void *alpha, const void *A, int at, int lda,
+					  long long sa, const void *B, int bt, int ldb,
+					  long long sb, const void *beta, void *C, int ct, int ldc,
+					  long long sc, int count, int compute, int)
+{
+	bool op_ok =
+	    (ta == CUBLAS_OP_N || ta == CUBLAS_OP_T) && (tb == CUBLAS_OP_N || tb == CUBLAS_OP_T);
+	int rows_a = ta == CUBLAS_OP_N ? m : k, rows_b = tb == CUBLAS_OP_N ? k : n;
+	if (!h || !op_ok || m < 0 || n < 0 || k < 0 || count < 0 || lda < std::max(1, rows_a) ||
+	    ldb < std::max(1, rows_b) || ldc < std::max(1, m) || !alpha || !beta)
+		return CUBLAS_STATUS_INVALID_VALUE;
+	bool types_ok = at == bt && (at == CUDA_R_32F || at == CUDA_R_16F || at == CUDA_R_16BF) &&
+			(ct == CUDA_R_32F || ct == at);
+	if (!types_ok || compute != CUBLAS_COMPUTE_32F)
+		return CUBLAS_STATUS_NOT_SUPPORTED;
+	float al = *(const float *)alpha, be = *(const float *)beta;
+	enqueue(h->stream, [=]() {
+		for (int i = 0; i < count; i++)
+			gemm_run(ta, tb, m, n, k, al,
+				 (const char *)A + (size_t)(i * sa) * elem_size(at), at, lda,
+				 (const char *)B + (size_t)(i * sb) * elem_size(bt), bt, ldb, be,
+				 (char *)C + (size_t)(i * sc) * elem_size(ct), ct, ldc);
+	});
+	return CUBLAS_STATUS_SUCCESS;
+}

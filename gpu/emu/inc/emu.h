@@ -311,7 +311,8 @@ cudaError_t cudaFuncSetAttribute(void (*f)(A...), enum cudaFuncAttribute attr, i
 	return emu_func_set_attr(emu_key(f), attr, value);
 }
 
-// ---- cuBLAS: cublasGemmEx, column-major, fp32 accumulation, cuBLAS's argument checks ----
+// ---- cuBLAS: cublasGemmEx (and strided-batched), column-major, fp32 accumulation, cuBLAS's
+// argument checks ----
 typedef struct emu_blas *cublasHandle_t;
 typedef int cublasStatus_t;
 enum {
@@ -332,6 +333,13 @@ cublasStatus_t cublasCreate(cublasHandle_t *h);
 cublasStatus_t cublasDestroy(cublasHandle_t h);
 cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s);
 cublasStatus_t cublasSetWorkspace(cublasHandle_t h, void *w, size_t n);
-cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
-			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
-			    void *C, int ct, int ldc, int compute, int algo);
+cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+			    const void *alpha, const void *A, int at, int lda, const void *B,
+			    int bt, int ldb, const void *beta, void *C, int ct, int ldc,
+			    int compute, int algo);
+// the same for batch i < count at A + i sa, B + i sb, C + i sc (elements), one gemm after another
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+					  const void *alpha, const void *A, int at, int lda,
+					  long long sa, const void *B, int bt, int ldb,
+					  long long sb, const void *beta, void *C, int ct, int ldc,
+					  long long sc, int count, int compute, int algo);
