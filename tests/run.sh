@@ -62,11 +62,16 @@ for i in "${!builds[@]}"; do
 		[ -f "$s" ] && jobs+=("$i $(basename "$s" .sh) e2e $s")
 	done
 done
+# the long tests of the first build, then those of the others: a later build's run of a
+# test that shares work with the first's (llama.cpp's outputs) then finds it done instead
+# of waiting for it on the lock with its slot idle
 order=()
-for long in $RUN_LONG; do
-	for j in "${jobs[@]}"; do
-		read -r _ name _ _ <<<"$j"
-		[ "$name" = "$long" ] && order+=("$j")
+for i in "${!builds[@]}"; do
+	for long in $RUN_LONG; do
+		for j in "${jobs[@]}"; do
+			read -r pi name _ _ <<<"$j"
+			[ "$pi" = "$i" ] && [ "$name" = "$long" ] && order+=("$j")
+		done
 	done
 done
 for j in "${jobs[@]}"; do
