@@ -81,6 +81,19 @@ struct moe_route_opts {
 	int n_group, n_group_used;
 };
 
+/* The warp's largest (v, i) of the lanes' pairs, ties to the lower i, in every lane */
+__device__ __forceinline__ void warp_max_lo(float &v, int &i)
+{
+	for (int o = 16; o > 0; o >>= 1) {
+		const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+		const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+		if (ov > v || (ov == v && oi < i)) {
+			v = ov;
+			i = oi;
+		}
+	}
+}
+
 /* Lane g < n_group of a warp: the sum of the two largest of group g's G selection values
  * v[g G ..] (moe_route_grouped's: the first largest by strict '>', then the first largest of
  * the others); the warp's n_group_used largest sums (ties: the lower group) kept as bits. */
@@ -106,14 +119,7 @@ __device__ unsigned moe_keep_groups(const float *v, int G, int n_group, int n_gr
 		const bool cand = lane < n_group && !((keep >> lane) & 1u);
 		float bv = cand ? score : -INFINITY;
 		int bi = cand ? lane : INT_MAX;
-		for (int o = 16; o > 0; o >>= 1) {
-			float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-			int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-			if (ov > bv || (ov == bv && oi < bi)) {
-				bv = ov;
-				bi = oi;
-			}
-		}
+		warp_max_lo(bv, bi);
 		keep |= 1u << bi;
 	}
 	return keep;
@@ -184,14 +190,7 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 					bi = e;
 				}
 			}
-			for (int o = 16; o > 0; o >>= 1) {
-				float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-				int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-				if (ov > bv || (ov == bv && oi < bi)) {
-					bv = ov;
-					bi = oi;
-				}
-			}
+			warp_max_lo(bv, bi);
 			/* every lane, before its owner marks it; glm4moe, deepseek2: the unbiased p
 			 * (the softmax's expression again where p holds a biased value) */
 			float pv = sigmoid    ? 1.0f / (1.0f + expf(-l[bi]))

@@ -1132,11 +1132,11 @@ static void gemm_run(int ta, int tb, int m, int n, int k, float al, const void *
 	}
 }
 
-cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
-			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
-			    void *C, int ct, int ldc, int compute, int)
+// the checks cuBLAS makes before it runs anything (cublasGemmEx and its batched form)
+static cublasStatus_t gemm_checks(cublasHandle_t h, int ta, int tb, int m, int n, int k,
+				  const void *alpha, int at, int lda, int bt, int ldb,
+				  const void *beta, int ct, int ldc, int compute)
 {
-	// the checks cuBLAS makes before it runs anything
 	bool op_ok = (ta == CUBLAS_OP_N || ta == CUBLAS_OP_T) && (tb == CUBLAS_OP_N || tb == CUBLAS_OP_T);
 	int rows_a = ta == CUBLAS_OP_N ? m : k, rows_b = tb == CUBLAS_OP_N ? k : n;
 	if (!h || !op_ok || m < 0 || n < 0 || k < 0 || lda < std::max(1, rows_a) ||
@@ -1146,6 +1146,17 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int 
 			(ct == CUDA_R_32F || ct == at);
 	if (!types_ok || compute != CUBLAS_COMPUTE_32F)
 		return CUBLAS_STATUS_NOT_SUPPORTED;
+	return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
+			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
+			    void *C, int ct, int ldc, int compute, int)
+{
+	cublasStatus_t st = gemm_checks(h, ta, tb, m, n, k, alpha, at, lda, bt, ldb, beta, ct, ldc,
+					compute);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return st;
 	float al = *(const float *)alpha, be = *(const float *)beta;
 	enqueue(h->stream, [=]() {
 		gemm_run(ta, tb, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc);
@@ -1166,16 +1177,12 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int 
 					  long long sb, const void *beta, void *C, int ct, int ldc,
 					  long long sc, int count, int compute, int)
 {
-	bool op_ok =
-	    (ta == CUBLAS_OP_N || ta == CUBLAS_OP_T) && (tb == CUBLAS_OP_N || tb == CUBLAS_OP_T);
-	int rows_a = ta == CUBLAS_OP_N ? m : k, rows_b = tb == CUBLAS_OP_N ? k : n;
-	if (!h || !op_ok || m < 0 || n < 0 || k < 0 || count < 0 || lda < std::max(1, rows_a) ||
-	    ldb < std::max(1, rows_b) || ldc < std::max(1, m) || !alpha || !beta)
+	if (count < 0)
 		return CUBLAS_STATUS_INVALID_VALUE;
-	bool types_ok = at == bt && (at == CUDA_R_32F || at == CUDA_R_16F || at == CUDA_R_16BF) &&
-			(ct == CUDA_R_32F || ct == at);
-	if (!types_ok || compute != CUBLAS_COMPUTE_32F)
-		return CUBLAS_STATUS_NOT_SUPPORTED;
+	cublasStatus_t st = gemm_checks(h, ta, tb, m, n, k, alpha, at, lda, bt, ldb, beta, ct, ldc,
+					compute);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return st;
 	float al = *(const float *)alpha, be = *(const float *)beta;
 	enqueue(h->stream, [=]() {
 		for (int i = 0; i < count; i++)
