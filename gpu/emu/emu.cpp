@@ -1132,41 +1132,9 @@ static void gemm_run(int ta, int tb, int m, int n, int k, float al, const void *
 	}
 }
 
-// the checks cuBLAS makes before it runs anything (cublasGemmEx and its batched form)
-static cublasStatus_t gemm_checks(cublasHandle_t h, int ta, int tb, int m, int n, int k,
-				  const void *alpha, int at, int lda, int bt, int ldb,
-				  const void *beta, int ct, int ldc, int compute)
-{
-	bool op_ok = (ta == CUBLAS_OP_N || ta == CUBLAS_OP_T) && (tb == CUBLAS_OP_N || tb == CUBLAS_OP_T);
-	int rows_a = ta == CUBLAS_OP_N ? m : k, rows_b = tb == CUBLAS_OP_N ? k : n;
-	if (!h || !op_ok || m < 0 || n < 0 || k < 0 || lda < std::max(1, rows_a) ||
-	    ldb < std::max(1, rows_b) || ldc < std::max(1, m) || !alpha || !beta)
-		return CUBLAS_STATUS_INVALID_VALUE;
-	bool types_ok = at == bt && (at == CUDA_R_32F || at == CUDA_R_16F || at == CUDA_R_16BF) &&
-			(ct == CUDA_R_32F || ct == at);
-	if (!types_ok || compute != CUBLAS_COMPUTE_32F)
-		return CUBLAS_STATUS_NOT_SUPPORTED;
-	return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
-			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
-			    void *C, int ct, int ldc, int compute, int)
-{
-	cublasStatus_t st = gemm_checks(h, ta, tb, m, n, k, alpha, at, lda, bt, ldb, beta, ct, ldc,
-					compute);
-	if (st != CUBLAS_STATUS_SUCCESS)
-		return st;
-	float al = *(const float *)alpha, be = *(const float *)beta;
-	enqueue(h->stream, [=]() {
-		gemm_run(ta, tb, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc);
-	});
-	return CUBLAS_STATUS_SUCCESS;
-}
-
-// The batched form: cublasGemmEx's checks (with a count >= 0), then one stream operation (one
-// graph node, as cuBLAS's one kernel) that runs batch after batch as cublasGemmEx runs one
-// (element strides).
+// The batched form, which cublasGemmEx is with one batch: the checks cuBLAS makes before it
+// runs anything (and a count >= 0), then one stream operation (one graph node, as cuBLAS's
+// one kernel) that runs batch after batch (element strides).
 static size_t elem_size(int t)
 {
 	return t == CUDA_R_32F ? 4 : 2;
@@ -1177,12 +1145,15 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int 
 					  long long sb, const void *beta, void *C, int ct, int ldc,
 					  long long sc, int count, int compute, int)
 {
-	if (count < 0)
+	bool op_ok = (ta == CUBLAS_OP_N || ta == CUBLAS_OP_T) && (tb == CUBLAS_OP_N || tb == CUBLAS_OP_T);
+	int rows_a = ta == CUBLAS_OP_N ? m : k, rows_b = tb == CUBLAS_OP_N ? k : n;
+	if (!h || !op_ok || m < 0 || n < 0 || k < 0 || count < 0 || lda < std::max(1, rows_a) ||
+	    ldb < std::max(1, rows_b) || ldc < std::max(1, m) || !alpha || !beta)
 		return CUBLAS_STATUS_INVALID_VALUE;
-	cublasStatus_t st = gemm_checks(h, ta, tb, m, n, k, alpha, at, lda, bt, ldb, beta, ct, ldc,
-					compute);
-	if (st != CUBLAS_STATUS_SUCCESS)
-		return st;
+	bool types_ok = at == bt && (at == CUDA_R_32F || at == CUDA_R_16F || at == CUDA_R_16BF) &&
+			(ct == CUDA_R_32F || ct == at);
+	if (!types_ok || compute != CUBLAS_COMPUTE_32F)
+		return CUBLAS_STATUS_NOT_SUPPORTED;
 	float al = *(const float *)alpha, be = *(const float *)beta;
 	enqueue(h->stream, [=]() {
 		for (int i = 0; i < count; i++)
@@ -1192,4 +1163,12 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int 
 				 (char *)C + (size_t)(i * sc) * elem_size(ct), ct, ldc);
 	});
 	return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
+			    const void *A, int at, int lda, const void *B, int bt, int ldb, const void *beta,
+			    void *C, int ct, int ldc, int compute, int algo)
+{
+	return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, 0, B, bt, ldb, 0,
+					  beta, C, ct, ldc, 0, 1, compute, algo);
 }
