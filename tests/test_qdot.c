@@ -525,19 +525,20 @@ static void test_levels(void)
 
 /* The batched K-quant path blocks tokens and rows for the caches (qdot_simd.inc,
  * Q(mmk46b)): at k = 8192 a token block is 4 tokens and a row block 84 (Q4_K), 68 (Q5_K),
- * 58 (Q6_K), 110 (Q3_K) or 146 (Q2_K) rows, so 150 rows from row 1 and 6 or 9 tokens cross
- * both kinds of block with leftovers (an odd last row block, a token block of 2 or 1). Rows
+ * 58 (Q6_K), 110 (Q3_K), 146 (Q2_K) or 90 (IQ4_XS) rows, so 150 rows from row 1 and 6 or 9 tokens
+ * cross both kinds of block with leftovers (an odd last row block, a token block of 2 or 1). Rows
  * of 129 blocks take Q4_K's and Q5_K's path without Q(k4_bt) (at most 128). Every level
  * gives the portable bits. */
 static void test_blocks(void)
 {
 	static const enum gguf_dtype kt[] = {GGUF_DTYPE_Q2_K, GGUF_DTYPE_Q3_K, GGUF_DTYPE_Q4_K,
-					     GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K};
+					     GGUF_DTYPE_Q5_K, GGUF_DTYPE_Q6_K, GGUF_DTYPE_IQ4_XS};
+	enum { NKT = sizeof kt / sizeof kt[0] };
 	static const int64_t shape[2][2] = {{8192, 150}, {129 * 256, 6}}; /* k, rows */
 	const int32_t nt = 9;
-	for (size_t c = 0; c < 10; c++) {
-		const enum gguf_dtype t = kt[c % 5];
-		const int64_t k = shape[c / 5][0], rows = shape[c / 5][1];
+	for (size_t c = 0; c < 2 * NKT; c++) {
+		const enum gguf_dtype t = kt[c % NKT];
+		const int64_t k = shape[c / NKT][0], rows = shape[c / NKT][1];
 		const size_t ldq = qdot_act_row_bytes(t, k);
 		void *w = random_blocks(t, rows * k / 256);
 		uint8_t *a = malloc(ldq * nt);
