@@ -352,12 +352,6 @@ static int iq1_level(uint16_t code, int j)
 {
 	return (int)((code >> (2 * j)) & 3) - 1;
 }
-/* ksigns_iq2xs: 7 sign bits, the 8th their parity (an even count of minus signs) */
-static int iq_signs7(uint32_t s7)
-{
-	s7 &= 127;
-	return (int)(s7 | (uint32_t)(__builtin_parity(s7) << 7));
-}
 
 /* 8 weights of an IQ2 point: db * level * (sign bit j ? -1 : 1) */
 static void iq2_point(float db, uint16_t code, int signs, float *y)
@@ -375,7 +369,7 @@ static void dq_iq2_xxs(const struct quant_iq2_xxs *b, float *y)
 		const float db = d * (0.5f + (aux[1] >> 28)) * 0.25f;
 		for (int l = 0; l < 4; l++)
 			iq2_point(db, iq2xxs_codes[(aux[0] >> (8 * l)) & 255],
-				  iq_signs7(aux[1] >> (7 * l)), y + 8 * l);
+				  quant_signs7(aux[1] >> (7 * l)), y + 8 * l);
 	}
 }
 
@@ -387,7 +381,7 @@ static void dq_iq2_xs(const struct quant_iq2_xs *b, float *y)
 				     d * (0.5f + (b->scales[ib] >> 4)) * 0.25f};
 		for (int l = 0; l < 4; l++) {
 			const uint16_t q = b->qs[4 * ib + l];
-			iq2_point(db[l / 2], iq2xs_codes[q & 511], iq_signs7(q >> 9), y + 8 * l);
+			iq2_point(db[l / 2], iq2xs_codes[q & 511], quant_signs7(q >> 9), y + 8 * l);
 		}
 	}
 }
@@ -413,7 +407,7 @@ static void dq_iq3_xxs(const struct quant_iq3_xxs *b, float *y)
 		memcpy(&aux, b->qs + 64 + 4 * ib, sizeof aux);
 		const float db = d * (0.5f + (aux >> 28)) * 0.5f;
 		for (int l = 0; l < 4; l++) {
-			const int signs = iq_signs7(aux >> (7 * l));
+			const int signs = quant_signs7(aux >> (7 * l));
 			const uint16_t g1 = iq3xxs_codes[b->qs[8 * ib + 2 * l]];
 			const uint16_t g2 = iq3xxs_codes[b->qs[8 * ib + 2 * l + 1]];
 			for (int j = 0; j < 4; j++) {
@@ -565,12 +559,7 @@ bool quant_is_lattice(enum gguf_dtype t)
  * quant_grids.h's codes: what the integer view copies 8 weights at a time. Written once
  * (pthread_once) and only read after: constant data built at run time rather than 36 KB of
  * literals. */
-static struct {
-	uint64_t iq2xxs[256], iq2xs[512], iq2s[1024]; /* 8 levels 8, 25, 43 */
-	uint32_t iq3xxs[256], iq3s[512];	      /* 4 levels */
-	uint64_t iq1s[2048];			      /* 8 int8 levels -8, 0, 8 (8 g) */
-	uint64_t neg[256]; /* byte j 0xFF where bit j is set: the sign masks */
-} pts;
+static struct quant_lattice pts;
 static pthread_once_t pts_once = PTHREAD_ONCE_INIT;
 
 /* the n bytes of a point, byte j = level(code, j) as a byte (IQ1's -8 as 0xF8) */
@@ -603,6 +592,12 @@ static void pts_expand(void)
 		pts.iq2s[i] = pt_bytes(iq2s_codes[i], 8, iq2_level);
 	for (int i = 0; i < 2048; i++)
 		pts.iq1s[i] = pt_bytes(iq1s_codes[i], 8, iq1_level8);
+}
+
+const struct quant_lattice *quant_lattice(void)
+{
+	pthread_once(&pts_once, pts_expand);
+	return &pts;
 }
 
 /* 8 int8 weights at q: the point's levels g (each >= 1) with the bytes whose bit of s is
@@ -638,7 +633,7 @@ static void lattice_ints(enum gguf_dtype t, const void *src, struct quant_ints25
 			for (int l = 0; l < 4; l++)
 				put_signed(o->q + 32 * ib + 8 * l,
 					   pts.iq2xxs[(aux[0] >> (8 * l)) & 255],
-					   iq_signs7(aux[1] >> (7 * l)));
+					   quant_signs7(aux[1] >> (7 * l)));
 		}
 		return;
 	}
@@ -656,7 +651,7 @@ static void lattice_ints(enum gguf_dtype t, const void *src, struct quant_ints25
 				int8_t *q = o->q + 32 * ib + 8 * l;
 				if (xs) {
 					const uint16_t v = bx->qs[4 * ib + l];
-					put_signed(q, pts.iq2xs[v & 511], iq_signs7(v >> 9));
+					put_signed(q, pts.iq2xs[v & 511], quant_signs7(v >> 9));
 				} else {
 					const int idx = bs->qs[4 * ib + l] |
 							((bs->qh[ib] << (8 - 2 * l)) & 0x300);
@@ -677,7 +672,7 @@ static void lattice_ints(enum gguf_dtype t, const void *src, struct quant_ints25
 				const uint8_t *qs = b->qs + 8 * ib + 2 * l;
 				put_signed(o->q + 32 * ib + 8 * l,
 					   pts.iq3xxs[qs[0]] | (uint64_t)pts.iq3xxs[qs[1]] << 32,
-					   iq_signs7(aux >> (7 * l)));
+					   quant_signs7(aux >> (7 * l)));
 			}
 		}
 		return;

@@ -213,6 +213,26 @@ struct quant_ints256 {
 
 /* True for the lattice i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M). */
 bool quant_is_lattice(enum gguf_dtype t);
+
+/* The lattice points as bytes (ggml's form of the tables: byte j of an entry = the point's
+ * level j; IQ1's levels times 8, -8 as 0xF8), and the sign masks (neg[s]: byte j 0xFF where
+ * bit j of s is set), for code that unpacks the lattice types itself (cpu/qdot's vector
+ * levels). Built from quant_grids.h on the first call (thread-safe); constant after. */
+struct quant_lattice {
+	uint64_t iq2xxs[256], iq2xs[512], iq2s[1024]; /* 8 levels 8, 25, 43 */
+	uint32_t iq3xxs[256], iq3s[512];	      /* 4 levels */
+	uint64_t iq1s[2048];			      /* 8 levels -8, 0, 8 */
+	uint64_t neg[256];
+};
+const struct quant_lattice *quant_lattice(void);
+
+/* The 8 sign bits of a point whose 7 are stored (IQ2_XXS, IQ2_XS, IQ3_XXS): the eighth
+ * makes their parity even (ggml's ksigns_iq2xs). */
+static inline int quant_signs7(uint32_t s7)
+{
+	s7 &= 127;
+	return (int)(s7 | (uint32_t)(__builtin_parity(s7) << 7));
+}
 /* True for Q4_1 and Q5_1 (x = d * q + m with q >= 0). */
 bool quant_has_offset(enum gguf_dtype t);
 /* True where q may be negative (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4, Q3_K, Q6_K, IQ4_XS, the
