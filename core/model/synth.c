@@ -245,17 +245,17 @@ static const struct synth_shape shapes[] = {
      * untied, scoring_func sigmoid, use_routing_bias, routed_scaling_factor 1, no shared
      * expert (that M2.1's config.json repeats them is remembered, not checked: no network
      * here). The converter writes intermediate_size as both widths (llama.cpp shapes the
-     * experts by feed_forward_length). Parameters: embeddings 2 x 200064 x 3072 = 1,229,193,216, final norm 3072;
-     * each layer 2 x 3072 (norms) + 3072 x (6144 + 2 x 1024) + 6144 x 3072 (Q, K, V, O:
-     * 44,040,192) + 6144 + 1024 (Q/K norms) + 3072 x 256 (router) + 256 (exp_probs_b) + 3
-     * x 3072 x 1536 x 256 (experts: 3,623,878,656) = 3,668,718,848; total
-     * 228,689,764,864 (the "230B") */
+     * experts by feed_forward_length). Parameters: embeddings 2 x 200064 x 3072 =
+     * 1,229,193,216, final norm 3072; each layer 2 x 3072 (norms) + 3072 x (6144 + 2 x
+     * 1024) + 6144 x 3072 (Q, K, V, O: 44,040,192) + 6144 + 1024 (Q/K norms) + 3072 x 256
+     * (router) + 256 (exp_probs_b) + 3 x 3072 x 1536 x 256 (experts: 3,623,878,656) =
+     * 3,668,718,848; total 228,689,764,864 (the "230B") */
     {"minimax-m2", 62, 3072, 48, 8, 1536, 200064, 196608, 5000000.0f, 1e-6f, false,
      "minimax-m2", .head_dim = 128, .rope_dim = 64, .n_expert = 256, .n_expert_used = 8,
      .n_ff_exp = 1536},
     /* minimax-m2 small: 2 layers, head_dim 32 with 4 heads (2 K/V) of a 64-wide model, 16
      * of 32 dimensions rotated (NeoX), whole-row Q/K norms (128 and 64 wide), 8 experts of
-     * 32, 2 a token, the selection bias */
+     * 32 (feed_forward_length too), 2 a token, the selection bias */
     {"minimax-m2-tiny", 2, 64, 4, 2, 32, 512, 256, 10000.0f, 1e-6f, false, "minimax-m2",
      .head_dim = 32, .rope_dim = 16, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32},
     /* deepseek2 (MLA; config.json values as remembered, no network here, the MLA shapes
