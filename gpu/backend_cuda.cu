@@ -766,7 +766,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				 (hp->attn_sinks ? (uint64_t)hp->n_head : 0) +
 				 (hp->attn_out_bias ? (uint64_t)E : 0) +
 				 (hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0) +
-				 (uint64_t)NX * E * (1 + 3 * (uint64_t)FX) + (hp->out_scale ? 1 : 0);
+				 (uint64_t)NX * E * (1 + 3 * (uint64_t)FX) + (hp->out_scale ? 1 : 0) +
+				 (hp->moe_sel_bias && !hp->n_expert_shared ? NX : 0); /* minimax-m2 */
 		if (hp->n_expert_shared) { /* glm4moe: dense layers, or experts + shared */
 			const uint64_t FS = (uint64_t)FX * hp->n_expert_shared;
 			untied_params -= l < hp->n_layer_dense_lead
@@ -798,8 +799,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * FX * 4, 256) : 0,
 			    hp->moe_bias ? align_up(NX * E * 4, 256) : 0};
-	/* glm4moe, deepseek2 */
-	size_t sz_selb = hp->n_expert_shared || hp->moe_grouped ? align_up(NX * 4, 256) : 0;
+	/* glm4moe, minimax-m2, deepseek2 */
+	size_t sz_selb = hp->moe_sel_bias || hp->moe_grouped ? align_up(NX * 4, 256) : 0;
 	/* deepseek2: wq_b, wk_b, wv_b (dense) and the q_a / kv_a norms (fp32) */
 	const size_t H = hp->n_head, QL = hp->n_lora_q, CL = hp->n_lora_kv;
 	const size_t QH = (size_t)hp->mla_nope + hp->rope_dim;
@@ -1032,9 +1033,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 						   err);
 		}
 	}
-	/* then glm4moe's (and deepseek2's), after all of those: each MoE layer's selection
-	 * bias (deepseek2's is optional: none in a file without it) and shared expert (gate
-	 * rows, up rows FS apart in wgu; down in wdown) */
+	/* then glm4moe's (and minimax-m2's, deepseek2's), after all of those: each MoE layer's
+	 * selection bias (deepseek2's is optional: none in a file without it) and shared expert
+	 * (glm4moe, deepseek2: gate rows, up rows FS apart in wgu; down in wdown) */
 	for (uint32_t l = 0; st == BG_OK && sz_selb && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
@@ -1605,7 +1606,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				    (int)hp->n_expert_groups, (int)hp->n_group_used,
 				    hp->expert_weights_norm, hp->expert_weights_scale, &c->moe_plan,
 				    s));
-			else if (hp->expert_gating_sigmoid) /* glm4moe: the selection bias, scale */
+			else if (hp->expert_gating_sigmoid) /* glm4moe, minimax-m2 */
 				CUDA_CHECK(gpu_moe_route_sigmoid(
 				    c->moe_logits, L->sel_b, n, NX, K, hp->expert_weights_norm,
 				    hp->expert_weights_scale, &c->moe_plan, s));

@@ -15,7 +15,8 @@
 # glm4moe (sigmoid routing with a selection bias, a shared expert, a leading dense layer),
 # deepseek2 (MLA, grouped softmax / sigmoid routing, YaRN's attention scale), command-r
 # and cohere2 (LayerNorms, parallel attention and FFN, per-head Q/K LayerNorms, logit scale,
-# RoPE on the windowed layers only).
+# RoPE on the windowed layers only), minimax-m2 (whole-row Q/K norms, partial NeoX RoPE,
+# sigmoid routing with a selection bias).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -230,6 +231,12 @@ arch_compare command-r-f32 0 2e-5 "${F32KV[*]}" --shape command-r-plus-tiny --dt
 arch_compare command-r-q8_0 0.1 0.25 "${F32KV[*]}" --shape command-r-plus-tiny --dtype q8_0 --seed 9
 arch_compare cohere2-f32 0 2e-5 "${F32KV[*]}" --shape cohere2-tiny --dtype f32 --seed 3
 arch_compare cohere2-q8_0 0.1 0.25 "${F32KV[*]}" --shape cohere2-tiny --dtype q8_0 --seed 5
+# minimax-m2 (llama.cpp's minimax-m2 graph; minimax-m2-tiny): Q/K RMS norms over the whole Q
+# (128) and K (64: GQA) rows with weights 1 + N(0, 0.25^2), NeoX RoPE on 16 of each head's 32
+# dimensions, 8 experts of 32 with sigmoid gating, the selection bias exp_probs_b in the
+# choice only, 2 chosen weights renormalized
+arch_compare minimax-m2-f32 0 2e-5 "${F32KV[*]}" --shape minimax-m2-tiny --dtype f32 --seed 3
+arch_compare minimax-m2-q8_0 0.1 0.25 "${F32KV[*]}" --shape minimax-m2-tiny --dtype q8_0 --seed 9
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

@@ -899,6 +899,9 @@ static void test_arch_vs_cpu(void)
 	     * first layer. The lite one: plain wq, softmax in 2 groups of which 1, no bias */
 	    "synthetic:deepseek2-tiny:f32",
 	    "synthetic:deepseek2-lite-tiny:f32",
+	    /* minimax-m2: Q/K norms over the whole rows (gpu_qk_rmsnorm_rows), NeoX RoPE on 16
+	     * of 32 dimensions, sigmoid routing with the selection bias and no shared expert */
+	    "synthetic:minimax-m2-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1815,6 +1818,10 @@ static void test_arch_batches(void)
 	 * its per-head norm rows and no ffn_norm on the device */
 	test_batch_vs_cpu("synthetic:cohere2-tiny:f32", 3);
 	test_lazy_synthetic("synthetic:command-r-plus-tiny:bf16");
+	/* minimax-m2: ~260 tokens routed, then bucket 16's decode; lazily: the selection bias
+	 * and whole-row norms filled on the device */
+	test_moe_batch("synthetic:minimax-m2-tiny:f32");
+	test_lazy_synthetic("synthetic:minimax-m2-tiny:bf16");
 }
 
 int main(void)

@@ -809,15 +809,15 @@ int main(void)
 	 * routes to them (cpu_moe.h); q8_0 also quantizes the gathered rows; gpt-oss adds
 	 * sinks, biases and the clamped SwiGLU */
 	static const char *const arch_shapes[] = {
-	    "llama3-tiny",	  "qwen3-tiny",		 "gemma2-tiny",	       "gemma2-swa-tiny",
-	    "gemma3-tiny",	  "phi3-tiny",		 "qwen3moe-tiny",      "mixtral-tiny",
-	    "qwen3moe-tiny:q8_0", "gpt-oss-tiny",	 "gpt-oss-tiny:q8_0",  "olmo2-tiny",
-	    "olmo3-tiny",	  "granite-tiny",	 "granite-tiny:q8_0",  "granitemoe-tiny",
-	    "mistral3-tiny",	  "mistral3-tiny:q8_0",	 "mistral3-bias-tiny", "smollm3-tiny",
-	    "seed_oss-tiny",	  "apertus-tiny",	 "apertus-tiny:q8_0",  "gemma4-tiny",
-	    "gemma4-e-tiny",	  "glm4-tiny",		 "glm4moe-tiny",       "glm4moe-tiny:q8_0",
-	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny",
-	    "command-r-tiny",	  "cohere2-tiny"};
+	    "llama3-tiny",	  "qwen3-tiny",		 "gemma2-tiny",		"gemma2-swa-tiny",
+	    "gemma3-tiny",	  "phi3-tiny",		 "qwen3moe-tiny",	"mixtral-tiny",
+	    "qwen3moe-tiny:q8_0", "gpt-oss-tiny",	 "gpt-oss-tiny:q8_0",	"olmo2-tiny",
+	    "olmo3-tiny",	  "granite-tiny",	 "granite-tiny:q8_0",	"granitemoe-tiny",
+	    "mistral3-tiny",	  "mistral3-tiny:q8_0",	 "mistral3-bias-tiny",	"smollm3-tiny",
+	    "seed_oss-tiny",	  "apertus-tiny",	 "apertus-tiny:q8_0",	"gemma4-tiny",
+	    "gemma4-e-tiny",	  "glm4-tiny",		 "glm4moe-tiny",	"glm4moe-tiny:q8_0",
+	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny", "command-r-tiny",
+	    "cohere2-tiny",	  "minimax-m2-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	return check_summary();

@@ -1733,6 +1733,61 @@ static void test_glm4moe(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* minimax-m2: whole-row Q/K norms, partial NeoX RoPE, every layer routed with sigmoid gating
+ * and its selection bias, no shared expert; the released size's parameter count (derived in
+ * synth.c's comment from the configuration); refusals. */
+static void test_minimax(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("minimax-m2-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		bool layers = true;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			layers = layers && L->q_norm.ne0 == 128 && L->k_norm.ne0 == 64 &&
+				 L->exp_probs_b.ne0 == 8 && L->exp_probs_b.data &&
+				 L->ffn_gate_inp.ne1 == 8 && !L->gate_shexp.data && !L->w_gate.data;
+		}
+		CHECK(hp->rope_neox && hp->rope_dim == 16 && hp->head_dim == 32 && hp->qk_norm &&
+			  hp->qk_norm_full && !hp->qkv_bias && hp->n_expert == 8 &&
+			  hp->n_expert_used == 2 && hp->n_ff_exp == 32 && !hp->n_expert_shared &&
+			  !hp->n_layer_dense_lead && hp->expert_gating_sigmoid &&
+			  hp->moe_sel_bias && hp->expert_weights_norm &&
+			  hp->expert_weights_scale == 1.0f && layers &&
+			  m->output.data != m->tok_embd.data &&
+			  m->n_params == synth_n_params(synth_find_shape("minimax-m2-tiny"), false),
+		      "minimax-m2-tiny hparams and layers");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(model_open("synthetic:minimax-m2", true, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->n_params == 228689764864ull &&
+			  synth_n_params(synth_find_shape("minimax-m2"), false) == m->n_params &&
+			  m->hp.rope_dim == 64 && m->hp.head_dim == 128,
+		      "lazy minimax-m2: n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    {"minimax-m2-tiny", ME_DROP, "blk.1.exp_probs_b.bias", 0, BG_ERR_FORMAT,
+	     "'blk.1.exp_probs_b.bias' is missing"},
+	    {"minimax-m2-tiny", ME_KEY, "minimax-m2.expert_gating_func", UINT32_MAX, BG_ERR_FORMAT,
+	     "minimax-m2.expert_gating_func is missing"},
+	    {"minimax-m2-tiny", ME_KEY, "minimax-m2.expert_gating_func", 1, BG_ERR_UNSUPPORTED,
+	     "minimax-m2.expert_gating_func is 1"},
+	    {"minimax-m2-tiny", ME_KEY, "minimax-m2.expert_feed_forward_length", 64, BG_ERR_FORMAT,
+	     "differs from feed_forward_length"},
+	    {"minimax-m2-tiny", ME_KEY, "minimax-m2.expert_shared_count", 1, BG_ERR_UNSUPPORTED,
+	     "has no shared experts"},
+	    {"minimax-m2-tiny", ME_DROP, "blk.0.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.attn_k_norm.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* deepseek2: the MLA keys and weights as read (the cache row kv_lora + rope, one K/V head,
  * value_length kv_lora accepted), the attention scale (hand-derived below), the grouped
  * routing's keys, q_lora 0's plain attn_q, the released sizes' parameter counts (synth.c
@@ -2054,10 +2109,10 @@ static void test_cohere(void)
 static void test_lazy_new_arch(void)
 {
 	static const char *const shapes[] = {
-	    "granite-tiny", "granitemoe-tiny", "mistral3-tiny",	 "mistral3-bias-tiny",
-	    "smollm3-tiny", "seed_oss-tiny",   "apertus-tiny",	 "gemma4-tiny",
-	    "glm4-tiny",    "glm4moe-tiny",    "deepseek2-tiny", "deepseek2-lite-tiny",
-	    "command-r-tiny", "command-r-plus-tiny", "cohere2-tiny"};
+	    "granite-tiny",   "granitemoe-tiny",     "mistral3-tiny",  "mistral3-bias-tiny",
+	    "smollm3-tiny",   "seed_oss-tiny",	     "apertus-tiny",   "gemma4-tiny",
+	    "glm4-tiny",      "glm4moe-tiny",	     "deepseek2-tiny", "deepseek2-lite-tiny",
+	    "command-r-tiny", "command-r-plus-tiny", "cohere2-tiny",   "minimax-m2-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -2102,7 +2157,7 @@ static void test_lazy_new_arch(void)
 			    x->n_expert_groups == y->n_expert_groups &&
 			    x->n_group_used == y->n_group_used && x->layer_norm == y->layer_norm &&
 			    x->parallel == y->parallel && x->qk_norm_heads == y->qk_norm_heads &&
-			    x->rms_eps == y->rms_eps &&
+			    x->qk_norm_full == y->qk_norm_full && x->rms_eps == y->rms_eps &&
 			    /* a lazy model describes gemma4's rope factors, not others'
 			     * (apertus-tiny's) */
 			    a->n_params ==
@@ -2157,6 +2212,7 @@ int main(void)
 	test_glm4();
 	test_glm4moe();
 	test_deepseek2();
+	test_minimax();
 	test_lazy_new_arch();
 	return check_summary();
 }

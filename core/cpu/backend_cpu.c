@@ -1734,8 +1734,15 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			    hp->n_expert > MOE_MAX_EXPERTS))
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the CPU backend cannot run layer %u's experts as described", l);
-		if (moe && hp->n_expert_shared) { /* glm4moe, deepseek2: the selection bias, shared
-						   * expert */
+		/* glm4moe, minimax-m2, deepseek2 (optional there): the selection bias */
+		if (moe && hp->moe_sel_bias && (L->exp_probs_b.data || !hp->mla) &&
+		    (L->exp_probs_b.type != GGUF_DTYPE_F32 || !L->exp_probs_b.data ||
+		     L->exp_probs_b.ne0 != hp->n_expert))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the CPU backend cannot run layer %u's selection bias as "
+				       "described",
+				       l);
+		if (moe && hp->n_expert_shared) { /* glm4moe, deepseek2: the shared expert */
 			const uint64_t FS = (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
 			const struct model_weight *sw[3] = {&L->gate_shexp, &L->up_shexp,
 							    &L->down_shexp};
@@ -1744,15 +1751,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			for (int i = 0; i < 3; i++)
 				if ((st = check_weight(sw[i], snames[i], (int)l, err)) != BG_OK)
 					return st;
-			const bool selb = L->exp_probs_b.data || !hp->mla; /* deepseek2: optional */
-			if ((selb &&
-			     (L->exp_probs_b.type != GGUF_DTYPE_F32 || !L->exp_probs_b.data ||
-			      L->exp_probs_b.ne0 != hp->n_expert)) ||
-			    L->gate_shexp.ne1 != FS || L->up_shexp.ne1 != FS ||
+			if (L->gate_shexp.ne1 != FS || L->up_shexp.ne1 != FS ||
 			    L->down_shexp.ne0 != FS)
 				return bg_fail(err, BG_ERR_UNSUPPORTED,
 					       "the CPU backend cannot run layer %u's shared "
-					       "expert or selection bias as described",
+					       "expert as described",
 					       l);
 		}
 		const struct model_weight *xs[4] = {&L->q_norm, &L->k_norm, &L->attn_post_norm,

@@ -21,7 +21,8 @@ struct cpu_moe {
 	float *ys;	  /* [cap][k][n_embd] every (token, slot) output */
 	float *bias;	  /* [max(n_expert, n_ff_exp, n_embd)] one bias vector (gpt-oss), copied
 			   * so that a file's misaligned f32 is never read through a float *;
-			   * glm4moe: the layer's selection bias exp_probs_b, copied likewise */
+			   * glm4moe, minimax-m2, deepseek2: the layer's selection bias
+			   * exp_probs_b, copied likewise */
 	float *sg, *su;	  /* glm4moe: [cap][FS] the shared expert's gate and up outputs */
 	float *sh;	  /* glm4moe: [cap][n_embd] its down outputs */
 	size_t bytes;
@@ -36,7 +37,7 @@ struct cpu_moe *cpu_moe_create(const struct model_hparams *hp)
 	mo->start = calloc((size_t)hp->n_expert + 1, sizeof *mo->start);
 	size_t nb = hp->n_expert > hp->n_ff_exp ? hp->n_expert : hp->n_ff_exp;
 	nb = nb > hp->n_embd ? nb : hp->n_embd;
-	const bool need_bias = hp->moe_bias || hp->n_expert_shared;
+	const bool need_bias = hp->moe_bias || hp->moe_sel_bias;
 	mo->bias = need_bias ? malloc(nb * sizeof(float)) : NULL;
 	if (!mo->start || (need_bias && !mo->bias)) {
 		free(mo->start);
@@ -158,7 +159,8 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 	}
 	if (hp->moe_bias) /* gpt-oss: the router's bias on its logits, before the choice */
 		add_vec(mo, mo->logits, (int64_t)X, n_tok, L->ffn_gate_inp_b.data, (int64_t)X);
-	/* glm4moe, deepseek2: the selection bias, an aligned copy (deepseek2's optional) */
+	/* glm4moe, minimax-m2, deepseek2: the selection bias, an aligned copy (deepseek2's
+	 * optional) */
 	const float *sel_b = L->exp_probs_b.data ? mo->bias : NULL;
 	if (sel_b)
 		memcpy(mo->bias, L->exp_probs_b.data, (size_t)X * sizeof(float));

@@ -132,7 +132,18 @@
  * required, load_swa_pattern(4) (a per-layer bool list or a period, 3 windowed then 1
  * global); RoPE on the windowed layers only, with the context's freq_base and freq_scale
  * (rope.freq_base_swa is read but unused: "UNUSED" in the graph); the global layers have no
- * RoPE; logit_scale required. */
+ * RoPE; logit_scale required.
+ * minimax-m2 (src/models/minimax-m2.cpp, llama-model.cpp's llama_model_rope_type,
+ * conversion/minimax.py: MiniMaxM2Model, base.py's scoring_func): NeoX RoPE over
+ * rope.dimension_count (the converter's rotary_dim: 64 of 128); attn_norm, Q/K/V (no
+ * biases), attn_q_norm (n_head * head_dim) and attn_k_norm (n_head_kv * head_dim) RMS
+ * norms over each token's whole Q and K rows (build_norm before the per-head reshape, as
+ * olmo2), RoPE, attention scale 1/sqrt(head_dim), attn_output, residual; ffn_norm,
+ * build_moe_ffn(exp_probs_b, SiLU, norm_w true, expert_weights_scale never read (0: none),
+ * expert_gating_func from the file: absent is NONE, which build_moe_ffn aborts on; the
+ * converter writes 2, sigmoid, from scoring_func); no shared experts, no dense layers;
+ * output_norm, output.weight (required there; tied here without it, as every
+ * architecture's). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -257,6 +268,15 @@ static const struct arch_info table[] = {
      .opt_qkv_bias = true,
      .cohere = true,
      .swa_rope_only = true},
+    {.name = "minimax-m2",
+     .families = "MiniMax-M2, MiniMax-M2.1 (230B-A10B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .qk_norm_full = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .moe_sigmoid_sel = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -283,7 +303,7 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2";
+	       "deepseek2, command-r, cohere2, minimax-m2";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -10,7 +10,8 @@
  * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN, GLM's NextN
  * (multi-token prediction) layers at the end of the file, which are skipped, deepseek2's
  * latent attention and grouped routing, Cohere's LayerNorms, parallel attention and FFN
- * and logit scale, cohere2's RoPE on the windowed layers only.
+ * and logit scale, cohere2's RoPE on the windowed layers only, minimax-m2's sigmoid
+ * routing with a selection bias and no shared expert.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -123,6 +124,12 @@ struct arch_info {
 	/* cohere2: only the windowed layers rotate (with the global base and scaling); the
 	 * global layers have no RoPE (model_layer.no_rope) */
 	bool swa_rope_only;
+	/* minimax-m2 (llama.cpp's minimax-m2 graph): every FFN routes with sigmoid gating,
+	 * the exp_probs_b selection bias of every layer and normalized weights (glm4moe's
+	 * routing in model_hparams without its shared expert, dense layers or weight scale:
+	 * llama.cpp reads no expert_weights_scale for it); expert_gating_func required and 2
+	 * (llama.cpp aborts on the absent key's NONE) */
+	bool moe_sigmoid_sel;
 };
 
 /* The row of an architecture, or NULL. */

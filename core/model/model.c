@@ -386,8 +386,40 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
 			       "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
 			       "is supported for glm4moe",
 			       arch, gf);
-	hp->expert_gating_sigmoid = true;
+	hp->expert_gating_sigmoid = hp->moe_sel_bias = true;
 	return read_weights_scale_norm(g, arch, hp, err);
+}
+
+/* minimax-m2's expert keys (arch.h's moe_sigmoid_sel): no shared experts, expert_gating_func
+ * required and sigmoid; the weights normalized and never scaled (llama.cpp's graph passes
+ * norm_w true and reads no expert_weights_scale for it); expert_feed_forward_length equal to
+ * feed_forward_length (llama.cpp requires the key but shapes the experts by the latter; the
+ * converter writes intermediate_size to both) */
+static enum bg_status read_minimax_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	if (hp->n_ff_exp != hp->n_ff)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.expert_feed_forward_length %u differs from feed_forward_length "
+			       "%u (llama.cpp's experts are feed_forward_length wide)",
+			       arch, hp->n_ff_exp, hp->n_ff);
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_shared_count", &u) && u > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_shared_count is %u: %s has no shared experts", arch, u,
+			       arch);
+	if (!get_u32_key(g, arch, "expert_gating_func", &u))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "metadata key %s.expert_gating_func is missing (llama.cpp has no "
+			       "default for %s)",
+			       arch, arch);
+	if (u != 2)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_gating_func is %u: only sigmoid gating (2) is supported "
+			       "for %s",
+			       arch, u, arch);
+	hp->expert_gating_sigmoid = hp->moe_sel_bias = hp->expert_weights_norm = true;
+	return BG_OK;
 }
 
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
@@ -434,6 +466,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return BG_OK;
 	if (ai->glm4moe) /* its shared experts, dense layers, gating and scale (model.h) */
 		return read_glm4moe_experts(g, arch, hp, err);
+	if (ai->moe_sigmoid_sel)
+		return read_minimax_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -726,6 +760,7 @@ static enum bg_status read_deepseek2(const struct gguf_ctx *g, const char *arch,
 		    "supported for deepseek2",
 		    arch, gf);
 	hp->expert_gating_sigmoid = gf == 2;
+	hp->moe_sel_bias = true; /* optional: the layers' own (V2 has none) */
 	if ((st = read_weights_scale_norm(g, arch, hp, err)))
 		return st;
 	get_u32_key(g, arch, "expert_group_count", &hp->n_expert_groups);
@@ -1060,12 +1095,13 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
 	if ((st = take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps)))
 		return st;
-	if (hp->n_expert_shared) { /* glm4moe: the selection bias and the shared expert */
+	/* glm4moe, minimax-m2: the selection bias; deepseek2: when the file has it (V2: none) */
+	snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
+	if (hp->moe_sel_bias && (!hp->mla || gguf_find_tensor(L->g, n)) &&
+	    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
+		return st;
+	if (hp->n_expert_shared) { /* glm4moe, deepseek2: the shared expert */
 		uint64_t FS = FX * hp->n_expert_shared;
-		snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
-		if ((!hp->mla || gguf_find_tensor(L->g, n)) && /* deepseek2: optional (V2: none) */
-		    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
-			return st;
 		snprintf(n, sizeof n, "blk.%u.ffn_gate_shexp.weight", l);
 		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->gate_shexp)))
 			return st;
@@ -1578,11 +1614,13 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	if (!st && ai->glm4moe) { /* read_glm4moe_experts' values for synth's keys */
 		hp->n_expert_shared = s->n_expert_shared;
 		hp->n_layer_dense_lead = s->n_dense_lead;
-		hp->expert_gating_sigmoid = true;
+		hp->expert_gating_sigmoid = hp->moe_sel_bias = true;
 		if (s->expert_scale != 0.0f)
 			hp->expert_weights_scale = s->expert_scale;
 		hp->qk_norm = !s->no_qk_norm;
 	}
+	if (!st && ai->moe_sigmoid_sel) /* read_minimax_experts' values */
+		hp->expert_gating_sigmoid = hp->moe_sel_bias = true;
 	if (!st && ai->mla) { /* read_deepseek2's values for the keys synth writes */
 		hp->mla = true;
 		hp->n_lora_q = s->q_lora;
@@ -1595,7 +1633,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		if (s->n_expert) {
 			hp->n_expert_shared = s->n_expert_shared;
 			hp->n_layer_dense_lead = s->n_dense_lead;
-			hp->expert_gating_sigmoid = !s->softmax_gating;
+			hp->expert_gating_sigmoid = hp->moe_sel_bias = !s->softmax_gating;
 			hp->expert_weights_norm = !s->softmax_gating;
 			if (s->expert_scale != 0.0f)
 				hp->expert_weights_scale = s->expert_scale;
@@ -1693,10 +1731,10 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			W3(ly->gate_exps, o->dtype, E, FX, X);
 			W3(ly->up_exps, o->dtype, E, FX, X);
 			W3(ly->down_exps, o->dtype, FX, E, X);
-			if (hp->n_expert_shared) { /* glm4moe, deepseek2 (V2: no selection bias) */
+			if (hp->moe_sel_bias) /* glm4moe, minimax-m2, deepseek2 (not V2's) */
+				W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
+			if (hp->n_expert_shared) { /* glm4moe, deepseek2 */
 				uint64_t FS = FX * hp->n_expert_shared;
-				if (!hp->mla || hp->expert_gating_sigmoid)
-					W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
 				W(ly->gate_shexp, o->dtype, E, FS);
 				W(ly->up_shexp, o->dtype, E, FS);
 				W(ly->down_shexp, o->dtype, FS, E);

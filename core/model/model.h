@@ -19,7 +19,9 @@
  * layers), `deepseek2` (Multi-head Latent Attention, grouped softmax / sigmoid routing,
  * shared experts: model_hparams' mla and moe_grouped), `command-r` and `cohere2`
  * (LayerNorms, parallel attention and FFN, a logit scale, Command R+'s per-head Q/K norms;
- * cohere2's RoPE on the windowed layers only: model_hparams' cohere part). A fused tensor
+ * cohere2's RoPE on the windowed layers only: model_hparams' cohere part), `minimax-m2`
+ * (whole-row Q/K norms, partial NeoX RoPE, sigmoid-routed experts with a selection bias:
+ * model_hparams' moe_sel_bias). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -196,6 +198,11 @@ struct model_hparams {
 	 * layers have a dense FFN (w_gate, w_up, w_down, n_ff wide) and no router. */
 	bool expert_gating_sigmoid;
 	float expert_weights_scale;
+	/* the MoE layers carry the selection bias exp_probs_b (model_layer; glm4moe and
+	 * minimax-m2: required in each, deepseek2: when the file has one, else data NULL).
+	 * minimax-m2 is glm4moe's routing with expert_weights_norm and no shared expert, dense
+	 * layers or scale. */
+	bool moe_sel_bias;
 	uint32_t n_expert_shared;
 	uint32_t n_layer_dense_lead;
 	/* deepseek2 (llama.cpp's deepseek2 graph): the MoE layers route with moe_route_grouped
@@ -287,8 +294,9 @@ struct model_layer {
 	struct model_weight gate_exps_b;    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight up_exps_b;	    /* (n_ff_exp) each, ne2 = n_expert */
 	struct model_weight down_exps_b;    /* (n_embd) each, ne2 = n_expert */
-	/* glm4moe (see model_hparams), else zero: the selection bias (n_expert) f32, and the
-	 * shared expert's (n_embd, FS), (n_embd, FS), (FS, n_embd), FS = n_ff_exp *
+	/* glm4moe (see model_hparams), else zero: the selection bias (n_expert) f32 (also
+	 * minimax-m2's, deepseek2's when the file has it: hp.moe_sel_bias), and the shared
+	 * expert's (n_embd, FS), (n_embd, FS), (FS, n_embd), FS = n_ff_exp *
 	 * n_expert_shared; a dense leading layer has none of the expert weights */
 	struct model_weight exp_probs_b;
 	struct model_weight gate_shexp, up_shexp, down_shexp;

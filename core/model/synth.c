@@ -237,6 +237,27 @@ static const struct synth_shape shapes[] = {
      .head_dim = 32, .rope_dim = 16, .biases = true, .n_expert = 8, .n_expert_used = 2,
      .n_ff_exp = 32, .n_expert_shared = 1, .n_dense_lead = 1, .expert_scale = 2.5f,
      .n_nextn = 1},
+    /* minimax-m2: MiniMax-M2 / M2.1 (230B-A10B). The values are MiniMaxM2Config's defaults
+     * as a public copy of the configuration holds them (ModelCloud/GPTQModel,
+     * gptqmodel/hf_minimax_m2/configuration_minimax_m2.py): hidden 3072, 62 layers, 48 / 8
+     * heads of 128, rotary_dim 64, 256 experts of intermediate_size 1536, 8 a token,
+     * vocab 200064, rope_theta 5e6, rms_norm_eps 1e-6, max_position_embeddings 196608,
+     * untied, scoring_func sigmoid, use_routing_bias, routed_scaling_factor 1, no shared
+     * expert (that M2.1's config.json repeats them is remembered, not checked: no network
+     * here). The converter writes intermediate_size as both widths (llama.cpp shapes the
+     * experts by feed_forward_length). Parameters: embeddings 2 x 200064 x 3072 =
+     * 1,229,193,216, final norm 3072; each layer 2 x 3072 (norms) + 3072 x (6144 + 2 x
+     * 1024) + 6144 x 3072 (Q, K, V, O: 44,040,192) + 6144 + 1024 (Q/K norms) + 3072 x 256
+     * (router) + 256 (exp_probs_b) + 3 x 3072 x 1536 x 256 (experts: 3,623,878,656) =
+     * 3,668,718,848; total 228,689,764,864 (the "230B") */
+    {"minimax-m2", 62, 3072, 48, 8, 1536, 200064, 196608, 5000000.0f, 1e-6f, false,
+     "minimax-m2", .head_dim = 128, .rope_dim = 64, .n_expert = 256, .n_expert_used = 8,
+     .n_ff_exp = 1536},
+    /* minimax-m2 small: 2 layers, head_dim 32 with 4 heads (2 K/V) of a 64-wide model, 16
+     * of 32 dimensions rotated (NeoX), whole-row Q/K norms (128 and 64 wide), 8 experts of
+     * 32 (feed_forward_length too), 2 a token, the selection bias */
+    {"minimax-m2-tiny", 2, 64, 4, 2, 32, 512, 256, 10000.0f, 1e-6f, false, "minimax-m2",
+     .head_dim = 32, .rope_dim = 16, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32},
     /* deepseek2 (MLA; config.json values as remembered, no network here, the MLA shapes
      * checked against GGUF listings): DeepSeek-V2-Lite 27 layers, hidden 2048, 16 heads,
      * no q_lora, kv_lora 512, qk_nope 128, qk_rope 64, v_head 128, intermediate 10944,
@@ -527,7 +548,20 @@ static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
 	       is_arch(s, "gemma3") || is_arch(s, "olmo2") || is_arch(s, "apertus") ||
-	       is_arch(s, "gemma4") || (is_arch(s, "glm4moe") && !s->no_qk_norm);
+	       is_arch(s, "gemma4") || (is_arch(s, "glm4moe") && !s->no_qk_norm) ||
+	       is_arch(s, "minimax-m2");
+}
+
+/* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
+static bool has_qk_norm_full(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_full;
+}
+
+/* minimax-m2: sigmoid routing with the selection bias exp_probs_b, no shared expert */
+static bool is_minimax(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->moe_sigmoid_sel;
 }
 
 static bool is_ds2(const struct synth_shape *s)
@@ -535,12 +569,12 @@ static bool is_ds2(const struct synth_shape *s)
 	return is_arch(s, "deepseek2");
 }
 
-/* seed_oss, apertus, glm4, deepseek2: norm weights 1 + N(0, NORM_STD^2), so that each norm
- * matters */
+/* seed_oss, apertus, glm4, deepseek2, cohere, minimax-m2: norm weights 1 + N(0,
+ * NORM_STD^2), so that each norm matters */
 static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
-	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s);
+	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -835,6 +869,11 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			    "size = kv_lora + rope, 1 kv head, shared experts, groups that "
 			    "divide the experts (q8_0: ranks and qk_nope multiples of 32)");
 	}
+	if (is_minimax(s) && synth_n_ff_exp(s) != s->n_ff)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "minimax-m2's experts are feed_forward_length wide (llama.cpp): "
+			       "expert width %u, ffn %u",
+			       synth_n_ff_exp(s), s->n_ff);
 	if (is_cohere(s) && !o->tie_output)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%s ties its output to token_embd (llama.cpp loads no output.weight)",
@@ -901,6 +940,8 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		if (s->n_expert_shared) /* glm4moe: the selection bias, the shared expert */
 			moe += (is_ds2(s) && s->softmax_gating ? 0 : s->n_expert) +
 			       3 * E * FX * s->n_expert_shared;
+		if (is_minimax(s)) /* the selection bias alone */
+			moe += s->n_expert;
 		ffn = (uint64_t)s->n_dense_lead * 3 * E * F +
 		      (uint64_t)(s->n_layer - s->n_dense_lead) * moe;
 	} else {
@@ -909,7 +950,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
 	if (has_qk_norm(s))
-		layer += is_olmo2(s) || has_qk_norm_heads(s) ? Q + KV : 2 * hd;
+		layer += has_qk_norm_full(s) || has_qk_norm_heads(s) ? Q + KV : 2 * hd;
 	if (has_post_norms(s))
 		layer += 2 * E;
 	if (has_o_bias(s)) /* the O bias */
@@ -1323,6 +1364,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    s->expert_scale);
 			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
 		}
+		if (is_minimax(s)) /* MiniMaxM2Model's: scoring_func sigmoid */
+			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2);
 		if (is_ds2(s)) { /* as glm4moe's; V2's softmax without norm_topk_prob */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"),
@@ -1471,13 +1514,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (qkn) { /* Command R+: [HD, heads], a row per head */
 			const bool qh = has_qk_norm_heads(s);
-			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? Q : HD,
+			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, has_qk_norm_full(s) ? Q : HD,
 			    qh ? s->n_head : 1);
 			if (g4)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 			if (own_kv)
-				ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, olmo2 ? KV : HD,
-				    qh ? s->n_head_kv : 1);
+				ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk,
+				    has_qk_norm_full(s) ? KV : HD, qh ? s->n_head_kv : 1);
 			if (g4 && own_kv)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 		}
@@ -1510,6 +1553,10 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_gate_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
+			}
+			if (is_minimax(s)) { /* the selection bias alone */
+				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
+				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
 			}
 			if (glm4moe || ds2) { /* the selection bias, the shared expert */
 				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */
