@@ -10,7 +10,8 @@
  * pre-FFN norm under the post-attention name, apertus's non-gated xIELU FFN, GLM's NextN
  * (multi-token prediction) layers at the end of the file, which are skipped, deepseek2's
  * latent attention and grouped routing, Cohere's LayerNorms, parallel attention and FFN
- * and logit scale, cohere2's RoPE on the windowed layers only.
+ * and logit scale, cohere2's RoPE on the windowed layers only, lfm2's short-convolution
+ * layers.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -123,6 +124,11 @@ struct arch_info {
 	/* cohere2: only the windowed layers rotate (with the global base and scaling); the
 	 * global layers have no RoPE (model_layer.no_rope) */
 	bool swa_rope_only;
+	/* lfm2 (llama.cpp's lfm2 graph): layers whose head_count_kv entry (a per-layer list)
+	 * is 0 are short-convolution blocks (model_layer.conv: shortconv.in_proj, a causal
+	 * depthwise conv of shortconv.l_cache taps, shortconv.out_proj), the others
+	 * attention with per-head Q/K norms; the output norm is named token_embd_norm */
+	bool shortconv;
 };
 
 /* The row of an architecture, or NULL. */
