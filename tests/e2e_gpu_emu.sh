@@ -253,11 +253,12 @@ else
 	# post-norms and skipped NextN layer; glm4moe's dense layer, sigmoid routing with the
 	# selection bias and scale, and shared expert; command-r's LayerNorms, parallel block,
 	# logit scale and (64 layers) per-head Q/K LayerNorms; cohere2's RoPE on the windowed
-	# layers only; deepseek2's latent attention (V read from the K row) and grouped routing.
+	# layers only; deepseek2's latent attention (V read from the K row) and grouped routing;
+	# lfm2's short-conv layers (gpu_shortconv: the bx rows in the cache across blocks).
 	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
-		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny; do
+		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny lfm2-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
