@@ -1118,7 +1118,6 @@ static inline float *conv_row_ptr(const struct cpu_ctx *c, uint32_t l, size_t sl
 struct conv_run {
 	struct cpu_ctx *c;
 	uint32_t layer;
-	int32_t T;
 };
 
 /* One token of a conv layer (model.h's conv_l): o = the taps over the cached bx rows of
@@ -1140,18 +1139,17 @@ static void conv_task(void *arg, int32_t t, int32_t thread)
 				    : (size_t)s->block_table[q / c->block_size] * c->block_size +
 					  (size_t)(q % c->block_size);
 		rows[k][0] = q < 0 ? NULL : conv_row_ptr(c, r->layer, slot, 0);
-		rows[k][1] = q < 0 ? NULL : conv_row_ptr(c, r->layer, slot, 1) - H;
+		rows[k][1] = q < 0 ? NULL : conv_row_ptr(c, r->layer, slot, 1);
 	}
 	const float *w = c->conv_w + (size_t)r->layer * E * K;
 	const float *cc = c->hb + t * 3 * E + E;
 	float *y = c->att + t * c->q_dim;
 	for (int64_t i = 0; i < E; i++) {
 		float sum = 0.0f;
-		for (int64_t k = 0; k < K; k++) {
-			const float *row = rows[k][i >= H];
-			if (row)
-				sum += row[i] * w[i * K + k];
-		}
+		const int h = i >= H; /* the K or the V slot's part of the row */
+		for (int64_t k = 0; k < K; k++)
+			if (rows[k][h])
+				sum += rows[k][h][h ? i - H : i] * w[i * K + k];
 		y[i] = cc[i] * sum;
 	}
 }
@@ -1173,7 +1171,7 @@ static void conv_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t 
 		for (int64_t i = 0; i < E; i++)
 			*(i < H ? &k[i] : &v[i - H]) = bcx[i] * bcx[2 * E + i];
 	}
-	struct conv_run r = {c, l, T};
+	struct conv_run r = {c, l};
 	tp_run(c->pool, T, conv_task, &r);
 }
 
@@ -1771,7 +1769,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		for (int i = 0; i < (moe ? 10 : 9); i++)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
 			    !(hp->parallel && i == 5) && /* command-r: attn_norm only */
-			    !(hp->xielu && i == 6) &&	 /* apertus: no gate */
+			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
 			    !(!own_kv && (i == 2 || i == 3)) &&
 			    !(hp->mla && i >= 1 && i <= 3) && /* deepseek2: below */
 			    !(L->conv && i >= 1 && i <= 3) && /* lfm2: below */
