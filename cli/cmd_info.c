@@ -115,6 +115,10 @@ static void print_by_dtype(const struct model *m)
 							     &ly->wv_b}; /* deepseek2 */
 			for (int i = 0; i < 7 && m->hp.mla; i++)
 				list[n++] = mla[i];
+			if (ly->conv) { /* lfm2's short-conv layer */
+				list[n++] = &ly->conv_in;
+				list[n++] = &ly->conv_w;
+			}
 			if (m->hp.qkv_bias) {
 				list[n++] = &ly->bq;
 				list[n++] = &ly->bk;
@@ -315,6 +319,21 @@ int cmd_info(int argc, char **argv)
 		       "cache; %u layers have one\n",
 		       model_n_layer_kv(hp), hp->n_layer - 1, model_n_layer_kv(hp) - 2,
 		       model_n_layer_kv(hp) - 1, model_n_layer_kv(hp));
+	if (hp->conv_l) { /* lfm2 (model.h): which layers, and the cache row their state takes */
+		uint32_t nc = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			nc += m->layers[l].conv;
+		printf("shortconv: %u of %u layers are short-conv blocks (%u taps, state in the KV "
+		       "cache: n_embd %u values a token each); attention layers:",
+		       nc, hp->n_layer, hp->conv_l, hp->n_embd);
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			if (!m->layers[l].conv)
+				printf(" %u", l);
+		printf("\nkv_cache: %llu bytes a token on the CPU backend (f32, every layer's K "
+		       "and V slots %llu wide)\n",
+		       (unsigned long long)(2ull * 4 * hp->n_layer * model_kv_dim_max(hp)),
+		       (unsigned long long)model_kv_dim_max(hp));
+	}
 	uint32_t nk = 0;
 	for (uint32_t l = 0; l < hp->n_layer; l++)
 		nk += m->layers[l].v_from_k;
@@ -369,6 +388,9 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_kv_a_norm", &ly->kv_a_norm);
 			print_weight_line("blk.0.attn_k_b", &ly->wk_b);
 			print_weight_line("blk.0.attn_v_b", &ly->wv_b);
+		} else if (ly->conv) { /* lfm2 */
+			print_weight_line("blk.0.shortconv.in_proj", &ly->conv_in);
+			print_weight_line("blk.0.shortconv.conv", &ly->conv_w);
 		} else {
 			print_weight_line("blk.0.attn_q", &ly->wq);
 			print_weight_line("blk.0.attn_k", &ly->wk);
@@ -379,7 +401,8 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_k.bias", &ly->bk);
 			print_weight_line("blk.0.attn_v.bias", &ly->bv);
 		}
-		print_weight_line("blk.0.attn_output", &ly->wo);
+		print_weight_line(ly->conv ? "blk.0.shortconv.out_proj" : "blk.0.attn_output",
+				  &ly->wo);
 		if (hp->attn_out_bias)
 			print_weight_line("blk.0.attn_output.bias", &ly->bo);
 		if (hp->attn_sinks)
@@ -390,7 +413,7 @@ int cmd_info(int argc, char **argv)
 					      ? "blk.0.post_attention_norm (ffn_norm)"
 					      : "blk.0.ffn_norm",
 					  &ly->ffn_norm);
-		if (hp->qk_norm) {
+		if (hp->qk_norm && !ly->conv) {
 			print_weight_line("blk.0.attn_q_norm", &ly->q_norm);
 			print_weight_line("blk.0.attn_k_norm", &ly->k_norm);
 		}

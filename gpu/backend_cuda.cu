@@ -92,6 +92,11 @@ struct cuda_layer {
 	float *attn_post, *ffn_post; /* [n_embd] fp32 each (gemma post-norms), or NULL */
 	bool swa;		     /* attends through the sliding window hp.n_swa */
 	bool no_rope;		     /* Q and K not rotated (smollm3's every 4th layer) */
+	/* lfm2's short-conv layer (model.h's conv_l): wqkv holds in_proj ([3 n_embd, n_embd]:
+	 * n_q = n_kv = n_embd), wo out_proj; its slab in a KV block is one part, each position's
+	 * bx row (n_embd of dt); conv_w the taps [n_embd, conv_l] fp32 */
+	bool conv;
+	float *conv_w;
 	float xielu[4];		     /* apertus: model_layer.xielu (hp.xielu) */
 	/* the layer's geometry (gemma4's windowed layers have their own; model.h): head
 	 * size, K/V heads, Q and K/V row widths (wqkv is [n_q + 2 n_kv, n_embd]), where its
@@ -359,8 +364,9 @@ static enum bg_status host_grow(struct cuda_ctx *c, void **p, size_t *cap, size_
 
 static enum gpu_dtype pick_dtype(const struct model *m)
 {
-	/* deepseek2 with q_lora has no wq: its wkv_a */
-	switch ((m->hp.mla ? m->layers[0].wkv_a : m->layers[0].wq).type) {
+	/* deepseek2 with q_lora has no wq: its wkv_a; lfm2's conv layer: its in_proj */
+	const struct model_layer *l0 = &m->layers[0];
+	switch ((m->hp.mla ? l0->wkv_a : l0->conv ? l0->conv_in : l0->wq).type) {
 	case GGUF_DTYPE_F32: return GPU_F32;
 	case GGUF_DTYPE_F16: return GPU_F16;
 	default: /* BF16 and Q8_0: bf16 has fp32's range, so activations cannot overflow */
@@ -556,6 +562,10 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 	}
 	switch (which) {
 	case 0:
+		if (ml->conv) { /* lfm2: in_proj, B|C|x rows */
+			w[0] = &ml->conv_in;
+			return 1;
+		}
 		if (hp->mla) {
 			w[0] = hp->n_lora_q ? &ml->wq_a : &ml->wq;
 			w[1] = &ml->wkv_a;
@@ -809,8 +819,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_vb = hp->mla ? align_up(H * hp->mla_v_head * CL * es, 256) : 0;
 	size_t sz_qan = hp->mla ? align_up(QL * 4, 256) : 0,
 	       sz_kvn = hp->mla ? align_up(CL * 4, 256) : 0;
+	/* lfm2: every layer has room for conv taps (fp32), used by the conv layers */
+	size_t sz_conv = hp->conv_l ? align_up(E * hp->conv_l * 4, 256) : 0;
 	size_t per_layer =
-	    sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan + sz_kvn;
+	    sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan + sz_kvn + sz_conv;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -918,6 +930,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			L->ffn_post = (float *)(p + sz_norm);
 		}
 		p += sz_post;
+		L->conv_w = sz_conv ? (float *)p : NULL;
+		p += sz_conv;
 		float **oai[6] = {&L->sinks,	    &L->bo,	    &L->router_b,
 				  &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
 		for (int i = 0; i < 6; i++) {
@@ -930,14 +944,21 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		char *qkv = (char *)L->wqkv;
 		if (L->attn_norm)
 			st = upload_weight(&u, &ml->attn_norm, L->attn_norm, UP_NORM, err);
-		if (st == BG_OK && hp->mla) /* deepseek2 (model.h): its own matrices, norms */
+		if (st == BG_OK && L->conv) { /* lfm2: in_proj as the layer's Q|K|V, the taps */
+			if (!res[0])
+				st = upload_weight(&u, &ml->conv_in, qkv, UP_MATRIX, err);
+			if (st == BG_OK)
+				st = upload_weight(&u, &ml->conv_w, L->conv_w, UP_NORM, err);
+		} else if (st == BG_OK && hp->mla) /* deepseek2 (model.h): its own matrices */
 			st = upload_mla(&u, ml, L, res[0], err);
 		else if (st == BG_OK && !res[0])
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
-		if (st == BG_OK && !res[0] && !hp->mla)
+		if (L->conv) {
+			/* in_proj uploaded above */
+		} else if (st == BG_OK && !res[0] && !hp->mla)
 			st = upload_weight(&u, &ml->wk, qkv + (size_t)L->n_q * E * es, UP_MATRIX,
 					   err);
-		if (hp->mla || st != BG_OK || res[0]) {
+		if (hp->mla || L->conv || st != BG_OK || res[0]) {
 			/* uploaded above, or resident */
 		} else if (ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
 			cudaError_t ce =
@@ -979,9 +1000,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		const struct cuda_layer *L = &c->layers[l];
-		if (st == BG_OK && L->q_norm)
+		if (st == BG_OK && L->q_norm && !L->conv) /* lfm2: none on conv layers */
 			st = upload_weight(&u, &ml->q_norm, L->q_norm, UP_NORM, err);
-		if (st == BG_OK && L->k_norm)
+		if (st == BG_OK && L->k_norm && !L->conv)
 			st = upload_weight(&u, &ml->k_norm, L->k_norm, UP_NORM, err);
 		if (st == BG_OK && L->attn_post)
 			st = upload_weight(&u, &ml->attn_post_norm, L->attn_post, UP_NORM, err);
@@ -1472,14 +1493,15 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.temp_floor = hp->attn_temp_floor;
 		bool qkv_epilogue = false;
 		/* the previous layer's FFN output joins the residual here */
-		if (fused) {
+		if (fused) { /* lfm2's conv layers: in_proj, no epilogue */
 			struct gpu_gemv_args g = gemv_plain(L->wqkv, L->n_q + 2 * L->n_kv, E, n,
 							    NULL, 0, c->qkv, c->ld_qkv);
 			g.q = L->q_qkv;
 			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
 				      l ? xo : NULL);
 			g.post = qp;
-			qkv_epilogue = g.qkv_post = gpu_gemv_qkv_fits(&g); /* no head norms */
+			/* no head norms; lfm2's conv layers: none */
+			qkv_epilogue = g.qkv_post = !L->conv && gpu_gemv_qkv_fits(&g);
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			if (l)
@@ -1490,10 +1512,26 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUBLAS_CHECK(pass_gemm(c, L->wqkv, &L->q_qkv, c->xn, c->qkv, L->qkv_rows, E,
 					       n, c->ld_qkv));
 		}
-		if (hp->qk_norm_full)
+		if (L->conv) { /* lfm2: bx into the cache, the conv, C times it into attn */
+			struct gpu_shortconv_args sa;
+			sa.bcx = c->qkv;
+			sa.ld = c->ld_qkv;
+			sa.n_tok = n;
+			sa.n_embd = E;
+			sa.conv_l = (int)hp->conv_l;
+			sa.w = L->conv_w;
+			sa.slots = d_slots;
+			sa.pos = d_pos;
+			sa.tok_bt = d_tok_bt;
+			sa.bt = d_bt;
+			sa.kv = kv;
+			sa.out = c->attn;
+			CUDA_CHECK(gpu_shortconv(&sa, c->dt, s));
+		} else if (hp->qk_norm_full)
 			CUDA_CHECK(gpu_qk_rmsnorm_rows(c->qkv, c->ld_qkv, n, L->n_q, L->n_kv,
 						       L->q_norm, L->k_norm, hp->rms_eps, s));
-		if (hp->qk_norm_heads) { /* Command R+: the biases first, then the head norms */
+		if (hp->qk_norm_heads && !L->conv) { /* Command R+: the biases first, then the
+						      * head norms */
 			if (qp.bias)
 				CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, qp.bias, n,
 							L->n_q + 2 * L->n_kv, s));
@@ -1502,7 +1540,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 						      L->n_kvh, L->hd, L->q_norm, L->k_norm,
 						      hp->rms_eps, s));
 		}
-		if (hp->mla) { /* deepseek2: its queries into mla_q, its key rows into kv */
+		if (L->conv) {
+			/* done above */
+		} else if (hp->mla) { /* deepseek2: its queries into mla_q, its key rows into kv */
 			enum bg_status st = mla_qkv(c, L, n, d_pos, d_slots, kv, err);
 			if (st != BG_OK)
 				return st;
@@ -1533,7 +1573,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		a.pdl = pdl;
 		a.sinks = L->sinks; /* gpt-oss; NULL otherwise */
-		CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
+		if (!L->conv)
+			CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		if (fused) {
 			struct gpu_gemv_args g =
 			    gemv_plain(L->wo, E, L->n_q, n, c->attn, L->n_q, c->tmp, E);
@@ -2545,6 +2586,12 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->xielu && (hp->n_expert || hp->gelu))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the xIELU FFN is supported in dense layers only");
+	if (hp->conv_l &&
+	    (hp->conv_l > GPU_CONV_L_MAX || (uint64_t)hp->n_head * hp->head_dim != hp->n_embd))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend runs short-conv layers of up to %d taps in a "
+			       "model whose heads span n_embd",
+			       GPU_CONV_L_MAX);
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
@@ -2659,6 +2706,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	}
 	c->n_q = (int)model_q_dim_max(hp);
 	c->n_kv = (int)model_kv_dim_max(hp);
+	if (hp->conv_l && c->n_kv < (int)hp->n_embd) /* lfm2: in_proj's 3 n_embd columns */
+		c->n_kv = (int)hp->n_embd;
 	c->ld_qkv = c->n_q + 2 * c->n_kv;
 	/* deepseek2 (model.h): qkv holds wq_a's (or wq's) and wkv_a's outputs */
 	const int mla_ql =
@@ -2690,10 +2739,14 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		L->n_kv = L->n_kvh * L->hd;
 		L->kv_off = off;
 		L->out_scale = hp->out_scale ? m->layers[l].out_scale : 1.0f;
+		L->conv = m->layers[l].conv;
+		if (L->conv) /* lfm2: in_proj's B|C|x as "Q|K|V", out_proj n_embd wide */
+			L->n_q = L->n_kv = (int)hp->n_embd;
 		L->qkv_rows = hp->mla ? c->ld_qkv : L->n_q + 2 * L->n_kv;
 		L->o_in = hp->mla ? (int)(hp->n_head * hp->mla_v_head) : L->n_q;
-		/* deepseek2: the K slab alone (V is read from the K rows, as on the CPU) */
-		off += (hp->mla ? 1 : 2) * (int64_t)c->block_size * L->n_kv;
+		/* deepseek2: the K slab alone (V is read from the K rows, as on the CPU); lfm2's
+		 * conv layers: their bx rows alone */
+		off += (hp->mla || L->conv ? 1 : 2) * (int64_t)c->block_size * L->n_kv;
 	}
 	c->block_elems = off;
 

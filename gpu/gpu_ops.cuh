@@ -344,6 +344,29 @@ cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu
 cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], void *out,
 		      enum gpu_dtype dt, cudaStream_t stream);
 
+/* ---- shortconv.cu ---- */
+
+/* lfm2's short-convolution block of one layer (core/model/model.h's conv_l), for the
+ * n_tok rows of bcx ([n_tok, ld] fp32: in_proj's B, C and x, n_embd columns each): */
+#define GPU_CONV_L_MAX 8 /* MODEL_CONV_L_MAX */
+struct gpu_shortconv_args {
+	const float *bcx;
+	int ld, n_tok, n_embd, conv_l;
+	const float *w;		/* [n_embd, conv_l] fp32 taps */
+	const int32_t *slots;	/* [n_tok] cache slot of each row */
+	const int32_t *pos;	/* [n_tok] its position */
+	const int32_t *tok_bt;	/* [n_tok] offset of its sequence's block table in bt */
+	const int32_t *bt;	/* block tables, concatenated */
+	struct gpu_kv_layer kv; /* the layer's bx rows: kv_dim == n_embd (no V part) */
+	void *out;		/* [n_tok, n_embd] of dt: C * the conv, out_proj's input */
+};
+/* Two launches: every row's bx = B * x into its slot (of dt), then each row's conv over
+ * the cached bx rows of positions p - conv_l + 1 .. p (earlier passes' and this one's;
+ * none before 0), times C. cudaErrorInvalidValue for conv_l outside [1, GPU_CONV_L_MAX]
+ * or kv.kv_dim != n_embd. */
+cudaError_t gpu_shortconv(const struct gpu_shortconv_args *a, enum gpu_dtype dt,
+			  cudaStream_t stream);
+
 /* ---- gemm.cu ---- */
 
 /* y[t, r] = sum_i W[r, i] * x[t, i]: W [n_out, n_in] and x [n_tok, n_in] of dt, y

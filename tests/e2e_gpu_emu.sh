@@ -256,10 +256,12 @@ else
 	# layers only; deepseek2's latent attention (V read from the K row) and grouped routing;
 	# minimax-m2's whole-row Q/K norms, partial NeoX RoPE and sigmoid routing with a
 	# selection bias but no shared expert.
+	# lfm2's short-conv layers (gpu_shortconv: the bx rows in the cache across blocks).
 	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
-		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny minimax-m2-tiny; do
+		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny minimax-m2-tiny \
+		lfm2-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
@@ -278,9 +280,11 @@ else
 	# tensor-core kernel its queries and probabilities), the CPU backend keeps them in fp32:
 	# ~1e-2 apart over 6 tokens here; a wrong kernel changes the tokens.
 	# The mixture-of-experts shapes too (routers in fp32 on both sides; the experts' inputs
-	# rounded as above): 0.012 (mixtral bf16) and 0.002 (qwen3moe f16) apart here.
+	# rounded as above): 0.012 (mixtral bf16) and 0.002 (qwen3moe f16) apart here. lfm2's
+	# conv state in the 16-bit cache (bx rows rounded to f16; the CPU keeps fp32): 0.0025
+	# (f16; bf16 would be 0.065, over this bound: gpu_test_model's test_lfm2 checks it).
 	for m in llama3-tiny:bf16 llama3-tiny:f16 gemma2-tiny:bf16 mixtral-tiny:bf16 qwen3moe-tiny:f16 \
-		gpt-oss-tiny:bf16 olmo2-tiny:bf16; do
+		gpt-oss-tiny:bf16 olmo2-tiny:bf16 lfm2-tiny:f16; do
 		sh=${m%:*} dt=${m#*:}
 		"$BATCHGEN" synth --shape "$sh" --dtype "$dt" --seed 3 -o "$TMP/$sh.$dt.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$m.cpu.jsonl" --device cpu

@@ -237,6 +237,15 @@ arch_compare cohere2-q8_0 0.1 0.25 "${F32KV[*]}" --shape cohere2-tiny --dtype q8
 # choice only, 2 chosen weights renormalized
 arch_compare minimax-m2-f32 0 2e-5 "${F32KV[*]}" --shape minimax-m2-tiny --dtype f32 --seed 3
 arch_compare minimax-m2-q8_0 0.1 0.25 "${F32KV[*]}" --shape minimax-m2-tiny --dtype q8_0 --seed 9
+# lfm2 (llama.cpp's lfm2 graph; lfm2-tiny: conv, attention, conv, conv): the short-conv
+# blocks (in_proj's B, C, x; the 3-tap causal conv over B*x; C times it; out_proj) whose
+# state batchgen keeps in the KV cache, attention with per-head Q/K norms and NeoX RoPE,
+# the output norm named token_embd_norm, tied output. Blocks of 4 tokens, so that the
+# conv reads rows across block boundaries in prefill and decode.
+BGOPTS="--block-size 4"
+arch_compare lfm2-f32 0 2e-5 "${F32KV[*]}" --shape lfm2-tiny --dtype f32 --seed 3
+arch_compare lfm2-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2-tiny --dtype q8_0 --seed 3
+BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

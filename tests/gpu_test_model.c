@@ -564,7 +564,7 @@ out:
  * the wk_b and wv_b batched GEMMs: 2 nodes and 2 cuBLAS calls more a layer, 4 and 3 with
  * q_lora. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
-			    int n_tok, int es, size_t xs, int *gemms)
+			    int n_tok, int es, size_t xs, int *gemms, int n_conv)
 {
 	bool tiled = T > 0 && hp->head_dim <= 128;
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
@@ -591,6 +591,10 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
 	const long mla = hp->mla ? (hp->n_lora_q ? 2 : 0) + 2 : 0;
 	layer += mla;
+	/* lfm2's n_conv short-conv layers: gpu_shortconv's two kernels where an attention
+	 * layer has qkv_post (unless fused without head norms) and its attention kernels */
+	const long conv_less =
+	    n_conv ? (fused ? (hp->qk_norm ? 5 : 4) : 8) + tiled + per_query - (fused ? 6 : 9) : 0;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	*gemms += (int)((mla - (hp->n_lora_q > 0)) * (long)hp->n_layer);
 	/* glm4moe: its leading dense layers as a dense model's (3 nodes and one cuBLAS call
@@ -599,9 +603,9 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	const long dense = moe ? (long)hp->n_layer_dense_lead : 0;
 	const long shared = hp->n_expert_shared ? (long)hp->n_layer - dense : 0;
 	*gemms += (int)(dense + 2 * shared);
-	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared +
-	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) +
-				(hp->logit_scale != 1.0f)
+	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared -
+	       n_conv * conv_less +
+	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) + (hp->logit_scale != 1.0f)
 			  : 0);
 }
 
@@ -612,9 +616,13 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
  * records is cuBLAS's choice (a split-K GEMM adds its reduction kernel, perhaps a
  * workspace memset), so there: at least want kernel nodes, at most two more nodes a
  * cuBLAS call. */
-static void census_check(const char *spec, const struct model_hparams *hp, int es, bool qres,
+static void census_check(const char *spec, const struct model *m, int es, bool qres,
 			 const char *path, bool exact, int *n_graph, int *n_pass)
 {
+	const struct model_hparams *hp = &m->hp;
+	int n_conv = 0; /* lfm2's short-conv layers */
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		n_conv += m->layers[l].conv;
 	*n_graph = *n_pass = 0;
 	FILE *f = fopen(path, "r");
 	CHECK(f != NULL, "%s: no census at %s", spec, path);
@@ -642,7 +650,7 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 			   "decode graph, batch %d, %d attention splits: %zu nodes (%zu kernel, "
 			   "%zu memcpy, %zu memset, %zu other), %d cuBLAS calls",
 			   &B, &S, &nodes, &kern, &cpy, &set, &other, &gemms) == 8) {
-			want = census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms);
+			want = census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms, n_conv);
 			++*n_graph;
 		} else if (sscanf(at,
 				  "pass of %d tokens (%d attention tiles, %d listed), %d attention "
@@ -650,7 +658,7 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 				  "%d cuBLAS calls",
 				  &n_tok, &T, &Ln, &S, &nodes, &kern, &cpy, &set, &other,
 				  &gemms) == 10) {
-			want = census_expected(hp, T, Ln, S, 1, n_tok, es, xs, &want_gemms);
+			want = census_expected(hp, T, Ln, S, 1, n_tok, es, xs, &want_gemms, n_conv);
 			++*n_pass;
 		} else {
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
@@ -664,8 +672,9 @@ static void census_check(const char *spec, const struct model_hparams *hp, int e
 		 * wv_b and the routers stay dense */
 		if (qres && hp->mla)
 			want += 6L * (long)hp->n_layer + 1;
-		else if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call) */
-			want += want_gemms + 3L * (long)hp->n_layer;
+		else if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call); lfm2's
+						  * conv layers: in_proj one part */
+			want += want_gemms + 3L * (long)hp->n_layer - 2L * n_conv;
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
 		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
@@ -730,13 +739,15 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		int n_graph, n_pass;
 		/* the storage type the backend picks (gpu/backend_cuda.cu's pick_dtype): f32 and
 		 * f16 files as they are, every other type as bf16 */
-		const struct model_weight *w0 = m->hp.mla ? &m->layers[0].wkv_a : &m->layers[0].wq;
+		const struct model_weight *w0 = m->hp.mla	    ? &m->layers[0].wkv_a
+						: m->layers[0].conv ? &m->layers[0].conv_in
+								    : &m->layers[0].wq;
 		const int es = w0->type == GGUF_DTYPE_F32 ? 4 : 2;
 		/* Q8_0 / Q4_K / Q6_K matrices stay blocks on the device (BG_CUDA_QUANT=1) */
 		const enum gguf_dtype wt = w0->type;
 		const bool qres =
 		    wt == GGUF_DTYPE_Q8_0 || wt == GGUF_DTYPE_Q4_K || wt == GGUF_DTYPE_Q6_K;
-		census_check(spec, &m->hp, es, qres, census, strncmp(g->device, "emu ", 4) == 0,
+		census_check(spec, m, es, qres, census, strncmp(g->device, "emu ", 4) == 0,
 			     &n_graph, &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "%s: census of %d graphs and %d passes", spec,
 		      n_graph, n_pass);
@@ -823,7 +834,7 @@ static void test_bucket8(void)
 		free(lg);
 		free(lc);
 		int n_graph, n_pass;
-		census_check("bucket 8", &m->hp, 4, false, census, strncmp(g->device, "emu ", 4) == 0,
+		census_check("bucket 8", m, 4, false, census, strncmp(g->device, "emu ", 4) == 0,
 			     &n_graph, &n_pass);
 		CHECK(n_graph == 1 && n_pass == 1, "bucket 8: census of %d graphs and %d passes",
 		      n_graph, n_pass);
@@ -831,10 +842,12 @@ static void test_bucket8(void)
 		 * the opt-in (49088 bytes; 9 nodes a layer, 5 cuBLAS calls), fused with an
 		 * A100's or an H100's (5 nodes a layer, the final norm and LM head one) */
 		int gm;
-		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 49088, &gm) == 1 + 9 + 2 && gm == 5,
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 49088, &gm, 0) == 1 + 9 + 2 &&
+			  gm == 5,
 		      "bucket 8 at 2048 x f32 without the opt-in: the unfused path's nodes");
-		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 65536, &gm) == 1 + 6 && gm == 0 &&
-			  census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm) == 1 + 6 &&
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 65536, &gm, 0) == 1 + 6 &&
+			  gm == 0 &&
+			  census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0) == 1 + 6 &&
 			  gm == 0,
 		      "bucket 8 at 2048 x f32 with the opt-in: the fused path's nodes");
 	}
@@ -902,6 +915,9 @@ static void test_arch_vs_cpu(void)
 	    /* minimax-m2: Q/K norms over the whole rows (gpu_qk_rmsnorm_rows), NeoX RoPE on 16
 	     * of 32 dimensions, sigmoid routing with the selection bias and no shared expert */
 	    "synthetic:minimax-m2-tiny:f32",
+	    /* lfm2: short-conv layers (in_proj as the Q|K|V GEMM, bx rows in the cache, the
+	     * 3-tap conv) around an attention layer with Q/K norms */
+	    "synthetic:lfm2-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -957,6 +973,16 @@ static void test_batch_model(struct model *m, const char *spec, int nseq)
 	backend_destroy(g);
 	backend_destroy(c);
 	model_free(m);
+}
+
+/* lfm2 (model.h's conv_l): 3 sequences on bucket 4's fused decode graph, each conv reading
+ * the bx rows of the prompt's pass and of the earlier steps from the cache; in bf16 (the
+ * q8_0 file: a BF16 cache, its rows of bx rounded to bf16 where the CPU keeps fp32, and
+ * in_proj resident) at a q8_0 model's bound. */
+static void test_lfm2(void)
+{
+	test_batch_vs_cpu("synthetic:lfm2-tiny:f32", 3);
+	test_synthetic_vs_cpu("synthetic:lfm2-tiny:bf16", 0.15, 0.999);
 }
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
@@ -1822,6 +1848,7 @@ static void test_arch_batches(void)
 	 * and whole-row norms filled on the device */
 	test_moe_batch("synthetic:minimax-m2-tiny:f32");
 	test_lazy_synthetic("synthetic:minimax-m2-tiny:bf16");
+	test_lfm2();
 }
 
 int main(void)
@@ -1834,8 +1861,9 @@ int main(void)
 	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
 	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
-	 * BG_GPU_ONLY_PASSES=1: the three-pass forward alone; BG_GPU_FULL=1: the full-width
-	 * check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1: test_bucket8 alone */
+	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise; BG_GPU_ONLY_PASSES=1: the three-pass forward alone;
+	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
+	 * test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
 		test_quant_resident();
 		test_moe_resident();
@@ -1843,6 +1871,11 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_MOEQ")) { /* its MoE models alone */
 		test_moe_resident();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_LFM2")) { /* lfm2 alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:lfm2-tiny:f32", 1e-4, 0.9999999);
+		test_lfm2();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_MLA")) { /* deepseek2 alone (quick under gpu/emu) */

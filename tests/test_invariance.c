@@ -14,7 +14,8 @@
  * resumed (preempt_prefix_invariance) give their solo outputs without the cache.
  *
  * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance),
- * the mixtures of experts included (f32, and q8_0 for qwen3moe),
+ * the mixtures of experts included (f32, and q8_0 for qwen3moe), and the first wave's
+ * block reuse for lfm2, whose conv state lives in the KV cache (lfm2_first_wave),
  * and for grammar-constrained requests (JSON schemas, GBNF, n = 2 samples) whose masks are
  * computed on 1, 2 or 4 threads (grammar_invariance).
  *
@@ -323,6 +324,32 @@ static void first_wave_invariance(struct backend *be, const struct tok *tok,
 		req_free(ref[i]);
 	free(ref);
 	free(sp);
+}
+
+/* lfm2 (lfm2-tiny: conv, attention, conv, conv): the first wave's block reuse over a
+ * model whose conv layers read the rows of the 2 positions before each token from the KV
+ * cache (model.h's conv_l): a request that takes the 40-token prefix from the cache
+ * continues from the conv state of the cached blocks, and its output equals its solo
+ * output computed without the cache. */
+static void lfm2_first_wave(int32_t n)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	struct tok *tok = NULL;
+	struct backend *be = NULL;
+	CHECK(model_open("synthetic:lfm2-tiny:f32", false, &m, &err) == BG_OK, "lfm2: %s", err.msg);
+	if (m)
+		CHECK(tok_load(m->gguf, &tok, &err) == BG_OK, "lfm2 tokenizer: %s", err.msg);
+	struct backend_config bc = {.block_size = 8, .kv_tokens = 192, .n_threads = 1};
+	if (tok)
+		CHECK(backend_cpu_create(m, &bc, &be, &err) == BG_OK, "lfm2 backend: %s", err.msg);
+	if (be) {
+		struct model_hparams hp = m->hp;
+		first_wave_invariance(be, tok, &hp, n);
+	}
+	backend_destroy(be);
+	tok_free(tok);
+	model_free(m);
 }
 
 /* Iteration stats lines (cfg.stats) with held_requests > 0, split by whether requests
@@ -817,8 +844,9 @@ int main(void)
 	    "seed_oss-tiny",	  "apertus-tiny",	 "apertus-tiny:q8_0",	"gemma4-tiny",
 	    "gemma4-e-tiny",	  "glm4-tiny",		 "glm4moe-tiny",	"glm4moe-tiny:q8_0",
 	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny", "command-r-tiny",
-	    "cohere2-tiny",	  "minimax-m2-tiny"};
+	    "cohere2-tiny",	  "minimax-m2-tiny", "lfm2-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
+	lfm2_first_wave(N < 48 ? 6 : 8);
 	return check_summary();
 }

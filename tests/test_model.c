@@ -1655,6 +1655,61 @@ static void test_glm4(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* lfm2: the conv and attention layers the head_count_kv list makes, their tensors, the
+ * output norm under its own name, the KV row a conv layer needs (half of n_embd in each of
+ * the K and V slots), n_params as synth derives it; refusals. */
+static void test_lfm2(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("lfm2-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+		const struct gguf_tensor *on = gguf_find_tensor(m->gguf, "token_embd_norm.weight");
+		const struct gguf_tensor *op =
+		    gguf_find_tensor(m->gguf, "blk.0.shortconv.out_proj.weight");
+		CHECK(hp->conv_l == 3 && hp->n_head_kv == 2 && hp->head_dim == 16 && hp->qk_norm &&
+			  hp->rope_neox && l0->conv && !l1->conv && m->layers[2].conv &&
+			  m->layers[3].conv && model_kv_dim_max(hp) == 32,
+		      "lfm2-tiny hparams and layer kinds");
+		CHECK(l0->conv_in.ne0 == 64 && l0->conv_in.ne1 == 192 && l0->conv_w.ne0 == 3 &&
+			  l0->conv_w.ne1 == 64 && l0->conv_w.type == GGUF_DTYPE_F32 && op &&
+			  l0->wo.data == op->data && !l0->wq.data && !l0->q_norm.data &&
+			  l1->wq.ne1 == 64 && l1->wk.ne1 == 32 && l1->q_norm.ne0 == 16 &&
+			  !l1->conv_in.data,
+		      "lfm2: a conv layer's in_proj, taps and out_proj (as wo); attention's Q/K");
+		CHECK(on && m->output_norm.data == on->data && m->output.data == m->tok_embd.data &&
+			  m->n_params == synth_n_params(synth_find_shape("lfm2-tiny"), true),
+		      "lfm2-tiny: token_embd_norm, tied output, n_params %llu",
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    {"lfm2-tiny", ME_KEY, "lfm2.attention.head_count_kv", 2, BG_ERR_FORMAT,
+	     "lfm2.attention.head_count_kv is not a list of 4 K/V head counts"},
+	    {"lfm2-tiny", ME_KEY_LIST, "lfm2.attention.head_count_kv", 3, BG_ERR_FORMAT,
+	     "dividing head_count 4"},
+	    /* every layer a conv: layer 1 has no conv tensors */
+	    {"lfm2-tiny", ME_KEY_LIST, "lfm2.attention.head_count_kv", 0, BG_ERR_FORMAT,
+	     "'blk.1.shortconv.in_proj.weight' is missing"},
+	    {"lfm2-tiny", ME_KEY, "lfm2.shortconv.l_cache", UINT32_MAX, BG_ERR_FORMAT,
+	     "lfm2.shortconv.l_cache is missing or not in [2, 8]"},
+	    {"lfm2-tiny", ME_KEY, "lfm2.shortconv.l_cache", 9, BG_ERR_FORMAT,
+	     "lfm2.shortconv.l_cache is missing or not in [2, 8]"},
+	    {"lfm2-tiny", ME_KEY, "lfm2.shortconv.l_cache", 4, BG_ERR_FORMAT,
+	     "'blk.0.shortconv.conv.weight' has shape [3, 64], expected [4, 64]"},
+	    {"lfm2-tiny", ME_KEY, "lfm2.attention.sliding_window", 16, BG_ERR_UNSUPPORTED,
+	     "lfm2.attention.sliding_window 16 (windowed attention layers) is not supported"},
+	    {"lfm2-tiny", ME_DROP, "token_embd_norm.weight", 0, BG_ERR_FORMAT,
+	     "'token_embd_norm.weight' is missing"},
+	    {"lfm2-tiny", ME_DROP, "blk.2.shortconv.in_proj.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.shortconv.in_proj.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* glm4moe: the leading dense layer and the MoE ones (selection bias, shared expert), the
  * routing keys as read (sigmoid, norm, scale 2.5), the Q/K norms blk.0 decides, the NextN
  * layer skipped; the released sizes' parameter counts (synth.c derives them); refusals. */
@@ -2211,6 +2266,7 @@ int main(void)
 	test_gemma4();
 	test_glm4();
 	test_glm4moe();
+	test_lfm2();
 	test_deepseek2();
 	test_minimax();
 	test_lazy_new_arch();

@@ -12,6 +12,8 @@
  * (gemma4: the larger of its two layer kinds'; a layer uses the first n_head_kv * head_dim
  * of its kind, model_kv_dim_max).
  * The swap unit of one block is, for every layer in order, its K slab then its V slab.
+ * lfm2's conv layers keep their bx row of each position there instead (model.h): its first
+ * kv_max values in the K slot, the rest in the V slot (conv_row_ptr).
  */
 #include "cpu/backend_cpu.h"
 
@@ -132,6 +134,9 @@ struct cpu_ctx {
 	/* BG_CPU_MLA_PER_HEAD=1 (tests, benchmarks): attn_k_b and attn_v_b as one dispatch per
 	 * head (mla_mm), the path before mm_heads; the same bits */
 	bool mla_per_head;
+	/* lfm2 (hp.conv_l): the conv layers' taps as f32 copies, [n_layer][n_embd][conv_l]
+	 * (attention layers' rows unused) */
+	float *conv_w;
 };
 
 /* ---- helpers ---- */
@@ -1103,6 +1108,73 @@ static void per_layer_inputs(struct cpu_ctx *c, const struct backend_batch *b, i
 	}
 }
 
+/* lfm2: where a conv layer keeps position slot's bx row half (0: its first kv_max values,
+ * in the K slab; 1: the rest, in the V slab) */
+static inline float *conv_row_ptr(const struct cpu_ctx *c, uint32_t l, size_t slot, int half)
+{
+	return (half ? kv_v(c, l) : kv_k(c, l)) + slot * c->kv_max;
+}
+
+struct conv_run {
+	struct cpu_ctx *c;
+	uint32_t layer;
+};
+
+/* One token of a conv layer (model.h's conv_l): o = the taps over the cached bx rows of
+ * positions p - conv_l + 1 .. p (zeros before 0), oldest first, in fp32 as ggml_ssm_conv;
+ * c->att's row = C * o. Reads only the cache and the token's own in_proj row, so a row's
+ * bits do not depend on the batch. */
+static void conv_task(void *arg, int32_t t, int32_t thread)
+{
+	(void)thread;
+	struct conv_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	const int64_t E = c->hp.n_embd, K = c->hp.conv_l, H = c->kv_max;
+	const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
+	const int32_t p = c->tok_pos[t];
+	const float *rows[MODEL_CONV_L_MAX][2];
+	for (int64_t k = 0; k < K; k++) {
+		int32_t q = p - (int32_t)(K - 1) + (int32_t)k;
+		size_t slot = q < 0 ? 0
+				    : (size_t)s->block_table[q / c->block_size] * c->block_size +
+					  (size_t)(q % c->block_size);
+		rows[k][0] = q < 0 ? NULL : conv_row_ptr(c, r->layer, slot, 0);
+		rows[k][1] = q < 0 ? NULL : conv_row_ptr(c, r->layer, slot, 1);
+	}
+	const float *w = c->conv_w + (size_t)r->layer * E * K;
+	const float *cc = c->hb + t * 3 * E + E;
+	float *y = c->att + t * c->q_dim;
+	for (int64_t i = 0; i < E; i++) {
+		float sum = 0.0f;
+		const int h = i >= H; /* the K or the V slot's part of the row */
+		for (int64_t k = 0; k < K; k++)
+			if (rows[k][h])
+				sum += rows[k][h][h ? i - H : i] * w[i * K + k];
+		y[i] = cc[i] * sum;
+	}
+}
+
+/* lfm2's short-conv block for the batch's T tokens (model.h): in_proj into c->hb ([T][B |
+ * C | x]), every token's bx into its cache row first, then the conv per token (conv_task),
+ * which reads the rows of earlier positions, in this batch or before, from the cache. */
+static void conv_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
+{
+	const int64_t E = c->hp.n_embd, H = c->kv_max;
+	matmul1(c, BACKEND_CPU_MM_QKV, &L->conv_in, c->xb, c->hb, T);
+	for (int32_t t = 0; t < T; t++) {
+		const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
+		const int32_t p = c->tok_pos[t];
+		const size_t slot = (size_t)s->block_table[p / c->block_size] * c->block_size +
+				    (size_t)(p % c->block_size);
+		const float *bcx = c->hb + t * 3 * E;
+		float *k = conv_row_ptr(c, l, slot, 0), *v = conv_row_ptr(c, l, slot, 1);
+		for (int64_t i = 0; i < E; i++)
+			*(i < H ? &k[i] : &v[i - H]) = bcx[i] * bcx[2 * E + i];
+	}
+	struct conv_run r = {c, l};
+	tp_run(c->pool, T, conv_task, &r);
+}
+
 /* gemma4 E2B/E4B: layer l's per-layer input joins the residual stream c->x (T rows):
  * x += rmsnorm(pl_proj (gelu(pl_inp_gate x) * e_l)) with the layer's post_norm. */
 static void per_layer_add(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
@@ -1196,7 +1268,11 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		/* gemma4's shared-KV layers: Q only; attention reads layer kv_l's cache */
 		const uint32_t kv_l = model_kv_layer(hp, L, l);
 		const bool own_kv = kv_l == l;
-		if (hp->mla) { /* deepseek2: its own Q, K and V (mla_qkv) */
+		if (L->conv) { /* lfm2: the short-conv block's output into c->att */
+			conv_block(c, L, l, T);
+			if (prof)
+				prof_lap(c, &tp, &prof->attn_s);
+		} else if (hp->mla) { /* deepseek2: its own Q, K and V (mla_qkv) */
 			mla_qkv(c, L, l, T);
 			prof_lap(c, &tp, &skip);
 		} else {
@@ -1269,9 +1345,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				       (size_t)c->kv_dim * sizeof(float));
 			}
 		}
-		if (prof)
+		if (prof && !L->conv)
 			prof_lap(c, &tp, &prof->rope_kv_s);
-		{
+		if (!L->conv) {
 			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
 			r.kv_layer = kv_l;
 			int32_t n_tasks = c->n_threads * 4;
@@ -1577,6 +1653,7 @@ static void cpu_destroy(void *ctx)
 	free(c->oai);
 	free(c->extra_norms);
 	free(c->mla_norms);
+	free(c->conv_w);
 	free(c->freq);
 	free(c->freq_swa);
 	free(c->rope_swa);
@@ -1695,6 +1772,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
 			    !(!own_kv && (i == 2 || i == 3)) &&
 			    !(hp->mla && i >= 1 && i <= 3) && /* deepseek2: below */
+			    !(L->conv && i >= 1 && i <= 3) && /* lfm2: below */
 			    (st = check_weight(ws[i],
 					       moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
@@ -1724,6 +1802,21 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				return bg_fail(err, BG_ERR_UNSUPPORTED,
 					       "the CPU backend cannot run layer %u's latent "
 					       "attention as described",
+					       l);
+		}
+		if (L->conv) { /* lfm2's short-conv block (model.h) */
+			if ((st = check_weight(&L->conv_in, "shortconv.in_proj", (int)l, err)) !=
+			    BG_OK)
+				return st;
+			if (L->conv_in.ne0 != hp->n_embd ||
+			    L->conv_in.ne1 != 3 * (uint64_t)hp->n_embd ||
+			    L->conv_w.type != GGUF_DTYPE_F32 || !L->conv_w.data ||
+			    L->conv_w.ne0 != hp->conv_l || hp->conv_l > MODEL_CONV_L_MAX ||
+			    L->conv_w.ne1 != hp->n_embd || L->wo.ne0 != hp->n_embd ||
+			    (uint64_t)hp->n_head * hp->head_dim != hp->n_embd)
+				return bg_fail(err, BG_ERR_UNSUPPORTED,
+					       "the CPU backend cannot run layer %u's short "
+					       "convolution as described",
 					       l);
 		}
 		if (moe && (L->ffn_gate_inp.ne0 != hp->n_embd || L->ffn_gate_inp.ne1 != hp->n_expert ||
@@ -1771,7 +1864,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		uint64_t xrows[4] = {hp->qk_norm_heads ? hp->n_head : 1,
 				     hp->qk_norm_heads ? model_n_head_kv(hp, L->swa) : 1, 1, 1};
 		for (int i = 0; i < 4; i++) {
-			if (!(i < 2 ? hp->qk_norm : hp->post_norms) || (i == 1 && !own_kv))
+			if (!(i < 2 ? hp->qk_norm : hp->post_norms) || (i == 1 && !own_kv) ||
+			    (i < 2 && L->conv))
 				continue;
 			if ((st = check_weight(xs[i], xnames[i], (int)l, err)) != BG_OK)
 				return st;
@@ -1900,6 +1994,16 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 					 m->layers[l].pl_post_norm.data, (int64_t)E,
 					 c->pl_norms + P + (size_t)l * E);
 	}
+	if (hp->conv_l) { /* lfm2: the conv layers' taps, f32 (check_model) */
+		size_t per = E * hp->conv_l;
+		c->conv_w = calloc((size_t)hp->n_layer * per, sizeof(float));
+		if (!c->conv_w)
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the conv weights");
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			if (m->layers[l].conv)
+				memcpy(c->conv_w + (size_t)l * per, m->layers[l].conv_w.data,
+				       per * sizeof(float));
+	}
 	if (!hp->qk_norm && !hp->post_norms)
 		return BG_OK;
 	c->extra_per_layer = (size_t)(c->qn_dim + c->kn_dim) + 2 * E;
@@ -1909,7 +2013,8 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
 		float *dst = c->extra_norms + (size_t)l * c->extra_per_layer;
-		if (hp->qk_norm) { /* the layer's widths (check_model), <= qn_dim, kn_dim */
+		if (hp->qk_norm && !L->conv) { /* the layer's widths (check_model), <= qn_dim,
+						* kn_dim */
 			cpuk_dequant_row(L->q_norm.type, L->q_norm.data,
 					 (int64_t)(L->q_norm.ne0 * L->q_norm.ne1), dst);
 			cpuk_dequant_row(L->k_norm.type, L->k_norm.data,
@@ -1995,6 +2100,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	 * MLA's scratch rows in c->hb / c->hb2 */
 	int64_t mla_q = 0;
 	c->hb_w = hp->n_ff;
+	if (hp->conv_l && 3 * (int64_t)hp->n_embd > c->hb_w) /* lfm2: in_proj's [B | C | x] */
+		c->hb_w = 3 * (int64_t)hp->n_embd;
 	if (hp->mla) {
 		int64_t qh = (int64_t)hp->n_head * (hp->mla_nope + hp->rope_dim);
 		int64_t ov = (int64_t)hp->n_head * hp->mla_v_head;

@@ -143,7 +143,18 @@
  * expert_gating_func from the file: absent is NONE, which build_moe_ffn aborts on; the
  * converter writes 2, sigmoid, from scoring_func); no shared experts, no dense layers;
  * output_norm, output.weight (required there; tied here without it, as every
- * architecture's). */
+ * architecture's).
+ * lfm2 (src/models/lfm2.cpp, llama-model.cpp's llama_model_rope_type, ggml-cpu's
+ * ssm_conv): NeoX RoPE; shortconv.l_cache required; a layer is recurrent (a short-conv
+ * block) when its head_count_kv entry is 0, else attention: attn_q_norm / attn_k_norm per
+ * head (rms_eps) before RoPE, scale 1/sqrt(head_dim), no biases; both kinds read attn_norm
+ * ("operator_norm") and add their output to the residual, then ffn_norm and a SiLU SwiGLU.
+ * The conv block: in_proj gives [B | C | x] (n_embd each), bx = B * x, the conv output of
+ * channel i at position t is the fp32 sum over taps k = 0..l_cache-1 (oldest first) of
+ * bx[t - (l_cache - 1) + k][i] * conv[i][k], positions before 0 zero (the recurrent state
+ * starts at zero), y = C * conv_out, then out_proj. The output norm is token_embd_norm
+ * (LLM_TENSOR_OUTPUT_NORM_LFM2); output tied to token_embd without output.weight. With
+ * attention.sliding_window > 0 the attention layers are windowed (refused here). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -277,6 +288,11 @@ static const struct arch_info table[] = {
      .moe_only = true,
      .moe_ff_key = true,
      .moe_sigmoid_sel = true},
+    {.name = "lfm2",
+     .families = "Liquid AI LFM2, LFM2.5 (350M to 2.6B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .shortconv = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -303,7 +319,7 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2, minimax-m2";
+	       "deepseek2, command-r, cohere2, minimax-m2, lfm2";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -11,7 +11,7 @@
  * (multi-token prediction) layers at the end of the file, which are skipped, deepseek2's
  * latent attention and grouped routing, Cohere's LayerNorms, parallel attention and FFN
  * and logit scale, cohere2's RoPE on the windowed layers only, minimax-m2's sigmoid
- * routing with a selection bias and no shared expert.
+ * routing with a selection bias and no shared expert, lfm2's short-convolution layers.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -130,6 +130,11 @@ struct arch_info {
 	 * llama.cpp reads no expert_weights_scale for it); expert_gating_func required and 2
 	 * (llama.cpp aborts on the absent key's NONE) */
 	bool moe_sigmoid_sel;
+	/* lfm2 (llama.cpp's lfm2 graph): layers whose head_count_kv entry (a per-layer list)
+	 * is 0 are short-convolution blocks (model_layer.conv: shortconv.in_proj, a causal
+	 * depthwise conv of shortconv.l_cache taps, shortconv.out_proj), the others
+	 * attention with per-head Q/K norms; the output norm is named token_embd_norm */
+	bool shortconv;
 };
 
 /* The row of an architecture, or NULL. */

@@ -549,7 +549,9 @@ uint64_t model_kv_dim_max(const struct model_hparams *hp)
 {
 	uint64_t a = (uint64_t)model_n_head_kv(hp, false) * model_head_dim(hp, false);
 	uint64_t b = (uint64_t)model_n_head_kv(hp, true) * model_head_dim(hp, true);
-	return a > b ? a : b;
+	uint64_t c = hp->conv_l ? ((uint64_t)hp->n_embd + 1) / 2 : 0; /* lfm2's bx rows */
+	a = a > b ? a : b;
+	return a > c ? a : c;
 }
 
 uint64_t model_q_dim_max(const struct model_hparams *hp)
@@ -646,6 +648,57 @@ static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+/* lfm2: layer l's head_count_kv entry, -1 when the key is not a list of n_layer integers
+ * in [0, MODEL_MAX_DIM]. */
+static int64_t lfm2_layer_kv(const struct gguf_ctx *g, const char *arch, uint32_t n_layer,
+			     uint32_t l)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+	enum gguf_type et;
+	uint64_t n = 0;
+	int32_t v = -1;
+	if (!gguf_get_arr(g, key, &et, &n) || n != n_layer || l >= n_layer)
+		return -1;
+	int32_t *all = malloc((size_t)n_layer * sizeof *all);
+	if (all && gguf_arr_copy_i32(g, key, all, n))
+		v = all[l];
+	free(all);
+	return v >= 0 && (uint32_t)v <= MODEL_MAX_DIM ? v : -1;
+}
+
+/* lfm2 (model.h's conv_l): shortconv.l_cache, and head_count_kv a per-layer list whose
+ * zero entries are the conv layers and whose other entries (one value) are the attention
+ * layers' K/V heads (n_head_kv; n_head when every layer is a conv); n_head read already.
+ * attention.sliding_window > 0 (windowed attention layers) is refused. */
+static enum bg_status read_lfm2(const struct gguf_ctx *g, const char *arch,
+				struct model_hparams *hp, struct bg_err *err)
+{
+	if (!get_u32_key(g, arch, "shortconv.l_cache", &hp->conv_l) || hp->conv_l < 2 ||
+	    hp->conv_l > MODEL_CONV_L_MAX)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "metadata key %s.shortconv.l_cache is missing or not in [2, %u]",
+			       arch, MODEL_CONV_L_MAX);
+	uint32_t w = 0;
+	if (get_u32_key(g, arch, "attention.sliding_window", &w) && w > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.attention.sliding_window %u (windowed attention layers) is not "
+			       "supported",
+			       arch, w);
+	int64_t kv = 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		int64_t v = lfm2_layer_kv(g, arch, hp->n_layer, l);
+		if (v < 0 || (v > 0 && ((kv && v != kv) || hp->n_head % (uint32_t)v)))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.attention.head_count_kv is not a list of %u K/V head "
+				       "counts (0 for a conv layer, else one value dividing "
+				       "head_count %u)",
+				       arch, hp->n_layer, hp->n_head);
+		kv = v ? v : kv;
+	}
+	hp->n_head_kv = kv ? (uint32_t)kv : hp->n_head;
+	return BG_OK;
+}
 
 /* gemma4: layer l's FFN width from a per-layer feed_forward_length list (n_layer entries;
  * n_layer 0: only whether the key is a list), else 0. */
@@ -846,7 +899,9 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	enum gguf_type kvt;
 	uint64_t kvn;
 	/* gemma4: a per-layer list, read_gemma4 reads it once the window pattern is known */
-	bool kv_list = ai->gemma4 && gguf_get_arr(g, key, &kvt, &kvn);
+	bool kv_list = (ai->gemma4 || ai->shortconv) && gguf_get_arr(g, key, &kvt, &kvn);
+	if (ai->shortconv && (st = read_lfm2(g, arch, hp, err)))
+		return st;
 	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
 		return st;
@@ -956,7 +1011,7 @@ static void fmt_shape(char *buf, size_t cap, const uint64_t *ne, uint32_t n_dims
 
 /* What a tensor is, for the types it may have: matrices any type a backend converts; norm
  * weights and biases only f32 (as llama.cpp's converter writes every 1-D tensor). */
-enum take_kind { TK_MATRIX, TK_NORM, TK_BIAS, TK_SINKS };
+enum take_kind { TK_MATRIX, TK_NORM, TK_BIAS, TK_SINKS, TK_CONV };
 
 /* Finds name and checks its shape is (ne0) when ne1 == 0, (ne0, ne1) when ne2 == 0, else
  * (ne0, ne1, ne2) (stacked experts), and its type (see take_kind). Adds it to the parameter
@@ -984,10 +1039,13 @@ static enum bg_status take3(struct loader *L, const char *name, uint64_t ne0, ui
 			       got, exp);
 	}
 	if (kind != TK_MATRIX && t->type != GGUF_DTYPE_F32)
-		return bg_fail(
-		    L->err, BG_ERR_UNSUPPORTED, "tensor '%s' has type %s; %s must be f32", name,
-		    gguf_dtype_name(t->type),
-		    kind == TK_NORM ? "norm weights" : kind == TK_BIAS ? "biases" : "attention sinks");
+		return bg_fail(L->err, BG_ERR_UNSUPPORTED,
+			       "tensor '%s' has type %s; %s must be f32", name,
+			       gguf_dtype_name(t->type),
+			       kind == TK_NORM	 ? "norm weights"
+			       : kind == TK_BIAS ? "biases"
+			       : kind == TK_CONV ? "conv weights (as ggml_ssm_conv takes them)"
+						 : "attention sinks");
 	w->type = t->type;
 	w->data = t->data;
 	w->ne0 = ne0;
@@ -1257,8 +1315,10 @@ static enum bg_status load_tensors(struct loader *L)
 		return st;
 	if (hp->xielu && (st = read_xielu(L)))
 		return st;
+	/* lfm2: the output norm under llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2 name */
 	if ((st = take(L, "token_embd.weight", E, V, TK_MATRIX, &m->tok_embd)) ||
-	    (st = take(L, "output_norm.weight", E, 0, TK_NORM, &m->output_norm)))
+	    (st = take(L, ai && ai->shortconv ? "token_embd_norm.weight" : "output_norm.weight", E,
+		       0, TK_NORM, &m->output_norm)))
 		return st;
 	if (hp->n_embd_per_layer && (st = take_per_layer_embd(L)))
 		return st;
@@ -1289,7 +1349,13 @@ static enum bg_status load_tensors(struct loader *L)
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
-		if (hp->mla) { /* deepseek2's latent attention */
+		ly->conv = hp->conv_l && lfm2_layer_kv(L->g, m->arch, hp->n_layer, l) == 0;
+		if (ly->conv) { /* lfm2's short-conv block (model.h); its cache row is bx */
+			ly->kv_src = l;
+			TAKE("shortconv.in_proj.weight", E, 3 * E, TK_MATRIX, conv_in);
+			TAKE("shortconv.conv.weight", hp->conv_l, E, TK_CONV, conv_w);
+			TAKE("shortconv.out_proj.weight", E, E, TK_MATRIX, wo);
+		} else if (hp->mla) { /* deepseek2's latent attention */
 			if ((st = take_mla(L, l, ly)))
 				return st;
 		} else {
@@ -1588,10 +1654,10 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		mistral3_derive(hp);
 	}
 	hp->n_layer_kv = hp->n_layer;
-	if (!st && (s->n_embd_per_layer || s->shared_kv_layers))
+	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
-			     "synthetic:%s: per-layer embeddings and shared-KV layers are made as "
-			     "files only, not lazily",
+			     "synthetic:%s: per-layer embeddings, shared-KV layers and lfm2's conv "
+			     "layers are made as files only, not lazily",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);

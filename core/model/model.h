@@ -43,6 +43,9 @@
 #include "model/gguf.h"
 #include "status.h"
 
+/* lfm2: the most conv taps (shortconv.l_cache; 3 released) */
+#define MODEL_CONV_L_MAX 8u
+
 struct model_hparams {
 	uint32_t n_vocab;
 	uint32_t n_ctx_train; /* <arch>.context_length: the max sequence length */
@@ -247,6 +250,20 @@ struct model_hparams {
 	bool layer_norm;
 	bool parallel;
 	bool qk_norm_heads;
+	/* lfm2 (llama.cpp's lfm2 graph): conv_l > 0 (shortconv.l_cache, 2..MODEL_CONV_L_MAX)
+	 * makes the layers with model_layer.conv short-convolution blocks in place of
+	 * attention. For each token at position t of a sequence, with n the attn-normed input:
+	 *   [B | C | x] = conv_in n (n_embd each), bx_t = B * x (fp32, elementwise),
+	 *   o_t[i] = sum over k = 0..conv_l-1, in that order, of bx_{t-conv_l+1+k}[i] *
+	 *            conv_w[i][k] (fp32; bx of positions < 0 is 0),
+	 *   y_t = C * o_t, branch output wo y_t (out_proj), added to the residual.
+	 * The recurrent state (the last conv_l - 1 rows of bx) is not kept apart: bx_t is
+	 * the layer's KV cache row at position t (model_kv_dim_max: its first kv_dim_max
+	 * values in the K slot, the rest in the V slot), so the conv reads rows t-1, t-2
+	 * through the block table like attention reads K/V, and prefix reuse, forks and
+	 * recompute see the state as a function of the prefix. n_head_kv is the attention
+	 * layers' (the nonzero entries of the per-layer head_count_kv list). */
+	uint32_t conv_l;
 };
 
 struct model_weight {
@@ -310,9 +327,15 @@ struct model_layer {
 	 * n_lora_kv) and wv_b (n_lora_kv, mla_v_head), each stacked ne2 = n_head (model_expert
 	 * gives head h's); wo is (n_head * mla_v_head, n_embd); wk, wv zero */
 	struct model_weight wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b;
+	/* lfm2's conv layers (conv below), else zero: in_proj (n_embd, 3 n_embd) and the
+	 * taps (conv_l, n_embd) f32 */
+	struct model_weight conv_in, conv_w;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
+	/* lfm2: this layer is a short-convolution block (model_hparams' conv_l): conv_in,
+	 * conv_w above, wo its out_proj (n_embd, n_embd); wq, wk, wv, the Q/K norms zero */
+	bool conv;
 	float xielu[4]; /* hp.xielu: {an, ap, beta, eps} as model_hparams describes; else 0 */
 	/* gemma4: the layer's output scale (hp.out_scale; the f32 value of the file's
 	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model), and whether the
@@ -399,6 +422,8 @@ uint32_t model_kv_layer(const struct model_hparams *hp, const struct model_layer
 uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa);
 uint32_t model_rope_dim(const struct model_hparams *hp, bool swa);
 uint32_t model_head_dim_max(const struct model_hparams *hp);
+/* model_kv_dim_max: with hp->conv_l, at least ceil(n_embd / 2) (a conv layer's bx row
+ * fills its K and V slots, model_hparams) */
 uint64_t model_kv_dim_max(const struct model_hparams *hp);
 uint64_t model_q_dim_max(const struct model_hparams *hp);
 

@@ -478,6 +478,14 @@ static const struct synth_shape shapes[] = {
      .logit_scale = 0.5f},
     {"cohere2-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, true, "cohere2", .n_swa = 16,
      .logit_scale = 0.5f},
+    /* lfm2 (Liquid AI): LFM2-1.2B's config (hidden 2048, 16 layers of which 2, 5, 8, 10,
+     * 12, 14 attention, 32 heads, 8 K/V heads, llama.cpp's n_ff 8192, vocabulary 65536,
+     * context 128000, rope_theta 1e6, tied); lfm2-tiny: conv, attention, conv, conv, so
+     * that a conv layer follows attention and the last layer (which keeps only the rows
+     * that want logits) is a conv */
+    {"lfm2-1.2b", 16, 2048, 32, 8, 8192, 65536, 128000, 1000000.0f, 1e-5f, true, "lfm2",
+     .lfm2_attn = 0x5524},
+    {"lfm2-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, true, "lfm2", .lfm2_attn = 0x2},
 };
 #pragma GCC diagnostic pop
 
@@ -549,7 +557,7 @@ static bool has_qk_norm(const struct synth_shape *s)
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
 	       is_arch(s, "gemma3") || is_arch(s, "olmo2") || is_arch(s, "apertus") ||
 	       is_arch(s, "gemma4") || (is_arch(s, "glm4moe") && !s->no_qk_norm) ||
-	       is_arch(s, "minimax-m2");
+	       is_arch(s, "minimax-m2") || is_arch(s, "lfm2");
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -574,7 +582,8 @@ static bool is_ds2(const struct synth_shape *s)
 static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
-	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s);
+	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) ||
+	       is_arch(s, "lfm2");
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -812,6 +821,8 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (s->n_embd % s->n_head && !s->head_dim) /* GLM-4.5: 96 heads of 128 over 4096 */
 		return bg_fail(err, BG_ERR_INVALID, "embd %u is not a multiple of heads %u",
 			       s->n_embd, s->n_head);
+	if (is_arch(s, "lfm2") && s->n_layer > 64)
+		return bg_fail(err, BG_ERR_INVALID, "lfm2: at most 64 layers (%u)", s->n_layer);
 	if (s->n_head % s->n_head_kv)
 		return bg_fail(err, BG_ERR_INVALID, "heads %u is not a multiple of kv heads %u",
 			       s->n_head, s->n_head_kv);
@@ -957,6 +968,12 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		layer += E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
 		layer += E + s->n_head + s->n_expert * (1 + 2 * (uint64_t)synth_n_ff_exp(s) + E);
+	if (is_arch(s, "lfm2")) { /* a conv layer: in_proj, 3 taps, out_proj for its attention */
+		uint64_t n_conv = 0;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			n_conv += !(s->lfm2_attn >> l & 1);
+		ffn -= n_conv * (E * Q + 2 * E * KV + Q * E + 2 * hd - 3 * E * E - 3 * E - E * E);
+	}
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer + ffn;
 }
 
@@ -1317,7 +1334,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 					    sqrtf(1.0f + logf(scale) / logf((float)s->n_ctx_orig)));
 	}
 	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
-	if (is_gemma4(s) && s->n_head_kv_swa && s->n_head_kv_swa != s->n_head_kv) {
+	if (is_arch(s, "lfm2")) { /* the converter's per-layer list: 0 for a conv layer */
+		int32_t kvl[64];  /* synth_check: lfm2 has at most 64 layers */
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			kvl[l] = s->lfm2_attn >> l & 1 ? (int32_t)s->n_head_kv : 0;
+		gguf_writer_set_arr_i32(w, ARCH_KEY("attention.head_count_kv"), kvl, s->n_layer);
+		gguf_writer_set_u32(w, ARCH_KEY("shortconv.l_cache"), 3);
+	} else if (is_gemma4(s) && s->n_head_kv_swa && s->n_head_kv_swa != s->n_head_kv) {
 		int32_t kvl[4096]; /* synth_check: n_layer <= 4096 */
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			kvl[l] = (int32_t)g4_kvh(s, l);
@@ -1414,7 +1437,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
 	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
-	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s);
+	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_arch(s, "lfm2");
 	/* the norms' weights; pk: attn_norm's and ffn_norm's */
 	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
@@ -1453,7 +1476,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 	}
 	add(b, "token_embd.weight", t, FILL_RANDOM, E, V, o->seed);
-	add(b, "output_norm.weight", GGUF_DTYPE_F32, nk, E, 1, o->seed);
+	add(b, lfm2 ? "token_embd_norm.weight" : "output_norm.weight", GGUF_DTYPE_F32, nk, E, 1,
+	    o->seed);
 	const uint64_t PL = g4 ? s->n_embd_per_layer : 0;
 	if (PL) { /* gemma4 E2B/E4B's per-layer token embeddings */
 		add(b, "per_layer_token_embd.weight", t, FILL_RANDOM, PL * s->n_layer, V, o->seed);
@@ -1483,7 +1507,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (!olmo2)
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-		if (ds2) { /* MLA (model.h), the converter's names and shapes */
+		const bool conv = lfm2 && !(s->lfm2_attn >> l & 1);
+		if (conv) { /* lfm2's short-conv block; the conv taps f32 (ggml_ssm_conv's) */
+			ADD("shortconv.in_proj.weight", t, FILL_RANDOM, E, 3 * E);
+			ADD("shortconv.conv.weight", GGUF_DTYPE_F32, FILL_RANDOM, 3, E);
+			ADD("shortconv.out_proj.weight", t, FILL_RANDOM, E, E);
+		} else if (ds2) { /* MLA (model.h), the converter's names and shapes */
 			const uint64_t H = s->n_head, QH = (uint64_t)s->mla_nope + s->rope_dim;
 			const uint64_t C = s->kv_lora, QL = s->q_lora;
 			if (QL) {
@@ -1512,7 +1541,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_k.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 			ADD("attn_v.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 		}
-		if (qkn) { /* Command R+: [HD, heads], a row per head */
+		if (qkn && !conv) { /* Command R+: [HD, heads], a row per head */
 			const bool qh = has_qk_norm_heads(s);
 			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, has_qk_norm_full(s) ? Q : HD,
 			    qh ? s->n_head : 1);
@@ -1524,7 +1553,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			if (g4 && own_kv)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 		}
-		ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
+		if (!conv)
+			ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 		if (has_o_bias(s))
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 		if (oai) {
