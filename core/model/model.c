@@ -648,22 +648,31 @@ static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+/* Entry l of ARCH.SUFFIX when the key is a list of n_layer integers (n_layer <=
+ * MODEL_MAX_LAYERS), in *v; false otherwise. */
+static bool layer_list_i32(const struct gguf_ctx *g, const char *arch, const char *suffix,
+			   uint32_t n_layer, uint32_t l, int32_t *v)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.%s", arch, suffix);
+	enum gguf_type et;
+	uint64_t n = 0;
+	int32_t all[MODEL_MAX_LAYERS];
+	if (!g || !gguf_get_arr(g, key, &et, &n) || n != n_layer || n > MODEL_MAX_LAYERS ||
+	    l >= n_layer || !gguf_arr_copy_i32(g, key, all, n))
+		return false;
+	*v = all[l];
+	return true;
+}
+
 /* lfm2: layer l's head_count_kv entry, -1 when the key is not a list of n_layer integers
  * in [0, MODEL_MAX_DIM]. */
 static int64_t lfm2_layer_kv(const struct gguf_ctx *g, const char *arch, uint32_t n_layer,
 			     uint32_t l)
 {
-	char key[128];
-	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
-	enum gguf_type et;
-	uint64_t n = 0;
 	int32_t v = -1;
-	if (!gguf_get_arr(g, key, &et, &n) || n != n_layer || l >= n_layer)
+	if (!layer_list_i32(g, arch, "attention.head_count_kv", n_layer, l, &v))
 		return -1;
-	int32_t *all = malloc((size_t)n_layer * sizeof *all);
-	if (all && gguf_arr_copy_i32(g, key, all, n))
-		v = all[l];
-	free(all);
 	return v >= 0 && (uint32_t)v <= MODEL_MAX_DIM ? v : -1;
 }
 
@@ -705,20 +714,17 @@ static enum bg_status read_lfm2(const struct gguf_ctx *g, const char *arch,
 static uint32_t layer_n_ff(const struct gguf_ctx *g, const char *arch, uint32_t n_layer,
 			   uint32_t l)
 {
-	char key[128];
-	snprintf(key, sizeof key, "%s.feed_forward_length", arch);
-	enum gguf_type et;
-	uint64_t n = 0;
-	if (!g || !gguf_get_arr(g, key, &et, &n))
+	if (n_layer == 0) {
+		char key[128];
+		snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+		enum gguf_type et;
+		uint64_t n = 0;
+		return g && gguf_get_arr(g, key, &et, &n);
+	}
+	int32_t v = 0;
+	if (!layer_list_i32(g, arch, "feed_forward_length", n_layer, l, &v) || v <= 0)
 		return 0;
-	if (n_layer == 0)
-		return 1;
-	if (n != n_layer || n > MODEL_MAX_LAYERS)
-		return 0;
-	int32_t v[MODEL_MAX_LAYERS];
-	if (!gguf_arr_copy_i32(g, key, v, n) || v[l] <= 0)
-		return 0;
-	return (uint32_t)v[l];
+	return (uint32_t)v;
 }
 
 /* A key that gemma4 files may write as a per-layer list: refused with a message saying
