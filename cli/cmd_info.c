@@ -233,6 +233,10 @@ int cmd_info(int argc, char **argv)
 		       (double)hp->expert_weights_scale, hp->n_expert_shared,
 		       hp->n_expert_shared == 1 ? "" : "s", hp->n_ff_exp * hp->n_expert_shared,
 		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
+	else if (hp->moe_sel_bias) /* minimax-m2, lfm2moe */
+		printf("experts: choice by p + exp_probs_b, no shared expert, the first %u layer%s "
+		       "dense\n",
+		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
 	if (hp->mla)
 		printf(
 		    "mla: q_lora_rank %u%s, kv_lora_rank %u, qk_nope %u + qk_rope %u, v_head %u; "
@@ -421,7 +425,7 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.post_attention_norm", &ly->attn_post_norm);
 			print_weight_line("blk.0.post_ffw_norm", &ly->ffn_post_norm);
 		}
-		if (hp->n_expert) {
+		if (hp->n_expert && !hp->n_layer_dense_lead) { /* else layer 0 is dense */
 			print_weight_line("blk.0.ffn_gate_inp", &ly->ffn_gate_inp);
 			print_weight_line("blk.0.ffn_gate_exps", &ly->gate_exps);
 			print_weight_line("blk.0.ffn_up_exps", &ly->up_exps);

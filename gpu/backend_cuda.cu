@@ -745,13 +745,20 @@ static enum bg_status upload_mla(struct upload *u, const struct model_layer *ml,
 	return st;
 }
 
+/* The width of the dense FFN's buffers (wgu, wdown; the activations' ffn slots): n_ff, or 0
+ * for a mixture of experts without dense layers or a shared expert (glm4moe, deepseek2:
+ * both; lfm2moe: leading dense layers alone). */
+static size_t dense_ffn_width(const struct model_hparams *hp)
+{
+	return hp->n_expert && !hp->n_expert_shared && !hp->n_layer_dense_lead ? 0 : hp->n_ff;
+}
+
 static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
 {
 	const struct model_hparams *hp = &m->hp;
 	size_t es = gpu_dtype_size(c->dt);
-	/* a mixture-of-experts model has no dense FFN (n_ff unused) */
 	size_t E = hp->n_embd, V = hp->n_vocab;
-	size_t F = hp->n_expert && !hp->n_expert_shared ? 0 : hp->n_ff; /* glm4moe: dense too */
+	size_t F = dense_ffn_width(hp);
 	size_t NX = hp->n_expert, FX = hp->n_ff_exp;
 	/* Tied output: a file's output points at the embedding; a lazy synthetic model has
 	 * no data pointers, but then its parameter count leaves the output out. */
@@ -1132,7 +1139,7 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 	size_t es = gpu_dtype_size(c->dt);
 	/* glm4moe's dense layers and shared expert use the dense FFN's buffers too */
 	size_t E = c->hp.n_embd, N = (size_t)cap_tok;
-	size_t F = c->hp.n_expert && !c->hp.n_expert_shared ? 0 : c->hp.n_ff;
+	size_t F = dense_ffn_width(&c->hp);
 	/* mixture of experts: NP (token, expert) pairs of FX-wide experts, 0 without */
 	size_t NX = c->hp.n_expert, FX = c->hp.n_ff_exp, NP = N * c->hp.n_expert_used;
 	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;

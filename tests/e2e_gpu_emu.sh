@@ -256,12 +256,14 @@ else
 	# layers only; deepseek2's latent attention (V read from the K row) and grouped routing;
 	# minimax-m2's whole-row Q/K norms, partial NeoX RoPE and sigmoid routing with a
 	# selection bias but no shared expert.
-	# lfm2's short-conv layers (gpu_shortconv: the bx rows in the cache across blocks).
+	# lfm2moe's short-conv layers (gpu_shortconv: the bx rows in the cache across blocks; its
+	# first layer a conv with a dense FFN, so that it stands for lfm2-tiny too, which the
+	# 16-bit sweep below runs), its sigmoid routing over experts of their own width.
 	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
 		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny minimax-m2-tiny \
-		lfm2-tiny; do
+		lfm2moe-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda

@@ -16,7 +16,8 @@
 # deepseek2 (MLA, grouped softmax / sigmoid routing, YaRN's attention scale), command-r
 # and cohere2 (LayerNorms, parallel attention and FFN, per-head Q/K LayerNorms, logit scale,
 # RoPE on the windowed layers only), minimax-m2 (whole-row Q/K norms, partial NeoX RoPE,
-# sigmoid routing with a selection bias).
+# sigmoid routing with a selection bias), lfm2 (short-conv layers) and lfm2moe (its layers,
+# a leading dense layer, then sigmoid routing over experts of their own width).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -244,7 +245,13 @@ arch_compare minimax-m2-q8_0 0.1 0.25 "${F32KV[*]}" --shape minimax-m2-tiny --dt
 # conv reads rows across block boundaries in prefill and decode.
 BGOPTS="--block-size 4"
 arch_compare lfm2-f32 0 2e-5 "${F32KV[*]}" --shape lfm2-tiny --dtype f32 --seed 3
-arch_compare lfm2-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2-tiny --dtype q8_0 --seed 3
+# lfm2moe (llama.cpp's lfm2moe graph; lfm2moe-tiny: lfm2-tiny's layers): layer 0's dense
+# SwiGLU (leading_dense_block_count 1), then 4 experts of 32 (expert_feed_forward_length,
+# not the dense 128) with sigmoid gating, the selection bias in the choice only, 2 chosen
+# weights renormalized and not scaled. Its q8_0 row stands for lfm2's too (the same conv
+# and attention layers; lfm2-q8_0 was 32 of 36 steps, 6.1e-8, when it ran), to save CI time.
+arch_compare lfm2moe-f32 0 2e-5 "${F32KV[*]}" --shape lfm2moe-tiny --dtype f32 --seed 3
+arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8_0 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

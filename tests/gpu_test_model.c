@@ -918,6 +918,9 @@ static void test_arch_vs_cpu(void)
 	    /* lfm2: short-conv layers (in_proj as the Q|K|V GEMM, bx rows in the cache, the
 	     * 3-tap conv) around an attention layer with Q/K norms */
 	    "synthetic:lfm2-tiny:f32",
+	    /* lfm2moe: lfm2's layers, a dense first layer, then minimax-m2's routing over
+	     * experts of their own width (32, the dense FFN 128) */
+	    "synthetic:lfm2moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);

@@ -1710,6 +1710,55 @@ static void test_lfm2(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* lfm2moe: lfm2's layers with the leading dense layer (feed_forward_length 128) and then
+ * experts of their own width (32) with minimax-m2's routing keys (sigmoid, the selection
+ * bias, normalized, unscaled); LFM2-8B-A1B's parameter count derived by hand; refusals. */
+static void test_lfm2moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("lfm2moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0];
+		bool moe = true;
+		for (uint32_t l = 1; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			moe = moe && L->exp_probs_b.ne0 == 4 && L->gate_exps.ne1 == 32 &&
+			      L->down_exps.ne0 == 32 && !L->w_gate.data && !L->gate_shexp.data &&
+			      L->conv == (l != 1);
+		}
+		CHECK(hp->conv_l == 3 && hp->n_expert == 4 && hp->n_expert_used == 2 &&
+			  hp->n_ff == 128 && hp->n_ff_exp == 32 && hp->n_layer_dense_lead == 1 &&
+			  !hp->n_expert_shared && hp->expert_gating_sigmoid && hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 1.0f && l0->conv &&
+			  l0->w_gate.ne1 == 128 && l0->w_down.ne0 == 128 &&
+			  !l0->ffn_gate_inp.data && !l0->exp_probs_b.data && moe &&
+			  m->n_params == synth_n_params(synth_find_shape("lfm2moe-tiny"), true),
+		      "lfm2moe-tiny hparams and layers, n_params %llu",
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	/* 65536 x 2048 (tied) + 2048 + 24 x 2 x 2048 (norms) + 18 conv layers x (3 x 2048^2 +
+	 * 3 x 2048 + 2048^2) + 6 attention layers x (2 x 2048^2 + 2 x 2048 x 512 + 2 x 64) + 2
+	 * dense x 3 x 2048 x 7168 + 22 MoE x (2048 x 32 + 3 x 2048 x 1792 x 32 + 32) */
+	CHECK(synth_n_params(synth_find_shape("lfm2-8b-a1b"), true) == 8339930560ull,
+	      "lfm2-8b-a1b: n_params");
+	static const struct refusal bad[] = {
+	    {"lfm2moe-tiny", ME_KEY, "lfm2moe.leading_dense_block_count", 5, BG_ERR_FORMAT,
+	     "leading_dense_block_count 5 exceeds the 4 layers"},
+	    /* absent: 0, every layer MoE, and layer 0 has a dense FFN instead */
+	    {"lfm2moe-tiny", ME_KEY, "lfm2moe.leading_dense_block_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_inp.weight' is missing"},
+	    {"lfm2moe-tiny", ME_KEY, "lfm2moe.expert_gating_func", UINT32_MAX, BG_ERR_FORMAT,
+	     "lfm2moe.expert_gating_func is missing"},
+	    {"lfm2moe-tiny", ME_DROP, "blk.3.exp_probs_b.bias", 0, BG_ERR_FORMAT,
+	     "'blk.3.exp_probs_b.bias' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* glm4moe: the leading dense layer and the MoE ones (selection bias, shared expert), the
  * routing keys as read (sigmoid, norm, scale 2.5), the Q/K norms blk.0 decides, the NextN
  * layer skipped; the released sizes' parameter counts (synth.c derives them); refusals. */
@@ -2267,6 +2316,7 @@ int main(void)
 	test_glm4();
 	test_glm4moe();
 	test_lfm2();
+	test_lfm2moe();
 	test_deepseek2();
 	test_minimax();
 	test_lazy_new_arch();

@@ -154,7 +154,13 @@
  * bx[t - (l_cache - 1) + k][i] * conv[i][k], positions before 0 zero (the recurrent state
  * starts at zero), y = C * conv_out, then out_proj. The output norm is token_embd_norm
  * (LLM_TENSOR_OUTPUT_NORM_LFM2); output tied to token_embd without output.weight. With
- * attention.sliding_window > 0 the attention layers are windowed (refused here). */
+ * attention.sliding_window > 0 the attention layers are windowed (refused here).
+ * lfm2moe (src/models/lfm2moe.cpp, whose graph is lfm2.cpp's; llama-hparams.h's defaults):
+ * lfm2's layers; the FFN of layers below leading_dense_block_count (optional, default 0)
+ * a dense SiLU SwiGLU of feed_forward_length, the others build_moe_ffn(exp_probs_b
+ * (required), SiLU, norm_w true, expert_weights_scale never read (0: none),
+ * expert_gating_func required (the converter writes 2, sigmoid)) over experts of
+ * expert_feed_forward_length (get_key_or_arr: one value here); no shared experts. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -293,6 +299,16 @@ static const struct arch_info table[] = {
      .rope_neox = true,
      .qk_norm = true,
      .shortconv = true},
+    {.name = "lfm2moe",
+     .families = "Liquid AI LFM2-8B-A1B, LFM2-24B-A2B",
+     .rope_neox = true,
+     .qk_norm = true,
+     .shortconv = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .moe_sigmoid_sel = true,
+     .moe_dense_lead = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -319,7 +335,7 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2, minimax-m2, lfm2";
+	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

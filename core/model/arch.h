@@ -11,7 +11,8 @@
  * (multi-token prediction) layers at the end of the file, which are skipped, deepseek2's
  * latent attention and grouped routing, Cohere's LayerNorms, parallel attention and FFN
  * and logit scale, cohere2's RoPE on the windowed layers only, minimax-m2's sigmoid
- * routing with a selection bias and no shared expert, lfm2's short-convolution layers.
+ * routing with a selection bias and no shared expert, lfm2's short-convolution layers,
+ * lfm2moe's (lfm2's layers, minimax-m2's routing after leading dense layers).
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -135,6 +136,11 @@ struct arch_info {
 	 * depthwise conv of shortconv.l_cache taps, shortconv.out_proj), the others
 	 * attention with per-head Q/K norms; the output norm is named token_embd_norm */
 	bool shortconv;
+	/* lfm2moe (llama.cpp's lfm2moe graph, lfm2's layers): with moe_sigmoid_sel's routing,
+	 * the first leading_dense_block_count layers (optional, 0) have a dense SwiGLU of
+	 * feed_forward_length, the others experts of expert_feed_forward_length (its own
+	 * width, a scalar: per-layer lists refused) */
+	bool moe_dense_lead;
 };
 
 /* The row of an architecture, or NULL. */

@@ -394,15 +394,25 @@ static enum bg_status read_glm4moe_experts(const struct gguf_ctx *g, const char 
  * required and sigmoid; the weights normalized and never scaled (llama.cpp's graph passes
  * norm_w true and reads no expert_weights_scale for it); expert_feed_forward_length equal to
  * feed_forward_length (llama.cpp requires the key but shapes the experts by the latter; the
- * converter writes intermediate_size to both) */
+ * converter writes intermediate_size to both). lfm2moe (moe_dense_lead): the same routing;
+ * leading_dense_block_count optional (0), the experts as wide as expert_feed_forward_length
+ * says (read_experts refuses a per-layer list there). */
 static enum bg_status read_minimax_experts(const struct gguf_ctx *g, const char *arch,
-					   struct model_hparams *hp, struct bg_err *err)
+					   const struct arch_info *ai, struct model_hparams *hp,
+					   struct bg_err *err)
 {
-	if (hp->n_ff_exp != hp->n_ff)
+	if (ai->moe_dense_lead) { /* lfm2moe: leading dense layers, the experts' own width */
+		get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+		if (hp->n_layer_dense_lead > hp->n_layer)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "leading_dense_block_count %u exceeds the %u layers",
+				       hp->n_layer_dense_lead, hp->n_layer);
+	} else if (hp->n_ff_exp != hp->n_ff) {
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "%s.expert_feed_forward_length %u differs from feed_forward_length "
 			       "%u (llama.cpp's experts are feed_forward_length wide)",
 			       arch, hp->n_ff_exp, hp->n_ff);
+	}
 	uint32_t u = 0;
 	if (get_u32_key(g, arch, "expert_shared_count", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -467,7 +477,7 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	if (ai->glm4moe) /* its shared experts, dense layers, gating and scale (model.h) */
 		return read_glm4moe_experts(g, arch, hp, err);
 	if (ai->moe_sigmoid_sel)
-		return read_minimax_experts(g, arch, hp, err);
+		return read_minimax_experts(g, arch, ai, hp, err);
 	uint32_t u = 0;
 	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,

@@ -486,6 +486,17 @@ static const struct synth_shape shapes[] = {
     {"lfm2-1.2b", 16, 2048, 32, 8, 8192, 65536, 128000, 1000000.0f, 1e-5f, true, "lfm2",
      .lfm2_attn = 0x5524},
     {"lfm2-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, true, "lfm2", .lfm2_attn = 0x2},
+    /* lfm2moe: LFM2-8B-A1B's config as remembered (no network here: hidden 2048, 24 layers
+     * of which 2, 6, 10, 14, 18, 21 attention, 32 heads, 8 K/V heads, dense
+     * intermediate_size 7168 in the first num_dense_layers 2, then 32 experts of
+     * moe_intermediate_size 1792, 4 a token, sigmoid routing with the expert bias, vocab
+     * 65536, context 128000, rope_theta 1e6, tied); lfm2moe-tiny: lfm2-tiny's layers
+     * (conv, attention, conv, conv), layer 0 dense, the others 4 experts of 32, 2 a token */
+    {"lfm2-8b-a1b", 24, 2048, 32, 8, 7168, 65536, 128000, 1000000.0f, 1e-5f, true, "lfm2moe",
+     .lfm2_attn = 0x244444, .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 1792,
+     .n_dense_lead = 2},
+    {"lfm2moe-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, true, "lfm2moe",
+     .lfm2_attn = 0x2, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_dense_lead = 1},
 };
 #pragma GCC diagnostic pop
 
@@ -552,12 +563,18 @@ static bool has_qk_norm_heads(const struct synth_shape *s)
 	return is_arch(s, "command-r") && s->n_layer >= 64;
 }
 
+/* lfm2, lfm2moe: the short-conv layers (synth_shape's lfm2_attn) */
+static bool is_lfm2(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->shortconv;
+}
+
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
 	       is_arch(s, "gemma3") || is_arch(s, "olmo2") || is_arch(s, "apertus") ||
 	       is_arch(s, "gemma4") || (is_arch(s, "glm4moe") && !s->no_qk_norm) ||
-	       is_arch(s, "minimax-m2") || is_arch(s, "lfm2");
+	       is_arch(s, "minimax-m2") || is_lfm2(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -566,10 +583,16 @@ static bool has_qk_norm_full(const struct synth_shape *s)
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_full;
 }
 
-/* minimax-m2: sigmoid routing with the selection bias exp_probs_b, no shared expert */
+/* minimax-m2, lfm2moe: sigmoid routing with the selection bias exp_probs_b, no shared expert */
 static bool is_minimax(const struct synth_shape *s)
 {
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->moe_sigmoid_sel;
+}
+
+/* lfm2moe: leading dense layers, the experts' own width */
+static bool has_dense_lead_key(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->moe_dense_lead;
 }
 
 static bool is_ds2(const struct synth_shape *s)
@@ -582,8 +605,7 @@ static bool is_ds2(const struct synth_shape *s)
 static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
-	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) ||
-	       is_arch(s, "lfm2");
+	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -821,8 +843,9 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (s->n_embd % s->n_head && !s->head_dim) /* GLM-4.5: 96 heads of 128 over 4096 */
 		return bg_fail(err, BG_ERR_INVALID, "embd %u is not a multiple of heads %u",
 			       s->n_embd, s->n_head);
-	if (is_arch(s, "lfm2") && s->n_layer > 64)
-		return bg_fail(err, BG_ERR_INVALID, "lfm2: at most 64 layers (%u)", s->n_layer);
+	if (is_lfm2(s) && s->n_layer > 64)
+		return bg_fail(err, BG_ERR_INVALID, "lfm2, lfm2moe: at most 64 layers (%u)",
+			       s->n_layer);
 	if (s->n_head % s->n_head_kv)
 		return bg_fail(err, BG_ERR_INVALID, "heads %u is not a multiple of kv heads %u",
 			       s->n_head, s->n_head_kv);
@@ -880,7 +903,7 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			    "size = kv_lora + rope, 1 kv head, shared experts, groups that "
 			    "divide the experts (q8_0: ranks and qk_nope multiples of 32)");
 	}
-	if (is_minimax(s) && synth_n_ff_exp(s) != s->n_ff)
+	if (is_minimax(s) && !has_dense_lead_key(s) && synth_n_ff_exp(s) != s->n_ff)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "minimax-m2's experts are feed_forward_length wide (llama.cpp): "
 			       "expert width %u, ffn %u",
@@ -968,7 +991,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		layer += E;
 	if (is_oai(s)) /* O bias, sinks, router and expert biases */
 		layer += E + s->n_head + s->n_expert * (1 + 2 * (uint64_t)synth_n_ff_exp(s) + E);
-	if (is_arch(s, "lfm2")) { /* a conv layer: in_proj, 3 taps, out_proj for its attention */
+	if (is_lfm2(s)) { /* a conv layer: in_proj, 3 taps, out_proj for its attention */
 		uint64_t n_conv = 0;
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			n_conv += !(s->lfm2_attn >> l & 1);
@@ -1334,7 +1357,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 					    sqrtf(1.0f + logf(scale) / logf((float)s->n_ctx_orig)));
 	}
 	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
-	if (is_arch(s, "lfm2")) { /* the converter's per-layer list: 0 for a conv layer */
+	if (is_lfm2(s)) { /* the converter's per-layer list: 0 for a conv layer */
 		int32_t kvl[64];  /* synth_check: lfm2 has at most 64 layers */
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			kvl[l] = s->lfm2_attn >> l & 1 ? (int32_t)s->n_head_kv : 0;
@@ -1389,6 +1412,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (is_minimax(s)) /* MiniMaxM2Model's: scoring_func sigmoid */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2);
+		if (has_dense_lead_key(s)) /* LFM2MoeModel's: num_dense_layers */
+			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
+					    s->n_dense_lead);
 		if (is_ds2(s)) { /* as glm4moe's; V2's softmax without norm_topk_prob */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"),
@@ -1437,7 +1463,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
 	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
-	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_arch(s, "lfm2");
+	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_lfm2(s);
 	/* the norms' weights; pk: attn_norm's and ffn_norm's */
 	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;

@@ -147,7 +147,7 @@ struct synth_shape {
 	bool softmax_gating;
 	uint32_t n_group, n_group_used;
 	float mscale_all_dim;
-	/* lfm2: bit l set makes layer l an attention layer (head_count_kv n_head_kv, per-head
+	/* lfm2, lfm2moe: bit l set makes layer l an attention layer (head_count_kv n_head_kv, per-head
 	 * Q/K norms), clear a short-conv layer (head_count_kv 0 in the per-layer list:
 	 * shortconv.in_proj, shortconv.conv (f32, l_cache 3), shortconv.out_proj); the output
 	 * norm is written as token_embd_norm, shortconv.l_cache 3, norm weights 1 + N(0, 0.25^2) */
