@@ -30,7 +30,7 @@ static void synth_usage(FILE *f)
 		"YaRN; llama-3.1-*: rope_freqs factor 8, llama-3.2-*: factor 32).\n"
 		"--arch sets the architecture of any shape (llama, qwen2, qwen3, qwen3moe, gemma2,\n"
 		"gemma3, gemma4, gpt-oss, phi3, olmo2, granite, granitemoe, mistral3, smollm3,\n"
-		"seed_oss, apertus, glm4, glm4moe, deepseek2, command-r, cohere2, minimax-m2);\n"
+		"seed_oss, apertus, glm4, glm4moe, deepseek2, command-r, cohere2, minimax-m2, lfm2);\n"
 		"--head-dim the attention.key_length;\n"
 		"--sliding-window the attention.sliding_window key\n"
 		"(gemma2/3 and olmo2 apply it; phi3 only records it);\n"
