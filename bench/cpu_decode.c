@@ -235,7 +235,8 @@ int main(int argc, char **argv)
 	/* prefill each sequence (timed for sequence 0) */
 	double t_pre = 0;
 	for (int s = 0; s < batch; s++) {
-		struct backend_seq seq = {prompt, n_prompt, 0, table + s * per_seq, per_seq, want, NULL};
+		struct backend_seq seq = {prompt,  n_prompt, 0,	   table + s * per_seq,
+					  per_seq, want,     NULL, s};
 		struct backend_batch bt = {&seq, 1, 1};
 		double ts = now();
 		if (b->ops->forward(b->ctx, &bt, &err) != BG_OK) {
@@ -263,7 +264,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n_gen - 1; i++) {
 		for (int s = 0; s < batch; s++) {
 			seqs[s] = (struct backend_seq){
-			    &next[s], 1, n_prompt + i, table + s * per_seq, per_seq, &one, NULL};
+			    &next[s], 1, n_prompt + i, table + s * per_seq, per_seq, &one, NULL, s};
 			rows[s] = (struct backend_sample_row){s, -1, &sp, {NULL, 0, NULL, 0}, &rng, NULL};
 		}
 		struct backend_batch bt = {seqs, batch, batch};

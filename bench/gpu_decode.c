@@ -205,8 +205,8 @@ int main(int argc, char **argv)
 				int pos = L + it;
 				for (int s = 0; s < B; s++)
 					seqs[s] = (struct backend_seq){
-					    &tok[s], 1,	      pos, tables + (int64_t)s * per_seq,
-					    per_seq, &want[s], NULL};
+					    &tok[s], 1,	       pos,  tables + (int64_t)s * per_seq,
+					    per_seq, &want[s], NULL, s};
 				struct backend_batch batch = {seqs, B, B};
 				if (b->ops->forward(b->ctx, &batch, &err) != BG_OK ||
 				    backend_sample(b, rows, B, res, &err) != BG_OK) {

@@ -38,6 +38,12 @@ struct backend_seq {
 	 * prev_rows[j], and tokens[j] is a placeholder. -1: tokens[j]. A backend resolves it
 	 * on the host with backend_seq_token (CPU) or on the device (CUDA: gpu_embed). */
 	const int32_t *prev_rows;
+	/* The sequence's recurrent-state slot in [0, backend.n_state_slots) when the backend
+	 * has slots (the model has layers with model_state_floats > 0), else ignored (-1). The
+	 * slot holds the state after position pos0 - 1: at pos0 == 0 the backend zeroes it
+	 * first; the forward leaves the state after position pos0 + n_tokens - 1. Two
+	 * sequences of one batch never share a slot. */
+	int32_t state_slot;
 };
 
 /* Token j of s, with the tokens the previous sample call drew, last[n_last]: tokens[j],
@@ -114,6 +120,11 @@ struct backend_ops {
 				     struct bg_err *err);
 	/* Copy-on-write: block dst becomes a copy of block src. */
 	enum bg_status (*kv_copy)(void *ctx, int32_t src, int32_t dst, struct bg_err *err);
+	/* Recurrent state (n_state_slots > 0, else NULL): slot dst[i] becomes a copy of slot
+	 * src[i] for i < n, every source read before any destination is written (a permutation
+	 * is one call). Ordered with forward like kv_copy (BACKEND_CAP_ASYNC: enqueued). */
+	enum bg_status (*state_copy)(void *ctx, const int32_t *src, const int32_t *dst, int32_t n,
+				     struct bg_err *err);
 	void (*mem_info)(void *ctx, struct backend_mem *out);
 	void (*destroy)(void *ctx);
 };
@@ -138,6 +149,10 @@ struct backend {
 	int32_t block_size; /* tokens per KV block */
 	int32_t n_blocks;   /* KV blocks in the pool */
 	size_t block_bytes; /* bytes of one block across all layers, K and V (swap unit) */
+	/* Recurrent-state slots (backend_seq.state_slot): backend_config.n_state_slots when the
+	 * model has recurrent layers, else 0. */
+	int32_t n_state_slots;
+	size_t state_bytes; /* bytes of one slot */
 };
 
 /* How a backend is created. */
@@ -147,6 +162,9 @@ struct backend_config {
 	float mem_fraction; /* GPU: fraction of free memory after weights for KV */
 	int n_threads;	    /* CPU: worker threads; 0 = all available cores */
 	int device_index;   /* GPU ordinal */
+	/* Sequences that may hold a recurrent state at once (the engine's max_batch_size);
+	 * used only by models with recurrent layers. */
+	int32_t n_state_slots;
 };
 
 void backend_destroy(struct backend *b); /* NULL-safe: calls ops->destroy, frees b */

@@ -55,7 +55,7 @@ static void forward(const struct model *m)
 	int32_t toks[2] = {0, (int32_t)(hp->n_vocab - 1)};
 	int32_t table[1] = {0};
 	uint8_t want[2] = {0, 1};
-	struct backend_seq s = {toks, 2, 0, table, 1, want, NULL};
+	struct backend_seq s = {toks, 2, 0, table, 1, want, NULL, -1};
 	struct backend_batch batch = {&s, 1, 1};
 	enum bg_status st = b->ops->forward(b->ctx, &batch, &err);
 	FUZZ_CHECK(st == BG_OK, "forward of a validated model failed: %s", err.msg);

@@ -48,6 +48,7 @@
 	F(backend_seq, n_blocks)                                                           \
 	F(backend_seq, want_logits)                                                        \
 	F(backend_seq, prev_rows)                                                          \
+	F(backend_seq, state_slot)                                                         \
 	F(backend_batch, seqs)                                                             \
 	F(backend_batch, n_seqs)                                                           \
 	F(backend_batch, n_logits)                                                         \
@@ -68,6 +69,7 @@
 	F(backend_ops, kv_swap_out)                                                        \
 	F(backend_ops, kv_swap_in)                                                         \
 	F(backend_ops, kv_copy)                                                            \
+	F(backend_ops, state_copy)                                                         \
 	F(backend_ops, mem_info)                                                           \
 	F(backend_ops, destroy)                                                            \
 	F(backend, ops)                                                                    \
@@ -79,11 +81,14 @@
 	F(backend, block_size)                                                             \
 	F(backend, n_blocks)                                                               \
 	F(backend, block_bytes)                                                            \
+	F(backend, n_state_slots)                                                          \
+	F(backend, state_bytes)                                                            \
 	F(backend_config, block_size)                                                      \
 	F(backend_config, kv_tokens)                                                       \
 	F(backend_config, mem_fraction)                                                    \
 	F(backend_config, n_threads)                                                       \
 	F(backend_config, device_index)                                                    \
+	F(backend_config, n_state_slots)                                                   \
 	F(sampler_result, token)                                                           \
 	F(sampler_result, logprob)                                                         \
 	F(sampler_result, n_top)                                                           \

@@ -2519,7 +2519,7 @@ static void cuda_destroy(void *ctx)
 
 static const struct backend_ops cuda_ops = {
     cuda_forward,     cuda_sample,     cuda_sample_wait, cuda_get_logits, cuda_kv_swap_out,
-    cuda_kv_swap_in,  cuda_kv_copy,    cuda_mem_info,    cuda_destroy,
+    cuda_kv_swap_in,  cuda_kv_copy,    NULL,             cuda_mem_info,   cuda_destroy,
 };
 
 /* ---- creation ---- */

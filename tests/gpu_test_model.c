@@ -95,7 +95,8 @@ static enum bg_status step(struct backend *b, struct seq **s, int n, const int32
 					     s[i]->table,
 					     s[i]->n_blocks,
 					     want[k],
-					     NULL};
+					     NULL,
+					     -1};
 		idx[k++] = i;
 	}
 	struct backend_batch batch = {bs, k, n_logits};
@@ -1686,7 +1687,7 @@ static void test_errors(void)
 		struct bg_err err = {0};
 		int32_t tok = 100000, table[1] = {999};
 		uint8_t want = 1;
-		struct backend_seq s = {&tok, 1, 0, table, 1, &want, NULL};
+		struct backend_seq s = {&tok, 1, 0, table, 1, &want, NULL, -1};
 		struct backend_batch b = {&s, 1, 1};
 		CHECK(g->ops->forward(g->ctx, &b, &err) == BG_ERR_INVALID,
 		      "a bad token or block is refused");

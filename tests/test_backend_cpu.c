@@ -67,7 +67,7 @@ static enum bg_status forward1(struct backend *b, const int32_t *tokens, int32_t
 	uint8_t want[4096];
 	memset(want, 0, (size_t)n);
 	want[n - 1] = 1;
-	struct backend_seq s = {tokens, n, pos0, table, n_blocks, want, NULL};
+	struct backend_seq s = {tokens, n, pos0, table, n_blocks, want, NULL, -1};
 	struct backend_batch batch = {&s, 1, 1};
 	struct bg_err err = {0};
 	enum bg_status st = b->ops->forward(b->ctx, &batch, &err);
@@ -502,7 +502,7 @@ static void check_vs_double(const struct model *m, int n, double atol, double rt
 	int32_t table[8] = {3, 1, 4, 0, 5, 2, 7, 6};
 	uint8_t want[64];
 	memset(want, 1, sizeof want);
-	struct backend_seq s = {toks, n, 0, table, 8, want, NULL};
+	struct backend_seq s = {toks, n, 0, table, 8, want, NULL, -1};
 	struct backend_batch batch = {&s, 1, n};
 	struct bg_err err = {0};
 	CHECK(b->ops->forward(b->ctx, &batch, &err) == BG_OK, "forward: %s", err.msg);
@@ -618,9 +618,14 @@ static void run_schedule(const struct model *m, const struct seqdef *sd, int n_s
 				    mode == 1 ? (uint8_t)(lcg(&st) % 3 != 0 || i == n - 1) : 1;
 				n_logits += want[s][done[s] + i];
 			}
-			seqs[ns] = (struct backend_seq){
-			    sd[s].tokens + done[s],	n,	 done[s],
-			    perm + (size_t)s * per_seq, per_seq, want[s] + done[s], NULL};
+			seqs[ns] = (struct backend_seq){sd[s].tokens + done[s],
+							n,
+							done[s],
+							perm + (size_t)s * per_seq,
+							per_seq,
+							want[s] + done[s],
+							NULL,
+							-1};
 			owner[ns++] = s;
 		}
 		if (ns == 0)
@@ -931,7 +936,7 @@ static void test_sample_rows(const struct model *m)
 	uint8_t want[4] = {0, 1, 0, 1};
 	struct backend_seq seqs[3];
 	for (int i = 0; i < 3; i++)
-		seqs[i] = (struct backend_seq){toks[i], 4, 0, tables[i], 1, want, NULL};
+		seqs[i] = (struct backend_seq){toks[i], 4, 0, tables[i], 1, want, NULL, -1};
 	struct backend_batch batch = {seqs, 3, 6};
 	struct bg_err err = {0};
 	CHECK(b->ops->forward(b->ctx, &batch, &err) == BG_OK, "forward: %s", err.msg);
@@ -999,7 +1004,7 @@ static void test_contract(const struct model *m)
 	struct bg_err err = {0};
 	int32_t tok = 5, table = 0;
 	uint8_t want = 1;
-	struct backend_seq s = {&tok, 1, 0, &table, 1, &want, NULL};
+	struct backend_seq s = {&tok, 1, 0, &table, 1, &want, NULL, -1};
 	struct backend_batch batch = {&s, 1, 0}; /* n_logits wrong */
 	CHECK(b->ops->forward(b->ctx, &batch, &err) == BG_ERR_INVALID, "n_logits mismatch");
 	batch.n_logits = 1;

@@ -504,6 +504,13 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+uint64_t model_state_floats(const struct model_hparams *hp, const struct model_layer *L)
+{
+	(void)hp;
+	(void)L;
+	return 0;
+}
+
 /* model_layer_is_swa, model_kv_window: see model.h */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l)
 {

@@ -427,6 +427,13 @@ uint32_t model_head_dim_max(const struct model_hparams *hp);
 uint64_t model_kv_dim_max(const struct model_hparams *hp);
 uint64_t model_q_dim_max(const struct model_hparams *hp);
 
+/* Recurrent state (Mamba2's conv and SSM state, a gated delta net's): the fp32 values one
+ * sequence keeps for layer l (*L) between forward passes, 0 for a layer without (attention,
+ * lfm2's conv, whose state lives in the KV cache). The state is a function of every position
+ * before, not of a block: the backends keep it in per-sequence slots (backend.h,
+ * backend_seq.state_slot), not in the KV cache. */
+uint64_t model_state_floats(const struct model_hparams *hp, const struct model_layer *L);
+
 /* The sliding window when EVERY layer is windowed (then KV before it is never read again
  * and the engine gives its blocks back); 0 when some layer attends to the whole context
  * or there is no window. */
