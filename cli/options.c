@@ -562,6 +562,8 @@ void opt_backend_config(const struct opt_config *c, struct backend_config *out)
 	out->mem_fraction = (float)c->mem_fraction;
 	out->n_threads = c->threads;
 	out->device_index = c->device_index;
+	/* a recurrent model's backend keeps a state for each running sequence */
+	out->n_state_slots = c->max_batch_size;
 }
 
 void opt_jsonl_defaults(const struct opt_config *c, struct jsonl_defaults *d)

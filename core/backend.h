@@ -149,8 +149,10 @@ struct backend {
 	int32_t block_size; /* tokens per KV block */
 	int32_t n_blocks;   /* KV blocks in the pool */
 	size_t block_bytes; /* bytes of one block across all layers, K and V (swap unit) */
-	/* Recurrent-state slots (backend_seq.state_slot): backend_config.n_state_slots when the
-	 * model has recurrent layers, else 0. */
+	/* Recurrent-state slots (backend_seq.state_slot): when the model has recurrent layers,
+	 * backend_config.n_state_slots or fewer (what the backend's memory rule lets it keep:
+	 * backend_cpu.c, backend_cuda.cu), at least 1; else 0. The engine runs no more
+	 * sequences at once than this. */
 	int32_t n_state_slots;
 	size_t state_bytes; /* bytes of one slot */
 };

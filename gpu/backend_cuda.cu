@@ -201,6 +201,15 @@ struct cuda_ctx {
 
 	void *kv;
 	size_t kv_bytes;
+	/* recurrent state (model_state_floats, backend.h's state slots), fp32: n_state_slots
+	 * slots of state_floats values, slot-major, layer l's at state_off[l] in a slot
+	 * (state_at); state_tmp: state_copy's staging for permutations */
+	float *state;
+	uint64_t *state_off; /* host, [n_layer + 1] */
+	size_t state_floats;
+	int32_t n_state_slots;
+	void *state_tmp;
+	size_t state_tmp_cap;
 	int32_t n_blocks, block_size;
 	size_t block_bytes;
 	int64_t block_elems;
@@ -299,6 +308,12 @@ static void drop_graphs(struct cuda_ctx *c)
 static size_t align_up(size_t n, size_t a)
 {
 	return (n + a - 1) / a * a;
+}
+
+/* Layer l's recurrent state (model_state_floats values, device memory) in slot `slot`. */
+static inline float *state_at(struct cuda_ctx *c, int32_t slot, uint32_t layer)
+{
+	return c->state + (size_t)slot * c->state_floats + c->state_off[layer];
 }
 
 static enum bg_status dev_alloc(void **p, size_t bytes, const char *what, struct bg_err *err)
@@ -1773,6 +1788,17 @@ static enum bg_status check_batch(const struct cuda_ctx *c, const struct backend
 					       sq->tokens[t], c->hp.n_vocab);
 			n_want += sq->want_logits[t] != 0;
 		}
+		if (c->state) {
+			if (sq->state_slot < 0 || sq->state_slot >= c->n_state_slots)
+				return bg_fail(err, BG_ERR_INVALID,
+					       "batch sequence %d names state slot %d of %d", i,
+					       sq->state_slot, c->n_state_slots);
+			for (int32_t k = 0; k < i; k++)
+				if (b->seqs[k].state_slot == sq->state_slot)
+					return bg_fail(err, BG_ERR_INVALID,
+						       "batch sequences %d and %d share state slot %d",
+						       k, i, sq->state_slot);
+		}
 	}
 	if (n_want != b->n_logits)
 		return bg_fail(err, BG_ERR_INVALID, "the batch wants %lld logits rows but says %d",
@@ -1930,7 +1956,8 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
  * and wants its logits, and the padded batch fits the graph buffers. */
 static bool graph_fits(const struct cuda_ctx *c, const struct backend_batch *b)
 {
-	if (!c->graphs_on || b->n_seqs < 1 || b->n_seqs > CUDA_GRAPH_MAX_B ||
+	/* recurrent state: no decode graphs yet (the graphs' metadata has no state slots) */
+	if (!c->graphs_on || c->state || b->n_seqs < 1 || b->n_seqs > CUDA_GRAPH_MAX_B ||
 	    b->n_logits != b->n_seqs)
 		return false;
 	int32_t Bp = 1;
@@ -1955,6 +1982,10 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 	enum bg_status st = check_batch(c, b, err);
 	if (st != BG_OK)
 		return st;
+	for (int32_t i = 0; c->state && i < b->n_seqs; i++) /* the state before position 0 */
+		if (b->seqs[i].pos0 == 0)
+			CUDA_CHECK(cudaMemsetAsync(state_at(c, b->seqs[i].state_slot, 0), 0,
+						   c->state_floats * 4, c->stream));
 	if (b->n_logits > c->logits_cap) {
 		size_t V = c->hp.n_vocab, E = c->hp.n_embd;
 		size_t es = gpu_dtype_size(c->dt);
@@ -2451,11 +2482,78 @@ static enum bg_status cuda_kv_copy(void *ctx, int32_t src, int32_t dst, struct b
 	return BG_OK;
 }
 
+static enum bg_status cuda_state_copy(void *ctx, const int32_t *src, const int32_t *dst, int32_t n,
+				      struct bg_err *err)
+{
+	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	if (n <= 0)
+		return n == 0 ? BG_OK : bg_fail(err, BG_ERR_INVALID, "state_copy: n = %d", n);
+	for (int32_t i = 0; i < n; i++) {
+		if (src[i] < 0 || src[i] >= c->n_state_slots || dst[i] < 0 ||
+		    dst[i] >= c->n_state_slots)
+			return bg_fail(err, BG_ERR_INVALID,
+				       "state_copy: slot %d -> %d out of range [0, %d)", src[i],
+				       dst[i], c->n_state_slots);
+		for (int32_t j = 0; j < i; j++)
+			if (dst[j] == dst[i])
+				return bg_fail(err, BG_ERR_INVALID,
+					       "state_copy: slot %d written twice", dst[i]);
+	}
+	/* a source that is also a destination is staged in state_tmp first (a permutation);
+	 * every copy is enqueued on the stream, in order */
+	size_t sb = c->state_floats * 4;
+	int32_t n_tmp = 0;
+	for (int32_t i = 0; i < n; i++)
+		for (int32_t j = 0; j < n; j++)
+			if (src[i] == dst[j] && src[i] != dst[i]) {
+				n_tmp++;
+				break;
+			}
+	if (n_tmp) {
+		enum bg_status st = dev_grow(c, &c->state_tmp, &c->state_tmp_cap,
+					     (size_t)n_tmp * sb, "state staging", err);
+		if (st != BG_OK)
+			return st;
+	}
+	const float **from = (const float **)malloc((size_t)n * sizeof *from);
+	if (!from)
+		return bg_fail(err, BG_ERR_NOMEM, "state_copy: out of host memory");
+	int32_t k = 0;
+	for (int32_t i = 0; i < n; i++) {
+		from[i] = state_at(c, src[i], 0);
+		for (int32_t j = 0; j < n; j++)
+			if (src[i] == dst[j] && src[i] != dst[i]) {
+				char *t = (char *)c->state_tmp + (size_t)k++ * sb;
+				cudaError_t e = cudaMemcpyAsync(t, from[i], sb,
+								cudaMemcpyDeviceToDevice, c->stream);
+				if (e != cudaSuccess) {
+					free(from);
+					CUDA_CHECK(e);
+				}
+				from[i] = (const float *)t;
+				break;
+			}
+	}
+	for (int32_t i = 0; i < n; i++) {
+		if (src[i] == dst[i])
+			continue;
+		cudaError_t e = cudaMemcpyAsync(state_at(c, dst[i], 0), from[i], sb,
+						cudaMemcpyDeviceToDevice, c->stream);
+		if (e != cudaSuccess) {
+			free(from);
+			CUDA_CHECK(e);
+		}
+	}
+	free(from);
+	return BG_OK;
+}
+
 static void cuda_mem_info(void *ctx, struct backend_mem *out)
 {
 	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
 	out->weight_bytes = c->weight_bytes;
-	out->kv_bytes = c->kv_bytes;
+	out->kv_bytes = c->kv_bytes + (size_t)c->n_state_slots * c->state_floats * 4;
 	out->workspace_bytes = c->act_bytes + CUDA_CUBLAS_WS +
 			       (size_t)c->logits_cap * c->hp.n_vocab * 4 +
 			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)c->hp.n_vocab) * 4 +
@@ -2492,6 +2590,9 @@ static void cuda_destroy(void *ctx)
 	cudaFree(c->qscratch);
 	cudaFree(c->d_rope);
 	cudaFree(c->kv);
+	cudaFree(c->state);
+	cudaFree(c->state_tmp);
+	free(c->state_off);
 	cudaFree(c->x); /* the base of all activations */
 	cudaFree(c->partial);
 	cudaFree(c->attn_cnt);
@@ -2519,7 +2620,7 @@ static void cuda_destroy(void *ctx)
 
 static const struct backend_ops cuda_ops = {
     cuda_forward,     cuda_sample,     cuda_sample_wait, cuda_get_logits, cuda_kv_swap_out,
-    cuda_kv_swap_in,  cuda_kv_copy,    NULL,             cuda_mem_info,   cuda_destroy,
+    cuda_kv_swap_in,  cuda_kv_copy,    cuda_state_copy,             cuda_mem_info,   cuda_destroy,
 };
 
 /* ---- creation ---- */
@@ -2665,6 +2766,49 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				       "%u experts a token are too many for the CUDA backend",
 				       hp->n_expert_used);
 	}
+	return BG_OK;
+}
+
+/* The recurrent-state slots: none when no layer has model_state_floats; else n_slots (> 0)
+ * zeroed slots of device memory, or fewer: at most a quarter of the free memory (at least
+ * one), the rest left to the KV pool. */
+static enum bg_status state_create(struct cuda_ctx *c, const struct model *m, int32_t n_slots,
+				   struct bg_err *err)
+{
+	const uint32_t n_layer = c->hp.n_layer;
+	c->state_off = (uint64_t *)calloc((size_t)n_layer + 1, sizeof *c->state_off);
+	if (!c->state_off)
+		return bg_fail(err, BG_ERR_NOMEM, "out of host memory for the state offsets");
+	uint64_t per = 0;
+	for (uint32_t l = 0; l < n_layer; l++) {
+		c->state_off[l] = per;
+		uint64_t f = model_state_floats(&c->hp, &m->layers[l]);
+		if (f > (UINT64_C(1) << 40) - per)
+			return bg_fail(err, BG_ERR_CAPACITY, "recurrent state too large");
+		per += f;
+	}
+	c->state_off[n_layer] = per;
+	if (per == 0)
+		return BG_OK;
+	if (n_slots < 1)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "the model keeps a recurrent state per sequence: the backend needs "
+			       "state slots (backend_config.n_state_slots)");
+	if (per > SIZE_MAX / 4 / (uint64_t)n_slots)
+		return bg_fail(err, BG_ERR_CAPACITY, "%d recurrent-state slots are too large",
+			       n_slots);
+	size_t free_b = 0, total_b = 0;
+	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+	uint64_t fit = free_b / 4 / (per * 4);
+	if ((uint64_t)n_slots > fit)
+		n_slots = fit > 1 ? (int32_t)fit : 1;
+	size_t bytes = (size_t)n_slots * (size_t)per * 4;
+	enum bg_status st = dev_alloc((void **)&c->state, bytes, "the recurrent-state slots", err);
+	if (st != BG_OK)
+		return st;
+	c->state_floats = (size_t)per;
+	c->n_state_slots = n_slots;
+	CUDA_CHECK(cudaMemsetAsync(c->state, 0, bytes, c->stream));
 	return BG_OK;
 }
 
@@ -2832,6 +2976,9 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			c->logits_cap = capx_rows;
 	}
 
+	/* the recurrent-state slots, before the KV pool takes its share of what is free */
+	if ((st = state_create(c, m, cfg->n_state_slots, err)) != BG_OK)
+		return st;
 	/* the KV pool: what is asked, or mem_fraction of what is free now */
 	size_t es = gpu_dtype_size(c->dt);
 	c->block_bytes = (size_t)c->block_elems * es;
@@ -2904,6 +3051,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	b->block_size = c->block_size;
 	b->n_blocks = c->n_blocks;
 	b->block_bytes = c->block_bytes;
+	b->n_state_slots = c->n_state_slots;
+	b->state_bytes = c->state_floats * 4;
 	snprintf(b->device, sizeof b->device,
 		 "%.64s (sm_%d%d, %d SMs, %.1f GiB), %s weights and KV", prop.name, prop.major,
 		 prop.minor, prop.multiProcessorCount, (double)total_b / 1073741824.0,

@@ -137,9 +137,21 @@ struct cpu_ctx {
 	/* lfm2 (hp.conv_l): the conv layers' taps as f32 copies, [n_layer][n_embd][conv_l]
 	 * (attention layers' rows unused) */
 	float *conv_w;
+	/* recurrent state (model_state_floats, backend.h's state slots): n_state_slots slots
+	 * of state_floats values each, slot-major; layer l's at state_off[l] within a slot */
+	float *state;
+	uint64_t *state_off; /* [n_layer + 1] */
+	size_t state_floats;
+	int32_t n_state_slots;
 };
 
 /* ---- helpers ---- */
+
+/* Layer l's recurrent state (model_state_floats values) in state slot `slot`. */
+static inline float *state_at(struct cpu_ctx *c, int32_t slot, uint32_t layer)
+{
+	return c->state + (size_t)slot * c->state_floats + c->state_off[layer];
+}
 
 /* The profile's clock in seconds; 0 without reading it when the profile is off. */
 static inline double prof_now(const struct cpu_ctx *c)
@@ -1014,6 +1026,19 @@ static enum bg_status validate_batch(const struct cpu_ctx *c, const struct backe
 				return bg_fail(err, BG_ERR_INVALID,
 					       "forward: sequence %d: block %d out of range", i,
 					       s->block_table[j]);
+		if (c->state) {
+			if (s->state_slot < 0 || s->state_slot >= c->n_state_slots)
+				return bg_fail(err, BG_ERR_INVALID,
+					       "forward: sequence %d: state slot %d out of range "
+					       "[0, %d)",
+					       i, s->state_slot, c->n_state_slots);
+			for (int32_t k = 0; k < i; k++)
+				if (b->seqs[k].state_slot == s->state_slot)
+					return bg_fail(err, BG_ERR_INVALID,
+						       "forward: sequences %d and %d share state "
+						       "slot %d",
+						       k, i, s->state_slot);
+		}
 		for (int32_t j = 0; j < s->n_tokens; j++) {
 			int32_t id =
 			    backend_seq_token(s, j, c->last_tok, c->n_last, (int32_t)c->hp.n_vocab);
@@ -1212,6 +1237,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 	    (st = ensure_logits(c, b->n_logits, err)) != BG_OK)
 		return st;
 	c->batch = b;
+	for (int32_t i = 0; c->state && i < b->n_seqs; i++) /* the state before position 0 */
+		if (b->seqs[i].pos0 == 0)
+			memset(state_at(c, b->seqs[i].state_slot, 0), 0,
+			       c->state_floats * sizeof(float));
 	int64_t E = hp->n_embd;
 	int32_t half = (int32_t)hp->rope_dim / 2;
 	int32_t half_swa = (int32_t)model_rope_dim(hp, true) / 2;
@@ -1625,11 +1654,64 @@ static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg
 	return BG_OK;
 }
 
+static enum bg_status cpu_state_copy(void *ctx, const int32_t *src, const int32_t *dst, int32_t n,
+				     struct bg_err *err)
+{
+	struct cpu_ctx *c = ctx;
+	if (n <= 0)
+		return n == 0 ? BG_OK : bg_fail(err, BG_ERR_INVALID, "state_copy: n = %d", n);
+	for (int32_t i = 0; i < n; i++) {
+		if (src[i] < 0 || src[i] >= c->n_state_slots || dst[i] < 0 ||
+		    dst[i] >= c->n_state_slots)
+			return bg_fail(err, BG_ERR_INVALID,
+				       "state_copy: slot %d -> %d out of range [0, %d)", src[i],
+				       dst[i], c->n_state_slots);
+		for (int32_t j = 0; j < i; j++)
+			if (dst[j] == dst[i])
+				return bg_fail(err, BG_ERR_INVALID,
+					       "state_copy: slot %d written twice", dst[i]);
+	}
+	/* a source that is also a destination is read into tmp first (a permutation) */
+	size_t sb = c->state_floats * sizeof(float);
+	int32_t n_tmp = 0;
+	for (int32_t i = 0; i < n; i++)
+		for (int32_t j = 0; j < n; j++)
+			if (src[i] == dst[j] && src[i] != dst[i]) {
+				n_tmp++;
+				break;
+			}
+	float *tmp = n_tmp ? malloc((size_t)n_tmp * sb) : NULL;
+	if (n_tmp && !tmp)
+		return bg_fail(err, BG_ERR_NOMEM, "state_copy: out of memory");
+	const float **from = malloc((size_t)n * sizeof *from);
+	if (!from) {
+		free(tmp);
+		return bg_fail(err, BG_ERR_NOMEM, "state_copy: out of memory");
+	}
+	int32_t k = 0;
+	for (int32_t i = 0; i < n; i++) {
+		from[i] = state_at(c, src[i], 0);
+		for (int32_t j = 0; j < n; j++)
+			if (src[i] == dst[j] && src[i] != dst[i]) {
+				float *t = tmp + (size_t)k++ * c->state_floats;
+				memcpy(t, from[i], sb);
+				from[i] = t;
+				break;
+			}
+	}
+	for (int32_t i = 0; i < n; i++)
+		if (src[i] != dst[i])
+			memcpy(state_at(c, dst[i], 0), from[i], sb);
+	free(from);
+	free(tmp);
+	return BG_OK;
+}
+
 static void cpu_mem_info(void *ctx, struct backend_mem *out)
 {
 	struct cpu_ctx *c = ctx;
 	out->weight_bytes = (size_t)c->m->weight_bytes;
-	out->kv_bytes = c->kv_bytes;
+	out->kv_bytes = c->kv_bytes + (size_t)c->n_state_slots * c->state_floats * sizeof(float);
 	out->workspace_bytes = workspace_bytes(c);
 	out->on_device = false;
 }
@@ -1654,6 +1736,8 @@ static void cpu_destroy(void *ctx)
 	free(c->extra_norms);
 	free(c->mla_norms);
 	free(c->conv_w);
+	free(c->state);
+	free(c->state_off);
 	free(c->freq);
 	free(c->freq_swa);
 	free(c->rope_swa);
@@ -1685,6 +1769,7 @@ static const struct backend_ops cpu_ops = {
     .kv_swap_out = cpu_kv_swap_out,
     .kv_swap_in = cpu_kv_swap_in,
     .kv_copy = cpu_kv_copy,
+    .state_copy = cpu_state_copy,
     .mem_info = cpu_mem_info,
     .destroy = cpu_destroy,
 };
@@ -2031,6 +2116,46 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	return BG_OK;
 }
 
+/* The recurrent-state slots: none when no layer has model_state_floats; else n_slots
+ * (> 0) zeroed slots, or fewer: at most as many as fit in the KV pool's bytes (at least
+ * one), so that a state of tens of megabytes a sequence (a 4B gated delta net's) does not
+ * take 256 times that by default. */
+static enum bg_status state_create(struct cpu_ctx *c, const struct model *m, int32_t n_slots,
+				   struct bg_err *err)
+{
+	const uint32_t n_layer = c->hp.n_layer;
+	if (!(c->state_off = calloc((size_t)n_layer + 1, sizeof *c->state_off)))
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the state offsets");
+	uint64_t per = 0;
+	for (uint32_t l = 0; l < n_layer; l++) {
+		c->state_off[l] = per;
+		uint64_t f = model_state_floats(&c->hp, &m->layers[l]);
+		if (f > (UINT64_C(1) << 40) - per)
+			return bg_fail(err, BG_ERR_CAPACITY, "recurrent state too large");
+		per += f;
+	}
+	c->state_off[n_layer] = per;
+	if (per == 0)
+		return BG_OK;
+	if (n_slots < 1)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "the model keeps a recurrent state per sequence: the backend needs "
+			       "state slots (backend_config.n_state_slots)");
+	if (per > SIZE_MAX / sizeof(float) / (uint64_t)n_slots)
+		return bg_fail(err, BG_ERR_CAPACITY, "%d recurrent-state slots are too large",
+			       n_slots);
+	uint64_t fit = c->kv_bytes / (per * sizeof(float));
+	if ((uint64_t)n_slots > fit)
+		n_slots = fit > 1 ? (int32_t)fit : 1;
+	c->state_floats = (size_t)per;
+	c->n_state_slots = n_slots;
+	if (!(c->state = calloc((size_t)n_slots * c->state_floats, sizeof(float))))
+		return bg_fail(err, BG_ERR_NOMEM,
+			       "out of memory for %d recurrent-state slots of %zu bytes", n_slots,
+			       c->state_floats * sizeof(float));
+	return BG_OK;
+}
+
 enum bg_status backend_cpu_create(const struct model *m, const struct backend_config *cfg,
 				  struct backend **out, struct bg_err *err)
 {
@@ -2217,7 +2342,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 				memcpy(dst + hp->n_head, L->bo.data, (size_t)E * sizeof(float));
 		}
 	}
-	if ((st = load_arch_extras(c, m, err)) != BG_OK) {
+	if ((st = load_arch_extras(c, m, err)) != BG_OK ||
+	    (st = state_create(c, m, cfg->n_state_slots, err)) != BG_OK) {
 		cpu_destroy(c);
 		free(b);
 		return st;
@@ -2235,6 +2361,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	b->n_blocks = c->n_blocks;
 	b->block_bytes =
 	    (size_t)model_n_layer_kv(hp) * c->kv_parts * slab_floats(c) * sizeof(float);
+	b->n_state_slots = c->n_state_slots;
+	b->state_bytes = c->state_floats * sizeof(float);
 	*out = b;
 	return BG_OK;
 }

@@ -192,6 +192,9 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 	e->window = cfg->reorder_window > 0
 			? cfg->reorder_window
 			: (cfg->max_batch_size * 4 > 1024 ? cfg->max_batch_size * 4 : 1024);
+	/* recurrent state: no more running sequences than the backend has state slots */
+	if (backend->n_state_slots > 0 && e->cfg.max_batch_size > backend->n_state_slots)
+		e->cfg.max_batch_size = backend->n_state_slots;
 	enum bg_status st = kv_pool_create(backend->n_blocks, backend->block_size, &e->pool, err);
 	if (st != BG_OK)
 		goto fail;
@@ -200,7 +203,7 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 		      : cfg->policy == ENGINE_POLICY_STATIC   ? SCHED_STATIC
 		      : cfg->policy == ENGINE_POLICY_ADAPTIVE ? SCHED_ADAPTIVE
 							      : SCHED_NO_EVICT,
-	    .max_batch_size = cfg->max_batch_size,
+	    .max_batch_size = e->cfg.max_batch_size,
 	    .max_num_tokens = cfg->max_num_tokens,
 	    .chunked_context = cfg->chunked_context,
 	    .on_pause = on_pause,
@@ -208,6 +211,7 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 	    .prefix_cache = cfg->prefix_cache,
 	    /* sliding window on every layer: blocks behind it are given back (scheduler.h) */
 	    .kv_window = (int32_t)model_kv_window(hp),
+	    .n_state_slots = backend->n_state_slots,
 	};
 	e->kv_window = sc.kv_window;
 	if ((st = sched_create(&sc, e->pool, &e->sched, err)) != BG_OK)
@@ -444,6 +448,26 @@ static void beam_fail(struct engine *e, struct ereq *root, const char *code, con
  * the prompt's blocks; later, each new beam shares the table of the beam it extends;
  * slots without a beam keep an empty table and wait), gives each its token, or ends
  * the search and completes the request. */
+/* Recurrent state (scheduler.h): the slot of dst[i] becomes a copy of src[i]'s, for the
+ * sequences' slots (no-op without state slots). */
+static enum bg_status copy_states(struct engine *e, struct sched_seq *const *src,
+				  struct sched_seq *const *dst, int32_t n, struct bg_err *err)
+{
+	if (e->be->n_state_slots == 0 || n == 0)
+		return BG_OK;
+	int32_t from[REQ_MAX_N], to[REQ_MAX_N];
+	BG_ASSERT(n <= REQ_MAX_N);
+	for (int32_t i = 0; i < n; i++) {
+		from[i] = src[i]->state_slot;
+		to[i] = dst[i]->state_slot;
+	}
+	struct bg_err cerr = {0};
+	if (!e->be->ops->state_copy ||
+	    e->be->ops->state_copy(e->be->ctx, from, to, n, &cerr) != BG_OK)
+		return bg_fail(err, BG_ERR_DEVICE, "recurrent state copy failed: %s", cerr.msg);
+	return BG_OK;
+}
+
 static void beam_advance(struct engine *e, struct ereq *root)
 {
 	int32_t W = root->n_kids + 1, n_next = 0, parent[REQ_MAX_BEAM_WIDTH];
@@ -490,6 +514,7 @@ static void beam_advance(struct engine *e, struct ereq *root)
 		finish_root(e, root, root->r->finish);
 		return;
 	}
+	struct sched_seq *from[REQ_MAX_BEAM_WIDTH];
 	if (first) {
 		sched_append(e->sched, &root->sq);
 		for (int32_t k = 0; k < root->n_kids; k++) {
@@ -498,10 +523,21 @@ static void beam_advance(struct engine *e, struct ereq *root)
 				return;
 			}
 			root->kids[k]->r->t_arrival = root->r->t_arrival;
+			from[k] = &root->sq;
+		}
+		if (copy_states(e, from, seqs + 1, root->n_kids, &berr) != BG_OK) {
+			beam_fail(e, root, "backend_error", berr.msg);
+			return;
 		}
 	}
 	if (sched_beam_reorder(e->sched, seqs, W, parent, n_next, &berr) != BG_OK) {
 		beam_fail(e, root, "internal", berr.msg);
+		return;
+	}
+	for (int32_t j = 0; j < n_next; j++) /* each beam continues its parent's state */
+		from[j] = seqs[parent[j]];
+	if (copy_states(e, from, seqs, n_next, &berr) != BG_OK) {
+		beam_fail(e, root, "backend_error", berr.msg);
 		return;
 	}
 	if (!first)
@@ -1380,11 +1416,14 @@ static enum bg_status fork_samples(struct engine *e, struct ereq *er,
 				   const struct sampler_result *res, struct bg_err *err)
 {
 	int32_t n = er->n_kids;
+	struct sched_seq *from[REQ_MAX_N], *to[REQ_MAX_N];
 	for (int32_t k = 0; k < n; k++) {
 		struct ereq *kid = er->kids[k];
 		enum bg_status st = sched_fork(e->sched, &er->sq, &kid->sq, err);
 		if (st != BG_OK)
 			return st;
+		from[k] = &er->sq;
+		to[k] = &kid->sq;
 		kid->r->t_arrival = er->r->t_arrival;
 		/* each sample its own constraint, in the root's state before its first token
 		 * (the root accepts its own after this): the same mask its first row used */
@@ -1394,6 +1433,10 @@ static enum bg_status fork_samples(struct engine *e, struct ereq *er,
 			kid->con_err = er->con_err;
 		}
 	}
+	/* each sample starts from the prompt's state (recurrent models) */
+	enum bg_status st = copy_states(e, from, to, n, err);
+	if (st != BG_OK)
+		return st;
 	/* kids may be freed as they finish: walk a copy */
 	struct ereq *live[REQ_MAX_N];
 	memcpy(live, er->kids, (size_t)n * sizeof *live);
@@ -1580,6 +1623,7 @@ static enum bg_status step_build(struct engine *e, const struct sched_plan *plan
 		    .n_blocks = q->kv.n,
 		    .want_logits = &b->bwant[ntok],
 		    .prev_rows = pending ? &b->prow[ntok] : NULL,
+		    .state_slot = q->state_slot,
 		};
 		ntok += c;
 	}

@@ -21,6 +21,8 @@ struct sched {
 	int64_t budget;		 /* adaptive: tokens that running sequences may be promised */
 	int64_t budget_lo, budget_hi;
 	int32_t win_blocks; /* cfg.kv_window > 0: the most blocks a sequence holds at once */
+	int32_t *slot_free; /* cfg.n_state_slots > 0: the free state slots, a stack */
+	int32_t n_slot_free;
 };
 
 /* AIMD steps of the adaptive policy (the FasterTransformer write-up's LightLLM numbers). */
@@ -57,14 +59,46 @@ enum bg_status sched_create(const struct sched_config *cfg, struct kv_pool *pool
 		int64_t span = (int64_t)cfg->kv_window - 2 + kv_block_size(pool) + cfg->max_num_tokens;
 		s->win_blocks = kv_blocks_for(pool, span);
 	}
+	if (cfg->n_state_slots > 0) {
+		if (cfg->n_state_slots < cfg->max_batch_size) {
+			free(s);
+			return bg_fail(err, BG_ERR_INVALID,
+				       "%d recurrent-state slots for a batch of %d sequences",
+				       cfg->n_state_slots, cfg->max_batch_size);
+		}
+		s->cfg.prefix_cache = false; /* scheduler.h, "Recurrent state" */
+		s->slot_free = malloc((size_t)cfg->n_state_slots * sizeof *s->slot_free);
+		for (int32_t i = 0; s->slot_free && i < cfg->n_state_slots; i++)
+			s->slot_free[s->n_slot_free++] = cfg->n_state_slots - 1 - i;
+	}
 	s->run = calloc((size_t)cfg->max_batch_size, sizeof *s->run);
 	s->plan = calloc((size_t)cfg->max_batch_size, sizeof *s->plan);
-	if (!s->run || !s->plan) {
+	if (!s->run || !s->plan || (cfg->n_state_slots > 0 && !s->slot_free)) {
 		sched_destroy(s);
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the scheduler");
 	}
 	*out = s;
 	return BG_OK;
+}
+
+/* Appends q to the running set; with recurrent state it takes a slot (scheduler.h). */
+static void run_push(struct sched *s, struct sched_seq *q)
+{
+	s->run[s->n_run++] = q;
+	q->state_slot = -1;
+	if (s->cfg.n_state_slots > 0) {
+		BG_ASSERT(s->n_slot_free > 0);
+		q->state_slot = s->slot_free[--s->n_slot_free];
+	}
+}
+
+/* q stops running: its state slot, if any, goes back. */
+static void slot_give(struct sched *s, struct sched_seq *q)
+{
+	if (q->state_slot >= 0) {
+		s->slot_free[s->n_slot_free++] = q->state_slot;
+		q->state_slot = -1;
+	}
 }
 
 static void release_seq(struct sched *s, struct sched_seq *q)
@@ -82,6 +116,7 @@ void sched_destroy(struct sched *s)
 	for (int32_t i = 0; i < s->n_paused; i++)
 		release_seq(s, s->paused[i]);
 	free(s->wq);
+	free(s->slot_free);
 	free(s->run);
 	free(s->paused);
 	free(s->plan);
@@ -431,7 +466,7 @@ enum bg_status sched_fork(struct sched *s, struct sched_seq *parent, struct sche
 	child->forked = true;
 	child->start_stamp = ++s->clock;
 	clear_step(child);
-	s->run[s->n_run++] = child;
+	run_push(s, child);
 	parent->forked = true;
 	return BG_OK;
 }
@@ -451,7 +486,8 @@ static enum bg_status pause_seq(struct sched *s, struct sched_seq *q, struct bg_
 	if (q->step_cow_src >= 0)
 		q->kv.blocks[cow_i] = q->step_cow_src;
 	/* a table with dropped blocks resumes by recompute (the swap unit is a whole table) */
-	if (q->n_computed > 0 && s->cfg.on_pause && q->kv.n_dropped == 0)
+	if (q->n_computed > 0 && s->cfg.on_pause && q->kv.n_dropped == 0 &&
+	    s->cfg.n_state_slots == 0) /* a state is not swapped: "Recurrent state" */
 		swapped = s->cfg.on_pause(s->cfg.pause_user, q);
 	if (q->step_cow_src >= 0)
 		q->kv.blocks[cow_i] = q->step_cow_dst;
@@ -466,6 +502,7 @@ static enum bg_status pause_seq(struct sched *s, struct sched_seq *q, struct bg_
 		q->recomputing = true;
 	}
 	kv_release(s->pool, &q->kv);
+	slot_give(s, q);
 	q->n_keyed = 0;
 	q->cache_uid = 0;
 	q->state = SCHED_PAUSED;
@@ -546,7 +583,7 @@ static enum bg_status step_static(struct sched *s, bool allow_admit, struct sche
 			q->state = SCHED_RUNNING;
 			q->start_stamp = ++s->clock;
 			q->step_new = true;
-			s->run[s->n_run++] = q;
+			run_push(s, q);
 			plan->n_new++;
 			/* taken now, so that the next members' lookups count these blocks
 			 * as shared, not idle */
@@ -676,7 +713,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		q->step_swap_in = q->swapped && q->n_swapped_blocks > 0;
 		q->swapped = false;
 		set_step(q, c);
-		s->run[s->n_run++] = q;
+		run_push(s, q);
 		budget -= c;
 		plan->n_resumed++;
 	}
@@ -721,7 +758,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 		q->start_stamp = ++s->clock;
 		q->step_new = true;
 		set_step(q, c);
-		s->run[s->n_run++] = q;
+		run_push(s, q);
 		budget -= c;
 		plan->n_new++;
 		promised += promise(s, q);
@@ -843,6 +880,7 @@ void sched_finish(struct sched *s, struct sched_seq *q)
 				s->run[j++] = s->run[i];
 		BG_ASSERT(j == s->n_run - 1);
 		s->n_run = j;
+		slot_give(s, q);
 		break;
 	}
 	case SCHED_PAUSED: {

@@ -103,6 +103,18 @@
  * as still to come (beams re-share blocks at every reorder), so that the family never
  * needs more than it reserved.
  *
+ * Recurrent state (cfg.n_state_slots > 0: the model keeps a state per sequence that
+ * depends on every position before, backend.h): every running sequence holds a state slot
+ * (state_slot, in [0, n_state_slots)) from the step it starts running (admitted, resumed,
+ * forked) until it stops (finished, paused); n_state_slots >= max_batch_size, so a
+ * running sequence always finds one. A slot's contents are the caller's: a sequence
+ * starting at position 0 needs none (the backend zeroes it), a forked sample needs its
+ * parent's (the caller copies it, backend state_copy), a beam after sched_beam_reorder
+ * the state of the beam it continues. The state of a prefix is not kept with its blocks,
+ * so block reuse is off (cfg.prefix_cache is ignored) and a paused sequence resumes by
+ * recompute (on_pause is not called): both would start a sequence past position 0 with
+ * no state.
+ *
  * Invariants after every step: scheduled = context + generation entries; the running
  * count <= max_batch_size; token total <= max_num_tokens; every scheduled sequence's
  * table covers n_computed + its tokens; a NO_EVICT or STATIC sequence is never paused.
@@ -173,6 +185,7 @@ struct sched_seq {
 	int32_t step_cow_src, step_cow_dst; /* copy-on-write this step: the caller copies
 					     * block src into dst before running it; -1 = none */
 	bool forked;			    /* its siblings were forked (or it is one) */
+	int32_t state_slot;		    /* running, with cfg.n_state_slots: its slot; else -1 */
 };
 
 /* Called when a running sequence is paused, before its blocks are freed. The
@@ -191,6 +204,8 @@ struct sched_config {
 	bool prefix_cache; /* block reuse across sequences (see above) */
 	int32_t kv_window; /* > 0: every layer attends to the last kv_window positions only
 			    * (see "Sliding window" above); 0: none */
+	int32_t n_state_slots; /* > 0: recurrent-state slots, >= max_batch_size (see
+				* "Recurrent state" above); 0: none */
 };
 
 /* One iteration's plan. */
