@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpu/cpu_deltanet.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_moe.h"
 #include "cpu/cpu_weights.h"
@@ -134,8 +135,9 @@ struct cpu_ctx {
 	/* BG_CPU_MLA_PER_HEAD=1 (tests, benchmarks): attn_k_b and attn_v_b as one dispatch per
 	 * head (mla_mm), the path before mm_heads; the same bits */
 	bool mla_per_head;
-	/* lfm2 (hp.conv_l): the conv layers' taps as f32 copies, [n_layer][n_embd][conv_l]
-	 * (attention layers' rows unused) */
+	/* lfm2 (hp.conv_l): the conv layers' taps as f32 copies, [n_layer][n_embd][conv_l];
+	 * qwen35 (hp.gdn_conv): [n_layer][CD][gdn_conv] (cpu_deltanet.h); conv_per floats a
+	 * layer (attention layers' rows unused) */
 	float *conv_w;
 	/* recurrent state (model_state_floats, backend.h's state slots): n_state_slots slots
 	 * of state_floats values each, slot-major; layer l's at state_off[l] within a slot */
@@ -143,6 +145,11 @@ struct cpu_ctx {
 	uint64_t *state_off; /* [n_layer + 1] */
 	size_t state_floats;
 	int32_t n_state_slots;
+	size_t conv_per;
+	/* qwen35's delta-net layers: the projections of the batch's tokens, gdn_u [cap_tok][CD],
+	 * gdn_z [cap_tok][VD], gdn_b and gdn_a [cap_tok][gdn_nv]; per layer f32 copies of
+	 * ssm_dt.bias, ssm_a (gdn_nv each) and ssm_norm (gdn_d): gdn_vec [n_layer][2 nv + d] */
+	float *gdn_u, *gdn_z, *gdn_b, *gdn_a, *gdn_vec;
 };
 
 /* ---- helpers ---- */
@@ -219,24 +226,29 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	int32_t cap = grown_cap(c->cap_tok, 16, n);
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)cap;
-	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
-		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
-		 (!hp->parallel || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
-		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
-		 grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
-		 grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
-		 grow(&c->att, t * (size_t)c->q_max, sizeof(float)) &&
-		 grow(&c->hb, t * (size_t)c->hb_w, sizeof(float)) &&
-		 grow(&c->hb2, t * (size_t)c->hb_w, sizeof(float)) &&
-		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
-		 grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
-		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
-		 (!hp->n_embd_per_layer ||
-		  (grow(&c->ple, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
-		   grow(&c->ple_proj, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
-		   grow(&c->ple_gate, t * hp->n_embd_per_layer, sizeof(float)))) &&
-		 grow(&c->qact, 3 * t, c->qact_row) &&
-		 (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
+	int ok =
+	    grow(&c->x, t * hp->n_embd, sizeof(float)) &&
+	    grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
+	    (!hp->parallel || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
+	    grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
+	    grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
+	    grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
+	    grow(&c->att, t * (size_t)c->q_max, sizeof(float)) &&
+	    grow(&c->hb, t * (size_t)c->hb_w, sizeof(float)) &&
+	    grow(&c->hb2, t * (size_t)c->hb_w, sizeof(float)) &&
+	    grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
+	    grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
+	    grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
+	    (!hp->n_embd_per_layer ||
+	     (grow(&c->ple, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+	      grow(&c->ple_proj, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+	      grow(&c->ple_gate, t * hp->n_embd_per_layer, sizeof(float)))) &&
+	    grow(&c->qact, 3 * t, c->qact_row) &&
+	    (!hp->gdn_conv || (grow(&c->gdn_u, t * (size_t)cpu_gdn_conv_dim(hp), sizeof(float)) &&
+			       grow(&c->gdn_z, t * (size_t)cpu_gdn_v_dim(hp), sizeof(float)) &&
+			       grow(&c->gdn_b, t * hp->gdn_nv, sizeof(float)) &&
+			       grow(&c->gdn_a, t * hp->gdn_nv, sizeof(float)))) &&
+	    (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
 	if (!ok) {
 		c->cap_tok = 0;
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for activations of %d tokens", n);
@@ -1222,6 +1234,107 @@ static void per_layer_add(struct cpu_ctx *c, const struct model_layer *L, uint32
 	}
 }
 
+/* qwen35's delta-net layer (model.h's gdn_*, cpu_deltanet.h) over the batch's sequences:
+ * each sequence's tokens in order through its state slot (state_at). */
+struct gdn_run {
+	struct cpu_ctx *c;
+	uint32_t layer;
+	int32_t n_chunks; /* conv: channel ranges a sequence */
+};
+
+/* The first token row of sequence i of the batch (rows are laid out sequence by sequence) */
+static int32_t seq_row0(const struct backend_batch *b, int32_t i)
+{
+	int32_t t0 = 0;
+	for (int32_t k = 0; k < i; k++)
+		t0 += b->seqs[k].n_tokens;
+	return t0;
+}
+
+static void gdn_conv_task(void *arg, int32_t task, int32_t thread)
+{
+	(void)thread;
+	const struct gdn_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	const int64_t CD = cpu_gdn_conv_dim(&c->hp);
+	const int32_t i = task / r->n_chunks, ch = task % r->n_chunks;
+	const struct backend_seq *s = &c->batch->seqs[i];
+	const int64_t t0 = seq_row0(c->batch, i);
+	cpu_gdn_conv(&c->hp, state_at(c, s->state_slot, r->layer),
+		     c->conv_w + r->layer * c->conv_per, c->gdn_u + t0 * CD, CD, s->n_tokens,
+		     c->hb + t0 * CD, CD, CD * ch / r->n_chunks, CD * (ch + 1) / r->n_chunks);
+}
+
+static void gdn_qk_norm_task(void *arg, int32_t t, int32_t thread)
+{
+	(void)thread;
+	const struct gdn_run *r = arg;
+	cpu_gdn_qk_norm(&r->c->hp, r->c->hb + t * cpu_gdn_conv_dim(&r->c->hp));
+}
+
+static void gdn_recur_task(void *arg, int32_t task, int32_t thread)
+{
+	(void)thread;
+	const struct gdn_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	const struct model_hparams *hp = &c->hp;
+	const int64_t nv = hp->gdn_nv, CD = cpu_gdn_conv_dim(hp), VD = cpu_gdn_v_dim(hp);
+	const int32_t i = (int32_t)(task / nv);
+	const struct backend_seq *s = &c->batch->seqs[i];
+	const int64_t t0 = seq_row0(c->batch, i);
+	const float *vec = c->gdn_vec + r->layer * (2 * nv + hp->gdn_d);
+	cpu_gdn_recur(hp, state_at(c, s->state_slot, r->layer), c->hb + t0 * CD, CD,
+		      c->gdn_b + t0 * nv, c->gdn_a + t0 * nv, nv, vec, vec + nv, task % nv,
+		      s->n_tokens, c->att + t0 * VD, VD);
+}
+
+static void gdn_out_task(void *arg, int32_t t, int32_t thread)
+{
+	(void)thread;
+	const struct gdn_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	const struct model_hparams *hp = &c->hp;
+	const int64_t nv = hp->gdn_nv, VD = cpu_gdn_v_dim(hp);
+	cpu_gdn_out_norm(hp, c->att + t * VD, c->gdn_z + t * VD,
+			 c->gdn_vec + r->layer * (2 * nv + hp->gdn_d) + 2 * nv);
+}
+
+/* The layer's branch output before ssm_out into c->att ([T][VD], c->q_dim set to VD): the
+ * projections (u, z, beta, alpha), the conv (c->hb), the Q/K norms, the recurrence per
+ * (sequence, V head), the gated norm. */
+static void gdn_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
+{
+	const struct model_hparams *hp = &c->hp;
+	{
+		const struct model_weight *ws[3] = {&L->gdn_qkv, &L->gdn_z, &L->gdn_beta};
+		const float *xs[3] = {c->xb, c->xb, c->xb};
+		float *ys[3] = {c->gdn_u, c->gdn_z, c->gdn_b};
+		int64_t ld[3] = {cpu_gdn_conv_dim(hp), cpu_gdn_v_dim(hp), hp->gdn_nv};
+		matmuls(c, BACKEND_CPU_MM_QKV, 3, ws, xs, ys, ld, T, NULL, false);
+		matmul1(c, BACKEND_CPU_MM_QKV, &L->gdn_alpha, c->xb, c->gdn_a, T);
+	}
+	const int32_t n_seqs = c->batch->n_seqs;
+	struct gdn_run r = {c, l, c->n_threads > n_seqs ? 2 * c->n_threads : 1};
+	tp_run(c->pool, n_seqs * r.n_chunks, gdn_conv_task, &r);
+	tp_run(c->pool, T, gdn_qk_norm_task, &r);
+	tp_run(c->pool, n_seqs * (int32_t)hp->gdn_nv, gdn_recur_task, &r);
+	tp_run(c->pool, T, gdn_out_task, &r);
+	c->q_dim = cpu_gdn_v_dim(hp); /* c->att's rows, ssm_out's input */
+}
+
+/* qwen35's gated attention: c->hb's rows [T][2 q_dim] (per head [q | gate]) split into c->q
+ * and c->hb2 ([T][q_dim], the gates) */
+static void split_q_gate(struct cpu_ctx *c, int32_t T)
+{
+	const int64_t hd = c->hd, qd = c->q_dim;
+	for (int32_t t = 0; t < T; t++)
+		for (uint32_t h = 0; h < c->hp.n_head; h++) {
+			const float *src = c->hb + t * 2 * qd + h * 2 * hd;
+			memcpy(c->q + t * qd + h * hd, src, (size_t)hd * sizeof(float));
+			memcpy(c->hb2 + t * qd + h * hd, src + hd, (size_t)hd * sizeof(float));
+		}
+}
+
 static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, struct bg_err *err)
 {
 	struct cpu_ctx *c = ctx;
@@ -1301,6 +1414,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			conv_block(c, L, l, T);
 			if (prof)
 				prof_lap(c, &tp, &prof->attn_s);
+		} else if (L->gdn) { /* qwen35: the delta net's output into c->att */
+			gdn_block(c, L, l, T);
+			if (prof)
+				prof_lap(c, &tp, &prof->attn_s);
 		} else if (hp->mla) { /* deepseek2: its own Q, K and V (mla_qkv) */
 			mla_qkv(c, L, l, T);
 			prof_lap(c, &tp, &skip);
@@ -1308,10 +1425,13 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			{
 				const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
 				const float *xs[3] = {c->xb, c->xb, c->xb};
-				float *ys[3] = {c->q, c->k, c->v};
-				int64_t ld[3] = {c->q_dim, c->kv_dim, c->kv_dim};
+				/* qwen35: [q | gate] per head into hb first */
+				float *ys[3] = {hp->attn_out_gate ? c->hb : c->q, c->k, c->v};
+				int64_t ld[3] = {(int64_t)L->wq.ne1, c->kv_dim, c->kv_dim};
 				matmuls(c, BACKEND_CPU_MM_QKV, own_kv ? 3 : 1, ws, xs, ys, ld, T,
 					NULL, false);
+				if (hp->attn_out_gate)
+					split_q_gate(c, T);
 			}
 			prof_lap(c, &tp, &skip); /* counted by matmuls */
 			if (c->biases) {	 /* qwen2: after the projections, before RoPE */
@@ -1374,9 +1494,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				       (size_t)c->kv_dim * sizeof(float));
 			}
 		}
-		if (prof && !L->conv)
+		if (prof && !L->conv && !L->gdn)
 			prof_lap(c, &tp, &prof->rope_kv_s);
-		if (!L->conv) {
+		if (!L->conv && !L->gdn) {
 			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
 			r.kv_layer = kv_l;
 			int32_t n_tasks = c->n_threads * 4;
@@ -1389,6 +1509,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				pf_head(c, 1, &wo, mm_chunk_rows(c, (int64_t)wo->ne1), &r.pf);
 			}
 			tp_run(c->pool, r.n_tasks, att_task, &r);
+			if (hp->attn_out_gate) /* qwen35: times sigmoid(gate), ggml's sigmoid */
+				for (int64_t i = 0; i < (int64_t)T * c->q_dim; i++)
+					c->att[i] *= 1.0f / (1.0f + expf(-c->hb2[i]));
 		}
 		if (prof)
 			prof_lap(c, &tp, &prof->attn_s);
@@ -1738,6 +1861,11 @@ static void cpu_destroy(void *ctx)
 	free(c->conv_w);
 	free(c->state);
 	free(c->state_off);
+	free(c->gdn_u);
+	free(c->gdn_z);
+	free(c->gdn_b);
+	free(c->gdn_a);
+	free(c->gdn_vec);
 	free(c->freq);
 	free(c->freq_swa);
 	free(c->rope_swa);
@@ -1856,8 +1984,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			    !(hp->parallel && i == 5) && /* command-r: attn_norm only */
 			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
 			    !(!own_kv && (i == 2 || i == 3)) &&
-			    !(hp->mla && i >= 1 && i <= 3) && /* deepseek2: below */
-			    !(L->conv && i >= 1 && i <= 3) && /* lfm2: below */
+			    !(hp->mla && i >= 1 && i <= 3) &&		  /* deepseek2: below */
+			    !((L->conv || L->gdn) && i >= 1 && i <= 3) && /* lfm2, qwen35: below */
 			    (st = check_weight(ws[i],
 					       moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
@@ -1903,6 +2031,34 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 					       "the CPU backend cannot run layer %u's short "
 					       "convolution as described",
 					       l);
+		}
+		if (L->gdn) { /* qwen35's delta net (model.h) */
+			const struct model_weight *gw[4] = {&L->gdn_qkv, &L->gdn_z, &L->gdn_beta,
+							    &L->gdn_alpha};
+			static const char *gnames[4] = {"attn_qkv", "attn_gate", "ssm_beta",
+							"ssm_alpha"};
+			for (int i = 0; i < 4; i++)
+				if ((st = check_weight(gw[i], gnames[i], (int)l, err)) != BG_OK)
+					return st;
+			const struct model_weight *fv[4] = {&L->conv_w, &L->gdn_dt, &L->gdn_a,
+							    &L->gdn_norm};
+			bool ok = hp->gdn_conv <= MODEL_CONV_L_MAX && hp->gdn_d <= 1024 &&
+				  hp->gdn_nv % hp->gdn_nk == 0 &&
+				  L->gdn_qkv.ne1 == (uint64_t)cpu_gdn_conv_dim(hp) &&
+				  L->gdn_z.ne1 == (uint64_t)cpu_gdn_v_dim(hp) &&
+				  L->wo.ne0 == (uint64_t)cpu_gdn_v_dim(hp) &&
+				  L->conv_w.ne0 == hp->gdn_conv &&
+				  L->conv_w.ne1 == (uint64_t)cpu_gdn_conv_dim(hp) &&
+				  L->gdn_dt.ne0 == hp->gdn_nv && L->gdn_a.ne0 == hp->gdn_nv &&
+				  L->gdn_norm.ne0 == hp->gdn_d;
+			for (int i = 0; i < 4; i++)
+				ok = ok && fv[i]->type == GGUF_DTYPE_F32 && fv[i]->data;
+			if (!ok)
+				return bg_fail(
+				    err, BG_ERR_UNSUPPORTED,
+				    "the CPU backend cannot run layer %u's gated delta net "
+				    "as described",
+				    l);
 		}
 		if (moe && (L->ffn_gate_inp.ne0 != hp->n_embd || L->ffn_gate_inp.ne1 != hp->n_expert ||
 			    L->gate_exps.ne2 != hp->n_expert || L->up_exps.ne2 != hp->n_expert ||
@@ -1950,7 +2106,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				     hp->qk_norm_heads ? model_n_head_kv(hp, L->swa) : 1, 1, 1};
 		for (int i = 0; i < 4; i++) {
 			if (!(i < 2 ? hp->qk_norm : hp->post_norms) || (i == 1 && !own_kv) ||
-			    (i < 2 && L->conv))
+			    (i < 2 && (L->conv || L->gdn)))
 				continue;
 			if ((st = check_weight(xs[i], xnames[i], (int)l, err)) != BG_OK)
 				return st;
@@ -2079,15 +2235,33 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 					 m->layers[l].pl_post_norm.data, (int64_t)E,
 					 c->pl_norms + P + (size_t)l * E);
 	}
-	if (hp->conv_l) { /* lfm2: the conv layers' taps, f32 (check_model) */
-		size_t per = E * hp->conv_l;
+	if (hp->conv_l || hp->gdn_conv) { /* lfm2, qwen35: the conv taps, f32 (check_model) */
+		size_t per =
+		    hp->conv_l ? E * hp->conv_l : (size_t)cpu_gdn_conv_dim(hp) * hp->gdn_conv;
+		c->conv_per = per;
 		c->conv_w = calloc((size_t)hp->n_layer * per, sizeof(float));
 		if (!c->conv_w)
 			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the conv weights");
 		for (uint32_t l = 0; l < hp->n_layer; l++)
-			if (m->layers[l].conv)
+			if (m->layers[l].conv || m->layers[l].gdn)
 				memcpy(c->conv_w + (size_t)l * per, m->layers[l].conv_w.data,
 				       per * sizeof(float));
+	}
+	if (hp->gdn_conv) { /* qwen35: ssm_dt.bias, ssm_a, ssm_norm per layer (check_model) */
+		size_t nv = hp->gdn_nv, per = 2 * nv + hp->gdn_d;
+		c->gdn_vec = calloc((size_t)hp->n_layer * per, sizeof(float));
+		if (!c->gdn_vec)
+			return bg_fail(err, BG_ERR_NOMEM,
+				       "out of memory for the delta-net weights");
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			float *dst = c->gdn_vec + (size_t)l * per;
+			if (!L->gdn)
+				continue;
+			memcpy(dst, L->gdn_dt.data, nv * sizeof(float));
+			memcpy(dst + nv, L->gdn_a.data, nv * sizeof(float));
+			memcpy(dst + 2 * nv, L->gdn_norm.data, hp->gdn_d * sizeof(float));
+		}
 	}
 	if (!hp->qk_norm && !hp->post_norms)
 		return BG_OK;
@@ -2098,8 +2272,8 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
 		float *dst = c->extra_norms + (size_t)l * c->extra_per_layer;
-		if (hp->qk_norm && !L->conv) { /* the layer's widths (check_model), <= qn_dim,
-						* kn_dim */
+		if (hp->qk_norm && !L->conv && !L->gdn) { /* the layer's widths (check_model), <=
+							   * qn_dim, kn_dim */
 			cpuk_dequant_row(L->q_norm.type, L->q_norm.data,
 					 (int64_t)(L->q_norm.ne0 * L->q_norm.ne1), dst);
 			cpuk_dequant_row(L->k_norm.type, L->k_norm.data,
@@ -2227,6 +2401,12 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->hb_w = hp->n_ff;
 	if (hp->conv_l && 3 * (int64_t)hp->n_embd > c->hb_w) /* lfm2: in_proj's [B | C | x] */
 		c->hb_w = 3 * (int64_t)hp->n_embd;
+	if (hp->gdn_conv) { /* qwen35: the conv output (CD), the gated Q projection (2 q_dim) */
+		int64_t w = cpu_gdn_conv_dim(hp), q2 = 2 * (int64_t)model_q_dim_max(hp);
+		w = q2 > w ? q2 : w;
+		c->hb_w = w > c->hb_w ? w : c->hb_w;
+		mla_q = cpu_gdn_v_dim(hp); /* c->att holds VD values a row (gdn_block) */
+	}
 	if (hp->mla) {
 		int64_t qh = (int64_t)hp->n_head * (hp->mla_nope + hp->rope_dim);
 		int64_t ov = (int64_t)hp->n_head * hp->mla_v_head;

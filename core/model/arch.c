@@ -160,7 +160,19 @@
  * a dense SiLU SwiGLU of feed_forward_length, the others build_moe_ffn(exp_probs_b
  * (required), SiLU, norm_w true, expert_weights_scale never read (0: none),
  * expert_gating_func required (the converter writes 2, sigmoid)) over experts of
- * expert_feed_forward_length (get_key_or_arr: one value here); no shared experts. */
+ * expert_feed_forward_length (get_key_or_arr: one value here); no shared experts.
+ * qwen35 (src/models/qwen35.cpp, delta-net-base.cpp, models.h's build_gdn_l2_norm,
+ * llama-model.cpp's llama_model_rope_type: IMROPE; ggml-cpu's ssm_conv and
+ * gated_delta_net): layer l is a gated delta net unless (l + 1) % full_attention_interval
+ * == 0 (default 4; an attention.recurrent_layers list is refused here); nextn_predict_layers
+ * MTP layers at the end are skipped (as glm4's). Both kinds read
+ * attn_norm, add their output to the residual, then post_attention_norm (the pre-FFN
+ * norm) and a SiLU SwiGLU. Full attention: attn_q (n_embd, 2 n_head head_dim), per head
+ * [q | gate]; attn_q_norm / attn_k_norm per head; IMROPE over rope.dimension_count with
+ * rope.dimension_sections, which for text (llama_batch broadcasts one position to every
+ * section) turns pair i by p * base^(-2i / n_rot) whatever the sections: NeoX RoPE;
+ * scale 1/sqrt(head_dim); the attention output times sigmoid(gate), then attn_output.
+ * The delta-net layer: model_hparams' gdn_* fields. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -309,6 +321,13 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .moe_sigmoid_sel = true,
      .moe_dense_lead = true},
+    {.name = "qwen35",
+     .families = "Qwen3.5 (dense: 0.8B to 27B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .ffn_norm_post_name = true,
+     .nextn = true,
+     .gdn = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,

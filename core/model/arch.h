@@ -12,7 +12,8 @@
  * latent attention and grouped routing, Cohere's LayerNorms, parallel attention and FFN
  * and logit scale, cohere2's RoPE on the windowed layers only, minimax-m2's sigmoid
  * routing with a selection bias and no shared expert, lfm2's short-convolution layers,
- * lfm2moe's (lfm2's layers, minimax-m2's routing after leading dense layers).
+ * lfm2moe's (lfm2's layers, minimax-m2's routing after leading dense layers), qwen35's
+ * gated-delta-net layers and output-gated attention.
  * model.c reads the keys and tensors a row asks for; the backends read only the resulting
  * struct model_hparams / struct model_layer fields, never the architecture name.
  *
@@ -141,6 +142,11 @@ struct arch_info {
 	 * feed_forward_length, the others experts of expert_feed_forward_length (its own
 	 * width, a scalar: per-layer lists refused) */
 	bool moe_dense_lead;
+	/* qwen35 (llama.cpp's qwen35 graph): gated-delta-net layers (model_hparams' gdn_*,
+	 * model_layer.gdn) with every full_attention_interval-th layer full attention whose
+	 * Q projection carries an output gate per head (model_hparams.attn_out_gate); the
+	 * pre-FFN norm is post_attention_norm (with ffn_norm_post_name) */
+	bool gdn;
 };
 
 /* The row of an architecture, or NULL. */

@@ -506,9 +506,10 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 
 uint64_t model_state_floats(const struct model_hparams *hp, const struct model_layer *L)
 {
-	(void)hp;
-	(void)L;
-	return 0;
+	if (!L->gdn) /* qwen35: the conv's last gdn_conv - 1 input rows, a matrix per V head */
+		return 0;
+	uint64_t cd = 2ull * hp->gdn_nk * hp->gdn_d + (uint64_t)hp->gdn_nv * hp->gdn_d;
+	return (hp->gdn_conv - 1) * cd + (uint64_t)hp->gdn_nv * hp->gdn_d * hp->gdn_d;
 }
 
 /* model_layer_is_swa, model_kv_window: see model.h */
@@ -726,6 +727,55 @@ static enum bg_status read_lfm2(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+/* qwen35 (model.h's gdn_*): the ssm.* keys, full_attention_interval (default 4, as
+ * llama.cpp's); refused: an attention.recurrent_layers list (llama.cpp's alternative
+ * layer pattern), attention.scale (not read here), value and key heads of different sizes.
+ * Runs after head_dim is known. */
+static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
+				  struct model_hparams *hp, struct bg_err *err)
+{
+	char key[128];
+	uint32_t inner = 0;
+	hp->attn_out_gate = true;
+	hp->gdn_every = 4;
+	if (!get_u32_key(g, arch, "ssm.conv_kernel", &hp->gdn_conv) || hp->gdn_conv < 2 ||
+	    hp->gdn_conv > MODEL_CONV_L_MAX)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "metadata key %s.ssm.conv_kernel is missing or not in [2, %u]", arch,
+			       MODEL_CONV_L_MAX);
+	if (!get_u32_key(g, arch, "ssm.state_size", &hp->gdn_d) || hp->gdn_d == 0 ||
+	    hp->gdn_d > 1024 || !get_u32_key(g, arch, "ssm.group_count", &hp->gdn_nk) ||
+	    hp->gdn_nk == 0 || hp->gdn_nk > 4096 ||
+	    !get_u32_key(g, arch, "ssm.time_step_rank", &hp->gdn_nv) || hp->gdn_nv == 0 ||
+	    hp->gdn_nv > 4096 || hp->gdn_nv % hp->gdn_nk ||
+	    !get_u32_key(g, arch, "ssm.inner_size", &inner) ||
+	    (uint64_t)inner != (uint64_t)hp->gdn_nv * hp->gdn_d)
+		return bg_fail(
+		    err, BG_ERR_FORMAT,
+		    "%s.ssm.state_size (1..1024), group_count and time_step_rank (1..4096, "
+		    "the latter a multiple of the former) and inner_size (time_step_rank "
+		    "* state_size) are missing or inconsistent",
+		    arch);
+	if (get_u32_key(g, arch, "full_attention_interval", &hp->gdn_every) && hp->gdn_every == 0)
+		return bg_fail(err, BG_ERR_FORMAT, "%s.full_attention_interval is 0", arch);
+	snprintf(key, sizeof key, "%s.attention.recurrent_layers", arch);
+	if (g && gguf_find_key(g, key) >= 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s (a layer pattern other than full_attention_interval) is not "
+			       "supported",
+			       key);
+	snprintf(key, sizeof key, "%s.attention.scale", arch);
+	if (g && gguf_find_key(g, key) >= 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED, "%s is not supported", key);
+	return BG_OK;
+}
+
+/* qwen35: whether layer l is a gated delta net (model.h's gdn_every) */
+static bool qwen35_layer_gdn(const struct model_hparams *hp, uint32_t l)
+{
+	return hp->gdn_conv && (l + 1) % hp->gdn_every != 0;
+}
+
 /* gemma4: layer l's FFN width from a per-layer feed_forward_length list (n_layer entries;
  * n_layer 0: only whether the key is a list), else 0. */
 static uint32_t layer_n_ff(const struct gguf_ctx *g, const char *arch, uint32_t n_layer,
@@ -897,7 +947,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	}
 	char sec[128]; /* llama.cpp's GLM-4V files: M-RoPE sections, another rotation */
 	snprintf(sec, sizeof sec, "%s.rope.dimension_sections", arch);
-	if (ai->nextn && gguf_find_key(g, sec) >= 0)
+	if (ai->nextn && !ai->gdn && gguf_find_key(g, sec) >= 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s (M-RoPE of GLM-4V) is not supported", sec);
 	if (ff_list) {
@@ -1008,6 +1058,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       "cannot tell the vocabulary size (no tokenizer.ggml.tokens, "
 			       "%s.vocab_size or token_embd.weight)",
 			       arch);
+	if (ai->gdn && (st = read_qwen35(g, arch, hp, err)))
+		return st;
 	if (ai->mla)
 		return read_deepseek2(g, arch, hp, err);
 	return BG_OK;
@@ -1373,7 +1425,21 @@ static enum bg_status load_tensors(struct loader *L)
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
 		ly->conv = hp->conv_l && lfm2_layer_kv(L->g, m->arch, hp->n_layer, l) == 0;
-		if (ly->conv) { /* lfm2's short-conv block (model.h); its cache row is bx */
+		ly->gdn = qwen35_layer_gdn(hp, l);
+		if (ly->gdn) { /* qwen35's gated delta net (model.h) */
+			const uint64_t KD = (uint64_t)hp->gdn_nk * hp->gdn_d;
+			const uint64_t VD = (uint64_t)hp->gdn_nv * hp->gdn_d;
+			ly->kv_src = l;
+			TAKE("attn_qkv.weight", E, 2 * KD + VD, TK_MATRIX, gdn_qkv);
+			TAKE("attn_gate.weight", E, VD, TK_MATRIX, gdn_z);
+			TAKE("ssm_conv1d.weight", hp->gdn_conv, 2 * KD + VD, TK_CONV, conv_w);
+			TAKE("ssm_dt.bias", hp->gdn_nv, 0, TK_NORM, gdn_dt);
+			TAKE("ssm_a", hp->gdn_nv, 0, TK_NORM, gdn_a);
+			TAKE("ssm_beta.weight", E, hp->gdn_nv, TK_MATRIX, gdn_beta);
+			TAKE("ssm_alpha.weight", E, hp->gdn_nv, TK_MATRIX, gdn_alpha);
+			TAKE("ssm_norm.weight", hp->gdn_d, 0, TK_NORM, gdn_norm);
+			TAKE("ssm_out.weight", VD, E, TK_MATRIX, wo);
+		} else if (ly->conv) { /* lfm2's short-conv block (model.h); its cache row is bx */
 			ly->kv_src = l;
 			TAKE("shortconv.in_proj.weight", E, 3 * E, TK_MATRIX, conv_in);
 			TAKE("shortconv.conv.weight", hp->conv_l, E, TK_CONV, conv_w);
@@ -1404,13 +1470,16 @@ static enum bg_status load_tensors(struct loader *L)
 			} else if (gguf_find_tensor(
 				       L->g, n)) { /* fused Q|K|V rows, as llama.cpp accepts */
 				struct model_weight qkv;
-				if ((st = take(L, n, E, Q + 2 * KV, TK_MATRIX, &qkv)))
+				const uint64_t QW = hp->attn_out_gate ? 2 * Q : Q; /* qwen35 */
+				if ((st = take(L, n, E, QW + 2 * KV, TK_MATRIX, &qkv)))
 					return st;
-				ly->wq = row_view(&qkv, 0, Q);
-				ly->wk = row_view(&qkv, Q, Q + KV);
-				ly->wv = row_view(&qkv, Q + KV, Q + 2 * KV);
+				ly->wq = row_view(&qkv, 0, QW);
+				ly->wk = row_view(&qkv, QW, QW + KV);
+				ly->wv = row_view(&qkv, QW + KV, QW + 2 * KV);
 			} else {
-				TAKE("attn_q.weight", E, Q, TK_MATRIX, wq);
+				/* qwen35: [q | gate] per head */
+				TAKE("attn_q.weight", E, hp->attn_out_gate ? 2 * Q : Q, TK_MATRIX,
+				     wq);
 				TAKE("attn_k.weight", E, KV, TK_MATRIX, wk);
 				snprintf(n, sizeof n, "blk.%u.attn_v.weight", l);
 				if (ai && ai->gemma4 && !gguf_find_tensor(L->g, n)) {
@@ -1677,11 +1746,12 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		mistral3_derive(hp);
 	}
 	hp->n_layer_kv = hp->n_layer;
-	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv))
-		st = bg_fail(err, BG_ERR_UNSUPPORTED,
-			     "synthetic:%s: per-layer embeddings, shared-KV layers and lfm2's conv "
-			     "layers are made as files only, not lazily",
-			     s->name);
+	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn))
+		st = bg_fail(
+		    err, BG_ERR_UNSUPPORTED,
+		    "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
+		    "layers and qwen35's delta-net layers are made as files only, not lazily",
+		    s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);
 		hp->head_dim_swa = hp->rope_dim_swa = s->head_dim_swa ? s->head_dim_swa : hp->head_dim;

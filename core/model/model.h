@@ -21,7 +21,8 @@
  * (LayerNorms, parallel attention and FFN, a logit scale, Command R+'s per-head Q/K norms;
  * cohere2's RoPE on the windowed layers only: model_hparams' cohere part), `minimax-m2`
  * (whole-row Q/K norms, partial NeoX RoPE, sigmoid-routed experts with a selection bias:
- * model_hparams' moe_sel_bias). A fused tensor
+ * model_hparams' moe_sel_bias), `lfm2`, `lfm2moe` (short-conv layers), `qwen35`
+ * (gated-delta-net layers, output-gated attention: model_hparams' gdn_*). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -264,6 +265,30 @@ struct model_hparams {
 	 * recompute see the state as a function of the prefix. n_head_kv is the attention
 	 * layers' (the nonzero entries of the per-layer head_count_kv list). */
 	uint32_t conv_l;
+	/* qwen35 (llama.cpp's qwen35 graph, delta-net-base.cpp): gdn_conv > 0 (ssm.conv_kernel,
+	 * 2..MODEL_CONV_L_MAX) makes the layers with model_layer.gdn gated delta nets in place
+	 * of attention, with gdn_nk K heads (ssm.group_count) and gdn_nv V heads
+	 * (ssm.time_step_rank, a multiple of gdn_nk), all of gdn_d (ssm.state_size; ssm.inner_size
+	 * must be gdn_nv * gdn_d). Per token of a sequence, n the attn-normed input, KD = gdn_nk
+	 * gdn_d, VD = gdn_nv gdn_d, CD = 2 KD + VD:
+	 *   u = gdn_qkv n (CD: [q | k | v]), z = gdn_z n (VD), beta_h = sigmoid((gdn_beta n)_h),
+	 *   g_h = softplus((gdn_alpha n)_h + dt_h) * a_h (softplus(x) = x above 20, else
+	 *   log(1 + e^x); a = the file's ssm_a, -exp(A_log));
+	 *   c_t[i] = silu(sum over k = 0..gdn_conv-1, in order, of u_{t-gdn_conv+1+k}[i] *
+	 *            conv_w[i][k]) (u of positions < 0 is 0: the conv state);
+	 *   q, k per K head of c_t L2-normed: x / sqrt(sum x^2 + rms_eps) (build_gdn_l2_norm);
+	 *   V head h reads K head h % gdn_nk (ggml_repeat's tiling, as the fused op's);
+	 *   S_h (gdn_d x gdn_d, zero at position 0) = S_h e^{g_h}; d = (v_h - S_h^T k) beta_h;
+	 *   S_h += k d^T; o_h = S_h^T q / sqrt(gdn_d);
+	 *   y_h = rmsnorm(o_h, gdn_norm (gdn_d), rms_eps) * silu(z_h); wo (ssm_out) y.
+	 * The state (the last gdn_conv - 1 rows of u, and S per V head) is per sequence
+	 * (model_state_floats, backend_seq.state_slot). */
+	uint32_t gdn_conv, gdn_d, gdn_nk, gdn_nv;
+	uint32_t gdn_every; /* full_attention_interval: layer l attends when (l + 1) % it == 0 */
+	/* qwen35's full-attention layers: wq is (n_embd, 2 n_head head_dim), per head [q |
+	 * gate] (head_dim each); the attention output of head h times sigmoid(gate_h) before
+	 * wo */
+	bool attn_out_gate;
 };
 
 struct model_weight {
@@ -330,12 +355,19 @@ struct model_layer {
 	/* lfm2's conv layers (conv below), else zero: in_proj (n_embd, 3 n_embd) and the
 	 * taps (conv_l, n_embd) f32 */
 	struct model_weight conv_in, conv_w;
+	/* qwen35's gated-delta-net layers (gdn below; model_hparams' gdn_*), else zero:
+	 * attn_qkv (n_embd, CD), attn_gate (n_embd, VD), ssm_beta and ssm_alpha (n_embd,
+	 * gdn_nv), ssm_dt.bias and ssm_a (gdn_nv) f32, ssm_norm (gdn_d) f32; conv_w above holds
+	 * ssm_conv1d (gdn_conv, CD) f32 and wo ssm_out (VD, n_embd) */
+	struct model_weight gdn_qkv, gdn_z, gdn_beta, gdn_alpha, gdn_dt, gdn_a, gdn_norm;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
 	/* lfm2: this layer is a short-convolution block (model_hparams' conv_l): conv_in,
 	 * conv_w above, wo its out_proj (n_embd, n_embd); wq, wk, wv, the Q/K norms zero */
 	bool conv;
+	/* qwen35: this layer is a gated delta net (model_hparams' gdn_*, the weights above) */
+	bool gdn;
 	float xielu[4]; /* hp.xielu: {an, ap, beta, eps} as model_hparams describes; else 0 */
 	/* gemma4: the layer's output scale (hp.out_scale; the f32 value of the file's
 	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model), and whether the

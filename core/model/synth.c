@@ -486,6 +486,11 @@ static const struct synth_shape shapes[] = {
     {"lfm2-1.2b", 16, 2048, 32, 8, 8192, 65536, 128000, 1000000.0f, 1e-5f, true, "lfm2",
      .lfm2_attn = 0x5524},
     {"lfm2-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, true, "lfm2", .lfm2_attn = 0x2},
+    /* qwen35: Qwen3.5's layer kinds at a tiny size: delta net, attention, delta net (a delta
+     * net after attention, and last), 4 V heads over 2 K heads (V head h reads K head h %
+     * 2), head 16 with 8 rotated dimensions, conv 4 */
+    {"qwen35-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35", .head_dim = 16,
+     .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4},
     /* lfm2moe: LFM2-8B-A1B's config as remembered (no network here: hidden 2048, 24 layers
      * of which 2, 6, 10, 14, 18, 21 attention, 32 heads, 8 K/V heads, dense
      * intermediate_size 7168 in the first num_dense_layers 2, then 32 experts of
@@ -563,6 +568,17 @@ static bool has_qk_norm_heads(const struct synth_shape *s)
 	return is_arch(s, "command-r") && s->n_layer >= 64;
 }
 
+/* qwen35: the delta-net layers (synth_shape's gdn_*) */
+static bool is_qwen35(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->gdn;
+}
+
+static bool qwen35_gdn_layer(const struct synth_shape *s, uint32_t l)
+{
+	return is_qwen35(s) && (l + 1) % s->gdn_every != 0;
+}
+
 /* lfm2, lfm2moe: the short-conv layers (synth_shape's lfm2_attn) */
 static bool is_lfm2(const struct synth_shape *s)
 {
@@ -574,7 +590,7 @@ static bool has_qk_norm(const struct synth_shape *s)
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
 	       is_arch(s, "gemma3") || is_arch(s, "olmo2") || is_arch(s, "apertus") ||
 	       is_arch(s, "gemma4") || (is_arch(s, "glm4moe") && !s->no_qk_norm) ||
-	       is_arch(s, "minimax-m2") || is_lfm2(s);
+	       is_arch(s, "minimax-m2") || is_lfm2(s) || is_qwen35(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -605,7 +621,8 @@ static bool is_ds2(const struct synth_shape *s)
 static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
-	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s);
+	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
+	       is_qwen35(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -843,6 +860,11 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (s->n_embd % s->n_head && !s->head_dim) /* GLM-4.5: 96 heads of 128 over 4096 */
 		return bg_fail(err, BG_ERR_INVALID, "embd %u is not a multiple of heads %u",
 			       s->n_embd, s->n_head);
+	if (is_qwen35(s) && (!s->gdn_every || !s->gdn_d || !s->gdn_nk || s->gdn_nv % s->gdn_nk ||
+			     !s->gdn_nv || s->gdn_d > 1024 || s->gdn_nv > 4096))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "qwen35: the delta-net sizes come from a qwen35* shape (--arch "
+			       "qwen35 on another shape has none)");
 	if (is_lfm2(s) && s->n_layer > 64)
 		return bg_fail(err, BG_ERR_INVALID, "lfm2, lfm2moe: at most 64 layers (%u)",
 			       s->n_layer);
@@ -996,6 +1018,15 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			n_conv += !(s->lfm2_attn >> l & 1);
 		ffn -= n_conv * (E * Q + 2 * E * KV + Q * E + 2 * hd - 3 * E * E - 3 * E - E * E);
+	}
+	if (is_qwen35(s)) { /* gated Q (twice Q); a delta-net layer instead of attention */
+		uint64_t KD = (uint64_t)s->gdn_nk * s->gdn_d, VD = (uint64_t)s->gdn_nv * s->gdn_d;
+		uint64_t CD = 2 * KD + VD, nv = s->gdn_nv;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			ffn += qwen35_gdn_layer(s, l)
+				   ? E * CD + E * VD + 4 * CD + 2 * nv + 2 * E * nv + s->gdn_d +
+					 VD * E - (E * Q + 2 * E * KV + Q * E + 2 * hd)
+				   : E * Q;
 	}
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer + ffn;
 }
@@ -1357,6 +1388,18 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 					    sqrtf(1.0f + logf(scale) / logf((float)s->n_ctx_orig)));
 	}
 	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
+	if (is_qwen35(s)) { /* Qwen3_5TextModel's converter's keys */
+		uint32_t r = (s->rope_dim ? s->rope_dim : hd) / 2;
+		int32_t sec[4] = {(int32_t)(r - r / 3 - r / 3), (int32_t)(r / 3), (int32_t)(r / 3),
+				  0};
+		gguf_writer_set_arr_i32(w, ARCH_KEY("rope.dimension_sections"), sec, 4);
+		gguf_writer_set_u32(w, ARCH_KEY("full_attention_interval"), s->gdn_every);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.state_size"), s->gdn_d);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.group_count"), s->gdn_nk);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.time_step_rank"), s->gdn_nv);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), s->gdn_nv * s->gdn_d);
+	}
 	if (is_lfm2(s)) { /* the converter's per-layer list: 0 for a conv layer */
 		int32_t kvl[64];  /* synth_check: lfm2 has at most 64 layers */
 		for (uint32_t l = 0; l < s->n_layer; l++)
@@ -1463,7 +1506,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
 	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
-	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_lfm2(s);
+	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_lfm2(s),
+	     q35 = is_qwen35(s);
 	/* the norms' weights; pk: attn_norm's and ffn_norm's */
 	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
@@ -1533,8 +1577,22 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		}
 		if (!olmo2)
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-		const bool conv = lfm2 && !(s->lfm2_attn >> l & 1);
-		if (conv) { /* lfm2's short-conv block; the conv taps f32 (ggml_ssm_conv's) */
+		const bool conv = (lfm2 && !(s->lfm2_attn >> l & 1)) || qwen35_gdn_layer(s, l);
+		if (q35 && conv) { /* qwen35's delta net (model.h); conv taps f32 */
+			const uint64_t KD = (uint64_t)s->gdn_nk * s->gdn_d;
+			const uint64_t VD = (uint64_t)s->gdn_nv * s->gdn_d;
+			ADD("attn_qkv.weight", t, FILL_RANDOM, E, 2 * KD + VD);
+			ADD("attn_gate.weight", t, FILL_RANDOM, E, VD);
+			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, 2 * KD + VD);
+			ADD("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, s->gdn_nv, 1);
+			ADD("ssm_a", GGUF_DTYPE_F32, FILL_NORM, s->gdn_nv, 1);
+			b->jobs[b->n_jobs - 1].base = -0.2f;
+			ADD("ssm_beta.weight", t, FILL_RANDOM, E, s->gdn_nv);
+			ADD("ssm_alpha.weight", t, FILL_RANDOM, E, s->gdn_nv);
+			ADD("ssm_norm.weight", GGUF_DTYPE_F32, nk, s->gdn_d, 1);
+			ADD("ssm_out.weight", t, FILL_RANDOM, VD, E);
+		} else if (conv) { /* lfm2's short-conv block; the conv taps f32 (ggml_ssm_conv's)
+				    */
 			ADD("shortconv.in_proj.weight", t, FILL_RANDOM, E, 3 * E);
 			ADD("shortconv.conv.weight", GGUF_DTYPE_F32, FILL_RANDOM, 3, E);
 			ADD("shortconv.out_proj.weight", t, FILL_RANDOM, E, E);
@@ -1556,7 +1614,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		} else if (phi3) {	       /* fused, as Phi-3's own checkpoints are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
-			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
+			ADD("attn_q.weight", t, FILL_RANDOM, E, q35 ? 2 * Q : Q); /* qwen35: gate */
 			if (own_kv)
 				ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
 			if (own_kv && !(g4 && s->k_eq_v && !g4_swa(s, l)))
@@ -1588,10 +1646,11 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);
 			b->jobs[b->n_jobs - 1].std = SINK_STD;
 		}
-		if (post || oai || seed || glm4moe) /* gpt-oss, seed_oss, glm4moe: the FFN's
-						     * input norm */
+		if (post || oai || seed || glm4moe || q35) /* gpt-oss, seed_oss, glm4moe, qwen35:
+							    * the FFN's input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
-		if (!oai && !olmo2 && !seed && !glm4moe && !is_cohere(s)) /* cohere: parallel */
+		if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
+		    !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		if (X && l >= s->n_dense_lead) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */

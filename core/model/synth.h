@@ -152,6 +152,15 @@ struct synth_shape {
 	 * shortconv.in_proj, shortconv.conv (f32, l_cache 3), shortconv.out_proj); the output
 	 * norm is written as token_embd_norm, shortconv.l_cache 3, norm weights 1 + N(0, 0.25^2) */
 	uint64_t lfm2_attn;
+	/* qwen35 (model.h's gdn_*): full_attention_interval (layer l attends when (l + 1) %
+	 * gdn_every == 0, its attn_q [q | gate] per head, Q/K norms), the delta-net layers'
+	 * ssm.state_size gdn_d, group_count gdn_nk, time_step_rank gdn_nv (inner_size gdn_nv
+	 * gdn_d), conv_kernel 4; attn_qkv, attn_gate, ssm_conv1d (f32), ssm_dt.bias,
+	 * ssm_a (-0.2 (1 + N(0, 0.25^2)): a decay below 1), ssm_beta, ssm_alpha, ssm_norm,
+	 * ssm_out; the pre-FFN norm as post_attention_norm; rope.dimension_sections [r/4 + r/8
+	 * rounding, ...] summing to rope_dim / 2 (unused by text); norm weights 1 + N(0, 0.25^2).
+	 * Files only. */
+	uint32_t gdn_every, gdn_d, gdn_nk, gdn_nv;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
