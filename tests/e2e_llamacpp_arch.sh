@@ -255,8 +255,11 @@ arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8
 # qwen35 (llama.cpp's qwen35 graph; qwen35-tiny: delta net, attention, delta net): the
 # gated delta net's conv (4 taps), L2-normed Q/K, 4 V heads over 2 K heads, decay and beta,
 # the delta rule, the gated output norm; the attention layer's output gate, per-head Q/K
-# norms, partial NeoX RoPE (IMROPE with text positions).
+# norms, partial NeoX RoPE (IMROPE with text positions). At most 8 tokens an iteration,
+# so that the prompts' prefill runs in chunks, the state carried in its slot between them.
+BGOPTS="--block-size 4 --max-num-tokens 8"
 arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
+BGOPTS="--block-size 4"
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
