@@ -2694,6 +2694,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->xielu && (hp->n_expert || hp->gelu))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the xIELU FFN is supported in dense layers only");
+	if (hp->gdn_conv || hp->attn_out_gate) /* qwen35 */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run gated-delta-net layers (qwen35) yet; "
+			       "the CPU backend does (--device cpu)");
 	if (hp->conv_l &&
 	    (hp->conv_l > GPU_CONV_L_MAX || (uint64_t)hp->n_head * hp->head_dim != hp->n_embd))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,

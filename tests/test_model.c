@@ -1759,6 +1759,65 @@ static void test_lfm2moe(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* qwen35: qwen35-tiny's layer kinds (delta net, attention, delta net), the ssm.* keys as
+ * read, the gated attention's doubled attn_q, the state a delta-net layer keeps, the
+ * parameter count derived by hand; refusals. */
+static void test_qwen35(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("qwen35-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+		/* 512 x 64 (tied) + 64 + 3 x (2 x 64 + 3 x 64 x 128) + 2 delta nets x (64 x 128 +
+		 * 64 x 64 + 4 x 128 + 2 x 4 + 2 x 64 x 4 + 16 + 64 x 64) + attention (64 x 128 + 2
+		 * x 64 x 32 + 64 x 64 + 2 x 16) */
+		CHECK(hp->gdn_conv == 4 && hp->gdn_d == 16 && hp->gdn_nk == 2 && hp->gdn_nv == 4 &&
+			  hp->gdn_every == 2 && hp->attn_out_gate && hp->rope_neox &&
+			  hp->rope_dim == 8 && hp->head_dim == 16 && hp->qk_norm && l0->gdn &&
+			  !l1->gdn && m->layers[2].gdn && l0->gdn_qkv.ne1 == 128 &&
+			  l0->gdn_z.ne1 == 64 && l0->conv_w.ne0 == 4 && l0->wo.ne0 == 64 &&
+			  l1->wq.ne1 == 128 && l1->wk.ne1 == 32 && l1->ffn_norm.data &&
+			  model_state_floats(hp, l0) == 3 * 128 + 4 * 16 * 16 &&
+			  model_state_floats(hp, l1) == 0 && m->n_params == 158224 &&
+			  m->n_params == synth_n_params(synth_find_shape("qwen35-tiny"), true),
+		      "qwen35-tiny hparams and layers, n_params %llu",
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	static const struct refusal bad[] = {
+	    {"qwen35-tiny", ME_KEY, "qwen35.ssm.conv_kernel", UINT32_MAX, BG_ERR_FORMAT,
+	     "qwen35.ssm.conv_kernel is missing or not in [2, 8]"},
+	    {"qwen35-tiny", ME_KEY, "qwen35.ssm.conv_kernel", 9, BG_ERR_FORMAT,
+	     "qwen35.ssm.conv_kernel is missing or not in [2, 8]"},
+	    {"qwen35-tiny", ME_KEY, "qwen35.ssm.time_step_rank", 3, BG_ERR_FORMAT,
+	     "are missing or inconsistent"},
+	    {"qwen35-tiny", ME_KEY, "qwen35.ssm.inner_size", 63, BG_ERR_FORMAT,
+	     "are missing or inconsistent"},
+	    {"qwen35-tiny", ME_KEY, "qwen35.ssm.state_size", 0, BG_ERR_FORMAT,
+	     "are missing or inconsistent"},
+	    {"qwen35-tiny", ME_KEY, "qwen35.ssm.state_size", 8, BG_ERR_FORMAT,
+	     "are missing or inconsistent"},
+	    {"qwen35-tiny", ME_KEY, "qwen35.full_attention_interval", 0, BG_ERR_FORMAT,
+	     "qwen35.full_attention_interval is 0"},
+	    /* absent: 4, so layer 1 is a delta net the file does not have */
+	    {"qwen35-tiny", ME_KEY, "qwen35.full_attention_interval", UINT32_MAX, BG_ERR_FORMAT,
+	     "'blk.1.attn_qkv.weight' is missing"},
+	    {"qwen35-tiny", ME_BOOLS, "qwen35.attention.recurrent_layers", 5, BG_ERR_UNSUPPORTED,
+	     "qwen35.attention.recurrent_layers (a layer pattern other than"},
+	    {"qwen35-tiny", ME_KEY_F32, "qwen35.attention.scale", 100, BG_ERR_UNSUPPORTED,
+	     "qwen35.attention.scale is not supported"},
+	    {"qwen35-tiny", ME_DROP, "blk.2.ssm_a", 0, BG_ERR_FORMAT, "'blk.2.ssm_a' is missing"},
+	    {"qwen35-tiny", ME_HALVE, "blk.1.attn_q.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_q.weight' has shape"},
+	    {"qwen35-tiny", ME_HALVE, "blk.0.ssm_conv1d.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ssm_conv1d.weight' has shape"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* glm4moe: the leading dense layer and the MoE ones (selection bias, shared expert), the
  * routing keys as read (sigmoid, norm, scale 2.5), the Q/K norms blk.0 decides, the NextN
  * layer skipped; the released sizes' parameter counts (synth.c derives them); refusals. */
@@ -2317,6 +2376,7 @@ int main(void)
 	test_glm4moe();
 	test_lfm2();
 	test_lfm2moe();
+	test_qwen35();
 	test_deepseek2();
 	test_minimax();
 	test_lazy_new_arch();
