@@ -367,6 +367,37 @@ struct gpu_shortconv_args {
 cudaError_t gpu_shortconv(const struct gpu_shortconv_args *a, enum gpu_dtype dt,
 			  cudaStream_t stream);
 
+/* ---- deltanet.cu ---- */
+
+/* qwen35's gated delta net (core/model/model.h's gdn_*) between the layer's projection
+ * GEMM and ssm_out, as the CPU backend's cpu_deltanet.h computes it (the same fp32
+ * operations in the same order, no FMA contraction; the sums of squares and CUDA's expf
+ * and logf may differ in the last bits). proj's rows (ld apart, fp32) are [u (CD = 2 nk d
+ * + nv d): q | k | v, z (VD = nv d), beta (nv), alpha (nv)]. Sequence i of the pass is
+ * rows seq[3 i] .. + seq[3 i + 1] - 1 in order, its state at state + seq[3 i + 2] *
+ * state_stride (the layer's: [CD][conv - 1] conv rows, then per V head a d x d matrix,
+ * row j = S's column j). */
+struct gpu_gdn_args {
+	const float *proj;
+	int ld, n_tok, n_seq;
+	const int32_t *seq; /* [n_seq][3]: first row, rows, state slot (device) */
+	float *state;	    /* the slots' base, offset to this layer's values */
+	int64_t state_stride;
+	int d, nk, nv, conv;
+	float eps;
+	const float *conv_w; /* [CD][conv] fp32 */
+	const float *dt_a;   /* [2 nv] fp32: ssm_dt.bias, then ssm_a */
+	const float *norm;   /* [d] fp32 ssm_norm */
+	float *cbuf;	     /* [n_tok][CD] fp32 scratch: the conv's output, then Q/K normed */
+	float *obuf;	     /* [n_tok][VD] fp32 scratch: the heads' outputs */
+	void *out;	     /* [n_tok][VD] of dt: ssm_out's input */
+};
+/* Four launches: the conv (a thread a channel, the sequence's tokens in order), the Q/K
+ * L2 norms, the recurrence (a block per (sequence, V head), a thread per state row), the
+ * gated norm into out. cudaErrorInvalidValue for conv outside [2, GPU_CONV_L_MAX], d above
+ * 1024 or nv not a multiple of nk. */
+cudaError_t gpu_gdn(const struct gpu_gdn_args *a, enum gpu_dtype dt, cudaStream_t stream);
+
 /* ---- gemm.cu ---- */
 
 /* y[t, r] = sum_i W[r, i] * x[t, i]: W [n_out, n_in] and x [n_tok, n_in] of dt, y

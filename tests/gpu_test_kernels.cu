@@ -16,6 +16,7 @@
 #include "gpu/moe.cuh"
 
 extern "C" {
+#include "cpu/cpu_deltanet.h"
 #include "model/half.h"
 #include "model/moe.h"
 #include "model/quant.h"
@@ -524,6 +525,85 @@ static void test_swiglu(void)
 		cudaFree(d);
 		cudaFree(out);
 	}
+}
+
+/* gpu_gdn (qwen35's gated delta net) against the CPU backend's cpu_deltanet functions:
+ * two sequences (5 and 7 rows, in slots 1 and 0 of 3) from random states, so that the
+ * carried state, the slot mapping and the V-to-K head map (4 V heads over 2 K heads) all
+ * count; head sizes 16 and 40 (not a warp multiple); padded projection rows; the states
+ * left and the output in every storage type. */
+static void test_gdn(void)
+{
+	for (int d : {16, 40})
+		for (enum gpu_dtype dt : all_dt) {
+			struct model_hparams hp = {};
+			hp.gdn_conv = 4;
+			hp.gdn_d = (uint32_t)d;
+			hp.gdn_nk = 2;
+			hp.gdn_nv = 4;
+			hp.rms_eps = 1e-6f;
+			const int nv = 4, VD = nv * d, CD = 2 * 2 * d + VD, ld = CD + VD + 2 * nv + 3;
+			const int n_tok = 12, slots = 3;
+			const int64_t per = (int64_t)3 * CD + (int64_t)nv * d * d;
+			const int32_t seq[6] = {0, 5, 1, 5, 7, 0};
+			std::vector<float> proj = rand_vec((size_t)n_tok * ld, -2, 2);
+			std::vector<float> state = rand_vec((size_t)slots * per, -0.5f, 0.5f);
+			std::vector<float> w = rand_vec((size_t)CD * 4, -0.6f, 0.6f);
+			std::vector<float> dta = rand_vec(2 * nv, -1, 1);
+			for (int h = 0; h < nv; h++)
+				dta[nv + h] = -0.1f - 0.3f * (float)h; /* ssm_a: negative */
+			std::vector<float> norm = rand_vec(d, 0.5f, 1.5f);
+			float *d_proj = dev_vec(proj), *d_state = dev_vec(state), *d_w = dev_vec(w);
+			float *d_dta = dev_vec(dta), *d_norm = dev_vec(norm);
+			int32_t *d_seq = (int32_t *)dev_upload(seq, sizeof seq);
+			float *cbuf, *obuf;
+			void *out;
+			REQUIRE(cudaMalloc(&cbuf, (size_t)n_tok * CD * 4));
+			REQUIRE(cudaMalloc(&obuf, (size_t)n_tok * VD * 4));
+			REQUIRE(cudaMalloc(&out, (size_t)n_tok * VD * 4));
+			struct gpu_gdn_args a = {d_proj, ld,	 n_tok, 2,    d_seq,  d_state, per,
+						 d,	 2,	 nv,	4,    1e-6f, d_w,    d_dta,
+						 d_norm, cbuf,	 obuf,	out};
+			REQUIRE(gpu_gdn(&a, dt, 0));
+			std::vector<float> got = dev_download_st(dt, out, (size_t)n_tok * VD);
+			std::vector<float> got_st = dev_download<float>(d_state, state.size());
+			std::vector<float> cb((size_t)n_tok * CD), ob((size_t)n_tok * VD);
+			for (int i = 0; i < 2; i++) {
+				const int t0 = seq[3 * i], n = seq[3 * i + 1];
+				float *st = state.data() + (size_t)seq[3 * i + 2] * per;
+				const float *pr = proj.data() + (size_t)t0 * ld;
+				cpu_gdn_conv(&hp, st, w.data(), pr, ld, n, cb.data() + (size_t)t0 * CD,
+					     CD, 0, CD);
+				for (int t = t0; t < t0 + n; t++)
+					cpu_gdn_qk_norm(&hp, cb.data() + (size_t)t * CD);
+				for (int h = 0; h < nv; h++)
+					cpu_gdn_recur(&hp, st, cb.data() + (size_t)t0 * CD, CD,
+						      pr + CD + VD, pr + CD + VD + nv, ld, dta.data(),
+						      dta.data() + nv, h, n, ob.data() + (size_t)t0 * VD,
+						      VD);
+			}
+			std::vector<float> want((size_t)n_tok * VD);
+			for (int t = 0; t < n_tok; t++) {
+				cpu_gdn_out_norm(&hp, ob.data() + (size_t)t * VD,
+						 proj.data() + (size_t)t * ld + CD, norm.data());
+				for (int i = 0; i < VD; i++)
+					want[(size_t)t * VD + i] = st_round(dt, ob[(size_t)t * VD + i]);
+			}
+			/* CUDA's expf / logf within 2 ulp of glibc's, the squares summed in
+			 * another order: a few fp32 ulps through the recurrence */
+			check_close("gdn out", got, want, 1e-6,
+				    dt == GPU_F32 ? 2e-5 : 2 * st_rtol(dt));
+			check_close("gdn state", got_st, state, 1e-6, 2e-5);
+			cudaFree(d_proj);
+			cudaFree(d_state);
+			cudaFree(d_w);
+			cudaFree(d_dta);
+			cudaFree(d_norm);
+			cudaFree(d_seq);
+			cudaFree(cbuf);
+			cudaFree(obuf);
+			cudaFree(out);
+		}
 }
 
 /* gpu_xielu (apertus's FFN activation): values worked by hand for p = {an 2, ap 0.5, beta
@@ -4071,6 +4151,7 @@ int main(void)
 	RUN(bias, test_bias());
 	RUN(swiglu, test_swiglu());
 	RUN(xielu, test_xielu());
+	RUN(gdn, test_gdn());
 	RUN(gemm, test_gemm(h));
 	RUN(gemv, test_gemv());
 	RUN(gemv, test_gemv_bucket());
