@@ -97,6 +97,13 @@ struct cuda_layer {
 	 * bx row (n_embd of dt); conv_w the taps [n_embd, conv_l] fp32 */
 	bool conv;
 	float *conv_w;
+	/* qwen35's delta-net layer (model.h's gdn_*): wqkv holds [attn_qkv | attn_gate |
+	 * ssm_beta | ssm_alpha] (qkv_rows CD + VD + 2 nv; never resident), wo ssm_out (n_q =
+	 * o_in = VD, no K/V slab); conv_w its taps [CD, conv] and gdn_vec [2 nv + d] ssm_dt.bias,
+	 * ssm_a, ssm_norm, fp32. qwen35's attention layers: wqkv's Q part is [per head q | gate]
+	 * (qkv_rows 2 n_q + 2 n_kv) */
+	bool gdn;
+	float *gdn_vec;
 	float xielu[4];		     /* apertus: model_layer.xielu (hp.xielu) */
 	/* the layer's geometry (gemma4's windowed layers have their own; model.h): head
 	 * size, K/V heads, Q and K/V row widths (wqkv is [n_q + 2 n_kv, n_embd]), where its
@@ -238,6 +245,9 @@ struct cuda_ctx {
 	 * GEMM inputs [cap_tok, mla_xw] of dt (the normed q_a, then q_nope, then wv_b's
 	 * output); NULL otherwise */
 	float *mla_q, *mla_f;
+	/* qwen35 (gpu_gdn, gpu_q_gate_split): fp32 scratch [cap_tok][gscr_c], [cap_tok][gscr_o] */
+	float *gcbuf, *gobuf;
+	int gscr_c, gscr_o;
 	void *mla_x;
 	size_t act_bytes;
 
@@ -381,7 +391,8 @@ static enum gpu_dtype pick_dtype(const struct model *m)
 {
 	/* deepseek2 with q_lora has no wq: its wkv_a; lfm2's conv layer: its in_proj */
 	const struct model_layer *l0 = &m->layers[0];
-	switch ((m->hp.mla ? l0->wkv_a : l0->conv ? l0->conv_in : l0->wq).type) {
+	switch ((m->hp.mla ? l0->wkv_a : l0->conv ? l0->conv_in : l0->gdn ? l0->gdn_qkv : l0->wq)
+		    .type) {
 	case GGUF_DTYPE_F32: return GPU_F32;
 	case GGUF_DTYPE_F16: return GPU_F16;
 	default: /* BF16 and Q8_0: bf16 has fp32's range, so activations cannot overflow */
@@ -717,6 +728,8 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 			b += exps_array_bytes(w[i]);
 		return b;
 	}
+	if (k == 0 && ml->gdn) /* qwen35: four matrices (gpu_qmat holds three), dense */
+		return dense;
 	const struct model_weight *w[GPU_QMAT_PARTS];
 	int sh, n = layer_parts(hp, ml, k, moe, w, &sh);
 	if (n == 0)
@@ -843,8 +856,14 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	       sz_kvn = hp->mla ? align_up(CL * 4, 256) : 0;
 	/* lfm2: every layer has room for conv taps (fp32), used by the conv layers */
 	size_t sz_conv = hp->conv_l ? align_up(E * hp->conv_l * 4, 256) : 0;
-	size_t per_layer =
-	    sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan + sz_kvn + sz_conv;
+	/* qwen35: every layer has room for the delta net's taps and vectors (fp32) */
+	const size_t GVD = (size_t)hp->gdn_nv * hp->gdn_d,
+		     GCD = 2 * (size_t)hp->gdn_nk * hp->gdn_d + GVD;
+	if (hp->gdn_conv)
+		sz_conv = align_up(GCD * hp->gdn_conv * 4, 256);
+	size_t sz_gvec = hp->gdn_conv ? align_up((2 * (size_t)hp->gdn_nv + hp->gdn_d) * 4, 256) : 0;
+	size_t per_layer = sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan +
+			   sz_kvn + sz_conv + sz_gvec;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -954,6 +973,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_post;
 		L->conv_w = sz_conv ? (float *)p : NULL;
 		p += sz_conv;
+		L->gdn_vec = sz_gvec ? (float *)p : NULL;
+		p += sz_gvec;
 		float **oai[6] = {&L->sinks,	    &L->bo,	    &L->router_b,
 				  &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
 		for (int i = 0; i < 6; i++) {
@@ -971,28 +992,43 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				st = upload_weight(&u, &ml->conv_in, qkv, UP_MATRIX, err);
 			if (st == BG_OK)
 				st = upload_weight(&u, &ml->conv_w, L->conv_w, UP_NORM, err);
+		} else if (st == BG_OK && L->gdn) { /* qwen35: four matrices' rows, the vectors */
+			const struct model_weight *gw[4] = {&ml->gdn_qkv, &ml->gdn_z, &ml->gdn_beta,
+							    &ml->gdn_alpha};
+			size_t row = 0;
+			for (int i = 0; i < 4 && st == BG_OK; i++) {
+				st = upload_weight(&u, gw[i], qkv + row * E * es, UP_MATRIX, err);
+				row += gw[i]->ne1;
+			}
+			const struct model_weight *gv[4] = {&ml->conv_w, &ml->gdn_dt, &ml->gdn_a,
+							    &ml->gdn_norm};
+			float *gd[4] = {L->conv_w, L->gdn_vec, L->gdn_vec + hp->gdn_nv,
+					L->gdn_vec + 2 * hp->gdn_nv};
+			for (int i = 0; i < 4 && st == BG_OK; i++)
+				st = upload_weight(&u, gv[i], gd[i], UP_NORM, err);
 		} else if (st == BG_OK && hp->mla) /* deepseek2 (model.h): its own matrices */
 			st = upload_mla(&u, ml, L, res[0], err);
 		else if (st == BG_OK && !res[0])
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
-		if (L->conv) {
+		/* the rows before K: Q's, or (qwen35) Q's and the gates' */
+		const size_t qw = (size_t)(L->qkv_rows - 2 * L->n_kv);
+		if (L->conv || L->gdn) {
 			/* in_proj uploaded above */
 		} else if (st == BG_OK && !res[0] && !hp->mla)
-			st = upload_weight(&u, &ml->wk, qkv + (size_t)L->n_q * E * es, UP_MATRIX,
-					   err);
-		if (hp->mla || L->conv || st != BG_OK || res[0]) {
+			st = upload_weight(&u, &ml->wk, qkv + qw * E * es, UP_MATRIX, err);
+		if (hp->mla || L->conv || L->gdn || st != BG_OK || res[0]) {
 			/* uploaded above, or resident */
 		} else if (ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
 			cudaError_t ce =
-			    cudaMemcpyAsync(qkv + (size_t)(L->n_q + L->n_kv) * E * es,
-					    qkv + (size_t)L->n_q * E * es, (size_t)L->n_kv * E * es,
+			    cudaMemcpyAsync(qkv + (qw + L->n_kv) * E * es, qkv + qw * E * es,
+					    (size_t)L->n_kv * E * es,
 					    cudaMemcpyDeviceToDevice, c->stream);
 			if (ce != cudaSuccess)
 				st = bg_fail(err, BG_ERR_DEVICE, "copying K's rows to V's: %s",
 					     cudaGetErrorString(ce));
 		} else {
-			st = upload_weight(&u, &ml->wv, qkv + (size_t)(L->n_q + L->n_kv) * E * es,
-					   UP_MATRIX, err);
+			st = upload_weight(&u, &ml->wv, qkv + (qw + L->n_kv) * E * es, UP_MATRIX,
+					   err);
 		}
 		if (st == BG_OK && !res[1])
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
@@ -1022,9 +1058,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		const struct cuda_layer *L = &c->layers[l];
-		if (st == BG_OK && L->q_norm && !L->conv) /* lfm2: none on conv layers */
+		if (st == BG_OK && L->q_norm && !L->conv && !L->gdn) /* lfm2, qwen35: none */
 			st = upload_weight(&u, &ml->q_norm, L->q_norm, UP_NORM, err);
-		if (st == BG_OK && L->k_norm && !L->conv)
+		if (st == BG_OK && L->k_norm && !L->conv && !L->gdn)
 			st = upload_weight(&u, &ml->k_norm, L->k_norm, UP_NORM, err);
 		if (st == BG_OK && L->attn_post)
 			st = upload_weight(&u, &ml->attn_post_norm, L->attn_post, UP_NORM, err);
@@ -1160,14 +1196,15 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;
 	/* deepseek2: mla_q, mla_f, mla_x (0 bytes otherwise) */
 	const bool mla = c->hp.mla;
-	enum { N_BUF = 22 };
+	enum { N_BUF = 24 };
 	size_t sizes[N_BUF] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
 			       es * N * E, es * N * c->n_q,   es * N * F, 4 * GPU_GEMV_MAX_TOK * E,
 			       4 * N * NX, 4 * NP * E,	      es * NP * FX, 4 * NP,
 			       4 * NP,	   4 * NP,	      4 * (NX + 1),  4 * 2 * n_tiles,
 			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0,
 			       c->hp.parallel ? 4 * N * E : 0,
-			       mla ? 4 * N * c->n_q : 0, 4 * N * c->mla_qr, es * N * c->mla_xw};
+			       mla ? 4 * N * c->n_q : 0, 4 * N * c->mla_qr, es * N * c->mla_xw,
+			       4 * N * c->gscr_c, 4 * N * c->gscr_o};
 	size_t total = 0;
 	for (int i = 0; i < N_BUF; i++)
 		total += align_up(sizes[i], 256);
@@ -1184,7 +1221,8 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 			     (void **)&mp->w,	      (void **)&mp->sorted,   (void **)&mp->offs,
 			     (void **)&mp->tiles,     (void **)&mp->n_tiles,     (void **)&c->moe_xf,
 			     (void **)&c->par,
-			     (void **)&c->mla_q,      (void **)&c->mla_f,	      &c->mla_x};
+			     (void **)&c->mla_q,      (void **)&c->mla_f,	      &c->mla_x,
+			     (void **)&c->gcbuf,      (void **)&c->gobuf};
 	for (int i = 0; i < N_BUF; i++) {
 		*dst[i] = p;
 		p += align_up(sizes[i], 256);
@@ -1201,6 +1239,7 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 struct pass {
 	int32_t n_tok, n_out, max_ctx, n_bt;
 	int32_t n_tiles, n_list; /* attention: tiled runs, per-query tokens */
+	int32_t n_seg;		 /* the sequences' runs of tokens (gpu_gdn's seq) */
 };
 
 /* How attention covers a run of `take` consecutive tokens of one sequence. */
@@ -1217,6 +1256,7 @@ struct pass_ptrs {
 	const int32_t *tokens, *pos, *slots, *tok_bt; /* [n_tok] */
 	const int32_t *rows;			      /* [n_out] */
 	const int32_t *bt, *tiles, *list;
+	const int32_t *seg; /* [n_seg][3]: first row, rows, state slot */
 };
 
 /* The metadata layout of an ordinary pass in c->d_meta. */
@@ -1232,6 +1272,7 @@ static struct pass_ptrs pass_layout(const struct cuda_ctx *c, const struct pass 
 	q.bt = q.rows + ps->n_out;
 	q.tiles = q.bt + ps->n_bt;
 	q.list = q.tiles + 2 * ps->n_tiles;
+	q.seg = q.list + ps->n_list;
 	return q;
 }
 
@@ -1516,14 +1557,15 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		bool qkv_epilogue = false;
 		/* the previous layer's FFN output joins the residual here */
 		if (fused) { /* lfm2's conv layers: in_proj, no epilogue */
-			struct gpu_gemv_args g = gemv_plain(L->wqkv, L->n_q + 2 * L->n_kv, E, n,
-							    NULL, 0, c->qkv, c->ld_qkv);
+			struct gpu_gemv_args g =
+			    gemv_plain(L->wqkv, L->qkv_rows, E, n, NULL, 0, c->qkv, c->ld_qkv);
 			g.q = L->q_qkv;
 			gemv_prologue(&g, xr, l ? c->tmp : NULL, L->attn_norm, hp->rms_eps, NULL,
 				      l ? xo : NULL);
 			g.post = qp;
 			/* no head norms; lfm2's conv layers: none */
-			qkv_epilogue = g.qkv_post = !L->conv && gpu_gemv_qkv_fits(&g);
+			qkv_epilogue = g.qkv_post =
+			    !L->conv && !hp->attn_out_gate && gpu_gemv_qkv_fits(&g);
 			g.pdl = pdl;
 			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
 			if (l)
@@ -1562,13 +1604,37 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 						      L->n_kvh, L->hd, L->q_norm, L->k_norm,
 						      hp->rms_eps, s));
 		}
-		if (L->conv) {
+		if (L->gdn) { /* qwen35: the delta net, its output into attn */
+			struct gpu_gdn_args ga;
+			ga.proj = c->qkv;
+			ga.ld = c->ld_qkv;
+			ga.n_tok = n;
+			ga.n_seq = ps->n_seg;
+			ga.seq = pp->seg;
+			ga.state = c->state + c->state_off[l];
+			ga.state_stride = (int64_t)c->state_floats;
+			ga.d = (int)hp->gdn_d;
+			ga.nk = (int)hp->gdn_nk;
+			ga.nv = (int)hp->gdn_nv;
+			ga.conv = (int)hp->gdn_conv;
+			ga.eps = hp->rms_eps;
+			ga.conv_w = L->conv_w;
+			ga.dt_a = L->gdn_vec;
+			ga.norm = L->gdn_vec + 2 * hp->gdn_nv;
+			ga.cbuf = c->gcbuf;
+			ga.obuf = c->gobuf;
+			ga.out = c->attn;
+			CUDA_CHECK(gpu_gdn(&ga, c->dt, s));
+		} else if (L->conv) {
 			/* done above */
 		} else if (hp->mla) { /* deepseek2: its queries into mla_q, its key rows into kv */
 			enum bg_status st = mla_qkv(c, L, n, d_pos, d_slots, kv, err);
 			if (st != BG_OK)
 				return st;
 		} else if (!qkv_epilogue) {
+			if (hp->attn_out_gate) /* qwen35: Q's rows apart from the gates' */
+				CUDA_CHECK(gpu_q_gate_split(c->qkv, c->ld_qkv, n, (int)hp->n_head,
+							    L->hd, L->n_kv, c->gcbuf, c->gobuf, s));
 			CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
 		}
 		struct gpu_attn_args a;
@@ -1595,8 +1661,10 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		a.pdl = pdl;
 		a.sinks = L->sinks; /* gpt-oss; NULL otherwise */
-		if (!L->conv)
+		if (!L->conv && !L->gdn)
 			CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
+		if (hp->attn_out_gate && !L->gdn) /* qwen35: times sigmoid(gate) */
+			CUDA_CHECK(gpu_attn_gate(c->attn, c->gobuf, n, L->n_q, c->dt, s));
 		if (fused) {
 			struct gpu_gemv_args g =
 			    gemv_plain(L->wo, E, L->n_q, n, c->attn, L->n_q, c->tmp, E);
@@ -1930,9 +1998,9 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 
 	if (!c->graph[gi]) {
 		const int32_t *d = c->d_gmeta;
-		struct pass ps = {Bp, Bp, 0, 0, 0, Bp};
+		struct pass ps = {Bp, Bp, 0, 0, 0, Bp, 0}; /* no state here (graph_fits) */
 		struct pass_ptrs pp = {d,	   d + Bp,     d + 2 * Bp, d + 3 * Bp,
-				       d + 4 * Bp, d + 6 * Bp, NULL,	   d + 5 * Bp};
+				       d + 4 * Bp, d + 6 * Bp, NULL,	   d + 5 * Bp, NULL};
 		/* The split count is baked into the graph: size it for the longest context
 		 * the model allows (each token splits its own context in parts of at least
 		 * GPU_ATTN_SPLIT_MIN_KEYS keys, so a short one fills its first splits only;
@@ -2021,7 +2089,7 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 	int32_t si = 0, ti = 0, row = 0;
 	while (si < b->n_seqs) {
 		/* size the pass: tokens, wanted rows, block-table entries */
-		struct pass ps = {0, 0, 0, 0, 0, 0};
+		struct pass ps = {0, 0, 0, 0, 0, 0, 0};
 		for (int32_t s2 = si, t2 = ti; s2 < b->n_seqs && ps.n_tok < c->cap_tok;) {
 			const struct backend_seq *sq = &b->seqs[s2];
 			int32_t take = sq->n_tokens - t2;
@@ -2030,6 +2098,7 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			int32_t end = sq->pos0 + t2 + take;
 			ps.n_bt += (end + c->block_size - 1) / c->block_size;
 			attn_cover(take, &ps.n_tiles, &ps.n_list);
+			ps.n_seg++;
 			for (int32_t j = t2; j < t2 + take; j++)
 				ps.n_out += sq->want_logits[j] != 0;
 			ps.n_tok += take;
@@ -2040,9 +2109,9 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			}
 		}
 		/* Layout of the metadata: tokens, pos, slots, tok_bt [n_tok] | rows [n_out] |
-		 * block tables [n_bt] | tiles [2 n_tiles] | list [n_list]. */
+		 * block tables [n_bt] | tiles [2 n_tiles] | list [n_list] | seg [3 n_seg]. */
 		size_t used = 4 * (size_t)ps.n_tok + (size_t)ps.n_out + (size_t)ps.n_bt +
-			      2 * (size_t)ps.n_tiles + (size_t)ps.n_list;
+			      2 * (size_t)ps.n_tiles + (size_t)ps.n_list + 3 * (size_t)ps.n_seg;
 		struct cuda_staging *sm;
 		if ((st = staging_take(c->meta, &c->meta_slot, &sm, err)) != BG_OK)
 			return st;
@@ -2066,12 +2135,17 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		int32_t *tok = sm->h, *pos = tok + n, *slots = pos + n, *tok_bt = slots + n;
 		int32_t *rows = tok_bt + n, *bt = rows + ps.n_out;
 		int32_t *tiles = bt + ps.n_bt, *list = tiles + 2 * ps.n_tiles;
-		int32_t k = 0, r = 0, n_bt = 0, n_tiles = 0, n_list = 0;
+		int32_t *seg = list + ps.n_list;
+		int32_t k = 0, r = 0, n_bt = 0, n_tiles = 0, n_list = 0, n_seg = 0;
 		while (k < n) {
 			const struct backend_seq *sq = &b->seqs[si];
 			int32_t take = sq->n_tokens - ti;
 			if (take > n - k)
 				take = n - k;
+			seg[3 * n_seg] = k;
+			seg[3 * n_seg + 1] = take;
+			seg[3 * n_seg + 2] = sq->state_slot;
+			n_seg++;
 			int32_t end = sq->pos0 + ti + take;
 			int32_t nb = (end + c->block_size - 1) / c->block_size;
 			memcpy(bt + n_bt, sq->block_table, (size_t)nb * sizeof *bt);
@@ -2107,7 +2181,7 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			}
 		}
 		BG_ASSERT(r == ps.n_out && n_bt == ps.n_bt && n_tiles == ps.n_tiles &&
-			  n_list == ps.n_list);
+			  n_list == ps.n_list && n_seg == ps.n_seg);
 		CUDA_CHECK(cudaMemcpyAsync(c->d_meta, sm->h, used * 4, cudaMemcpyHostToDevice,
 					   c->stream));
 		if ((st = staging_sent(c, sm, err)) != BG_OK)
@@ -2694,10 +2768,13 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->xielu && (hp->n_expert || hp->gelu))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the xIELU FFN is supported in dense layers only");
-	if (hp->gdn_conv || hp->attn_out_gate) /* qwen35 */
+	if ((hp->gdn_conv || hp->attn_out_gate) && /* qwen35: gpu_gdn's bounds */
+	    (hp->gdn_conv > GPU_CONV_L_MAX || hp->gdn_d > 1024 || !m->tok_embd.data ||
+	     !hp->gdn_nk || hp->gdn_nv % hp->gdn_nk))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend does not run gated-delta-net layers (qwen35) yet; "
-			       "the CPU backend does (--device cpu)");
+			       "the CUDA backend cannot run this gated delta net (qwen35: conv of "
+			       "at most %d taps, heads of at most 1024)",
+			       GPU_CONV_L_MAX);
 	if (hp->conv_l &&
 	    (hp->conv_l > GPU_CONV_L_MAX || (uint64_t)hp->n_head * hp->head_dim != hp->n_embd))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -2899,6 +2976,23 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 			L->n_q = L->n_kv = (int)hp->n_embd;
 		L->qkv_rows = hp->mla ? c->ld_qkv : L->n_q + 2 * L->n_kv;
 		L->o_in = hp->mla ? (int)(hp->n_head * hp->mla_v_head) : L->n_q;
+		L->gdn = m->layers[l].gdn;
+		if (L->gdn) { /* qwen35: [u | z | beta | alpha] rows, VD into ssm_out, no slab */
+			const int VD = (int)(hp->gdn_nv * hp->gdn_d);
+			L->n_q = L->o_in = VD;
+			L->n_kv = 0;
+			L->qkv_rows = 2 * (int)(hp->gdn_nk * hp->gdn_d) + 2 * VD + 2 * (int)hp->gdn_nv;
+			c->gscr_c = L->qkv_rows - VD - 2 * (int)hp->gdn_nv > c->gscr_c
+					? L->qkv_rows - VD - 2 * (int)hp->gdn_nv
+					: c->gscr_c;
+		} else if (hp->attn_out_gate) { /* qwen35: the gates' rows after Q's */
+			L->qkv_rows += L->n_q;
+			c->gscr_c = L->qkv_rows > c->gscr_c ? L->qkv_rows : c->gscr_c;
+		}
+		if (hp->gdn_conv) /* the gates (attention) or the heads' outputs (delta net) */
+			c->gscr_o = L->n_q > c->gscr_o ? L->n_q : c->gscr_o;
+		c->ld_qkv = L->qkv_rows > c->ld_qkv ? L->qkv_rows : c->ld_qkv;
+		c->n_q = L->n_q > c->n_q ? L->n_q : c->n_q;
 		/* deepseek2: the K slab alone (V is read from the K rows, as on the CPU); lfm2's
 		 * conv layers: their bx rows alone */
 		off += (hp->mla || L->conv ? 1 : 2) * (int64_t)c->block_size * L->n_kv;

@@ -8,8 +8,9 @@ __device__ __forceinline__ float gdn_silu(float x)
 	return x / __fadd_rn(1.0f, expf(-x));
 }
 
-/* Channel i of sequence blockIdx.x: the window of the conv state's conv - 1 rows and the
- * token's u, the fp32 sum over taps in order, SiLU; the state left with the last rows. */
+/* Channel i of sequence blockIdx.x: per token the fp32 sum over taps in order of the inputs
+ * (the conv state's conv - 1 rows, then u's), SiLU; the state left with the last rows. No
+ * window array (a stack frame, which tests/gpu_gates.sh refuses): inputs read again. */
 __global__ void gdn_conv_kernel(struct gpu_gdn_args a)
 {
 	const int CD = 2 * a.nk * a.d + a.nv * a.d, K = a.conv, H = K - 1;
@@ -20,20 +21,20 @@ __global__ void gdn_conv_kernel(struct gpu_gdn_args a)
 	const int t0 = sq[0], n = sq[1];
 	float *st = a.state + (int64_t)sq[2] * a.state_stride + (int64_t)i * H;
 	const float *w = a.conv_w + (int64_t)i * K;
-	float win[GPU_CONV_L_MAX];
-	for (int k = 0; k < H; k++)
-		win[k] = st[k];
+	const float *u = a.proj + (int64_t)t0 * a.ld + i;
 	for (int t = 0; t < n; t++) {
-		win[H] = a.proj[(int64_t)(t0 + t) * a.ld + i];
 		float sum = 0.0f;
-		for (int k = 0; k < K; k++)
-			sum = __fadd_rn(sum, __fmul_rn(win[k], w[k]));
+		for (int k = 0; k < K; k++) {
+			const int q = t - H + k;
+			const float x = q < 0 ? st[H + q] : u[(int64_t)q * a.ld];
+			sum = __fadd_rn(sum, __fmul_rn(x, w[k]));
+		}
 		a.cbuf[(int64_t)(t0 + t) * CD + i] = gdn_silu(sum);
-		for (int k = 0; k < H; k++)
-			win[k] = win[k + 1];
 	}
-	for (int k = 0; k < H; k++)
-		st[k] = win[k];
+	for (int k = 0; k < H; k++) { /* st[k + n] is read before it is written */
+		const int q = n - H + k;
+		st[k] = q >= 0 ? u[(int64_t)q * a.ld] : st[k + n];
+	}
 }
 
 /* 1 / sqrtf(mean of squares + eps) of x[0..n), the squares' sum in double (a warp) */
@@ -140,5 +141,55 @@ cudaError_t gpu_gdn(const struct gpu_gdn_args *a, enum gpu_dtype dt, cudaStream_
 	if ((e = cudaGetLastError()) != cudaSuccess)
 		return e;
 	GPU_DISPATCH_DTYPE(dt, T, gdn_out_kernel<T><<<dim3(g.n_tok, g.nv), 32, 0, stream>>>(g));
+	return cudaGetLastError();
+}
+
+/* Row blockIdx.x of qkv ([per head q | gate] (2 n_q) | K | V): copied into scratch, then
+ * written back as [Q | K | V] with the gates into gate ([n_tok][n_q]) */
+__global__ void q_gate_split_kernel(float *qkv, int ld, int n_head, int hd, int n_kv,
+				    float *scratch, float *gate)
+{
+	const int64_t r = blockIdx.x;
+	const int nq = n_head * hd, w = 2 * nq + 2 * n_kv;
+	float *row = qkv + r * ld, *s = scratch + r * w;
+	for (int i = threadIdx.x; i < w; i += blockDim.x)
+		s[i] = row[i];
+	__syncthreads();
+	for (int i = threadIdx.x; i < nq; i += blockDim.x) {
+		const int h = i / hd, e = i % hd;
+		row[i] = s[2 * h * hd + e];
+		gate[r * nq + i] = s[2 * h * hd + hd + e];
+	}
+	for (int i = threadIdx.x; i < 2 * n_kv; i += blockDim.x)
+		row[nq + i] = s[2 * nq + i];
+}
+
+cudaError_t gpu_q_gate_split(float *qkv, int ld, int n_tok, int n_head, int hd, int n_kv,
+			     float *scratch, float *gate, cudaStream_t stream)
+{
+	if (n_tok <= 0)
+		return cudaSuccess;
+	q_gate_split_kernel<<<n_tok, 256, 0, stream>>>(qkv, ld, n_head, hd, n_kv, scratch, gate);
+	return cudaGetLastError();
+}
+
+/* attn[t, i] *= sigmoid(gate[t, i]) (the product in fp32, stored as T) */
+template <typename T> __global__ void attn_gate_kernel(T *attn, const float *gate, int64_t n)
+{
+	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+	     i += (int64_t)gridDim.x * blockDim.x)
+		attn[i] =
+		    st_t<T>(__fmul_rn(ld_f32(attn[i]), 1.0f / __fadd_rn(1.0f, expf(-gate[i]))));
+}
+
+cudaError_t gpu_attn_gate(void *attn, const float *gate, int n_tok, int n_q, enum gpu_dtype dt,
+			  cudaStream_t stream)
+{
+	const int64_t n = (int64_t)n_tok * n_q;
+	if (n <= 0)
+		return cudaSuccess;
+	const int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+	GPU_DISPATCH_DTYPE(dt, T,
+			   attn_gate_kernel<T><<<blocks, 256, 0, stream>>>((T *)attn, gate, n));
 	return cudaGetLastError();
 }

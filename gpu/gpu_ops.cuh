@@ -397,6 +397,14 @@ struct gpu_gdn_args {
  * gated norm into out. cudaErrorInvalidValue for conv outside [2, GPU_CONV_L_MAX], d above
  * 1024 or nv not a multiple of nk. */
 cudaError_t gpu_gdn(const struct gpu_gdn_args *a, enum gpu_dtype dt, cudaStream_t stream);
+/* qwen35's gated attention: each qkv row (ld apart, fp32) [per head q | gate (2 n_head hd)
+ * | K | V (n_kv each)] rewritten as [Q | K | V] (what gpu_qkv_post reads), the gates into
+ * gate [n_tok][n_head hd] (fp32); scratch holds [n_tok][2 n_head hd + 2 n_kv] fp32. */
+cudaError_t gpu_q_gate_split(float *qkv, int ld, int n_tok, int n_head, int hd, int n_kv,
+			     float *scratch, float *gate, cudaStream_t stream);
+/* attn [n_tok][n_q] of dt times sigmoid(gate) elementwise (gate fp32, the CPU's order) */
+cudaError_t gpu_attn_gate(void *attn, const float *gate, int n_tok, int n_q, enum gpu_dtype dt,
+			  cudaStream_t stream);
 
 /* ---- gemm.cu ---- */
 
