@@ -119,6 +119,11 @@ static void print_by_dtype(const struct model *m)
 				list[n++] = &ly->conv_in;
 				list[n++] = &ly->conv_w;
 			}
+			const struct model_weight *gdn[8] = {&ly->gdn_qkv,  &ly->gdn_z,  &ly->gdn_beta,
+							     &ly->gdn_alpha, &ly->gdn_dt, &ly->gdn_a,
+							     &ly->gdn_norm,  &ly->conv_w}; /* qwen35 */
+			for (int i = 0; i < 8 && ly->gdn; i++)
+				list[n++] = gdn[i];
 			if (m->hp.qkv_bias) {
 				list[n++] = &ly->bq;
 				list[n++] = &ly->bk;
@@ -338,6 +343,22 @@ int cmd_info(int argc, char **argv)
 		       (unsigned long long)(2ull * 4 * hp->n_layer * model_kv_dim_max(hp)),
 		       (unsigned long long)model_kv_dim_max(hp));
 	}
+	if (hp->gdn_conv) { /* qwen35 (model.h): which layers, the state a sequence keeps */
+		uint32_t ng = 0;
+		uint64_t sf = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			ng += m->layers[l].gdn;
+			sf += model_state_floats(hp, &m->layers[l]);
+		}
+		printf("gated_delta_net: %u of %u layers (conv %u taps, %u K and %u V heads of %u); "
+		       "attention layers (output-gated):",
+		       ng, hp->n_layer, hp->gdn_conv, hp->gdn_nk, hp->gdn_nv, hp->gdn_d);
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			if (!m->layers[l].gdn)
+				printf(" %u", l);
+		printf("\nrecurrent_state: %llu bytes a sequence (f32, outside the KV cache)\n",
+		       (unsigned long long)(sf * 4));
+	}
 	uint32_t nk = 0;
 	for (uint32_t l = 0; l < hp->n_layer; l++)
 		nk += m->layers[l].v_from_k;
@@ -395,6 +416,15 @@ int cmd_info(int argc, char **argv)
 		} else if (ly->conv) { /* lfm2 */
 			print_weight_line("blk.0.shortconv.in_proj", &ly->conv_in);
 			print_weight_line("blk.0.shortconv.conv", &ly->conv_w);
+		} else if (ly->gdn) { /* qwen35's delta net */
+			print_weight_line("blk.0.attn_qkv", &ly->gdn_qkv);
+			print_weight_line("blk.0.attn_gate", &ly->gdn_z);
+			print_weight_line("blk.0.ssm_conv1d", &ly->conv_w);
+			print_weight_line("blk.0.ssm_beta", &ly->gdn_beta);
+			print_weight_line("blk.0.ssm_alpha", &ly->gdn_alpha);
+			print_weight_line("blk.0.ssm_dt.bias", &ly->gdn_dt);
+			print_weight_line("blk.0.ssm_a", &ly->gdn_a);
+			print_weight_line("blk.0.ssm_norm", &ly->gdn_norm);
 		} else {
 			print_weight_line("blk.0.attn_q", &ly->wq);
 			print_weight_line("blk.0.attn_k", &ly->wk);
@@ -405,7 +435,9 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_k.bias", &ly->bk);
 			print_weight_line("blk.0.attn_v.bias", &ly->bv);
 		}
-		print_weight_line(ly->conv ? "blk.0.shortconv.out_proj" : "blk.0.attn_output",
+		print_weight_line(ly->conv  ? "blk.0.shortconv.out_proj"
+				  : ly->gdn ? "blk.0.ssm_out"
+					    : "blk.0.attn_output",
 				  &ly->wo);
 		if (hp->attn_out_bias)
 			print_weight_line("blk.0.attn_output.bias", &ly->bo);
