@@ -139,13 +139,13 @@ struct cpu_ctx {
 	 * qwen35 (hp.gdn_conv): [n_layer][CD][gdn_conv] (cpu_deltanet.h); conv_per floats a
 	 * layer (attention layers' rows unused) */
 	float *conv_w;
+	size_t conv_per;
 	/* recurrent state (model_state_floats, backend.h's state slots): n_state_slots slots
 	 * of state_floats values each, slot-major; layer l's at state_off[l] within a slot */
 	float *state;
 	uint64_t *state_off; /* [n_layer + 1] */
 	size_t state_floats;
 	int32_t n_state_slots;
-	size_t conv_per;
 	/* qwen35's delta-net layers: the projections of the batch's tokens, gdn_u [cap_tok][CD],
 	 * gdn_z [cap_tok][VD], gdn_b and gdn_a [cap_tok][gdn_nv]; per layer f32 copies of
 	 * ssm_dt.bias, ssm_a (gdn_nv each) and ssm_norm (gdn_d): gdn_vec [n_layer][2 nv + d] */
@@ -226,29 +226,29 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	int32_t cap = grown_cap(c->cap_tok, 16, n);
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)cap;
-	int ok =
-	    grow(&c->x, t * hp->n_embd, sizeof(float)) &&
-	    grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
-	    (!hp->parallel || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
-	    grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
-	    grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
-	    grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
-	    grow(&c->att, t * (size_t)c->q_max, sizeof(float)) &&
-	    grow(&c->hb, t * (size_t)c->hb_w, sizeof(float)) &&
-	    grow(&c->hb2, t * (size_t)c->hb_w, sizeof(float)) &&
-	    grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
-	    grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
-	    grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
-	    (!hp->n_embd_per_layer ||
-	     (grow(&c->ple, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
-	      grow(&c->ple_proj, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
-	      grow(&c->ple_gate, t * hp->n_embd_per_layer, sizeof(float)))) &&
-	    grow(&c->qact, 3 * t, c->qact_row) &&
-	    (!hp->gdn_conv || (grow(&c->gdn_u, t * (size_t)cpu_gdn_conv_dim(hp), sizeof(float)) &&
-			       grow(&c->gdn_z, t * (size_t)cpu_gdn_v_dim(hp), sizeof(float)) &&
-			       grow(&c->gdn_b, t * hp->gdn_nv, sizeof(float)) &&
-			       grow(&c->gdn_a, t * hp->gdn_nv, sizeof(float)))) &&
-	    (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
+	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
+		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
+		 (!hp->parallel || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
+		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
+		 grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
+		 grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
+		 grow(&c->att, t * (size_t)c->q_max, sizeof(float)) &&
+		 grow(&c->hb, t * (size_t)c->hb_w, sizeof(float)) &&
+		 grow(&c->hb2, t * (size_t)c->hb_w, sizeof(float)) &&
+		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
+		 grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
+		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
+		 (!hp->n_embd_per_layer ||
+		  (grow(&c->ple, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+		   grow(&c->ple_proj, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
+		   grow(&c->ple_gate, t * hp->n_embd_per_layer, sizeof(float)))) &&
+		 grow(&c->qact, 3 * t, c->qact_row) &&
+		 (!hp->gdn_conv || /* qwen35 */
+		  (grow(&c->gdn_u, t * (size_t)cpu_gdn_conv_dim(hp), sizeof(float)) &&
+		   grow(&c->gdn_z, t * (size_t)cpu_gdn_v_dim(hp), sizeof(float)) &&
+		   grow(&c->gdn_b, t * hp->gdn_nv, sizeof(float)) &&
+		   grow(&c->gdn_a, t * hp->gdn_nv, sizeof(float)))) &&
+		 (!c->moe || cpu_moe_reserve(c->moe, cap, err) == BG_OK);
 	if (!ok) {
 		c->cap_tok = 0;
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory for activations of %d tokens", n);
