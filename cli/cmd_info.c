@@ -119,9 +119,9 @@ static void print_by_dtype(const struct model *m)
 				list[n++] = &ly->conv_in;
 				list[n++] = &ly->conv_w;
 			}
-			const struct model_weight *gdn[8] = {&ly->gdn_qkv,  &ly->gdn_z,  &ly->gdn_beta,
-							     &ly->gdn_alpha, &ly->gdn_dt, &ly->gdn_a,
-							     &ly->gdn_norm,  &ly->conv_w}; /* qwen35 */
+			const struct model_weight *gdn[8] = {
+			    &ly->gdn_qkv, &ly->gdn_z, &ly->gdn_beta, &ly->gdn_alpha,
+			    &ly->gdn_dt,  &ly->gdn_a, &ly->gdn_norm, &ly->conv_w}; /* qwen35 */
 			for (int i = 0; i < 8 && ly->gdn; i++)
 				list[n++] = gdn[i];
 			if (m->hp.qkv_bias) {
@@ -350,9 +350,10 @@ int cmd_info(int argc, char **argv)
 			ng += m->layers[l].gdn;
 			sf += model_state_floats(hp, &m->layers[l]);
 		}
-		printf("gated_delta_net: %u of %u layers (conv %u taps, %u K and %u V heads of %u); "
-		       "attention layers (output-gated):",
-		       ng, hp->n_layer, hp->gdn_conv, hp->gdn_nk, hp->gdn_nv, hp->gdn_d);
+		printf(
+		    "gated_delta_net: %u of %u layers (conv %u taps, %u K and %u V heads of %u); "
+		    "attention layers (output-gated):",
+		    ng, hp->n_layer, hp->gdn_conv, hp->gdn_nk, hp->gdn_nv, hp->gdn_d);
 		for (uint32_t l = 0; l < hp->n_layer; l++)
 			if (!m->layers[l].gdn)
 				printf(" %u", l);

@@ -542,7 +542,8 @@ static void test_gdn(void)
 			hp.gdn_nk = 2;
 			hp.gdn_nv = 4;
 			hp.rms_eps = 1e-6f;
-			const int nv = 4, VD = nv * d, CD = 2 * 2 * d + VD, ld = CD + VD + 2 * nv + 3;
+			const int nv = 4, VD = nv * d, CD = 2 * 2 * d + VD,
+				  ld = CD + VD + 2 * nv + 3;
 			const int n_tok = 12, slots = 3;
 			const int64_t per = (int64_t)3 * CD + (int64_t)nv * d * d;
 			const int32_t seq[6] = {0, 5, 1, 5, 7, 0};
@@ -561,9 +562,9 @@ static void test_gdn(void)
 			REQUIRE(cudaMalloc(&cbuf, (size_t)n_tok * CD * 4));
 			REQUIRE(cudaMalloc(&obuf, (size_t)n_tok * VD * 4));
 			REQUIRE(cudaMalloc(&out, (size_t)n_tok * VD * 4));
-			struct gpu_gdn_args a = {d_proj, ld,	 n_tok, 2,    d_seq,  d_state, per,
-						 d,	 2,	 nv,	4,    1e-6f, d_w,    d_dta,
-						 d_norm, cbuf,	 obuf,	out};
+			struct gpu_gdn_args a = {d_proj, ld,	n_tok,	2,    d_seq, d_state,
+						 per,	 d,	2,	nv,   4,     1e-6f,
+						 d_w,	 d_dta, d_norm, cbuf, obuf,  out};
 			REQUIRE(gpu_gdn(&a, dt, 0));
 			std::vector<float> got = dev_download_st(dt, out, (size_t)n_tok * VD);
 			std::vector<float> got_st = dev_download<float>(d_state, state.size());
@@ -572,22 +573,23 @@ static void test_gdn(void)
 				const int t0 = seq[3 * i], n = seq[3 * i + 1];
 				float *st = state.data() + (size_t)seq[3 * i + 2] * per;
 				const float *pr = proj.data() + (size_t)t0 * ld;
-				cpu_gdn_conv(&hp, st, w.data(), pr, ld, n, cb.data() + (size_t)t0 * CD,
-					     CD, 0, CD);
+				cpu_gdn_conv(&hp, st, w.data(), pr, ld, n,
+					     cb.data() + (size_t)t0 * CD, CD, 0, CD);
 				for (int t = t0; t < t0 + n; t++)
 					cpu_gdn_qk_norm(&hp, cb.data() + (size_t)t * CD);
 				for (int h = 0; h < nv; h++)
 					cpu_gdn_recur(&hp, st, cb.data() + (size_t)t0 * CD, CD,
-						      pr + CD + VD, pr + CD + VD + nv, ld, dta.data(),
-						      dta.data() + nv, h, n, ob.data() + (size_t)t0 * VD,
-						      VD);
+						      pr + CD + VD, pr + CD + VD + nv, ld,
+						      dta.data(), dta.data() + nv, h, n,
+						      ob.data() + (size_t)t0 * VD, VD);
 			}
 			std::vector<float> want((size_t)n_tok * VD);
 			for (int t = 0; t < n_tok; t++) {
 				cpu_gdn_out_norm(&hp, ob.data() + (size_t)t * VD,
 						 proj.data() + (size_t)t * ld + CD, norm.data());
 				for (int i = 0; i < VD; i++)
-					want[(size_t)t * VD + i] = st_round(dt, ob[(size_t)t * VD + i]);
+					want[(size_t)t * VD + i] =
+					    st_round(dt, ob[(size_t)t * VD + i]);
 			}
 			/* CUDA's expf / logf within 2 ulp of glibc's, the squares summed in
 			 * another order: a few fp32 ulps through the recurrence */
