@@ -253,6 +253,15 @@ arch_compare lfm2-f32 0 2e-5 "${F32KV[*]}" --shape lfm2-tiny --dtype f32 --seed 
 arch_compare lfm2moe-f32 0 2e-5 "${F32KV[*]}" --shape lfm2moe-tiny --dtype f32 --seed 3
 arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8_0 --seed 3
 BGOPTS=""
+# granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer; granitehybrid-tiny:
+# Mamba2, attention without RoPE, Mamba2, Mamba2; 8 heads in 2 groups): the recurrent state
+# in its slot across forwards, the 41-token prompt prefilled in chunks of at most 16 tokens
+# (--max-num-tokens) and decoded beside the others.
+BGOPTS="--max-num-tokens 16"
+arch_compare granitehybrid-f32 0 2e-5 "${F32KV[*]}" --shape granitehybrid-tiny --dtype f32 --seed 3
+arch_compare granitehybrid-moe-f32 0 2e-5 "${F32KV[*]}" --shape granitehybrid-moe-tiny --dtype f32 --seed 3
+arch_compare granitehybrid-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape granitehybrid-moe-tiny --dtype q8_0 --seed 3
+BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

@@ -160,7 +160,16 @@
  * a dense SiLU SwiGLU of feed_forward_length, the others build_moe_ffn(exp_probs_b
  * (required), SiLU, norm_w true, expert_weights_scale never read (0: none),
  * expert_gating_func required (the converter writes 2, sigmoid)) over experts of
- * expert_feed_forward_length (get_key_or_arr: one value here); no shared experts. */
+ * expert_feed_forward_length (get_key_or_arr: one value here); no shared experts.
+ * granitehybrid (src/models/granite-hybrid.cpp, mamba-base.cpp's build_mamba2_layer,
+ * ggml-cpu's ssm_conv and ssm_scan, conversion/granite.py): interleaved RoPE; a layer is
+ * recurrent (a Mamba2 block) when its head_count_kv entry is 0, else granite's attention
+ * (Q/K/V, optional biases, attention.scale), rotated only when rope.scaling.finetuned
+ * (default true; the converter writes false for the hybrid files: no RoPE anywhere);
+ * both read attn_norm; granite's embedding, residual and logit scales; the FFN is a dense
+ * SiLU SwiGLU without experts, else build_moe_ffn (softmax, norm_w, no scale) plus, with
+ * expert_shared_feed_forward_length > 0, a shared SwiGLU of that width added to it. The
+ * Mamba2 block is model.h's (model_hparams' ssm_* fields). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -319,6 +328,11 @@ static const struct arch_info table[] = {
      .granite = true,
      .moe_ok = true,
      .moe_only = true},
+    {.name = "granitehybrid",
+     .families = "IBM Granite 4.0-H (Micro, Tiny, Small)",
+     .granite = true,
+     .moe_ok = true,
+     .mamba2 = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -335,7 +349,7 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe";
+	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, granitehybrid";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -141,6 +141,13 @@ struct arch_info {
 	 * feed_forward_length, the others experts of expert_feed_forward_length (its own
 	 * width, a scalar: per-layer lists refused) */
 	bool moe_dense_lead;
+	/* granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer): layers whose
+	 * head_count_kv entry (a per-layer list) is 0 are Mamba2 blocks (model_layer.ssm,
+	 * model_hparams' ssm_* fields and the ssm.* keys), the others attention; granite's
+	 * scales; no RoPE when rope.scaling.finetuned is false (the released 4.0-H files); the
+	 * FFN dense, or granitemoe's routed experts plus a shared expert of
+	 * expert_shared_feed_forward_length */
+	bool mamba2;
 };
 
 /* The row of an architecture, or NULL. */

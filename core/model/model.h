@@ -264,6 +264,27 @@ struct model_hparams {
 	 * recompute see the state as a function of the prefix. n_head_kv is the attention
 	 * layers' (the nonzero entries of the per-layer head_count_kv list). */
 	uint32_t conv_l;
+	/* granitehybrid (llama.cpp's build_mamba2_layer; arch.h): ssm_d_conv > 0 makes the
+	 * layers with model_layer.ssm Mamba2 blocks in place of attention. With D = ssm_d_inner
+	 * (2 n_embd), H = ssm_n_head heads of P = D / H, G = ssm_n_group groups of N =
+	 * ssm_d_state, C = D + 2 G N, for each token of a sequence, n the attn-normed input:
+	 *   [z (D) | xBC (C) | dt (H)] = ssm_in n;
+	 *   xBC' = silu(conv_b + sum over k = 0..ssm_d_conv-1, oldest first, of
+	 *          xBC_{t-d_conv+1+k} * conv_w[.][k]) (fp32; rows before position 0 are 0);
+	 *   [x (D) | B (G N) | C (G N)] = xBC'; head h reads group g = h / (H / G);
+	 *   dt_h = softplus(dt_h + dt_b[h]) (x > 20 ? x : logf(1 + expf(x)));
+	 *   S_h[p][n] = S_h[p][n] * expf(dt_h * A[h]) + B_g[n] * (x_h[p] * dt_h);
+	 *   y_h[p] = sum over n of S_h[p][n] * C_g[n] + D_skip[h] * x_h[p];
+	 *   y = y * silu(z); y RMS-normalized in G slices of D / G with ssm_norm; wo y.
+	 * The recurrent state of a layer (model_state_floats): the last d_conv - 1 rows of xBC
+	 * (C each, oldest first), then S (H x P x N), in backend_seq.state_slot. */
+	uint32_t ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
+	/* no layer rotates Q and K (granitehybrid's rope.scaling.finetuned false) */
+	bool rope_none;
+	/* granitehybrid's shared expert: its own width (expert_shared_feed_forward_length),
+	 * with n_expert_shared 1; 0 elsewhere (glm4moe's is n_ff_exp * n_expert_shared):
+	 * model_ff_shexp */
+	uint32_t n_ff_shexp;
 };
 
 struct model_weight {
@@ -330,12 +351,18 @@ struct model_layer {
 	/* lfm2's conv layers (conv below), else zero: in_proj (n_embd, 3 n_embd) and the
 	 * taps (conv_l, n_embd) f32 */
 	struct model_weight conv_in, conv_w;
+	/* granitehybrid's Mamba2 blocks (ssm below; model_hparams' ssm_*), else zero: ssm_in
+	 * (n_embd, 2 D + 2 G N + H), the conv taps (d_conv, C) and bias (C), dt bias (H), A
+	 * (H), D skip (H), the grouped norm (D / G, G), all f32 but ssm_in; wo is ssm_out
+	 * (D, n_embd) */
+	struct model_weight ssm_in, ssm_conv_w, ssm_conv_b, ssm_dt_b, ssm_a, ssm_d, ssm_norm;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
 	/* lfm2: this layer is a short-convolution block (model_hparams' conv_l): conv_in,
 	 * conv_w above, wo its out_proj (n_embd, n_embd); wq, wk, wv, the Q/K norms zero */
 	bool conv;
+	bool ssm; /* granitehybrid: this layer is a Mamba2 block (the ssm_* weights above) */
 	float xielu[4]; /* hp.xielu: {an, ap, beta, eps} as model_hparams describes; else 0 */
 	/* gemma4: the layer's output scale (hp.out_scale; the f32 value of the file's
 	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model), and whether the
@@ -433,6 +460,10 @@ uint64_t model_q_dim_max(const struct model_hparams *hp);
  * before, not of a block: the backends keep it in per-sequence slots (backend.h,
  * backend_seq.state_slot), not in the KV cache. */
 uint64_t model_state_floats(const struct model_hparams *hp, const struct model_layer *L);
+
+/* The shared expert's width (hp->n_expert_shared > 0): hp->n_ff_shexp when set, else
+ * n_ff_exp * n_expert_shared. */
+uint64_t model_ff_shexp(const struct model_hparams *hp);
 
 /* The sliding window when EVERY layer is windowed (then KV before it is never read again
  * and the engine gives its blocks back); 0 when some layer attends to the whole context

@@ -152,6 +152,13 @@ struct synth_shape {
 	 * shortconv.in_proj, shortconv.conv (f32, l_cache 3), shortconv.out_proj); the output
 	 * norm is written as token_embd_norm, shortconv.l_cache 3, norm weights 1 + N(0, 0.25^2) */
 	uint64_t lfm2_attn;
+	/* granitehybrid: layers are attention where lfm2_attn's bit is set (no RoPE:
+	 * rope.scaling.finetuned false, as the converter writes), else Mamba2 blocks of
+	 * ssm_heads heads, state ssm_state, ssm_groups groups, inner size 2 n_embd, 4 conv
+	 * taps (ssm_in, ssm_conv1d weight and bias, ssm_dt.bias N(0, 1), ssm_a -(1 + N(0,
+	 * 0.25^2)), ssm_d and ssm_norm 1 + N(0, 0.25^2), ssm_out);
+	 * with n_expert, a shared expert n_ff_shexp wide (expert_shared_feed_forward_length) */
+	uint32_t ssm_heads, ssm_state, ssm_groups, n_ff_shexp;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
