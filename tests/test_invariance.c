@@ -15,7 +15,8 @@
  *
  * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance),
  * the mixtures of experts included (f32, and q8_0 for qwen3moe), and the first wave's
- * block reuse for lfm2, whose conv state lives in the KV cache (lfm2_first_wave),
+ * block reuse for lfm2, whose conv state lives in the KV cache (lfm2_first_wave); a
+ * Mamba2 hybrid (granitehybrid) keeps its state in per-sequence slots,
  * and for grammar-constrained requests (JSON schemas, GBNF, n = 2 samples) whose masks are
  * computed on 1, 2 or 4 threads (grammar_invariance).
  *
@@ -177,7 +178,9 @@ static void arch_invariance(const char *shape, int32_t n)
 	CHECK(model_open(spec, false, &m, &err) == BG_OK, "%s: %s", shape, err.msg);
 	if (m)
 		CHECK(tok_load(m->gguf, &tok, &err) == BG_OK, "%s tokenizer: %s", shape, err.msg);
-	struct backend_config bc = {.block_size = 4, .kv_tokens = 96, .n_threads = 1};
+	/* state slots for the batch of 64 (granitehybrid; ignored without recurrent state) */
+	struct backend_config bc = {
+	    .block_size = 4, .kv_tokens = 96, .n_threads = 1, .n_state_slots = 64};
 	if (tok)
 		CHECK(backend_cpu_create(m, &bc, &be, &err) == BG_OK, "%s backend: %s", shape,
 		      err.msg);
@@ -844,7 +847,8 @@ int main(void)
 	    "seed_oss-tiny",	  "apertus-tiny",	 "apertus-tiny:q8_0",	"gemma4-tiny",
 	    "gemma4-e-tiny",	  "glm4-tiny",		 "glm4moe-tiny",	"glm4moe-tiny:q8_0",
 	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny", "command-r-tiny",
-	    "cohere2-tiny",	  "minimax-m2-tiny",	 "lfm2-tiny",		"lfm2moe-tiny"};
+	    "cohere2-tiny",	  "minimax-m2-tiny",	 "lfm2-tiny",		"lfm2moe-tiny",
+	    "granitehybrid-moe-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	lfm2_first_wave(N < 48 ? 6 : 8);
