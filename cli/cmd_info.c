@@ -337,7 +337,7 @@ int cmd_info(int argc, char **argv)
 			per += model_state_floats(hp, &m->layers[l]);
 		printf("mamba2: %u of %u layers are Mamba2 blocks (%u taps, inner %u, %u heads, "
 		       "%u groups, state %u; %llu bytes of fp32 state a sequence, in a slot of its "
-		       "own); attention layers:",
+		       "own); other layers:",
 		       ns, hp->n_layer, hp->ssm_d_conv, hp->ssm_d_inner, hp->ssm_n_head,
 		       hp->ssm_n_group, hp->ssm_d_state, (unsigned long long)(4 * per));
 		for (uint32_t l = 0; l < hp->n_layer; l++)

@@ -2787,6 +2787,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
+	if (hp->relu2) /* nemotron_h (arch.h) */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run nemotron_h's layers (an FFN alone, or "
+			       "a Mamba2 or attention block without one) yet; the CPU backend does");
 	if (hp->n_embd_per_layer || model_n_layer_kv(hp) < hp->n_layer)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "

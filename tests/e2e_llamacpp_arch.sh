@@ -263,6 +263,10 @@ BGOPTS=""
 # D skip, group norm span, head-to-group map, conv and SSM state carry each fail it.
 BGOPTS="--max-num-tokens 16"
 arch_compare granitehybrid-moe-f32 0 2e-5 "${F32KV[*]}" --shape granitehybrid-moe-tiny --dtype f32 --seed 3
+# nemotron_h (llama.cpp's nemotron-h graph; nemotron_h-tiny "M-*M-": Mamba2 of inner size 96
+# (not 2 n_embd), ReLU^2 FFN layers, an attention layer without RoPE, no ffn_norm), the same
+# chunked prefill.
+arch_compare nemotron_h-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h-tiny --dtype f32 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

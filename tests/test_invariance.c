@@ -16,7 +16,7 @@
  * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance),
  * the mixtures of experts included (f32, and q8_0 for qwen3moe), and the first wave's
  * block reuse for lfm2, whose conv state lives in the KV cache (lfm2_first_wave); a
- * Mamba2 hybrid (granitehybrid) keeps its state in per-sequence slots,
+ * Mamba2 hybrid (granitehybrid, nemotron_h) keeps its state in per-sequence slots,
  * and for grammar-constrained requests (JSON schemas, GBNF, n = 2 samples) whose masks are
  * computed on 1, 2 or 4 threads (grammar_invariance).
  *
@@ -848,7 +848,7 @@ int main(void)
 	    "gemma4-e-tiny",	  "glm4-tiny",		 "glm4moe-tiny",	"glm4moe-tiny:q8_0",
 	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny", "command-r-tiny",
 	    "cohere2-tiny",	  "minimax-m2-tiny",	 "lfm2-tiny",		"lfm2moe-tiny",
-	    "granitehybrid-moe-tiny"};
+	    "granitehybrid-moe-tiny", "nemotron_h-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	lfm2_first_wave(N < 48 ? 6 : 8);

@@ -1779,6 +1779,57 @@ static void test_granitehybrid(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* nemotron_h ("M-*M-"): the layer kinds the two per-layer lists make, the Mamba2 inner
+ * size that is not 2 n_embd, the FFN layers' up and down without gate or ffn_norm, no RoPE,
+ * the eps from layer_norm_rms_epsilon, n_params as synth derives it; refusals. */
+static void test_nemotron_h(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("nemotron_h-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->ssm_d_inner == 96 && hp->ssm_n_head == 8 && hp->relu2 && hp->rope_none &&
+			  hp->n_ff == 128 && hp->n_head_kv == 2 && hp->logit_scale == 1.0f,
+		      "nemotron_h-tiny hparams");
+		CHECK(L[0].ssm && L[0].no_ffn && L[1].ffn_only && !L[1].ssm && L[2].no_ffn &&
+			  !L[2].ssm && L[2].wq.ne1 == 64 && L[2].no_rope && L[3].ssm &&
+			  L[4].ffn_only && L[1].w_up.ne1 == 128 && L[1].w_down.ne0 == 128 &&
+			  !L[1].w_gate.data && !L[1].ffn_norm.data && !L[1].wq.data &&
+			  !L[0].w_up.data && !L[2].ffn_norm.data && L[0].ssm_in.ne1 == 2 * 96 + 64 + 8,
+		      "nemotron_h: Mamba2, FFN, attention, Mamba2, FFN layers");
+		CHECK(model_state_floats(hp, &L[0]) == 3 * 160 + 96 * 16 &&
+			  model_state_floats(hp, &L[1]) == 0 &&
+			  m->n_params == synth_n_params(synth_find_shape("nemotron_h-tiny"), false),
+		      "nemotron_h: state floats, n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	/* without the RMS eps, layer_norm_epsilon (1e-5 in these files) */
+	CHECK(moe_rewrite("nemotron_h-tiny", ME_KEY_F32,
+			  "nemotron_h.attention.layer_norm_rms_epsilon", UINT32_MAX, &m,
+			  &err) == BG_OK &&
+		  m->hp.rms_eps == 1e-5f,
+	      "nemotron_h: eps from layer_norm_epsilon (%s)", err.msg);
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    /* one width for every layer: every layer an FFN (as llama.cpp reads it) */
+	    {"nemotron_h-tiny", ME_KEY, "nemotron_h.feed_forward_length", 128, BG_ERR_FORMAT,
+	     "'blk.0.ffn_up.weight' is missing"},
+	    {"nemotron_h-tiny", ME_KEY, "nemotron_h.nextn_predict_layers", 1, BG_ERR_UNSUPPORTED,
+	     "nextn_predict_layers 1 (MTP layers) is not supported"},
+	    {"nemotron_h-tiny", ME_DROP, "blk.1.ffn_up.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_up.weight' is missing"},
+	    {"nemotron_h-tiny", ME_ADD, "blk.1.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.1.ffn_norm.weight' is not part of a nemotron_h model"},
+	    {"nemotron_h-tiny", ME_KEY, "nemotron_h.ssm.inner_size", 100, BG_ERR_FORMAT,
+	     "Mamba2 sizes are not usable"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* lfm2moe: lfm2's layers with the leading dense layer (feed_forward_length 128) and then
  * experts of their own width (32) with minimax-m2's routing keys (sigmoid, the selection
  * bias, normalized, unscaled); LFM2-8B-A1B's parameter count derived by hand; refusals. */
@@ -2386,6 +2437,7 @@ int main(void)
 	test_glm4moe();
 	test_lfm2();
 	test_granitehybrid();
+	test_nemotron_h();
 	test_lfm2moe();
 	test_deepseek2();
 	test_minimax();

@@ -1370,6 +1370,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		c->half = L->swa && c->rope_swa_differs ? half_swa : half;
 		const int64_t hd = c->hd;
 		prof_lap(c, &tp, &skip); /* up to here: the rest */
+		/* nemotron_h's FFN layer: attn_norm, then the FFN below (no mixer); the last
+		 * layer keeps its logit rows first */
+		if (L->ffn_only && l + 1 == hp->n_layer && (T = keep_logit_rows(c, b)) == 0)
+			break;
 		for (t = 0; t < T; t++) /* olmo2: no pre-norm, the residual as it is */
 			if (hp->no_pre_norms)
 				memcpy(c->xb + t * E, c->x + t * E, (size_t)E * sizeof(float));
@@ -1377,6 +1381,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				pre_norm(hp, c->xb + t * E, c->x + t * E, an, E);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
+		/* gemma, olmo2: the post-norms of both branches (post, post + E) */
+		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
+							 c->qn_dim + c->kn_dim
+						   : NULL;
+		if (L->ffn_only)
+			goto ffn;
 		/* gemma4's shared-KV layers: Q only; attention reads layer kv_l's cache */
 		const uint32_t kv_l = model_kv_layer(hp, L, l);
 		const bool own_kv = kv_l == l;
@@ -1494,9 +1504,6 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (hp->attn_out_bias) /* gpt-oss, optional elsewhere: the O projection's bias */
 			add_bias(ao, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
-		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
-							 c->qn_dim + c->kn_dim
-						   : NULL;
 		if (post) /* gemma, olmo2: the branch output normalized before the residual add */
 			for (t = 0; t < T; t++)
 				rmsnorm(ao + t * E, ao + t * E, post, E, hp->rms_eps);
@@ -1505,6 +1512,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			c->x[i] += ao[i];
 		if (prof)
 			prof_lap(c, &tp, &prof->resid_s);
+		if (L->no_ffn) /* nemotron_h: a Mamba2 or attention block alone */
+			continue;
 
 		for (t = 0; t < T; t++) /* parallel: attn_norm of the layer's input again */
 			if (hp->no_pre_norms)
@@ -1513,7 +1522,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				pre_norm(hp, c->xb + t * E, c->x + t * E, hp->parallel ? an : fn, E);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
-		/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
+	ffn:	/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
 		 * layers are dense */
 		if (c->moe && L->ffn_gate_inp.ne0) {
 			const struct cpu_moe_mm mm = {moe_mm, c};
@@ -1521,6 +1530,14 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)), not gated */
 			matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->w_up, c->xb, c->hb, T);
 			xielu_rows(c->hb, (int64_t)T * (int64_t)L->w_up.ne1, L->xielu);
+			matmul1(c, BACKEND_CPU_MM_DOWN, &L->w_down, c->hb, c->xb, T);
+		} else if (hp->relu2) { /* nemotron_h: down(relu(up x)^2), not gated */
+			matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->w_up, c->xb, c->hb, T);
+			const int64_t n = (int64_t)T * (int64_t)L->w_up.ne1;
+			for (int64_t i = 0; i < n; i++) {
+				const float r = c->hb[i] > 0.0f ? c->hb[i] : 0.0f;
+				c->hb[i] = r * r;
+			}
 			matmul1(c, BACKEND_CPU_MM_DOWN, &L->w_down, c->hb, c->xb, T);
 		} else {
 			/* the layer's width (gemma4's may differ; buffers hold n_ff, the largest) */
@@ -1945,6 +1962,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
 			    !(hp->parallel && i == 5) && /* command-r: attn_norm only */
 			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
+			    !(hp->relu2 && i == 6) &&			 /* nemotron_h: none */
+			    !(L->ffn_only && i >= 1 && i <= 5) &&	 /* nemotron_h's FFN layers */
+			    !(L->no_ffn && i >= 5 && i <= 8) &&	 /* and its others */
 			    !(!own_kv && (i == 2 || i == 3)) &&
 			    !(hp->mla && i >= 1 && i <= 3) &&		  /* deepseek2: below */
 			    !((L->conv || L->ssm) && i >= 1 && i <= 3) && /* lfm2, Mamba2: below */
@@ -2446,7 +2466,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		const struct model_layer *L = &m->layers[l];
 		cpuk_dequant_row(L->attn_norm.type, L->attn_norm.data, (int64_t)E,
 				 c->norms + (size_t)(2 * l) * E);
-		if (!hp->parallel) /* command-r, cohere2: none */
+		if (!hp->parallel && L->ffn_norm.data) /* command-r, cohere2, nemotron_h: none */
 			cpuk_dequant_row(L->ffn_norm.type, L->ffn_norm.data, (int64_t)E,
 					 c->norms + (size_t)(2 * l + 1) * E);
 	}

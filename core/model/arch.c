@@ -169,7 +169,15 @@
  * both read attn_norm; granite's embedding, residual and logit scales; the FFN is a dense
  * SiLU SwiGLU without experts, else build_moe_ffn (softmax, norm_w, no scale) plus, with
  * expert_shared_feed_forward_length > 0, a shared SwiGLU of that width added to it. The
- * Mamba2 block is model.h's (model_hparams' ssm_* fields). */
+ * Mamba2 block is model.h's (model_hparams' ssm_* fields).
+ * nemotron_h (src/models/nemotron-h.cpp): a layer is a Mamba2 block when its head_count_kv
+ * and feed_forward_length entries (per-layer lists) are both 0, attention (no RoPE, scale
+ * 1/sqrt(head_dim), no biases here) when only feed_forward_length's is, else an FFN:
+ * down(relu(up x)^2) (build_ffn's LLM_FFN_RELU_SQR, no gate); each reads attn_norm and
+ * adds its output to the residual; no ffn_norm; the norms' eps layer_norm_rms_epsilon,
+ * else layer_norm_epsilon (required then); no scales; output tied without output.weight.
+ * Mamba2 there without granitehybrid's d_inner = 2 n_embd (llama.cpp asserts it for
+ * granitehybrid only). NextN / MTP layers are refused. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -333,6 +341,10 @@ static const struct arch_info table[] = {
      .granite = true,
      .moe_ok = true,
      .mamba2 = true},
+    {.name = "nemotron_h",
+     .families = "NVIDIA Nemotron Nano 9B v2, 12B v2",
+     .mamba2 = true,
+     .nemotron_h = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -349,7 +361,7 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, granitehybrid";
+	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, granitehybrid, nemotron_h";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -211,6 +211,7 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	if (ai->glm4moe && g) /* optional there (GLM-4.5 355B has them) */
 		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
+	hp->relu2 = hp->rope_none = ai->nemotron_h; /* arch.h */
 	hp->residual_scale = hp->logit_scale = 1.0f;
 	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
 		char key[128];
@@ -754,7 +755,8 @@ static enum bg_status read_lfm2(const struct gguf_ctx *g, const char *arch,
  * as llama.cpp asserts: d_inner = 2 n_embd, heads and groups dividing it, groups dividing
  * the heads. */
 static enum bg_status read_mamba2(const struct gguf_ctx *g, const char *arch,
-				  struct model_hparams *hp, struct bg_err *err)
+				  const struct arch_info *ai, struct model_hparams *hp,
+				  struct bg_err *err)
 {
 	static const char *const keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size",
 					    "ssm.time_step_rank", "ssm.group_count"};
@@ -765,7 +767,9 @@ static enum bg_status read_mamba2(const struct gguf_ctx *g, const char *arch,
 			return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing or 0",
 				       arch, keys[i]);
 	if (hp->ssm_d_conv < 2 || hp->ssm_d_conv > SSM_CONV_MAX ||
-	    hp->ssm_d_state > SSM_STATE_MAX || (uint64_t)hp->ssm_d_inner != 2ull * hp->n_embd ||
+	    hp->ssm_d_state > SSM_STATE_MAX ||
+	    (!ai->nemotron_h && (uint64_t)hp->ssm_d_inner != 2ull * hp->n_embd) ||
+	    hp->ssm_d_inner > MODEL_MAX_DIM ||
 	    hp->ssm_d_inner % hp->ssm_n_head || hp->ssm_n_head % hp->ssm_n_group)
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "%s's Mamba2 sizes are not usable: conv_kernel %u (2 to %u), "
@@ -942,7 +946,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	enum bg_status st;
 	/* gemma4 may list the FFN widths per layer (the converter's double-wide MLP of the
 	 * shared-KV layers): n_ff is then the largest, model_layer_n_ff each layer's */
-	bool ff_list = ai->gemma4 && layer_n_ff(g, arch, 0, 0) > 0;
+	/* nemotron_h lists them always, 0 for its Mamba2 and attention layers */
+	bool ff_list = (ai->gemma4 || ai->nemotron_h) && layer_n_ff(g, arch, 0, 0) > 0;
 	if ((!ff_list && (st = refuse_list(g, arch, "feed_forward_length",
 					   "FFN widths per layer", err))) ||
 	    (st = refuse_list(g, arch, "attention.head_count", "query heads per layer", err)))
@@ -958,6 +963,10 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 				       hp->n_layer_nextn, hp->n_layer);
 		hp->n_layer -= hp->n_layer_nextn; /* the NextN layers are skipped (arch.h) */
 	}
+	uint32_t mtp = 0; /* nemotron_h: Nemotron 3's MTP layers */
+	if (ai->nemotron_h && get_u32_key(g, arch, "nextn_predict_layers", &mtp) && mtp > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.nextn_predict_layers %u (MTP layers) is not supported", arch, mtp);
 	char sec[128]; /* llama.cpp's GLM-4V files: M-RoPE sections, another rotation */
 	snprintf(sec, sizeof sec, "%s.rope.dimension_sections", arch);
 	if (ai->nextn && gguf_find_key(g, sec) >= 0)
@@ -966,8 +975,14 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	if (ff_list) {
 		hp->n_ff = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			int32_t v = -1;
 			uint32_t f = layer_n_ff(g, arch, hp->n_layer, l);
-			if (f == 0 || f > MODEL_MAX_DIM)
+			if (ai->nemotron_h) /* 0 allowed */
+				f = layer_list_i32(g, arch, "feed_forward_length", hp->n_layer, l, &v) &&
+					    v >= 0
+					? (uint32_t)v
+					: UINT32_MAX;
+			if ((f == 0 && !ai->nemotron_h) || f > MODEL_MAX_DIM)
 				return bg_fail(err, BG_ERR_FORMAT,
 					       "%s.feed_forward_length is not a list of %u widths in "
 					       "[1, %u]",
@@ -989,7 +1004,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	    (ai->gemma4 || ai->shortconv || ai->mamba2) && gguf_get_arr(g, key, &kvt, &kvn);
 	if (ai->shortconv && (st = read_lfm2(g, arch, hp, err)))
 		return st;
-	if (ai->mamba2 && (st = read_mamba2(g, arch, hp, err)))
+	if (ai->mamba2 && (st = read_mamba2(g, arch, ai, hp, err)))
 		return st;
 	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
@@ -1042,7 +1057,10 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	/* command-r, cohere2: LayerNorms, their eps a required key (llama.cpp's f_norm_eps) */
 	const char *eps_key =
 	    ai->cohere ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
-	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && ai->cohere)
+	/* nemotron_h: the RMS eps, else layer_norm_epsilon (llama.cpp requires that one) */
+	if (ai->nemotron_h && !get_f32_key(g, arch, eps_key, &hp->rms_eps))
+		eps_key = "attention.layer_norm_epsilon";
+	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "%s %g is not in (0, 1)", eps_key,
@@ -1430,22 +1448,28 @@ static enum bg_status load_tensors(struct loader *L)
 		/* the layer's geometry: gemma4's windowed layers have their own (model.h), and
 		 * its FFN may be wider than others (a per-layer feed_forward_length) */
 		ly->swa = model_layer_is_swa(hp, l);
-		F = ai && ai->gemma4 && layer_n_ff(L->g, m->arch, 0, 0) ? layer_n_ff(L->g, m->arch,
-										    hp->n_layer, l)
-								  : hp->n_ff;
+		F = ai && (ai->gemma4 || ai->nemotron_h) && layer_n_ff(L->g, m->arch, 0, 0)
+			? layer_n_ff(L->g, m->arch, hp->n_layer, l)
+			: hp->n_ff;
+		/* nemotron_h: an FFN alone, or a Mamba2 / attention block alone (arch.h) */
+		ly->ffn_only = ai && ai->nemotron_h && F > 0;
+		ly->no_ffn = ai && ai->nemotron_h && F == 0;
 		HD = model_head_dim(hp, ly->swa);
 		Q = (uint64_t)hp->n_head * HD;
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
 		ly->conv = hp->conv_l && lfm2_layer_kv(L->g, m->arch, hp->n_layer, l) == 0;
-		if (ly->conv) { /* lfm2's short-conv block (model.h); its cache row is bx */
+		if (ly->ffn_only) {
+			ly->kv_src = l; /* nemotron_h: no attention, its FFN below */
+		} else if (ly->conv) { /* lfm2's short-conv block (model.h); its cache row is bx */
 			ly->kv_src = l;
 			TAKE("shortconv.in_proj.weight", E, 3 * E, TK_MATRIX, conv_in);
 			TAKE("shortconv.conv.weight", hp->conv_l, E, TK_CONV, conv_w);
 			TAKE("shortconv.out_proj.weight", E, E, TK_MATRIX, wo);
 		} else if ((ly->ssm = hp->ssm_d_conv &&
 				      lfm2_layer_kv(L->g, m->arch, hp->n_layer, l) == 0)) {
+			/* (nemotron_h: an FFN layer's entry is 0 too; taken above) */
 			/* granitehybrid's Mamba2 block (model.h) */
 			const uint64_t D = hp->ssm_d_inner, H = hp->ssm_n_head,
 				       GN = (uint64_t)hp->ssm_n_group * hp->ssm_d_state;
@@ -1528,11 +1552,13 @@ static enum bg_status load_tensors(struct loader *L)
 		if (ai && ai->ffn_norm_post_name) /* gpt-oss, seed_oss: the FFN's input norm has
 						   * the post-attention name */
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
-		else if (!hp->no_pre_norms && !hp->parallel)
+		else if (!hp->no_pre_norms && !hp->parallel && !(ai && ai->nemotron_h))
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		/* glm4moe: the leading layers dense */
 		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
-		if (moe_l) {
+		if (ly->no_ffn) {
+			/* nemotron_h: none */
+		} else if (moe_l) {
 			if ((st = take_experts(L, l, ly)))
 				return st;
 		} else if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
@@ -1543,11 +1569,11 @@ static enum bg_status load_tensors(struct loader *L)
 			ly->w_gate = row_view(&gu, 0, F);
 			ly->w_up = row_view(&gu, F, 2 * F);
 		} else {
-			if (!hp->xielu) /* apertus: no gate */
+			if (!hp->xielu && !hp->relu2) /* apertus, nemotron_h: no gate */
 				TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
 			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
 		}
-		if (!moe_l)
+		if (!moe_l && !ly->no_ffn)
 			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);

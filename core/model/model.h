@@ -285,6 +285,8 @@ struct model_hparams {
 	 * with n_expert_shared 1; 0 elsewhere (glm4moe's is n_ff_exp * n_expert_shared):
 	 * model_ff_shexp */
 	uint32_t n_ff_shexp;
+	/* nemotron_h: the FFN is down(relu(up x)^2) (fp32: r = max(v, 0), r * r), no gate */
+	bool relu2;
 };
 
 struct model_weight {
@@ -370,6 +372,10 @@ struct model_layer {
 	 * data, counted once), as llama.cpp's graph takes Kcur for Vcur */
 	float out_scale;
 	bool v_from_k;
+	/* nemotron_h (arch.h): the layer is a non-gated FFN alone (ffn_only: w_up, w_down
+	 * read attn_norm's output; no attention or ffn_norm), or has no FFN (no_ffn: a Mamba2
+	 * or attention block alone) */
+	bool ffn_only, no_ffn;
 	/* gemma4 E2B/E4B: the layer whose KV cache this one reads (itself unless l >=
 	 * n_layer_kv, and then wk, wv, k_norm are zero: no K/V of its own) */
 	uint32_t kv_src;

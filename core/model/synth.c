@@ -507,6 +507,12 @@ static const struct synth_shape shapes[] = {
      "granitehybrid", .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f,
      .logit_scale = 8.0f, .lfm2_attn = 0x2, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
      .n_expert = 4, .n_expert_used = 2, .n_ff_shexp = 64},
+    /* nemotron_h (NVIDIA Nemotron Nano v2's hybrid_override_pattern letters): Mamba2, FFN,
+     * attention, Mamba2, FFN ("M-*M-"); Mamba2 of 8 heads of 12 (inner 96, not 2 n_embd)
+     * in 2 groups of state 16; attention 4 heads of 16, 2 K/V heads, no RoPE */
+    {"nemotron_h-tiny", 5, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "nemotron_h",
+     .lfm2_attn = 0x4, .nemo_ffn = 0x12, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
+     .ssm_inner = 96},
 };
 #pragma GCC diagnostic pop
 
@@ -579,10 +585,22 @@ static bool is_lfm2(const struct synth_shape *s)
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->shortconv;
 }
 
-/* granitehybrid: Mamba2 layers where lfm2_attn's bit is clear */
+/* granitehybrid, nemotron_h: Mamba2 layers where lfm2_attn's (and nemo_ffn's) bit is
+ * clear */
 static bool is_mamba2(const struct synth_shape *s)
 {
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->mamba2;
+}
+
+static bool is_nemo(const struct synth_shape *s)
+{
+	return is_arch(s, "nemotron_h");
+}
+
+/* the Mamba2 inner size */
+static uint64_t ssm_inner(const struct synth_shape *s)
+{
+	return s->ssm_inner ? s->ssm_inner : 2 * (uint64_t)s->n_embd;
 }
 
 static bool has_qk_norm(const struct synth_shape *s)
@@ -864,11 +882,12 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "lfm2, lfm2moe, granitehybrid: at most 64 layers (%u)", s->n_layer);
 	if (is_mamba2(s) && (!s->ssm_heads || !s->ssm_groups || !s->ssm_state ||
-			     (2 * s->n_embd) % s->ssm_heads || s->ssm_heads % s->ssm_groups ||
+			     ssm_inner(s) % s->ssm_heads || s->ssm_heads % s->ssm_groups ||
 			     s->ssm_state > 1024 || (s->n_expert && !s->n_ff_shexp)))
 		return bg_fail(err, BG_ERR_INVALID,
-			       "granitehybrid: ssm heads %u dividing 2 x embd, groups %u dividing "
+			       "%s: ssm heads %u dividing the inner size, groups %u dividing "
 			       "them, state %u (1 to 1024), a shared expert with experts",
+			       synth_arch(s),
 			       s->ssm_heads, s->ssm_groups, s->ssm_state);
 	if (s->n_head % s->n_head_kv)
 		return bg_fail(err, BG_ERR_INVALID, "heads %u is not a multiple of kv heads %u",
@@ -965,6 +984,18 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 {
+	if (is_nemo(s)) { /* per layer: attn_norm and one block (arch.h) */
+		uint64_t E = s->n_embd, hd = synth_head_dim(s), n = 0;
+		uint64_t D = ssm_inner(s), H = s->ssm_heads,
+			 GN = (uint64_t)s->ssm_groups * s->ssm_state;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			n += E + (s->nemo_ffn >> l & 1	  ? 2 * E * (uint64_t)s->n_ff
+				  : s->lfm2_attn >> l & 1 ? 2 * E * s->n_head * hd +
+								2 * E * s->n_head_kv * hd
+							  : E * (2 * D + 2 * GN + H) +
+								5 * (D + 2 * GN) + 3 * H + D + D * E);
+		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n;
+	}
 	if (is_gemma4(s)) { /* per layer: its kind's geometry, V only where written */
 		uint64_t E = s->n_embd, n = 0;
 		uint64_t P = s->n_embd_per_layer;
@@ -1305,7 +1336,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer + s->n_nextn);
 	if (s->n_nextn)
 		gguf_writer_set_u32(w, ARCH_KEY("nextn_predict_layers"), s->n_nextn);
-	if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
+	if (is_nemo(s)) { /* the converter's list: n_ff on the FFN layers, else 0 */
+		int32_t ffl[64]; /* synth_check: at most 64 layers */
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			ffl[l] = s->nemo_ffn >> l & 1 ? (int32_t)s->n_ff : 0;
+		gguf_writer_set_arr_i32(w, ARCH_KEY("feed_forward_length"), ffl, s->n_layer);
+		gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_epsilon"), 1e-5f);
+	} else if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
 		int32_t ffl[4096]; /* synth_check: n_layer <= 4096 */
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			ffl[l] = (int32_t)g4_ff(s, l);
@@ -1393,11 +1430,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
 	if (is_mamba2(s)) { /* conversion/granite.py's keys */
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
-		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), 2 * s->n_embd);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), (uint32_t)ssm_inner(s));
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.state_size"), s->ssm_state);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.time_step_rank"), s->ssm_heads);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.group_count"), s->ssm_groups);
-		gguf_writer_set_bool(w, ARCH_KEY("rope.scaling.finetuned"), false);
+		if (!is_nemo(s))
+			gguf_writer_set_bool(w, ARCH_KEY("rope.scaling.finetuned"), false);
 		if (s->n_ff_shexp)
 			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_feed_forward_length"),
 					    s->n_ff_shexp);
@@ -1581,9 +1619,15 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (!olmo2)
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		const bool conv = lfm2 && !(s->lfm2_attn >> l & 1);
-		const bool ssm = is_mamba2(s) && !(s->lfm2_attn >> l & 1);
+		const bool nffn = is_nemo(s) && (s->nemo_ffn >> l & 1); /* nemotron_h: FFN alone */
+		const bool ssm = is_mamba2(s) && !(s->lfm2_attn >> l & 1) && !nffn;
+		if (nffn) {
+			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
+			continue;
+		}
 		if (ssm) { /* granitehybrid's Mamba2 block, the converter's names and shapes */
-			const uint64_t D = 2 * E, H = s->ssm_heads,
+			const uint64_t D = ssm_inner(s), H = s->ssm_heads,
 				       GN = (uint64_t)s->ssm_groups * s->ssm_state;
 			ADD("ssm_in.weight", t, FILL_RANDOM, E, 2 * D + 2 * GN + H);
 			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, D + 2 * GN);
@@ -1654,6 +1698,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (post || oai || seed || glm4moe) /* gpt-oss, seed_oss, glm4moe: the FFN's
 						     * input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		if (is_nemo(s)) /* nemotron_h: a Mamba2 or attention block alone */
+			continue;
 		if (!oai && !olmo2 && !seed && !glm4moe && !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		if (X && l >= s->n_dense_lead) { /* glm4moe: the first n_dense_lead dense */
