@@ -208,11 +208,19 @@ int main(int argc, char **argv)
 	       m->n_params / 1e6, m->weight_bytes / 1e6, now() - t0);
 
 	int32_t max_len = n_prompt + n_gen;
-	struct backend_config cfg = {
-	    .block_size = 16, .kv_tokens = (int64_t)(max_len + 16) * batch, .n_threads = n_threads};
+	struct backend_config cfg = {.block_size = 16,
+				     .kv_tokens = (int64_t)(max_len + 16) * batch,
+				     .n_threads = n_threads,
+				     .n_state_slots =
+					 batch}; /* recurrent models: sequence s in slot s */
 	struct backend *b = NULL;
 	if (backend_cpu_create(m, &cfg, &b, &err) != BG_OK) {
 		fprintf(stderr, "%s\n", err.msg);
+		return 1;
+	}
+	if (b->n_state_slots > 0 && b->n_state_slots < batch) {
+		fprintf(stderr, "only %d recurrent-state slots fit for a batch of %d\n",
+			b->n_state_slots, batch);
 		return 1;
 	}
 	printf("device: %s\n", b->device);

@@ -139,6 +139,8 @@ int main(int argc, char **argv)
 	cfg.block_size = block_size;
 	cfg.mem_fraction = 0.9f;
 	cfg.device_index = device;
+	for (int i = 0; i < n_b; i++) /* recurrent models: sequence s in slot s */
+		cfg.n_state_slots = batches[i] > cfg.n_state_slots ? batches[i] : cfg.n_state_slots;
 	struct backend *b = NULL;
 	if (backend_cuda_create(m, &cfg, &b, &err) != BG_OK) {
 		fprintf(stderr, "gpu_decode: %s\n", err.msg);

@@ -3,10 +3,15 @@
 #   check_eq NAME GOT WANT   passes when the two strings are equal
 #   shared REL               prints the path under ../shared, or skips (fails under CI=true)
 #   summary                  prints "N passed, N failed" and exits nonzero on failure
-# $BATCHGEN is the binary under test; $TMP a scratch folder removed at exit.
+# $BATCHGEN is the binary under test: $BATCHGEN when set, else BUILD/batchgen when the
+# sourcing script's first argument is a build folder that holds one (`bash tests/e2e_X.sh
+# build-asan`), else build/batchgen. $TMP is a scratch folder removed at exit.
 n_pass=0
 n_fail=0
 n_skip=0
+if [ -z "${BATCHGEN:-}" ] && [ -n "${1:-}" ] && [ -x "${1:-}/batchgen" ]; then
+	BATCHGEN=$1/batchgen
+fi
 BATCHGEN=${BATCHGEN:-build/batchgen}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -16,6 +16,14 @@
  *   fake_backend_async(f, V, nb, bs, mode)  the same with BACKEND_CAP_ASYNC: sample()
  *                                           leaves out[] poisoned until sample_wait
  *   fake_next(h, tok, p), FAKE_H0            the chain, for references that recompute it
+ *   fake_state_slots = S (before fake_backend) a backend with S recurrent-state slots
+ *                                           (backend.h): the chain is then ALSO a state
+ *                                           per slot, from which the logits come; the fake
+ *                                           checks that a sequence's slot holds its own
+ *                                           chain at pos0 (zeroed at position 0), so a
+ *                                           slot shared, not carried, or not copied on a
+ *                                           fork or beam reorder is caught, and a wrong
+ *                                           state changes the outputs
  *   fake_fine_logits(h, V, out)              FAKE_FINE's logits of state h
  */
 #ifndef BG_TEST_FAKE_BACKEND_H
@@ -62,9 +70,18 @@ struct fake {
 	/* records */
 	int64_t n_forward, max_seqs, max_tokens, total_tokens, swap_outs, swap_ins, copies;
 	bool shared_ok; /* blocks may be shared (samples): swap-out must not poison them */
+	/* recurrent state (fake_state_slots): per slot the chain hash and the positions it
+	 * has seen */
+	int32_t n_slots;
+	uint64_t *slot_h;
+	int32_t *slot_pos;
+	int64_t state_copies;
 	int errors;
 	char err[256];
 };
+
+/* > 0: fake_backend makes a backend with this many state slots (see above) */
+static int32_t fake_state_slots;
 
 static inline uint64_t fake_mix64(uint64_t x)
 {
@@ -149,6 +166,21 @@ static inline enum bg_status fake_forward(void *ctx, const struct backend_batch 
 				fake_bad(f, "a block is written by two sequences of one batch");
 			f->owner[blk] = stamp;
 		}
+		int32_t k = q->state_slot;
+		if (f->n_slots) {
+			if (k < 0 || k >= f->n_slots) {
+				fake_bad(f, "state slot out of range");
+				return bg_fail(err, BG_ERR_INVALID, "state slot");
+			}
+			for (int32_t t = 0; t < s; t++)
+				if (b->seqs[t].state_slot == k)
+					fake_bad(f,
+						 "two sequences of one batch share a state slot");
+			if (q->pos0 == 0) { /* backend.h: zeroed before position 0 */
+				f->slot_h[k] = FAKE_H0;
+				f->slot_pos[k] = 0;
+			}
+		}
 		for (int32_t j = 0; j < q->n_tokens; j++) {
 			int32_t p = q->pos0 + j;
 			uint64_t prev = FAKE_H0;
@@ -158,6 +190,12 @@ static inline enum bg_status fake_forward(void *ctx, const struct backend_batch 
 				if (!f->valid[ps])
 					fake_bad(f, "reads a KV slot never written");
 				prev = f->kv[ps];
+			}
+			if (f->n_slots) { /* the state is what the logits come from */
+				if (f->slot_pos[k] != p || f->slot_h[k] != prev)
+					fake_bad(f,
+						 "a state slot does not hold its sequence's state");
+				prev = f->slot_h[k];
 			}
 			int32_t tok = q->tokens[j];
 			if (q->prev_rows && q->prev_rows[j] >= 0) {
@@ -175,6 +213,10 @@ static inline enum bg_status fake_forward(void *ctx, const struct backend_batch 
 			size_t sl = (size_t)q->block_table[p / f->bs] * f->bs + (size_t)(p % f->bs);
 			f->kv[sl] = h;
 			f->valid[sl] = 1;
+			if (f->n_slots) {
+				f->slot_h[k] = h;
+				f->slot_pos[k] = p + 1;
+			}
 			if (q->want_logits[j]) {
 				if (f->n_rows >= FAKE_MAX_ROWS) {
 					fake_bad(f, "too many logits rows");
@@ -285,6 +327,31 @@ static inline enum bg_status fake_kv_copy(void *ctx, int32_t src, int32_t dst, s
 	return BG_OK;
 }
 
+/* backend.h's state_copy: every source read before any destination is written */
+static inline enum bg_status fake_state_copy(void *ctx, const int32_t *src, const int32_t *dst,
+					     int32_t n, struct bg_err *err)
+{
+	struct fake *f = ctx;
+	uint64_t h[256];
+	int32_t pos[256];
+	if (n < 0 || n > 256)
+		return bg_fail(err, BG_ERR_INVALID, "state_copy of %d slots", n);
+	for (int32_t i = 0; i < n; i++) {
+		if (src[i] < 0 || src[i] >= f->n_slots || dst[i] < 0 || dst[i] >= f->n_slots) {
+			fake_bad(f, "state_copy: slot out of range");
+			return bg_fail(err, BG_ERR_INVALID, "state slot");
+		}
+		h[i] = f->slot_h[src[i]];
+		pos[i] = f->slot_pos[src[i]];
+	}
+	for (int32_t i = 0; i < n; i++) {
+		f->slot_h[dst[i]] = h[i];
+		f->slot_pos[dst[i]] = pos[i];
+	}
+	f->state_copies += n;
+	return BG_OK;
+}
+
 static inline void fake_mem(void *ctx, struct backend_mem *m)
 {
 	struct fake *f = ctx;
@@ -302,6 +369,7 @@ static const struct backend_ops fake_ops = {
     .kv_swap_out = fake_swap_out,
     .kv_swap_in = fake_swap_in,
     .kv_copy = fake_kv_copy,
+    .state_copy = fake_state_copy,
     .mem_info = fake_mem,
 };
 
@@ -319,13 +387,20 @@ static inline struct backend fake_backend(struct fake *f, int32_t V, int32_t nb,
 	f->owner = calloc((size_t)nb, sizeof *f->owner);
 	f->logits = malloc((size_t)FAKE_MAX_ROWS * V * sizeof *f->logits);
 	f->scratch = malloc(sampler_scratch_bytes(V));
+	f->n_slots = fake_state_slots;
+	f->slot_h = calloc((size_t)f->n_slots + 1, sizeof *f->slot_h);
+	f->slot_pos = calloc((size_t)f->n_slots + 1, sizeof *f->slot_pos);
+	for (int32_t k = 0; k < f->n_slots; k++) /* garbage: position 0 must zero it */
+		f->slot_h[k] = 0xbadbadull, f->slot_pos[k] = -7;
 	return (struct backend){.ops = &fake_ops,
 				.ctx = f,
 				.name = "fake",
 				.n_vocab = V,
 				.block_size = bs,
 				.n_blocks = nb,
-				.block_bytes = (size_t)bs * sizeof(uint64_t)};
+				.block_bytes = (size_t)bs * sizeof(uint64_t),
+				.n_state_slots = f->n_slots,
+				.state_bytes = f->n_slots ? 12 : 0};
 }
 
 /* fake_backend with BACKEND_CAP_ASYNC: results arrive at sample_wait. */
@@ -347,6 +422,8 @@ static inline void fake_free(struct fake *f)
 	free(f->owner);
 	free(f->logits);
 	free(f->scratch);
+	free(f->slot_h);
+	free(f->slot_pos);
 }
 
 #endif

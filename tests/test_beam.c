@@ -705,6 +705,11 @@ int main(void)
 	test_exhaustive(2, 4, 8);
 	test_exhaustive(4, 2, 4);
 	test_reference_fake();
+	/* over a backend with recurrent-state slots (fake_backend.h): each beam must carry
+	 * the state of the beam it extends (state_copy after every reorder) */
+	fake_state_slots = 40;
+	test_reference_fake();
+	fake_state_slots = 0;
 	test_real();
 	return check_summary();
 }

@@ -362,7 +362,11 @@ static void test_invariance_fake(const struct tok *tok)
 				    cfg.policy != ENGINE_POLICY_ADAPTIVE)
 					CHECK(preempt == 0, "policy %d never preempts (%d)", pi,
 					      preempt);
-				if (cfg.preempt == ENGINE_PREEMPT_SWAP && cfg.max_batch_size > 1)
+				if (fake_state_slots) /* scheduler.h: a state is not swapped */
+					CHECK(f.swap_outs == 0, "state slots: no swap (%lld)",
+					      (long long)f.swap_outs);
+				else if (cfg.preempt == ENGINE_PREEMPT_SWAP &&
+					 cfg.max_batch_size > 1)
 					CHECK(f.swap_outs > 0 && f.swap_ins > 0,
 					      "swapped %lld/%lld", (long long)f.swap_outs,
 					      (long long)f.swap_ins);
@@ -1403,6 +1407,14 @@ int main(void)
 	test_invariance_fake(tok);
 	test_random_configs(tok);
 	test_samples(tok);
+	/* again over a backend with recurrent-state slots (fake_backend.h): the same results,
+	 * the fake checking that each sequence's slot holds its own state at every forward
+	 * (zeroed at position 0, copied to forked samples, never shared) */
+	fake_state_slots = 64;
+	test_invariance_fake(tok);
+	test_random_configs(tok);
+	test_samples(tok);
+	fake_state_slots = 0;
 	tok_free(tok);
 	return check_summary();
 }

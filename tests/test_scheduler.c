@@ -73,6 +73,7 @@ struct cfg {
 	int32_t max_bs, max_tokens, n_blocks, bs;
 	bool cache;
 	int32_t window; /* sched_config.kv_window */
+	int32_t slots;	/* sched_config.n_state_slots */
 };
 
 static void run_one(const struct cfg *c, int n_req)
@@ -88,7 +89,8 @@ static void run_one(const struct cfg *c, int n_req)
 				  .on_pause = sim_pause,
 				  .pause_user = &sm,
 				  .prefix_cache = c->cache,
-				  .kv_window = c->window};
+				  .kv_window = c->window,
+				  .n_state_slots = c->slots};
 	struct sched *s = NULL;
 	CHECK(sched_create(&sc, sm.pool, &s, &err) == BG_OK, "sched: %s", err.msg);
 	const int32_t max_seq = 96;
@@ -133,6 +135,8 @@ static void run_one(const struct cfg *c, int n_req)
 		n_long += kv_blocks_for(sm.pool, n_max - 1) > c->n_blocks;
 		n++;
 	}
+	/* recurrent state: what each slot holds, as (sequence id, positions it has seen) */
+	int32_t slot_id[512] = {0}, slot_pos[512] = {0};
 	int next_enq = 0, n_done = 0, violations = 0;
 	int64_t last_admitted = -1, total_pauses = 0, total_sched = 0, iters = 0;
 	int64_t static_batch_left = 0;
@@ -225,6 +229,17 @@ static void run_one(const struct cfg *c, int n_req)
 			struct sched_seq *q = sched_paused(s)[i];
 			tabs[nt++] = &q->kv;
 			V(q->kv.n == 0, "a paused sequence holds blocks");
+			V(q->state_slot == -1, "a paused sequence holds state slot %d",
+			  q->state_slot);
+		}
+		for (int32_t i = 0; i < sched_n_running(s); i++) {
+			const struct sched_seq *q = sched_running(s)[i];
+			V(c->slots ? q->state_slot >= 0 && q->state_slot < c->slots
+				   : q->state_slot == -1,
+			  "running with state slot %d of %d", q->state_slot, c->slots);
+			for (int32_t j = 0; j < i && c->slots; j++)
+				V(sched_running(s)[j]->state_slot != q->state_slot,
+				  "two running sequences hold state slot %d", q->state_slot);
 		}
 		V(kv_check(sm.pool, tabs, nt, why, sizeof why), "kv: %s", why);
 		V(kv_n_used(sm.pool) + kv_n_free(sm.pool) == c->n_blocks, "used + free != total");
@@ -287,6 +302,15 @@ static void run_one(const struct cfg *c, int n_req)
 				  "seq %d writes pos %d into a shared block", ss->id, p);
 				*slot(&sm, q, p) = tag(ss, p);
 			}
+			if (c->slots) { /* the backend's state: zeroed at 0, else carried */
+				int32_t k = q->state_slot;
+				if (q->n_computed > 0)
+					V(slot_id[k] == ss->id && slot_pos[k] == q->n_computed,
+					  "seq %d at %d finds slot %d holding seq %d at %d", ss->id,
+					  q->n_computed, k, slot_id[k], slot_pos[k]);
+				slot_id[k] = ss->id;
+				slot_pos[k] = q->n_computed + q->step_tokens;
+			}
 		}
 		V(tok_sum == plan.n_ctx_tokens + plan.n_gen_tokens, "token sums");
 		total_sched += plan.n;
@@ -320,7 +344,11 @@ static void run_one(const struct cfg *c, int n_req)
 		/* one sequence alone always fits */
 		CHECK(total_pauses > 0, "max-util (window %d) paused under pressure (%lld)", c->window,
 		      (long long)total_pauses);
-	if (c->swap)
+	if (c->slots)
+		CHECK(sm.n_swapouts == 0 && n_cached_tokens == 0,
+		      "state slots: no swap (%d) and no reuse (%lld tokens)", sm.n_swapouts,
+		      (long long)n_cached_tokens);
+	else if (c->swap)
 		CHECK(sm.n_swapins > 0 && sm.n_swapins <= sm.n_swapouts, "swaps out %d in %d",
 		      sm.n_swapouts, sm.n_swapins);
 	CHECK(kv_n_free(sm.pool) == c->n_blocks, "all blocks back");
@@ -332,7 +360,7 @@ static void run_one(const struct cfg *c, int n_req)
 		      c->window, (long long)ks.dropped_total, n_long);
 	else
 		CHECK(ks.dropped_total == 0, "no window, nothing dropped");
-	if (c->cache)
+	if (c->cache && !c->slots)
 		CHECK(n_cached_tokens > 0 && ks.reused_total > 0 && ks.missed_total > 0,
 		      "policy %d: reuse happened (%lld tokens, %lld hits, %lld misses)",
 		      c->policy, (long long)n_cached_tokens, (long long)ks.reused_total,
@@ -829,35 +857,40 @@ int main(void)
 	static_cached_reservation();
 	resume_waits();
 	const struct cfg cfgs[] = {
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false, 0},
-	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false, 0},
-	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, false, 0},
-	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4, false, 0},
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, false, 0},
-	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, false, 0},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4, false, 0},
-	    {SCHED_STATIC, false, false, 8, 64, 40, 4, false, 0},
-	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4, false, 0},
-	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4, false, 0},
-	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, false, 0},
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0},
-	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true, 0},
-	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, true, 0},
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0},
-	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, true, 0},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0},
-	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, true, 0},
-	    {SCHED_ADAPTIVE, false, true, 8, 32, 24, 4, false, 0},
-	    {SCHED_ADAPTIVE, true, true, 64, 128, 40, 4, true, 0},
-	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false, 0, 0},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false, 0, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, false, 0, 0},
+	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4, false, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, false, 0, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, false, 0, 0},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, false, 0, 0},
+	    {SCHED_STATIC, false, false, 8, 64, 40, 4, false, 0, 0},
+	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4, false, 0, 0},
+	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4, false, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, false, 0, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0, 0},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true, 0, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, true, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, true, 0, 0},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, true, 0, 0},
+	    {SCHED_ADAPTIVE, false, true, 8, 32, 24, 4, false, 0, 0},
+	    {SCHED_ADAPTIVE, true, true, 64, 128, 40, 4, true, 0, 0},
+	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0, 0},
 	    /* a window on every layer: pools smaller than the longest requests */
-	    {SCHED_NO_EVICT, false, true, 8, 16, 12, 4, false, 8},
-	    {SCHED_NO_EVICT, false, true, 8, 16, 16, 4, true, 8},
-	    {SCHED_MAX_UTIL, false, true, 8, 16, 12, 4, true, 8},
-	    {SCHED_MAX_UTIL, true, true, 8, 16, 12, 4, true, 8},
-	    {SCHED_MAX_UTIL, true, false, 6, 24, 12, 4, false, 16},
-	    {SCHED_STATIC, false, true, 8, 16, 16, 4, true, 8},
-	    {SCHED_ADAPTIVE, true, true, 8, 16, 12, 4, true, 8},
+	    {SCHED_NO_EVICT, false, true, 8, 16, 12, 4, false, 8, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 16, 16, 4, true, 8, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 16, 12, 4, true, 8, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 16, 12, 4, true, 8, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 24, 12, 4, false, 16, 0},
+	    {SCHED_STATIC, false, true, 8, 16, 16, 4, true, 8, 0},
+	    {SCHED_ADAPTIVE, true, true, 8, 16, 12, 4, true, 8, 0},
+	    /* recurrent state: slots, no swap, no reuse (asked for, ignored) */
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0, 8},
+	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0, 9},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0, 8},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0, 8},
 	};
 	for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
 		run_one(&cfgs[i], 400);

@@ -514,7 +514,6 @@ static void beam_advance(struct engine *e, struct ereq *root)
 		finish_root(e, root, root->r->finish);
 		return;
 	}
-	struct sched_seq *from[REQ_MAX_BEAM_WIDTH];
 	if (first) {
 		sched_append(e->sched, &root->sq);
 		for (int32_t k = 0; k < root->n_kids; k++) {
@@ -523,18 +522,16 @@ static void beam_advance(struct engine *e, struct ereq *root)
 				return;
 			}
 			root->kids[k]->r->t_arrival = root->r->t_arrival;
-			from[k] = &root->sq;
-		}
-		if (copy_states(e, from, seqs + 1, root->n_kids, &berr) != BG_OK) {
-			beam_fail(e, root, "backend_error", berr.msg);
-			return;
 		}
 	}
 	if (sched_beam_reorder(e->sched, seqs, W, parent, n_next, &berr) != BG_OK) {
 		beam_fail(e, root, "internal", berr.msg);
 		return;
 	}
-	for (int32_t j = 0; j < n_next; j++) /* each beam continues its parent's state */
+	/* each beam continues its parent's state (the first step's parent is the root, whose
+	 * state the new beams thus take) */
+	struct sched_seq *from[REQ_MAX_BEAM_WIDTH];
+	for (int32_t j = 0; j < n_next; j++)
 		from[j] = seqs[parent[j]];
 	if (copy_states(e, from, seqs, n_next, &berr) != BG_OK) {
 		beam_fail(e, root, "backend_error", berr.msg);
