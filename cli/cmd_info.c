@@ -119,9 +119,10 @@ static void print_by_dtype(const struct model *m)
 				list[n++] = &ly->conv_in;
 				list[n++] = &ly->conv_w;
 			}
-			const struct model_weight *ssm[7] = {
-			    &ly->ssm_in, &ly->ssm_conv_w, &ly->ssm_conv_b, &ly->ssm_dt_b,
-			    &ly->ssm_a,	 &ly->ssm_d,	  &ly->ssm_norm}; /* granitehybrid */
+			const struct model_weight *ssm[7] = {/* granitehybrid, nemotron_h */
+							     &ly->ssm_in, &ly->ssm_conv_w,
+							     &ly->ssm_conv_b, &ly->ssm_dt_b,
+							     &ly->ssm_a, &ly->ssm_d, &ly->ssm_norm};
 			for (int i = 0; i < 7 && ly->ssm; i++)
 				list[n++] = ssm[i];
 			if (m->hp.qkv_bias) {

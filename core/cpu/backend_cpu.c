@@ -1962,9 +1962,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
 			    !(hp->parallel && i == 5) && /* command-r: attn_norm only */
 			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
-			    !(hp->relu2 && i == 6) &&			 /* nemotron_h: none */
-			    !(L->ffn_only && i >= 1 && i <= 5) &&	 /* nemotron_h's FFN layers */
-			    !(L->no_ffn && i >= 5 && i <= 8) &&	 /* and its others */
+			    !(hp->relu2 && i == 6) &&		     /* nemotron_h: no gate, */
+			    !(L->ffn_only && i >= 1 && i <= 5) && /* FFN layers, */
+			    !(L->no_ffn && i >= 5 && i <= 8) &&   /* the others */
 			    !(!own_kv && (i == 2 || i == 3)) &&
 			    !(hp->mla && i >= 1 && i <= 3) &&		  /* deepseek2: below */
 			    !((L->conv || L->ssm) && i >= 1 && i <= 3) && /* lfm2, Mamba2: below */

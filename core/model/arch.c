@@ -361,7 +361,8 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, granitehybrid, nemotron_h";
+	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, granitehybrid, "
+	       "nemotron_h";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

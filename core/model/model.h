@@ -21,7 +21,8 @@
  * (LayerNorms, parallel attention and FFN, a logit scale, Command R+'s per-head Q/K norms;
  * cohere2's RoPE on the windowed layers only: model_hparams' cohere part), `minimax-m2`
  * (whole-row Q/K norms, partial NeoX RoPE, sigmoid-routed experts with a selection bias:
- * model_hparams' moe_sel_bias). A fused tensor
+ * model_hparams' moe_sel_bias), `granitehybrid` and `nemotron_h` (Mamba2 layers among
+ * attention ones: model_hparams' ssm_*). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -264,9 +265,9 @@ struct model_hparams {
 	 * recompute see the state as a function of the prefix. n_head_kv is the attention
 	 * layers' (the nonzero entries of the per-layer head_count_kv list). */
 	uint32_t conv_l;
-	/* granitehybrid (llama.cpp's build_mamba2_layer; arch.h): ssm_d_conv > 0 makes the
-	 * layers with model_layer.ssm Mamba2 blocks in place of attention. With D = ssm_d_inner
-	 * (2 n_embd), H = ssm_n_head heads of P = D / H, G = ssm_n_group groups of N =
+	/* granitehybrid, nemotron_h (llama.cpp's build_mamba2_layer; arch.h): ssm_d_conv > 0
+	 * makes the layers with model_layer.ssm Mamba2 blocks in place of attention. With D =
+	 * ssm_d_inner (granitehybrid: 2 n_embd), H = ssm_n_head heads of P = D / H, G = ssm_n_group groups of N =
 	 * ssm_d_state, C = D + 2 G N, for each token of a sequence, n the attn-normed input:
 	 *   [z (D) | xBC (C) | dt (H)] = ssm_in n;
 	 *   xBC' = silu(conv_b + sum over k = 0..ssm_d_conv-1, oldest first, of
@@ -279,7 +280,7 @@ struct model_hparams {
 	 * The recurrent state of a layer (model_state_floats): the last d_conv - 1 rows of xBC
 	 * (C each, oldest first), then S (H x P x N), in backend_seq.state_slot. */
 	uint32_t ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
-	/* no layer rotates Q and K (granitehybrid's rope.scaling.finetuned false) */
+	/* no layer rotates Q and K (granitehybrid's rope.scaling.finetuned false, nemotron_h) */
 	bool rope_none;
 	/* granitehybrid's shared expert: its own width (expert_shared_feed_forward_length),
 	 * with n_expert_shared 1; 0 elsewhere (glm4moe's is n_ff_exp * n_expert_shared):
@@ -364,7 +365,7 @@ struct model_layer {
 	/* lfm2: this layer is a short-convolution block (model_hparams' conv_l): conv_in,
 	 * conv_w above, wo its out_proj (n_embd, n_embd); wq, wk, wv, the Q/K norms zero */
 	bool conv;
-	bool ssm; /* granitehybrid: this layer is a Mamba2 block (the ssm_* weights above) */
+	bool ssm; /* granitehybrid, nemotron_h: a Mamba2 block (the ssm_* weights above) */
 	float xielu[4]; /* hp.xielu: {an, ap, beta, eps} as model_hparams describes; else 0 */
 	/* gemma4: the layer's output scale (hp.out_scale; the f32 value of the file's
 	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model), and whether the
