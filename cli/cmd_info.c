@@ -124,6 +124,12 @@ static void print_by_dtype(const struct model *m)
 			    &ly->gdn_dt,  &ly->gdn_a, &ly->gdn_norm, &ly->conv_w}; /* qwen35 */
 			for (int i = 0; i < 8 && ly->gdn; i++)
 				list[n++] = gdn[i];
+			const struct model_weight *ssm[7] = {/* granitehybrid, nemotron_h */
+							     &ly->ssm_in, &ly->ssm_conv_w,
+							     &ly->ssm_conv_b, &ly->ssm_dt_b,
+							     &ly->ssm_a, &ly->ssm_d, &ly->ssm_norm};
+			for (int i = 0; i < 7 && ly->ssm; i++)
+				list[n++] = ssm[i];
 			if (m->hp.qkv_bias) {
 				list[n++] = &ly->bq;
 				list[n++] = &ly->bk;
@@ -328,6 +334,23 @@ int cmd_info(int argc, char **argv)
 		       "cache; %u layers have one\n",
 		       model_n_layer_kv(hp), hp->n_layer - 1, model_n_layer_kv(hp) - 2,
 		       model_n_layer_kv(hp) - 1, model_n_layer_kv(hp));
+	if (hp->ssm_d_conv) { /* granitehybrid (model.h): which layers, their state */
+		uint32_t ns = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			ns += m->layers[l].ssm;
+		uint64_t per = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			per += model_state_floats(hp, &m->layers[l]);
+		printf("mamba2: %u of %u layers are Mamba2 blocks (%u taps, inner %u, %u heads, "
+		       "%u groups, state %u; %llu bytes of fp32 state a sequence, in a slot of its "
+		       "own); other layers:",
+		       ns, hp->n_layer, hp->ssm_d_conv, hp->ssm_d_inner, hp->ssm_n_head,
+		       hp->ssm_n_group, hp->ssm_d_state, (unsigned long long)(4 * per));
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			if (!m->layers[l].ssm)
+				printf(" %u", l);
+		printf("%s\n", hp->rope_none ? " (no RoPE)" : "");
+	}
 	if (hp->conv_l) { /* lfm2 (model.h): which layers, and the cache row their state takes */
 		uint32_t nc = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++)
@@ -426,6 +449,10 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.ssm_dt.bias", &ly->gdn_dt);
 			print_weight_line("blk.0.ssm_a", &ly->gdn_a);
 			print_weight_line("blk.0.ssm_norm", &ly->gdn_norm);
+		} else if (ly->ssm) { /* granitehybrid */
+			print_weight_line("blk.0.ssm_in", &ly->ssm_in);
+			print_weight_line("blk.0.ssm_conv1d", &ly->ssm_conv_w);
+			print_weight_line("blk.0.ssm_norm", &ly->ssm_norm);
 		} else {
 			print_weight_line("blk.0.attn_q", &ly->wq);
 			print_weight_line("blk.0.attn_k", &ly->wk);
@@ -437,7 +464,7 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_v.bias", &ly->bv);
 		}
 		print_weight_line(ly->conv  ? "blk.0.shortconv.out_proj"
-				  : ly->gdn ? "blk.0.ssm_out"
+				  : ly->gdn || ly->ssm ? "blk.0.ssm_out"
 					    : "blk.0.attn_output",
 				  &ly->wo);
 		if (hp->attn_out_bias)

@@ -104,6 +104,11 @@ struct cuda_layer {
 	 * (qkv_rows 2 n_q + 2 n_kv) */
 	bool gdn;
 	float *gdn_vec;
+	/* granitehybrid's Mamba2 layer (model.h's ssm_*): wqkv holds ssm_in ([2 D + 2 G N + H,
+	 * n_embd]: qkv_rows), wo ssm_out (o_in D); ssm_w the small fp32 weights (gpu_ssm_args'
+	 * w); no K/V rows */
+	bool ssm;
+	float *ssm_w;
 	float xielu[4];		     /* apertus: model_layer.xielu (hp.xielu) */
 	/* the layer's geometry (gemma4's windowed layers have their own; model.h): head
 	 * size, K/V heads, Q and K/V row widths (wqkv is [n_q + 2 n_kv, n_embd]), where its
@@ -238,6 +243,7 @@ struct cuda_ctx {
 	/* [cap_tok, n_embd] fp32, hp.parallel (command-r, cohere2): the FFN's output, added to
 	 * the residual before the attention's (tmp) is */
 	float *par;
+	float *ssm_xbc, *ssm_y; /* granitehybrid: gpu_ssm_args' scratch */
 	struct gpu_moe_plan moe_plan;
 	void *moe_act;
 	/* deepseek2 (hp.mla), for cap_tok tokens: the attention's queries [cap_tok, n_q]
@@ -389,9 +395,14 @@ static enum bg_status host_grow(struct cuda_ctx *c, void **p, size_t *cap, size_
 
 static enum gpu_dtype pick_dtype(const struct model *m)
 {
-	/* deepseek2 with q_lora has no wq: its wkv_a; lfm2's conv layer: its in_proj */
+	/* deepseek2 with q_lora has no wq: its wkv_a; lfm2's conv layer: its in_proj;
+	 * granitehybrid's Mamba2 layer: its ssm_in */
 	const struct model_layer *l0 = &m->layers[0];
-	switch ((m->hp.mla ? l0->wkv_a : l0->conv ? l0->conv_in : l0->gdn ? l0->gdn_qkv : l0->wq)
+	switch ((m->hp.mla ? l0->wkv_a
+		 : l0->conv ? l0->conv_in
+		 : l0->gdn  ? l0->gdn_qkv
+		 : l0->ssm  ? l0->ssm_in
+			    : l0->wq)
 		    .type) {
 	case GGUF_DTYPE_F32: return GPU_F32;
 	case GGUF_DTYPE_F16: return GPU_F16;
@@ -592,6 +603,10 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 			w[0] = &ml->conv_in;
 			return 1;
 		}
+		if (ml->ssm) { /* granitehybrid: ssm_in, z|xBC|dt rows */
+			w[0] = &ml->ssm_in;
+			return 1;
+		}
 		if (hp->mla) {
 			w[0] = hp->n_lora_q ? &ml->wq_a : &ml->wq;
 			w[1] = &ml->wkv_a;
@@ -778,7 +793,24 @@ static enum bg_status upload_mla(struct upload *u, const struct model_layer *ml,
  * both; lfm2moe: leading dense layers alone). */
 static size_t dense_ffn_width(const struct model_hparams *hp)
 {
-	return hp->n_expert && !hp->n_expert_shared && !hp->n_layer_dense_lead ? 0 : hp->n_ff;
+	if (hp->n_expert && !hp->n_expert_shared && !hp->n_layer_dense_lead)
+		return 0;
+	/* granitehybrid: a shared expert of its own width, maybe wider than n_ff */
+	return hp->n_expert_shared && model_ff_shexp(hp) > hp->n_ff ? model_ff_shexp(hp)
+								     : hp->n_ff;
+}
+
+/* granitehybrid: the rows of ssm_in (z, xBC, dt) and the fp32 values of a Mamba2 layer's
+ * small weights (gpu_ssm_args' w) */
+static int ssm_in_rows(const struct model_hparams *hp)
+{
+	return (int)(2 * hp->ssm_d_inner + 2 * hp->ssm_n_group * hp->ssm_d_state + hp->ssm_n_head);
+}
+
+static size_t ssm_w_floats(const struct model_hparams *hp)
+{
+	size_t C = (size_t)hp->ssm_d_inner + 2 * (size_t)hp->ssm_n_group * hp->ssm_d_state;
+	return C * (hp->ssm_d_conv + 1) + 3 * (size_t)hp->ssm_n_head + hp->ssm_d_inner;
 }
 
 static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, struct bg_err *err)
@@ -814,7 +846,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				 (uint64_t)NX * E * (1 + 3 * (uint64_t)FX) + (hp->out_scale ? 1 : 0) +
 				 (hp->moe_sel_bias && !hp->n_expert_shared ? NX : 0); /* minimax-m2 */
 		if (hp->n_expert_shared) { /* glm4moe: dense layers, or experts + shared */
-			const uint64_t FS = (uint64_t)FX * hp->n_expert_shared;
+			const uint64_t FS = model_ff_shexp(hp);
 			untied_params -= l < hp->n_layer_dense_lead
 					     ? (uint64_t)NX * E * (1 + 3 * (uint64_t)FX)
 					     : (n_ffm + 1) * E * F - NX - 3 * E * FS;
@@ -862,8 +894,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	if (hp->gdn_conv)
 		sz_conv = align_up(GCD * hp->gdn_conv * 4, 256);
 	size_t sz_gvec = hp->gdn_conv ? align_up((2 * (size_t)hp->gdn_nv + hp->gdn_d) * 4, 256) : 0;
+	/* granitehybrid: every layer room for the Mamba2 layers' small weights (fp32) */
+	size_t sz_ssm = hp->ssm_d_conv ? align_up(ssm_w_floats(hp) * 4, 256) : 0;
 	size_t per_layer = sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan +
-			   sz_kvn + sz_conv + sz_gvec;
+			   sz_kvn + sz_conv + sz_gvec + sz_ssm;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -975,6 +1009,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_conv;
 		L->gdn_vec = sz_gvec ? (float *)p : NULL;
 		p += sz_gvec;
+		L->ssm_w = sz_ssm && L->ssm ? (float *)p : NULL;
+		p += sz_ssm;
 		float **oai[6] = {&L->sinks,	    &L->bo,	    &L->router_b,
 				  &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
 		for (int i = 0; i < 6; i++) {
@@ -1006,17 +1042,28 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 					L->gdn_vec + 2 * hp->gdn_nv};
 			for (int i = 0; i < 4 && st == BG_OK; i++)
 				st = upload_weight(&u, gv[i], gd[i], UP_NORM, err);
+		} else if (st == BG_OK && L->ssm) { /* granitehybrid: ssm_in as Q|K|V, the rest */
+			if (!res[0])
+				st = upload_weight(&u, &ml->ssm_in, qkv, UP_MATRIX, err);
+			const struct model_weight *f[6] = {&ml->ssm_conv_w, &ml->ssm_conv_b,
+							   &ml->ssm_dt_b,   &ml->ssm_a,
+							   &ml->ssm_d,	    &ml->ssm_norm};
+			float *dst = L->ssm_w; /* f32 each (the loader's), in gpu_ssm_args' order */
+			for (int i = 0; st == BG_OK && i < 6; i++) {
+				st = upload_weight(&u, f[i], dst, UP_NORM, err);
+				dst += f[i]->ne0 * f[i]->ne1;
+			}
 		} else if (st == BG_OK && hp->mla) /* deepseek2 (model.h): its own matrices */
 			st = upload_mla(&u, ml, L, res[0], err);
 		else if (st == BG_OK && !res[0])
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
 		/* the rows before K: Q's, or (qwen35) Q's and the gates' */
 		const size_t qw = (size_t)(L->qkv_rows - 2 * L->n_kv);
-		if (L->conv || L->gdn) {
+		if (L->conv || L->gdn || L->ssm) {
 			/* in_proj uploaded above */
 		} else if (st == BG_OK && !res[0] && !hp->mla)
 			st = upload_weight(&u, &ml->wk, qkv + qw * E * es, UP_MATRIX, err);
-		if (hp->mla || L->conv || L->gdn || st != BG_OK || res[0]) {
+		if (hp->mla || L->conv || L->gdn || L->ssm || st != BG_OK || res[0]) {
 			/* uploaded above, or resident */
 		} else if (ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
 			cudaError_t ce =
@@ -1115,13 +1162,14 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	/* then glm4moe's (and minimax-m2's, deepseek2's), after all of those: each MoE layer's
 	 * selection bias (deepseek2's is optional: none in a file without it) and shared expert
 	 * (glm4moe, deepseek2: gate rows, up rows FS apart in wgu; down in wdown) */
-	for (uint32_t l = 0; st == BG_OK && sz_selb && l < hp->n_layer; l++) {
+	for (uint32_t l = 0; st == BG_OK && (sz_selb || hp->n_expert_shared) && l < hp->n_layer;
+	     l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
 		if (!L->moe)
 			continue;
-		const size_t FS = (size_t)FX * hp->n_expert_shared;
-		if (hp->moe_grouped && !ml->exp_probs_b.data)
+		const size_t FS = hp->n_expert_shared ? model_ff_shexp(hp) : 0;
+		if (!sz_selb || (hp->moe_grouped && !ml->exp_probs_b.data)) /* granitehybrid: none */
 			L->sel_b = NULL;
 		else
 			st = upload_weight(&u, &ml->exp_probs_b, L->sel_b, UP_BIAS, err);
@@ -1196,7 +1244,12 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 	size_t n_tiles = NX ? (size_t)gpu_moe_max_tiles((int)NP, (int)NX) : 0;
 	/* deepseek2: mla_q, mla_f, mla_x (0 bytes otherwise) */
 	const bool mla = c->hp.mla;
-	enum { N_BUF = 24 };
+	/* granitehybrid: gpu_ssm's xbc [N, C] and y [N, D] scratch */
+	const size_t SC = c->hp.ssm_d_conv ? (size_t)c->hp.ssm_d_inner +
+						 2 * (size_t)c->hp.ssm_n_group * c->hp.ssm_d_state
+					   : 0,
+		     SD = c->hp.ssm_d_conv ? c->hp.ssm_d_inner : 0;
+	enum { N_BUF = 26 };
 	size_t sizes[N_BUF] = {4 * N * E,  4 * N * c->ld_qkv, 4 * N * E,  8 * N * F,
 			       es * N * E, es * N * c->n_q,   es * N * F, 4 * GPU_GEMV_MAX_TOK * E,
 			       4 * N * NX, 4 * NP * E,	      es * NP * FX, 4 * NP,
@@ -1204,7 +1257,7 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0,
 			       c->hp.parallel ? 4 * N * E : 0,
 			       mla ? 4 * N * c->n_q : 0, 4 * N * c->mla_qr, es * N * c->mla_xw,
-			       4 * N * c->gscr_c, 4 * N * c->gscr_o};
+			       4 * N * c->gscr_c, 4 * N * c->gscr_o, 4 * N * SC, 4 * N * SD};
 	size_t total = 0;
 	for (int i = 0; i < N_BUF; i++)
 		total += align_up(sizes[i], 256);
@@ -1222,7 +1275,8 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 			     (void **)&mp->tiles,     (void **)&mp->n_tiles,     (void **)&c->moe_xf,
 			     (void **)&c->par,
 			     (void **)&c->mla_q,      (void **)&c->mla_f,	      &c->mla_x,
-			     (void **)&c->gcbuf,      (void **)&c->gobuf};
+			     (void **)&c->gcbuf,      (void **)&c->gobuf,
+			     (void **)&c->ssm_xbc,    (void **)&c->ssm_y};
 	for (int i = 0; i < N_BUF; i++) {
 		*dst[i] = p;
 		p += align_up(sizes[i], 256);
@@ -1239,7 +1293,7 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 struct pass {
 	int32_t n_tok, n_out, max_ctx, n_bt;
 	int32_t n_tiles, n_list; /* attention: tiled runs, per-query tokens */
-	int32_t n_seg;		 /* the sequences' runs of tokens (gpu_gdn's seq) */
+	int32_t n_runs;		 /* recurrent state: each sequence's run of tokens */
 };
 
 /* How attention covers a run of `take` consecutive tokens of one sequence. */
@@ -1256,7 +1310,7 @@ struct pass_ptrs {
 	const int32_t *tokens, *pos, *slots, *tok_bt; /* [n_tok] */
 	const int32_t *rows;			      /* [n_out] */
 	const int32_t *bt, *tiles, *list;
-	const int32_t *seg; /* [n_seg][3]: first row, rows, state slot */
+	const int32_t *runs; /* [3 n_runs]: first token, tokens, state slot */
 };
 
 /* The metadata layout of an ordinary pass in c->d_meta. */
@@ -1272,7 +1326,7 @@ static struct pass_ptrs pass_layout(const struct cuda_ctx *c, const struct pass 
 	q.bt = q.rows + ps->n_out;
 	q.tiles = q.bt + ps->n_bt;
 	q.list = q.tiles + 2 * ps->n_tiles;
-	q.seg = q.list + ps->n_list;
+	q.runs = q.list + ps->n_list;
 	return q;
 }
 
@@ -1360,7 +1414,9 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	 * and layer output scales, and post-norms too) */
 	/* (command-r, cohere2: LayerNorms and the parallel block; the GEMV's prologue is an
 	 * RMS norm and the fused layer sequential) */
+	/* (granitehybrid's Mamba2 layers: gpu_ssm between the unfused GEMMs) */
 	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
+	       !c->hp.ssm_d_conv &&
 	       !c->hp.v_norm && !c->hp.out_scale && !c->hp.layer_norm && !c->hp.parallel &&
 	       !c->hp.mla && c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
@@ -1576,7 +1632,28 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUBLAS_CHECK(pass_gemm(c, L->wqkv, &L->q_qkv, c->xn, c->qkv, L->qkv_rows, E,
 					       n, c->ld_qkv));
 		}
-		if (L->conv) { /* lfm2: bx into the cache, the conv, C times it into attn */
+		if (L->ssm) { /* granitehybrid: the Mamba2 block into attn (D wide) */
+			struct gpu_ssm_args sa;
+			sa.zxbcdt = c->qkv;
+			sa.ld = c->ld_qkv;
+			sa.n_tok = n;
+			sa.d_conv = (int)hp->ssm_d_conv;
+			sa.D = (int)hp->ssm_d_inner;
+			sa.H = (int)hp->ssm_n_head;
+			sa.G = (int)hp->ssm_n_group;
+			sa.N = (int)hp->ssm_d_state;
+			sa.eps = hp->rms_eps;
+			sa.w = L->ssm_w;
+			sa.runs = pp->runs;
+			sa.n_runs = ps->n_runs;
+			sa.state = c->state;
+			sa.state_floats = c->state_floats;
+			sa.layer_off = c->state_off[l];
+			sa.xbc = c->ssm_xbc;
+			sa.y = c->ssm_y;
+			sa.out = c->attn;
+			CUDA_CHECK(gpu_ssm(&sa, c->dt, s));
+		} else if (L->conv) { /* lfm2: bx into the cache, the conv, C times it into attn */
 			struct gpu_shortconv_args sa;
 			sa.bcx = c->qkv;
 			sa.ld = c->ld_qkv;
@@ -1594,7 +1671,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		} else if (hp->qk_norm_full)
 			CUDA_CHECK(gpu_qk_rmsnorm_rows(c->qkv, c->ld_qkv, n, L->n_q, L->n_kv,
 						       L->q_norm, L->k_norm, hp->rms_eps, s));
-		if (hp->qk_norm_heads && !L->conv) { /* Command R+: the biases first, then the
+		if (hp->qk_norm_heads && !L->conv && !L->ssm) { /* Command R+: the biases first, then the
 						      * head norms */
 			if (qp.bias)
 				CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, qp.bias, n,
@@ -1609,8 +1686,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			ga.proj = c->qkv;
 			ga.ld = c->ld_qkv;
 			ga.n_tok = n;
-			ga.n_seq = ps->n_seg;
-			ga.seq = pp->seg;
+			ga.n_seq = ps->n_runs;
+			ga.seq = pp->runs;
 			ga.state = c->state + c->state_off[l];
 			ga.state_stride = (int64_t)c->state_floats;
 			ga.d = (int)hp->gdn_d;
@@ -1625,7 +1702,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			ga.obuf = c->gobuf;
 			ga.out = c->attn;
 			CUDA_CHECK(gpu_gdn(&ga, c->dt, s));
-		} else if (L->conv) {
+		} else if (L->conv || L->ssm) {
 			/* done above */
 		} else if (hp->mla) { /* deepseek2: its queries into mla_q, its key rows into kv */
 			enum bg_status st = mla_qkv(c, L, n, d_pos, d_slots, kv, err);
@@ -1661,7 +1738,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		a.pdl = pdl;
 		a.sinks = L->sinks; /* gpt-oss; NULL otherwise */
-		if (!L->conv && !L->gdn)
+		if (!L->conv && !L->gdn && !L->ssm)
 			CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		if (hp->attn_out_gate && !L->gdn) /* qwen35: times sigmoid(gate) */
 			CUDA_CHECK(gpu_attn_gate(c->attn, c->gobuf, n, L->n_q, c->dt, s));
@@ -1768,7 +1845,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			}
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
 			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
-				const int FS = FX * (int)hp->n_expert_shared;
+				const int FS = (int)model_ff_shexp(hp);
 				CUBLAS_CHECK(
 				    pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS, E, n, 2 * FS));
 				CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
@@ -2098,7 +2175,7 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			int32_t end = sq->pos0 + t2 + take;
 			ps.n_bt += (end + c->block_size - 1) / c->block_size;
 			attn_cover(take, &ps.n_tiles, &ps.n_list);
-			ps.n_seg++;
+			ps.n_runs++;
 			for (int32_t j = t2; j < t2 + take; j++)
 				ps.n_out += sq->want_logits[j] != 0;
 			ps.n_tok += take;
@@ -2109,9 +2186,9 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			}
 		}
 		/* Layout of the metadata: tokens, pos, slots, tok_bt [n_tok] | rows [n_out] |
-		 * block tables [n_bt] | tiles [2 n_tiles] | list [n_list] | seg [3 n_seg]. */
+		 * block tables [n_bt] | tiles [2 n_tiles] | list [n_list] | runs [3 n_runs]. */
 		size_t used = 4 * (size_t)ps.n_tok + (size_t)ps.n_out + (size_t)ps.n_bt +
-			      2 * (size_t)ps.n_tiles + (size_t)ps.n_list + 3 * (size_t)ps.n_seg;
+			      2 * (size_t)ps.n_tiles + (size_t)ps.n_list + 3 * (size_t)ps.n_runs;
 		struct cuda_staging *sm;
 		if ((st = staging_take(c->meta, &c->meta_slot, &sm, err)) != BG_OK)
 			return st;
@@ -2135,20 +2212,20 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 		int32_t *tok = sm->h, *pos = tok + n, *slots = pos + n, *tok_bt = slots + n;
 		int32_t *rows = tok_bt + n, *bt = rows + ps.n_out;
 		int32_t *tiles = bt + ps.n_bt, *list = tiles + 2 * ps.n_tiles;
-		int32_t *seg = list + ps.n_list;
-		int32_t k = 0, r = 0, n_bt = 0, n_tiles = 0, n_list = 0, n_seg = 0;
+		int32_t *runs = list + ps.n_list;
+		int32_t k = 0, r = 0, n_bt = 0, n_tiles = 0, n_list = 0, n_runs = 0;
 		while (k < n) {
 			const struct backend_seq *sq = &b->seqs[si];
 			int32_t take = sq->n_tokens - ti;
 			if (take > n - k)
 				take = n - k;
-			seg[3 * n_seg] = k;
-			seg[3 * n_seg + 1] = take;
-			seg[3 * n_seg + 2] = sq->state_slot;
-			n_seg++;
 			int32_t end = sq->pos0 + ti + take;
 			int32_t nb = (end + c->block_size - 1) / c->block_size;
 			memcpy(bt + n_bt, sq->block_table, (size_t)nb * sizeof *bt);
+			runs[3 * n_runs] = k; /* the run's rows and its sequence's state slot */
+			runs[3 * n_runs + 1] = take;
+			runs[3 * n_runs + 2] = c->state ? sq->state_slot : -1;
+			n_runs++;
 			if (take >= GPU_ATTN_TILE_MIN) {
 				for (int32_t j = 0; j < take; j += GPU_ATTN_TILE) {
 					tiles[2 * n_tiles] = k + j;
@@ -2181,7 +2258,7 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			}
 		}
 		BG_ASSERT(r == ps.n_out && n_bt == ps.n_bt && n_tiles == ps.n_tiles &&
-			  n_list == ps.n_list && n_seg == ps.n_seg);
+			  n_list == ps.n_list && n_runs == ps.n_runs);
 		CUDA_CHECK(cudaMemcpyAsync(c->d_meta, sm->h, used * 4, cudaMemcpyHostToDevice,
 					   c->stream));
 		if ((st = staging_sent(c, sm, err)) != BG_OK)
@@ -2784,21 +2861,29 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
+	if (hp->relu2) /* nemotron_h (arch.h) */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run nemotron_h's layers (an FFN alone, or "
+			       "a Mamba2 or attention block without one) yet; the CPU backend does");
 	if (hp->n_embd_per_layer || model_n_layer_kv(hp) < hp->n_layer)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "
 			       "shared-KV layers (Gemma 4 E2B / E4B); the CPU backend does");
-	/* glm4moe (model.h): the shared expert lives in the dense FFN's slots (wgu, wdown) */
-	if (hp->n_expert_shared && (uint64_t)hp->n_ff_exp * hp->n_expert_shared > hp->n_ff)
+	/* glm4moe (model.h): the shared expert lives in the dense FFN's slots (wgu, wdown),
+	 * as wide as the wider of the two (dense_ffn_width); leading dense layers then read
+	 * theirs n_ff apart: no wider than them (granitehybrid's is wider, without dense
+	 * layers) */
+	if (hp->n_expert_shared && hp->n_layer_dense_lead && model_ff_shexp(hp) > hp->n_ff)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend needs the shared experts (%llu wide) no wider "
 			       "than feed_forward_length %u",
-			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared, hp->n_ff);
+			       (unsigned long long)model_ff_shexp(hp), hp->n_ff);
+	/* (softmax routing with a shared expert: granitehybrid's, added after the routed sum
+	 * as glm4moe's) */
 	if (hp->n_expert && !hp->expert_gating_sigmoid && !hp->moe_grouped &&
-	    (hp->n_expert_shared || hp->expert_weights_scale != 1.0f))
+	    hp->expert_weights_scale != 1.0f)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "softmax routing with a shared expert or scaled weights is not "
-			       "supported");
+			       "softmax routing with scaled weights is not supported");
 	for (uint32_t l = 0; hp->n_expert == 0 && l < hp->n_layer; l++)
 		if (m->layers[l].w_down.ne0 != hp->n_ff)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -2940,7 +3025,11 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->n_kv = (int)model_kv_dim_max(hp);
 	if (hp->conv_l && c->n_kv < (int)hp->n_embd) /* lfm2: in_proj's 3 n_embd columns */
 		c->n_kv = (int)hp->n_embd;
+	if (hp->ssm_d_conv && c->n_q < (int)hp->ssm_d_inner) /* granitehybrid: attn holds y */
+		c->n_q = (int)hp->ssm_d_inner;
 	c->ld_qkv = c->n_q + 2 * c->n_kv;
+	if (hp->ssm_d_conv && c->ld_qkv < ssm_in_rows(hp)) /* and qkv ssm_in's output */
+		c->ld_qkv = ssm_in_rows(hp);
 	/* deepseek2 (model.h): qkv holds wq_a's (or wq's) and wkv_a's outputs */
 	const int mla_ql =
 	    hp->n_lora_q ? (int)hp->n_lora_q : (int)(hp->n_head * (hp->mla_nope + hp->rope_dim));
@@ -2974,7 +3063,10 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		L->conv = m->layers[l].conv;
 		if (L->conv) /* lfm2: in_proj's B|C|x as "Q|K|V", out_proj n_embd wide */
 			L->n_q = L->n_kv = (int)hp->n_embd;
-		L->qkv_rows = hp->mla ? c->ld_qkv : L->n_q + 2 * L->n_kv;
+		L->ssm = m->layers[l].ssm;
+		if (L->ssm) /* granitehybrid: ssm_in's rows, ssm_out D wide, no K/V */
+			L->n_q = (int)hp->ssm_d_inner, L->n_kv = 0;
+		L->qkv_rows = hp->mla ? c->ld_qkv : L->ssm ? ssm_in_rows(hp) : L->n_q + 2 * L->n_kv;
 		L->o_in = hp->mla ? (int)(hp->n_head * hp->mla_v_head) : L->n_q;
 		L->gdn = m->layers[l].gdn;
 		if (L->gdn) { /* qwen35: [u | z | beta | alpha] rows, VD into ssm_out, no slab */

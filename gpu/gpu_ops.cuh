@@ -405,6 +405,32 @@ cudaError_t gpu_q_gate_split(float *qkv, int ld, int n_tok, int n_head, int hd, 
 /* attn [n_tok][n_q] of dt times sigmoid(gate) elementwise (gate fp32, the CPU's order) */
 cudaError_t gpu_attn_gate(void *attn, const float *gate, int n_tok, int n_q, enum gpu_dtype dt,
 			  cudaStream_t stream);
+/* ---- ssm.cu ---- */
+
+/* granitehybrid's Mamba2 block of one layer (core/model/model.h's ssm_* fields, the CPU
+ * backend's cpu_ssm.c), for the n_tok rows of zxbcdt ([n_tok, ld] fp32: ssm_in's z (D),
+ * xBC (C = D + 2 G N), dt (H) columns): */
+struct gpu_ssm_args {
+	const float *zxbcdt;
+	int ld, n_tok;
+	int d_conv, D, H, G, N;
+	float eps;
+	const float *w;	     /* fp32: conv taps [C, d_conv], conv bias [C], dt bias, A, D skip
+			      * [H] each, norm [D] */
+	const int32_t *runs; /* [3 n_runs]: a sequence's first row, rows, state slot */
+	int n_runs;
+	float *state; /* slot s's layer state at state + s state_floats + layer_off: the conv
+		       * rows [d_conv - 1, C], then S [H, D / H, N] */
+	size_t state_floats, layer_off;
+	float *xbc; /* scratch [n_tok, C] fp32: the conv's output */
+	float *y;   /* scratch [n_tok, D] fp32: the scan's output */
+	void *out;  /* [n_tok, D] of dt: ssm_out's input */
+};
+/* Three launches: the conv per (run, channel), the scan per (run, head), the gate and
+ * grouped RMS norm per (token, group); each run's state advanced past its rows.
+ * cudaErrorInvalidValue for heads not dividing D, groups not dividing the heads, more
+ * than 1024 values a head or fewer than 2 taps. */
+cudaError_t gpu_ssm(const struct gpu_ssm_args *a, enum gpu_dtype dt, cudaStream_t stream);
 
 /* ---- gemm.cu ---- */
 

@@ -17,7 +17,9 @@
 # and cohere2 (LayerNorms, parallel attention and FFN, per-head Q/K LayerNorms, logit scale,
 # RoPE on the windowed layers only), minimax-m2 (whole-row Q/K norms, partial NeoX RoPE,
 # sigmoid routing with a selection bias), lfm2 (short-conv layers) and lfm2moe (its layers,
-# a leading dense layer, then sigmoid routing over experts of their own width).
+# a leading dense layer, then sigmoid routing over experts of their own width), granitehybrid
+# (Mamba2 layers, their state carried across forwards, a shared expert) and nemotron_h
+# (Mamba2, attention and ReLU^2 FFN layers, one block each).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -260,6 +262,20 @@ arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8
 BGOPTS="--block-size 4 --max-num-tokens 8"
 arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
 BGOPTS="--block-size 4"
+BGOPTS=""
+# granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer; granitehybrid-moe-tiny:
+# Mamba2, attention without RoPE, Mamba2, Mamba2; 8 heads in 2 groups; 4 experts of 32, 2 a
+# token, a shared expert of 64): the recurrent state in its slot across forwards, the
+# 41-token prompt prefilled in chunks of at most 16 tokens (--max-num-tokens) and decoded
+# beside the others. One row stands for the dense shape (granitehybrid-tiny: 36 steps,
+# 1.4e-6) and q8_0 (26 steps, 8.0e-8), measured 2026-12-01; planted conv tap order, softplus,
+# D skip, group norm span, head-to-group map, conv and SSM state carry each fail it.
+BGOPTS="--max-num-tokens 16"
+arch_compare granitehybrid-moe-f32 0 2e-5 "${F32KV[*]}" --shape granitehybrid-moe-tiny --dtype f32 --seed 3
+# nemotron_h (llama.cpp's nemotron-h graph; nemotron_h-tiny "M-*M-": Mamba2 of inner size 96
+# (not 2 n_embd), ReLU^2 FFN layers, an attention layer without RoPE, no ffn_norm), the same
+# chunked prefill.
+arch_compare nemotron_h-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h-tiny --dtype f32 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

@@ -96,7 +96,7 @@ static enum bg_status step(struct backend *b, struct seq **s, int n, const int32
 					     s[i]->n_blocks,
 					     want[k],
 					     NULL,
-					     i}; /* its state slot (qwen35; others ignore it) */
+					     i}; /* its state slot (recurrent models; others ignore it) */
 		idx[k++] = i;
 	}
 	struct backend_batch batch = {bs, k, n_logits};
@@ -565,7 +565,7 @@ out:
  * the wk_b and wv_b batched GEMMs: 2 nodes and 2 cuBLAS calls more a layer, 4 and 3 with
  * q_lora. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
-			    int n_tok, int es, size_t xs, int *gemms, int n_conv)
+			    int n_tok, int es, size_t xs, int *gemms, int n_conv, int n_ssm)
 {
 	bool tiled = T > 0 && hp->head_dim <= 128;
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
@@ -573,7 +573,8 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	const long v = 16 / es, n_q = (long)hp->n_head * hp->head_dim;
 	const bool moe = hp->n_expert > 0;
 	bool fused = !moe && !hp->post_norms && !hp->attn_out_bias && !hp->no_pre_norms &&
-		     !hp->qk_norm_full && !hp->layer_norm && !hp->parallel && n_tok >= 1 &&
+		     !hp->qk_norm_full && !hp->layer_norm && !hp->parallel && !hp->ssm_d_conv &&
+		     n_tok >= 1 &&
 		     n_tok <= 8 && hp->n_embd % v == 0 &&
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
@@ -596,6 +597,9 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * layer has qkv_post (unless fused without head norms) and its attention kernels */
 	const long conv_less =
 	    n_conv ? (fused ? (hp->qk_norm ? 5 : 4) : 8) + tiled + per_query - (fused ? 6 : 9) : 0;
+	/* granitehybrid's n_ssm Mamba2 layers (never fused): gpu_ssm's three kernels where an
+	 * attention layer has qkv_post and its attention kernels */
+	const long ssm_less = n_ssm ? 8 + tiled + per_query - 10 : 0;
 	*gemms = fused ? 0 : (4 - moe) * (int)hp->n_layer + (n_out > 0);
 	*gemms += (int)((mla - (hp->n_lora_q > 0)) * (long)hp->n_layer);
 	/* glm4moe: its leading dense layers as a dense model's (3 nodes and one cuBLAS call
@@ -605,7 +609,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	const long shared = hp->n_expert_shared ? (long)hp->n_layer - dense : 0;
 	*gemms += (int)(dense + 2 * shared);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared -
-	       n_conv * conv_less +
+	       n_conv * conv_less - n_ssm * ssm_less +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) + (hp->logit_scale != 1.0f)
 			  : 0);
 }
@@ -621,9 +625,11 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			 const char *path, bool exact, int *n_graph, int *n_pass)
 {
 	const struct model_hparams *hp = &m->hp;
-	int n_conv = 0; /* lfm2's short-conv layers */
-	for (uint32_t l = 0; l < hp->n_layer; l++)
+	int n_conv = 0, n_ssm = 0; /* lfm2's short-conv layers, granitehybrid's Mamba2 ones */
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		n_conv += m->layers[l].conv;
+		n_ssm += m->layers[l].ssm;
+	}
 	*n_graph = *n_pass = 0;
 	FILE *f = fopen(path, "r");
 	CHECK(f != NULL, "%s: no census at %s", spec, path);
@@ -651,7 +657,8 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			   "decode graph, batch %d, %d attention splits: %zu nodes (%zu kernel, "
 			   "%zu memcpy, %zu memset, %zu other), %d cuBLAS calls",
 			   &B, &S, &nodes, &kern, &cpy, &set, &other, &gemms) == 8) {
-			want = census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms, n_conv);
+			want =
+			    census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms, n_conv, n_ssm);
 			++*n_graph;
 		} else if (sscanf(at,
 				  "pass of %d tokens (%d attention tiles, %d listed), %d attention "
@@ -659,7 +666,8 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 				  "%d cuBLAS calls",
 				  &n_tok, &T, &Ln, &S, &nodes, &kern, &cpy, &set, &other,
 				  &gemms) == 10) {
-			want = census_expected(hp, T, Ln, S, 1, n_tok, es, xs, &want_gemms, n_conv);
+			want = census_expected(hp, T, Ln, S, 1, n_tok, es, xs, &want_gemms, n_conv,
+					       n_ssm);
 			++*n_pass;
 		} else {
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
@@ -675,7 +683,7 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			want += 6L * (long)hp->n_layer + 1;
 		else if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call); lfm2's
 						  * conv layers: in_proj one part */
-			want += want_gemms + 3L * (long)hp->n_layer - 2L * n_conv;
+			want += want_gemms + 3L * (long)hp->n_layer - 2L * (n_conv + n_ssm);
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
 		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
@@ -740,21 +748,25 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		int n_graph, n_pass;
 		/* the storage type the backend picks (gpu/backend_cuda.cu's pick_dtype): f32 and
 		 * f16 files as they are, every other type as bf16 */
-		const struct model_weight *w0 = m->hp.mla	    ? &m->layers[0].wkv_a
-						: m->layers[0].conv ? &m->layers[0].conv_in
-						: m->layers[0].gdn  ? &m->layers[0].gdn_qkv
-								    : &m->layers[0].wq;
+		const struct model_layer *l0 = &m->layers[0];
+		const struct model_weight *w0 = m->hp.mla   ? &l0->wkv_a
+						: l0->conv  ? &l0->conv_in
+						: l0->gdn   ? &l0->gdn_qkv
+						: l0->ssm   ? &l0->ssm_in
+							    : &l0->wq;
 		const int es = w0->type == GGUF_DTYPE_F32 ? 4 : 2;
 		/* Q8_0 / Q4_K / Q6_K matrices stay blocks on the device (BG_CUDA_QUANT=1) */
 		const enum gguf_dtype wt = w0->type;
 		const bool qres =
 		    wt == GGUF_DTYPE_Q8_0 || wt == GGUF_DTYPE_Q4_K || wt == GGUF_DTYPE_Q6_K;
-		/* qwen35 (recurrent state): no decode graph, so no census of one */
+		/* recurrent state: no decode graph; qwen35 has no census of one, granitehybrid
+		 * counts 4 passes */
 		if (!m->hp.gdn_conv) {
 			census_check(spec, m, es, qres, census,
 				     strncmp(g->device, "emu ", 4) == 0, &n_graph, &n_pass);
-			CHECK(n_graph == 1 && n_pass == 1, "%s: census of %d graphs and %d passes",
-			      spec, n_graph, n_pass);
+			const bool stateful = m->hp.ssm_d_conv > 0;
+			CHECK(stateful ? n_graph == 0 && n_pass == 4 : n_graph == 1 && n_pass == 1,
+			      "%s: census of %d graphs and %d passes", spec, n_graph, n_pass);
 		}
 	}
 	remove(census);
@@ -847,12 +859,12 @@ static void test_bucket8(void)
 		 * the opt-in (49088 bytes; 9 nodes a layer, 5 cuBLAS calls), fused with an
 		 * A100's or an H100's (5 nodes a layer, the final norm and LM head one) */
 		int gm;
-		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 49088, &gm, 0) == 1 + 9 + 2 &&
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 49088, &gm, 0, 0) == 1 + 9 + 2 &&
 			  gm == 5,
 		      "bucket 8 at 2048 x f32 without the opt-in: the unfused path's nodes");
-		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 65536, &gm, 0) == 1 + 6 &&
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 65536, &gm, 0, 0) == 1 + 6 &&
 			  gm == 0 &&
-			  census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0) == 1 + 6 &&
+			  census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0, 0) == 1 + 6 &&
 			  gm == 0,
 		      "bucket 8 at 2048 x f32 with the opt-in: the fused path's nodes");
 	}
@@ -929,6 +941,10 @@ static void test_arch_vs_cpu(void)
 	    /* qwen35: delta-net layers (gpu_gdn, the state in its slot across the prompt's
 	     * pass and the decode steps) around an output-gated attention layer */
 	    "synthetic:qwen35-tiny:f32",
+	    /* granitehybrid: Mamba2 layers (ssm_in as the Q|K|V GEMM, gpu_ssm, the state in
+	     * the sequence's slot across the decode passes) around an unrotated attention
+	     * layer, routed experts plus a shared expert wider than them */
+	    "synthetic:granitehybrid-moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -994,6 +1010,15 @@ static void test_lfm2(void)
 {
 	test_batch_vs_cpu("synthetic:lfm2-tiny:f32", 3);
 	test_synthetic_vs_cpu("synthetic:lfm2-tiny:bf16", 0.15, 0.999);
+}
+
+/* granitehybrid (model.h's ssm_*): 3 sequences whose prompts (5 to 38 tokens) share a pass
+ * and whose 4 decode steps share passes, each carrying its own state slot; the MoE shape
+ * alone (routed experts and the shared expert around the Mamba2 layers). */
+static void test_granitehybrid(void)
+{
+	test_batch_vs_cpu("synthetic:granitehybrid-tiny:f32", 3);
+	test_synthetic_vs_cpu("synthetic:granitehybrid-moe-tiny:f32", 1e-4, 0.9999999);
 }
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
@@ -1860,6 +1885,7 @@ static void test_arch_batches(void)
 	test_moe_batch("synthetic:minimax-m2-tiny:f32");
 	test_lazy_synthetic("synthetic:minimax-m2-tiny:bf16");
 	test_lfm2();
+	test_granitehybrid();
 }
 
 int main(void)
@@ -1872,7 +1898,7 @@ int main(void)
 	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
 	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
-	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise; BG_GPU_ONLY_PASSES=1: the three-pass forward alone;
+	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's; BG_GPU_ONLY_PASSES=1: the three-pass forward alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
 	 * test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
@@ -1882,6 +1908,11 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_MOEQ")) { /* its MoE models alone */
 		test_moe_resident();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_MAMBA2")) { /* granitehybrid alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:granitehybrid-tiny:f32", 1e-4, 0.9999999);
+		test_granitehybrid();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_LFM2")) { /* lfm2 alone (quick under gpu/emu) */

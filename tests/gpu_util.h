@@ -33,7 +33,7 @@ static inline struct backend *gpu_util_backend(const struct model *m, bool cuda,
 	cfg.kv_tokens = kv_tokens;
 	cfg.mem_fraction = 0.9f;
 	cfg.n_threads = 2;
-	cfg.n_state_slots = 32; /* qwen35: a slot a sequence (others ignore it) */
+	cfg.n_state_slots = 64; /* recurrent state (qwen35, granitehybrid): a slot a sequence */
 	struct backend *b = NULL;
 	struct bg_err err = {0};
 	enum bg_status st =

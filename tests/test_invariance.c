@@ -15,8 +15,9 @@
  *
  * The same for a tiny model of each architecture of core/model/arch.h (arch_invariance),
  * the mixtures of experts included (f32, and q8_0 for qwen3moe), and the first wave's
- * block reuse for lfm2, whose conv state lives in the KV cache (lfm2_first_wave), qwen35's
- * delta-net state carried in slots across chunks, preemptions and recompute,
+ * block reuse for lfm2, whose conv state lives in the KV cache (lfm2_first_wave); the
+ * recurrent state of qwen35's delta nets and of the Mamba2 hybrids (granitehybrid,
+ * nemotron_h), kept in per-sequence slots across chunks, preemptions and recompute,
  * and for grammar-constrained requests (JSON schemas, GBNF, n = 2 samples) whose masks are
  * computed on 1, 2 or 4 threads (grammar_invariance).
  *
@@ -178,7 +179,8 @@ static void arch_invariance(const char *shape, int32_t n)
 	CHECK(model_open(spec, false, &m, &err) == BG_OK, "%s: %s", shape, err.msg);
 	if (m)
 		CHECK(tok_load(m->gguf, &tok, &err) == BG_OK, "%s tokenizer: %s", shape, err.msg);
-	/* qwen35: state slots (the backend keeps as many as fit in the KV pool's bytes) */
+	/* state slots for the batch of 64 (qwen35, granitehybrid, nemotron_h: the backend keeps
+	 * as many as fit in the KV pool's bytes; ignored without recurrent state) */
 	struct backend_config bc = {
 	    .block_size = 4, .kv_tokens = 96, .n_threads = 1, .n_state_slots = 64};
 	if (tok)
@@ -848,7 +850,7 @@ int main(void)
 	    "gemma4-e-tiny",	  "glm4-tiny",		 "glm4moe-tiny",	"glm4moe-tiny:q8_0",
 	    "deepseek2-tiny",	  "deepseek2-tiny:q8_0", "deepseek2-lite-tiny", "command-r-tiny",
 	    "cohere2-tiny",	  "minimax-m2-tiny",	 "lfm2-tiny",		"lfm2moe-tiny",
-	    "qwen35-tiny"};
+	    "qwen35-tiny",	  "granitehybrid-moe-tiny", "nemotron_h-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	lfm2_first_wave(N < 48 ? 6 : 8);

@@ -1710,6 +1710,126 @@ static void test_lfm2(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* granitehybrid: the Mamba2 and attention layers the head_count_kv list makes, the ssm.*
+ * keys, no RoPE (rope.scaling.finetuned false), the shared expert of its own width, each
+ * layer's state (hand-derived: 3 conv rows of 128 + 2 x 2 x 16, then 128 x 16), n_params
+ * as synth derives it; refusals. */
+static void test_granitehybrid(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("granitehybrid-moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+		const struct gguf_tensor *so = gguf_find_tensor(m->gguf, "blk.0.ssm_out.weight");
+		CHECK(hp->ssm_d_conv == 4 && hp->ssm_d_inner == 128 && hp->ssm_d_state == 16 &&
+			  hp->ssm_n_head == 8 && hp->ssm_n_group == 2 && hp->n_head_kv == 2 &&
+			  hp->rope_none && hp->n_expert == 4 && hp->n_ff_exp == 32 &&
+			  hp->n_expert_shared == 1 && model_ff_shexp(hp) == 64 &&
+			  hp->expert_weights_norm && !hp->expert_gating_sigmoid &&
+			  hp->logit_scale == 0.125f && hp->residual_scale == 0.22f,
+		      "granitehybrid-moe-tiny hparams");
+		CHECK(l0->ssm && !l1->ssm && m->layers[2].ssm && m->layers[3].ssm && l1->no_rope &&
+			  l0->ssm_in.ne1 == 2 * 128 + 2 * 32 + 8 && l0->ssm_conv_w.ne0 == 4 &&
+			  l0->ssm_conv_w.ne1 == 192 && l0->ssm_norm.ne0 == 64 &&
+			  l0->ssm_norm.ne1 == 2 && so && l0->wo.data == so->data && !l0->wq.data &&
+			  l1->wq.ne1 == 64 && !l1->ssm_in.data && l0->gate_shexp.ne1 == 64 &&
+			  l1->down_shexp.ne0 == 64,
+		      "granitehybrid: a Mamba2 layer's tensors (ssm_out as wo), attention's");
+		CHECK(model_state_floats(hp, l0) == 3 * 192 + 128 * 16 &&
+			  model_state_floats(hp, l1) == 0,
+		      "granitehybrid: state floats %llu, %llu",
+		      (unsigned long long)model_state_floats(hp, l0),
+		      (unsigned long long)model_state_floats(hp, l1));
+		CHECK(m->n_params == synth_n_params(synth_find_shape("granitehybrid-moe-tiny"), false),
+		      "granitehybrid-moe-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(model_open("synthetic:granitehybrid-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  strstr(err.msg, "Mamba2 layers are made as files only"),
+	      "granitehybrid: no lazy model (%s)", err.msg);
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    {"granitehybrid-moe-tiny", ME_KEY, "granitehybrid.attention.head_count_kv", 2,
+	     BG_ERR_FORMAT, "granitehybrid.attention.head_count_kv is not a list of 4 K/V head"},
+	    {"granitehybrid-moe-tiny", ME_KEY, "granitehybrid.ssm.conv_kernel", UINT32_MAX,
+	     BG_ERR_FORMAT, "granitehybrid.ssm.conv_kernel is missing or 0"},
+	    {"granitehybrid-moe-tiny", ME_KEY, "granitehybrid.ssm.conv_kernel", 9, BG_ERR_FORMAT,
+	     "Mamba2 sizes are not usable: conv_kernel 9"},
+	    {"granitehybrid-moe-tiny", ME_KEY, "granitehybrid.ssm.inner_size", 96, BG_ERR_FORMAT,
+	     "inner_size 96 (2 x embedding_length 64)"},
+	    {"granitehybrid-moe-tiny", ME_KEY, "granitehybrid.ssm.group_count", 3, BG_ERR_FORMAT,
+	     "group_count 3 dividing the heads"},
+	    {"granitehybrid-moe-tiny", ME_KEY, "granitehybrid.ssm.time_step_rank", 0,
+	     BG_ERR_FORMAT, "granitehybrid.ssm.time_step_rank is missing or 0"},
+	    {"granitehybrid-moe-tiny", ME_KEY, "granitehybrid.ssm.state_size", 32, BG_ERR_FORMAT,
+	     "'blk.0.ssm_in.weight' has shape [64, 328], expected [64, 392]"},
+	    {"granitehybrid-moe-tiny", ME_DROP, "blk.2.ssm_a", 0, BG_ERR_FORMAT,
+	     "'blk.2.ssm_a' is missing"},
+	    {"granitehybrid-moe-tiny", ME_DROP, "blk.3.ssm_conv1d.bias", 0, BG_ERR_FORMAT,
+	     "'blk.3.ssm_conv1d.bias' is missing"},
+	    {"granitehybrid-moe-tiny", ME_KEY,
+	     "granitehybrid.expert_shared_feed_forward_length", UINT32_MAX, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_gate_shexp.weight' is not part of a granitehybrid model"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* nemotron_h ("M-*M-"): the layer kinds the two per-layer lists make, the Mamba2 inner
+ * size that is not 2 n_embd, the FFN layers' up and down without gate or ffn_norm, no RoPE,
+ * the eps from layer_norm_rms_epsilon, n_params as synth derives it; refusals. */
+static void test_nemotron_h(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("nemotron_h-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->ssm_d_inner == 96 && hp->ssm_n_head == 8 && hp->relu2 && hp->rope_none &&
+			  hp->n_ff == 128 && hp->n_head_kv == 2 && hp->logit_scale == 1.0f,
+		      "nemotron_h-tiny hparams");
+		CHECK(L[0].ssm && L[0].no_ffn && L[1].ffn_only && !L[1].ssm && L[2].no_ffn &&
+			  !L[2].ssm && L[2].wq.ne1 == 64 && L[2].no_rope && L[3].ssm &&
+			  L[4].ffn_only && L[1].w_up.ne1 == 128 && L[1].w_down.ne0 == 128 &&
+			  !L[1].w_gate.data && !L[1].ffn_norm.data && !L[1].wq.data &&
+			  !L[0].w_up.data && !L[2].ffn_norm.data && L[0].ssm_in.ne1 == 2 * 96 + 64 + 8,
+		      "nemotron_h: Mamba2, FFN, attention, Mamba2, FFN layers");
+		CHECK(model_state_floats(hp, &L[0]) == 3 * 160 + 96 * 16 &&
+			  model_state_floats(hp, &L[1]) == 0 &&
+			  m->n_params == synth_n_params(synth_find_shape("nemotron_h-tiny"), false),
+		      "nemotron_h: state floats, n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	/* without the RMS eps, layer_norm_epsilon (1e-5 in these files) */
+	CHECK(moe_rewrite("nemotron_h-tiny", ME_KEY_F32,
+			  "nemotron_h.attention.layer_norm_rms_epsilon", UINT32_MAX, &m,
+			  &err) == BG_OK &&
+		  m->hp.rms_eps == 1e-5f,
+	      "nemotron_h: eps from layer_norm_epsilon (%s)", err.msg);
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    /* one width for every layer: every layer an FFN (as llama.cpp reads it) */
+	    {"nemotron_h-tiny", ME_KEY, "nemotron_h.feed_forward_length", 128, BG_ERR_FORMAT,
+	     "'blk.0.ffn_up.weight' is missing"},
+	    {"nemotron_h-tiny", ME_KEY, "nemotron_h.nextn_predict_layers", 1, BG_ERR_UNSUPPORTED,
+	     "nextn_predict_layers 1 (MTP layers) is not supported"},
+	    {"nemotron_h-tiny", ME_DROP, "blk.1.ffn_up.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_up.weight' is missing"},
+	    {"nemotron_h-tiny", ME_ADD, "blk.1.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.1.ffn_norm.weight' is not part of a nemotron_h model"},
+	    {"nemotron_h-tiny", ME_KEY, "nemotron_h.ssm.inner_size", 100, BG_ERR_FORMAT,
+	     "Mamba2 sizes are not usable"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* lfm2moe: lfm2's layers with the leading dense layer (feed_forward_length 128) and then
  * experts of their own width (32) with minimax-m2's routing keys (sigmoid, the selection
  * bias, normalized, unscaled); LFM2-8B-A1B's parameter count derived by hand; refusals. */
@@ -2375,6 +2495,8 @@ int main(void)
 	test_glm4();
 	test_glm4moe();
 	test_lfm2();
+	test_granitehybrid();
+	test_nemotron_h();
 	test_lfm2moe();
 	test_qwen35();
 	test_deepseek2();

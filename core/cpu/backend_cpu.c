@@ -28,6 +28,7 @@
 #include "cpu/cpu_deltanet.h"
 #include "cpu/cpu_kernels.h"
 #include "cpu/cpu_moe.h"
+#include "cpu/cpu_ssm.h"
 #include "cpu/cpu_weights.h"
 #include "cpu/qdot.h"
 #include "threadpool.h"
@@ -150,6 +151,13 @@ struct cpu_ctx {
 	 * gdn_z [cap_tok][VD], gdn_b and gdn_a [cap_tok][gdn_nv]; per layer f32 copies of
 	 * ssm_dt.bias, ssm_a (gdn_nv each) and ssm_norm (gdn_d): gdn_vec [n_layer][2 nv + d] */
 	float *gdn_u, *gdn_z, *gdn_b, *gdn_a, *gdn_vec;
+	/* granitehybrid (hp.ssm_d_conv): the Mamba2 layers' small weights as f32 copies, per
+	 * layer ssm_per values: conv_w [C][d_conv], conv_b [C], dt_b, A, D [H] each, norm
+	 * [D] (cpu_ssm.h; other layers' unused) */
+	float *ssm_w;
+	size_t ssm_per;
+	int32_t *ssm_t0; /* [cap_tok + 1] during a Mamba2 block: sequence i's first token */
+	struct cpu_ssm_dims ssm;
 };
 
 /* ---- helpers ---- */
@@ -238,6 +246,7 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 		 grow(&c->rope, t * (hp->rope_dim / 2) * 2, sizeof(float)) &&
 		 grow(&c->rope_swa, t * (model_rope_dim(hp, true) / 2) * 2, sizeof(float)) &&
 		 grow(&c->tok_pos, t, sizeof(int32_t)) && grow(&c->tok_seq, t, sizeof(int32_t)) &&
+		 (!hp->ssm_d_conv || grow(&c->ssm_t0, t + 1, sizeof(int32_t))) &&
 		 (!hp->n_embd_per_layer ||
 		  (grow(&c->ple, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
 		   grow(&c->ple_proj, t * hp->n_layer * hp->n_embd_per_layer, sizeof(float)) &&
@@ -1212,6 +1221,80 @@ static void conv_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t 
 	tp_run(c->pool, T, conv_task, &r);
 }
 
+/* granitehybrid's Mamba2 block (cpu_ssm.h) for the batch's T tokens, each sequence's in
+ * order with its state slot: ssm_in into c->hb ([T][z | xBC | dt]), the conv into c->hb2
+ * ([T][C]) over (sequence, channel range) tasks, the scan into c->att ([T][D]) over
+ * (sequence, head) tasks, then the gate and grouped norm per token. */
+struct ssm_run {
+	struct cpu_ctx *c;
+	uint32_t layer;
+	struct cpu_ssm_w w;
+	const int32_t *seq_t0; /* c->ssm_t0 */
+	int32_t per;	       /* tasks per sequence */
+	int64_t ld;	       /* ssm_in's row */
+};
+
+static void ssm_conv_task(void *arg, int32_t task, int32_t thread)
+{
+	(void)thread;
+	struct ssm_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	const int32_t i = task / r->per, k = task % r->per;
+	const int64_t C = cpu_ssm_conv_dim(&c->ssm), c0 = C * k / r->per, c1 = C * (k + 1) / r->per;
+	const int32_t t0 = r->seq_t0[i], n = r->seq_t0[i + 1] - t0;
+	float *st = state_at(c, c->batch->seqs[i].state_slot, r->layer);
+	cpu_ssm_conv(&c->ssm, &r->w, st, c->hb + t0 * r->ld + c->ssm.D, r->ld, n, c->hb2 + t0 * C,
+		     C, c0, c1);
+}
+
+static void ssm_scan_task(void *arg, int32_t task, int32_t thread)
+{
+	(void)thread;
+	struct ssm_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	const struct cpu_ssm_dims *d = &c->ssm;
+	const int32_t i = task / (int32_t)d->H, h = task % (int32_t)d->H;
+	const int64_t C = cpu_ssm_conv_dim(d), P = d->D / d->H;
+	const int32_t t0 = r->seq_t0[i], n = r->seq_t0[i + 1] - t0;
+	float *S = state_at(c, c->batch->seqs[i].state_slot, r->layer) + (d->d_conv - 1) * C +
+		   (int64_t)h * P * d->N;
+	cpu_ssm_scan_head(d, &r->w, h, S, c->hb2 + t0 * C, C, c->hb + t0 * r->ld + d->D + C, r->ld,
+			  n, c->att + t0 * d->D, d->D);
+}
+
+static void ssm_norm_task(void *arg, int32_t t, int32_t thread)
+{
+	(void)thread;
+	struct ssm_run *r = arg;
+	struct cpu_ctx *c = r->c;
+	cpu_ssm_gate_norm(&c->ssm, &r->w, c->hb + t * r->ld, c->att + t * c->ssm.D);
+}
+
+static void ssm_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
+{
+	const struct cpu_ssm_dims *d = &c->ssm;
+	const int64_t C = cpu_ssm_conv_dim(d);
+	struct ssm_run r = {.c = c, .layer = l, .ld = (int64_t)L->ssm_in.ne1};
+	const float *w = c->ssm_w + (size_t)l * c->ssm_per;
+	r.w = (struct cpu_ssm_w){w,
+				 w + C * d->d_conv,
+				 w + C * (d->d_conv + 1),
+				 w + C * (d->d_conv + 1) + d->H,
+				 w + C * (d->d_conv + 1) + 2 * d->H,
+				 w + C * (d->d_conv + 1) + 3 * d->H};
+	const struct backend_batch *b = c->batch;
+	c->ssm_t0[0] = 0; /* n_seqs <= T tokens (validate_batch) */
+	for (int32_t i = 0; i < b->n_seqs; i++)
+		c->ssm_t0[i + 1] = c->ssm_t0[i] + b->seqs[i].n_tokens;
+	r.seq_t0 = c->ssm_t0;
+	matmul1(c, BACKEND_CPU_MM_QKV, &L->ssm_in, c->xb, c->hb, T);
+	r.per = (c->n_threads * 2 + b->n_seqs - 1) / b->n_seqs;
+	r.per = r.per < 1 ? 1 : r.per > C ? (int32_t)C : r.per;
+	tp_run(c->pool, b->n_seqs * r.per, ssm_conv_task, &r);
+	tp_run(c->pool, b->n_seqs * (int32_t)d->H, ssm_scan_task, &r);
+	tp_run(c->pool, T, ssm_norm_task, &r);
+}
+
 /* gemma4 E2B/E4B: layer l's per-layer input joins the residual stream c->x (T rows):
  * x += rmsnorm(pl_proj (gelu(pl_inp_gate x) * e_l)) with the layer's post_norm. */
 static void per_layer_add(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
@@ -1400,6 +1483,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		c->half = L->swa && c->rope_swa_differs ? half_swa : half;
 		const int64_t hd = c->hd;
 		prof_lap(c, &tp, &skip); /* up to here: the rest */
+		/* nemotron_h's FFN layer: attn_norm, then the FFN below (no mixer); the last
+		 * layer keeps its logit rows first */
+		if (L->ffn_only && l + 1 == hp->n_layer && (T = keep_logit_rows(c, b)) == 0)
+			break;
 		for (t = 0; t < T; t++) /* olmo2: no pre-norm, the residual as it is */
 			if (hp->no_pre_norms)
 				memcpy(c->xb + t * E, c->x + t * E, (size_t)E * sizeof(float));
@@ -1407,6 +1494,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				pre_norm(hp, c->xb + t * E, c->x + t * E, an, E);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
+		/* gemma, olmo2: the post-norms of both branches (post, post + E) */
+		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
+							 c->qn_dim + c->kn_dim
+						   : NULL;
+		if (L->ffn_only)
+			goto ffn;
 		/* gemma4's shared-KV layers: Q only; attention reads layer kv_l's cache */
 		const uint32_t kv_l = model_kv_layer(hp, L, l);
 		const bool own_kv = kv_l == l;
@@ -1416,6 +1509,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				prof_lap(c, &tp, &prof->attn_s);
 		} else if (L->gdn) { /* qwen35: the delta net's output into c->att */
 			gdn_block(c, L, l, T);
+		} else if (L->ssm) { /* granitehybrid: the Mamba2 block's output, D wide */
+			c->q_dim = c->ssm.D;
+			ssm_block(c, L, l, T);
 			if (prof)
 				prof_lap(c, &tp, &prof->attn_s);
 		} else if (hp->mla) { /* deepseek2: its own Q, K and V (mla_qkv) */
@@ -1494,9 +1590,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				       (size_t)c->kv_dim * sizeof(float));
 			}
 		}
-		if (prof && !L->conv && !L->gdn)
+		if (prof && !L->conv && !L->gdn && !L->ssm)
 			prof_lap(c, &tp, &prof->rope_kv_s);
-		if (!L->conv && !L->gdn) {
+		if (!L->conv && !L->gdn && !L->ssm) {
 			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
 			r.kv_layer = kv_l;
 			int32_t n_tasks = c->n_threads * 4;
@@ -1529,9 +1625,6 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (hp->attn_out_bias) /* gpt-oss, optional elsewhere: the O projection's bias */
 			add_bias(ao, E, T, c->oai + (size_t)l * (hp->n_head + E) + hp->n_head, E);
 		prof_lap(c, &tp, &skip);
-		const float *post = hp->post_norms ? c->extra_norms + (size_t)l * c->extra_per_layer +
-							 c->qn_dim + c->kn_dim
-						   : NULL;
 		if (post) /* gemma, olmo2: the branch output normalized before the residual add */
 			for (t = 0; t < T; t++)
 				rmsnorm(ao + t * E, ao + t * E, post, E, hp->rms_eps);
@@ -1540,6 +1633,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			c->x[i] += ao[i];
 		if (prof)
 			prof_lap(c, &tp, &prof->resid_s);
+		if (L->no_ffn) /* nemotron_h: a Mamba2 or attention block alone */
+			continue;
 
 		for (t = 0; t < T; t++) /* parallel: attn_norm of the layer's input again */
 			if (hp->no_pre_norms)
@@ -1548,7 +1643,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				pre_norm(hp, c->xb + t * E, c->x + t * E, hp->parallel ? an : fn, E);
 		if (prof)
 			prof_lap(c, &tp, &prof->norms_s);
-		/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
+	ffn:	/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
 		 * layers are dense */
 		if (c->moe && L->ffn_gate_inp.ne0) {
 			const struct cpu_moe_mm mm = {moe_mm, c};
@@ -1556,6 +1651,14 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)), not gated */
 			matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->w_up, c->xb, c->hb, T);
 			xielu_rows(c->hb, (int64_t)T * (int64_t)L->w_up.ne1, L->xielu);
+			matmul1(c, BACKEND_CPU_MM_DOWN, &L->w_down, c->hb, c->xb, T);
+		} else if (hp->relu2) { /* nemotron_h: down(relu(up x)^2), not gated */
+			matmul1(c, BACKEND_CPU_MM_GATE_UP, &L->w_up, c->xb, c->hb, T);
+			const int64_t n = (int64_t)T * (int64_t)L->w_up.ne1;
+			for (int64_t i = 0; i < n; i++) {
+				const float r = c->hb[i] > 0.0f ? c->hb[i] : 0.0f;
+				c->hb[i] = r * r;
+			}
 			matmul1(c, BACKEND_CPU_MM_DOWN, &L->w_down, c->hb, c->xb, T);
 		} else {
 			/* the layer's width (gemma4's may differ; buffers hold n_ff, the largest) */
@@ -1859,6 +1962,8 @@ static void cpu_destroy(void *ctx)
 	free(c->extra_norms);
 	free(c->mla_norms);
 	free(c->conv_w);
+	free(c->ssm_w);
+	free(c->ssm_t0);
 	free(c->state);
 	free(c->state_off);
 	free(c->gdn_u);
@@ -1983,9 +2088,12 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			if (!(hp->no_pre_norms && (i == 0 || i == 5)) && /* olmo2: none */
 			    !(hp->parallel && i == 5) && /* command-r: attn_norm only */
 			    !(hp->xielu && i == 6) &&			 /* apertus: no gate */
+			    !(hp->relu2 && i == 6) &&		     /* nemotron_h: no gate, */
+			    !(L->ffn_only && i >= 1 && i <= 5) && /* FFN layers, */
+			    !(L->no_ffn && i >= 5 && i <= 8) &&   /* the others */
 			    !(!own_kv && (i == 2 || i == 3)) &&
 			    !(hp->mla && i >= 1 && i <= 3) &&		  /* deepseek2: below */
-			    !((L->conv || L->gdn) && i >= 1 && i <= 3) && /* lfm2, qwen35: below */
+			    !((L->conv || L->gdn || L->ssm) && i >= 1 && i <= 3) && /* lfm2, qwen35, Mamba2: below */
 			    (st = check_weight(ws[i],
 					       moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
@@ -2076,8 +2184,32 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				       "the CPU backend cannot run layer %u's selection bias as "
 				       "described",
 				       l);
+		if (L->ssm) { /* granitehybrid's Mamba2 block (model.h) */
+			const uint64_t D = hp->ssm_d_inner, H = hp->ssm_n_head,
+				       GN = (uint64_t)hp->ssm_n_group * hp->ssm_d_state;
+			const struct model_weight *f[6] = {&L->ssm_conv_w, &L->ssm_conv_b,
+							   &L->ssm_dt_b,   &L->ssm_a,
+							   &L->ssm_d,	   &L->ssm_norm};
+			const uint64_t fn[6] = {
+			    (D + 2 * GN) * hp->ssm_d_conv, D + 2 * GN, H, H, H, D};
+			bool ok = (st = check_weight(&L->ssm_in, "ssm_in", (int)l, err)) == BG_OK &&
+				  L->ssm_in.ne0 == hp->n_embd &&
+				  L->ssm_in.ne1 == 2 * D + 2 * GN + H && L->wo.ne0 == D &&
+				  hp->ssm_n_group && hp->ssm_n_head % hp->ssm_n_group == 0 &&
+				  D % hp->ssm_n_head == 0 && hp->ssm_d_conv >= 2;
+			for (int i = 0; ok && i < 6; i++)
+				ok = f[i]->type == GGUF_DTYPE_F32 && f[i]->data &&
+				     f[i]->ne0 * f[i]->ne1 == fn[i];
+			if (!ok)
+				return st != BG_OK
+					   ? st
+					   : bg_fail(err, BG_ERR_UNSUPPORTED,
+						     "the CPU backend cannot run layer %u's "
+						     "Mamba2 block as described",
+						     l);
+		}
 		if (moe && hp->n_expert_shared) { /* glm4moe, deepseek2: the shared expert */
-			const uint64_t FS = (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
+			const uint64_t FS = model_ff_shexp(hp);
 			const struct model_weight *sw[3] = {&L->gate_shexp, &L->up_shexp,
 							    &L->down_shexp};
 			static const char *snames[3] = {"ffn_gate_shexp", "ffn_up_shexp",
@@ -2234,6 +2366,30 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 			cpuk_dequant_row(m->layers[l].pl_post_norm.type,
 					 m->layers[l].pl_post_norm.data, (int64_t)E,
 					 c->pl_norms + P + (size_t)l * E);
+	}
+	if (hp->ssm_d_conv) { /* granitehybrid: the Mamba2 layers' small weights, f32 */
+		struct cpu_ssm_dims *d = &c->ssm;
+		*d = (struct cpu_ssm_dims){hp->ssm_d_conv,  hp->ssm_d_inner, hp->ssm_n_head,
+					   hp->ssm_n_group, hp->ssm_d_state, hp->rms_eps};
+		const size_t C = (size_t)cpu_ssm_conv_dim(d);
+		c->ssm_per = C * ((size_t)d->d_conv + 1) + 3 * (size_t)d->H + (size_t)d->D;
+		c->ssm_w = calloc((size_t)hp->n_layer * c->ssm_per, sizeof(float));
+		if (!c->ssm_w)
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the Mamba2 weights");
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			if (!L->ssm)
+				continue;
+			const struct model_weight *f[6] = {&L->ssm_conv_w, &L->ssm_conv_b,
+							   &L->ssm_dt_b,   &L->ssm_a,
+							   &L->ssm_d,	   &L->ssm_norm};
+			float *dst = c->ssm_w + (size_t)l * c->ssm_per;
+			for (int i = 0; i < 6; i++) { /* f32, the sizes check_model checked */
+				size_t nf = (size_t)(f[i]->ne0 * f[i]->ne1);
+				memcpy(dst, f[i]->data, nf * sizeof(float));
+				dst += nf;
+			}
+		}
 	}
 	if (hp->conv_l || hp->gdn_conv) { /* lfm2, qwen35: the conv taps, f32 (check_model) */
 		size_t per =
@@ -2407,6 +2563,11 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		c->hb_w = w > c->hb_w ? w : c->hb_w;
 		mla_q = cpu_gdn_v_dim(hp); /* c->att holds VD values a row (gdn_block) */
 	}
+	if (hp->ssm_d_conv) { /* granitehybrid: ssm_in's [z | xBC | dt] */
+		int64_t w = 2 * (int64_t)hp->ssm_d_inner +
+			    2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_n_head;
+		c->hb_w = w > c->hb_w ? w : c->hb_w;
+	}
 	if (hp->mla) {
 		int64_t qh = (int64_t)hp->n_head * (hp->mla_nope + hp->rope_dim);
 		int64_t ov = (int64_t)hp->n_head * hp->mla_v_head;
@@ -2437,6 +2598,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->kv_max = (int64_t)model_kv_dim_max(hp);
 	c->q_max = (int64_t)model_q_dim_max(hp);
 	c->q_max = mla_q > c->q_max ? mla_q : c->q_max;
+	if ((int64_t)hp->ssm_d_inner > c->q_max) /* granitehybrid: the Mamba2 output in att */
+		c->q_max = (int64_t)hp->ssm_d_inner;
 	c->kv_parts = hp->mla ? 1 : 2;
 
 	uint64_t kv_floats = (uint64_t)model_n_layer_kv(hp) * c->kv_parts * (uint64_t)n_blocks *
@@ -2481,7 +2644,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		const struct model_layer *L = &m->layers[l];
 		cpuk_dequant_row(L->attn_norm.type, L->attn_norm.data, (int64_t)E,
 				 c->norms + (size_t)(2 * l) * E);
-		if (!hp->parallel) /* command-r, cohere2: none */
+		if (!hp->parallel && L->ffn_norm.data) /* command-r, cohere2, nemotron_h: none */
 			cpuk_dequant_row(L->ffn_norm.type, L->ffn_norm.data, (int64_t)E,
 					 c->norms + (size_t)(2 * l + 1) * E);
 	}

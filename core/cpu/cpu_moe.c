@@ -93,7 +93,7 @@ enum bg_status cpu_moe_reserve(struct cpu_moe *mo, int32_t n_tok, struct bg_err 
 	n.u = malloc(t * FX * sizeof(float));
 	n.yg = malloc(t * E * sizeof(float));
 	n.ys = malloc(t * K * E * sizeof(float));
-	const size_t FS = FX * mo->hp.n_expert_shared; /* glm4moe's shared expert, or 0 */
+	const size_t FS = model_ff_shexp(&mo->hp); /* glm4moe's shared expert, or 0 */
 	n.sg = n.su = n.sh = NULL;
 	if (FS) {
 		n.sg = malloc(t * FS * sizeof(float));
@@ -179,7 +179,7 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 			moe_route(mo->logits + (size_t)t * X, X, K, hp->expert_weights_norm,
 				  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
 	if (hp->n_expert_shared) { /* glm4moe: the shared expert's SwiGLU of every row */
-		const int64_t FS = FX * (int64_t)hp->n_expert_shared;
+		const int64_t FS = (int64_t)model_ff_shexp(hp);
 		const struct model_weight *w[2] = {&L->gate_shexp, &L->up_shexp};
 		const float *x[2] = {xb, xb};
 		float *y[2] = {mo->sg, mo->su};

@@ -171,7 +171,24 @@
  * rope.dimension_sections, which for text (llama_batch broadcasts one position to every
  * section) turns pair i by p * base^(-2i / n_rot) whatever the sections: NeoX RoPE;
  * scale 1/sqrt(head_dim); the attention output times sigmoid(gate), then attn_output.
- * The delta-net layer: model_hparams' gdn_* fields. */
+ * The delta-net layer: model_hparams' gdn_* fields.
+ * granitehybrid (src/models/granite-hybrid.cpp, mamba-base.cpp's build_mamba2_layer,
+ * ggml-cpu's ssm_conv and ssm_scan, conversion/granite.py): interleaved RoPE; a layer is
+ * recurrent (a Mamba2 block) when its head_count_kv entry is 0, else granite's attention
+ * (Q/K/V, optional biases, attention.scale), rotated only when rope.scaling.finetuned
+ * (default true; the converter writes false for the hybrid files: no RoPE anywhere);
+ * both read attn_norm; granite's embedding, residual and logit scales; the FFN is a dense
+ * SiLU SwiGLU without experts, else build_moe_ffn (softmax, norm_w, no scale) plus, with
+ * expert_shared_feed_forward_length > 0, a shared SwiGLU of that width added to it. The
+ * Mamba2 block is model.h's (model_hparams' ssm_* fields).
+ * nemotron_h (src/models/nemotron-h.cpp): a layer is a Mamba2 block when its head_count_kv
+ * and feed_forward_length entries (per-layer lists) are both 0, attention (no RoPE, scale
+ * 1/sqrt(head_dim), no biases here) when only feed_forward_length's is, else an FFN:
+ * down(relu(up x)^2) (build_ffn's LLM_FFN_RELU_SQR, no gate); each reads attn_norm and
+ * adds its output to the residual; no ffn_norm; the norms' eps layer_norm_rms_epsilon,
+ * else layer_norm_epsilon (required then); no scales; output tied without output.weight.
+ * Mamba2 there without granitehybrid's d_inner = 2 n_embd (llama.cpp asserts it for
+ * granitehybrid only). NextN / MTP layers are refused. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -337,6 +354,15 @@ static const struct arch_info table[] = {
      .granite = true,
      .moe_ok = true,
      .moe_only = true},
+    {.name = "granitehybrid",
+     .families = "IBM Granite 4.0-H (Micro, Tiny, Small)",
+     .granite = true,
+     .moe_ok = true,
+     .mamba2 = true},
+    {.name = "nemotron_h",
+     .families = "NVIDIA Nemotron Nano 9B v2, 12B v2",
+     .mamba2 = true,
+     .nemotron_h = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -353,7 +379,8 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe";
+	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, granitehybrid, "
+	       "nemotron_h";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -147,6 +147,19 @@ struct arch_info {
 	 * Q projection carries an output gate per head (model_hparams.attn_out_gate); the
 	 * pre-FFN norm is post_attention_norm (with ffn_norm_post_name) */
 	bool gdn;
+	/* granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer): layers whose
+	 * head_count_kv entry (a per-layer list) is 0 are Mamba2 blocks (model_layer.ssm,
+	 * model_hparams' ssm_* fields and the ssm.* keys), the others attention; granite's
+	 * scales; no RoPE when rope.scaling.finetuned is false (the released 4.0-H files); the
+	 * FFN dense, or granitemoe's routed experts plus a shared expert of
+	 * expert_shared_feed_forward_length */
+	bool mamba2;
+	/* nemotron_h (llama.cpp's nemotron-h graph, with mamba2): every layer is one block
+	 * after its attn_norm and a residual add: Mamba2 (head_count_kv and
+	 * feed_forward_length entries both 0), attention without RoPE (feed_forward_length
+	 * 0), or a non-gated ReLU^2 FFN (model_layer.ffn_only; model_hparams.relu2); no
+	 * ffn_norm; the RMS eps is attention.layer_norm_rms_epsilon, else layer_norm_epsilon */
+	bool nemotron_h;
 };
 
 /* The row of an architecture, or NULL. */

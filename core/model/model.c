@@ -211,11 +211,14 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	if (ai->glm4moe && g) /* optional there (GLM-4.5 355B has them) */
 		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
+	hp->relu2 = hp->rope_none = ai->nemotron_h; /* arch.h */
 	hp->residual_scale = hp->logit_scale = 1.0f;
 	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
 		char key[128];
 		snprintf(key, sizeof key, "%s.logit_scale", arch);
-		if (g && !gguf_get_f32(g, key, &hp->logit_scale))
+		/* granitehybrid: optional there (absent = no scale) */
+		if (g && !gguf_get_f32(g, key, &hp->logit_scale) &&
+		    (!ai->mamba2 || gguf_find_key(g, key) >= 0))
 			return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing", key);
 		float es = 0.0f, as = 0.0f, rs = 0.0f;
 		get_f32_key(g, arch, "embedding_scale", &es);
@@ -237,9 +240,10 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		/* llama.cpp: rope.scaling.finetuned (default true) switches RoPE on */
 		bool ft = true;
 		snprintf(key, sizeof key, "%s.rope.scaling.finetuned", arch);
-		if (g && gguf_get_bool(g, key, &ft) && !ft)
+		if (g && gguf_get_bool(g, key, &ft) && !ft && !ai->mamba2)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "%s false (granite without RoPE) is not supported", key);
+		hp->rope_none = !ft; /* granitehybrid: no layer rotates */
 	}
 	if (ai->cohere) { /* arch.h; llama.cpp: logit_scale 0 = none, required for cohere2 */
 		hp->layer_norm = hp->parallel = true;
@@ -479,7 +483,15 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	if (ai->moe_sigmoid_sel)
 		return read_minimax_experts(g, arch, ai, hp, err);
 	uint32_t u = 0;
-	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
+	if (ai->mamba2 && get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
+		if (u > MODEL_MAX_DIM) /* granitehybrid: one shared expert of its own width */
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_shared_feed_forward_length %u is over %u", arch,
+				       u, MODEL_MAX_DIM);
+		hp->n_ff_shexp = u;
+		hp->n_expert_shared = 1;
+		u = 0;
+	} else if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.expert_shared_feed_forward_length is %u: shared experts are not "
 			       "supported",
@@ -506,10 +518,19 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 
 uint64_t model_state_floats(const struct model_hparams *hp, const struct model_layer *L)
 {
-	if (!L->gdn) /* qwen35: the conv's last gdn_conv - 1 input rows, a matrix per V head */
+	if (L->gdn) { /* qwen35: the conv's last gdn_conv - 1 input rows, a matrix per V head */
+		uint64_t cd = 2ull * hp->gdn_nk * hp->gdn_d + (uint64_t)hp->gdn_nv * hp->gdn_d;
+		return (hp->gdn_conv - 1) * cd + (uint64_t)hp->gdn_nv * hp->gdn_d * hp->gdn_d;
+	}
+	if (!L->ssm) /* granitehybrid's Mamba2 blocks (model.h): conv rows, then S */
 		return 0;
-	uint64_t cd = 2ull * hp->gdn_nk * hp->gdn_d + (uint64_t)hp->gdn_nv * hp->gdn_d;
-	return (hp->gdn_conv - 1) * cd + (uint64_t)hp->gdn_nv * hp->gdn_d * hp->gdn_d;
+	uint64_t C = (uint64_t)hp->ssm_d_inner + 2ull * hp->ssm_n_group * hp->ssm_d_state;
+	return (hp->ssm_d_conv - 1) * C + (uint64_t)hp->ssm_d_inner * hp->ssm_d_state;
+}
+
+uint64_t model_ff_shexp(const struct model_hparams *hp)
+{
+	return hp->n_ff_shexp ? hp->n_ff_shexp : (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
 }
 
 /* model_layer_is_swa, model_kv_window: see model.h */
@@ -776,6 +797,55 @@ static bool qwen35_layer_gdn(const struct model_hparams *hp, uint32_t l)
 	return hp->gdn_conv && (l + 1) % hp->gdn_every != 0;
 }
 
+/* The most taps, heads, state size and groups a Mamba2 file may have (Granite 4.0-H: 4
+ * taps, 48 to 128 heads, state 128, 1 group) */
+#define SSM_CONV_MAX  8u
+#define SSM_STATE_MAX 1024u
+
+/* granitehybrid (model.h's ssm_*): the ssm.* keys, and head_count_kv a per-layer list
+ * whose zero entries are the Mamba2 layers and whose other entries (one value) the
+ * attention layers' K/V heads (n_head_kv; n_head when every layer is recurrent). Checked
+ * as llama.cpp asserts: d_inner = 2 n_embd, heads and groups dividing it, groups dividing
+ * the heads. */
+static enum bg_status read_mamba2(const struct gguf_ctx *g, const char *arch,
+				  const struct arch_info *ai, struct model_hparams *hp,
+				  struct bg_err *err)
+{
+	static const char *const keys[5] = {"ssm.conv_kernel", "ssm.inner_size", "ssm.state_size",
+					    "ssm.time_step_rank", "ssm.group_count"};
+	uint32_t *dst[5] = {&hp->ssm_d_conv, &hp->ssm_d_inner, &hp->ssm_d_state, &hp->ssm_n_head,
+			    &hp->ssm_n_group};
+	for (int i = 0; i < 5; i++)
+		if (!get_u32_key(g, arch, keys[i], dst[i]) || *dst[i] == 0)
+			return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing or 0",
+				       arch, keys[i]);
+	if (hp->ssm_d_conv < 2 || hp->ssm_d_conv > SSM_CONV_MAX ||
+	    hp->ssm_d_state > SSM_STATE_MAX ||
+	    (!ai->nemotron_h && (uint64_t)hp->ssm_d_inner != 2ull * hp->n_embd) ||
+	    hp->ssm_d_inner > MODEL_MAX_DIM ||
+	    hp->ssm_d_inner % hp->ssm_n_head || hp->ssm_n_head % hp->ssm_n_group)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s's Mamba2 sizes are not usable: conv_kernel %u (2 to %u), "
+			       "state_size %u (at most %u), inner_size %u (2 x embedding_length "
+			       "%u), time_step_rank (heads) %u dividing it, group_count %u "
+			       "dividing the heads",
+			       arch, hp->ssm_d_conv, SSM_CONV_MAX, hp->ssm_d_state, SSM_STATE_MAX,
+			       hp->ssm_d_inner, hp->n_embd, hp->ssm_n_head, hp->ssm_n_group);
+	int64_t kv = 0;
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		int64_t v = lfm2_layer_kv(g, arch, hp->n_layer, l);
+		if (v < 0 || (v > 0 && ((kv && v != kv) || hp->n_head % (uint32_t)v)))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.attention.head_count_kv is not a list of %u K/V head "
+				       "counts (0 for a Mamba2 layer, else one value dividing "
+				       "head_count %u)",
+				       arch, hp->n_layer, hp->n_head);
+		kv = v ? v : kv;
+	}
+	hp->n_head_kv = kv ? (uint32_t)kv : hp->n_head;
+	return BG_OK;
+}
+
 /* gemma4: layer l's FFN width from a per-layer feed_forward_length list (n_layer entries;
  * n_layer 0: only whether the key is a list), else 0. */
 static uint32_t layer_n_ff(const struct gguf_ctx *g, const char *arch, uint32_t n_layer,
@@ -929,7 +999,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	enum bg_status st;
 	/* gemma4 may list the FFN widths per layer (the converter's double-wide MLP of the
 	 * shared-KV layers): n_ff is then the largest, model_layer_n_ff each layer's */
-	bool ff_list = ai->gemma4 && layer_n_ff(g, arch, 0, 0) > 0;
+	/* nemotron_h lists them always, 0 for its Mamba2 and attention layers */
+	bool ff_list = (ai->gemma4 || ai->nemotron_h) && layer_n_ff(g, arch, 0, 0) > 0;
 	if ((!ff_list && (st = refuse_list(g, arch, "feed_forward_length",
 					   "FFN widths per layer", err))) ||
 	    (st = refuse_list(g, arch, "attention.head_count", "query heads per layer", err)))
@@ -945,6 +1016,10 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 				       hp->n_layer_nextn, hp->n_layer);
 		hp->n_layer -= hp->n_layer_nextn; /* the NextN layers are skipped (arch.h) */
 	}
+	uint32_t mtp = 0; /* nemotron_h: Nemotron 3's MTP layers */
+	if (ai->nemotron_h && get_u32_key(g, arch, "nextn_predict_layers", &mtp) && mtp > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.nextn_predict_layers %u (MTP layers) is not supported", arch, mtp);
 	char sec[128]; /* llama.cpp's GLM-4V files: M-RoPE sections, another rotation */
 	snprintf(sec, sizeof sec, "%s.rope.dimension_sections", arch);
 	if (ai->nextn && !ai->gdn && gguf_find_key(g, sec) >= 0)
@@ -953,8 +1028,14 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	if (ff_list) {
 		hp->n_ff = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			int32_t v = -1;
 			uint32_t f = layer_n_ff(g, arch, hp->n_layer, l);
-			if (f == 0 || f > MODEL_MAX_DIM)
+			if (ai->nemotron_h) /* 0 allowed */
+				f = layer_list_i32(g, arch, "feed_forward_length", hp->n_layer, l, &v) &&
+					    v >= 0
+					? (uint32_t)v
+					: UINT32_MAX;
+			if ((f == 0 && !ai->nemotron_h) || f > MODEL_MAX_DIM)
 				return bg_fail(err, BG_ERR_FORMAT,
 					       "%s.feed_forward_length is not a list of %u widths in "
 					       "[1, %u]",
@@ -972,8 +1053,11 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	enum gguf_type kvt;
 	uint64_t kvn;
 	/* gemma4: a per-layer list, read_gemma4 reads it once the window pattern is known */
-	bool kv_list = (ai->gemma4 || ai->shortconv) && gguf_get_arr(g, key, &kvt, &kvn);
+	bool kv_list =
+	    (ai->gemma4 || ai->shortconv || ai->mamba2) && gguf_get_arr(g, key, &kvt, &kvn);
 	if (ai->shortconv && (st = read_lfm2(g, arch, hp, err)))
+		return st;
+	if (ai->mamba2 && (st = read_mamba2(g, arch, ai, hp, err)))
 		return st;
 	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
@@ -1026,7 +1110,10 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	/* command-r, cohere2: LayerNorms, their eps a required key (llama.cpp's f_norm_eps) */
 	const char *eps_key =
 	    ai->cohere ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon";
-	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && ai->cohere)
+	/* nemotron_h: the RMS eps, else layer_norm_epsilon (llama.cpp requires that one) */
+	if (ai->nemotron_h && !get_f32_key(g, arch, eps_key, &hp->rms_eps))
+		eps_key = "attention.layer_norm_epsilon";
+	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "%s %g is not in (0, 1)", eps_key,
@@ -1233,8 +1320,8 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	if (hp->moe_sel_bias && (!hp->mla || gguf_find_tensor(L->g, n)) &&
 	    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
 		return st;
-	if (hp->n_expert_shared) { /* glm4moe, deepseek2: the shared expert */
-		uint64_t FS = FX * hp->n_expert_shared;
+	if (hp->n_expert_shared) { /* glm4moe, deepseek2, granitehybrid: the shared expert */
+		uint64_t FS = model_ff_shexp(hp);
 		snprintf(n, sizeof n, "blk.%u.ffn_gate_shexp.weight", l);
 		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->gate_shexp)))
 			return st;
@@ -1416,9 +1503,12 @@ static enum bg_status load_tensors(struct loader *L)
 		/* the layer's geometry: gemma4's windowed layers have their own (model.h), and
 		 * its FFN may be wider than others (a per-layer feed_forward_length) */
 		ly->swa = model_layer_is_swa(hp, l);
-		F = ai && ai->gemma4 && layer_n_ff(L->g, m->arch, 0, 0) ? layer_n_ff(L->g, m->arch,
-										    hp->n_layer, l)
-								  : hp->n_ff;
+		F = ai && (ai->gemma4 || ai->nemotron_h) && layer_n_ff(L->g, m->arch, 0, 0)
+			? layer_n_ff(L->g, m->arch, hp->n_layer, l)
+			: hp->n_ff;
+		/* nemotron_h: an FFN alone, or a Mamba2 / attention block alone (arch.h) */
+		ly->ffn_only = ai && ai->nemotron_h && F > 0;
+		ly->no_ffn = ai && ai->nemotron_h && F == 0;
 		HD = model_head_dim(hp, ly->swa);
 		Q = (uint64_t)hp->n_head * HD;
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
@@ -1426,7 +1516,9 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
 		ly->conv = hp->conv_l && lfm2_layer_kv(L->g, m->arch, hp->n_layer, l) == 0;
 		ly->gdn = qwen35_layer_gdn(hp, l);
-		if (ly->gdn) { /* qwen35's gated delta net (model.h) */
+		if (ly->ffn_only) {
+			ly->kv_src = l; /* nemotron_h: no attention, its FFN below */
+		} else if (ly->gdn) { /* qwen35's gated delta net (model.h) */
 			const uint64_t KD = (uint64_t)hp->gdn_nk * hp->gdn_d;
 			const uint64_t VD = (uint64_t)hp->gdn_nv * hp->gdn_d;
 			ly->kv_src = l;
@@ -1444,6 +1536,22 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("shortconv.in_proj.weight", E, 3 * E, TK_MATRIX, conv_in);
 			TAKE("shortconv.conv.weight", hp->conv_l, E, TK_CONV, conv_w);
 			TAKE("shortconv.out_proj.weight", E, E, TK_MATRIX, wo);
+		} else if ((ly->ssm = hp->ssm_d_conv &&
+				      lfm2_layer_kv(L->g, m->arch, hp->n_layer, l) == 0)) {
+			/* (nemotron_h: an FFN layer's entry is 0 too; taken above) */
+			/* granitehybrid's Mamba2 block (model.h) */
+			const uint64_t D = hp->ssm_d_inner, H = hp->ssm_n_head,
+				       GN = (uint64_t)hp->ssm_n_group * hp->ssm_d_state;
+			ly->kv_src = l;
+			TAKE("ssm_in.weight", E, 2 * D + 2 * GN + H, TK_MATRIX, ssm_in);
+			TAKE("ssm_conv1d.weight", hp->ssm_d_conv, D + 2 * GN, TK_CONV, ssm_conv_w);
+			TAKE("ssm_conv1d.bias", D + 2 * GN, 0, TK_BIAS, ssm_conv_b);
+			TAKE("ssm_dt.bias", H, 0, TK_BIAS, ssm_dt_b);
+			TAKE("ssm_a", 1, H, TK_NORM, ssm_a);
+			TAKE("ssm_d", 1, H, TK_NORM, ssm_d);
+			TAKE("ssm_norm.weight", D / hp->ssm_n_group, hp->ssm_n_group, TK_NORM,
+			     ssm_norm);
+			TAKE("ssm_out.weight", D, E, TK_MATRIX, wo);
 		} else if (hp->mla) { /* deepseek2's latent attention */
 			if ((st = take_mla(L, l, ly)))
 				return st;
@@ -1516,11 +1624,13 @@ static enum bg_status load_tensors(struct loader *L)
 		if (ai && ai->ffn_norm_post_name) /* gpt-oss, seed_oss: the FFN's input norm has
 						   * the post-attention name */
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
-		else if (!hp->no_pre_norms && !hp->parallel)
+		else if (!hp->no_pre_norms && !hp->parallel && !(ai && ai->nemotron_h))
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		/* glm4moe: the leading layers dense */
 		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
-		if (moe_l) {
+		if (ly->no_ffn) {
+			/* nemotron_h: none */
+		} else if (moe_l) {
 			if ((st = take_experts(L, l, ly)))
 				return st;
 		} else if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
@@ -1531,11 +1641,11 @@ static enum bg_status load_tensors(struct loader *L)
 			ly->w_gate = row_view(&gu, 0, F);
 			ly->w_up = row_view(&gu, F, 2 * F);
 		} else {
-			if (!hp->xielu) /* apertus: no gate */
+			if (!hp->xielu && !hp->relu2) /* apertus, nemotron_h: no gate */
 				TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
 			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
 		}
-		if (!moe_l)
+		if (!moe_l && !ly->no_ffn)
 			TAKE("ffn_down.weight", F, E, TK_MATRIX, w_down);
 		if (hp->post_norms)
 			TAKE("post_ffw_norm.weight", E, 0, TK_NORM, ffn_post_norm);
@@ -1555,7 +1665,7 @@ static enum bg_status load_tensors(struct loader *L)
 				return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' is not a number", n);
 		}
 		ly->no_rope = (ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0) ||
-			      (ai && ai->swa_rope_only && !ly->swa);
+			      (ai && ai->swa_rope_only && !ly->swa) || hp->rope_none;
 #undef TAKE
 	}
 	return BG_OK;
@@ -1746,12 +1856,13 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		mistral3_derive(hp);
 	}
 	hp->n_layer_kv = hp->n_layer;
-	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn))
-		st = bg_fail(
-		    err, BG_ERR_UNSUPPORTED,
-		    "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
-		    "layers and qwen35's delta-net layers are made as files only, not lazily",
-		    s->name);
+	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
+		    ai->mamba2))
+		st = bg_fail(err, BG_ERR_UNSUPPORTED,
+			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
+			     "layers, qwen35's delta-net and Mamba2 layers are made as files only, "
+			     "not lazily",
+			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);
 		hp->head_dim_swa = hp->rope_dim_swa = s->head_dim_swa ? s->head_dim_swa : hp->head_dim;

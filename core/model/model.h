@@ -22,7 +22,8 @@
  * cohere2's RoPE on the windowed layers only: model_hparams' cohere part), `minimax-m2`
  * (whole-row Q/K norms, partial NeoX RoPE, sigmoid-routed experts with a selection bias:
  * model_hparams' moe_sel_bias), `lfm2`, `lfm2moe` (short-conv layers), `qwen35`
- * (gated-delta-net layers, output-gated attention: model_hparams' gdn_*). A fused tensor
+ * (gated-delta-net layers, output-gated attention: model_hparams' gdn_*), `granitehybrid`
+ * and `nemotron_h` (Mamba2 layers among attention ones: model_hparams' ssm_*). A fused tensor
  * (attn_qkv, phi3's ffn_up) is presented as separate weights that are row views into it,
  * so backends see one layout. A llama file with any bias tensor is refused.
  *
@@ -289,6 +290,29 @@ struct model_hparams {
 	 * gate] (head_dim each); the attention output of head h times sigmoid(gate_h) before
 	 * wo */
 	bool attn_out_gate;
+	/* granitehybrid, nemotron_h (llama.cpp's build_mamba2_layer; arch.h): ssm_d_conv > 0
+	 * makes the layers with model_layer.ssm Mamba2 blocks in place of attention. With D =
+	 * ssm_d_inner (granitehybrid: 2 n_embd), H = ssm_n_head heads of P = D / H, G = ssm_n_group groups of N =
+	 * ssm_d_state, C = D + 2 G N, for each token of a sequence, n the attn-normed input:
+	 *   [z (D) | xBC (C) | dt (H)] = ssm_in n;
+	 *   xBC' = silu(conv_b + sum over k = 0..ssm_d_conv-1, oldest first, of
+	 *          xBC_{t-d_conv+1+k} * conv_w[.][k]) (fp32; rows before position 0 are 0);
+	 *   [x (D) | B (G N) | C (G N)] = xBC'; head h reads group g = h / (H / G);
+	 *   dt_h = softplus(dt_h + dt_b[h]) (x > 20 ? x : logf(1 + expf(x)));
+	 *   S_h[p][n] = S_h[p][n] * expf(dt_h * A[h]) + B_g[n] * (x_h[p] * dt_h);
+	 *   y_h[p] = sum over n of S_h[p][n] * C_g[n] + D_skip[h] * x_h[p];
+	 *   y = y * silu(z); y RMS-normalized in G slices of D / G with ssm_norm; wo y.
+	 * The recurrent state of a layer (model_state_floats): the last d_conv - 1 rows of xBC
+	 * (C each, oldest first), then S (H x P x N), in backend_seq.state_slot. */
+	uint32_t ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
+	/* no layer rotates Q and K (granitehybrid's rope.scaling.finetuned false, nemotron_h) */
+	bool rope_none;
+	/* granitehybrid's shared expert: its own width (expert_shared_feed_forward_length),
+	 * with n_expert_shared 1; 0 elsewhere (glm4moe's is n_ff_exp * n_expert_shared):
+	 * model_ff_shexp */
+	uint32_t n_ff_shexp;
+	/* nemotron_h: the FFN is down(relu(up x)^2) (fp32: r = max(v, 0), r * r), no gate */
+	bool relu2;
 };
 
 struct model_weight {
@@ -360,6 +384,11 @@ struct model_layer {
 	 * gdn_nv), ssm_dt.bias and ssm_a (gdn_nv) f32, ssm_norm (gdn_d) f32; conv_w above holds
 	 * ssm_conv1d (gdn_conv, CD) f32 and wo ssm_out (VD, n_embd) */
 	struct model_weight gdn_qkv, gdn_z, gdn_beta, gdn_alpha, gdn_dt, gdn_a, gdn_norm;
+	/* granitehybrid's Mamba2 blocks (ssm below; model_hparams' ssm_*), else zero: ssm_in
+	 * (n_embd, 2 D + 2 G N + H), the conv taps (d_conv, C) and bias (C), dt bias (H), A
+	 * (H), D skip (H), the grouped norm (D / G, G), all f32 but ssm_in; wo is ssm_out
+	 * (D, n_embd) */
+	struct model_weight ssm_in, ssm_conv_w, ssm_conv_b, ssm_dt_b, ssm_a, ssm_d, ssm_norm;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
@@ -368,13 +397,20 @@ struct model_layer {
 	bool conv;
 	/* qwen35: this layer is a gated delta net (model_hparams' gdn_*, the weights above) */
 	bool gdn;
+	bool ssm; /* granitehybrid, nemotron_h: a Mamba2 block (the ssm_* weights above) */
+	/* nemotron_h (arch.h): the layer is a non-gated FFN alone (ffn_only: w_up, w_down
+	 * read attn_norm's output; no attention or ffn_norm), or has no FFN (no_ffn: a Mamba2
+	 * or attention block alone) */
+	bool ffn_only, no_ffn;
+	/* gemma4: the file has no attn_v for this layer: V is then K's projection (wv == wk,
+	 * the same data, counted once), as llama.cpp's graph takes Kcur for Vcur. (The bools
+	 * stay together: cpu_weights.c asserts that what follows swa is smaller than a
+	 * weight.) */
+	bool v_from_k;
 	float xielu[4]; /* hp.xielu: {an, ap, beta, eps} as model_hparams describes; else 0 */
 	/* gemma4: the layer's output scale (hp.out_scale; the f32 value of the file's
-	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model), and whether the
-	 * file has no attn_v for this layer: V is then K's projection (wv == wk, the same
-	 * data, counted once), as llama.cpp's graph takes Kcur for Vcur */
+	 * blk.N.layer_output_scale.weight, 1 for a lazy synthetic model) */
 	float out_scale;
-	bool v_from_k;
 	/* gemma4 E2B/E4B: the layer whose KV cache this one reads (itself unless l >=
 	 * n_layer_kv, and then wk, wv, k_norm are zero: no K/V of its own) */
 	uint32_t kv_src;
@@ -465,6 +501,10 @@ uint64_t model_q_dim_max(const struct model_hparams *hp);
  * before, not of a block: the backends keep it in per-sequence slots (backend.h,
  * backend_seq.state_slot), not in the KV cache. */
 uint64_t model_state_floats(const struct model_hparams *hp, const struct model_layer *L);
+
+/* The shared expert's width (hp->n_expert_shared > 0): hp->n_ff_shexp when set, else
+ * n_ff_exp * n_expert_shared. */
+uint64_t model_ff_shexp(const struct model_hparams *hp);
 
 /* The sliding window when EVERY layer is windowed (then KV before it is never read again
  * and the engine gives its blocks back); 0 when some layer attends to the whole context

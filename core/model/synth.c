@@ -502,6 +502,22 @@ static const struct synth_shape shapes[] = {
      .n_dense_lead = 2},
     {"lfm2moe-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, true, "lfm2moe",
      .lfm2_attn = 0x2, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_dense_lead = 1},
+    /* granitehybrid (IBM Granite 4.0-H): granite-tiny's scales; Mamba2, attention (no
+     * RoPE), Mamba2, Mamba2; 8 heads of 16 in 2 groups of state 16; -moe-tiny: 4 experts
+     * of 32 (ffn), 2 a token, and a shared expert of 64 */
+    {"granitehybrid-tiny", 4, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false,
+     "granitehybrid", .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f,
+     .logit_scale = 8.0f, .lfm2_attn = 0x2, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2},
+    {"granitehybrid-moe-tiny", 4, 64, 4, 2, 32, 512, 256, 10000.0f, 1e-5f, false,
+     "granitehybrid", .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f,
+     .logit_scale = 8.0f, .lfm2_attn = 0x2, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
+     .n_expert = 4, .n_expert_used = 2, .n_ff_shexp = 64},
+    /* nemotron_h (NVIDIA Nemotron Nano v2's hybrid_override_pattern letters): Mamba2, FFN,
+     * attention, Mamba2, FFN ("M-*M-"); Mamba2 of 8 heads of 12 (inner 96, not 2 n_embd)
+     * in 2 groups of state 16; attention 4 heads of 16, 2 K/V heads, no RoPE */
+    {"nemotron_h-tiny", 5, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "nemotron_h",
+     .lfm2_attn = 0x4, .nemo_ffn = 0x12, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
+     .ssm_inner = 96},
 };
 #pragma GCC diagnostic pop
 
@@ -585,6 +601,24 @@ static bool is_lfm2(const struct synth_shape *s)
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->shortconv;
 }
 
+/* granitehybrid, nemotron_h: Mamba2 layers where lfm2_attn's (and nemo_ffn's) bit is
+ * clear */
+static bool is_mamba2(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->mamba2;
+}
+
+static bool is_nemo(const struct synth_shape *s)
+{
+	return is_arch(s, "nemotron_h");
+}
+
+/* the Mamba2 inner size */
+static uint64_t ssm_inner(const struct synth_shape *s)
+{
+	return s->ssm_inner ? s->ssm_inner : 2 * (uint64_t)s->n_embd;
+}
+
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
@@ -622,7 +656,7 @@ static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
-	       is_qwen35(s);
+	       is_qwen35(s) || is_mamba2(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -865,9 +899,17 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "qwen35: the delta-net sizes come from a qwen35* shape (--arch "
 			       "qwen35 on another shape has none)");
-	if (is_lfm2(s) && s->n_layer > 64)
-		return bg_fail(err, BG_ERR_INVALID, "lfm2, lfm2moe: at most 64 layers (%u)",
-			       s->n_layer);
+	if ((is_lfm2(s) || is_mamba2(s)) && s->n_layer > 64)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "lfm2, lfm2moe, granitehybrid: at most 64 layers (%u)", s->n_layer);
+	if (is_mamba2(s) && (!s->ssm_heads || !s->ssm_groups || !s->ssm_state ||
+			     ssm_inner(s) % s->ssm_heads || s->ssm_heads % s->ssm_groups ||
+			     s->ssm_state > 1024 || (s->n_expert && !s->n_ff_shexp)))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "%s: ssm heads %u dividing the inner size, groups %u dividing "
+			       "them, state %u (1 to 1024), a shared expert with experts",
+			       synth_arch(s),
+			       s->ssm_heads, s->ssm_groups, s->ssm_state);
 	if (s->n_head % s->n_head_kv)
 		return bg_fail(err, BG_ERR_INVALID, "heads %u is not a multiple of kv heads %u",
 			       s->n_head, s->n_head_kv);
@@ -963,6 +1005,18 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 
 uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 {
+	if (is_nemo(s)) { /* per layer: attn_norm and one block (arch.h) */
+		uint64_t E = s->n_embd, hd = synth_head_dim(s), n = 0;
+		uint64_t D = ssm_inner(s), H = s->ssm_heads,
+			 GN = (uint64_t)s->ssm_groups * s->ssm_state;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			n += E + (s->nemo_ffn >> l & 1	  ? 2 * E * (uint64_t)s->n_ff
+				  : s->lfm2_attn >> l & 1 ? 2 * E * s->n_head * hd +
+								2 * E * s->n_head_kv * hd
+							  : E * (2 * D + 2 * GN + H) +
+								5 * (D + 2 * GN) + 3 * H + D + D * E);
+		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n;
+	}
 	if (is_gemma4(s)) { /* per layer: its kind's geometry, V only where written */
 		uint64_t E = s->n_embd, n = 0;
 		uint64_t P = s->n_embd_per_layer;
@@ -993,6 +1047,8 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	if (s->n_expert) { /* router and experts instead of the dense FFN */
 		uint64_t FX = synth_n_ff_exp(s);
 		uint64_t moe = E * s->n_expert + 3 * E * FX * s->n_expert;
+		if (is_mamba2(s)) /* granitehybrid: a shared expert of its own width */
+			moe += 3 * E * s->n_ff_shexp;
 		if (s->n_expert_shared) /* glm4moe: the selection bias, the shared expert */
 			moe += (is_ds2(s) && s->softmax_gating ? 0 : s->n_expert) +
 			       3 * E * FX * s->n_expert_shared;
@@ -1027,6 +1083,14 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 				   ? E * CD + E * VD + 4 * CD + 2 * nv + 2 * E * nv + s->gdn_d +
 					 VD * E - (E * Q + 2 * E * KV + Q * E + 2 * hd)
 				   : E * Q;
+	}
+	if (is_mamba2(s)) { /* a Mamba2 layer (model.h) in place of attention */
+		uint64_t D = 2 * E, H = s->ssm_heads, GN = (uint64_t)s->ssm_groups * s->ssm_state;
+		uint64_t n_ssm = 0;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			n_ssm += !(s->lfm2_attn >> l & 1);
+		ffn += n_ssm * (E * (2 * D + 2 * GN + H) + 5 * (D + 2 * GN) + 3 * H + D + D * E) -
+		       n_ssm * (E * Q + 2 * E * KV + Q * E);
 	}
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer + ffn;
 }
@@ -1302,7 +1366,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	gguf_writer_set_u32(w, ARCH_KEY("block_count"), s->n_layer + s->n_nextn);
 	if (s->n_nextn)
 		gguf_writer_set_u32(w, ARCH_KEY("nextn_predict_layers"), s->n_nextn);
-	if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
+	if (is_nemo(s)) { /* the converter's list: n_ff on the FFN layers, else 0 */
+		int32_t ffl[64]; /* synth_check: at most 64 layers */
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			ffl[l] = s->nemo_ffn >> l & 1 ? (int32_t)s->n_ff : 0;
+		gguf_writer_set_arr_i32(w, ARCH_KEY("feed_forward_length"), ffl, s->n_layer);
+		gguf_writer_set_f32(w, ARCH_KEY("attention.layer_norm_epsilon"), 1e-5f);
+	} else if (is_gemma4(s) && s->double_wide) { /* the converter's per-layer list */
 		int32_t ffl[4096]; /* synth_check: n_layer <= 4096 */
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			ffl[l] = (int32_t)g4_ff(s, l);
@@ -1400,12 +1470,26 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.time_step_rank"), s->gdn_nv);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), s->gdn_nv * s->gdn_d);
 	}
-	if (is_lfm2(s)) { /* the converter's per-layer list: 0 for a conv layer */
-		int32_t kvl[64];  /* synth_check: lfm2 has at most 64 layers */
+	if (is_mamba2(s)) { /* conversion/granite.py's keys */
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), (uint32_t)ssm_inner(s));
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.state_size"), s->ssm_state);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.time_step_rank"), s->ssm_heads);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.group_count"), s->ssm_groups);
+		if (!is_nemo(s))
+			gguf_writer_set_bool(w, ARCH_KEY("rope.scaling.finetuned"), false);
+		if (s->n_ff_shexp)
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_feed_forward_length"),
+					    s->n_ff_shexp);
+	}
+	if (is_lfm2(s) || is_mamba2(s)) { /* the converters' per-layer list: 0 for a conv or
+					   * Mamba2 layer */
+		int32_t kvl[64]; /* synth_check: at most 64 layers */
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			kvl[l] = s->lfm2_attn >> l & 1 ? (int32_t)s->n_head_kv : 0;
 		gguf_writer_set_arr_i32(w, ARCH_KEY("attention.head_count_kv"), kvl, s->n_layer);
-		gguf_writer_set_u32(w, ARCH_KEY("shortconv.l_cache"), 3);
+		if (is_lfm2(s))
+			gguf_writer_set_u32(w, ARCH_KEY("shortconv.l_cache"), 3);
 	} else if (is_gemma4(s) && s->n_head_kv_swa && s->n_head_kv_swa != s->n_head_kv) {
 		int32_t kvl[4096]; /* synth_check: n_layer <= 4096 */
 		for (uint32_t l = 0; l < s->n_layer; l++)
@@ -1578,7 +1662,29 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (!olmo2)
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		const bool conv = (lfm2 && !(s->lfm2_attn >> l & 1)) || qwen35_gdn_layer(s, l);
-		if (q35 && conv) { /* qwen35's delta net (model.h); conv taps f32 */
+		const bool nffn = is_nemo(s) && (s->nemo_ffn >> l & 1); /* nemotron_h: FFN alone */
+		const bool ssm = is_mamba2(s) && !(s->lfm2_attn >> l & 1) && !nffn;
+		if (nffn) {
+			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
+			continue;
+		}
+		if (ssm) { /* granitehybrid's Mamba2 block, the converter's names and shapes */
+			const uint64_t D = ssm_inner(s), H = s->ssm_heads,
+				       GN = (uint64_t)s->ssm_groups * s->ssm_state;
+			ADD("ssm_in.weight", t, FILL_RANDOM, E, 2 * D + 2 * GN + H);
+			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, D + 2 * GN);
+			ADD("ssm_conv1d.bias", GGUF_DTYPE_F32, FILL_RANDOM, D + 2 * GN, 1);
+			b->jobs[b->n_jobs - 1].std = 0.25f;
+			ADD("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, H, 1);
+			b->jobs[b->n_jobs - 1].std = 1.0f;
+			ADD("ssm_a", GGUF_DTYPE_F32, FILL_NORM, 1, H); /* A = -exp(A_log) < 0 */
+			b->jobs[b->n_jobs - 1].base = -1.0f;
+			ADD("ssm_d", GGUF_DTYPE_F32, FILL_NORM, 1, H);
+			ADD("ssm_norm.weight", GGUF_DTYPE_F32, FILL_NORM, D / s->ssm_groups,
+			    s->ssm_groups);
+			ADD("ssm_out.weight", t, FILL_RANDOM, D, E);
+		} else if (q35 && conv) { /* qwen35's delta net (model.h); conv taps f32 */
 			const uint64_t KD = (uint64_t)s->gdn_nk * s->gdn_d;
 			const uint64_t VD = (uint64_t)s->gdn_nv * s->gdn_d;
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, 2 * KD + VD);
@@ -1591,8 +1697,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("ssm_alpha.weight", t, FILL_RANDOM, E, s->gdn_nv);
 			ADD("ssm_norm.weight", GGUF_DTYPE_F32, nk, s->gdn_d, 1);
 			ADD("ssm_out.weight", t, FILL_RANDOM, VD, E);
-		} else if (conv) { /* lfm2's short-conv block; the conv taps f32 (ggml_ssm_conv's)
-				    */
+		} else if (conv) { /* lfm2's short-conv block; the conv taps f32 */
 			ADD("shortconv.in_proj.weight", t, FILL_RANDOM, E, 3 * E);
 			ADD("shortconv.conv.weight", GGUF_DTYPE_F32, FILL_RANDOM, 3, E);
 			ADD("shortconv.out_proj.weight", t, FILL_RANDOM, E, E);
@@ -1625,7 +1730,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_k.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 			ADD("attn_v.bias", GGUF_DTYPE_F32, FILL_RANDOM, KV, 1);
 		}
-		if (qkn && !conv) { /* Command R+: [HD, heads], a row per head */
+		if (qkn && !conv && !ssm) { /* Command R+: [HD, heads], a row per head */
 			const bool qh = has_qk_norm_heads(s);
 			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, has_qk_norm_full(s) ? Q : HD,
 			    qh ? s->n_head : 1);
@@ -1637,7 +1742,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			if (g4 && own_kv)
 				b->jobs[b->n_jobs - 1].base = G4_QK_NORM;
 		}
-		if (!conv)
+		if (!conv && !ssm)
 			ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 		if (has_o_bias(s))
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
@@ -1649,6 +1754,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (post || oai || seed || glm4moe || q35) /* gpt-oss, seed_oss, glm4moe, qwen35:
 							    * the FFN's input norm */
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+		if (is_nemo(s)) /* nemotron_h: a Mamba2 or attention block alone */
+			continue;
 		if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
 		    !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
@@ -1672,6 +1779,11 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			if (is_minimax(s)) { /* the selection bias alone */
 				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
+			}
+			if (s->n_ff_shexp) { /* granitehybrid: the shared expert, its own width */
+				ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
+				ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
+				ADD("ffn_down_shexp.weight", t, FILL_RANDOM, s->n_ff_shexp, E);
 			}
 			if (glm4moe || ds2) { /* the selection bias, the shared expert */
 				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */

@@ -161,6 +161,19 @@ struct synth_shape {
 	 * rounding, ...] summing to rope_dim / 2 (unused by text); norm weights 1 + N(0, 0.25^2).
 	 * Files only. */
 	uint32_t gdn_every, gdn_d, gdn_nk, gdn_nv;
+	/* granitehybrid: layers are attention where lfm2_attn's bit is set (no RoPE:
+	 * rope.scaling.finetuned false, as the converter writes), else Mamba2 blocks of
+	 * ssm_heads heads, state ssm_state, ssm_groups groups, inner size 2 n_embd, 4 conv
+	 * taps (ssm_in, ssm_conv1d weight and bias, ssm_dt.bias N(0, 1), ssm_a -(1 + N(0,
+	 * 0.25^2)), ssm_d and ssm_norm 1 + N(0, 0.25^2), ssm_out);
+	 * with n_expert, a shared expert n_ff_shexp wide (expert_shared_feed_forward_length) */
+	uint32_t ssm_heads, ssm_state, ssm_groups, n_ff_shexp;
+	/* nemotron_h: bit l set makes layer l an FFN alone (ffn_up, ffn_down: n_ff wide,
+	 * ReLU^2), else lfm2_attn's bit an attention layer, else a Mamba2 one of inner size
+	 * ssm_inner (0: 2 n_embd); feed_forward_length and head_count_kv per-layer lists,
+	 * attention.layer_norm_epsilon 1e-5 beside the RMS eps, no ffn_norm */
+	uint64_t nemo_ffn;
+	uint32_t ssm_inner;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
