@@ -1093,6 +1093,114 @@ static void test_synthetic(void)
 	}
 }
 
+/* ---- recurrent state slots ---- */
+
+/* One forward of the sequences s < n (tokens tok[s][0, len[s]) at pos0[s], slot[s], blocks
+ * [16 s, 16 s + 16)); with get, each one's last logits into lg[s][n_vocab]. */
+static enum bg_status slots_forward(struct backend *b, int32_t n, int32_t (*tok)[24],
+				    const int32_t *len, const int32_t *pos0, const int32_t *slot,
+				    float **lg)
+{
+	static int32_t table[4][16];
+	uint8_t want[4][24] = {{0}};
+	struct backend_seq seqs[4];
+	for (int32_t s = 0; s < n; s++) {
+		for (int32_t j = 0; j < 16; j++)
+			table[s][j] = 16 * s + j;
+		want[s][len[s] - 1] = 1;
+		seqs[s] = (struct backend_seq){tok[s], len[s], pos0[s], table[s], 16, want[s],
+					       NULL,   slot[s]};
+	}
+	struct backend_batch batch = {seqs, n, n};
+	struct bg_err err = {0};
+	enum bg_status st = b->ops->forward(b->ctx, &batch, &err);
+	for (int32_t s = 0; st == BG_OK && lg && s < n; s++)
+		st = b->ops->get_logits(b->ctx, s, lg[s], &err);
+	if (st != BG_OK)
+		fprintf(stderr, "slots_forward: %s\n", err.msg);
+	return st;
+}
+
+/* Recurrent state slots (backend.h) on a synthetic model with state: three sequences
+ * prefill different prompts in slots 0, 1, 2, then each feeds one more token in its own
+ * slot: the reference logits. A second backend first runs other prompts through those
+ * slots (position 0 must zero them), prefills the same three, then one state_copy rotates
+ * the slots (0 -> 1, 1 -> 2, 2 -> 0, a permutation: every source read before a
+ * destination is written) and copies 0 -> 3; each sequence's next token, fed from the
+ * slot now holding its state (seq 0 also from slot 3), gives the reference logits
+ * bitwise. The state is all that the recurrent layers see of the prefix, so a copy missed
+ * or misplaced changes them. Malformed slot use is refused. */
+static void test_state_slots(const char *shape)
+{
+	char spec[64];
+	snprintf(spec, sizeof spec, "synthetic:%s:f32", shape);
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	CHECK(model_open(spec, false, &m, &err) == BG_OK, "%s: %s", shape, err.msg);
+	if (!m)
+		return;
+	struct backend_config cfg = {
+	    .block_size = 4, .kv_tokens = 256, .n_threads = 1, .n_state_slots = 4};
+	struct backend *a = NULL, *b = NULL;
+	CHECK(backend_cpu_create(m, &cfg, &a, &err) == BG_OK, "%s backend: %s", shape, err.msg);
+	CHECK(backend_cpu_create(m, &cfg, &b, &err) == BG_OK, "%s backend: %s", shape, err.msg);
+	const int32_t V = m ? (int32_t)m->hp.n_vocab : 0;
+	float *buf = calloc((size_t)8 * V, sizeof(float));
+	float *ref[4] = {buf, buf + V, buf + 2 * V, buf + 3 * V};
+	float *got[4] = {buf + 4 * V, buf + 5 * V, buf + 6 * V, buf + 7 * V};
+	if (!a || !b || !buf || a->n_state_slots != 4 || b->state_bytes == 0) {
+		CHECK(0, "%s: a backend with 4 state slots (%d)", shape, a ? a->n_state_slots : -1);
+		goto out;
+	}
+	int32_t prompt[3][24], next[3][24], other[3][24];
+	int32_t len[3] = {7, 13, 4}, one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+	for (int32_t s = 0; s < 3; s++)
+		for (int32_t j = 0; j < 24; j++) {
+			prompt[s][j] = 1 + (7 * s + 11 * j) % (V - 1);
+			next[s][j] = 1 + (5 * s + 3) % (V - 1);
+			other[s][j] = 1 + (13 * s + 5 * j + 2) % (V - 1);
+		}
+	int32_t in_place[3] = {0, 1, 2}, moved[3] = {1, 2, 0};
+	bool ok = slots_forward(a, 3, prompt, len, zero, in_place, NULL) == BG_OK &&
+		  slots_forward(a, 3, next, one, len, in_place, ref) == BG_OK;
+	/* b: other sequences through slots 0..2 first, then the same prefills */
+	int32_t olen[3] = {9, 5, 11};
+	ok = ok && slots_forward(b, 3, other, olen, zero, moved, NULL) == BG_OK &&
+	     slots_forward(b, 3, prompt, len, zero, in_place, NULL) == BG_OK;
+	const int32_t src[4] = {0, 1, 2, 0}, dst[4] = {1, 2, 0, 3};
+	ok = ok && b->ops->state_copy(b->ctx, src, dst, 4, &err) == BG_OK;
+	ok = ok && slots_forward(b, 3, next, one, len, moved, got) == BG_OK;
+	CHECK(ok, "%s: the slot runs", shape);
+	for (int32_t s = 0; ok && s < 3; s++)
+		CHECK(memcmp(ref[s], got[s], (size_t)V * sizeof(float)) == 0,
+		      "%s: sequence %d continued from the slot its state was copied to", shape, s);
+	int32_t three[1] = {3};
+	ok = ok && slots_forward(b, 1, next, one, len, three, got) == BG_OK;
+	CHECK(ok && memcmp(ref[0], got[0], (size_t)V * sizeof(float)) == 0,
+	      "%s: sequence 0 continued from the copy in slot 3", shape);
+	/* refusals */
+	const int32_t bad[2] = {0, 4}, twice_src[2] = {0, 1}, twice_dst[2] = {2, 2};
+	CHECK(b->ops->state_copy(b->ctx, bad, bad + 1, 1, &err) == BG_ERR_INVALID,
+	      "%s: state_copy to slot 4 of 4 refused", shape);
+	CHECK(b->ops->state_copy(b->ctx, twice_src, twice_dst, 2, &err) == BG_ERR_INVALID,
+	      "%s: state_copy writing slot 2 twice refused", shape);
+	int32_t shared[2] = {1, 1}, out_of[1] = {4};
+	CHECK(slots_forward(b, 2, next, one, zero, shared, NULL) == BG_ERR_INVALID,
+	      "%s: two sequences of a batch on one slot refused", shape);
+	CHECK(slots_forward(b, 1, next, one, zero, out_of, NULL) == BG_ERR_INVALID,
+	      "%s: slot 4 of 4 refused", shape);
+	/* a backend without slots for a model with state is refused */
+	struct backend *c = NULL;
+	cfg.n_state_slots = 0;
+	CHECK(backend_cpu_create(m, &cfg, &c, &err) == BG_ERR_INVALID && !c,
+	      "%s: no state slots refused (%s)", shape, err.msg);
+out:
+	free(buf);
+	backend_destroy(a);
+	backend_destroy(b);
+	model_free(m);
+}
+
 /* ---- qwen2 ---- */
 
 /* Logits of the last of tokens[n] (positions 0..n-1, one forward) into lg. */
@@ -1404,6 +1512,9 @@ int main(void)
 	test_oss();
 	test_mla_heads();
 	test_synthetic();
+	test_state_slots("qwen35-tiny");
+	test_state_slots("granitehybrid-tiny");
+	test_state_slots("nemotron_h-tiny");
 	test_qwen2();
 	/* the lower kernel levels (what machines without AVX-512 run) keep the same
 	 * properties: accuracy against the double forward and bitwise batch invariance */
