@@ -1152,6 +1152,14 @@ static void test_state_slots(const char *shape)
 		CHECK(0, "%s: a backend with 4 state slots (%d)", shape, a ? a->n_state_slots : -1);
 		goto out;
 	}
+	/* KV slabs for the attention layers alone (the recurrent and FFN-only ones keep none) */
+	size_t n_attn = 0;
+	for (uint32_t l = 0; l < m->hp.n_layer; l++)
+		n_attn += !m->layers[l].gdn && !m->layers[l].ssm && !m->layers[l].ffn_only;
+	CHECK(n_attn > 0 && n_attn < m->hp.n_layer &&
+		  a->block_bytes == n_attn * 2 * 4 * model_kv_dim_max(&m->hp) * sizeof(float),
+	      "%s: a block holds %zu bytes, K and V of %zu attention layers of %u", shape,
+	      a->block_bytes, n_attn, m->hp.n_layer);
 	int32_t prompt[3][24], next[3][24], other[3][24];
 	int32_t len[3] = {7, 13, 4}, one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
 	for (int32_t s = 0; s < 3; s++)

@@ -59,7 +59,11 @@ struct cpu_ctx {
 	 * the gate's output [cap_tok][P]; the norms' weights: pl_norms [P] (per_layer_proj_norm)
 	 * then [n_layer][n_embd] (each layer's post_norm) */
 	float *ple, *ple_proj, *ple_gate, *pl_norms;
-	float *kv;	   /* [n_layer][kv_parts][n_blocks][block_size][kv_max] */
+	float *kv; /* [n_kv_slabs][kv_parts][n_blocks][block_size][kv_max] */
+	/* the slab of layer l's cache (kv_slab_of), or KV_NONE: its cache layers only, so that
+	 * qwen35's delta nets and the Mamba2 hybrids' recurrent and FFN layers hold none */
+	uint32_t *kv_slab;
+	uint32_t n_kv_slabs;
 	uint32_t kv_parts; /* 2: K and V; 1 with hp.mla (V is the K row: kv_v == kv_k) */
 	size_t kv_bytes;
 
@@ -161,6 +165,17 @@ struct cpu_ctx {
 };
 
 /* ---- helpers ---- */
+
+#define KV_NONE UINT32_MAX
+
+/* Whether layer l (*L) keeps a KV cache: not gemma4's shared-KV layers (they read an
+ * earlier layer's), nor the layers whose state is elsewhere or which attend to nothing
+ * (qwen35's delta nets, Mamba2 blocks, nemotron_h's FFN-only layers). lfm2's conv layers
+ * keep their bx rows there. */
+static bool kv_slab_of(const struct model_hparams *hp, const struct model_layer *L, uint32_t l)
+{
+	return l < model_n_layer_kv(hp) && !L->gdn && !L->ssm && !L->ffn_only;
+}
 
 /* Layer l's recurrent state (model_state_floats values) in state slot `slot`. */
 static inline float *state_at(struct cpu_ctx *c, int32_t slot, uint32_t layer)
@@ -316,7 +331,8 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 /* A layer's K and V slabs; deepseek2 (hp.mla) stores K only, its V being the K row */
 static inline float *kv_k(const struct cpu_ctx *c, uint32_t layer)
 {
-	return c->kv + (size_t)(c->kv_parts * layer) * c->n_blocks * c->block_size * c->kv_max;
+	return c->kv +
+	       (size_t)(c->kv_parts * c->kv_slab[layer]) * c->n_blocks * c->block_size * c->kv_max;
 }
 
 static inline float *kv_v(const struct cpu_ctx *c, uint32_t layer)
@@ -1835,8 +1851,8 @@ static enum bg_status kv_swap(struct cpu_ctx *c, const int32_t *blocks, int32_t 
 	size_t sl = slab_floats(c);
 	for (int32_t i = 0; i < n; i++) {
 		size_t off = (size_t)blocks[i] * sl;
-		for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++)
-			for (uint32_t v = 0; v < c->kv_parts; v++) {
+		for (uint32_t l = 0; l < c->hp.n_layer; l++)
+			for (uint32_t v = 0; v < c->kv_parts && c->kv_slab[l] != KV_NONE; v++) {
 				float *slab = (v ? kv_v(c, l) : kv_k(c, l)) + off;
 				if (to) {
 					memcpy(to, slab, sl * sizeof(float));
@@ -1870,7 +1886,9 @@ static enum bg_status cpu_kv_copy(void *ctx, int32_t src, int32_t dst, struct bg
 	if (st != BG_OK || src == dst)
 		return st;
 	size_t sl = slab_floats(c);
-	for (uint32_t l = 0; l < model_n_layer_kv(&c->hp); l++) {
+	for (uint32_t l = 0; l < c->hp.n_layer; l++) {
+		if (c->kv_slab[l] == KV_NONE)
+			continue;
 		memcpy(kv_k(c, l) + (size_t)dst * sl, kv_k(c, l) + (size_t)src * sl,
 		       sl * sizeof(float));
 		if (c->kv_parts == 2)
@@ -1951,6 +1969,7 @@ static void cpu_destroy(void *ctx)
 	cpu_weights_free(&c->w);
 	free(c->last_tok);
 	free(c->kv);
+	free(c->kv_slab);
 	free(c->norms);
 	free(c->ones);
 	free(c->ple);
@@ -2447,9 +2466,10 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 }
 
 /* The recurrent-state slots: none when no layer has model_state_floats; else n_slots
- * (> 0) zeroed slots, or fewer: at most as many as fit in the KV pool's bytes (at least
- * one), so that a state of tens of megabytes a sequence (a 4B gated delta net's) does not
- * take 256 times that by default. */
+ * (> 0) zeroed slots, or fewer: at most as many as fit in the larger of the KV pool's
+ * bytes and STATE_MIN_BUDGET (at least one), so that a state of tens of megabytes a
+ * sequence (a 4B gated delta net's) does not take 256 times that by default. */
+#define STATE_MIN_BUDGET ((uint64_t)1 << 30)
 static enum bg_status state_create(struct cpu_ctx *c, const struct model *m, int32_t n_slots,
 				   struct bg_err *err)
 {
@@ -2474,7 +2494,8 @@ static enum bg_status state_create(struct cpu_ctx *c, const struct model *m, int
 	if (per > SIZE_MAX / sizeof(float) / (uint64_t)n_slots)
 		return bg_fail(err, BG_ERR_CAPACITY, "%d recurrent-state slots are too large",
 			       n_slots);
-	uint64_t fit = c->kv_bytes / (per * sizeof(float));
+	uint64_t budget = c->kv_bytes > STATE_MIN_BUDGET ? c->kv_bytes : STATE_MIN_BUDGET;
+	uint64_t fit = budget / (per * sizeof(float));
 	if ((uint64_t)n_slots > fit)
 		n_slots = fit > 1 ? (int32_t)fit : 1;
 	c->state_floats = (size_t)per;
@@ -2601,8 +2622,15 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	if ((int64_t)hp->ssm_d_inner > c->q_max) /* granitehybrid: the Mamba2 output in att */
 		c->q_max = (int64_t)hp->ssm_d_inner;
 	c->kv_parts = hp->mla ? 1 : 2;
+	if (!(c->kv_slab = malloc((size_t)hp->n_layer * sizeof *c->kv_slab))) {
+		cpu_destroy(c);
+		free(b);
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory creating the CPU backend");
+	}
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		c->kv_slab[l] = kv_slab_of(hp, &m->layers[l], l) ? c->n_kv_slabs++ : KV_NONE;
 
-	uint64_t kv_floats = (uint64_t)model_n_layer_kv(hp) * c->kv_parts * (uint64_t)n_blocks *
+	uint64_t kv_floats = (uint64_t)c->n_kv_slabs * c->kv_parts * (uint64_t)n_blocks *
 			     cfg->block_size * (uint64_t)c->kv_max;
 	if (kv_floats > SIZE_MAX / sizeof(float)) {
 		cpu_destroy(c);
@@ -2702,8 +2730,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	b->n_vocab = (int32_t)hp->n_vocab;
 	b->block_size = cfg->block_size;
 	b->n_blocks = c->n_blocks;
-	b->block_bytes =
-	    (size_t)model_n_layer_kv(hp) * c->kv_parts * slab_floats(c) * sizeof(float);
+	b->block_bytes = (size_t)c->n_kv_slabs * c->kv_parts * slab_floats(c) * sizeof(float);
 	b->n_state_slots = c->n_state_slots;
 	b->state_bytes = c->state_floats * sizeof(float);
 	*out = b;
