@@ -280,6 +280,23 @@ else
 				"$TMP/$sh.gpu.jsonl")
 		check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 	done
+	# recurrent state (state_copy on the device): n = 3 greedy samples fork from the prompt's
+	# state, beams take their parents' at every step; the CPU backend's choices
+	printf '%s\n' '{"id":"n3","input_ids":[1,5,77,260,9],"max_tokens":5,"temperature":0,"n":3,"ignore_eos":true}' \
+		'{"id":"bw","input_ids":[1,290,291,292],"max_tokens":5,"beam_width":3,"n":2,"ignore_eos":true}' \
+		>"$TMP/fork.jsonl"
+	for sh in qwen35-tiny granitehybrid-moe-tiny; do
+		for d in cpu cuda; do
+			"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/fork.jsonl" -o "$TMP/$sh.fork.$d.jsonl" \
+				--device $d
+		done
+		check_eq "$sh (emulated cuda): n = 3 and beam choices, the CPU backend's" \
+			"$(jq -c '[.id, [.choices[].token_ids]]' "$TMP/$sh.fork.cuda.jsonl")" \
+			"$(jq -c '[.id, [.choices[].token_ids]]' "$TMP/$sh.fork.cpu.jsonl")"
+		check_eq "$sh: the three greedy samples are one" \
+			"$(jq -c 'select(.id == "n3") | [.choices[].token_ids] | unique | length' \
+				"$TMP/$sh.fork.cuda.jsonl")" 1
+	done
 	# 16-bit models: prompt chunks (>= GPU_ATTN_TILE_MIN tokens) go to the tensor-core prefill
 	# kernel (heads of 16 and 32 dimensions; gemma2: soft-cap and window), under three seeds
 	# (which also draw the emulated wmma fragment layouts). Log-probs within 0.05: the CUDA
