@@ -2941,35 +2941,17 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 static enum bg_status state_create(struct cuda_ctx *c, const struct model *m, int32_t n_slots,
 				   struct bg_err *err)
 {
-	const uint32_t n_layer = c->hp.n_layer;
-	c->state_off = (uint64_t *)calloc((size_t)n_layer + 1, sizeof *c->state_off);
-	if (!c->state_off)
-		return bg_fail(err, BG_ERR_NOMEM, "out of host memory for the state offsets");
 	uint64_t per = 0;
-	for (uint32_t l = 0; l < n_layer; l++) {
-		c->state_off[l] = per;
-		uint64_t f = model_state_floats(&c->hp, &m->layers[l]);
-		if (f > (UINT64_C(1) << 40) - per)
-			return bg_fail(err, BG_ERR_CAPACITY, "recurrent state too large");
-		per += f;
-	}
-	c->state_off[n_layer] = per;
-	if (per == 0)
-		return BG_OK;
-	if (n_slots < 1)
-		return bg_fail(err, BG_ERR_INVALID,
-			       "the model keeps a recurrent state per sequence: the backend needs "
-			       "state slots (backend_config.n_state_slots)");
-	if (per > SIZE_MAX / 4 / (uint64_t)n_slots)
-		return bg_fail(err, BG_ERR_CAPACITY, "%d recurrent-state slots are too large",
-			       n_slots);
+	enum bg_status st = model_state_layout(m, n_slots, &c->state_off, &per, err);
+	if (st != BG_OK || per == 0)
+		return st;
 	size_t free_b = 0, total_b = 0;
 	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
 	uint64_t fit = free_b / 4 / (per * 4);
 	if ((uint64_t)n_slots > fit)
 		n_slots = fit > 1 ? (int32_t)fit : 1;
 	size_t bytes = (size_t)n_slots * (size_t)per * 4;
-	enum bg_status st = dev_alloc((void **)&c->state, bytes, "the recurrent-state slots", err);
+	st = dev_alloc((void **)&c->state, bytes, "the recurrent-state slots", err);
 	if (st != BG_OK)
 		return st;
 	c->state_floats = (size_t)per;

@@ -2473,27 +2473,10 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 static enum bg_status state_create(struct cpu_ctx *c, const struct model *m, int32_t n_slots,
 				   struct bg_err *err)
 {
-	const uint32_t n_layer = c->hp.n_layer;
-	if (!(c->state_off = calloc((size_t)n_layer + 1, sizeof *c->state_off)))
-		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the state offsets");
 	uint64_t per = 0;
-	for (uint32_t l = 0; l < n_layer; l++) {
-		c->state_off[l] = per;
-		uint64_t f = model_state_floats(&c->hp, &m->layers[l]);
-		if (f > (UINT64_C(1) << 40) - per)
-			return bg_fail(err, BG_ERR_CAPACITY, "recurrent state too large");
-		per += f;
-	}
-	c->state_off[n_layer] = per;
-	if (per == 0)
-		return BG_OK;
-	if (n_slots < 1)
-		return bg_fail(err, BG_ERR_INVALID,
-			       "the model keeps a recurrent state per sequence: the backend needs "
-			       "state slots (backend_config.n_state_slots)");
-	if (per > SIZE_MAX / sizeof(float) / (uint64_t)n_slots)
-		return bg_fail(err, BG_ERR_CAPACITY, "%d recurrent-state slots are too large",
-			       n_slots);
+	enum bg_status st = model_state_layout(m, n_slots, &c->state_off, &per, err);
+	if (st != BG_OK || per == 0)
+		return st;
 	uint64_t budget = c->kv_bytes > STATE_MIN_BUDGET ? c->kv_bytes : STATE_MIN_BUDGET;
 	uint64_t fit = budget / (per * sizeof(float));
 	if ((uint64_t)n_slots > fit)

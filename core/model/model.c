@@ -528,6 +528,41 @@ uint64_t model_state_floats(const struct model_hparams *hp, const struct model_l
 	return (hp->ssm_d_conv - 1) * C + (uint64_t)hp->ssm_d_inner * hp->ssm_d_state;
 }
 
+enum bg_status model_state_layout(const struct model *m, int32_t n_slots, uint64_t **off,
+				  uint64_t *per, struct bg_err *err)
+{
+	const uint32_t n_layer = m->hp.n_layer;
+	uint64_t *o = calloc((size_t)n_layer + 1, sizeof *o), p = 0;
+	*off = NULL;
+	*per = 0;
+	if (!o)
+		return bg_fail(err, BG_ERR_NOMEM, "out of memory for the state offsets");
+	for (uint32_t l = 0; l < n_layer; l++) {
+		o[l] = p;
+		uint64_t f = model_state_floats(&m->hp, &m->layers[l]);
+		if (f > (UINT64_C(1) << 40) - p) {
+			free(o);
+			return bg_fail(err, BG_ERR_CAPACITY, "recurrent state too large");
+		}
+		p += f;
+	}
+	o[n_layer] = p;
+	if (p && n_slots < 1) {
+		free(o);
+		return bg_fail(err, BG_ERR_INVALID,
+			       "the model keeps a recurrent state per sequence: the backend needs "
+			       "state slots (backend_config.n_state_slots)");
+	}
+	if (p && p > SIZE_MAX / sizeof(float) / (uint64_t)n_slots) {
+		free(o);
+		return bg_fail(err, BG_ERR_CAPACITY, "%d recurrent-state slots are too large",
+			       n_slots);
+	}
+	*off = o;
+	*per = p;
+	return BG_OK;
+}
+
 uint64_t model_ff_shexp(const struct model_hparams *hp)
 {
 	return hp->n_ff_shexp ? hp->n_ff_shexp : (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
@@ -715,6 +750,36 @@ static int64_t lfm2_layer_kv(const struct gguf_ctx *g, const char *arch, uint32_
 	return v >= 0 && (uint32_t)v <= MODEL_MAX_DIM ? v : -1;
 }
 
+/* lfm2, granitehybrid: head_count_kv a per-layer list whose zero entries are the layers
+ * without attention (kind: "conv", "Mamba2") and whose other entries (one value, dividing
+ * n_head) the attention layers' K/V heads: n_head_kv, or n_head when no layer attends. The
+ * list is read once. */
+static enum bg_status read_kv_heads(const struct gguf_ctx *g, const char *arch, const char *kind,
+				    struct model_hparams *hp, struct bg_err *err)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+	enum gguf_type et;
+	uint64_t n = 0;
+	int32_t all[MODEL_MAX_LAYERS];
+	bool ok = g && gguf_get_arr(g, key, &et, &n) && n == hp->n_layer && n <= MODEL_MAX_LAYERS &&
+		  gguf_arr_copy_i32(g, key, all, n);
+	int64_t kv = 0;
+	for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+		int64_t v = all[l];
+		ok = v >= 0 && v <= MODEL_MAX_DIM &&
+		     (v == 0 || ((!kv || v == kv) && hp->n_head % (uint32_t)v == 0));
+		kv = v ? v : kv;
+	}
+	if (!ok)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s is not a list of %u K/V head counts (0 for a %s layer, else one "
+			       "value dividing head_count %u)",
+			       key, hp->n_layer, kind, hp->n_head);
+	hp->n_head_kv = kv ? (uint32_t)kv : hp->n_head;
+	return BG_OK;
+}
+
 /* lfm2 (model.h's conv_l): shortconv.l_cache, and head_count_kv a per-layer list whose
  * zero entries are the conv layers and whose other entries (one value) are the attention
  * layers' K/V heads (n_head_kv; n_head when every layer is a conv); n_head read already.
@@ -733,19 +798,7 @@ static enum bg_status read_lfm2(const struct gguf_ctx *g, const char *arch,
 			       "%s.attention.sliding_window %u (windowed attention layers) is not "
 			       "supported",
 			       arch, w);
-	int64_t kv = 0;
-	for (uint32_t l = 0; l < hp->n_layer; l++) {
-		int64_t v = lfm2_layer_kv(g, arch, hp->n_layer, l);
-		if (v < 0 || (v > 0 && ((kv && v != kv) || hp->n_head % (uint32_t)v)))
-			return bg_fail(err, BG_ERR_FORMAT,
-				       "%s.attention.head_count_kv is not a list of %u K/V head "
-				       "counts (0 for a conv layer, else one value dividing "
-				       "head_count %u)",
-				       arch, hp->n_layer, hp->n_head);
-		kv = v ? v : kv;
-	}
-	hp->n_head_kv = kv ? (uint32_t)kv : hp->n_head;
-	return BG_OK;
+	return read_kv_heads(g, arch, "conv", hp, err);
 }
 
 /* qwen35 (model.h's gdn_*): the ssm.* keys, full_attention_interval (default 4, as
@@ -831,19 +884,7 @@ static enum bg_status read_mamba2(const struct gguf_ctx *g, const char *arch,
 			       "dividing the heads",
 			       arch, hp->ssm_d_conv, SSM_CONV_MAX, hp->ssm_d_state, SSM_STATE_MAX,
 			       hp->ssm_d_inner, hp->n_embd, hp->ssm_n_head, hp->ssm_n_group);
-	int64_t kv = 0;
-	for (uint32_t l = 0; l < hp->n_layer; l++) {
-		int64_t v = lfm2_layer_kv(g, arch, hp->n_layer, l);
-		if (v < 0 || (v > 0 && ((kv && v != kv) || hp->n_head % (uint32_t)v)))
-			return bg_fail(err, BG_ERR_FORMAT,
-				       "%s.attention.head_count_kv is not a list of %u K/V head "
-				       "counts (0 for a Mamba2 layer, else one value dividing "
-				       "head_count %u)",
-				       arch, hp->n_layer, hp->n_head);
-		kv = v ? v : kv;
-	}
-	hp->n_head_kv = kv ? (uint32_t)kv : hp->n_head;
-	return BG_OK;
+	return read_kv_heads(g, arch, "Mamba2", hp, err);
 }
 
 /* gemma4: layer l's FFN width from a per-layer feed_forward_length list (n_layer entries;

@@ -501,6 +501,12 @@ uint64_t model_q_dim_max(const struct model_hparams *hp);
  * before, not of a block: the backends keep it in per-sequence slots (backend.h,
  * backend_seq.state_slot), not in the KV cache. */
 uint64_t model_state_floats(const struct model_hparams *hp, const struct model_layer *L);
+/* A slot's layout, for a backend asked for n_slots slots: *off (malloc'd, [n_layer + 1]) the
+ * offset of each layer's state in a slot and *per its size, in floats. *per 0 (the model has
+ * no state) needs no slots; else n_slots must be positive and n_slots slots addressable.
+ * BG_ERR_NOMEM, BG_ERR_INVALID (no slots), BG_ERR_CAPACITY (too large): *off NULL. */
+enum bg_status model_state_layout(const struct model *m, int32_t n_slots, uint64_t **off,
+				  uint64_t *per, struct bg_err *err);
 
 /* The shared expert's width (hp->n_expert_shared > 0): hp->n_ff_shexp when set, else
  * n_ff_exp * n_expert_shared. */
