@@ -173,5 +173,12 @@ void backend_destroy(struct backend *b); /* NULL-safe: calls ops->destroy, frees
 /* ops->sample, then ops->sample_wait where there is one: out[] is written when it returns. */
 enum bg_status backend_sample(struct backend *b, const struct backend_sample_row *rows,
 			      int32_t n_rows, struct sampler_result *out, struct bg_err *err);
+/* ops->state_copy's checks and plan, for backends: n >= 0, every slot in [0, n_slots), no
+ * destination written twice (BG_ERR_INVALID with a message). stage[n] (the caller's):
+ * k >= 0 when src[i] must be read into staging buffer k before any copy writes (another
+ * copy's destination, a permutation), else -1; *n_stage their count. */
+enum bg_status backend_state_copy_plan(const int32_t *src, const int32_t *dst, int32_t n,
+				       int32_t n_slots, int32_t *stage, int32_t *n_stage,
+				       struct bg_err *err);
 
 #endif

@@ -2638,65 +2638,34 @@ static enum bg_status cuda_state_copy(void *ctx, const int32_t *src, const int32
 {
 	struct cuda_ctx *c = (struct cuda_ctx *)ctx;
 	CUDA_CHECK(cudaSetDevice(c->device));
-	if (n <= 0)
-		return n == 0 ? BG_OK : bg_fail(err, BG_ERR_INVALID, "state_copy: n = %d", n);
-	for (int32_t i = 0; i < n; i++) {
-		if (src[i] < 0 || src[i] >= c->n_state_slots || dst[i] < 0 ||
-		    dst[i] >= c->n_state_slots)
-			return bg_fail(err, BG_ERR_INVALID,
-				       "state_copy: slot %d -> %d out of range [0, %d)", src[i],
-				       dst[i], c->n_state_slots);
-		for (int32_t j = 0; j < i; j++)
-			if (dst[j] == dst[i])
-				return bg_fail(err, BG_ERR_INVALID,
-					       "state_copy: slot %d written twice", dst[i]);
-	}
-	/* a source that is also a destination is staged in state_tmp first (a permutation);
-	 * every copy is enqueued on the stream, in order */
-	size_t sb = c->state_floats * 4;
-	int32_t n_tmp = 0;
-	for (int32_t i = 0; i < n; i++)
-		for (int32_t j = 0; j < n; j++)
-			if (src[i] == dst[j] && src[i] != dst[i]) {
-				n_tmp++;
-				break;
-			}
-	if (n_tmp) {
-		enum bg_status st = dev_grow(c, &c->state_tmp, &c->state_tmp_cap,
-					     (size_t)n_tmp * sb, "state staging", err);
-		if (st != BG_OK)
-			return st;
-	}
-	const float **from = (const float **)malloc((size_t)n * sizeof *from);
-	if (!from)
+	int32_t *stage = (int32_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof *stage), n_stage = 0;
+	if (!stage)
 		return bg_fail(err, BG_ERR_NOMEM, "state_copy: out of host memory");
-	int32_t k = 0;
-	for (int32_t i = 0; i < n; i++) {
-		from[i] = state_at(c, src[i], 0);
-		for (int32_t j = 0; j < n; j++)
-			if (src[i] == dst[j] && src[i] != dst[i]) {
-				char *t = (char *)c->state_tmp + (size_t)k++ * sb;
-				cudaError_t e = cudaMemcpyAsync(t, from[i], sb,
-								cudaMemcpyDeviceToDevice, c->stream);
-				if (e != cudaSuccess) {
-					free(from);
-					CUDA_CHECK(e);
-				}
-				from[i] = (const float *)t;
-				break;
-			}
-	}
-	for (int32_t i = 0; i < n; i++) {
-		if (src[i] == dst[i])
-			continue;
-		cudaError_t e = cudaMemcpyAsync(state_at(c, dst[i], 0), from[i], sb,
-						cudaMemcpyDeviceToDevice, c->stream);
-		if (e != cudaSuccess) {
-			free(from);
-			CUDA_CHECK(e);
-		}
-	}
-	free(from);
+	enum bg_status st =
+	    backend_state_copy_plan(src, dst, n, c->n_state_slots, stage, &n_stage, err);
+	size_t sb = c->state_floats * 4;
+	if (st == BG_OK && n_stage)
+		st = dev_grow(c, &c->state_tmp, &c->state_tmp_cap, (size_t)n_stage * sb,
+			      "state staging", err);
+	/* the sources a copy overwrites first, then the copies: all enqueued, in order */
+	cudaError_t e = cudaSuccess;
+	for (int32_t i = 0; st == BG_OK && e == cudaSuccess && i < n; i++)
+		if (stage[i] >= 0)
+			e = cudaMemcpyAsync((char *)c->state_tmp + (size_t)stage[i] * sb,
+					    state_at(c, src[i], 0), sb, cudaMemcpyDeviceToDevice,
+					    c->stream);
+	for (int32_t i = 0; st == BG_OK && e == cudaSuccess && i < n; i++)
+		if (src[i] != dst[i])
+			e = cudaMemcpyAsync(state_at(c, dst[i], 0),
+					    stage[i] >= 0
+						? (const void *)((char *)c->state_tmp +
+								 (size_t)stage[i] * sb)
+						: (const void *)state_at(c, src[i], 0),
+					    sb, cudaMemcpyDeviceToDevice, c->stream);
+	free(stage);
+	if (st != BG_OK)
+		return st;
+	CUDA_CHECK(e);
 	return BG_OK;
 }
 

@@ -1299,6 +1299,7 @@ static void ssm_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t l
 				 w + C * (d->d_conv + 1) + 2 * d->H,
 				 w + C * (d->d_conv + 1) + 3 * d->H};
 	const struct backend_batch *b = c->batch;
+	c->q_dim = d->D;  /* c->att's rows (ssm_norm_task), ssm_out's input */
 	c->ssm_t0[0] = 0; /* n_seqs <= T tokens (validate_batch) */
 	for (int32_t i = 0; i < b->n_seqs; i++)
 		c->ssm_t0[i + 1] = c->ssm_t0[i] + b->seqs[i].n_tokens;
@@ -1526,7 +1527,6 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		} else if (L->gdn) { /* qwen35: the delta net's output into c->att */
 			gdn_block(c, L, l, T);
 		} else if (L->ssm) { /* granitehybrid: the Mamba2 block's output, D wide */
-			c->q_dim = c->ssm.D;
 			ssm_block(c, L, l, T);
 			if (prof)
 				prof_lap(c, &tp, &prof->attn_s);
@@ -1902,53 +1902,28 @@ static enum bg_status cpu_state_copy(void *ctx, const int32_t *src, const int32_
 				     struct bg_err *err)
 {
 	struct cpu_ctx *c = ctx;
-	if (n <= 0)
-		return n == 0 ? BG_OK : bg_fail(err, BG_ERR_INVALID, "state_copy: n = %d", n);
-	for (int32_t i = 0; i < n; i++) {
-		if (src[i] < 0 || src[i] >= c->n_state_slots || dst[i] < 0 ||
-		    dst[i] >= c->n_state_slots)
-			return bg_fail(err, BG_ERR_INVALID,
-				       "state_copy: slot %d -> %d out of range [0, %d)", src[i],
-				       dst[i], c->n_state_slots);
-		for (int32_t j = 0; j < i; j++)
-			if (dst[j] == dst[i])
-				return bg_fail(err, BG_ERR_INVALID,
-					       "state_copy: slot %d written twice", dst[i]);
-	}
-	/* a source that is also a destination is read into tmp first (a permutation) */
+	int32_t *stage = malloc((size_t)(n > 0 ? n : 1) * sizeof *stage), n_stage = 0;
+	if (!stage)
+		return bg_fail(err, BG_ERR_NOMEM, "state_copy: out of memory");
+	enum bg_status st =
+	    backend_state_copy_plan(src, dst, n, c->n_state_slots, stage, &n_stage, err);
 	size_t sb = c->state_floats * sizeof(float);
-	int32_t n_tmp = 0;
-	for (int32_t i = 0; i < n; i++)
-		for (int32_t j = 0; j < n; j++)
-			if (src[i] == dst[j] && src[i] != dst[i]) {
-				n_tmp++;
-				break;
-			}
-	float *tmp = n_tmp ? malloc((size_t)n_tmp * sb) : NULL;
-	if (n_tmp && !tmp)
-		return bg_fail(err, BG_ERR_NOMEM, "state_copy: out of memory");
-	const float **from = malloc((size_t)n * sizeof *from);
-	if (!from) {
-		free(tmp);
-		return bg_fail(err, BG_ERR_NOMEM, "state_copy: out of memory");
-	}
-	int32_t k = 0;
-	for (int32_t i = 0; i < n; i++) {
-		from[i] = state_at(c, src[i], 0);
-		for (int32_t j = 0; j < n; j++)
-			if (src[i] == dst[j] && src[i] != dst[i]) {
-				float *t = tmp + (size_t)k++ * c->state_floats;
-				memcpy(t, from[i], sb);
-				from[i] = t;
-				break;
-			}
-	}
-	for (int32_t i = 0; i < n; i++)
+	float *tmp = st == BG_OK && n_stage ? malloc((size_t)n_stage * sb) : NULL;
+	if (st == BG_OK && n_stage && !tmp)
+		st = bg_fail(err, BG_ERR_NOMEM, "state_copy: out of memory");
+	for (int32_t i = 0; st == BG_OK && i < n; i++) /* the sources a copy overwrites */
+		if (stage[i] >= 0)
+			memcpy(tmp + (size_t)stage[i] * c->state_floats, state_at(c, src[i], 0),
+			       sb);
+	for (int32_t i = 0; st == BG_OK && i < n; i++)
 		if (src[i] != dst[i])
-			memcpy(state_at(c, dst[i], 0), from[i], sb);
-	free(from);
+			memcpy(state_at(c, dst[i], 0),
+			       stage[i] >= 0 ? tmp + (size_t)stage[i] * c->state_floats
+					     : state_at(c, src[i], 0),
+			       sb);
 	free(tmp);
-	return BG_OK;
+	free(stage);
+	return st;
 }
 
 static void cpu_mem_info(void *ctx, struct backend_mem *out)
