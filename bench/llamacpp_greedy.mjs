@@ -14,6 +14,11 @@
 // IDS_JSON may also be an array of prompts ("[[1, 2], [1, 5, 6]]"): each is evaluated from
 // an empty context and gets its own output line, in order (one llama.cpp start for all).
 //
+// llamacpp_greedy.mjs --jobs FILE: many runs in one process (llama.cpp's start, ~1 s, is
+// paid once). FILE has a JSON line per run, {"args": [MODEL, IDS_JSON, N, options...],
+// "out": PATH}; each run's lines go to PATH (written whole, through PATH.tmp), and a run
+// that fails is reported on stderr without stopping the others (exit 1 at the end).
+//
 // Context settings (they change llama.cpp's numerics, not only its speed):
 //   --kv-type T[,T]  KV cache type of K and V (f16, f32, ...; one value sets both).
 //                    Default: node-llama-cpp's default, F16 for both.
@@ -26,6 +31,7 @@
 // get), which is how ../shared/models/ref_outputs were made.
 //
 // Needs `npm ci --prefix bench` (or `npm install --prefix bench`) first.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { getLlama, GgmlType, LlamaLogLevel } from "node-llama-cpp";
 
 function usage(msg) {
@@ -37,74 +43,57 @@ function usage(msg) {
 	process.exit(2);
 }
 
-const args = process.argv.slice(2);
-let withLogprobs = false;
-let top = 0;
-let kvTypes = null; // [K, V] as GgmlType names, or null for the default
-let flashAttention = null; // "auto" | true | false, or null for the default
-let contextSizeOpt = null;
-const pos = [];
-for (let i = 0; i < args.length; i++) {
-	const a = args[i];
-	const value = () => {
-		if (i + 1 >= args.length) usage(`${a} needs a value`);
-		return args[++i];
-	};
-	if (a === "--logprobs") withLogprobs = true;
-	else if (a === "--top") {
-		top = Number(value());
-		if (!Number.isInteger(top) || top < 1) usage("--top needs a positive integer");
-		withLogprobs = true;
-	} else if (a === "--kv-type") {
-		const t = value().toUpperCase().split(",");
-		// node-llama-cpp silently falls back to F16 for a name it does not know: refuse it here
-		if (t.length > 2 || t.some((x) => !Object.hasOwn(GgmlType, x) || typeof GgmlType[x] !== "number"))
-			usage(`unknown --kv-type ${t.join(",")}`);
-		kvTypes = t.length === 1 ? [t[0], t[0]] : t;
-	} else if (a === "--flash-attn") {
-		const v = value();
-		const map = { auto: "auto", on: true, off: false };
-		if (!(v in map)) usage("--flash-attn takes auto, on or off");
-		flashAttention = map[v];
-	} else if (a === "--context-size") {
-		contextSizeOpt = Number(value());
-		if (!Number.isInteger(contextSizeOpt) || contextSizeOpt < 1) usage("bad --context-size");
-	} else if (a.startsWith("--")) usage(`unknown option ${a}`);
-	else pos.push(a);
+// parse(args): one run's settings from its command-line arguments; throws a usage message.
+function parse(args) {
+	const o = { withLogprobs: false, top: 0, kvTypes: null, flashAttention: null, contextSize: null };
+	const pos = [];
+	for (let i = 0; i < args.length; i++) {
+		const a = args[i];
+		const value = () => {
+			if (i + 1 >= args.length) throw new Error(`${a} needs a value`);
+			return args[++i];
+		};
+		if (a === "--logprobs") o.withLogprobs = true;
+		else if (a === "--top") {
+			o.top = Number(value());
+			if (!Number.isInteger(o.top) || o.top < 1) throw new Error("--top needs a positive integer");
+			o.withLogprobs = true;
+		} else if (a === "--kv-type") {
+			const t = value().toUpperCase().split(",");
+			// node-llama-cpp silently falls back to F16 for a name it does not know: refuse it here
+			if (t.length > 2 || t.some((x) => !Object.hasOwn(GgmlType, x) || typeof GgmlType[x] !== "number"))
+				throw new Error(`unknown --kv-type ${t.join(",")}`);
+			o.kvTypes = t.length === 1 ? [t[0], t[0]] : t;
+		} else if (a === "--flash-attn") {
+			const v = value();
+			const map = { auto: "auto", on: true, off: false };
+			if (!(v in map)) throw new Error("--flash-attn takes auto, on or off");
+			o.flashAttention = map[v];
+		} else if (a === "--context-size") {
+			o.contextSize = Number(value());
+			if (!Number.isInteger(o.contextSize) || o.contextSize < 1) throw new Error("bad --context-size");
+		} else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
+		else pos.push(a);
+	}
+	if (pos.length !== 3) throw new Error("needs MODEL.gguf IDS_JSON N");
+	const [modelPath, idsJson, nStr] = pos;
+	let ids;
+	try {
+		ids = JSON.parse(idsJson);
+	} catch (e) {
+		throw new Error(`IDS_JSON is not JSON: ${e.message}`);
+	}
+	o.modelPath = modelPath;
+	o.n = Number(nStr);
+	o.prompts = Array.isArray(ids) && ids.length > 0 && Array.isArray(ids[0]) ? ids : [ids];
+	const valid = (p) => Array.isArray(p) && p.length > 0 && p.every(Number.isInteger);
+	if (!o.prompts.every(valid) || !Number.isInteger(o.n) || o.n < 0) throw new Error("bad IDS_JSON or N");
+	return o;
 }
-if (pos.length !== 3) usage();
-const [modelPath, idsJson, nStr] = pos;
-let ids;
-try {
-	ids = JSON.parse(idsJson);
-} catch (e) {
-	usage(`IDS_JSON is not JSON: ${e.message}`);
-}
-const n = Number(nStr);
-const prompts = Array.isArray(ids) && ids.length > 0 && Array.isArray(ids[0]) ? ids : [ids];
-const valid = (p) => Array.isArray(p) && p.length > 0 && p.every(Number.isInteger);
-if (!prompts.every(valid) || !Number.isInteger(n) || n < 0) usage();
-const longest = Math.max(...prompts.map((p) => p.length));
-
-const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
-const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
-const ctxOptions = {
-	contextSize: contextSizeOpt ?? Math.max(64, longest + n + 8),
-	batchSize: Math.max(64, longest + 1),
-	sequences: 1,
-	threads: 1, // deterministic and frugal
-};
-if (kvTypes) {
-	ctxOptions.experimentalKvCacheKeyType = kvTypes[0];
-	ctxOptions.experimentalKvCacheValueType = kvTypes[1];
-}
-if (flashAttention !== null) ctxOptions.flashAttention = flashAttention;
-const context = await model.createContext(ctxOptions);
-const seq = context.getSequence();
 
 // Argmax over the raw logits with ties to the lower id, the log-softmax of the winner, and
 // the top K log-probs.
-function pick(logits) {
+function pick(logits, top) {
 	let best = -1;
 	let bestLogit = -Infinity;
 	let max = -Infinity;
@@ -128,30 +117,89 @@ function pick(logits) {
 	return { id: best, logit: bestLogit, logprob: bestLogit - max - Math.log(sum), topK };
 }
 
-async function greedy(prompt) {
+async function greedy(seq, o, prompt) {
 	await seq.clearHistory();
 	const tokens = [];
 	const logprobs = [];
 	const logits = [];
 	const tops = [];
 	let input = prompt.map((t, i) => (i === prompt.length - 1 ? [t, { generateNext: { logits: true } }] : t));
-	for (let step = 0; step < n; step++) {
+	for (let step = 0; step < o.n; step++) {
 		const res = await seq.controlledEvaluate(input);
 		const out = res[input.length - 1];
 		if (!out || !out.next || !out.next.logits) throw new Error("llama.cpp returned no logits");
-		const p = pick(out.next.logits);
+		const p = pick(out.next.logits, o.top);
 		tokens.push(p.id);
 		logprobs.push(p.logprob);
 		logits.push(p.logit);
 		tops.push(p.topK);
 		input = [[p.id, { generateNext: { logits: true } }]];
 	}
-	if (!withLogprobs) return tokens;
-	if (top === 0) return { token_ids: tokens, logprobs };
+	if (!o.withLogprobs) return tokens;
+	if (o.top === 0) return { token_ids: tokens, logprobs };
 	return { token_ids: tokens, logprobs, logits, top_logprobs: tops };
 }
 
-for (const prompt of prompts) console.log(JSON.stringify(await greedy(prompt)));
-await context.dispose();
-await model.dispose();
+// run(llama, o): the output lines of one run (one per prompt)
+async function run(llama, o) {
+	const longest = Math.max(...o.prompts.map((p) => p.length));
+	const model = await llama.loadModel({ modelPath: o.modelPath, gpuLayers: 0 });
+	const ctxOptions = {
+		contextSize: o.contextSize ?? Math.max(64, longest + o.n + 8),
+		batchSize: Math.max(64, longest + 1),
+		sequences: 1,
+		threads: 1, // deterministic and frugal
+	};
+	if (o.kvTypes) {
+		ctxOptions.experimentalKvCacheKeyType = o.kvTypes[0];
+		ctxOptions.experimentalKvCacheValueType = o.kvTypes[1];
+	}
+	if (o.flashAttention !== null) ctxOptions.flashAttention = o.flashAttention;
+	const context = await model.createContext(ctxOptions);
+	const lines = [];
+	try {
+		const seq = context.getSequence();
+		for (const prompt of o.prompts) lines.push(JSON.stringify(await greedy(seq, o, prompt)));
+	} finally {
+		await context.dispose();
+		await model.dispose();
+	}
+	return lines;
+}
+
+const args = process.argv.slice(2);
+let jobs; // [{o, out}]: out null for stdout
+try {
+	if (args[0] === "--jobs") {
+		if (args.length !== 2) throw new Error("--jobs takes one file");
+		jobs = readFileSync(args[1], "utf8")
+			.split("\n")
+			.filter((l) => l.trim())
+			.map((l) => {
+				const j = JSON.parse(l);
+				if (!Array.isArray(j.args) || typeof j.out !== "string") throw new Error(`bad job line: ${l}`);
+				return { o: parse(j.args.map(String)), out: j.out };
+			});
+	} else jobs = [{ o: parse(args), out: null }];
+} catch (e) {
+	usage(e.message);
+}
+const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error });
+let failed = 0;
+for (const { o, out } of jobs) {
+	if (out === null) {
+		for (const l of await run(llama, o)) console.log(l);
+		continue;
+	}
+	// a job's output appears whole or not at all; a failed job does not stop the others
+	try {
+		const lines = await run(llama, o);
+		writeFileSync(`${out}.tmp`, lines.map((l) => l + "\n").join(""));
+		renameSync(`${out}.tmp`, out);
+	} catch (e) {
+		failed++;
+		process.stderr.write(`llamacpp_greedy: ${o.modelPath}: ${e.message}\n`);
+	}
+}
 await llama.dispose();
+if (failed) process.exit(1);

@@ -335,7 +335,8 @@ else
 		"$BATCHGEN" synth --shape tiny --embd 256 --ffn 512 --heads 4 --kv-heads 2 --seed 5 \
 			--dtype f16 -o "$TMP/iq-f16.gguf" 2>/dev/null
 		for t in iq2_xxs iq2_s iq3_xxs iq3_s iq1_m; do
-			"$requant" bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so \
+			llamacpp_make "$TMP/iq-$t.gguf" "$TMP/iq-f16.gguf" "$requant" \
+				bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so \
 				"$TMP/iq-f16.gguf" "$TMP/iq-$t.gguf" $t 2>/dev/null
 			"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.cpu.jsonl" --device cpu
 			"$BATCHGEN" -q -m "$TMP/iq-$t.gguf" -i "$TMP/arch.jsonl" -o "$TMP/iq-$t.gpu.jsonl" --device cuda

@@ -23,108 +23,92 @@ PROMPTS=(
 	'[1, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310, 311, 312, 313, 314, 315, 316, 317, 318, 319, 320, 321, 322, 323, 324, 325, 326, 327, 328, 329]'
 )
 
-# compare OUT.jsonl ID LLAMA_TOKENS MARGIN: prints "ok N" when batchgen's greedy tokens for
-# request ID equal llama.cpp's for the first N steps, where N stops (only) at the first step
-# whose top-1/top-2 log-prob margin in batchgen's own top_logprobs is below MARGIN and whose
-# tokens differ: there a rounding difference may legitimately pick the other branch, and
-# everything after depends on the branch (a near-tie both sides resolve alike counts, and
-# the comparison goes on). MARGIN 0 compares every step. Otherwise
-# prints the first mismatch. LLAMA is llama.cpp's line ({"token_ids", "logprobs"}); with
-# TOL (a number) the chosen token's log-prob must also agree within TOL at every step whose
-# tokens are equal, and "ok N" is followed by the largest difference seen.
-compare() {
-	node -e '
-		const fs = require("fs");
-		const [file, id, llamaJson, marginStr, tolStr] = process.argv.slice(1);
-		const llama = JSON.parse(llamaJson), margin = Number(marginStr);
-		const want = llama.token_ids, tol = tolStr === "" ? null : Number(tolStr);
-		let worst = 0;
-		let r = null;
-		for (const line of fs.readFileSync(file, "utf8").split("\n"))
-			if (line.trim() && JSON.parse(line).id === id) r = JSON.parse(line);
-		if (!r || !Array.isArray(r.token_ids)) {
-			console.log("no-result " + JSON.stringify(r && r.error));
-			process.exit(0);
-		}
-		const got = r.token_ids;
-		if (got.length !== want.length) {
-			console.log(`length ${got.length} != ${want.length}`);
-			process.exit(0);
-		}
-		let n = 0;
-		for (; n < got.length; n++) {
-			if (margin > 0) {
-				const top = (r.top_logprobs || [])[n] || [];
-				if (top.length < 2) {
-					console.log("no top_logprobs");
-					process.exit(0);
-				}
-				if (top[0].logprob - top[1].logprob < margin) {
-					if (got[n] !== want[n]) break;
-					continue;
-				}
-			}
-			if (got[n] !== want[n]) {
-				console.log(`step ${n}: got ${JSON.stringify(got)}`);
-				process.exit(0);
-			}
-			if (tol !== null) {
-				const d = Math.abs(r.logprobs[n] - llama.logprobs[n]);
-				worst = Math.max(worst, d);
-				if (!(d <= tol)) {
-					console.log(`step ${n}: log-prob ${r.logprobs[n]} vs ${llama.logprobs[n]}`);
-					process.exit(0);
-				}
-			}
-		}
-		console.log("ok " + n + (tol === null ? "" : " " + worst.toExponential(2)));' "$1" "$2" "$3" "$4" "${5:-}"
-}
+# The prompts as one batchgen job (batched together)
+for i in "${!PROMPTS[@]}"; do
+	printf '{"id":"p%d","input_ids":%s,"max_tokens":%d,"temperature":0,"ignore_eos":true,"logprobs":2}\n' \
+		"$i" "${PROMPTS[$i]}" "$N"
+done >"$TMP/prompts.in.jsonl"
+ALL_PROMPTS="[$(IFS=,; echo "${PROMPTS[*]}")]"
 
-# compare_model LABEL MODEL MARGIN [PROMPT_INDEX...]: all prompts unless indices are given.
-# The prompts run as one batchgen job (batched together). LOGPROB_TOL: compare's TOL.
+# compare_model LABEL MODEL MARGIN: runs batchgen on MODEL and queues llama.cpp's run
+# (llamacpp_queue, with LLAMA_FLAGS: extra llamacpp_greedy.mjs flags); model_verdicts, at
+# the end, compares them. LOGPROB_TOL: its TOL for this model.
 compare_model() {
 	local label=$1 model=$2 margin=$3
-	shift 3
-	local which=("$@")
-	[ ${#which[@]} -gt 0 ] || which=("${!PROMPTS[@]}")
-	local in=$TMP/$label.in.jsonl out=$TMP/$label.out.jsonl
-	: >"$in"
-	local i
-	for i in "${which[@]}"; do
-		printf '{"id":"p%d","input_ids":%s,"max_tokens":%d,"temperature":0,"ignore_eos":true,"logprobs":2}\n' \
-			"$i" "${PROMPTS[$i]}" "$N" >>"$in"
-	done
-	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$in" -o "$out"
-	# one llama.cpp start for all the prompts: one output line per prompt, in order
-	local all="" sep=""
-	for i in "${which[@]}"; do
-		all+="$sep${PROMPTS[$i]}"
-		sep=", "
-	done
-	# shellcheck disable=SC2086 # LLAMA_FLAGS: extra llamacpp_greedy.mjs flags, word-split
-	llamacpp_greedy "$model" "[$all]" "$N" --logprobs ${LLAMA_FLAGS:-} >"$TMP/$label.llama" \
-		2>"$TMP/llama.err" ||
-		echo "FAIL $label: llama.cpp failed: $(tail -n 3 "$TMP/llama.err")" >&2
-	local compared=0 k=0
-	for i in "${which[@]}"; do
-		local want res
-		k=$((k + 1))
-		want=$(sed -n "${k}p" "$TMP/$label.llama")
-		if [ -z "$want" ]; then
-			n_fail=$((n_fail + 1))
-			echo "FAIL $label p$i: no llama.cpp output" >&2
-			continue
+	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$TMP/prompts.in.jsonl" \
+		-o "$TMP/$label.out.jsonl"
+	# shellcheck disable=SC2086 # LLAMA_FLAGS: word-split
+	llamacpp_queue "$TMP/$label.llama" "$model" "$ALL_PROMPTS" "$N" --logprobs ${LLAMA_FLAGS:-}
+	echo "$label $margin ${LOGPROB_TOL:--}" >>"$TMP/rows"
+}
+
+# model_verdicts: llama.cpp's queued runs, then for every model and prompt (one node process
+# for all) "ok N" when batchgen's greedy tokens equal llama.cpp's for the first N steps,
+# where N stops (only) at the first step whose top-1/top-2 log-prob margin in batchgen's own
+# top_logprobs is below the model's MARGIN and whose tokens differ: there a rounding
+# difference may legitimately pick the other branch, and everything after depends on the
+# branch (a near-tie both sides resolve alike counts, and the comparison goes on). MARGIN 0
+# compares every step. Otherwise the first mismatch. With a TOL (LOGPROB_TOL) the chosen
+# token's log-prob must also agree within TOL at every step whose tokens are equal, and
+# "ok N" is followed by the largest difference seen. Near-ties must not hide everything: at
+# least half of a model's steps have to be compared.
+model_verdicts() {
+	[ -s "$TMP/rows" ] || return 0
+	llamacpp_flush || echo "FAIL: llama.cpp failed on a file (above); its models have no result" >&2
+	node -e '
+		const fs = require("fs");
+		const [rowsF, dir, nPrompts] = process.argv.slice(1);
+		const read = (f) => fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter((l) => l.trim()) : [];
+		function compare(r, llama, margin, tol) {
+			if (!r || !Array.isArray(r.token_ids)) return "no-result " + JSON.stringify(r && r.error);
+			const got = r.token_ids, want = llama.token_ids;
+			if (got.length !== want.length) return `length ${got.length} != ${want.length}`;
+			let worst = 0, n = 0;
+			for (; n < got.length; n++) {
+				if (margin > 0) {
+					const top = (r.top_logprobs || [])[n] || [];
+					if (top.length < 2) return "no top_logprobs";
+					if (top[0].logprob - top[1].logprob < margin) {
+						if (got[n] !== want[n]) break;
+						continue;
+					}
+				}
+				if (got[n] !== want[n]) return `step ${n}: got ${JSON.stringify(got)}`;
+				if (tol !== null) {
+					const d = Math.abs(r.logprobs[n] - llama.logprobs[n]);
+					worst = Math.max(worst, d);
+					if (!(d <= tol)) return `step ${n}: log-prob ${r.logprobs[n]} vs ${llama.logprobs[n]}`;
+				}
+			}
+			return "ok " + n + (tol === null ? "" : " " + worst.toExponential(2));
+		}
+		for (const row of read(rowsF)) {
+			const [label, marginS, tolS] = row.split(" ");
+			const ll = read(`${dir}/${label}.llama`);
+			const got = {};
+			for (const l of read(`${dir}/${label}.out.jsonl`)) { const r = JSON.parse(l); got[r.id] = r; }
+			for (let i = 0; i < Number(nPrompts); i++) {
+				const res = ll[i] ? compare(got["p" + i], JSON.parse(ll[i]), Number(marginS), tolS === "-" ? null : Number(tolS)) : "no-llama.cpp-output";
+				console.log(`${label} ${i} ${tolS} ${res} (llama.cpp ${ll[i] || "-"})`);
+			}
+		}' "$TMP/rows" "$TMP" "${#PROMPTS[@]}" >"$TMP/verdicts"
+	check_eq "a verdict for every model and prompt" "$(wc -l <"$TMP/verdicts")" \
+		"$(($(wc -l <"$TMP/rows") * ${#PROMPTS[@]}))"
+	local label i tol res n_ok last="" compared=0
+	while read -r label i tol res; do
+		if [ "$label" != "$last" ]; then
+			[ -z "$last" ] || check "$last: $compared of $((${#PROMPTS[@]} * N)) steps compared" \
+				test $((compared * 2)) -ge $((${#PROMPTS[@]} * N))
+			last=$label compared=0
 		fi
-		res=$(compare "$out" "p$i" "$want" "$margin" "${LOGPROB_TOL:-}")
-		echo "$label p$i: $res (llama.cpp $want)"
-		check_eq "$label p$i greedy tokens${LOGPROB_TOL:+ and log-probs within $LOGPROB_TOL} vs llama.cpp" "${res%% *}" ok
-		local n_ok
+		echo "$label p$i: $res"
+		[ "$tol" != - ] || tol=""
+		check_eq "$label p$i greedy tokens${tol:+ and log-probs within $tol} vs llama.cpp" "${res%% *}" ok
 		read -r _ n_ok _ <<<"$res"
-		[ "${res%% *}" = ok ] && compared=$((compared + n_ok))
-	done
-	# near-ties must not hide everything: at least half the steps have to be compared
-	check "$label: $compared of $((${#which[@]} * N)) steps compared" \
-		test $((compared * 2)) -ge $((${#which[@]} * N))
+		[ "${res%% *}" != ok ] || compared=$((compared + n_ok))
+	done <"$TMP/verdicts"
+	check "$last: $compared of $((${#PROMPTS[@]} * N)) steps compared" \
+		test $((compared * 2)) -ge $((${#PROMPTS[@]} * N))
 }
 
 # synth_compare LABEL MARGIN SYNTH_ARGS...: writes $TMP/LABEL.gguf with batchgen synth and
@@ -182,8 +166,8 @@ if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -l
 	# quantizer, then batchgen against llama.cpp on that file
 	quantize_compare() {
 		local f=$TMP/$1-$2.gguf
-		LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize" $LLAMA_LIB/libllama.v0.5.0.so \
-			"$TMP/$1-f16.gguf" "$f" "$2" >"$TMP/quantize.log" 2>&1
+		LD_LIBRARY_PATH=$LLAMA_LIB llamacpp_make "$f" "$TMP/$1-f16.gguf" "$TMP/llama_quantize" \
+			$LLAMA_LIB/libllama.v0.5.0.so "$TMP/$1-f16.gguf" "$f" "$2" >"$TMP/quantize.log" 2>&1
 		check_eq "llama.cpp quantizes $1 to $2" "$?" 0
 		LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" compare_model "$1-$2" "$f" 0.3
 	}
@@ -224,8 +208,8 @@ if q=$(shared tools/llama_quantize.c) && cc -O1 "$q" -o "$TMP/llama_quantize" -l
 	requant=$(dirname "$BATCHGEN")/tests/ggml_requant
 	if [ -x "$requant" ]; then
 		for t in iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m; do
-			check "ggml quantizes tiny to $t" "$requant" $LLAMA_LIB/libggml-base.so \
-				"$TMP/tiny-f16.gguf" "$TMP/tiny-$t.gguf" $t
+			check "ggml quantizes tiny to $t" llamacpp_make "$TMP/tiny-$t.gguf" "$TMP/tiny-f16.gguf" \
+				"$requant" $LLAMA_LIB/libggml-base.so "$TMP/tiny-f16.gguf" "$TMP/tiny-$t.gguf" $t
 			LOGPROB_TOL=0.25 LLAMA_FLAGS="--kv-type f32 --flash-attn off" \
 				compare_model "tiny-$t" "$TMP/tiny-$t.gguf" 0.3
 		done
@@ -241,4 +225,5 @@ if m=$(shared models/stories260K.gguf); then
 		"[432,383,286,261,376,298,315,421]"
 fi
 
+model_verdicts
 summary

@@ -58,63 +58,76 @@ PROMPTS='[[1, 300, 301, 302], [1, 5, 77, 260, 261, 400, 12, 13], [1, 290, 291, 2
 F32KV=(--kv-type f32 --flash-attn off)
 BGOPTS="" # extra batchgen options
 
+node -e '
+	const p = JSON.parse(process.argv[1]);
+	p.forEach((ids, i) => console.log(JSON.stringify({id: "p" + i, input_ids: ids,
+		max_tokens: Number(process.argv[2]), temperature: 0, ignore_eos: true,
+		logprobs: 2})));' "$PROMPTS" "$N" >"$TMP/prompts.in.jsonl"
+
 # arch_compare LABEL MARGIN TOL "LLAMA_OPTS" SYNTH_ARGS...: writes $TMP/LABEL.gguf (a copy of
-# $FROM when set), runs both engines, checks tokens and log-probs per prompt (see the header).
+# $FROM when set), runs batchgen on it and queues llama.cpp's run (llamacpp_queue);
+# arch_verdicts, at the end, runs every queued llama.cpp job in one process and checks
+# each row's tokens and log-probs per prompt (see the header).
 arch_compare() {
 	local label=$1 margin=$2 tol=$3 lopts=$4
 	shift 4
 	case $label in "${ARCH_ONLY:-}"*) ;; *) return 0 ;; esac # ARCH_ONLY=PREFIX: those rows only
-	local model=$TMP/$label.gguf in=$TMP/$label.in.jsonl out=$TMP/$label.out.jsonl
+	local model=$TMP/$label.gguf
 	if [ -n "${FROM:-}" ]; then # a file made elsewhere (llama.cpp's quantizer) instead
 		cp "$FROM" "$model"
 	else
 		check "synth $label" "$BATCHGEN" synth "$@" -o "$model"
 	fi
+	# shellcheck disable=SC2086
+	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$TMP/prompts.in.jsonl" \
+		-o "$TMP/$label.out.jsonl" -q $BGOPTS
+	# shellcheck disable=SC2086
+	llamacpp_queue "$TMP/$label.llama" "$model" "$PROMPTS" "$N" --logprobs --context-size 128 $lopts
+	echo "$label $margin $tol ${MIN_COMPARED:-$(((3 * N + 1) / 2))}" >>"$TMP/rows"
+}
+
+# arch_verdicts: llama.cpp's queued runs, then per row (one node process for all): the
+# greedy tokens and the chosen log-probs of the 3 prompts, up to the first step whose top-2
+# margin is below the row's MARGIN; at least the row's minimum of steps compared.
+arch_verdicts() {
+	[ -s "$TMP/rows" ] || return 0
+	llamacpp_flush || echo "FAIL: llama.cpp failed on a file (above); its rows have no result" >&2
 	node -e '
-		const p = JSON.parse(process.argv[1]);
-		p.forEach((ids, i) => console.log(JSON.stringify({id: "p" + i, input_ids: ids,
-			max_tokens: Number(process.argv[2]), temperature: 0, ignore_eos: true,
-			logprobs: 2})));' "$PROMPTS" "$N" >"$in"
-	# shellcheck disable=SC2086
-	check "$label: batchgen runs" "$BATCHGEN" -m "$model" -i "$in" -o "$out" -q $BGOPTS
-	# shellcheck disable=SC2086
-	llamacpp_greedy "$model" "$PROMPTS" "$N" --logprobs --context-size 128 \
-		$lopts >"$TMP/$label.llama" 2>"$TMP/llama.err" ||
-		echo "FAIL $label: llama.cpp failed: $(tail -n 3 "$TMP/llama.err")" >&2
-	local res
-	res=$(node -e '
 		const fs = require("fs");
-		const [outF, llF, marginS, tolS] = process.argv.slice(1);
-		const margin = Number(marginS), tol = Number(tolS);
-		const ll = fs.readFileSync(llF, "utf8").trim().split("\n").filter(Boolean).map(JSON.parse);
-		const got = {};
-		for (const l of fs.readFileSync(outF, "utf8").split("\n"))
-			if (l.trim()) { const r = JSON.parse(l); got[r.id] = r; }
-		let compared = 0, worst = 0, bad = [];
-		for (let i = 0; i < 3; i++) {
-			const r = got["p" + i], w = ll[i];
-			if (!r || !r.token_ids || !w) { bad.push(`p${i}: no result`); continue; }
-			for (let n = 0; n < w.token_ids.length; n++) {
-				const top = (r.top_logprobs || [])[n] || [];
-				if (margin > 0 && (top.length < 2 || top[0].logprob - top[1].logprob < margin)) break;
-				if (r.token_ids[n] !== w.token_ids[n]) {
-					bad.push(`p${i} step ${n}: got ${r.token_ids} want ${w.token_ids}`);
-					break;
+		const [rowsF, dir] = process.argv.slice(1);
+		for (const row of fs.readFileSync(rowsF, "utf8").trim().split("\n")) {
+			const [label, marginS, tolS, min] = row.split(" ");
+			const margin = Number(marginS), tol = Number(tolS);
+			const read = (f) => fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter((l) => l.trim()).map(JSON.parse) : [];
+			const ll = read(`${dir}/${label}.llama`);
+			const got = {};
+			for (const r of read(`${dir}/${label}.out.jsonl`)) got[r.id] = r;
+			let compared = 0, worst = 0, bad = [];
+			for (let i = 0; i < 3; i++) {
+				const r = got["p" + i], w = ll[i];
+				if (!r || !r.token_ids || !w) { bad.push(`p${i}: no result`); continue; }
+				for (let n = 0; n < w.token_ids.length; n++) {
+					const top = (r.top_logprobs || [])[n] || [];
+					if (margin > 0 && (top.length < 2 || top[0].logprob - top[1].logprob < margin)) break;
+					if (r.token_ids[n] !== w.token_ids[n]) {
+						bad.push(`p${i} step ${n}: got ${r.token_ids} want ${w.token_ids}`);
+						break;
+					}
+					const d = Math.abs(r.logprobs[n] - w.logprobs[n]);
+					worst = Math.max(worst, d);
+					if (!(d <= tol)) bad.push(`p${i} step ${n}: logprob ${r.logprobs[n]} vs ${w.logprobs[n]}`);
+					compared++;
 				}
-				const d = Math.abs(r.logprobs[n] - w.logprobs[n]);
-				worst = Math.max(worst, d);
-				if (!(d <= tol)) bad.push(`p${i} step ${n}: logprob ${r.logprobs[n]} vs ${w.logprobs[n]}`);
-				compared++;
 			}
-		}
-		console.log(`${bad.length ? "bad" : "ok"} ${compared} ${worst.toExponential(2)} ${bad.slice(0, 2).join("; ")}`);
-	' "$out" "$TMP/$label.llama" "$margin" "$tol")
-	echo "$label: $res"
-	local verdict compared
-	read -r verdict compared _ <<<"$res"
-	check_eq "$label: tokens and log-probs vs llama.cpp" "$verdict" ok
-	local min=${MIN_COMPARED:-$(((3 * N + 1) / 2))}
-	check "$label: $compared of $((3 * N)) steps compared (at least $min)" test "$compared" -ge "$min"
+			console.log(`${label} ${min} ${bad.length ? "bad" : "ok"} ${compared} ${worst.toExponential(2)} ${bad.slice(0, 2).join("; ")}`);
+		}' "$TMP/rows" "$TMP" >"$TMP/verdicts"
+	check_eq "a verdict for every row" "$(wc -l <"$TMP/verdicts")" "$(wc -l <"$TMP/rows")"
+	local label min verdict compared rest
+	while read -r label min verdict compared rest; do
+		echo "$label: $verdict $compared $rest"
+		check_eq "$label: tokens and log-probs vs llama.cpp" "$verdict" ok
+		check "$label: $compared of $((3 * N)) steps compared (at least $min)" test "$compared" -ge "$min"
+	done <"$TMP/verdicts"
 }
 
 # Llama 3.1 rope_freqs ("llama3" factors over an original context of 64), linear and YaRN
@@ -402,10 +415,11 @@ arch_compare gemma2-swa-f32 0 5e-3 "${F32KV[*]}" --shape gemma2-swa-tiny --dtype
 check "gemma2-swa: blocks behind the window were given back" \
 	test "$(node -e 'let n = 0; for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) n += JSON.parse(l).kv_cache.window_dropped_blocks; console.log(n)' "$TMP/swa.stats")" -gt 0
 BGOPTS=""
-"$BATCHGEN" -m "$TMP/gemma2-f32.gguf" -i "$TMP/gemma2-swa-f32.in.jsonl" -o "$TMP/inter.out.jsonl" \
+"$BATCHGEN" -m "$TMP/gemma2-f32.gguf" -i "$TMP/prompts.in.jsonl" -o "$TMP/inter.out.jsonl" \
 	-q --block-size 4 --kv-tokens 32 --max-num-tokens 8 2>/dev/null
 check_eq "gemma2 (interleaved global layers) in the same pool: the long prompt is refused" \
 	"$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) { const r = JSON.parse(l); if (r.id === "p2") console.log(r.error ? r.error.code : "ran") }' "$TMP/inter.out.jsonl")" too_long
 fi
 
+arch_verdicts
 summary

@@ -41,3 +41,83 @@ llamacpp_greedy() {
 		cat "$hit"
 	) 9>"$hit.lock"
 }
+
+# llamacpp_queue OUT MODEL ARGS...: llamacpp_greedy MODEL ARGS... >OUT, deferred to the next
+# llamacpp_flush, which runs every queued job in one node process (llamacpp_greedy.mjs
+# --jobs: llama.cpp's start, ~1 s, paid once; with $BG_LLAMACPP_CACHE, a hit is copied and
+# a miss computed and kept). MODEL must stay in place until then; OUT is absent after the
+# flush when its run failed (the reason is on stderr). Arguments hold no control characters.
+LLAMACPP_QUEUE=() # one "OUT<US>KEY<US>JOB_JSON" per queued run (US: \x1f; KEY empty without a cache)
+llamacpp_queue() {
+	local out=$1 key="" a json="" sep=""
+	shift
+	for a in "$@"; do
+		a=${a//\\/\\\\}
+		json+="$sep\"${a//\"/\\\"}\""
+		sep=","
+	done
+	[ -z "${BG_LLAMACPP_CACHE:-}" ] ||
+		key=$({ sha256sum <"$1" && printf '%s\n' "${@:2}"; } | sha256sum | cut -c1-32)
+	LLAMACPP_QUEUE+=("$out"$'\x1f'"$key"$'\x1f'"{\"args\":[$json],\"out\":")
+}
+
+# llamacpp_flush: runs the queued jobs (llamacpp_queue); returns 1 when one failed.
+llamacpp_flush() {
+	local jobs=$TMP/llamacpp.jobs q out key job rc=0
+	: >"$jobs"
+	if [ -z "${BG_LLAMACPP_CACHE:-}" ]; then
+		for q in "${LLAMACPP_QUEUE[@]}"; do
+			IFS=$'\x1f' read -r out key job <<<"$q"
+			printf '%s"%s"}\n' "$job" "$out" >>"$jobs"
+		done
+		[ ! -s "$jobs" ] || node bench/llamacpp_greedy.mjs --jobs "$jobs" || rc=1
+	else
+		mkdir -p "$BG_LLAMACPP_CACHE"
+		# one flush at a time computes its misses: the other build's run of the same test
+		# waits, then finds them all
+		(
+			flock 9
+			for q in "${LLAMACPP_QUEUE[@]}"; do
+				IFS=$'\x1f' read -r out key job <<<"$q"
+				[ -f "$BG_LLAMACPP_CACHE/$key" ] || printf '%s"%s"}\n' "$job" "$BG_LLAMACPP_CACHE/$key" >>"$jobs"
+			done
+			[ ! -s "$jobs" ] || node bench/llamacpp_greedy.mjs --jobs "$jobs"
+		) 9>"$BG_LLAMACPP_CACHE/queue.lock" || rc=1
+		for q in "${LLAMACPP_QUEUE[@]}"; do
+			IFS=$'\x1f' read -r out key job <<<"$q"
+			rm -f "$out"
+			[ ! -f "$BG_LLAMACPP_CACHE/$key" ] || cp "$BG_LLAMACPP_CACHE/$key" "$out"
+		done
+	fi
+	LLAMACPP_QUEUE=()
+	return $rc
+}
+
+# llamacpp_make OUT IN CMD...: runs CMD, which writes the file OUT from the file IN with
+# llama.cpp's own code (its quantizers: a function of IN and CMD's other arguments). With
+# $BG_LLAMACPP_CACHE, OUT is kept there under the sha256 of IN and of CMD's arguments other
+# than the program, IN and OUT (the program is built per build tree or test, the library it
+# loads named among its arguments), and a later call copies it instead (the sanitized build's run of a test
+# reuses the plain one's files: the lattice i-quants take ~40 s to make). CMD's output goes
+# to stdout/stderr; returns its exit status (0 on a hit).
+llamacpp_make() {
+	local out=$1 in=$2
+	shift 2
+	if [ -z "${BG_LLAMACPP_CACHE:-}" ]; then
+		"$@"
+		return
+	fi
+	local a key
+	key=$({ sha256sum <"$in" && for a in "${@:2}"; do [ "$a" = "$in" ] || [ "$a" = "$out" ] || printf '%s\n' "$a"; done; } |
+		sha256sum | cut -c1-32)
+	local hit=$BG_LLAMACPP_CACHE/$key.file
+	mkdir -p "$BG_LLAMACPP_CACHE"
+	(
+		flock 9
+		if [ ! -f "$hit" ]; then
+			"$@" || exit
+			cp "$out" "$hit.tmp" && mv "$hit.tmp" "$hit"
+		fi
+		cp "$hit" "$out"
+	) 9>"$hit.lock"
+}

@@ -27,7 +27,7 @@ fi
 RUN_NAME_WIDTH=28
 RUN_FAIL_RE='FAIL|ERROR|Sanitizer|runtime error'
 # a minute or more each on a 2-core machine (the ordering only: any test may be slow)
-RUN_LONG="gpu_emu_tests e2e_gpu_emu e2e_llamacpp_arch e2e_llamacpp test_invariance gpu_gates"
+RUN_LONG="gpu_emu_tests e2e_gpu_emu e2e_llamacpp test_invariance gpu_gates"
 
 builds=() labels=() label_width=0
 while [ $# -gt 0 ]; do
