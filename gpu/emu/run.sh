@@ -75,10 +75,13 @@ if [ $dequant -eq 1 ]; then
 	cd "$root"
 	exec "$out/emu_dequant"
 fi
+# the plugin's objects, compiled side by side ($BG_EMU_JOBS at a time, default the processor
+# count: under tests/run.sh the test that builds it holds the others waiting on its lock)
 build_plugin() {
 	transform_gpu
-	for f in "$plugin"/src/gpu/*.cu; do g++ $F -x c++ -c "$f" -o "$plugin/o/$(basename "$f" .cu).o"; done
-	g++ $F -c "$here/emu.cpp" -o "$plugin/o/emu.o"
+	printf '%s\n' "$plugin"/src/gpu/*.cu "$here/emu.cpp" |
+		F=$F O=$plugin/o xargs -P "${BG_EMU_JOBS:-$(nproc 2>/dev/null || echo 1)}" -n 1 \
+			sh -c 'n=${0##*/}; g++ $F -x c++ -c "$0" -o "$O/${n%.*}.o"'
 	# the model and engine tests reach the backend as the binary does: through the plugin loader
 	g++ -shared -o "$plugin/libbatchgen-cuda.so.tmp" "$plugin"/o/*.o
 	mv "$plugin/libbatchgen-cuda.so.tmp" "$plugin/libbatchgen-cuda.so"
