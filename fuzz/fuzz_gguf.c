@@ -4,7 +4,8 @@
  *  - a parse gives BG_OK or an error with a message, nothing in between;
  *  - the writer copies every key/value of a parsed file into a file that parses again
  *    with the same keys, types and values (reader and writer agree: issue 16, defect 4);
- *  - a model that validates runs one forward pass of two tokens on the CPU backend.
+ *  - a model that validates runs one forward pass of two tokens on the CPU backend (in
+ *    recurrent-state slot 0 when it has layers with state).
  * Seeds: fuzz/seeds.sh (small synthetic models in each dtype, hand-made vocabularies).
  */
 #include <string.h>
@@ -45,7 +46,9 @@ static void forward(const struct model *m)
 	/* small models only: the point is the validation, not the arithmetic */
 	if (m->n_params > (1u << 20) || hp->n_layer > 4 || hp->n_vocab < 1)
 		return;
-	struct backend_config cfg = {.block_size = 16, .kv_tokens = 32, .n_threads = 1};
+	/* one recurrent-state slot (ignored by a model without state) */
+	struct backend_config cfg = {
+	    .block_size = 16, .kv_tokens = 32, .n_threads = 1, .n_state_slots = 1};
 	struct backend *b = NULL;
 	struct bg_err err = {0};
 	if (backend_cpu_create(m, &cfg, &b, &err) != BG_OK) {
@@ -55,7 +58,7 @@ static void forward(const struct model *m)
 	int32_t toks[2] = {0, (int32_t)(hp->n_vocab - 1)};
 	int32_t table[1] = {0};
 	uint8_t want[2] = {0, 1};
-	struct backend_seq s = {toks, 2, 0, table, 1, want, NULL, -1};
+	struct backend_seq s = {toks, 2, 0, table, 1, want, NULL, 0};
 	struct backend_batch batch = {&s, 1, 1};
 	enum bg_status st = b->ops->forward(b->ctx, &batch, &err);
 	FUZZ_CHECK(st == BG_OK, "forward of a validated model failed: %s", err.msg);

@@ -4,7 +4,8 @@
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
 #   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE,
 #              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, glm4,
-#              glm4moe, deepseek2, tied
+#              glm4moe, deepseek2, command-r, cohere2, minimax-m2, and the recurrent lfm2,
+#              lfm2moe, qwen35, granitehybrid, nemotron_h; tied
 #              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
@@ -72,6 +73,27 @@ done
 # routing with exp_probs_b and a shared expert): 148 KiB
 "$BATCHGEN" synth --shape deepseek2-tiny "${small[@]}" --layers 2 --dtype f16 \
 	-o "$out/gguf/deepseek2-f16.gguf" 2>/dev/null
+# command-r and cohere2 (LayerNorms, parallel block, logit scale; cohere2's windows),
+# minimax-m2 (whole-row Q/K norms, partial RoPE, sigmoid routing with a selection bias)
+"$BATCHGEN" synth --shape command-r-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/command-r-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape cohere2-tiny "${small[@]}" --dtype q8_0 \
+	-o "$out/gguf/cohere2-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape minimax-m2-tiny "${small[@]}" --ffn 32 --dtype q8_0 \
+	-o "$out/gguf/minimax-m2-q8_0.gguf" 2>/dev/null
+# layers with recurrent state (the harness runs them in slot 0): lfm2 and lfm2moe (short
+# convs), qwen35 (gated delta nets), granitehybrid with experts and nemotron_h (Mamba2;
+# nemotron_h's attention, FFN-only and Mamba2 layers in 4): 95-200 KiB
+"$BATCHGEN" synth --shape lfm2-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/lfm2-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape lfm2moe-tiny "${small[@]}" --dtype q8_0 \
+	-o "$out/gguf/lfm2moe-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape qwen35-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/qwen35-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape granitehybrid-moe-tiny "${small[@]}" --experts 4 --experts-used 2 \
+	--dtype q8_0 -o "$out/gguf/granitehybrid-moe-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape nemotron_h-tiny "${small[@]}" --layers 4 --dtype f16 \
+	-o "$out/gguf/nemotron_h-f16.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys
