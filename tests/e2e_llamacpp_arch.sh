@@ -155,6 +155,10 @@ arch_compare qwen3moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape qwen3moe-tiny --dtype 
 arch_compare mixtral-f32 0 2e-5 "${F32KV[*]}" --shape mixtral-tiny --dtype f32 --seed 3
 arch_compare mixtral-f16 0.02 0.03 "" --shape mixtral-tiny --dtype f16 --seed 5
 arch_compare mixtral-q8_0 0.1 0.25 "${F32KV[*]}" --shape mixtral-tiny --dtype q8_0 --seed 9
+# qwen2moe (llama.cpp's qwen2moe graph; qwen2moe-tiny): qwen2's attention (Q/K/V biases),
+# 4 experts of 32, 2 a token, weighted by the softmax's p without renormalizing, plus a
+# shared expert of 64 times its sigmoid gate
+arch_compare qwen2moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen2moe-tiny --dtype f32 --seed 3
 # gpt-oss (4 experts of 32, 2 used; router and expert biases, the clamped SwiGLU reached by
 # ~8 % of the gate/up outputs; Q/K/V/O biases; a sink per head; window 16 on layer 0 only;
 # YaRN factor 32 over 64; head_dim 32 != 64 / 4). Measured 2026-11-30: f32 3.7e-6, f16
@@ -261,6 +265,10 @@ arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8
 # so that the prompts' prefill runs in chunks, the state carried in its slot between them.
 BGOPTS="--block-size 4 --max-num-tokens 8"
 arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
+# qwen35moe (llama.cpp's qwen35moe graph; qwen35moe-tiny: qwen35-tiny's layers, every FFN
+# 4 experts of 32, 2 a token, renormalized, plus a shared expert of 64 times its sigmoid
+# gate; no feed_forward_length key), the same chunked prefill.
+arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f32 --seed 3
 BGOPTS="--block-size 4"
 BGOPTS=""
 # granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer; granitehybrid-moe-tiny:
