@@ -18,8 +18,9 @@
 # RoPE on the windowed layers only), minimax-m2 (whole-row Q/K norms, partial NeoX RoPE,
 # sigmoid routing with a selection bias), lfm2 (short-conv layers) and lfm2moe (its layers,
 # a leading dense layer, then sigmoid routing over experts of their own width), granitehybrid
-# (Mamba2 layers, their state carried across forwards, a shared expert) and nemotron_h
-# (Mamba2, attention and ReLU^2 FFN layers, one block each).
+# (Mamba2 layers, their state carried across forwards, a shared expert), nemotron_h
+# (Mamba2, attention and ReLU^2 FFN layers, one block each), qwen35moe and qwen2moe (a
+# shared expert times its sigmoid gate beside the routed experts).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
