@@ -259,16 +259,17 @@ arch_compare lfm2-f32 0 2e-5 "${F32KV[*]}" --shape lfm2-tiny --dtype f32 --seed 
 # and attention layers; lfm2-q8_0 was 32 of 36 steps, 6.1e-8, when it ran), to save CI time.
 arch_compare lfm2moe-f32 0 2e-5 "${F32KV[*]}" --shape lfm2moe-tiny --dtype f32 --seed 3
 arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8_0 --seed 3
-# qwen35 (llama.cpp's qwen35 graph; qwen35-tiny: delta net, attention, delta net): the
-# gated delta net's conv (4 taps), L2-normed Q/K, 4 V heads over 2 K heads, decay and beta,
-# the delta rule, the gated output norm; the attention layer's output gate, per-head Q/K
-# norms, partial NeoX RoPE (IMROPE with text positions). At most 8 tokens an iteration,
-# so that the prompts' prefill runs in chunks, the state carried in its slot between them.
+# qwen35 (llama.cpp's qwen35 and qwen35moe graphs; qwen35moe-tiny: delta net, attention,
+# delta net): the gated delta net's conv (4 taps), L2-normed Q/K, 4 V heads over 2 K heads,
+# decay and beta, the delta rule, the gated output norm; the attention layer's output gate,
+# per-head Q/K norms, partial NeoX RoPE (IMROPE with text positions); every FFN 4 experts of
+# 32, 2 a token, renormalized, plus a shared expert of 64 times its sigmoid gate (no
+# feed_forward_length key). At most 8 tokens an iteration, so that the prompts' prefill runs
+# in chunks, the state carried in its slot between them. This MoE row stands for the dense
+# shape too (qwen35-tiny: the same graph but for a plain SwiGLU FFN; 36 steps, 3.8e-6,
+# measured 2026-12-01; its planted 1/sqrt(d), softplus threshold and conv state bugs fail
+# this row as they failed that one).
 BGOPTS="--block-size 4 --max-num-tokens 8"
-arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
-# qwen35moe (llama.cpp's qwen35moe graph; qwen35moe-tiny: qwen35-tiny's layers, every FFN
-# 4 experts of 32, 2 a token, renormalized, plus a shared expert of 64 times its sigmoid
-# gate; no feed_forward_length key), the same chunked prefill.
 arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f32 --seed 3
 BGOPTS="--block-size 4"
 BGOPTS=""
