@@ -474,8 +474,8 @@ static enum bg_status read_qwen_moe_experts(const struct gguf_ctx *g, const char
 
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
- * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused,
- * except glm4moe's (read_glm4moe_experts). */
+ * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
+ * glm4moe's (read_glm4moe_experts) and the others read_* below names. */
 static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 				   const struct arch_info *ai, struct model_hparams *hp,
 				   struct bg_err *err)
@@ -1122,7 +1122,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			hp->n_ff = f > hp->n_ff ? f : hp->n_ff;
 		}
 	}
-	/* qwen35moe: optional (its files have none; llama.cpp reads it as optional) */
+	/* qwen35moe, qwen2moe: optional (Qwen3.5 MoE files have none; llama.cpp reads it as
+	 * optional) */
 	char ffk[128];
 	snprintf(ffk, sizeof ffk, "%s.feed_forward_length", arch);
 	const bool ff_opt = ai->shexp_gate && gguf_find_key(g, ffk) < 0;
