@@ -109,6 +109,8 @@ static void print_by_dtype(const struct model *m)
 				list[n++] = &ly->gate_shexp;
 				list[n++] = &ly->up_shexp;
 				list[n++] = &ly->down_shexp;
+				if (ly->gate_inp_shexp.ne0) /* qwen35moe, qwen2moe: its gate */
+					list[n++] = &ly->gate_inp_shexp;
 			}
 			const struct model_weight *mla[7] = {&ly->wq_a,	 &ly->q_a_norm,	 &ly->wq_b,
 							     &ly->wkv_a, &ly->kv_a_norm, &ly->wk_b,
@@ -238,7 +240,10 @@ int cmd_info(int argc, char **argv)
 		       (double)hp->expert_weights_scale, hp->n_expert_shared,
 		       hp->n_expert_shared == 1 ? "" : "s", hp->n_ff_exp * hp->n_expert_shared,
 		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
-	} else if (hp->n_expert_shared)
+	} else if (hp->shexp_gate) /* qwen35moe, qwen2moe */
+		printf("shared expert: %u wide, its output times sigmoid(ffn_gate_inp_shexp x)\n",
+		       hp->n_ff_shexp);
+	else if (hp->n_expert_shared)
 		printf("glm4moe experts: choice by p + exp_probs_b, weights x %g, %u shared "
 		       "expert%s (%u wide), the first %u layer%s dense\n",
 		       (double)hp->expert_weights_scale, hp->n_expert_shared,

@@ -147,6 +147,9 @@ struct cuda_layer {
 	struct gpu_qmat q_qkv, q_o, q_gu, q_down;
 	bool q_exps;
 	struct gpu_moe_qw q_gu_exps, q_down_exps;
+	/* qwen35moe, qwen2moe (hp.shexp_gate): the shared expert's gate row ([n_embd] fp32),
+	 * else NULL */
+	float *shexp_gate;
 };
 
 /* Pinned host memory that an upload reads when the stream reaches it, and the event
@@ -896,8 +899,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_gvec = hp->gdn_conv ? align_up((2 * (size_t)hp->gdn_nv + hp->gdn_d) * 4, 256) : 0;
 	/* granitehybrid: every layer room for the Mamba2 layers' small weights (fp32) */
 	size_t sz_ssm = hp->ssm_d_conv ? align_up(ssm_w_floats(hp) * 4, 256) : 0;
+	/* qwen35moe, qwen2moe: the shared expert's gate (fp32) */
+	size_t sz_sgate = hp->shexp_gate ? sz_norm : 0;
 	size_t per_layer = sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan +
-			   sz_kvn + sz_conv + sz_gvec + sz_ssm;
+			   sz_kvn + sz_conv + sz_gvec + sz_ssm + sz_sgate;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -989,6 +994,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		}
 		L->sel_b = sz_selb ? (float *)p : NULL;
 		p += sz_selb;
+		L->shexp_gate = sz_sgate && L->moe ? (float *)p : NULL;
+		p += sz_sgate;
 		L->q_a_norm = sz_qan ? (float *)p : NULL;
 		p += sz_qan;
 		L->kv_a_norm = sz_kvn ? (float *)p : NULL;
@@ -1180,6 +1187,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 					   UP_MATRIX, err);
 		if (st == BG_OK && FS && !L->q_down.n_part)
 			st = upload_weight(&u, &ml->down_shexp, L->wdown, UP_MATRIX, err);
+		if (st == BG_OK && L->shexp_gate) /* qwen35moe, qwen2moe: its gate */
+			st = upload_weight(&u, &ml->gate_inp_shexp, L->shexp_gate, UP_ROUTER, err);
 	}
 	/* staging must outlive the conversions that read it */
 	cudaError_t e = cudaStreamSynchronize(c->stream);
@@ -1846,10 +1855,20 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
 			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
 				const int FS = (int)model_ff_shexp(hp);
+				if (L->shexp_gate) { /* qwen35moe, qwen2moe: its gate's logits, from
+						      * the router's fp32 input, into the
+						      * router's logits (read by now) */
+					c->pass_gemms++;
+					CUBLAS_CHECK(gpu_gemm(c->cublas, L->shexp_gate, c->moe_xf,
+							      c->moe_logits, 1, E, n, 1, GPU_F32));
+				}
 				CUBLAS_CHECK(
 				    pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS, E, n, 2 * FS));
 				CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
 				CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->moe_y, E, FS, n, E));
+				if (L->shexp_gate) /* times sigmoid(its gate) */
+					CUDA_CHECK(
+					    gpu_moe_shexp_gate(c->moe_y, c->moe_logits, n, E, s));
 				/* tmp += it (routed + shared, as llama.cpp adds them); moe_xf, the
 				 * router's input, is free again and takes the unused copy */
 				CUDA_CHECK(gpu_add_rmsnorm(c->tmp, c->moe_y, NULL, hp->rms_eps,

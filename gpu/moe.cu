@@ -672,3 +672,23 @@ cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, in
 	moe_combine_kernel<<<blocks, 256, 0, stream>>>(y, w, n_tok, k, n_embd, out);
 	return cudaGetLastError();
 }
+
+/* ---- qwen35moe's and qwen2moe's gated shared expert ---- */
+
+__global__ void moe_shexp_gate_kernel(float *y, const float *logit, int n_tok, int n_embd)
+{
+	int64_t n = (int64_t)n_tok * n_embd, stride = (int64_t)gridDim.x * blockDim.x;
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		y[i] *= 1.0f / (1.0f + expf(-logit[i / n_embd]));
+}
+
+cudaError_t gpu_moe_shexp_gate(float *y, const float *logit, int n_tok, int n_embd,
+			       cudaStream_t stream)
+{
+	int64_t n = (int64_t)n_tok * n_embd;
+	if (n <= 0)
+		return cudaSuccess;
+	moe_shexp_gate_kernel<<<gpu_grid_blocks((uint64_t)n), 256, 0, stream>>>(y, logit, n_tok,
+										n_embd);
+	return cudaGetLastError();
+}

@@ -153,4 +153,9 @@ cudaError_t gpu_moe_down_q(const struct gpu_moe_qw *w, int n_embd, int n_ff, int
 cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, int n_embd,
 			    float *out, cudaStream_t stream);
 
+/* qwen35moe, qwen2moe (model.h's shexp_gate): y[t, o] (fp32, [n_tok, n_embd]) *= sigmoid(
+ * logit[t]) = 1 / (1 + expf(-logit[t])), the shared expert's output times its gate. */
+cudaError_t gpu_moe_shexp_gate(float *y, const float *logit, int n_tok, int n_embd,
+			       cudaStream_t stream);
+
 #endif

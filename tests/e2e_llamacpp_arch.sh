@@ -18,8 +18,9 @@
 # RoPE on the windowed layers only), minimax-m2 (whole-row Q/K norms, partial NeoX RoPE,
 # sigmoid routing with a selection bias), lfm2 (short-conv layers) and lfm2moe (its layers,
 # a leading dense layer, then sigmoid routing over experts of their own width), granitehybrid
-# (Mamba2 layers, their state carried across forwards, a shared expert) and nemotron_h
-# (Mamba2, attention and ReLU^2 FFN layers, one block each).
+# (Mamba2 layers, their state carried across forwards, a shared expert), nemotron_h
+# (Mamba2, attention and ReLU^2 FFN layers, one block each), qwen35moe and qwen2moe (a
+# shared expert times its sigmoid gate beside the routed experts).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -168,6 +169,10 @@ arch_compare qwen3moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape qwen3moe-tiny --dtype 
 arch_compare mixtral-f32 0 2e-5 "${F32KV[*]}" --shape mixtral-tiny --dtype f32 --seed 3
 arch_compare mixtral-f16 0.02 0.03 "" --shape mixtral-tiny --dtype f16 --seed 5
 arch_compare mixtral-q8_0 0.1 0.25 "${F32KV[*]}" --shape mixtral-tiny --dtype q8_0 --seed 9
+# qwen2moe (llama.cpp's qwen2moe graph; qwen2moe-tiny): qwen2's attention (Q/K/V biases),
+# 4 experts of 32, 2 a token, weighted by the softmax's p without renormalizing, plus a
+# shared expert of 64 times its sigmoid gate
+arch_compare qwen2moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen2moe-tiny --dtype f32 --seed 3
 # gpt-oss (4 experts of 32, 2 used; router and expert biases, the clamped SwiGLU reached by
 # ~8 % of the gate/up outputs; Q/K/V/O biases; a sink per head; window 16 on layer 0 only;
 # YaRN factor 32 over 64; head_dim 32 != 64 / 4). Measured 2026-11-30: f32 3.7e-6, f16
@@ -267,13 +272,18 @@ arch_compare lfm2-f32 0 2e-5 "${F32KV[*]}" --shape lfm2-tiny --dtype f32 --seed 
 # and attention layers; lfm2-q8_0 was 32 of 36 steps, 6.1e-8, when it ran), to save CI time.
 arch_compare lfm2moe-f32 0 2e-5 "${F32KV[*]}" --shape lfm2moe-tiny --dtype f32 --seed 3
 arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8_0 --seed 3
-# qwen35 (llama.cpp's qwen35 graph; qwen35-tiny: delta net, attention, delta net): the
-# gated delta net's conv (4 taps), L2-normed Q/K, 4 V heads over 2 K heads, decay and beta,
-# the delta rule, the gated output norm; the attention layer's output gate, per-head Q/K
-# norms, partial NeoX RoPE (IMROPE with text positions). At most 8 tokens an iteration,
-# so that the prompts' prefill runs in chunks, the state carried in its slot between them.
+# qwen35 (llama.cpp's qwen35 and qwen35moe graphs; qwen35moe-tiny: delta net, attention,
+# delta net): the gated delta net's conv (4 taps), L2-normed Q/K, 4 V heads over 2 K heads,
+# decay and beta, the delta rule, the gated output norm; the attention layer's output gate,
+# per-head Q/K norms, partial NeoX RoPE (IMROPE with text positions); every FFN 4 experts of
+# 32, 2 a token, renormalized, plus a shared expert of 64 times its sigmoid gate (no
+# feed_forward_length key). At most 8 tokens an iteration, so that the prompts' prefill runs
+# in chunks, the state carried in its slot between them. This MoE row stands for the dense
+# shape too (qwen35-tiny: the same graph but for a plain SwiGLU FFN; 36 steps, 3.8e-6,
+# measured 2026-12-01; its planted 1/sqrt(d), softplus threshold and conv state bugs fail
+# this row as they failed that one).
 BGOPTS="--block-size 4 --max-num-tokens 8"
-arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
+arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f32 --seed 3
 BGOPTS="--block-size 4"
 BGOPTS=""
 # granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer; granitehybrid-moe-tiny:

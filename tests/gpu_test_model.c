@@ -607,9 +607,11 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * add into the routed sum */
 	const long dense = moe ? (long)hp->n_layer_dense_lead : 0;
 	const long shared = hp->n_expert_shared ? (long)hp->n_layer - dense : 0;
-	*gemms += (int)(dense + 2 * shared);
-	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared -
-	       n_conv * conv_less - n_ssm * ssm_less +
+	/* qwen35moe, qwen2moe: the shared expert's gate, one fp32 GEMM and gpu_moe_shexp_gate */
+	const long gated = hp->shexp_gate ? shared : 0;
+	*gemms += (int)(dense + 2 * shared + gated);
+	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared +
+	       2 * gated - n_conv * conv_less - n_ssm * ssm_less +
 	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) + (hp->logit_scale != 1.0f)
 			  : 0);
 }
@@ -945,6 +947,10 @@ static void test_arch_vs_cpu(void)
 	     * the sequence's slot across the decode passes) around an unrotated attention
 	     * layer, routed experts plus a shared expert wider than them */
 	    "synthetic:granitehybrid-moe-tiny:f32",
+	    /* qwen35moe, qwen2moe: routed experts plus the shared expert times its sigmoid
+	     * gate (gpu_moe_shexp_gate), after qwen35's delta nets or qwen2's biased QKV */
+	    "synthetic:qwen35moe-tiny:f32",
+	    "synthetic:qwen2moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1898,7 +1904,9 @@ int main(void)
 	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
 	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
-	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's; BG_GPU_ONLY_PASSES=1: the three-pass forward alone;
+	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's,
+	 * BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's; BG_GPU_ONLY_PASSES=1: the three-pass
+	 * forward alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
 	 * test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
@@ -1923,6 +1931,13 @@ int main(void)
 	if (getenv("BG_GPU_ONLY_QWEN35")) { /* qwen35 alone (quick under gpu/emu) */
 		test_synthetic_vs_cpu("synthetic:qwen35-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:qwen35-tiny:f32", 5);
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_QWENMOE")) { /* qwen35moe, qwen2moe alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:qwen35moe-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:qwen2moe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:qwen35moe-tiny:f32", 3);
+		test_batch_vs_cpu("synthetic:qwen2moe-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_MLA")) { /* deepseek2 alone (quick under gpu/emu) */

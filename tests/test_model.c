@@ -225,9 +225,9 @@ static void test_rewrites(void)
 		  has(&err, "'gemma'") && has(&err, "supported: llama, qwen2, qwen3"),
 	      "arch: %s", err.msg);
 	/* other architectures are refused by name, never run; qwen3moe reads its own keys */
-	CHECK(rewrite(src, E_ARCH, "qwen2moe", &m, &err) == BG_ERR_UNSUPPORTED &&
-		  has(&err, "'qwen2moe' is not supported"),
-	      "qwen2moe: %s", err.msg);
+	CHECK(rewrite(src, E_ARCH, "qwen3next", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'qwen3next' is not supported"),
+	      "qwen3next: %s", err.msg);
 	CHECK(rewrite(src, E_ARCH, "qwen3moe", &m, &err) == BG_ERR_FORMAT &&
 		  has(&err, "qwen3moe.block_count is missing"),
 	      "qwen3moe with llama keys: %s", err.msg);
@@ -1938,6 +1938,77 @@ static void test_qwen35(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* qwen35moe, qwen2moe: every layer's router, experts and gated shared expert (its gate one
+ * row of n_embd), softmax routing renormalized or not, qwen35moe without
+ * feed_forward_length; the parameter counts derived by hand (qwen35-tiny's 158224 less
+ * its dense FFNs, 3 x 3 x 64 x 128, plus 3 x (router 64 x 4 + experts 3 x 64 x 32 x 4 +
+ * shared 3 x 64 x 64 + gate 64); qwen2moe-tiny: untied 2 x 512 x 64 + 64, 2 x (norms 128,
+ * Q/K/V/O 4096 + 2048 + 2048 + 4096, biases 128, the same FFN)); refusals. */
+static void test_qwen_moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("qwen35moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+		CHECK(hp->shexp_gate && hp->n_expert == 4 && hp->n_expert_used == 2 &&
+			  hp->n_ff_exp == 32 && hp->n_expert_shared == 1 &&
+			  model_ff_shexp(hp) == 64 && hp->n_ff == 64 && hp->expert_weights_norm &&
+			  !hp->expert_gating_sigmoid && hp->expert_weights_scale == 1.0f &&
+			  l0->gdn && !l1->gdn && l0->gate_inp_shexp.ne0 == 64 &&
+			  l0->gate_inp_shexp.ne1 == 1 && l1->gate_shexp.ne1 == 64 &&
+			  l1->ffn_gate_inp.ne1 == 4 && !l1->w_gate.data && l1->ffn_norm.data &&
+			  m->n_params == 196048 &&
+			  m->n_params == synth_n_params(synth_find_shape("qwen35moe-tiny"), true),
+		      "qwen35moe-tiny hparams and layers, n_params %llu",
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("qwen2moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->shexp_gate && hp->qkv_bias && hp->rope_neox && !hp->expert_weights_norm &&
+			  hp->n_ff == 128 && model_ff_shexp(hp) == 64 &&
+			  m->layers[1].gate_inp_shexp.ne0 == 64 && m->n_params == 165056 &&
+			  m->n_params == synth_n_params(synth_find_shape("qwen2moe-tiny"), false),
+		      "qwen2moe-tiny hparams, n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(model_open("synthetic:qwen2moe-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  strstr(err.msg, "gated shared experts") && strstr(err.msg, "files only"),
+	      "qwen2moe: no lazy model (%s)", err.msg);
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    {"qwen35moe-tiny", ME_DROP, "blk.2.ffn_gate_inp_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_gate_inp_shexp.weight' is missing"},
+	    {"qwen35moe-tiny", ME_HALVE, "blk.1.ffn_gate_inp_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_gate_inp_shexp.weight' has shape [32], expected [64]"},
+	    /* neither width key: nothing says how wide the shared expert is */
+	    {"qwen35moe-tiny", ME_KEY, "qwen35moe.expert_shared_feed_forward_length", UINT32_MAX,
+	     BG_ERR_FORMAT,
+	     "qwen35moe.expert_shared_feed_forward_length (or, without it, feed_forward_length) "
+	     "is missing"},
+	    {"qwen35moe-tiny", ME_KEY, "qwen35moe.expert_shared_feed_forward_length", 32,
+	     BG_ERR_FORMAT, "'blk.0.ffn_gate_shexp.weight' has shape [64, 64], expected [64, 32]"},
+	    {"qwen35moe-tiny", ME_KEY, "qwen35moe.expert_gating_func", 2, BG_ERR_UNSUPPORTED,
+	     "qwen35moe.expert_gating_func is 2: qwen35moe routes with a softmax (1)"},
+	    {"qwen35moe-tiny", ME_KEY, "qwen35moe.expert_shared_count", 2, BG_ERR_UNSUPPORTED,
+	     "qwen35moe.expert_shared_count is 2"},
+	    {"qwen35moe-tiny", ME_KEY, "qwen35moe.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "qwen35moe.expert_count is missing or 0"},
+	    /* without its own key the shared expert is feed_forward_length (128) wide */
+	    {"qwen2moe-tiny", ME_KEY, "qwen2moe.expert_shared_feed_forward_length", UINT32_MAX,
+	     BG_ERR_FORMAT, "'blk.0.ffn_gate_shexp.weight' has shape [64, 64], expected [64, 128]"},
+	    {"qwen2moe-tiny", ME_DROP, "blk.0.attn_q.bias", 0, BG_ERR_FORMAT,
+	     "'blk.0.attn_q.bias' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* glm4moe: the leading dense layer and the MoE ones (selection bias, shared expert), the
  * routing keys as read (sigmoid, norm, scale 2.5), the Q/K norms blk.0 decides, the NextN
  * layer skipped; the released sizes' parameter counts (synth.c derives them); refusals. */
@@ -2499,6 +2570,7 @@ int main(void)
 	test_nemotron_h();
 	test_lfm2moe();
 	test_qwen35();
+	test_qwen_moe();
 	test_deepseek2();
 	test_minimax();
 	test_lazy_new_arch();

@@ -2211,8 +2211,14 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			for (int i = 0; i < 3; i++)
 				if ((st = check_weight(sw[i], snames[i], (int)l, err)) != BG_OK)
 					return st;
+			if (hp->shexp_gate && /* qwen35moe, qwen2moe: its gate */
+			    (st = check_weight(&L->gate_inp_shexp, "ffn_gate_inp_shexp", (int)l,
+					       err)) != BG_OK)
+				return st;
 			if (L->gate_shexp.ne1 != FS || L->up_shexp.ne1 != FS ||
-			    L->down_shexp.ne0 != FS)
+			    L->down_shexp.ne0 != FS ||
+			    (hp->shexp_gate &&
+			     (L->gate_inp_shexp.ne0 != hp->n_embd || L->gate_inp_shexp.ne1 != 1)))
 				return bg_fail(err, BG_ERR_UNSUPPORTED,
 					       "the CPU backend cannot run layer %u's shared "
 					       "expert as described",

@@ -25,6 +25,8 @@ struct cpu_moe {
 			   * exp_probs_b, copied likewise */
 	float *sg, *su;	  /* glm4moe: [cap][FS] the shared expert's gate and up outputs */
 	float *sh;	  /* glm4moe: [cap][n_embd] its down outputs */
+	float *sgate;	  /* qwen35moe, qwen2moe (hp.shexp_gate): [cap] the shared expert's
+			   * gate logit of each token, then its sigmoid */
 	size_t bytes;
 };
 
@@ -62,6 +64,7 @@ static void free_rows(struct cpu_moe *mo)
 	free(mo->sg);
 	free(mo->su);
 	free(mo->sh);
+	free(mo->sgate);
 }
 
 void cpu_moe_destroy(struct cpu_moe *mo)
@@ -94,22 +97,26 @@ enum bg_status cpu_moe_reserve(struct cpu_moe *mo, int32_t n_tok, struct bg_err 
 	n.yg = malloc(t * E * sizeof(float));
 	n.ys = malloc(t * K * E * sizeof(float));
 	const size_t FS = model_ff_shexp(&mo->hp); /* glm4moe's shared expert, or 0 */
-	n.sg = n.su = n.sh = NULL;
+	n.sg = n.su = n.sh = n.sgate = NULL;
 	if (FS) {
 		n.sg = malloc(t * FS * sizeof(float));
 		n.su = malloc(t * FS * sizeof(float));
 		n.sh = malloc(t * E * sizeof(float));
 	}
+	const bool sgate = mo->hp.shexp_gate;
+	if (sgate)
+		n.sgate = malloc(t * sizeof(float));
 	if (!n.logits || !n.ids || !n.weights || !n.order || !n.xg || !n.g || !n.u || !n.yg ||
-	    !n.ys || (FS && (!n.sg || !n.su || !n.sh))) {
+	    !n.ys || (FS && (!n.sg || !n.su || !n.sh)) || (sgate && !n.sgate)) {
 		free_rows(&n);
 		return bg_fail(err, BG_ERR_NOMEM,
 			       "out of memory for the experts' activations of %d tokens", n_tok);
 	}
 	free_rows(mo);
 	n.cap = cap;
-	n.bytes = t * ((X + 2 * E + 2 * FX + K * E + (FS ? 2 * FS + E : 0)) * sizeof(float) +
-		       K * (2 * sizeof(int32_t) + sizeof(float)));
+	n.bytes =
+	    t * ((X + 2 * E + 2 * FX + K * E + (FS ? 2 * FS + E : 0) + sgate) * sizeof(float) +
+		 K * (2 * sizeof(int32_t) + sizeof(float)));
 	*mo = n;
 	return BG_OK;
 }
@@ -191,6 +198,15 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		const int64_t ldd[1] = {E};
 		mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, n_tok, mo->su);
 	}
+	if (hp->shexp_gate) { /* qwen35moe, qwen2moe: its gate, sigmoid(gate_inp_shexp x) */
+		const struct model_weight *w[1] = {&L->gate_inp_shexp};
+		const float *x[1] = {xb};
+		float *y[1] = {mo->sgate};
+		const int64_t ld[1] = {1};
+		mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 1, w, x, y, ld, n_tok, NULL);
+		for (int32_t t = 0; t < n_tok; t++) /* ggml_vec_sigmoid_f32 */
+			mo->sgate[t] = 1.0f / (1.0f + expf(-mo->sgate[t]));
+	}
 	/* (token, slot) entries grouped by expert, in token order within an expert */
 	memset(mo->start, 0, ((size_t)X + 1) * sizeof *mo->start);
 	const int32_t n_ent = n_tok * (int32_t)K;
@@ -257,7 +273,10 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		for (uint32_t j = 1; j < K; j++)
 			for (int64_t i = 0; i < E; i++)
 				o[i] += wt[j] * y[(size_t)j * E + i];
-		if (hp->n_expert_shared) /* glm4moe: routed + shared, as llama.cpp adds them */
+		if (hp->shexp_gate) /* qwen35moe, qwen2moe: routed + shared * its gate */
+			for (int64_t i = 0; i < E; i++)
+				o[i] += mo->sh[(size_t)t * E + i] * mo->sgate[t];
+		else if (hp->n_expert_shared) /* glm4moe: routed + shared, as llama.cpp adds them */
 			for (int64_t i = 0; i < E; i++)
 				o[i] += mo->sh[(size_t)t * E + i];
 	}

@@ -8,7 +8,8 @@
  * hp.swiglu_oai: the router's bias added to its logits, each expert's biases to its gate,
  * up and down outputs, and the clamped SwiGLU instead of SiLU; glm4moe, hp.n_expert_shared:
  * moe_route_sigmoid with the layer's exp_probs_b, and the shared expert's SwiGLU of every
- * row added to the routed sum). Each row's result lands in its
+ * row added to the routed sum; qwen35moe, qwen2moe, hp.shexp_gate: that SwiGLU times
+ * sigmoid(gate_inp_shexp x) first, one gate a row). Each row's result lands in its
  * (token, slot) place, and a token's output is the sum over its slots in slot order of
  * weight * expert output. The backend's matmuls compute every (row, feature) dot product
  * in a fixed order whatever the other rows (backend_cpu.c), so which tokens share an

@@ -188,7 +188,16 @@
  * adds its output to the residual; no ffn_norm; the norms' eps layer_norm_rms_epsilon,
  * else layer_norm_epsilon (required then); no scales; output tied without output.weight.
  * Mamba2 there without granitehybrid's d_inner = 2 n_embd (llama.cpp asserts it for
- * granitehybrid only). NextN / MTP layers are refused. */
+ * granitehybrid only). NextN / MTP layers are refused.
+ * qwen35moe (src/models/qwen35moe.cpp): qwen35's layers, every FFN build_moe_ffn (SiLU,
+ * softmax gating, norm_w true, expert_weights_scale never read: none; a fused
+ * ffn_gate_up_exps is not read here) plus the shared expert: a SiLU SwiGLU of
+ * expert_shared_feed_forward_length (default feed_forward_length, which Qwen3.5 MoE files
+ * omit) times sigmoid(ffn_gate_inp_shexp x) (ggml_sigmoid of build_lora_mm: one value per
+ * token, the FFN's normed input x), then moe_out + that (ggml_add). qwen2moe
+ * (src/models/qwen2moe.cpp): qwen2's layer (NeoX RoPE, Q/K/V biases, ffn_norm) with the
+ * same FFN but norm_w false (the softmax's p as the weights); its gate is
+ * silu(v) / v, sigmoid(v) up to rounding (and NaN at v = 0, where sigmoid is 1/2). */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -344,6 +353,26 @@ static const struct arch_info table[] = {
      .ffn_norm_post_name = true,
      .nextn = true,
      .gdn = true},
+    {.name = "qwen35moe",
+     .families = "Qwen3.5 MoE (35B-A3B, 122B-A10B, 397B-A17B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .ffn_norm_post_name = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .gdn = true,
+     .shexp_gate = true},
+    {.name = "qwen2moe",
+     .families = "Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B",
+     .rope_neox = true,
+     .qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .shexp_gate = true,
+     .moe_raw_weights = true},
     {.name = "granite",
      .families = "IBM Granite 3.x (dense)",
      .opt_bias = true,
@@ -379,8 +408,8 @@ const char *arch_names(void)
 {
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
-	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, granitehybrid, "
-	       "nemotron_h";
+	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
+	       "qwen2moe, granitehybrid, nemotron_h";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -160,6 +160,16 @@ struct arch_info {
 	 * 0), or a non-gated ReLU^2 FFN (model_layer.ffn_only; model_hparams.relu2); no
 	 * ffn_norm; the RMS eps is attention.layer_norm_rms_epsilon, else layer_norm_epsilon */
 	bool nemotron_h;
+	/* qwen35moe, qwen2moe (llama.cpp's qwen35moe and qwen2moe graphs): every FFN is
+	 * build_moe_ffn (softmax gating) plus one shared SwiGLU expert of
+	 * expert_shared_feed_forward_length (default feed_forward_length) whose output is
+	 * multiplied per token by sigmoid(ffn_gate_inp_shexp x) before the routed sum's add
+	 * (model_hparams.shexp_gate); feed_forward_length itself is optional (Qwen3.5 MoE
+	 * files have none) */
+	bool shexp_gate;
+	/* qwen2moe: the chosen experts' weights are the softmax's p as they are (norm_w
+	 * false), not renormalized */
+	bool moe_raw_weights;
 };
 
 /* The row of an architecture, or NULL. */

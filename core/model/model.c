@@ -436,10 +436,46 @@ static enum bg_status read_minimax_experts(const struct gguf_ctx *g, const char 
 	return BG_OK;
 }
 
+/* qwen35moe, qwen2moe (arch.h's shexp_gate): softmax routing (expert_gating_func, when
+ * present, must say so), the weights renormalized unless moe_raw_weights (qwen2moe), no
+ * scale (llama.cpp reads no expert_weights_scale for them), and one gated shared expert
+ * of expert_shared_feed_forward_length, else feed_forward_length (llama.cpp's default),
+ * which must then be present. */
+static enum bg_status read_qwen_moe_experts(const struct gguf_ctx *g, const char *arch,
+					    const struct arch_info *ai, struct model_hparams *hp,
+					    struct bg_err *err)
+{
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_gating_func", &u) && u != 1)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_gating_func is %u: %s routes with a softmax (1)", arch, u,
+			       arch);
+	if (get_u32_key(g, arch, "expert_shared_count", &u) && u > 1)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_shared_count is %u: %s has one shared expert", arch, u,
+			       arch);
+	u = 0;
+	if (!get_u32_key(g, arch, "expert_shared_feed_forward_length", &u))
+		u = hp->n_ff;
+	if (u == 0 || u > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.expert_shared_feed_forward_length (or, without it, "
+			       "feed_forward_length) is missing or not in [1, %u]",
+			       arch, MODEL_MAX_DIM);
+	hp->n_ff_shexp = u;
+	if (hp->n_ff == 0) /* no feed_forward_length (unused by these graphs): the backends
+			    * size by n_ff, so the shared expert's width stands for it */
+		hp->n_ff = u;
+	hp->n_expert_shared = 1;
+	hp->shexp_gate = true;
+	hp->expert_weights_norm = !ai->moe_raw_weights;
+	return BG_OK;
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
- * (shared experts, sigmoid gating, scaled weights: qwen2moe, DeepSeek, ...) are refused,
- * except glm4moe's (read_glm4moe_experts). */
+ * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
+ * glm4moe's (read_glm4moe_experts) and the others read_* below names. */
 static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 				   const struct arch_info *ai, struct model_hparams *hp,
 				   struct bg_err *err)
@@ -483,6 +519,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	if (ai->moe_sigmoid_sel)
 		return read_minimax_experts(g, arch, ai, hp, err);
 	uint32_t u = 0;
+	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
+		return read_qwen_moe_experts(g, arch, ai, hp, err);
 	if (ai->mamba2 && get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
 		if (u > MODEL_MAX_DIM) /* granitehybrid: one shared expert of its own width */
 			return bg_fail(err, BG_ERR_FORMAT,
@@ -1084,7 +1122,12 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			hp->n_ff = f > hp->n_ff ? f : hp->n_ff;
 		}
 	}
-	if ((!ff_list &&
+	/* qwen35moe, qwen2moe: optional (Qwen3.5 MoE files have none; llama.cpp reads it as
+	 * optional) */
+	char ffk[128];
+	snprintf(ffk, sizeof ffk, "%s.feed_forward_length", arch);
+	const bool ff_opt = ai->shexp_gate && gguf_find_key(g, ffk) < 0;
+	if ((!ff_list && !ff_opt &&
 	     (st = need_u32(g, arch, "feed_forward_length", MODEL_MAX_DIM, &hp->n_ff, err))) ||
 	    (st = need_u32(g, arch, "context_length", UINT32_MAX, &hp->n_ctx_train, err)))
 		return st;
@@ -1373,6 +1416,11 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 		if ((st = take(L, n, FS, E, TK_MATRIX, &ly->down_shexp)))
 			return st;
 	}
+	/* qwen35moe, qwen2moe: the shared expert's gate, one row of n_embd (the converter's
+	 * [n_embd, 1]) */
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_inp_shexp.weight", l);
+	if (hp->shexp_gate && (st = take(L, n, E, 0, TK_MATRIX, &ly->gate_inp_shexp)))
+		return st;
 	if (!hp->moe_bias)
 		return BG_OK;
 	/* gpt-oss: the router's bias, and each expert's biases as X rows of the file's 2-D
@@ -1898,11 +1946,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	hp->n_layer_kv = hp->n_layer;
 	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
-		    ai->mamba2))
+		    ai->mamba2 || ai->shexp_gate))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
-			     "layers, qwen35's delta-net and Mamba2 layers are made as files only, "
-			     "not lazily",
+			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
+			     "are made as files only, not lazily",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);

@@ -313,6 +313,11 @@ struct model_hparams {
 	uint32_t n_ff_shexp;
 	/* nemotron_h: the FFN is down(relu(up x)^2) (fp32: r = max(v, 0), r * r), no gate */
 	bool relu2;
+	/* qwen35moe, qwen2moe: the shared expert (n_expert_shared 1, n_ff_shexp wide) is
+	 * gated: its output row for token t is multiplied by sigmoid(ffn_gate_inp_shexp x_t)
+	 * (fp32 1 / (1 + e^-v), v the dot product with the same FFN-normed x_t) before it is
+	 * added to the routed sum, routed + gated shared (model_layer.gate_inp_shexp) */
+	bool shexp_gate;
 };
 
 struct model_weight {
@@ -366,6 +371,9 @@ struct model_layer {
 	 * n_expert_shared; a dense leading layer has none of the expert weights */
 	struct model_weight exp_probs_b;
 	struct model_weight gate_shexp, up_shexp, down_shexp;
+	/* qwen35moe, qwen2moe (hp.shexp_gate): the shared expert's gate, (n_embd) (a row
+	 * of one output; the converter's f32), else zero */
+	struct model_weight gate_inp_shexp;
 	/* gemma4 E2B/E4B (model_hparams' n_embd_per_layer): the per-layer input's gate
 	 * (n_embd, n_embd_per_layer), projection (n_embd_per_layer, n_embd) and norm (n_embd,
 	 * f32), or zero */

@@ -512,6 +512,15 @@ static const struct synth_shape shapes[] = {
      "granitehybrid", .embd_scale = 12.0f, .attn_scale = 0.125f, .residual_scale = 0.22f,
      .logit_scale = 8.0f, .lfm2_attn = 0x2, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
      .n_expert = 4, .n_expert_used = 2, .n_ff_shexp = 64},
+    /* qwen35moe: qwen35-tiny's layers (delta net, attention, delta net), every FFN 4
+     * experts of 32, 2 a token, plus a gated shared expert of 64; no feed_forward_length
+     * key (the Qwen3.5 MoE files have none). qwen2moe: qwen2's attention (Q/K/V biases)
+     * with the same FFN, the weights not renormalized */
+    {"qwen35moe-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35moe",
+     .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
+     .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
+    {"qwen2moe-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "qwen2moe",
+     .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
     /* nemotron_h (NVIDIA Nemotron Nano v2's hybrid_override_pattern letters): Mamba2, FFN,
      * attention, Mamba2, FFN ("M-*M-"); Mamba2 of 8 heads of 12 (inner 96, not 2 n_embd)
      * in 2 groups of state 16; attention 4 heads of 16, 2 K/V heads, no RoPE */
@@ -564,7 +573,13 @@ static bool is_arch(const struct synth_shape *s, const char *a)
 
 static bool has_qkv_bias(const struct synth_shape *s)
 {
-	return is_arch(s, "qwen2") || is_arch(s, "gpt-oss") || s->biases;
+	return is_arch(s, "qwen2") || is_arch(s, "qwen2moe") || is_arch(s, "gpt-oss") || s->biases;
+}
+
+/* qwen35moe, qwen2moe: a gated shared expert (arch.h's shexp_gate) */
+static bool has_shexp_gate(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->shexp_gate;
 }
 
 static bool is_oai(const struct synth_shape *s)
@@ -910,6 +925,10 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			       "them, state %u (1 to 1024), a shared expert with experts",
 			       synth_arch(s),
 			       s->ssm_heads, s->ssm_groups, s->ssm_state);
+	if (has_shexp_gate(s) && !s->n_ff_shexp)
+		return bg_fail(err, BG_ERR_INVALID,
+			       "%s: the gated shared expert's width comes from a %s* shape",
+			       synth_arch(s), synth_arch(s));
 	if (s->n_head % s->n_head_kv)
 		return bg_fail(err, BG_ERR_INVALID, "heads %u is not a multiple of kv heads %u",
 			       s->n_head, s->n_head_kv);
@@ -1047,8 +1066,9 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	if (s->n_expert) { /* router and experts instead of the dense FFN */
 		uint64_t FX = synth_n_ff_exp(s);
 		uint64_t moe = E * s->n_expert + 3 * E * FX * s->n_expert;
-		if (is_mamba2(s)) /* granitehybrid: a shared expert of its own width */
-			moe += 3 * E * s->n_ff_shexp;
+		/* granitehybrid, qwen35moe, qwen2moe: a shared expert of its own width; the
+		 * latter two its gate */
+		moe += 3 * E * s->n_ff_shexp + (has_shexp_gate(s) ? E : 0);
 		if (s->n_expert_shared) /* glm4moe: the selection bias, the shared expert */
 			moe += (is_ds2(s) && s->softmax_gating ? 0 : s->n_expert) +
 			       3 * E * FX * s->n_expert_shared;
@@ -1291,6 +1311,9 @@ static void longrope_factors(float *out, uint32_t n, float top)
  * about ROUTER_SCALE, so that the chosen experts are rarely within rounding of the next
  * one and two implementations route alike. */
 #define ROUTER_SCALE 3.0f
+/* qwen35moe, qwen2moe: the shared expert's gate, std SHEXP_GATE_SCALE/sqrt(n_embd), its
+ * logits spread by about 2, so that sigmoid's values range over most of (0, 1) */
+#define SHEXP_GATE_SCALE 2.0f
 
 /* gpt-oss's expert gate and up projections: std EXPERT_SCALE/sqrt(n_embd), so that about
  * 8 % of their outputs pass the clamped SwiGLU's limit of 7 (a test that drops the clamp
@@ -1377,7 +1400,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			ffl[l] = (int32_t)g4_ff(s, l);
 		gguf_writer_set_arr_i32(w, ARCH_KEY("feed_forward_length"), ffl, s->n_layer);
-	} else {
+	} else if (!is_arch(s, "qwen35moe")) { /* Qwen3.5 MoE's files have none */
 		gguf_writer_set_u32(w, ARCH_KEY("feed_forward_length"), s->n_ff);
 	}
 	uint32_t hd = synth_head_dim(s);
@@ -1478,10 +1501,10 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.group_count"), s->ssm_groups);
 		if (!is_nemo(s))
 			gguf_writer_set_bool(w, ARCH_KEY("rope.scaling.finetuned"), false);
-		if (s->n_ff_shexp)
-			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_feed_forward_length"),
-					    s->n_ff_shexp);
 	}
+	if (s->n_ff_shexp) /* granitehybrid, qwen35moe, qwen2moe */
+		gguf_writer_set_u32(w, ARCH_KEY("expert_shared_feed_forward_length"),
+				    s->n_ff_shexp);
 	if (is_lfm2(s) || is_mamba2(s)) { /* the converters' per-layer list: 0 for a conv or
 					   * Mamba2 layer */
 		int32_t kvl[64]; /* synth_check: at most 64 layers */
@@ -1784,6 +1807,11 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
 				ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
 				ADD("ffn_down_shexp.weight", t, FILL_RANDOM, s->n_ff_shexp, E);
+			}
+			if (has_shexp_gate(s)) { /* qwen35moe, qwen2moe: its gate, f32 as the
+						  * converter writes it; logits N(0, 4) */
+				ADD("ffn_gate_inp_shexp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
+				b->jobs[b->n_jobs - 1].std = SHEXP_GATE_SCALE / sqrtf((float)E);
 			}
 			if (glm4moe || ds2) { /* the selection bias, the shared expert */
 				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */

@@ -166,7 +166,9 @@ struct synth_shape {
 	 * ssm_heads heads, state ssm_state, ssm_groups groups, inner size 2 n_embd, 4 conv
 	 * taps (ssm_in, ssm_conv1d weight and bias, ssm_dt.bias N(0, 1), ssm_a -(1 + N(0,
 	 * 0.25^2)), ssm_d and ssm_norm 1 + N(0, 0.25^2), ssm_out);
-	 * with n_expert, a shared expert n_ff_shexp wide (expert_shared_feed_forward_length) */
+	 * with n_expert, a shared expert n_ff_shexp wide (expert_shared_feed_forward_length;
+	 * qwen35moe, qwen2moe: also its gate ffn_gate_inp_shexp, f32, N(0, 4 / n_embd);
+	 * qwen35moe writes no feed_forward_length, as its converter) */
 	uint32_t ssm_heads, ssm_state, ssm_groups, n_ff_shexp;
 	/* nemotron_h: bit l set makes layer l an FFN alone (ffn_up, ffn_down: n_ff wide,
 	 * ReLU^2), else lfm2_attn's bit an attention layer, else a Mamba2 one of inner size
