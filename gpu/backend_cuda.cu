@@ -596,6 +596,10 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 	if (moe && (which == LM_GU || which == LM_DOWN)) {
 		if (!hp->n_expert_shared)
 			return 0;
+		if (hp->relu2) { /* nemotron_h_moe: up alone */
+			w[0] = which == LM_GU ? &ml->up_shexp : &ml->down_shexp;
+			return 1;
+		}
 		w[0] = which == LM_GU ? &ml->gate_shexp : &ml->down_shexp;
 		w[1] = &ml->up_shexp;
 		return which == LM_GU ? 2 : 1;
@@ -731,7 +735,8 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 {
 	const struct model_hparams *hp = &m->hp;
 	const struct model_layer *ml = &m->layers[l];
-	const bool moe = hp->n_expert && l >= hp->n_layer_dense_lead;
+	/* (nemotron_h_moe: its Mamba2 and attention layers have no FFN) */
+	const bool moe = hp->n_expert && l >= hp->n_layer_dense_lead && !ml->no_ffn;
 	*res = false;
 	if (k >= LM_QB && k < LM_XGU) /* deepseek2's, dense */
 		return hp->mla ? dense : 0;
@@ -960,7 +965,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
-		L->moe = NX && l >= hp->n_layer_dense_lead;
+		L->moe = NX && l >= hp->n_layer_dense_lead && !ml->no_ffn;
 		/* every matrix (enum lmat) in kind order: placed, and uploaded here when resident
 		 * (blocks as they are); the dense ones are filled below, in the tensor order a
 		 * lazy synthetic model's values depend on */
@@ -1137,7 +1142,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		st = upload_weight(&u, &ml->ffn_gate_inp, L->router, UP_ROUTER, err);
 		for (uint32_t e = 0; st == BG_OK && !L->q_exps && e < NX; e++) {
 			char *gu = (char *)L->gu_exps + (size_t)e * 2 * FX * E * es;
-			struct model_weight g = model_expert(&ml->gate_exps, e),
+			/* nemotron_h_moe: the up rows as the gate rows too (gpu_moe_oai.relu2) */
+			const struct model_weight *gw = hp->relu2 ? &ml->up_exps : &ml->gate_exps;
+			struct model_weight g = model_expert(gw, e),
 					    up = model_expert(&ml->up_exps, e),
 					    d = model_expert(&ml->down_exps, e);
 			st = upload_weight(&u, &g, gu, UP_MATRIX, err);
@@ -1187,8 +1194,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		else
 			st = upload_weight(&u, &ml->exp_probs_b, L->sel_b, UP_BIAS, err);
 		if (st == BG_OK && FS && !L->q_gu.n_part) /* else resident, uploaded above */
-			st = upload_weight(&u, &ml->gate_shexp, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && FS && !L->q_gu.n_part)
+			st = upload_weight(&u, hp->relu2 ? &ml->up_shexp : &ml->gate_shexp, L->wgu,
+					   UP_MATRIX, err); /* (nemotron_h_moe: up alone) */
+		if (st == BG_OK && FS && !L->q_gu.n_part && !hp->relu2)
 			st = upload_weight(&u, &ml->up_shexp, (char *)L->wgu + FS * E * es,
 					   UP_MATRIX, err);
 		if (st == BG_OK && FS && !L->q_down.n_part)
@@ -1850,6 +1858,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			oai.b_down = L->down_exps_b;
 			oai.alpha = hp->swiglu_oai ? hp->swiglu_alpha : 0.0f;
 			oai.limit = hp->swiglu_limit;
+			oai.relu2 = hp->relu2; /* nemotron_h_moe: relu(up)^2 */
 			if (L->q_exps) { /* resident: the experts' blocks (CUDA cores) */
 				CUDA_CHECK(gpu_moe_gate_up_q(&L->q_gu_exps, FX, E, NX, c->xn, n, K,
 							     &c->moe_plan, c->moe_act, hp->gelu,
@@ -1868,9 +1877,15 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
 			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
 				const int FS = (int)model_ff_shexp(hp);
-				CUBLAS_CHECK(
-				    pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS, E, n, 2 * FS));
-				CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
+				if (hp->relu2) { /* nemotron_h_moe: down(relu(up x)^2) */
+					CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, FS,
+							       E, n, FS));
+					CUDA_CHECK(gpu_relu2(c->gu, n, FS, c->act, c->dt, s));
+				} else {
+					CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS,
+							       E, n, 2 * FS));
+					CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
+				}
 				CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->moe_y, E, FS, n, E));
 				/* tmp += it (routed + shared, as llama.cpp adds them); moe_xf, the
 				 * router's input, is free again and takes the unused copy */

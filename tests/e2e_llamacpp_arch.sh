@@ -19,7 +19,8 @@
 # sigmoid routing with a selection bias), lfm2 (short-conv layers) and lfm2moe (its layers,
 # a leading dense layer, then sigmoid routing over experts of their own width), granitehybrid
 # (Mamba2 layers, their state carried across forwards, a shared expert) and nemotron_h
-# (Mamba2, attention and ReLU^2 FFN layers, one block each).
+# (Mamba2, attention and ReLU^2 FFN layers, one block each) and nemotron_h_moe (its FFN layers
+# routed ReLU^2 experts, sigmoid with a selection bias, and a ReLU^2 shared expert).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -276,6 +277,10 @@ arch_compare granitehybrid-moe-f32 0 2e-5 "${F32KV[*]}" --shape granitehybrid-mo
 # (not 2 n_embd), ReLU^2 FFN layers, an attention layer without RoPE, no ffn_norm), the same
 # chunked prefill.
 arch_compare nemotron_h-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h-tiny --dtype f32 --seed 3
+# nemotron_h_moe (Nemotron 3 Nano; nemotron_h_moe-tiny: those layers, the FFN layers 8 ReLU^2
+# experts of 32, 2 a token, sigmoid routing with the selection bias, weights normalized and
+# times 2.5, a ReLU^2 shared expert of 64), the same chunked prefill.
+arch_compare nemotron_h_moe-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h_moe-tiny --dtype f32 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

@@ -615,10 +615,13 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 }
 
 /* nemotron_h's one-block layers, from census_expected's count of full layers: a Mamba2 or
- * attention block alone (n_nof) lacks the FFN's norm, up GEMM, activation and down GEMM (4
- * nodes, 2 cuBLAS calls); an FFN alone (n_ffo) is just those (a full layer less 4 nodes,
- * 2 cuBLAS calls). hp1, hp0: the model's hparams with 1 and 0 layers (a full layer's nodes
- * their difference). Returns the nodes less; *gemms loses the calls. */
+ * attention block alone (n_nof) lacks the FFN's nodes and cuBLAS calls, an FFN alone
+ * (n_ffo) has only those. The FFN: its norm, up GEMM, activation, down GEMM (4 nodes, 2
+ * calls); nemotron_h_moe's: its norm, the router's fp32 norm and GEMM, the routing, the
+ * experts' up and down and the weighted sum (7 nodes, 1 call), the shared expert's up,
+ * ReLU^2, down and add (4, 2). hp1, hp0: the model's hparams with 1 and 0 layers (a full
+ * layer's nodes and calls their difference). Returns the nodes less; *gemms loses the
+ * calls. */
 static long nemo_less(const struct model_hparams *hp1, const struct model_hparams *hp0, int T,
 		      int n_list, int S, int n_out, int n_tok, int es, size_t xs, int n_ffo,
 		      int n_nof, int *gemms)
@@ -626,8 +629,11 @@ static long nemo_less(const struct model_hparams *hp1, const struct model_hparam
 	int g1, g0;
 	const long layer = census_expected(hp1, T, n_list, S, n_out, n_tok, es, xs, &g1, 0, 0) -
 			   census_expected(hp0, T, n_list, S, n_out, n_tok, es, xs, &g0, 0, 0);
-	*gemms -= 2 * (n_ffo + n_nof);
-	return 4L * n_nof + (layer - 4) * n_ffo;
+	const bool moe = hp1->n_expert > 0, sh = hp1->n_expert_shared > 0;
+	const long ffn = moe ? 7 + 4 * sh : 4;
+	const int ffn_gemms = moe ? 1 + 2 * sh : 2;
+	*gemms -= ffn_gemms * n_nof + (g1 - g0 - ffn_gemms) * n_ffo;
+	return ffn * n_nof + (layer - ffn) * n_ffo;
 }
 
 /* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected, with the
@@ -974,6 +980,9 @@ static void test_arch_vs_cpu(void)
 	    /* nemotron_h: layers of one block each (Mamba2, FFN alone with ReLU^2, Mamba2,
 	     * unrotated attention alone, FFN alone): the residual adds between them */
 	    "synthetic:nemotron_h-tiny:f32",
+	    /* nemotron_h_moe: those layers, the FFN ones routed ReLU^2 experts (sigmoid with
+	     * the selection bias, scaled weights) and a ReLU^2 shared expert */
+	    "synthetic:nemotron_h_moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1049,6 +1058,9 @@ static void test_granitehybrid(void)
 	test_batch_vs_cpu("synthetic:granitehybrid-tiny:f32", 3);
 	test_synthetic_vs_cpu("synthetic:granitehybrid-moe-tiny:f32", 1e-4, 0.9999999);
 	test_batch_vs_cpu("synthetic:nemotron_h-tiny:f32", 3); /* its one-block layers */
+	/* nemotron_h_moe: ReLU^2 experts (gpu_moe_oai.relu2) and shared expert */
+	test_synthetic_vs_cpu("synthetic:nemotron_h_moe-tiny:f32", 1e-4, 0.9999999);
+	test_batch_vs_cpu("synthetic:nemotron_h_moe-tiny:f32", 3);
 }
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
