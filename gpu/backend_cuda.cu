@@ -839,8 +839,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	const bool qk_rows = hp->qk_norm_full || hp->qk_norm_heads; /* Command R+: per head */
 	size_t qn = qk_rows ? (size_t)c->n_q : model_head_dim_max(hp);
 	size_t kn = qk_rows ? (size_t)c->n_kv : model_head_dim_max(hp);
-	/* apertus, nemotron_h: up and down only (no gate) */
-	/* FFN matrices before down: gate|up or up */
+	/* FFN matrices before down: gate|up, or up alone (apertus, nemotron_h: no gate) */
 	const uint64_t n_ffm = hp->xielu || hp->relu2 ? 1 : 2;
 	uint64_t untied_params = (uint64_t)V * E * 2 + E + m->rope_factors.ne0;
 	for (uint32_t l = 0; l < hp->n_layer; l++) { /* as model.c's lazy_model counts */
@@ -1100,8 +1099,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			L->ffn_norm = L->attn_norm;
 		if (st == BG_OK && !L->moe && n_ffm == 2 && !res[2])
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && !L->moe && !L->no_ffn && !res[2]) /* after the gate rows, or
-								       * alone (apertus) */
+		/* after the gate rows, or alone (apertus, nemotron_h) */
+		if (st == BG_OK && !L->moe && !L->no_ffn && !res[2])
 			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + (n_ffm - 1) * F * E * es,
 					   UP_MATRIX, err);
 		if (st == BG_OK && !L->moe && !L->no_ffn && !res[3])
