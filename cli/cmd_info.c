@@ -104,7 +104,8 @@ static void print_by_dtype(const struct model *m)
 				list[n++] = &ly->up_exps;
 				list[n++] = &ly->down_exps;
 			}
-			if (ly->gate_shexp.ne0) { /* glm4moe's selection bias and shared expert */
+			/* glm4moe's selection bias and shared expert (nemotron_h_moe's: no gate) */
+			if (ly->up_shexp.ne0) {
 				list[n++] = &ly->exp_probs_b;
 				list[n++] = &ly->gate_shexp;
 				list[n++] = &ly->up_shexp;
@@ -244,10 +245,13 @@ int cmd_info(int argc, char **argv)
 		printf("shared expert: %u wide, its output times sigmoid(ffn_gate_inp_shexp x)\n",
 		       hp->n_ff_shexp);
 	else if (hp->n_expert_shared)
-		printf("glm4moe experts: choice by p + exp_probs_b, weights x %g, %u shared "
+		/* (granitehybrid: no selection bias; it and nemotron_h_moe: a shared expert of
+		 * its own width, model_ff_shexp) */
+		printf("glm4moe experts: choice by p%s, weights x %g, %u shared "
 		       "expert%s (%u wide), the first %u layer%s dense\n",
-		       (double)hp->expert_weights_scale, hp->n_expert_shared,
-		       hp->n_expert_shared == 1 ? "" : "s", hp->n_ff_exp * hp->n_expert_shared,
+		       hp->moe_sel_bias ? " + exp_probs_b" : "", (double)hp->expert_weights_scale,
+		       hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s",
+		       (unsigned)model_ff_shexp(hp),
 		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
 	else if (hp->moe_sel_bias) /* minimax-m2, lfm2moe */
 		printf("experts: choice by p + exp_probs_b, no shared expert, the first %u layer%s "

@@ -109,6 +109,9 @@ struct cuda_layer {
 	 * w); no K/V rows */
 	bool ssm;
 	float *ssm_w;
+	/* nemotron_h (model_layer's ffn_only, no_ffn): an FFN alone (no wqkv, wo or K/V slab;
+	 * ffn_norm is attn_norm), or a Mamba2 / attention block alone (no wgu, wdown) */
+	bool ffn_only, no_ffn;
 	float xielu[4];		     /* apertus: model_layer.xielu (hp.xielu) */
 	/* the layer's geometry (gemma4's windowed layers have their own; model.h): head
 	 * size, K/V heads, Q and K/V row widths (wqkv is [n_q + 2 n_kv, n_embd]), where its
@@ -596,6 +599,10 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 	if (moe && (which == LM_GU || which == LM_DOWN)) {
 		if (!hp->n_expert_shared)
 			return 0;
+		if (hp->relu2) { /* nemotron_h_moe: up alone */
+			w[0] = which == LM_GU ? &ml->up_shexp : &ml->down_shexp;
+			return 1;
+		}
 		w[0] = which == LM_GU ? &ml->gate_shexp : &ml->down_shexp;
 		w[1] = &ml->up_shexp;
 		return which == LM_GU ? 2 : 1;
@@ -623,7 +630,7 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 		return 3;
 	case 1: w[0] = &ml->wo; return 1;
 	case 2:
-		if (hp->xielu) {
+		if (hp->xielu || hp->relu2) { /* apertus, nemotron_h: up alone */
 			w[0] = &ml->w_up;
 			return 1;
 		}
@@ -731,7 +738,8 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 {
 	const struct model_hparams *hp = &m->hp;
 	const struct model_layer *ml = &m->layers[l];
-	const bool moe = hp->n_expert && l >= hp->n_layer_dense_lead;
+	/* (nemotron_h_moe: its Mamba2 and attention layers have no FFN) */
+	const bool moe = hp->n_expert && l >= hp->n_layer_dense_lead && !ml->no_ffn;
 	*res = false;
 	if (k >= LM_QB && k < LM_XGU) /* deepseek2's, dense */
 		return hp->mla ? dense : 0;
@@ -748,6 +756,10 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 	}
 	if (k == 0 && ml->gdn) /* qwen35: four matrices (gpu_qmat holds three), dense */
 		return dense;
+	/* nemotron_h: an FFN layer has no mixer, a mixer layer no FFN */
+	if ((ml->ffn_only && (k == LM_QKV || k == LM_O)) ||
+	    (ml->no_ffn && (k == LM_GU || k == LM_DOWN)))
+		return 0;
 	const struct model_weight *w[GPU_QMAT_PARTS];
 	int sh, n = layer_parts(hp, ml, k, moe, w, &sh);
 	if (n == 0)
@@ -830,8 +842,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	const bool qk_rows = hp->qk_norm_full || hp->qk_norm_heads; /* Command R+: per head */
 	size_t qn = qk_rows ? (size_t)c->n_q : model_head_dim_max(hp);
 	size_t kn = qk_rows ? (size_t)c->n_kv : model_head_dim_max(hp);
-	/* apertus: up and down only (no gate) */
-	const uint64_t n_ffm = hp->xielu ? 1 : 2; /* FFN matrices before down: gate|up or up */
+	/* FFN matrices before down: gate|up, or up alone (apertus, nemotron_h: no gate) */
+	const uint64_t n_ffm = hp->xielu || hp->relu2 ? 1 : 2;
 	uint64_t untied_params = (uint64_t)V * E * 2 + E + m->rope_factors.ne0;
 	for (uint32_t l = 0; l < hp->n_layer; l++) { /* as model.c's lazy_model counts */
 		const struct model_layer *ml = &m->layers[l];
@@ -867,7 +879,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_qn = hp->qk_norm ? align_up(qn * 4, 256) : 0;
 	size_t sz_qkn = hp->qk_norm ? sz_qn + align_up(kn * 4, 256) : 0;
 	size_t sz_pre = hp->no_pre_norms ? 0 : sz_norm; /* attn_norm, ffn_norm each */
-	size_t sz_fpre = hp->parallel ? 0 : sz_pre;	/* cohere: no ffn_norm */
+	/* cohere: no ffn_norm; nemotron_h: its FFN layers' is attn_norm */
+	size_t sz_fpre = hp->parallel || hp->relu2 ? 0 : sz_pre;
 	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
 	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
 	size_t sz_gu_exps = align_up(NX * 2 * FX * E * es, 256);
@@ -956,7 +969,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
-		L->moe = NX && l >= hp->n_layer_dense_lead;
+		L->moe = NX && l >= hp->n_layer_dense_lead && !ml->no_ffn;
 		/* every matrix (enum lmat) in kind order: placed, and uploaded here when resident
 		 * (blocks as they are); the dense ones are filled below, in the tensor order a
 		 * lazy synthetic model's values depend on */
@@ -1062,15 +1075,16 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			}
 		} else if (st == BG_OK && hp->mla) /* deepseek2 (model.h): its own matrices */
 			st = upload_mla(&u, ml, L, res[0], err);
-		else if (st == BG_OK && !res[0])
+		else if (st == BG_OK && !res[0] && !L->ffn_only)
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
 		/* the rows before K: Q's, or (qwen35) Q's and the gates' */
 		const size_t qw = (size_t)(L->qkv_rows - 2 * L->n_kv);
-		if (L->conv || L->gdn || L->ssm) {
-			/* in_proj uploaded above */
+		if (L->conv || L->gdn || L->ssm || L->ffn_only) {
+			/* in_proj uploaded above; nemotron_h's FFN layer: none */
 		} else if (st == BG_OK && !res[0] && !hp->mla)
 			st = upload_weight(&u, &ml->wk, qkv + qw * E * es, UP_MATRIX, err);
-		if (hp->mla || L->conv || L->gdn || L->ssm || st != BG_OK || res[0]) {
+		if (hp->mla || L->conv || L->gdn || L->ssm || L->ffn_only || st != BG_OK ||
+		    res[0]) {
 			/* uploaded above, or resident */
 		} else if (ml->v_from_k) { /* gemma4: V = K's projection, K's rows again */
 			cudaError_t ce =
@@ -1084,16 +1098,19 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->wv, qkv + (qw + L->n_kv) * E * es, UP_MATRIX,
 					   err);
 		}
-		if (st == BG_OK && !res[1])
+		if (st == BG_OK && !res[1] && !L->ffn_only)
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK && L->ffn_norm)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
-		if (st == BG_OK && !L->moe && !hp->xielu && !res[2])
+		if (hp->relu2) /* nemotron_h: the FFN layer's norm (run_pass) */
+			L->ffn_norm = L->attn_norm;
+		if (st == BG_OK && !L->moe && n_ffm == 2 && !res[2])
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && !L->moe && !res[2]) /* after the gate rows, or alone (apertus) */
+		/* after the gate rows, or alone (apertus, nemotron_h) */
+		if (st == BG_OK && !L->moe && !L->no_ffn && !res[2])
 			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + (n_ffm - 1) * F * E * es,
 					   UP_MATRIX, err);
-		if (st == BG_OK && !L->moe && !res[3])
+		if (st == BG_OK && !L->moe && !L->no_ffn && !res[3])
 			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
 	}
 	/* The biases come after every other tensor, so that a lazy synthetic model's tensor
@@ -1131,7 +1148,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		st = upload_weight(&u, &ml->ffn_gate_inp, L->router, UP_ROUTER, err);
 		for (uint32_t e = 0; st == BG_OK && !L->q_exps && e < NX; e++) {
 			char *gu = (char *)L->gu_exps + (size_t)e * 2 * FX * E * es;
-			struct model_weight g = model_expert(&ml->gate_exps, e),
+			/* nemotron_h_moe: the up rows as the gate rows too (gpu_moe_oai.relu2) */
+			const struct model_weight *gw = hp->relu2 ? &ml->up_exps : &ml->gate_exps;
+			struct model_weight g = model_expert(gw, e),
 					    up = model_expert(&ml->up_exps, e),
 					    d = model_expert(&ml->down_exps, e);
 			st = upload_weight(&u, &g, gu, UP_MATRIX, err);
@@ -1181,8 +1200,9 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		else
 			st = upload_weight(&u, &ml->exp_probs_b, L->sel_b, UP_BIAS, err);
 		if (st == BG_OK && FS && !L->q_gu.n_part) /* else resident, uploaded above */
-			st = upload_weight(&u, &ml->gate_shexp, L->wgu, UP_MATRIX, err);
-		if (st == BG_OK && FS && !L->q_gu.n_part)
+			st = upload_weight(&u, hp->relu2 ? &ml->up_shexp : &ml->gate_shexp, L->wgu,
+					   UP_MATRIX, err); /* (nemotron_h_moe: up alone) */
+		if (st == BG_OK && FS && !L->q_gu.n_part && !hp->relu2)
 			st = upload_weight(&u, &ml->up_shexp, (char *)L->wgu + FS * E * es,
 					   UP_MATRIX, err);
 		if (st == BG_OK && FS && !L->q_down.n_part)
@@ -1423,9 +1443,10 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	 * and layer output scales, and post-norms too) */
 	/* (command-r, cohere2: LayerNorms and the parallel block; the GEMV's prologue is an
 	 * RMS norm and the fused layer sequential) */
-	/* (granitehybrid's Mamba2 layers: gpu_ssm between the unfused GEMMs) */
+	/* (granitehybrid's Mamba2 layers: gpu_ssm between the unfused GEMMs; nemotron_h's, and
+	 * its non-gated ReLU^2 FFN and layers of one block each) */
 	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
-	       !c->hp.ssm_d_conv &&
+	       !c->hp.ssm_d_conv && !c->hp.relu2 &&
 	       !c->hp.v_norm && !c->hp.out_scale && !c->hp.layer_norm && !c->hp.parallel &&
 	       !c->hp.mla && c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
@@ -1582,6 +1603,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	float *xr = c->x, *xo = c->x2;
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct cuda_layer *L = &c->layers[l];
+		if (L->ffn_only) /* nemotron_h: the FFN alone (ffn_norm is attn_norm) */
+			goto ffn;
 		struct gpu_kv_layer kv; /* the layer's K/V rows in each block (create_ctx) */
 		kv.base = (char *)c->kv + (size_t)L->kv_off * gpu_dtype_size(c->dt);
 		kv.block_stride = c->block_elems;
@@ -1594,7 +1617,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		/* [bias (qwen2)], [Q/K head norms (qwen3, gemma3)], RoPE and the K/V write: one
 		 * kernel, one graph node (issue 17: ~6 us a node on the H200, ESTIMATE: NODE_US),
 		 * or without head norms on the fused path the QKV GEMV's epilogue: no node */
-		const int rk = L->swa ? 1 : 0; /* the windowed layers' RoPE (gemma3) */
+		/* (the declarations down to ffn: without initializers, which the goto passes) */
+		int rk; /* the windowed layers' RoPE (gemma3) */
+		rk = L->swa ? 1 : 0;
 		struct gpu_qkv_post_args qp;
 		qp.qkv = c->qkv;
 		qp.ld = c->ld_qkv;
@@ -1619,7 +1644,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.temp_scale = hp->attn_temp_scale; /* mistral3; 0 otherwise */
 		qp.temp_offset = hp->attn_temp_offset;
 		qp.temp_floor = hp->attn_temp_floor;
-		bool qkv_epilogue = false;
+		bool qkv_epilogue;
+		qkv_epilogue = false;
 		/* the previous layer's FFN output joins the residual here */
 		if (fused) { /* lfm2's conv layers: in_proj, no epilogue */
 			struct gpu_gemv_args g =
@@ -1789,6 +1815,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
 		CUDA_CHECK(branch_scale(c, n, s));
+		if (L->no_ffn) /* nemotron_h: a Mamba2 or attention block alone; tmp joins x next */
+			continue;
 		if (hp->parallel) { /* command-r, cohere2: the FFN of the same normed input (xn),
 				     * x += its output, then the attention's (tmp) with the next
 				     * norm: (x + ffn) + attn, as the CPU backend */
@@ -1801,8 +1829,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 						   c->par, GPU_F32, s));
 			continue; /* check_model: no experts, post-norms or scales */
 		}
-		CUDA_CHECK(gpu_add_rmsnorm(c->x, c->tmp, L->ffn_norm, hp->rms_eps, NULL, n, E, true,
-					   c->xn, c->dt, s));
+	ffn: /* (nemotron_h's FFN layer may be the first: nothing to add then) */
+		CUDA_CHECK(gpu_add_rmsnorm(c->x, l || !L->ffn_only ? c->tmp : NULL, L->ffn_norm,
+					   hp->rms_eps, NULL, n, E, true, c->xn, c->dt, s));
 		if (L->moe) {
 			/* routed experts (gpu/moe.cuh): router logits in fp32 (the normed input
 			 * again, unrounded, and the fp32 router: 16-bit rounding would move
@@ -1837,6 +1866,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			oai.b_down = L->down_exps_b;
 			oai.alpha = hp->swiglu_oai ? hp->swiglu_alpha : 0.0f;
 			oai.limit = hp->swiglu_limit;
+			oai.relu2 = hp->relu2; /* nemotron_h_moe: relu(up)^2 */
 			if (L->q_exps) { /* resident: the experts' blocks (CUDA cores) */
 				CUDA_CHECK(gpu_moe_gate_up_q(&L->q_gu_exps, FX, E, NX, c->xn, n, K,
 							     &c->moe_plan, c->moe_act, hp->gelu,
@@ -1862,9 +1892,15 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 					CUBLAS_CHECK(gpu_gemm(c->cublas, L->shexp_gate, c->moe_xf,
 							      c->moe_logits, 1, E, n, 1, GPU_F32));
 				}
-				CUBLAS_CHECK(
-				    pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS, E, n, 2 * FS));
-				CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
+				if (hp->relu2) { /* nemotron_h_moe: down(relu(up x)^2) */
+					CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, FS,
+							       E, n, FS));
+					CUDA_CHECK(gpu_relu2(c->gu, n, FS, c->act, c->dt, s));
+				} else {
+					CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS,
+							       E, n, 2 * FS));
+					CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
+				}
 				CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->moe_y, E, FS, n, E));
 				if (L->shexp_gate) /* times sigmoid(its gate) */
 					CUDA_CHECK(
@@ -1875,9 +1911,13 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 							   NULL, n, E, true, c->moe_xf,
 							   GPU_F32, s));
 			}
-		} else if (hp->xielu) { /* apertus: down(xielu(up x)) */
+		} else if (hp->xielu || hp->relu2) { /* apertus: down(xielu(up x)); nemotron_h:
+						      * down(relu(up x)^2) */
 			CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, F, E, n, F));
-			CUDA_CHECK(gpu_xielu(c->gu, n, F, L->xielu, c->act, c->dt, s));
+			if (hp->relu2)
+				CUDA_CHECK(gpu_relu2(c->gu, n, F, c->act, c->dt, s));
+			else
+				CUDA_CHECK(gpu_xielu(c->gu, n, F, L->xielu, c->act, c->dt, s));
 			CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->tmp, E, F, n, E));
 		} else {
 			CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * F, E, n, 2 * F));
@@ -2849,10 +2889,6 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
-	if (hp->relu2) /* nemotron_h (arch.h) */
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend does not run nemotron_h's layers (an FFN alone, or "
-			       "a Mamba2 or attention block without one) yet; the CPU backend does");
 	if (hp->n_embd_per_layer || model_n_layer_kv(hp) < hp->n_layer)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "
@@ -2873,7 +2909,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "softmax routing with scaled weights is not supported");
 	for (uint32_t l = 0; hp->n_expert == 0 && l < hp->n_layer; l++)
-		if (m->layers[l].w_down.ne0 != hp->n_ff)
+		if (!m->layers[l].no_ffn && m->layers[l].w_down.ne0 != hp->n_ff)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "the CUDA backend needs every layer's FFN as wide (%u); layer "
 				       "%u's is %llu (the CPU backend runs it)",
@@ -3036,6 +3072,10 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		L->ssm = m->layers[l].ssm;
 		if (L->ssm) /* granitehybrid: ssm_in's rows, ssm_out D wide, no K/V */
 			L->n_q = (int)hp->ssm_d_inner, L->n_kv = 0;
+		L->ffn_only = m->layers[l].ffn_only;
+		L->no_ffn = m->layers[l].no_ffn;
+		if (L->ffn_only) /* nemotron_h: no mixer, no K/V */
+			L->n_q = L->n_kv = 0;
 		L->qkv_rows = hp->mla ? c->ld_qkv : L->ssm ? ssm_in_rows(hp) : L->n_q + 2 * L->n_kv;
 		L->o_in = hp->mla ? (int)(hp->n_head * hp->mla_v_head) : L->n_q;
 		L->gdn = m->layers[l].gdn;

@@ -344,6 +344,11 @@ cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu
 cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], void *out,
 		      enum gpu_dtype dt, cudaStream_t stream);
 
+/* nemotron_h's FFN activation (model.h's relu2, not gated): out[t, i] = r * r, r =
+ * max(u[t, i], 0) in fp32, as the CPU backend; u [n_tok, n_ff] fp32, out of dt. */
+cudaError_t gpu_relu2(const float *u, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
+		      cudaStream_t stream);
+
 /* ---- shortconv.cu ---- */
 
 /* lfm2's short-convolution block of one layer (core/model/model.h's conv_l), for the

@@ -86,6 +86,10 @@ struct gpu_moe_oai {
 	const float *b_up;   /* [n_expert][n_ff] */
 	const float *b_down; /* [n_expert][n_embd] */
 	float alpha, limit;
+	/* nemotron_h_moe (model.h relu2): the activation is max(g, 0) * u (fp32) instead;
+	 * with each expert's up rows as its gate rows too, max(u, 0) * u = relu(u)^2 (no
+	 * biases, alpha 0, gelu false) */
+	bool relu2;
 };
 
 /* Which kernel gpu_moe_gate_up and gpu_moe_down run. AUTO: tensor cores (wmma) for 16-bit

@@ -1,4 +1,5 @@
-/* xielu: apertus's non-gated FFN activation between the up GEMM and the down GEMM. */
+/* xielu, relu2: apertus's and nemotron_h's non-gated FFN activations between the up GEMM and
+ * the down GEMM. */
 #include "gpu/gpu_ops.cuh"
 
 /* model.h's xIELU with the CPU backend's roundings spelled out (no FMA contraction):
@@ -29,5 +30,27 @@ cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], voi
 	const float an = p[0], ap = p[1], beta = p[2], eps = p[3];
 	GPU_DISPATCH_DTYPE(
 	    dt, T, xielu_kernel<T><<<blocks, 256, 0, stream>>>(u, n, an, ap, beta, eps, (T *)out));
+	return cudaGetLastError();
+}
+
+/* relu2: nemotron_h's non-gated FFN activation, r = max(v, 0), r * r (one fp32 rounding,
+ * as the CPU backend) */
+template <typename T> __global__ void relu2_kernel(const float *u, int64_t n, T *out)
+{
+	int64_t stride = (int64_t)gridDim.x * blockDim.x;
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+		const float r = u[i] > 0.0f ? u[i] : 0.0f;
+		out[i] = st_t<T>(__fmul_rn(r, r));
+	}
+}
+
+cudaError_t gpu_relu2(const float *u, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
+		      cudaStream_t stream)
+{
+	int64_t n = (int64_t)n_tok * n_ff;
+	if (n <= 0)
+		return cudaSuccess;
+	unsigned blocks = gpu_grid_blocks((uint64_t)n);
+	GPU_DISPATCH_DTYPE(dt, T, relu2_kernel<T><<<blocks, 256, 0, stream>>>(u, n, (T *)out));
 	return cudaGetLastError();
 }

@@ -19,8 +19,9 @@
 # sigmoid routing with a selection bias), lfm2 (short-conv layers) and lfm2moe (its layers,
 # a leading dense layer, then sigmoid routing over experts of their own width), granitehybrid
 # (Mamba2 layers, their state carried across forwards, a shared expert), nemotron_h
-# (Mamba2, attention and ReLU^2 FFN layers, one block each), qwen35moe and qwen2moe (a
-# shared expert times its sigmoid gate beside the routed experts).
+# (Mamba2, attention and ReLU^2 FFN layers, one block each), nemotron_h_moe (its FFN
+# layers routed ReLU^2 experts, sigmoid with a selection bias, and a ReLU^2 shared expert),
+# qwen35moe and qwen2moe (a shared expert times its sigmoid gate beside the routed experts).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -272,17 +273,15 @@ arch_compare lfm2-f32 0 2e-5 "${F32KV[*]}" --shape lfm2-tiny --dtype f32 --seed 
 # and attention layers; lfm2-q8_0 was 32 of 36 steps, 6.1e-8, when it ran), to save CI time.
 arch_compare lfm2moe-f32 0 2e-5 "${F32KV[*]}" --shape lfm2moe-tiny --dtype f32 --seed 3
 arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8_0 --seed 3
-# qwen35 (llama.cpp's qwen35 and qwen35moe graphs; qwen35moe-tiny: delta net, attention,
+# qwen35 (llama.cpp's qwen35 and qwen35moe graphs; qwen35-tiny: delta net, attention,
 # delta net): the gated delta net's conv (4 taps), L2-normed Q/K, 4 V heads over 2 K heads,
 # decay and beta, the delta rule, the gated output norm; the attention layer's output gate,
-# per-head Q/K norms, partial NeoX RoPE (IMROPE with text positions); every FFN 4 experts of
-# 32, 2 a token, renormalized, plus a shared expert of 64 times its sigmoid gate (no
-# feed_forward_length key). At most 8 tokens an iteration, so that the prompts' prefill runs
-# in chunks, the state carried in its slot between them. This MoE row stands for the dense
-# shape too (qwen35-tiny: the same graph but for a plain SwiGLU FFN; 36 steps, 3.8e-6,
-# measured 2026-12-01; its planted 1/sqrt(d), softplus threshold and conv state bugs fail
-# this row as they failed that one).
+# per-head Q/K norms, partial NeoX RoPE (IMROPE with text positions); qwen35moe-tiny: those
+# layers, every FFN 4 experts of 32, 2 a token, renormalized, plus a shared expert of 64
+# times its sigmoid gate (no feed_forward_length key). At most 8 tokens an iteration, so
+# that the prompts' prefill runs in chunks, the state carried in its slot between them.
 BGOPTS="--block-size 4 --max-num-tokens 8"
+arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
 arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f32 --seed 3
 BGOPTS="--block-size 4"
 BGOPTS=""
@@ -299,6 +298,10 @@ arch_compare granitehybrid-moe-f32 0 2e-5 "${F32KV[*]}" --shape granitehybrid-mo
 # (not 2 n_embd), ReLU^2 FFN layers, an attention layer without RoPE, no ffn_norm), the same
 # chunked prefill.
 arch_compare nemotron_h-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h-tiny --dtype f32 --seed 3
+# nemotron_h_moe (Nemotron 3 Nano; nemotron_h_moe-tiny: those layers, the FFN layers 8 ReLU^2
+# experts of 32, 2 a token, sigmoid routing with the selection bias, weights normalized and
+# times 2.5, a ReLU^2 shared expert of 64), the same chunked prefill.
+arch_compare nemotron_h_moe-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h_moe-tiny --dtype f32 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

@@ -616,6 +616,28 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 			  : 0);
 }
 
+/* nemotron_h's one-block layers, from census_expected's count of full layers: a Mamba2 or
+ * attention block alone (n_nof) lacks the FFN's nodes and cuBLAS calls, an FFN alone
+ * (n_ffo) has only those. The FFN: its norm, up GEMM, activation, down GEMM (4 nodes, 2
+ * calls); nemotron_h_moe's: its norm, the router's fp32 norm and GEMM, the routing, the
+ * experts' up and down and the weighted sum (7 nodes, 1 call), the shared expert's up,
+ * ReLU^2, down and add (4, 2). hp1, hp0: the model's hparams with 1 and 0 layers (a full
+ * layer's nodes and calls their difference). Returns the nodes less; *gemms loses the
+ * calls. */
+static long nemo_less(const struct model_hparams *hp1, const struct model_hparams *hp0, int T,
+		      int n_list, int S, int n_out, int n_tok, int es, size_t xs, int n_ffo,
+		      int n_nof, int *gemms)
+{
+	int g1, g0;
+	const long layer = census_expected(hp1, T, n_list, S, n_out, n_tok, es, xs, &g1, 0, 0) -
+			   census_expected(hp0, T, n_list, S, n_out, n_tok, es, xs, &g0, 0, 0);
+	const bool moe = hp1->n_expert > 0, sh = hp1->n_expert_shared > 0;
+	const long ffn = moe ? 7 + 4 * sh : 4;
+	const int ffn_gemms = moe ? 1 + 2 * sh : 2;
+	*gemms -= ffn_gemms * n_nof + (g1 - g0 - ffn_gemms) * n_ffo;
+	return ffn * n_nof + (layer - ffn) * n_ffo;
+}
+
 /* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected, with the
  * prologue bytes the backend's first line gives; returns the number of decode-graph lines
  * and of pass lines through *n_graph and *n_pass. exact: the backend runs under gpu/emu,
@@ -628,10 +650,16 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 {
 	const struct model_hparams *hp = &m->hp;
 	int n_conv = 0, n_ssm = 0; /* lfm2's short-conv layers, granitehybrid's Mamba2 ones */
+	int n_ffo = 0, n_nof = 0;  /* nemotron_h's FFN-alone layers and FFN-less ones */
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		n_conv += m->layers[l].conv;
 		n_ssm += m->layers[l].ssm;
+		n_ffo += m->layers[l].ffn_only;
+		n_nof += m->layers[l].no_ffn;
 	}
+	struct model_hparams hp1 = *hp, hp0 = *hp; /* one full layer's nodes: their difference */
+	hp1.n_layer = 1;
+	hp0.n_layer = 0;
 	*n_graph = *n_pass = 0;
 	FILE *f = fopen(path, "r");
 	CHECK(f != NULL, "%s: no census at %s", spec, path);
@@ -661,6 +689,8 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			   &B, &S, &nodes, &kern, &cpy, &set, &other, &gemms) == 8) {
 			want =
 			    census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms, n_conv, n_ssm);
+			want -= nemo_less(&hp1, &hp0, 0, B, S, B, B, es, xs, n_ffo, n_nof,
+					  &want_gemms);
 			++*n_graph;
 		} else if (sscanf(at,
 				  "pass of %d tokens (%d attention tiles, %d listed), %d attention "
@@ -670,6 +700,8 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 				  &gemms) == 10) {
 			want = census_expected(hp, T, Ln, S, 1, n_tok, es, xs, &want_gemms, n_conv,
 					       n_ssm);
+			want -= nemo_less(&hp1, &hp0, T, Ln, S, 1, n_tok, es, xs, n_ffo, n_nof,
+					  &want_gemms);
 			++*n_pass;
 		} else {
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
@@ -951,6 +983,12 @@ static void test_arch_vs_cpu(void)
 	     * gate (gpu_moe_shexp_gate), after qwen35's delta nets or qwen2's biased QKV */
 	    "synthetic:qwen35moe-tiny:f32",
 	    "synthetic:qwen2moe-tiny:f32",
+	    /* nemotron_h: layers of one block each (Mamba2, FFN alone with ReLU^2, Mamba2,
+	     * unrotated attention alone, FFN alone): the residual adds between them */
+	    "synthetic:nemotron_h-tiny:f32",
+	    /* nemotron_h_moe: those layers, the FFN ones routed ReLU^2 experts (sigmoid with
+	     * the selection bias, scaled weights) and a ReLU^2 shared expert */
+	    "synthetic:nemotron_h_moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1025,6 +1063,10 @@ static void test_granitehybrid(void)
 {
 	test_batch_vs_cpu("synthetic:granitehybrid-tiny:f32", 3);
 	test_synthetic_vs_cpu("synthetic:granitehybrid-moe-tiny:f32", 1e-4, 0.9999999);
+	test_batch_vs_cpu("synthetic:nemotron_h-tiny:f32", 3); /* its one-block layers */
+	/* nemotron_h_moe: ReLU^2 experts (gpu_moe_oai.relu2) and shared expert */
+	test_synthetic_vs_cpu("synthetic:nemotron_h_moe-tiny:f32", 1e-4, 0.9999999);
+	test_batch_vs_cpu("synthetic:nemotron_h_moe-tiny:f32", 3);
 }
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
@@ -1904,9 +1946,9 @@ int main(void)
 	/* BG_GPU_ONLY_ARCH=1: the architecture checks alone, and the lazy and batched MoE
 	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
-	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's,
-	 * BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's; BG_GPU_ONLY_PASSES=1: the three-pass
-	 * forward alone;
+	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
+	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's; BG_GPU_ONLY_PASSES=1:
+	 * the three-pass forward alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
 	 * test_bucket8 alone */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
@@ -1920,6 +1962,7 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_MAMBA2")) { /* granitehybrid alone (quick under gpu/emu) */
 		test_synthetic_vs_cpu("synthetic:granitehybrid-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:nemotron_h-tiny:f32", 1e-4, 0.9999999);
 		test_granitehybrid();
 		return check_summary();
 	}

@@ -1830,6 +1830,53 @@ static void test_nemotron_h(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* nemotron_h_moe: nemotron_h-tiny's layers, the FFN ones 8 routed experts of 32 (up and down
+ * alone) with the selection bias and a shared expert of 64 (up and down); the routing keys
+ * (sigmoid, normalized, times 2.5); n_params as synth derives it; refusals. */
+static void test_nemotron_h_moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("nemotron_h_moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->n_expert == 8 && hp->n_expert_used == 2 && hp->n_ff_exp == 32 &&
+			  hp->n_ff_shexp == 64 && hp->n_expert_shared == 1 &&
+			  model_ff_shexp(hp) == 64 && hp->expert_gating_sigmoid &&
+			  hp->moe_sel_bias && hp->expert_weights_norm &&
+			  hp->expert_weights_scale == 2.5f && hp->relu2 && !hp->moe_grouped,
+		      "nemotron_h_moe-tiny hparams");
+		CHECK(L[1].ffn_only && L[4].ffn_only && L[0].no_ffn && L[2].no_ffn &&
+			  L[1].ffn_gate_inp.ne1 == 8 && L[1].up_exps.ne1 == 32 &&
+			  L[1].up_exps.ne2 == 8 && L[1].down_exps.ne0 == 32 &&
+			  !L[1].gate_exps.data && L[1].exp_probs_b.ne0 == 8 &&
+			  L[1].up_shexp.ne1 == 64 && L[1].down_shexp.ne0 == 64 &&
+			  !L[1].gate_shexp.data && !L[1].w_up.data && !L[0].ffn_gate_inp.data &&
+			  !L[2].up_exps.data,
+		      "nemotron_h_moe: routed and shared ReLU^2 experts on the FFN layers only");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("nemotron_h_moe-tiny"), false),
+		      "nemotron_h_moe-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	static const struct refusal bad[] = {
+	    {"nemotron_h_moe-tiny", ME_KEY, "nemotron_h_moe.moe_latent_size", 16,
+	     BG_ERR_UNSUPPORTED, "latent expert projections (Nemotron 3 Super) are not supported"},
+	    {"nemotron_h_moe-tiny", ME_KEY, "nemotron_h_moe.expert_group_count", 2,
+	     BG_ERR_UNSUPPORTED, "grouped routing is not supported"},
+	    {"nemotron_h_moe-tiny", ME_KEY, "nemotron_h_moe.expert_shared_feed_forward_length",
+	     UINT32_MAX, BG_ERR_FORMAT, "expert_shared_feed_forward_length is missing"},
+	    {"nemotron_h_moe-tiny", ME_KEY, "nemotron_h_moe.expert_count", 0, BG_ERR_FORMAT,
+	     "a nemotron_h_moe model has experts"},
+	    {"nemotron_h_moe-tiny", ME_DROP, "blk.4.exp_probs_b.bias", 0, BG_ERR_FORMAT,
+	     "'blk.4.exp_probs_b.bias' is missing"},
+	    {"nemotron_h_moe-tiny", ME_DROP, "blk.1.ffn_up_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_up_shexp.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* lfm2moe: lfm2's layers with the leading dense layer (feed_forward_length 128) and then
  * experts of their own width (32) with minimax-m2's routing keys (sigmoid, the selection
  * bias, normalized, unscaled); LFM2-8B-A1B's parameter count derived by hand; refusals. */
@@ -2568,6 +2615,7 @@ int main(void)
 	test_lfm2();
 	test_granitehybrid();
 	test_nemotron_h();
+	test_nemotron_h_moe();
 	test_lfm2moe();
 	test_qwen35();
 	test_qwen_moe();

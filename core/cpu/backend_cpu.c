@@ -2068,7 +2068,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		const struct model_weight e_gate = model_expert(&L->gate_exps, 0);
 		const struct model_weight e_up = model_expert(&L->up_exps, 0);
 		const struct model_weight e_down = model_expert(&L->down_exps, 0);
-		const bool moe = hp->n_expert > 0 && l >= hp->n_layer_dense_lead;
+		/* (nemotron_h_moe: its Mamba2 and attention layers have no FFN) */
+		const bool moe = hp->n_expert > 0 && l >= hp->n_layer_dense_lead && !L->no_ffn;
 		const struct model_weight *ws[10] = {
 		    &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_norm,
 		    moe ? &e_gate : &L->w_gate, moe ? &e_up : &L->w_up, moe ? &e_down : &L->w_down,
@@ -2163,8 +2164,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				    l);
 		}
 		if (moe && (L->ffn_gate_inp.ne0 != hp->n_embd || L->ffn_gate_inp.ne1 != hp->n_expert ||
-			    L->gate_exps.ne2 != hp->n_expert || L->up_exps.ne2 != hp->n_expert ||
-			    L->down_exps.ne2 != hp->n_expert || e_gate.ne1 != hp->n_ff_exp ||
+			    /* (nemotron_h_moe: no gate) */
+			    (!hp->relu2 && L->gate_exps.ne2 != hp->n_expert) ||
+			    L->up_exps.ne2 != hp->n_expert ||
+			    L->down_exps.ne2 != hp->n_expert ||
+			    (!hp->relu2 && e_gate.ne1 != hp->n_ff_exp) ||
 			    e_up.ne1 != hp->n_ff_exp || e_down.ne0 != hp->n_ff_exp ||
 			    hp->n_expert_used == 0 || hp->n_expert_used > hp->n_expert ||
 			    hp->n_expert > MOE_MAX_EXPERTS))
@@ -2208,14 +2212,14 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 							    &L->down_shexp};
 			static const char *snames[3] = {"ffn_gate_shexp", "ffn_up_shexp",
 							"ffn_down_shexp"};
-			for (int i = 0; i < 3; i++)
+			for (int i = hp->relu2; i < 3; i++) /* nemotron_h_moe: no gate */
 				if ((st = check_weight(sw[i], snames[i], (int)l, err)) != BG_OK)
 					return st;
 			if (hp->shexp_gate && /* qwen35moe, qwen2moe: its gate */
 			    (st = check_weight(&L->gate_inp_shexp, "ffn_gate_inp_shexp", (int)l,
 					       err)) != BG_OK)
 				return st;
-			if (L->gate_shexp.ne1 != FS || L->up_shexp.ne1 != FS ||
+			if ((!hp->relu2 && L->gate_shexp.ne1 != FS) || L->up_shexp.ne1 != FS ||
 			    L->down_shexp.ne0 != FS ||
 			    (hp->shexp_gate &&
 			     (L->gate_inp_shexp.ne0 != hp->n_embd || L->gate_inp_shexp.ne1 != 1)))

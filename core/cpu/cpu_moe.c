@@ -144,6 +144,27 @@ static void swiglu_oai(float *g, const float *u, int64_t n, float alpha, float l
 	}
 }
 
+/* nemotron_h_moe (model.h relu2): y = down(relu(up x)^2) over n rows (h: [n][up's rows]
+ * scratch), not gated; max(v, 0)^2 in fp32 as the dense FFN's */
+static void relu2_ffn(const struct cpu_moe_mm *mm, const struct model_weight *up,
+		      const struct model_weight *down, const float *x, float *h, float *y,
+		      int32_t n)
+{
+	const int64_t F = (int64_t)up->ne1, E = (int64_t)down->ne1;
+	const struct model_weight *w[1] = {up};
+	const float *xs[1] = {x};
+	float *ys[1] = {h};
+	mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 1, w, xs, ys, &F, n, NULL);
+	for (int64_t i = 0; i < (int64_t)n * F; i++) {
+		const float r = h[i] > 0.0f ? h[i] : 0.0f;
+		h[i] = r * r;
+	}
+	w[0] = down;
+	xs[0] = h;
+	ys[0] = y;
+	mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, w, xs, ys, &E, n, NULL);
+}
+
 size_t cpu_moe_bytes(const struct cpu_moe *mo)
 {
 	return mo ? mo->bytes + ((size_t)mo->hp.n_expert + 1) * sizeof(int32_t) : 0;
@@ -185,7 +206,9 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		else
 			moe_route(mo->logits + (size_t)t * X, X, K, hp->expert_weights_norm,
 				  mo->ids + (size_t)t * K, mo->weights + (size_t)t * K);
-	if (hp->n_expert_shared) { /* glm4moe: the shared expert's SwiGLU of every row */
+	if (hp->n_expert_shared && hp->relu2) { /* nemotron_h_moe: its ReLU^2 */
+		relu2_ffn(mm, &L->up_shexp, &L->down_shexp, xb, mo->su, mo->sh, n_tok);
+	} else if (hp->n_expert_shared) { /* glm4moe: the shared expert's SwiGLU of every row */
 		const int64_t FS = (int64_t)model_ff_shexp(hp);
 		const struct model_weight *w[2] = {&L->gate_shexp, &L->up_shexp};
 		const float *x[2] = {xb, xb};
@@ -233,6 +256,10 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		const struct model_weight gate = model_expert(&L->gate_exps, e);
 		const struct model_weight up = model_expert(&L->up_exps, e);
 		const struct model_weight down = model_expert(&L->down_exps, e);
+		if (hp->relu2) { /* nemotron_h_moe: up, ReLU^2, down; then the scatter below */
+			relu2_ffn(mm, &up, &down, mo->xg, mo->u, mo->yg, n);
+			goto scatter;
+		}
 		{
 			const struct model_weight *w[2] = {&gate, &up};
 			const float *x[2] = {mo->xg, mo->xg};
@@ -259,6 +286,7 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		}
 		if (hp->moe_bias) /* and its down bias, before the routing weight */
 			add_vec(mo, mo->yg, E, n, model_expert(&L->down_exps_b, e).data, E);
+	scatter:
 		for (int32_t r = 0; r < n; r++)
 			memcpy(mo->ys + (size_t)mo->order[r0 + r] * E, mo->yg + (size_t)r * E,
 			       (size_t)E * sizeof(float));

@@ -197,7 +197,19 @@
  * token, the FFN's normed input x), then moe_out + that (ggml_add). qwen2moe
  * (src/models/qwen2moe.cpp): qwen2's layer (NeoX RoPE, Q/K/V biases, ffn_norm) with the
  * same FFN but norm_w false (the softmax's p as the weights); its gate is
- * silu(v) / v, sigmoid(v) up to rounding (and NaN at v = 0, where sigmoid is 1/2). */
+ * silu(v) / v, sigmoid(v) up to rounding (and NaN at v = 0, where sigmoid is 1/2).
+ * nemotron_h_moe (the same graph, src/models/nemotron-h.cpp's build_ffn_layer with
+ * ffn_gate_inp; conversion/nemotron.py): every FFN layer (feed_forward_length's entry
+ * moe_intermediate_size) is build_moe_ffn over ffn_up_exps / ffn_down_exps, no gate,
+ * LLM_FFN_RELU_SQR, gating SIGMOID whatever expert_gating_func says: probabilities
+ * sigmoid(router logits), the top expert_used_count by probability + exp_probs_b (the
+ * selection bias, required), weights the unbiased probabilities, divided by their sum
+ * (clamped below at 6.1e-5) when expert_weights_norm (default false), then times
+ * expert_weights_scale (absent, 0 or 1: none; Nano: 2.5); plus the shared expert
+ * down_shexp(relu(up_shexp x)^2), expert_shared_feed_forward_length wide, of the same
+ * normed input, added after the routed sum. Not supported (refused): moe_latent_size
+ * (Nemotron 3 Super's ffn_latent_down / up around the experts), per-layer expert widths or
+ * counts (Puzzle), expert_group_count > 1, MTP layers. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -392,6 +404,13 @@ static const struct arch_info table[] = {
      .families = "NVIDIA Nemotron Nano 9B v2, 12B v2",
      .mamba2 = true,
      .nemotron_h = true},
+    {.name = "nemotron_h_moe",
+     .families = "NVIDIA Nemotron 3 Nano (30B-A3B)",
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .mamba2 = true,
+     .nemotron_h = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -409,7 +428,7 @@ const char *arch_names(void)
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
-	       "qwen2moe, granitehybrid, nemotron_h";
+	       "qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -158,7 +158,9 @@ struct arch_info {
 	 * after its attn_norm and a residual add: Mamba2 (head_count_kv and
 	 * feed_forward_length entries both 0), attention without RoPE (feed_forward_length
 	 * 0), or a non-gated ReLU^2 FFN (model_layer.ffn_only; model_hparams.relu2); no
-	 * ffn_norm; the RMS eps is attention.layer_norm_rms_epsilon, else layer_norm_epsilon */
+	 * ffn_norm; the RMS eps is attention.layer_norm_rms_epsilon, else layer_norm_epsilon.
+	 * nemotron_h_moe (with moe_only): its FFN layers routed ReLU^2 experts plus a ReLU^2
+	 * shared expert (model_hparams.relu2) */
 	bool nemotron_h;
 	/* qwen35moe, qwen2moe (llama.cpp's qwen35moe and qwen2moe graphs): every FFN is
 	 * build_moe_ffn (softmax gating) plus one shared SwiGLU expert of

@@ -472,6 +472,35 @@ static enum bg_status read_qwen_moe_experts(const struct gguf_ctx *g, const char
 	return BG_OK;
 }
 
+/* nemotron_h_moe's expert keys beyond expert_count / expert_used_count /
+ * expert_feed_forward_length (arch.c): the shared expert's width
+ * expert_shared_feed_forward_length (required, its tensors are), sigmoid routing with the
+ * selection bias (llama.cpp fixes it: expert_gating_func is not read), expert_weights_norm
+ * and expert_weights_scale; moe_latent_size and expert groups refused. */
+static enum bg_status read_nemotron_h_experts(const struct gguf_ctx *g, const char *arch,
+					      struct model_hparams *hp, struct bg_err *err)
+{
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "moe_latent_size", &u) && u > 0)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.moe_latent_size is %u: latent expert projections (Nemotron 3 "
+			       "Super) are not supported",
+			       arch, u);
+	if (get_u32_key(g, arch, "expert_group_count", &u) && u > 1)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.expert_group_count is %u: grouped routing is not supported for "
+			       "%s",
+			       arch, u, arch);
+	if (!get_u32_key(g, arch, "expert_shared_feed_forward_length", &hp->n_ff_shexp) ||
+	    hp->n_ff_shexp == 0 || hp->n_ff_shexp > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.expert_shared_feed_forward_length is missing or not in 1 to %u",
+			       arch, MODEL_MAX_DIM);
+	hp->n_expert_shared = 1; /* one shared expert of its own width (model_ff_shexp) */
+	hp->expert_gating_sigmoid = hp->moe_sel_bias = true;
+	return read_weights_scale_norm(g, arch, hp, err);
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -502,6 +531,11 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 			       MODEL_MAX_EXPERTS);
 	enum bg_status st;
 	hp->n_expert = n;
+	if (ai->nemotron_h && /* Nemotron 3 Puzzle's per-layer widths and counts */
+	    ((st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
+			       err)) ||
+	     (st = refuse_list(g, arch, "expert_used_count", "experts used per layer", err))))
+		return st;
 	if ((st = need_u32(g, arch, "expert_used_count", n, &hp->n_expert_used, err)))
 		return st;
 	if (ai->moe_ff_key) {
@@ -518,6 +552,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_glm4moe_experts(g, arch, hp, err);
 	if (ai->moe_sigmoid_sel)
 		return read_minimax_experts(g, arch, ai, hp, err);
+	if (ai->nemotron_h)
+		return read_nemotron_h_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -1391,8 +1427,8 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	if ((st = take3(L, n, E, X, 0, TK_MATRIX, &ly->ffn_gate_inp)))
 		return st;
 	snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
-	if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->gate_exps)))
-		return st;
+	if (!hp->relu2 && (st = take3(L, n, E, FX, X, TK_MATRIX, &ly->gate_exps)))
+		return st; /* (nemotron_h_moe: up and down alone) */
 	snprintf(n, sizeof n, "blk.%u.ffn_up_exps.weight", l);
 	if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->up_exps)))
 		return st;
@@ -1407,7 +1443,7 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	if (hp->n_expert_shared) { /* glm4moe, deepseek2, granitehybrid: the shared expert */
 		uint64_t FS = model_ff_shexp(hp);
 		snprintf(n, sizeof n, "blk.%u.ffn_gate_shexp.weight", l);
-		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->gate_shexp)))
+		if (!hp->relu2 && (st = take(L, n, E, FS, TK_MATRIX, &ly->gate_shexp)))
 			return st;
 		snprintf(n, sizeof n, "blk.%u.ffn_up_shexp.weight", l);
 		if ((st = take(L, n, E, FS, TK_MATRIX, &ly->up_shexp)))

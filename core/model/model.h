@@ -311,7 +311,9 @@ struct model_hparams {
 	 * with n_expert_shared 1; 0 elsewhere (glm4moe's is n_ff_exp * n_expert_shared):
 	 * model_ff_shexp */
 	uint32_t n_ff_shexp;
-	/* nemotron_h: the FFN is down(relu(up x)^2) (fp32: r = max(v, 0), r * r), no gate */
+	/* nemotron_h: the FFN is down(relu(up x)^2) (fp32: r = max(v, 0), r * r), no gate;
+	 * nemotron_h_moe: its routed experts and shared expert likewise (up, down: no
+	 * gate_exps, gate_shexp), routed by sigmoid with exp_probs_b (moe_sel_bias) */
 	bool relu2;
 	/* qwen35moe, qwen2moe: the shared expert (n_expert_shared 1, n_ff_shexp wide) is
 	 * gated: its output row for token t is multiplied by sigmoid(ffn_gate_inp_shexp x_t)

@@ -527,6 +527,15 @@ static const struct synth_shape shapes[] = {
     {"nemotron_h-tiny", 5, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "nemotron_h",
      .lfm2_attn = 0x4, .nemo_ffn = 0x12, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
      .ssm_inner = 96},
+    /* nemotron_h_moe (NVIDIA Nemotron 3 Nano): nemotron_h-tiny's layers, each FFN layer 8
+     * ReLU^2 experts of 32 (feed_forward_length's entry, as the converter writes
+     * moe_intermediate_size), 2 a token, sigmoid routing with the selection bias,
+     * normalized and scaled by 2.5 (Nano's routed_scaling_factor), and a ReLU^2 shared
+     * expert of 64 */
+    {"nemotron_h_moe-tiny", 5, 64, 4, 2, 32, 512, 256, 10000.0f, 1e-5f, false, "nemotron_h_moe",
+     .lfm2_attn = 0x4, .nemo_ffn = 0x12, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
+     .ssm_inner = 96, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64,
+     .expert_scale = 2.5f},
 };
 #pragma GCC diagnostic pop
 
@@ -623,9 +632,9 @@ static bool is_mamba2(const struct synth_shape *s)
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->mamba2;
 }
 
-static bool is_nemo(const struct synth_shape *s)
+static bool is_nemo(const struct synth_shape *s) /* nemotron_h, nemotron_h_moe */
 {
-	return is_arch(s, "nemotron_h");
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->nemotron_h;
 }
 
 /* the Mamba2 inner size */
@@ -1028,8 +1037,12 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		uint64_t E = s->n_embd, hd = synth_head_dim(s), n = 0;
 		uint64_t D = ssm_inner(s), H = s->ssm_heads,
 			 GN = (uint64_t)s->ssm_groups * s->ssm_state;
+		/* nemotron_h_moe's FFN: router, selection bias, up and down experts, shared */
+		const uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
+		const uint64_t ffn = X ? E * X + X + 2 * E * FX * X + 2 * E * s->n_ff_shexp
+				       : 2 * E * (uint64_t)s->n_ff;
 		for (uint32_t l = 0; l < s->n_layer; l++)
-			n += E + (s->nemo_ffn >> l & 1	  ? 2 * E * (uint64_t)s->n_ff
+			n += E + (s->nemo_ffn >> l & 1	  ? ffn
 				  : s->lfm2_attn >> l & 1 ? 2 * E * s->n_head * hd +
 								2 * E * s->n_head_kv * hd
 							  : E * (2 * D + 2 * GN + H) +
@@ -1560,6 +1573,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    s->expert_scale);
 			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
 		}
+		if (is_nemo(s)) { /* NemotronHModel's: n_shared_experts, norm_topk_prob,
+				   * routed_scaling_factor, n_group 1 */
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), 1);
+			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
+			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"), s->expert_scale);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_group_count"), 1);
+		}
 		if (is_minimax(s)) /* MiniMaxM2Model's: scoring_func sigmoid */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2);
 		if (has_dense_lead_key(s)) /* LFM2MoeModel's: num_dense_layers */
@@ -1687,6 +1707,17 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		const bool conv = (lfm2 && !(s->lfm2_attn >> l & 1)) || qwen35_gdn_layer(s, l);
 		const bool nffn = is_nemo(s) && (s->nemo_ffn >> l & 1); /* nemotron_h: FFN alone */
 		const bool ssm = is_mamba2(s) && !(s->lfm2_attn >> l & 1) && !nffn;
+		if (nffn && X) { /* nemotron_h_moe: routed ReLU^2 experts, the shared expert */
+			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
+			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
+			ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
+			b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
+			ADD3("ffn_up_exps.weight", t, E, FX, X);
+			ADD3("ffn_down_exps.weight", t, FX, E, X);
+			ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
+			ADD("ffn_down_shexp.weight", t, FILL_RANDOM, s->n_ff_shexp, E);
+			continue;
+		}
 		if (nffn) {
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
