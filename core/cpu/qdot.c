@@ -1,7 +1,8 @@
 /* qdot: see qdot.h for the arithmetic every instruction set reproduces.
  *
  * The portable code states it plainly on model/quant's integer views of the blocks. The
- * vector levels share one body, qdot_simd.inc, compiled once per instruction set; they
+ * vector levels share one body, qdot_simd.inc, compiled once per instruction set in its own
+ * file (qdot_avx2.c, qdot_avxvnni.c, qdot_avx512vnni.c: they build side by side); they
  * differ only in how eight 4-element int8 lane sums are formed (AVX2's maddubs + madd, or
  * one VNNI dpbusd), which is exact either way.
  */
@@ -12,16 +13,10 @@
 #include <string.h>
 
 #include "cpu/cpu_kernels.h"
+#include "cpu/qdot_level.h"
 #include "cpufeat.h"
 #include "model/half.h"
 #include "model/quant.h"
-
-#if defined(__x86_64__)
-#define QDOT_X86 1
-#include <immintrin.h>
-#else
-#define QDOT_X86 0
-#endif
 
 /* ---- types ---- */
 
@@ -30,14 +25,9 @@ bool qdot_handles(enum gguf_dtype t)
 	return quant_is_quantized(t);
 }
 
-static bool is_k(enum gguf_dtype t)
-{
-	return quant_block_elems(t) == 256;
-}
-
 size_t qdot_act_row_bytes(enum gguf_dtype t, int64_t k)
 {
-	if (is_k(t))
+	if (qdot_is_k(t))
 		return (size_t)(k / 256) * sizeof(struct qdot_a256);
 	return (size_t)(k / 32) * sizeof(struct qdot_a32);
 }
@@ -98,7 +88,7 @@ static void quant_a256(const float *x, struct qdot_a256 *y)
 
 void qdot_quantize_row(enum gguf_dtype t, const float *x, int64_t k, void *out)
 {
-	if (is_k(t)) {
+	if (qdot_is_k(t)) {
 		struct qdot_a256 *y = out;
 		for (int64_t i = 0; i < k; i += 256)
 			quant_a256(x + i, y++);
@@ -216,7 +206,7 @@ void qdot_quantize_row_isa(enum qdot_isa isa, enum gguf_dtype t, const float *x,
 {
 #if QDOT_X86
 	if (isa != QDOT_PORTABLE) {
-		if (is_k(t)) {
+		if (qdot_is_k(t)) {
 			struct qdot_a256 *y = out;
 			for (int64_t i = 0; i < k; i += 256)
 				quant_a256_avx2(x + i, y++);
@@ -234,11 +224,6 @@ void qdot_quantize_row_isa(enum qdot_isa isa, enum gguf_dtype t, const float *x,
 }
 
 /* ---- the portable arithmetic (qdot.h) ---- */
-
-static float hsum8(const float a[8])
-{
-	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
-}
 
 static float dot32_portable(enum gguf_dtype t, const void *wrow, const struct qdot_a32 *x,
 			    int64_t nb)
@@ -259,7 +244,7 @@ static float dot32_portable(enum gguf_dtype t, const void *wrow, const struct qd
 		if (off)
 			summs = summs + w.m * x[ib].s;
 	}
-	return off ? hsum8(acc) + summs : hsum8(acc);
+	return off ? qdot_hsum8(acc) + summs : qdot_hsum8(acc);
 }
 
 static float dot256_portable(enum gguf_dtype t, const void *wrow, const struct qdot_a256 *x,
@@ -297,72 +282,11 @@ static void matmul_portable(enum gguf_dtype t, const void *w, int64_t k, int64_t
 		const char *row = (const char *)w + (size_t)r * rb;
 		for (int32_t tok = 0; tok < n_tok; tok++) {
 			const void *xr = (const char *)qx + (size_t)tok * ldq;
-			y[(int64_t)tok * ldy + r] = is_k(t) ? dot256_portable(t, row, xr, nb)
-							    : dot32_portable(t, row, xr, nb);
+			y[(int64_t)tok * ldy + r] = qdot_is_k(t) ? dot256_portable(t, row, xr, nb)
+								 : dot32_portable(t, row, xr, nb);
 		}
 	}
 }
-
-/* ---- vector levels ---- */
-
-#if QDOT_X86
-
-#define QINLINE static inline __attribute__((always_inline))
-#define QUNROLL _Pragma("GCC unroll 8")
-
-/* AVX2: the eight 4-byte lane sums of u8 a times s8 b through 16-bit pair sums (which
- * cannot saturate: |a| <= 128, |b| <= 127) */
-#define QTARGET __attribute__((target("avx2,fma,f16c")))
-QINLINE QTARGET __m256i lanes_avx2(__m256i a, __m256i b)
-{
-	return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
-}
-/* acc + the int32 pair sums of int16 a * b (exact: the K-quants' |a| <= 16002, |b| <= 4096) */
-QINLINE QTARGET __m256i wacc_avx2(__m256i acc, __m256i a, __m256i b)
-{
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
-}
-#define Q_LANES lanes_avx2
-#define Q_WACC wacc_avx2
-#define Q(name) name##_avx2
-#include "cpu/qdot_simd.inc"
-
-#define QTARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
-QINLINE QTARGET __m256i lanes_avxvnni(__m256i a, __m256i b)
-{
-	return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b);
-}
-QINLINE QTARGET __m256i wacc_avxvnni(__m256i acc, __m256i a, __m256i b)
-{
-	return _mm256_dpwssd_avx_epi32(acc, a, b);
-}
-#define Q_LANES lanes_avxvnni
-#define Q_WACC wacc_avxvnni
-#define Q_DPBUSD _mm256_dpbusd_avx_epi32
-#define Q8_NR 2 /* 16 vector registers */
-#define Q8_DR 4
-#define Q(name) name##_avxvnni
-#include "cpu/qdot_simd.inc"
-
-#define QTARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
-QINLINE QTARGET __m256i lanes_avx512vnni(__m256i a, __m256i b)
-{
-	return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
-}
-QINLINE QTARGET __m256i wacc_avx512vnni(__m256i acc, __m256i a, __m256i b)
-{
-	return _mm256_dpwssd_epi32(acc, a, b);
-}
-#define Q_LANES lanes_avx512vnni
-#define Q_WACC wacc_avx512vnni
-#define Q_DPBUSD _mm256_dpbusd_epi32
-#define Q8_NR 4 /* 32 vector registers (AVX-512VL) */
-#define Q8_DR 8
-#define Q8_ZMM 1 /* 512-bit tiles for Q8_0 */
-#define Q(name) name##_avx512vnni
-#include "cpu/qdot_simd.inc"
-
-#endif /* QDOT_X86 */
 
 /* ---- dispatch ---- */
 
@@ -405,9 +329,11 @@ void qdot_matmul(enum qdot_isa isa, enum gguf_dtype t, const void *w, int64_t k,
 		abort(); /* programmer error: see the contract */
 #if QDOT_X86
 	switch (isa) {
-	case QDOT_AVX2: matmul_avx2(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
-	case QDOT_AVXVNNI: matmul_avxvnni(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
-	case QDOT_AVX512VNNI: matmul_avx512vnni(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
+	case QDOT_AVX2: qdot_matmul_avx2(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
+	case QDOT_AVXVNNI: qdot_matmul_avxvnni(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy); return;
+	case QDOT_AVX512VNNI:
+		qdot_matmul_avx512vnni(t, w, k, r0, r1, qx, ldq, n_tok, y, ldy);
+		return;
 	case QDOT_PORTABLE: break;
 	}
 #endif
