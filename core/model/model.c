@@ -2173,8 +2173,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		    ai->mamba2 || ai->shexp_gate || ai->step35))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
-			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers, "
-			     "step35 are made as files only, not lazily",
+			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
+			     "are made as files only, not lazily (step35 too)",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);
