@@ -113,6 +113,8 @@ static void print_by_dtype(const struct model *m)
 				if (ly->gate_inp_shexp.ne0) /* qwen35moe, qwen2moe: its gate */
 					list[n++] = &ly->gate_inp_shexp;
 			}
+			if (ly->attn_gate.ne0) /* step35's head-wise attention gate */
+				list[n++] = &ly->attn_gate;
 			const struct model_weight *mla[7] = {&ly->wq_a,	 &ly->q_a_norm,	 &ly->wq_b,
 							     &ly->wkv_a, &ly->kv_a_norm, &ly->wk_b,
 							     &ly->wv_b}; /* deepseek2 */
