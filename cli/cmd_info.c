@@ -327,11 +327,15 @@ int cmd_info(int argc, char **argv)
 		printf("windowed layers: head_dim %u, n_head %u, n_head_kv %u, rope_dim %u\n",
 		       model_head_dim(hp, true), model_n_head(hp, true), model_n_head_kv(hp, true),
 		       model_rope_dim(hp, true));
-	uint32_t n_gate = 0, n_clamp = 0; /* step35 */
+	uint32_t n_gate = 0, n_clamp = 0, n_dense = 0; /* step35 */
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		n_gate += m->layers[l].attn_gate.ne0 != 0;
 		n_clamp += m->layers[l].clamp_exp > 0.0f || m->layers[l].clamp_shexp > 0.0f;
+		n_dense += m->layers[l].ffn_dense;
 	}
+	if (n_dense)
+		printf("dense after MoE layers: %u of %u layers (no router in the file)\n", n_dense,
+		       hp->n_layer);
 	if (n_gate)
 		printf("attention gate: on %u of %u layers (head h times sigmoid(attn_gate x)[h])\n",
 		       n_gate, hp->n_layer);

@@ -309,6 +309,9 @@ arch_compare nemotron_h_moe-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h_moe-tiny
 # a dense first layer, then sigmoid-routed experts with the selection bias plus a shared
 # expert, SwiGLU clamps per layer (dense, experts, shared expert)).
 arch_compare step35-f32 0 2e-5 "${F32KV[*]}" --shape step35-tiny --dtype f32 --seed 3
+# step35-tail: the same with its last layer dense after the MoE layers (llama.cpp: dense
+# wherever ffn_gate_inp is absent).
+arch_compare step35-tail-f32 0 2e-5 "${F32KV[*]}" --shape step35-tail --dtype f32 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

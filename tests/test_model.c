@@ -1881,7 +1881,8 @@ static void test_nemotron_h_moe(void)
  * starting with a global layer, the rotations (the global layers half of
  * rope.dimension_count, the windowed ones rope.dimension_count_swa at base 1e4), attn_gate
  * on layers 0-2 as wide as their query heads, the dense first layer, the clamps as synth
- * writes them (0 read as none); n_params as synth derives it; refusals. */
+ * writes them (0 read as none); step35-tail's last layer dense after MoE layers; n_params
+ * as synth derives it; refusals. */
 static void test_step35(void)
 {
 	struct bg_err err = {0};
@@ -1909,6 +1910,19 @@ static void test_step35(void)
 		      "step35-tiny n_params %llu", (unsigned long long)m->n_params);
 		model_free(m);
 	}
+	m = NULL; /* step35-tail: its last layer dense after the MoE layers */
+	CHECK(moe_rewrite("step35-tail", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_layer *L = m->layers;
+		CHECK(m->hp.n_layer_dense_lead == 1 && !L[0].ffn_dense && !L[2].ffn_dense &&
+			  L[3].ffn_dense && !L[3].ffn_gate_inp.data && !L[3].gate_exps.data &&
+			  L[3].w_gate.ne1 == 128 && L[3].w_down.ne0 == 128 &&
+			  L[2].ffn_gate_inp.ne1 == 8 && L[3].clamp_shexp == 0.8f,
+		      "step35-tail layers");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("step35-tail"), false),
+		      "step35-tail n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
 	static const struct refusal bad[] = {
 	    {"step35-tiny", ME_KEY_LIST, "step35.attention.head_count_kv", 3, BG_ERR_FORMAT,
 	     "the global layers' head count 4 is not a multiple of their K/V head count 3"},
@@ -1922,8 +1936,10 @@ static void test_step35(void)
 	     "only sigmoid gating"},
 	    {"step35-tiny", ME_KEY, "step35.expert_shared_feed_forward_length", UINT32_MAX,
 	     BG_ERR_FORMAT, "expert_shared_feed_forward_length is missing"},
-	    {"step35-tiny", ME_DROP, "blk.2.ffn_gate_inp.weight", 0, BG_ERR_UNSUPPORTED,
-	     "layer 2 has no router (ffn_gate_inp) after layers with one"},
+	    {"step35-tiny", ME_DROP, "blk.2.ffn_gate_inp.weight", 0, BG_ERR_FORMAT,
+	     "layer 2 has experts (ffn_gate_exps) but no router (ffn_gate_inp)"},
+	    {"step35-tiny", ME_DROP, "blk.2.ffn_gate_exps.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_gate_exps.weight' is missing"},
 	    {"step35-tiny", ME_HALVE, "blk.1.attn_gate.weight", 0, BG_ERR_FORMAT,
 	     "'blk.1.attn_gate.weight' has shape [32, 8], expected [64, 8]"},
 	    {"step35-tiny", ME_KEY_LIST, "step35.swiglu_clamp_exp", 1, BG_ERR_FORMAT,

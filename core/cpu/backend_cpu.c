@@ -2091,7 +2091,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		const struct model_weight e_up = model_expert(&L->up_exps, 0);
 		const struct model_weight e_down = model_expert(&L->down_exps, 0);
 		/* (nemotron_h_moe: its Mamba2 and attention layers have no FFN) */
-		const bool moe = hp->n_expert > 0 && l >= hp->n_layer_dense_lead && !L->no_ffn;
+		const bool moe =
+		    hp->n_expert > 0 && l >= hp->n_layer_dense_lead && !L->no_ffn && !L->ffn_dense;
 		const struct model_weight *ws[10] = {
 		    &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_norm,
 		    moe ? &e_gate : &L->w_gate, moe ? &e_up : &L->w_up, moe ? &e_down : &L->w_down,

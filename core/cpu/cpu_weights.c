@@ -18,7 +18,7 @@
 _Static_assert(offsetof(struct model_layer, swa) == LAYER_WEIGHTS * sizeof(struct model_weight),
 	       "struct model_layer's weights changed: update each_weight");
 _Static_assert(sizeof(struct model_layer) < offsetof(struct model_layer, swa) +
-						sizeof(struct model_weight) + 2 * sizeof(float),
+						sizeof(struct model_weight) + 3 * sizeof(float),
 	       "a weight after struct model_layer's swa: update each_weight");
 
 /* f on every weight of m: the model's own and each layer's */

@@ -912,20 +912,24 @@ static enum bg_status read_step35(const struct gguf_ctx *g, const char *arch,
 			       "odd",
 			       hp->rope_dim);
 	hp->rope_dim /= 2;
-	/* llama.cpp: a layer without ffn_gate_inp is dense; here those must lead (the
-	 * released file's first three) */
+	/* llama.cpp: a layer without ffn_gate_inp is dense, wherever it is (the released file:
+	 * the first three; n_layer_dense_lead counts the leading ones, the loader marks the
+	 * others model_layer.ffn_dense); experts without a router are malformed */
+	bool routed = false;
 	for (uint32_t l = 0; hp->n_expert && l < hp->n_layer; l++) {
 		char n[64];
 		snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
-		if (gguf_find_tensor(g, n))
+		if (gguf_find_tensor(g, n)) {
+			routed = true;
 			continue;
-		if (l != hp->n_layer_dense_lead)
+		}
+		snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
+		if (gguf_find_tensor(g, n))
 			return bg_fail(
-			    err, BG_ERR_UNSUPPORTED,
-			    "layer %u has no router (ffn_gate_inp) after layers with one: "
-			    "dense layers are supported before the MoE layers only",
-			    l);
-		hp->n_layer_dense_lead = l + 1;
+			    err, BG_ERR_FORMAT,
+			    "layer %u has experts (ffn_gate_exps) but no router (ffn_gate_inp)", l);
+		if (!routed)
+			hp->n_layer_dense_lead = l + 1;
 	}
 	return BG_OK;
 }
@@ -1934,8 +1938,13 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
 		else if (!hp->no_pre_norms && !hp->parallel && !(ai && ai->nemotron_h))
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
-		/* glm4moe: the leading layers dense */
-		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
+		/* glm4moe: the leading layers dense; step35: any layer without a router
+		 * (read_step35 checked that it has no experts either) */
+		if (ai && ai->step35 && hp->n_expert && l >= hp->n_layer_dense_lead) {
+			snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
+			ly->ffn_dense = !gguf_find_tensor(L->g, n);
+		}
+		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead && !ly->ffn_dense;
 		if (ai && ai->step35) { /* its clamps */
 			if ((st = step35_clamp(L, "swiglu_clamp_exp", l, &ly->clamp_exp)) ||
 			    (st = step35_clamp(L, "swiglu_clamp_shexp", l, &ly->clamp_shexp)))

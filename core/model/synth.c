@@ -547,6 +547,12 @@ static const struct synth_shape shapes[] = {
      .n_head_kv_swa = 4, .n_head_swa = 8, .rope_dim_swa = 12, .n_expert = 8,
      .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
      .expert_scale = 2.5f},
+    /* step35-tail: step35-tiny with its last layer dense too (after the MoE layers 1-2) */
+    {"step35-tail", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "step35",
+     .head_dim = 16, .rope_dim = 16, .n_swa = 8, .rope_base_swa = 10000.0f, .swa_period = 3,
+     .n_head_kv_swa = 4, .n_head_swa = 8, .rope_dim_swa = 12, .n_expert = 8,
+     .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
+     .n_dense_tail = 1, .expert_scale = 2.5f},
 };
 #pragma GCC diagnostic pop
 
@@ -663,6 +669,12 @@ static bool is_step35(const struct synth_shape *s)
 static bool st35_swa(const struct synth_shape *s, uint32_t l)
 {
 	return s->n_swa && s->swa_period && l % s->swa_period != 0;
+}
+
+/* step35: whether layer l has a dense FFN (no router) */
+static bool st35_dense(const struct synth_shape *s, uint32_t l)
+{
+	return l < s->n_dense_lead || l + s->n_dense_tail >= s->n_layer;
 }
 
 /* step35: layer l's query and K/V heads */
@@ -1055,9 +1067,11 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%s ties its output to token_embd (llama.cpp loads no output.weight)",
 			       synth_arch(s));
-	if (s->n_dense_lead > s->n_layer)
-		return bg_fail(err, BG_ERR_INVALID, "%u leading dense layers of %u",
-			       s->n_dense_lead, s->n_layer);
+	if (s->n_dense_lead + s->n_dense_tail > s->n_layer || (s->n_dense_tail && !is_step35(s)))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "%u leading and %u trailing dense layers of %u (trailing: step35 "
+			       "only)",
+			       s->n_dense_lead, s->n_dense_tail, s->n_layer);
 	if (o->dtype == GGUF_DTYPE_Q8_0 && synth_n_ff_exp(s) % 32)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "q8_0 needs the experts' width to be a multiple of 32 (%u)",
@@ -1107,7 +1121,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			uint64_t Q = st35_nh(s, l) * hd, KV = st35_kvh(s, l) * hd;
 			n += 2 * E + 2 * E * Q + 2 * E * KV + 2 * hd +
 			     (l + 1 < s->n_layer ? E * st35_nh(s, l) : 0) +
-			     (l < s->n_dense_lead
+			     (st35_dense(s, l)
 				  ? 3 * E * (uint64_t)s->n_ff
 				  : E * X + 3 * E * FX * X + X + 3 * E * s->n_ff_shexp);
 		}
@@ -1799,7 +1813,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			if (l + 1 < s->n_layer)
 				ADD("attn_gate.weight", t, FILL_RANDOM, E, nh);
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-			if (l < s->n_dense_lead) {
+			if (st35_dense(s, l)) {
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 				ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 				ADD("ffn_down.weight", t, FILL_RANDOM, F, E);

@@ -131,6 +131,9 @@ struct synth_shape {
 	 * expert_weights_norm true */
 	uint32_t n_expert_shared;
 	uint32_t n_dense_lead;
+	/* step35: the last n_dense_tail layers a dense FFN too (no router), as llama.cpp
+	 * reads any layer without ffn_gate_inp */
+	uint32_t n_dense_tail;
 	float expert_scale;
 	bool no_qk_norm;
 	/* deepseek2 (model.h's mla): q_lora_rank (0: a plain attn_q, written as 0),
