@@ -113,6 +113,8 @@ static void print_by_dtype(const struct model *m)
 				if (ly->gate_inp_shexp.ne0) /* qwen35moe, qwen2moe: its gate */
 					list[n++] = &ly->gate_inp_shexp;
 			}
+			if (ly->attn_gate.ne0) /* step35's head-wise attention gate */
+				list[n++] = &ly->attn_gate;
 			const struct model_weight *mla[7] = {&ly->wq_a,	 &ly->q_a_norm,	 &ly->wq_b,
 							     &ly->wkv_a, &ly->kv_a_norm, &ly->wk_b,
 							     &ly->wv_b}; /* deepseek2 */
@@ -321,9 +323,25 @@ int cmd_info(int argc, char **argv)
 		       (double)hp->attn_temp_offset, hp->attn_temp_floor, (double)hp->attn_temp_scale);
 	if (model_head_dim(hp, true) != hp->head_dim ||
 	    model_n_head_kv(hp, true) != hp->n_head_kv ||
-	    model_rope_dim(hp, true) != hp->rope_dim)
-		printf("windowed layers: head_dim %u, n_head_kv %u, rope_dim %u\n",
-		       model_head_dim(hp, true), model_n_head_kv(hp, true), model_rope_dim(hp, true));
+	    model_rope_dim(hp, true) != hp->rope_dim || model_n_head(hp, true) != hp->n_head)
+		printf("windowed layers: head_dim %u, n_head %u, n_head_kv %u, rope_dim %u\n",
+		       model_head_dim(hp, true), model_n_head(hp, true), model_n_head_kv(hp, true),
+		       model_rope_dim(hp, true));
+	uint32_t n_gate = 0, n_clamp = 0, n_dense = 0; /* step35 */
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		n_gate += m->layers[l].attn_gate.ne0 != 0;
+		n_clamp += m->layers[l].clamp_exp > 0.0f || m->layers[l].clamp_shexp > 0.0f;
+		n_dense += m->layers[l].ffn_dense;
+	}
+	if (n_dense)
+		printf("dense after MoE layers: %u of %u layers (no router in the file)\n", n_dense,
+		       hp->n_layer);
+	if (n_gate)
+		printf("attention gate: on %u of %u layers (head h times sigmoid(attn_gate x)[h])\n",
+		       n_gate, hp->n_layer);
+	if (n_clamp)
+		printf("SwiGLU clamps: on %u of %u layers (swiglu_clamp_exp / swiglu_clamp_shexp)\n",
+		       n_clamp, hp->n_layer);
 	if (hp->v_norm)
 		printf("v_norm: yes (each V head RMS-normalized, no weight)\n");
 	if (hp->rope_factors_global && hp->rope_factors[0])

@@ -2849,6 +2849,18 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
+	/* step35 (model.h): per-kind query heads, the head-wise attention gate and the SwiGLU
+	 * clamps have no kernels here yet, nor do its dense layers after MoE ones (ffn_dense:
+	 * the layer plan below takes every layer from n_layer_dense_lead on as MoE) */
+	bool st35 = hp->n_head_swa != 0 || hp->swa_phase != 0;
+	for (uint32_t l = 0; l < hp->n_layer && !st35; l++)
+		st35 = m->layers[l].attn_gate.ne0 || m->layers[l].clamp_exp > 0.0f ||
+		       m->layers[l].clamp_shexp > 0.0f || m->layers[l].ffn_dense;
+	if (st35)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run step35 (Step-3.5-Flash: per-layer "
+			       "query heads, the head-wise attention gate, the SwiGLU clamps); the "
+			       "CPU backend does (--device cpu)");
 	/* deepseek2: a lazy synthetic model's MLA weights are not made on the device (their
 	 * tensor ids are not laid out), and gpu_moe_route_grouped's groups are warp lanes */
 	if ((hp->mla || hp->moe_grouped) && !m->tok_embd.data)

@@ -21,7 +21,8 @@
 # (Mamba2 layers, their state carried across forwards, a shared expert), nemotron_h
 # (Mamba2, attention and ReLU^2 FFN layers, one block each), nemotron_h_moe (its FFN
 # layers routed ReLU^2 experts, sigmoid with a selection bias, and a ReLU^2 shared expert),
-# qwen35moe and qwen2moe (a shared expert times its sigmoid gate beside the routed experts).
+# qwen35moe and qwen2moe (a shared expert times its sigmoid gate beside the routed experts),
+# step35 (per-kind head counts, a head-wise attention gate, SwiGLU clamps).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -302,6 +303,15 @@ arch_compare nemotron_h-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h-tiny --dtype
 # experts of 32, 2 a token, sigmoid routing with the selection bias, weights normalized and
 # times 2.5, a ReLU^2 shared expert of 64), the same chunked prefill.
 arch_compare nemotron_h_moe-f32 0 2e-5 "${F32KV[*]}" --shape nemotron_h_moe-tiny --dtype f32 --seed 3
+# step35 (Step-3.5-Flash; step35-tiny: per-kind query and K/V heads (4/2 global, 8/4
+# windowed), the window list starting with a global layer, the windowed layers' own RoPE base
+# and rotation (12 of 16; the global ones 8), the head-wise attention gate on 3 of 4 layers,
+# a dense first layer, then sigmoid-routed experts with the selection bias plus a shared
+# expert, SwiGLU clamps per layer (dense, experts, shared expert)).
+arch_compare step35-f32 0 2e-5 "${F32KV[*]}" --shape step35-tiny --dtype f32 --seed 3
+# step35-tail: the same with its last layer dense after the MoE layers (llama.cpp: dense
+# wherever ffn_gate_inp is absent).
+arch_compare step35-tail-f32 0 2e-5 "${F32KV[*]}" --shape step35-tail --dtype f32 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

@@ -1728,7 +1728,8 @@ static void expect_cuda_refused(struct model *m, const char *label, const char *
 }
 
 /* gemma4 what the CUDA backend does not run, refused by name before any allocation:
- * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both).
+ * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both),
+ * and step35.
  * The released 31B (lazy: nothing is made) passes the head-size checks now (global heads
  * of 512, windowed 256): its vocabulary, set past the last of the model checks here (the
  * 61 GiB of bf16 weights it would otherwise upload are too many for gpu/emu), is what
@@ -1743,6 +1744,8 @@ static void test_gemma4_refused(void)
 	} cases[] = {
 	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu, "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
+	    /* step35: per-kind query heads, the attention gate, the clamps (CPU only) */
+	    {"synthetic:step35-tiny:f32", false, 0, "does not run step35"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
@@ -1950,7 +1953,7 @@ int main(void)
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's; BG_GPU_ONLY_PASSES=1:
 	 * the three-pass forward alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
-	 * test_bucket8 alone */
+	 * test_bucket8 alone; BG_GPU_ONLY_REFUSED=1: the refusals by name (gemma4 E, step35) */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
 		test_quant_resident();
 		test_moe_resident();
@@ -2002,6 +2005,10 @@ int main(void)
 	}
 	if (getenv("BG_GPU_FULL")) {
 		test_full_width();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_REFUSED")) { /* what the backend refuses by name (quick) */
+		test_gemma4_refused();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_BUCKET8")) { /* quick under gpu/emu */

@@ -1877,6 +1877,79 @@ static void test_nemotron_h_moe(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* step35: step35-tiny's per-kind heads (global 4 / 2, windowed 8 / 4), its window list
+ * starting with a global layer, the rotations (the global layers half of
+ * rope.dimension_count, the windowed ones rope.dimension_count_swa at base 1e4), attn_gate
+ * on layers 0-2 as wide as their query heads, the dense first layer, the clamps as synth
+ * writes them (0 read as none); step35-tail's last layer dense after MoE layers; n_params
+ * as synth derives it; refusals. */
+static void test_step35(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("step35-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->n_head == 4 && hp->n_head_swa == 8 && hp->n_head_kv == 2 &&
+			  hp->n_head_kv_swa == 4 && model_n_head(hp, true) == 8 &&
+			  hp->head_dim == 16 && hp->rope_dim == 8 && hp->rope_dim_swa == 12 &&
+			  hp->rope_base == 1e6f && hp->rope_base_swa == 1e4f && hp->n_swa == 8 &&
+			  hp->n_layer_dense_lead == 1 && hp->n_expert == 8 && hp->n_ff_shexp == 64 &&
+			  hp->expert_gating_sigmoid && hp->moe_sel_bias &&
+			  hp->expert_weights_scale == 2.5f && model_q_dim_max(hp) == 128,
+		      "step35-tiny hparams");
+		CHECK(!L[0].swa && L[1].swa && L[2].swa && !L[3].swa && L[0].wq.ne1 == 64 &&
+			  L[1].wq.ne1 == 128 && L[1].wk.ne1 == 64 && L[0].attn_gate.ne1 == 4 &&
+			  L[1].attn_gate.ne1 == 8 && !L[3].attn_gate.data && L[0].w_gate.ne1 == 128 &&
+			  !L[0].ffn_gate_inp.data && L[1].ffn_gate_inp.ne1 == 8 &&
+			  L[0].clamp_shexp == 0.7f && L[1].clamp_exp == 0.6f &&
+			  L[2].clamp_shexp == 0.0f && L[3].clamp_exp == 0.0f,
+		      "step35-tiny layers");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("step35-tiny"), false),
+		      "step35-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL; /* step35-tail: its last layer dense after the MoE layers */
+	CHECK(moe_rewrite("step35-tail", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_layer *L = m->layers;
+		CHECK(m->hp.n_layer_dense_lead == 1 && !L[0].ffn_dense && !L[2].ffn_dense &&
+			  L[3].ffn_dense && !L[3].ffn_gate_inp.data && !L[3].gate_exps.data &&
+			  L[3].w_gate.ne1 == 128 && L[3].w_down.ne0 == 128 &&
+			  L[2].ffn_gate_inp.ne1 == 8 && L[3].clamp_shexp == 0.8f,
+		      "step35-tail layers");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("step35-tail"), false),
+		      "step35-tail n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	static const struct refusal bad[] = {
+	    {"step35-tiny", ME_KEY_LIST, "step35.attention.head_count_kv", 3, BG_ERR_FORMAT,
+	     "the global layers' head count 4 is not a multiple of their K/V head count 3"},
+	    {"step35-tiny", ME_KEY, "step35.attention.sliding_window", UINT32_MAX, BG_ERR_FORMAT,
+	     "attention.sliding_window is missing or 0"},
+	    {"step35-tiny", ME_KEY, "step35.attention.sliding_window_pattern", UINT32_MAX,
+	     BG_ERR_FORMAT, "sliding_window_pattern is missing"},
+	    {"step35-tiny", ME_BOOLS, "step35.attention.sliding_window_pattern", 2,
+	     BG_ERR_UNSUPPORTED, "does not repeat one pattern"},
+	    {"step35-tiny", ME_KEY, "step35.expert_gating_func", 1, BG_ERR_UNSUPPORTED,
+	     "only sigmoid gating"},
+	    {"step35-tiny", ME_KEY, "step35.expert_shared_feed_forward_length", UINT32_MAX,
+	     BG_ERR_FORMAT, "expert_shared_feed_forward_length is missing"},
+	    {"step35-tiny", ME_DROP, "blk.2.ffn_gate_inp.weight", 0, BG_ERR_FORMAT,
+	     "layer 2 has experts (ffn_gate_exps) but no router (ffn_gate_inp)"},
+	    {"step35-tiny", ME_DROP, "blk.2.ffn_gate_exps.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_gate_exps.weight' is missing"},
+	    {"step35-tiny", ME_HALVE, "blk.1.attn_gate.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_gate.weight' has shape [32, 8], expected [64, 8]"},
+	    {"step35-tiny", ME_KEY_LIST, "step35.swiglu_clamp_exp", 1, BG_ERR_FORMAT,
+	     "swiglu_clamp_exp is not a list of 4 numbers"},
+	    {"step35-tiny", ME_KEY, "step35.rope.dimension_count", 6, BG_ERR_FORMAT,
+	     "its half (the global layers' rotation) is odd"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* lfm2moe: lfm2's layers with the leading dense layer (feed_forward_length 128) and then
  * experts of their own width (32) with minimax-m2's routing keys (sigmoid, the selection
  * bias, normalized, unscaled); LFM2-8B-A1B's parameter count derived by hand; refusals. */
@@ -2616,6 +2689,7 @@ int main(void)
 	test_granitehybrid();
 	test_nemotron_h();
 	test_nemotron_h_moe();
+	test_step35();
 	test_lfm2moe();
 	test_qwen35();
 	test_qwen_moe();

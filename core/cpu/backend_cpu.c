@@ -51,6 +51,7 @@ struct cpu_ctx {
 	int64_t q_dim;	/* n_head * head_dim likewise; both the global layers' outside it */
 	int64_t hd;	/* that layer's head size, */
 	int64_t n_kvh;	/* its K/V heads */
+	int64_t n_qh;	/* its query heads (step35's windowed layers: their own) */
 	int32_t half;	/* and rotated pairs */
 	int64_t kv_max, q_max; /* the largest over the layer kinds (model_kv_dim_max ...) */
 	float *ones;	       /* [head_dim_max] 1: gemma4's V norm has no weight */
@@ -845,7 +846,7 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, uint32_t kv_layer, int
 	const struct backend_seq *s = &c->batch->seqs[c->tok_seq[t]];
 	int32_t pos = c->tok_pos[t];
 	int64_t hd = c->hd; /* the layer's geometry (forward sets it) */
-	int64_t kvh = h / ((int64_t)hp->n_head / c->n_kvh);
+	int64_t kvh = h / (c->n_qh / c->n_kvh);
 	const float *qv = c->q + (int64_t)t * c->q_dim + h * hd;
 	const float *kb = kv_k(c, kv_layer), *vb = kv_v(c, kv_layer);
 	int32_t bs = c->block_size;
@@ -918,8 +919,8 @@ static void att_task(void *arg, int32_t task, int32_t thread)
 	int32_t i0 = task * r->per_task;
 	int32_t i1 = i0 + r->per_task < r->n_items ? i0 + r->per_task : r->n_items;
 	for (int32_t i = i0; i < i1; i++) {
-		attend_one(c, r->layer, r->kv_layer, i / (int32_t)c->hp.n_head,
-			   i % (int32_t)c->hp.n_head, sc);
+		attend_one(c, r->layer, r->kv_layer, i / (int32_t)c->n_qh, i % (int32_t)c->n_qh,
+			   sc);
 		pf_slice(&r->pf, i, r->n_items); /* after each head: overlaps the next one */
 	}
 }
@@ -1422,6 +1423,21 @@ static void gdn_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t l
 	c->q_dim = cpu_gdn_v_dim(hp); /* c->att's rows, ssm_out's input */
 }
 
+/* step35's head-wise attention gate: g = attn_gate x (x = c->xb, the attn-normed input,
+ * still there) into c->hb2 ([T][n_qh]), then each head's output row in c->att times
+ * sigmoid(g) (ggml_sigmoid: 1 / (1 + e^-g)) */
+static void head_gate(struct cpu_ctx *c, const struct model_layer *L, int32_t T)
+{
+	matmul1(c, BACKEND_CPU_MM_QKV, &L->attn_gate, c->xb, c->hb2, T);
+	for (int32_t t = 0; t < T; t++)
+		for (int64_t h = 0; h < c->n_qh; h++) {
+			const float g = 1.0f / (1.0f + expf(-c->hb2[t * c->n_qh + h]));
+			float *o = c->att + t * c->q_dim + h * c->hd;
+			for (int64_t d = 0; d < c->hd; d++)
+				o[d] *= g;
+		}
+}
+
 /* qwen35's gated attention: c->hb's rows [T][2 q_dim] (per head [q | gate]) split into c->q
  * and c->hb2 ([T][q_dim], the gates) */
 static void split_q_gate(struct cpu_ctx *c, int32_t T)
@@ -1495,7 +1511,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		/* the layer's geometry (gemma4's windowed layers have their own) */
 		c->hd = model_head_dim(hp, L->swa);
 		c->n_kvh = model_n_head_kv(hp, L->swa);
-		c->q_dim = (int64_t)hp->n_head * c->hd;
+		c->n_qh = model_n_head(hp, L->swa); /* step35's windowed layers: their own */
+		c->q_dim = c->n_qh * c->hd;
 		c->kv_dim = c->n_kvh * c->hd;
 		c->half = L->swa && c->rope_swa_differs ? half_swa : half;
 		const int64_t hd = c->hd;
@@ -1584,7 +1601,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 			for (t = 0; t < T; t++) {
 				const float *cs = rope_l + (int64_t)t * c->half * 2;
-				for (uint32_t h = 0; h < hp->n_head && !L->no_rope;
+				for (int64_t h = 0; h < c->n_qh && !L->no_rope;
 				     h++) /* smollm3: none */
 					rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
 				if (hp->attn_temp_scale !=
@@ -1609,7 +1626,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 		if (prof && !L->conv && !L->gdn && !L->ssm)
 			prof_lap(c, &tp, &prof->rope_kv_s);
 		if (!L->conv && !L->gdn && !L->ssm) {
-			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)hp->n_head};
+			struct att_run r = {.c = c, .layer = l, .n_items = T * (int32_t)c->n_qh};
 			r.kv_layer = kv_l;
 			int32_t n_tasks = c->n_threads * 4;
 			r.per_task = (r.n_items + n_tasks - 1) / n_tasks;
@@ -1624,6 +1641,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			if (hp->attn_out_gate) /* qwen35: times sigmoid(gate), ggml's sigmoid */
 				for (int64_t i = 0; i < (int64_t)T * c->q_dim; i++)
 					c->att[i] *= 1.0f / (1.0f + expf(-c->hb2[i]));
+			if (L->attn_gate.ne0) /* step35: head h times sigmoid(attn_gate x)[h] */
+				head_gate(c, L, T);
 		}
 		if (prof)
 			prof_lap(c, &tp, &prof->attn_s);
@@ -1684,12 +1703,15 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			float *ys[2] = {c->hb, c->hb2};
 			int64_t ld[2] = {Fl, Fl};
 			matmuls(c, BACKEND_CPU_MM_GATE_UP, 2, ws, xs, ys, ld, T, NULL, false);
-			/* down, after hb = act(hb) * hb2 in its prologue */
+			if (L->clamp_shexp > 0.0f) /* step35: hb = the clamped SwiGLU here */
+				cpu_swiglu_clamp(c->hb, c->hb2, (int64_t)T * Fl, L->clamp_shexp);
+			/* down, after hb = act(hb) * hb2 in its prologue (unless clamped) */
 			const struct model_weight *wd[1] = {&L->w_down};
 			const float *xd[1] = {c->hb};
 			float *yd[1] = {c->xb};
 			int64_t ldd[1] = {E};
-			matmuls(c, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, T, c->hb2, hp->gelu);
+			matmuls(c, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, T,
+				L->clamp_shexp > 0.0f ? NULL : c->hb2, hp->gelu);
 		}
 		prof_lap(c, &tp, &skip);
 		if (post)
@@ -2044,7 +2066,7 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			       "the CPU backend cannot run a lazy synthetic model (no weights in "
 			       "host memory)");
 	if (hp->n_head == 0 || hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv != 0 ||
-	    hp->n_head % model_n_head_kv(hp, true) != 0 ||
+	    model_n_head(hp, true) % model_n_head_kv(hp, true) != 0 ||
 	    model_rope_dim(hp, true) > model_head_dim(hp, true) ||
 	    model_rope_dim(hp, true) % 2 != 0 ||
 	    hp->head_dim == 0 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2 != 0 ||
@@ -2069,7 +2091,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		const struct model_weight e_up = model_expert(&L->up_exps, 0);
 		const struct model_weight e_down = model_expert(&L->down_exps, 0);
 		/* (nemotron_h_moe: its Mamba2 and attention layers have no FFN) */
-		const bool moe = hp->n_expert > 0 && l >= hp->n_layer_dense_lead && !L->no_ffn;
+		const bool moe =
+		    hp->n_expert > 0 && l >= hp->n_layer_dense_lead && !L->no_ffn && !L->ffn_dense;
 		const struct model_weight *ws[10] = {
 		    &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_norm,
 		    moe ? &e_gate : &L->w_gate, moe ? &e_up : &L->w_up, moe ? &e_down : &L->w_down,
@@ -2552,6 +2575,8 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 		c->hb_w = w > c->hb_w ? w : c->hb_w;
 		mla_q = cpu_gdn_v_dim(hp); /* c->att holds VD values a row (gdn_block) */
 	}
+	if ((int64_t)model_q_dim_max(hp) / model_head_dim_max(hp) > c->hb_w) /* step35's gates */
+		c->hb_w = (int64_t)model_q_dim_max(hp) / model_head_dim_max(hp);
 	if (hp->ssm_d_conv) { /* granitehybrid: ssm_in's [z | xBC | dt] */
 		int64_t w = 2 * (int64_t)hp->ssm_d_inner +
 			    2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state + hp->ssm_n_head;
@@ -2584,6 +2609,7 @@ enum bg_status backend_cpu_create(const struct model *m, const struct backend_co
 	c->n_blocks = (int32_t)n_blocks;
 	c->kv_dim = (int64_t)hp->n_head_kv * hp->head_dim;
 	c->q_dim = (int64_t)hp->n_head * hp->head_dim;
+	c->n_qh = hp->n_head;
 	c->kv_max = (int64_t)model_kv_dim_max(hp);
 	c->q_max = (int64_t)model_q_dim_max(hp);
 	c->q_max = mla_q > c->q_max ? mla_q : c->q_max;

@@ -144,6 +144,16 @@ static void swiglu_oai(float *g, const float *u, int64_t n, float alpha, float l
 	}
 }
 
+void cpu_swiglu_clamp(float *g, const float *u, int64_t n, float limit)
+{
+	for (int64_t i = 0; i < n; i++) {
+		float a = g[i] / (1.0f + expf(-g[i]));
+		a = a < limit ? a : limit;
+		const float v = u[i] < -limit ? -limit : u[i] > limit ? limit : u[i];
+		g[i] = a * v;
+	}
+}
+
 /* nemotron_h_moe (model.h relu2): y = down(relu(up x)^2) over n rows (h: [n][up's rows]
  * scratch), not gated; max(v, 0)^2 in fp32 as the dense FFN's */
 static void relu2_ffn(const struct cpu_moe_mm *mm, const struct model_weight *up,
@@ -215,11 +225,14 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		float *y[2] = {mo->sg, mo->su};
 		const int64_t ld[2] = {FS, FS};
 		mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 2, w, x, y, ld, n_tok, NULL);
+		if (L->clamp_shexp > 0.0f) /* step35: clamped here, no prologue below */
+			cpu_swiglu_clamp(mo->sg, mo->su, (int64_t)n_tok * FS, L->clamp_shexp);
 		const struct model_weight *wd[1] = {&L->down_shexp};
 		const float *xd[1] = {mo->sg};
 		float *yd[1] = {mo->sh};
 		const int64_t ldd[1] = {E};
-		mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, n_tok, mo->su);
+		mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, n_tok,
+			L->clamp_shexp > 0.0f ? NULL : mo->su);
 	}
 	if (hp->shexp_gate) { /* qwen35moe, qwen2moe: its gate, sigmoid(gate_inp_shexp x) */
 		const struct model_weight *w[1] = {&L->gate_inp_shexp};
@@ -275,6 +288,9 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 			for (int32_t r = 0; r < n; r++)
 				swiglu_oai(mo->g + (size_t)r * FX, mo->u + (size_t)r * FX, FX,
 					   hp->swiglu_alpha, hp->swiglu_limit);
+		const bool act_done = hp->swiglu_oai || L->clamp_exp > 0.0f;
+		if (L->clamp_exp > 0.0f) /* step35: the routed experts' clamp */
+			cpu_swiglu_clamp(mo->g, mo->u, (int64_t)n * FX, L->clamp_exp);
 		{
 			const struct model_weight *w[1] = {&down};
 			const float *x[1] = {mo->g};
@@ -282,7 +298,7 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 			const int64_t ld[1] = {E};
 			/* SiLU(gate) * up in the matmul's prologue, unless done above */
 			mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, w, x, y, ld, n,
-				hp->swiglu_oai ? NULL : mo->u);
+				act_done ? NULL : mo->u);
 		}
 		if (hp->moe_bias) /* and its down bias, before the routing weight */
 			add_vec(mo, mo->yg, E, n, model_expert(&L->down_exps_b, e).data, E);

@@ -51,6 +51,12 @@ enum bg_status cpu_moe_reserve(struct cpu_moe *mo, int32_t n_tok, struct bg_err 
 /* Bytes of scratch held (the backend's memory report). */
 size_t cpu_moe_bytes(const struct cpu_moe *mo);
 
+/* step35's clamped SwiGLU (model_layer.clamp_exp / clamp_shexp; limit > 0), as
+ * llama.cpp's build_ffn / build_moe_ffn compute it with ggml ops, in fp32 over n values:
+ * g[i] = min(silu(g[i]), limit) * max(-limit, min(u[i], limit)), silu(v) = v / (1 + e^-v)
+ * (ggml_silu_f32). */
+void cpu_swiglu_clamp(float *g, const float *u, int64_t n, float limit);
+
 /* out[t] = the MoE FFN of xb[t] for t < n_tok (reserved), with layer L's router and
  * experts. xb: [n_tok][n_embd]; out: [n_tok][n_embd], overwritten after xb's last read, so
  * out may be xb. */

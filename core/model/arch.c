@@ -209,7 +209,26 @@
  * down_shexp(relu(up_shexp x)^2), expert_shared_feed_forward_length wide, of the same
  * normed input, added after the routed sum. Not supported (refused): moe_latent_size
  * (Nemotron 3 Super's ffn_latent_down / up around the experts), per-layer expert widths or
- * counts (Puzzle), expert_group_count > 1, MTP layers. */
+ * counts (Puzzle), expert_group_count > 1, MTP layers.
+ * step35 (src/models/step35.cpp, llama-model.cpp, llama-hparams.cpp, llama-graph.cpp's
+ * build_ffn / build_moe_ffn clamps): NeoX RoPE; per layer n_head(il) and n_head_kv(il)
+ * (head_count, head_count_kv: lists), head size key_length; attn_norm, Q/K/V, per-head
+ * Q/K RMS norms when present, RoPE of n_rot(il) dimensions: windowed layers
+ * (sliding_window_pattern, a required per-layer list of block_count entries;
+ * sliding_window) n_rot_swa = rope.dimension_count_swa (else rope.dimension_count) with
+ * rope.freq_base_swa and freq_scale_swa, global layers rope.dimension_count / 2 (the loader
+ * halves n_rot_full) with the file's base and scaling and rope_freqs (when present; not on
+ * windowed layers); scale 1/sqrt(head size); the attention output of head h times
+ * sigmoid(attn_gate x)[h] when the layer has attn_gate ([n_embd, n_head(il)], x the
+ * attn-normed input); attn_output; residual; ffn_norm; a layer without ffn_gate_inp a
+ * dense SwiGLU (ffn_gate/up/down, feed_forward_length), else build_moe_ffn (SiLU,
+ * expert_gating_func, NONE read as sigmoid; exp_probs_b when present;
+ * expert_weights_norm, expert_weights_scale) plus the shared expert's SwiGLU
+ * (expert_shared_feed_forward_length) of the same input, moe + shared; residual. The
+ * clamps: swiglu_clamp_exp[il] for the routed experts, swiglu_clamp_shexp[il] for the shared
+ * expert and for a dense FFN (build_ffn reads it for every gated SiLU FFN), each a scalar or
+ * a list of block_count: when limit > 1e-6, up = clamp(up, -limit, limit), a =
+ * min(silu(gate), limit), a * up. nextn_predict_layers layers at the end skipped. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -411,6 +430,14 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .mamba2 = true,
      .nemotron_h = true},
+    {.name = "step35",
+     .families = "StepFun Step-3.5-Flash",
+     .rope_neox = true,
+     .swa_pattern = 1, /* the file's list (required) replaces it */
+     .moe_ok = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .step35 = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -428,7 +455,7 @@ const char *arch_names(void)
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
-	       "qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe";
+	       "qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

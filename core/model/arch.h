@@ -172,6 +172,16 @@ struct arch_info {
 	/* qwen2moe: the chosen experts' weights are the softmax's p as they are (norm_w
 	 * false), not renormalized */
 	bool moe_raw_weights;
+	/* step35 (StepFun Step-3.5-Flash, llama.cpp's step35 graph): per-layer query and K/V
+	 * head counts (one value per layer kind, windowed or global: model_hparams.n_head_swa,
+	 * n_head_kv_swa), sliding_window_pattern a required per-layer list (model_hparams'
+	 * swa_phase), rope.freq_base_swa and rope.dimension_count_swa on the windowed layers,
+	 * rope.dimension_count / 2 rotated on the global ones, optional per-head Q/K norms
+	 * (blk.0 decides), the optional head-wise attention gate (model_layer.attn_gate), a
+	 * dense SwiGLU where a layer has no router, else sigmoid-routed experts (selection
+	 * bias optional) plus one shared expert, and the per-layer SwiGLU clamps
+	 * (model_layer.clamp_exp, clamp_shexp); NextN layers skipped (with nextn) */
+	bool step35;
 };
 
 /* The row of an architecture, or NULL. */

@@ -130,35 +130,41 @@ static enum bg_status read_rope_scaling(const struct gguf_ctx *g, const char *ar
 }
 
 /* attention.sliding_window_pattern as a per-layer bool list (llama.cpp's converter writes
- * one for OLMo 3; llama.cpp reads it as is_swa per layer): accepted when it is the list
- * model_layer_is_swa makes of some period p (every layer windowed: p = 0), *p set. */
+ * one for OLMo 3; llama.cpp reads it as is_swa per layer): accepted when its first n_layer
+ * entries (of n_list: step35's list covers its NextN layers too) are the list
+ * model_layer_is_swa makes of some period p (every layer windowed: p = 0) and, when phase
+ * is not NULL (step35), some phase; *p (and *phase) set. */
 static enum bg_status read_swa_list(const struct gguf_ctx *g, const char *key, uint32_t n_layer,
-				    uint32_t *p, struct bg_err *err)
+				    uint32_t n_list, uint32_t *p, uint32_t *phase,
+				    struct bg_err *err)
 {
 	enum gguf_type et;
 	uint64_t n = 0;
-	if (!gguf_get_arr(g, key, &et, &n) || et != GGUF_TYPE_BOOL || n != n_layer)
+	if (!gguf_get_arr(g, key, &et, &n) || et != GGUF_TYPE_BOOL || n != n_list)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s is neither an unsigned integer nor a list of %u bools", key,
-			       n_layer);
-	bool *w = malloc(n_layer * sizeof *w);
+			       n_list);
+	bool *w = malloc(n_list * sizeof *w);
 	if (!w)
 		return bg_fail(err, BG_ERR_NOMEM, "out of memory");
 	if (!gguf_arr_copy_bool(g, key, w, n)) {
 		free(w);
 		return bg_fail(err, BG_ERR_FORMAT, "%s has a value that is not a bool", key);
 	}
-	for (uint32_t q = 0; q <= n_layer; q++) { /* the smallest period that makes the list */
-		struct model_hparams t = {.n_swa = 1, .swa_pattern = q};
-		uint32_t l = 0;
-		while (l < n_layer && model_layer_is_swa(&t, l) == w[l])
-			l++;
-		if (l == n_layer) {
-			*p = q;
-			free(w);
-			return BG_OK;
+	for (uint32_t q = 0; q <= n_layer; q++) /* the smallest period that makes the list */
+		for (uint32_t f = 0; f < (phase && q ? q : 1); f++) {
+			struct model_hparams t = {.n_swa = 1, .swa_pattern = q, .swa_phase = f};
+			uint32_t l = 0;
+			while (l < n_layer && model_layer_is_swa(&t, l) == w[l])
+				l++;
+			if (l == n_layer) {
+				*p = q;
+				if (phase)
+					*phase = f;
+				free(w);
+				return BG_OK;
+			}
 		}
-	}
 	free(w);
 	return bg_fail(err, BG_ERR_UNSUPPORTED,
 		       "%s is a per-layer list that does not repeat one pattern (windowed layers "
@@ -208,7 +214,7 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
 	if (ai->opt_bias && g)
 		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
-	if (ai->glm4moe && g) /* optional there (GLM-4.5 355B has them) */
+	if ((ai->glm4moe || ai->step35) && g) /* optional there (GLM-4.5 355B has them) */
 		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
 	hp->relu2 = hp->rope_none = ai->nemotron_h; /* arch.h */
@@ -295,9 +301,13 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		char key[128];
 		snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
 		enum bg_status st;
+		if (g && ai->step35 && gguf_find_key(g, key) < 0) /* llama.cpp: get_arr */
+			return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing", key);
 		if (g && gguf_find_key(g, key) >= 0 &&
-		    !get_u32_key(g, arch, "attention.sliding_window_pattern", &hp->swa_pattern) &&
-		    (st = read_swa_list(g, key, hp->n_layer, &hp->swa_pattern, err)))
+		    (ai->step35 ||
+		     !get_u32_key(g, arch, "attention.sliding_window_pattern", &hp->swa_pattern)) &&
+		    (st = read_swa_list(g, key, hp->n_layer, hp->n_layer + hp->n_layer_nextn,
+					&hp->swa_pattern, ai->step35 ? &hp->swa_phase : NULL, err)))
 			return st;
 		if (ai->swa_rope_own) {
 			hp->rope_base_swa = 10000.0f;
@@ -501,6 +511,31 @@ static enum bg_status read_nemotron_h_experts(const struct gguf_ctx *g, const ch
 	return read_weights_scale_norm(g, arch, hp, err);
 }
 
+/* step35's expert keys beyond expert_count / expert_used_count / expert_feed_forward_length
+ * (arch.c): the shared expert's width expert_shared_feed_forward_length (required: every
+ * MoE layer has one), sigmoid routing (expert_gating_func absent, 0 or 2; llama.cpp reads
+ * NONE as sigmoid; softmax with the selection bias is refused), the selection bias where a
+ * layer has one, expert_weights_norm and expert_weights_scale. */
+static enum bg_status read_step35_experts(const struct gguf_ctx *g, const char *arch,
+					  struct model_hparams *hp, struct bg_err *err)
+{
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_gating_func", &u) && u != 0 && u != 2)
+		return bg_fail(
+		    err, BG_ERR_UNSUPPORTED,
+		    "%s.expert_gating_func is %u: only sigmoid gating (2, or 0 / absent) "
+		    "is supported for step35",
+		    arch, u);
+	if (!get_u32_key(g, arch, "expert_shared_feed_forward_length", &hp->n_ff_shexp) ||
+	    hp->n_ff_shexp == 0 || hp->n_ff_shexp > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.expert_shared_feed_forward_length is missing or not in 1 to %u",
+			       arch, MODEL_MAX_DIM);
+	hp->n_expert_shared = 1;
+	hp->expert_gating_sigmoid = hp->moe_sel_bias = true;
+	return read_weights_scale_norm(g, arch, hp, err);
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -554,6 +589,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_minimax_experts(g, arch, ai, hp, err);
 	if (ai->nemotron_h)
 		return read_nemotron_h_experts(g, arch, hp, err);
+	if (ai->step35)
+		return read_step35_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -648,7 +685,7 @@ bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l)
 	if (hp->n_swa == 0)
 		return false;
 	uint32_t p = hp->swa_pattern;
-	return p == 0 || l % p < p - 1;
+	return p == 0 || (l + hp->swa_phase) % p < p - 1;
 }
 
 uint32_t model_kv_window(const struct model_hparams *hp)
@@ -682,6 +719,11 @@ uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa)
 	return swa && hp->n_head_kv_swa ? hp->n_head_kv_swa : hp->n_head_kv;
 }
 
+uint32_t model_n_head(const struct model_hparams *hp, bool swa)
+{
+	return swa && hp->n_head_swa ? hp->n_head_swa : hp->n_head;
+}
+
 uint32_t model_rope_dim(const struct model_hparams *hp, bool swa)
 {
 	return swa && hp->rope_dim_swa ? hp->rope_dim_swa : hp->rope_dim;
@@ -704,7 +746,8 @@ uint64_t model_kv_dim_max(const struct model_hparams *hp)
 
 uint64_t model_q_dim_max(const struct model_hparams *hp)
 {
-	return (uint64_t)hp->n_head * model_head_dim_max(hp);
+	uint32_t h = model_n_head(hp, true) > hp->n_head ? model_n_head(hp, true) : hp->n_head;
+	return (uint64_t)h * model_head_dim_max(hp);
 }
 
 /* gemma4's keys beyond gemma3's (model.h): the windowed layers' head size, rotated
@@ -793,6 +836,101 @@ static enum bg_status read_gemma4(const struct gguf_ctx *g, const char *arch,
 		hp->n_head_kv_swa = (uint32_t)(kind[1] > 0 ? kind[1] : kind[0]);
 	}
 	hp->out_scale = gguf_find_tensor(g, "blk.0.layer_output_scale.weight") != NULL;
+	return BG_OK;
+}
+
+static bool layer_list_i32(const struct gguf_ctx *g, const char *arch, const char *suffix,
+			   uint32_t n_layer, uint32_t l, int32_t *v);
+
+/* step35's keys beyond the common ones (arch.h; runs after read_features, which read the
+ * window and its list): head_count and head_count_kv as per-layer lists (block_count
+ * entries, NextN layers included) with one value per layer kind, each kind's K/V heads
+ * dividing its query heads; the windowed layers rotate rope.dimension_count_swa (else
+ * rope.dimension_count) dimensions, the global ones rope.dimension_count / 2; rope_freqs
+ * on the global layers only. */
+static enum bg_status read_step35(const struct gguf_ctx *g, const char *arch,
+				  struct model_hparams *hp, struct bg_err *err)
+{
+	hp->rope_factors_global = true;
+	if (hp->n_swa == 0)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "metadata key %s.attention.sliding_window is missing or 0", arch);
+	const uint32_t n_list = hp->n_layer + hp->n_layer_nextn;
+	static const char *const keys[2] = {"attention.head_count", "attention.head_count_kv"};
+	int32_t kind[2][2] = {{-1, -1}, {-1, -1}}; /* [query, K/V][global, windowed] */
+	for (int k = 0; k < 2; k++) {
+		char key[128];
+		snprintf(key, sizeof key, "%s.%s", arch, keys[k]);
+		enum gguf_type et;
+		uint64_t n = 0;
+		if (!gguf_get_arr(g, key, &et, &n)) { /* a scalar: every layer's */
+			kind[k][0] = kind[k][1] = (int32_t)(k ? hp->n_head_kv : hp->n_head);
+			continue;
+		}
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			int32_t v = -1;
+			int32_t *c = &kind[k][model_layer_is_swa(hp, l)];
+			if (!layer_list_i32(g, arch, keys[k], n_list, l, &v) || v <= 0 ||
+			    (uint32_t)v > MODEL_MAX_DIM)
+				return bg_fail(err, BG_ERR_FORMAT,
+					       "%s is not a list of %u head counts in [1, %u]", key,
+					       n_list, MODEL_MAX_DIM);
+			if (*c >= 0 && *c != v)
+				return bg_fail(err, BG_ERR_UNSUPPORTED,
+					       "%s: head counts that differ between layers of one "
+					       "kind (windowed or global) are not supported",
+					       key);
+			*c = v;
+		}
+	}
+	for (int w = 0; w < 2; w++) { /* a kind without layers takes the other's */
+		for (int k = 0; k < 2; k++)
+			if (kind[k][w] < 0)
+				kind[k][w] = kind[k][!w];
+		if (kind[0][w] % kind[1][w])
+			return bg_fail(
+			    err, BG_ERR_FORMAT,
+			    "the %s layers' head count %d is not a multiple of their K/V "
+			    "head count %d",
+			    w ? "windowed" : "global", kind[0][w], kind[1][w]);
+	}
+	hp->n_head = (uint32_t)kind[0][0];
+	hp->n_head_swa = (uint32_t)kind[0][1];
+	hp->n_head_kv = (uint32_t)kind[1][0];
+	hp->n_head_kv_swa = (uint32_t)kind[1][1];
+	hp->head_dim_swa = hp->head_dim;
+	hp->rope_dim_swa = hp->rope_dim; /* before llama.cpp's halving of n_rot_full */
+	if (get_u32_key(g, arch, "rope.dimension_count_swa", &hp->rope_dim_swa) &&
+	    (hp->rope_dim_swa == 0 || hp->rope_dim_swa > hp->head_dim || hp->rope_dim_swa % 2))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "rope.dimension_count_swa %u is not an even number in [2, head size "
+			       "%u]",
+			       hp->rope_dim_swa, hp->head_dim);
+	if (hp->rope_dim % 4)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "rope.dimension_count %u: its half (the global layers' rotation) is "
+			       "odd",
+			       hp->rope_dim);
+	hp->rope_dim /= 2;
+	/* llama.cpp: a layer without ffn_gate_inp is dense, wherever it is (the released file:
+	 * the first three; n_layer_dense_lead counts the leading ones, the loader marks the
+	 * others model_layer.ffn_dense); experts without a router are malformed */
+	bool routed = false;
+	for (uint32_t l = 0; hp->n_expert && l < hp->n_layer; l++) {
+		char n[64];
+		snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
+		if (gguf_find_tensor(g, n)) {
+			routed = true;
+			continue;
+		}
+		snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
+		if (gguf_find_tensor(g, n))
+			return bg_fail(
+			    err, BG_ERR_FORMAT,
+			    "layer %u has experts (ffn_gate_exps) but no router (ffn_gate_inp)", l);
+		if (!routed)
+			hp->n_layer_dense_lead = l + 1;
+	}
 	return BG_OK;
 }
 
@@ -1118,12 +1256,23 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	bool ff_list = (ai->gemma4 || ai->nemotron_h) && layer_n_ff(g, arch, 0, 0) > 0;
 	if ((!ff_list && (st = refuse_list(g, arch, "feed_forward_length",
 					   "FFN widths per layer", err))) ||
-	    (st = refuse_list(g, arch, "attention.head_count", "query heads per layer", err)))
+	    (!ai->step35 && /* step35: lists, read_step35 */
+	     (st = refuse_list(g, arch, "attention.head_count", "query heads per layer", err))))
 		return st;
 	if ((st = need_u32(g, arch, "block_count", MODEL_MAX_LAYERS, &hp->n_layer, err)) ||
-	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)) ||
-	    (st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head, err)))
+	    (st = need_u32(g, arch, "embedding_length", MODEL_MAX_DIM, &hp->n_embd, err)))
 		return st;
+	int32_t h0 = 0; /* step35's list: layer 0's entry sizes the head (llama.cpp's n_head()) */
+	if (ai->step35 && layer_list_i32(g, arch, "attention.head_count", hp->n_layer, 0, &h0)) {
+		if (h0 <= 0 || (uint32_t)h0 > MODEL_MAX_DIM)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.attention.head_count's first entry %d is not in [1, %u]",
+				       arch, h0, MODEL_MAX_DIM);
+		hp->n_head = (uint32_t)h0;
+	} else if ((st = need_u32(g, arch, "attention.head_count", MODEL_MAX_DIM, &hp->n_head,
+				  err))) {
+		return st;
+	}
 	if (ai->nextn && get_u32_key(g, arch, "nextn_predict_layers", &hp->n_layer_nextn)) {
 		if (hp->n_layer_nextn >= hp->n_layer)
 			return bg_fail(err, BG_ERR_FORMAT,
@@ -1173,8 +1322,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	enum gguf_type kvt;
 	uint64_t kvn;
 	/* gemma4: a per-layer list, read_gemma4 reads it once the window pattern is known */
-	bool kv_list =
-	    (ai->gemma4 || ai->shortconv || ai->mamba2) && gguf_get_arr(g, key, &kvt, &kvn);
+	bool kv_list = (ai->gemma4 || ai->shortconv || ai->mamba2 || ai->step35) &&
+		       gguf_get_arr(g, key, &kvt, &kvn);
 	if (ai->shortconv && (st = read_lfm2(g, arch, hp, err)))
 		return st;
 	if (ai->mamba2 && (st = read_mamba2(g, arch, ai, hp, err)))
@@ -1242,6 +1391,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		return st;
 	hp->n_layer_kv = hp->n_layer;
 	if (ai->gemma4 && (st = read_gemma4(g, arch, hp, err)))
+		return st;
+	if (ai->step35 && (st = read_step35(g, arch, hp, err)))
 		return st;
 
 	/* vocabulary size: the tokenizer's, else <arch>.vocab_size, else token_embd's rows */
@@ -1373,6 +1524,8 @@ static enum bg_status load_rope_factors(struct loader *L)
 	struct model_hparams *hp = &m->hp;
 	/* gemma4: as wide as the global layers' head (llama.cpp's n_embd_head / 2) */
 	uint64_t n = (hp->rope_factors_global ? hp->head_dim : hp->rope_dim) / 2;
+	if (hp->n_head_swa) /* step35: the most pairs any layer turns (llama.cpp's n_rot_max) */
+		n = (hp->rope_dim > hp->rope_dim_swa ? hp->rope_dim : hp->rope_dim_swa) / 2;
 	if (gguf_find_tensor(L->g, "rope_freqs.weight")) {
 		snprintf(hp->rope_factors, sizeof hp->rope_factors, "rope_freqs");
 		return take(L, "rope_freqs.weight", n, 0, TK_NORM, &m->rope_factors);
@@ -1407,6 +1560,36 @@ static enum bg_status load_rope_factors(struct loader *L)
 	return BG_OK;
 }
 
+/* step35: layer l's SwiGLU clamp from ARCH.KEY (absent: none; a number, or a list of
+ * block_count numbers), stored as model.h says: limit when above 1e-6, else 0. */
+static enum bg_status step35_clamp(struct loader *L, const char *suffix, uint32_t l, float *out)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	char key[128];
+	snprintf(key, sizeof key, "%s.%s", L->m->arch, suffix);
+	enum gguf_type et;
+	uint64_t n = 0;
+	float v = 0.0f;
+	if (gguf_get_arr(L->g, key, &et, &n)) {
+		const uint64_t want = (uint64_t)hp->n_layer + hp->n_layer_nextn;
+		float *all = n == want ? malloc(n * sizeof *all) : NULL;
+		bool ok = all && gguf_arr_copy_f32(L->g, key, all, n);
+		if (ok)
+			v = all[l];
+		free(all);
+		if (!ok)
+			return bg_fail(L->err, BG_ERR_FORMAT, "%s is not a list of %llu numbers",
+				       key, (unsigned long long)want);
+	} else if (gguf_find_key(L->g, key) >= 0 && !gguf_get_f32(L->g, key, &v)) {
+		return bg_fail(L->err, BG_ERR_FORMAT, "metadata key %s is not a number", key);
+	}
+	if (!isfinite(v))
+		return bg_fail(L->err, BG_ERR_FORMAT, "%s: layer %u's clamp is not a number", key,
+			       l);
+	*out = v > 1e-6f ? v : 0.0f; /* llama.cpp: a clamp when limit > 1e-6 */
+	return BG_OK;
+}
+
 /* Layer l's router and stacked experts (model.h). Mixtral files converted before the
  * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
  * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
@@ -1437,7 +1620,8 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 		return st;
 	/* glm4moe, minimax-m2: the selection bias; deepseek2: when the file has it (V2: none) */
 	snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
-	if (hp->moe_sel_bias && (!hp->mla || gguf_find_tensor(L->g, n)) &&
+	/* (step35, n_head_swa set: optional too) */
+	if (hp->moe_sel_bias && (!(hp->mla || hp->n_head_swa) || gguf_find_tensor(L->g, n)) &&
 	    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
 		return st;
 	if (hp->n_expert_shared) { /* glm4moe, deepseek2, granitehybrid: the shared expert */
@@ -1635,7 +1819,7 @@ static enum bg_status load_tensors(struct loader *L)
 		ly->ffn_only = ai && ai->nemotron_h && F > 0;
 		ly->no_ffn = ai && ai->nemotron_h && F == 0;
 		HD = model_head_dim(hp, ly->swa);
-		Q = (uint64_t)hp->n_head * HD;
+		Q = (uint64_t)model_n_head(hp, ly->swa) * HD; /* step35: per layer kind */
 		KV = (uint64_t)model_n_head_kv(hp, ly->swa) * HD;
 		if (!hp->no_pre_norms)
 			TAKE("attn_norm.weight", E, 0, TK_NORM, attn_norm);
@@ -1739,6 +1923,9 @@ static enum bg_status load_tensors(struct loader *L)
 					     TK_NORM, k_norm);
 			}
 			TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
+			snprintf(n, sizeof n, "blk.%u.attn_gate.weight", l);
+			if (ai && ai->step35 && gguf_find_tensor(L->g, n)) /* optional per layer */
+				TAKE("attn_gate.weight", E, Q / HD, TK_MATRIX, attn_gate);
 		}
 		if (hp->attn_out_bias)
 			TAKE("attn_output.bias", E, 0, TK_BIAS, bo);
@@ -1751,8 +1938,18 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
 		else if (!hp->no_pre_norms && !hp->parallel && !(ai && ai->nemotron_h))
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
-		/* glm4moe: the leading layers dense */
-		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
+		/* glm4moe: the leading layers dense; step35: any layer without a router
+		 * (read_step35 checked that it has no experts either) */
+		if (ai && ai->step35 && hp->n_expert && l >= hp->n_layer_dense_lead) {
+			snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
+			ly->ffn_dense = !gguf_find_tensor(L->g, n);
+		}
+		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead && !ly->ffn_dense;
+		if (ai && ai->step35) { /* its clamps */
+			if ((st = step35_clamp(L, "swiglu_clamp_exp", l, &ly->clamp_exp)) ||
+			    (st = step35_clamp(L, "swiglu_clamp_shexp", l, &ly->clamp_shexp)))
+				return st;
+		}
 		if (ly->no_ffn) {
 			/* nemotron_h: none */
 		} else if (moe_l) {
@@ -1982,11 +2179,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	hp->n_layer_kv = hp->n_layer;
 	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
-		    ai->mamba2 || ai->shexp_gate))
+		    ai->mamba2 || ai->shexp_gate || ai->step35))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
-			     "are made as files only, not lazily",
+			     "are made as files only, not lazily (step35 too)",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);

@@ -320,6 +320,12 @@ struct model_hparams {
 	 * (fp32 1 / (1 + e^-v), v the dot product with the same FFN-normed x_t) before it is
 	 * added to the routed sum, routed + gated shared (model_layer.gate_inp_shexp) */
 	bool shexp_gate;
+	/* step35 (arch.h): the windowed layers' query heads (model_n_head; 0 = n_head, as
+	 * every other architecture), and the window list's phase: with n_swa, layer l is
+	 * windowed iff (l + swa_phase) % swa_pattern < swa_pattern - 1 (Step-3.5's list starts
+	 * with a global layer); 0 elsewhere */
+	uint32_t n_head_swa;
+	uint32_t swa_phase;
 };
 
 struct model_weight {
@@ -399,6 +405,10 @@ struct model_layer {
 	 * (H), D skip (H), the grouped norm (D / G, G), all f32 but ssm_in; wo is ssm_out
 	 * (D, n_embd) */
 	struct model_weight ssm_in, ssm_conv_w, ssm_conv_b, ssm_dt_b, ssm_a, ssm_d, ssm_norm;
+	/* step35: the head-wise attention gate (n_embd, the layer's query heads), or zero:
+	 * head h's attention output times sigmoid(attn_gate x)[h] (x the attn-normed input,
+	 * fp32 1 / (1 + e^-v)) before wo */
+	struct model_weight attn_gate;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */
@@ -412,6 +422,10 @@ struct model_layer {
 	 * read attn_norm's output; no attention or ffn_norm), or has no FFN (no_ffn: a Mamba2
 	 * or attention block alone) */
 	bool ffn_only, no_ffn;
+	/* step35: a dense FFN (w_gate, w_up, w_down, n_ff wide) on a layer at or after
+	 * n_layer_dense_lead, the file having no router there (llama.cpp decides per layer by
+	 * ffn_gate_inp's presence) */
+	bool ffn_dense;
 	/* gemma4: the file has no attn_v for this layer: V is then K's projection (wv == wk,
 	 * the same data, counted once), as llama.cpp's graph takes Kcur for Vcur. (The bools
 	 * stay together: cpu_weights.c asserts that what follows swa is smaller than a
@@ -424,6 +438,11 @@ struct model_layer {
 	/* gemma4 E2B/E4B: the layer whose KV cache this one reads (itself unless l >=
 	 * n_layer_kv, and then wk, wv, k_norm are zero: no K/V of its own) */
 	uint32_t kv_src;
+	/* step35: the SwiGLU clamps (swiglu_clamp_exp / _shexp; 0 = none): with limit > 0,
+	 * act = min(silu(gate), limit) * max(-limit, min(up, limit)) (fp32, silu(v) = v / (1 +
+	 * e^-v)); clamp_exp for the routed experts, clamp_shexp for the shared expert and for a
+	 * dense FFN */
+	float clamp_exp, clamp_shexp;
 };
 
 struct model {
@@ -498,6 +517,8 @@ uint32_t model_head_dim(const struct model_hparams *hp, bool swa);
 uint32_t model_n_layer_kv(const struct model_hparams *hp);
 uint32_t model_kv_layer(const struct model_hparams *hp, const struct model_layer *L, uint32_t l);
 uint32_t model_n_head_kv(const struct model_hparams *hp, bool swa);
+/* The query heads of a windowed (swa) or global layer (step35's differ: n_head_swa). */
+uint32_t model_n_head(const struct model_hparams *hp, bool swa);
 uint32_t model_rope_dim(const struct model_hparams *hp, bool swa);
 uint32_t model_head_dim_max(const struct model_hparams *hp);
 /* model_kv_dim_max: with hp->conv_l, at least ceil(n_embd / 2) (a conv layer's bx row

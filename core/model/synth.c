@@ -536,6 +536,23 @@ static const struct synth_shape shapes[] = {
      .lfm2_attn = 0x4, .nemo_ffn = 0x12, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2,
      .ssm_inner = 96, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64,
      .expert_scale = 2.5f},
+    /* step35 (StepFun Step-3.5-Flash): 4 layers, global / windowed / windowed / global
+     * (window 8); the global layers 4 query and 2 K/V heads of 16, turning 8 of 16
+     * dimensions at base 1e6, the windowed ones 8 and 4 heads turning 12 at base 1e4; Q/K
+     * norms; attn_gate on layers 0-2; layer 0 a dense SwiGLU of 128, then 8 experts of 32
+     * (2 a token, sigmoid with the selection bias, normalized, scaled 2.5) and a shared
+     * expert of 64; the clamps of step35_clamps */
+    {"step35-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "step35",
+     .head_dim = 16, .rope_dim = 16, .n_swa = 8, .rope_base_swa = 10000.0f, .swa_period = 3,
+     .n_head_kv_swa = 4, .n_head_swa = 8, .rope_dim_swa = 12, .n_expert = 8,
+     .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
+     .expert_scale = 2.5f},
+    /* step35-tail: step35-tiny with its last layer dense too (after the MoE layers 1-2) */
+    {"step35-tail", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "step35",
+     .head_dim = 16, .rope_dim = 16, .n_swa = 8, .rope_base_swa = 10000.0f, .swa_period = 3,
+     .n_head_kv_swa = 4, .n_head_swa = 8, .rope_dim_swa = 12, .n_expert = 8,
+     .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
+     .n_dense_tail = 1, .expert_scale = 2.5f},
 };
 #pragma GCC diagnostic pop
 
@@ -643,6 +660,43 @@ static uint64_t ssm_inner(const struct synth_shape *s)
 	return s->ssm_inner ? s->ssm_inner : 2 * (uint64_t)s->n_embd;
 }
 
+static bool is_step35(const struct synth_shape *s)
+{
+	return is_arch(s, "step35");
+}
+
+/* step35: whether layer l is windowed (the list synth writes: the first layer global) */
+static bool st35_swa(const struct synth_shape *s, uint32_t l)
+{
+	return s->n_swa && s->swa_period && l % s->swa_period != 0;
+}
+
+/* step35: whether layer l has a dense FFN (no router) */
+static bool st35_dense(const struct synth_shape *s, uint32_t l)
+{
+	return l < s->n_dense_lead || l + s->n_dense_tail >= s->n_layer;
+}
+
+/* step35: layer l's query and K/V heads */
+static uint32_t st35_nh(const struct synth_shape *s, uint32_t l)
+{
+	return st35_swa(s, l) && s->n_head_swa ? s->n_head_swa : s->n_head;
+}
+
+static uint32_t st35_kvh(const struct synth_shape *s, uint32_t l)
+{
+	return st35_swa(s, l) && s->n_head_kv_swa ? s->n_head_kv_swa : s->n_head_kv;
+}
+
+/* step35: layer l's clamps {swiglu_clamp_exp, swiglu_clamp_shexp} (layer 0 is dense: its
+ * shexp value clamps its FFN; 0 = none) */
+static void step35_clamps(uint32_t l, float out[2])
+{
+	static const float c[4][2] = {{0.0f, 0.7f}, {0.6f, 0.9f}, {0.8f, 0.0f}, {0.0f, 0.8f}};
+	out[0] = c[l % 4][0];
+	out[1] = c[l % 4][1];
+}
+
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
@@ -680,7 +734,7 @@ static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
-	       is_qwen35(s) || is_mamba2(s);
+	       is_qwen35(s) || is_mamba2(s) || is_step35(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -934,6 +988,15 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			       "them, state %u (1 to 1024), a shared expert with experts",
 			       synth_arch(s),
 			       s->ssm_heads, s->ssm_groups, s->ssm_state);
+	if (is_step35(s) &&
+	    (s->n_layer > 64 || !s->n_swa || !s->swa_period || !s->n_head_swa ||
+	     !s->n_head_kv_swa || s->n_head_swa % s->n_head_kv_swa || !s->rope_dim ||
+	     s->rope_dim % 4 || !s->rope_dim_swa || s->rope_dim_swa % 2 ||
+	     s->rope_dim > synth_head_dim(s) || s->rope_dim_swa > synth_head_dim(s) ||
+	     (s->n_expert && !s->n_ff_shexp)))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "step35: at most 64 layers, the window, its period, the windowed "
+			       "heads and rotation and the shared expert come from a step35* shape");
 	if (has_shexp_gate(s) && !s->n_ff_shexp)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%s: the gated shared expert's width comes from a %s* shape",
@@ -1004,9 +1067,11 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%s ties its output to token_embd (llama.cpp loads no output.weight)",
 			       synth_arch(s));
-	if (s->n_dense_lead > s->n_layer)
-		return bg_fail(err, BG_ERR_INVALID, "%u leading dense layers of %u",
-			       s->n_dense_lead, s->n_layer);
+	if (s->n_dense_lead + s->n_dense_tail > s->n_layer || (s->n_dense_tail && !is_step35(s)))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "%u leading and %u trailing dense layers of %u (trailing: step35 "
+			       "only)",
+			       s->n_dense_lead, s->n_dense_tail, s->n_layer);
 	if (o->dtype == GGUF_DTYPE_Q8_0 && synth_n_ff_exp(s) % 32)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "q8_0 needs the experts' width to be a multiple of 32 (%u)",
@@ -1047,6 +1112,19 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 								2 * E * s->n_head_kv * hd
 							  : E * (2 * D + 2 * GN + H) +
 								5 * (D + 2 * GN) + 3 * H + D + D * E);
+		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n;
+	}
+	if (is_step35(s)) { /* per layer: its kind's heads, gate, dense FFN or experts */
+		uint64_t E = s->n_embd, hd = synth_head_dim(s), n = 0, X = s->n_expert;
+		uint64_t FX = synth_n_ff_exp(s);
+		for (uint32_t l = 0; l < s->n_layer; l++) {
+			uint64_t Q = st35_nh(s, l) * hd, KV = st35_kvh(s, l) * hd;
+			n += 2 * E + 2 * E * Q + 2 * E * KV + 2 * hd +
+			     (l + 1 < s->n_layer ? E * st35_nh(s, l) : 0) +
+			     (st35_dense(s, l)
+				  ? 3 * E * (uint64_t)s->n_ff
+				  : E * X + 3 * E * FX * X + X + 3 * E * s->n_ff_shexp);
+		}
 		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n;
 	}
 	if (is_gemma4(s)) { /* per layer: its kind's geometry, V only where written */
@@ -1220,8 +1298,10 @@ static enum bg_status fill_tensor(void *arg, const char *name, void *dst, size_t
 
 /* ---- the writer ---- */
 
-/* key = a GGUF bool array of n elements, element l true unless (l + 1) % period == 0 */
-static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n, uint32_t period)
+/* key = a GGUF bool array of n elements, element l true unless (l + 1 + phase) % period ==
+ * 0 */
+static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n, uint32_t period,
+			  uint32_t phase)
 {
 	uint8_t *v = malloc(12 + (size_t)n);
 	if (!v)
@@ -1231,7 +1311,7 @@ static void swa_bool_list(struct gguf_writer *w, const char *key, uint32_t n, ui
 	memcpy(v, &et, 4);
 	memcpy(v + 4, &cnt, 8);
 	for (uint32_t l = 0; l < n; l++)
-		v[12 + l] = (l + 1) % period != 0;
+		v[12 + l] = (l + 1 + phase) % period != 0;
 	gguf_writer_set_raw(w, key, GGUF_TYPE_ARRAY, v, 12 + (size_t)n);
 	free(v);
 }
@@ -1453,10 +1533,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	if (s->swa_all)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
 	else if (s->n_swa && is_olmo2(s)) /* OLMo 3's converter: (l + 1) % 4 != 0 per layer */
-		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer, 4);
+		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer, 4, 0);
 	else if (s->n_swa && is_gemma4(s)) /* the converter's list from layer_types */
 		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer,
-			      s->swa_period ? s->swa_period : 6);
+			      s->swa_period ? s->swa_period : 6, 0);
+	else if (s->n_swa && is_step35(s)) /* its first layer global */
+		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer,
+			      s->swa_period, s->swa_period - 1);
 	if (gemma2) {
 		gguf_writer_set_f32(w, ARCH_KEY("attn_logit_softcapping"),
 				    s->attn_softcap > 0.0f ? s->attn_softcap : 50.0f);
@@ -1493,7 +1576,29 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			gguf_writer_set_f32(w, ARCH_KEY("rope.scaling.attn_factor"),
 					    sqrtf(1.0f + logf(scale) / logf((float)s->n_ctx_orig)));
 	}
-	gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
+	if (is_step35(s)) {	   /* Step35Model's converter's per-layer lists */
+		int32_t hl[2][64]; /* synth_check: at most 64 layers */
+		float cl[2][64];
+		for (uint32_t l = 0; l < s->n_layer; l++) {
+			hl[0][l] = (int32_t)st35_nh(s, l);
+			hl[1][l] = (int32_t)st35_kvh(s, l);
+			float c[2];
+			step35_clamps(l, c);
+			cl[0][l] = c[0];
+			cl[1][l] = c[1];
+		}
+		gguf_writer_set_arr_i32(w, ARCH_KEY("attention.head_count"), hl[0], s->n_layer);
+		gguf_writer_set_arr_i32(w, ARCH_KEY("attention.head_count_kv"), hl[1], s->n_layer);
+		gguf_writer_set_arr_f32(w, ARCH_KEY("swiglu_clamp_exp"), cl[0], s->n_layer);
+		gguf_writer_set_arr_f32(w, ARCH_KEY("swiglu_clamp_shexp"), cl[1], s->n_layer);
+		gguf_writer_set_u32(w, ARCH_KEY("rope.dimension_count_swa"), s->rope_dim_swa);
+		gguf_writer_set_f32(w, ARCH_KEY("rope.freq_base_swa"), s->rope_base_swa);
+		gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2); /* sigmoid */
+		gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"), s->expert_scale);
+		gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
+	} else {
+		gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
+	}
 	if (is_qwen35(s)) { /* Qwen3_5TextModel's converter's keys */
 		uint32_t r = (s->rope_dim ? s->rope_dim : hd) / 2;
 		int32_t sec[4] = {(int32_t)(r - r / 3 - r / 3), (int32_t)(r / 3), (int32_t)(r / 3),
@@ -1526,6 +1631,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_arr_i32(w, ARCH_KEY("attention.head_count_kv"), kvl, s->n_layer);
 		if (is_lfm2(s))
 			gguf_writer_set_u32(w, ARCH_KEY("shortconv.l_cache"), 3);
+	} else if (is_step35(s)) { /* written above */
 	} else if (is_gemma4(s) && s->n_head_kv_swa && s->n_head_kv_swa != s->n_head_kv) {
 		int32_t kvl[4096]; /* synth_check: n_layer <= 4096 */
 		for (uint32_t l = 0; l < s->n_layer; l++)
@@ -1695,6 +1801,36 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
+		if (is_step35(s)) { /* its own layer (the shape's comment) */
+			const uint64_t nh = st35_nh(s, l), Ql = nh * HD, KVl = st35_kvh(s, l) * HD;
+			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
+			ADD("attn_q.weight", t, FILL_RANDOM, E, Ql);
+			ADD("attn_k.weight", t, FILL_RANDOM, E, KVl);
+			ADD("attn_v.weight", t, FILL_RANDOM, E, KVl);
+			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, HD, 1);
+			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, HD, 1);
+			ADD("attn_output.weight", t, FILL_RANDOM, Ql, E);
+			if (l + 1 < s->n_layer)
+				ADD("attn_gate.weight", t, FILL_RANDOM, E, nh);
+			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
+			if (st35_dense(s, l)) {
+				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
+				ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+				ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
+				continue;
+			}
+			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
+			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
+			ADD3("ffn_gate_exps.weight", t, E, FX, X);
+			ADD3("ffn_up_exps.weight", t, E, FX, X);
+			ADD3("ffn_down_exps.weight", t, FX, E, X);
+			ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
+			b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
+			ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
+			ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
+			ADD("ffn_down_shexp.weight", t, FILL_RANDOM, s->n_ff_shexp, E);
+			continue;
+		}
 		const bool own_kv = !g4 || l + s->shared_kv_layers < s->n_layer;
 		if (g4) { /* the layer's kind's geometry, its FFN's width */
 			F = g4_ff(s, l);

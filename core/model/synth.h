@@ -131,6 +131,9 @@ struct synth_shape {
 	 * expert_weights_norm true */
 	uint32_t n_expert_shared;
 	uint32_t n_dense_lead;
+	/* step35: the last n_dense_tail layers a dense FFN too (no router), as llama.cpp
+	 * reads any layer without ffn_gate_inp */
+	uint32_t n_dense_tail;
 	float expert_scale;
 	bool no_qk_norm;
 	/* deepseek2 (model.h's mla): q_lora_rank (0: a plain attn_q, written as 0),
@@ -176,6 +179,16 @@ struct synth_shape {
 	 * attention.layer_norm_epsilon 1e-5 beside the RMS eps, no ffn_norm */
 	uint64_t nemo_ffn;
 	uint32_t ssm_inner;
+	/* step35: the windowed layers' query heads (n_head is the global layers'; with
+	 * n_head_kv_swa their K/V heads), head_count and head_count_kv written as per-layer
+	 * lists; rope.dimension_count_swa (rope_dim is rope.dimension_count, of which the
+	 * global layers turn half); the window list with layer l windowed unless l %
+	 * swa_period == 0 (the first layer global); rope.freq_base_swa rope_base_swa; the
+	 * first n_dense_lead layers a dense SwiGLU, the others 8-style experts with
+	 * exp_probs_b and a shared expert n_ff_shexp wide; attn_gate on every layer but the
+	 * last; per-head Q/K norms; the clamps swiglu_clamp_exp / _shexp per-layer lists
+	 * (synth.c's step35_clamps: small enough to bite on these weights, 0 on some layers) */
+	uint32_t n_head_swa, rope_dim_swa;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
