@@ -209,7 +209,17 @@
  * down_shexp(relu(up_shexp x)^2), expert_shared_feed_forward_length wide, of the same
  * normed input, added after the routed sum. Not supported (refused): moe_latent_size
  * (Nemotron 3 Super's ffn_latent_down / up around the experts), per-layer expert widths or
- * counts (Puzzle), expert_group_count > 1, MTP layers. */
+ * counts (Puzzle), expert_group_count > 1, MTP layers.
+ * qwen3next (src/models/qwen3next.cpp; llama-model.cpp's split segments; conversion/qwen.py's
+ * Qwen3NextModel): qwen35moe's graph (the same attention gate, per-head Q/K norms, delta
+ * net, gated norm rmsnorm(o) * silu(z), softmax experts with norm_w plus the sigmoid-gated
+ * shared expert; the FFN's dense branch, unused by the released files, is not read) with
+ * ggml_rope_ext's NeoX RoPE (no sections) and these layouts: V head h reads K head
+ * h / (nv / nk) (repeat-interleave: "[k0_v0, k0_v1, k1_v2, k1_v3]"); ssm_ba (n_embd, 2 nv)
+ * holds per K head g [beta of V heads g r..g r+r-1 | their alpha] (r = nv / nk); the delta
+ * net's input is attn_qkv + attn_gate (the converter's order, qwen35's) or, in older files,
+ * ssm_in (n_embd, 2 KD + 2 VD) with per K head [q (d) | k (d) | v (r d) | z (r d)].
+ * nextn_predict_layers MTP layers skipped. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -376,6 +386,18 @@ static const struct arch_info table[] = {
      .nextn = true,
      .gdn = true,
      .shexp_gate = true},
+    {.name = "qwen3next",
+     .families = "Qwen3-Next-80B-A3B (Instruct, Thinking), Qwen3-Coder-Next",
+     .rope_neox = true,
+     .qk_norm = true,
+     .ffn_norm_post_name = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .gdn = true,
+     .shexp_gate = true,
+     .gdn_next = true},
     {.name = "qwen2moe",
      .families = "Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B",
      .rope_neox = true,
@@ -428,7 +450,7 @@ const char *arch_names(void)
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
-	       "qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe";
+	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

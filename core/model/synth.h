@@ -176,6 +176,10 @@ struct synth_shape {
 	 * attention.layer_norm_epsilon 1e-5 beside the RMS eps, no ffn_norm */
 	uint64_t nemo_ffn;
 	uint32_t ssm_inner;
+	/* qwen3next (added for it; its shapes write ssm_ba, per K head [beta | alpha], for
+	 * ssm_beta / ssm_alpha and no rope.dimension_sections): the older files' fused ssm_in
+	 * (per K head [q | k | v | z]) for attn_qkv / attn_gate */
+	bool gdn_ssm_in;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
