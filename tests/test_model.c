@@ -954,7 +954,8 @@ enum moe_edit {
  * `what`; ME_RESHAPE gives it one expert less (ne2 - 1; bytes as they are); ME_SPLIT adds
  * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight;
  * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`;
- * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5);
+ * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5; bit
+ * 30: 3);
  * ME_KEY_F32 sets f32 key `what` to val / 1000 (removes it when val is UINT32_MAX);
  * ME_KEY_FALSE sets bool key `what` to false; ME_KEY_LIST sets `what` to a list of 4 i32
  * values val. */
@@ -983,7 +984,7 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	if (e == ME_BOOLS) {
 		uint8_t v[17];
 		uint32_t et = GGUF_TYPE_BOOL;
-		uint64_t cnt = val >> 31 ? 5 : 4;
+		uint64_t cnt = val >> 31 ? 5 : val >> 30 & 1 ? 3 : 4;
 		memcpy(v, &et, 4);
 		memcpy(v + 4, &cnt, 8);
 		for (uint64_t i = 0; i < cnt; i++)
@@ -2047,6 +2048,13 @@ static void test_qwen3next(void)
 		model_free(m);
 		m = NULL;
 	}
+	/* the converter's attention.recurrent_layers, as full_attention_interval 2 says */
+	CHECK(moe_rewrite("qwen3next-tiny", ME_BOOLS, "qwen3next.attention.recurrent_layers",
+			  1u << 30 | 5, &m, &err) == BG_OK &&
+		  m->layers[0].gdn && !m->layers[1].gdn && m->layers[2].gdn,
+	      "qwen3next recurrent_layers [T, F, T]: %s", err.msg);
+	model_free(m);
+	m = NULL;
 	static const struct refusal bad[] = {
 	    {"qwen3next-tiny", ME_DROP, "blk.0.ssm_ba.weight", 0, BG_ERR_FORMAT,
 	     "'blk.0.ssm_ba.weight' is missing"},
@@ -2062,6 +2070,8 @@ static void test_qwen3next(void)
 	    {"qwen3next-ssmin-tiny", ME_ADD, "blk.0.attn_qkv.weight", 0, BG_ERR_FORMAT,
 	     "'blk.0.attn_qkv.weight' has shape"},
 	    {"qwen3next-tiny", ME_BOOLS, "qwen3next.attention.recurrent_layers", 5,
+	     BG_ERR_UNSUPPORTED, "qwen3next.attention.recurrent_layers (a layer pattern"},
+	    {"qwen3next-tiny", ME_BOOLS, "qwen3next.attention.recurrent_layers", 1u << 30 | 7,
 	     BG_ERR_UNSUPPORTED, "qwen3next.attention.recurrent_layers (a layer pattern"},
 	};
 	check_refusals(bad, sizeof bad / sizeof bad[0]);

@@ -875,9 +875,29 @@ static enum bg_status read_lfm2(const struct gguf_ctx *g, const char *arch,
 	return read_kv_heads(g, arch, "conv", hp, err);
 }
 
+/* qwen35, qwen3next: whether the attention.recurrent_layers list `key` (the converter
+ * writes one from the HF config's layer_types: a bool per layer, MTP layers included and
+ * false) says what full_attention_interval does */
+static bool recurrent_list_is_interval(const struct gguf_ctx *g, const char *key,
+				       const struct model_hparams *hp)
+{
+	enum gguf_type et;
+	uint64_t n = 0;
+	const uint64_t want = (uint64_t)hp->n_layer + hp->n_layer_nextn;
+	if (!gguf_get_arr(g, key, &et, &n) || et != GGUF_TYPE_BOOL || n != want ||
+	    n > MODEL_MAX_LAYERS)
+		return false;
+	bool *w = malloc(n * sizeof *w + 1);
+	bool ok = w && gguf_arr_copy_bool(g, key, w, n);
+	for (uint64_t l = 0; ok && l < n; l++)
+		ok = w[l] == (l < hp->n_layer && (l + 1) % hp->gdn_every != 0);
+	free(w);
+	return ok;
+}
+
 /* qwen35 (model.h's gdn_*): the ssm.* keys, full_attention_interval (default 4, as
  * llama.cpp's); refused: an attention.recurrent_layers list (llama.cpp's alternative
- * layer pattern), attention.scale (not read here), value and key heads of different sizes.
+ * layer pattern) other than full_attention_interval's own, attention.scale (not read here), value and key heads of different sizes.
  * Runs after head_dim is known. */
 static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
 				  struct model_hparams *hp, struct bg_err *err)
@@ -907,7 +927,7 @@ static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
 	if (get_u32_key(g, arch, "full_attention_interval", &hp->gdn_every) && hp->gdn_every == 0)
 		return bg_fail(err, BG_ERR_FORMAT, "%s.full_attention_interval is 0", arch);
 	snprintf(key, sizeof key, "%s.attention.recurrent_layers", arch);
-	if (g && gguf_find_key(g, key) >= 0)
+	if (g && gguf_find_key(g, key) >= 0 && !recurrent_list_is_interval(g, key, hp))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s (a layer pattern other than full_attention_interval) is not "
 			       "supported",
