@@ -165,8 +165,8 @@
  * llama-model.cpp's llama_model_rope_type: IMROPE; ggml-cpu's ssm_conv and
  * gated_delta_net): layer l is a gated delta net unless (l + 1) % full_attention_interval
  * == 0 (default 4; an attention.recurrent_layers list is refused here unless it is that
- * pattern); nextn_predict_layers MTP layers at the end are skipped (as glm4's). Both kinds read attn_norm, add their
- * output to the residual, then post_attention_norm (the pre-FFN norm) and a SiLU SwiGLU. Full attention: attn_q (n_embd, 2 n_head head_dim), per head
+ * pattern); nextn_predict_layers MTP layers at the end are skipped (as glm4's). Both kinds
+ * read attn_norm, add their output to the residual, then post_attention_norm (the pre-FFN norm) and a SiLU SwiGLU. Full attention: attn_q (n_embd, 2 n_head head_dim), per head
  * [q | gate]; attn_q_norm / attn_k_norm per head; IMROPE over rope.dimension_count with
  * rope.dimension_sections, which for text (llama_batch broadcasts one position to every
  * section) turns pair i by p * base^(-2i / n_rot) whatever the sections: NeoX RoPE;

@@ -897,8 +897,8 @@ static bool recurrent_list_is_interval(const struct gguf_ctx *g, const char *key
 
 /* qwen35 (model.h's gdn_*): the ssm.* keys, full_attention_interval (default 4, as
  * llama.cpp's); refused: an attention.recurrent_layers list (llama.cpp's alternative
- * layer pattern) other than full_attention_interval's own, attention.scale (not read here), value and key heads of different sizes.
- * Runs after head_dim is known. */
+ * layer pattern) other than full_attention_interval's own, attention.scale (not read
+ * here), value and key heads of different sizes. Runs after head_dim is known. */
 static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
 				  struct model_hparams *hp, struct bg_err *err)
 {
