@@ -1728,6 +1728,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			ga.d = (int)hp->gdn_d;
 			ga.nk = (int)hp->gdn_nk;
 			ga.nv = (int)hp->gdn_nv;
+			ga.k_grouped = hp->gdn_k_grouped; /* qwen3next */
 			ga.conv = (int)hp->gdn_conv;
 			ga.eps = hp->rms_eps;
 			ga.conv_w = L->conv_w;

@@ -68,7 +68,7 @@ __global__ void gdn_recur_kernel(struct gpu_gdn_args a)
 {
 	extern __shared__ float sh[]; /* q, k: d each */
 	const int d = a.d, KD = a.nk * d, VD = a.nv * d, CD = 2 * KD + VD;
-	const int h = blockIdx.y, kh = h % a.nk, j = threadIdx.x;
+	const int h = blockIdx.y, kh = a.k_grouped ? h / (a.nv / a.nk) : h % a.nk, j = threadIdx.x;
 	const int32_t *sq = a.seq + 3 * blockIdx.x;
 	const int t0 = sq[0], n = sq[1];
 	float *M = a.state + (int64_t)sq[2] * a.state_stride + (int64_t)(a.conv - 1) * CD +

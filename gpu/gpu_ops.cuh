@@ -396,6 +396,7 @@ struct gpu_gdn_args {
 	float *cbuf;	     /* [n_tok][CD] fp32 scratch: the conv's output, then Q/K normed */
 	float *obuf;	     /* [n_tok][VD] fp32 scratch: the heads' outputs */
 	void *out;	     /* [n_tok][VD] of dt: ssm_out's input */
+	int k_grouped;	     /* qwen3next: V head h reads K head h / (nv / nk), else h % nk */
 };
 /* Four launches: the conv (a thread a channel, the sequence's tokens in order), the Q/K
  * L2 norms, the recurrence (a block per (sequence, V head), a thread per state row), the

@@ -264,6 +264,7 @@ else
 	# granitehybrid-moe-tiny's Mamba2 layers (gpu_ssm, the state in each sequence's slot
 	# across passes), its unrotated attention layer, softmax routing with a wider shared
 	# expert; qwen35moe-tiny's shared expert times its sigmoid gate (gpu_moe_shexp_gate);
+	# qwen3next-tiny's value heads reading key heads repeat-interleaved (gpu_gdn_args.k_grouped);
 	# nemotron_h_moe-tiny's one-block layers (Mamba2 or attention without an FFN,
 	# FFN alone: the residual adds between them), its ReLU^2 experts (sigmoid routing with
 	# the selection bias) and ReLU^2 shared expert (gpu_relu2, as nemotron_h's dense FFN).
@@ -271,7 +272,8 @@ else
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
 		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny minimax-m2-tiny \
-		lfm2moe-tiny qwen35-tiny granitehybrid-moe-tiny qwen35moe-tiny nemotron_h_moe-tiny; do
+		lfm2moe-tiny qwen35-tiny granitehybrid-moe-tiny qwen35moe-tiny qwen3next-tiny \
+		nemotron_h_moe-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda

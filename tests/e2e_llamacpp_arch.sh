@@ -284,6 +284,12 @@ arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8
 BGOPTS="--block-size 4 --max-num-tokens 8"
 arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
 arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f32 --seed 3
+# qwen3next (llama.cpp's qwen3next graph; qwen3next-tiny: qwen35moe-tiny's layers and FFN
+# with Qwen3-Next's layouts): V head h reads K head h / 2 (repeat-interleave), beta and alpha
+# from the fused ssm_ba (per K head [beta | alpha]), plain NeoX RoPE; -ssmin: the older
+# files' fused ssm_in (per K head [q | k | v | z]) reordered at load time.
+arch_compare qwen3next-f32 0 2e-5 "${F32KV[*]}" --shape qwen3next-tiny --dtype f32 --seed 3
+arch_compare qwen3next-ssmin-f32 0 2e-5 "${F32KV[*]}" --shape qwen3next-ssmin-tiny --dtype f32 --seed 5
 BGOPTS="--block-size 4"
 BGOPTS=""
 # granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer; granitehybrid-moe-tiny:

@@ -982,6 +982,9 @@ static void test_arch_vs_cpu(void)
 	    /* qwen35moe, qwen2moe: routed experts plus the shared expert times its sigmoid
 	     * gate (gpu_moe_shexp_gate), after qwen35's delta nets or qwen2's biased QKV */
 	    "synthetic:qwen35moe-tiny:f32",
+	    /* qwen3next: those layers with V heads reading K heads repeat-interleaved
+	     * (gpu_gdn_args.k_grouped), beta and alpha from the fused ssm_ba */
+	    "synthetic:qwen3next-tiny:f32",
 	    "synthetic:qwen2moe-tiny:f32",
 	    /* nemotron_h: layers of one block each (Mamba2, FFN alone with ReLU^2, Mamba2,
 	     * unrotated attention alone, FFN alone): the residual adds between them */
@@ -1950,8 +1953,9 @@ int main(void)
 	 * models (quick under gpu/emu);
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
-	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's; BG_GPU_ONLY_PASSES=1:
-	 * the three-pass forward alone;
+	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
+	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's; BG_GPU_ONLY_PASSES=1: the three-pass forward
+	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
 	 * test_bucket8 alone; BG_GPU_ONLY_REFUSED=1: the refusals by name (gemma4 E, step35) */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
@@ -1984,6 +1988,11 @@ int main(void)
 		test_synthetic_vs_cpu("synthetic:qwen2moe-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:qwen35moe-tiny:f32", 3);
 		test_batch_vs_cpu("synthetic:qwen2moe-tiny:f32", 3);
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_QWEN3NEXT")) { /* qwen3next alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:qwen3next-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:qwen3next-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_MLA")) { /* deepseek2 alone (quick under gpu/emu) */

@@ -225,9 +225,9 @@ static void test_rewrites(void)
 		  has(&err, "'gemma'") && has(&err, "supported: llama, qwen2, qwen3"),
 	      "arch: %s", err.msg);
 	/* other architectures are refused by name, never run; qwen3moe reads its own keys */
-	CHECK(rewrite(src, E_ARCH, "qwen3next", &m, &err) == BG_ERR_UNSUPPORTED &&
-		  has(&err, "'qwen3next' is not supported"),
-	      "qwen3next: %s", err.msg);
+	CHECK(rewrite(src, E_ARCH, "qwen4exp", &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "'qwen4exp' is not supported"),
+	      "qwen4exp: %s", err.msg);
 	CHECK(rewrite(src, E_ARCH, "qwen3moe", &m, &err) == BG_ERR_FORMAT &&
 		  has(&err, "qwen3moe.block_count is missing"),
 	      "qwen3moe with llama keys: %s", err.msg);
@@ -954,7 +954,8 @@ enum moe_edit {
  * `what`; ME_RESHAPE gives it one expert less (ne2 - 1; bytes as they are); ME_SPLIT adds
  * blk.0.ffn_gate.0.weight (the old per-expert form); ME_DENSE adds blk.0.ffn_gate.weight;
  * ME_HALVE halves tensor `what`'s ne0; ME_ADD adds an f32 vector (64) named `what`;
- * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5);
+ * ME_BOOLS sets key `what` to a bool list of 4 (bit i of val: element i; bit 31: 5; bit
+ * 30: 3);
  * ME_KEY_F32 sets f32 key `what` to val / 1000 (removes it when val is UINT32_MAX);
  * ME_KEY_FALSE sets bool key `what` to false; ME_KEY_LIST sets `what` to a list of 4 i32
  * values val. */
@@ -983,7 +984,7 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 	if (e == ME_BOOLS) {
 		uint8_t v[17];
 		uint32_t et = GGUF_TYPE_BOOL;
-		uint64_t cnt = val >> 31 ? 5 : 4;
+		uint64_t cnt = val >> 31 ? 5 : val >> 30 & 1 ? 3 : 4;
 		memcpy(v, &et, 4);
 		memcpy(v + 4, &cnt, 8);
 		for (uint64_t i = 0; i < cnt; i++)
@@ -2058,6 +2059,97 @@ static void test_qwen35(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* qwen3next: whether row `row` of w (f32, n_embd 64 wide) is row `src` of the file's
+ * tensor `name` */
+static bool qn_row_is(const struct model *m, const struct model_weight *w, uint64_t row,
+		      const char *name, uint64_t src)
+{
+	const struct gguf_tensor *t = gguf_find_tensor(m->gguf, name);
+	return t && w->data && w->type == GGUF_DTYPE_F32 &&
+	       memcmp((const float *)w->data + row * 64, (const float *)t->data + src * 64,
+		      64 * sizeof(float)) == 0;
+}
+
+/* qwen3next: qwen35moe-tiny's layers and counts (196048 parameters: ssm_ba's 2 x 64 x 4
+ * are ssm_beta's and ssm_alpha's) with V heads reading K heads repeat-interleaved; the
+ * fused tensors' rows where the layouts in arch.c put them (d 16, 2 K heads, 4 V heads,
+ * r 2): ssm_ba per K head g [beta of V heads 2g, 2g+1 | their alpha], so V head 1's beta is
+ * row 1 and its alpha row 3, V head 2's beta row 4 and alpha row 6; ssm_in per K head
+ * [q 16 | k 16 | v 32 | z 32] (96 rows), so K head 1's q starts at row 96 (qkv row 16), the
+ * k rows at 16 (qkv row 32), V head 2's v at row 96 + 32 (qkv row 64 + 32), its z at
+ * 96 + 64 (z row 32); refusals. */
+static void test_qwen3next(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("qwen3next-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l2 = &m->layers[2];
+		CHECK(hp->gdn_k_grouped && hp->shexp_gate && hp->attn_out_gate && hp->rope_neox &&
+			  hp->rope_dim == 8 && l0->gdn && !m->layers[1].gdn && l2->gdn &&
+			  l0->gdn_beta.ne1 == 4 && l0->gdn_alpha.ne1 == 4 &&
+			  m->n_params == 196048 &&
+			  m->n_params == synth_n_params(synth_find_shape("qwen3next-tiny"), true),
+		      "qwen3next-tiny hparams and layers, n_params %llu",
+		      (unsigned long long)m->n_params);
+		CHECK(qn_row_is(m, &l2->gdn_beta, 0, "blk.2.ssm_ba.weight", 0) &&
+			  qn_row_is(m, &l2->gdn_beta, 1, "blk.2.ssm_ba.weight", 1) &&
+			  qn_row_is(m, &l2->gdn_alpha, 1, "blk.2.ssm_ba.weight", 3) &&
+			  qn_row_is(m, &l2->gdn_beta, 2, "blk.2.ssm_ba.weight", 4) &&
+			  qn_row_is(m, &l2->gdn_alpha, 2, "blk.2.ssm_ba.weight", 6) &&
+			  qn_row_is(m, &l2->gdn_alpha, 3, "blk.2.ssm_ba.weight", 7),
+		      "qwen3next ssm_ba's rows as beta and alpha");
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("qwen3next-ssmin-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m) {
+		const struct model_layer *l0 = &m->layers[0];
+		CHECK(l0->gdn_qkv.ne1 == 128 && l0->gdn_z.ne1 == 64 &&
+			  qn_row_is(m, &l0->gdn_qkv, 0, "blk.0.ssm_in.weight", 0) &&
+			  qn_row_is(m, &l0->gdn_qkv, 16, "blk.0.ssm_in.weight", 96) &&
+			  qn_row_is(m, &l0->gdn_qkv, 32, "blk.0.ssm_in.weight", 16) &&
+			  qn_row_is(m, &l0->gdn_qkv, 64 + 32, "blk.0.ssm_in.weight", 96 + 32) &&
+			  qn_row_is(m, &l0->gdn_qkv, 127, "blk.0.ssm_in.weight", 96 + 63) &&
+			  qn_row_is(m, &l0->gdn_z, 0, "blk.0.ssm_in.weight", 64) &&
+			  qn_row_is(m, &l0->gdn_z, 32, "blk.0.ssm_in.weight", 96 + 64) &&
+			  m->n_params == 196048,
+		      "qwen3next ssm_in's rows as q, k, v and z, n_params %llu",
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	/* the converter's attention.recurrent_layers, as full_attention_interval 2 says */
+	CHECK(moe_rewrite("qwen3next-tiny", ME_BOOLS, "qwen3next.attention.recurrent_layers",
+			  1u << 30 | 5, &m, &err) == BG_OK &&
+		  m->layers[0].gdn && !m->layers[1].gdn && m->layers[2].gdn,
+	      "qwen3next recurrent_layers [T, F, T]: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    {"qwen3next-tiny", ME_DROP, "blk.0.ssm_ba.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ssm_ba.weight' is missing"},
+	    {"qwen3next-tiny", ME_HALVE, "blk.2.ssm_ba.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ssm_ba.weight' has shape"},
+	    {"qwen3next-tiny", ME_DROP, "blk.0.attn_qkv.weight", 0, BG_ERR_FORMAT,
+	     "layer 0: qwen3next's delta net needs attn_qkv.weight and attn_gate.weight, or "
+	     "ssm_in.weight"},
+	    {"qwen3next-tiny", ME_DROP, "blk.2.attn_gate.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.attn_gate.weight' is missing"},
+	    {"qwen3next-ssmin-tiny", ME_HALVE, "blk.0.ssm_in.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ssm_in.weight' has shape"},
+	    {"qwen3next-ssmin-tiny", ME_ADD, "blk.0.attn_qkv.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.attn_qkv.weight' has shape"},
+	    {"qwen3next-tiny", ME_BOOLS, "qwen3next.attention.recurrent_layers", 5,
+	     BG_ERR_UNSUPPORTED, "qwen3next.attention.recurrent_layers (a layer pattern"},
+	    {"qwen3next-tiny", ME_BOOLS, "qwen3next.attention.recurrent_layers", 1u << 30 | 7,
+	     BG_ERR_UNSUPPORTED, "qwen3next.attention.recurrent_layers (a layer pattern"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* qwen35moe, qwen2moe: every layer's router, experts and gated shared expert (its gate one
  * row of n_embd), softmax routing renormalized or not, qwen35moe without
  * feed_forward_length; the parameter counts derived by hand (qwen35-tiny's 158224 less
@@ -2693,6 +2785,7 @@ int main(void)
 	test_lfm2moe();
 	test_qwen35();
 	test_qwen_moe();
+	test_qwen3next();
 	test_deepseek2();
 	test_minimax();
 	test_lazy_new_arch();

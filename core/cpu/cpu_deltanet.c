@@ -78,7 +78,8 @@ void cpu_gdn_recur(const struct model_hparams *hp, float *state, const float *c,
 		   const float *a, int64_t h, int32_t n, float *o, int64_t ldo)
 {
 	const int64_t d = hp->gdn_d, KD = (int64_t)hp->gdn_nk * d;
-	const int64_t kh = h % hp->gdn_nk; /* ggml_repeat's tiling of the K heads */
+	/* ggml_repeat's tiling of the K heads; qwen3next: repeat-interleave */
+	const int64_t kh = hp->gdn_k_grouped ? h / (hp->gdn_nv / hp->gdn_nk) : h % hp->gdn_nk;
 	float *M = state + cpu_gdn_mat_offset(hp) + h * d * d;
 	const float scale = 1.0f / sqrtf((float)d);
 	float delta[1024]; /* gdn_d <= 1024 (model.c) */

@@ -164,9 +164,9 @@
  * qwen35 (src/models/qwen35.cpp, delta-net-base.cpp, models.h's build_gdn_l2_norm,
  * llama-model.cpp's llama_model_rope_type: IMROPE; ggml-cpu's ssm_conv and
  * gated_delta_net): layer l is a gated delta net unless (l + 1) % full_attention_interval
- * == 0 (default 4; an attention.recurrent_layers list is refused here); nextn_predict_layers
- * MTP layers at the end are skipped (as glm4's). Both kinds read attn_norm, add their
- * output to the residual, then post_attention_norm (the pre-FFN norm) and a SiLU SwiGLU. Full attention: attn_q (n_embd, 2 n_head head_dim), per head
+ * == 0 (default 4; an attention.recurrent_layers list is refused here unless it is that
+ * pattern); nextn_predict_layers MTP layers at the end are skipped (as glm4's). Both kinds
+ * read attn_norm, add their output to the residual, then post_attention_norm (the pre-FFN norm) and a SiLU SwiGLU. Full attention: attn_q (n_embd, 2 n_head head_dim), per head
  * [q | gate]; attn_q_norm / attn_k_norm per head; IMROPE over rope.dimension_count with
  * rope.dimension_sections, which for text (llama_batch broadcasts one position to every
  * section) turns pair i by p * base^(-2i / n_rot) whatever the sections: NeoX RoPE;
@@ -228,7 +228,17 @@
  * clamps: swiglu_clamp_exp[il] for the routed experts, swiglu_clamp_shexp[il] for the shared
  * expert and for a dense FFN (build_ffn reads it for every gated SiLU FFN), each a scalar or
  * a list of block_count: when limit > 1e-6, up = clamp(up, -limit, limit), a =
- * min(silu(gate), limit), a * up. nextn_predict_layers layers at the end skipped. */
+ * min(silu(gate), limit), a * up. nextn_predict_layers layers at the end skipped.
+ * qwen3next (src/models/qwen3next.cpp; llama-model.cpp's split segments; conversion/qwen.py's
+ * Qwen3NextModel): qwen35moe's graph (the same attention gate, per-head Q/K norms, delta
+ * net, gated norm rmsnorm(o) * silu(z), softmax experts with norm_w plus the sigmoid-gated
+ * shared expert; the FFN's dense branch, unused by the released files, is not read) with
+ * ggml_rope_ext's NeoX RoPE (no sections) and these layouts: V head h reads K head
+ * h / (nv / nk) (repeat-interleave: "[k0_v0, k0_v1, k1_v2, k1_v3]"); ssm_ba (n_embd, 2 nv)
+ * holds per K head g [beta of V heads g r..g r+r-1 | their alpha] (r = nv / nk); the delta
+ * net's input is attn_qkv + attn_gate (the converter's order, qwen35's) or, in older files,
+ * ssm_in (n_embd, 2 KD + 2 VD) with per K head [q (d) | k (d) | v (r d) | z (r d)].
+ * nextn_predict_layers MTP layers skipped. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -395,6 +405,18 @@ static const struct arch_info table[] = {
      .nextn = true,
      .gdn = true,
      .shexp_gate = true},
+    {.name = "qwen3next",
+     .families = "Qwen3-Next-80B-A3B (Instruct, Thinking), Qwen3-Coder-Next",
+     .rope_neox = true,
+     .qk_norm = true,
+     .ffn_norm_post_name = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .gdn = true,
+     .shexp_gate = true,
+     .gdn_next = true},
     {.name = "qwen2moe",
      .families = "Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B",
      .rope_neox = true,
@@ -455,7 +477,7 @@ const char *arch_names(void)
 	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
-	       "qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35";
+	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

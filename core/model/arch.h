@@ -182,6 +182,13 @@ struct arch_info {
 	 * bias optional) plus one shared expert, and the per-layer SwiGLU clamps
 	 * (model_layer.clamp_exp, clamp_shexp); NextN layers skipped (with nextn) */
 	bool step35;
+	/* qwen3next (added for qwen3next; llama.cpp's qwen3next graph): qwen35moe's layers with
+	 * Qwen3-Next's layouts: V head h reads K head h / (gdn_nv / gdn_nk) (repeat-interleave,
+	 * model_hparams.gdn_k_grouped), beta and alpha fused in ssm_ba (per K head
+	 * [beta | alpha] of gdn_nv / gdn_nk rows each) and, in older files, q|k|v|z fused in
+	 * ssm_in (per K head), both reordered at load time into qwen35's weights; plain NeoX
+	 * RoPE (no rope.dimension_sections) */
+	bool gdn_next;
 };
 
 /* The row of an architecture, or NULL. */

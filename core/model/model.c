@@ -1013,10 +1013,30 @@ static enum bg_status read_lfm2(const struct gguf_ctx *g, const char *arch,
 	return read_kv_heads(g, arch, "conv", hp, err);
 }
 
+/* qwen35, qwen3next: whether the attention.recurrent_layers list `key` (the converter
+ * writes one from the HF config's layer_types: a bool per layer, MTP layers included and
+ * false) says what full_attention_interval does */
+static bool recurrent_list_is_interval(const struct gguf_ctx *g, const char *key,
+				       const struct model_hparams *hp)
+{
+	enum gguf_type et;
+	uint64_t n = 0;
+	const uint64_t want = (uint64_t)hp->n_layer + hp->n_layer_nextn;
+	if (!gguf_get_arr(g, key, &et, &n) || et != GGUF_TYPE_BOOL || n != want ||
+	    n > MODEL_MAX_LAYERS)
+		return false;
+	bool *w = malloc(n * sizeof *w + 1);
+	bool ok = w && gguf_arr_copy_bool(g, key, w, n);
+	for (uint64_t l = 0; ok && l < n; l++)
+		ok = w[l] == (l < hp->n_layer && (l + 1) % hp->gdn_every != 0);
+	free(w);
+	return ok;
+}
+
 /* qwen35 (model.h's gdn_*): the ssm.* keys, full_attention_interval (default 4, as
  * llama.cpp's); refused: an attention.recurrent_layers list (llama.cpp's alternative
- * layer pattern), attention.scale (not read here), value and key heads of different sizes.
- * Runs after head_dim is known. */
+ * layer pattern) other than full_attention_interval's own, attention.scale (not read
+ * here), value and key heads of different sizes. Runs after head_dim is known. */
 static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
 				  struct model_hparams *hp, struct bg_err *err)
 {
@@ -1045,7 +1065,7 @@ static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
 	if (get_u32_key(g, arch, "full_attention_interval", &hp->gdn_every) && hp->gdn_every == 0)
 		return bg_fail(err, BG_ERR_FORMAT, "%s.full_attention_interval is 0", arch);
 	snprintf(key, sizeof key, "%s.attention.recurrent_layers", arch);
-	if (g && gguf_find_key(g, key) >= 0)
+	if (g && gguf_find_key(g, key) >= 0 && !recurrent_list_is_interval(g, key, hp))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s (a layer pattern other than full_attention_interval) is not "
 			       "supported",
@@ -1418,6 +1438,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       arch);
 	if (ai->gdn && (st = read_qwen35(g, arch, hp, err)))
 		return st;
+	hp->gdn_k_grouped = ai->gdn_next; /* qwen3next (arch.h) */
 	if (ai->mla)
 		return read_deepseek2(g, arch, hp, err);
 	return BG_OK;
@@ -1501,6 +1522,9 @@ void model_free(struct model *m)
 	if (!m)
 		return;
 	free(m->layers);
+	for (uint32_t i = 0; i < m->n_owned; i++)
+		free(m->owned[i]);
+	free(m->owned);
 	gguf_close(m->gguf);
 	free(m);
 }
@@ -1513,6 +1537,83 @@ static struct model_weight row_view(const struct model_weight *w, uint64_t r0, u
 	v.data = (const char *)w->data + r0 * gguf_row_bytes(w->type, w->ne0);
 	v.ne1 = r1 - r0;
 	return v;
+}
+
+/* qwen3next: the rows src[k] (k < n) of w copied in that order into a buffer the model
+ * owns (model.owned), as a weight of n rows; not counted again. */
+static enum bg_status gather_rows(struct loader *L, const struct model_weight *w,
+				  const uint64_t *src, uint64_t n, struct model_weight *out)
+{
+	struct model *m = L->m;
+	const size_t rb = gguf_row_bytes(w->type, w->ne0);
+	void **o = realloc(m->owned, (m->n_owned + 1) * sizeof *o);
+	char *buf = malloc(n * rb + 1);
+	if (o)
+		m->owned = o;
+	if (!o || !buf) {
+		free(buf);
+		return bg_fail(L->err, BG_ERR_NOMEM, "out of memory reordering a fused tensor");
+	}
+	m->owned[m->n_owned++] = buf;
+	for (uint64_t k = 0; k < n; k++)
+		memcpy(buf + k * rb, (const char *)w->data + src[k] * rb, rb);
+	*out = *w;
+	out->data = buf;
+	out->ne1 = n;
+	return BG_OK;
+}
+
+/* qwen3next's delta-net input weights (arch.c) in qwen35's layout: gdn_qkv and gdn_z from
+ * attn_qkv / attn_gate as they are, else from ssm_in's per-K-head [q | k | v | z]; gdn_beta
+ * and gdn_alpha from ssm_ba's per-K-head [beta | alpha]. */
+static enum bg_status take_qwen3next_in(struct loader *L, uint32_t l, struct model_layer *ly)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	const uint64_t E = hp->n_embd, d = hp->gdn_d, nk = hp->gdn_nk, nv = hp->gdn_nv;
+	const uint64_t r = nv / nk, KD = nk * d, VD = nv * d, G = 2 * d + 2 * r * d;
+	char n[96];
+	struct model_weight fused;
+	enum bg_status st;
+	uint64_t *idx = malloc((2 * KD + 2 * VD) * sizeof *idx);
+	if (!idx)
+		return bg_fail(L->err, BG_ERR_NOMEM, "out of memory reordering a fused tensor");
+	snprintf(n, sizeof n, "blk.%u.attn_qkv.weight", l);
+	if (gguf_find_tensor(L->g, n)) { /* the converter's layout (qwen35's) */
+		if (!(st = take(L, n, E, 2 * KD + VD, TK_MATRIX, &ly->gdn_qkv))) {
+			snprintf(n, sizeof n, "blk.%u.attn_gate.weight", l);
+			st = take(L, n, E, VD, TK_MATRIX, &ly->gdn_z);
+		}
+	} else { /* older files: ssm_in, per K head g [q (d) | k (d) | v (r d) | z (r d)] */
+		snprintf(n, sizeof n, "blk.%u.ssm_in.weight", l);
+		if (!gguf_find_tensor(L->g, n)) {
+			free(idx);
+			return bg_fail(L->err, BG_ERR_FORMAT,
+				       "layer %u: qwen3next's delta net needs attn_qkv.weight and "
+				       "attn_gate.weight, or ssm_in.weight",
+				       l);
+		}
+		uint64_t k = 0;
+		for (uint64_t part = 0; part < 4; part++) { /* all q, all k, all v, then all z */
+			uint64_t off = part < 2 ? part * d : 2 * d + (part - 2) * r * d;
+			uint64_t len = part < 2 ? d : r * d;
+			for (uint64_t g = 0; g < nk; g++)
+				for (uint64_t i = 0; i < len; i++)
+					idx[k++] = g * G + off + i;
+		}
+		if (!(st = take(L, n, E, 2 * KD + 2 * VD, TK_MATRIX, &fused)) &&
+		    !(st = gather_rows(L, &fused, idx, 2 * KD + VD, &ly->gdn_qkv)))
+			st = gather_rows(L, &fused, idx + 2 * KD + VD, VD, &ly->gdn_z);
+	}
+	for (uint64_t h = 0; h < nv; h++) { /* V head h: K head h / r, place h % r */
+		idx[h] = h / r * 2 * r + h % r;
+		idx[nv + h] = idx[h] + r;
+	}
+	snprintf(n, sizeof n, "blk.%u.ssm_ba.weight", l);
+	if (!st && !(st = take(L, n, E, 2 * nv, TK_MATRIX, &fused)) &&
+	    !(st = gather_rows(L, &fused, idx, nv, &ly->gdn_beta)))
+		st = gather_rows(L, &fused, idx + nv, nv, &ly->gdn_alpha);
+	free(idx);
+	return st;
 }
 
 /* The RoPE frequency factors: rope_freqs (Llama 3.1's "llama3" scaling), else LongRoPE's
@@ -1831,13 +1932,18 @@ static enum bg_status load_tensors(struct loader *L)
 			const uint64_t KD = (uint64_t)hp->gdn_nk * hp->gdn_d;
 			const uint64_t VD = (uint64_t)hp->gdn_nv * hp->gdn_d;
 			ly->kv_src = l;
-			TAKE("attn_qkv.weight", E, 2 * KD + VD, TK_MATRIX, gdn_qkv);
-			TAKE("attn_gate.weight", E, VD, TK_MATRIX, gdn_z);
+			if (hp->gdn_k_grouped) { /* qwen3next's fused layouts (arch.c) */
+				if ((st = take_qwen3next_in(L, l, ly)))
+					return st;
+			} else {
+				TAKE("attn_qkv.weight", E, 2 * KD + VD, TK_MATRIX, gdn_qkv);
+				TAKE("attn_gate.weight", E, VD, TK_MATRIX, gdn_z);
+				TAKE("ssm_beta.weight", E, hp->gdn_nv, TK_MATRIX, gdn_beta);
+				TAKE("ssm_alpha.weight", E, hp->gdn_nv, TK_MATRIX, gdn_alpha);
+			}
 			TAKE("ssm_conv1d.weight", hp->gdn_conv, 2 * KD + VD, TK_CONV, conv_w);
 			TAKE("ssm_dt.bias", hp->gdn_nv, 0, TK_NORM, gdn_dt);
 			TAKE("ssm_a", hp->gdn_nv, 0, TK_NORM, gdn_a);
-			TAKE("ssm_beta.weight", E, hp->gdn_nv, TK_MATRIX, gdn_beta);
-			TAKE("ssm_alpha.weight", E, hp->gdn_nv, TK_MATRIX, gdn_alpha);
 			TAKE("ssm_norm.weight", hp->gdn_d, 0, TK_NORM, gdn_norm);
 			TAKE("ssm_out.weight", VD, E, TK_MATRIX, wo);
 		} else if (ly->conv) { /* lfm2's short-conv block (model.h); its cache row is bx */

@@ -286,6 +286,9 @@ struct model_hparams {
 	 * (model_state_floats, backend_seq.state_slot). */
 	uint32_t gdn_conv, gdn_d, gdn_nk, gdn_nv;
 	uint32_t gdn_every; /* full_attention_interval: layer l attends when (l + 1) % it == 0 */
+	/* qwen3next (added for it): V head h reads K head h / (gdn_nv / gdn_nk) (llama.cpp's
+	 * repeat-interleave) instead of h % gdn_nk */
+	bool gdn_k_grouped;
 	/* qwen35's full-attention layers: wq is (n_embd, 2 n_head head_dim), per head [q |
 	 * gate] (head_dim each); the attention output of head h times sigmoid(gate_h) before
 	 * wo */
@@ -469,6 +472,10 @@ struct model {
 	 * dimension, ne1 = 1, data == NULL); without biases bq/bk/bv are all zero. */
 	bool synthetic;
 	uint64_t synth_seed;
+	/* qwen3next (added for it): buffers the model owns (fused tensors' rows reordered at
+	 * load time into the weights above), freed by model_free */
+	void **owned;
+	uint32_t n_owned;
 };
 
 /* Opens and validates a model file. On failure *out is NULL and err->msg starts with the

@@ -519,6 +519,16 @@ static const struct synth_shape shapes[] = {
     {"qwen35moe-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35moe",
      .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
+    /* qwen3next: qwen35moe-tiny's layers and FFN with Qwen3-Next's layouts: V heads read K
+     * heads repeat-interleaved (V head h reads K head h / 2), beta and alpha fused (ssm_ba),
+     * no rope.dimension_sections, feed_forward_length written; -ssmin-tiny: the older
+     * files' fused ssm_in in place of attn_qkv and attn_gate */
+    {"qwen3next-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen3next",
+     .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
+     .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
+    {"qwen3next-ssmin-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen3next",
+     .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
+     .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .gdn_ssm_in = true},
     {"qwen2moe-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "qwen2moe",
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
     /* nemotron_h (NVIDIA Nemotron Nano v2's hybrid_override_pattern letters): Mamba2, FFN,
@@ -1603,7 +1613,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		uint32_t r = (s->rope_dim ? s->rope_dim : hd) / 2;
 		int32_t sec[4] = {(int32_t)(r - r / 3 - r / 3), (int32_t)(r / 3), (int32_t)(r / 3),
 				  0};
-		gguf_writer_set_arr_i32(w, ARCH_KEY("rope.dimension_sections"), sec, 4);
+		if (!is_arch(s, "qwen3next")) /* plain NeoX RoPE there */
+			gguf_writer_set_arr_i32(w, ARCH_KEY("rope.dimension_sections"), sec, 4);
 		gguf_writer_set_u32(w, ARCH_KEY("full_attention_interval"), s->gdn_every);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.state_size"), s->gdn_d);
@@ -1877,14 +1888,22 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		} else if (q35 && conv) { /* qwen35's delta net (model.h); conv taps f32 */
 			const uint64_t KD = (uint64_t)s->gdn_nk * s->gdn_d;
 			const uint64_t VD = (uint64_t)s->gdn_nv * s->gdn_d;
-			ADD("attn_qkv.weight", t, FILL_RANDOM, E, 2 * KD + VD);
-			ADD("attn_gate.weight", t, FILL_RANDOM, E, VD);
+			if (s->gdn_ssm_in) { /* qwen3next's older files */
+				ADD("ssm_in.weight", t, FILL_RANDOM, E, 2 * KD + 2 * VD);
+			} else {
+				ADD("attn_qkv.weight", t, FILL_RANDOM, E, 2 * KD + VD);
+				ADD("attn_gate.weight", t, FILL_RANDOM, E, VD);
+			}
 			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, 2 * KD + VD);
 			ADD("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, s->gdn_nv, 1);
 			ADD("ssm_a", GGUF_DTYPE_F32, FILL_NORM, s->gdn_nv, 1);
 			b->jobs[b->n_jobs - 1].base = -0.2f;
-			ADD("ssm_beta.weight", t, FILL_RANDOM, E, s->gdn_nv);
-			ADD("ssm_alpha.weight", t, FILL_RANDOM, E, s->gdn_nv);
+			if (is_arch(s, "qwen3next")) { /* per K head [beta | alpha] */
+				ADD("ssm_ba.weight", t, FILL_RANDOM, E, 2 * s->gdn_nv);
+			} else {
+				ADD("ssm_beta.weight", t, FILL_RANDOM, E, s->gdn_nv);
+				ADD("ssm_alpha.weight", t, FILL_RANDOM, E, s->gdn_nv);
+			}
 			ADD("ssm_norm.weight", GGUF_DTYPE_F32, nk, s->gdn_d, 1);
 			ADD("ssm_out.weight", t, FILL_RANDOM, VD, E);
 		} else if (conv) { /* lfm2's short-conv block; the conv taps f32 */

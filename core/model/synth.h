@@ -189,6 +189,10 @@ struct synth_shape {
 	 * last; per-head Q/K norms; the clamps swiglu_clamp_exp / _shexp per-layer lists
 	 * (synth.c's step35_clamps: small enough to bite on these weights, 0 on some layers) */
 	uint32_t n_head_swa, rope_dim_swa;
+	/* qwen3next (added for it; its shapes write ssm_ba, per K head [beta | alpha], for
+	 * ssm_beta / ssm_alpha and no rope.dimension_sections): the older files' fused ssm_in
+	 * (per K head [q | k | v | z]) for attn_qkv / attn_gate */
+	bool gdn_ssm_in;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
