@@ -4,8 +4,9 @@
 # ../shared (or $BG_SHARED, optional): no binary seed is kept in the repository.
 #   gguf       small synthetic models (batchgen synth: every dtype, llama and qwen2, MoE,
 #              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, glm4,
-#              glm4moe, deepseek2, command-r, cohere2, minimax-m2, and the recurrent lfm2,
-#              lfm2moe, qwen35, granitehybrid, nemotron_h; tied
+#              glm4moe, deepseek2, command-r, cohere2, minimax-m2, the recurrent lfm2,
+#              lfm2moe, qwen35, qwen35moe, qwen3next, granitehybrid, nemotron_h(_moe),
+#              qwen2moe, step35; tied
 #              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
@@ -94,6 +95,19 @@ done
 	--dtype q8_0 -o "$out/gguf/granitehybrid-moe-q8_0.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape nemotron_h-tiny "${small[@]}" --layers 4 --dtype f16 \
 	-o "$out/gguf/nemotron_h-f16.gguf" 2>/dev/null
+# mixtures with a shared expert beside the routed ones: gated by a sigmoid (qwen35moe on
+# delta nets, qwen3next's fused ssm_in, qwen2moe), ReLU^2 (nemotron_h_moe); step35 (per-layer
+# query heads, the head-wise attention gate, clamps, a dense layer after the MoE ones)
+"$BATCHGEN" synth --shape qwen35moe-tiny "${small[@]}" --dtype q8_0 \
+	-o "$out/gguf/qwen35moe-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape qwen3next-ssmin-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/qwen3next-ssmin-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape qwen2moe-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/qwen2moe-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape nemotron_h_moe-tiny "${small[@]}" --layers 4 --dtype q8_0 \
+	-o "$out/gguf/nemotron_h_moe-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape step35-tail "${small[@]}" --layers 4 --dtype q8_0 \
+	-o "$out/gguf/step35-tail-q8_0.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys
