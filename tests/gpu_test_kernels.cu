@@ -564,7 +564,8 @@ static void test_gdn(void)
 			REQUIRE(cudaMalloc(&out, (size_t)n_tok * VD * 4));
 			struct gpu_gdn_args a = {d_proj, ld,	n_tok,	2,    d_seq, d_state,
 						 per,	 d,	2,	nv,   4,     1e-6f,
-						 d_w,	 d_dta, d_norm, cbuf, obuf,  out};
+						 d_w,	 d_dta, d_norm, cbuf, obuf,  out,
+						 0 /* qwen35's K-head map (k_grouped: gpu_test_model's qwen3next) */};
 			REQUIRE(gpu_gdn(&a, dt, 0));
 			std::vector<float> got = dev_download_st(dt, out, (size_t)n_tok * VD);
 			std::vector<float> got_st = dev_download<float>(d_state, state.size());
@@ -3442,7 +3443,7 @@ static void test_moe_ffn(void)
 					bg = rand_vec(bg.size(), -2, 2);
 					bu = rand_vec(bu.size(), -2, 2);
 					bd = rand_vec(bd.size(), -1, 1);
-					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL};
+					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL, false};
 				}
 				std::vector<float> act, y, w;
 				std::vector<int32_t> ids, sorted;
@@ -3700,7 +3701,7 @@ static void test_moe_q(void)
 			bg = rand_vec(bg.size(), -2, 2);
 			bu = rand_vec(bu.size(), -2, 2);
 			bd = rand_vec(bd.size(), -1, 1);
-			oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL};
+			oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL, false};
 		}
 		auto px = st_pack(GPU_BF16, x);
 		void *dx = dev_upload(px.data(), px.size()), *dact;
