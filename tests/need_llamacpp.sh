@@ -23,14 +23,18 @@ need_llamacpp() {
 # test reads what the plain build's run computed, since llama.cpp is the same program for
 # both and its output is a function of the file and the arguments (~1.4 s a start). One
 # run at a time computes a key (flock): a test that asks while another computes it waits.
+# llamacpp_key FILE LINE...: the cache key of FILE's contents and the LINEs (32 hex digits)
+llamacpp_key() {
+	{ sha256sum <"$1" && printf '%s\n' "${@:2}"; } | sha256sum | cut -c1-32
+}
+
 llamacpp_greedy() {
 	if [ -z "${BG_LLAMACPP_CACHE:-}" ]; then
 		node bench/llamacpp_greedy.mjs "$@"
 		return
 	fi
-	local key
-	key=$({ sha256sum <"$1" && printf '%s\n' "${@:2}"; } | sha256sum | cut -c1-32)
-	local hit=$BG_LLAMACPP_CACHE/$key
+	local hit
+	hit=$BG_LLAMACPP_CACHE/$(llamacpp_key "$@")
 	mkdir -p "$BG_LLAMACPP_CACHE"
 	(
 		flock 9
@@ -56,37 +60,32 @@ llamacpp_queue() {
 		json+="$sep\"${a//\"/\\\"}\""
 		sep=","
 	done
-	[ -z "${BG_LLAMACPP_CACHE:-}" ] ||
-		key=$({ sha256sum <"$1" && printf '%s\n' "${@:2}"; } | sha256sum | cut -c1-32)
+	[ -z "${BG_LLAMACPP_CACHE:-}" ] || key=$(llamacpp_key "$@")
 	LLAMACPP_QUEUE+=("$out"$'\x1f'"$key"$'\x1f'"{\"args\":[$json],\"out\":")
 }
 
 # llamacpp_flush: runs the queued jobs (llamacpp_queue); returns 1 when one failed.
 llamacpp_flush() {
-	local jobs=$TMP/llamacpp.jobs q out key job rc=0
+	local dir=${BG_LLAMACPP_CACHE:-} jobs=$TMP/llamacpp.jobs q out key job rc=0
 	: >"$jobs"
-	if [ -z "${BG_LLAMACPP_CACHE:-}" ]; then
+	[ -z "$dir" ] || mkdir -p "$dir"
+	# one flush at a time computes its misses (with the cache, the other build's run of the
+	# same test waits, then finds them all); without the cache each job writes its OUT
+	(
+		flock 9
 		for q in "${LLAMACPP_QUEUE[@]}"; do
 			IFS=$'\x1f' read -r out key job <<<"$q"
+			[ -z "$dir" ] || out=$dir/$key
+			[ -n "$dir" ] && [ -f "$out" ] && continue
 			printf '%s"%s"}\n' "$job" "$out" >>"$jobs"
 		done
-		[ ! -s "$jobs" ] || node bench/llamacpp_greedy.mjs --jobs "$jobs" || rc=1
-	else
-		mkdir -p "$BG_LLAMACPP_CACHE"
-		# one flush at a time computes its misses: the other build's run of the same test
-		# waits, then finds them all
-		(
-			flock 9
-			for q in "${LLAMACPP_QUEUE[@]}"; do
-				IFS=$'\x1f' read -r out key job <<<"$q"
-				[ -f "$BG_LLAMACPP_CACHE/$key" ] || printf '%s"%s"}\n' "$job" "$BG_LLAMACPP_CACHE/$key" >>"$jobs"
-			done
-			[ ! -s "$jobs" ] || node bench/llamacpp_greedy.mjs --jobs "$jobs"
-		) 9>"$BG_LLAMACPP_CACHE/queue.lock" || rc=1
+		[ ! -s "$jobs" ] || node bench/llamacpp_greedy.mjs --jobs "$jobs"
+	) 9>"${dir:-$TMP}/queue.lock" || rc=1
+	if [ -n "$dir" ]; then
 		for q in "${LLAMACPP_QUEUE[@]}"; do
 			IFS=$'\x1f' read -r out key job <<<"$q"
 			rm -f "$out"
-			[ ! -f "$BG_LLAMACPP_CACHE/$key" ] || cp "$BG_LLAMACPP_CACHE/$key" "$out"
+			[ ! -f "$dir/$key" ] || cp "$dir/$key" "$out"
 		done
 	fi
 	LLAMACPP_QUEUE=()
@@ -107,10 +106,9 @@ llamacpp_make() {
 		"$@"
 		return
 	fi
-	local a key
-	key=$({ sha256sum <"$in" && for a in "${@:2}"; do [ "$a" = "$in" ] || [ "$a" = "$out" ] || printf '%s\n' "$a"; done; } |
-		sha256sum | cut -c1-32)
-	local hit=$BG_LLAMACPP_CACHE/$key.file
+	local a lines=() hit
+	for a in "${@:2}"; do [ "$a" = "$in" ] || [ "$a" = "$out" ] || lines+=("$a"); done
+	hit=$BG_LLAMACPP_CACHE/$(llamacpp_key "$in" "${lines[@]}").file
 	mkdir -p "$BG_LLAMACPP_CACHE"
 	(
 		flock 9
