@@ -540,13 +540,39 @@ std::mt19937_64 &rng()
 	}();
 	return r;
 }
-void yield_() { ctx_switch(&fibers[cur].ctx, &sched); }
+// A round of run_block: the threads in a random order, each that can go on runs to its next
+// barrier. A thread that stops (at a barrier, or done) switches straight to the next one of
+// the round that can go on, and to the scheduler only when the round is over: one switch a
+// thread instead of two (the switch back is most of a barrier's cost).
+struct {
+	std::vector<int> order;
+	size_t pos;
+	int ran, left;
+	uint64_t state = rng()(); // splitmix64
+	// uniform in [0, n) (Lemire's multiply; its bias, < n / 2^32, does not matter here)
+	int draw(int n)
+	{
+		uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		z ^= z >> 31;
+		return (int)(((z >> 32) * (uint64_t)n) >> 32);
+	}
+} this_round;
+int round_next(); // the next thread of the round that can go on (made current), or -1
+void hop()	  // from the current thread to the next one of the round, or the scheduler
+{
+	Fiber &me = fibers[cur];
+	const int t = round_next();
+	ctx_switch(&me.ctx, t < 0 ? &sched : &fibers[t].ctx);
+}
 void fiber_main()
 {
 	for (;;) {
 		body();
 		fibers[cur].done = true;
-		ctx_switch(&fibers[cur].ctx, &sched);
+		this_round.left--;
+		hop();
 	}
 }
 void wait(Group &g)
@@ -560,10 +586,14 @@ void wait(Group &g)
 	fibers[cur].blocked = &g;
 	fibers[cur].wait_gen = gen;
 	while (g.gen == gen)
-		yield_();
+		hop();
 	fibers[cur].blocked = nullptr;
 }
-int flat() { return (int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)); }
+// the running thread's flat index in its block: run_block numbers fibers in that order
+int flat()
+{
+	return cur;
+}
 } // namespace
 
 void emu_wait_block() { wait(blockg); }
@@ -582,20 +612,19 @@ uint64_t emu_xchg_get(int lane)
 }
 // nvcuda::wmma (inc/mma.h): the fragment layouts, and the warp exchange mma_sync uses
 static std::vector<float> warp_buf; // [threads of the block * 16]
-int emu_wmma_pos(int use, int i)
+static const int *wmma_pos_init()
 {
-	static std::vector<int> pos = [] {
-		std::vector<int> p(3 * 256);
-		for (int u = 0; u < 3; u++) {
-			for (int k = 0; k < 256; k++)
-				p[u * 256 + k] = k;
-			if (getenv("BG_EMU_SEED") && *getenv("BG_EMU_SEED"))
-				std::shuffle(p.begin() + u * 256, p.begin() + (u + 1) * 256, rng());
-		}
-		return p;
-	}();
-	return pos[use * 256 + i];
+	static int p[3 * 256];
+	for (int u = 0; u < 3; u++) {
+		for (int k = 0; k < 256; k++)
+			p[u * 256 + k] = k;
+		if (getenv("BG_EMU_SEED") && *getenv("BG_EMU_SEED"))
+			std::shuffle(p + u * 256, p + (u + 1) * 256, rng());
+	}
+	return p;
 }
+extern const int *const emu_wmma_pos_tab; // mma.h
+const int *const emu_wmma_pos_tab = wmma_pos_init();
 void emu_warp_gather(const float *mine, int n, float *all)
 {
 	int t = flat(), w0 = (t / 32) * 32;
@@ -874,7 +903,7 @@ void emu_pdl_wait()
 	if (!pdl.open) {
 		f.parked = true;
 		while (!pdl.open)
-			yield_();
+			hop();
 		f.parked = false;
 	}
 	pdl_protect(false);
@@ -904,6 +933,26 @@ bool emu_launch_pdl(const cudaLaunchConfig_t *cfg, bool *ok)
 	return on;
 }
 
+namespace
+{
+int round_next()
+{
+	while (this_round.pos < this_round.order.size()) {
+		const int t = this_round.order[this_round.pos++];
+		Fiber &f = fibers[t];
+		if (f.done || (f.blocked && f.blocked->gen == f.wait_gen) ||
+		    (f.parked && !pdl.open))
+			continue;
+		if (pdl.strict)
+			pdl_protect(!f.waited);
+		this_round.ran++;
+		cur = t;
+		threadIdx = f.tid;
+		return t;
+	}
+	return -1;
+}
+} // namespace
 static void run_block(int nt, dim3 block)
 {
 	block_gen++;
@@ -925,36 +974,31 @@ static void run_block(int nt, dim3 block)
 	}
 	pdl.waited = false;
 	pdl.open = !pdl.strict;
-	static std::vector<int> order;
-	order.resize(nt);
+	this_round.order.resize(nt);
 	for (int t = 0; t < nt; t++)
-		order[t] = t;
-	int left = nt;
-	while (left) {
+		this_round.order[t] = t;
+	this_round.left = nt;
+	while (this_round.left) {
 		// a round: every thread that can go on runs to its next barrier, in a random order
-		std::shuffle(order.begin(), order.end(), rng());
-		int ran = 0;
-		for (int t : order) {
-			Fiber &f = fibers[t];
-			if (f.done || (f.blocked && f.blocked->gen == f.wait_gen) ||
-			    (f.parked && !pdl.open))
-				continue;
-			if (pdl.strict)
-				pdl_protect(!f.waited);
-			ran++;
-			cur = t;
-			threadIdx = fibers[t].tid;
-			ctx_switch(&sched, &fibers[t].ctx);
-			if (fibers[t].done)
-				left--;
-		}
+		// (Fisher-Yates from a generator seeded by rng(): the per-round draws are many)
+		for (int i = nt - 1; i > 0; i--)
+			std::swap(this_round.order[i], this_round.order[this_round.draw(i + 1)]);
+		this_round.pos = 0;
+		this_round.ran = 0;
+		const int t = round_next();
+		if (t >= 0)
+			ctx_switch(&sched, &fibers[t].ctx); // back here when the round is over
+		const int ran = this_round.ran;
 		if (!ran && pdl.strict && !pdl.open) { // every thread past its wait or parked there
 			pdl.open = true;
 			continue;
 		}
 		if (!ran) { // CUDA hangs (or worse) here: say so rather than spin
-			fprintf(stderr, "emu: block (%u, %u, %u): %d threads wait at a barrier that the others "
-				"never reach\n", blockIdx.x, blockIdx.y, blockIdx.z, left);
+			fprintf(
+			    stderr,
+			    "emu: block (%u, %u, %u): %d threads wait at a barrier that the others "
+			    "never reach\n",
+			    blockIdx.x, blockIdx.y, blockIdx.z, this_round.left);
 			abort();
 		}
 	}

@@ -26,8 +26,13 @@
 #include <type_traits>
 
 // position (row * 16 + column) of slot i = lane * 8 + e of a fragment of kind use
-// (0 matrix_a, 1 matrix_b, 2 accumulator); emu.cpp draws the permutations
-int emu_wmma_pos(int use, int i);
+// (0 matrix_a, 1 matrix_b, 2 accumulator); emu.cpp draws the permutations when it is loaded
+// (a table read inline: mma_sync looks up 16,384 positions a warp)
+extern const int *const emu_wmma_pos_tab;
+inline int emu_wmma_pos(int use, int i)
+{
+	return emu_wmma_pos_tab[use * 256 + i];
+}
 // every lane of the calling thread's warp deposits n floats; all receives the 32 * n, lane
 // by lane (a warp barrier before and after)
 void emu_warp_gather(const float *mine, int n, float *all);
