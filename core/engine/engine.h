@@ -108,7 +108,7 @@ struct engine_config {
 	/* models with recurrent state: slots kept for state checkpoints (scheduler.h, "State
 	 * checkpoints"), which block reuse needs; 0 = no block reuse for them. The backend
 	 * should be created with n_state_slots = max_batch_size + this; when it has fewer,
-	 * the checkpoints get at most half of them and the batch the rest. 8 */
+	 * the batch keeps at least half of them and the checkpoints get the rest. 8 */
 	int32_t state_checkpoints;
 };
 
