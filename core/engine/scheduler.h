@@ -119,24 +119,24 @@
  * slots [n_state_slots - K, n_state_slots) hold copies of sequences' states at block
  * boundaries, each keyed by the cache's uid of the chain of full blocks ending there
  * (kv_cache_chain_uid: the uid names the whole prefix). Where to save (vLLM's "align"
- * prefix caching for hybrid models, with targets chosen from the queue): when q takes
- * its cached blocks (admission, recompute-resume), it looks at the first
- * SCHED_CKPT_SCAN waiting sequences and, of the full prompt blocks each shares with
- * q's (beyond what q took, within both prompts' reusable blocks: before the last known
- * token), takes the smallest count as ckpt_lo (the prefix most of them share, e.g. a
- * system prompt) and the largest as ckpt_hi (0: none). Its context chunks are cut to end
- * exactly at those boundaries (also without chunked context), and when sched_advance
- * brings it there it saves: a checkpoint for the chain that already exists is refreshed,
- * else a free checkpoint slot or the least recently used one is taken and save_slot
- * names it (the caller copies state_slot into it at once, before any later step).
- * Taking: cache_peek finds the deepest checkpoint whose chain is still cached up to q's
- * reusable blocks; q takes exactly those blocks, step_state_from names the checkpoint's
- * slot (the caller copies it into state_slot before running this step: no save comes
- * between, so the copy always reads the checkpoint it was planned with) and the hit
- * refreshes it. The first-wave hold applies with checkpoints: the head waits for a
- * running writer that has yet to pass a checkpoint boundary it will save and that the
- * head shares (and that lies beyond what the head can take now). A checkpoint whose
- * blocks were evicted can no longer be found and ages out.
+ * prefix caching for hybrid models, with targets chosen from the queue): when q takes its
+ * cached blocks (admission, recompute-resume), it looks at the first SCHED_CKPT_SCAN (64)
+ * waiting sequences (and, static, its batch's members in cache_wait) and, of the full
+ * prompt blocks each shares with q's (beyond what q took, within both prompts' reusable
+ * blocks: before the last known token), takes the smallest count as ckpt_lo (the prefix
+ * most of them share, e.g. a system prompt) and the largest as ckpt_hi (0: none). Its
+ * context chunks are cut to end exactly at those boundaries (also without chunked
+ * context), and when sched_advance brings it there it saves: a checkpoint for the chain
+ * that already exists is refreshed, else a free checkpoint slot or the least recently used
+ * one is taken and save_slot names it (the caller copies state_slot into it at once,
+ * before any later step). Taking: cache_peek finds the deepest checkpoint whose chain is
+ * still cached up to q's reusable blocks; q takes exactly those blocks, step_state_from
+ * names the checkpoint's slot (the caller copies it into state_slot before running this
+ * step: no save comes between, so the copy always reads the checkpoint it was planned
+ * with) and the hit refreshes it. The first-wave hold applies with checkpoints: the head
+ * waits for a running writer that has yet to pass a checkpoint boundary it will save and
+ * that the head shares (and that lies beyond what the head can take now). A checkpoint
+ * whose blocks were evicted can no longer be found and ages out.
  *
  * Invariants after every step: scheduled = context + generation entries; the running
  * count <= max_batch_size; token total <= max_num_tokens; every scheduled sequence's
