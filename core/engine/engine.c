@@ -194,16 +194,19 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 			? cfg->reorder_window
 			: (cfg->max_batch_size * 4 > 1024 ? cfg->max_batch_size * 4 : 1024);
 	/* recurrent state: no more running sequences than the backend has state slots, less
-	 * the checkpoints'; when the slots are short, the batch keeps at least half of them */
+	 * the checkpoints'; when the slots are short, the checkpoints get those beyond
+	 * max_batch_size or an eighth of them, whichever is more (engine.h) */
 	int32_t n_ckpt = 0;
 	if (backend->n_state_slots > 0) {
-		int32_t n = backend->n_state_slots, want = 0;
+		int32_t n = backend->n_state_slots, spare = n - e->cfg.max_batch_size;
 		if (cfg->prefix_cache && cfg->state_checkpoints > 0)
-			want = cfg->state_checkpoints;
-		int32_t batch = n - want > (n + 1) / 2 ? n - want : (n + 1) / 2;
-		if (e->cfg.max_batch_size > batch)
-			e->cfg.max_batch_size = batch;
-		n_ckpt = n - e->cfg.max_batch_size < want ? n - e->cfg.max_batch_size : want;
+			n_ckpt = cfg->state_checkpoints;
+		if (spare < n / 8)
+			spare = n / 8;
+		if (n_ckpt > spare)
+			n_ckpt = spare;
+		if (e->cfg.max_batch_size > n - n_ckpt)
+			e->cfg.max_batch_size = n - n_ckpt;
 	}
 	enum bg_status st = kv_pool_create(backend->n_blocks, backend->block_size, &e->pool, err);
 	if (st != BG_OK)

@@ -107,8 +107,9 @@ struct engine_config {
 	int32_t overlap;
 	/* models with recurrent state: slots kept for state checkpoints (scheduler.h, "State
 	 * checkpoints"), which block reuse needs; 0 = no block reuse for them. The backend
-	 * should be created with n_state_slots = max_batch_size + this; when it has fewer,
-	 * the batch keeps at least half of them and the checkpoints get the rest. 8 */
+	 * should be created with n_state_slots = max_batch_size + this; when it has fewer
+	 * (its memory rule), the checkpoints get the slots beyond max_batch_size or an eighth
+	 * of them, whichever is more, and the batch the rest. 8 */
 	int32_t state_checkpoints;
 };
 
