@@ -90,6 +90,8 @@ static const struct opt_def opt_table[] = {
      "process each prompt in one iteration instead of in chunks"},
     {"no-prefix-cache", 0, K_FALSE, F(prefix_cache), NULL, NULL, BOTH, NOLIM, NULL,
      "do not reuse the KV blocks of prompt prefixes across requests"},
+    {"state-checkpoints", 0, K_I32, F(state_checkpoints), "8", "N", BOTH, 0, 4096, NULL,
+     "models with recurrent state: prefix states kept for block reuse, 0 = no reuse"},
     {"overlap", 0, K_ENUM, F(overlap), "auto", "MODE", BOTH, NOLIM, "auto|off|on",
      "start each step before the host has applied the step before: auto (on for CUDA), "
      "off or on; results are the same"},
@@ -547,6 +549,7 @@ void opt_engine_config(const struct opt_config *c, struct engine_config *out)
 	out->max_num_tokens = c->max_num_tokens;
 	out->chunked_context = c->chunked_context;
 	out->prefix_cache = c->prefix_cache;
+	out->state_checkpoints = c->state_checkpoints;
 	out->overlap = c->overlap - 1;
 	out->max_queued = c->max_queued;
 	out->max_seq_len = c->max_seq_len;
@@ -562,8 +565,9 @@ void opt_backend_config(const struct opt_config *c, struct backend_config *out)
 	out->mem_fraction = (float)c->mem_fraction;
 	out->n_threads = c->threads;
 	out->device_index = c->device_index;
-	/* a recurrent model's backend keeps a state for each running sequence */
-	out->n_state_slots = c->max_batch_size;
+	/* a recurrent model's backend keeps a state for each running sequence, and the
+	 * engine's state checkpoints (engine_create) */
+	out->n_state_slots = c->max_batch_size + (c->prefix_cache ? c->state_checkpoints : 0);
 }
 
 void opt_jsonl_defaults(const struct opt_config *c, struct jsonl_defaults *d)

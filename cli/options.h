@@ -65,6 +65,7 @@ struct opt_config {
 	int32_t max_num_tokens;
 	bool chunked_context;
 	bool prefix_cache;
+	int32_t state_checkpoints;
 	int overlap; /* 0 auto, 1 off, 2 on (engine_config.overlap -1, 0, 1) */
 	int32_t max_queued;
 	int32_t block_size;

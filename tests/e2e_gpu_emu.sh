@@ -286,18 +286,25 @@ else
 		check_eq "$sh (emulated cuda): cumulative log-probs within 1e-4 of the CPU's" "$far" ""
 	done
 	# recurrent state (state_copy on the device): n = 3 greedy samples fork from the prompt's
-	# state, beams take their parents' at every step; the CPU backend's choices
+	# state, beams take their parents' at every step; r1 and r2 share a 32-token block: r1
+	# checkpoints its state there (into a slot past the batch's) and r2 takes the block and
+	# the state (block reuse through state checkpoints); the CPU backend's choices
+	w=$(head -1 "$TMP/arch.jsonl" | jq -c '.input_ids')
 	printf '%s\n' '{"id":"n3","input_ids":[1,5,77,260,9],"max_tokens":5,"temperature":0,"n":3,"ignore_eos":true}' \
 		'{"id":"bw","input_ids":[1,290,291,292],"max_tokens":5,"beam_width":3,"n":2,"ignore_eos":true}' \
+		"{\"id\":\"r1\",\"input_ids\":${w%]},40,41],\"max_tokens\":5,\"temperature\":0,\"ignore_eos\":true}" \
+		"{\"id\":\"r2\",\"input_ids\":${w%]},50,51,52],\"max_tokens\":5,\"temperature\":0,\"ignore_eos\":true}" \
 		>"$TMP/fork.jsonl"
 	for sh in qwen35-tiny granitehybrid-moe-tiny; do
 		for d in cpu cuda; do
 			"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/fork.jsonl" -o "$TMP/$sh.fork.$d.jsonl" \
 				--device $d
 		done
-		check_eq "$sh (emulated cuda): n = 3 and beam choices, the CPU backend's" \
-			"$(jq -c '[.id, [.choices[].token_ids]]' "$TMP/$sh.fork.cuda.jsonl")" \
-			"$(jq -c '[.id, [.choices[].token_ids]]' "$TMP/$sh.fork.cpu.jsonl")"
+		check_eq "$sh (emulated cuda): n = 3, beam and reused choices, the CPU backend's" \
+			"$(jq -c '[.id, [(.choices // [.])[].token_ids]]' "$TMP/$sh.fork.cuda.jsonl")" \
+			"$(jq -c '[.id, [(.choices // [.])[].token_ids]]' "$TMP/$sh.fork.cpu.jsonl")"
+		check_eq "$sh (emulated cuda): r2 took r1's block and state" \
+			"$(jq -c 'select(.id == "r2") | .usage.cached_tokens' "$TMP/$sh.fork.cuda.jsonl")" 32
 		check_eq "$sh: the three greedy samples are one" \
 			"$(jq -c 'select(.id == "n3") | [.choices[].token_ids] | unique | length' \
 				"$TMP/$sh.fork.cuda.jsonl")" 1

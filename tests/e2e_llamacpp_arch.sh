@@ -61,11 +61,15 @@ PROMPTS='[[1, 300, 301, 302], [1, 5, 77, 260, 261, 400, 12, 13], [1, 290, 291, 2
 F32KV=(--kv-type f32 --flash-attn off)
 BGOPTS="" # extra batchgen options
 
-node -e '
+# write_prompts: $TMP/prompts.in.jsonl, batchgen's requests for $PROMPTS
+write_prompts() {
+	node -e '
 	const p = JSON.parse(process.argv[1]);
 	p.forEach((ids, i) => console.log(JSON.stringify({id: "p" + i, input_ids: ids,
 		max_tokens: Number(process.argv[2]), temperature: 0, ignore_eos: true,
 		logprobs: 2})));' "$PROMPTS" "$N" >"$TMP/prompts.in.jsonl"
+}
+write_prompts
 
 # arch_compare LABEL MARGIN TOL "LLAMA_OPTS" SYNTH_ARGS...: writes $TMP/LABEL.gguf (a copy of
 # $FROM when set), runs batchgen on it and queues llama.cpp's run (llamacpp_queue);
@@ -290,6 +294,22 @@ arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f
 # files' fused ssm_in (per K head [q | k | v | z]) reordered at load time.
 arch_compare qwen3next-f32 0 2e-5 "${F32KV[*]}" --shape qwen3next-tiny --dtype f32 --seed 3
 arch_compare qwen3next-ssmin-f32 0 2e-5 "${F32KV[*]}" --shape qwen3next-ssmin-tiny --dtype f32 --seed 5
+# block reuse through state checkpoints (core/engine/scheduler.h): three prompts sharing 32
+# and 16 tokens (8 and 4 blocks) arrive together; the first checkpoints its state after 4
+# and 8 blocks, the others take the blocks and the state there and prefill the rest, where
+# llama.cpp computes every prompt whole
+PROMPTS0=$PROMPTS
+pre=$(seq -s ', ' 290 320)
+PROMPTS="[[1, $pre, 40, 41], [1, $pre, 50, 51, 52], [1, $(seq -s ', ' 290 304), 60, 61, 62]]"
+write_prompts
+arch_compare qwen35-reuse-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
+case qwen35-reuse in "${ARCH_ONLY:-}"*)
+	check_eq "qwen35-reuse: p1 and p2 took 32 and 16 cached tokens" \
+		"$(node -e 'for (const l of require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n")) { const r = JSON.parse(l); if (r.id !== "p0") console.log(r.usage.cached_tokens) }' "$TMP/qwen35-reuse-f32.out.jsonl" | tr '\n' ' ')" "32 16 "
+	;;
+esac
+PROMPTS=$PROMPTS0
+write_prompts
 BGOPTS="--block-size 4"
 BGOPTS=""
 # granitehybrid (llama.cpp's granite-hybrid graph, build_mamba2_layer; granitehybrid-moe-tiny:

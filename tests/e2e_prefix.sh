@@ -5,6 +5,8 @@
 # report count reused blocks consistently; without it every reused_blocks is 0. A repeated
 # prompt run one request at a time reuses exactly its full blocks before its last token.
 # Requests admitted in the same wave share the prefix too (the later ones wait for it).
+# A model with recurrent state (qwen35-tiny) reuses blocks through state checkpoints, with
+# the same results, and not at all with --state-checkpoints 0.
 . tests/check.sh
 . tests/need_jq.sh
 need_jq || { summary; exit; }
@@ -68,5 +70,27 @@ check_eq "openai: the second reuses floor((P - 1) / 8) blocks (P = $P)" \
 	"$(jq -s '.[1].response.body.usage.prompt_tokens_details.cached_tokens' "$TMP/oa.out")" \
 	"$(((P - 1) / 8 * 8))"
 check_eq "openai: the same text" "$(jq -c .response.body.choices[0].text "$TMP/oa.out" | sort -u | wc -l | tr -d ' ')" 1
+
+# recurrent state: the first wave on qwen35-tiny (16 requests): the first request
+# checkpoints its state after the 11 blocks the prompts share, the others take them
+hy=(--model synthetic:qwen35-tiny --device cpu -q --block-size 8 --max-batch-size 32)
+head -16 "$in" | jq -c '. + {logprobs: 2}' >"$TMP/hy.in"
+"$BATCHGEN" "${hy[@]}" -i "$TMP/hy.in" -o "$TMP/hy_on.jsonl" --report "$TMP/hy_on.rep"
+check_eq "recurrent: exit 0" "$?" 0
+"$BATCHGEN" "${hy[@]}" -i "$TMP/hy.in" -o "$TMP/hy_off.jsonl" --no-prefix-cache
+check_eq "recurrent, cache off: exit 0" "$?" 0
+"$BATCHGEN" "${hy[@]}" -i "$TMP/hy.in" -o "$TMP/hy_k0.jsonl" --report "$TMP/hy_k0.rep" \
+	--state-checkpoints 0
+check_eq "recurrent, no checkpoints: exit 0" "$?" 0
+hres='del(.usage, .metrics)'
+check "recurrent: the same results (tokens, log-probs) with and without the cache" \
+	cmp -s <(jq -c "$hres" "$TMP/hy_on.jsonl") <(jq -c "$hres" "$TMP/hy_off.jsonl")
+check "recurrent: the same results without checkpoints" \
+	cmp -s <(jq -c "$hres" "$TMP/hy_k0.jsonl") <(jq -c "$hres" "$TMP/hy_off.jsonl")
+check_eq "recurrent: each of the 15 later requests takes 88 cached tokens" \
+	"$(jq -s '.[1:] | map(select(.usage.cached_tokens == 88)) | length' "$TMP/hy_on.jsonl")" 15
+check_eq "recurrent: the report's reused_blocks (15 x 11)" \
+	"$(jq .kv_cache.reused_blocks "$TMP/hy_on.rep")" 165
+check_eq "recurrent, no checkpoints: no reuse" "$(jq .kv_cache.reused_blocks "$TMP/hy_k0.rep")" 0
 
 summary

@@ -357,6 +357,117 @@ static void lfm2_first_wave(int32_t n)
 	model_free(m);
 }
 
+/* State checkpoints (scheduler.h): block reuse for models with recurrent state. n
+ * requests whose prompts share a 16-token prefix (2 blocks of 8), two families of them a
+ * further 16 tokens (4 blocks), then differ; the first request of each family checkpoints
+ * its state at the boundaries it shares with the requests waiting, and the others take
+ * the cached blocks and the state there. Every output equals its solo output computed
+ * without block reuse (one chunk, no checkpoint), bitwise, under every policy, chunked or
+ * not, with 8 checkpoints (every request after the first took >= 16 tokens, the family
+ * members after their first 32) and with 1 (checkpoints evicted: reuse still > 0). */
+static void hybrid_prefix(const char *shape, int32_t n)
+{
+	enum { PRE = 16, FAM = 32 };
+	char spec[64];
+	snprintf(spec, sizeof spec, "synthetic:%s:f32", shape);
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	struct tok *tok = NULL;
+	struct backend *be = NULL;
+	CHECK(model_open(spec, false, &m, &err) == BG_OK, "%s: %s", shape, err.msg);
+	if (m)
+		CHECK(tok_load(m->gguf, &tok, &err) == BG_OK, "%s tokenizer: %s", shape, err.msg);
+	struct backend_config bc = {
+	    .block_size = 8, .kv_tokens = 512, .n_threads = 1, .n_state_slots = 64 + 8};
+	if (tok)
+		CHECK(backend_cpu_create(m, &bc, &be, &err) == BG_OK, "%s backend: %s", shape,
+		      err.msg);
+	struct spec *sp = calloc((size_t)n, sizeof *sp);
+	struct request **ref = calloc((size_t)n, sizeof *ref);
+	if (!be || !sp || !ref)
+		goto out;
+	CHECK(be->n_state_slots == 72, "%s: %d state slots", shape, be->n_state_slots);
+	uint64_t rng = 0x2F0A1B3C4D5E6F71ull;
+	for (int32_t i = 0; i < n; i++) {
+		struct spec *s = &sp[i];
+		int32_t f = i % 2; /* the families interleave: a checkpoint serves later ones */
+		s->n_ids = FAM + 1 + (int32_t)engine_util_rnd(&rng, 7);
+		for (int32_t j = 0; j < s->n_ids; j++)
+			s->ids[j] = j == 0    ? 1
+				    : j < PRE ? 3 + j * 37 % 509
+				    : j < FAM ? 3 + (j * 53 + f * 101) % 509
+					      : 3 + (int32_t)engine_util_rnd(&rng, 509);
+		s->max_tokens = 1 + (int32_t)engine_util_rnd(&rng, 6);
+		s->temperature = i % 3 ? 0.8f : 0.0f;
+		s->top_p = 1.0f;
+		s->seed = (uint64_t)i;
+		s->logprobs = i % 3 ? 1 : -1;
+		s->prompt_logprobs = -1;
+	}
+	struct model_hparams hp = m->hp;
+	struct engine_config cfg;
+	engine_config_default(&cfg);
+	cfg.prefix_cache = false;
+	cfg.max_num_tokens = 512;
+	for (int32_t i = 0; i < n; i++) {
+		struct engine_util_run R;
+		CHECK(run(&cfg, be, tok, &hp, &sp[i], 1, &R) == BG_OK, "%s solo %d", shape, i);
+		ref[i] = R.res[0];
+		R.res[0] = NULL;
+		engine_util_run_free(&R);
+	}
+	cfg.prefix_cache = true;
+	for (int p = 0; p < ENGINE_UTIL_N_POLICIES; p++)
+		for (int chunk = 0; chunk < 2; chunk++)
+			for (int k = 0; k < 2; k++) {
+				const char *name = engine_util_policy(&cfg, p);
+				cfg.chunked_context = chunk;
+				cfg.overlap = chunk ^ k;
+				cfg.state_checkpoints = k ? 8 : 1;
+				cfg.max_batch_size = 64;
+				cfg.max_num_tokens = chunk ? 24 : 512;
+				struct engine_util_run R;
+				enum bg_status st = run(&cfg, be, tok, &hp, sp, n, &R);
+				int diff = 0, took = 0;
+				int64_t cached = 0;
+				char why[160] = "";
+				for (int32_t i = 0; i < n; i++) {
+					char w[128];
+					if (!same(ref[i], R.res[i], w, sizeof w) && diff++ == 0)
+						snprintf(why, sizeof why, "request %d: %s", i, w);
+					int32_t c = R.res[i] ? R.res[i]->cached_tokens : 0;
+					cached += c;
+					took += i > 0 && c >= (i > 1 ? FAM : PRE);
+				}
+				CHECK(
+				    st == BG_OK && R.n_emitted == n && diff == 0,
+				    "%s %s chunk %d checkpoints %d: %d of %d differ from solo (%s)",
+				    shape, name, chunk, cfg.state_checkpoints, diff, n, why);
+				if (k)
+					CHECK(took == n - 1,
+					      "%s %s chunk %d: %d of %d later requests took their "
+					      "shared prefix",
+					      shape, name, chunk, took, n - 1);
+				else
+					CHECK(cached > 0, "%s %s chunk %d, 1 checkpoint: no reuse",
+					      shape, name, chunk);
+				fprintf(stderr,
+					"checkpoints %-16s %-20s chunk %d k %d: %d/%d identical, "
+					"%lld prompt tokens cached, %d/%d took their prefix\n",
+					shape, name, chunk, cfg.state_checkpoints, n - diff, n,
+					(long long)cached, took, n - 1);
+				engine_util_run_free(&R);
+			}
+out:
+	for (int32_t i = 0; ref && i < n; i++)
+		req_free(ref[i]);
+	free(ref);
+	free(sp);
+	backend_destroy(be);
+	tok_free(tok);
+	model_free(m);
+}
+
 /* Iteration stats lines (cfg.stats) with held_requests > 0, split by whether requests
  * were paused after the step: a paused request waits only when it is the first to resume
  * (admissions wait only when nothing is paused), so those lines are resumes that waited. */
@@ -855,5 +966,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	lfm2_first_wave(N < 48 ? 6 : 8);
+	hybrid_prefix("qwen35-tiny", 8);
+	hybrid_prefix("granitehybrid-tiny", 8);
 	return check_summary();
 }

@@ -74,6 +74,7 @@ struct cfg {
 	bool cache;
 	int32_t window; /* sched_config.kv_window */
 	int32_t slots;	/* sched_config.n_state_slots */
+	int32_t ckpts;	/* sched_config.n_checkpoints */
 };
 
 static void run_one(const struct cfg *c, int n_req)
@@ -90,7 +91,8 @@ static void run_one(const struct cfg *c, int n_req)
 				  .pause_user = &sm,
 				  .prefix_cache = c->cache,
 				  .kv_window = c->window,
-				  .n_state_slots = c->slots};
+				  .n_state_slots = c->slots,
+				  .n_checkpoints = c->ckpts};
 	struct sched *s = NULL;
 	CHECK(sched_create(&sc, sm.pool, &s, &err) == BG_OK, "sched: %s", err.msg);
 	const int32_t max_seq = 96;
@@ -135,8 +137,11 @@ static void run_one(const struct cfg *c, int n_req)
 		n_long += kv_blocks_for(sm.pool, n_max - 1) > c->n_blocks;
 		n++;
 	}
-	/* recurrent state: what each slot holds, as (sequence id, positions it has seen) */
-	int32_t slot_id[512] = {0}, slot_pos[512] = {0};
+	/* recurrent state: what each slot holds, as (the tag of the last position it has seen:
+	 * a hash of the prompt up to it, or sequence and position past the prompt, the number
+	 * of positions) */
+	int32_t slot_tag[512] = {0}, slot_pos[512] = {0};
+	int64_t n_restores = 0, n_saves = 0;
 	int next_enq = 0, n_done = 0, violations = 0;
 	int64_t last_admitted = -1, total_pauses = 0, total_sched = 0, iters = 0;
 	int64_t static_batch_left = 0;
@@ -234,9 +239,17 @@ static void run_one(const struct cfg *c, int n_req)
 		}
 		for (int32_t i = 0; i < sched_n_running(s); i++) {
 			const struct sched_seq *q = sched_running(s)[i];
-			V(c->slots ? q->state_slot >= 0 && q->state_slot < c->slots
+			V(c->slots ? q->state_slot >= 0 && q->state_slot < c->slots - c->ckpts
 				   : q->state_slot == -1,
 			  "running with state slot %d of %d", q->state_slot, c->slots);
+			if (q->step_state_from >= 0) { /* a checkpoint taken: the caller's copy */
+				V(c->ckpts && q->step_state_from >= c->slots - c->ckpts &&
+				      q->step_state_from < c->slots && q->n_computed > 0,
+				  "restore from slot %d at %d", q->step_state_from, q->n_computed);
+				slot_tag[q->state_slot] = slot_tag[q->step_state_from];
+				slot_pos[q->state_slot] = slot_pos[q->step_state_from];
+				n_restores++;
+			}
 			for (int32_t j = 0; j < i && c->slots; j++)
 				V(sched_running(s)[j]->state_slot != q->state_slot,
 				  "two running sequences hold state slot %d", q->state_slot);
@@ -269,10 +282,17 @@ static void run_one(const struct cfg *c, int n_req)
 			  "table too short");
 			V(q->step_samples == (q->n_computed + q->step_tokens == q->n_tokens),
 			  "step_samples");
-			if (!c->chunked && q->step_ctx && !q->recomputing)
-				V(q->n_computed == q->n_cached &&
-				      q->n_computed + q->step_tokens == q->n_tokens,
+			int32_t end = q->n_computed + q->step_tokens;
+			if (!c->chunked && q->step_ctx && !q->recomputing && !c->ckpts)
+				V(q->n_computed == q->n_cached && end == q->n_tokens,
 				  "chunking off but a prompt was split");
+			if (!c->chunked && q->step_ctx && !q->recomputing && c->ckpts)
+				V(end == q->n_tokens ||
+				      (end % c->bs == 0 &&
+				       (end / c->bs == q->ckpt_lo || end / c->bs == q->ckpt_hi)),
+				  "chunking off, a prompt split at %d (checkpoints at blocks %d, "
+				  "%d)",
+				  end, q->ckpt_lo, q->ckpt_hi);
 			if (q->step_swap_in) {
 				sm.n_swapins++;
 				V(ss->swap && q->n_computed > 0, "swap-in without a swap-out");
@@ -305,11 +325,12 @@ static void run_one(const struct cfg *c, int n_req)
 			if (c->slots) { /* the backend's state: zeroed at 0, else carried */
 				int32_t k = q->state_slot;
 				if (q->n_computed > 0)
-					V(slot_id[k] == ss->id && slot_pos[k] == q->n_computed,
-					  "seq %d at %d finds slot %d holding seq %d at %d", ss->id,
-					  q->n_computed, k, slot_id[k], slot_pos[k]);
-				slot_id[k] = ss->id;
-				slot_pos[k] = q->n_computed + q->step_tokens;
+					V(slot_tag[k] == tag(ss, q->n_computed - 1) &&
+					      slot_pos[k] == q->n_computed,
+					  "seq %d at %d finds slot %d holding tag %d at %d", ss->id,
+					  q->n_computed, k, slot_tag[k], slot_pos[k]);
+				slot_tag[k] = tag(ss, end - 1);
+				slot_pos[k] = end;
 			}
 		}
 		V(tok_sum == plan.n_ctx_tokens + plan.n_gen_tokens, "token sums");
@@ -319,6 +340,14 @@ static void run_one(const struct cfg *c, int n_req)
 			struct sim_seq *ss = q->user;
 			bool appended = q->step_samples;
 			sched_advance(s, q, appended);
+			if (q->save_slot >= 0) { /* a checkpoint: the caller copies the state */
+				V(c->ckpts && q->save_slot >= c->slots - c->ckpts &&
+				      q->save_slot < c->slots && q->n_computed % c->bs == 0,
+				  "save into slot %d at %d", q->save_slot, q->n_computed);
+				slot_tag[q->save_slot] = slot_tag[q->state_slot];
+				slot_pos[q->save_slot] = slot_pos[q->state_slot];
+				n_saves++;
+			}
 			if (!appended)
 				continue;
 			ss->n_out++;
@@ -344,7 +373,14 @@ static void run_one(const struct cfg *c, int n_req)
 		/* one sequence alone always fits */
 		CHECK(total_pauses > 0, "max-util (window %d) paused under pressure (%lld)", c->window,
 		      (long long)total_pauses);
-	if (c->slots)
+	if (c->slots && c->ckpts)
+		CHECK(sm.n_swapouts == 0 && n_cached_tokens > 0 && n_restores > 0 &&
+			  n_saves >= c->ckpts && sched_n_checkpoints(s) == c->ckpts,
+		      "state checkpoints (%d): no swap (%d), reuse (%lld tokens, %lld restores, "
+		      "%lld saves)",
+		      c->ckpts, sm.n_swapouts, (long long)n_cached_tokens, (long long)n_restores,
+		      (long long)n_saves);
+	else if (c->slots)
 		CHECK(sm.n_swapouts == 0 && n_cached_tokens == 0,
 		      "state slots: no swap (%d) and no reuse (%lld tokens)", sm.n_swapouts,
 		      (long long)n_cached_tokens);
@@ -360,7 +396,7 @@ static void run_one(const struct cfg *c, int n_req)
 		      c->window, (long long)ks.dropped_total, n_long);
 	else
 		CHECK(ks.dropped_total == 0, "no window, nothing dropped");
-	if (c->cache && !c->slots)
+	if (c->cache && (!c->slots || c->ckpts))
 		CHECK(n_cached_tokens > 0 && ks.reused_total > 0 && ks.missed_total > 0,
 		      "policy %d: reuse happened (%lld tokens, %lld hits, %lld misses)",
 		      c->policy, (long long)n_cached_tokens, (long long)ks.reused_total,
@@ -794,6 +830,135 @@ static void resume_waits(void)
 	kv_pool_destroy(pool);
 }
 
+/* State checkpoints (scheduler.h), hand-derived: blocks of 4, batch 4, K checkpoint slots
+ * after the 4 running ones (slots 4..). */
+static struct sched *ckpt_sched(int32_t k, struct kv_pool **pool)
+{
+	struct bg_err err = {0};
+	*pool = NULL;
+	CHECK(kv_pool_create(40, 4, pool, &err) == BG_OK, "pool");
+	struct sched_config sc = {.policy = SCHED_NO_EVICT,
+				  .max_batch_size = 4,
+				  .max_num_tokens = 64,
+				  .chunked_context = true,
+				  .prefix_cache = true,
+				  .n_state_slots = 4 + k,
+				  .n_checkpoints = k};
+	struct sched *s = NULL;
+	CHECK(sched_create(&sc, *pool, &s, &err) == BG_OK, "sched: %s", err.msg);
+	return s;
+}
+
+static struct sched_seq ckpt_seq(int64_t order, const int32_t *tok, int32_t n)
+{
+	return (struct sched_seq){.order = order,
+				  .n_tokens = n,
+				  .n_kv_max = n + 3,
+				  .prompt = tok,
+				  .n_prompt = n,
+				  .cache_lookup = true};
+}
+
+/* Runs every sequence of s to its first token and finishes it. */
+static void ckpt_drain(struct sched *s)
+{
+	struct bg_err err = {0};
+	struct sched_plan plan;
+	for (int it = 0; it < 50 && sched_n_running(s) + sched_n_waiting(s) > 0; it++) {
+		CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step: %s", err.msg);
+		for (int32_t i = 0; i < plan.n; i++) {
+			struct sched_seq *q = plan.seqs[i];
+			bool done = q->step_samples;
+			sched_advance(s, q, done);
+			if (done)
+				sched_finish(s, q);
+		}
+	}
+}
+
+/* A (14 tokens) and B share 10 tokens: 2 full blocks. A, admitted first, checkpoints after
+ * them (its first chunk is cut at 8 tokens) while B waits; then B takes the 2 blocks and
+ * the checkpoint's slot (4) and computes its last 6 tokens. K = 0: no hold, no cut, no
+ * reuse. */
+static void ckpt_boundary(int32_t k)
+{
+	struct kv_pool *pool = NULL;
+	struct bg_err err = {0};
+	struct sched *s = ckpt_sched(k, &pool);
+	const int32_t ta[14] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+	const int32_t tb[14] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 99, 98, 97, 96};
+	struct sched_seq a = ckpt_seq(0, ta, 14), b = ckpt_seq(1, tb, 14);
+	CHECK(sched_enqueue(s, &a, &err) == BG_OK && sched_enqueue(s, &b, &err) == BG_OK,
+	      "enqueue");
+	struct sched_plan plan;
+	CHECK(sched_step(s, true, &plan, &err) == BG_OK, "step 1");
+	if (k == 0) {
+		CHECK(plan.n_new == 2 && plan.n_held == 0 && a.step_tokens == 14 &&
+			  b.step_tokens == 14 && a.ckpt_lo == 0 && b.n_cached == 0,
+		      "K 0: both admitted whole, nothing cached (%d, %d)", a.step_tokens,
+		      b.n_cached);
+	} else {
+		CHECK(plan.n_new == 1 && plan.n_held == 1 && a.ckpt_lo == 2 && a.ckpt_hi == 0 &&
+			  a.step_tokens == 8 && b.state == SCHED_WAITING,
+		      "A's chunk cut at its checkpoint (lo %d hi %d, %d tokens), B held", a.ckpt_lo,
+		      a.ckpt_hi, a.step_tokens);
+		sched_advance(s, &a, false);
+		CHECK(a.save_slot == 4 && sched_n_checkpoints(s) == 1,
+		      "A saves into slot 4 after 8 tokens (%d)", a.save_slot);
+		CHECK(sched_step(s, true, &plan, &err) == BG_OK && plan.n_new == 1 &&
+			  plan.n_held == 0 && a.step_tokens == 6 && b.n_cached == 8 &&
+			  b.n_computed == 8 && b.step_state_from == 4 && b.step_tokens == 6 &&
+			  b.kv.blocks[1] == a.kv.blocks[1],
+		      "B takes 2 blocks and checkpoint 4 (%d cached, from %d, %d tokens)",
+		      b.n_cached, b.step_state_from, b.step_tokens);
+	}
+	sched_destroy(s);
+	kv_pool_destroy(pool);
+}
+
+/* P_i: 8 tokens (2 blocks) + a 4-token tail. pair(i): a writer and a sharer of P_i; the
+ * sharer's cached tokens are returned. */
+static int32_t ckpt_pair(struct sched *s, int32_t pre, int64_t *order, int32_t n)
+{
+	struct bg_err err = {0};
+	static int32_t tok[16][12];
+	static int used;
+	struct sched_seq q[2];
+	for (int i = 0; i < n; i++) {
+		int32_t *t = tok[used++ % 16];
+		for (int j = 0; j < 12; j++)
+			t[j] = j < 8 ? pre * 100 + j : 5000 + used * 10 + j;
+		q[i] = ckpt_seq((*order)++, t, 12);
+		CHECK(sched_enqueue(s, &q[i], &err) == BG_OK, "enqueue");
+	}
+	ckpt_drain(s);
+	return q[n - 1].n_cached;
+}
+
+/* LRU with K = 2: checkpoints of P1, then P2; a request of P1 takes its checkpoint (which
+ * refreshes it); P3's evicts P2's, the least recently used: a request of P2 finds its 2
+ * blocks cached but no checkpoint and takes nothing, one of P1 still takes 8 tokens. */
+static void ckpt_lru(void)
+{
+	struct kv_pool *pool = NULL;
+	struct sched *s = ckpt_sched(2, &pool);
+	int64_t order = 0;
+	CHECK(ckpt_pair(s, 1, &order, 2) == 8 && ckpt_pair(s, 2, &order, 2) == 8 &&
+		  sched_n_checkpoints(s) == 2,
+	      "P1's and P2's sharers took the checkpoints");
+	CHECK(ckpt_pair(s, 1, &order, 1) == 8, "a P1 request takes P1's checkpoint");
+	CHECK(ckpt_pair(s, 3, &order, 2) == 8, "P3's sharer took its checkpoint");
+	int32_t p2[12];
+	for (int j = 0; j < 12; j++)
+		p2[j] = j < 8 ? 200 + j : 7000 + j;
+	CHECK(kv_cache_peek(pool, p2, 2, NULL) == 2, "P2's blocks are still cached");
+	int32_t c2 = ckpt_pair(s, 2, &order, 1), c1 = ckpt_pair(s, 1, &order, 1);
+	CHECK(c2 == 0 && c1 == 8,
+	      "P2's checkpoint was evicted (%d cached), P1's refreshed one kept (%d)", c2, c1);
+	sched_destroy(s);
+	kv_pool_destroy(pool);
+}
+
 /* The adaptive policy's budget, hand-derived: pool of 10 blocks of 4 = 40 tokens. */
 static void test_adaptive(void)
 {
@@ -856,41 +1021,50 @@ int main(void)
 	static_writer_gone();
 	static_cached_reservation();
 	resume_waits();
+	ckpt_boundary(0);
+	ckpt_boundary(2);
+	ckpt_lru();
 	const struct cfg cfgs[] = {
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false, 0, 0},
-	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false, 0, 0},
-	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, false, 0, 0},
-	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4, false, 0, 0},
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, false, 0, 0},
-	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, false, 0, 0},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4, false, 0, 0},
-	    {SCHED_STATIC, false, false, 8, 64, 40, 4, false, 0, 0},
-	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4, false, 0, 0},
-	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4, false, 0, 0},
-	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, false, 0, 0},
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0, 0},
-	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true, 0, 0},
-	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, true, 0, 0},
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0, 0},
-	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, true, 0, 0},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0, 0},
-	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, true, 0, 0},
-	    {SCHED_ADAPTIVE, false, true, 8, 32, 24, 4, false, 0, 0},
-	    {SCHED_ADAPTIVE, true, true, 64, 128, 40, 4, true, 0, 0},
-	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, false, 0, 0, 0},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, false, 0, 0, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, false, 0, 0, 0},
+	    {SCHED_MAX_UTIL, false, false, 8, 64, 24, 4, false, 0, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, false, 0, 0, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, false, 0, 0, 0},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, false, 0, 0, 0},
+	    {SCHED_STATIC, false, false, 8, 64, 40, 4, false, 0, 0, 0},
+	    {SCHED_MAX_UTIL, false, true, 1, 16, 24, 4, false, 0, 0, 0},
+	    {SCHED_NO_EVICT, false, true, 1, 16, 24, 4, false, 0, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, false, 0, 0, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0, 0, 0},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true, 0, 0, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 32, 24, 4, true, 0, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0, 0, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 64, 30, 8, true, 0, 0, 0},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 64, 128, 40, 4, true, 0, 0, 0},
+	    {SCHED_ADAPTIVE, false, true, 8, 32, 24, 4, false, 0, 0, 0},
+	    {SCHED_ADAPTIVE, true, true, 64, 128, 40, 4, true, 0, 0, 0},
+	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0, 0, 0},
 	    /* a window on every layer: pools smaller than the longest requests */
-	    {SCHED_NO_EVICT, false, true, 8, 16, 12, 4, false, 8, 0},
-	    {SCHED_NO_EVICT, false, true, 8, 16, 16, 4, true, 8, 0},
-	    {SCHED_MAX_UTIL, false, true, 8, 16, 12, 4, true, 8, 0},
-	    {SCHED_MAX_UTIL, true, true, 8, 16, 12, 4, true, 8, 0},
-	    {SCHED_MAX_UTIL, true, false, 6, 24, 12, 4, false, 16, 0},
-	    {SCHED_STATIC, false, true, 8, 16, 16, 4, true, 8, 0},
-	    {SCHED_ADAPTIVE, true, true, 8, 16, 12, 4, true, 8, 0},
-	    /* recurrent state: slots, no swap, no reuse (asked for, ignored) */
-	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0, 8},
-	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0, 9},
-	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0, 8},
-	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0, 8},
+	    {SCHED_NO_EVICT, false, true, 8, 16, 12, 4, false, 8, 0, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 16, 16, 4, true, 8, 0, 0},
+	    {SCHED_MAX_UTIL, false, true, 8, 16, 12, 4, true, 8, 0, 0},
+	    {SCHED_MAX_UTIL, true, true, 8, 16, 12, 4, true, 8, 0, 0},
+	    {SCHED_MAX_UTIL, true, false, 6, 24, 12, 4, false, 16, 0, 0},
+	    {SCHED_STATIC, false, true, 8, 16, 16, 4, true, 8, 0, 0},
+	    {SCHED_ADAPTIVE, true, true, 8, 16, 12, 4, true, 8, 0, 0},
+	    /* recurrent state: slots, no swap, no reuse (asked for; off without checkpoints) */
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0, 8, 0},
+	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0, 9, 0},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0, 8, 0},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0, 8, 0},
+	    /* state checkpoints: reuse with recurrent state */
+	    {SCHED_MAX_UTIL, true, true, 8, 32, 24, 4, true, 0, 11, 3},
+	    {SCHED_ADAPTIVE, true, false, 6, 64, 30, 8, true, 0, 7, 1},
+	    {SCHED_NO_EVICT, false, true, 8, 32, 40, 4, true, 0, 10, 2},
+	    {SCHED_NO_EVICT, false, false, 8, 64, 40, 4, true, 0, 12, 4},
+	    {SCHED_STATIC, false, true, 8, 32, 40, 4, true, 0, 10, 2},
 	};
 	for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
 		run_one(&cfgs[i], 400);

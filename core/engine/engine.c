@@ -40,6 +40,7 @@ void engine_config_default(struct engine_config *c)
 	c->prefix_cache = true;
 	c->constrain_threads = 0;
 	c->overlap = -1;
+	c->state_checkpoints = 8;
 }
 
 /* The engine's side of one request, alive from the source to the sink. */
@@ -192,9 +193,21 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 	e->window = cfg->reorder_window > 0
 			? cfg->reorder_window
 			: (cfg->max_batch_size * 4 > 1024 ? cfg->max_batch_size * 4 : 1024);
-	/* recurrent state: no more running sequences than the backend has state slots */
-	if (backend->n_state_slots > 0 && e->cfg.max_batch_size > backend->n_state_slots)
-		e->cfg.max_batch_size = backend->n_state_slots;
+	/* recurrent state: no more running sequences than the backend has state slots, less
+	 * the checkpoints'; when the slots are short, the checkpoints get those beyond
+	 * max_batch_size or an eighth of them, whichever is more (engine.h) */
+	int32_t n_ckpt = 0;
+	if (backend->n_state_slots > 0) {
+		int32_t n = backend->n_state_slots, spare = n - e->cfg.max_batch_size;
+		if (cfg->prefix_cache && cfg->state_checkpoints > 0)
+			n_ckpt = cfg->state_checkpoints;
+		if (spare < n / 8)
+			spare = n / 8;
+		if (n_ckpt > spare)
+			n_ckpt = spare;
+		if (e->cfg.max_batch_size > n - n_ckpt)
+			e->cfg.max_batch_size = n - n_ckpt;
+	}
 	enum bg_status st = kv_pool_create(backend->n_blocks, backend->block_size, &e->pool, err);
 	if (st != BG_OK)
 		goto fail;
@@ -212,6 +225,7 @@ enum bg_status engine_create(const struct engine_config *cfg, struct backend *ba
 	    /* sliding window on every layer: blocks behind it are given back (scheduler.h) */
 	    .kv_window = (int32_t)model_kv_window(hp),
 	    .n_state_slots = backend->n_state_slots,
+	    .n_checkpoints = n_ckpt,
 	};
 	e->kv_window = sc.kv_window;
 	if ((st = sched_create(&sc, e->pool, &e->sched, err)) != BG_OK)
@@ -465,6 +479,40 @@ static enum bg_status copy_states(struct engine *e, struct sched_seq *const *src
 	if (!e->be->ops->state_copy ||
 	    e->be->ops->state_copy(e->be->ctx, from, to, n, &cerr) != BG_OK)
 		return bg_fail(err, BG_ERR_DEVICE, "recurrent state copy failed: %s", cerr.msg);
+	return BG_OK;
+}
+
+/* State checkpoints (scheduler.h): the running sequences that took a checkpoint this
+ * step get its state in their slots, before the step's forward reads them. */
+static enum bg_status restore_states(struct engine *e, struct bg_err *err)
+{
+	struct sched_seq *const *run = sched_running(e->sched);
+	for (int32_t i = 0; i < sched_n_running(e->sched); i++) {
+		struct sched_seq *q = run[i];
+		struct bg_err cerr = {0};
+		if (q->step_state_from >= 0 &&
+		    (!e->be->ops->state_copy ||
+		     e->be->ops->state_copy(e->be->ctx, &q->step_state_from, &q->state_slot, 1,
+					    &cerr) != BG_OK))
+			return bg_fail(err, BG_ERR_DEVICE, "recurrent state restore failed: %s",
+				       cerr.msg);
+	}
+	return BG_OK;
+}
+
+/* sched_advance, then the state checkpoint it asks for (save_slot): the copy is issued
+ * at once, after the forward that computed the state and before any later one. */
+static enum bg_status advance(struct engine *e, struct sched_seq *q, bool appended,
+			      struct bg_err *err)
+{
+	sched_advance(e->sched, q, appended);
+	if (q->save_slot < 0)
+		return BG_OK;
+	struct bg_err cerr = {0};
+	if (!e->be->ops->state_copy ||
+	    e->be->ops->state_copy(e->be->ctx, &q->state_slot, &q->save_slot, 1, &cerr) != BG_OK)
+		return bg_fail(err, BG_ERR_DEVICE, "recurrent state checkpoint failed: %s",
+			       cerr.msg);
 	return BG_OK;
 }
 
@@ -1548,6 +1596,9 @@ static enum bg_status step_build(struct engine *e, const struct sched_plan *plan
 	enum bg_status st = scratch_reserve(e, b, plan->n, n_tok, n_tok + extra, err);
 	if (st != BG_OK)
 		return st;
+	/* State checkpoints taken this step, before the forward reads the slots. */
+	if ((st = restore_states(e, err)) != BG_OK)
+		return st;
 	/* Copy-on-write first: a source block released this step may be handed to a
 	 * sequence that swaps in below. */
 	for (int32_t i = 0; i < plan->n; i++) {
@@ -1718,12 +1769,14 @@ static void step_rows(struct engine *e, int32_t bi)
 }
 
 /* Overlap: tells the scheduler what step buffer bi did before its tokens are applied. */
-static void step_advance(struct engine *e, int32_t bi)
+static enum bg_status step_advance(struct engine *e, int32_t bi, struct bg_err *err)
 {
 	struct ebuf *b = &e->buf[bi];
-	for (int32_t i = 0; i < b->n; i++)
+	enum bg_status st = BG_OK;
+	for (int32_t i = 0; i < b->n && st == BG_OK; i++)
 		if (!b->steps[i].dead)
-			sched_advance(e->sched, &b->steps[i].er->sq, b->steps[i].samples);
+			st = advance(e, &b->steps[i].er->sq, b->steps[i].samples, err);
+	return st;
 }
 
 /* Are r's token and alternatives ids of a vocabulary of n tokens? */
@@ -1800,9 +1853,11 @@ static enum bg_status step_apply(struct engine *e, int32_t bi, bool advanced, st
 		}
 		if (s->ctx && !s->recomputing)
 			e->tot.prompt_tokens += c;
-		struct ereq *broot = er->beam ? er : er->parent && er->parent->beam ? er->parent : NULL;
-		if (!advanced)
-			sched_advance(e->sched, q, sampled != NULL && !broot);
+		struct ereq *broot = er->beam			      ? er
+				     : er->parent && er->parent->beam ? er->parent
+								      : NULL;
+		if (!advanced && (st = advance(e, q, sampled != NULL && !broot, err)) != BG_OK)
+			return st;
 		if (!sampled)
 			continue;
 		if (broot) {
@@ -1880,7 +1935,8 @@ static enum bg_status run_batch(struct engine *e, const struct sched_plan *plan,
 	}
 	if (!b->overlap)
 		return step_apply(e, bi, false, err);
-	step_advance(e, bi);
+	if ((st = step_advance(e, bi, err)) != BG_OK)
+		return st;
 	e->pend = bi;
 	e->tot.overlap_steps++;
 	return BG_OK;

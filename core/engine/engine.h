@@ -105,6 +105,12 @@ struct engine_config {
 	 * results of step n are applied; results are the same bit for bit. -1 = on for the
 	 * "cuda" backend, off otherwise; 0 off; 1 on */
 	int32_t overlap;
+	/* models with recurrent state: slots kept for state checkpoints (scheduler.h, "State
+	 * checkpoints"), which block reuse needs; 0 = no block reuse for them. The backend
+	 * should be created with n_state_slots = max_batch_size + this; when it has fewer
+	 * (its memory rule), the checkpoints get the slots beyond max_batch_size or an eighth
+	 * of them, whichever is more, and the batch the rest. 8 */
+	int32_t state_checkpoints;
 };
 
 void engine_config_default(struct engine_config *c);

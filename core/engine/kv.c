@@ -355,6 +355,18 @@ int32_t kv_cache_peek(const struct kv_pool *p, const int32_t *tokens, int32_t n_
 	return n;
 }
 
+uint64_t kv_cache_chain_uid(const struct kv_pool *p, const int32_t *tokens, int32_t n_blocks)
+{
+	uint64_t parent = 0;
+	for (int32_t n = 0; n < n_blocks; n++) {
+		int32_t b = cache_find(p, parent, tokens + (size_t)n * p->block_size);
+		if (b < 0)
+			return 0;
+		parent = p->uid[b];
+	}
+	return parent;
+}
+
 enum bg_status kv_cache_take(struct kv_pool *p, struct kv_table *t, const int32_t *tokens,
 			     int32_t n, uint64_t *uid, struct bg_err *err)
 {

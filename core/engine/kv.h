@@ -125,6 +125,12 @@ enum bg_status kv_make_private(struct kv_pool *p, struct kv_table *t, int32_t i,
 int32_t kv_cache_peek(const struct kv_pool *p, const int32_t *tokens, int32_t n_blocks,
 		      int32_t *n_idle);
 
+/* The uid of block n_blocks - 1 of the chain of tokens[n_blocks * block_size]: the name
+ * of that whole prefix while it stays cached (a block gets a new uid each time it is
+ * keyed, so a uid never names two prefixes); 0 when n_blocks <= 0 or the chain is not
+ * cached that far. Changes nothing. */
+uint64_t kv_cache_chain_uid(const struct kv_pool *p, const int32_t *tokens, int32_t n_blocks);
+
 /* Appends the first n blocks of the chain kv_cache_peek found for tokens (n <= what it
  * returned) to the empty table t, raising each block's count (idle blocks leave the idle
  * list, so they cannot be evicted while held); *uid = the uid of the last one (0 when n

@@ -23,7 +23,22 @@ struct sched {
 	int32_t win_blocks; /* cfg.kv_window > 0: the most blocks a sequence holds at once */
 	int32_t *slot_free; /* cfg.n_state_slots > 0: the free state slots, a stack */
 	int32_t n_slot_free;
+	struct sched_ckpt *ck; /* [cfg.n_checkpoints] state checkpoints, ck[0, n_ck) held */
+	int32_t n_ck;
+	int64_t ck_clock; /* LRU stamps */
 };
+
+/* A state checkpoint (scheduler.h, "State checkpoints"): slot holds the state after the
+ * chain of n_blocks full blocks whose last uid is uid. */
+struct sched_ckpt {
+	uint64_t uid;
+	int32_t n_blocks;
+	int32_t slot;
+	int64_t stamp; /* last saved or taken: the smallest is evicted first */
+};
+
+/* Waiting sequences a sequence compares its prompt with to choose its checkpoints. */
+enum { SCHED_CKPT_SCAN = 64 };
 
 /* AIMD steps of the adaptive policy (the FasterTransformer write-up's LightLLM numbers). */
 enum { SCHED_AIMD_INCREASE = 100, SCHED_AIMD_DECREASE = 1000 };
@@ -56,20 +71,34 @@ enum bg_status sched_create(const struct sched_config *cfg, struct kv_pool *pool
 		/* after kv_drop_front, a step feeding c <= max_num_tokens tokens from position
 		 * n holds the blocks of positions [n - W + 1 rounded down to a block, n + c):
 		 * at most kv_blocks_for(W - 2 + block_size + c) */
-		int64_t span = (int64_t)cfg->kv_window - 2 + kv_block_size(pool) + cfg->max_num_tokens;
+		int64_t span =
+		    (int64_t)cfg->kv_window - 2 + kv_block_size(pool) + cfg->max_num_tokens;
 		s->win_blocks = kv_blocks_for(pool, span);
 	}
+	if (cfg->n_state_slots <= 0 || !cfg->prefix_cache)
+		s->cfg.n_checkpoints = 0;
 	if (cfg->n_state_slots > 0) {
-		if (cfg->n_state_slots < cfg->max_batch_size) {
+		int32_t k = s->cfg.n_checkpoints;
+		if (k < 0 || cfg->n_state_slots - k < cfg->max_batch_size) {
 			free(s);
-			return bg_fail(err, BG_ERR_INVALID,
-				       "%d recurrent-state slots for a batch of %d sequences",
-				       cfg->n_state_slots, cfg->max_batch_size);
+			return bg_fail(
+			    err, BG_ERR_INVALID,
+			    "%d recurrent-state slots for a batch of %d sequences and %d "
+			    "checkpoints",
+			    cfg->n_state_slots, cfg->max_batch_size, k);
 		}
-		s->cfg.prefix_cache = false; /* scheduler.h, "Recurrent state" */
+		if (k == 0)
+			s->cfg.prefix_cache = false; /* scheduler.h, "Recurrent state" */
+		/* running sequences take [0, n - k); checkpoints keep [n - k, n) */
 		s->slot_free = malloc((size_t)cfg->n_state_slots * sizeof *s->slot_free);
-		for (int32_t i = 0; s->slot_free && i < cfg->n_state_slots; i++)
+		for (int32_t i = k; s->slot_free && i < cfg->n_state_slots; i++)
 			s->slot_free[s->n_slot_free++] = cfg->n_state_slots - 1 - i;
+		s->ck = k ? calloc((size_t)k, sizeof *s->ck) : NULL;
+		if (k && !s->ck) {
+			free(s->slot_free);
+			free(s);
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the scheduler");
+		}
 	}
 	s->run = calloc((size_t)cfg->max_batch_size, sizeof *s->run);
 	s->plan = calloc((size_t)cfg->max_batch_size, sizeof *s->plan);
@@ -117,6 +146,7 @@ void sched_destroy(struct sched *s)
 		release_seq(s, s->paused[i]);
 	free(s->wq);
 	free(s->slot_free);
+	free(s->ck);
 	free(s->run);
 	free(s->paused);
 	free(s->plan);
@@ -159,6 +189,8 @@ enum bg_status sched_enqueue(struct sched *s, struct sched_seq *q, struct bg_err
 	q->cache_uid = 0;
 	q->forked = false;
 	q->step_cow_src = q->step_cow_dst = -1;
+	q->ckpt_lo = q->ckpt_hi = 0;
+	q->step_state_from = q->save_slot = -1;
 	return BG_OK;
 }
 
@@ -226,6 +258,7 @@ static void clear_step(struct sched_seq *q)
 	q->step_tokens = 0;
 	q->step_ctx = q->step_samples = q->step_swap_in = false;
 	q->step_new = q->step_resumed = q->step_cached = false;
+	q->step_state_from = -1;
 }
 
 /* Tokens a context may take from budget: all that are pending when they fit, else a chunk
@@ -235,6 +268,13 @@ static int32_t ctx_tokens(const struct sched *s, const struct sched_seq *q, int3
 	int32_t pend = q->n_tokens - q->n_computed;
 	if (budget <= 0 || pend <= 0)
 		return 0;
+	/* a chunk ends at the next checkpoint boundary (scheduler.h, "State checkpoints") */
+	int32_t bs = kv_block_size(s->pool);
+	for (int32_t i = 0; i < 2; i++) {
+		int64_t at = (int64_t)(i ? q->ckpt_hi : q->ckpt_lo) * bs;
+		if (at > q->n_computed && at - q->n_computed < pend)
+			pend = (int32_t)(at - q->n_computed);
+	}
 	if (pend <= budget)
 		return pend;
 	return (s->cfg.chunked_context || q->recomputing) ? budget : 0;
@@ -249,14 +289,121 @@ static void set_step(struct sched_seq *q, int32_t tokens)
 
 /* ---- block reuse ---- */
 
-/* Cached blocks q could take now (its table is empty); *n_idle of them are idle. */
+/* Full prompt blocks of q that another sequence may take from the cache: those before
+ * its last known token (at least one token is always computed). */
+static int32_t reusable_blocks(const struct sched *s, const struct sched_seq *q)
+{
+	int32_t lim = q->n_prompt < q->n_tokens - 1 ? q->n_prompt : q->n_tokens - 1;
+	return lim / kv_block_size(s->pool);
+}
+
+/* State checkpoints: the index in s->ck of the deepest checkpoint of a chain of q's first
+ * blocks (at most lim) that is cached, or -1. */
+static int32_t ckpt_find(const struct sched *s, const struct sched_seq *q, int32_t lim)
+{
+	int32_t best = -1;
+	for (int32_t i = 0; i < s->n_ck; i++) {
+		const struct sched_ckpt *c = &s->ck[i];
+		if (c->n_blocks <= lim && (best < 0 || c->n_blocks > s->ck[best].n_blocks) &&
+		    kv_cache_chain_uid(s->pool, q->prompt, c->n_blocks) == c->uid)
+			best = i;
+	}
+	return best;
+}
+
+/* Cached blocks q could take now (its table is empty); *n_idle of them are idle. With
+ * recurrent state, only a chain that ends at a checkpoint can be taken. */
 static int32_t cache_peek(const struct sched *s, const struct sched_seq *q, int32_t *n_idle)
 {
 	*n_idle = 0;
 	if (!s->cfg.prefix_cache || !q->cache_lookup || !q->prompt || q->swapped)
 		return 0;
-	int32_t lim = q->n_prompt < q->n_tokens - 1 ? q->n_prompt : q->n_tokens - 1;
-	return kv_cache_peek(s->pool, q->prompt, lim / kv_block_size(s->pool), n_idle);
+	int32_t lim = reusable_blocks(s, q);
+	if (s->cfg.n_checkpoints > 0) {
+		int32_t i = ckpt_find(s, q, lim);
+		lim = i < 0 ? 0 : s->ck[i].n_blocks;
+	}
+	return kv_cache_peek(s->pool, q->prompt, lim, n_idle);
+}
+
+/* Full blocks the prompts of a and b share, at most lim. */
+static int32_t shared_blocks(const struct sched *s, const int32_t *a, const int32_t *b, int32_t lim)
+{
+	int32_t bs = kv_block_size(s->pool), j = 0;
+	while (j < lim &&
+	       memcmp(a + (size_t)j * bs, b + (size_t)j * bs, (size_t)bs * sizeof *a) == 0)
+		j++;
+	return j;
+}
+
+/* State checkpoints: w may later take what q computes: the full prompt blocks they share
+ * beyond q's first k widen [*lo, *hi]. */
+static void ckpt_consider(const struct sched *s, const struct sched_seq *q,
+			  const struct sched_seq *w, int32_t k, int32_t *lo, int32_t *hi)
+{
+	if (w == q || !w->prompt || !w->cache_lookup)
+		return;
+	int32_t lim = reusable_blocks(s, q), wl = reusable_blocks(s, w);
+	int32_t j = shared_blocks(s, q->prompt, w->prompt, lim < wl ? lim : wl);
+	if (j > k) {
+		*lo = j < *lo ? j : *lo;
+		*hi = j > *hi ? j : *hi;
+	}
+}
+
+/* State checkpoints: q, which starts at n_computed (a block boundary), chooses where it
+ * saves its state: the fewest and the most full blocks beyond n_computed that its prompt
+ * shares with one of the first SCHED_CKPT_SCAN waiting sequences or (static) a member of
+ * its batch in cache_wait (scheduler.h). */
+static void ckpt_targets(const struct sched *s, struct sched_seq *q)
+{
+	q->ckpt_lo = q->ckpt_hi = 0;
+	if (s->cfg.n_checkpoints == 0 || !q->prompt)
+		return;
+	int32_t k = q->n_computed / kv_block_size(s->pool), lo = INT32_MAX, hi = 0;
+	for (int32_t i = 0; i < s->wq_n && i < SCHED_CKPT_SCAN; i++)
+		ckpt_consider(s, q, wq_at(s, i), k, &lo, &hi);
+	for (int32_t i = 0; i < s->n_run; i++)
+		if (s->run[i]->cache_wait)
+			ckpt_consider(s, q, s->run[i], k, &lo, &hi);
+	if (hi == 0)
+		return;
+	q->ckpt_lo = lo;
+	q->ckpt_hi = hi > lo ? hi : 0;
+}
+
+/* State checkpoints: q's state is at the end of its first b keyed blocks (chain uid
+ * q->cache_uid): refreshes the checkpoint of that chain, or takes a free checkpoint slot
+ * or the least recently used one, which q->save_slot names for the caller's copy. */
+static void ckpt_save(struct sched *s, struct sched_seq *q, int32_t b)
+{
+	struct sched_ckpt *c = NULL;
+	for (int32_t i = 0; i < s->n_ck && !c; i++)
+		if (s->ck[i].uid == q->cache_uid)
+			c = &s->ck[i];
+	if (c) {
+		c->stamp = ++s->ck_clock;
+		return;
+	}
+	if (s->n_ck < s->cfg.n_checkpoints) {
+		c = &s->ck[s->n_ck];
+		c->slot = s->cfg.n_state_slots - s->cfg.n_checkpoints + s->n_ck;
+		s->n_ck++;
+	} else {
+		c = &s->ck[0];
+		for (int32_t i = 1; i < s->n_ck; i++)
+			if (s->ck[i].stamp < c->stamp)
+				c = &s->ck[i];
+	}
+	c->uid = q->cache_uid;
+	c->n_blocks = b;
+	c->stamp = ++s->ck_clock;
+	q->save_slot = c->slot;
+}
+
+int32_t sched_n_checkpoints(const struct sched *s)
+{
+	return s->n_ck;
 }
 
 /* First-wave dedup (SGLang's in-batch prefix caching): true when another running
@@ -272,18 +419,23 @@ static bool held_for_writer(const struct sched *s, const struct sched_seq *q, in
 	if (!s->cfg.prefix_cache || !q->cache_lookup || !q->prompt || q->swapped)
 		return false;
 	int32_t bs = kv_block_size(s->pool);
-	int32_t lim = (q->n_prompt < q->n_tokens - 1 ? q->n_prompt : q->n_tokens - 1) / bs;
+	int32_t lim = reusable_blocks(s, q);
 	for (int32_t i = 0; i < s->n_run && k < lim; i++) {
 		const struct sched_seq *w = s->run[i];
 		int32_t wl = w->n_prompt / bs; /* full prompt blocks w keys */
 		if (w == q || w->cache_wait || !w->in_ctx || !w->prompt || w->n_keyed >= wl)
 			continue; /* n_keyed is INT32_MAX when w's keys could not be stored */
-		int32_t m = lim < wl ? lim : wl, j = 0;
-		while (j < m && memcmp(q->prompt + (size_t)j * bs, w->prompt + (size_t)j * bs,
-				       (size_t)bs * sizeof *q->prompt) == 0)
-			j++;
-		if (j > k && j > w->n_keyed)
+		int32_t j = shared_blocks(s, q->prompt, w->prompt, lim < wl ? lim : wl);
+		if (s->cfg.n_checkpoints > 0) {
+			/* a checkpoint w has yet to save, beyond k, within what they share */
+			for (int32_t t = 0; t < 2; t++) {
+				int32_t at = t ? w->ckpt_hi : w->ckpt_lo;
+				if (at > k && at <= j && w->n_computed < at * bs)
+					return true;
+			}
+		} else if (j > k && j > w->n_keyed) {
 			return true;
+		}
 	}
 	return false;
 }
@@ -296,12 +448,20 @@ static enum bg_status cache_take(struct sched *s, struct sched_seq *q, int32_t k
 	if (!s->cfg.prefix_cache)
 		return BG_OK;
 	if (k > 0) {
-		enum bg_status st = kv_cache_take(s->pool, &q->kv, q->prompt, k, &q->cache_uid, err);
+		enum bg_status st =
+		    kv_cache_take(s->pool, &q->kv, q->prompt, k, &q->cache_uid, err);
 		if (st != BG_OK)
 			return st;
 		q->n_computed = k * kv_block_size(s->pool);
 		q->n_keyed = k;
+		if (s->cfg.n_checkpoints > 0) { /* cache_peek chose a checkpoint's chain */
+			int32_t i = ckpt_find(s, q, k);
+			BG_ASSERT(i >= 0 && s->ck[i].n_blocks == k);
+			q->step_state_from = s->ck[i].slot;
+			s->ck[i].stamp = ++s->ck_clock; /* a hit refreshes */
+		}
 	}
+	ckpt_targets(s, q);
 	kv_cache_note(s->pool, k, kv_blocks_for(s->pool, q->n_prompt) - k);
 	window_drop(s, q);
 	return BG_OK;
@@ -354,6 +514,7 @@ static int32_t chunk_after_cache(const struct sched *s, struct sched_seq *q, int
 {
 	int32_t saved = q->n_computed;
 	q->n_computed = k * kv_block_size(s->pool);
+	ckpt_targets(s, q); /* the chunk ends at a checkpoint boundary */
 	int32_t c = ctx_tokens(s, q, budget);
 	*cost = kv_blocks_for(s->pool, (int64_t)q->n_computed + c) - k + n_idle;
 	if (s->win_blocks > 0) {
@@ -463,6 +624,8 @@ enum bg_status sched_fork(struct sched *s, struct sched_seq *parent, struct sche
 	child->n_keyed = parent->n_keyed;
 	child->cache_uid = parent->cache_uid;
 	child->n_samples = 1;
+	child->ckpt_lo = child->ckpt_hi = 0;
+	child->save_slot = -1;
 	child->forked = true;
 	child->start_stamp = ++s->clock;
 	clear_step(child);
@@ -505,6 +668,7 @@ static enum bg_status pause_seq(struct sched *s, struct sched_seq *q, struct bg_
 	slot_give(s, q);
 	q->n_keyed = 0;
 	q->cache_uid = 0;
+	q->ckpt_lo = q->ckpt_hi = 0;
 	q->state = SCHED_PAUSED;
 	q->preemptions++;
 	clear_step(q);
@@ -805,6 +969,11 @@ void sched_advance(struct sched *s, struct sched_seq *q, bool appended)
 	q->n_computed += q->step_tokens;
 	BG_ASSERT(q->n_computed <= q->n_tokens);
 	cache_put_full(s, q); /* before window_drop: it keys blocks the window may pass */
+	q->save_slot = -1;
+	int32_t bs = kv_block_size(s->pool), b = q->n_computed / bs;
+	if (s->cfg.n_checkpoints > 0 && q->in_ctx && q->n_computed % bs == 0 && b > 0 &&
+	    (b == q->ckpt_lo || b == q->ckpt_hi) && q->n_keyed == b)
+		ckpt_save(s, q, b); /* n_keyed == b: cache_uid names these b blocks */
 	window_drop(s, q);
 	if (appended) {
 		BG_ASSERT(q->n_computed == q->n_tokens);

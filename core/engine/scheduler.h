@@ -110,10 +110,33 @@
  * running sequence always finds one. A slot's contents are the caller's: a sequence
  * starting at position 0 needs none (the backend zeroes it), a forked sample needs its
  * parent's (the caller copies it, backend state_copy), a beam after sched_beam_reorder
- * the state of the beam it continues. The state of a prefix is not kept with its blocks,
- * so block reuse is off (cfg.prefix_cache is ignored) and a paused sequence resumes by
- * recompute (on_pause is not called): both would start a sequence past position 0 with
- * no state.
+ * the state of the beam it continues. A paused sequence resumes by recompute (on_pause is
+ * not called: a state is not swapped). The state of a prefix is not kept with its blocks:
+ * block reuse needs state checkpoints (below); without them (cfg.n_checkpoints 0) it is
+ * off and cfg.prefix_cache is ignored.
+ *
+ * State checkpoints (cfg.n_checkpoints = K > 0 with recurrent state and prefix_cache): the
+ * slots [n_state_slots - K, n_state_slots) hold copies of sequences' states at block
+ * boundaries, each keyed by the cache's uid of the chain of full blocks ending there
+ * (kv_cache_chain_uid: the uid names the whole prefix). Where to save (vLLM's "align"
+ * prefix caching for hybrid models, with targets chosen from the queue): when q takes its
+ * cached blocks (admission, recompute-resume), it looks at the first SCHED_CKPT_SCAN (64)
+ * waiting sequences (and, static, its batch's members in cache_wait) and, of the full
+ * prompt blocks each shares with q's (beyond what q took, within both prompts' reusable
+ * blocks: before the last known token), takes the smallest count as ckpt_lo (the prefix
+ * most of them share, e.g. a system prompt) and the largest as ckpt_hi (0: none). Its
+ * context chunks are cut to end exactly at those boundaries (also without chunked
+ * context), and when sched_advance brings it there it saves: a checkpoint for the chain
+ * that already exists is refreshed, else a free checkpoint slot or the least recently used
+ * one is taken and save_slot names it (the caller copies state_slot into it at once,
+ * before any later step). Taking: cache_peek finds the deepest checkpoint whose chain is
+ * still cached up to q's reusable blocks; q takes exactly those blocks, step_state_from
+ * names the checkpoint's slot (the caller copies it into state_slot before running this
+ * step: no save comes between, so the copy always reads the checkpoint it was planned
+ * with) and the hit refreshes it. The first-wave hold applies with checkpoints: the head
+ * waits for a running writer that has yet to pass a checkpoint boundary it will save and
+ * that the head shares (and that lies beyond what the head can take now). A checkpoint
+ * whose blocks were evicted can no longer be found and ages out.
  *
  * Invariants after every step: scheduled = context + generation entries; the running
  * count <= max_batch_size; token total <= max_num_tokens; every scheduled sequence's
@@ -186,6 +209,12 @@ struct sched_seq {
 					     * block src into dst before running it; -1 = none */
 	bool forked;			    /* its siblings were forked (or it is one) */
 	int32_t state_slot;		    /* running, with cfg.n_state_slots: its slot; else -1 */
+	int32_t ckpt_lo, ckpt_hi; /* state checkpoints: prompt blocks after which it saves its
+				   * state (0: none; see "State checkpoints") */
+	int32_t step_state_from;  /* >= 0: the caller copies this slot into state_slot before
+				   * running the step (a checkpoint taken); -1: none */
+	int32_t save_slot;	  /* set by sched_advance, >= 0: the caller copies state_slot into
+				   * this checkpoint slot now; -1: none */
 };
 
 /* Called when a running sequence is paused, before its blocks are freed. The
@@ -204,8 +233,9 @@ struct sched_config {
 	bool prefix_cache; /* block reuse across sequences (see above) */
 	int32_t kv_window; /* > 0: every layer attends to the last kv_window positions only
 			    * (see "Sliding window" above); 0: none */
-	int32_t n_state_slots; /* > 0: recurrent-state slots, >= max_batch_size (see
-				* "Recurrent state" above); 0: none */
+	int32_t n_state_slots; /* > 0: recurrent-state slots, >= max_batch_size +
+				* n_checkpoints (see "Recurrent state" above); 0: none */
+	int32_t n_checkpoints; /* with n_state_slots: state checkpoints (see above); 0: none */
 };
 
 /* One iteration's plan. */
@@ -283,6 +313,9 @@ struct sched_seq *const *sched_running(const struct sched *s);
 struct sched_seq *const *sched_paused(const struct sched *s);
 /* The i-th waiting sequence (FCFS), 0 <= i < sched_n_waiting. */
 struct sched_seq *sched_waiting_at(const struct sched *s, int32_t i);
+
+/* State checkpoints held (valid ones and ones whose blocks were evicted). */
+int32_t sched_n_checkpoints(const struct sched *s);
 
 /* Adaptive: the current token budget. */
 int64_t sched_token_budget(const struct sched *s);
