@@ -679,13 +679,18 @@ uint64_t model_ff_shexp(const struct model_hparams *hp)
 	return hp->n_ff_shexp ? hp->n_ff_shexp : (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
 }
 
-/* model_layer_is_swa, model_kv_window: see model.h */
+/* model_layer_is_swa, model_layer_moe, model_kv_window: see model.h */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l)
 {
 	if (hp->n_swa == 0)
 		return false;
 	uint32_t p = hp->swa_pattern;
 	return p == 0 || (l + hp->swa_phase) % p < p - 1;
+}
+
+bool model_layer_moe(const struct model_layer *L)
+{
+	return L->ffn_gate_inp.ne0 != 0;
 }
 
 uint32_t model_kv_window(const struct model_hparams *hp)

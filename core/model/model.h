@@ -514,6 +514,12 @@ void model_xielu_params(float alpha_n, float alpha_p, float beta, float eps, flo
  * of swa_pattern is global; pattern 0 = every layer windowed); false without a window. */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l);
 
+/* Whether layer L's FFN is routed experts: it has a router (ffn_gate_inp), as llama.cpp
+ * decides per layer. The loader (and a lazy synthetic model) give one to every layer from
+ * n_layer_dense_lead on that has an FFN, but step35's later dense layers; both backends
+ * plan their layers by this. */
+bool model_layer_moe(const struct model_layer *L);
+
 /* A layer's attention geometry (gemma4's windowed layers differ; model_hparams): head size,
  * K/V heads, rotated dimensions of a windowed (swa) or global layer, and the largest head
  * size and K/V row (n_head_kv * head_dim) over both kinds, which backends size buffers and
