@@ -425,10 +425,6 @@ struct model_layer {
 	 * read attn_norm's output; no attention or ffn_norm), or has no FFN (no_ffn: a Mamba2
 	 * or attention block alone) */
 	bool ffn_only, no_ffn;
-	/* step35: a dense FFN (w_gate, w_up, w_down, n_ff wide) on a layer at or after
-	 * n_layer_dense_lead, the file having no router there (llama.cpp decides per layer by
-	 * ffn_gate_inp's presence) */
-	bool ffn_dense;
 	/* gemma4: the file has no attn_v for this layer: V is then K's projection (wv == wk,
 	 * the same data, counted once), as llama.cpp's graph takes Kcur for Vcur. (The bools
 	 * stay together: cpu_weights.c asserts that what follows swa is smaller than a
