@@ -1115,6 +1115,7 @@ static void test_step35(void)
 	test_synthetic_vs_cpu("synthetic:step35-tiny:f32", 1e-4, 0.9999999);
 	test_synthetic_vs_cpu("synthetic:step35-tail:f32", 1e-4, 0.9999999);
 	test_batch_vs_cpu("synthetic:step35-tail:f32", 3);
+	test_synthetic_vs_cpu("synthetic:step35-tiny:bf16", 0.15, 0.999);
 }
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
