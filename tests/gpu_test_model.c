@@ -1777,8 +1777,7 @@ static void expect_cuda_refused(struct model *m, const char *label, const char *
 }
 
 /* gemma4 what the CUDA backend does not run, refused by name before any allocation:
- * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both),
- * and step35.
+ * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both).
  * The released 31B (lazy: nothing is made) passes the head-size checks now (global heads
  * of 512, windowed 256): its vocabulary, set past the last of the model checks here (the
  * 61 GiB of bf16 weights it would otherwise upload are too many for gpu/emu), is what
@@ -1791,10 +1790,9 @@ static void test_gemma4_refused(void)
 		uint32_t n_vocab; /* 0: the model's */
 		const char *msg;
 	} cases[] = {
-	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu, "a vocabulary of 2147483647 is too large"},
+	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
+	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
-	    /* step35: per-kind query heads, the attention gate, the clamps (CPU only) */
-	    {"synthetic:step35-tiny:f32", false, 0, "does not run step35"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
