@@ -331,7 +331,8 @@ int cmd_info(int argc, char **argv)
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		n_gate += m->layers[l].attn_gate.ne0 != 0;
 		n_clamp += m->layers[l].clamp_exp > 0.0f || m->layers[l].clamp_shexp > 0.0f;
-		n_dense += m->layers[l].ffn_dense;
+		n_dense += hp->n_expert && l >= hp->n_layer_dense_lead && !m->layers[l].no_ffn &&
+			   !model_layer_moe(&m->layers[l]);
 	}
 	if (n_dense)
 		printf("dense after MoE layers: %u of %u layers (no router in the file)\n", n_dense,

@@ -117,6 +117,7 @@ struct cuda_layer {
 	 * size, K/V heads, Q and K/V row widths (wqkv is [n_q + 2 n_kv, n_embd]), where its
 	 * K/V rows start in a KV block (elements), and its output scale (hp.out_scale) */
 	int hd, n_kvh, n_q, n_kv;
+	int n_qh; /* query heads (step35's windowed layers have their own: model_n_head) */
 	int64_t kv_off;
 	float out_scale;
 	/* the rows of wqkv and the input width of wo (n_q + 2 n_kv and n_q, or deepseek2's) */
@@ -153,6 +154,11 @@ struct cuda_layer {
 	/* qwen35moe, qwen2moe (hp.shexp_gate): the shared expert's gate row ([n_embd] fp32),
 	 * else NULL */
 	float *shexp_gate;
+	/* step35 (model.h): the head-wise attention gate [n_qh, n_embd] of dt (dense), else
+	 * NULL; the SwiGLU clamps (0: none) of the routed experts and of the shared expert or
+	 * dense FFN */
+	void *wgate;
+	float clamp_exp, clamp_shexp;
 };
 
 /* Pinned host memory that an upload reads when the stream reaches it, and the event
@@ -197,6 +203,10 @@ struct cuda_ctx {
 	/* deepseek2 (hp.mla): the row widths of run_pass's MLA buffers (see mla_qkv) */
 	int mla_qr, mla_xw;
 	int attn_hd, attn_kvh; /* the largest head size and K/V head count (scratch sizes) */
+	int attn_qh;	       /* the most query heads a layer has (step35: over both kinds) */
+	/* step35: some layer has the head-wise attention gate or a SwiGLU clamp (the fused
+	 * path has neither: pass_fused) */
+	bool step35_ops;
 
 	void *weights;
 	size_t weight_bytes;
@@ -738,8 +748,9 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 {
 	const struct model_hparams *hp = &m->hp;
 	const struct model_layer *ml = &m->layers[l];
-	/* (nemotron_h_moe: its Mamba2 and attention layers have no FFN) */
-	const bool moe = hp->n_expert && l >= hp->n_layer_dense_lead && !ml->no_ffn;
+	/* by the layer's router (step35's dense layers after MoE ones; nemotron_h_moe's
+	 * Mamba2 and attention layers have no FFN) */
+	const bool moe = hp->n_expert && model_layer_moe(ml);
 	*res = false;
 	if (k >= LM_QB && k < LM_XGU) /* deepseek2's, dense */
 		return hp->mla ? dense : 0;
@@ -848,7 +859,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; l < hp->n_layer; l++) { /* as model.c's lazy_model counts */
 		const struct model_layer *ml = &m->layers[l];
 		uint64_t lhd = model_head_dim(hp, ml->swa);
-		uint64_t lq = hp->n_head * lhd, lkv = model_n_head_kv(hp, ml->swa) * lhd;
+		uint64_t lq = model_n_head(hp, ml->swa) * lhd;
+		uint64_t lkv = model_n_head_kv(hp, ml->swa) * lhd;
 		untied_params += (hp->no_pre_norms ? 0 : hp->parallel ? E : 2 * E) +
 				 E * (lq + (ml->v_from_k ? 1 : 2) * lkv) + lq * E +
 				 (n_ffm + 1) * E * F +
@@ -860,9 +872,11 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 				 (hp->moe_bias ? (uint64_t)NX * (1 + 2 * FX + E) : 0) +
 				 (uint64_t)NX * E * (1 + 3 * (uint64_t)FX) + (hp->out_scale ? 1 : 0) +
 				 (hp->moe_sel_bias && !hp->n_expert_shared ? NX : 0); /* minimax-m2 */
+		/* step35: the attention gate */
+		untied_params += ml->attn_gate.ne0 * ml->attn_gate.ne1;
 		if (hp->n_expert_shared) { /* glm4moe: dense layers, or experts + shared */
 			const uint64_t FS = model_ff_shexp(hp);
-			untied_params -= l < hp->n_layer_dense_lead
+			untied_params -= !model_layer_moe(ml)
 					     ? (uint64_t)NX * E * (1 + 3 * (uint64_t)FX)
 					     : (n_ffm + 1) * E * F - NX - 3 * E * FS;
 		}
@@ -914,8 +928,14 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_ssm = hp->ssm_d_conv ? align_up(ssm_w_floats(hp) * 4, 256) : 0;
 	/* qwen35moe, qwen2moe: the shared expert's gate (fp32) */
 	size_t sz_sgate = hp->shexp_gate ? sz_norm : 0;
+	/* step35: every layer room for the head-wise attention gate (dense, of dt) when one
+	 * has it */
+	bool any_gate = false;
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		any_gate = any_gate || m->layers[l].attn_gate.ne0;
+	size_t sz_agate = any_gate ? align_up((size_t)c->attn_qh * E * es, 256) : 0;
 	size_t per_layer = sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan +
-			   sz_kvn + sz_conv + sz_gvec + sz_ssm + sz_sgate;
+			   sz_kvn + sz_conv + sz_gvec + sz_ssm + sz_sgate + sz_agate;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -969,7 +989,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++) {
 		const struct model_layer *ml = &m->layers[l];
 		struct cuda_layer *L = &c->layers[l];
-		L->moe = NX && l >= hp->n_layer_dense_lead && !ml->no_ffn;
+		L->moe = NX && model_layer_moe(ml);
 		/* every matrix (enum lmat) in kind order: placed, and uploaded here when resident
 		 * (blocks as they are); the dense ones are filled below, in the tensor order a
 		 * lazy synthetic model's values depend on */
@@ -1009,6 +1029,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_selb;
 		L->shexp_gate = sz_sgate && L->moe ? (float *)p : NULL;
 		p += sz_sgate;
+		L->wgate = ml->attn_gate.ne0 ? (void *)p : NULL;
+		p += sz_agate;
+		L->clamp_exp = ml->clamp_exp;
+		L->clamp_shexp = ml->clamp_shexp;
 		L->q_a_norm = sz_qan ? (float *)p : NULL;
 		p += sz_qan;
 		L->kv_a_norm = sz_kvn ? (float *)p : NULL;
@@ -1210,6 +1234,11 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		if (st == BG_OK && L->shexp_gate) /* qwen35moe, qwen2moe: its gate */
 			st = upload_weight(&u, &ml->gate_inp_shexp, L->shexp_gate, UP_ROUTER, err);
 	}
+	/* then step35's attention gates, last of all */
+	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++)
+		if (c->layers[l].wgate)
+			st = upload_weight(&u, &m->layers[l].attn_gate, c->layers[l].wgate,
+					   UP_MATRIX, err);
 	/* staging must outlive the conversions that read it */
 	cudaError_t e = cudaStreamSynchronize(c->stream);
 	cudaFree(u.staging);
@@ -1446,9 +1475,9 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	/* (granitehybrid's Mamba2 layers: gpu_ssm between the unfused GEMMs; nemotron_h's, and
 	 * its non-gated ReLU^2 FFN and layers of one block each) */
 	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
-	       !c->hp.ssm_d_conv && !c->hp.relu2 &&
-	       !c->hp.v_norm && !c->hp.out_scale && !c->hp.layer_norm && !c->hp.parallel &&
-	       !c->hp.mla && c->hp.n_expert == 0 && !c->hp.attn_out_bias &&
+	       !c->hp.ssm_d_conv && !c->hp.relu2 && !c->hp.v_norm && !c->hp.out_scale &&
+	       !c->hp.layer_norm && !c->hp.parallel && !c->hp.mla && c->hp.n_expert == 0 &&
+	       !c->hp.attn_out_bias && !c->step35_ops &&
 	       gpu_gemv_fits(n, E, true, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, c->n_q, false, c->dt, c->gemv_xs) &&
 	       gpu_gemv_fits(n, F, false, c->dt, c->gemv_xs);
@@ -1624,7 +1653,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.qkv = c->qkv;
 		qp.ld = c->ld_qkv;
 		qp.n_tok = n;
-		qp.n_head = (int)hp->n_head;
+		qp.n_head = L->n_qh;
 		qp.n_head_kv = L->n_kvh;
 		qp.head_dim = L->hd;
 		qp.bias = L->bqkv;
@@ -1712,9 +1741,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				CUDA_CHECK(gpu_bias_add(c->qkv, c->ld_qkv, qp.bias, n,
 							L->n_q + 2 * L->n_kv, s));
 			qp.bias = NULL;
-			CUDA_CHECK(gpu_head_layernorm(c->qkv, c->ld_qkv, n, (int)hp->n_head,
-						      L->n_kvh, L->hd, L->q_norm, L->k_norm,
-						      hp->rms_eps, s));
+			CUDA_CHECK(gpu_head_layernorm(c->qkv, c->ld_qkv, n, L->n_qh, L->n_kvh,
+						      L->hd, L->q_norm, L->k_norm, hp->rms_eps, s));
 		}
 		if (L->gdn) { /* qwen35: the delta net, its output into attn */
 			struct gpu_gdn_args ga;
@@ -1746,8 +1774,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				return st;
 		} else if (!qkv_epilogue) {
 			if (hp->attn_out_gate) /* qwen35: Q's rows apart from the gates' */
-				CUDA_CHECK(gpu_q_gate_split(c->qkv, c->ld_qkv, n, (int)hp->n_head,
-							    L->hd, L->n_kv, c->gcbuf, c->gobuf, s));
+				CUDA_CHECK(gpu_q_gate_split(c->qkv, c->ld_qkv, n, L->n_qh, L->hd,
+							    L->n_kv, c->gcbuf, c->gobuf, s));
 			CUDA_CHECK(gpu_qkv_post(&qp, c->dt, s));
 		}
 		struct gpu_attn_args a;
@@ -1758,7 +1786,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.tok_bt = d_tok_bt;
 		a.bt = d_bt;
 		a.n_tok = n;
-		a.n_head = (int)hp->n_head;
+		a.n_head = L->n_qh;
 		a.n_head_kv = L->n_kvh;
 		a.head_dim = L->hd;
 		a.scale = hp->attn_scale;
@@ -1778,6 +1806,13 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
 		if (hp->attn_out_gate && !L->gdn) /* qwen35: times sigmoid(gate) */
 			CUDA_CHECK(gpu_attn_gate(c->attn, c->gobuf, n, L->n_q, c->dt, s));
+		if (L->wgate) { /* step35: head h times sigmoid(attn_gate xn)[h] (xn: the
+				 * attention's normed input, still there; pass_fused: unfused) */
+			c->pass_gemms++;
+			CUBLAS_CHECK(gpu_gemm(c->cublas, L->wgate, c->xn, c->gobuf, L->n_qh, E, n,
+					      L->n_qh, c->dt));
+			CUDA_CHECK(gpu_head_gate(c->attn, c->gobuf, n, L->n_qh, L->hd, c->dt, s));
+		}
 		if (fused) {
 			struct gpu_gemv_args g =
 			    gemv_plain(L->wo, E, L->n_q, n, c->attn, L->n_q, c->tmp, E);
@@ -1868,6 +1903,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			oai.alpha = hp->swiglu_oai ? hp->swiglu_alpha : 0.0f;
 			oai.limit = hp->swiglu_limit;
 			oai.relu2 = hp->relu2; /* nemotron_h_moe: relu(up)^2 */
+			oai.clamp = L->clamp_exp; /* step35 */
 			if (L->q_exps) { /* resident: the experts' blocks (CUDA cores) */
 				CUDA_CHECK(gpu_moe_gate_up_q(&L->q_gu_exps, FX, E, NX, c->xn, n, K,
 							     &c->moe_plan, c->moe_act, hp->gelu,
@@ -1900,7 +1936,13 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				} else {
 					CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * FS,
 							       E, n, 2 * FS));
-					CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt, false, s));
+					if (L->clamp_shexp > 0.0f) /* step35 */
+						CUDA_CHECK(gpu_swiglu_clamp(c->gu, n, FS,
+									    L->clamp_shexp, c->act,
+									    c->dt, s));
+					else
+						CUDA_CHECK(gpu_swiglu(c->gu, n, FS, c->act, c->dt,
+								      false, s));
 				}
 				CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->moe_y, E, FS, n, E));
 				if (L->shexp_gate) /* times sigmoid(its gate) */
@@ -1922,7 +1964,11 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->tmp, E, F, n, E));
 		} else {
 			CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * F, E, n, 2 * F));
-			CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
+			if (L->clamp_shexp > 0.0f) /* step35: the dense FFN's clamp */
+				CUDA_CHECK(gpu_swiglu_clamp(c->gu, n, F, L->clamp_shexp, c->act,
+							    c->dt, s));
+			else
+				CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, hp->gelu, s));
 			CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->tmp, E, F, n, E));
 		}
 		if (L->ffn_post)
@@ -2142,9 +2188,9 @@ static enum bg_status forward_graph(struct cuda_ctx *c, const struct backend_bat
 		 * the model allows (each token splits its own context in parts of at least
 		 * GPU_ATTN_SPLIT_MIN_KEYS keys, so a short one fills its first splits only;
 		 * the others are empty blocks). */
-		int n_split = gpu_attention_splits(Bp, (int)c->hp.n_head, c->attn_kvh,
-						   c->attn_hd, c->dt, c->graph_ctx, c->n_sm,
-						   c->attn_per_sm, CUDA_PARTIAL_FLOATS);
+		int n_split = gpu_attention_splits(Bp, c->attn_qh, c->attn_kvh, c->attn_hd, c->dt,
+						   c->graph_ctx, c->n_sm, c->attn_per_sm,
+						   CUDA_PARTIAL_FLOATS);
 		char what[96];
 		snprintf(what, sizeof what, "decode graph, batch %d, %d attention splits", Bp,
 			 n_split);
@@ -2325,9 +2371,8 @@ static enum bg_status cuda_forward(void *ctx, const struct backend_batch *b, str
 			return st;
 		struct pass_ptrs pp = pass_layout(c, &ps);
 		int n_split =
-		    gpu_attention_splits(ps.n_list, (int)c->hp.n_head, c->attn_kvh, c->attn_hd,
-					 c->dt, ps.max_ctx, c->n_sm,
-					 c->attn_per_sm, CUDA_PARTIAL_FLOATS);
+		    gpu_attention_splits(ps.n_list, c->attn_qh, c->attn_kvh, c->attn_hd, c->dt,
+					 ps.max_ctx, c->n_sm, c->attn_per_sm, CUDA_PARTIAL_FLOATS);
 		if (c->graph_log)
 			st = census_pass(c, &ps, &pp, n_split, row, err);
 		else
@@ -2850,18 +2895,25 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	const struct model_hparams *hp = &m->hp;
 	if (!m->layers || hp->n_layer == 0)
 		return bg_fail(err, BG_ERR_INVALID, "the model has no layers");
-	/* step35 (model.h): per-kind query heads, the head-wise attention gate and the SwiGLU
-	 * clamps have no kernels here yet, nor do its dense layers after MoE ones (ffn_dense:
-	 * the layer plan below takes every layer from n_layer_dense_lead on as MoE) */
-	bool st35 = hp->n_head_swa != 0 || hp->swa_phase != 0;
-	for (uint32_t l = 0; l < hp->n_layer && !st35; l++)
-		st35 = m->layers[l].attn_gate.ne0 || m->layers[l].clamp_exp > 0.0f ||
-		       m->layers[l].clamp_shexp > 0.0f || m->layers[l].ffn_dense;
-	if (st35)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend does not run step35 (Step-3.5-Flash: per-layer "
-			       "query heads, the head-wise attention gate, the SwiGLU clamps); the "
-			       "CPU backend does (--device cpu)");
+	/* step35 (model.h): the attention gate as one row a query head of the layer, and the
+	 * clamped SwiGLU in the experts without gpt-oss's biases or alpha (gpu_moe_oai) nor a
+	 * GELU */
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		if (ml->attn_gate.ne0 &&
+		    (ml->attn_gate.ne0 != hp->n_embd || ml->conv || ml->gdn || ml->ssm ||
+		     ml->ffn_only || hp->mla || ml->attn_gate.ne1 != model_n_head(hp, ml->swa)))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "layer %u's attention gate is not (n_embd, its query heads) "
+				       "on an attention layer",
+				       l);
+		if ((ml->clamp_exp > 0.0f || ml->clamp_shexp > 0.0f) &&
+		    (hp->gelu || hp->swiglu_oai || hp->moe_bias || hp->relu2 || hp->xielu))
+			return bg_fail(err, BG_ERR_UNSUPPORTED,
+				       "the clamped SwiGLU (layer %u) is supported without GELU, "
+				       "expert biases or another activation",
+				       l);
+	}
 	/* deepseek2: a lazy synthetic model's MLA weights are not made on the device (their
 	 * tensor ids are not laid out), and gpu_moe_route_grouped's groups are warp lanes */
 	if ((hp->mla || hp->moe_grouped) && !m->tok_embd.data)
@@ -2910,7 +2962,14 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	 * as wide as the wider of the two (dense_ffn_width); leading dense layers then read
 	 * theirs n_ff apart: no wider than them (granitehybrid's is wider, without dense
 	 * layers) */
-	if (hp->n_expert_shared && hp->n_layer_dense_lead && model_ff_shexp(hp) > hp->n_ff)
+	bool any_dense = false; /* step35: after MoE layers too (model_layer_moe) */
+	for (uint32_t l = 0; hp->n_expert && l < hp->n_layer; l++)
+		any_dense = any_dense || (!model_layer_moe(&m->layers[l]) && !m->layers[l].no_ffn);
+	if (any_dense && dense_ffn_width(hp) == 0) /* (no such file loads today) */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend runs dense layers after MoE ones only beside a "
+			       "shared expert or leading dense layers");
+	if (hp->n_expert_shared && any_dense && model_ff_shexp(hp) > hp->n_ff)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend needs the shared experts (%llu wide) no wider "
 			       "than feed_forward_length %u",
@@ -2937,9 +2996,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 			    hp->head_dim_swa != hp->head_dim && hp->head_dim_swa
 				? (k ? " (the windowed layers')" : " (the global layers')")
 				: "");
-		if (kvh == 0 || hp->n_head % kvh != 0)
+		uint32_t qh = model_n_head(hp, k); /* step35's windowed layers: their own */
+		if (kvh == 0 || qh % kvh != 0)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
-				       "%u query heads cannot share %u KV heads", hp->n_head, kvh);
+				       "%u query heads cannot share %u KV heads", qh, kvh);
 		if (rd % 2 != 0 || rd > hd)
 			return bg_fail(err, BG_ERR_UNSUPPORTED,
 				       "a rotary dimension of %u does not fit heads of %u", rd, hd);
@@ -3029,12 +3089,14 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->hp = *hp;
 	c->kv_window = model_kv_window(hp);
 	c->dt = pick_dtype(m);
-	/* the decode kernel's blocks an SM holds: the fewer of the two kinds' (gemma4) */
+	/* the decode kernel's blocks an SM holds: the fewer of the two kinds' (gemma4,
+	 * step35) */
 	CUDA_CHECK(gpu_attention_occupancy(c->dt, (int)hp->n_head, (int)hp->n_head_kv,
 					   (int)hp->head_dim, &c->attn_per_sm));
-	if (model_head_dim(hp, true) != hp->head_dim || model_n_head_kv(hp, true) != hp->n_head_kv) {
+	if (model_head_dim(hp, true) != hp->head_dim ||
+	    model_n_head_kv(hp, true) != hp->n_head_kv || model_n_head(hp, true) != hp->n_head) {
 		int per_sm = 0;
-		CUDA_CHECK(gpu_attention_occupancy(c->dt, (int)hp->n_head,
+		CUDA_CHECK(gpu_attention_occupancy(c->dt, (int)model_n_head(hp, true),
 						   (int)model_n_head_kv(hp, true),
 						   (int)model_head_dim(hp, true), &per_sm));
 		if (per_sm < c->attn_per_sm)
@@ -3063,6 +3125,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->attn_hd = (int)model_head_dim_max(hp);
 	c->attn_kvh = (int)(hp->n_head_kv > model_n_head_kv(hp, true) ? hp->n_head_kv
 								 : model_n_head_kv(hp, true));
+	c->attn_qh =
+	    (int)(hp->n_head > model_n_head(hp, true) ? hp->n_head : model_n_head(hp, true));
 	c->block_size = cfg->block_size;
 	/* each layer's geometry and where its K/V rows start in a block: a block holds every
 	 * layer's K then V slab in order, each as wide as that layer's rows */
@@ -3075,7 +3139,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		bool sw = m->layers[l].swa;
 		L->hd = (int)model_head_dim(hp, sw);
 		L->n_kvh = (int)model_n_head_kv(hp, sw);
-		L->n_q = (int)hp->n_head * L->hd;
+		L->n_qh = (int)model_n_head(hp, sw); /* step35's windowed layers: their own */
+		L->n_q = L->n_qh * L->hd;
 		L->n_kv = L->n_kvh * L->hd;
 		L->kv_off = off;
 		L->out_scale = hp->out_scale ? m->layers[l].out_scale : 1.0f;
@@ -3106,6 +3171,11 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		}
 		if (hp->gdn_conv) /* the gates (attention) or the heads' outputs (delta net) */
 			c->gscr_o = L->n_q > c->gscr_o ? L->n_q : c->gscr_o;
+		const struct model_layer *ml = &m->layers[l];
+		if (ml->attn_gate.ne0) /* step35: the head gates' logits, one a query head */
+			c->gscr_o = L->n_qh > c->gscr_o ? L->n_qh : c->gscr_o;
+		c->step35_ops = c->step35_ops || ml->attn_gate.ne0 || ml->clamp_exp > 0.0f ||
+				ml->clamp_shexp > 0.0f;
 		c->ld_qkv = L->qkv_rows > c->ld_qkv ? L->qkv_rows : c->ld_qkv;
 		c->n_q = L->n_q > c->n_q ? L->n_q : c->n_q;
 		/* deepseek2: the K slab alone (V is read from the K rows, as on the CPU); lfm2's

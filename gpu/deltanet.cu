@@ -173,23 +173,38 @@ cudaError_t gpu_q_gate_split(float *qkv, int ld, int n_tok, int n_head, int hd, 
 	return cudaGetLastError();
 }
 
-/* attn[t, i] *= sigmoid(gate[t, i]) (the product in fp32, stored as T) */
-template <typename T> __global__ void attn_gate_kernel(T *attn, const float *gate, int64_t n)
+/* attn[i] *= sigmoid(gate[i / per]) (the product in fp32, stored as T): per 1 elementwise
+ * (qwen35), per hd a gate a head (step35: attn's rows are [n_head][hd], gate's [n_head]) */
+template <typename T>
+__global__ void attn_gate_kernel(T *attn, const float *gate, int64_t n, int per)
 {
 	for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
 	     i += (int64_t)gridDim.x * blockDim.x)
-		attn[i] =
-		    st_t<T>(__fmul_rn(ld_f32(attn[i]), 1.0f / __fadd_rn(1.0f, expf(-gate[i]))));
+		attn[i] = st_t<T>(
+		    __fmul_rn(ld_f32(attn[i]), 1.0f / __fadd_rn(1.0f, expf(-gate[i / per]))));
+}
+
+static cudaError_t attn_gate(void *attn, const float *gate, int64_t n, int per, enum gpu_dtype dt,
+			     cudaStream_t stream)
+{
+	if (n <= 0)
+		return cudaSuccess;
+	if (per < 1)
+		return cudaErrorInvalidValue;
+	const int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+	GPU_DISPATCH_DTYPE(
+	    dt, T, attn_gate_kernel<T><<<blocks, 256, 0, stream>>>((T *)attn, gate, n, per));
+	return cudaGetLastError();
 }
 
 cudaError_t gpu_attn_gate(void *attn, const float *gate, int n_tok, int n_q, enum gpu_dtype dt,
 			  cudaStream_t stream)
 {
-	const int64_t n = (int64_t)n_tok * n_q;
-	if (n <= 0)
-		return cudaSuccess;
-	const int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-	GPU_DISPATCH_DTYPE(dt, T,
-			   attn_gate_kernel<T><<<blocks, 256, 0, stream>>>((T *)attn, gate, n));
-	return cudaGetLastError();
+	return attn_gate(attn, gate, (int64_t)n_tok * n_q, 1, dt, stream);
+}
+
+cudaError_t gpu_head_gate(void *attn, const float *gate, int n_tok, int n_head, int hd,
+			  enum gpu_dtype dt, cudaStream_t stream)
+{
+	return attn_gate(attn, gate, (int64_t)n_tok * n_head * hd, hd, dt, stream);
 }

@@ -33,4 +33,16 @@ __device__ __forceinline__ float gpu_glu_oai(float g, float u, float alpha, floa
 	return __fmul_rn(glu, __fadd_rn(y, 1.0f));
 }
 
+/* step35's clamped SwiGLU (model.h clamp_exp / clamp_shexp; limit > 0), as the CPU
+ * backend's cpu_swiglu_clamp: min(silu(g), limit) * clamp(u, -limit, limit), silu as
+ * gpu_glu's; the comparisons written as the CPU's (a NaN silu gives limit, a NaN u stays
+ * NaN). */
+__device__ __forceinline__ float gpu_glu_clamp(float g, float u, float limit)
+{
+	float a = g / (1.0f + expf(-g));
+	a = a < limit ? a : limit;
+	const float v = u < -limit ? -limit : u > limit ? limit : u;
+	return __fmul_rn(a, v);
+}
+
 #endif

@@ -334,6 +334,11 @@ cudaError_t gpu_attention_occupancy(enum gpu_dtype dt, int n_head, int n_head_kv
  * is silu, or GELU (tanh form) when gelu. */
 cudaError_t gpu_swiglu(const float *gu, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
 		       bool gelu, cudaStream_t stream);
+/* step35's clamped SwiGLU (model.h clamp_shexp: the shared expert, the dense FFN): as
+ * gpu_swiglu with act(gate) * up = gpu_glu_clamp(gate, up, limit) (gpu/glu.cuh);
+ * cudaErrorInvalidValue unless limit > 0. */
+cudaError_t gpu_swiglu_clamp(const float *gu, int n_tok, int n_ff, float limit, void *out,
+			     enum gpu_dtype dt, cudaStream_t stream);
 
 /* ---- xielu.cu ---- */
 
@@ -411,6 +416,11 @@ cudaError_t gpu_q_gate_split(float *qkv, int ld, int n_tok, int n_head, int hd, 
 /* attn [n_tok][n_q] of dt times sigmoid(gate) elementwise (gate fp32, the CPU's order) */
 cudaError_t gpu_attn_gate(void *attn, const float *gate, int n_tok, int n_q, enum gpu_dtype dt,
 			  cudaStream_t stream);
+/* step35's head-wise attention gate (model.h attn_gate): attn [n_tok][n_head hd] of dt, head
+ * h of token t times sigmoid(gate[t n_head + h]) (gate fp32 [n_tok][n_head]; the product in
+ * fp32 as gpu_attn_gate's, the CPU backend's head_gate) */
+cudaError_t gpu_head_gate(void *attn, const float *gate, int n_tok, int n_head, int hd,
+			  enum gpu_dtype dt, cudaStream_t stream);
 /* ---- ssm.cu ---- */
 
 /* granitehybrid's Mamba2 block of one layer (core/model/model.h's ssm_* fields, the CPU

@@ -56,6 +56,8 @@ __device__ __forceinline__ float moe_glu(float g, float u, int e, int n_out, int
 	}
 	if (o.relu2) /* nemotron_h_moe: g = u */
 		return __fmul_rn(g > 0.0f ? g : 0.0f, u);
+	if (o.clamp > 0.0f) /* step35 */
+		return gpu_glu_clamp(g, u, o.clamp);
 	return o.alpha > 0.0f ? gpu_glu_oai(g, u, o.alpha, o.limit) : gpu_glu(g, u, gelu);
 }
 
@@ -556,7 +558,8 @@ static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out,
 	if (oai_p)
 		oai = *oai_p;
 	if ((GLU && (!oai.b_gate != !oai.b_up)) || (oai.alpha > 0.0f && gelu) ||
-	    (oai.relu2 && (oai.b_gate || oai.alpha > 0.0f || gelu)))
+	    (oai.relu2 && (oai.b_gate || oai.alpha > 0.0f || gelu)) ||
+	    (oai.clamp > 0.0f && (oai.b_gate || oai.alpha > 0.0f || gelu || oai.relu2)))
 		return cudaErrorInvalidValue;
 	int max_tiles = gpu_moe_max_tiles(n_tok * k, n_expert);
 	if (n_out % 8 || n_in % 8 || n_out <= 0 || n_in <= 0 || max_tiles > 65535 ||

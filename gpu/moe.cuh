@@ -90,6 +90,9 @@ struct gpu_moe_oai {
 	 * with each expert's up rows as its gate rows too, max(u, 0) * u = relu(u)^2 (no
 	 * biases, alpha 0, gelu false) */
 	bool relu2;
+	/* step35 (model.h clamp_exp): > 0, the activation is gpu_glu_clamp(g, u, clamp)
+	 * instead (no biases, alpha 0, gelu false, not relu2) */
+	float clamp;
 };
 
 /* Which kernel gpu_moe_gate_up and gpu_moe_down run. AUTO: tensor cores (wmma) for 16-bit

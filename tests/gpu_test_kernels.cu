@@ -3443,7 +3443,8 @@ static void test_moe_ffn(void)
 					bg = rand_vec(bg.size(), -2, 2);
 					bu = rand_vec(bu.size(), -2, 2);
 					bd = rand_vec(bd.size(), -1, 1);
-					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL, false};
+					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA,
+					       OL,	    false,	 0.0f /* clamp: step35 */};
 				}
 				std::vector<float> act, y, w;
 				std::vector<int32_t> ids, sorted;
@@ -3701,7 +3702,8 @@ static void test_moe_q(void)
 			bg = rand_vec(bg.size(), -2, 2);
 			bu = rand_vec(bu.size(), -2, 2);
 			bd = rand_vec(bd.size(), -1, 1);
-			oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA, OL, false};
+			oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA,
+			       OL,	    false,	 0.0f /* clamp: step35 */};
 		}
 		auto px = st_pack(GPU_BF16, x);
 		void *dx = dev_upload(px.data(), px.size()), *dact;

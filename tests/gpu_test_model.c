@@ -638,6 +638,28 @@ static long nemo_less(const struct model_hparams *hp1, const struct model_hparam
 	return ffn * n_nof + (layer - ffn) * n_ffo;
 }
 
+/* step35 (model.h): the nodes census_expected leaves out: each gated layer's gate GEMM
+ * and gpu_head_gate (2 nodes, 1 cuBLAS call more), and a dense layer after MoE ones, which
+ * it counts as a MoE layer with a shared expert (its dense FFN: 7 nodes and 1 call less);
+ * returns the nodes to add, *gemms gets the calls. */
+static long step35_more(const struct model *m, int *gemms)
+{
+	long nodes = 0;
+	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+		const struct model_layer *L = &m->layers[l];
+		if (L->attn_gate.ne0) {
+			nodes += 2;
+			*gemms += 1;
+		}
+		if (m->hp.n_expert && l >= m->hp.n_layer_dense_lead && !L->no_ffn &&
+		    !model_layer_moe(L)) {
+			nodes -= 7;
+			*gemms -= 1;
+		}
+	}
+	return nodes;
+}
+
 /* Checks each line of a BG_CUDA_GRAPH_LOG census against census_expected, with the
  * prologue bytes the backend's first line gives; returns the number of decode-graph lines
  * and of pass lines through *n_graph and *n_pass. exact: the backend runs under gpu/emu,
@@ -691,6 +713,7 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			    census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms, n_conv, n_ssm);
 			want -= nemo_less(&hp1, &hp0, 0, B, S, B, B, es, xs, n_ffo, n_nof,
 					  &want_gemms);
+			want += step35_more(m, &want_gemms);
 			++*n_graph;
 		} else if (sscanf(at,
 				  "pass of %d tokens (%d attention tiles, %d listed), %d attention "
@@ -702,6 +725,7 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 					       n_ssm);
 			want -= nemo_less(&hp1, &hp0, T, Ln, S, 1, n_tok, es, xs, n_ffo, n_nof,
 					  &want_gemms);
+			want += step35_more(m, &want_gemms);
 			++*n_pass;
 		} else {
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
@@ -917,17 +941,22 @@ static void test_bucket8(void)
 static void test_arch_vs_cpu(void)
 {
 	static const char *const specs[] = {
-	    "synthetic:llama3-tiny:f32", "synthetic:llama-yarn-tiny:f32",
-	    "synthetic:qwen3-tiny:f32",	 "synthetic:gemma2-tiny:f32",
-	    "synthetic:gemma3-tiny:f32", "synthetic:phi3-tiny:f32",
+	    "synthetic:llama3-tiny:f32",
+	    "synthetic:llama-yarn-tiny:f32",
+	    "synthetic:qwen3-tiny:f32",
+	    "synthetic:gemma2-tiny:f32",
+	    "synthetic:gemma3-tiny:f32",
+	    "synthetic:phi3-tiny:f32",
 	    /* mixture of experts (gpu/moe.cuh): the routing, grouping and expert FFN */
-	    "synthetic:qwen3moe-tiny:f32", "synthetic:mixtral-tiny:f32",
+	    "synthetic:qwen3moe-tiny:f32",
+	    "synthetic:mixtral-tiny:f32",
 	    /* gpt-oss: attention sinks, Q/K/V/O biases, windowed even layers, the biased
 	     * router and experts, the clamped SwiGLU */
 	    "synthetic:gpt-oss-tiny:f32",
 	    /* olmo2: whole-row Q/K norms, no pre-norms, post-norms; OLMo 3's windows (3 of
 	     * 4 layers) with unscaled RoPE there, YaRN on the global layer */
-	    "synthetic:olmo2-tiny:f32", "synthetic:olmo3-tiny:f32",
+	    "synthetic:olmo2-tiny:f32",
+	    "synthetic:olmo3-tiny:f32",
 	    /* granite: embedding, attention, residual and logit scales */
 	    "synthetic:granite-tiny:f32",
 	    /* mistral3: the attention temperature (floors at positions 16 and 32 of these
@@ -992,6 +1021,12 @@ static void test_arch_vs_cpu(void)
 	    /* nemotron_h_moe: those layers, the FFN ones routed ReLU^2 experts (sigmoid with
 	     * the selection bias, scaled weights) and a ReLU^2 shared expert */
 	    "synthetic:nemotron_h_moe-tiny:f32",
+	    /* step35: windowed layers of 8 query heads (4 K/V) beside global ones of 4 (2),
+	     * each kind its own rotation; the head-wise attention gate on layers 0-2; the
+	     * SwiGLU clamps of a dense first layer, the routed experts and the shared expert;
+	     * the tail's last layer dense again after MoE ones (model_layer_moe) */
+	    "synthetic:step35-tiny:f32",
+	    "synthetic:step35-tail:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1070,6 +1105,17 @@ static void test_granitehybrid(void)
 	/* nemotron_h_moe: ReLU^2 experts (gpu_moe_oai.relu2) and shared expert */
 	test_synthetic_vs_cpu("synthetic:nemotron_h_moe-tiny:f32", 1e-4, 0.9999999);
 	test_batch_vs_cpu("synthetic:nemotron_h_moe-tiny:f32", 3);
+}
+
+/* step35 (model.h): step35-tiny and step35-tail against the CPU backend (their layers in
+ * test_arch_vs_cpu's list), and the tail's 3 sequences on bucket 4's graph, its last layer
+ * dense after MoE ones. */
+static void test_step35(void)
+{
+	test_synthetic_vs_cpu("synthetic:step35-tiny:f32", 1e-4, 0.9999999);
+	test_synthetic_vs_cpu("synthetic:step35-tail:f32", 1e-4, 0.9999999);
+	test_batch_vs_cpu("synthetic:step35-tail:f32", 3);
+	test_synthetic_vs_cpu("synthetic:step35-tiny:bf16", 0.15, 0.999);
 }
 
 /* ---- the resident path: block-quantized weights kept on the device ---- */
@@ -1731,8 +1777,7 @@ static void expect_cuda_refused(struct model *m, const char *label, const char *
 }
 
 /* gemma4 what the CUDA backend does not run, refused by name before any allocation:
- * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both),
- * and step35.
+ * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both).
  * The released 31B (lazy: nothing is made) passes the head-size checks now (global heads
  * of 512, windowed 256): its vocabulary, set past the last of the model checks here (the
  * 61 GiB of bf16 weights it would otherwise upload are too many for gpu/emu), is what
@@ -1745,10 +1790,9 @@ static void test_gemma4_refused(void)
 		uint32_t n_vocab; /* 0: the model's */
 		const char *msg;
 	} cases[] = {
-	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu, "a vocabulary of 2147483647 is too large"},
+	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
+	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
-	    /* step35: per-kind query heads, the attention gate, the clamps (CPU only) */
-	    {"synthetic:step35-tiny:f32", false, 0, "does not run step35"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
@@ -1940,6 +1984,7 @@ static void test_arch_batches(void)
 	test_lazy_synthetic("synthetic:minimax-m2-tiny:bf16");
 	test_lfm2();
 	test_granitehybrid();
+	test_batch_vs_cpu("synthetic:step35-tail:f32", 3); /* step35: bucket 4's graph */
 }
 
 int main(void)
@@ -1954,10 +1999,11 @@ int main(void)
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
-	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's; BG_GPU_ONLY_PASSES=1: the three-pass forward
+	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's;
+	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
-	 * test_bucket8 alone; BG_GPU_ONLY_REFUSED=1: the refusals by name (gemma4 E, step35) */
+	 * test_bucket8 alone; BG_GPU_ONLY_REFUSED=1: the refusals by name (gemma4 E) */
 	if (getenv("BG_GPU_ONLY_QUANT")) { /* the resident path alone (quick under gpu/emu) */
 		test_quant_resident();
 		test_moe_resident();
@@ -1993,6 +2039,10 @@ int main(void)
 	if (getenv("BG_GPU_ONLY_QWEN3NEXT")) { /* qwen3next alone (quick under gpu/emu) */
 		test_synthetic_vs_cpu("synthetic:qwen3next-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:qwen3next-tiny:f32", 3);
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_STEP35")) { /* step35 alone (quick under gpu/emu) */
+		test_step35();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_MLA")) { /* deepseek2 alone (quick under gpu/emu) */

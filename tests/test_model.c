@@ -1915,10 +1915,12 @@ static void test_step35(void)
 	CHECK(moe_rewrite("step35-tail", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
 	if (m) {
 		const struct model_layer *L = m->layers;
-		CHECK(m->hp.n_layer_dense_lead == 1 && !L[0].ffn_dense && !L[2].ffn_dense &&
-			  L[3].ffn_dense && !L[3].ffn_gate_inp.data && !L[3].gate_exps.data &&
-			  L[3].w_gate.ne1 == 128 && L[3].w_down.ne0 == 128 &&
-			  L[2].ffn_gate_inp.ne1 == 8 && L[3].clamp_shexp == 0.8f,
+		CHECK(m->hp.n_layer_dense_lead == 1 && !model_layer_moe(&L[0]) &&
+			  model_layer_moe(&L[1]) && model_layer_moe(&L[2]) &&
+			  !model_layer_moe(&L[3]) && !L[3].ffn_gate_inp.data &&
+			  !L[3].gate_exps.data && L[3].w_gate.ne1 == 128 &&
+			  L[3].w_down.ne0 == 128 && L[2].ffn_gate_inp.ne1 == 8 &&
+			  L[3].clamp_shexp == 0.8f,
 		      "step35-tail layers");
 		CHECK(m->n_params == synth_n_params(synth_find_shape("step35-tail"), false),
 		      "step35-tail n_params %llu", (unsigned long long)m->n_params);

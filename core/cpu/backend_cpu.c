@@ -1680,7 +1680,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			prof_lap(c, &tp, &prof->norms_s);
 	ffn:	/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
 		 * layers are dense */
-		if (c->moe && L->ffn_gate_inp.ne0) {
+		if (c->moe && model_layer_moe(L)) {
 			const struct cpu_moe_mm mm = {moe_mm, c};
 			cpu_moe_ffn(c->moe, L, c->xb, T, c->xb, &mm);
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)), not gated */
@@ -2090,9 +2090,9 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		const struct model_weight e_gate = model_expert(&L->gate_exps, 0);
 		const struct model_weight e_up = model_expert(&L->up_exps, 0);
 		const struct model_weight e_down = model_expert(&L->down_exps, 0);
-		/* (nemotron_h_moe: its Mamba2 and attention layers have no FFN) */
-		const bool moe =
-		    hp->n_expert > 0 && l >= hp->n_layer_dense_lead && !L->no_ffn && !L->ffn_dense;
+		/* by the router (nemotron_h_moe: its Mamba2 and attention layers have no FFN;
+		 * step35: dense layers after MoE ones) */
+		const bool moe = hp->n_expert > 0 && model_layer_moe(L);
 		const struct model_weight *ws[10] = {
 		    &L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_norm,
 		    moe ? &e_gate : &L->w_gate, moe ? &e_up : &L->w_up, moe ? &e_down : &L->w_down,

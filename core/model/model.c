@@ -679,13 +679,18 @@ uint64_t model_ff_shexp(const struct model_hparams *hp)
 	return hp->n_ff_shexp ? hp->n_ff_shexp : (uint64_t)hp->n_ff_exp * hp->n_expert_shared;
 }
 
-/* model_layer_is_swa, model_kv_window: see model.h */
+/* model_layer_is_swa, model_layer_moe, model_kv_window: see model.h */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l)
 {
 	if (hp->n_swa == 0)
 		return false;
 	uint32_t p = hp->swa_pattern;
 	return p == 0 || (l + hp->swa_phase) % p < p - 1;
+}
+
+bool model_layer_moe(const struct model_layer *L)
+{
+	return L->ffn_gate_inp.ne0 != 0;
 }
 
 uint32_t model_kv_window(const struct model_hparams *hp)
@@ -913,8 +918,8 @@ static enum bg_status read_step35(const struct gguf_ctx *g, const char *arch,
 			       hp->rope_dim);
 	hp->rope_dim /= 2;
 	/* llama.cpp: a layer without ffn_gate_inp is dense, wherever it is (the released file:
-	 * the first three; n_layer_dense_lead counts the leading ones, the loader marks the
-	 * others model_layer.ffn_dense); experts without a router are malformed */
+	 * the first three; n_layer_dense_lead counts the leading ones, the loader takes the
+	 * others' dense FFN: model_layer_moe); experts without a router are malformed */
 	bool routed = false;
 	for (uint32_t l = 0; hp->n_expert && l < hp->n_layer; l++) {
 		char n[64];
@@ -2046,11 +2051,11 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		/* glm4moe: the leading layers dense; step35: any layer without a router
 		 * (read_step35 checked that it has no experts either) */
-		if (ai && ai->step35 && hp->n_expert && l >= hp->n_layer_dense_lead) {
+		bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
+		if (moe_l && ai && ai->step35) {
 			snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
-			ly->ffn_dense = !gguf_find_tensor(L->g, n);
+			moe_l = gguf_find_tensor(L->g, n) != NULL;
 		}
-		const bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead && !ly->ffn_dense;
 		if (ai && ai->step35) { /* its clamps */
 			if ((st = step35_clamp(L, "swiglu_clamp_exp", l, &ly->clamp_exp)) ||
 			    (st = step35_clamp(L, "swiglu_clamp_shexp", l, &ly->clamp_shexp)))

@@ -425,10 +425,6 @@ struct model_layer {
 	 * read attn_norm's output; no attention or ffn_norm), or has no FFN (no_ffn: a Mamba2
 	 * or attention block alone) */
 	bool ffn_only, no_ffn;
-	/* step35: a dense FFN (w_gate, w_up, w_down, n_ff wide) on a layer at or after
-	 * n_layer_dense_lead, the file having no router there (llama.cpp decides per layer by
-	 * ffn_gate_inp's presence) */
-	bool ffn_dense;
 	/* gemma4: the file has no attn_v for this layer: V is then K's projection (wv == wk,
 	 * the same data, counted once), as llama.cpp's graph takes Kcur for Vcur. (The bools
 	 * stay together: cpu_weights.c asserts that what follows swa is smaller than a
@@ -513,6 +509,12 @@ void model_xielu_params(float alpha_n, float alpha_p, float beta, float eps, flo
 /* Whether layer l is windowed (llama.cpp's set_swa_pattern: the last layer of each group
  * of swa_pattern is global; pattern 0 = every layer windowed); false without a window. */
 bool model_layer_is_swa(const struct model_hparams *hp, uint32_t l);
+
+/* Whether layer L's FFN is routed experts: it has a router (ffn_gate_inp), as llama.cpp
+ * decides per layer. The loader (and a lazy synthetic model) give one to every layer from
+ * n_layer_dense_lead on that has an FFN, but step35's later dense layers; both backends
+ * plan their layers by this. */
+bool model_layer_moe(const struct model_layer *L);
 
 /* A layer's attention geometry (gemma4's windowed layers differ; model_hparams): head size,
  * K/V heads, rotated dimensions of a windowed (swa) or global layer, and the largest head
