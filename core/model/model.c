@@ -1076,6 +1076,45 @@ static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+/* Multi-section RoPE (arch.h's mrope): rope.dimension_sections, required (llama.cpp's
+ * get_key_or_arr(..., 4, true): a list of 4, or one value for all 4). Refused where ggml
+ * would assert (a negative width, the first three all 0, a sum above the head size) and,
+ * for the VL graphs (which assert n_rot == head size), a partial rotation. */
+static enum bg_status read_mrope(const struct gguf_ctx *g, const char *arch,
+				 const struct arch_info *ai, struct model_hparams *hp,
+				 struct bg_err *err)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
+	int32_t *s = hp->rope_sections;
+	enum gguf_type et;
+	uint64_t n = 0;
+	int64_t one = 0;
+	if (gguf_get_arr(g, key, &et, &n)) {
+		if (n != 4 || !gguf_arr_copy_i32(g, key, s, 4))
+			return bg_fail(err, BG_ERR_FORMAT, "%s is not a list of 4 integers", key);
+	} else if (gguf_get_i64(g, key, &one) && one >= INT32_MIN && one <= INT32_MAX) {
+		s[0] = s[1] = s[2] = s[3] = (int32_t)one;
+	} else {
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing or not an integer",
+			       key);
+	}
+	const bool neg = s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0;
+	const int64_t sum = (int64_t)s[0] + s[1] + s[2] + s[3];
+	if (neg || (int64_t)s[0] + s[1] + s[2] == 0 || sum > (int64_t)hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s [%d, %d, %d, %d] is not supported: the widths must be >= 0, the "
+			       "first three not all 0, their sum at most the head size %u",
+			       key, s[0], s[1], s[2], s[3], hp->head_dim);
+	if (!ai->gdn && hp->rope_dim != hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.rope.dimension_count %u differs from the head size %u, which "
+			       "%s's graph does not allow",
+			       arch, hp->rope_dim, hp->head_dim, arch);
+	hp->rope_mrope = ai->mrope;
+	return BG_OK;
+}
+
 /* qwen35: whether layer l is a gated delta net (model.h's gdn_every) */
 static bool qwen35_layer_gdn(const struct model_hparams *hp, uint32_t l)
 {
@@ -1392,6 +1431,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		return bg_fail(err, BG_ERR_FORMAT, "rope.freq_base %g is not a number above 1",
 			       (double)hp->rope_base);
 	if ((st = read_rope_scaling(g, arch, ai, hp, err)))
+		return st;
+	if (ai->mrope && (st = read_mrope(g, arch, ai, hp, err)))
 		return st;
 	if ((st = read_experts(g, arch, ai, hp, err)))
 		return st;
@@ -2236,6 +2277,16 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_layer_nextn = s->n_nextn; /* described, never built (as a file's: skipped) */
 	hp->rope_base = s->rope_base;
 	hp->rms_eps = s->rms_eps;
+	if (ai->mrope) { /* the sections synth writes (its defaults when the shape has none) */
+		uint32_t r = hp->rope_dim / 2;
+		const int32_t *sec = s->rope_sections;
+		bool set = sec[0] || sec[1] || sec[2] || sec[3];
+		hp->rope_mrope = ai->mrope;
+		hp->rope_sections[0] = set ? sec[0] : (int32_t)(r - r / 3 - r / 3);
+		hp->rope_sections[1] = set ? sec[1] : (int32_t)(r / 3);
+		hp->rope_sections[2] = set ? sec[2] : (int32_t)(r / 3);
+		hp->rope_sections[3] = set ? sec[3] : 0;
+	}
 	/* the keys synth would write, from the arch's defaults (no file: g NULL) */
 	hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f;
 	hp->rope_attn_factor = hp->rope_attn_factor_swa = 1.0f;
