@@ -268,12 +268,14 @@ else
 	# nemotron_h_moe-tiny's one-block layers (Mamba2 or attention without an FFN,
 	# FFN alone: the residual adds between them), its ReLU^2 experts (sigmoid routing with
 	# the selection bias) and ReLU^2 shared expert (gpu_relu2, as nemotron_h's dense FFN).
+	# qwen3vl-tiny's multi-section RoPE (a pair unturned for text: the rope table's
+	# frequencies; qwen2vl and qwen3vlmoe share that path, checked by hand 2026-12-02).
 	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
 		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny minimax-m2-tiny \
 		lfm2moe-tiny qwen35-tiny granitehybrid-moe-tiny qwen35moe-tiny qwen3next-tiny \
-		nemotron_h_moe-tiny; do
+		nemotron_h_moe-tiny qwen3vl-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda

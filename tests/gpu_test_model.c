@@ -992,6 +992,11 @@ static void test_arch_vs_cpu(void)
 	    /* nemotron_h_moe: those layers, the FFN ones routed ReLU^2 experts (sigmoid with
 	     * the selection bias, scaled weights) and a ReLU^2 shared expert */
 	    "synthetic:nemotron_h_moe-tiny:f32",
+	    /* qwen2vl, qwen3vl, qwen3vlmoe: multi-section RoPE, a pair unturned for text (its
+	     * frequency 0 in the RoPE table) */
+	    "synthetic:qwen2vl-tiny:f32",
+	    "synthetic:qwen3vl-tiny:f32",
+	    "synthetic:qwen3vlmoe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1993,6 +1998,12 @@ int main(void)
 	if (getenv("BG_GPU_ONLY_QWEN3NEXT")) { /* qwen3next alone (quick under gpu/emu) */
 		test_synthetic_vs_cpu("synthetic:qwen3next-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:qwen3next-tiny:f32", 3);
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_QWENVL")) { /* qwen2vl, qwen3vl, qwen3vlmoe alone (quick) */
+		test_synthetic_vs_cpu("synthetic:qwen2vl-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:qwen3vl-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:qwen3vlmoe-tiny:f32", 1e-4, 0.9999999);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_MLA")) { /* deepseek2 alone (quick under gpu/emu) */

@@ -168,8 +168,8 @@
  * pattern); nextn_predict_layers MTP layers at the end are skipped (as glm4's). Both kinds
  * read attn_norm, add their output to the residual, then post_attention_norm (the pre-FFN norm) and a SiLU SwiGLU. Full attention: attn_q (n_embd, 2 n_head head_dim), per head
  * [q | gate]; attn_q_norm / attn_k_norm per head; IMROPE over rope.dimension_count with
- * rope.dimension_sections, which for text (llama_batch broadcasts one position to every
- * section) turns pair i by p * base^(-2i / n_rot) whatever the sections: NeoX RoPE;
+ * rope.dimension_sections (arch.h's mrope: for text NeoX RoPE with the pairs beyond 3 x
+ * their section unturned; the released lists leave none);
  * scale 1/sqrt(head_dim); the attention output times sigmoid(gate), then attn_output.
  * The delta-net layer: model_hparams' gdn_* fields.
  * granitehybrid (src/models/granite-hybrid.cpp, mamba-base.cpp's build_mamba2_layer,
