@@ -283,7 +283,8 @@ int cmd_info(int argc, char **argv)
 		size_t n = 0;
 		for (uint32_t i = 0; i < hp->rope_dim / 2 && n < sizeof off - 16; i++)
 			if (!arch_mrope_pair_turns(hp->rope_mrope, s, i))
-				n += (size_t)snprintf(off + n, sizeof off - n, "%s%u", n ? ", " : "", i);
+				n += (size_t)snprintf(off + n, sizeof off - n, "%s%u",
+						      n ? ", " : "", i);
 		printf("rope_sections: %s [%d, %d, %d, %d] (text: %s%s)\n",
 		       hp->rope_mrope == 1 ? "mrope" : "imrope", s[0], s[1], s[2], s[3],
 		       n ? "pairs not turned " : "every pair turns", off);

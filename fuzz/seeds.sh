@@ -96,10 +96,13 @@ done
 "$BATCHGEN" synth --shape nemotron_h-tiny "${small[@]}" --layers 4 --dtype f16 \
 	-o "$out/gguf/nemotron_h-f16.gguf" 2>/dev/null
 # mixtures with a shared expert beside the routed ones: gated by a sigmoid (qwen35moe on
-# delta nets, qwen3next's fused ssm_in, qwen2moe), ReLU^2 (nemotron_h_moe); step35 (per-layer
-# query heads, the head-wise attention gate, clamps, a dense layer after the MoE ones)
+# delta nets, its fused ffn_gate_up_exps, qwen3next's fused ssm_in, qwen2moe), ReLU^2
+# (nemotron_h_moe); step35 (per-layer query heads, the head-wise attention gate, clamps, a
+# dense layer after the MoE ones)
 "$BATCHGEN" synth --shape qwen35moe-tiny "${small[@]}" --dtype q8_0 \
 	-o "$out/gguf/qwen35moe-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape qwen35moe-gu-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/qwen35moe-gu-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape qwen3next-ssmin-tiny "${small[@]}" --dtype f16 \
 	-o "$out/gguf/qwen3next-ssmin-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape qwen2moe-tiny "${small[@]}" --dtype f16 \

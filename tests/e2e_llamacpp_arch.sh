@@ -292,6 +292,9 @@ arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8
 BGOPTS="--block-size 4 --max-num-tokens 8"
 arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
 arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f32 --seed 3
+# qwen35moe-gu: the experts' gate and up fused in ffn_gate_up_exps (per expert [gate | up]
+# rows: llama.cpp's create_tensor_gate_up_exps), split at load time
+arch_compare qwen35moe-gu-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-gu-tiny --dtype f32 --seed 3
 # qwen3next (llama.cpp's qwen3next graph; qwen3next-tiny: qwen35moe-tiny's layers and FFN
 # with Qwen3-Next's layouts): V head h reads K head h / 2 (repeat-interleave), beta and alpha
 # from the fused ssm_ba (per K head [beta | alpha]), plain NeoX RoPE; -ssmin: the older

@@ -2189,6 +2189,32 @@ static void test_qwen_moe(void)
 		model_free(m);
 		m = NULL;
 	}
+	/* qwen35moe-gu-tiny: ffn_gate_up_exps split at load, expert e's gate row r the file's
+	 * row e * 64 + r, its up row r the file's row e * 64 + 32 + r (f32: byte for byte) */
+	CHECK(moe_rewrite("qwen35moe-gu-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct gguf_tensor *gu =
+		    gguf_find_tensor(m->gguf, "blk.1.ffn_gate_up_exps.weight");
+		const struct model_layer *l1 = &m->layers[1];
+		int bad = gu ? 0 : -1;
+		for (uint32_t e = 0; gu && e < 4; e++)
+			for (uint32_t r = 0; r < 32; r++) {
+				const float *fg = (const float *)gu->data + (e * 64 + r) * 64;
+				const float *fu = (const float *)gu->data + (e * 64 + 32 + r) * 64;
+				struct model_weight g = model_expert(&l1->gate_exps, e);
+				struct model_weight u = model_expert(&l1->up_exps, e);
+				bad += memcmp((const float *)g.data + r * 64, fg, 64 * 4) != 0;
+				bad += memcmp((const float *)u.data + r * 64, fu, 64 * 4) != 0;
+			}
+		CHECK(bad == 0 && l1->gate_exps.ne1 == 32 && l1->gate_exps.ne2 == 4 &&
+			  l1->up_exps.ne1 == 32 && m->n_params == 196048 &&
+			  m->n_params ==
+			      synth_n_params(synth_find_shape("qwen35moe-gu-tiny"), true),
+		      "qwen35moe-gu-tiny: %d rows differ, n_params %llu", bad,
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
 	CHECK(model_open("synthetic:qwen2moe-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
 		  strstr(err.msg, "gated shared experts") && strstr(err.msg, "files only"),
 	      "qwen2moe: no lazy model (%s)", err.msg);
@@ -2217,6 +2243,10 @@ static void test_qwen_moe(void)
 	     BG_ERR_FORMAT, "'blk.0.ffn_gate_shexp.weight' has shape [64, 64], expected [64, 128]"},
 	    {"qwen2moe-tiny", ME_DROP, "blk.0.attn_q.bias", 0, BG_ERR_FORMAT,
 	     "'blk.0.attn_q.bias' is missing"},
+	    {"qwen35moe-gu-tiny", ME_ADD, "blk.2.ffn_up_exps.weight", 0, BG_ERR_FORMAT,
+	     "blk.2 has both ffn_gate_up_exps and the separate 'blk.2.ffn_up_exps.weight'"},
+	    {"qwen35moe-gu-tiny", ME_HALVE, "blk.0.ffn_gate_up_exps.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_up_exps.weight' has shape [32, 64, 4], expected [64, 64, 4]"},
 	};
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }

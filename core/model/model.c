@@ -1580,8 +1580,8 @@ static struct model_weight row_view(const struct model_weight *w, uint64_t r0, u
 	return v;
 }
 
-/* qwen3next: the rows src[k] (k < n) of w copied in that order into a buffer the model
- * owns (model.owned), as a weight of n rows; not counted again. */
+/* qwen3next, take_gate_up_exps: the rows src[k] (k < n) of w copied in that order into a
+ * buffer the model owns (model.owned), as a weight of n rows; not counted again. */
 static enum bg_status gather_rows(struct loader *L, const struct model_weight *w,
 				  const uint64_t *src, uint64_t n, struct model_weight *out)
 {
@@ -1735,6 +1735,45 @@ static enum bg_status step35_clamp(struct loader *L, const char *suffix, uint32_
 /* Layer l's router and stacked experts (model.h). Mixtral files converted before the
  * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
  * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
+/* qwen35moe, qwen3next (llama.cpp's create_tensor_gate_up_exps, newer converters):
+ * ffn_gate_up_exps [n_embd, 2 n_ff_exp, n_expert], per expert its n_ff_exp gate rows then
+ * its n_ff_exp up rows (build_moe_ffn's two views of one product), copied at load into the
+ * stacked gate_exps and up_exps (model.owned: their size again in memory, beside the
+ * mapping). A file with the separate tensors too is refused (llama.cpp would not load
+ * them: a tensor count mismatch). */
+static enum bg_status take_gate_up_exps(struct loader *L, uint32_t l, struct model_layer *ly)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	const uint64_t E = hp->n_embd, X = hp->n_expert, FX = hp->n_ff_exp;
+	char n[64];
+	for (int k = 0; k < 2; k++) {
+		snprintf(n, sizeof n, "blk.%u.%s.weight", l, k ? "ffn_up_exps" : "ffn_gate_exps");
+		if (gguf_find_tensor(L->g, n))
+			return bg_fail(L->err, BG_ERR_FORMAT,
+				       "blk.%u has both ffn_gate_up_exps and the separate '%s'", l,
+				       n);
+	}
+	struct model_weight gu;
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_up_exps.weight", l);
+	enum bg_status st = take3(L, n, E, 2 * FX, X, TK_MATRIX, &gu);
+	if (st)
+		return st;
+	uint64_t *src = malloc(X * FX * sizeof *src + 1);
+	if (!src)
+		return bg_fail(L->err, BG_ERR_NOMEM, "out of memory splitting '%s'", n);
+	struct model_weight *out[2] = {&ly->gate_exps, &ly->up_exps};
+	for (int k = 0; k < 2 && !st; k++) {
+		for (uint64_t e = 0; e < X; e++)
+			for (uint64_t r = 0; r < FX; r++)
+				src[e * FX + r] = e * 2 * FX + (uint64_t)k * FX + r;
+		st = gather_rows(L, &gu, src, X * FX, out[k]);
+		out[k]->ne1 = FX;
+		out[k]->ne2 = X;
+	}
+	free(src);
+	return st;
+}
+
 static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_layer *ly)
 {
 	const struct model_hparams *hp = &L->m->hp;
@@ -1751,12 +1790,18 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
 	if ((st = take3(L, n, E, X, 0, TK_MATRIX, &ly->ffn_gate_inp)))
 		return st;
-	snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
-	if (!hp->relu2 && (st = take3(L, n, E, FX, X, TK_MATRIX, &ly->gate_exps)))
-		return st; /* (nemotron_h_moe: up and down alone) */
-	snprintf(n, sizeof n, "blk.%u.ffn_up_exps.weight", l);
-	if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->up_exps)))
-		return st;
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_up_exps.weight", l);
+	if (hp->gdn_every && gguf_find_tensor(L->g, n)) { /* qwen35moe, qwen3next: gate|up */
+		if ((st = take_gate_up_exps(L, l, ly)))
+			return st;
+	} else {
+		snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
+		if (!hp->relu2 && (st = take3(L, n, E, FX, X, TK_MATRIX, &ly->gate_exps)))
+			return st; /* (nemotron_h_moe: up and down alone) */
+		snprintf(n, sizeof n, "blk.%u.ffn_up_exps.weight", l);
+		if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->up_exps)))
+			return st;
+	}
 	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
 	if ((st = take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps)))
 		return st;

@@ -523,6 +523,12 @@ static const struct synth_shape shapes[] = {
      * heads repeat-interleaved (V head h reads K head h / 2), beta and alpha fused (ssm_ba),
      * no rope.dimension_sections, feed_forward_length written; -ssmin-tiny: the older
      * files' fused ssm_in in place of attn_qkv and attn_gate */
+    /* qwen35moe-tiny with the experts' gate and up fused (ffn_gate_up_exps, per expert
+     * [gate | up] rows), as newer converters write them */
+    {"qwen35moe-gu-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35moe",
+     .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
+     .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64,
+     .gate_up_exps = true},
     {"qwen3next-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen3next",
      .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
@@ -2007,12 +2013,16 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
-			ADD3("ffn_gate_exps.weight", t, E, FX, X);
-			if (oai)
-				b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
-			ADD3("ffn_up_exps.weight", t, E, FX, X);
-			if (oai)
-				b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
+			if (s->gate_up_exps) { /* qwen35moe's newer converters: gate|up fused */
+				ADD3("ffn_gate_up_exps.weight", t, E, 2 * FX, X);
+			} else {
+				ADD3("ffn_gate_exps.weight", t, E, FX, X);
+				if (oai)
+					b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
+				ADD3("ffn_up_exps.weight", t, E, FX, X);
+				if (oai)
+					b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
+			}
 			ADD3("ffn_down_exps.weight", t, FX, E, X);
 			if (oai) { /* f32 biases: the router's, then each expert's as a row */
 				ADD("ffn_gate_inp.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);

@@ -198,6 +198,9 @@ struct synth_shape {
 	 * and qwen3vl's n_deepstack_layers (0: not written), which text does not use */
 	int32_t rope_sections[4];
 	uint32_t n_deepstack;
+	/* qwen35moe, qwen3next (added for them): the experts' gate and up as one
+	 * ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert), per expert [gate | up] */
+	bool gate_up_exps;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
