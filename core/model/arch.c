@@ -536,10 +536,10 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
 			mix = 1.0 - fmin(1.0, fmax(0.0, (double)y));
 		}
 		freq[i] = f * ((double)scale * (1.0 - mix) + mix);
+		/* mrope: the 4th position, 0 for text: cos 1, sin 0 (times mscale) */
 		if (hp->rope_mrope &&
 		    !arch_mrope_pair_turns(hp->rope_mrope, hp->rope_sections, (uint32_t)i))
-			freq[i] =
-			    0.0; /* the 4th position, 0 for text: cos 1, sin 0 (times mscale) */
+			freq[i] = 0.0;
 	}
 	/* llama.cpp: attn_factor = rope.scaling.attn_factor (default 1), and with YaRN ggml
 	 * multiplies by 1 + 0.1 ln(1 / freq_scale) where llama_context has divided by it

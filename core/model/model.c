@@ -1732,9 +1732,6 @@ static enum bg_status step35_clamp(struct loader *L, const char *suffix, uint32_
 	return BG_OK;
 }
 
-/* Layer l's router and stacked experts (model.h). Mixtral files converted before the
- * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
- * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
 /* qwen35moe, qwen3next (llama.cpp's create_tensor_gate_up_exps, newer converters):
  * ffn_gate_up_exps [n_embd, 2 n_ff_exp, n_expert], per expert its n_ff_exp gate rows then
  * its n_ff_exp up rows (build_moe_ffn's two views of one product), copied at load into the
@@ -1774,6 +1771,9 @@ static enum bg_status take_gate_up_exps(struct loader *L, uint32_t l, struct mod
 	return st;
 }
 
+/* Layer l's router and stacked experts (model.h). Mixtral files converted before the
+ * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
+ * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
 static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_layer *ly)
 {
 	const struct model_hparams *hp = &L->m->hp;

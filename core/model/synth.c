@@ -519,16 +519,16 @@ static const struct synth_shape shapes[] = {
     {"qwen35moe-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35moe",
      .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
-    /* qwen3next: qwen35moe-tiny's layers and FFN with Qwen3-Next's layouts: V heads read K
-     * heads repeat-interleaved (V head h reads K head h / 2), beta and alpha fused (ssm_ba),
-     * no rope.dimension_sections, feed_forward_length written; -ssmin-tiny: the older
-     * files' fused ssm_in in place of attn_qkv and attn_gate */
     /* qwen35moe-tiny with the experts' gate and up fused (ffn_gate_up_exps, per expert
      * [gate | up] rows), as newer converters write them */
     {"qwen35moe-gu-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35moe",
      .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64,
      .gate_up_exps = true},
+    /* qwen3next: qwen35moe-tiny's layers and FFN with Qwen3-Next's layouts: V heads read K
+     * heads repeat-interleaved (V head h reads K head h / 2), beta and alpha fused (ssm_ba),
+     * no rope.dimension_sections, feed_forward_length written; -ssmin-tiny: the older
+     * files' fused ssm_in in place of attn_qkv and attn_gate */
     {"qwen3next-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen3next",
      .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
