@@ -277,6 +277,18 @@ int cmd_info(int argc, char **argv)
 	printf("rope_dim: %u\n", hp->rope_dim);
 	printf("rope_base: %g\n", (double)hp->rope_base);
 	printf("rope_type: %s\n", hp->rope_neox ? "neox" : "normal");
+	if (hp->rope_mrope) { /* arch.h's mrope: the pairs text leaves unturned */
+		const int32_t *s = hp->rope_sections;
+		char off[256] = "";
+		size_t n = 0;
+		for (uint32_t i = 0; i < hp->rope_dim / 2 && n < sizeof off - 16; i++)
+			if (!arch_mrope_pair_turns(hp->rope_mrope, s, i))
+				n += (size_t)snprintf(off + n, sizeof off - n, "%s%u",
+						      n ? ", " : "", i);
+		printf("rope_sections: %s [%d, %d, %d, %d] (text: %s%s)\n",
+		       hp->rope_mrope == 1 ? "mrope" : "imrope", s[0], s[1], s[2], s[3],
+		       n ? "pairs not turned " : "every pair turns", off);
+	}
 	printf("rms_eps: %g\n", (double)hp->rms_eps);
 	printf("qkv_bias: %s\n", hp->qkv_bias ? "yes" : "no");
 	/* the architecture features (core/model/arch.h), the lines only where present */

@@ -6,7 +6,7 @@
 #              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, glm4,
 #              glm4moe, deepseek2, command-r, cohere2, minimax-m2, the recurrent lfm2,
 #              lfm2moe, qwen35, qwen35moe, qwen3next, granitehybrid, nemotron_h(_moe),
-#              qwen2moe, step35; tied
+#              qwen2moe, step35, qwen2vl, qwen3vl, qwen3vlmoe; tied
 #              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
@@ -96,10 +96,13 @@ done
 "$BATCHGEN" synth --shape nemotron_h-tiny "${small[@]}" --layers 4 --dtype f16 \
 	-o "$out/gguf/nemotron_h-f16.gguf" 2>/dev/null
 # mixtures with a shared expert beside the routed ones: gated by a sigmoid (qwen35moe on
-# delta nets, qwen3next's fused ssm_in, qwen2moe), ReLU^2 (nemotron_h_moe); step35 (per-layer
-# query heads, the head-wise attention gate, clamps, a dense layer after the MoE ones)
+# delta nets, its fused ffn_gate_up_exps, qwen3next's fused ssm_in, qwen2moe), ReLU^2
+# (nemotron_h_moe); step35 (per-layer query heads, the head-wise attention gate, clamps, a
+# dense layer after the MoE ones)
 "$BATCHGEN" synth --shape qwen35moe-tiny "${small[@]}" --dtype q8_0 \
 	-o "$out/gguf/qwen35moe-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape qwen35moe-gu-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/qwen35moe-gu-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape qwen3next-ssmin-tiny "${small[@]}" --dtype f16 \
 	-o "$out/gguf/qwen3next-ssmin-f16.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape qwen2moe-tiny "${small[@]}" --dtype f16 \
@@ -108,6 +111,14 @@ done
 	-o "$out/gguf/nemotron_h_moe-q8_0.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape step35-tail "${small[@]}" --layers 4 --dtype q8_0 \
 	-o "$out/gguf/step35-tail-q8_0.gguf" 2>/dev/null
+# multi-section RoPE (qwen2vl, qwen3vl, qwen3vlmoe): rope.dimension_sections whose pairs
+# text leaves unturned, n_deepstack_layers
+"$BATCHGEN" synth --shape qwen2vl-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/qwen2vl-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape qwen3vl-tiny "${small[@]}" --dtype q8_0 \
+	-o "$out/gguf/qwen3vl-q8_0.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape qwen3vlmoe-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/qwen3vlmoe-f16.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

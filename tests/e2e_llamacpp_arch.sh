@@ -22,6 +22,7 @@
 # (Mamba2, attention and ReLU^2 FFN layers, one block each), nemotron_h_moe (its FFN
 # layers routed ReLU^2 experts, sigmoid with a selection bias, and a ReLU^2 shared expert),
 # qwen35moe and qwen2moe (a shared expert times its sigmoid gate beside the routed experts),
+# qwen2vl, qwen3vl and qwen3vlmoe (multi-section RoPE: pairs that text positions leave unturned),
 # step35 (per-kind head counts, a head-wise attention gate, SwiGLU clamps).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
@@ -179,6 +180,13 @@ arch_compare mixtral-q8_0 0.1 0.25 "${F32KV[*]}" --shape mixtral-tiny --dtype q8
 # 4 experts of 32, 2 a token, weighted by the softmax's p without renormalizing, plus a
 # shared expert of 64 times its sigmoid gate
 arch_compare qwen2moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen2moe-tiny --dtype f32 --seed 3
+# qwen2vl, qwen3vl, qwen3vlmoe (the Qwen2-VL / Qwen3-VL text towers; qwen2-tiny, qwen3-tiny
+# and qwen3moe-tiny with rope.dimension_sections): llama.cpp's text positions are (p, p, p,
+# 0), so the pairs of the 4th section (M-RoPE) or beyond 3 x a section (IMROPE) do not turn:
+# pairs 4 of 8, 10 of 16 and 7 of 16 here, the others wrapping past the sections' sum
+arch_compare qwen2vl-f32 0 2e-5 "${F32KV[*]}" --shape qwen2vl-tiny --dtype f32 --seed 3
+arch_compare qwen3vl-f32 0 2e-5 "${F32KV[*]}" --shape qwen3vl-tiny --dtype f32 --seed 3
+arch_compare qwen3vlmoe-f32 0 2e-5 "${F32KV[*]}" --shape qwen3vlmoe-tiny --dtype f32 --seed 3
 # gpt-oss (4 experts of 32, 2 used; router and expert biases, the clamped SwiGLU reached by
 # ~8 % of the gate/up outputs; Q/K/V/O biases; a sink per head; window 16 on layer 0 only;
 # YaRN factor 32 over 64; head_dim 32 != 64 / 4). Measured 2026-11-30: f32 3.7e-6, f16
@@ -288,6 +296,9 @@ arch_compare lfm2moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape lfm2moe-tiny --dtype q8
 BGOPTS="--block-size 4 --max-num-tokens 8"
 arch_compare qwen35-f32 0 2e-5 "${F32KV[*]}" --shape qwen35-tiny --dtype f32 --seed 3
 arch_compare qwen35moe-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-tiny --dtype f32 --seed 3
+# qwen35moe-gu: the experts' gate and up fused in ffn_gate_up_exps (per expert [gate | up]
+# rows: llama.cpp's create_tensor_gate_up_exps), split at load time
+arch_compare qwen35moe-gu-f32 0 2e-5 "${F32KV[*]}" --shape qwen35moe-gu-tiny --dtype f32 --seed 3
 # qwen3next (llama.cpp's qwen3next graph; qwen3next-tiny: qwen35moe-tiny's layers and FFN
 # with Qwen3-Next's layouts): V head h reads K head h / 2 (repeat-interleave), beta and alpha
 # from the fused ssm_ba (per K head [beta | alpha]), plain NeoX RoPE; -ssmin: the older

@@ -1027,6 +1027,11 @@ static void test_arch_vs_cpu(void)
 	     * the tail's last layer dense again after MoE ones (model_layer_moe) */
 	    "synthetic:step35-tiny:f32",
 	    "synthetic:step35-tail:f32",
+	    /* qwen2vl, qwen3vl, qwen3vlmoe: multi-section RoPE, a pair unturned for text (its
+	     * frequency 0 in the RoPE table) */
+	    "synthetic:qwen2vl-tiny:f32",
+	    "synthetic:qwen3vl-tiny:f32",
+	    "synthetic:qwen3vlmoe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -2043,6 +2048,12 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_STEP35")) { /* step35 alone (quick under gpu/emu) */
 		test_step35();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_QWENVL")) { /* qwen2vl, qwen3vl, qwen3vlmoe alone (quick) */
+		test_synthetic_vs_cpu("synthetic:qwen2vl-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:qwen3vl-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:qwen3vlmoe-tiny:f32", 1e-4, 0.9999999);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_MLA")) { /* deepseek2 alone (quick under gpu/emu) */

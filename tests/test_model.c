@@ -2191,6 +2191,32 @@ static void test_qwen_moe(void)
 		model_free(m);
 		m = NULL;
 	}
+	/* qwen35moe-gu-tiny: ffn_gate_up_exps split at load, expert e's gate row r the file's
+	 * row e * 64 + r, its up row r the file's row e * 64 + 32 + r (f32: byte for byte) */
+	CHECK(moe_rewrite("qwen35moe-gu-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct gguf_tensor *gu =
+		    gguf_find_tensor(m->gguf, "blk.1.ffn_gate_up_exps.weight");
+		const struct model_layer *l1 = &m->layers[1];
+		int bad = gu ? 0 : -1;
+		for (uint32_t e = 0; gu && e < 4; e++)
+			for (uint32_t r = 0; r < 32; r++) {
+				const float *fg = (const float *)gu->data + (e * 64 + r) * 64;
+				const float *fu = (const float *)gu->data + (e * 64 + 32 + r) * 64;
+				struct model_weight g = model_expert(&l1->gate_exps, e);
+				struct model_weight u = model_expert(&l1->up_exps, e);
+				bad += memcmp((const float *)g.data + r * 64, fg, 64 * 4) != 0;
+				bad += memcmp((const float *)u.data + r * 64, fu, 64 * 4) != 0;
+			}
+		CHECK(bad == 0 && l1->gate_exps.ne1 == 32 && l1->gate_exps.ne2 == 4 &&
+			  l1->up_exps.ne1 == 32 && m->n_params == 196048 &&
+			  m->n_params ==
+			      synth_n_params(synth_find_shape("qwen35moe-gu-tiny"), true),
+		      "qwen35moe-gu-tiny: %d rows differ, n_params %llu", bad,
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
 	CHECK(model_open("synthetic:qwen2moe-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
 		  strstr(err.msg, "gated shared experts") && strstr(err.msg, "files only"),
 	      "qwen2moe: no lazy model (%s)", err.msg);
@@ -2219,6 +2245,100 @@ static void test_qwen_moe(void)
 	     BG_ERR_FORMAT, "'blk.0.ffn_gate_shexp.weight' has shape [64, 64], expected [64, 128]"},
 	    {"qwen2moe-tiny", ME_DROP, "blk.0.attn_q.bias", 0, BG_ERR_FORMAT,
 	     "'blk.0.attn_q.bias' is missing"},
+	    {"qwen35moe-gu-tiny", ME_ADD, "blk.2.ffn_up_exps.weight", 0, BG_ERR_FORMAT,
+	     "blk.2 has both ffn_gate_up_exps and the separate 'blk.2.ffn_up_exps.weight'"},
+	    {"qwen35moe-gu-tiny", ME_HALVE, "blk.0.ffn_gate_up_exps.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_up_exps.weight' has shape [32, 64, 4], expected [64, 64, 4]"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* qwen2vl, qwen3vl, qwen3vlmoe (multi-section RoPE, arch.h's mrope): the pairs that text
+ * leaves unturned, derived by hand from ggml_mrope_cache_init's rule (sector i % sum;
+ * M-RoPE: the 4th position from sections[0] + [1] + [2] on; IMROPE: sector % 3 == k turns
+ * below 3 sections[k]): Qwen2-VL's [16, 24, 24, 0] over 64 pairs none, Qwen3-VL's [24, 20,
+ * 20, 0] pairs 61 and 62, the tiny shapes' 4 of 8, 10 of 16 and 7 of 16; their frequencies
+ * 0 there and base^(-2i / d) elsewhere; the files' hparams and parameter counts (by hand:
+ * qwen2vl-tiny untied 2 x 512 x 64 + 64, 2 x (norms 128, Q/K/V/O 4096 + 2048 + 2048 + 4096,
+ * biases 128, FFN 3 x 64 x 128); qwen3vl-tiny tied 512 x 64 + 64, 2 x (norms 128 + 64,
+ * Q/K/V/O 8192 + 4096 + 4096 + 8192, FFN 24576); qwen3vlmoe-tiny untied, its FFN a router
+ * 64 x 8 and experts 3 x 64 x 32 x 8); refusals of the lists ggml would assert on. */
+static void test_qwenvl(void)
+{
+	static const struct {
+		uint8_t mrope;
+		int32_t sec[4];
+		uint32_t half;
+		uint32_t off[2]; /* the unturned pairs, UINT32_MAX: none */
+	} rule[] = {
+	    {1, {16, 24, 24, 0}, 64, {UINT32_MAX, UINT32_MAX}},
+	    {2, {24, 20, 20, 0}, 64, {61, 62}},
+	    {1, {2, 1, 1, 1}, 8, {4, UINT32_MAX}},
+	    {2, {5, 3, 3, 0}, 16, {10, UINT32_MAX}},
+	    {2, {4, 2, 3, 1}, 16, {7, UINT32_MAX}},
+	};
+	for (size_t r = 0; r < sizeof rule / sizeof rule[0]; r++) {
+		uint32_t bad = UINT32_MAX;
+		for (uint32_t i = 0; i < rule[r].half; i++) {
+			bool off = i == rule[r].off[0] || i == rule[r].off[1];
+			if (arch_mrope_pair_turns(rule[r].mrope, rule[r].sec, i) == off)
+				bad = i;
+		}
+		CHECK(bad == UINT32_MAX, "mrope %u [%d, %d, %d, %d]: pair %u", rule[r].mrope,
+		      rule[r].sec[0], rule[r].sec[1], rule[r].sec[2], rule[r].sec[3], bad);
+	}
+	static const struct {
+		const char *shape;
+		uint8_t mrope;
+		uint32_t off;
+		uint64_t n_params;
+	} files[] = {
+	    {"qwen2vl-tiny", 1, 4, 139840},
+	    {"qwen3vl-tiny", 2, 10, 131520},
+	    {"qwen3vlmoe-tiny", 2, 7, 214464},
+	};
+	for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+		struct bg_err err = {0};
+		struct model *m = NULL;
+		CHECK(moe_rewrite(files[f].shape, ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+		      err.msg);
+		if (!m)
+			continue;
+		const struct model_hparams *hp = &m->hp;
+		const struct synth_shape *sh = synth_find_shape(files[f].shape);
+		double freq[64];
+		float ms = 0.0f;
+		arch_rope_freqs(hp, NULL, false, freq, &ms);
+		uint32_t half = hp->rope_dim / 2, wrong = UINT32_MAX;
+		for (uint32_t i = 0; i < half; i++) {
+			double want = i == files[f].off ? 0.0 : pow(10000.0, -2.0 * i / hp->rope_dim);
+			if (fabs(freq[i] - want) > 1e-12 * want)
+				wrong = i;
+		}
+		CHECK(hp->rope_mrope == files[f].mrope && hp->rope_neox &&
+			  memcmp(hp->rope_sections, sh->rope_sections, sizeof hp->rope_sections) ==
+			      0 &&
+			  hp->rope_dim == hp->head_dim && ms == 1.0f && wrong == UINT32_MAX &&
+			  hp->qkv_bias == (f == 0) && hp->qk_norm == (f > 0) &&
+			  hp->n_expert == (f == 2 ? 8u : 0u) && m->n_params == files[f].n_params &&
+			  m->n_params == synth_n_params(sh, sh->tie_output),
+		      "%s: mrope %u, sections %d %d %d %d, freq %u wrong, n_params %llu",
+		      files[f].shape, hp->rope_mrope, hp->rope_sections[0], hp->rope_sections[1],
+		      hp->rope_sections[2], hp->rope_sections[3], wrong,
+		      (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	static const struct refusal bad[] = {
+	    {"qwen2vl-tiny", ME_KEY, "qwen2vl.rope.dimension_sections", UINT32_MAX, BG_ERR_FORMAT,
+	     "qwen2vl.rope.dimension_sections is missing"},
+	    {"qwen3vl-tiny", ME_KEY_LIST, "qwen3vl.rope.dimension_sections", 0, BG_ERR_UNSUPPORTED,
+	     "qwen3vl.rope.dimension_sections [0, 0, 0, 0] is not supported"},
+	    {"qwen2vl-tiny", ME_KEY_LIST, "qwen2vl.rope.dimension_sections", 5, BG_ERR_UNSUPPORTED,
+	     "sum at most the head size 16"},
+	    {"qwen3vlmoe-tiny", ME_KEY_LIST, "qwen3vlmoe.rope.dimension_sections", UINT32_MAX,
+	     BG_ERR_UNSUPPORTED, "[-1, -1, -1, -1] is not supported"},
+	    {"qwen3vl-tiny", ME_KEY, "qwen3vl.rope.dimension_count", 16, BG_ERR_UNSUPPORTED,
+	     "qwen3vl.rope.dimension_count 16 differs from the head size 32"},
 	};
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
@@ -2787,6 +2907,7 @@ int main(void)
 	test_lfm2moe();
 	test_qwen35();
 	test_qwen_moe();
+	test_qwenvl();
 	test_qwen3next();
 	test_deepseek2();
 	test_minimax();

@@ -168,8 +168,8 @@
  * pattern); nextn_predict_layers MTP layers at the end are skipped (as glm4's). Both kinds
  * read attn_norm, add their output to the residual, then post_attention_norm (the pre-FFN norm) and a SiLU SwiGLU. Full attention: attn_q (n_embd, 2 n_head head_dim), per head
  * [q | gate]; attn_q_norm / attn_k_norm per head; IMROPE over rope.dimension_count with
- * rope.dimension_sections, which for text (llama_batch broadcasts one position to every
- * section) turns pair i by p * base^(-2i / n_rot) whatever the sections: NeoX RoPE;
+ * rope.dimension_sections (arch.h's mrope: for text NeoX RoPE with the pairs beyond 3 x
+ * their section unturned; the released lists leave none);
  * scale 1/sqrt(head_dim); the attention output times sigmoid(gate), then attn_output.
  * The delta-net layer: model_hparams' gdn_* fields.
  * granitehybrid (src/models/granite-hybrid.cpp, mamba-base.cpp's build_mamba2_layer,
@@ -190,8 +190,9 @@
  * Mamba2 there without granitehybrid's d_inner = 2 n_embd (llama.cpp asserts it for
  * granitehybrid only). NextN / MTP layers are refused.
  * qwen35moe (src/models/qwen35moe.cpp): qwen35's layers, every FFN build_moe_ffn (SiLU,
- * softmax gating, norm_w true, expert_weights_scale never read: none; a fused
- * ffn_gate_up_exps is not read here) plus the shared expert: a SiLU SwiGLU of
+ * softmax gating, norm_w true, expert_weights_scale never read: none; gate and up as
+ * stored, or fused in ffn_gate_up_exps, create_tensor_gate_up_exps: split at load) plus the
+ * shared expert: a SiLU SwiGLU of
  * expert_shared_feed_forward_length (default feed_forward_length, which Qwen3.5 MoE files
  * omit) times sigmoid(ffn_gate_inp_shexp x) (ggml_sigmoid of build_lora_mm: one value per
  * token, the FFN's normed input x), then moe_out + that (ggml_add). qwen2moe
@@ -253,6 +254,26 @@ static const struct arch_info table[] = {
      .moe_ok = true,
      .moe_only = true,
      .moe_ff_key = true},
+    {.name = "qwen2vl",
+     .families = "Qwen2-VL, Qwen2.5-VL, MiMo-VL (text)",
+     .rope_neox = true,
+     .opt_qkv_bias = true,
+     .mrope = 1},
+    {.name = "qwen3vl",
+     .families = "Qwen3-VL (2B to 32B, text)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .opt_qkv_bias = true,
+     .mrope = 2},
+    {.name = "qwen3vlmoe",
+     .families = "Qwen3-VL MoE (30B-A3B, 235B-A22B, text)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .mrope = 2},
     {.name = "gemma2",
      .families = "Gemma 2",
      .rope_neox = true,
@@ -393,7 +414,8 @@ static const struct arch_info table[] = {
      .qk_norm = true,
      .ffn_norm_post_name = true,
      .nextn = true,
-     .gdn = true},
+     .gdn = true,
+     .mrope = 2},
     {.name = "qwen35moe",
      .families = "Qwen3.5 MoE (35B-A3B, 122B-A10B, 397B-A17B)",
      .rope_neox = true,
@@ -403,6 +425,7 @@ static const struct arch_info table[] = {
      .moe_only = true,
      .moe_ff_key = true,
      .nextn = true,
+     .mrope = 2,
      .gdn = true,
      .shexp_gate = true},
     {.name = "qwen3next",
@@ -474,7 +497,8 @@ const struct arch_info *arch_find(const char *name)
 
 const char *arch_names(void)
 {
-	return "llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, gemma4, gpt-oss, phi3, olmo2, "
+	return "llama, qwen2, qwen3, qwen3moe, qwen2vl, qwen3vl, qwen3vlmoe, gemma2, gemma3, "
+	       "gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35";
@@ -512,6 +536,10 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
 			mix = 1.0 - fmin(1.0, fmax(0.0, (double)y));
 		}
 		freq[i] = f * ((double)scale * (1.0 - mix) + mix);
+		/* mrope: the 4th position, 0 for text: cos 1, sin 0 (times mscale) */
+		if (hp->rope_mrope &&
+		    !arch_mrope_pair_turns(hp->rope_mrope, hp->rope_sections, (uint32_t)i))
+			freq[i] = 0.0;
 	}
 	/* llama.cpp: attn_factor = rope.scaling.attn_factor (default 1), and with YaRN ggml
 	 * multiplies by 1 + 0.1 ln(1 / freq_scale) where llama_context has divided by it
@@ -522,6 +550,16 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
 	if (hp->rope_yarn && scale < 1.0f && hp->rope_yarn_log_mul == 0.0f)
 		m *= 1.0f + 0.1f * logf(1.0f / scale);
 	*mscale = m;
+}
+
+bool arch_mrope_pair_turns(uint8_t mrope, const int32_t sections[4], uint32_t i)
+{
+	const int64_t sum = (int64_t)sections[0] + sections[1] + sections[2] + sections[3];
+	const int64_t sector = (int64_t)i % sum; /* model.c: sum in [1, head_dim] */
+	if (mrope == 1)
+		return sector < (int64_t)sections[0] + sections[1] + sections[2];
+	const int k = (int)(sector % 3);
+	return sector < 3 * (int64_t)sections[k];
 }
 
 float arch_mla_kq_scale(const struct model_hparams *hp)

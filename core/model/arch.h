@@ -189,6 +189,14 @@ struct arch_info {
 	 * ssm_in (per K head), both reordered at load time into qwen35's weights; plain NeoX
 	 * RoPE (no rope.dimension_sections) */
 	bool gdn_next;
+	/* Multi-section RoPE (llama.cpp's ggml_rope_multi; added for qwen2vl, qwen3vl,
+	 * qwen3vlmoe; qwen35 and qwen35moe have it too): rope.dimension_sections, a required
+	 * list of 4 section widths in pairs (model_hparams.rope_sections), 1 = M-RoPE
+	 * (contiguous sections: qwen2vl), 2 = IMROPE (interleaved: qwen3vl, qwen35). For text
+	 * llama.cpp gives the first three sections the token's position and the fourth
+	 * position 0, so pair i turns by p * freq[i] unless its section is the fourth (or, with
+	 * IMROPE, none of the first three), where it does not turn (arch_rope_freqs: freq 0) */
+	uint8_t mrope;
 };
 
 /* The row of an architecture, or NULL. */
@@ -205,9 +213,17 @@ const char *arch_names(void);
  * swa: the windowed layers' base and scale (hp->rope_base_swa, hp->rope_freq_scale_swa).
  * freq has model_rope_dim(hp, swa) / 2 entries (gemma4's windowed layers rotate their own
  * number); factors are not applied there when hp->rope_factors_global. Computed in
- * double. */
+ * double. With hp->rope_mrope, freq[i] is 0 for the pairs that text leaves unturned
+ * (arch_mrope_pair_turns). */
 void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool swa, double *freq,
 		     float *mscale);
+
+/* Multi-section RoPE for text (arch_info.mrope; ggml-cpu's ggml_mrope_cache_init): pair i
+ * of a head lies in sector i % (the sections' sum); with M-RoPE (mrope 1) it takes the
+ * 4th position (0 for text, no turn) when the sector is >= sections[0] + [1] + [2]; with
+ * IMROPE (2) it takes the text position when sector % 3 == k and sector < 3 sections[k]
+ * for its k in 0..2, else the 4th. True when the pair turns by the token's position. */
+bool arch_mrope_pair_turns(uint8_t mrope, const int32_t sections[4], uint32_t i);
 
 /* deepseek2's attention scale, as llama.cpp's deepseek2 graph computes it in fp32 from
  * the context's attn_factor (llama_context: YaRN's get_mscale(factor, 1), or 1 when

@@ -1081,6 +1081,45 @@ static enum bg_status read_qwen35(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+/* Multi-section RoPE (arch.h's mrope): rope.dimension_sections, required (llama.cpp's
+ * get_key_or_arr(..., 4, true): a list of 4, or one value for all 4). Refused where ggml
+ * would assert (a negative width, the first three all 0, a sum above the head size) and,
+ * for the VL graphs (which assert n_rot == head size), a partial rotation. */
+static enum bg_status read_mrope(const struct gguf_ctx *g, const char *arch,
+				 const struct arch_info *ai, struct model_hparams *hp,
+				 struct bg_err *err)
+{
+	char key[128];
+	snprintf(key, sizeof key, "%s.rope.dimension_sections", arch);
+	int32_t *s = hp->rope_sections;
+	enum gguf_type et;
+	uint64_t n = 0;
+	int64_t one = 0;
+	if (gguf_get_arr(g, key, &et, &n)) {
+		if (n != 4 || !gguf_arr_copy_i32(g, key, s, 4))
+			return bg_fail(err, BG_ERR_FORMAT, "%s is not a list of 4 integers", key);
+	} else if (gguf_get_i64(g, key, &one) && one >= INT32_MIN && one <= INT32_MAX) {
+		s[0] = s[1] = s[2] = s[3] = (int32_t)one;
+	} else {
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing or not an integer",
+			       key);
+	}
+	const bool neg = s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0;
+	const int64_t sum = (int64_t)s[0] + s[1] + s[2] + s[3];
+	if (neg || (int64_t)s[0] + s[1] + s[2] == 0 || sum > (int64_t)hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s [%d, %d, %d, %d] is not supported: the widths must be >= 0, the "
+			       "first three not all 0, their sum at most the head size %u",
+			       key, s[0], s[1], s[2], s[3], hp->head_dim);
+	if (!ai->gdn && hp->rope_dim != hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s.rope.dimension_count %u differs from the head size %u, which "
+			       "%s's graph does not allow",
+			       arch, hp->rope_dim, hp->head_dim, arch);
+	hp->rope_mrope = ai->mrope;
+	return BG_OK;
+}
+
 /* qwen35: whether layer l is a gated delta net (model.h's gdn_every) */
 static bool qwen35_layer_gdn(const struct model_hparams *hp, uint32_t l)
 {
@@ -1398,6 +1437,8 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 			       (double)hp->rope_base);
 	if ((st = read_rope_scaling(g, arch, ai, hp, err)))
 		return st;
+	if (ai->mrope && (st = read_mrope(g, arch, ai, hp, err)))
+		return st;
 	if ((st = read_experts(g, arch, ai, hp, err)))
 		return st;
 	hp->rms_eps = 1e-5f;
@@ -1544,8 +1585,8 @@ static struct model_weight row_view(const struct model_weight *w, uint64_t r0, u
 	return v;
 }
 
-/* qwen3next: the rows src[k] (k < n) of w copied in that order into a buffer the model
- * owns (model.owned), as a weight of n rows; not counted again. */
+/* qwen3next, take_gate_up_exps: the rows src[k] (k < n) of w copied in that order into a
+ * buffer the model owns (model.owned), as a weight of n rows; not counted again. */
 static enum bg_status gather_rows(struct loader *L, const struct model_weight *w,
 				  const uint64_t *src, uint64_t n, struct model_weight *out)
 {
@@ -1696,6 +1737,45 @@ static enum bg_status step35_clamp(struct loader *L, const char *suffix, uint32_
 	return BG_OK;
 }
 
+/* qwen35moe, qwen3next (llama.cpp's create_tensor_gate_up_exps, newer converters):
+ * ffn_gate_up_exps [n_embd, 2 n_ff_exp, n_expert], per expert its n_ff_exp gate rows then
+ * its n_ff_exp up rows (build_moe_ffn's two views of one product), copied at load into the
+ * stacked gate_exps and up_exps (model.owned: their size again in memory, beside the
+ * mapping). A file with the separate tensors too is refused (llama.cpp would not load
+ * them: a tensor count mismatch). */
+static enum bg_status take_gate_up_exps(struct loader *L, uint32_t l, struct model_layer *ly)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	const uint64_t E = hp->n_embd, X = hp->n_expert, FX = hp->n_ff_exp;
+	char n[64];
+	for (int k = 0; k < 2; k++) {
+		snprintf(n, sizeof n, "blk.%u.%s.weight", l, k ? "ffn_up_exps" : "ffn_gate_exps");
+		if (gguf_find_tensor(L->g, n))
+			return bg_fail(L->err, BG_ERR_FORMAT,
+				       "blk.%u has both ffn_gate_up_exps and the separate '%s'", l,
+				       n);
+	}
+	struct model_weight gu;
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_up_exps.weight", l);
+	enum bg_status st = take3(L, n, E, 2 * FX, X, TK_MATRIX, &gu);
+	if (st)
+		return st;
+	uint64_t *src = malloc(X * FX * sizeof *src + 1);
+	if (!src)
+		return bg_fail(L->err, BG_ERR_NOMEM, "out of memory splitting '%s'", n);
+	struct model_weight *out[2] = {&ly->gate_exps, &ly->up_exps};
+	for (int k = 0; k < 2 && !st; k++) {
+		for (uint64_t e = 0; e < X; e++)
+			for (uint64_t r = 0; r < FX; r++)
+				src[e * FX + r] = e * 2 * FX + (uint64_t)k * FX + r;
+		st = gather_rows(L, &gu, src, X * FX, out[k]);
+		out[k]->ne1 = FX;
+		out[k]->ne2 = X;
+	}
+	free(src);
+	return st;
+}
+
 /* Layer l's router and stacked experts (model.h). Mixtral files converted before the
  * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
  * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
@@ -1715,12 +1795,18 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
 	if ((st = take3(L, n, E, X, 0, TK_MATRIX, &ly->ffn_gate_inp)))
 		return st;
-	snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
-	if (!hp->relu2 && (st = take3(L, n, E, FX, X, TK_MATRIX, &ly->gate_exps)))
-		return st; /* (nemotron_h_moe: up and down alone) */
-	snprintf(n, sizeof n, "blk.%u.ffn_up_exps.weight", l);
-	if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->up_exps)))
-		return st;
+	snprintf(n, sizeof n, "blk.%u.ffn_gate_up_exps.weight", l);
+	if (hp->gdn_every && gguf_find_tensor(L->g, n)) { /* qwen35moe, qwen3next: gate|up */
+		if ((st = take_gate_up_exps(L, l, ly)))
+			return st;
+	} else {
+		snprintf(n, sizeof n, "blk.%u.ffn_gate_exps.weight", l);
+		if (!hp->relu2 && (st = take3(L, n, E, FX, X, TK_MATRIX, &ly->gate_exps)))
+			return st; /* (nemotron_h_moe: up and down alone) */
+		snprintf(n, sizeof n, "blk.%u.ffn_up_exps.weight", l);
+		if ((st = take3(L, n, E, FX, X, TK_MATRIX, &ly->up_exps)))
+			return st;
+	}
 	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
 	if ((st = take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps)))
 		return st;
@@ -2241,6 +2327,16 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_layer_nextn = s->n_nextn; /* described, never built (as a file's: skipped) */
 	hp->rope_base = s->rope_base;
 	hp->rms_eps = s->rms_eps;
+	if (ai->mrope) { /* the sections synth writes (its defaults when the shape has none) */
+		uint32_t r = hp->rope_dim / 2;
+		const int32_t *sec = s->rope_sections;
+		bool set = sec[0] || sec[1] || sec[2] || sec[3];
+		hp->rope_mrope = ai->mrope;
+		hp->rope_sections[0] = set ? sec[0] : (int32_t)(r - r / 3 - r / 3);
+		hp->rope_sections[1] = set ? sec[1] : (int32_t)(r / 3);
+		hp->rope_sections[2] = set ? sec[2] : (int32_t)(r / 3);
+		hp->rope_sections[3] = set ? sec[3] : 0;
+	}
 	/* the keys synth would write, from the arch's defaults (no file: g NULL) */
 	hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f;
 	hp->rope_attn_factor = hp->rope_attn_factor_swa = 1.0f;

@@ -97,6 +97,12 @@ struct model_hparams {
 	float rope_base_swa;	   /* base of the windowed layers (== rope_base unless gemma3) */
 	float rope_freq_scale_swa; /* freq_scale of the windowed layers */
 	float rope_attn_factor_swa; /* their rope_attn_factor (== it unless olmo2 / OLMo 3: 1) */
+	/* Multi-section RoPE (arch.h's mrope: qwen2vl, qwen3vl, qwen3vlmoe, qwen35): 0 = none,
+	 * 1 = M-RoPE, 2 = IMROPE; rope.dimension_sections (section widths in pairs, each >= 0,
+	 * the first three not all 0, their sum <= head_dim, as ggml asserts). For text it is
+	 * NeoX RoPE with the pairs of arch_mrope_pair_turns() false not turned (freq 0). */
+	uint8_t rope_mrope;
+	int32_t rope_sections[4];
 	char rope_factors[24];	   /* which frequency-factor tensor the model uses, "" if none:
 				    * "rope_freqs" (Llama 3.1), "rope_factors_long" or
 				    * "rope_factors_short" (LongRoPE: long when n_ctx_train >

@@ -519,6 +519,12 @@ static const struct synth_shape shapes[] = {
     {"qwen35moe-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35moe",
      .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
+    /* qwen35moe-tiny with the experts' gate and up fused (ffn_gate_up_exps, per expert
+     * [gate | up] rows), as newer converters write them */
+    {"qwen35moe-gu-tiny", 3, 64, 4, 2, 128, 512, 256, 10000000.0f, 1e-6f, true, "qwen35moe",
+     .head_dim = 16, .rope_dim = 8, .gdn_every = 2, .gdn_d = 16, .gdn_nk = 2, .gdn_nv = 4,
+     .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64,
+     .gate_up_exps = true},
     /* qwen3next: qwen35moe-tiny's layers and FFN with Qwen3-Next's layouts: V heads read K
      * heads repeat-interleaved (V head h reads K head h / 2), beta and alpha fused (ssm_ba),
      * no rope.dimension_sections, feed_forward_length written; -ssmin-tiny: the older
@@ -531,6 +537,20 @@ static const struct synth_shape shapes[] = {
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .gdn_ssm_in = true},
     {"qwen2moe-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-6f, false, "qwen2moe",
      .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64},
+    /* qwen2vl, qwen3vl, qwen3vlmoe (the Qwen2-VL / Qwen3-VL text towers): qwen2-tiny,
+     * qwen3-tiny and qwen3moe-tiny with rope.dimension_sections whose text rotation leaves
+     * some pairs unturned (arch.h's mrope): qwen2vl [2, 1, 1, 1] over 8 pairs (pair 4 in
+     * the 4th section, pairs 5-7 wrapping to sectors 0-2), qwen3vl [5, 3, 3, 0] over 16
+     * (pair 10 beyond 3 x 3, as Qwen3-VL's [24, 20, 20] leaves pairs 61 and 62),
+     * qwen3vlmoe [4, 2, 3, 1] (pair 7); base 10000 so that those pairs' angles matter;
+     * n_deepstack_layers 1 (unused by text; llama.cpp aborts on one at the last layer) */
+    {"qwen2vl-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-6f, false, "qwen2vl", .biases = true,
+     .rope_sections = {2, 1, 1, 1}},
+    {"qwen3vl-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-6f, true, "qwen3vl", .head_dim = 32,
+     .rope_sections = {5, 3, 3, 0}, .n_deepstack = 1},
+    {"qwen3vlmoe-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-6f, false, "qwen3vlmoe",
+     .head_dim = 32, .n_expert = 8, .n_expert_used = 4, .n_ff_exp = 32,
+     .rope_sections = {4, 2, 3, 1}, .n_deepstack = 1},
     /* nemotron_h (NVIDIA Nemotron Nano v2's hybrid_override_pattern letters): Mamba2, FFN,
      * attention, Mamba2, FFN ("M-*M-"); Mamba2 of 8 heads of 12 (inner 96, not 2 n_embd)
      * in 2 groups of state 16; attention 4 heads of 16, 2 K/V heads, no RoPE */
@@ -710,9 +730,10 @@ static void step35_clamps(uint32_t l, float out[2])
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
-	       is_arch(s, "gemma3") || is_arch(s, "olmo2") || is_arch(s, "apertus") ||
-	       is_arch(s, "gemma4") || (is_arch(s, "glm4moe") && !s->no_qk_norm) ||
-	       is_arch(s, "minimax-m2") || is_lfm2(s) || is_qwen35(s);
+	       is_arch(s, "qwen3vl") || is_arch(s, "qwen3vlmoe") || is_arch(s, "gemma3") ||
+	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
+	       (is_arch(s, "glm4moe") && !s->no_qk_norm) || is_arch(s, "minimax-m2") ||
+	       is_lfm2(s) || is_qwen35(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -750,8 +771,8 @@ static bool random_norms(const struct synth_shape *s)
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
 static bool has_o_bias(const struct synth_shape *s)
 {
-	return s->biases && !is_arch(s, "gpt-oss") && !is_arch(s, "seed_oss") &&
-	       !is_arch(s, "glm4") && !is_arch(s, "glm4moe");
+	const struct arch_info *ai = arch_find(synth_arch(s)); /* opt_qkv_bias: no O bias */
+	return s->biases && !is_arch(s, "gpt-oss") && !(ai && ai->opt_qkv_bias);
 }
 
 void synth_xielu_raw(uint32_t l, float out[4])
@@ -987,6 +1008,15 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "qwen35: the delta-net sizes come from a qwen35* shape (--arch "
 			       "qwen35 on another shape has none)");
+	const int32_t *sec = s->rope_sections; /* model.c's read_mrope refuses the others */
+	if ((sec[0] | sec[1] | sec[2] | sec[3]) &&
+	    (!arch_find(synth_arch(s)) || !arch_find(synth_arch(s))->mrope || is_qwen35(s) ||
+	     sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0 ||
+	     (int64_t)sec[0] + sec[1] + sec[2] == 0 ||
+	     (int64_t)sec[0] + sec[1] + sec[2] + sec[3] > (int64_t)synth_head_dim(s)))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "rope sections: qwen2vl, qwen3vl, qwen3vlmoe only, widths >= 0, the "
+			       "first three not all 0, at most the head size in all");
 	if ((is_lfm2(s) || is_mamba2(s)) && s->n_layer > 64)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "lfm2, lfm2moe, granitehybrid: at most 64 layers (%u)", s->n_layer);
@@ -1622,6 +1652,17 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.time_step_rank"), s->gdn_nv);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), s->gdn_nv * s->gdn_d);
 	}
+	if (arch_find(arch)->mrope && !is_qwen35(s)) { /* Qwen2VL / Qwen3VL converters' keys */
+		uint32_t r = (s->rope_dim ? s->rope_dim : hd) / 2;
+		int32_t sec[4] = {(int32_t)(r - r / 3 - r / 3), (int32_t)(r / 3), (int32_t)(r / 3),
+				  0};
+		if (s->rope_sections[0] || s->rope_sections[1] || s->rope_sections[2] ||
+		    s->rope_sections[3])
+			memcpy(sec, s->rope_sections, sizeof sec);
+		gguf_writer_set_arr_i32(w, ARCH_KEY("rope.dimension_sections"), sec, 4);
+		if (s->n_deepstack)
+			gguf_writer_set_u32(w, ARCH_KEY("n_deepstack_layers"), s->n_deepstack);
+	}
 	if (is_mamba2(s)) { /* conversion/granite.py's keys */
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), (uint32_t)ssm_inner(s));
@@ -1972,12 +2013,16 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
-			ADD3("ffn_gate_exps.weight", t, E, FX, X);
-			if (oai)
-				b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
-			ADD3("ffn_up_exps.weight", t, E, FX, X);
-			if (oai)
-				b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
+			if (s->gate_up_exps) { /* qwen35moe's newer converters: gate|up fused */
+				ADD3("ffn_gate_up_exps.weight", t, E, 2 * FX, X);
+			} else {
+				ADD3("ffn_gate_exps.weight", t, E, FX, X);
+				if (oai)
+					b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
+				ADD3("ffn_up_exps.weight", t, E, FX, X);
+				if (oai)
+					b->jobs[b->n_jobs - 1].std = EXPERT_SCALE / sqrtf((float)E);
+			}
 			ADD3("ffn_down_exps.weight", t, FX, E, X);
 			if (oai) { /* f32 biases: the router's, then each expert's as a row */
 				ADD("ffn_gate_inp.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);

@@ -193,6 +193,14 @@ struct synth_shape {
 	 * ssm_beta / ssm_alpha and no rope.dimension_sections): the older files' fused ssm_in
 	 * (per K head [q | k | v | z]) for attn_qkv / attn_gate */
 	bool gdn_ssm_in;
+	/* qwen2vl, qwen3vl, qwen3vlmoe (added for them): rope.dimension_sections (all 0: [r -
+	 * 2 (r / 3), r / 3, r / 3, 0] for r = rope_dim / 2 pairs, every pair turned for text)
+	 * and qwen3vl's n_deepstack_layers (0: not written), which text does not use */
+	int32_t rope_sections[4];
+	uint32_t n_deepstack;
+	/* qwen35moe, qwen3next (added for them): the experts' gate and up as one
+	 * ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert), per expert [gate | up] */
+	bool gate_up_exps;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
