@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "model/arch.h"
 #include "model/gguf.h"
 #include "model/synth.h"
 
@@ -28,9 +29,9 @@ static void synth_usage(FILE *f)
 		"the qwen3*, gemma2*, gemma3*, gemma4*, phi3*, olmo2* shapes those architectures\n"
 		"(llama3-tiny, llama-linear-tiny, llama-yarn-tiny: Llama 3.1 rope_freqs, linear,\n"
 		"YaRN; llama-3.1-*: rope_freqs factor 8, llama-3.2-*: factor 32).\n"
-		"--arch sets the architecture of any shape (llama, qwen2, qwen3, qwen3moe, gemma2,\n"
-		"gemma3, gemma4, gpt-oss, phi3, olmo2, granite, granitemoe, mistral3, smollm3,\n"
-		"seed_oss, apertus, glm4, glm4moe, deepseek2, command-r, cohere2, minimax-m2, lfm2);\n"
+		"--arch sets the architecture of any shape (%s;\n"
+		"the recurrent and hybrid ones take their own sizes from a shape of theirs:\n"
+		"--list-shapes names every shape's architecture);\n"
 		"--head-dim the attention.key_length;\n"
 		"--sliding-window the attention.sliding_window key\n"
 		"(gemma2/3 and olmo2 apply it; phi3 only records it);\n"
@@ -61,7 +62,8 @@ static void synth_usage(FILE *f)
 		"experts with a selection bias, no shared expert).\n"
 		"--vocab-from copies the tokenizer.* keys of another GGUF file (the vocabulary\n"
 		"size is then that file's); otherwise a SentencePiece-style vocabulary is made.\n"
-		"The same flags and seed always give the same file.\n");
+		"The same flags and seed always give the same file.\n",
+		arch_names());
 }
 
 static bool parse_u32(const char *s, uint32_t *out)
