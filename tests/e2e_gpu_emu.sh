@@ -338,6 +338,18 @@ else
 				"$(lp_far "$TMP/$m.cpu.jsonl" "$TMP/$m.gpu.jsonl" 0.05)" ""
 		done
 	done
+	# qwen35moe's fused ffn_gate_up_exps, read in place (model.h: strided expert views), in
+	# q8_0 with BG_CUDA_QUANT=1: the resident expert path copies each expert's gate rows and
+	# up rows from the strided file view into its packed device arrays. The tokens must be
+	# the CPU's (the stride ignored there changes them; the f32 path goes through
+	# model_expert as the CPU does, which test_backend_cpu checks).
+	"$BATCHGEN" synth --shape qwen35moe-gu-tiny --dtype q8_0 --seed 3 -o "$TMP/gu.gguf" 2>/dev/null
+	for d in cpu cuda; do
+		BG_CUDA_QUANT=1 "$BATCHGEN" -q -m "$TMP/gu.gguf" -i "$TMP/arch.jsonl" -o "$TMP/gu.$d.jsonl" \
+			--device $d
+	done
+	check_eq "qwen35moe-gu-tiny q8_0, resident experts (emulated cuda): the CPU backend's tokens" \
+		"$(tokens "$TMP/gu.cuda.jsonl")" "$(tokens "$TMP/gu.cpu.jsonl")"
 	# the lattice i-quants (gpu/dequant.cu: dequantized to BF16 at load): files of one type each,
 	# made by ggml's own quantizer (tests/ggml_requant.c, as tests/e2e_llamacpp.sh makes them).
 	# The tokens must be the CPU's; the log-probs are further apart than the 16-bit models'
