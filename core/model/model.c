@@ -1781,6 +1781,9 @@ static enum bg_status take_gate_up_exps(struct loader *L, uint32_t l, struct mod
 	return BG_OK;
 }
 
+/* Layer l's router and stacked experts (model.h). Mixtral files converted before the
+ * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
+ * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
 static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_layer *ly)
 {
 	const struct model_hparams *hp = &L->m->hp;
