@@ -709,11 +709,14 @@ static enum bg_status upload_exps(struct upload *u, const struct model_layer *ml
 	for (int i = 0; i < n; i++) {
 		q->p[i] = *p;
 		q->type[i] = exps_type(w[i]);
-		if (q->type[i] != 30) {
-			CUDA_CHECK(cudaMemcpyAsync(*p, w[i]->data,
-						   gguf_row_bytes(w[i]->type, w[i]->ne0) *
-						       w[i]->ne1 * w[i]->ne2,
-						   cudaMemcpyHostToDevice, u->c->stream));
+		if (q->type[i] != 30) { /* back to back on the device, strided on the host
+					 * (qwen35moe's ffn_gate_up_exps: model.h) */
+			const size_t eb = gguf_row_bytes(w[i]->type, w[i]->ne0) * w[i]->ne1;
+			const bool packed = model_expert_stride(w[i]) == eb;
+			for (uint32_t e = 0; e < (packed ? 1u : w[i]->ne2); e++)
+				CUDA_CHECK(cudaMemcpyAsync(*p + e * eb, model_expert(w[i], e).data,
+							   packed ? eb * w[i]->ne2 : eb,
+							   cudaMemcpyHostToDevice, u->c->stream));
 		} else {
 			const size_t eb = gpu_moe_qrow_bytes(30, (int64_t)w[i]->ne0) * w[i]->ne1;
 			for (uint32_t e = 0; e < w[i]->ne2; e++) {

@@ -338,6 +338,21 @@ else
 				"$(lp_far "$TMP/$m.cpu.jsonl" "$TMP/$m.gpu.jsonl" 0.05)" ""
 		done
 	done
+	# qwen35moe's fused ffn_gate_up_exps, read in place (model.h: strided expert views), in
+	# q8_0: with BG_CUDA_QUANT=1 the resident expert path copies each expert's gate rows and
+	# up rows from the strided file view into packed device arrays (blocks as they are), with
+	# =0 each expert is dequantized to BF16 through model_expert. Both give the same tokens
+	# (the stride ignored in the first changes all 12; against the CPU's q8_0 this tiny
+	# model's near-ties flip a token at seed 3 on either CUDA path: the CPU's 8-bit
+	# activations). On a file with the tensors apart both paths give the same lines
+	# bitwise (checked by hand, bench/results/gateupmmap-2026-12-02.md).
+	"$BATCHGEN" synth --shape qwen35moe-gu-tiny --dtype q8_0 --seed 3 -o "$TMP/gu.gguf" 2>/dev/null
+	for q in 0 1; do
+		BG_CUDA_QUANT=$q "$BATCHGEN" -q -m "$TMP/gu.gguf" -i "$TMP/arch.jsonl" \
+			-o "$TMP/gu.$q.jsonl" --device cuda
+	done
+	check_eq "qwen35moe-gu-tiny q8_0 (emulated cuda): resident experts, the BF16 path's tokens" \
+		"$(tokens "$TMP/gu.1.jsonl")" "$(tokens "$TMP/gu.0.jsonl")"
 	# the lattice i-quants (gpu/dequant.cu: dequantized to BF16 at load): files of one type each,
 	# made by ggml's own quantizer (tests/ggml_requant.c, as tests/e2e_llamacpp.sh makes them).
 	# The tokens must be the CPU's; the log-probs are further apart than the 16-bit models'

@@ -1234,6 +1234,114 @@ static double max_abs_diff(const float *a, const float *b, int32_t n)
 	return w;
 }
 
+/* ---- qwen35moe: ffn_gate_up_exps read in place ---- */
+
+/* The experts' gate and up fused (ffn_gate_up_exps, read as strided views: model.h) and
+ * stored apart (ffn_gate_exps, ffn_up_exps: the same bytes, moved here row by row from the
+ * file's layout, per expert [gate | up], without the loader) are the same weights: the
+ * same logits bitwise and the same greedy tokens, at q8_0 (the quantized dot products
+ * stepping through experts) and f32. A stride ignored or an up offset off reads other
+ * rows and moves the logits. */
+static void test_gate_up_layouts(enum gguf_dtype dt)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("qwen35moe-gu-tiny"));
+	o.dtype = dt;
+	o.seed = 5;
+	void *buf = NULL, *sbuf = NULL, *pieces[3 * 2] = {0};
+	size_t len = 0, slen = 0;
+	struct gguf_ctx *g = NULL, *gs = NULL;
+	struct model *mf = NULL, *ms = NULL;
+	struct bg_err err = {0};
+	int np = 0;
+	if (synth_to_buffer(&o, &buf, &len, &err) != BG_OK ||
+	    gguf_parse(buf, len, true, &g, &err) != BG_OK) {
+		CHECK(0, "qwen35moe-gu-tiny %s: %s", gguf_dtype_name(dt), err.msg);
+		return;
+	}
+	struct gguf_writer *w = gguf_writer_create();
+	for (uint64_t i = 0; i < gguf_n_kv(g); i++)
+		gguf_writer_copy_kv(w, g, i);
+	for (uint64_t i = 0; i < gguf_n_tensors(g); i++) {
+		const struct gguf_tensor *t = gguf_tensor(g, i);
+		char name[96];
+		snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+		char *gu = strstr(name, "ffn_gate_up_exps");
+		if (!gu || np + 2 > 6) {
+			gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
+			continue;
+		}
+		const uint64_t rows = t->ne[1] * t->ne[2], fx = t->ne[1] / 2;
+		const size_t rb = (size_t)(t->nbytes / rows);
+		for (int k = 0; k < 2; k++) { /* k 0: the gate rows, 1: the up rows */
+			char *p = malloc(t->nbytes / 2 + 1);
+			pieces[np++] = p;
+			for (uint64_t e = 0; p && e < t->ne[2]; e++)
+				memcpy(p + e * fx * rb,
+				       (const char *)t->data + (e * 2 * fx + k * fx) * rb, fx * rb);
+			char sn[96];
+			snprintf(sn, sizeof sn, "%.*s%s", (int)(gu - name), name,
+				 k ? "ffn_up_exps.weight" : "ffn_gate_exps.weight");
+			gguf_writer_add_tensor(w, sn, t->type, 3,
+					       (uint64_t[]){t->ne[0], fx, t->ne[2]}, p);
+		}
+	}
+	enum bg_status st = gguf_writer_to_buffer(w, &sbuf, &slen, &err);
+	gguf_writer_destroy(w);
+	for (int i = 0; i < np; i++)
+		free(pieces[i]);
+	if (st == BG_OK && (st = gguf_parse(sbuf, slen, true, &gs, &err)) == BG_OK)
+		st = model_from_gguf(gs, &ms, &err);
+	else
+		free(sbuf);
+	if (st == BG_OK)
+		st = model_from_gguf(g, &mf, &err);
+	else
+		gguf_close(g);
+	CHECK(st == BG_OK && np == 6 && mf->layers[0].up_exps.nb2 && !ms->layers[0].up_exps.nb2,
+	      "qwen35moe-gu-tiny %s, fused and apart: %s", gguf_dtype_name(dt), err.msg);
+	struct backend_config cfg = {
+	    .block_size = 4, .kv_tokens = 64, .n_threads = 2, .n_state_slots = 1};
+	struct backend *bf = NULL, *bs = NULL;
+	if (st == BG_OK && (backend_cpu_create(mf, &cfg, &bf, &err) != BG_OK ||
+			    backend_cpu_create(ms, &cfg, &bs, &err) != BG_OK))
+		CHECK(0, "qwen35moe-gu-tiny backends: %s", err.msg);
+	if (bf && bs) { /* a prompt of 12, then 8 greedy tokens one at a time, each */
+		enum { P = 12, N = 8 };
+		int32_t tok[1][24] = {{1, 17, 300, 42, 5, 99, 123, 7, 250, 64, 3, 411}};
+		const int32_t V = (int32_t)mf->hp.n_vocab, slot[1] = {0};
+		float *lf = malloc(2 * (size_t)V * sizeof *lf), *ls = lf ? lf + V : NULL;
+		int same = 0, diff = 0;
+		double worst = 0;
+		for (int32_t n = 0; lf && n <= N; n++) {
+			int32_t step[1][24] = {{tok[0][P + n - 1]}};
+			const int32_t len[1] = {n ? 1 : P}, pos0[1] = {n ? P + n - 1 : 0};
+			if (slots_forward(bf, 1, n ? step : tok, len, pos0, slot, &lf) != BG_OK ||
+			    slots_forward(bs, 1, n ? step : tok, len, pos0, slot, &ls) != BG_OK)
+				break;
+			same += memcmp(lf, ls, (size_t)V * sizeof *lf) == 0;
+			worst = fmax(worst, max_abs_diff(lf, ls, V));
+			int32_t a = 0, b = 0;
+			for (int32_t i = 1; i < V; i++) {
+				a = lf[i] > lf[a] ? i : a;
+				b = ls[i] > ls[b] ? i : b;
+			}
+			diff += a != b;
+			if (n < N)
+				tok[0][P + n] = a;
+		}
+		CHECK(same == N + 1 && diff == 0,
+		      "qwen35moe-gu-tiny %s: fused vs apart: %d of %d steps bitwise, %d tokens "
+		      "differ, max |d| %.3g",
+		      gguf_dtype_name(dt), same, N + 1, diff, worst);
+		free(lf);
+	}
+	backend_destroy(bf);
+	backend_destroy(bs);
+	model_free(mf);
+	model_free(ms);
+}
+
 /* What the biases must and must not change, from attention's algebra:
  * - the first token (position 0) attends only to itself: its softmax weight is exactly 1
  *   (exp(0) / exp(0)) whatever q and k are, so its logits are bitwise independent of the
@@ -1524,6 +1632,8 @@ int main(void)
 	test_state_slots("granitehybrid-tiny");
 	test_state_slots("nemotron_h-tiny");
 	test_qwen2();
+	test_gate_up_layouts(GGUF_DTYPE_Q8_0);
+	test_gate_up_layouts(GGUF_DTYPE_F32);
 	/* the lower kernel levels (what machines without AVX-512 run) keep the same
 	 * properties: accuracy against the double forward and bitwise batch invariance */
 	for (int l = CPUK_SCALAR; l < CPUK_AVX512; l++) {

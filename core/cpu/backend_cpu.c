@@ -796,7 +796,7 @@ static void mm_heads(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct m
 			      .y = y,
 			      .ldy = ldy,
 			      .n_mat = n_mat,
-			      .w_mat = (size_t)rows * cpuk_row_bytes(w.type, k),
+			      .w_mat = (size_t)model_expert_stride(w3),
 			      .x_mat = x_mat,
 			      .y_mat = y_mat,
 			      .chunk = target};

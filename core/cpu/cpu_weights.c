@@ -56,11 +56,10 @@ struct span {
 	char *to;	     /* where lo is copied */
 };
 
+/* the bytes w's data spans (with a stride: up to its last matrix's end, model.h) */
 static size_t weight_bytes(const struct model_weight *w)
 {
-	return w->data && w->ne0 ? (size_t)gguf_row_bytes(w->type, w->ne0) * (size_t)w->ne1 *
-					(w->ne2 ? (size_t)w->ne2 : 1)
-				 : 0;
+	return (size_t)model_weight_span(w);
 }
 
 static void widen(struct model_weight *w, void *arg)

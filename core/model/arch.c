@@ -191,8 +191,8 @@
  * granitehybrid only). NextN / MTP layers are refused.
  * qwen35moe (src/models/qwen35moe.cpp): qwen35's layers, every FFN build_moe_ffn (SiLU,
  * softmax gating, norm_w true, expert_weights_scale never read: none; gate and up as
- * stored, or fused in ffn_gate_up_exps, create_tensor_gate_up_exps: split at load) plus the
- * shared expert: a SiLU SwiGLU of
+ * stored, or fused in ffn_gate_up_exps, create_tensor_gate_up_exps: read in place as two
+ * strided views) plus the shared expert: a SiLU SwiGLU of
  * expert_shared_feed_forward_length (default feed_forward_length, which Qwen3.5 MoE files
  * omit) times sigmoid(ffn_gate_inp_shexp x) (ggml_sigmoid of build_lora_mm: one value per
  * token, the FFN's normed input x), then moe_out + that (ggml_add). qwen2moe

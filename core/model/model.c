@@ -327,13 +327,27 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	return BG_OK;
 }
 
+uint64_t model_expert_stride(const struct model_weight *w)
+{
+	return w->nb2 ? w->nb2 : w->ne1 * gguf_row_bytes(w->type, w->ne0);
+}
+
 struct model_weight model_expert(const struct model_weight *w, uint32_t e)
 {
 	struct model_weight v = *w;
 	if (w->data)
-		v.data = (const char *)w->data + (uint64_t)e * w->ne1 * gguf_row_bytes(w->type, w->ne0);
+		v.data = (const char *)w->data + (uint64_t)e * model_expert_stride(w);
 	v.ne2 = 0;
+	v.nb2 = 0;
 	return v;
+}
+
+uint64_t model_weight_span(const struct model_weight *w)
+{
+	if (!w->data || !w->ne0)
+		return 0;
+	const uint64_t own = w->ne1 * gguf_row_bytes(w->type, w->ne0);
+	return w->ne2 ? (w->ne2 - 1) * model_expert_stride(w) + own : own;
 }
 
 static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
@@ -1551,6 +1565,7 @@ static enum bg_status take3(struct loader *L, const char *name, uint64_t ne0, ui
 	w->ne0 = ne0;
 	w->ne1 = ne1 ? ne1 : 1;
 	w->ne2 = ne2;
+	w->nb2 = 0;
 	L->m->n_params += w->ne0 * w->ne1 * (ne2 ? ne2 : 1);
 	L->m->weight_bytes += t->nbytes;
 	L->used[t - gguf_tensor(L->g, 0)] = true;
@@ -1585,8 +1600,8 @@ static struct model_weight row_view(const struct model_weight *w, uint64_t r0, u
 	return v;
 }
 
-/* qwen3next, take_gate_up_exps: the rows src[k] (k < n) of w copied in that order into a
- * buffer the model owns (model.owned), as a weight of n rows; not counted again. */
+/* qwen3next: the rows src[k] (k < n) of w copied in that order into a buffer the model
+ * owns (model.owned), as a weight of n rows; not counted again. */
 static enum bg_status gather_rows(struct loader *L, const struct model_weight *w,
 				  const uint64_t *src, uint64_t n, struct model_weight *out)
 {
@@ -1739,10 +1754,10 @@ static enum bg_status step35_clamp(struct loader *L, const char *suffix, uint32_
 
 /* qwen35moe, qwen3next (llama.cpp's create_tensor_gate_up_exps, newer converters):
  * ffn_gate_up_exps [n_embd, 2 n_ff_exp, n_expert], per expert its n_ff_exp gate rows then
- * its n_ff_exp up rows (build_moe_ffn's two views of one product), copied at load into the
- * stacked gate_exps and up_exps (model.owned: their size again in memory, beside the
- * mapping). A file with the separate tensors too is refused (llama.cpp would not load
- * them: a tensor count mismatch). */
+ * its n_ff_exp up rows (build_moe_ffn's two views of one product), read in place: gate_exps
+ * and up_exps are views into the mapping, at the tensor's start and n_ff_exp rows in, each
+ * expert 2 n_ff_exp rows after the last (model_weight.nb2). A file with the separate
+ * tensors too is refused (llama.cpp would not load them: a tensor count mismatch). */
 static enum bg_status take_gate_up_exps(struct loader *L, uint32_t l, struct model_layer *ly)
 {
 	const struct model_hparams *hp = &L->m->hp;
@@ -1760,20 +1775,10 @@ static enum bg_status take_gate_up_exps(struct loader *L, uint32_t l, struct mod
 	enum bg_status st = take3(L, n, E, 2 * FX, X, TK_MATRIX, &gu);
 	if (st)
 		return st;
-	uint64_t *src = malloc(X * FX * sizeof *src + 1);
-	if (!src)
-		return bg_fail(L->err, BG_ERR_NOMEM, "out of memory splitting '%s'", n);
-	struct model_weight *out[2] = {&ly->gate_exps, &ly->up_exps};
-	for (int k = 0; k < 2 && !st; k++) {
-		for (uint64_t e = 0; e < X; e++)
-			for (uint64_t r = 0; r < FX; r++)
-				src[e * FX + r] = e * 2 * FX + (uint64_t)k * FX + r;
-		st = gather_rows(L, &gu, src, X * FX, out[k]);
-		out[k]->ne1 = FX;
-		out[k]->ne2 = X;
-	}
-	free(src);
-	return st;
+	ly->gate_exps = row_view(&gu, 0, FX);
+	ly->up_exps = row_view(&gu, FX, 2 * FX);
+	ly->gate_exps.nb2 = ly->up_exps.nb2 = model_expert_stride(&gu);
+	return BG_OK;
 }
 
 /* Layer l's router and stacked experts (model.h). Mixtral files converted before the
@@ -2453,7 +2458,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	uint64_t KV = (uint64_t)hp->n_head_kv * hp->head_dim;
 #define W(field, t, a, b)                                                                          \
 	do {                                                                                       \
-		(field) = (struct model_weight){(t), NULL, (a), (b), 0};                           \
+		(field) = (struct model_weight){(t), NULL, (a), (b), 0, 0};                        \
 		m->n_params += (uint64_t)(a) * (b);                                                \
 		m->weight_bytes += gguf_row_bytes((t), (a)) * (b);                                 \
 	} while (0)

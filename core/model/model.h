@@ -343,6 +343,10 @@ struct model_weight {
 	uint64_t ne0;	  /* elements per row (input dimension) */
 	uint64_t ne1;	  /* rows (output dimension); 1 for vectors */
 	uint64_t ne2;	  /* stacked matrices (experts: GGUF ne2); 0 for a plain weight */
+	uint64_t nb2;	  /* bytes from stacked matrix e to e + 1 (model_expert_stride); 0:
+			   * ne1 rows, the matrices back to back. Nonzero for views into a
+			   * fused tensor (qwen35moe's ffn_gate_up_exps: gate_exps at its
+			   * start, up_exps n_ff_exp rows in, each a stride of 2 n_ff_exp rows) */
 };
 
 struct model_layer {
@@ -504,9 +508,17 @@ enum bg_status model_open(const char *spec, bool lazy, struct model **out, struc
 /* (model_open's messages likewise start with the path, the spec, or "built-in model".) */
 void model_free(struct model *m); /* NULL-safe */
 
-/* Expert e (< w->ne2) of a stacked weight, as a plain 2-D weight (ne2 0): its ne1 rows
- * start e * ne1 rows into w->data (NULL stays NULL for a lazy synthetic model). */
+/* Expert e (< w->ne2) of a stacked weight, as a plain 2-D weight (ne2 0, nb2 0): its ne1
+ * rows start e * model_expert_stride(w) bytes into w->data (NULL stays NULL for a lazy
+ * synthetic model). Code that indexes stacked matrices goes through these two. */
 struct model_weight model_expert(const struct model_weight *w, uint32_t e);
+
+/* The bytes from one stacked matrix of w to the next: w->nb2, else its ne1 rows. */
+uint64_t model_expert_stride(const struct model_weight *w);
+
+/* The bytes w's data spans, from w->data to the end of its last matrix (0 without data):
+ * its own bytes, and with a stride the other matrices' rows it lies between. */
+uint64_t model_weight_span(const struct model_weight *w);
 
 /* xIELU's operator values {an, ap, beta, eps} (model_hparams.xielu) from a file's
  * alpha_n, alpha_p, beta and eps, as ggml_xielu computes them (fp32 softplus). */
