@@ -1484,6 +1484,40 @@ static void test_weights_copy(const struct model *m)
 	CHECK((w.m.output.data == w.m.tok_embd.data) == (m->output.data == m->tok_embd.data),
 	      "tied output and token table stay one tensor");
 	cpu_weights_free(&w);
+	/* a weight in a buffer of the model's own (model.owned, as qwen3next's loader makes):
+	 * read where it is; the file's weights still copied, and the copy no larger than the
+	 * file's tensor bytes (a span from the heap to the mapping would cover whatever lies
+	 * between them: a crash or a refusal to copy) */
+	struct model m2 = *m;
+	struct model_layer *l2 = malloc(m->hp.n_layer * sizeof *l2);
+	const struct model_weight *wk = &m->layers[0].wk;
+	const size_t wk_n = (size_t)gguf_row_bytes(wk->type, wk->ne0) * (size_t)wk->ne1;
+	void *own = malloc(wk_n);
+	if (l2 && own) {
+		memcpy(l2, m->layers, m->hp.n_layer * sizeof *l2);
+		memcpy(own, wk->data, wk_n);
+		l2[0].wk.data = own;
+		m2.layers = l2;
+		const char *lo = NULL, *hi = NULL;
+		for (uint64_t i = 0; i < gguf_n_tensors(m->gguf); i++) {
+			const struct gguf_tensor *t = gguf_tensor(m->gguf, i);
+			if (!lo || (const char *)t->data < lo)
+				lo = t->data;
+			if (!hi || (const char *)t->data + t->nbytes > hi)
+				hi = (const char *)t->data + t->nbytes;
+		}
+		CHECK(cpu_weights_init(&w, &m2),
+		      "cpu_weights_init, a weight in the model's own buffer");
+		CHECK(w.m.layers[0].wk.data == own,
+		      "a weight in the model's own buffer stays there");
+		CHECK(w.map && w.m.layers[0].wq.data != m->layers[0].wq.data &&
+			  w.map_len <= (size_t)(hi - lo) + ((size_t)4 << 20),
+		      "the file's weights copied beside it, %zu bytes mapped for %zu of tensors",
+		      w.map_len, (size_t)(hi - lo));
+		cpu_weights_free(&w);
+	}
+	free(own);
+	free(l2);
 	setenv("BG_CPU_WEIGHTS", "mapped", 1);
 	CHECK(cpu_weights_init(&w, m), "cpu_weights_init, mapped");
 	CHECK(w.map == NULL && w.m.layers[0].wq.data == m->layers[0].wq.data,

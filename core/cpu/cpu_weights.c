@@ -52,8 +52,9 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 }
 
 struct span {
-	const char *lo, *hi; /* the bytes of all weights */
-	char *to;	     /* where lo is copied */
+	const char *file_lo, *file_hi; /* the file's tensor bytes: only weights in them move */
+	const char *lo, *hi;	       /* the bytes of the weights that move */
+	char *to;		       /* where lo is copied */
 };
 
 /* the bytes w's data spans (with a stride: up to its last matrix's end, model.h) */
@@ -62,11 +63,21 @@ static size_t weight_bytes(const struct model_weight *w)
 	return (size_t)model_weight_span(w);
 }
 
+/* Is w in the file's tensor bytes? A weight the loader made in a buffer of the model's own
+ * (model.owned: qwen3next's reordered fused tensors) is not, and stays where it is: a span
+ * from such a buffer to the file mapping would cover whatever lies between them (holes,
+ * other mappings), which is neither copyable nor small. */
+static bool in_file(const struct model_weight *w, const struct span *s)
+{
+	const char *p = w->data;
+	return p && p >= s->file_lo && p + weight_bytes(w) <= s->file_hi;
+}
+
 static void widen(struct model_weight *w, void *arg)
 {
 	struct span *s = arg;
 	const size_t n = weight_bytes(w);
-	if (!n)
+	if (!n || !in_file(w, s))
 		return;
 	const char *p = w->data;
 	if (!s->lo || p < s->lo)
@@ -78,7 +89,7 @@ static void widen(struct model_weight *w, void *arg)
 static void move(struct model_weight *w, void *arg)
 {
 	struct span *s = arg;
-	if (weight_bytes(w))
+	if (weight_bytes(w) && in_file(w, s))
 		w->data = s->to + ((const char *)w->data - s->lo);
 }
 
@@ -96,6 +107,15 @@ bool cpu_weights_init(struct cpu_weights *w, const struct model *model)
 	w->m.layers = w->layers;
 
 	struct span s = {0};
+	const struct gguf_ctx *g = model->gguf;
+	for (uint64_t i = 0; g && i < gguf_n_tensors(g); i++) {
+		const struct gguf_tensor *t = gguf_tensor(g, i);
+		const char *p = t->data;
+		if (!s.file_lo || p < s.file_lo)
+			s.file_lo = p;
+		if (!s.file_hi || p + t->nbytes > s.file_hi)
+			s.file_hi = p + t->nbytes;
+	}
 	each_weight(&w->m, widen, &s);
 	const char *mode = getenv("BG_CPU_WEIGHTS");
 	if (!s.lo || (mode && !strcmp(mode, "mapped")))

@@ -6,9 +6,12 @@
  * measured 22 % (Llama-3.2-3B Q4_K_M) to 26 % (TinyLlama Q4_K_M) shorter than from the
  * mapping on a 2-vCPU Zen 4 VM, B=1 output tok/s +20 % and +31 %
  * (bench/results/q12c-2026-11-29.md); anonymous memory in 4 KiB pages gained much less.
- * llama.cpp also reads its repacked weights from anonymous memory. The bytes are copied as they are: the same values, the
- * same relative offsets (so a tied output and token_embd stay one tensor), the same
- * alignment modulo 32.
+ * llama.cpp also reads its repacked weights from anonymous memory. The bytes are copied as they
+ * are: the same values, the same relative offsets (so a tied output and token_embd stay one
+ * tensor), the same alignment modulo 32.
+ *
+ * Only weights in the file's tensor bytes are copied; one the loader made in a buffer of the
+ * model's own (model.owned) is read where it is.
  *
  * The copy is skipped, and the weights read from the model's own memory, when the model has
  * no weight data (a lazy synthetic model), when BG_CPU_WEIGHTS=mapped, when the weights are
