@@ -3848,13 +3848,17 @@ static void test_moe_q(void)
 			cudaFree((void *)oai.b_down);
 		}
 	}
-	/* what they refuse: tensor cores; a type or width they do not read; f16 rows; an
+	/* what they refuse: tensor cores; relu2; a type or width they do not read; f16 rows; an
 	 * unaligned array */
 	struct gpu_moe_plan plan = {};
 	struct gpu_moe_qw w = {{(void *)256, (void *)256}, {12, 12}};
 	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 				GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
 	      "moe_q: tensor cores refused");
+	const struct gpu_moe_oai r2 = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f};
+	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, &r2,
+				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
+	      "moe_q: relu2 (nemotron_h_moe's experts without gate: not built) refused");
 	CHECK(gpu_moe_gate_up_q(&w, 32, 96, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
 	      "moe_q: Q4_K rows of 96 refused");
