@@ -130,7 +130,8 @@ struct cuda_layer {
 	float *q_a_norm, *kv_a_norm;
 	/* mixture of experts (hp.n_expert > 0; wgu and wdown are then NULL): */
 	float *router;	 /* [n_expert, n_embd] fp32 */
-	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows */
+	void *gu_exps;	 /* [n_expert][2 n_ff_exp, n_embd]: each expert's gate rows, up rows
+			  * (nemotron_h_moe: [n_expert][n_ff_exp, n_embd], the up rows alone) */
 	void *down_exps; /* [n_expert][n_embd, n_ff_exp] */
 	/* gpt-oss (fp32 each, NULL for other models): */
 	float *sinks;	   /* [n_head] attention sinks (hp.attn_sinks) */
@@ -900,7 +901,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_fpre = hp->parallel || hp->relu2 ? 0 : sz_pre;
 	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
 	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
-	size_t sz_gu_exps = align_up(NX * 2 * FX * E * es, 256);
+	/* the experts' gate|up: each expert's gate and up rows, or its up rows alone
+	 * (nemotron_h_moe: gpu_moe_oai.relu2) */
+	const size_t n_xgu = hp->relu2 ? 1 : 2;
+	size_t sz_gu_exps = align_up(NX * n_xgu * FX * E * es, 256);
 	size_t sz_down_exps = align_up(NX * E * FX * es, 256);
 	/* gpt-oss's vectors (fp32): sinks, O bias, router bias, experts' gate, up, down biases */
 	size_t sz_oai[6] = {hp->attn_sinks ? align_up((size_t)hp->n_head * 4, 256) : 0,
@@ -1174,15 +1178,15 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			continue;
 		st = upload_weight(&u, &ml->ffn_gate_inp, L->router, UP_ROUTER, err);
 		for (uint32_t e = 0; st == BG_OK && !L->q_exps && e < NX; e++) {
-			char *gu = (char *)L->gu_exps + (size_t)e * 2 * FX * E * es;
-			/* nemotron_h_moe: the up rows as the gate rows too (gpu_moe_oai.relu2) */
-			const struct model_weight *gw = hp->relu2 ? &ml->up_exps : &ml->gate_exps;
-			struct model_weight g = model_expert(gw, e),
+			char *gu = (char *)L->gu_exps + (size_t)e * n_xgu * FX * E * es;
+			struct model_weight g = model_expert(&ml->gate_exps, e),
 					    up = model_expert(&ml->up_exps, e),
 					    d = model_expert(&ml->down_exps, e);
-			st = upload_weight(&u, &g, gu, UP_MATRIX, err);
+			if (!hp->relu2) /* nemotron_h_moe: no gate (gpu_moe_oai.relu2) */
+				st = upload_weight(&u, &g, gu, UP_MATRIX, err);
 			if (st == BG_OK)
-				st = upload_weight(&u, &up, gu + FX * E * es, UP_MATRIX, err);
+				st = upload_weight(&u, &up, gu + (n_xgu - 1) * FX * E * es,
+						   UP_MATRIX, err);
 			if (st == BG_OK)
 				st = upload_weight(&u, &d, (char *)L->down_exps + (size_t)e * E * FX * es,
 						   UP_MATRIX, err);

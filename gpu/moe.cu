@@ -54,11 +54,17 @@ __device__ __forceinline__ float moe_glu(float g, float u, int e, int n_out, int
 		g += o.b_gate[(size_t)e * n_out + r];
 		u += o.b_up[(size_t)e * n_out + r];
 	}
-	if (o.relu2) /* nemotron_h_moe: g = u */
-		return __fmul_rn(g > 0.0f ? g : 0.0f, u);
 	if (o.clamp > 0.0f) /* step35 */
 		return gpu_glu_clamp(g, u, o.clamp);
 	return o.alpha > 0.0f ? gpu_glu_oai(g, u, o.alpha, o.limit) : gpu_glu(g, u, gelu);
+}
+
+/* nemotron_h_moe's non-gated epilogue (MOE_UP): r = max(u, 0), r * r in fp32, as
+ * core/cpu/cpu_moe.c's relu2_ffn and gpu_relu2 */
+__device__ __forceinline__ float moe_relu2(float u)
+{
+	const float r = u > 0.0f ? u : 0.0f;
+	return __fmul_rn(r, r);
 }
 
 __device__ __forceinline__ float moe_down_out(float y, int e, int n_out, int r,
@@ -314,6 +320,12 @@ cudaError_t gpu_moe_route_grouped(const float *logits, const float *sel_bias, in
 
 /* ---- the expert projections ---- */
 
+/* What an expert kernel computes: the gated first projection (gate and up rows, the GLU
+ * epilogue), the non-gated one (up rows alone, relu(u)^2: nemotron_h_moe), or down. The
+ * first two read a pair's token row and write act at its sorted position; down reads act
+ * and writes y at the pair id. */
+enum moe_kind { MOE_GATE_UP, MOE_UP, MOE_DOWN };
+
 /* Block-quantized experts as moe_mm_kernel reads them (gpu_moe_qw, with each array's row
  * bytes): rows p0 (gate, or down) and p1 (up), types t0, t1 (qb_dec8_x's). */
 struct moe_qk {
@@ -322,17 +334,19 @@ struct moe_qk {
 	int t0, t1;
 };
 
-/* GLU: act[sorted position] = act(gate_e x) * (up_e x), x the pair's token row of x;
- * else: y[pair id] = W_e act[sorted position]. W_e is expert e's [rows, n_in] block (Q:
- * its rows in qk's blocks instead, gate and up rows in their own arrays). The
+/* MOE_GATE_UP: act[sorted position] = act(gate_e x) * (up_e x), x the pair's token row of
+ * x; MOE_UP: act[sorted position] = relu(up_e x)^2; MOE_DOWN: y[pair id] = W_e act[sorted
+ * position]. W_e is expert e's [rows, n_in] block (Q: its rows in qk's blocks instead, gate
+ * and up rows in their own arrays). The
  * launch bounds' 1 block: without it ptxas aimed at 64 registers for sm_80 and spilled
  * (tests/gpu_gates.sh); 72-80 are used. */
 /* The tile block y of an expert kernel serves: false (for the whole block) when the
  * routing made fewer tiles than the grid allows. Else its expert *e and pair count *nt
  * (<= GPU_MOE_TILE), and, written by the first GPU_MOE_TILE threads (the caller syncs before
- * reading them), each pair's input and output row: token and sorted position for gate|up
- * (GLU), sorted position and pair id for down; rows past *nt point at pair 0. */
-template <bool GLU>
+ * reading them), each pair's input and output row: token and sorted position for the first
+ * projection (FIRST: gate|up, or up), sorted position and pair id for down; rows past *nt
+ * point at pair 0. */
+template <bool FIRST>
 __device__ __forceinline__ bool moe_tile(const struct gpu_moe_plan &plan, int k, int32_t *src,
 					 int32_t *dst, int *e, int *nt)
 {
@@ -345,13 +359,13 @@ __device__ __forceinline__ bool moe_tile(const struct gpu_moe_plan &plan, int k,
 	if (threadIdx.x < GPU_MOE_TILE) {
 		int s = s0 + (int)threadIdx.x;
 		int pid = (int)threadIdx.x < *nt ? plan.sorted[s] : 0;
-		src[threadIdx.x] = GLU ? pid / k : s;
-		dst[threadIdx.x] = GLU ? s : pid;
+		src[threadIdx.x] = FIRST ? pid / k : s;
+		dst[threadIdx.x] = FIRST ? s : pid;
 	}
 	return true;
 }
 
-template <typename T, bool GLU, bool Q>
+template <typename T, int KIND, bool Q>
 __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struct moe_qk qk,
 							       int n_out, int n_in, const T *x,
 							       int k, struct gpu_moe_plan plan,
@@ -360,11 +374,12 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struc
 {
 	__shared__ __align__(16) float xs[GPU_MOE_TILE][MM_CHUNK];
 	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE]; /* input, output rows */
+	constexpr bool GLU = KIND == MOE_GATE_UP, FIRST = KIND != MOE_DOWN;
 	int e, nt;
-	if (!moe_tile<GLU>(plan, k, src, dst, &e, &nt))
+	if (!moe_tile<FIRST>(plan, k, src, dst, &e, &nt))
 		return; /* the whole block: fewer tiles than the grid allows */
 	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
-	int r0, r1;
+	int r0, r1; /* gate row j and up row j, or rows 2i, 2i + 1 (MOE_UP, MOE_DOWN) */
 	bool live;
 	if (GLU) {
 		int j = (int)blockIdx.x * MM_WARPS + warp;
@@ -379,7 +394,7 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struc
 	const size_t rows_e = GLU ? 2 * (size_t)n_out : (size_t)n_out;
 	const T *w0p = Q ? NULL : W + ((size_t)e * rows_e + (size_t)(live ? r0 : 0)) * n_in;
 	const T *w1p = Q ? NULL : W + ((size_t)e * rows_e + (size_t)(live ? r1 : 0)) * n_in;
-	/* Q: expert e's rows r0 and r1 of down, or its gate and up rows r0 */
+	/* Q: expert e's rows r0 and r1 of down (or up), or its gate and up rows r0 */
 	const size_t qr0 = (size_t)e * n_out + (size_t)(live ? r0 : 0);
 	const uint8_t *q0 = Q ? qk.p0 + qr0 * qk.rb0 : NULL;
 	const uint8_t *q1 = Q ? (GLU ? qk.p1 + qr0 * qk.rb1 : q0 + (live ? qk.rb0 : 0)) : NULL;
@@ -445,6 +460,9 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struc
 		if (GLU) {
 			act[(size_t)dst[t] * n_out + r0] =
 			    st_t<T>(moe_glu(g, u, e, n_out, r0, gelu, oai));
+		} else if (FIRST) { /* nemotron_h_moe: rows r0, r1 of up */
+			act[(size_t)dst[t] * n_out + r0] = st_t<T>(moe_relu2(g));
+			act[(size_t)dst[t] * n_out + r1] = st_t<T>(moe_relu2(u));
 		} else {
 			y[(size_t)dst[t] * n_out + r0] = moe_down_out(g, e, n_out, r0, oai);
 			y[(size_t)dst[t] * n_out + r1] = moe_down_out(u, e, n_out, r1, oai);
@@ -460,7 +478,7 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struc
 #define TC_LD	   (TC_CHUNK + 16) /* staged row stride: 32-byte aligned rows, banks shifted */
 
 /* moe_mm_kernel's contract on tensor cores: T 16-bit, n_in and n_out multiples of 16. */
-template <typename T, bool GLU>
+template <typename T, int KIND>
 __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_out, int n_in,
 							    const T *x, int k,
 							    struct gpu_moe_plan plan, T *act,
@@ -472,8 +490,9 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 	/* each warp's accumulators for the epilogue: [2][16][16] fp32 (gate, up; or one) */
 	__shared__ __align__(32) float acc_s[TC_WARPS][2][16 * 16];
 	__shared__ int32_t src[GPU_MOE_TILE], dst[GPU_MOE_TILE];
+	constexpr bool GLU = KIND == MOE_GATE_UP, FIRST = KIND != MOE_DOWN;
 	int e, nt;
-	if (!moe_tile<GLU>(plan, k, src, dst, &e, &nt))
+	if (!moe_tile<FIRST>(plan, k, src, dst, &e, &nt))
 		return; /* the whole block: fewer tiles than the grid allows */
 	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
 	const int c0 = ((int)blockIdx.x * TC_WARPS + warp) * 16; /* the warp's first column */
@@ -524,8 +543,11 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 		if (GLU)
 			act[(size_t)dst[t] * n_out + c0 + c] =
 			    st_t<T>(moe_glu(sg[i], su[i], e, n_out, c0 + c, gelu, oai));
+		else if (FIRST) /* nemotron_h_moe */
+			act[(size_t)dst[t] * n_out + c0 + c] = st_t<T>(moe_relu2(sg[i]));
 		else
-			y[(size_t)dst[t] * n_out + c0 + c] = moe_down_out(sg[i], e, n_out, c0 + c, oai);
+			y[(size_t)dst[t] * n_out + c0 + c] =
+			    moe_down_out(sg[i], e, n_out, c0 + c, oai);
 	}
 }
 
@@ -541,16 +563,17 @@ size_t gpu_moe_qrow_bytes(int t, int64_t n_in)
 	return gpu_qtype_row_bytes(t, n_in); /* the GEMV's types and BF16 rows (30) */
 }
 
-/* The launch of both projections: grid (column blocks, gpu_moe_max_tiles), on the kernel
- * path says (gpu_moe_path's rule for AUTO); qw: block-quantized experts (CUDA cores, BF16
- * inputs), else W of dt. */
-template <bool GLU>
+/* The launch of the projections (KIND: enum moe_kind): grid (column blocks,
+ * gpu_moe_max_tiles), on the kernel path says (gpu_moe_path's rule for AUTO); qw:
+ * block-quantized experts (CUDA cores, BF16 inputs), else W of dt. */
+template <int KIND>
 static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out, int n_in,
 			  int n_expert, const void *x, int n_tok, int k,
 			  const struct gpu_moe_plan *plan, void *act, float *y, bool gelu,
 			  const struct gpu_moe_oai *oai_p, enum gpu_dtype dt,
 			  enum gpu_moe_path path, cudaStream_t stream)
 {
+	constexpr bool GLU = KIND == MOE_GATE_UP;
 	if (n_tok <= 0)
 		return cudaSuccess;
 	struct gpu_moe_oai oai;
@@ -559,7 +582,8 @@ static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out,
 		oai = *oai_p;
 	if ((GLU && (!oai.b_gate != !oai.b_up)) || (oai.alpha > 0.0f && gelu) ||
 	    (oai.relu2 && (oai.b_gate || oai.alpha > 0.0f || gelu)) ||
-	    (oai.clamp > 0.0f && (oai.b_gate || oai.alpha > 0.0f || gelu || oai.relu2)))
+	    (oai.clamp > 0.0f && (oai.b_gate || oai.alpha > 0.0f || gelu || oai.relu2)) ||
+	    (KIND == MOE_UP && qw)) /* not built: nemotron_h_moe's experts are not resident */
 		return cudaErrorInvalidValue;
 	int max_tiles = gpu_moe_max_tiles(n_tok * k, n_expert);
 	if (n_out % 8 || n_in % 8 || n_out <= 0 || n_in <= 0 || max_tiles > 65535 ||
@@ -584,7 +608,7 @@ static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out,
 			return cudaErrorInvalidValue;
 		dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS),
 			  (unsigned)max_tiles);
-		moe_mm_kernel<__nv_bfloat16, GLU, true><<<grid, MM_THREADS, 0, stream>>>(
+		moe_mm_kernel<__nv_bfloat16, KIND, true><<<grid, MM_THREADS, 0, stream>>>(
 		    (const __nv_bfloat16 *)NULL, qk, n_out, n_in, (const __nv_bfloat16 *)x, k,
 		    *plan, (__nv_bfloat16 *)act, y, gelu, oai);
 		return cudaGetLastError();
@@ -598,11 +622,11 @@ static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out,
 	     (int64_t)n_tok * k >= (int64_t)GPU_MOE_TC_MIN_PAIRS * n_expert)) {
 		dim3 grid(gpu_div_up((uint64_t)n_out, 16 * TC_WARPS), (unsigned)max_tiles);
 		if (dt == GPU_F16)
-			moe_tc_kernel<__half, GLU><<<grid, TC_THREADS, 0, stream>>>(
+			moe_tc_kernel<__half, KIND><<<grid, TC_THREADS, 0, stream>>>(
 			    (const __half *)W, n_out, n_in, (const __half *)x, k, *plan,
 			    (__half *)act, y, gelu, oai);
 		else
-			moe_tc_kernel<__nv_bfloat16, GLU><<<grid, TC_THREADS, 0, stream>>>(
+			moe_tc_kernel<__nv_bfloat16, KIND><<<grid, TC_THREADS, 0, stream>>>(
 			    (const __nv_bfloat16 *)W, n_out, n_in, (const __nv_bfloat16 *)x, k,
 			    *plan, (__nv_bfloat16 *)act, y, gelu, oai);
 		return cudaGetLastError();
@@ -610,7 +634,7 @@ static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out,
 	dim3 grid(gpu_div_up((uint64_t)n_out, GLU ? MM_WARPS : 2 * MM_WARPS), (unsigned)max_tiles);
 	GPU_DISPATCH_DTYPE(
 	    dt, T,
-	    moe_mm_kernel<T, GLU, false><<<grid, MM_THREADS, 0, stream>>>(
+	    moe_mm_kernel<T, KIND, false><<<grid, MM_THREADS, 0, stream>>>(
 		(const T *)W, qk, n_out, n_in, (const T *)x, k, *plan, (T *)act, y, gelu, oai));
 	return cudaGetLastError();
 }
@@ -620,8 +644,11 @@ cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert,
 			    const struct gpu_moe_oai *oai, enum gpu_dtype dt,
 			    enum gpu_moe_path path, cudaStream_t stream)
 {
-	return moe_mm<true>(wgu, NULL, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu,
-			    oai, dt, path, stream);
+	if (oai && oai->relu2) /* nemotron_h_moe: the up rows alone */
+		return moe_mm<MOE_UP>(wgu, NULL, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act,
+				      NULL, gelu, oai, dt, path, stream);
+	return moe_mm<MOE_GATE_UP>(wgu, NULL, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL,
+				   gelu, oai, dt, path, stream);
 }
 
 cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, const void *act,
@@ -629,8 +656,8 @@ cudaError_t gpu_moe_down(const void *wdown, int n_embd, int n_ff, int n_expert, 
 			 const struct gpu_moe_oai *oai, enum gpu_dtype dt, enum gpu_moe_path path,
 			 cudaStream_t stream)
 {
-	return moe_mm<false>(wdown, NULL, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y,
-			     false, oai, dt, path, stream);
+	return moe_mm<MOE_DOWN>(wdown, NULL, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y,
+				false, oai, dt, path, stream);
 }
 
 cudaError_t gpu_moe_gate_up_q(const struct gpu_moe_qw *w, int n_ff, int n_embd, int n_expert,
@@ -638,8 +665,11 @@ cudaError_t gpu_moe_gate_up_q(const struct gpu_moe_qw *w, int n_ff, int n_embd, 
 			      void *act, bool gelu, const struct gpu_moe_oai *oai,
 			      enum gpu_moe_path path, cudaStream_t stream)
 {
-	return moe_mm<true>(NULL, w, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL, gelu,
-			    oai, GPU_BF16, path, stream);
+	if (oai && oai->relu2) /* refused in moe_mm (not built) */
+		return moe_mm<MOE_UP>(NULL, w, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act,
+				      NULL, gelu, oai, GPU_BF16, path, stream);
+	return moe_mm<MOE_GATE_UP>(NULL, w, n_ff, n_embd, n_expert, xn, n_tok, k, plan, act, NULL,
+				   gelu, oai, GPU_BF16, path, stream);
 }
 
 cudaError_t gpu_moe_down_q(const struct gpu_moe_qw *w, int n_embd, int n_ff, int n_expert,
@@ -647,8 +677,8 @@ cudaError_t gpu_moe_down_q(const struct gpu_moe_qw *w, int n_embd, int n_ff, int
 			   float *y, const struct gpu_moe_oai *oai, enum gpu_moe_path path,
 			   cudaStream_t stream)
 {
-	return moe_mm<false>(NULL, w, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y, false,
-			     oai, GPU_BF16, path, stream);
+	return moe_mm<MOE_DOWN>(NULL, w, n_embd, n_ff, n_expert, act, n_tok, k, plan, NULL, y,
+				false, oai, GPU_BF16, path, stream);
 }
 
 /* ---- the weighted sum ---- */

@@ -13,7 +13,8 @@
  *                    expert) and cut into tiles of <= GPU_MOE_TILE pairs of one expert;
  *   gpu_moe_gate_up  per tile, the expert's gate|up rows against its tokens' inputs, read
  *                    once for the whole tile, the gated activation in the epilogue
- *                    (gpt-oss: the gate and up biases, the clamped SwiGLU: gpu_moe_oai);
+ *                    (gpt-oss: the gate and up biases, the clamped SwiGLU: gpu_moe_oai;
+ *                    nemotron_h_moe: the up rows alone, relu(u)^2);
  *   gpu_moe_down     per tile, the expert's down rows against those activations;
  *   gpu_moe_combine  per token, the weighted sum of its slots' outputs in slot order.
  * The host sizes every grid from the pass's token count alone (gpu_moe_max_tiles): blocks
@@ -86,9 +87,10 @@ struct gpu_moe_oai {
 	const float *b_up;   /* [n_expert][n_ff] */
 	const float *b_down; /* [n_expert][n_embd] */
 	float alpha, limit;
-	/* nemotron_h_moe (model.h relu2): the activation is max(g, 0) * u (fp32) instead;
-	 * with each expert's up rows as its gate rows too, max(u, 0) * u = relu(u)^2 (no
-	 * biases, alpha 0, gelu false) */
+	/* nemotron_h_moe (model.h relu2): experts without gate. gpu_moe_gate_up's wgu holds
+	 * each expert's up rows alone ([n_expert][n_ff, n_embd]) and act = r * r, r = max(u,
+	 * 0), in fp32 (no biases, alpha 0, gelu false); block-quantized experts
+	 * (gpu_moe_gate_up_q) are refused (not built) */
 	bool relu2;
 	/* step35 (model.h clamp_exp): > 0, the activation is gpu_glu_clamp(g, u, clamp)
 	 * instead (no biases, alpha 0, gelu false, not relu2) */
@@ -108,7 +110,8 @@ enum gpu_moe_path { GPU_MOE_AUTO = 0, GPU_MOE_CUDA_CORES = 1, GPU_MOE_TENSOR_COR
 /* act[s, j] (dt, [n_tok * k, n_ff], row s = sorted position) = act(gate_e . x) * (up_e . x)
  * for the pair at sorted position s (token t, expert e), x = row t of xn ([n_tok, n_embd]
  * of dt), rounded as gpu_swiglu rounds; wgu [n_expert][2 n_ff, n_embd] of dt (each expert's
- * gate rows, then its up rows). n_embd and n_ff multiples of 8, wgu and xn 16-byte aligned
+ * gate rows, then its up rows; oai->relu2: [n_expert][n_ff, n_embd], the up rows alone,
+ * act = relu(up_e . x)^2). n_embd and n_ff multiples of 8, wgu and xn 16-byte aligned
  * (cudaErrorInvalidValue otherwise). */
 cudaError_t gpu_moe_gate_up(const void *wgu, int n_ff, int n_embd, int n_expert, const void *xn,
 			    int n_tok, int k, const struct gpu_moe_plan *plan, void *act, bool gelu,

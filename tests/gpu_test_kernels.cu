@@ -3392,28 +3392,46 @@ static double moe_act_ref(const float *gr, const float *ur, const float *xt, int
 	return v;
 }
 
+/* nemotron_h_moe's non-gated activation (gpu_moe_oai.relu2), in double from the fp32 up row
+ * ur: r = max(u, 0), r * r; *lim as moe_act_ref's (|d act / du| = 2 r) */
+static double moe_relu2_ref(const float *ur, const float *xt, int E, enum gpu_dtype dt, double *lim)
+{
+	double u = 0, au = 0;
+	for (int i = 0; i < E; i++) {
+		u += (double)ur[i] * xt[i];
+		au += fabs((double)ur[i] * xt[i]);
+	}
+	const double r = u > 0 ? u : 0, v = r * r;
+	*lim = 1.2 * 4e-6 * au * 2 * r + (2e-6 + st_rtol(dt)) * v + 1e-30;
+	return v;
+}
+
 /* Every case on each kernel that takes it (gpu_moe_path): CUDA cores always, tensor cores
  * for 16-bit types with widths multiples of 16 (64 x 32, 64 x 48, 528 x 48: several input
- * chunks and tiles), and AUTO's choice. Each stage of the routed FFN against a host loop in double fed what the stage was fed
- * (act from the device's routing, y from the device's act, out from the device's y and
- * w: each check isolates its kernel), then the whole against a host computation from the
- * reference routing alone, and a token's output alone equal bitwise to its row in the
- * batch on the same kernel (the grouping must not leak other tokens into it). The cases
- * marked oai are gpt-oss's experts (gpu_moe_oai: gate, up and down biases, the clamped
- * SwiGLU with alpha 1.702 and limit 7; gate|up weights 4x larger so that the clamps act),
- * against the same loops with those added. */
+ * chunks and tiles), and AUTO's choice. Each stage of the routed FFN against a host loop in double
+ * fed what the stage was fed (act from the device's routing, y from the device's act, out from the
+ * device's y and w: each check isolates its kernel), then the whole against a host computation from
+ * the reference routing alone, and a token's output alone equal bitwise to its row in the batch on
+ * the same kernel (the grouping must not leak other tokens into it). The cases marked oai are
+ * gpt-oss's experts (gpu_moe_oai: gate, up and down biases, the clamped SwiGLU with alpha 1.702 and
+ * limit 7; gate|up weights 4x larger so that the clamps act), against the same loops with those
+ * added; those marked relu2 nemotron_h_moe's experts without gate (gpu_moe_oai.relu2: up rows
+ * alone, relu(u)^2). */
 static void test_moe_ffn(void)
 {
 	struct {
 		int n_tok, n_expert, k;
 		bool norm;
 		int n_embd, n_ff;
-		bool oai;
-	} cases[] = {{1, 8, 2, true, 64, 32, false},	 {37, 4, 2, true, 264, 40, false},
-		     {13, 16, 4, false, 64, 48, false}, {5, 4, 4, true, 72, 16, false},
-		     {9, 128, 8, true, 64, 32, false},	 {6, 8, 1, false, 64, 32, false},
-		     {37, 4, 2, true, 528, 48, false},	 {1, 8, 2, true, 64, 32, true},
-		     {37, 4, 2, true, 264, 40, true}, {37, 4, 2, true, 528, 48, true}};
+		bool oai, relu2;
+	} cases[] = {
+	    {1, 8, 2, true, 64, 32, false, false},    {37, 4, 2, true, 264, 40, false, false},
+	    {13, 16, 4, false, 64, 48, false, false}, {5, 4, 4, true, 72, 16, false, false},
+	    {9, 128, 8, true, 64, 32, false, false},  {6, 8, 1, false, 64, 32, false, false},
+	    {37, 4, 2, true, 528, 48, false, false},  {1, 8, 2, true, 64, 32, true, false},
+	    {37, 4, 2, true, 264, 40, true, false},   {37, 4, 2, true, 528, 48, true, false},
+	    {1, 8, 2, true, 64, 32, false, true},     {37, 4, 2, true, 264, 40, false, true},
+	    {37, 4, 2, true, 528, 48, false, true}};
 	const float OA = 1.702f, OL = 7.0f;
 	const enum gpu_moe_path paths[3] = {GPU_MOE_AUTO, GPU_MOE_CUDA_CORES, GPU_MOE_TENSOR_CORES};
 	for (auto &cs : cases)
@@ -3426,7 +3444,9 @@ static void test_moe_ffn(void)
 				const size_t P = (size_t)T * K;
 				std::vector<float> l = moe_logits(T, NX, K, false);
 				const float gs = cs.oai ? 1.0f : 0.25f;
-				std::vector<float> wgu = rand_vec((size_t)NX * 2 * F * E, -gs, gs);
+				const int n_gu = cs.relu2 ? 1 : 2; /* relu2: the up rows alone */
+				std::vector<float> wgu =
+				    rand_vec((size_t)NX * n_gu * F * E, -gs, gs);
 				std::vector<float> wd = rand_vec((size_t)NX * E * F, -0.25f, 0.25f);
 				std::vector<float> x = rand_vec((size_t)T * E, -1, 1);
 				for (auto *v : {&wgu, &wd, &x})
@@ -3446,17 +3466,24 @@ static void test_moe_ffn(void)
 					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA,
 					       OL,	    false,	 0.0f /* clamp: step35 */};
 				}
+				if (cs.relu2)
+					oai = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f};
+				const struct gpu_moe_oai *po = cs.oai || cs.relu2 ? &oai : NULL;
 				std::vector<float> act, y, w;
 				std::vector<int32_t> ids, sorted;
 				std::vector<float> out =
-				    moe_ffn_run(dt, l, T, NX, K, cs.norm, E, F, dwgu, dwd, x, &act, &y, &ids,
-						&w, &sorted, path, cs.oai ? &oai : NULL);
+				    moe_ffn_run(dt, l, T, NX, K, cs.norm, E, F, dwgu, dwd, x, &act,
+						&y, &ids, &w, &sorted, path, po);
 				char what[160];
-				snprintf(what, sizeof what, "moe ffn %d tokens, %d of %d experts, %dx%d %s, %s%s",
-					 T, K, NX, E, F, gpu_dtype_name(dt),
-					 path == GPU_MOE_AUTO ? "auto" : path == GPU_MOE_CUDA_CORES ? "cuda cores"
-												 : "tensor cores",
-					 cs.oai ? ", gpt-oss biases and clamped SwiGLU" : "");
+				snprintf(what, sizeof what,
+					 "moe ffn %d tokens, %d of %d experts, %dx%d %s, %s%s", T,
+					 K, NX, E, F, gpu_dtype_name(dt),
+					 path == GPU_MOE_AUTO	      ? "auto"
+					 : path == GPU_MOE_CUDA_CORES ? "cuda cores"
+								      : "tensor cores",
+					 cs.oai	    ? ", gpt-oss biases and clamped SwiGLU"
+					 : cs.relu2 ? ", relu2 without gate"
+						    : "");
 				/* gate|up: fp32 sums (error <= ~4e-6 of the sum of |terms| for these
 				 * lengths), then act(g) * u rounded to dt, as test_gemv bounds it */
 				size_t bad = 0;
@@ -3468,13 +3495,21 @@ static void test_moe_ffn(void)
 					int t = (int)(q / K), e = ids[q];
 					const float *xt = &x[(size_t)t * E];
 					for (int j = 0; j < F; j++) {
-						const float *g_row = &wgu[((size_t)e * 2 * F + j) * E];
-						const float *u_row = &wgu[((size_t)e * 2 * F + F + j) * E];
+						/* gate row j and up row j, or up row j alone
+						 * (relu2) */
+						const float *g_row =
+						    &wgu[((size_t)e * n_gu * F + j) * E];
+						const float *u_row =
+						    g_row + (size_t)(n_gu - 1) * F * E;
 						double lim;
-						const double v = moe_act_ref(
-						    g_row, u_row, xt, E, cs.oai, OA, OL,
-						    cs.oai ? bg[(size_t)e * F + j] : 0.0f,
-						    cs.oai ? bu[(size_t)e * F + j] : 0.0f, dt, &lim);
+						const double v =
+						    cs.relu2
+							? moe_relu2_ref(u_row, xt, E, dt, &lim)
+							: moe_act_ref(
+							      g_row, u_row, xt, E, cs.oai, OA, OL,
+							      cs.oai ? bg[(size_t)e * F + j] : 0.0f,
+							      cs.oai ? bu[(size_t)e * F + j] : 0.0f,
+							      dt, &lim);
 						a_ref[q * F + j] = v;
 						float got = act[pos_of[q] * F + j];
 						if (!(fabs(got - st_round(dt, (float)v)) <= lim) && bad++ < 3)
@@ -3553,9 +3588,9 @@ static void test_moe_ffn(void)
 				 * (AUTO's choice depends on the pass's size) */
 				if (T > 1 && path != GPU_MOE_AUTO) {
 					std::vector<float> l1(l.end() - NX, l.end()), x1(x.end() - E, x.end());
-					std::vector<float> o1 = moe_ffn_run(dt, l1, 1, NX, K, cs.norm, E, F, dwgu,
-									    dwd, x1, NULL, NULL, NULL, NULL, NULL,
-									    path, cs.oai ? &oai : NULL);
+					std::vector<float> o1 =
+					    moe_ffn_run(dt, l1, 1, NX, K, cs.norm, E, F, dwgu, dwd,
+							x1, NULL, NULL, NULL, NULL, NULL, path, po);
 					CHECK(memcmp(o1.data(), &out[(size_t)(T - 1) * E], (size_t)E * 4) == 0,
 					      "%s: the last token alone differs from its row in the batch", what);
 				}
@@ -3813,13 +3848,17 @@ static void test_moe_q(void)
 			cudaFree((void *)oai.b_down);
 		}
 	}
-	/* what they refuse: tensor cores; a type or width they do not read; f16 rows; an
+	/* what they refuse: tensor cores; relu2; a type or width they do not read; f16 rows; an
 	 * unaligned array */
 	struct gpu_moe_plan plan = {};
 	struct gpu_moe_qw w = {{(void *)256, (void *)256}, {12, 12}};
 	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 				GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
 	      "moe_q: tensor cores refused");
+	const struct gpu_moe_oai r2 = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f};
+	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, &r2,
+				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
+	      "moe_q: relu2 (nemotron_h_moe's experts without gate: not built) refused");
 	CHECK(gpu_moe_gate_up_q(&w, 32, 96, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
 	      "moe_q: Q4_K rows of 96 refused");
