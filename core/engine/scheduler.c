@@ -851,7 +851,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 	while (s->n_paused > 0 && slots_used(s) + family(s->paused[0]) <= s->cfg.max_batch_size &&
 	       budget > 0) {
 		struct sched_seq *q = s->paused[0];
-		int32_t n_idle, k = q->n_computed == 0 ? cache_peek(s, q, &n_idle) : 0, cost;
+		int32_t n_idle = 0, cost = 0, k = q->n_computed == 0 ? cache_peek(s, q, &n_idle) : 0;
 		if (q->n_computed == 0 && held_for_writer(s, q, k)) {
 			plan->n_held = 1; /* resumes in order: nothing behind it either */
 			break;
@@ -897,7 +897,7 @@ static enum bg_status step_continuous(struct sched *s, bool allow_admit, struct 
 						: s->budget_hi;
 			break;
 		}
-		int32_t n_idle, k = cache_peek(s, q, &n_idle), cost;
+		int32_t n_idle, cost = 0, k = cache_peek(s, q, &n_idle);
 		if (held_for_writer(s, q, k)) {
 			plan->n_held = 1; /* FCFS: nothing behind it passes it */
 			break;
