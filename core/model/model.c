@@ -2332,15 +2332,9 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_layer_nextn = s->n_nextn; /* described, never built (as a file's: skipped) */
 	hp->rope_base = s->rope_base;
 	hp->rms_eps = s->rms_eps;
-	if (ai->mrope) { /* the sections synth writes (its defaults when the shape has none) */
-		uint32_t r = hp->rope_dim / 2;
-		const int32_t *sec = s->rope_sections;
-		bool set = sec[0] || sec[1] || sec[2] || sec[3];
+	if (ai->mrope) { /* the sections synth writes */
 		hp->rope_mrope = ai->mrope;
-		hp->rope_sections[0] = set ? sec[0] : (int32_t)(r - r / 3 - r / 3);
-		hp->rope_sections[1] = set ? sec[1] : (int32_t)(r / 3);
-		hp->rope_sections[2] = set ? sec[2] : (int32_t)(r / 3);
-		hp->rope_sections[3] = set ? sec[3] : 0;
+		synth_rope_sections(s, hp->rope_sections);
 	}
 	/* the keys synth would write, from the arch's defaults (no file: g NULL) */
 	hp->rope_freq_scale = hp->rope_freq_scale_swa = 1.0f;

@@ -617,6 +617,19 @@ uint32_t synth_head_dim(const struct synth_shape *s)
 	return s->head_dim ? s->head_dim : s->n_embd / (s->n_head ? s->n_head : 1);
 }
 
+void synth_rope_sections(const struct synth_shape *s, int32_t out[4])
+{
+	const int32_t *sec = s->rope_sections;
+	if (sec[0] || sec[1] || sec[2] || sec[3]) {
+		memcpy(out, sec, 4 * sizeof *out);
+		return;
+	}
+	const uint32_t r = (s->rope_dim ? s->rope_dim : synth_head_dim(s)) / 2;
+	out[0] = (int32_t)(r - r / 3 - r / 3);
+	out[1] = out[2] = (int32_t)(r / 3);
+	out[3] = 0;
+}
+
 uint32_t synth_n_ff_exp(const struct synth_shape *s)
 {
 	return s->n_ff_exp ? s->n_ff_exp : s->n_ff;
@@ -1640,9 +1653,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("attention.head_count"), s->n_head);
 	}
 	if (is_qwen35(s)) { /* Qwen3_5TextModel's converter's keys */
-		uint32_t r = (s->rope_dim ? s->rope_dim : hd) / 2;
-		int32_t sec[4] = {(int32_t)(r - r / 3 - r / 3), (int32_t)(r / 3), (int32_t)(r / 3),
-				  0};
+		int32_t sec[4];
+		synth_rope_sections(s, sec);
 		if (!is_arch(s, "qwen3next")) /* plain NeoX RoPE there */
 			gguf_writer_set_arr_i32(w, ARCH_KEY("rope.dimension_sections"), sec, 4);
 		gguf_writer_set_u32(w, ARCH_KEY("full_attention_interval"), s->gdn_every);
@@ -1653,12 +1665,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), s->gdn_nv * s->gdn_d);
 	}
 	if (arch_find(arch)->mrope && !is_qwen35(s)) { /* Qwen2VL / Qwen3VL converters' keys */
-		uint32_t r = (s->rope_dim ? s->rope_dim : hd) / 2;
-		int32_t sec[4] = {(int32_t)(r - r / 3 - r / 3), (int32_t)(r / 3), (int32_t)(r / 3),
-				  0};
-		if (s->rope_sections[0] || s->rope_sections[1] || s->rope_sections[2] ||
-		    s->rope_sections[3])
-			memcpy(sec, s->rope_sections, sizeof sec);
+		int32_t sec[4];
+		synth_rope_sections(s, sec);
 		gguf_writer_set_arr_i32(w, ARCH_KEY("rope.dimension_sections"), sec, 4);
 		if (s->n_deepstack)
 			gguf_writer_set_u32(w, ARCH_KEY("n_deepstack_layers"), s->n_deepstack);

@@ -215,6 +215,11 @@ const char *synth_arch(const struct synth_shape *s);
 /* The head size of shape s: s->head_dim, or n_embd / n_head when 0. */
 uint32_t synth_head_dim(const struct synth_shape *s);
 
+/* The rope.dimension_sections synth writes for shape s (qwen2vl, qwen3vl, qwen3vlmoe,
+ * qwen35): s->rope_sections, or when all 0 the rotated pairs split in three, the first
+ * section taking the remainder, and a 4th of 0. */
+void synth_rope_sections(const struct synth_shape *s, int32_t out[4]);
+
 /* The experts' width of shape s: n_ff_exp, or n_ff when 0. */
 uint32_t synth_n_ff_exp(const struct synth_shape *s);
 
