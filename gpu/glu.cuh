@@ -45,4 +45,12 @@ __device__ __forceinline__ float gpu_glu_clamp(float g, float u, float limit)
 	return __fmul_rn(a, v);
 }
 
+/* nemotron_h's non-gated activation (its dense FFN, gpu_relu2, and its experts' epilogue,
+ * gpu/moe.cu): r = max(u, 0), r * r in one fp32 rounding, as the CPU backend's relu2_ffn. */
+__device__ __forceinline__ float gpu_relu2f(float u)
+{
+	const float r = u > 0.0f ? u : 0.0f;
+	return __fmul_rn(r, r);
+}
+
 #endif

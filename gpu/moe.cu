@@ -59,14 +59,6 @@ __device__ __forceinline__ float moe_glu(float g, float u, int e, int n_out, int
 	return o.alpha > 0.0f ? gpu_glu_oai(g, u, o.alpha, o.limit) : gpu_glu(g, u, gelu);
 }
 
-/* nemotron_h_moe's non-gated epilogue (MOE_UP): r = max(u, 0), r * r in fp32, as
- * core/cpu/cpu_moe.c's relu2_ffn and gpu_relu2 */
-__device__ __forceinline__ float moe_relu2(float u)
-{
-	const float r = u > 0.0f ? u : 0.0f;
-	return __fmul_rn(r, r);
-}
-
 __device__ __forceinline__ float moe_down_out(float y, int e, int n_out, int r,
 					      const struct gpu_moe_oai &o)
 {
@@ -461,8 +453,8 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struc
 			act[(size_t)dst[t] * n_out + r0] =
 			    st_t<T>(moe_glu(g, u, e, n_out, r0, gelu, oai));
 		} else if (FIRST) { /* nemotron_h_moe: rows r0, r1 of up */
-			act[(size_t)dst[t] * n_out + r0] = st_t<T>(moe_relu2(g));
-			act[(size_t)dst[t] * n_out + r1] = st_t<T>(moe_relu2(u));
+			act[(size_t)dst[t] * n_out + r0] = st_t<T>(gpu_relu2f(g));
+			act[(size_t)dst[t] * n_out + r1] = st_t<T>(gpu_relu2f(u));
 		} else {
 			y[(size_t)dst[t] * n_out + r0] = moe_down_out(g, e, n_out, r0, oai);
 			y[(size_t)dst[t] * n_out + r1] = moe_down_out(u, e, n_out, r1, oai);
@@ -544,7 +536,7 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 			act[(size_t)dst[t] * n_out + c0 + c] =
 			    st_t<T>(moe_glu(sg[i], su[i], e, n_out, c0 + c, gelu, oai));
 		else if (FIRST) /* nemotron_h_moe */
-			act[(size_t)dst[t] * n_out + c0 + c] = st_t<T>(moe_relu2(sg[i]));
+			act[(size_t)dst[t] * n_out + c0 + c] = st_t<T>(gpu_relu2f(sg[i]));
 		else
 			y[(size_t)dst[t] * n_out + c0 + c] =
 			    moe_down_out(sg[i], e, n_out, c0 + c, oai);

@@ -1,5 +1,6 @@
 /* xielu, relu2: apertus's and nemotron_h's non-gated FFN activations between the up GEMM and
  * the down GEMM. */
+#include "gpu/glu.cuh"
 #include "gpu/gpu_ops.cuh"
 
 /* model.h's xIELU with the CPU backend's roundings spelled out (no FMA contraction):
@@ -33,15 +34,12 @@ cudaError_t gpu_xielu(const float *u, int n_tok, int n_ff, const float p[4], voi
 	return cudaGetLastError();
 }
 
-/* relu2: nemotron_h's non-gated FFN activation, r = max(v, 0), r * r (one fp32 rounding,
- * as the CPU backend) */
+/* relu2: nemotron_h's non-gated FFN activation (gpu_relu2f) */
 template <typename T> __global__ void relu2_kernel(const float *u, int64_t n, T *out)
 {
 	int64_t stride = (int64_t)gridDim.x * blockDim.x;
-	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-		const float r = u[i] > 0.0f ? u[i] : 0.0f;
-		out[i] = st_t<T>(__fmul_rn(r, r));
-	}
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		out[i] = st_t<T>(gpu_relu2f(u[i]));
 }
 
 cudaError_t gpu_relu2(const float *u, int n_tok, int n_ff, void *out, enum gpu_dtype dt,
