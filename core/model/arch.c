@@ -555,11 +555,18 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
 bool arch_mrope_pair_turns(uint8_t mrope, const int32_t sections[4], uint32_t i)
 {
 	const int64_t sum = (int64_t)sections[0] + sections[1] + sections[2] + sections[3];
-	const int64_t sector = (int64_t)i % sum; /* model.c: sum in [1, head_dim] */
+	const int64_t sector = (int64_t)i % sum; /* arch_mrope_sections_ok: sum in [1, head_dim] */
 	if (mrope == 1)
 		return sector < (int64_t)sections[0] + sections[1] + sections[2];
 	const int k = (int)(sector % 3);
 	return sector < 3 * (int64_t)sections[k];
+}
+
+bool arch_mrope_sections_ok(const int32_t s[4], uint32_t head_dim)
+{
+	return s[0] >= 0 && s[1] >= 0 && s[2] >= 0 && s[3] >= 0 &&
+	       (int64_t)s[0] + s[1] + s[2] > 0 &&
+	       (int64_t)s[0] + s[1] + s[2] + s[3] <= (int64_t)head_dim;
 }
 
 float arch_mla_kq_scale(const struct model_hparams *hp)

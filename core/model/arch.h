@@ -225,6 +225,10 @@ void arch_rope_freqs(const struct model_hparams *hp, const float *factors, bool 
  * for its k in 0..2, else the 4th. True when the pair turns by the token's position. */
 bool arch_mrope_pair_turns(uint8_t mrope, const int32_t sections[4], uint32_t i);
 
+/* Whether rope.dimension_sections can be run (what ggml asserts on): every width >= 0, the
+ * first three not all 0, their sum at most head_dim. arch_mrope_pair_turns needs it. */
+bool arch_mrope_sections_ok(const int32_t sections[4], uint32_t head_dim);
+
 /* deepseek2's attention scale, as llama.cpp's deepseek2 graph computes it in fp32 from
  * the context's attn_factor (llama_context: YaRN's get_mscale(factor, 1), or 1 when
  * rope_yarn_log_mul is set, over 1 + 0.1 ln(factor), times rope.scaling.attn_factor;

@@ -1118,9 +1118,7 @@ static enum bg_status read_mrope(const struct gguf_ctx *g, const char *arch,
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is missing or not an integer",
 			       key);
 	}
-	const bool neg = s[0] < 0 || s[1] < 0 || s[2] < 0 || s[3] < 0;
-	const int64_t sum = (int64_t)s[0] + s[1] + s[2] + s[3];
-	if (neg || (int64_t)s[0] + s[1] + s[2] == 0 || sum > (int64_t)hp->head_dim)
+	if (!arch_mrope_sections_ok(s, hp->head_dim))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s [%d, %d, %d, %d] is not supported: the widths must be >= 0, the "
 			       "first three not all 0, their sum at most the head size %u",

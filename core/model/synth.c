@@ -1024,9 +1024,7 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	const int32_t *sec = s->rope_sections; /* model.c's read_mrope refuses the others */
 	if ((sec[0] | sec[1] | sec[2] | sec[3]) &&
 	    (!arch_find(synth_arch(s)) || !arch_find(synth_arch(s))->mrope || is_qwen35(s) ||
-	     sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[3] < 0 ||
-	     (int64_t)sec[0] + sec[1] + sec[2] == 0 ||
-	     (int64_t)sec[0] + sec[1] + sec[2] + sec[3] > (int64_t)synth_head_dim(s)))
+	     !arch_mrope_sections_ok(sec, synth_head_dim(s))))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "rope sections: qwen2vl, qwen3vl, qwen3vlmoe only, widths >= 0, the "
 			       "first three not all 0, at most the head size in all");
