@@ -1826,6 +1826,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
+	/* olmo2: no pre-norms (exaone4's too) */
 	bool olmo2 = no_pre_norms(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
 	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
 	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_lfm2(s),
