@@ -446,6 +446,11 @@ int cmd_info(int argc, char **argv)
 		printf("sliding_window: %u in the file, not applied (as llama.cpp)\n",
 		       hp->n_swa_file);
 	}
+	uint32_t n_nope = 0; /* smollm3, cohere2, exaone4's global layers, ...: no RoPE */
+	for (uint32_t l = 0; l < hp->n_layer; l++)
+		n_nope += m->layers[l].no_rope;
+	if (n_nope)
+		printf("no_rope: %u of %u layers not rotated\n", n_nope, hp->n_layer);
 	bool tied = is_tied(m);
 	printf("output: %s\n", tied ? "tied to token_embd" : "separate output.weight");
 	printf("n_params: %llu (%.2f M)\n", (unsigned long long)m->n_params,

@@ -350,6 +350,20 @@ arch_compare step35-f32 0 2e-5 "${F32KV[*]}" --shape step35-tiny --dtype f32 --s
 # wherever ffn_gate_inp is absent).
 arch_compare step35-tail-f32 0 2e-5 "${F32KV[*]}" --shape step35-tail --dtype f32 --seed 3
 BGOPTS=""
+# exaone4 (llama.cpp's exaone4 graph): no pre-norms, per-head Q/K norms, NeoX RoPE with
+# rope_freqs (llama3 factors over 64), post-attention and post-FFN norms, norm weights 1 +
+# N(0, 0.25^2). exaone4-tiny (4 layers, tied): its file's window (16) and pattern list are
+# ignored below 64 layers, every layer rotates; exaone4-swa-tiny (64 layers of 32): layers
+# l % 4 < 3 windowed (16) and rotated, every 4th global without RoPE.
+arch_compare exaone4-f32 0 2e-5 "${F32KV[*]}" --shape exaone4-tiny --dtype f32 --seed 3
+arch_compare exaone4-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone4-tiny --dtype q8_0 --seed 5
+arch_compare exaone4-swa-f32 0 2e-5 "${F32KV[*]}" --shape exaone4-swa-tiny --dtype f32 --seed 3
+arch_compare exaone4-swa-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone4-swa-tiny --dtype q8_0 --seed 7
+# olmoe (llama.cpp's olmoe graph; olmoe-tiny): Q/K RMS norms over the whole Q and K rows
+# (64 each: no GQA), NeoX RoPE, 8 experts of 64, 4 a token by softmax, their weights the
+# softmax's p as they are (norm_w false: not renormalized)
+arch_compare olmoe-f32 0 2e-5 "${F32KV[*]}" --shape olmoe-tiny --dtype f32 --seed 3
+arch_compare olmoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape olmoe-tiny --dtype q8_0 --seed 3
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

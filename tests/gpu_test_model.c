@@ -1032,6 +1032,11 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:qwen2vl-tiny:f32",
 	    "synthetic:qwen3vl-tiny:f32",
 	    "synthetic:qwen3vlmoe-tiny:f32",
+	    /* exaone4 (64 layers): no pre-norms, per-head Q/K norms, post-norms, windows on 3
+	     * of 4 layers and no RoPE on the 4th; olmoe: whole-row Q/K norms, softmax routing
+	     * with the chosen weights not renormalized */
+	    "synthetic:exaone4-swa-tiny:f32",
+	    "synthetic:olmoe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -2033,7 +2038,8 @@ int main(void)
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
-	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's;
+	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
+	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2089,6 +2095,13 @@ int main(void)
 		test_synthetic_vs_cpu("synthetic:deepseek2-tiny:f32", 1e-4, 0.9999999);
 		test_synthetic_vs_cpu("synthetic:deepseek2-lite-tiny:f32", 1e-4, 0.9999999);
 		test_deepseek2();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_EXAONE4")) { /* exaone4, olmoe alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:exaone4-swa-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:olmoe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:exaone4-swa-tiny:f32", 3);
+		test_batch_vs_cpu("synthetic:olmoe-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_ARCH")) {

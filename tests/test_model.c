@@ -2711,6 +2711,139 @@ static void test_gemma4(void)
  * per-layer flags the loader reads from the same shape's file: granite's scales,
  * mistral3's temperature, attn_factor and biases, smollm3's unrotated layers, seed_oss's
  * biases, apertus's missing gate and xIELU values. */
+/* exaone4 (arch.h): olmo2's norm placement with per-head Q/K norms; windows only in a
+ * 64-layer file, where every 4th layer is global and not rotated (llama.cpp's
+ * load_swa_pattern(4) and use_rope); below 64 layers the window keys are not read (a
+ * pattern llama.cpp would not take is ignored too) and every layer rotates; the released
+ * sizes' parameter counts by hand (the model cards' 1.07B and 30.95B without embeddings). */
+static void test_exaone4(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("exaone4-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		bool rot = true;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			rot = rot && !m->layers[l].swa && !m->layers[l].no_rope;
+		CHECK(hp->no_pre_norms && hp->qk_norm && !hp->qk_norm_full && !hp->qk_norm_heads &&
+			  hp->post_norms && hp->rope_neox && hp->n_swa == 0 &&
+			  hp->n_swa_file == 16 && rot && m->rope_factors.ne0 == 8 &&
+			  m->output.data == m->tok_embd.data,
+		      "exaone4-tiny: no windows, every layer rotated, rope_freqs, tied");
+		const struct model_layer *l1 = &m->layers[1];
+		CHECK(!l1->attn_norm.ne0 && !l1->ffn_norm.ne0 && l1->q_norm.ne0 == 16 &&
+			  l1->k_norm.ne0 == 16 && l1->attn_post_norm.ne0 == 64 &&
+			  l1->ffn_post_norm.ne0 == 64,
+		      "exaone4-tiny layer shapes");
+	}
+	model_free(m);
+	m = NULL;
+	/* the window keys below 64 layers: a pattern list that repeats nothing still loads */
+	CHECK(moe_rewrite("exaone4-tiny", ME_BOOLS, "exaone4.attention.sliding_window_pattern", 0x9,
+			  &m, &err) == BG_OK &&
+		  m->hp.n_swa == 0 && !m->layers[3].no_rope,
+	      "exaone4-tiny with an odd pattern list: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	/* 64 layers: l % 4 < 3 windowed (16) and rotated with the global base, the others
+	 * global without RoPE */
+	CHECK(moe_rewrite("exaone4-swa-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		bool ok = hp->n_swa == 16 && hp->swa_pattern == 4 && hp->n_layer == 64 &&
+			  hp->rope_base_swa == hp->rope_base &&
+			  hp->rope_freq_scale_swa == hp->rope_freq_scale &&
+			  !hp->rope_factors_global;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			ok = ok && m->layers[l].swa == (l % 4 < 3) &&
+			     m->layers[l].no_rope == (l % 4 == 3);
+		CHECK(ok, "exaone4-swa-tiny: windows and NoPE layers");
+	}
+	model_free(m);
+	m = NULL;
+	/* a period instead of the list (2: even layers windowed), the window's default 4096 */
+	CHECK(moe_rewrite("exaone4-swa-tiny", ME_KEY, "exaone4.attention.sliding_window_pattern", 2,
+			  &m, &err) == BG_OK &&
+		  m->hp.swa_pattern == 2 && m->layers[0].swa && !m->layers[1].swa &&
+		  m->layers[1].no_rope && !m->layers[62].no_rope,
+	      "exaone4-swa-tiny with period 2: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("exaone4-swa-tiny", ME_KEY, "exaone4.attention.sliding_window",
+			  UINT32_MAX, &m, &err) == BG_OK &&
+		  m->hp.n_swa == 4096 && m->layers[3].no_rope,
+	      "exaone4-swa-tiny without a window key: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    {"exaone4-swa-tiny", ME_KEY, "exaone4.attention.sliding_window", 0, BG_ERR_FORMAT,
+	     "sliding_window is 0 in a 64-layer exaone4 file"},
+	    {"exaone4-tiny", ME_ADD, "blk.0.attn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_norm.weight' is not part of a exaone4"},
+	    {"exaone4-tiny", ME_DROP, "blk.2.post_ffw_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.post_ffw_norm.weight' is missing"},
+	    {"exaone4-tiny", ME_HALVE, "blk.1.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_k_norm.weight' has shape [8], expected [16]"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+	/* EXAONE-4.0-1.2B: 102400 x 2048 (tied) + 2048 + 30 x (2 x 2048^2 + 2 x 2048 x 512 +
+	 * 2 x 64 + 2 x 2048 + 3 x 2048 x 4096 = 35,655,808); 32B: 2 x 102400 x 5120 + 5120 +
+	 * 64 x (2 x 5120^2 + 2 x 5120 x 1024 + 2 x 128 + 2 x 5120 + 3 x 5120 x 27392 =
+	 * 483,666,176) */
+	static const struct {
+		const char *spec;
+		uint64_t n;
+	} sizes[] = {{"synthetic:exaone4-1.2b", 1279391488ull},
+		     {"synthetic:exaone4-32b", 32003216384ull}};
+	for (int i = 0; i < 2; i++) {
+		CHECK(model_open(sizes[i].spec, true, &m, &err) == BG_OK, "%s", err.msg);
+		CHECK(m && m->n_params == sizes[i].n &&
+			  (i == 0 ? m->hp.n_swa == 0 : m->hp.n_swa == 4096),
+		      "%s: n_params %llu", sizes[i].spec,
+		      m ? (unsigned long long)m->n_params : 0ull);
+		model_free(m);
+		m = NULL;
+	}
+}
+
+/* olmoe (arch.h): whole-row Q/K norms, softmax routing whose chosen weights are not
+ * renormalized, experts feed_forward_length wide; GQA refused (llama.cpp's K norm is
+ * n_embd wide); OLMoE-1B-7B's parameter count by hand. */
+static void test_olmoe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("olmoe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->qk_norm && hp->qk_norm_full && !hp->no_pre_norms && !hp->post_norms &&
+			  hp->rope_neox && hp->n_expert == 8 && hp->n_expert_used == 4 &&
+			  hp->n_ff_exp == 64 && !hp->expert_weights_norm &&
+			  hp->expert_weights_scale == 1.0f && !hp->expert_gating_sigmoid &&
+			  !hp->n_expert_shared && m->layers[1].q_norm.ne0 == 64 &&
+			  m->layers[1].k_norm.ne0 == 64 && m->layers[1].attn_norm.ne0 == 64,
+		      "olmoe-tiny hparams");
+	}
+	model_free(m);
+	m = NULL;
+	static const struct refusal bad[] = {
+	    {"olmoe-tiny", ME_KEY, "olmoe.attention.head_count_kv", 2, BG_ERR_UNSUPPORTED,
+	     "llama.cpp's olmoe takes n_head_kv = n_head"},
+	    {"olmoe-tiny", ME_KEY, "olmoe.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "a olmoe model has experts"},
+	    {"olmoe-tiny", ME_HALVE, "blk.0.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.attn_k_norm.weight' has shape [32], expected [64]"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+	/* OLMoE-1B-7B: 2 x 50304 x 2048 (untied) + 2048 + 16 x (4 x 2048^2 + 4 x 2048 (norms) +
+	 * 2048 x 64 (router) + 3 x 2048 x 1024 x 64 = 419,569,664) */
+	CHECK(model_open("synthetic:olmoe-1b-7b", true, &m, &err) == BG_OK, "%s", err.msg);
+	CHECK(m && m->n_params == 6919161856ull, "olmoe-1b-7b: n_params %llu",
+	      m ? (unsigned long long)m->n_params : 0ull);
+	model_free(m);
+}
+
 /* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
  * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
  * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
@@ -2805,7 +2938,8 @@ static void test_lazy_new_arch(void)
 	    "granite-tiny",   "granitemoe-tiny",     "mistral3-tiny",  "mistral3-bias-tiny",
 	    "smollm3-tiny",   "seed_oss-tiny",	     "apertus-tiny",   "gemma4-tiny",
 	    "glm4-tiny",      "glm4moe-tiny",	     "deepseek2-tiny", "deepseek2-lite-tiny",
-	    "command-r-tiny", "command-r-plus-tiny", "cohere2-tiny",   "minimax-m2-tiny"};
+	    "command-r-tiny", "command-r-plus-tiny", "cohere2-tiny",   "minimax-m2-tiny",
+	    "exaone4-tiny",   "exaone4-swa-tiny",    "olmoe-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -2917,5 +3051,7 @@ int main(void)
 	test_deepseek2();
 	test_minimax();
 	test_lazy_new_arch();
+	test_exaone4();
+	test_olmoe();
 	return check_summary();
 }

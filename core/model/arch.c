@@ -239,7 +239,24 @@
  * holds per K head g [beta of V heads g r..g r+r-1 | their alpha] (r = nv / nk); the delta
  * net's input is attn_qkv + attn_gate (the converter's order, qwen35's) or, in older files,
  * ssm_in (n_embd, 2 KD + 2 VD) with per K head [q (d) | k (d) | v (r d) | z (r d)].
- * nextn_predict_layers MTP layers skipped. */
+ * nextn_predict_layers MTP layers skipped.
+ * exaone4 (src/models/exaone4.cpp, llama-model.cpp's llama_model_rope_type: NeoX,
+ * conversion/exaone.py: Exaone4Model): no attn_norm / ffn_norm; Q/K/V, per-head Q/K RMS
+ * norms (attn_q_norm / attn_k_norm [head_dim]), NeoX RoPE with rope_freqs (the converter's
+ * "llama3" factors) on the rotated layers, scale 1/sqrt(head_dim), attn_output,
+ * post_attention_norm, residual add; SiLU SwiGLU on the residual, post_ffw_norm, residual
+ * add; output tied to token_embd without output.weight; NextN layers skipped. Windows
+ * (LLAMA_SWA_TYPE_STANDARD) only when n_layer (block_count - nextn_predict_layers) is 64:
+ * n_swa 4096 unless sliding_window says, load_swa_pattern(4) (the converter writes a bool
+ * per layer, (l + 1) % 4 != 0), rope.freq_base_swa read but unused by the graph (it passes
+ * freq_base); use_rope = is_swa(il) || swa_type == NONE: the 64-layer file's global layers
+ * are NoPE, any other file rotates every layer and has no windows (the window keys are
+ * ignored there). olmoe (src/models/olmoe.cpp): NeoX RoPE; attn_norm; attn_q_norm and
+ * attn_k_norm [n_embd] over each token's whole Q and K rows (before the per-head reshape,
+ * olmo2's; both n_embd wide, so llama.cpp loads no file with fewer K/V heads than query
+ * heads); scale 1/sqrt(head_dim); ffn_norm, build_moe_ffn(SiLU, softmax gating, norm_w
+ * false: the softmax's p of the chosen experts as they are, expert_weights_scale never read)
+ * over experts feed_forward_length wide; no shared expert; output.weight required there. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -483,6 +500,25 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .nextn = true,
      .step35 = true},
+    {.name = "exaone4",
+     .families = "LG EXAONE 4.0 (1.2B, 32B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .no_pre_norms = true,
+     .post_norms = true,
+     .swa_pattern = 4,
+     .swa_default = 4096,
+     .nextn = true,
+     .swa_rope_only = true,
+     .exaone4 = true},
+    {.name = "olmoe",
+     .families = "AllenAI OLMoE (OLMoE-1B-7B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .qk_norm_full = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_raw_weights = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -501,7 +537,8 @@ const char *arch_names(void)
 	       "gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
-	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35";
+	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
+	       "olmoe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

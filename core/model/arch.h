@@ -197,6 +197,14 @@ struct arch_info {
 	 * position 0, so pair i turns by p * freq[i] unless its section is the fourth (or, with
 	 * IMROPE, none of the first three), where it does not turn (arch_rope_freqs: freq 0) */
 	uint8_t mrope;
+	/* exaone4 (LG EXAONE 4.0, llama.cpp's exaone4 graph): windows only in a file of 64
+	 * layers (the 32B; NextN layers not counted), where the loader sets them up: window
+	 * sliding_window (default 4096), sliding_window_pattern a per-layer bool list or a
+	 * period (default 4: 3 windowed, 1 global); there only the windowed layers rotate, with
+	 * the global base, scaling and rope_freqs (swa_rope_only). Any other layer count: no
+	 * windows and every layer rotated, whatever the window keys say (llama.cpp does not
+	 * read the pattern there) */
+	bool exaone4;
 };
 
 /* The row of an architecture, or NULL. */

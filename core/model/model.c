@@ -172,6 +172,20 @@ static enum bg_status read_swa_list(const struct gguf_ctx *g, const char *key, u
 		       key);
 }
 
+/* The length read_swa_list expects of the list at key: one bool per layer, NextN layers
+ * included (step35's, OLMo 3's), or, for exaone4, n_layer when the list has that many (its
+ * converter writes num_hidden_layers entries, without EXAONE 4.5's NextN layers; llama.cpp
+ * copies any list that fits). */
+static uint32_t swa_list_len(const struct gguf_ctx *g, const char *key, const struct arch_info *ai,
+			     const struct model_hparams *hp)
+{
+	enum gguf_type et;
+	uint64_t n = 0;
+	if (ai->exaone4 && gguf_get_arr(g, key, &et, &n) && n == hp->n_layer)
+		return hp->n_layer;
+	return hp->n_layer + hp->n_layer_nextn;
+}
+
 /* mistral3's values that follow from the RoPE scaling and attn_temp_scale (both read):
  * the graph's own attn_factor, in fp32 as llama.cpp computes it, and the temperature's
  * floor (llama.cpp: n_ctx_orig_yarn) and offset when there is a temperature. The one place
@@ -204,6 +218,14 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	if (ai->gemma_q_scale && ((strcmp(arch, "gemma2") == 0 && hp->n_layer == 46) ||
 				  (strcmp(arch, "gemma3") == 0 && hp->n_layer == 62)))
 		hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+	/* olmoe: llama.cpp loads attn_q_norm and attn_k_norm both n_embd wide (arch.c) */
+	if (strcmp(arch, "olmoe") == 0 &&
+	    (hp->n_head_kv != hp->n_head || (uint64_t)hp->n_head * hp->head_dim != hp->n_embd))
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "olmoe with %u K/V heads for %u query heads of %u (n_embd %u): "
+			       "llama.cpp's olmoe takes n_head_kv = n_head and n_head x head_dim "
+			       "= n_embd only",
+			       hp->n_head_kv, hp->n_head, hp->head_dim, hp->n_embd);
 	hp->attn_sinks = hp->attn_out_bias = hp->moe_bias = hp->swiglu_oai = ai->oai;
 	if (ai->oai) { /* llama.cpp's build_moe_ffn fixes them for LLM_FFN_SWIGLU_OAI_MOE */
 		hp->swiglu_alpha = 1.702f;
@@ -292,10 +314,20 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 	uint32_t w = 0;
 	bool has_w = get_u32_key(g, arch, "attention.sliding_window", &w);
 	hp->n_swa_file = has_w ? w : 0;
-	if (ai->swa_rope_only && g && w == 0) /* cohere2: llama.cpp requires the key */
+	if (ai->swa_rope_only && !ai->exaone4 && g && w == 0) /* cohere2: llama.cpp requires
+							       * the key */
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "metadata key %s.attention.sliding_window is missing or 0", arch);
-	if (ai->swa_pattern && !ai->swa_read_only && !(ai->swa_needs_key && w == 0)) {
+	/* exaone4: windows in a 64-layer file only (arch.h); there a window of 0 would mask
+	 * every key, the layer's own too (llama.cpp's is_masked_swa) */
+	const bool exa_swa = ai->exaone4 && hp->n_layer == 64;
+	if (exa_swa && has_w && w == 0)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.attention.sliding_window is 0 in a 64-layer exaone4 file (its "
+			       "windowed layers would see no token)",
+			       arch);
+	if (ai->swa_pattern && !ai->swa_read_only && !(ai->swa_needs_key && w == 0) &&
+	    (!ai->exaone4 || exa_swa)) {
 		hp->n_swa = has_w ? w : ai->swa_default;
 		hp->swa_pattern = ai->swa_pattern;
 		char key[128];
@@ -306,7 +338,7 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		if (g && gguf_find_key(g, key) >= 0 &&
 		    (ai->step35 ||
 		     !get_u32_key(g, arch, "attention.sliding_window_pattern", &hp->swa_pattern)) &&
-		    (st = read_swa_list(g, key, hp->n_layer, hp->n_layer + hp->n_layer_nextn,
+		    (st = read_swa_list(g, key, hp->n_layer, swa_list_len(g, key, ai, hp),
 					&hp->swa_pattern, ai->step35 ? &hp->swa_phase : NULL, err)))
 			return st;
 		if (ai->swa_rope_own) {
@@ -631,13 +663,15 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.expert_gating_func is %u: only softmax gating (1) is supported",
 			       arch, u);
-	float f = 0.0f;
-	if (get_f32_key(g, arch, "expert_weights_scale", &f) && f != 0.0f && f != 1.0f)
+	float f = 0.0f; /* (olmoe: llama.cpp never reads the key, a file's is ignored) */
+	if (!ai->moe_raw_weights && get_f32_key(g, arch, "expert_weights_scale", &f) && f != 0.0f &&
+	    f != 1.0f)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s.expert_weights_scale is %g: scaled expert weights are not "
 			       "supported",
 			       arch, (double)f);
-	hp->expert_weights_norm = true; /* llama.cpp: norm_w for llama and qwen3moe */
+	/* llama.cpp: norm_w for llama and qwen3moe; olmoe's graph passes false */
+	hp->expert_weights_norm = !ai->moe_raw_weights;
 	return BG_OK;
 }
 
@@ -2187,7 +2221,8 @@ static enum bg_status load_tensors(struct loader *L)
 				return bg_fail(L->err, BG_ERR_FORMAT, "tensor '%s' is not a number", n);
 		}
 		ly->no_rope = (ai && ai->no_rope_step && (l + 1) % ai->no_rope_step == 0) ||
-			      (ai && ai->swa_rope_only && !ly->swa) || hp->rope_none;
+			      (ai && ai->swa_rope_only && hp->n_swa && !ly->swa) ||
+			      hp->rope_none; /* (exaone4 without windows: every layer rotates) */
 #undef TAKE
 	}
 	return BG_OK;
@@ -2342,7 +2377,8 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	struct synth_shape sw = *s;
 	enum bg_status st = read_features(NULL, m->arch, ai, hp, err);
 	hp->n_swa_file = sw.n_swa;
-	if (!st && ai->swa_pattern && !ai->swa_read_only && sw.n_swa) {
+	if (!st && ai->swa_pattern && !ai->swa_read_only && sw.n_swa &&
+	    (!ai->exaone4 || hp->n_layer == 64)) {
 		hp->n_swa = sw.n_swa;
 		hp->swa_pattern = sw.swa_all ? 0 : ai->swa_pattern;
 		if (ai->swa_rope_own)
@@ -2404,7 +2440,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 		hp->n_expert = s->n_expert;
 		hp->n_expert_used = s->n_expert_used;
 		hp->n_ff_exp = synth_n_ff_exp(s);
-		hp->expert_weights_norm = true;
+		hp->expert_weights_norm = !ai->moe_raw_weights; /* olmoe: false */
 		hp->expert_weights_scale = 1.0f;
 	}
 	if (!st && ai->glm4moe) { /* read_glm4moe_experts' values for synth's keys */
@@ -2557,7 +2593,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			m->weight_bytes += sizeof(float);
 		}
 		ly->no_rope = (ai->no_rope_step && (l + 1) % ai->no_rope_step == 0) ||
-			      (ai->swa_rope_only && !ly->swa);
+			      (ai->swa_rope_only && hp->n_swa && !ly->swa);
 		if (hp->xielu) { /* the values synth writes */
 			float raw[4];
 			synth_xielu_raw(l, raw);

@@ -583,6 +583,33 @@ static const struct synth_shape shapes[] = {
      .n_head_kv_swa = 4, .n_head_swa = 8, .rope_dim_swa = 12, .n_expert = 8,
      .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
      .n_dense_tail = 1, .expert_scale = 2.5f},
+    /* exaone4 (LG EXAONE 4.0): config.json values as remembered (no network here):
+     * EXAONE-4.0-1.2B hidden 2048, intermediate 4096, 30 layers, 32 / 8 heads of 64,
+     * vocabulary 102400, context 65536, rope_theta 1e6, tied, no windows; EXAONE-4.0-32B
+     * hidden 5120, intermediate 27392, 64 layers, 40 / 8 heads of 128, context 131072,
+     * window 4096 on 3 of 4 layers ("LLLG"), untied; both llama3 rope_freqs (factor 16 over
+     * 8192). exaone4-tiny: 4 layers whose file carries a window (16) and the converter's
+     * pattern list, both ignored (no windows below 64 layers: every layer rotates);
+     * exaone4-swa-tiny: 64 narrow layers, so that 3 of 4 are windowed (16) and rotated,
+     * every 4th global without RoPE. Both with rope_freqs (llama3 factors over 64) and norm
+     * weights 1 + N(0, 0.25^2) */
+    {"exaone4-1.2b", 30, 2048, 32, 8, 4096, 102400, 65536, 1000000.0f, 1e-5f, true, "exaone4",
+     .rope_freqs = true, .rope_factor = 16.0f, .n_ctx_orig = 8192},
+    {"exaone4-32b", 64, 5120, 40, 8, 27392, 102400, 131072, 1000000.0f, 1e-5f, false,
+     "exaone4", .head_dim = 128, .n_swa = 4096, .rope_freqs = true, .rope_factor = 16.0f,
+     .n_ctx_orig = 8192},
+    {"exaone4-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, true, "exaone4",
+     .n_swa = 16, .rope_freqs = true, .n_ctx_orig = 64},
+    {"exaone4-swa-tiny", 64, 32, 2, 1, 64, 512, 256, 1000000.0f, 1e-5f, false, "exaone4",
+     .n_swa = 16, .rope_freqs = true, .n_ctx_orig = 64},
+    /* olmoe (AllenAI OLMoE): OLMoE-1B-7B-0924's config.json as remembered: hidden 2048,
+     * intermediate (each expert) 1024, 16 layers, 16 heads (no GQA), 64 experts, 8 a token,
+     * vocabulary 50304, context 4096, rope_theta 10000, norm_topk_prob false, untied.
+     * olmoe-tiny: 4 of 8 experts a token (their raw softmax weights), whole-row Q/K norms */
+    {"olmoe-1b-7b", 16, 2048, 16, 16, 1024, 50304, 4096, 10000.0f, 1e-5f, false, "olmoe",
+     .n_expert = 64, .n_expert_used = 8},
+    {"olmoe-tiny", 2, 64, 4, 4, 64, 512, 256, 10000.0f, 1e-5f, false, "olmoe", .n_expert = 8,
+     .n_expert_used = 4},
 };
 #pragma GCC diagnostic pop
 
@@ -746,7 +773,7 @@ static bool has_qk_norm(const struct synth_shape *s)
 	       is_arch(s, "qwen3vl") || is_arch(s, "qwen3vlmoe") || is_arch(s, "gemma3") ||
 	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
 	       (is_arch(s, "glm4moe") && !s->no_qk_norm) || is_arch(s, "minimax-m2") ||
-	       is_lfm2(s) || is_qwen35(s);
+	       is_lfm2(s) || is_qwen35(s) || is_arch(s, "exaone4") || is_arch(s, "olmoe");
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -778,7 +805,7 @@ static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
-	       is_qwen35(s) || is_mamba2(s) || is_step35(s);
+	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe");
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -801,7 +828,7 @@ void synth_xielu_raw(uint32_t l, float out[4])
 static bool has_post_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "gemma2") || is_arch(s, "gemma3") || is_arch(s, "olmo2") ||
-	       is_arch(s, "gemma4") || is_arch(s, "glm4");
+	       is_arch(s, "gemma4") || is_arch(s, "glm4") || is_arch(s, "exaone4");
 }
 
 static bool is_gemma4(const struct synth_shape *s)
@@ -832,10 +859,10 @@ static uint32_t g4_kvh(const struct synth_shape *s, uint32_t l)
 	return g4_swa(s, l) && s->n_head_kv_swa ? s->n_head_kv_swa : s->n_head_kv;
 }
 
-/* olmo2: no pre-norms, Q/K norms over the whole rows, norm weights not all 1 */
-static bool is_olmo2(const struct synth_shape *s)
+/* olmo2, exaone4: no pre-norms (arch.h), norm weights not all 1 */
+static bool no_pre_norms(const struct synth_shape *s)
 {
-	return is_arch(s, "olmo2");
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->no_pre_norms;
 }
 
 void synth_opts_init(struct synth_opts *o, const struct synth_shape *s)
@@ -1196,7 +1223,8 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 	uint64_t E = s->n_embd, V = s->n_vocab, F = s->n_ff;
 	uint64_t hd = synth_head_dim(s);
 	uint64_t Q = s->n_head * hd, KV = s->n_head_kv * hd;
-	uint64_t layer = (is_olmo2(s) ? 0 : is_cohere(s) ? E : 2 * E) + E * Q + 2 * E * KV + Q * E;
+	uint64_t layer =
+	    (no_pre_norms(s) ? 0 : is_cohere(s) ? E : 2 * E) + E * Q + 2 * E * KV + Q * E;
 	if (is_ds2(s)) { /* MLA's weights instead (model.h) */
 		uint64_t H = s->n_head, QH = (uint64_t)s->mla_nope + s->rope_dim, QL = s->q_lora;
 		uint64_t C = s->kv_lora;
@@ -1583,7 +1611,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window"), s->n_swa);
 	if (s->swa_all)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
-	else if (s->n_swa && is_olmo2(s)) /* OLMo 3's converter: (l + 1) % 4 != 0 per layer */
+	else if (s->n_swa && no_pre_norms(s)) /* OLMo 3's and EXAONE 4.0's converters: (l + 1)
+					       * % 4 != 0 per layer */
 		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer, 4, 0);
 	else if (s->n_swa && is_gemma4(s)) /* the converter's list from layer_types */
 		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer,
@@ -1795,7 +1824,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	uint64_t X = s->n_expert, FX = synth_n_ff_exp(s);
 	uint64_t Q = (uint64_t)s->n_head * hd, KV = (uint64_t)s->n_head_kv * hd;
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
-	bool olmo2 = is_olmo2(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
+	/* olmo2: no pre-norms (exaone4's too) */
+	bool olmo2 = no_pre_norms(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
 	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
 	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_lfm2(s),
 	     q35 = is_qwen35(s);
