@@ -349,6 +349,14 @@ arch_compare step35-f32 0 2e-5 "${F32KV[*]}" --shape step35-tiny --dtype f32 --s
 # step35-tail: the same with its last layer dense after the MoE layers (llama.cpp: dense
 # wherever ffn_gate_inp is absent).
 arch_compare step35-tail-f32 0 2e-5 "${F32KV[*]}" --shape step35-tail --dtype f32 --seed 3
+# llama4 (Llama 4; llama4-tiny: RoPE layers 0-2 with the unweighted Q/K norm after RoPE and
+# rope_freqs, layer 3 without RoPE, MoE layers 1 and 3 routed by the largest logits with the
+# sigmoid weight on the experts' input plus the shared expert, dense layers 0 and 2; the
+# chunks of 8192 and the temperature beyond position 8190 are test_model's, out of these
+# prompts' reach); llama4-128e: Maverick's 128 experts, no Q/K norm.
+arch_compare llama4-f32 0 2e-5 "${F32KV[*]}" --shape llama4-tiny --dtype f32 --seed 3
+arch_compare llama4-q8_0 0.1 0.25 "${F32KV[*]}" --shape llama4-tiny --dtype q8_0 --seed 5
+arch_compare llama4-128e-f32 0 2e-5 "${F32KV[*]}" --shape llama4-128e --dtype f32 --seed 3
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
