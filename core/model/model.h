@@ -587,7 +587,9 @@ uint64_t model_ff_shexp(const struct model_hparams *hp);
 
 /* The sliding window when EVERY layer is windowed (then KV before it is never read again
  * and the engine gives its blocks back); 0 when some layer attends to the whole context
- * or there is no window. */
+ * or there is no window. Also right for llama4's chunks (swa_chunked): a query at p reads
+ * from floor(p / n_swa) * n_swa >= p - n_swa + 1, inside the window, so the blocks given
+ * back are never read. */
 uint32_t model_kv_window(const struct model_hparams *hp);
 
 #endif
