@@ -230,10 +230,19 @@ int cmd_info(int argc, char **argv)
 	if (hp->n_expert)
 		printf("experts: %u, %u used per token, %u wide (n_ff_exp), %s routing%s%s\n",
 		       hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
-		       hp->expert_gating_sigmoid ? "sigmoid" : "softmax",
+		       hp->expert_gating_sigmoid || hp->moe_weight_in ? "sigmoid" : "softmax",
 		       hp->expert_weights_norm ? ", chosen weights renormalized" : "",
 		       hp->moe_bias ? ", router and experts with biases" : "");
-	if (hp->moe_grouped) { /* deepseek2 */
+	if (hp->moe_weight_in) /* llama4 */
+		printf("llama4 experts: choice by the largest logits, the sigmoid weight on the "
+		       "expert's input, every %u%s layer (the others dense), 1 shared expert (%u "
+		       "wide)\n",
+		       hp->moe_every,
+		       hp->moe_every == 1   ? "st"
+		       : hp->moe_every == 2 ? "nd"
+					    : "th",
+		       (unsigned)model_ff_shexp(hp));
+	else if (hp->moe_grouped) { /* deepseek2 */
 		const bool selb = hp->n_layer && m->layers[hp->n_layer - 1].exp_probs_b.ne0;
 		printf("deepseek2 experts: choice by p%s", selb ? " + exp_probs_b" : "");
 		if (hp->n_expert_groups > 1)
@@ -330,9 +339,22 @@ int cmd_info(int argc, char **argv)
 	if (hp->parallel)
 		printf("block: parallel (attention and FFN read one norm; x + ffn + attn)\n");
 	if (hp->attn_temp_scale != 0.0f)
-		printf("attn_temperature: Q after RoPE times log(floor((pos + %g) / %u) + 1) * %g + "
-		       "1\n",
-		       (double)hp->attn_temp_offset, hp->attn_temp_floor, (double)hp->attn_temp_scale);
+		printf(
+		    "attn_temperature: Q%s times log(floor((pos + %g) / %u) + 1) * %g + "
+		    "1%s\n",
+		    hp->attn_temp_nope ? "" : " after RoPE", (double)hp->attn_temp_offset,
+		    hp->attn_temp_floor, (double)hp->attn_temp_scale,
+		    hp->attn_temp_nope ? " on the layers without RoPE" : "");
+	if (hp->attn_temp_nope) { /* llama4 (the same no_rope flag as smollm3's) */
+		uint32_t nn = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			nn += m->layers[l].no_rope;
+		printf("no RoPE on %u of %u layers (every 4th)\n", nn, hp->n_layer);
+	}
+	if (hp->kq_norm_rope)
+		printf(
+		    "qk_norm: each Q and K head RMS-normalized without a weight after RoPE, on the "
+		    "layers with RoPE\n");
 	if (model_head_dim(hp, true) != hp->head_dim ||
 	    model_n_head_kv(hp, true) != hp->n_head_kv ||
 	    model_rope_dim(hp, true) != hp->rope_dim || model_n_head(hp, true) != hp->n_head)
@@ -437,9 +459,11 @@ int cmd_info(int argc, char **argv)
 		uint32_t nw = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++)
 			nw += m->layers[l].swa;
-		printf("sliding_window: %u on %u of %u layers (pattern %u), rope base %g there; "
+		printf("sliding_window: %u%s on %u of %u layers (pattern %u), rope base %g there; "
 		       "%s\n",
-		       hp->n_swa, nw, hp->n_layer, hp->swa_pattern, (double)hp->rope_base_swa,
+		       hp->n_swa,
+		       hp->swa_chunked ? " (chunked: a query sees its chunk's keys)" : "", nw,
+		       hp->n_layer, hp->swa_pattern, (double)hp->rope_base_swa,
 		       model_kv_window(hp) ? "KV blocks behind the window are given back"
 					   : "every KV block kept (global layers read it all)");
 	} else if (hp->n_swa_file > 0) {

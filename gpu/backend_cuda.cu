@@ -2961,6 +2961,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
+	if (hp->swa_chunked || hp->attn_temp_nope || hp->kq_norm_rope || hp->moe_weight_in)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run llama4 (Llama 4's chunked "
+			       "attention, its Q/K norm and temperature, experts weighted on "
+			       "their input) yet; the CPU backend does (--device cpu)");
 	if (hp->n_embd_per_layer || model_n_layer_kv(hp) < hp->n_layer)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "

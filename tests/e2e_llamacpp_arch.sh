@@ -349,6 +349,17 @@ arch_compare step35-f32 0 2e-5 "${F32KV[*]}" --shape step35-tiny --dtype f32 --s
 # step35-tail: the same with its last layer dense after the MoE layers (llama.cpp: dense
 # wherever ffn_gate_inp is absent).
 arch_compare step35-tail-f32 0 2e-5 "${F32KV[*]}" --shape step35-tail --dtype f32 --seed 3
+# llama4 (Llama 4; llama4-tiny: RoPE layers 0-2 with the unweighted Q/K norm after RoPE and
+# rope_freqs, layer 3 without RoPE, MoE layers 1 and 3 routed by the largest logits with the
+# sigmoid weight on the experts' input plus the shared expert, dense layers 0 and 2; the
+# chunks of 8192 and the temperature beyond position 8190 are test_model's, out of these
+# prompts' reach; test_backend_cpu checks them against its double forward); llama4-128e:
+# Maverick's 128 experts, no Q/K norm. Measured 2026-12-02: f32 2.1e-6, q8_0 1.1e-7, 128e
+# 2.1e-6; failed by RoPE on the NoPE layer, the Q/K norm dropped, on every layer, or with
+# 128 experts, and the router weight after the FFN (bench/results/llama4-2026-12-02b.md).
+arch_compare llama4-f32 0 2e-5 "${F32KV[*]}" --shape llama4-tiny --dtype f32 --seed 3
+arch_compare llama4-q8_0 0.1 0.25 "${F32KV[*]}" --shape llama4-tiny --dtype q8_0 --seed 5
+arch_compare llama4-128e-f32 0 2e-5 "${F32KV[*]}" --shape llama4-128e --dtype f32 --seed 3
 BGOPTS=""
 # exaone4 (llama.cpp's exaone4 graph): no pre-norms, per-head Q/K norms, NeoX RoPE with
 # rope_freqs (llama3 factors over 64), post-attention and post-FFN norms, norm weights 1 +

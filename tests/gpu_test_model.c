@@ -1815,7 +1815,8 @@ static void expect_cuda_refused(struct model *m, const char *label, const char *
 	model_free(m);
 }
 
-/* gemma4 what the CUDA backend does not run, refused by name before any allocation:
+/* gemma4 what the CUDA backend does not run, refused by name before any allocation (and
+ * llama4, which it does not run yet):
  * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both).
  * The released 31B (lazy: nothing is made) passes the head-size checks now (global heads
  * of 512, windowed 256): its vocabulary, set past the last of the model checks here (the
@@ -1832,6 +1833,8 @@ static void test_gemma4_refused(void)
 	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
 	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
+	    /* llama4 (CPU backend only so far) */
+	    {"synthetic:llama4-tiny:f32", false, 0, "does not run llama4"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;

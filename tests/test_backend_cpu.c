@@ -264,6 +264,17 @@ static void drmsnorm(const struct model_weight *w, const double *x, double *y, i
 		y[i] = x[i] * sc * wget(w, 0, i);
 }
 
+/* an RMS norm without a weight (llama4's Q/K norm) */
+static void dunitnorm(double *x, int n, double eps)
+{
+	double ss = 0;
+	for (int i = 0; i < n; i++)
+		ss += x[i] * x[i];
+	const double sc = 1.0 / sqrt(ss / n + eps);
+	for (int i = 0; i < n; i++)
+		x[i] *= sc;
+}
+
 static void drope(double *v, int pos, const struct model_hparams *hp)
 {
 	for (uint32_t i = 0; i < hp->rope_dim / 2; i++) {
@@ -284,6 +295,43 @@ static void dbias(const struct model *m, const struct model_weight *b, double *y
 		return;
 	for (uint64_t i = 0; i < b->ne0; i++)
 		y[i] += wget(b, 0, i);
+}
+
+/* llama4's FFN (model.h moe_weight_in, from llama.cpp's build_moe_ffn with
+ * weight_before_ffn): the experts idx[0..k) (the k largest logits) each compute
+ * down(silu(gate (w x)) * up (w x)) with w = sigmoid(logit), summed unweighted, plus the
+ * shared expert's down(silu(gate_shexp x) * up_shexp x). */
+static void dmoe_llama4(const struct model *m, const struct model_layer *L, const double *xb,
+			const double *logit, const int *idx, double *g, double *u, double *t,
+			double *o)
+{
+	const struct model_hparams *hp = &m->hp;
+	const uint32_t E = hp->n_embd, FX = hp->n_ff_exp;
+	double xw[512];
+	for (uint32_t i = 0; i < E; i++)
+		o[i] = 0;
+	for (uint32_t j = 0; j < hp->n_expert_used; j++) {
+		const double w = 1.0 / (1.0 + exp(-logit[idx[j]]));
+		for (uint32_t i = 0; i < E; i++)
+			xw[i] = w * xb[i];
+		const struct model_weight ge = model_expert(&L->gate_exps, (uint32_t)idx[j]);
+		const struct model_weight ue = model_expert(&L->up_exps, (uint32_t)idx[j]);
+		const struct model_weight de = model_expert(&L->down_exps, (uint32_t)idx[j]);
+		dmatvec(&ge, xw, g);
+		dmatvec(&ue, xw, u);
+		for (uint32_t i = 0; i < FX; i++)
+			g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+		dmatvec(&de, g, t);
+		for (uint32_t i = 0; i < E; i++)
+			o[i] += t[i];
+	}
+	dmatvec(&L->gate_shexp, xb, g);
+	dmatvec(&L->up_shexp, xb, u);
+	for (uint32_t i = 0; i < FX; i++)
+		g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+	dmatvec(&L->down_shexp, g, t);
+	for (uint32_t i = 0; i < E; i++)
+		o[i] += t[i];
 }
 
 /* The mixture-of-experts FFN of one token (model.h), written independently of
@@ -322,6 +370,10 @@ static void dmoe(const struct model *m, const struct model_layer *L, const doubl
 	double wsum = 0;
 	for (int j = 0; j < K; j++)
 		wsum += p[idx[j]];
+	if (hp->moe_weight_in) { /* llama4: the k largest logits (softmax keeps the order) */
+		dmoe_llama4(m, L, xb, logit, idx, g, u, t, o);
+		return;
+	}
 	/* gpt-oss's gating as llama.cpp's SOFTMAX_WEIGHT states it: the same k (softmax keeps
 	 * the order), weighted by a softmax over their logits alone */
 	double kw[512], kmx = -INFINITY, kz = 0;
@@ -404,15 +456,34 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 				for (uint32_t h = 0; h < hp->n_head_kv; h++)
 					drmsnorm(&L->k_norm, kl + h * hd, kl + h * hd, hd, hp->rms_eps);
 			}
-			for (uint32_t h = 0; h < hp->n_head; h++)
+			for (uint32_t h = 0; h < hp->n_head && !L->no_rope; h++)
 				drope(q + h * hd, p, hp);
-			for (uint32_t h = 0; h < hp->n_head_kv; h++)
+			for (uint32_t h = 0; h < hp->n_head_kv && !L->no_rope; h++)
 				drope(kl + h * hd, p, hp);
+			if (hp->attn_temp_nope && L->no_rope) { /* llama4's temperature (model.h) */
+				const double s = log(floor((p + (double)hp->attn_temp_offset) /
+							   hp->attn_temp_floor) +
+						     1) *
+						     hp->attn_temp_scale +
+						 1;
+				for (int i = 0; i < qd; i++)
+					q[i] *= s;
+			}
+			if (hp->kq_norm_rope && !L->no_rope) { /* llama4: after RoPE, no weight */
+				for (uint32_t h = 0; h < hp->n_head; h++)
+					dunitnorm(q + h * hd, hd, hp->rms_eps);
+				for (uint32_t h = 0; h < hp->n_head_kv; h++)
+					dunitnorm(kl + h * hd, hd, hp->rms_eps);
+			}
 			for (uint32_t h = 0; h < hp->n_head; h++) {
 				int kvh = (int)(h / (hp->n_head / hp->n_head_kv));
 				double mx = -INFINITY, sum = 0;
-				/* a windowed layer sees the last n_swa positions */
-				const int lo = L->swa && p >= (int)hp->n_swa ? p - (int)hp->n_swa + 1 : 0;
+				/* a windowed layer sees the last n_swa positions; a chunked one
+				 * (llama4) its chunk's */
+				const int lo =
+				    L->swa && hp->swa_chunked ? p / (int)hp->n_swa * (int)hp->n_swa
+				    : L->swa && p >= (int)hp->n_swa ? p - (int)hp->n_swa + 1
+								    : 0;
 				for (int j = 0; j < lo; j++)
 					sc[j] = 0;
 				for (int j = lo; j <= p; j++) {
@@ -446,7 +517,7 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 			for (int i = 0; i < E; i++)
 				x[i] += o[i];
 			drmsnorm(&L->ffn_norm, x, xb, E, hp->rms_eps);
-			if (hp->n_expert) {
+			if (hp->n_expert && model_layer_moe(L)) {
 				dmoe(m, L, xb, g, u, t, o);
 			} else {
 				dmatvec(&L->w_gate, xb, g);
@@ -759,6 +830,49 @@ static void test_oss(void)
 		CHECK(m && m->hp.attn_sinks && m->hp.swiglu_oai && !m->hp.rope_yarn &&
 			  m->layers[0].swa && !m->layers[1].swa,
 		      "gpt-oss-tiny without YaRN");
+		check_vs_double(m, 40, 5e-5, 0);
+		test_batch_invariance(m);
+		model_free(m);
+	}
+}
+
+/* ---- llama4 ---- */
+
+/* llama4-tiny without rope_freqs (the double forward has no frequency factors), in f32 and
+ * q8_0, against the double forward (ref_forward's llama4 parts: chunked layers 0-2, layer 3
+ * without RoPE and with the temperature, the Q/K norm after RoPE, routing by the largest
+ * logits with the sigmoid weight on the experts' input, the shared expert, dense layers 0
+ * and 2), and bitwise batch invariance. The chunk (8192, fixed as llama.cpp fixes it) and
+ * the temperature's floor scale are shrunk to 8 in the loaded model's hparams, which the
+ * backend reads, so that 40 positions cross 4 chunks and 4 temperature steps (positions 7,
+ * 15, 23, 31). Bounds as test_moe's. */
+static void test_llama4(void)
+{
+	const enum gguf_dtype dts[2] = {GGUF_DTYPE_F32, GGUF_DTYPE_Q8_0};
+	for (int i = 0; i < 2; i++) {
+		struct synth_opts o;
+		synth_opts_init(&o, synth_find_shape("llama4-tiny"));
+		o.shape.rope_freqs = false;
+		o.shape.n_ctx_orig = 0;
+		o.dtype = dts[i];
+		o.seed = 7;
+		void *buf = NULL;
+		size_t len = 0;
+		struct gguf_ctx *g = NULL;
+		struct model *m = NULL;
+		struct bg_err err = {0};
+		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
+			  gguf_parse(buf, len, true, &g, &err) == BG_OK &&
+			  model_from_gguf(g, &m, &err) == BG_OK,
+		      "llama4-tiny %s: %s", gguf_dtype_name(dts[i]), err.msg);
+		if (!m)
+			continue;
+		CHECK(m->hp.swa_chunked && m->hp.n_swa == 8192 && m->hp.attn_temp_floor == 8192 &&
+			  m->layers[2].swa && !m->layers[3].swa && m->layers[3].no_rope &&
+			  !m->layers[2].no_rope && m->hp.kq_norm_rope && m->hp.moe_weight_in,
+		      "llama4-tiny as loaded");
+		m->hp.n_swa = 8;
+		m->hp.attn_temp_floor = 8;
 		check_vs_double(m, 40, 5e-5, 0);
 		test_batch_invariance(m);
 		model_free(m);
@@ -1660,6 +1774,7 @@ int main(void)
 	test_batch_invariance(tiny);
 	test_moe();
 	test_oss();
+	test_llama4();
 	test_mla_heads();
 	test_synthetic();
 	test_state_slots("qwen35-tiny");

@@ -1953,6 +1953,82 @@ static void test_step35(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* llama4: llama4-tiny's hparams as llama.cpp's loader sets them (chunks of 8192 on layers
+ * 0-2 without a sliding_window key, layer 3 without RoPE, the temperature 0.1 / 8192 /
+ * offset 1, the Q/K norm with 4 experts, none with 128, MoE on layers 1 and 3 with the
+ * shared expert as wide as the experts, dense 0 and 2), a nonzero sliding_window still
+ * 8192, sliding_window_pattern 0 every layer chunked; n_params; refusals. */
+static void test_llama4(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("llama4-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->swa_chunked && hp->n_swa == 8192 && hp->swa_pattern == 4 &&
+			  hp->attn_temp_nope && hp->attn_temp_scale == 0.1f &&
+			  hp->attn_temp_offset == 1.0f && hp->attn_temp_floor == 8192 &&
+			  hp->kq_norm_rope && hp->moe_weight_in && hp->moe_every == 2 &&
+			  hp->n_expert == 4 && hp->n_expert_used == 2 && hp->n_ff_exp == 32 &&
+			  model_ff_shexp(hp) == 32 && !hp->expert_weights_norm &&
+			  hp->expert_weights_scale == 1.0f && !hp->rope_neox &&
+			  strcmp(hp->rope_factors, "rope_freqs") == 0 && model_kv_window(hp) == 0,
+		      "llama4-tiny hparams");
+		CHECK(L[0].swa && L[1].swa && L[2].swa && !L[3].swa && !L[0].no_rope &&
+			  !L[2].no_rope && L[3].no_rope && !model_layer_moe(&L[0]) &&
+			  model_layer_moe(&L[1]) && !model_layer_moe(&L[2]) &&
+			  model_layer_moe(&L[3]) && L[0].w_gate.ne1 == 128 &&
+			  L[1].gate_shexp.ne1 == 32 && L[3].down_shexp.ne0 == 32 &&
+			  L[1].gate_exps.ne2 == 4,
+		      "llama4-tiny layers");
+		/* arch_attn_temp by hand: 1 up to position 8190, 1 + 0.1 ln 2 from 8191 */
+		CHECK(arch_attn_temp(hp, 8190) == 1.0f &&
+			  fabsf(arch_attn_temp(hp, 8191) - (1.0f + 0.1f * logf(2.0f))) < 1e-6f &&
+			  fabsf(arch_attn_temp(hp, 16383) - (1.0f + 0.1f * logf(3.0f))) < 1e-6f,
+		      "llama4 temperature");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("llama4-tiny"), false),
+		      "llama4-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL;
+	CHECK(moe_rewrite("llama4-128e", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		CHECK(m->hp.n_expert == 128 && !m->hp.kq_norm_rope && m->hp.moe_weight_in,
+		      "llama4-128e: no Q/K norm");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("llama4-128e"), false),
+		      "llama4-128e n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL; /* a nonzero window is still 8192 (llama.cpp overrides it) */
+	CHECK(moe_rewrite("llama4-tiny", ME_KEY, "llama4.attention.sliding_window", 4096, &m,
+			  &err) == BG_OK &&
+		  m && m->hp.n_swa == 8192 && m->hp.n_swa_file == 4096 && m->layers[0].swa,
+	      "llama4 sliding_window 4096: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("llama4-chunk", ME_NONE, "", 0, &m, &err) == BG_OK && m &&
+		  m->layers[3].swa && m->layers[3].no_rope && model_kv_window(&m->hp) == 8192,
+	      "llama4-chunk: every layer chunked: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"llama4-tiny", ME_KEY, "llama4.attention.sliding_window", 0, BG_ERR_UNSUPPORTED,
+	     "sliding_window is 0"},
+	    {"llama4-tiny", ME_KEY, "llama4.interleave_moe_layer_step", UINT32_MAX, BG_ERR_FORMAT,
+	     "interleave_moe_layer_step is missing"},
+	    {"llama4-tiny", ME_KEY, "llama4.interleave_moe_layer_step", 0, BG_ERR_FORMAT,
+	     "interleave_moe_layer_step is 0"},
+	    {"llama4-tiny", ME_KEY, "llama4.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "a llama4 model has experts"},
+	    {"llama4-tiny", ME_DROP, "blk.3.ffn_up_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.3.ffn_up_shexp.weight' is missing"},
+	    {"llama4-tiny", ME_DROP, "blk.1.ffn_gate_inp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_gate_inp.weight' is missing"},
+	    {"llama4-tiny", ME_ADD, "blk.0.attn_q.bias", 0, BG_ERR_UNSUPPORTED, "bias"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* lfm2moe: lfm2's layers with the leading dense layer (feed_forward_length 128) and then
  * experts of their own width (32) with minimax-m2's routing keys (sigmoid, the selection
  * bias, normalized, unscaled); LFM2-8B-A1B's parameter count derived by hand; refusals. */
@@ -3043,6 +3119,7 @@ int main(void)
 	test_nemotron_h();
 	test_nemotron_h_moe();
 	test_step35();
+	test_llama4();
 	test_lfm2moe();
 	test_qwen35();
 	test_qwen_moe();

@@ -859,7 +859,9 @@ static void attend_one(struct cpu_ctx *c, uint32_t layer, uint32_t kv_layer, int
 	/* a windowed layer sees positions [pos - n_swa + 1, pos] (llama.cpp's standard SWA
 	 * mask: masked when pos - j >= n_swa) */
 	int32_t lo = 0;
-	if (c->m->layers[layer].swa && pos >= (int32_t)hp->n_swa)
+	if (c->m->layers[layer].swa && hp->swa_chunked) /* llama4: pos's chunk (model.h) */
+		lo = pos / (int32_t)hp->n_swa * (int32_t)hp->n_swa;
+	else if (c->m->layers[layer].swa && pos >= (int32_t)hp->n_swa)
 		lo = pos - (int32_t)hp->n_swa + 1;
 	/* walk the sequence block by block: positions [j0, j1) live in one block */
 	float mx = -INFINITY;
@@ -1604,14 +1606,25 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				for (int64_t h = 0; h < c->n_qh && !L->no_rope;
 				     h++) /* smollm3: none */
 					rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
-				if (hp->attn_temp_scale !=
-				    0.0f) /* mistral3: Q after RoPE, per position */
+				/* mistral3: Q after RoPE, per position; llama4: on the no_rope
+				 * layers only */
+				if (hp->attn_temp_scale != 0.0f &&
+				    (!hp->attn_temp_nope || L->no_rope))
 					branch_scale(c->q + t * c->q_dim, c->q_dim,
 						     arch_attn_temp(hp, c->tok_pos[t]));
+				const bool kqn = hp->kq_norm_rope && !L->no_rope; /* llama4 */
+				for (int64_t h = 0; kqn && h < c->n_qh; h++) {
+					float *qh = c->q + t * c->q_dim + h * hd;
+					rmsnorm(qh, qh, c->ones, hd, hp->rms_eps);
+				}
 				if (!own_kv)
 					continue; /* no K/V of its own */
 				for (int64_t h = 0; h < c->n_kvh && !L->no_rope; h++)
 					rope_apply(hp, c->half, c->k + t * c->kv_dim + h * hd, cs);
+				for (int64_t h = 0; kqn && h < c->n_kvh; h++) {
+					float *kh = c->k + t * c->kv_dim + h * hd;
+					rmsnorm(kh, kh, c->ones, hd, hp->rms_eps);
+				}
 				const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
 				int32_t p = c->tok_pos[t];
 				size_t slot =

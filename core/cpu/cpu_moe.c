@@ -209,6 +209,9 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 					  hp->n_group_used, hp->expert_weights_norm,
 					  hp->expert_weights_scale, mo->ids + (size_t)t * K,
 					  mo->weights + (size_t)t * K);
+		else if (hp->moe_weight_in) /* llama4 */
+			moe_route_llama4(mo->logits + (size_t)t * X, X, K, mo->ids + (size_t)t * K,
+					 mo->weights + (size_t)t * K);
 		else if (hp->expert_gating_sigmoid)
 			moe_route_sigmoid(mo->logits + (size_t)t * X, sel_b, X, K,
 					  hp->expert_weights_norm, hp->expert_weights_scale,
@@ -265,6 +268,11 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		for (int32_t r = 0; r < n; r++) {
 			const int32_t t = mo->order[r0 + r] / (int32_t)K;
 			memcpy(mo->xg + (size_t)r * E, xb + (size_t)t * E, (size_t)E * sizeof(float));
+			if (hp->moe_weight_in) { /* llama4: the weight on the expert's input */
+				const float w = mo->weights[mo->order[r0 + r]];
+				for (int64_t i = 0; i < E; i++)
+					mo->xg[(size_t)r * E + i] *= w;
+			}
 		}
 		const struct model_weight gate = model_expert(&L->gate_exps, e);
 		const struct model_weight up = model_expert(&L->up_exps, e);
@@ -312,11 +320,18 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 		float *o = out + (size_t)t * E;
 		const float *wt = mo->weights + (size_t)t * K;
 		const float *y = mo->ys + (size_t)t * K * E;
-		for (int64_t i = 0; i < E; i++)
-			o[i] = wt[0] * y[i];
-		for (uint32_t j = 1; j < K; j++)
+		if (hp->moe_weight_in) { /* llama4: weighted before, summed as they are */
+			memcpy(o, y, (size_t)E * sizeof(float));
+			for (uint32_t j = 1; j < K; j++)
+				for (int64_t i = 0; i < E; i++)
+					o[i] += y[(size_t)j * E + i];
+		} else {
 			for (int64_t i = 0; i < E; i++)
-				o[i] += wt[j] * y[(size_t)j * E + i];
+				o[i] = wt[0] * y[i];
+			for (uint32_t j = 1; j < K; j++)
+				for (int64_t i = 0; i < E; i++)
+					o[i] += wt[j] * y[(size_t)j * E + i];
+		}
 		if (hp->shexp_gate) /* qwen35moe, qwen2moe: routed + shared * its gate */
 			for (int64_t i = 0; i < E; i++)
 				o[i] += mo->sh[(size_t)t * E + i] * mo->sgate[t];

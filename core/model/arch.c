@@ -257,6 +257,26 @@
  * heads); scale 1/sqrt(head_dim); ffn_norm, build_moe_ffn(SiLU, softmax gating, norm_w
  * false: the softmax's p of the chosen experts as they are, expert_weights_scale never read)
  * over experts feed_forward_length wide; no shared expert; output.weight required there. */
+ * llama4 (src/models/llama4.cpp, llama-hparams, llama-graph.cpp's build_inp_attn_scale and
+ * build_moe_ffn, llama-kv-cache.cpp's is_masked_swa): interleaved RoPE with optional
+ * rope_freqs (on every layer); without attention.sliding_window, or with a nonzero one,
+ * the windowed layers (sliding_window_pattern, default 4: layer l when l % 4 < 3) mask
+ * CHUNKED with the chunk fixed to 8192 whatever the key says: a query at position p sees
+ * keys [floor(p / 8192) * 8192, p]; rope.freq_base_swa (default the base) on them; a
+ * sliding_window of 0 makes every layer global and has no temperature scale, which
+ * llama.cpp asserts on at run time, so batchgen refuses it. Layer l has no RoPE when
+ * (l + 1) % 4 == 0 (n_no_rope_layer_step, a constant); there Q (not K) is multiplied per
+ * position by log(floor((pos + 1) / 8192) + 1) * 0.1 + 1; on the RoPE layers Q and K are
+ * RMS-normalized per head without a weight (ggml_rms_norm, eps the RMS eps) after RoPE
+ * unless expert_count is 128 (Maverick). Scale 1/sqrt(head size). expert_count > 0
+ * required; layer l is MoE when interleave_moe_layer_step (required) > 0 and (l + 1) %
+ * it == 0: experts chosen by the largest router logits, weight sigmoid(logit), no norm
+ * or scale, the expert's input x * weight (weight_before_ffn), outputs summed in slot
+ * order; plus the shared expert's SwiGLU (ffn_*_shexp, expert_feed_forward_length wide)
+ * of x, moe + shared; other layers a dense SwiGLU of feed_forward_length. Biases are
+ * refused (create_tensor_qkv would take Q/K/V ones; Llama 4 files have none). A file
+ * without a global layer (fewer than 4 layers) fails in llama.cpp (its global cache has
+ * no layers); batchgen runs it. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -519,6 +539,16 @@ static const struct arch_info table[] = {
      .moe_ok = true,
      .moe_only = true,
      .moe_raw_weights = true},
+    {.name = "llama4",
+     .families = "Meta Llama 4 (Scout 17B-16E, Maverick 17B-128E; text only)",
+     .swa_pattern = 4,
+     .swa_default = 8192,
+     .refuse_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .no_rope_step = 4,
+     .llama4 = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -538,7 +568,7 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe";
+	       "olmoe, llama4";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -205,6 +205,14 @@ struct arch_info {
 	 * windows and every layer rotated, whatever the window keys say (llama.cpp does not
 	 * read the pattern there) */
 	bool exaone4;
+	/* llama4 (llama.cpp's llama4 graph; arch.c): chunked attention on 3 of every 4 layers
+	 * (model_hparams.swa_chunked, the chunk fixed to 8192), no RoPE on every 4th layer
+	 * with the attention temperature there only (attn_temp_nope), the unweighted Q/K RMS
+	 * norm after RoPE on the RoPE layers when expert_count != 128 (kq_norm_rope), MoE on
+	 * every interleave_moe_layer_step-th layer (sigmoid routing by the largest logits,
+	 * the weight applied to the expert's input: moe_weight_in) plus an ungated shared
+	 * expert as wide as the routed ones, dense SwiGLU elsewhere */
+	bool llama4;
 };
 
 /* The row of an architecture, or NULL. */

@@ -326,6 +326,20 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 			       "%s.attention.sliding_window is 0 in a 64-layer exaone4 file (its "
 			       "windowed layers would see no token)",
 			       arch);
+	if (ai->llama4) { /* chunked layers, the chunk 8192 whatever the key (arch.c) */
+		if (has_w && w == 0)
+			return bg_fail(
+			    err, BG_ERR_UNSUPPORTED,
+			    "%s.attention.sliding_window is 0 (every layer global, no "
+			    "attention temperature): llama.cpp cannot run such a file and "
+			    "batchgen does not support it",
+			    arch);
+		has_w = false; /* swa_default */
+		hp->swa_chunked = hp->attn_temp_nope = true;
+		hp->attn_temp_scale = 0.1f;
+		hp->attn_temp_offset = 1.0f;
+		hp->attn_temp_floor = 8192;
+	}
 	if (ai->swa_pattern && !ai->swa_read_only && !(ai->swa_needs_key && w == 0) &&
 	    (!ai->exaone4 || exa_swa)) {
 		hp->n_swa = has_w ? w : ai->swa_default;
@@ -582,6 +596,22 @@ static enum bg_status read_step35_experts(const struct gguf_ctx *g, const char *
 	return read_weights_scale_norm(g, arch, hp, err);
 }
 
+/* llama4 (arch.c): interleave_moe_layer_step (required, 1 to the layer count), one ungated
+ * shared expert as wide as the routed ones, sigmoid weights on the expert's input, no
+ * norm or scale (llama.cpp's llama4 graph reads neither key); the Q/K norm unless 128
+ * experts (Maverick) */
+static enum bg_status read_llama4_experts(const struct gguf_ctx *g, const char *arch,
+					  struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st;
+	if ((st = need_u32(g, arch, "interleave_moe_layer_step", hp->n_layer, &hp->moe_every, err)))
+		return st;
+	hp->n_expert_shared = 1;
+	hp->moe_weight_in = true;
+	hp->kq_norm_rope = hp->n_expert != 128;
+	return BG_OK;
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -637,6 +667,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_nemotron_h_experts(g, arch, hp, err);
 	if (ai->step35)
 		return read_step35_experts(g, arch, hp, err);
+	if (ai->llama4)
+		return read_llama4_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -2175,6 +2207,8 @@ static enum bg_status load_tensors(struct loader *L)
 		/* glm4moe: the leading layers dense; step35: any layer without a router
 		 * (read_step35 checked that it has no experts either) */
 		bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
+		if (moe_l && ai && ai->llama4) /* every moe_every-th layer */
+			moe_l = (l + 1) % hp->moe_every == 0;
 		if (moe_l && ai && ai->step35) {
 			snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
 			moe_l = gguf_find_tensor(L->g, n) != NULL;
@@ -2419,11 +2453,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	hp->n_layer_kv = hp->n_layer;
 	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
-		    ai->mamba2 || ai->shexp_gate || ai->step35))
+		    ai->mamba2 || ai->shexp_gate || ai->step35 || ai->llama4))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
-			     "are made as files only, not lazily (step35 too)",
+			     "are made as files only, not lazily (step35, llama4 too)",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);

@@ -335,6 +335,21 @@ struct model_hparams {
 	 * with a global layer); 0 elsewhere */
 	uint32_t n_head_swa;
 	uint32_t swa_phase;
+	/* llama4 (arch.h): swa_chunked: a windowed layer's query at position p sees keys
+	 * [floor(p / n_swa) * n_swa, p] (llama.cpp's LLAMA_SWA_TYPE_CHUNKED) instead of the
+	 * last n_swa positions; attn_temp_nope: attn_temp_* multiplies Q on the no_rope layers
+	 * only (and with no RoPE there, nothing else changes); kq_norm_rope: on the other
+	 * layers each Q and K head is RMS-normalized without a weight (eps rms_eps) after
+	 * RoPE; moe_every > 0: layer l is MoE iff (l + 1) % moe_every == 0 (the others dense,
+	 * n_ff wide); moe_weight_in: the k largest router logits choose (ties: the lower
+	 * index), w = sigmoid(logit), each chosen expert computes down(silu(gate (w x)) *
+	 * up (w x)) and the outputs are summed in slot order unweighted (llama.cpp's
+	 * weight_before_ffn), plus the ungated shared expert. */
+	bool swa_chunked;
+	bool attn_temp_nope;
+	bool kq_norm_rope;
+	bool moe_weight_in;
+	uint32_t moe_every;
 };
 
 struct model_weight {
@@ -572,7 +587,9 @@ uint64_t model_ff_shexp(const struct model_hparams *hp);
 
 /* The sliding window when EVERY layer is windowed (then KV before it is never read again
  * and the engine gives its blocks back); 0 when some layer attends to the whole context
- * or there is no window. */
+ * or there is no window. Also right for llama4's chunks (swa_chunked): a query at p reads
+ * from floor(p / n_swa) * n_swa >= p - n_swa + 1, inside the window, so the blocks given
+ * back are never read. */
 uint32_t model_kv_window(const struct model_hparams *hp);
 
 #endif

@@ -116,3 +116,13 @@ void moe_route_grouped(const float *logits, const float *sel_bias, uint32_t n_ex
 		for (uint32_t j = 0; j < k; j++)
 			weights[j] *= scale;
 }
+
+void moe_route_llama4(const float *logits, uint32_t n_expert, uint32_t k, int32_t *ids,
+		      float *weights)
+{
+	BG_ASSERT(k >= 1 && k <= n_expert && n_expert <= MOE_MAX_EXPERTS);
+	float p[MOE_MAX_EXPERTS];
+	for (uint32_t e = 0; e < n_expert; e++)
+		p[e] = 1.0f / (1.0f + expf(-logits[e])); /* ggml_vec_sigmoid_f32 */
+	choose(logits, p, n_expert, k, ids, weights);
+}

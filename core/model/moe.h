@@ -46,4 +46,11 @@ void moe_route_grouped(const float *logits, const float *sel_bias, uint32_t n_ex
 		       bool sigmoid, uint32_t n_group, uint32_t n_group_used, bool norm,
 		       float scale, int32_t *ids, float *weights);
 
+/* llama4's routing (llama.cpp's build_moe_ffn for LLM_ARCH_LLAMA4: selection on the raw
+ * logits, "sigmoid is only used after top_k"): the k largest logits chosen in descending
+ * order (equal values: the lower index first), weights[j] = 1 / (1 + expf(-logit)) of slot
+ * j's expert, no norm or scale. Requirements and NaN behaviour as moe_route's. */
+void moe_route_llama4(const float *logits, uint32_t n_expert, uint32_t k, int32_t *ids,
+		      float *weights);
+
 #endif

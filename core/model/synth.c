@@ -610,6 +610,22 @@ static const struct synth_shape shapes[] = {
      .n_expert = 64, .n_expert_used = 8},
     {"olmoe-tiny", 2, 64, 4, 4, 64, 512, 256, 10000.0f, 1e-5f, false, "olmoe", .n_expert = 8,
      .n_expert_used = 4},
+    /* llama4 (Llama 4 Scout-style): 4 layers of 4 query and 2 K/V heads of 16, layers 0-2
+     * chunked (chunks of 8192: beyond these prompts) with RoPE and the Q/K norm, layer 3
+     * global without RoPE (its temperature 1 below position 8191); Llama 3.1's rope_freqs
+     * over an original context of 64; layers 1 and 3 routed (4 experts of 32, 2 a token,
+     * sigmoid weights on the input) plus the shared expert, 0 and 2 a dense SwiGLU of 128 */
+    {"llama4-tiny", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, false, "llama4",
+     .n_ctx_orig = 64, .rope_freqs = true, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32,
+     .moe_every = 2},
+    /* llama4-128e (Maverick-style): llama4-tiny with 128 experts (no Q/K norm then), 1 a
+     * token, no rope_freqs (4 layers: llama.cpp fails on a file without a global layer) */
+    {"llama4-128e", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, false, "llama4",
+     .n_expert = 128, .n_expert_used = 1, .n_ff_exp = 32, .moe_every = 2},
+    /* llama4-chunk: every layer chunked (sliding_window_pattern 0), narrow (2 heads of 8, 1
+     * K/V head) for test_model's prompts across the chunk boundary at 8192 */
+    {"llama4-chunk", 4, 16, 2, 1, 32, 300, 16384, 500000.0f, 1e-5f, false, "llama4",
+     .swa_all = true, .n_expert = 2, .n_expert_used = 1, .n_ff_exp = 16, .moe_every = 2},
 };
 #pragma GCC diagnostic pop
 
@@ -765,6 +781,17 @@ static void step35_clamps(uint32_t l, float out[2])
 	static const float c[4][2] = {{0.0f, 0.7f}, {0.6f, 0.9f}, {0.8f, 0.0f}, {0.0f, 0.8f}};
 	out[0] = c[l % 4][0];
 	out[1] = c[l % 4][1];
+}
+
+static bool is_llama4(const struct synth_shape *s)
+{
+	return is_arch(s, "llama4");
+}
+
+/* llama4: whether layer l has routed experts (and the shared expert) */
+static bool l4_moe(const struct synth_shape *s, uint32_t l)
+{
+	return s->n_expert && s->moe_every && (l + 1) % s->moe_every == 0;
 }
 
 static bool has_qk_norm(const struct synth_shape *s)
@@ -1145,6 +1172,10 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%s ties its output to token_embd (llama.cpp loads no output.weight)",
 			       synth_arch(s));
+	if (is_llama4(s) != (s->moe_every != 0) || (is_llama4(s) && !s->n_expert))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "llama4 (only): experts and their interleave step come from a "
+			       "llama4* shape");
 	if (s->n_dense_lead + s->n_dense_tail > s->n_layer || (s->n_dense_tail && !is_step35(s)))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%u leading and %u trailing dense layers of %u (trailing: step35 "
@@ -1204,6 +1235,16 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 				  : E * X + 3 * E * FX * X + X + 3 * E * s->n_ff_shexp);
 		}
 		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n;
+	}
+	if (is_llama4(s)) { /* per layer: attention, a dense FFN or experts + shared */
+		uint64_t E = s->n_embd, hd = synth_head_dim(s), n = 0, X = s->n_expert;
+		uint64_t FX = synth_n_ff_exp(s), Q = s->n_head * hd, KV = s->n_head_kv * hd;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			n += 2 * E + 2 * E * Q + 2 * E * KV +
+			     (l4_moe(s, l) ? E * X + 3 * E * FX * X + 3 * E * FX
+					   : 3 * E * (uint64_t)s->n_ff);
+		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n +
+		       (s->rope_freqs ? hd / 2 : 0);
 	}
 	if (is_gemma4(s)) { /* per layer: its kind's geometry, V only where written */
 		uint64_t E = s->n_embd, n = 0;
@@ -1773,6 +1814,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"), s->expert_scale);
 			gguf_writer_set_u32(w, ARCH_KEY("expert_group_count"), 1);
 		}
+		if (is_llama4(s))
+			gguf_writer_set_u32(w, ARCH_KEY("interleave_moe_layer_step"), s->moe_every);
 		if (is_minimax(s)) /* MiniMaxM2Model's: scoring_func sigmoid */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2);
 		if (has_dense_lead_key(s)) /* LFM2MoeModel's: num_dense_layers */
@@ -1889,6 +1932,29 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
+		if (is_llama4(s)) { /* its own layer (synth_shape's moe_every) */
+			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
+			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
+			ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
+			ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
+			ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
+			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
+			if (!l4_moe(s, l)) {
+				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
+				ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+				ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
+				continue;
+			}
+			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
+			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
+			ADD3("ffn_gate_exps.weight", t, E, FX, X);
+			ADD3("ffn_up_exps.weight", t, E, FX, X);
+			ADD3("ffn_down_exps.weight", t, FX, E, X);
+			ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, FX);
+			ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, FX);
+			ADD("ffn_down_shexp.weight", t, FILL_RANDOM, FX, E);
+			continue;
+		}
 		if (is_step35(s)) { /* its own layer (the shape's comment) */
 			const uint64_t nh = st35_nh(s, l), Ql = nh * HD, KVl = st35_kvh(s, l) * HD;
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);

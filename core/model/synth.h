@@ -201,6 +201,12 @@ struct synth_shape {
 	/* qwen35moe, qwen3next (added for them): the experts' gate and up as one
 	 * ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert), per expert [gate | up] */
 	bool gate_up_exps;
+	/* llama4 (added for it): interleave_moe_layer_step, layer l routed experts (n_expert,
+	 * n_ff_exp wide, an f32 router) plus a shared expert as wide (ffn_*_shexp) when (l + 1)
+	 * % moe_every == 0, else a dense SwiGLU n_ff wide; no sliding_window key (llama.cpp's
+	 * chunks of 8192 on 3 of 4 layers), swa_all: sliding_window_pattern 0 (every layer
+	 * chunked) */
+	uint32_t moe_every;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
