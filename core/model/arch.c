@@ -256,7 +256,7 @@
  * olmo2's; both n_embd wide, so llama.cpp loads no file with fewer K/V heads than query
  * heads); scale 1/sqrt(head_dim); ffn_norm, build_moe_ffn(SiLU, softmax gating, norm_w
  * false: the softmax's p of the chosen experts as they are, expert_weights_scale never read)
- * over experts feed_forward_length wide; no shared expert; output.weight required there. */
+ * over experts feed_forward_length wide; no shared expert; output.weight required there.
  * llama4 (src/models/llama4.cpp, llama-hparams, llama-graph.cpp's build_inp_attn_scale and
  * build_moe_ffn, llama-kv-cache.cpp's is_masked_swa): interleaved RoPE with optional
  * rope_freqs (on every layer); without attention.sliding_window, or with a nonzero one,
