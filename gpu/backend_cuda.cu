@@ -2965,6 +2965,11 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "
 			       "shared-KV layers (Gemma 4 E2B / E4B); the CPU backend does");
+	if (hp->gemma4_moe) /* model.h: the dense FFN beside the experts, the router's input */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run gemma4 with experts (Gemma 4 26B-A4B: "
+			       "the dense FFN beside GELU experts, the router's own input and "
+			       "scales); the CPU backend does (--device cpu)");
 	/* glm4moe (model.h): the shared expert lives in the dense FFN's slots (wgu, wdown),
 	 * as wide as the wider of the two (dense_ffn_width); leading dense layers then read
 	 * theirs n_ff apart: no wider than them (granitehybrid's is wider, without dense

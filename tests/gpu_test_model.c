@@ -1827,6 +1827,8 @@ static void test_gemma4_refused(void)
 	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
 	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
+	    /* 26B-A4B: the dense FFN beside GELU experts (CPU only) */
+	    {"synthetic:gemma4-moe-tiny:f32", false, 0, "does not run gemma4 with experts"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
