@@ -1152,6 +1152,18 @@ static void test_step35(void)
 	test_synthetic_vs_cpu("synthetic:step35-tiny:bf16", 0.15, 0.999);
 }
 
+/* gemma4 with experts (model.h's gemma4_moe), BG_GPU_ONLY_GEMMA4MOE=1: gemma4-moe-tiny
+ * (gate and up apart) and gemma4-moe-gu-tiny (fused, read through the strided views;
+ * test_arch_batches runs this one) against the CPU backend, 3 sequences through a prompt
+ * pass and bucket 4's decode graph: a dense layer, then the dense GELU FFN beside GELU
+ * experts, the router on its own input, the per-expert down scales in the routing
+ * weights, the two post-norms. */
+static void test_gemma4_moe(void)
+{
+	test_batch_vs_cpu("synthetic:gemma4-moe-tiny:f32", 3);
+	test_batch_vs_cpu("synthetic:gemma4-moe-gu-tiny:f32", 3);
+}
+
 /* ---- the resident path: block-quantized weights kept on the device ---- */
 
 /* Random blocks of type t (Q8_0, Q4_K, Q5_K, Q6_K or MXFP4) for n elements, malloc'd:
@@ -1827,8 +1839,6 @@ static void test_gemma4_refused(void)
 	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
 	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
-	    /* 26B-A4B: the dense FFN beside GELU experts (CPU only) */
-	    {"synthetic:gemma4-moe-tiny:f32", false, 0, "does not run gemma4 with experts"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
@@ -1998,6 +2008,8 @@ static void test_arch_batches(void)
 	/* gemma4: two layer geometries in bucket 4's graph; lazy: V = K on the device */
 	test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
 	test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
+	/* gemma4 with experts (fused gate|up): the dense FFN beside the experts */
+	test_batch_vs_cpu("synthetic:gemma4-moe-gu-tiny:f32", 3);
 	/* heads of 512 (global) and 256 (windowed): bucket 4's graph with 2 splits (the
 	 * 256 context in parts of 128), the prompts' pass with 1 */
 	test_batch_vs_cpu("synthetic:gemma4-hd512-tiny:f32", 3);
@@ -2091,6 +2103,10 @@ int main(void)
 		test_synthetic_vs_cpu("synthetic:deepseek2-tiny:f32", 1e-4, 0.9999999);
 		test_synthetic_vs_cpu("synthetic:deepseek2-lite-tiny:f32", 1e-4, 0.9999999);
 		test_deepseek2();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_GEMMA4MOE")) { /* gemma4 with experts alone (quick) */
+		test_gemma4_moe();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_ARCH")) {
