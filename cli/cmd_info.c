@@ -368,7 +368,7 @@ int cmd_info(int argc, char **argv)
 		n_dense += hp->n_expert && l >= hp->n_layer_dense_lead && !m->layers[l].no_ffn &&
 			   !model_layer_moe(&m->layers[l]);
 	}
-	if (n_dense)
+	if (n_dense && !hp->gemma4_moe) /* (gemma4's: its line below) */
 		printf("dense after MoE layers: %u of %u layers (no router in the file)\n", n_dense,
 		       hp->n_layer);
 	if (n_gate)
@@ -377,6 +377,17 @@ int cmd_info(int argc, char **argv)
 	if (n_clamp)
 		printf("SwiGLU clamps: on %u of %u layers (swiglu_clamp_exp / swiglu_clamp_shexp)\n",
 		       n_clamp, hp->n_layer);
+	if (hp->gemma4_moe) { /* 26B-A4B (model.h) */
+		uint32_t n_moe = 0, n_ds = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			n_moe += model_layer_moe(&m->layers[l]);
+			n_ds += m->layers[l].down_exps_s.ne0 != 0;
+		}
+		printf("gemma4 experts: on %u of %u layers, beside the dense FFN (router input "
+		       "rmsnorm(x) / sqrt(n_embd) x ffn_gate_inp.scale; pre_ffw_norm_2, "
+		       "post_ffw_norm_1 / _2; GELU experts; per-expert down scales on %u)\n",
+		       n_moe, hp->n_layer, n_ds);
+	}
 	if (hp->v_norm)
 		printf("v_norm: yes (each V head RMS-normalized, no weight)\n");
 	if (hp->rope_factors_global && hp->rope_factors[0])

@@ -155,6 +155,10 @@ struct cuda_layer {
 	/* qwen35moe, qwen2moe (hp.shexp_gate): the shared expert's gate row ([n_embd] fp32),
 	 * else NULL */
 	float *shexp_gate;
+	/* gemma4 MoE layers (model.h's gemma4_moe), else NULL (fp32): ffn_gate_inp.scale, the
+	 * experts' pre-norm, the dense and expert post-norms, the per-expert down scales (NULL
+	 * when the file has none) */
+	float *g4_rs, *g4_pre2, *g4_post1, *g4_post2, *g4_ds;
 	/* step35 (model.h): the head-wise attention gate [n_qh, n_embd] of dt (dense), else
 	 * NULL; the SwiGLU clamps (0: none) of the routed experts and of the shared expert or
 	 * dense FFN */
@@ -607,7 +611,7 @@ static int layer_parts(const struct model_hparams *hp, const struct model_layer 
 		       bool moe, const struct model_weight **w, int *shared)
 {
 	*shared = -1;
-	if (moe && (which == LM_GU || which == LM_DOWN)) {
+	if (moe && !hp->gemma4_moe && (which == LM_GU || which == LM_DOWN)) {
 		if (!hp->n_expert_shared)
 			return 0;
 		if (hp->relu2) { /* nemotron_h_moe: up alone */
@@ -823,8 +827,8 @@ static enum bg_status upload_mla(struct upload *u, const struct model_layer *ml,
  * both; lfm2moe: leading dense layers alone). */
 static size_t dense_ffn_width(const struct model_hparams *hp)
 {
-	if (hp->n_expert && !hp->n_expert_shared && !hp->n_layer_dense_lead)
-		return 0;
+	if (hp->n_expert && !hp->n_expert_shared && !hp->n_layer_dense_lead && !hp->gemma4_moe)
+		return 0; /* (gemma4: its dense FFN beside the experts) */
 	/* granitehybrid: a shared expert of its own width, maybe wider than n_ff */
 	return hp->n_expert_shared && model_ff_shexp(hp) > hp->n_ff ? model_ff_shexp(hp)
 								     : hp->n_ff;
@@ -935,6 +939,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_ssm = hp->ssm_d_conv ? align_up(ssm_w_floats(hp) * 4, 256) : 0;
 	/* qwen35moe, qwen2moe: the shared expert's gate (fp32) */
 	size_t sz_sgate = hp->shexp_gate ? sz_norm : 0;
+	/* gemma4 MoE: four vectors of n_embd and the down scales (fp32) */
+	size_t sz_g4 = hp->gemma4_moe ? 4 * sz_norm + align_up(NX * 4, 256) : 0;
 	/* step35: every layer room for the head-wise attention gate (dense, of dt) when one
 	 * has it */
 	bool any_gate = false;
@@ -942,7 +948,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		any_gate = any_gate || m->layers[l].attn_gate.ne0;
 	size_t sz_agate = any_gate ? align_up((size_t)c->attn_qh * E * es, 256) : 0;
 	size_t per_layer = sz_pre + sz_fpre + sz_bias + sz_qkn + sz_post + sz_selb + sz_qan +
-			   sz_kvn + sz_conv + sz_gvec + sz_ssm + sz_sgate + sz_agate;
+			   sz_kvn + sz_conv + sz_gvec + sz_ssm + sz_sgate + sz_agate + sz_g4;
 	for (int i = 0; i < 6; i++)
 		per_layer += sz_oai[i];
 	if (NX)
@@ -1036,6 +1042,14 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_selb;
 		L->shexp_gate = sz_sgate && L->moe ? (float *)p : NULL;
 		p += sz_sgate;
+		if (sz_g4 && L->moe) {
+			L->g4_rs = (float *)p;
+			L->g4_pre2 = (float *)(p + sz_norm);
+			L->g4_post1 = (float *)(p + 2 * sz_norm);
+			L->g4_post2 = (float *)(p + 3 * sz_norm);
+			L->g4_ds = ml->down_exps_s.data ? (float *)(p + 4 * sz_norm) : NULL;
+		}
+		p += sz_g4;
 		L->wgate = ml->attn_gate.ne0 ? (void *)p : NULL;
 		p += sz_agate;
 		L->clamp_exp = ml->clamp_exp;
@@ -1135,13 +1149,15 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
 		if (hp->relu2) /* nemotron_h: the FFN layer's norm (run_pass) */
 			L->ffn_norm = L->attn_norm;
-		if (st == BG_OK && !L->moe && n_ffm == 2 && !res[2])
+		/* (gemma4: the dense FFN of MoE layers too) */
+		const bool dffn = !L->moe || hp->gemma4_moe;
+		if (st == BG_OK && dffn && n_ffm == 2 && !res[2])
 			st = upload_weight(&u, &ml->w_gate, L->wgu, UP_MATRIX, err);
 		/* after the gate rows, or alone (apertus, nemotron_h) */
-		if (st == BG_OK && !L->moe && !L->no_ffn && !res[2])
+		if (st == BG_OK && dffn && !L->no_ffn && !res[2])
 			st = upload_weight(&u, &ml->w_up, (char *)L->wgu + (n_ffm - 1) * F * E * es,
 					   UP_MATRIX, err);
-		if (st == BG_OK && !L->moe && !L->no_ffn && !res[3])
+		if (st == BG_OK && dffn && !L->no_ffn && !res[3])
 			st = upload_weight(&u, &ml->w_down, L->wdown, UP_MATRIX, err);
 	}
 	/* The biases come after every other tensor, so that a lazy synthetic model's tensor
@@ -1240,6 +1256,22 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->down_shexp, L->wdown, UP_MATRIX, err);
 		if (st == BG_OK && L->shexp_gate) /* qwen35moe, qwen2moe: its gate */
 			st = upload_weight(&u, &ml->gate_inp_shexp, L->shexp_gate, UP_ROUTER, err);
+	}
+	/* then gemma4's MoE vectors */
+	for (uint32_t l = 0; st == BG_OK && sz_g4 && l < hp->n_layer; l++) {
+		const struct model_layer *ml = &m->layers[l];
+		const struct cuda_layer *L = &c->layers[l];
+		if (!L->moe)
+			continue;
+		st = upload_weight(&u, &ml->gate_inp_s, L->g4_rs, UP_NORM, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->ffn_pre_norm_2, L->g4_pre2, UP_NORM, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->ffn_post_norm_1, L->g4_post1, UP_NORM, err);
+		if (st == BG_OK)
+			st = upload_weight(&u, &ml->ffn_post_norm_2, L->g4_post2, UP_NORM, err);
+		if (st == BG_OK && L->g4_ds)
+			st = upload_weight(&u, &ml->down_exps_s, L->g4_ds, UP_NORM, err);
 	}
 	/* then step35's attention gates, last of all */
 	for (uint32_t l = 0; st == BG_OK && l < hp->n_layer; l++)
@@ -1875,7 +1907,54 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	ffn: /* (nemotron_h's FFN layer may be the first: nothing to add then) */
 		CUDA_CHECK(gpu_add_rmsnorm(c->x, l || !L->ffn_only ? c->tmp : NULL, L->ffn_norm,
 					   hp->rms_eps, NULL, n, E, true, c->xn, c->dt, s));
-		if (L->moe) {
+		if (L->moe && hp->gemma4_moe) {
+			/* gemma4 (model.h's gemma4_moe): the dense GELU FFN of xn (ffn_norm) into
+			 * tmp, post_ffw_norm_1; the router on rmsnorm(x) * ffn_gate_inp.scale /
+			 * sqrt(n_embd) in fp32, the per-expert down scales folded into the routing
+			 * weights; the experts on pre_ffw_norm_2(x) (in xn, free again), their sum
+			 * into moe_xf (the router's input, read by then), post_ffw_norm_2, added
+			 * to tmp (the unused copy into moe_y, combined by then) */
+			const int NX = (int)hp->n_expert, K = (int)hp->n_expert_used;
+			const int FX = (int)hp->n_ff_exp;
+			CUBLAS_CHECK(pass_gemm(c, L->wgu, &L->q_gu, c->xn, c->gu, 2 * F, E, n, 2 * F));
+			CUDA_CHECK(gpu_swiglu(c->gu, n, F, c->act, c->dt, true, s));
+			CUBLAS_CHECK(pass_gemm(c, L->wdown, &L->q_down, c->act, c->tmp, E, F, n, E));
+			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->g4_post1, hp->rms_eps, NULL, n, E,
+						   false, c->tmp, GPU_F32, s));
+			CUDA_CHECK(gpu_add_rmsnorm(c->x, NULL, L->g4_rs, hp->rms_eps, NULL, n, E, false,
+						   c->moe_xf, GPU_F32, s));
+			CUDA_CHECK(gpu_scale(c->moe_xf, (int64_t)n * E, 1.0f / sqrtf((float)E), s));
+			c->pass_gemms++;
+			CUBLAS_CHECK(gpu_gemm(c->cublas, L->router, c->moe_xf, c->moe_logits, NX, E,
+					      n, NX, GPU_F32));
+			CUDA_CHECK(gpu_moe_route(c->moe_logits, n, NX, K, true, &c->moe_plan, s));
+			if (L->g4_ds)
+				CUDA_CHECK(gpu_moe_scale_w(&c->moe_plan, L->g4_ds, n, K, s));
+			CUDA_CHECK(gpu_add_rmsnorm(c->x, NULL, L->g4_pre2, hp->rms_eps, NULL, n, E,
+						   false, c->xn, c->dt, s));
+			struct gpu_moe_oai oai;
+			memset(&oai, 0, sizeof oai);
+			if (L->q_exps) {
+				CUDA_CHECK(gpu_moe_gate_up_q(&L->q_gu_exps, FX, E, NX, c->xn, n, K,
+							     &c->moe_plan, c->moe_act, true, &oai,
+							     GPU_MOE_AUTO, s));
+				CUDA_CHECK(gpu_moe_down_q(&L->q_down_exps, E, FX, NX, c->moe_act, n,
+							  K, &c->moe_plan, c->moe_y, &oai,
+							  GPU_MOE_AUTO, s));
+			} else {
+				CUDA_CHECK(gpu_moe_gate_up(L->gu_exps, FX, E, NX, c->xn, n, K,
+							   &c->moe_plan, c->moe_act, true, &oai,
+							   c->dt, GPU_MOE_AUTO, s));
+				CUDA_CHECK(gpu_moe_down(L->down_exps, E, FX, NX, c->moe_act, n, K,
+							&c->moe_plan, c->moe_y, &oai, c->dt,
+							GPU_MOE_AUTO, s));
+			}
+			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->moe_xf, s));
+			CUDA_CHECK(gpu_add_rmsnorm(c->moe_xf, NULL, L->g4_post2, hp->rms_eps, NULL, n,
+						   E, false, c->moe_xf, GPU_F32, s));
+			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, c->moe_xf, NULL, hp->rms_eps, NULL, n, E,
+						   true, c->moe_y, GPU_F32, s));
+		} else if (L->moe) {
 			/* routed experts (gpu/moe.cuh): router logits in fp32 (the normed input
 			 * again, unrounded, and the fp32 router: 16-bit rounding would move
 			 * near-tied choices), the routing and grouping on the device, gate|up with

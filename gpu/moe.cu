@@ -710,6 +710,23 @@ __global__ void moe_shexp_gate_kernel(float *y, const float *logit, int n_tok, i
 		y[i] *= 1.0f / (1.0f + expf(-logit[i / n_embd]));
 }
 
+__global__ void moe_scale_w_kernel(float *w, const int32_t *ids, const float *scale, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		w[i] *= scale[ids[i]];
+}
+
+cudaError_t gpu_moe_scale_w(const struct gpu_moe_plan *plan, const float *scale, int n_tok,
+			    int k, cudaStream_t stream)
+{
+	const int n = n_tok * k;
+	if (n <= 0)
+		return cudaSuccess;
+	moe_scale_w_kernel<<<(n + 255) / 256, 256, 0, stream>>>(plan->w, plan->ids, scale, n);
+	return cudaGetLastError();
+}
+
 cudaError_t gpu_moe_shexp_gate(float *y, const float *logit, int n_tok, int n_embd,
 			       cudaStream_t stream)
 {

@@ -163,6 +163,13 @@ cudaError_t gpu_moe_down_q(const struct gpu_moe_qw *w, int n_embd, int n_ff, int
 cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, int n_embd,
 			    float *out, cudaStream_t stream);
 
+/* gemma4 (model.h's gemma4_moe): plan->w[p] *= scale[plan->ids[p]] for the n_tok * k
+ * pairs (fp32), the per-expert down scale folded into the routing weight after the
+ * routing's renormalization (the CPU backend scales the expert's output first: the same
+ * product up to rounding). */
+cudaError_t gpu_moe_scale_w(const struct gpu_moe_plan *plan, const float *scale, int n_tok,
+			    int k, cudaStream_t stream);
+
 /* qwen35moe, qwen2moe (model.h's shexp_gate): y[t, o] (fp32, [n_tok, n_embd]) *= sigmoid(
  * logit[t]) = 1 / (1 + expf(-logit[t])), the shared expert's output times its gate. */
 cudaError_t gpu_moe_shexp_gate(float *y, const float *logit, int n_tok, int n_embd,

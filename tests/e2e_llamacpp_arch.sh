@@ -406,6 +406,24 @@ fi
 arch_compare gemma4-e-f32 0 1e-2 "${F32KV[*]}" --shape gemma4-e-tiny --dtype f32 --seed 3
 arch_compare gemma4-e-f16 0.02 0.03 "" --shape gemma4-e-tiny --dtype f16 --seed 3
 MIN_COMPARED=10 arch_compare gemma4-e-q8_0 0.25 0.25 "" --shape gemma4-e-tiny --dtype q8_0 --seed 8
+# gemma4 with experts (26B-A4B; gemma4-moe-tiny): layer 0 dense, layers 1-2 the dense GELU
+# FFN (ffn_norm, post_ffw_norm_1) plus 4 GELU experts of 32, 2 a token (pre_ffw_norm_2,
+# post_ffw_norm_2), summed before post_ffw_norm; the router on rmsnorm(x) / sqrt(n_embd) x
+# ffn_gate_inp.scale, softmax, renormalized; per-expert down scales (ffn_down_exps.scale).
+# -gu: the experts' gate and up in one ffn_gate_up_exps. q8_0: the f32 file quantized by
+# llama.cpp's own quantizer.
+arch_compare gemma4-moe-f32 0 5e-3 "${F32KV[*]}" --shape gemma4-moe-tiny --dtype f32 --seed 3
+arch_compare gemma4-moe-gu-f32 0 5e-3 "${F32KV[*]}" --shape gemma4-moe-gu-tiny --dtype f32 --seed 4
+if q=$(shared tools/llama_quantize.c) && [[ gemma4-moe-q8_0 == "${ARCH_ONLY:-}"* ]]; then
+	LLAMA_LIB=bench/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+	[ -x "$TMP/llama_quantize_g4" ] || cc -O1 "$q" -o "$TMP/llama_quantize_g4" -ldl
+	check "synth gemma4-moe-gu f32 (to quantize)" "$BATCHGEN" synth \
+		--shape gemma4-moe-gu-tiny --dtype f32 --seed 13 -o "$TMP/gemma4-moe-src.gguf"
+	LD_LIBRARY_PATH=$LLAMA_LIB "$TMP/llama_quantize_g4" $LLAMA_LIB/libllama.v0.5.0.so \
+		"$TMP/gemma4-moe-src.gguf" "$TMP/gemma4-moe-q8.gguf" Q8_0 >"$TMP/quantize-g4m.log" 2>&1
+	check_eq "llama.cpp quantizes gemma4-moe-gu to Q8_0" "$?" 0
+	FROM=$TMP/gemma4-moe-q8.gguf MIN_COMPARED=10 arch_compare gemma4-moe-q8_0 0.25 0.25 ""
+fi
 # glm4 (llama.cpp's glm4 graph; glm4-tiny): interleaved RoPE over 8 of 16 head dimensions
 # (the converter's partial_rotary_factor 0.5), Q/K/V biases, post_attention_norm and
 # post_ffw_norm on the branch outputs, SwiGLU over ffn_up's gate|up halves, one NextN layer
@@ -445,6 +463,8 @@ fi
 # scale x 1.21); layer 0 dense, layers 1-2 sigmoid-routed with the selection bias in 4
 # groups of which 2, norm, scale 2.5, a shared expert. deepseek2-lite-tiny: a plain
 # attn_q, softmax gating in 2 groups of which 1, no norm, no scale, 2 shared experts.
+# deepseek2-gu: deepseek2-tiny with the experts' gate and up in one ffn_gate_up_exps
+arch_compare deepseek2-gu-f32 0 2e-5 "${F32KV[*]}" --shape deepseek2-gu-tiny --dtype f32 --seed 3
 for ds in deepseek2:3:5 deepseek2-lite:3:4; do
 	IFS=: read -r dn sf sq <<<"$ds"
 	arch_compare "$dn-f32" 0 2e-5 "${F32KV[*]}" --shape "$dn-tiny" --dtype f32 --seed "$sf"

@@ -1157,6 +1157,18 @@ static void test_step35(void)
 	test_synthetic_vs_cpu("synthetic:step35-tiny:bf16", 0.15, 0.999);
 }
 
+/* gemma4 with experts (model.h's gemma4_moe), BG_GPU_ONLY_GEMMA4MOE=1: gemma4-moe-tiny
+ * (gate and up apart) and gemma4-moe-gu-tiny (fused, read through the strided views;
+ * test_arch_batches runs this one) against the CPU backend, 3 sequences through a prompt
+ * pass and bucket 4's decode graph: a dense layer, then the dense GELU FFN beside GELU
+ * experts, the router on its own input, the per-expert down scales in the routing
+ * weights, the two post-norms. */
+static void test_gemma4_moe(void)
+{
+	test_batch_vs_cpu("synthetic:gemma4-moe-tiny:f32", 3);
+	test_batch_vs_cpu("synthetic:gemma4-moe-gu-tiny:f32", 3);
+}
+
 /* ---- the resident path: block-quantized weights kept on the device ---- */
 
 /* Random blocks of type t (Q8_0, Q4_K, Q5_K, Q6_K or MXFP4) for n elements, malloc'd:
@@ -2004,6 +2016,8 @@ static void test_arch_batches(void)
 	/* gemma4: two layer geometries in bucket 4's graph; lazy: V = K on the device */
 	test_batch_vs_cpu("synthetic:gemma4-tiny:f32", 3);
 	test_lazy_synthetic("synthetic:gemma4-tiny:bf16");
+	/* gemma4 with experts (fused gate|up): the dense FFN beside the experts */
+	test_batch_vs_cpu("synthetic:gemma4-moe-gu-tiny:f32", 3);
 	/* heads of 512 (global) and 256 (windowed): bucket 4's graph with 2 splits (the
 	 * 256 context in parts of 128), the prompts' pass with 1 */
 	test_batch_vs_cpu("synthetic:gemma4-hd512-tiny:f32", 3);
@@ -2042,7 +2056,7 @@ int main(void)
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
 	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
-	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's;
+	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_GEMMA4MOE=1 gemma4's with experts;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2107,10 +2121,15 @@ int main(void)
 		test_batch_vs_cpu("synthetic:olmoe-tiny:f32", 3);
 		return check_summary();
 	}
+	if (getenv("BG_GPU_ONLY_GEMMA4MOE")) { /* gemma4 with experts alone (quick) */
+		test_gemma4_moe();
+		return check_summary();
+	}
 	if (getenv("BG_GPU_ONLY_ARCH")) {
 		test_quant_resident();
 		test_moe_resident();
 		test_arch_vs_cpu();
+		test_gemma4_moe();
 		test_arch_batches();
 		return check_summary();
 	}
@@ -2143,6 +2162,7 @@ int main(void)
 	 * so only summation orders differ (~1e-6 relative per layer) */
 	test_synthetic_vs_cpu("synthetic:qwen2-tiny:f32", 1e-4, 0.9999999);
 	test_arch_vs_cpu();
+	test_gemma4_moe();
 	test_bucket8();
 	test_multi_pass();
 	test_lazy_synthetic("synthetic:llama-100m:bf16");

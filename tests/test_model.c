@@ -2739,8 +2739,9 @@ static void test_gemma4(void)
 	     "'blk.4.attn_k_norm.weight' has shape [64], expected [16]"},
 	    {"gemma2-tiny", ME_KEY_LIST, "gemma2.feed_forward_length", 128, BG_ERR_UNSUPPORTED,
 	     "gemma2.feed_forward_length is a per-layer list"},
-	    {"gemma4-tiny", ME_KEY, "gemma4.expert_count", 8, BG_ERR_UNSUPPORTED,
-	     "mixture-of-experts gemma4 models (Gemma 4 26B-A4B) are not supported"},
+	    /* experts without a count in use (gemma4-moe-tiny: the MoE files) */
+	    {"gemma4-tiny", ME_KEY, "gemma4.expert_count", 8, BG_ERR_FORMAT,
+	     "gemma4.expert_used_count"},
 	    {"gemma4-tiny", ME_ADD, "blk.0.ffn_gate_inp.weight", 0, BG_ERR_UNSUPPORTED,
 	     "'blk.0.ffn_gate_inp.weight' is not part of a gemma4"},
 	    {"gemma4-tiny", ME_DROP, "blk.3.layer_output_scale.weight", 0, BG_ERR_FORMAT,
@@ -2781,6 +2782,102 @@ static void test_gemma4(void)
 		  has(&err, "files only"),
 	      "lazy gemma4-e-tiny refused: %s", err.msg);
 	model_free(m);
+}
+
+/* gemma4 with experts (26B-A4B; model.h's gemma4_moe), gemma4-moe-tiny: layer 0 dense (no
+ * router), layers 1-2 the dense FFN of 128 beside 4 experts of 32 with the router's scale,
+ * the three norms and the per-expert down scales; the parameter count by hand: the same
+ * shape without experts plus, per MoE layer, router 64 x 4, 4 vectors of 64, experts
+ * 3 x 64 x 32 x 4 and 4 scales. The down scales are optional (llama.cpp's loader); the rest
+ * is required. -gu: ffn_gate_up_exps [64, 64, 4] read in place, expert e's gate row r at
+ * the file's row e * 64 + r and its up row at e * 64 + 32 + r (deepseek2-gu-tiny likewise,
+ * [64, 64, 8]). */
+static void test_gemma4_moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("gemma4-moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		struct synth_shape dense = *synth_find_shape("gemma4-moe-tiny");
+		dense.n_expert = dense.n_expert_used = dense.n_ff_exp = dense.n_dense_lead = 0;
+		CHECK(hp->gemma4_moe && hp->n_expert == 4 && hp->n_expert_used == 2 &&
+			  hp->n_ff_exp == 32 && hp->expert_weights_norm &&
+			  !hp->expert_gating_sigmoid && hp->expert_weights_scale == 1.0f &&
+			  hp->gelu && !model_layer_moe(&L[0]) && L[0].w_gate.ne1 == 128 &&
+			  !L[0].ffn_pre_norm_2.data && model_layer_moe(&L[1]) &&
+			  model_layer_moe(&L[2]) && L[1].ffn_gate_inp.ne1 == 4 &&
+			  L[2].w_gate.ne1 == 128 && L[2].w_down.ne0 == 128 &&
+			  L[1].gate_exps.ne1 == 32 && L[1].down_exps.ne2 == 4 &&
+			  L[1].gate_inp_s.ne0 == 64 && L[1].ffn_pre_norm_2.ne0 == 64 &&
+			  L[2].ffn_post_norm_1.ne0 == 64 && L[2].ffn_post_norm_2.ne0 == 64 &&
+			  L[2].down_exps_s.ne0 == 4 && L[2].ffn_post_norm.data,
+		      "gemma4-moe-tiny hparams and layers");
+		const uint64_t moe = 64 * 4 + 4 * 64 + 3 * 64 * 32 * 4 + 4;
+		CHECK(m->n_params == synth_n_params(&dense, false) + 2 * moe &&
+			  m->n_params ==
+			      synth_n_params(synth_find_shape("gemma4-moe-tiny"), false),
+		      "gemma4-moe-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("gemma4-moe-tiny", ME_DROP, "blk.1.ffn_down_exps.scale", 0, &m,
+			  &err) == BG_OK &&
+		  !m->layers[1].down_exps_s.data && m->layers[2].down_exps_s.data,
+	      "gemma4-moe-tiny without blk.1's down scales (optional): %s", err.msg);
+	model_free(m);
+	m = NULL;
+	static const char *const gu[2] = {"gemma4-moe-gu-tiny", "deepseek2-gu-tiny"};
+	for (int k = 0; k < 2; k++) {
+		CHECK(moe_rewrite(gu[k], ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+		if (!m)
+			continue;
+		const uint32_t X = m->hp.n_expert;
+		const struct gguf_tensor *t =
+		    gguf_find_tensor(m->gguf, "blk.2.ffn_gate_up_exps.weight");
+		const struct model_layer *l2 = &m->layers[2];
+		int bad = t && t->nbytes == 64ull * 64 * X * 4 ? 0 : -1;
+		for (uint32_t e = 0; bad >= 0 && e < X; e++)
+			for (uint32_t r = 0; r < 32; r++) {
+				const char *fg = (const char *)t->data + ((e * 64 + r) * 64) * 4;
+				const char *fu = (const char *)t->data + ((e * 64 + 32 + r) * 64) * 4;
+				bad += (const char *)model_expert(&l2->gate_exps, e).data + r * 64 * 4 !=
+				       fg;
+				bad += (const char *)model_expert(&l2->up_exps, e).data + r * 64 * 4 !=
+				       fu;
+			}
+		CHECK(bad == 0 && l2->up_exps.ne1 == 32 && m->n_owned == 0 &&
+			  m->n_params == synth_n_params(synth_find_shape(gu[k]), false),
+		      "%s: %d rows elsewhere, n_params %llu", gu[k], bad,
+		      (unsigned long long)m->n_params);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(model_open("synthetic:gemma4-moe-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  has(&err, "gemma4 with experts is made as a file only"),
+	      "lazy gemma4-moe-tiny refused: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"gemma4-moe-tiny", ME_DROP, "blk.1.pre_ffw_norm_2.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.pre_ffw_norm_2.weight' is missing"},
+	    {"gemma4-moe-tiny", ME_DROP, "blk.2.post_ffw_norm_1.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.post_ffw_norm_1.weight' is missing"},
+	    {"gemma4-moe-tiny", ME_DROP, "blk.2.ffn_gate_inp.scale", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_gate_inp.scale' is missing"},
+	    /* the dense FFN beside the experts is required */
+	    {"gemma4-moe-tiny", ME_DROP, "blk.1.ffn_down.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_down.weight' is missing"},
+	    {"gemma4-moe-tiny", ME_HALVE, "blk.1.ffn_down_exps.scale", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_down_exps.scale' has shape [2], expected [4]"},
+	    {"gemma4-moe-tiny", ME_KEY_LIST, "gemma4.expert_feed_forward_length", 32,
+	     BG_ERR_UNSUPPORTED, "gemma4.expert_feed_forward_length is a per-layer list"},
+	    {"gemma4-moe-gu-tiny", ME_ADD, "blk.2.ffn_up_exps.weight", 0, BG_ERR_FORMAT,
+	     "blk.2 has both ffn_gate_up_exps and the separate 'blk.2.ffn_up_exps.weight'"},
+	    {"deepseek2-gu-tiny", ME_ADD, "blk.1.ffn_gate_exps.weight", 0, BG_ERR_FORMAT,
+	     "blk.1 has both ffn_gate_up_exps and the separate 'blk.1.ffn_gate_exps.weight'"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
 /* A lazy synthetic model (no file: model.c's lazy_model) has the hyper-parameters and
@@ -3112,6 +3209,7 @@ int main(void)
 	test_seed_apertus();
 	test_cohere();
 	test_gemma4();
+	test_gemma4_moe();
 	test_glm4();
 	test_glm4moe();
 	test_lfm2();

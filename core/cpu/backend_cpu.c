@@ -94,6 +94,10 @@ struct cpu_ctx {
 	float *x;	  /* [cap_tok][n_embd] residual stream */
 	float *xb;	  /* [cap_tok][n_embd] normalized input / projection output */
 	float *par;	  /* [cap_tok][n_embd] hp.parallel: the attention branch's output */
+	/* hp.gemma4_moe: [cap_tok][n_embd] each, the experts' input / output and the router's
+	 * input; g4w per layer [pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2,
+	 * ffn_gate_inp.scale (n_embd each), ffn_down_exps.scale (n_expert)], f32 copies */
+	float *g4a, *g4b, *g4w;
 	float *q;	  /* [cap_tok][q_dim] */
 	float *k;	  /* [cap_tok][kv_dim] */
 	float *v;	  /* [cap_tok][kv_dim] */
@@ -253,6 +257,8 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
 		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
 		 (!hp->parallel || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
+		 (!hp->gemma4_moe || (grow(&c->g4a, t * hp->n_embd, sizeof(float)) &&
+				      grow(&c->g4b, t * hp->n_embd, sizeof(float)))) &&
 		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
 		 grow(&c->k, t * (size_t)c->kv_max, sizeof(float)) &&
 		 grow(&c->v, t * (size_t)c->kv_max, sizeof(float)) &&
@@ -319,7 +325,8 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
 	size_t per_tok =
-	    ((hp->parallel ? 3 : 2) * (size_t)hp->n_embd + 2 * (size_t)c->q_max +
+	    (((hp->parallel ? 3 : 2) + (hp->gemma4_moe ? 2 : 0)) * (size_t)hp->n_embd +
+	     2 * (size_t)c->q_max +
 	     2 * (size_t)c->kv_max +
 	     2 * (size_t)c->hb_w + (hp->rope_dim / 2) * 2 + (model_rope_dim(hp, true) / 2) * 2) *
 		sizeof(float) +
@@ -807,12 +814,12 @@ static void mm_heads(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct m
 	mm_dispatch(c, kind, &r, n_mat * jb->per_mat, ws, target);
 }
 
-/* cpu_moe's matmuls: matmuls() with SiLU for the glu */
+/* cpu_moe's matmuls: matmuls() with SiLU for the glu (GELU for gemma4's experts) */
 static void moe_mm(void *ctx, enum backend_cpu_mm kind, int n, const struct model_weight *const *w,
 		   const float *const *x, float *const *y, const int64_t *ldy, int32_t n_tok,
 		   const float *glu_u)
 {
-	matmuls(ctx, kind, n, w, x, y, ldy, n_tok, glu_u, false);
+	matmuls(ctx, kind, n, w, x, y, ldy, n_tok, glu_u, ((struct cpu_ctx *)ctx)->hp.gelu);
 }
 
 static void matmul1(struct cpu_ctx *c, enum backend_cpu_mm kind, const struct model_weight *w,
@@ -1440,6 +1447,40 @@ static void head_gate(struct cpu_ctx *c, const struct model_layer *L, int32_t T)
 		}
 }
 
+/* gemma4's MoE layer l (model.h's gemma4_moe), once its dense FFN's output is in c->xb: the
+ * experts on rmsnorm(x, pre_ffw_norm_2) routed by rmsnorm(x) (no weight, ggml_rms_norm) *
+ * (1 / sqrt(n_embd)) * ffn_gate_inp.scale, in ggml's order (x = c->x, the residual stream
+ * after the attention's add), then c->xb = rmsnorm(xb, post_ffw_norm_1) + rmsnorm(experts,
+ * post_ffw_norm_2) */
+static void gemma4_experts(struct cpu_ctx *c, const struct model_layer *L, uint32_t l, int32_t T)
+{
+	const struct model_hparams *hp = &c->hp;
+	const int64_t E = hp->n_embd;
+	const float *w = c->g4w + (size_t)l * (4 * (size_t)E + hp->n_expert);
+	const float inv = 1.0f / sqrtf((float)E), eps = hp->rms_eps;
+	for (int32_t t = 0; t < T; t++) {
+		const float *x = c->x + (int64_t)t * E;
+		float *r = c->g4b + (int64_t)t * E;
+		rmsnorm(c->g4a + (int64_t)t * E, x, w, E, eps);
+		double ss = 0.0; /* rmsnorm's, without a weight */
+		for (int64_t i = 0; i < E; i++)
+			ss += (double)x[i] * x[i];
+		const float sc = (float)(1.0 / sqrt(ss / (double)E + (double)eps));
+		for (int64_t i = 0; i < E; i++)
+			r[i] = ((x[i] * sc) * inv) * w[3 * E + i];
+	}
+	const struct cpu_moe_mm mm = {moe_mm, c};
+	cpu_moe_ffn_ex(c->moe, L, c->g4a, c->g4b, L->down_exps_s.data ? w + 4 * E : NULL, T, c->g4a,
+		       &mm);
+	for (int32_t t = 0; t < T; t++) {
+		float *d = c->xb + (int64_t)t * E, *e = c->g4a + (int64_t)t * E;
+		rmsnorm(d, d, w + E, E, eps);
+		rmsnorm(e, e, w + 2 * E, E, eps);
+		for (int64_t i = 0; i < E; i++)
+			d[i] += e[i];
+	}
+}
+
 /* qwen35's gated attention: c->hb's rows [T][2 q_dim] (per head [q | gate]) split into c->q
  * and c->hb2 ([T][q_dim], the gates) */
 static void split_q_gate(struct cpu_ctx *c, int32_t T)
@@ -1693,7 +1734,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			prof_lap(c, &tp, &prof->norms_s);
 	ffn:	/* routed experts (cpu_moe.h), the output in place of xb; glm4moe's leading
 		 * layers are dense */
-		if (c->moe && model_layer_moe(L)) {
+		if (c->moe && model_layer_moe(L) && !hp->gemma4_moe) {
 			const struct cpu_moe_mm mm = {moe_mm, c};
 			cpu_moe_ffn(c->moe, L, c->xb, T, c->xb, &mm);
 		} else if (hp->xielu) { /* apertus: down(xielu(up x)), not gated */
@@ -1726,6 +1767,8 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			matmuls(c, BACKEND_CPU_MM_DOWN, 1, wd, xd, yd, ldd, T,
 				L->clamp_shexp > 0.0f ? NULL : c->hb2, hp->gelu);
 		}
+		if (hp->gemma4_moe && model_layer_moe(L)) /* and its experts beside */
+			gemma4_experts(c, L, l, T);
 		prof_lap(c, &tp, &skip);
 		if (post)
 			for (t = 0; t < T; t++)
@@ -2006,6 +2049,9 @@ static void cpu_destroy(void *ctx)
 	free(c->x);
 	free(c->xb);
 	free(c->par);
+	free(c->g4a);
+	free(c->g4b);
+	free(c->g4w);
 	free(c->q);
 	free(c->k);
 	free(c->v);
@@ -2129,6 +2175,12 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 					       moe && i >= 6 && i < 9 ? enames[i - 6] : names[i],
 					       (int)l, err)) != BG_OK)
 				return st;
+		if (moe && hp->gemma4_moe) { /* gemma4: the dense FFN beside the experts */
+			const struct model_weight *gw[3] = {&L->w_gate, &L->w_up, &L->w_down};
+			for (int i = 0; i < 3; i++)
+				if ((st = check_weight(gw[i], names[6 + i], (int)l, err)) != BG_OK)
+					return st;
+		}
 		if (hp->mla) { /* deepseek2's latent attention (model.h) */
 			const struct model_weight e_kb = model_expert(&L->wk_b, 0);
 			const struct model_weight e_vb = model_expert(&L->wv_b, 0);
@@ -2429,6 +2481,23 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 				memcpy(dst, f[i]->data, nf * sizeof(float));
 				dst += nf;
 			}
+		}
+	}
+	if (hp->gemma4_moe) { /* gemma4's MoE vectors, f32 (model.c's take_gemma4_moe) */
+		const size_t per = 4 * E + hp->n_expert;
+		c->g4w = calloc((size_t)hp->n_layer * per, sizeof(float));
+		if (!c->g4w)
+			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the experts' norms");
+		for (uint32_t l = 0; l < hp->n_layer; l++) {
+			const struct model_layer *L = &m->layers[l];
+			const struct model_weight *f[5] = {&L->ffn_pre_norm_2, &L->ffn_post_norm_1,
+							   &L->ffn_post_norm_2, &L->gate_inp_s,
+							   &L->down_exps_s};
+			float *dst = c->g4w + (size_t)l * per;
+			for (int i = 0; i < 5 && model_layer_moe(L); i++)
+				if (f[i]->data)
+					memcpy(dst + (size_t)i * E, f[i]->data,
+					       (size_t)(f[i]->ne0 * f[i]->ne1) * sizeof(float));
 		}
 	}
 	if (hp->conv_l || hp->gdn_conv) { /* lfm2, qwen35: the conv taps, f32 (check_model) */

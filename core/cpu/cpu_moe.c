@@ -183,6 +183,13 @@ size_t cpu_moe_bytes(const struct cpu_moe *mo)
 void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *xb,
 		 int32_t n_tok, float *out, const struct cpu_moe_mm *mm)
 {
+	cpu_moe_ffn_ex(mo, L, xb, NULL, NULL, n_tok, out, mm);
+}
+
+void cpu_moe_ffn_ex(struct cpu_moe *mo, const struct model_layer *L, const float *xb,
+		    const float *xr, const float *down_scale, int32_t n_tok, float *out,
+		    const struct cpu_moe_mm *mm)
+{
 	const struct model_hparams *hp = &mo->hp;
 	const int64_t E = hp->n_embd, FX = hp->n_ff_exp;
 	const uint32_t X = hp->n_expert, K = hp->n_expert_used;
@@ -190,7 +197,7 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 	/* router logits for every row at once, then each token's experts */
 	{
 		const struct model_weight *w[1] = {&L->ffn_gate_inp};
-		const float *x[1] = {xb};
+		const float *x[1] = {xr ? xr : xb}; /* gemma4: its own router input */
 		float *y[1] = {mo->logits};
 		const int64_t ld[1] = {(int64_t)X};
 		mm->run(mm->ctx, BACKEND_CPU_MM_GATE_UP, 1, w, x, y, ld, n_tok, NULL);
@@ -308,6 +315,9 @@ void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *x
 			mm->run(mm->ctx, BACKEND_CPU_MM_DOWN, 1, w, x, y, ld, n,
 				act_done ? NULL : mo->u);
 		}
+		if (down_scale) /* gemma4: expert e's output times its scale, as ggml_mul */
+			for (int64_t i = 0; i < (int64_t)n * E; i++)
+				mo->yg[i] *= down_scale[e];
 		if (hp->moe_bias) /* and its down bias, before the routing weight */
 			add_vec(mo, mo->yg, E, n, model_expert(&L->down_exps_b, e).data, E);
 	scatter:

@@ -30,7 +30,8 @@
 
 /* y_i = x_i W_i^T for i < n (n <= 2) over n_tok rows, rows of y_i ldy[i] apart; with
  * glu_u (n == 1) x[0] (writable, [n_tok][w->ne0] like glu_u) first becomes
- * SiLU(x[0]) * glu_u. kind: the profile's bucket. */
+ * SiLU(x[0]) * glu_u (GELU for gemma4's experts, model.h's gelu). kind: the profile's
+ * bucket. */
 struct cpu_moe_mm {
 	void (*run)(void *ctx, enum backend_cpu_mm kind, int n,
 		    const struct model_weight *const *w, const float *const *x, float *const *y,
@@ -62,5 +63,13 @@ void cpu_swiglu_clamp(float *g, const float *u, int64_t n, float limit);
  * out may be xb. */
 void cpu_moe_ffn(struct cpu_moe *mo, const struct model_layer *L, const float *xb,
 		 int32_t n_tok, float *out, const struct cpu_moe_mm *mm);
+
+/* cpu_moe_ffn with gemma4's two differences (model.h's gemma4_moe): the router reads xr
+ * ([n_tok][n_embd]) instead of xb when xr is not NULL, and expert e's down output is
+ * multiplied by down_scale[e] before its routing weight when down_scale is not NULL. The
+ * gate's activation is the one mm's glu applies (gemma4: GELU). */
+void cpu_moe_ffn_ex(struct cpu_moe *mo, const struct model_layer *L, const float *xb,
+		    const float *xr, const float *down_scale, int32_t n_tok, float *out,
+		    const struct cpu_moe_mm *mm);
 
 #endif

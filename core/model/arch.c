@@ -67,8 +67,10 @@
  * absent), freq_scale 1; global layers: rope_freqs as freq_factors (the converter writes 1
  * for partial_rotary_factor * head_dim / 2 pairs, 1e30 for the rest: proportional RoPE).
  * The converter stores the norm weights as they are (norm_shift 0, no +1). E2B/E4B:
- * embedding_length_per_layer_input > 0 and attention.shared_kv_layers; 26B-A4B: experts
- * with extra norms.
+ * embedding_length_per_layer_input > 0 and attention.shared_kv_layers; 26B-A4B: a layer
+ * with ffn_gate_inp runs the dense FFN and GELU experts side by side (model.h's gemma4_moe:
+ * the router's ffn_gate_inp.scale, pre_ffw_norm_2, post_ffw_norm_1 / _2, the optional
+ * per-expert ffn_down_exps.scale; gate and up apart or as ffn_gate_up_exps).
  * glm4 (src/models/glm4.cpp, llama-model.cpp's llama_model_rope_type, conversion/glm.py:
  * Glm4Model): interleaved RoPE (LLAMA_ROPE_TYPE_NORM; NeoX only for GLM4_MOE) over
  * rope.dimension_count dimensions, the converter's head_dim * partial_rotary_factor (0.5:
@@ -336,7 +338,7 @@ static const struct arch_info table[] = {
      .swa_needs_key = true,
      .swa_rope_own = true},
     {.name = "gemma4",
-     .families = "Gemma 4 (31B, dense text)",
+     .families = "Gemma 4 (31B, E2B/E4B, 26B-A4B MoE; text)",
      .rope_neox = true,
      .qk_norm = true,
      .post_norms = true,
@@ -346,7 +348,9 @@ static const struct arch_info table[] = {
      .swa_pattern = 6,
      .swa_needs_key = true,
      .swa_rope_own = true,
-     .gemma4 = true},
+     .gemma4 = true,
+     .moe_ok = true, /* 26B-A4B (model.h's gemma4_moe) */
+     .moe_ff_key = true},
     {.name = "gpt-oss",
      .families = "gpt-oss (gpt-oss-20b, gpt-oss-120b)",
      .rope_neox = true,

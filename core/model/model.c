@@ -634,9 +634,9 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	}
 	if (!ai->moe_ok)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "%s is %u: mixture-of-experts %s models%s are not supported (MoE: "
+			       "%s is %u: mixture-of-experts %s models are not supported (MoE: "
 			       "qwen3moe, gpt-oss, granitemoe, and llama files such as Mixtral)",
-			       key, n, arch, ai->gemma4 ? " (Gemma 4 26B-A4B)" : "");
+			       key, n, arch);
 	if (n > MODEL_MAX_EXPERTS)
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is %u (expected 1 to %u)", key, n,
 			       MODEL_MAX_EXPERTS);
@@ -646,6 +646,10 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	    ((st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
 			       err)) ||
 	     (st = refuse_list(g, arch, "expert_used_count", "experts used per layer", err))))
+		return st;
+	if (ai->gemma4 && /* 26B-A4B: one width for every MoE layer */
+	    (st = refuse_list(g, arch, "expert_feed_forward_length", "expert widths per layer",
+			      err)))
 		return st;
 	if ((st = need_u32(g, arch, "expert_used_count", n, &hp->n_expert_used, err)))
 		return st;
@@ -669,6 +673,11 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_step35_experts(g, arch, hp, err);
 	if (ai->llama4)
 		return read_llama4_experts(g, arch, hp, err);
+	if (ai->gemma4) { /* its graph fixes softmax, renormalized weights, no scale (model.h),
+			   * whatever expert_gating_func / expert_weights_* say */
+		hp->gemma4_moe = hp->expert_weights_norm = true;
+		return BG_OK;
+	}
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -1845,6 +1854,40 @@ static enum bg_status take_gate_up_exps(struct loader *L, uint32_t l, struct mod
 	return BG_OK;
 }
 
+/* gemma4's MoE layer l (model.h's gemma4_moe), beyond take_experts: the dense GELU FFN (F
+ * wide) it runs beside the experts, the router's input scale, the experts' input norm, the
+ * two output norms, and the per-expert down scale when the file has it (llama.cpp's
+ * optional ffn_down_exps.scale, the converter's per_expert_scale). */
+static enum bg_status take_gemma4_moe(struct loader *L, uint32_t l, uint64_t F,
+				      struct model_layer *ly)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	const uint64_t E = hp->n_embd;
+	struct {
+		const char *suffix;
+		uint64_t ne0, ne1;
+		enum take_kind kind;
+		struct model_weight *w;
+	} t[8] = {{"ffn_gate.weight", E, F, TK_MATRIX, &ly->w_gate},
+		  {"ffn_up.weight", E, F, TK_MATRIX, &ly->w_up},
+		  {"ffn_down.weight", F, E, TK_MATRIX, &ly->w_down},
+		  {"ffn_gate_inp.scale", E, 0, TK_NORM, &ly->gate_inp_s},
+		  {"pre_ffw_norm_2.weight", E, 0, TK_NORM, &ly->ffn_pre_norm_2},
+		  {"post_ffw_norm_1.weight", E, 0, TK_NORM, &ly->ffn_post_norm_1},
+		  {"post_ffw_norm_2.weight", E, 0, TK_NORM, &ly->ffn_post_norm_2},
+		  {"ffn_down_exps.scale", hp->n_expert, 0, TK_NORM, &ly->down_exps_s}};
+	char n[64];
+	for (int i = 0; i < 8; i++) {
+		snprintf(n, sizeof n, "blk.%u.%s", l, t[i].suffix);
+		if (i == 7 && !gguf_find_tensor(L->g, n))
+			break; /* optional: scale 1 */
+		enum bg_status st = take(L, n, t[i].ne0, t[i].ne1, t[i].kind, t[i].w);
+		if (st)
+			return st;
+	}
+	return BG_OK;
+}
+
 /* Layer l's router and stacked experts (model.h). Mixtral files converted before the
  * experts were stacked (llama.cpp, early 2024) hold one tensor per expert
  * (blk.N.ffn_gate.E.weight): refused by name rather than as unknown tensors. */
@@ -1865,7 +1908,9 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	if ((st = take3(L, n, E, X, 0, TK_MATRIX, &ly->ffn_gate_inp)))
 		return st;
 	snprintf(n, sizeof n, "blk.%u.ffn_gate_up_exps.weight", l);
-	if (hp->gdn_every && gguf_find_tensor(L->g, n)) { /* qwen35moe, qwen3next: gate|up */
+	/* qwen35moe, qwen3next, gemma4, deepseek2: gate|up (llama.cpp's loaders for these
+	 * accept it) */
+	if ((hp->gdn_every || hp->gemma4_moe || hp->mla) && gguf_find_tensor(L->g, n)) {
 		if ((st = take_gate_up_exps(L, l, ly)))
 			return st;
 	} else {
@@ -2209,7 +2254,7 @@ static enum bg_status load_tensors(struct loader *L)
 		bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
 		if (moe_l && ai && ai->llama4) /* every moe_every-th layer */
 			moe_l = (l + 1) % hp->moe_every == 0;
-		if (moe_l && ai && ai->step35) {
+		if (moe_l && ai && (ai->step35 || ai->gemma4)) { /* gemma4: dense layers too */
 			snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
 			moe_l = gguf_find_tensor(L->g, n) != NULL;
 		}
@@ -2221,7 +2266,8 @@ static enum bg_status load_tensors(struct loader *L)
 		if (ly->no_ffn) {
 			/* nemotron_h: none */
 		} else if (moe_l) {
-			if ((st = take_experts(L, l, ly)))
+			if ((st = take_experts(L, l, ly)) ||
+			    (hp->gemma4_moe && (st = take_gemma4_moe(L, l, F, ly))))
 				return st;
 		} else if (ai && ai->fused_up) { /* phi3: gate rows then up rows (ggml_swiglu's halves) */
 			struct model_weight gu;
@@ -2458,6 +2504,10 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
 			     "are made as files only, not lazily (step35, llama4 too)",
+			     s->name);
+	if (!st && ai->gemma4 && s->n_expert)
+		st = bg_fail(err, BG_ERR_UNSUPPORTED,
+			     "synthetic:%s: gemma4 with experts is made as a file only, not lazily",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);

@@ -350,6 +350,19 @@ struct model_hparams {
 	bool kq_norm_rope;
 	bool moe_weight_in;
 	uint32_t moe_every;
+	/* gemma4 with experts (Gemma 4 26B-A4B; llama.cpp's gemma4 graph, is_moe_layer): a
+	 * layer with a router (model_layer_moe) runs its dense GELU FFN (w_gate, w_up, w_down)
+	 * on ffn_norm(a) AND the experts on ffn_pre_norm_2(a), a the residual stream after the
+	 * attention's add, and its FFN output is
+	 *   rmsnorm(dense, ffn_post_norm_1) + rmsnorm(experts, ffn_post_norm_2)
+	 * before the layer's ffn_post_norm and residual add. The router reads
+	 *   r = rmsnorm(a) (no weight) * (1 / sqrt(n_embd)) * gate_inp_s (elementwise),
+	 * logits = ffn_gate_inp r; softmax, top k, weights renormalized (the routing above
+	 * with expert_weights_norm); the experts are GELU-gated (gelu(gate) * up, as the dense
+	 * FFN); expert e's down output is multiplied by down_exps_s[e] (the converter's
+	 * per_expert_scale; 1 when the file has no ffn_down_exps.scale) before its weight.
+	 * Layers without a router are gemma4's dense layers. */
+	bool gemma4_moe;
 };
 
 struct model_weight {
@@ -437,6 +450,12 @@ struct model_layer {
 	 * head h's attention output times sigmoid(attn_gate x)[h] (x the attn-normed input,
 	 * fp32 1 / (1 + e^-v)) before wo */
 	struct model_weight attn_gate;
+	/* gemma4 MoE layers (hp.gemma4_moe, model_layer_moe), else zero: the router's input
+	 * scale ffn_gate_inp.scale (n_embd), the experts' input norm pre_ffw_norm_2 and the two
+	 * output norms post_ffw_norm_1 (dense) and post_ffw_norm_2 (experts), (n_embd) each;
+	 * the per-expert down scale ffn_down_exps.scale (n_expert), or zero when absent */
+	struct model_weight gate_inp_s, ffn_pre_norm_2, ffn_post_norm_1, ffn_post_norm_2;
+	struct model_weight down_exps_s;
 	bool swa; /* this layer attends through the sliding window hp.n_swa */
 	bool no_rope; /* this layer's Q and K are not rotated (smollm3's every 4th layer: 3, 7,
 		       * 11, ...); everything else about it is as the other layers' */

@@ -107,6 +107,21 @@ static const struct synth_shape shapes[] = {
      .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
      .k_eq_v = true, .out_scale = true, .n_embd_per_layer = 32, .shared_kv_layers = 3,
      .double_wide = true},
+    /* gemma4 with experts (26B-A4B in small): gemma4-tiny's first 3 layers (0, 1 windowed,
+     * 2 global); layer 0 a dense FFN alone (no router), layers 1 and 2 the dense FFN of 128
+     * beside 4 GELU experts of 32, 2 a token, with the router's input scale, the experts'
+     * pre- and post-norms, the dense FFN's post-norm and per-expert down scales;
+     * -gu: the experts' gate and up fused (ffn_gate_up_exps, per expert [gate | up]) */
+    {"gemma4-moe-tiny", 3, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
+     .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
+     .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
+     .k_eq_v = true, .out_scale = true, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32,
+     .n_dense_lead = 1},
+    {"gemma4-moe-gu-tiny", 3, 64, 4, 1, 128, 512, 256, 1000000.0f, 1e-6f, false, "gemma4",
+     .head_dim = 32, .n_swa = 16, .final_softcap = 30.0f, .head_dim_swa = 16,
+     .n_head_kv_swa = 2, .rope_base_swa = 10000.0f, .swa_period = 3, .rope_partial = 0.25f,
+     .k_eq_v = true, .out_scale = true, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32,
+     .n_dense_lead = 1, .gate_up_exps = true},
     {"phi3-tiny", 2, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "phi3", .n_swa = 16,
      .n_ctx_orig = 64},
     /* mixtures of experts. Qwen3-30B-A3B's config.json (feed_forward_length is its
@@ -442,6 +457,14 @@ static const struct synth_shape shapes[] = {
      .softmax_gating = true,
      .n_group = 2,
      .n_group_used = 1},
+    /* deepseek2-tiny with the experts' gate and up fused (ffn_gate_up_exps: llama.cpp's
+     * deepseek2 loader takes it through create_tensor_gate_up_exps) */
+    {"deepseek2-gu-tiny", 3, 64, 4, 1, 128, 512, 256, 10000.0f, 1e-6f, false, "deepseek2",
+     .head_dim = 48, .rope_dim = 16, .q_lora = 32, .kv_lora = 32, .mla_nope = 32,
+     .mla_v_head = 16, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32,
+     .n_expert_shared = 1, .n_dense_lead = 1, .expert_scale = 2.5f, .n_group = 4,
+     .n_group_used = 2, .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64,
+     .mscale_all_dim = 0.707f, .gate_up_exps = true},
     /* Cohere (command-r, cohere2): LayerNorms, parallel attention and FFN, the output tied
      * to token_embd, logit_scale. The config.json values as remembered (no network here):
      * c4ai-command-r-v01: hidden 8192, intermediate 22528, 40 layers, 64 heads (no GQA),
@@ -1256,6 +1279,10 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			n += 4 * E + E * Q + (own ? (v ? 2 : 1) * E * KV + hd : 0) + Q * E +
 			     3 * E * (uint64_t)g4_ff(s, l) + hd + (s->out_scale ? 1 : 0) +
 			     (P ? 2 * E * P + E : 0);
+			if (s->n_expert && l >= s->n_dense_lead) /* router, its scale, 3 norms,
+								  * experts, down scales */
+				n += E * s->n_expert + 4 * E +
+				     3 * E * (uint64_t)synth_n_ff_exp(s) * s->n_expert + s->n_expert;
 		}
 		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n +
 		       (s->rope_partial > 0.0f ? synth_head_dim(s) / 2 : 0) +
@@ -1524,6 +1551,9 @@ static void longrope_factors(float *out, uint32_t n, float top)
  * about ROUTER_SCALE, so that the chosen experts are rarely within rounding of the next
  * one and two implementations route alike. */
 #define ROUTER_SCALE 3.0f
+/* gemma4's per-expert down scales (ffn_down_exps.scale): 1 + N(0, 0.4^2), far enough from
+ * 1 that dropping them moves the log-probs */
+#define G4_EXP_SCALE_STD 0.4f
 /* qwen35moe, qwen2moe: the shared expert's gate, std SHEXP_GATE_SCALE/sqrt(n_embd), its
  * logits spread by about 2, so that sigmoid's values range over most of (0, 1) */
 #define SHEXP_GATE_SCALE 2.0f
@@ -2114,7 +2144,19 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (X && l >= s->n_dense_lead) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
-			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
+			/* (gemma4's router reads a vector of norm about 1: model.h) */
+			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / (g4 ? 1.0f : sqrtf((float)E));
+			if (g4) { /* 26B-A4B: the dense FFN beside, the router's input scale, the
+				   * norms, per-expert down scales 1 + N(0, G4_EXP_SCALE_STD^2) */
+				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
+				ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
+				ADD("ffn_gate_inp.scale", GGUF_DTYPE_F32, FILL_NORM, E, 1);
+				ADD("pre_ffw_norm_2.weight", GGUF_DTYPE_F32, FILL_NORM, E, 1);
+				ADD("post_ffw_norm_1.weight", GGUF_DTYPE_F32, FILL_NORM, E, 1);
+				ADD("post_ffw_norm_2.weight", GGUF_DTYPE_F32, FILL_NORM, E, 1);
+				ADD("ffn_down_exps.scale", GGUF_DTYPE_F32, FILL_NORM, X, 1);
+				b->jobs[b->n_jobs - 1].std = G4_EXP_SCALE_STD;
+			}
 			if (s->gate_up_exps) { /* qwen35moe's newer converters: gate|up fused */
 				ADD3("ffn_gate_up_exps.weight", t, E, 2 * FX, X);
 			} else {
@@ -2163,7 +2205,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 		}
-		if (!X || l < s->n_dense_lead)
+		if (!X || l < s->n_dense_lead || g4) /* gemma4: beside the experts too */
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
 			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);

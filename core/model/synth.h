@@ -72,7 +72,10 @@ struct synth_shape {
 	 * n_expert; N(0, (ROUTER_SCALE)^2 / n_embd), so routing is decisive) and stacked
 	 * ffn_{gate,up}_exps (n_embd, n_ff_exp, n_expert), ffn_down_exps (n_ff_exp, n_embd,
 	 * n_expert) instead of the dense FFN. qwen3moe writes expert_feed_forward_length =
-	 * n_ff_exp; llama's experts are n_ff wide (n_ff_exp must then be 0 or n_ff). */
+	 * n_ff_exp; llama's experts are n_ff wide (n_ff_exp must then be 0 or n_ff). gemma4
+	 * (26B-A4B, model.h's gemma4_moe): the layers from n_dense_lead on keep the dense FFN
+	 * beside the experts and add ffn_gate_inp.scale, pre_ffw_norm_2, post_ffw_norm_1 / _2
+	 * and ffn_down_exps.scale; the first n_dense_lead have no router (no key written). */
 	uint32_t n_expert;
 	uint32_t n_expert_used;
 	uint32_t n_ff_exp;
@@ -198,8 +201,8 @@ struct synth_shape {
 	 * and qwen3vl's n_deepstack_layers (0: not written), which text does not use */
 	int32_t rope_sections[4];
 	uint32_t n_deepstack;
-	/* qwen35moe, qwen3next (added for them): the experts' gate and up as one
-	 * ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert), per expert [gate | up] */
+	/* qwen35moe, qwen3next (added for them; gemma4, deepseek2 too): the experts' gate and
+	 * up as one ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert), per expert [gate | up] */
 	bool gate_up_exps;
 	/* llama4 (added for it): interleave_moe_layer_step, layer l routed experts (n_expert,
 	 * n_ff_exp wide, an f32 router) plus a shared expert as wide (ffn_*_shexp) when (l + 1)
