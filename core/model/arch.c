@@ -239,7 +239,26 @@
  * holds per K head g [beta of V heads g r..g r+r-1 | their alpha] (r = nv / nk); the delta
  * net's input is attn_qkv + attn_gate (the converter's order, qwen35's) or, in older files,
  * ssm_in (n_embd, 2 KD + 2 VD) with per K head [q (d) | k (d) | v (r d) | z (r d)].
- * nextn_predict_layers MTP layers skipped. */
+ * nextn_predict_layers MTP layers skipped.
+ * ernie4_5 (src/models/ernie4-5.cpp, llama-model.cpp's llama_model_rope_type: NORM): the
+ * llama graph: interleaved RoPE, attn_norm, Q/K/V (create_tensor_qkv: attn_qkv or separate,
+ * biases when present), scale 1/sqrt(head_dim), attn_output (an attn_output.bias is loaded
+ * there but never added: refused here), residual, ffn_norm, SiLU SwiGLU, residual;
+ * attention.layer_norm_rms_epsilon required; rope.dimension_sections read but unused by
+ * the text graph; output tied to token_embd without output.weight.
+ * ernie4_5-moe (src/models/ernie4-5-moe.cpp, conversion/ernie.py): ernie4_5's attention;
+ * layer il's FFN is build_moe_ffn when il >= leading_dense_block_count (optional, 0) and
+ * (il + 1) % interleave_moe_layer_step == 0 (required, > 0), else a dense SwiGLU of
+ * feed_forward_length. build_moe_ffn: SiLU, SOFTMAX gating fixed by the graph
+ * (expert_gating_func not read), exp_probs_b.bias (optional per layer) added to the
+ * probabilities for the choice only, norm_w true (the sum clamped at 6.103515625e-5),
+ * expert_weights_scale never read (0: none); experts expert_feed_forward_length wide
+ * (required; ffn_gate_exps is TENSOR_NOT_REQUIRED there, required here: no released file
+ * lacks it); plus, when expert_shared_feed_forward_length > 0 (the converter writes
+ * intermediate_size / num_key_value_heads), a shared SwiGLU expert of that width on the
+ * same normed input, moe + shared. The loader makes MoE tensors for every il >=
+ * leading_dense_block_count, so llama.cpp runs only files with a step of 1 (all released:
+ * 21B-A3B lead 1, 300B-A47B lead 3); batchgen follows the graph's rule for any step. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -483,6 +502,14 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .nextn = true,
      .step35 = true},
+    {.name = "ernie4_5", .families = "Baidu ERNIE 4.5 (0.3B, dense)", .opt_qkv_bias = true},
+    {.name = "ernie4_5-moe",
+     .families = "Baidu ERNIE 4.5 MoE (21B-A3B, 300B-A47B)",
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .ernie_moe = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -501,7 +528,8 @@ const char *arch_names(void)
 	       "gemma4, gpt-oss, phi3, olmo2, "
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
-	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35";
+	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, ernie4_5, "
+	       "ernie4_5-moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -197,6 +197,14 @@ struct arch_info {
 	 * position 0, so pair i turns by p * freq[i] unless its section is the fourth (or, with
 	 * IMROPE, none of the first three), where it does not turn (arch_rope_freqs: freq 0) */
 	uint8_t mrope;
+	/* ernie4_5-moe (Baidu ERNIE 4.5 MoE, llama.cpp's ernie4-5-moe graph; added for it):
+	 * layer l's FFN is routed experts when l >= leading_dense_block_count and (l + 1) %
+	 * interleave_moe_layer_step == 0 (model_hparams.n_moe_step), else a dense SwiGLU;
+	 * softmax routing with the exp_probs_b selection bias where a layer has one,
+	 * normalized weights, no scale (deepseek2's routing, model_hparams' moe_grouped,
+	 * without groups), plus a shared SwiGLU expert of expert_shared_feed_forward_length
+	 * when that key is > 0 */
+	bool ernie_moe;
 };
 
 /* The row of an architecture, or NULL. */

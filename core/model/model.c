@@ -550,6 +550,38 @@ static enum bg_status read_step35_experts(const struct gguf_ctx *g, const char *
 	return read_weights_scale_norm(g, arch, hp, err);
 }
 
+/* ernie4_5-moe's expert keys beyond expert_count / expert_used_count /
+ * expert_feed_forward_length (arch.c): interleave_moe_layer_step (required, 1 to n_layer),
+ * leading_dense_block_count (optional, 0), the shared expert when
+ * expert_shared_feed_forward_length > 0 (absent or 0: none), softmax routing with the
+ * optional selection bias, normalized weights, no scale (moe_grouped without groups:
+ * llama.cpp's graph fixes all three and reads no expert_gating_func,
+ * expert_weights_norm or expert_weights_scale for it). */
+static enum bg_status read_ernie_experts(const struct gguf_ctx *g, const char *arch,
+					 struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st;
+	if ((st = need_u32(g, arch, "interleave_moe_layer_step", hp->n_layer, &hp->n_moe_step,
+			   err)))
+		return st;
+	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+	if (hp->n_layer_dense_lead > hp->n_layer)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "leading_dense_block_count %u exceeds the %u layers",
+			       hp->n_layer_dense_lead, hp->n_layer);
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
+		if (u > MODEL_MAX_DIM)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_shared_feed_forward_length %u is over %u", arch,
+				       u, MODEL_MAX_DIM);
+		hp->n_ff_shexp = u;
+		hp->n_expert_shared = 1;
+	}
+	hp->moe_grouped = hp->moe_sel_bias = hp->expert_weights_norm = true;
+	return BG_OK;
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -605,6 +637,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_nemotron_h_experts(g, arch, hp, err);
 	if (ai->step35)
 		return read_step35_experts(g, arch, hp, err);
+	if (ai->ernie_moe)
+		return read_ernie_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -1464,6 +1498,9 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		eps_key = "attention.layer_norm_epsilon";
 	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
+	float eps_file; /* ernie4_5, ernie4_5-moe: required by llama.cpp's loader */
+	if (strncmp(arch, "ernie4_5", 8) == 0 && !get_f32_key(g, arch, eps_key, &eps_file))
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "%s %g is not in (0, 1)", eps_key,
 			       (double)hp->rms_eps);
@@ -1818,7 +1855,9 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	/* glm4moe, minimax-m2: the selection bias; deepseek2: when the file has it (V2: none) */
 	snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
 	/* (step35, n_head_swa set: optional too) */
-	if (hp->moe_sel_bias && (!(hp->mla || hp->n_head_swa) || gguf_find_tensor(L->g, n)) &&
+	/* (ernie4_5-moe, n_moe_step set: optional too) */
+	if (hp->moe_sel_bias &&
+	    (!(hp->mla || hp->n_head_swa || hp->n_moe_step) || gguf_find_tensor(L->g, n)) &&
 	    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
 		return st;
 	if (hp->n_expert_shared) { /* glm4moe, deepseek2, granitehybrid: the shared expert */
@@ -2143,6 +2182,8 @@ static enum bg_status load_tensors(struct loader *L)
 		/* glm4moe: the leading layers dense; step35: any layer without a router
 		 * (read_step35 checked that it has no experts either) */
 		bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
+		if (hp->n_moe_step > 1 && (l + 1) % hp->n_moe_step != 0) /* ernie4_5-moe */
+			moe_l = false;
 		if (moe_l && ai && ai->step35) {
 			snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
 			moe_l = gguf_find_tensor(L->g, n) != NULL;
@@ -2385,11 +2426,11 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	hp->n_layer_kv = hp->n_layer;
 	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
-		    ai->mamba2 || ai->shexp_gate || ai->step35))
+		    ai->mamba2 || ai->shexp_gate || ai->step35 || ai->ernie_moe))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
-			     "are made as files only, not lazily (step35 too)",
+			     "are made as files only, not lazily (step35, ernie4_5-moe too)",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);

@@ -335,6 +335,10 @@ struct model_hparams {
 	 * with a global layer); 0 elsewhere */
 	uint32_t n_head_swa;
 	uint32_t swa_phase;
+	/* ernie4_5-moe (arch.h's ernie_moe): interleave_moe_layer_step; layer l has routed
+	 * experts iff l >= n_layer_dense_lead and (l + 1) % n_moe_step == 0, else a dense FFN.
+	 * 0 elsewhere: every layer from n_layer_dense_lead on. */
+	uint32_t n_moe_step;
 };
 
 struct model_weight {

@@ -583,6 +583,16 @@ static const struct synth_shape shapes[] = {
      .n_head_kv_swa = 4, .n_head_swa = 8, .rope_dim_swa = 12, .n_expert = 8,
      .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
      .n_dense_tail = 1, .expert_scale = 2.5f},
+    /* ernie4_5 (Baidu ERNIE 4.5 0.3B's layer: llama's with interleaved RoPE, tied output),
+     * with Q/K/V biases (optional there) */
+    {"ernie4_5-tiny", 2, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, true, "ernie4_5",
+     .biases = true},
+    /* ernie4_5-moe (21B-A3B's layout): layer 0 dense (n_ff 128), layers 1-2 8 experts of
+     * 32 (2 a token, softmax with the selection bias, normalized) plus a shared expert of
+     * 64; untied output */
+    {"ernie4_5-moe-tiny", 3, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, false, "ernie4_5-moe",
+     .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
+     .moe_step = 1},
 };
 #pragma GCC diagnostic pop
 
@@ -770,6 +780,20 @@ static bool has_dense_lead_key(const struct synth_shape *s)
 static bool is_ds2(const struct synth_shape *s)
 {
 	return is_arch(s, "deepseek2");
+}
+
+/* ernie4_5-moe: interleaved dense layers (synth_shape's moe_step) and the selection bias */
+static bool is_ernie_moe(const struct synth_shape *s)
+{
+	return is_arch(s, "ernie4_5-moe");
+}
+
+/* whether layer l has routed experts (the first n_dense_lead dense; ernie4_5-moe: also
+ * those with (l + 1) % moe_step != 0) */
+static bool synth_moe_layer(const struct synth_shape *s, uint32_t l)
+{
+	return s->n_expert && l >= s->n_dense_lead &&
+	       !(s->moe_step > 1 && (l + 1) % s->moe_step != 0);
 }
 
 /* seed_oss, apertus, glm4, deepseek2, cohere, minimax-m2: norm weights 1 + N(0,
@@ -1218,8 +1242,12 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			       3 * E * FX * s->n_expert_shared;
 		if (is_minimax(s)) /* the selection bias alone */
 			moe += s->n_expert;
-		ffn = (uint64_t)s->n_dense_lead * 3 * E * F +
-		      (uint64_t)(s->n_layer - s->n_dense_lead) * moe;
+		if (is_ernie_moe(s)) /* the selection bias */
+			moe += s->n_expert;
+		uint32_t n_moe = 0;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			n_moe += synth_moe_layer(s, l);
+		ffn = (uint64_t)(s->n_layer - n_moe) * 3 * E * F + (uint64_t)n_moe * moe;
 	} else {
 		layer += (is_arch(s, "apertus") ? 2 : 3) * E * F; /* apertus: no gate */
 	}
@@ -1746,6 +1774,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"), s->expert_scale);
 			gguf_writer_set_u32(w, ARCH_KEY("expert_group_count"), 1);
 		}
+		if (is_ernie_moe(s)) { /* Ernie4_5MoeModel's: moe_layer_interval,
+					* moe_layer_start_index */
+			gguf_writer_set_u32(w, ARCH_KEY("interleave_moe_layer_step"),
+					    s->moe_step ? s->moe_step : 1);
+			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
+					    s->n_dense_lead);
+		}
 		if (is_minimax(s)) /* MiniMaxM2Model's: scoring_func sigmoid */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2);
 		if (has_dense_lead_key(s)) /* LFM2MoeModel's: num_dense_layers */
@@ -2017,7 +2052,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
 		    !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-		if (X && l >= s->n_dense_lead) { /* glm4moe: the first n_dense_lead dense */
+		if (synth_moe_layer(s, l)) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
@@ -2038,7 +2073,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			}
-			if (is_minimax(s)) { /* the selection bias alone */
+			if (is_minimax(s) || is_ernie_moe(s)) { /* the selection bias alone */
 				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
 			}
@@ -2069,7 +2104,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 		}
-		if (!X || l < s->n_dense_lead)
+		if (!synth_moe_layer(s, l))
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
 			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);

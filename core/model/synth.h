@@ -201,6 +201,11 @@ struct synth_shape {
 	/* qwen35moe, qwen3next (added for them): the experts' gate and up as one
 	 * ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert), per expert [gate | up] */
 	bool gate_up_exps;
+	/* ernie4_5-moe (added for it): interleave_moe_layer_step (0 written as 1): layer l
+	 * has experts iff l >= n_dense_lead and (l + 1) % moe_step == 0, else a dense FFN n_ff
+	 * wide; every MoE layer gets exp_probs_b.bias and, with n_ff_shexp, a shared expert.
+	 * llama.cpp loads only moe_step 1 (arch.c). */
+	uint32_t moe_step;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
