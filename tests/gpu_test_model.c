@@ -1032,6 +1032,9 @@ static void test_arch_vs_cpu(void)
 	    "synthetic:qwen2vl-tiny:f32",
 	    "synthetic:qwen3vl-tiny:f32",
 	    "synthetic:qwen3vlmoe-tiny:f32",
+	    /* ernie4_5-moe: a dense first layer, then softmax routing with the selection bias
+	     * and normalized weights (moe_grouped without groups) plus a shared expert */
+	    "synthetic:ernie4_5-moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -2033,7 +2036,8 @@ int main(void)
 	 * BG_GPU_ONLY_MLA=1: deepseek2's cases alone (also in BG_GPU_ONLY_ARCH's);
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
-	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's;
+	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
+	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's and ernie4_5-moe's;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2077,6 +2081,12 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_STEP35")) { /* step35 alone (quick under gpu/emu) */
 		test_step35();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_ERNIE")) { /* ernie4_5, ernie4_5-moe alone (quick) */
+		test_synthetic_vs_cpu("synthetic:ernie4_5-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_QWENVL")) { /* qwen2vl, qwen3vl, qwen3vlmoe alone (quick) */
