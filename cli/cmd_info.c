@@ -233,7 +233,13 @@ int cmd_info(int argc, char **argv)
 		       hp->expert_gating_sigmoid ? "sigmoid" : "softmax",
 		       hp->expert_weights_norm ? ", chosen weights renormalized" : "",
 		       hp->moe_bias ? ", router and experts with biases" : "");
-	if (hp->moe_grouped) { /* deepseek2 */
+	if (hp->n_moe_step) { /* ernie4_5-moe */
+		printf("ernie4_5-moe experts: choice by p (+ exp_probs_b where a layer has one), "
+		       "%u shared expert%s (%u wide), layer l MoE iff l >= %u and (l + 1) %% %u "
+		       "== 0\n",
+		       hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s",
+		       (unsigned)model_ff_shexp(hp), hp->n_layer_dense_lead, hp->n_moe_step);
+	} else if (hp->moe_grouped) { /* deepseek2 */
 		const bool selb = hp->n_layer && m->layers[hp->n_layer - 1].exp_probs_b.ne0;
 		printf("deepseek2 experts: choice by p%s", selb ? " + exp_probs_b" : "");
 		if (hp->n_expert_groups > 1)
@@ -525,7 +531,7 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.post_attention_norm", &ly->attn_post_norm);
 			print_weight_line("blk.0.post_ffw_norm", &ly->ffn_post_norm);
 		}
-		if (hp->n_expert && !hp->n_layer_dense_lead) { /* else layer 0 is dense */
+		if (hp->n_expert && model_layer_moe(ly)) { /* else layer 0 is dense */
 			print_weight_line("blk.0.ffn_gate_inp", &ly->ffn_gate_inp);
 			print_weight_line("blk.0.ffn_gate_exps", &ly->gate_exps);
 			print_weight_line("blk.0.ffn_up_exps", &ly->up_exps);
