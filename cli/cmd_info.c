@@ -309,7 +309,9 @@ int cmd_info(int argc, char **argv)
 	if (hp->qk_norm)
 		printf("qk_norm: %s\n", hp->qk_norm_full	 ? "yes, over the whole Q and K rows"
 					: hp->qk_norm_heads ? "yes, a weight row per head"
-							    : "yes");
+					: hp->qk_norm_post_rope
+					    ? "yes, per head after RoPE (hunyuan)"
+					    : "yes");
 	if (hp->no_pre_norms)
 		printf("pre_norms: none (attention and FFN read the residual as it is)\n");
 	if (hp->post_norms)

@@ -2928,6 +2928,10 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		    err, BG_ERR_UNSUPPORTED,
 		    "the CUDA backend does not fill a lazy synthetic deepseek2 model's "
 		    "latent attention (MLA) weights; the CPU backend runs it (--device cpu)");
+	if (hp->qk_norm_post_rope) /* hunyuan: its Q/K norms after RoPE (model.h) */
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not run hunyuan-dense / hunyuan-moe (Q/K "
+			       "norms after RoPE); the CPU backend does (--device cpu)");
 	if (hp->moe_grouped && hp->n_expert_groups > GPU_MOE_MAX_GROUPS)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend routes up to %d expert groups, not %u",

@@ -359,6 +359,13 @@ arch_compare ernie4_5-f32 0 2e-5 "${F32KV[*]}" --shape ernie4_5-tiny --dtype f32
 arch_compare ernie4_5-q8_0 0.1 0.25 "${F32KV[*]}" --shape ernie4_5-tiny --dtype q8_0 --seed 5
 arch_compare ernie4_5-moe-f32 0 2e-5 "${F32KV[*]}" --shape ernie4_5-moe-tiny --dtype f32 --seed 3
 arch_compare ernie4_5-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape ernie4_5-moe-tiny --dtype q8_0 --seed 4
+# hunyuan-dense (Hunyuan 0.5B-7B; hunyuan-dense-tiny: NeoX RoPE, then the per-head Q/K norms,
+# tied output) and hunyuan-moe (hunyuan-moe-tiny: experts as wide as feed_forward_length,
+# softmax, renormalized, plus a shared expert of 96)
+arch_compare hunyuan-dense-f32 0 2e-5 "${F32KV[*]}" --shape hunyuan-dense-tiny --dtype f32 --seed 3
+arch_compare hunyuan-dense-q8_0 0.1 0.25 "${F32KV[*]}" --shape hunyuan-dense-tiny --dtype q8_0 --seed 5
+arch_compare hunyuan-moe-f32 0 2e-5 "${F32KV[*]}" --shape hunyuan-moe-tiny --dtype f32 --seed 3
+arch_compare hunyuan-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape hunyuan-moe-tiny --dtype q8_0 --seed 5
 BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),

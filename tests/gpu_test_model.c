@@ -1830,6 +1830,9 @@ static void test_gemma4_refused(void)
 	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
 	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
+	    /* hunyuan: the Q/K norms after RoPE (the CPU backend runs them) */
+	    {"synthetic:hunyuan-moe-tiny:f32", false, 0,
+	     "does not run hunyuan-dense / hunyuan-moe"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
@@ -2087,6 +2090,7 @@ int main(void)
 		test_synthetic_vs_cpu("synthetic:ernie4_5-tiny:f32", 1e-4, 0.9999999);
 		test_synthetic_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 3);
+		test_gemma4_refused(); /* and hunyuan's refusal */
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_QWENVL")) { /* qwen2vl, qwen3vl, qwen3vlmoe alone (quick) */

@@ -2059,6 +2059,78 @@ static void test_ernie(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* hunyuan-dense (NeoX RoPE, Q/K norms after it, tied; expert_count 1 read as dense;
+ * rope.scaling.alpha 50 multiplying the base by 50^(16/14), derived here in double) and
+ * hunyuan-moe (experts as wide as feed_forward_length 64, softmax, renormalized, a shared
+ * expert of 96, or of feed_forward_length without the key); refusals. */
+static void test_hunyuan(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("hunyuan-dense-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->rope_neox && hp->qk_norm && hp->qk_norm_post_rope && !hp->qk_norm_full &&
+			  !hp->qkv_bias && !hp->n_expert && m->layers[1].k_norm.ne0 == 16 &&
+			  m->output.data == m->tok_embd.data && hp->rope_base == 10000.0f,
+		      "hunyuan-dense-tiny hparams");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("hunyuan-dense-tiny"), true),
+		      "hunyuan-dense-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL;
+	CHECK(moe_rewrite("hunyuan-dense-tiny", ME_KEY, "hunyuan-dense.expert_count", 1, &m,
+			  &err) == BG_OK &&
+		  m && m->hp.n_expert == 0,
+	      "hunyuan-dense with expert_count 1: dense (%s)", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("hunyuan-dense-tiny", ME_KEY_F32, "hunyuan-dense.rope.scaling.alpha",
+			  50000, &m, &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		double want = 10000.0 * pow(50.0, 16.0 / 14.0); /* 874,339 */
+		CHECK(fabs(m->hp.rope_base - want) <= 1e-5 * want && m->hp.rope_base_swa ==
+										 m->hp.rope_base,
+		      "hunyuan-dense alpha 50: base %g, want %g", (double)m->hp.rope_base, want);
+		model_free(m);
+	}
+	m = NULL;
+	CHECK(moe_rewrite("hunyuan-moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->rope_neox && hp->qk_norm_post_rope && hp->n_expert == 8 &&
+			  hp->n_expert_used == 2 && hp->n_ff_exp == 64 && hp->n_ff == 64 &&
+			  hp->n_ff_shexp == 96 && hp->n_expert_shared == 1 &&
+			  !hp->expert_gating_sigmoid && hp->expert_weights_norm &&
+			  !hp->moe_sel_bias && !hp->moe_grouped &&
+			  hp->expert_weights_scale == 1.0f &&
+			  model_layer_moe(&L[0]) && model_layer_moe(&L[1]) &&
+			  L[0].gate_exps.ne1 == 64 && L[0].gate_shexp.ne1 == 96 &&
+			  L[1].down_shexp.ne0 == 96,
+		      "hunyuan-moe-tiny hparams and layers");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("hunyuan-moe-tiny"), false),
+		      "hunyuan-moe-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	static const struct refusal bad[] = {
+	    {"hunyuan-moe-tiny", ME_KEY, "hunyuan-moe.expert_shared_feed_forward_length",
+	     UINT32_MAX, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_shexp.weight' has shape [64, 96], expected [64, 64]"},
+	    {"hunyuan-moe-tiny", ME_KEY, "hunyuan-moe.expert_feed_forward_length", UINT32_MAX,
+	     BG_ERR_FORMAT, "expert_feed_forward_length is missing"},
+	    {"hunyuan-moe-tiny", ME_DROP, "blk.1.attn_q_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_q_norm.weight' is missing"},
+	    {"hunyuan-dense-tiny", ME_KEY, "hunyuan-dense.expert_count", 2, BG_ERR_UNSUPPORTED,
+	     "mixture-of-experts hunyuan-dense models"},
+	    {"hunyuan-dense-tiny", ME_KEY_F32, "hunyuan-dense.attention.layer_norm_rms_epsilon",
+	     UINT32_MAX, BG_ERR_FORMAT, "layer_norm_rms_epsilon is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* lfm2moe: lfm2's layers with the leading dense layer (feed_forward_length 128) and then
  * experts of their own width (32) with minimax-m2's routing keys (sigmoid, the selection
  * bias, normalized, unscaled); LFM2-8B-A1B's parameter count derived by hand; refusals. */
@@ -3024,5 +3096,6 @@ int main(void)
 	test_minimax();
 	test_lazy_new_arch();
 	test_ernie();
+	test_hunyuan();
 	return check_summary();
 }

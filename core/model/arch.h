@@ -205,6 +205,15 @@ struct arch_info {
 	 * without groups), plus a shared SwiGLU expert of expert_shared_feed_forward_length
 	 * when that key is > 0 */
 	bool ernie_moe;
+	/* hunyuan-dense, hunyuan-moe (Tencent Hunyuan, llama.cpp's hunyuan-vl and hunyuan-moe
+	 * graphs; added for them): the per-head Q/K RMS norms (qk_norm) come AFTER RoPE
+	 * (model_hparams.qk_norm_post_rope); hunyuan-dense reads expert_count <= 1 as dense and
+	 * multiplies rope.freq_base by rope.scaling.alpha^(head_dim / (head_dim - 2)) when that
+	 * key is > 0; hunyuan-moe (hunyuan_moe): every FFN softmax-routed experts as wide as
+	 * feed_forward_length, weights renormalized, plus a shared SwiGLU expert of
+	 * expert_shared_feed_forward_length (else feed_forward_length) */
+	bool qk_norm_post_rope;
+	bool hunyuan_moe;
 };
 
 /* The row of an architecture, or NULL. */

@@ -214,6 +214,17 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
 	if (ai->opt_bias && g)
 		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+	hp->qk_norm_post_rope = ai->qk_norm_post_rope; /* hunyuan */
+	float alpha = 0.0f; /* hunyuan-dense: NTK-aware alpha (llama.cpp's hunyuan-vl loader) */
+	if (ai->qk_norm_post_rope && !ai->moe_ok &&
+	    get_f32_key(g, arch, "rope.scaling.alpha", &alpha) && alpha > 0.0f) {
+		const float d = (float)hp->head_dim;
+		hp->rope_base_swa = hp->rope_base *= powf(alpha, d / (d - 2.0f));
+		if (!(isfinite(hp->rope_base) && hp->rope_base > 1.0f))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "rope.scaling.alpha %g gives the RoPE base %g",
+				       (double)alpha, (double)hp->rope_base);
+	}
 	if ((ai->glm4moe || ai->step35) && g) /* optional there (GLM-4.5 355B has them) */
 		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
@@ -582,6 +593,31 @@ static enum bg_status read_ernie_experts(const struct gguf_ctx *g, const char *a
 	return BG_OK;
 }
 
+/* hunyuan-moe's expert keys (arch.c): expert_feed_forward_length required (llama.cpp's
+ * loader reads it; the experts are feed_forward_length wide all the same), one shared
+ * expert of expert_shared_feed_forward_length (absent or 0: feed_forward_length), softmax
+ * routing, renormalized weights, no scale or selection bias (none read for it). */
+static enum bg_status read_hunyuan_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	uint32_t u = 0;
+	enum bg_status st;
+	if ((st = need_u32(g, arch, "expert_feed_forward_length", MODEL_MAX_DIM, &u, err)))
+		return st;
+	u = 0;
+	if (!get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) || u == 0)
+		u = hp->n_ff;
+	if (u == 0 || u > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.expert_shared_feed_forward_length (or feed_forward_length) is "
+			       "not in [1, %u]",
+			       arch, MODEL_MAX_DIM);
+	hp->n_ff_shexp = u;
+	hp->n_expert_shared = 1;
+	hp->expert_weights_norm = true;
+	return BG_OK;
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -595,6 +631,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	uint32_t n = 0;
 	if (gguf_find_key(g, key) >= 0 && !gguf_get_u32(g, key, &n))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not an unsigned integer", key);
+	if (n == 1 && ai->qk_norm_post_rope && !ai->moe_ok) /* hunyuan-dense: dense */
+		n = 0;
 	if (n == 0) {
 		if (ai->moe_only)
 			return bg_fail(err, BG_ERR_FORMAT,
@@ -639,6 +677,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_step35_experts(g, arch, hp, err);
 	if (ai->ernie_moe)
 		return read_ernie_experts(g, arch, hp, err);
+	if (ai->hunyuan_moe)
+		return read_hunyuan_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -1498,8 +1538,9 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		eps_key = "attention.layer_norm_epsilon";
 	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
-	float eps_file; /* ernie4_5, ernie4_5-moe: required by llama.cpp's loader */
-	if (strncmp(arch, "ernie4_5", 8) == 0 && !get_f32_key(g, arch, eps_key, &eps_file))
+	float eps_file; /* ernie4_5(-moe), hunyuan-*: required by llama.cpp's loaders */
+	if ((strncmp(arch, "ernie4_5", 8) == 0 || ai->qk_norm_post_rope) &&
+	    !get_f32_key(g, arch, eps_key, &eps_file))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "%s %g is not in (0, 1)", eps_key,

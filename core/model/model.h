@@ -339,6 +339,9 @@ struct model_hparams {
 	 * experts iff l >= n_layer_dense_lead and (l + 1) % n_moe_step == 0, else a dense FFN.
 	 * 0 elsewhere: every layer from n_layer_dense_lead on. */
 	uint32_t n_moe_step;
+	/* hunyuan-dense, hunyuan-moe (arch.h): the Q/K norms (qk_norm, per head) are applied
+	 * to the rotated Q and K, after RoPE, instead of before it */
+	bool qk_norm_post_rope;
 };
 
 struct model_weight {

@@ -593,6 +593,13 @@ static const struct synth_shape shapes[] = {
     {"ernie4_5-moe-tiny", 3, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, false, "ernie4_5-moe",
      .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
      .moe_step = 1},
+    /* hunyuan-dense (Tencent Hunyuan 0.5B-7B's layer: NeoX RoPE, then per-head Q/K norms;
+     * tied output) and hunyuan-moe (Hunyuan-A13B's: every layer 8 experts as wide as
+     * feed_forward_length (64), 2 a token, softmax, plus a shared expert of 96); norm
+     * weights 1 + N(0, 0.25^2), so that norming after RoPE differs from before */
+    {"hunyuan-dense-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, true, "hunyuan-dense"},
+    {"hunyuan-moe-tiny", 2, 64, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, "hunyuan-moe",
+     .n_expert = 8, .n_expert_used = 2, .n_ff_shexp = 96},
 };
 #pragma GCC diagnostic pop
 
@@ -750,13 +757,19 @@ static void step35_clamps(uint32_t l, float out[2])
 	out[1] = c[l % 4][1];
 }
 
+/* hunyuan-dense, hunyuan-moe: Q/K norms after RoPE (arch.h) */
+static bool is_hunyuan(const struct synth_shape *s)
+{
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_post_rope;
+}
+
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
 	       is_arch(s, "qwen3vl") || is_arch(s, "qwen3vlmoe") || is_arch(s, "gemma3") ||
 	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
 	       (is_arch(s, "glm4moe") && !s->no_qk_norm) || is_arch(s, "minimax-m2") ||
-	       is_lfm2(s) || is_qwen35(s);
+	       is_lfm2(s) || is_qwen35(s) || is_hunyuan(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -802,7 +815,7 @@ static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
-	       is_qwen35(s) || is_mamba2(s) || is_step35(s);
+	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_hunyuan(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -1780,6 +1793,12 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 					    s->moe_step ? s->moe_step : 1);
 			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
 					    s->n_dense_lead);
+		}
+		if (is_hunyuan(s)) { /* HunYuanMoEModel's: moe_intermediate_size (unused by
+				      * llama.cpp's shapes), num_shared_expert */
+			gguf_writer_set_u32(w, ARCH_KEY("expert_feed_forward_length"),
+					    synth_n_ff_exp(s));
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), 1);
 		}
 		if (is_minimax(s)) /* MiniMaxM2Model's: scoring_func sigmoid */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2);
