@@ -1673,6 +1673,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.rope_dim = L->no_rope ? 0 : (int)model_rope_dim(hp, L->swa);
 		qp.table = c->d_rope + rk * c->rope_nt;
 		qp.v_norm = hp->v_norm; /* gemma4 */
+		qp.norm_post_rope = hp->qk_norm_post_rope; /* hunyuan */
 		qp.mscale = c->mscale[rk];
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
@@ -2928,10 +2929,6 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 		    err, BG_ERR_UNSUPPORTED,
 		    "the CUDA backend does not fill a lazy synthetic deepseek2 model's "
 		    "latent attention (MLA) weights; the CPU backend runs it (--device cpu)");
-	if (hp->qk_norm_post_rope) /* hunyuan: its Q/K norms after RoPE (model.h) */
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend does not run hunyuan-dense / hunyuan-moe (Q/K "
-			       "norms after RoPE); the CPU backend does (--device cpu)");
 	if (hp->moe_grouped && hp->n_expert_groups > GPU_MOE_MAX_GROUPS)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend routes up to %d expert groups, not %u",

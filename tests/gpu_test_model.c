@@ -1035,6 +1035,9 @@ static void test_arch_vs_cpu(void)
 	    /* ernie4_5-moe: a dense first layer, then softmax routing with the selection bias
 	     * and normalized weights (moe_grouped without groups) plus a shared expert */
 	    "synthetic:ernie4_5-moe-tiny:f32",
+	    /* hunyuan-moe: the per-head Q/K norms after RoPE (gpu_qkv_post_args.norm_post_rope),
+	     * experts as wide as feed_forward_length, a wider shared expert */
+	    "synthetic:hunyuan-moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -1830,9 +1833,6 @@ static void test_gemma4_refused(void)
 	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
 	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
-	    /* hunyuan: the Q/K norms after RoPE (the CPU backend runs them) */
-	    {"synthetic:hunyuan-moe-tiny:f32", false, 0,
-	     "does not run hunyuan-dense / hunyuan-moe"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
@@ -2040,7 +2040,7 @@ int main(void)
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
 	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
-	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's and ernie4_5-moe's;
+	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's, ernie4_5-moe's and the hunyuan shapes';
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2086,11 +2086,13 @@ int main(void)
 		test_step35();
 		return check_summary();
 	}
-	if (getenv("BG_GPU_ONLY_ERNIE")) { /* ernie4_5, ernie4_5-moe alone (quick) */
+	if (getenv("BG_GPU_ONLY_ERNIE")) { /* ernie4_5(-moe), hunyuan-dense, -moe (quick) */
 		test_synthetic_vs_cpu("synthetic:ernie4_5-tiny:f32", 1e-4, 0.9999999);
 		test_synthetic_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 3);
-		test_gemma4_refused(); /* and hunyuan's refusal */
+		test_synthetic_vs_cpu("synthetic:hunyuan-dense-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:hunyuan-moe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:hunyuan-moe-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_QWENVL")) { /* qwen2vl, qwen3vl, qwen3vlmoe alone (quick) */

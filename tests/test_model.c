@@ -2115,6 +2115,16 @@ static void test_hunyuan(void)
 		      "hunyuan-moe-tiny n_params %llu", (unsigned long long)m->n_params);
 		model_free(m);
 	}
+	m = NULL; /* lazily: hunyuan-dense (its norms after RoPE), hunyuan-moe refused (files
+		   * only: its shared expert) */
+	CHECK(model_open("synthetic:hunyuan-dense-tiny", true, &m, &err) == BG_OK && m &&
+		  m->hp.qk_norm_post_rope && m->hp.qk_norm,
+	      "lazy hunyuan-dense-tiny: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(model_open("synthetic:hunyuan-moe-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  !m && has(&err, "hunyuan-moe too"),
+	      "lazy hunyuan-moe-tiny refused: %s", err.msg);
 	static const struct refusal bad[] = {
 	    {"hunyuan-moe-tiny", ME_KEY, "hunyuan-moe.expert_shared_feed_forward_length",
 	     UINT32_MAX, BG_ERR_FORMAT,

@@ -2467,11 +2467,13 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	hp->n_layer_kv = hp->n_layer;
 	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
-		    ai->mamba2 || ai->shexp_gate || ai->step35 || ai->ernie_moe))
+		    ai->mamba2 || ai->shexp_gate || ai->step35 || ai->ernie_moe ||
+		    ai->hunyuan_moe))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
-			     "are made as files only, not lazily (step35, ernie4_5-moe too)",
+			     "are made as files only, not lazily (step35, ernie4_5-moe, "
+			     "hunyuan-moe too)",
 			     s->name);
 	if (!st && ai->gemma4) { /* read_gemma4's values for the keys synth writes */
 		st = read_gemma4(NULL, m->arch, hp, err);
