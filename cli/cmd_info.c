@@ -237,12 +237,18 @@ int cmd_info(int argc, char **argv)
 		printf("llama4 experts: choice by the largest logits, the sigmoid weight on the "
 		       "expert's input, every %u%s layer (the others dense), 1 shared expert (%u "
 		       "wide)\n",
-		       hp->moe_every,
-		       hp->moe_every == 1   ? "st"
-		       : hp->moe_every == 2 ? "nd"
-					    : "th",
+		       hp->n_moe_step,
+		       hp->n_moe_step == 1   ? "st"
+		       : hp->n_moe_step == 2 ? "nd"
+					     : "th",
 		       (unsigned)model_ff_shexp(hp));
-	else if (hp->moe_grouped) { /* deepseek2 */
+	else if (hp->n_moe_step) { /* ernie4_5-moe */
+		printf("ernie4_5-moe experts: choice by p (+ exp_probs_b where a layer has one), "
+		       "%u shared expert%s (%u wide), layer l MoE iff l >= %u and (l + 1) %% %u "
+		       "== 0\n",
+		       hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s",
+		       (unsigned)model_ff_shexp(hp), hp->n_layer_dense_lead, hp->n_moe_step);
+	} else if (hp->moe_grouped) { /* deepseek2 */
 		const bool selb = hp->n_layer && m->layers[hp->n_layer - 1].exp_probs_b.ne0;
 		printf("deepseek2 experts: choice by p%s", selb ? " + exp_probs_b" : "");
 		if (hp->n_expert_groups > 1)
@@ -312,7 +318,9 @@ int cmd_info(int argc, char **argv)
 	if (hp->qk_norm)
 		printf("qk_norm: %s\n", hp->qk_norm_full	 ? "yes, over the whole Q and K rows"
 					: hp->qk_norm_heads ? "yes, a weight row per head"
-							    : "yes");
+					: hp->qk_norm_post_rope
+					    ? "yes, per head after RoPE (hunyuan)"
+					    : "yes");
 	if (hp->no_pre_norms)
 		printf("pre_norms: none (attention and FFN read the residual as it is)\n");
 	if (hp->post_norms)
@@ -565,7 +573,7 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.post_attention_norm", &ly->attn_post_norm);
 			print_weight_line("blk.0.post_ffw_norm", &ly->ffn_post_norm);
 		}
-		if (hp->n_expert && !hp->n_layer_dense_lead) { /* else layer 0 is dense */
+		if (hp->n_expert && model_layer_moe(ly)) { /* else layer 0 is dense */
 			print_weight_line("blk.0.ffn_gate_inp", &ly->ffn_gate_inp);
 			print_weight_line("blk.0.ffn_gate_exps", &ly->gate_exps);
 			print_weight_line("blk.0.ffn_up_exps", &ly->up_exps);

@@ -6,7 +6,7 @@
 #              gpt-oss, olmo2/3, granite, mistral3, smollm3, seed_oss, apertus, gemma4, glm4,
 #              glm4moe, deepseek2, command-r, cohere2, minimax-m2, the recurrent lfm2,
 #              lfm2moe, qwen35, qwen35moe, qwen3next, granitehybrid, nemotron_h(_moe),
-#              qwen2moe, step35, qwen2vl, qwen3vl, qwen3vlmoe; tied
+#              qwen2moe, step35, qwen2vl, qwen3vl, qwen3vlmoe, ernie4_5(-moe), hunyuan-*; tied
 #              and not), hand-made GGUFs (the issue 16 inputs, a BPE vocabulary, v2)
 #   request    native and OpenAI lines (valid, invalid, the issue 16 lines), raw and built
 #   tokenizer  the vocabulary test texts of ../shared/vocab/*.inp, for each vocabulary
@@ -119,6 +119,18 @@ done
 	-o "$out/gguf/qwen3vl-q8_0.gguf" 2>/dev/null
 "$BATCHGEN" synth --shape qwen3vlmoe-tiny "${small[@]}" --dtype f16 \
 	-o "$out/gguf/qwen3vlmoe-f16.gguf" 2>/dev/null
+# ernie4_5 (Q/K/V biases, tied) and ernie4_5-moe (interleave_moe_layer_step, a dense layer,
+# then experts with exp_probs_b and a shared expert of its own width)
+"$BATCHGEN" synth --shape ernie4_5-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/ernie4_5-f16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape ernie4_5-moe-tiny "${small[@]}" --layers 2 --dtype q8_0 \
+	-o "$out/gguf/ernie4_5-moe-q8_0.gguf" 2>/dev/null
+# hunyuan-dense, hunyuan-moe (Q/K norms after RoPE; experts feed_forward_length wide, a
+# shared expert of its own width)
+"$BATCHGEN" synth --shape hunyuan-dense-tiny "${small[@]}" --dtype bf16 \
+	-o "$out/gguf/hunyuan-dense-bf16.gguf" 2>/dev/null
+"$BATCHGEN" synth --shape hunyuan-moe-tiny "${small[@]}" --dtype f16 \
+	-o "$out/gguf/hunyuan-moe-f16.gguf" 2>/dev/null
 
 /usr/bin/python3 - "$out" <<'PY'
 import base64, json, struct, sys

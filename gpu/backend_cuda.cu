@@ -1705,6 +1705,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.rope_dim = L->no_rope ? 0 : (int)model_rope_dim(hp, L->swa);
 		qp.table = c->d_rope + rk * c->rope_nt;
 		qp.v_norm = hp->v_norm; /* gemma4 */
+		qp.norm_post_rope = hp->qk_norm_post_rope; /* hunyuan */
 		qp.mscale = c->mscale[rk];
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;

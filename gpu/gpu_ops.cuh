@@ -200,9 +200,13 @@ struct gpu_qkv_post_args {
 	/* gemma4: each value head RMS-normalized (no weight: head_norm.cu's expression with
 	 * weights 1) before its store; the q/k/v columns of qkv keep their unnormed V */
 	bool v_norm;
+	/* hunyuan (model.h's qk_norm_post_rope): the q_norm / k_norm head norms after RoPE
+	 * instead of before it (the key heads stored once normed) */
+	bool norm_post_rope;
 };
 /* In one launch, bitwise what these do one after another: gpu_bias_add (when bias),
- * gpu_head_rmsnorm (when q_norm), gpu_rope (when rope_dim >= 2), the query heads times
+ * gpu_head_rmsnorm (when q_norm), gpu_rope (when rope_dim >= 2; with norm_post_rope the
+ * rotation before the head norm), the query heads times
  * their position's temperature (when temp_scale != 0), then gpu_kv_write of the
  * key and value heads into their slots (converted to dt; value heads normalized first when
  * v_norm). qkv is left as the first three

@@ -1,6 +1,6 @@
 /* qkv_post: everything between the QKV projection and attention, in one launch: the
- * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3), RoPE of the q and k
- * heads, mistral3's attention temperature on the q heads, gemma4's V norm, and the store of the new K and V rows into their paged slots. Before, these were
+ * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3; hunyuan: after RoPE),
+ * RoPE of the q and k heads, mistral3's attention temperature on the q heads, gemma4's V norm, and the store of the new K and V rows into their paged slots. Before, these were
  * two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm, gpu_rope, gpu_kv_write),
  * each a node of the decode graph with its own launch gap and ramp (issue 17: a decode
  * step's fixed cost is paid per node).
@@ -51,7 +51,9 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 			v[d] = st_t<T>(a.v_norm ? __fmul_rn(x[d], scale) : x[d]);
 		return;
 	}
-	if (a.q_norm) { /* head_norm.cu's expression, over the same lanes in the same order */
+	const bool post = a.q_norm && a.norm_post_rope; /* hunyuan: the norm after RoPE */
+	if (a.q_norm && !post) { /* head_norm.cu's expression, over the same lanes in the same
+				  * order */
 		const float *w = item < a.n_head ? a.q_norm : a.k_norm;
 		double ss = 0.0;
 		for (int d = lane; d < hd; d += 32)
@@ -72,9 +74,23 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 			      &y0, &y1);
 		x[ia] = y0;
 		x[ib] = y1;
-		if (k) {
+		if (k && !post) {
 			k[ia] = st_t<T>(y0);
 			k[ib] = st_t<T>(y1);
+		}
+	}
+	if (post) { /* hunyuan: the same norm of the rotated head */
+		__syncwarp(); /* the rotated pairs were written by other lanes */
+		const float *w = item < a.n_head ? a.q_norm : a.k_norm;
+		double ss = 0.0;
+		for (int d = lane; d < hd; d += 32)
+			ss += (double)x[d] * x[d];
+		ss = warp_sum_d(ss);
+		float scale = (float)(1.0 / sqrt(ss / (double)hd + (double)a.eps));
+		for (int d = lane; d < hd; d += 32) {
+			x[d] = __fmul_rn(__fmul_rn(x[d], scale), w[d]);
+			if (k) /* every dimension, rotated or not: stored here */
+				k[d] = st_t<T>(x[d]);
 		}
 	}
 	if (!k && a.temp_scale != 0.0f) { /* a query head: mistral3's temperature */
@@ -83,7 +99,7 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 		for (int d = lane; d < hd; d += 32)
 			x[d] = __fmul_rn(x[d], f);
 	}
-	if (k) /* the dimensions past rope_dim (and all of them without RoPE) */
+	if (k && !post) /* the dimensions past rope_dim (and all of them without RoPE) */
 		for (int d = 2 * half + lane; d < hd; d += 32)
 			k[d] = st_t<T>(x[d]);
 }

@@ -23,7 +23,8 @@
 # layers routed ReLU^2 experts, sigmoid with a selection bias, and a ReLU^2 shared expert),
 # qwen35moe and qwen2moe (a shared expert times its sigmoid gate beside the routed experts),
 # qwen2vl, qwen3vl and qwen3vlmoe (multi-section RoPE: pairs that text positions leave unturned),
-# step35 (per-kind head counts, a head-wise attention gate, SwiGLU clamps).
+# step35 (per-kind head counts, a head-wise attention gate, SwiGLU clamps), ernie4_5 and
+# ernie4_5-moe (softmax routing with a selection bias, a shared expert, a leading dense layer).
 # ARCH_ONLY=PREFIX runs only the rows whose label starts with PREFIX.
 # Tiny synthetic files (`batchgen synth --shape <arch>-tiny`), 3 prompts of 4, 8 and 41
 # tokens (41 > the files' windows of 16 and original contexts of 64 - 41 + 12 positions
@@ -360,6 +361,22 @@ arch_compare step35-tail-f32 0 2e-5 "${F32KV[*]}" --shape step35-tail --dtype f3
 arch_compare llama4-f32 0 2e-5 "${F32KV[*]}" --shape llama4-tiny --dtype f32 --seed 3
 arch_compare llama4-q8_0 0.1 0.25 "${F32KV[*]}" --shape llama4-tiny --dtype q8_0 --seed 5
 arch_compare llama4-128e-f32 0 2e-5 "${F32KV[*]}" --shape llama4-128e --dtype f32 --seed 3
+# ernie4_5 (ERNIE 4.5 0.3B; ernie4_5-tiny: llama's layer with interleaved RoPE, Q/K/V
+# biases, tied output) and ernie4_5-moe (ernie4_5-moe-tiny: a dense first layer, then
+# softmax-routed experts with the selection bias and normalized weights plus a shared
+# expert of its own width). Measured 2026-12-02: f32 1.4e-6 / 2.0e-6 (36 steps); q8_0
+# 4.0e-8 (32) / 9.0e-8 (36); other moe q8_0 seeds 3-9 compare 10-32 steps, worst 4.9e-2.
+arch_compare ernie4_5-f32 0 2e-5 "${F32KV[*]}" --shape ernie4_5-tiny --dtype f32 --seed 3
+arch_compare ernie4_5-q8_0 0.1 0.25 "${F32KV[*]}" --shape ernie4_5-tiny --dtype q8_0 --seed 5
+arch_compare ernie4_5-moe-f32 0 2e-5 "${F32KV[*]}" --shape ernie4_5-moe-tiny --dtype f32 --seed 3
+arch_compare ernie4_5-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape ernie4_5-moe-tiny --dtype q8_0 --seed 4
+# hunyuan-dense (Hunyuan 0.5B-7B; hunyuan-dense-tiny: NeoX RoPE, then the per-head Q/K norms,
+# tied output) and hunyuan-moe (hunyuan-moe-tiny: experts as wide as feed_forward_length,
+# softmax, renormalized, plus a shared expert of 96)
+arch_compare hunyuan-dense-f32 0 2e-5 "${F32KV[*]}" --shape hunyuan-dense-tiny --dtype f32 --seed 3
+arch_compare hunyuan-dense-q8_0 0.1 0.25 "${F32KV[*]}" --shape hunyuan-dense-tiny --dtype q8_0 --seed 5
+arch_compare hunyuan-moe-f32 0 2e-5 "${F32KV[*]}" --shape hunyuan-moe-tiny --dtype f32 --seed 3
+arch_compare hunyuan-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape hunyuan-moe-tiny --dtype q8_0 --seed 5
 BGOPTS=""
 # exaone4 (llama.cpp's exaone4 graph): no pre-norms, per-head Q/K norms, NeoX RoPE with
 # rope_freqs (llama3 factors over 64), post-attention and post-FFN norms, norm weights 1 +

@@ -2881,23 +2881,27 @@ static void test_qkv_post(void)
 {
 	struct {
 		int n_head, n_head_kv, hd, rope_dim;
-		bool neox, bias, norm, temp, vnorm;
-	} cases[10] = {
-	    {8, 2, 64, 64, false, false, false, false, false},  /* llama */
-	    {8, 2, 64, 64, true, true, false, false, false},	 /* qwen2: biases, NeoX */
-	    {8, 2, 128, 128, true, false, true, false, false},	 /* qwen3: head norms */
-	    {6, 3, 96, 32, false, true, true, false, false},	 /* partial rotation, every step at once */
-	    {4, 4, 64, 0, false, true, false, false, false},	 /* no rotation */
-	    {4, 2, 256, 256, true, false, true, false, false},	 /* gemma-sized heads */
+		bool neox, bias, norm, temp, vnorm, post;
+	} cases[12] = {
+	    {8, 2, 64, 64, false, false, false, false, false, false},  /* llama */
+	    {8, 2, 64, 64, true, true, false, false, false, false},	 /* qwen2: biases, NeoX */
+	    {8, 2, 128, 128, true, false, true, false, false, false},	 /* qwen3: head norms */
+	    {6, 3, 96, 32, false, true, true, false, false, false},	 /* partial rotation, every step at once */
+	    {4, 4, 64, 0, false, true, false, false, false, false},	 /* no rotation */
+	    {4, 2, 256, 256, true, false, true, false, false, false},	 /* gemma-sized heads */
 	    /* mistral3: the query heads times the temperature (scale 0.5, floor 16), the
 	     * launchers' result times it on the host (one fp32 product, as the kernel) */
-	    {8, 2, 64, 64, false, false, false, true, false},
-	    {6, 3, 96, 32, false, true, false, true, false}, /* with partial rotation */
+	    {8, 2, 64, 64, false, false, false, true, false, false},
+	    {6, 3, 96, 32, false, true, false, true, false, false}, /* with partial rotation */
 	    /* gemma4: the value heads RMS-normalized (no weight) before their store, against
 	     * a host reference (f32 pools only: the rounding of 16-bit stores is the same
 	     * st_t as the others) */
-	    {4, 2, 16, 16, true, false, true, false, true},
-	    {4, 1, 32, 32, true, true, true, false, true},
+	    {4, 2, 16, 16, true, false, true, false, true, false},
+	    {4, 1, 32, 32, true, true, true, false, true, false},
+	    /* hunyuan: the head norms after RoPE (norm_post_rope), against the launchers in
+	     * that order; partially rotated heads normed whole */
+	    {8, 2, 128, 128, true, false, true, false, false, true},
+	    {6, 3, 96, 32, true, true, true, false, false, true},
 	};
 	for (enum gpu_dtype dt : all_dt)
 		for (auto &cs : cases) {
@@ -2943,11 +2947,14 @@ static void test_qkv_post(void)
 			/* the forward before: up to four launches */
 			if (cs.bias)
 				REQUIRE(gpu_bias_add(qb, ld, db, n_tok, width, 0));
-			if (cs.norm)
+			if (cs.norm && !cs.post)
 				REQUIRE(gpu_head_rmsnorm(qb, ld, n_tok, cs.n_head, cs.n_head_kv, cs.hd,
 							 dqw, dkw, eps, 0));
 			REQUIRE(gpu_rope(qb, ld, dp, n_tok, cs.n_head, cs.n_head_kv, cs.hd, cs.rope_dim,
 					 dtab, msc, cs.neox, 0));
+			if (cs.norm && cs.post)
+				REQUIRE(gpu_head_rmsnorm(qb, ld, n_tok, cs.n_head, cs.n_head_kv, cs.hd,
+							 dqw, dkw, eps, 0));
 			REQUIRE(gpu_kv_write(qb, ld, cs.n_head * cs.hd, (cs.n_head + cs.n_head_kv) * cs.hd,
 					     ds, n_tok, kvb, dt, 0));
 			/* and in one */
@@ -2973,6 +2980,7 @@ static void test_qkv_post(void)
 			a.temp_scale = cs.temp ? 0.5f : 0.0f;
 			a.temp_floor = 16;
 			a.v_norm = cs.vnorm;
+			a.norm_post_rope = cs.post;
 			REQUIRE(gpu_qkv_post(&a, dt, 0));
 			std::vector<float> before = dev_download<float>(qb, qkv.size());
 			if (cs.vnorm) { /* the reference pool's V rows normalized on the host */
@@ -3002,8 +3010,9 @@ static void test_qkv_post(void)
 						before[(size_t)t * ld + o] *= f;
 				}
 			char what[96];
-			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d temp %d: qkv",
-				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.temp);
+			snprintf(what, sizeof what,
+				 "qkv_post %s hd %d rope %d bias %d norm %d temp %d post %d: qkv",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.temp, cs.post);
 			check_close(what, dev_download<float>(qa, qkv.size()), before, 0, 0);
 			snprintf(what, sizeof what,
 				 "qkv_post %s hd %d rope %d bias %d norm %d vnorm %d: KV pool",

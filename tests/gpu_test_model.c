@@ -1037,6 +1037,12 @@ static void test_arch_vs_cpu(void)
 	     * with the chosen weights not renormalized */
 	    "synthetic:exaone4-swa-tiny:f32",
 	    "synthetic:olmoe-tiny:f32",
+	    /* ernie4_5-moe: a dense first layer, then softmax routing with the selection bias
+	     * and normalized weights (moe_grouped without groups) plus a shared expert */
+	    "synthetic:ernie4_5-moe-tiny:f32",
+	    /* hunyuan-moe: the per-head Q/K norms after RoPE (gpu_qkv_post_args.norm_post_rope),
+	     * experts as wide as feed_forward_length, a wider shared expert */
+	    "synthetic:hunyuan-moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -2057,6 +2063,7 @@ int main(void)
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
 	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
 	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_GEMMA4MOE=1 gemma4's with experts;
+	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's, ernie4_5-moe's and the hunyuan shapes';
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2100,6 +2107,15 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_STEP35")) { /* step35 alone (quick under gpu/emu) */
 		test_step35();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_ERNIE")) { /* ernie4_5(-moe), hunyuan-dense, -moe (quick) */
+		test_synthetic_vs_cpu("synthetic:ernie4_5-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:ernie4_5-moe-tiny:f32", 3);
+		test_synthetic_vs_cpu("synthetic:hunyuan-dense-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:hunyuan-moe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:hunyuan-moe-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_QWENVL")) { /* qwen2vl, qwen3vl, qwen3vlmoe alone (quick) */

@@ -1969,7 +1969,7 @@ static void test_llama4(void)
 		CHECK(hp->swa_chunked && hp->n_swa == 8192 && hp->swa_pattern == 4 &&
 			  hp->attn_temp_nope && hp->attn_temp_scale == 0.1f &&
 			  hp->attn_temp_offset == 1.0f && hp->attn_temp_floor == 8192 &&
-			  hp->kq_norm_rope && hp->moe_weight_in && hp->moe_every == 2 &&
+			  hp->kq_norm_rope && hp->moe_weight_in && hp->n_moe_step == 2 &&
 			  hp->n_expert == 4 && hp->n_expert_used == 2 && hp->n_ff_exp == 32 &&
 			  model_ff_shexp(hp) == 32 && !hp->expert_weights_norm &&
 			  hp->expert_weights_scale == 1.0f && !hp->rope_neox &&
@@ -2025,6 +2025,194 @@ static void test_llama4(void)
 	    {"llama4-tiny", ME_DROP, "blk.1.ffn_gate_inp.weight", 0, BG_ERR_FORMAT,
 	     "'blk.1.ffn_gate_inp.weight' is missing"},
 	    {"llama4-tiny", ME_ADD, "blk.0.attn_q.bias", 0, BG_ERR_UNSUPPORTED, "bias"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* ernie4_5-moe-tiny with its layer count, leading dense layers and MoE step replaced (f32),
+ * written and loaded. */
+static enum bg_status load_ernie_moe(uint32_t n_layer, uint32_t lead, uint32_t step,
+				     struct model **out, struct bg_err *err)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("ernie4_5-moe-tiny"));
+	o.shape.n_layer = n_layer;
+	o.shape.n_dense_lead = lead;
+	o.shape.moe_step = step;
+	void *buf;
+	size_t len;
+	struct gguf_ctx *g = NULL;
+	enum bg_status st = synth_to_buffer(&o, &buf, &len, err);
+	if (st || (st = gguf_parse(buf, len, true, &g, err)))
+		return st;
+	return model_from_gguf(g, out, err);
+}
+
+/* ernie4_5 (llama's layer: interleaved RoPE, the optional Q/K/V biases, no O bias, tied
+ * output) and ernie4_5-moe (the dense first layer, softmax routing with the selection
+ * bias (optional per layer), normalized and unscaled weights, the shared expert of its own
+ * width); the MoE layer rule l >= leading_dense_block_count && (l + 1) % step == 0 on a
+ * 6-layer file with lead 2 and step 2 (MoE: layers 3 and 5 only), which llama.cpp cannot
+ * load (arch.c); n_params as synth derives it; refusals. */
+static void test_ernie(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("ernie4_5-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(!hp->rope_neox && hp->qkv_bias && !hp->attn_out_bias && !hp->n_expert &&
+			  m->layers[1].bq.ne0 == 64 && m->output.data == m->tok_embd.data &&
+			  hp->rope_base == 500000.0f,
+		      "ernie4_5-tiny hparams");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("ernie4_5-tiny"), true),
+		      "ernie4_5-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL;
+	CHECK(moe_rewrite("ernie4_5-moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(!hp->rope_neox && !hp->qkv_bias && hp->n_expert == 8 &&
+			  hp->n_expert_used == 2 && hp->n_ff_exp == 32 && hp->n_ff == 128 &&
+			  hp->n_ff_shexp == 64 && hp->n_expert_shared == 1 &&
+			  model_ff_shexp(hp) == 64 && hp->moe_grouped && hp->moe_sel_bias &&
+			  !hp->expert_gating_sigmoid && hp->expert_weights_norm &&
+			  hp->expert_weights_scale == 1.0f && hp->n_expert_groups <= 1 &&
+			  hp->n_layer_dense_lead == 1 && hp->n_moe_step == 1,
+		      "ernie4_5-moe-tiny hparams");
+		CHECK(!model_layer_moe(&L[0]) && L[0].w_gate.ne1 == 128 && model_layer_moe(&L[1]) &&
+			  model_layer_moe(&L[2]) && L[2].exp_probs_b.ne0 == 8 &&
+			  L[2].gate_shexp.ne1 == 64 && L[2].down_shexp.ne0 == 64 &&
+			  !L[2].w_gate.data && m->output.data != m->tok_embd.data,
+		      "ernie4_5-moe-tiny layers");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("ernie4_5-moe-tiny"), false),
+		      "ernie4_5-moe-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL; /* the step: lead 2, step 2 of 6 layers */
+	CHECK(load_ernie_moe(6, 2, 2, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_layer *L = m->layers;
+		bool ok = m->hp.n_moe_step == 2;
+		for (uint32_t l = 0; l < 6; l++)
+			ok = ok && model_layer_moe(&L[l]) == (l == 3 || l == 5) &&
+			     (L[l].w_down.data != NULL) == !(l == 3 || l == 5);
+		CHECK(ok, "ernie4_5-moe lead 2, step 2: MoE layers 3 and 5 only");
+		model_free(m);
+	}
+	m = NULL; /* the selection bias is optional per layer */
+	CHECK(moe_rewrite("ernie4_5-moe-tiny", ME_DROP, "blk.1.exp_probs_b.bias", 0, &m, &err) ==
+		      BG_OK,
+	      "%s", err.msg);
+	CHECK(m && !m->layers[1].exp_probs_b.data && m->layers[2].exp_probs_b.data,
+	      "ernie4_5-moe: blk.1 without exp_probs_b");
+	model_free(m);
+	/* (without expert_shared_feed_forward_length there is no shared expert: its tensors
+	 * are unknown, as llama.cpp's tensor count refuses them) */
+	static const struct refusal bad[] = {
+	    {"ernie4_5-moe-tiny", ME_KEY, "ernie4_5-moe.interleave_moe_layer_step", UINT32_MAX,
+	     BG_ERR_FORMAT, "interleave_moe_layer_step is missing"},
+	    {"ernie4_5-moe-tiny", ME_KEY, "ernie4_5-moe.interleave_moe_layer_step", 0,
+	     BG_ERR_FORMAT, "interleave_moe_layer_step is 0 (expected 1 to 3)"},
+	    {"ernie4_5-moe-tiny", ME_KEY, "ernie4_5-moe.leading_dense_block_count", 4,
+	     BG_ERR_FORMAT, "leading_dense_block_count 4 exceeds the 3 layers"},
+	    {"ernie4_5-moe-tiny", ME_KEY, "ernie4_5-moe.expert_shared_feed_forward_length",
+	     UINT32_MAX, BG_ERR_UNSUPPORTED,
+	     "tensor 'blk.1.ffn_gate_shexp.weight' is not part of a ernie4_5-moe model"},
+	    {"ernie4_5-moe-tiny", ME_DROP, "blk.1.ffn_gate_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_gate_shexp.weight' is missing"},
+	    {"ernie4_5-moe-tiny", ME_DROP, "blk.0.ffn_down.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ffn_down.weight' is missing"},
+	    {"ernie4_5-moe-tiny", ME_KEY_F32, "ernie4_5-moe.attention.layer_norm_rms_epsilon",
+	     UINT32_MAX, BG_ERR_FORMAT, "layer_norm_rms_epsilon is missing"},
+	    {"ernie4_5-tiny", ME_ADD, "blk.0.attn_output.bias", 0, BG_ERR_UNSUPPORTED,
+	     "tensor 'blk.0.attn_output.bias' is not part of a ernie4_5 model"},
+	    {"ernie4_5-tiny", ME_KEY, "ernie4_5.expert_count", 4, BG_ERR_UNSUPPORTED,
+	     "mixture-of-experts ernie4_5 models"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* hunyuan-dense (NeoX RoPE, Q/K norms after it, tied; expert_count 1 read as dense;
+ * rope.scaling.alpha 50 multiplying the base by 50^(16/14), derived here in double) and
+ * hunyuan-moe (experts as wide as feed_forward_length 64, softmax, renormalized, a shared
+ * expert of 96, or of feed_forward_length without the key); refusals. */
+static void test_hunyuan(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("hunyuan-dense-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s",
+	      err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->rope_neox && hp->qk_norm && hp->qk_norm_post_rope && !hp->qk_norm_full &&
+			  !hp->qkv_bias && !hp->n_expert && m->layers[1].k_norm.ne0 == 16 &&
+			  m->output.data == m->tok_embd.data && hp->rope_base == 10000.0f,
+		      "hunyuan-dense-tiny hparams");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("hunyuan-dense-tiny"), true),
+		      "hunyuan-dense-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL;
+	CHECK(moe_rewrite("hunyuan-dense-tiny", ME_KEY, "hunyuan-dense.expert_count", 1, &m,
+			  &err) == BG_OK &&
+		  m && m->hp.n_expert == 0,
+	      "hunyuan-dense with expert_count 1: dense (%s)", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("hunyuan-dense-tiny", ME_KEY_F32, "hunyuan-dense.rope.scaling.alpha",
+			  50000, &m, &err) == BG_OK,
+	      "%s", err.msg);
+	if (m) {
+		double want = 10000.0 * pow(50.0, 16.0 / 14.0); /* 874,339 */
+		CHECK(fabs(m->hp.rope_base - want) <= 1e-5 * want && m->hp.rope_base_swa ==
+										 m->hp.rope_base,
+		      "hunyuan-dense alpha 50: base %g, want %g", (double)m->hp.rope_base, want);
+		model_free(m);
+	}
+	m = NULL;
+	CHECK(moe_rewrite("hunyuan-moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->rope_neox && hp->qk_norm_post_rope && hp->n_expert == 8 &&
+			  hp->n_expert_used == 2 && hp->n_ff_exp == 64 && hp->n_ff == 64 &&
+			  hp->n_ff_shexp == 96 && hp->n_expert_shared == 1 &&
+			  !hp->expert_gating_sigmoid && hp->expert_weights_norm &&
+			  !hp->moe_sel_bias && !hp->moe_grouped &&
+			  hp->expert_weights_scale == 1.0f &&
+			  model_layer_moe(&L[0]) && model_layer_moe(&L[1]) &&
+			  L[0].gate_exps.ne1 == 64 && L[0].gate_shexp.ne1 == 96 &&
+			  L[1].down_shexp.ne0 == 96,
+		      "hunyuan-moe-tiny hparams and layers");
+		CHECK(m->n_params == synth_n_params(synth_find_shape("hunyuan-moe-tiny"), false),
+		      "hunyuan-moe-tiny n_params %llu", (unsigned long long)m->n_params);
+		model_free(m);
+	}
+	m = NULL; /* lazily: hunyuan-dense (its norms after RoPE), hunyuan-moe refused (files
+		   * only: its shared expert) */
+	CHECK(model_open("synthetic:hunyuan-dense-tiny", true, &m, &err) == BG_OK && m &&
+		  m->hp.qk_norm_post_rope && m->hp.qk_norm,
+	      "lazy hunyuan-dense-tiny: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(model_open("synthetic:hunyuan-moe-tiny", true, &m, &err) == BG_ERR_UNSUPPORTED &&
+		  !m && has(&err, "hunyuan-moe too"),
+	      "lazy hunyuan-moe-tiny refused: %s", err.msg);
+	static const struct refusal bad[] = {
+	    {"hunyuan-moe-tiny", ME_KEY, "hunyuan-moe.expert_shared_feed_forward_length",
+	     UINT32_MAX, BG_ERR_FORMAT,
+	     "'blk.0.ffn_gate_shexp.weight' has shape [64, 96], expected [64, 64]"},
+	    {"hunyuan-moe-tiny", ME_KEY, "hunyuan-moe.expert_feed_forward_length", UINT32_MAX,
+	     BG_ERR_FORMAT, "expert_feed_forward_length is missing"},
+	    {"hunyuan-moe-tiny", ME_DROP, "blk.1.attn_q_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_q_norm.weight' is missing"},
+	    {"hunyuan-dense-tiny", ME_KEY, "hunyuan-dense.expert_count", 2, BG_ERR_UNSUPPORTED,
+	     "mixture-of-experts hunyuan-dense models"},
+	    {"hunyuan-dense-tiny", ME_KEY_F32, "hunyuan-dense.attention.layer_norm_rms_epsilon",
+	     UINT32_MAX, BG_ERR_FORMAT, "layer_norm_rms_epsilon is missing"},
 	};
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
@@ -3228,5 +3416,7 @@ int main(void)
 	test_lazy_new_arch();
 	test_exaone4();
 	test_olmoe();
+	test_ernie();
+	test_hunyuan();
 	return check_summary();
 }

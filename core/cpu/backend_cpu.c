@@ -1613,9 +1613,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				add_bias(c->k, c->kv_dim, T, bq + c->q_dim, c->kv_dim);
 				add_bias(c->v, c->kv_dim, T, bq + c->q_dim + c->kv_dim, c->kv_dim);
 			}
-			if (hp->qk_norm) { /* before RoPE: each head (qwen3, gemma3) or the whole
-					    * rows (olmo2) normalized, groups of qn_dim / kn_dim;
-					    * Command R+: each head with its own weight row */
+			/* before RoPE (hunyuan: after it, below): each head (qwen3, gemma3) or
+			 * the whole rows (olmo2) normalized, groups of qn_dim / kn_dim; Command
+			 * R+: each head with its own weight row */
+			if (hp->qk_norm && !hp->qk_norm_post_rope) {
 				const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
 				const float *kn = qn + c->qn_dim;
 				int64_t qg = hp->qk_norm_full ? c->q_dim : hd; /* the groups */
@@ -1647,6 +1648,15 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				for (int64_t h = 0; h < c->n_qh && !L->no_rope;
 				     h++) /* smollm3: none */
 					rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
+				/* hunyuan: the per-head Q/K norms of the rotated heads */
+				const float *qn_post =
+				    hp->qk_norm_post_rope
+					? c->extra_norms + (size_t)l * c->extra_per_layer
+					: NULL;
+				for (int64_t h = 0; qn_post && h < c->n_qh; h++) {
+					float *qh = c->q + t * c->q_dim + h * hd;
+					pre_norm(hp, qh, qh, qn_post, hd);
+				}
 				/* mistral3: Q after RoPE, per position; llama4: on the no_rope
 				 * layers only */
 				if (hp->attn_temp_scale != 0.0f &&
@@ -1665,6 +1675,10 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 				for (int64_t h = 0; kqn && h < c->n_kvh; h++) {
 					float *kh = c->k + t * c->kv_dim + h * hd;
 					rmsnorm(kh, kh, c->ones, hd, hp->rms_eps);
+				}
+				for (int64_t h = 0; qn_post && h < c->n_kvh; h++) {
+					float *kh = c->k + t * c->kv_dim + h * hd;
+					pre_norm(hp, kh, kh, qn_post + c->qn_dim, hd);
 				}
 				const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
 				int32_t p = c->tok_pos[t];

@@ -278,7 +278,39 @@
  * of x, moe + shared; other layers a dense SwiGLU of feed_forward_length. Biases are
  * refused (create_tensor_qkv would take Q/K/V ones; Llama 4 files have none). A file
  * without a global layer (fewer than 4 layers) fails in llama.cpp (its global cache has
- * no layers); batchgen runs it. */
+ * no layers); batchgen runs it.
+ * ernie4_5 (src/models/ernie4-5.cpp, llama-model.cpp's llama_model_rope_type: NORM): the
+ * llama graph: interleaved RoPE, attn_norm, Q/K/V (create_tensor_qkv: attn_qkv or separate,
+ * biases when present), scale 1/sqrt(head_dim), attn_output (an attn_output.bias is loaded
+ * there but never added: refused here), residual, ffn_norm, SiLU SwiGLU, residual;
+ * attention.layer_norm_rms_epsilon required; rope.dimension_sections read but unused by
+ * the text graph; output tied to token_embd without output.weight.
+ * ernie4_5-moe (src/models/ernie4-5-moe.cpp, conversion/ernie.py): ernie4_5's attention;
+ * layer il's FFN is build_moe_ffn when il >= leading_dense_block_count (optional, 0) and
+ * (il + 1) % interleave_moe_layer_step == 0 (required, > 0), else a dense SwiGLU of
+ * feed_forward_length. build_moe_ffn: SiLU, SOFTMAX gating fixed by the graph
+ * (expert_gating_func not read), exp_probs_b.bias (optional per layer) added to the
+ * probabilities for the choice only, norm_w true (the sum clamped at 6.103515625e-5),
+ * expert_weights_scale never read (0: none); experts expert_feed_forward_length wide
+ * (required; ffn_gate_exps is TENSOR_NOT_REQUIRED there, required here: no released file
+ * lacks it); plus, when expert_shared_feed_forward_length > 0 (the converter writes
+ * intermediate_size / num_key_value_heads), a shared SwiGLU expert of that width on the
+ * same normed input, moe + shared. The loader makes MoE tensors for every il >=
+ * leading_dense_block_count, so llama.cpp runs only files with a step of 1 (all released:
+ * 21B-A3B lead 1, 300B-A47B lead 3); batchgen follows the graph's rule for any step.
+ * hunyuan-dense (llama-model.cpp: llama_model_hunyuan_dense uses hunyuan-vl.cpp's loader and
+ * graph; llama_model_rope_type: NEOX): attn_norm, Q/K/V (create_tensor_qkv: biases when
+ * present), NeoX RoPE (ggml_rope_ext; rope_multi only with rope.dimension_sections, not
+ * supported here), THEN attn_k_norm and attn_q_norm (per head, RMS, required), scale
+ * 1/sqrt(head_dim), attn_output (no bias loaded), residual, ffn_norm, SiLU SwiGLU,
+ * residual; output tied without output.weight; expert_count <= 1 read as 0 (dense);
+ * rope.scaling.alpha > 0 multiplies the base by alpha^(head_dim / (head_dim - 2)) (fp32
+ * powf; the converters write the scaled base and no alpha). hunyuan-moe
+ * (src/models/hunyuan-moe.cpp): the same attention; every FFN is the shared expert's SwiGLU
+ * (expert_shared_feed_forward_length, else feed_forward_length) plus build_moe_ffn (SiLU,
+ * softmax, norm_w true, expert_weights_scale not read: none, no selection bias) over
+ * experts shaped {n_embd, feed_forward_length, n_expert} (expert_feed_forward_length is
+ * required by the loader but not used for the shapes), moe + shared. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -553,6 +585,29 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .no_rope_step = 4,
      .llama4 = true},
+    {.name = "ernie4_5", .families = "Baidu ERNIE 4.5 (0.3B, dense)", .opt_qkv_bias = true},
+    {.name = "ernie4_5-moe",
+     .families = "Baidu ERNIE 4.5 MoE (21B-A3B, 300B-A47B)",
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .ernie_moe = true},
+    {.name = "hunyuan-dense",
+     .families = "Tencent Hunyuan (0.5B, 1.8B, 4B, 7B, dense)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .opt_qkv_bias = true,
+     .qk_norm_post_rope = true},
+    {.name = "hunyuan-moe",
+     .families = "Tencent Hunyuan-A13B (MoE)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .qk_norm_post_rope = true,
+     .hunyuan_moe = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -572,7 +627,7 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe, llama4";
+	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

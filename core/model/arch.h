@@ -213,6 +213,23 @@ struct arch_info {
 	 * the weight applied to the expert's input: moe_weight_in) plus an ungated shared
 	 * expert as wide as the routed ones, dense SwiGLU elsewhere */
 	bool llama4;
+	/* ernie4_5-moe (Baidu ERNIE 4.5 MoE, llama.cpp's ernie4-5-moe graph; added for it):
+	 * layer l's FFN is routed experts when l >= leading_dense_block_count and (l + 1) %
+	 * interleave_moe_layer_step == 0 (model_hparams.n_moe_step), else a dense SwiGLU;
+	 * softmax routing with the exp_probs_b selection bias where a layer has one,
+	 * normalized weights, no scale (deepseek2's routing, model_hparams' moe_grouped,
+	 * without groups), plus a shared SwiGLU expert of expert_shared_feed_forward_length
+	 * when that key is > 0 */
+	bool ernie_moe;
+	/* hunyuan-dense, hunyuan-moe (Tencent Hunyuan, llama.cpp's hunyuan-vl and hunyuan-moe
+	 * graphs; added for them): the per-head Q/K RMS norms (qk_norm) come AFTER RoPE
+	 * (model_hparams.qk_norm_post_rope); hunyuan-dense reads expert_count <= 1 as dense and
+	 * multiplies rope.freq_base by rope.scaling.alpha^(head_dim / (head_dim - 2)) when that
+	 * key is > 0; hunyuan-moe (hunyuan_moe): every FFN softmax-routed experts as wide as
+	 * feed_forward_length, weights renormalized, plus a shared SwiGLU expert of
+	 * expert_shared_feed_forward_length (else feed_forward_length) */
+	bool qk_norm_post_rope;
+	bool hunyuan_moe;
 };
 
 /* The row of an architecture, or NULL. */

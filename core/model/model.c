@@ -236,6 +236,17 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
 	if (ai->opt_bias && g)
 		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
+	hp->qk_norm_post_rope = ai->qk_norm_post_rope; /* hunyuan */
+	float alpha = 0.0f; /* hunyuan-dense: NTK-aware alpha (llama.cpp's hunyuan-vl loader) */
+	if (ai->qk_norm_post_rope && !ai->moe_ok &&
+	    get_f32_key(g, arch, "rope.scaling.alpha", &alpha) && alpha > 0.0f) {
+		const float d = (float)hp->head_dim;
+		hp->rope_base_swa = hp->rope_base *= powf(alpha, d / (d - 2.0f));
+		if (!(isfinite(hp->rope_base) && hp->rope_base > 1.0f))
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "rope.scaling.alpha %g gives the RoPE base %g",
+				       (double)alpha, (double)hp->rope_base);
+	}
 	if ((ai->glm4moe || ai->step35) && g) /* optional there (GLM-4.5 355B has them) */
 		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
@@ -604,11 +615,68 @@ static enum bg_status read_llama4_experts(const struct gguf_ctx *g, const char *
 					  struct model_hparams *hp, struct bg_err *err)
 {
 	enum bg_status st;
-	if ((st = need_u32(g, arch, "interleave_moe_layer_step", hp->n_layer, &hp->moe_every, err)))
+	if ((st = need_u32(g, arch, "interleave_moe_layer_step", hp->n_layer, &hp->n_moe_step, err)))
 		return st;
 	hp->n_expert_shared = 1;
 	hp->moe_weight_in = true;
 	hp->kq_norm_rope = hp->n_expert != 128;
+	return BG_OK;
+}
+
+/* ernie4_5-moe's expert keys beyond expert_count / expert_used_count /
+ * expert_feed_forward_length (arch.c): interleave_moe_layer_step (required, 1 to n_layer),
+ * leading_dense_block_count (optional, 0), the shared expert when
+ * expert_shared_feed_forward_length > 0 (absent or 0: none), softmax routing with the
+ * optional selection bias, normalized weights, no scale (moe_grouped without groups:
+ * llama.cpp's graph fixes all three and reads no expert_gating_func,
+ * expert_weights_norm or expert_weights_scale for it). */
+static enum bg_status read_ernie_experts(const struct gguf_ctx *g, const char *arch,
+					 struct model_hparams *hp, struct bg_err *err)
+{
+	enum bg_status st;
+	if ((st = need_u32(g, arch, "interleave_moe_layer_step", hp->n_layer, &hp->n_moe_step,
+			   err)))
+		return st;
+	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+	if (hp->n_layer_dense_lead > hp->n_layer)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "leading_dense_block_count %u exceeds the %u layers",
+			       hp->n_layer_dense_lead, hp->n_layer);
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
+		if (u > MODEL_MAX_DIM)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_shared_feed_forward_length %u is over %u", arch,
+				       u, MODEL_MAX_DIM);
+		hp->n_ff_shexp = u;
+		hp->n_expert_shared = 1;
+	}
+	hp->moe_grouped = hp->moe_sel_bias = hp->expert_weights_norm = true;
+	return BG_OK;
+}
+
+/* hunyuan-moe's expert keys (arch.c): expert_feed_forward_length required (llama.cpp's
+ * loader reads it; the experts are feed_forward_length wide all the same), one shared
+ * expert of expert_shared_feed_forward_length (absent or 0: feed_forward_length), softmax
+ * routing, renormalized weights, no scale or selection bias (none read for it). */
+static enum bg_status read_hunyuan_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	uint32_t u = 0;
+	enum bg_status st;
+	if ((st = need_u32(g, arch, "expert_feed_forward_length", MODEL_MAX_DIM, &u, err)))
+		return st;
+	u = 0;
+	if (!get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) || u == 0)
+		u = hp->n_ff;
+	if (u == 0 || u > MODEL_MAX_DIM)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "%s.expert_shared_feed_forward_length (or feed_forward_length) is "
+			       "not in [1, %u]",
+			       arch, MODEL_MAX_DIM);
+	hp->n_ff_shexp = u;
+	hp->n_expert_shared = 1;
+	hp->expert_weights_norm = true;
 	return BG_OK;
 }
 
@@ -625,6 +693,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	uint32_t n = 0;
 	if (gguf_find_key(g, key) >= 0 && !gguf_get_u32(g, key, &n))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not an unsigned integer", key);
+	if (n == 1 && ai->qk_norm_post_rope && !ai->moe_ok) /* hunyuan-dense: dense */
+		n = 0;
 	if (n == 0) {
 		if (ai->moe_only)
 			return bg_fail(err, BG_ERR_FORMAT,
@@ -678,6 +748,10 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		hp->gemma4_moe = hp->expert_weights_norm = true;
 		return BG_OK;
 	}
+	if (ai->ernie_moe)
+		return read_ernie_experts(g, arch, hp, err);
+	if (ai->hunyuan_moe)
+		return read_hunyuan_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -1537,6 +1611,10 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		eps_key = "attention.layer_norm_epsilon";
 	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
+	float eps_file; /* ernie4_5(-moe), hunyuan-*: required by llama.cpp's loaders */
+	if ((strncmp(arch, "ernie4_5", 8) == 0 || ai->qk_norm_post_rope) &&
+	    !get_f32_key(g, arch, eps_key, &eps_file))
+		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "%s %g is not in (0, 1)", eps_key,
 			       (double)hp->rms_eps);
@@ -1927,7 +2005,9 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	/* glm4moe, minimax-m2: the selection bias; deepseek2: when the file has it (V2: none) */
 	snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
 	/* (step35, n_head_swa set: optional too) */
-	if (hp->moe_sel_bias && (!(hp->mla || hp->n_head_swa) || gguf_find_tensor(L->g, n)) &&
+	/* (ernie4_5-moe, n_moe_step set: optional too) */
+	if (hp->moe_sel_bias &&
+	    (!(hp->mla || hp->n_head_swa || hp->n_moe_step) || gguf_find_tensor(L->g, n)) &&
 	    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
 		return st;
 	if (hp->n_expert_shared) { /* glm4moe, deepseek2, granitehybrid: the shared expert */
@@ -2252,8 +2332,8 @@ static enum bg_status load_tensors(struct loader *L)
 		/* glm4moe: the leading layers dense; step35: any layer without a router
 		 * (read_step35 checked that it has no experts either) */
 		bool moe_l = hp->n_expert && l >= hp->n_layer_dense_lead;
-		if (moe_l && ai && ai->llama4) /* every moe_every-th layer */
-			moe_l = (l + 1) % hp->moe_every == 0;
+		if (hp->n_moe_step > 1 && (l + 1) % hp->n_moe_step != 0) /* ernie4_5-moe, llama4 */
+			moe_l = false;
 		if (moe_l && ai && (ai->step35 || ai->gemma4)) { /* gemma4: dense layers too */
 			snprintf(n, sizeof n, "blk.%u.ffn_gate_inp.weight", l);
 			moe_l = gguf_find_tensor(L->g, n) != NULL;
@@ -2499,11 +2579,13 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	}
 	hp->n_layer_kv = hp->n_layer;
 	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
-		    ai->mamba2 || ai->shexp_gate || ai->step35 || ai->llama4))
+		    ai->mamba2 || ai->shexp_gate || ai->step35 || ai->llama4 || ai->ernie_moe ||
+		    ai->hunyuan_moe))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
-			     "are made as files only, not lazily (step35, llama4 too)",
+			     "are made as files only, not lazily (step35, llama4, ernie4_5-moe, "
+			     "hunyuan-moe too)",
 			     s->name);
 	if (!st && ai->gemma4 && s->n_expert)
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,

@@ -340,8 +340,7 @@ struct model_hparams {
 	 * last n_swa positions; attn_temp_nope: attn_temp_* multiplies Q on the no_rope layers
 	 * only (and with no RoPE there, nothing else changes); kq_norm_rope: on the other
 	 * layers each Q and K head is RMS-normalized without a weight (eps rms_eps) after
-	 * RoPE; moe_every > 0: layer l is MoE iff (l + 1) % moe_every == 0 (the others dense,
-	 * n_ff wide); moe_weight_in: the k largest router logits choose (ties: the lower
+	 * RoPE; n_moe_step (below) the MoE layers (the others dense, n_ff wide); moe_weight_in: the k largest router logits choose (ties: the lower
 	 * index), w = sigmoid(logit), each chosen expert computes down(silu(gate (w x)) *
 	 * up (w x)) and the outputs are summed in slot order unweighted (llama.cpp's
 	 * weight_before_ffn), plus the ungated shared expert. */
@@ -349,7 +348,6 @@ struct model_hparams {
 	bool attn_temp_nope;
 	bool kq_norm_rope;
 	bool moe_weight_in;
-	uint32_t moe_every;
 	/* gemma4 with experts (Gemma 4 26B-A4B; llama.cpp's gemma4 graph, is_moe_layer): a
 	 * layer with a router (model_layer_moe) runs its dense GELU FFN (w_gate, w_up, w_down)
 	 * on ffn_norm(a) AND the experts on ffn_pre_norm_2(a), a the residual stream after the
@@ -363,6 +361,13 @@ struct model_hparams {
 	 * per_expert_scale; 1 when the file has no ffn_down_exps.scale) before its weight.
 	 * Layers without a router are gemma4's dense layers. */
 	bool gemma4_moe;
+	/* ernie4_5-moe (arch.h's ernie_moe), llama4: interleave_moe_layer_step; layer l has
+	 * routed experts iff l >= n_layer_dense_lead and (l + 1) % n_moe_step == 0, else a
+	 * dense FFN. 0 elsewhere: every layer from n_layer_dense_lead on. */
+	uint32_t n_moe_step;
+	/* hunyuan-dense, hunyuan-moe (arch.h): the Q/K norms (qk_norm, per head) are applied
+	 * to the rotated Q and K, after RoPE, instead of before it */
+	bool qk_norm_post_rope;
 };
 
 struct model_weight {

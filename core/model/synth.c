@@ -640,15 +640,32 @@ static const struct synth_shape shapes[] = {
      * sigmoid weights on the input) plus the shared expert, 0 and 2 a dense SwiGLU of 128 */
     {"llama4-tiny", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, false, "llama4",
      .n_ctx_orig = 64, .rope_freqs = true, .n_expert = 4, .n_expert_used = 2, .n_ff_exp = 32,
-     .moe_every = 2},
+     .moe_step = 2},
     /* llama4-128e (Maverick-style): llama4-tiny with 128 experts (no Q/K norm then), 1 a
      * token, no rope_freqs (4 layers: llama.cpp fails on a file without a global layer) */
     {"llama4-128e", 4, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, false, "llama4",
-     .n_expert = 128, .n_expert_used = 1, .n_ff_exp = 32, .moe_every = 2},
+     .n_expert = 128, .n_expert_used = 1, .n_ff_exp = 32, .moe_step = 2},
     /* llama4-chunk: every layer chunked (sliding_window_pattern 0), narrow (2 heads of 8, 1
      * K/V head) for test_model's prompts across the chunk boundary at 8192 */
     {"llama4-chunk", 4, 16, 2, 1, 32, 300, 16384, 500000.0f, 1e-5f, false, "llama4",
-     .swa_all = true, .n_expert = 2, .n_expert_used = 1, .n_ff_exp = 16, .moe_every = 2},
+     .swa_all = true, .n_expert = 2, .n_expert_used = 1, .n_ff_exp = 16, .moe_step = 2},
+    /* ernie4_5 (Baidu ERNIE 4.5 0.3B's layer: llama's with interleaved RoPE, tied output),
+     * with Q/K/V biases (optional there) */
+    {"ernie4_5-tiny", 2, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, true, "ernie4_5",
+     .biases = true},
+    /* ernie4_5-moe (21B-A3B's layout): layer 0 dense (n_ff 128), layers 1-2 8 experts of
+     * 32 (2 a token, softmax with the selection bias, normalized) plus a shared expert of
+     * 64; untied output */
+    {"ernie4_5-moe-tiny", 3, 64, 4, 2, 128, 512, 256, 500000.0f, 1e-5f, false, "ernie4_5-moe",
+     .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1,
+     .moe_step = 1},
+    /* hunyuan-dense (Tencent Hunyuan 0.5B-7B's layer: NeoX RoPE, then per-head Q/K norms;
+     * tied output) and hunyuan-moe (Hunyuan-A13B's: every layer 8 experts as wide as
+     * feed_forward_length (64), 2 a token, softmax, plus a shared expert of 96); norm
+     * weights 1 + N(0, 0.25^2), so that norming after RoPE differs from before */
+    {"hunyuan-dense-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, true, "hunyuan-dense"},
+    {"hunyuan-moe-tiny", 2, 64, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, "hunyuan-moe",
+     .n_expert = 8, .n_expert_used = 2, .n_ff_shexp = 96},
 };
 #pragma GCC diagnostic pop
 
@@ -811,10 +828,10 @@ static bool is_llama4(const struct synth_shape *s)
 	return is_arch(s, "llama4");
 }
 
-/* llama4: whether layer l has routed experts (and the shared expert) */
-static bool l4_moe(const struct synth_shape *s, uint32_t l)
+/* hunyuan-dense, hunyuan-moe: Q/K norms after RoPE (arch.h) */
+static bool is_hunyuan(const struct synth_shape *s)
 {
-	return s->n_expert && s->moe_every && (l + 1) % s->moe_every == 0;
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_post_rope;
 }
 
 static bool has_qk_norm(const struct synth_shape *s)
@@ -823,7 +840,8 @@ static bool has_qk_norm(const struct synth_shape *s)
 	       is_arch(s, "qwen3vl") || is_arch(s, "qwen3vlmoe") || is_arch(s, "gemma3") ||
 	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
 	       (is_arch(s, "glm4moe") && !s->no_qk_norm) || is_arch(s, "minimax-m2") ||
-	       is_lfm2(s) || is_qwen35(s) || is_arch(s, "exaone4") || is_arch(s, "olmoe");
+	       is_lfm2(s) || is_qwen35(s) || is_arch(s, "exaone4") || is_arch(s, "olmoe") ||
+	       is_hunyuan(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -849,13 +867,27 @@ static bool is_ds2(const struct synth_shape *s)
 	return is_arch(s, "deepseek2");
 }
 
+/* ernie4_5-moe: interleaved dense layers (synth_shape's moe_step) and the selection bias */
+static bool is_ernie_moe(const struct synth_shape *s)
+{
+	return is_arch(s, "ernie4_5-moe");
+}
+
+/* whether layer l has routed experts (the first n_dense_lead dense; ernie4_5-moe: also
+ * those with (l + 1) % moe_step != 0) */
+static bool synth_moe_layer(const struct synth_shape *s, uint32_t l)
+{
+	return s->n_expert && l >= s->n_dense_lead &&
+	       !(s->moe_step > 1 && (l + 1) % s->moe_step != 0);
+}
+
 /* seed_oss, apertus, glm4, deepseek2, cohere, minimax-m2: norm weights 1 + N(0,
  * NORM_STD^2), so that each norm matters */
 static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
-	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe");
+	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") || is_hunyuan(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -1195,10 +1227,9 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%s ties its output to token_embd (llama.cpp loads no output.weight)",
 			       synth_arch(s));
-	if (is_llama4(s) != (s->moe_every != 0) || (is_llama4(s) && !s->n_expert))
+	if (is_llama4(s) && (!s->moe_step || !s->n_expert))
 		return bg_fail(err, BG_ERR_INVALID,
-			       "llama4 (only): experts and their interleave step come from a "
-			       "llama4* shape");
+			       "llama4: experts and their interleave step come from a llama4* shape");
 	if (s->n_dense_lead + s->n_dense_tail > s->n_layer || (s->n_dense_tail && !is_step35(s)))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "%u leading and %u trailing dense layers of %u (trailing: step35 "
@@ -1264,7 +1295,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 		uint64_t FX = synth_n_ff_exp(s), Q = s->n_head * hd, KV = s->n_head_kv * hd;
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			n += 2 * E + 2 * E * Q + 2 * E * KV +
-			     (l4_moe(s, l) ? E * X + 3 * E * FX * X + 3 * E * FX
+			     (synth_moe_layer(s, l) ? E * X + 3 * E * FX * X + 3 * E * FX
 					   : 3 * E * (uint64_t)s->n_ff);
 		return (uint64_t)s->n_vocab * E * (tie_output ? 1 : 2) + E + n +
 		       (s->rope_freqs ? hd / 2 : 0);
@@ -1312,8 +1343,12 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			       3 * E * FX * s->n_expert_shared;
 		if (is_minimax(s)) /* the selection bias alone */
 			moe += s->n_expert;
-		ffn = (uint64_t)s->n_dense_lead * 3 * E * F +
-		      (uint64_t)(s->n_layer - s->n_dense_lead) * moe;
+		if (is_ernie_moe(s)) /* the selection bias */
+			moe += s->n_expert;
+		uint32_t n_moe = 0;
+		for (uint32_t l = 0; l < s->n_layer; l++)
+			n_moe += synth_moe_layer(s, l);
+		ffn = (uint64_t)(s->n_layer - n_moe) * 3 * E * F + (uint64_t)n_moe * moe;
 	} else {
 		layer += (is_arch(s, "apertus") ? 2 : 3) * E * F; /* apertus: no gate */
 	}
@@ -1845,7 +1880,20 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			gguf_writer_set_u32(w, ARCH_KEY("expert_group_count"), 1);
 		}
 		if (is_llama4(s))
-			gguf_writer_set_u32(w, ARCH_KEY("interleave_moe_layer_step"), s->moe_every);
+			gguf_writer_set_u32(w, ARCH_KEY("interleave_moe_layer_step"), s->moe_step);
+		if (is_ernie_moe(s)) { /* Ernie4_5MoeModel's: moe_layer_interval,
+					* moe_layer_start_index */
+			gguf_writer_set_u32(w, ARCH_KEY("interleave_moe_layer_step"),
+					    s->moe_step ? s->moe_step : 1);
+			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
+					    s->n_dense_lead);
+		}
+		if (is_hunyuan(s)) { /* HunYuanMoEModel's: moe_intermediate_size (unused by
+				      * llama.cpp's shapes), num_shared_expert */
+			gguf_writer_set_u32(w, ARCH_KEY("expert_feed_forward_length"),
+					    synth_n_ff_exp(s));
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), 1);
+		}
 		if (is_minimax(s)) /* MiniMaxM2Model's: scoring_func sigmoid */
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2);
 		if (has_dense_lead_key(s)) /* LFM2MoeModel's: num_dense_layers */
@@ -1962,14 +2010,14 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
-		if (is_llama4(s)) { /* its own layer (synth_shape's moe_every) */
+		if (is_llama4(s)) { /* its own layer (synth_shape's moe_step) */
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
 			ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
 			ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
 			ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-			if (!l4_moe(s, l)) {
+			if (!synth_moe_layer(s, l)) {
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 				ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 				ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
@@ -2141,7 +2189,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
 		    !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-		if (X && l >= s->n_dense_lead) { /* glm4moe: the first n_dense_lead dense */
+		if (synth_moe_layer(s, l)) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
 			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			/* (gemma4's router reads a vector of norm about 1: model.h) */
@@ -2174,7 +2222,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			}
-			if (is_minimax(s)) { /* the selection bias alone */
+			if (is_minimax(s) || is_ernie_moe(s)) { /* the selection bias alone */
 				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
 			}
@@ -2205,7 +2253,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 		}
-		if (!X || l < s->n_dense_lead || g4) /* gemma4: beside the experts too */
+		if (!synth_moe_layer(s, l) || g4) /* gemma4: beside the experts too */
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 		if (post)
 			ADD("post_ffw_norm.weight", GGUF_DTYPE_F32, nk, E, 1);

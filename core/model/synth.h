@@ -204,12 +204,14 @@ struct synth_shape {
 	/* qwen35moe, qwen3next (added for them; gemma4, deepseek2 too): the experts' gate and
 	 * up as one ffn_gate_up_exps (n_embd, 2 n_ff_exp, n_expert), per expert [gate | up] */
 	bool gate_up_exps;
-	/* llama4 (added for it): interleave_moe_layer_step, layer l routed experts (n_expert,
-	 * n_ff_exp wide, an f32 router) plus a shared expert as wide (ffn_*_shexp) when (l + 1)
-	 * % moe_every == 0, else a dense SwiGLU n_ff wide; no sliding_window key (llama.cpp's
-	 * chunks of 8192 on 3 of 4 layers), swa_all: sliding_window_pattern 0 (every layer
-	 * chunked) */
-	uint32_t moe_every;
+	/* ernie4_5-moe, llama4 (added for them): interleave_moe_layer_step (0 written as 1 for
+	 * ernie4_5-moe): layer l has experts iff l >= n_dense_lead and (l + 1) % moe_step == 0
+	 * (synth_moe_layer), else a dense FFN n_ff wide. ernie4_5-moe: every MoE layer gets
+	 * exp_probs_b.bias and, with n_ff_shexp, a shared expert; llama.cpp loads only
+	 * moe_step 1 (arch.c). llama4: an f32 router and a shared expert as wide as the routed
+	 * ones (ffn_*_shexp); no sliding_window key (llama.cpp's chunks of 8192 on 3 of 4
+	 * layers), swa_all: sliding_window_pattern 0 (every layer chunked) */
+	uint32_t moe_step;
 };
 
 /* The named shapes (llama-3-8b, llama-3.2-1b, llama-2-7b, llama-100m, tiny, builtin,
