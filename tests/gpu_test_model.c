@@ -1037,6 +1037,9 @@ static void test_arch_vs_cpu(void)
 	     * with the chosen weights not renormalized */
 	    "synthetic:exaone4-swa-tiny:f32",
 	    "synthetic:olmoe-tiny:f32",
+	    /* bailingmoe2: fused attn_qkv, grouped sigmoid routing with the selection bias, a
+	     * shared expert after a dense layer */
+	    "synthetic:bailingmoe2-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
