@@ -2042,7 +2042,7 @@ int main(void)
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
 	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
-	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's;
+	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_BAILING=1 bailingmoe2's;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2098,6 +2098,11 @@ int main(void)
 		test_synthetic_vs_cpu("synthetic:deepseek2-tiny:f32", 1e-4, 0.9999999);
 		test_synthetic_vs_cpu("synthetic:deepseek2-lite-tiny:f32", 1e-4, 0.9999999);
 		test_deepseek2();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_BAILING")) { /* bailingmoe2 alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:bailingmoe2-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:bailingmoe2-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_EXAONE4")) { /* exaone4, olmoe alone (quick under gpu/emu) */

@@ -2861,11 +2861,11 @@ static void test_bailingmoe2(void)
 		CHECK(hp->n_layer == 3 && hp->n_layer_nextn == 1 && hp->rope_neox &&
 			  hp->rope_dim == 8 && hp->head_dim == 16 && hp->qk_norm &&
 			  !hp->qk_norm_full && !hp->qkv_bias && hp->moe_grouped &&
-			  hp->expert_gating_sigmoid && hp->moe_sel_bias && hp->expert_weights_norm &&
-			  hp->expert_weights_scale == 2.5f && hp->n_expert_groups == 4 &&
-			  hp->n_group_used == 2 && hp->n_expert_shared == 1 &&
-			  model_ff_shexp(hp) == 32 && hp->n_layer_dense_lead == 1 &&
-			  m->output.data != m->tok_embd.data,
+			  hp->expert_gating_sigmoid && hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f &&
+			  hp->n_expert_groups == 4 && hp->n_group_used == 2 &&
+			  hp->n_expert_shared == 1 && model_ff_shexp(hp) == 32 &&
+			  hp->n_layer_dense_lead == 1 && m->output.data != m->tok_embd.data,
 		      "bailingmoe2-tiny hparams");
 		CHECK(l0->wq.ne1 == 64 && l0->wk.ne1 == 32 && l0->wv.ne1 == 32 &&
 			  l0->q_norm.ne0 == 16 && l0->k_norm.ne0 == 16 && l0->w_gate.ne1 == 128 &&
@@ -2889,8 +2889,9 @@ static void test_bailingmoe2(void)
 	model_free(m);
 	m = NULL;
 	/* without the shared width key: the experts' width x count (32) */
-	CHECK(moe_rewrite("bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_shared_feed_forward_length",
-			  UINT32_MAX, &m, &err) == BG_OK &&
+	CHECK(moe_rewrite("bailingmoe2-tiny", ME_KEY,
+			  "bailingmoe2.expert_shared_feed_forward_length", UINT32_MAX, &m,
+			  &err) == BG_OK &&
 		  model_ff_shexp(&m->hp) == 32,
 	      "bailingmoe2-tiny without expert_shared_feed_forward_length: %s", err.msg);
 	model_free(m);
