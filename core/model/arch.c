@@ -269,7 +269,8 @@
  * expert_weights_norm (default false), expert_weights_scale (0 or 1: none),
  * expert_gating_func (required; the converter writes 2, sigmoid, from score_function))
  * with DeepSeek V3's groups when expert_group_count > 1, over experts of
- * expert_feed_forward_length (a list: per layer), plus the shared expert ffn_*_shexp of
+ * expert_feed_forward_length (llama.cpp also takes a per-layer list: refused here), plus
+ * the shared expert ffn_*_shexp of
  * (expert_shared_feed_forward_length, else expert_feed_forward_length) x
  * expert_shared_count (required) on the same input, added; residual; the last
  * nextn_predict_layers layers skipped (TENSOR_SKIP); output.weight required there. */
