@@ -248,15 +248,15 @@ int cmd_info(int argc, char **argv)
 		       "== 0\n",
 		       hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s",
 		       (unsigned)model_ff_shexp(hp), hp->n_layer_dense_lead, hp->n_moe_step);
-	} else if (hp->moe_grouped) { /* deepseek2 */
+	} else if (hp->moe_grouped) { /* deepseek2, bailingmoe2 */
 		const bool selb = hp->n_layer && m->layers[hp->n_layer - 1].exp_probs_b.ne0;
-		printf("deepseek2 experts: choice by p%s", selb ? " + exp_probs_b" : "");
+		printf("%s experts: choice by p%s", m->arch, selb ? " + exp_probs_b" : "");
 		if (hp->n_expert_groups > 1)
 			printf(" among the %u of %u groups with the largest top-2 sums",
 			       hp->n_group_used, hp->n_expert_groups);
 		printf(", weights x %g, %u shared expert%s (%u wide), the first %u layer%s dense\n",
 		       (double)hp->expert_weights_scale, hp->n_expert_shared,
-		       hp->n_expert_shared == 1 ? "" : "s", hp->n_ff_exp * hp->n_expert_shared,
+		       hp->n_expert_shared == 1 ? "" : "s", (unsigned)model_ff_shexp(hp),
 		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
 	} else if (hp->shexp_gate) /* qwen35moe, qwen2moe */
 		printf("shared expert: %u wide, its output times sigmoid(ffn_gate_inp_shexp x)\n",

@@ -3002,12 +3002,14 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				       l);
 	}
 	/* deepseek2: a lazy synthetic model's MLA weights are not made on the device (their
-	 * tensor ids are not laid out), and gpu_moe_route_grouped's groups are warp lanes */
+	 * tensor ids are not laid out), and gpu_moe_route_grouped's groups are warp lanes
+	 * (bailingmoe2: the grouped routing alone) */
 	if ((hp->mla || hp->moe_grouped) && !m->tok_embd.data)
-		return bg_fail(
-		    err, BG_ERR_UNSUPPORTED,
-		    "the CUDA backend does not fill a lazy synthetic deepseek2 model's "
-		    "latent attention (MLA) weights; the CPU backend runs it (--device cpu)");
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "the CUDA backend does not fill a lazy synthetic %s model's %s; the "
+			       "CPU backend runs it (--device cpu)",
+			       m->arch,
+			       hp->mla ? "latent attention (MLA) weights" : "grouped-routing experts");
 	if (hp->moe_grouped && hp->n_expert_groups > GPU_MOE_MAX_GROUPS)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend routes up to %d expert groups, not %u",

@@ -392,6 +392,13 @@ arch_compare exaone4-swa-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone4-swa-tiny --
 # softmax's p as they are (norm_w false: not renormalized)
 arch_compare olmoe-f32 0 2e-5 "${F32KV[*]}" --shape olmoe-tiny --dtype f32 --seed 3
 arch_compare olmoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape olmoe-tiny --dtype q8_0 --seed 3
+# bailingmoe2 (llama.cpp's bailingmoe2 graph; bailingmoe2-tiny): fused attn_qkv, per-head
+# Q/K norms, NeoX RoPE over 8 of 16 dimensions, one dense layer, then sigmoid routing with
+# the exp_probs_b selection bias among the 2 best of 4 expert groups (top-2 sums), 2 of 8
+# experts renormalized and scaled by 2.5, plus a shared expert; a NextN layer skipped; norm
+# weights 1 + N(0, 0.25^2)
+arch_compare bailingmoe2-f32 0 2e-5 "${F32KV[*]}" --shape bailingmoe2-tiny --dtype f32 --seed 3
+arch_compare bailingmoe2-q8_0 0.1 0.25 "${F32KV[*]}" --shape bailingmoe2-tiny --dtype q8_0 --seed 3
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

@@ -1043,6 +1043,9 @@ static void test_arch_vs_cpu(void)
 	    /* hunyuan-moe: the per-head Q/K norms after RoPE (gpu_qkv_post_args.norm_post_rope),
 	     * experts as wide as feed_forward_length, a wider shared expert */
 	    "synthetic:hunyuan-moe-tiny:f32",
+	    /* bailingmoe2: fused attn_qkv, grouped sigmoid routing with the selection bias, a
+	     * shared expert after a dense layer */
+	    "synthetic:bailingmoe2-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -2064,6 +2067,7 @@ int main(void)
 	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
 	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_GEMMA4MOE=1 gemma4's with experts;
 	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's, ernie4_5-moe's and the hunyuan shapes';
+	 * BG_GPU_ONLY_BAILING=1 bailingmoe2's;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2128,6 +2132,11 @@ int main(void)
 		test_synthetic_vs_cpu("synthetic:deepseek2-tiny:f32", 1e-4, 0.9999999);
 		test_synthetic_vs_cpu("synthetic:deepseek2-lite-tiny:f32", 1e-4, 0.9999999);
 		test_deepseek2();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_BAILING")) { /* bailingmoe2 alone (quick under gpu/emu) */
+		test_synthetic_vs_cpu("synthetic:bailingmoe2-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:bailingmoe2-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_EXAONE4")) { /* exaone4, olmoe alone (quick under gpu/emu) */

@@ -3205,6 +3205,93 @@ static void test_olmoe(void)
 	model_free(m);
 }
 
+/* bailingmoe2 (arch.h's bailing): fused attn_qkv viewed as Q/K/V, per-head Q/K norms,
+ * partial NeoX RoPE, one dense layer, deepseek2's grouped sigmoid routing with the
+ * selection bias (optional per layer), a shared expert of expert_shared_feed_forward_length
+ * times expert_shared_count (as llama.cpp multiplies it), a NextN layer skipped; the keys
+ * llama.cpp requires (expert_gating_func, expert_shared_count) and its n_embd-wide Q;
+ * Ling-mini-2.0's parameter count by hand. */
+static void test_bailingmoe2(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("bailingmoe2-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+		CHECK(hp->n_layer == 3 && hp->n_layer_nextn == 1 && hp->rope_neox &&
+			  hp->rope_dim == 8 && hp->head_dim == 16 && hp->qk_norm &&
+			  !hp->qk_norm_full && !hp->qkv_bias && hp->moe_grouped &&
+			  hp->expert_gating_sigmoid && hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f &&
+			  hp->n_expert_groups == 4 && hp->n_group_used == 2 &&
+			  hp->n_expert_shared == 1 && model_ff_shexp(hp) == 32 &&
+			  hp->n_layer_dense_lead == 1 && m->output.data != m->tok_embd.data,
+		      "bailingmoe2-tiny hparams");
+		CHECK(l0->wq.ne1 == 64 && l0->wk.ne1 == 32 && l0->wv.ne1 == 32 &&
+			  l0->q_norm.ne0 == 16 && l0->k_norm.ne0 == 16 && l0->w_gate.ne1 == 128 &&
+			  !l0->ffn_gate_inp.ne0 && l1->exp_probs_b.ne0 == 8 &&
+			  l1->gate_shexp.ne1 == 32 && l1->ffn_norm.ne0 == 64 && !l1->w_gate.ne0,
+		      "bailingmoe2-tiny layer shapes");
+	}
+	model_free(m);
+	m = NULL;
+	/* the selection bias is optional (llama.cpp: TENSOR_NOT_REQUIRED); softmax gating */
+	CHECK(moe_rewrite("bailingmoe2-tiny", ME_DROP, "blk.2.exp_probs_b.bias", 0, &m, &err) ==
+		      BG_OK &&
+		  !m->layers[2].exp_probs_b.data && m->layers[1].exp_probs_b.data,
+	      "bailingmoe2-tiny without blk.2's selection bias: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_gating_func", 1, &m,
+			  &err) == BG_OK &&
+		  !m->hp.expert_gating_sigmoid,
+	      "bailingmoe2-tiny with softmax gating: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	/* without the shared width key: the experts' width x count (32) */
+	CHECK(moe_rewrite("bailingmoe2-tiny", ME_KEY,
+			  "bailingmoe2.expert_shared_feed_forward_length", UINT32_MAX, &m,
+			  &err) == BG_OK &&
+		  model_ff_shexp(&m->hp) == 32,
+	      "bailingmoe2-tiny without expert_shared_feed_forward_length: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_shared_feed_forward_length", 16,
+	     BG_ERR_FORMAT, "'blk.1.ffn_gate_shexp.weight' has shape [64, 32], expected [64, 16]"},
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_shared_count", 2, BG_ERR_FORMAT,
+	     "'blk.1.ffn_gate_shexp.weight' has shape [64, 32], expected [64, 64]"},
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_shared_count", UINT32_MAX,
+	     BG_ERR_FORMAT, "expert_shared_count"},
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_gating_func", UINT32_MAX,
+	     BG_ERR_FORMAT, "bailingmoe2.expert_gating_func is missing"},
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_gating_func", 3, BG_ERR_UNSUPPORTED,
+	     "bailingmoe2.expert_gating_func is 3"},
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.expert_group_count", 3, BG_ERR_FORMAT,
+	     "expert_group_count 3 / expert_group_used_count 2 do not fit 8 experts"},
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.attention.key_length", 32, BG_ERR_UNSUPPORTED,
+	     "takes n_head x head_dim = n_embd only"},
+	    {"bailingmoe2-tiny", ME_DROP, "blk.1.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_k_norm.weight' is missing"},
+	    {"bailingmoe2-tiny", ME_DROP, "blk.2.ffn_up_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_up_shexp.weight' is missing"},
+	    {"bailingmoe2-tiny", ME_KEY, "bailingmoe2.leading_dense_block_count", 2, BG_ERR_FORMAT,
+	     "blk.1.ffn_gate.weight' is missing"},
+	    {"bailingmoe2-tiny", ME_ADD, "blk.0.attn_q.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_q.bias' is not part of a bailingmoe2"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+	/* Ling-mini-2.0: 2 x 157184 x 2048 (untied) + 2048 + 20 x (2048 x (2048 + 2 x 512) +
+	 * 2048^2 + 2 x 2048 + 2 x 128 = 10,490,112) + the dense FFN 3 x 2048 x 5120 + 19 x
+	 * (2048 x 256 (router) + 3 x 2048 x 512 x 256 + 256 (exp_probs_b) + 3 x 2048 x 512
+	 * (shared) = 808,976,640): 16,255,643,392 (the model card's 16.26B) */
+	m = NULL;
+	CHECK(model_open("synthetic:ling-mini-2.0", true, &m, &err) == BG_OK, "%s", err.msg);
+	CHECK(m && m->n_params == 16255643392ull && m->hp.n_expert_groups == 8,
+	      "ling-mini-2.0: n_params %llu", m ? (unsigned long long)m->n_params : 0ull);
+	model_free(m);
+}
+
 /* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
  * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
  * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
@@ -3300,7 +3387,7 @@ static void test_lazy_new_arch(void)
 	    "smollm3-tiny",   "seed_oss-tiny",	     "apertus-tiny",   "gemma4-tiny",
 	    "glm4-tiny",      "glm4moe-tiny",	     "deepseek2-tiny", "deepseek2-lite-tiny",
 	    "command-r-tiny", "command-r-plus-tiny", "cohere2-tiny",   "minimax-m2-tiny",
-	    "exaone4-tiny",   "exaone4-swa-tiny",    "olmoe-tiny"};
+	    "exaone4-tiny",   "exaone4-swa-tiny",    "olmoe-tiny",     "bailingmoe2-tiny"};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
 		char spec[64];
 		snprintf(spec, sizeof spec, "synthetic:%s:f32", shapes[i]);
@@ -3418,5 +3505,6 @@ int main(void)
 	test_olmoe();
 	test_ernie();
 	test_hunyuan();
+	test_bailingmoe2();
 	return check_summary();
 }

@@ -310,7 +310,24 @@
  * (expert_shared_feed_forward_length, else feed_forward_length) plus build_moe_ffn (SiLU,
  * softmax, norm_w true, expert_weights_scale not read: none, no selection bias) over
  * experts shaped {n_embd, feed_forward_length, n_expert} (expert_feed_forward_length is
- * required by the loader but not used for the shapes), moe + shared. */
+ * required by the loader but not used for the shapes), moe + shared.
+ * bailingmoe2 (src/models/bailingmoe2.cpp, llama-model.cpp's llama_model_rope_type: NeoX,
+ * load_hparams' generic expert_group_count / expert_group_used_count and
+ * nextn_predict_layers, llama-graph.cpp's build_qkv and build_moe_ffn,
+ * conversion/bailingmoe.py: BailingMoeV2Model): attn_norm; attn_qkv (n_embd, n_embd + 2
+ * n_head_kv head_dim; required, no biases loaded), per-head attn_q_norm / attn_k_norm RMS
+ * norms (required), NeoX RoPE over rope.dimension_count (the converter's head_dim x
+ * partial_rotary_factor, 0.5), scale 1/sqrt(head_dim), attn_output, residual; ffn_norm;
+ * layers below leading_dense_block_count (optional, 0) a dense SiLU SwiGLU of
+ * feed_forward_length, the others build_moe_ffn(exp_probs_b when present, SiLU,
+ * expert_weights_norm (default false), expert_weights_scale (0 or 1: none),
+ * expert_gating_func (required; the converter writes 2, sigmoid, from score_function))
+ * with DeepSeek V3's groups when expert_group_count > 1, over experts of
+ * expert_feed_forward_length (llama.cpp also takes a per-layer list: refused here), plus
+ * the shared expert ffn_*_shexp of
+ * (expert_shared_feed_forward_length, else expert_feed_forward_length) x
+ * expert_shared_count (required) on the same input, added; residual; the last
+ * nextn_predict_layers layers skipped (TENSOR_SKIP); output.weight required there. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -608,6 +625,15 @@ static const struct arch_info table[] = {
      .moe_only = true,
      .qk_norm_post_rope = true,
      .hunyuan_moe = true},
+    {.name = "bailingmoe2",
+     .families = "inclusionAI Ling 2.0, Ring 2.0 (Ling-mini-2.0, Ling-flash-2.0, Ring-mini-2.0)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .bailing = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -627,7 +653,7 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe";
+	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

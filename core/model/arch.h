@@ -230,6 +230,15 @@ struct arch_info {
 	 * expert_shared_feed_forward_length (else feed_forward_length) */
 	bool qk_norm_post_rope;
 	bool hunyuan_moe;
+	/* bailingmoe2 (inclusionAI Ling 2.0 / Ring 2.0, llama.cpp's bailingmoe2 graph): Q|K|V
+	 * fused in attn_qkv (n_head x head_dim must be n_embd, as llama.cpp shapes it; separate
+	 * attn_q/k/v also accepted), per-head Q/K norms, NeoX RoPE over rope.dimension_count,
+	 * no biases; the first leading_dense_block_count layers a dense SwiGLU, the others
+	 * deepseek2's routing (model_hparams.moe_grouped: expert_gating_func required, the
+	 * optional exp_probs_b selection bias, expert groups) plus a shared expert of
+	 * (expert_shared_feed_forward_length, else expert_feed_forward_length) x
+	 * expert_shared_count; NextN layers skipped (with nextn) */
+	bool bailing;
 };
 
 /* The row of an architecture, or NULL. */

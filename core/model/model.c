@@ -680,6 +680,72 @@ static enum bg_status read_hunyuan_experts(const struct gguf_ctx *g, const char 
 	return BG_OK;
 }
 
+/* expert_group_count / expert_group_used_count (both optional, read for every MoE file by
+ * llama.cpp's load_hparams; groups of n_expert / groups >= 2 experts) and moe_grouped:
+ * deepseek2's and bailingmoe2's routing (model.h) */
+static enum bg_status read_expert_groups(const struct gguf_ctx *g, const char *arch,
+					 struct model_hparams *hp, struct bg_err *err)
+{
+	get_u32_key(g, arch, "expert_group_count", &hp->n_expert_groups);
+	get_u32_key(g, arch, "expert_group_used_count", &hp->n_group_used);
+	if (hp->n_expert_groups > 1) {
+		uint32_t G = hp->n_expert / hp->n_expert_groups;
+		if (hp->n_expert % hp->n_expert_groups || G < 2 || hp->n_group_used == 0 ||
+		    hp->n_group_used >= hp->n_expert_groups ||
+		    hp->n_expert_used > hp->n_group_used * G)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_group_count %u / expert_group_used_count %u do "
+				       "not fit %u experts (%u used)",
+				       arch, hp->n_expert_groups, hp->n_group_used, hp->n_expert,
+				       hp->n_expert_used);
+	}
+	hp->moe_grouped = true;
+	return BG_OK;
+}
+
+/* bailingmoe2's expert keys (arch.h's bailing), as llama.cpp's bailingmoe2 loader reads
+ * them (arch.c): expert_shared_count required (its shared expert (shared width or the
+ * experts') x that count wide), leading_dense_block_count optional, expert_gating_func
+ * required (softmax 1 or sigmoid 2; llama.cpp aborts on an absent key's NONE), the optional
+ * selection bias, scale and norm, deepseek2's groups. The fused attn_qkv is n_embd + 2 K/V
+ * rows wide in llama.cpp: query heads spanning anything but n_embd are refused. */
+static enum bg_status read_bailing_experts(const struct gguf_ctx *g, const char *arch,
+					   struct model_hparams *hp, struct bg_err *err)
+{
+	if ((uint64_t)hp->n_head * hp->head_dim != hp->n_embd)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s with %u heads of %u (n_embd %u): llama.cpp's bailingmoe2 "
+			       "takes n_head x head_dim = n_embd only",
+			       arch, hp->n_head, hp->head_dim, hp->n_embd);
+	enum bg_status st = read_shared_experts(g, arch, hp, err);
+	if (st)
+		return st;
+	uint32_t u = 0;
+	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
+		if ((uint64_t)u * hp->n_expert_shared > MODEL_MAX_DIM)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "the shared experts' width %llu is too large",
+				       (unsigned long long)u * hp->n_expert_shared);
+		hp->n_ff_shexp = u * hp->n_expert_shared; /* llama.cpp multiplies it too */
+	}
+	if (!get_u32_key(g, arch, "expert_gating_func", &u))
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "metadata key %s.expert_gating_func is missing (llama.cpp has no "
+			       "default for %s)",
+			       arch, arch);
+	if (u != 1 && u != 2)
+		return bg_fail(
+		    err, BG_ERR_UNSUPPORTED,
+		    "%s.expert_gating_func is %u: softmax (1) and sigmoid (2) gating are "
+		    "supported for %s",
+		    arch, u, arch);
+	hp->expert_gating_sigmoid = u == 2;
+	hp->moe_sel_bias = true; /* optional per layer, as deepseek2's */
+	if ((st = read_weights_scale_norm(g, arch, hp, err)))
+		return st;
+	return read_expert_groups(g, arch, hp, err);
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -752,6 +818,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_ernie_experts(g, arch, hp, err);
 	if (ai->hunyuan_moe)
 		return read_hunyuan_experts(g, arch, hp, err);
+	if (ai->bailing)
+		return read_bailing_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -1437,21 +1505,7 @@ static enum bg_status read_deepseek2(const struct gguf_ctx *g, const char *arch,
 	hp->moe_sel_bias = true; /* optional: the layers' own (V2 has none) */
 	if ((st = read_weights_scale_norm(g, arch, hp, err)))
 		return st;
-	get_u32_key(g, arch, "expert_group_count", &hp->n_expert_groups);
-	get_u32_key(g, arch, "expert_group_used_count", &hp->n_group_used);
-	if (hp->n_expert_groups > 1) {
-		uint32_t G = hp->n_expert / hp->n_expert_groups;
-		if (hp->n_expert % hp->n_expert_groups || G < 2 || hp->n_group_used == 0 ||
-		    hp->n_group_used >= hp->n_expert_groups ||
-		    hp->n_expert_used > hp->n_group_used * G)
-			return bg_fail(err, BG_ERR_FORMAT,
-				       "%s.expert_group_count %u / expert_group_used_count %u do "
-				       "not fit %u experts (%u used)",
-				       arch, hp->n_expert_groups, hp->n_group_used, hp->n_expert,
-				       hp->n_expert_used);
-	}
-	hp->moe_grouped = true;
-	return BG_OK;
+	return read_expert_groups(g, arch, hp, err);
 }
 
 enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams *hp, char arch[32],
@@ -2002,12 +2056,12 @@ static enum bg_status take_experts(struct loader *L, uint32_t l, struct model_la
 	snprintf(n, sizeof n, "blk.%u.ffn_down_exps.weight", l);
 	if ((st = take3(L, n, FX, E, X, TK_MATRIX, &ly->down_exps)))
 		return st;
-	/* glm4moe, minimax-m2: the selection bias; deepseek2: when the file has it (V2: none) */
+	/* glm4moe, minimax-m2: the selection bias; deepseek2, bailingmoe2: when the file has it
+	 * (V2: none) */
 	snprintf(n, sizeof n, "blk.%u.exp_probs_b.bias", l);
-	/* (step35, n_head_swa set: optional too) */
-	/* (ernie4_5-moe, n_moe_step set: optional too) */
+	/* (moe_grouped: ernie4_5-moe too; step35, n_head_swa set: optional too) */
 	if (hp->moe_sel_bias &&
-	    (!(hp->mla || hp->n_head_swa || hp->n_moe_step) || gguf_find_tensor(L->g, n)) &&
+	    (!(hp->mla || hp->moe_grouped || hp->n_head_swa) || gguf_find_tensor(L->g, n)) &&
 	    (st = take(L, n, X, 0, TK_BIAS, &ly->exp_probs_b)))
 		return st;
 	if (hp->n_expert_shared) { /* glm4moe, deepseek2, granitehybrid: the shared expert */
@@ -2641,6 +2695,16 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			}
 			hp->moe_grouped = true;
 		}
+	}
+	if (!st && ai->bailing && s->n_expert) { /* read_bailing_experts' values */
+		hp->n_expert_shared = s->n_expert_shared;
+		hp->n_layer_dense_lead = s->n_dense_lead;
+		hp->expert_gating_sigmoid = hp->moe_sel_bias = hp->expert_weights_norm = true;
+		if (s->expert_scale != 0.0f)
+			hp->expert_weights_scale = s->expert_scale;
+		hp->n_expert_groups = s->n_group > 1 ? s->n_group : 0;
+		hp->n_group_used = s->n_group > 1 ? s->n_group_used : 0;
+		hp->moe_grouped = true;
 	}
 	if (st) {
 		model_free(m);

@@ -216,9 +216,10 @@ struct model_hparams {
 	bool moe_sel_bias;
 	uint32_t n_expert_shared;
 	uint32_t n_layer_dense_lead;
-	/* deepseek2 (llama.cpp's deepseek2 graph): the MoE layers route with moe_route_grouped
-	 * (core/model/moe.h): softmax gating, or sigmoid when expert_gating_sigmoid; the
-	 * selection bias exp_probs_b when the layer has one (data != NULL); with
+	/* deepseek2 (llama.cpp's deepseek2 graph; bailingmoe2's the same): the MoE layers route
+	 * with moe_route_grouped (core/model/moe.h): softmax gating, or sigmoid when
+	 * expert_gating_sigmoid; the selection bias exp_probs_b when the layer has one (data !=
+	 * NULL); with
 	 * n_expert_groups > 1 only the n_group_used groups of experts (n_expert /
 	 * n_expert_groups consecutive ones each) with the largest sums of their two largest
 	 * biased values compete; the sum clamped at 6.103515625e-5 when expert_weights_norm;

@@ -666,6 +666,23 @@ static const struct synth_shape shapes[] = {
     {"hunyuan-dense-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, true, "hunyuan-dense"},
     {"hunyuan-moe-tiny", 2, 64, 4, 2, 64, 512, 256, 10000.0f, 1e-5f, false, "hunyuan-moe",
      .n_expert = 8, .n_expert_used = 2, .n_ff_shexp = 96},
+    /* bailingmoe2 (inclusionAI Ling 2.0): Ling-mini-2.0's config.json as remembered (no
+     * network here): hidden 2048, intermediate 5120 (the dense layer), moe_intermediate_size
+     * 512, 20 layers (+ 1 NextN, not built here), 16 / 4 heads of 128, 256 experts, 8 a
+     * token, 1 shared, n_group 8, topk_group 4, first_k_dense_replace 1,
+     * routed_scaling_factor 2.5, norm_topk_prob true, score_function sigmoid,
+     * partial_rotary_factor 0.5, rope_theta 600000, vocabulary 157184, untied.
+     * bailingmoe2-tiny: 1 dense layer then 2 MoE layers of 8 experts of 32 in 4 groups (2
+     * used), 2 a token, 1 shared, the selection bias, scale 2.5, one NextN layer after them;
+     * fused attn_qkv, per-head Q/K norms, 8 of 16 dimensions rotated (NeoX), norm weights
+     * 1 + N(0, 0.25^2) */
+    {"ling-mini-2.0", 20, 2048, 16, 4, 5120, 157184, 32768, 600000.0f, 1e-6f, false,
+     "bailingmoe2", .rope_dim = 64, .n_expert = 256, .n_expert_used = 8, .n_ff_exp = 512,
+     .n_expert_shared = 1, .n_dense_lead = 1, .expert_scale = 2.5f, .n_group = 8,
+     .n_group_used = 4},
+    {"bailingmoe2-tiny", 3, 64, 4, 2, 128, 512, 256, 600000.0f, 1e-6f, false, "bailingmoe2",
+     .rope_dim = 8, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_expert_shared = 1,
+     .n_dense_lead = 1, .expert_scale = 2.5f, .n_group = 4, .n_group_used = 2, .n_nextn = 1},
 };
 #pragma GCC diagnostic pop
 
@@ -834,6 +851,12 @@ static bool is_hunyuan(const struct synth_shape *s)
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_post_rope;
 }
 
+/* bailingmoe2: fused attn_qkv, deepseek2's grouped routing and shared expert (arch.h) */
+static bool is_bailing(const struct synth_shape *s)
+{
+	return is_arch(s, "bailingmoe2");
+}
+
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
@@ -841,7 +864,7 @@ static bool has_qk_norm(const struct synth_shape *s)
 	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
 	       (is_arch(s, "glm4moe") && !s->no_qk_norm) || is_arch(s, "minimax-m2") ||
 	       is_lfm2(s) || is_qwen35(s) || is_arch(s, "exaone4") || is_arch(s, "olmoe") ||
-	       is_hunyuan(s);
+	       is_hunyuan(s) || is_bailing(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -887,7 +910,8 @@ static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
-	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") || is_hunyuan(s);
+	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") || is_hunyuan(s) ||
+	       is_bailing(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -1218,6 +1242,14 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 			    "size = kv_lora + rope, 1 kv head, shared experts, groups that "
 			    "divide the experts (q8_0: ranks and qk_nope multiples of 32)");
 	}
+	if (is_bailing(s) &&
+	    (!s->n_expert_shared || s->n_ff_shexp || s->n_head * synth_head_dim(s) != s->n_embd ||
+	     (s->n_group > 1 && (s->n_expert % s->n_group || s->n_expert / s->n_group < 2 ||
+				 !s->n_group_used || s->n_group_used >= s->n_group ||
+				 s->n_expert_used > s->n_group_used * (s->n_expert / s->n_group)))))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "bailingmoe2: shared experts (as wide as the experts), heads x head "
+			       "size = embd, groups that divide the experts");
 	if (is_minimax(s) && !has_dense_lead_key(s) && synth_n_ff_exp(s) != s->n_ff)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "minimax-m2's experts are feed_forward_length wide (llama.cpp): "
@@ -1914,6 +1946,22 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    s->n_group_used);
 			}
 		}
+		if (is_bailing(s)) { /* BailingMoeV2Model's converter's keys (the groups from
+				      * n_group / topk_group, the gating from score_function) */
+			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
+					    s->n_dense_lead);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_feed_forward_length"),
+					    synth_n_ff_exp(s) * s->n_expert_shared);
+			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"), s->expert_scale);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
+			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2); /* sigmoid */
+			if (s->n_group > 1) {
+				gguf_writer_set_u32(w, ARCH_KEY("expert_group_count"), s->n_group);
+				gguf_writer_set_u32(w, ARCH_KEY("expert_group_used_count"),
+						    s->n_group_used);
+			}
+		}
 	}
 #undef ARCH_KEY
 
@@ -2145,8 +2193,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_kv_a_norm.weight", GGUF_DTYPE_F32, nk, C, 1);
 			ADD3("attn_k_b.weight", t, s->mla_nope, C, H);
 			ADD3("attn_v_b.weight", t, C, s->mla_v_head, H);
-			Q = H * s->mla_v_head; /* attn_output's input */
-		} else if (phi3) {	       /* fused, as Phi-3's own checkpoints are */
+			Q = H * s->mla_v_head;	    /* attn_output's input */
+		} else if (phi3 || is_bailing(s)) { /* fused, as Phi-3's and Ling's files are */
 			ADD("attn_qkv.weight", t, FILL_RANDOM, E, Q + 2 * KV);
 		} else {
 			ADD("attn_q.weight", t, FILL_RANDOM, E, q35 ? 2 * Q : Q); /* qwen35: gate */
@@ -2236,7 +2284,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_gate_inp_shexp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 				b->jobs[b->n_jobs - 1].std = SHEXP_GATE_SCALE / sqrtf((float)E);
 			}
-			if (glm4moe || ds2) { /* the selection bias, the shared expert */
+			if (glm4moe || ds2 || is_bailing(s)) {	   /* the selection bias, the shared
+								    * expert */
 				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */
 					ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 					b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
@@ -2269,6 +2318,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("nextn.enorm.weight", GGUF_DTYPE_F32, nk, E, 1);
 			ADD("nextn.hnorm.weight", GGUF_DTYPE_F32, nk, E, 1);
 			ADD("nextn.shared_head_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
+			if (is_bailing(s)) /* required there too */
+				ADD("layer_output_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 		}
 #undef ADD3
 #undef ADD
