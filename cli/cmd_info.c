@@ -376,7 +376,8 @@ int cmd_info(int argc, char **argv)
 		n_dense += hp->n_expert && l >= hp->n_layer_dense_lead && !m->layers[l].no_ffn &&
 			   !model_layer_moe(&m->layers[l]);
 	}
-	if (n_dense && !hp->gemma4_moe) /* (gemma4's: its line below) */
+	/* (gemma4's: its line below; llama4's and ernie4_5-moe's interleave step: above) */
+	if (n_dense && !hp->gemma4_moe && !hp->n_moe_step)
 		printf("dense after MoE layers: %u of %u layers (no router in the file)\n", n_dense,
 		       hp->n_layer);
 	if (n_gate)
