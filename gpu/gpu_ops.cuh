@@ -200,6 +200,9 @@ struct gpu_qkv_post_args {
 	/* gemma4: each value head RMS-normalized (no weight: head_norm.cu's expression with
 	 * weights 1) before its store; the q/k/v columns of qkv keep their unnormed V */
 	bool v_norm;
+	/* llama4: each query and key head RMS-normalized (no weight) after RoPE and the
+	 * temperature, before K is stored (the QKV epilogue does not take it) */
+	bool qk_norm_post;
 };
 /* In one launch, bitwise what these do one after another: gpu_bias_add (when bias),
  * gpu_head_rmsnorm (when q_norm), gpu_rope (when rope_dim >= 2), the query heads times
@@ -251,7 +254,8 @@ struct gpu_attn_args {
 	int n_tok, n_head, n_head_kv, head_dim;
 	float scale;   /* the score scale: 1/sqrt(head_dim) unless the model says otherwise */
 	float softcap; /* > 0: scores become softcap * tanh(score / softcap) */
-	int window;    /* > 0: a query at p sees keys (p - window, p] only */
+	int window;    /* > 0: a query at p sees keys (p - window, p] only, or with chunked */
+	bool chunked;  /* (llama4) keys [floor(p / window) * window, p]: its chunk's */
 	void *out;   /* [n_tok, n_head * head_dim] of dt */
 	int max_ctx; /* max over tokens of pos + 1 */
 	/* How the tokens are covered (together, every token exactly once):

@@ -1,6 +1,7 @@
 /* qkv_post: everything between the QKV projection and attention, in one launch: the
  * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3), RoPE of the q and k
- * heads, mistral3's attention temperature on the q heads, gemma4's V norm, and the store of the new K and V rows into their paged slots. Before, these were
+ * heads, mistral3's attention temperature on the q heads, llama4's Q/K norm after RoPE,
+ * gemma4's V norm, and the store of the new K and V rows into their paged slots. Before, these were
  * two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm, gpu_rope, gpu_kv_write),
  * each a node of the decode graph with its own launch gap and ramp (issue 17: a decode
  * step's fixed cost is paid per node).
@@ -72,7 +73,7 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 			      &y0, &y1);
 		x[ia] = y0;
 		x[ib] = y1;
-		if (k) {
+		if (k && !a.qk_norm_post) {
 			k[ia] = st_t<T>(y0);
 			k[ib] = st_t<T>(y1);
 		}
@@ -83,8 +84,20 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 		for (int d = lane; d < hd; d += 32)
 			x[d] = __fmul_rn(x[d], f);
 	}
-	if (k) /* the dimensions past rope_dim (and all of them without RoPE) */
-		for (int d = 2 * half + lane; d < hd; d += 32)
+	int d0 = 2 * half; /* K's dimensions not stored yet */
+	if (a.qk_norm_post) { /* llama4: the norm's expression above, weights 1 */
+		__syncwarp();
+		double ss = 0.0;
+		for (int d = lane; d < hd; d += 32)
+			ss += (double)x[d] * x[d];
+		ss = warp_sum_d(ss);
+		const float scale = (float)(1.0 / sqrt(ss / (double)hd + (double)a.eps));
+		for (int d = lane; d < hd; d += 32)
+			x[d] = __fmul_rn(x[d], scale);
+		d0 = 0;
+	}
+	if (k) /* the dimensions past rope_dim (all of them without RoPE or with the norm) */
+		for (int d = d0 + lane; d < hd; d += 32)
 			k[d] = st_t<T>(x[d]);
 }
 

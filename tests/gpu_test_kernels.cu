@@ -1781,7 +1781,11 @@ static void test_attention(int n_sm)
 	 * dimensions a lane, and its merge, 4 a thread); each with plain causal attention,
 	 * then (bf16 only, for time) a window of 64 keys (gemma2/3's local layers) and a score
 	 * soft-cap of 30 (gemma2); then (f32 and bf16) gpt-oss's attention sinks, with and
-	 * without a window of 64. Heads of 512: plain and (bf16) windowed only, for time.
+	 * without a window of 64; then (bf16, two shapes, for time: the tensor-core and
+	 * CUDA-core tiles, the GQA decode and per-query kernels, split or not) llama4's
+	 * chunks of 64 (the chunk of 37 queries from 100 crosses 128 inside its second tile;
+	 * the decode step at 1500 sees 1472..1500). Heads of 512: plain and (bf16) windowed
+	 * only, for time.
 	 * deepseek2's latent rows (mla): heads of 576 over one K/V head whose V is the K row
 	 * (v_offset 0, a layer's slab K alone: the CPU backend's layout), and of 48 (its tiny
 	 * shape: the GQA decode, tiled and tensor-core kernels); plain attention, f32 and bf16,
@@ -1795,7 +1799,10 @@ static void test_attention(int n_sm)
 			{4, 1, 576, 16, true},	 {4, 1, 48, 16, true}};
 	for (auto &sh : shapes)
 		for (enum gpu_dtype dt : all_dt)
-			for (int variant = 0; variant < 5; variant++) {
+			for (int variant = 0; variant < 6; variant++) {
+			if (variant == 5 && (dt != GPU_BF16 || sh.mla ||
+					     (sh.n_head != 32 && sh.hd != 36)))
+				continue;
 			if (variant > 0 && variant < 3 && dt != GPU_BF16)
 				continue;
 			if (sh.hd > 256 && variant > 1)
@@ -1804,12 +1811,14 @@ static void test_attention(int n_sm)
 				continue;
 			if (variant >= 3 && dt == GPU_F16)
 				continue;
-			const int window = variant == 1 || variant == 4 ? 64 : 0;
+			const bool chunked = variant == 5;
+			const int window = variant == 1 || variant == 4 || chunked ? 64 : 0;
 			const float softcap = variant == 2 ? 30.0f : 0.0f;
 			/* sinks in [-1, 6]: from a small share of a 1501-key softmax to most of
 			 * the first token's (one key) */
 			const std::vector<float> sinks =
-			    variant >= 3 ? rand_vec((size_t)sh.n_head, -1, 6) : std::vector<float>();
+			    variant == 3 || variant == 4 ? rand_vec((size_t)sh.n_head, -1, 6)
+							 : std::vector<float>();
 			int n_layer = 2, layer = 1, kv_dim = sh.n_head_kv * sh.hd;
 			const int parts = sh.mla ? 1 : 2; /* K and V slabs, or K alone (mla) */
 			/* three sequences: a long decode step, a context chunk in the middle of a
@@ -1876,6 +1885,7 @@ static void test_attention(int n_sm)
 							   sh.n_head_kv, sh.hd, dout, max_ctx);
 			a.softcap = softcap;
 			a.window = window;
+			a.chunked = chunked;
 			float *dsinks = sinks.empty() ? NULL : dev_vec(sinks);
 			a.sinks = dsinks;
 			/* the chunk (sequence 1) as tiles of 16, 16 and 5 queries; the two single
@@ -1914,7 +1924,8 @@ static void test_attention(int n_sm)
 							sc[k] = d / sqrt((double)sh.hd);
 							if (softcap > 0)
 								sc[k] = softcap * tanh(sc[k] / softcap);
-							if (window > 0 && k <= p - window)
+							if (window > 0 && (chunked ? k < p / window * window
+										   : k <= p - window))
 								sc[k] = -INFINITY;
 							mx = std::max(mx, sc[k]);
 						}
@@ -1980,13 +1991,14 @@ static void test_attention(int n_sm)
 					char what[128];
 					snprintf(what, sizeof what,
 						 "attention h %d/%d hd %d bs %d %s splits %d %s "
-						 "window %d softcap %g%s",
+						 "window %d%s softcap %g%s",
 						 sh.n_head, sh.n_head_kv, sh.hd, sh.bs,
 						 gpu_dtype_name(dt), ns,
 						 tiled ? (on_tc ? "tensor-core tiles+list"
 								: "tiles+list")
 						       : "per-query",
-						 window, softcap, sinks.empty() ? "" : " sinks");
+						 window, chunked ? " chunked" : "", softcap,
+						 sinks.empty() ? "" : " sinks");
 					std::vector<uint32_t> gd =
 					    dev_download<uint32_t>(partial + used, guard);
 					size_t touched = 0;
