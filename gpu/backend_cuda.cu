@@ -1899,8 +1899,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				    hp->expert_weights_norm, hp->expert_weights_scale, &c->moe_plan,
 				    s));
 			else if (hp->moe_weight_in) /* llama4: by the logits, sigmoid weights */
-				CUDA_CHECK(gpu_moe_route_llama4(c->moe_logits, n, NX, K, &c->moe_plan,
-								s));
+				CUDA_CHECK(
+				    gpu_moe_route_llama4(c->moe_logits, n, NX, K, &c->moe_plan, s));
 			else if (hp->expert_gating_sigmoid) /* glm4moe, minimax-m2 */
 				CUDA_CHECK(gpu_moe_route_sigmoid(
 				    c->moe_logits, L->sel_b, n, NX, K, hp->expert_weights_norm,
@@ -1917,7 +1917,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			oai.limit = hp->swiglu_limit;
 			oai.relu2 = hp->relu2; /* nemotron_h_moe: relu(up)^2 */
 			oai.clamp = L->clamp_exp; /* step35 */
-			oai.w_in = hp->moe_weight_in; /* llama4: the weights on the experts' input */
+			oai.w_in = hp->moe_weight_in; /* llama4: the weights on the input */
 			if (L->q_exps) { /* resident: the experts' blocks (CUDA cores) */
 				CUDA_CHECK(gpu_moe_gate_up_q(&L->q_gu_exps, FX, E, NX, c->xn, n, K,
 							     &c->moe_plan, c->moe_act, hp->gelu,
@@ -1933,8 +1933,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 							&c->moe_plan, c->moe_y, &oai, c->dt,
 							GPU_MOE_AUTO, s));
 			}
-			CUDA_CHECK(gpu_moe_combine(c->moe_y, hp->moe_weight_in ? NULL : c->moe_plan.w,
-						   n, K, E, c->tmp, s));
+			CUDA_CHECK(gpu_moe_combine(c->moe_y,
+						   hp->moe_weight_in ? NULL : c->moe_plan.w, n, K,
+						   E, c->tmp, s));
 			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
 				const int FS = (int)model_ff_shexp(hp);
 				if (L->shexp_gate) { /* qwen35moe, qwen2moe: its gate's logits, from

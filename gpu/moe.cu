@@ -296,7 +296,7 @@ static cudaError_t moe_route_launch(const float *logits, int n_tok, int n_expert
 cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
 			  const struct gpu_moe_plan *plan, cudaStream_t stream)
 {
-	const struct moe_route_opts ro = {false, false, NULL, 1.0f, 1, 0};
+	const struct moe_route_opts ro = {false, false, NULL, 1.0f, 1, 0, false};
 	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
 }
 
@@ -304,7 +304,7 @@ cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, in
 				  int n_expert, int k, bool norm, float scale,
 				  const struct gpu_moe_plan *plan, cudaStream_t stream)
 {
-	const struct moe_route_opts ro = {true, false, sel_bias, scale, 1, 0};
+	const struct moe_route_opts ro = {true, false, sel_bias, scale, 1, 0, false};
 	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
 }
 
@@ -313,7 +313,8 @@ cudaError_t gpu_moe_route_grouped(const float *logits, const float *sel_bias, in
 				  bool norm, float scale, const struct gpu_moe_plan *plan,
 				  cudaStream_t stream)
 {
-	const struct moe_route_opts ro = {sigmoid, true, sel_bias, scale, n_group, n_group_used};
+	const struct moe_route_opts ro = {sigmoid, true,	 sel_bias, scale,
+					  n_group, n_group_used, false};
 	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
 }
 

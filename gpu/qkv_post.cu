@@ -1,10 +1,10 @@
 /* qkv_post: everything between the QKV projection and attention, in one launch: the
  * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3), RoPE of the q and k
  * heads, mistral3's attention temperature on the q heads, llama4's Q/K norm after RoPE,
- * gemma4's V norm, and the store of the new K and V rows into their paged slots. Before, these were
- * two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm, gpu_rope, gpu_kv_write),
- * each a node of the decode graph with its own launch gap and ramp (issue 17: a decode
- * step's fixed cost is paid per node).
+ * gemma4's V norm, and the store of the new K and V rows into their paged slots. Before,
+ * these were two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm, gpu_rope,
+ * gpu_kv_write), each a node of the decode graph with its own launch gap and ramp (issue
+ * 17: a decode step's fixed cost is paid per node).
  *
  * The arithmetic is theirs, element for element, so the result is bitwise what they
  * compute one after another: the bias is one fp32 addition; the norm's sum of squares
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 		for (int d = lane; d < hd; d += 32)
 			x[d] = __fmul_rn(x[d], f);
 	}
-	int d0 = 2 * half; /* K's dimensions not stored yet */
+	int d0 = 2 * half;    /* K's dimensions not stored yet */
 	if (a.qk_norm_post) { /* llama4: the norm's expression above, weights 1 */
 		__syncwarp();
 		double ss = 0.0;

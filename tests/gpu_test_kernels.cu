@@ -3476,10 +3476,10 @@ static void test_moe_ffn(void)
 					bu = rand_vec(bu.size(), -2, 2);
 					bd = rand_vec(bd.size(), -1, 1);
 					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA,
-					       OL,	    false,	 0.0f /* clamp: step35 */};
+					       OL,	    false,	 0.0f /* clamp: step35 */, false /* w_in: llama4 */};
 				}
 				if (cs.relu2)
-					oai = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f};
+					oai = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f, false};
 				const struct gpu_moe_oai *po = cs.oai || cs.relu2 ? &oai : NULL;
 				std::vector<float> act, y, w;
 				std::vector<int32_t> ids, sorted;
@@ -3750,7 +3750,7 @@ static void test_moe_q(void)
 			bu = rand_vec(bu.size(), -2, 2);
 			bd = rand_vec(bd.size(), -1, 1);
 			oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA,
-			       OL,	    false,	 0.0f /* clamp: step35 */};
+			       OL,	    false,	 0.0f /* clamp: step35 */, false /* w_in: llama4 */};
 		}
 		auto px = st_pack(GPU_BF16, x);
 		void *dx = dev_upload(px.data(), px.size()), *dact;
@@ -3867,7 +3867,7 @@ static void test_moe_q(void)
 	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 				GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
 	      "moe_q: tensor cores refused");
-	const struct gpu_moe_oai r2 = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f};
+	const struct gpu_moe_oai r2 = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f, false};
 	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, &r2,
 				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
 	      "moe_q: relu2 (nemotron_h_moe's experts without gate: not built) refused");
