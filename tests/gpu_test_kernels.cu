@@ -2893,23 +2893,27 @@ static void test_qkv_post(void)
 {
 	struct {
 		int n_head, n_head_kv, hd, rope_dim;
-		bool neox, bias, norm, temp, vnorm;
-	} cases[10] = {
-	    {8, 2, 64, 64, false, false, false, false, false},  /* llama */
-	    {8, 2, 64, 64, true, true, false, false, false},	 /* qwen2: biases, NeoX */
-	    {8, 2, 128, 128, true, false, true, false, false},	 /* qwen3: head norms */
-	    {6, 3, 96, 32, false, true, true, false, false},	 /* partial rotation, every step at once */
-	    {4, 4, 64, 0, false, true, false, false, false},	 /* no rotation */
-	    {4, 2, 256, 256, true, false, true, false, false},	 /* gemma-sized heads */
+		bool neox, bias, norm, temp, vnorm, post;
+	} cases[12] = {
+	    {8, 2, 64, 64, false, false, false, false, false, false},  /* llama */
+	    {8, 2, 64, 64, true, true, false, false, false, false},	 /* qwen2: biases, NeoX */
+	    {8, 2, 128, 128, true, false, true, false, false, false},	 /* qwen3: head norms */
+	    {6, 3, 96, 32, false, true, true, false, false, false},	 /* partial rotation, every step at once */
+	    {4, 4, 64, 0, false, true, false, false, false, false},	 /* no rotation */
+	    {4, 2, 256, 256, true, false, true, false, false, false},	 /* gemma-sized heads */
 	    /* mistral3: the query heads times the temperature (scale 0.5, floor 16), the
 	     * launchers' result times it on the host (one fp32 product, as the kernel) */
-	    {8, 2, 64, 64, false, false, false, true, false},
-	    {6, 3, 96, 32, false, true, false, true, false}, /* with partial rotation */
+	    {8, 2, 64, 64, false, false, false, true, false, false},
+	    {6, 3, 96, 32, false, true, false, true, false, false}, /* with partial rotation */
 	    /* gemma4: the value heads RMS-normalized (no weight) before their store, against
 	     * a host reference (f32 pools only: the rounding of 16-bit stores is the same
 	     * st_t as the others) */
-	    {4, 2, 16, 16, true, false, true, false, true},
-	    {4, 1, 32, 32, true, true, true, false, true},
+	    {4, 2, 16, 16, true, false, true, false, true, false},
+	    {4, 1, 32, 32, true, true, true, false, true, false},
+	    /* llama4: the Q/K heads RMS-normalized without a weight after RoPE (qk_norm_post):
+	     * gpu_head_rmsnorm with weights 1 after gpu_rope (x * scale * 1: bitwise) */
+	    {4, 2, 16, 16, false, false, false, false, false, true},
+	    {6, 3, 96, 32, false, true, false, false, false, true},
 	};
 	for (enum gpu_dtype dt : all_dt)
 		for (auto &cs : cases) {
@@ -2960,6 +2964,12 @@ static void test_qkv_post(void)
 							 dqw, dkw, eps, 0));
 			REQUIRE(gpu_rope(qb, ld, dp, n_tok, cs.n_head, cs.n_head_kv, cs.hd, cs.rope_dim,
 					 dtab, msc, cs.neox, 0));
+			float *dones = NULL;
+			if (cs.post) {
+				dones = dev_vec(std::vector<float>(cs.hd, 1.0f));
+				REQUIRE(gpu_head_rmsnorm(qb, ld, n_tok, cs.n_head, cs.n_head_kv, cs.hd,
+							 dones, dones, eps, 0));
+			}
 			REQUIRE(gpu_kv_write(qb, ld, cs.n_head * cs.hd, (cs.n_head + cs.n_head_kv) * cs.hd,
 					     ds, n_tok, kvb, dt, 0));
 			/* and in one */
@@ -2985,6 +2995,7 @@ static void test_qkv_post(void)
 			a.temp_scale = cs.temp ? 0.5f : 0.0f;
 			a.temp_floor = 16;
 			a.v_norm = cs.vnorm;
+			a.qk_norm_post = cs.post;
 			REQUIRE(gpu_qkv_post(&a, dt, 0));
 			std::vector<float> before = dev_download<float>(qb, qkv.size());
 			if (cs.vnorm) { /* the reference pool's V rows normalized on the host */
@@ -3014,18 +3025,23 @@ static void test_qkv_post(void)
 						before[(size_t)t * ld + o] *= f;
 				}
 			char what[96];
-			snprintf(what, sizeof what, "qkv_post %s hd %d rope %d bias %d norm %d temp %d: qkv",
-				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.temp);
+			snprintf(what, sizeof what,
+				 "qkv_post %s hd %d rope %d bias %d norm %d temp %d post %d: qkv",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.temp,
+				 cs.post);
 			check_close(what, dev_download<float>(qa, qkv.size()), before, 0, 0);
 			snprintf(what, sizeof what,
-				 "qkv_post %s hd %d rope %d bias %d norm %d vnorm %d: KV pool",
-				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.vnorm);
+				 "qkv_post %s hd %d rope %d bias %d norm %d vnorm %d post %d: KV pool",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.vnorm,
+				 cs.post);
 			/* the V norm's sums run in another order on the device: within 2 ulp */
 			check_close(what, dev_download_st(dt, pool_a, pool_elems),
 				    dev_download_st(dt, pool_b, pool_elems), 0, cs.vnorm ? 2.5e-7 : 0);
 			void *bufs[11] = {pool_a, pool_b, qa, qb, db, dqw, dkw, dtab, dp, ds, NULL};
 			for (int i = 0; bufs[i]; i++)
 				cudaFree(bufs[i]);
+			if (dones)
+				cudaFree(dones);
 		}
 	/* refused: a K/V width that is not n_head_kv x head_dim, one norm without the other */
 	struct gpu_qkv_post_args bad;
