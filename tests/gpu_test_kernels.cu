@@ -3314,6 +3314,41 @@ static void test_moe_route_grouped(void)
 	moe_dev_free(&d);
 }
 
+/* llama4's routing (gpu_moe_route_llama4) against the CPU backend's moe_route_llama4 on the
+ * same logits: Scout's 16 experts and Maverick's 128, 1 chosen, and 2 of 16; logits in
+ * [-4, 4] (the selection keys are the logits, negative ones included). Every id equal; the
+ * weights sigmoid(logit) within 2 ulp (expf). */
+static void test_moe_route_llama4(void)
+{
+	const struct {
+		int n_tok, n_expert, k;
+	} cases[3] = {{37, 16, 1}, {9, 128, 1}, {21, 16, 2}};
+	for (auto &cs : cases) {
+		std::vector<float> l = rand_vec((size_t)cs.n_tok * cs.n_expert, -4, 4);
+		struct moe_dev d = moe_dev_alloc(l, cs.n_tok, cs.n_expert, cs.k);
+		REQUIRE(gpu_moe_route_llama4(d.logits, cs.n_tok, cs.n_expert, cs.k, &d.plan, 0));
+		const size_t P = (size_t)cs.n_tok * cs.k;
+		std::vector<int32_t> ids = dev_download<int32_t>(d.plan.ids, P);
+		std::vector<float> w = dev_download<float>(d.plan.w, P);
+		size_t bad_id = 0, bad_w = 0;
+		std::vector<int32_t> rid(cs.k);
+		std::vector<float> rw(cs.k);
+		for (int t = 0; t < cs.n_tok; t++) {
+			moe_route_llama4(&l[(size_t)t * cs.n_expert], (uint32_t)cs.n_expert,
+					 (uint32_t)cs.k, rid.data(), rw.data());
+			for (int j = 0; j < cs.k; j++) {
+				const size_t q = (size_t)t * cs.k + j;
+				bad_id += ids[q] != rid[j];
+				bad_w += !(fabs(w[q] - rw[j]) <= 2.5e-7 * fabs(rw[j]));
+			}
+		}
+		CHECK(bad_id == 0 && bad_w == 0,
+		      "moe route llama4, %d of %d experts: %zu ids and %zu weights of %zu wrong",
+		      cs.k, cs.n_expert, bad_id, bad_w, P);
+		moe_dev_free(&d);
+	}
+}
+
 static void test_moe_route(void)
 {
 	struct {
@@ -3341,6 +3376,7 @@ static void test_moe_route(void)
 	cudaGetLastError();
 	moe_dev_free(&d);
 	test_moe_route_grouped();
+	test_moe_route_llama4();
 }
 
 /* The routed FFN, gpu_moe_route .. gpu_moe_combine, on n_tok tokens: returns out [n_tok,
