@@ -3397,12 +3397,16 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 	REQUIRE(cudaMalloc(&dact, P * n_ff * gpu_dtype_size(dt)));
 	REQUIRE(cudaMalloc(&dy, P * n_embd * 4));
 	REQUIRE(cudaMalloc(&dout, (size_t)n_tok * n_embd * 4));
-	REQUIRE(gpu_moe_route(d.logits, n_tok, n_expert, k, norm, &d.plan, 0));
+	const bool w_in = oai && oai->w_in; /* llama4 */
+	if (w_in)
+		REQUIRE(gpu_moe_route_llama4(d.logits, n_tok, n_expert, k, &d.plan, 0));
+	else
+		REQUIRE(gpu_moe_route(d.logits, n_tok, n_expert, k, norm, &d.plan, 0));
 	REQUIRE(gpu_moe_gate_up(dwgu, n_ff, n_embd, n_expert, dx, n_tok, k, &d.plan, dact, false,
 				oai, dt, path, 0));
 	REQUIRE(gpu_moe_down(dwd, n_embd, n_ff, n_expert, dact, n_tok, k, &d.plan, dy, oai, dt,
 			     path, 0));
-	REQUIRE(gpu_moe_combine(dy, d.plan.w, n_tok, k, n_embd, dout, 0));
+	REQUIRE(gpu_moe_combine(dy, w_in ? NULL : d.plan.w, n_tok, k, n_embd, dout, 0));
 	std::vector<float> out = dev_download<float>(dout, (size_t)n_tok * n_embd);
 	if (act)
 		*act = dev_download_st(dt, dact, P * n_ff);
@@ -3488,14 +3492,23 @@ static void test_moe_ffn(void)
 		bool norm;
 		int n_embd, n_ff;
 		bool oai, relu2;
+		bool w_in; /* llama4: routed by the logits, weights on the input */
 	} cases[] = {
-	    {1, 8, 2, true, 64, 32, false, false},    {37, 4, 2, true, 264, 40, false, false},
-	    {13, 16, 4, false, 64, 48, false, false}, {5, 4, 4, true, 72, 16, false, false},
-	    {9, 128, 8, true, 64, 32, false, false},  {6, 8, 1, false, 64, 32, false, false},
-	    {37, 4, 2, true, 528, 48, false, false},  {1, 8, 2, true, 64, 32, true, false},
-	    {37, 4, 2, true, 264, 40, true, false},   {37, 4, 2, true, 528, 48, true, false},
-	    {1, 8, 2, true, 64, 32, false, true},     {37, 4, 2, true, 264, 40, false, true},
-	    {37, 4, 2, true, 528, 48, false, true}};
+	    {1, 8, 2, true, 64, 32, false, false, false},
+	    {37, 4, 2, true, 264, 40, false, false, false},
+	    {13, 16, 4, false, 64, 48, false, false, false},
+	    {5, 4, 4, true, 72, 16, false, false, false},
+	    {9, 128, 8, true, 64, 32, false, false, false},
+	    {6, 8, 1, false, 64, 32, false, false, false},
+	    {37, 4, 2, true, 528, 48, false, false, false},
+	    {1, 8, 2, true, 64, 32, true, false, false},
+	    {37, 4, 2, true, 264, 40, true, false, false},
+	    {37, 4, 2, true, 528, 48, true, false, false},
+	    {1, 8, 2, true, 64, 32, false, true, false},
+	    {37, 4, 2, true, 264, 40, false, true, false},
+	    {37, 4, 2, true, 528, 48, false, true, false},
+	    {37, 4, 2, false, 256, 48, false, false, true},
+	    {3, 16, 1, false, 64, 32, false, false, true}};
 	const float OA = 1.702f, OL = 7.0f;
 	const enum gpu_moe_path paths[3] = {GPU_MOE_AUTO, GPU_MOE_CUDA_CORES, GPU_MOE_TENSOR_CORES};
 	for (auto &cs : cases)
@@ -3532,7 +3545,8 @@ static void test_moe_ffn(void)
 				}
 				if (cs.relu2)
 					oai = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f, false};
-				const struct gpu_moe_oai *po = cs.oai || cs.relu2 ? &oai : NULL;
+				oai.w_in = cs.w_in;
+				const struct gpu_moe_oai *po = cs.oai || cs.relu2 || cs.w_in ? &oai : NULL;
 				std::vector<float> act, y, w;
 				std::vector<int32_t> ids, sorted;
 				std::vector<float> out =
@@ -3547,6 +3561,7 @@ static void test_moe_ffn(void)
 								      : "tensor cores",
 					 cs.oai	    ? ", gpt-oss biases and clamped SwiGLU"
 					 : cs.relu2 ? ", relu2 without gate"
+					 : cs.w_in  ? ", llama4's weights on the input"
 						    : "");
 				/* gate|up: fp32 sums (error <= ~4e-6 of the sum of |terms| for these
 				 * lengths), then act(g) * u rounded to dt, as test_gemv bounds it */
@@ -3558,6 +3573,12 @@ static void test_moe_ffn(void)
 				for (size_t q = 0; q < P; q++) {
 					int t = (int)(q / K), e = ids[q];
 					const float *xt = &x[(size_t)t * E];
+					std::vector<float> xw; /* llama4: x w, the expert's input */
+					if (cs.w_in) {
+						for (int i = 0; i < E; i++)
+							xw.push_back(xt[i] * w[q]);
+						xt = xw.data();
+					}
 					for (int j = 0; j < F; j++) {
 						/* gate row j and up row j, or up row j alone
 						 * (relu2) */
@@ -3608,7 +3629,7 @@ static void test_moe_ffn(void)
 					for (int o = 0; o < E; o++) {
 						double acc = 0, aa = 0;
 						for (int j = 0; j < K; j++) {
-							double pr = (double)w[(size_t)t * K + j] *
+							double pr = (cs.w_in ? 1.0 : (double)w[(size_t)t * K + j]) *
 								    y[((size_t)t * K + j) * E + o];
 							acc += pr;
 							aa += fabs(pr);
@@ -3627,6 +3648,13 @@ static void test_moe_ffn(void)
 					std::vector<int32_t> rid(K);
 					std::vector<double> rw(K);
 					moe_route_ref(&l[(size_t)t * NX], NX, K, cs.norm, rid.data(), rw.data());
+					if (cs.w_in) { /* the weights are in a_ref already */
+						std::vector<float> rwf(K);
+						moe_route_llama4(&l[(size_t)t * NX], (uint32_t)NX, (uint32_t)K,
+								 rid.data(), rwf.data());
+						for (int j = 0; j < K; j++)
+							rw[j] = 1.0;
+					}
 					for (int o = 0; o < E; o++) {
 						double acc = 0, lim = 1e-30;
 						for (int j = 0; j < K; j++) {
