@@ -20,9 +20,10 @@
  * shared memory once for all of them; each warp owns 4 queries, lane j scores key j of
  * the tile, and the online softmax advances one tile at a time. Keys beyond a query's
  * position are masked (causal), and in a windowed layer (gemma) the keys at or before
- * position - window too; gemma2's score soft-cap applies after the scale. With 16-bit K/V
- * and heads of 16..128 dimensions (multiples of 16) the tiles go to the tensor-core kernel
- * instead (attn_prefill_tc_kernel: wmma, FlashAttention-2 style, GQA-grouped).
+ * position - window too, or (llama4's chunks) those before the position's chunk; gemma2's
+ * score soft-cap applies after the scale. With 16-bit K/V and heads of 16..128 dimensions
+ * (multiples of 16) the tiles go to the tensor-core kernel instead (attn_prefill_tc_kernel:
+ * wmma, FlashAttention-2 style, GQA-grouped).
  *
  * deepseek2's latent rows (model.h's mla: heads of 576 over one K/V head, V = the K row,
  * kv.v_offset 0) go to the per-query kernel with 18 dimensions a lane and one split.
@@ -57,6 +58,16 @@ __device__ __forceinline__ float attn_sink_fold(float sink, float m, float *l)
 	return c;
 }
 
+/* The lowest key a query at position p sees (gpu_attn_args.window, .chunked): 0, the
+ * sliding window's p - window + 1, or the first of p's chunk; never decreasing in p, so a
+ * run of queries starts at its first query's. */
+__device__ __forceinline__ int attn_key_lo(const struct gpu_attn_args &a, int p)
+{
+	if (a.window <= 0)
+		return 0;
+	return a.chunked ? p / a.window * a.window : max(0, p + 1 - a.window);
+}
+
 template <typename T, int NPL>
 __global__ void __launch_bounds__(ATTN_WARPS * 32)
     attn_kernel(struct gpu_attn_args a, int n_split, float *partial)
@@ -69,8 +80,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32)
 	const int hd = a.head_dim;
 	const int kvh = h / (a.n_head / a.n_head_kv);
 	const int ctx = a.tok_pos[t] + 1;
-	/* a windowed layer: keys (pos - window, pos] only */
-	const int lo = a.window > 0 ? max(0, ctx - a.window) : 0;
+	/* a windowed layer: keys (pos - window, pos] only, or pos's chunk */
+	const int lo = attn_key_lo(a, ctx - 1);
 	/* >= GPU_ATTN_SPLIT_MIN_KEYS keys a split: a short context fills the first splits
 	 * only, the others are empty (m = -inf: the merge weighs them 0) */
 	const int len = max((ctx - lo + n_split - 1) / n_split, GPU_ATTN_SPLIT_MIN_KEYS);
@@ -360,7 +371,7 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32, (dec_min_blocks<T, NPL, GPW>(
 	const int hd = a.head_dim, G = a.n_head / a.n_head_kv;
 	const int vpr = hd / EPV; /* vectors of a stored row; c >= vpr is padding */
 	const int ctx = a.tok_pos[t] + 1;
-	const int lo = a.window > 0 ? max(0, ctx - a.window) : 0;
+	const int lo = attn_key_lo(a, ctx - 1);
 	const int len = max((ctx - lo + n_split - 1) / n_split, GPU_ATTN_SPLIT_MIN_KEYS);
 	const int j0 = lo + sp * len;
 	const int j1 = min(ctx, j0 + len);
@@ -551,8 +562,8 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_
 	const int t0 = a.tiles[2 * blockIdx.y], nq = a.tiles[2 * blockIdx.y + 1];
 	const int p0 = a.tok_pos[t0];
 	const int n_keys = p0 + nq; /* the last query sees [0, p0 + nq - 1] */
-	/* windowed: the first query sees keys from p0 - window + 1 on */
-	const int k_lo = a.window > 0 ? max(0, p0 + 1 - a.window) : 0;
+	/* windowed: the first query's lowest key is the run's */
+	const int k_lo = attn_key_lo(a, p0);
 	const int32_t *bt = a.bt + a.tok_bt[t0];
 	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
 
@@ -595,10 +606,11 @@ __global__ void __launch_bounds__(ATTN_WARPS * 32) attn_tiled_kernel(struct gpu_
 			const int p = p0 + i;
 			if (kb > p)
 				continue; /* the whole tile is in this query's future */
-			if (a.window > 0 && kb + TILE_KEYS - 1 <= p - a.window)
+			const int lo = attn_key_lo(a, p);
+			if (kb + TILE_KEYS - 1 < lo)
 				continue; /* ... or wholly before its window (warp-uniform) */
 			float s = -INFINITY;
-			if (kb + lane <= p && (a.window <= 0 || kb + lane > p - a.window)) {
+			if (kb + lane <= p && kb + lane >= lo) {
 				float dot = 0.0f;
 				for (int d = 0; d < hd; d++)
 					dot += q_s[i][d] * k_s[lane][d];
@@ -696,7 +708,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4) attn_prefill_tc_kernel(struc
 	const int t0 = a.tiles[2 * blockIdx.y], nq = a.tiles[2 * blockIdx.y + 1];
 	const int p0 = a.tok_pos[t0];
 	const int n_keys = p0 + nq; /* the last query sees [0, p0 + nq - 1] */
-	const int k_lo = a.window > 0 ? max(0, p0 + 1 - a.window) : 0;
+	const int k_lo = attn_key_lo(a, p0);
 	const int32_t *bt = a.bt + a.tok_bt[t0];
 	const T *base = (const T *)a.kv.base + (int64_t)kvh * hd;
 	const int vpr = hd / EPV; /* 16-byte vectors per stored K/V row */
@@ -704,7 +716,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 4) attn_prefill_tc_kernel(struc
 	 * its query sees (none for a row past nq) */
 	const int r = lane >> 1, half = lane & 1;
 	const int key_hi = r < nq ? p0 + r : -1;
-	const int key_lo = a.window > 0 ? p0 + r - a.window + 1 : 0;
+	const int key_lo = attn_key_lo(a, p0 + r);
 
 	for (int e = threadIdx.x; e < nw * 16 * HD; e += blockDim.x) {
 		int w = e / (16 * HD), i = (e / HD) % 16, d = e % HD;

@@ -1705,12 +1705,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.rope_dim = L->no_rope ? 0 : (int)model_rope_dim(hp, L->swa);
 		qp.table = c->d_rope + rk * c->rope_nt;
 		qp.v_norm = hp->v_norm; /* gemma4 */
-		qp.norm_post_rope = hp->qk_norm_post_rope; /* hunyuan */
+		/* hunyuan: its q/k norms after RoPE; llama4: unweighted, on the RoPE layers */
+		qp.norm_post_rope = hp->qk_norm_post_rope || (hp->kq_norm_rope && !L->no_rope);
 		qp.mscale = c->mscale[rk];
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;
 		qp.kv = kv;
-		qp.temp_scale = hp->attn_temp_scale; /* mistral3; 0 otherwise */
+		/* mistral3; llama4: on the no-RoPE layers only; 0 otherwise */
+		qp.temp_scale = hp->attn_temp_nope && !L->no_rope ? 0.0f : hp->attn_temp_scale;
 		qp.temp_offset = hp->attn_temp_offset;
 		qp.temp_floor = hp->attn_temp_floor;
 		bool qkv_epilogue;
@@ -1832,6 +1834,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.scale = hp->attn_scale;
 		a.softcap = hp->attn_softcap;
 		a.window = L->swa ? (int)hp->n_swa : 0;
+		a.chunked = hp->swa_chunked; /* llama4 */
 		a.out = c->attn;
 		a.max_ctx = ps->max_ctx;
 		a.tiles = d_tiles;
@@ -1975,6 +1978,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				    (int)hp->n_expert_groups, (int)hp->n_group_used,
 				    hp->expert_weights_norm, hp->expert_weights_scale, &c->moe_plan,
 				    s));
+			else if (hp->moe_weight_in) /* llama4: by the logits, sigmoid weights */
+				CUDA_CHECK(
+				    gpu_moe_route_llama4(c->moe_logits, n, NX, K, &c->moe_plan, s));
 			else if (hp->expert_gating_sigmoid) /* glm4moe, minimax-m2 */
 				CUDA_CHECK(gpu_moe_route_sigmoid(
 				    c->moe_logits, L->sel_b, n, NX, K, hp->expert_weights_norm,
@@ -1991,6 +1997,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			oai.limit = hp->swiglu_limit;
 			oai.relu2 = hp->relu2; /* nemotron_h_moe: relu(up)^2 */
 			oai.clamp = L->clamp_exp; /* step35 */
+			oai.w_in = hp->moe_weight_in; /* llama4: the weights on the input */
 			if (L->q_exps) { /* resident: the experts' blocks (CUDA cores) */
 				CUDA_CHECK(gpu_moe_gate_up_q(&L->q_gu_exps, FX, E, NX, c->xn, n, K,
 							     &c->moe_plan, c->moe_act, hp->gelu,
@@ -2006,7 +2013,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 							&c->moe_plan, c->moe_y, &oai, c->dt,
 							GPU_MOE_AUTO, s));
 			}
-			CUDA_CHECK(gpu_moe_combine(c->moe_y, c->moe_plan.w, n, K, E, c->tmp, s));
+			CUDA_CHECK(gpu_moe_combine(c->moe_y,
+						   hp->moe_weight_in ? NULL : c->moe_plan.w, n, K,
+						   E, c->tmp, s));
 			if (hp->n_expert_shared) { /* glm4moe: + the shared expert's SwiGLU */
 				const int FS = (int)model_ff_shexp(hp);
 				if (L->shexp_gate) { /* qwen35moe, qwen2moe: its gate's logits, from
@@ -3043,11 +3052,6 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 	if (hp->swiglu_oai && (hp->gelu || !(hp->swiglu_alpha > 0.0f)))
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the clamped SwiGLU needs a positive alpha and no GELU");
-	if (hp->swa_chunked || hp->attn_temp_nope || hp->kq_norm_rope || hp->moe_weight_in)
-		return bg_fail(err, BG_ERR_UNSUPPORTED,
-			       "the CUDA backend does not run llama4 (Llama 4's chunked "
-			       "attention, its Q/K norm and temperature, experts weighted on "
-			       "their input) yet; the CPU backend does (--device cpu)");
 	if (hp->n_embd_per_layer || model_n_layer_kv(hp) < hp->n_layer)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "the CUDA backend does not run per-layer token embeddings or "

@@ -432,9 +432,9 @@ bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a)
 {
 	const struct gpu_qkv_post_args *p = &a->post;
 	const int64_t hd = p->head_dim;
-	return !a->glu && p->q_norm == NULL && p->k_norm == NULL && !p->v_norm && hd > 0 &&
-	       hd % 2 == 0 &&
-	       p->n_head > 0 && p->n_head_kv > 0 && p->rope_dim <= hd &&
+	return !a->glu && p->q_norm == NULL && p->k_norm == NULL && !p->v_norm &&
+	       !p->norm_post_rope && hd > 0 && hd % 2 == 0 && p->n_head > 0 && p->n_head_kv > 0 &&
+	       p->rope_dim <= hd &&
 	       (p->rope_dim < 2 || (p->rope_dim % 2 == 0 && p->table != NULL)) &&
 	       (int64_t)a->n_out == (p->n_head + 2 * (int64_t)p->n_head_kv) * hd &&
 	       (int64_t)p->kv.kv_dim == p->n_head_kv * hd && p->kv.block_size > 0 &&

@@ -200,8 +200,9 @@ struct gpu_qkv_post_args {
 	/* gemma4: each value head RMS-normalized (no weight: head_norm.cu's expression with
 	 * weights 1) before its store; the q/k/v columns of qkv keep their unnormed V */
 	bool v_norm;
-	/* hunyuan (model.h's qk_norm_post_rope): the q_norm / k_norm head norms after RoPE
-	 * instead of before it (the key heads stored once normed) */
+	/* the q/k head norms after RoPE (and the temperature) instead of before it, the key
+	 * heads stored once normed: hunyuan (model.h's qk_norm_post_rope) with q_norm / k_norm,
+	 * llama4 (kq_norm_rope) without them (weights 1); the QKV epilogue does not take it */
 	bool norm_post_rope;
 };
 /* In one launch, bitwise what these do one after another: gpu_bias_add (when bias),
@@ -255,7 +256,8 @@ struct gpu_attn_args {
 	int n_tok, n_head, n_head_kv, head_dim;
 	float scale;   /* the score scale: 1/sqrt(head_dim) unless the model says otherwise */
 	float softcap; /* > 0: scores become softcap * tanh(score / softcap) */
-	int window;    /* > 0: a query at p sees keys (p - window, p] only */
+	int window;    /* > 0: a query at p sees keys (p - window, p] only, or with chunked */
+	bool chunked;  /* (llama4) keys [floor(p / window) * window, p]: its chunk's */
 	void *out;   /* [n_tok, n_head * head_dim] of dt */
 	int max_ctx; /* max over tokens of pos + 1 */
 	/* How the tokens are covered (together, every token exactly once):

@@ -59,6 +59,12 @@ __device__ __forceinline__ float moe_glu(float g, float u, int e, int n_out, int
 	return o.alpha > 0.0f ? gpu_glu_oai(g, u, o.alpha, o.limit) : gpu_glu(g, u, gelu);
 }
 
+/* llama4 (gpu_moe_oai.w_in): the routing weight of the pair at sorted position s */
+__device__ __forceinline__ float moe_w_in(const struct gpu_moe_plan &plan, int s)
+{
+	return plan.w[plan.sorted[s]];
+}
+
 __device__ __forceinline__ float moe_down_out(float y, int e, int n_out, int r,
 					      const struct gpu_moe_oai &o)
 {
@@ -81,6 +87,7 @@ struct moe_route_opts {
 	const float *sel_bias;
 	float scale;
 	int n_group, n_group_used;
+	bool by_logit; /* llama4 (with sigmoid): the logits themselves select */
 };
 
 /* The warp's largest (v, i) of the lanes' pairs, ties to the lower i, in every lane */
@@ -151,7 +158,7 @@ __global__ __launch_bounds__(MR_THREADS) void moe_route_kernel(const float *logi
 		if (sigmoid) { /* glm4moe: p[e] holds the selection value p + sel_bias[e] */
 			for (int e = lane; e < n_expert; e += 32) {
 				float v = 1.0f / (1.0f + expf(-l[e]));
-				p[e] = sel_bias ? v + sel_bias[e] : v;
+				p[e] = ro.by_logit ? l[e] : sel_bias ? v + sel_bias[e] : v;
 			}
 		} else {
 			for (int e = lane; e < n_expert; e += 32)
@@ -289,7 +296,7 @@ static cudaError_t moe_route_launch(const float *logits, int n_tok, int n_expert
 cudaError_t gpu_moe_route(const float *logits, int n_tok, int n_expert, int k, bool norm,
 			  const struct gpu_moe_plan *plan, cudaStream_t stream)
 {
-	const struct moe_route_opts ro = {false, false, NULL, 1.0f, 1, 0};
+	const struct moe_route_opts ro = {false, false, NULL, 1.0f, 1, 0, false};
 	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
 }
 
@@ -297,7 +304,7 @@ cudaError_t gpu_moe_route_sigmoid(const float *logits, const float *sel_bias, in
 				  int n_expert, int k, bool norm, float scale,
 				  const struct gpu_moe_plan *plan, cudaStream_t stream)
 {
-	const struct moe_route_opts ro = {true, false, sel_bias, scale, 1, 0};
+	const struct moe_route_opts ro = {true, false, sel_bias, scale, 1, 0, false};
 	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
 }
 
@@ -306,8 +313,16 @@ cudaError_t gpu_moe_route_grouped(const float *logits, const float *sel_bias, in
 				  bool norm, float scale, const struct gpu_moe_plan *plan,
 				  cudaStream_t stream)
 {
-	const struct moe_route_opts ro = {sigmoid, true, sel_bias, scale, n_group, n_group_used};
+	const struct moe_route_opts ro = {sigmoid, true,	 sel_bias, scale,
+					  n_group, n_group_used, false};
 	return moe_route_launch(logits, n_tok, n_expert, k, norm, plan, ro, stream);
+}
+
+cudaError_t gpu_moe_route_llama4(const float *logits, int n_tok, int n_expert, int k,
+				 const struct gpu_moe_plan *plan, cudaStream_t stream)
+{
+	const struct moe_route_opts ro = {true, false, NULL, 1.0f, 1, 0, true};
+	return moe_route_launch(logits, n_tok, n_expert, k, false, plan, ro, stream);
 }
 
 /* ---- the expert projections ---- */
@@ -450,6 +465,11 @@ __global__ __launch_bounds__(MM_THREADS, 1) void moe_mm_kernel(const T *W, struc
 		if (lane != 0)
 			continue;
 		if (GLU) {
+			if (oai.w_in) { /* llama4 */
+				const float w = moe_w_in(plan, dst[t]);
+				g *= w;
+				u *= w;
+			}
 			act[(size_t)dst[t] * n_out + r0] =
 			    st_t<T>(moe_glu(g, u, e, n_out, r0, gelu, oai));
 		} else if (FIRST) { /* nemotron_h_moe: rows r0, r1 of up */
@@ -532,10 +552,11 @@ __global__ __launch_bounds__(TC_THREADS) void moe_tc_kernel(const T *W, int n_ou
 	__syncwarp();
 	for (int i = lane; i < nt * 16; i += 32) {
 		int t = i / 16, c = i % 16;
-		if (GLU)
+		if (GLU) {
+			const float w = oai.w_in ? moe_w_in(plan, dst[t]) : 1.0f; /* llama4 */
 			act[(size_t)dst[t] * n_out + c0 + c] =
-			    st_t<T>(moe_glu(sg[i], su[i], e, n_out, c0 + c, gelu, oai));
-		else if (FIRST) /* nemotron_h_moe */
+			    st_t<T>(moe_glu(sg[i] * w, su[i] * w, e, n_out, c0 + c, gelu, oai));
+		} else if (FIRST) /* nemotron_h_moe */
 			act[(size_t)dst[t] * n_out + c0 + c] = st_t<T>(gpu_relu2f(sg[i]));
 		else
 			y[(size_t)dst[t] * n_out + c0 + c] =
@@ -575,6 +596,7 @@ static cudaError_t moe_mm(const void *W, const struct gpu_moe_qw *qw, int n_out,
 	if ((GLU && (!oai.b_gate != !oai.b_up)) || (oai.alpha > 0.0f && gelu) ||
 	    (oai.relu2 && (oai.b_gate || oai.alpha > 0.0f || gelu)) ||
 	    (oai.clamp > 0.0f && (oai.b_gate || oai.alpha > 0.0f || gelu || oai.relu2)) ||
+	    (oai.w_in && (oai.b_gate || oai.relu2)) ||
 	    (KIND == MOE_UP && qw)) /* not built: nemotron_h_moe's experts are not resident */
 		return cudaErrorInvalidValue;
 	int max_tiles = gpu_moe_max_tiles(n_tok * k, n_expert);
@@ -682,10 +704,17 @@ __global__ void moe_combine_kernel(const float *y, const float *w, int n_tok, in
 	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
 		int64_t t = i / n_embd, o = i % n_embd;
 		const float *yt = y + t * k * n_embd + o;
-		const float *wt = w + t * k;
-		float acc = wt[0] * yt[0];
-		for (int j = 1; j < k; j++)
-			acc += wt[j] * yt[(int64_t)j * n_embd];
+		float acc;
+		if (!w) { /* llama4: weighted on the input */
+			acc = yt[0];
+			for (int j = 1; j < k; j++)
+				acc += yt[(int64_t)j * n_embd];
+		} else {
+			const float *wt = w + t * k;
+			acc = wt[0] * yt[0];
+			for (int j = 1; j < k; j++)
+				acc += wt[j] * yt[(int64_t)j * n_embd];
+		}
 		out[i] = acc;
 	}
 }

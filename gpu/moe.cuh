@@ -77,6 +77,13 @@ cudaError_t gpu_moe_route_grouped(const float *logits, const float *sel_bias, in
 				  bool norm, float scale, const struct gpu_moe_plan *plan,
 				  cudaStream_t stream);
 
+/* llama4's routing (core/model/moe.h's moe_route_llama4): the k largest logits chosen
+ * (ties: the lower expert), weights sigmoid(l) = 1 / (1 + expf(-l)) in fp32, neither
+ * normalized nor scaled (they go on the experts' input: gpu_moe_oai.w_in). The plan as
+ * gpu_moe_route's; a NaN logit ranks below every number. */
+cudaError_t gpu_moe_route_llama4(const float *logits, int n_tok, int n_expert, int k,
+				 const struct gpu_moe_plan *plan, cudaStream_t stream);
+
 /* gpt-oss's additions to the experts (model.h moe_bias, swiglu_oai), fp32 device vectors
  * stacked by expert; NULL members: none. The gate and up biases are added to the fp32
  * projections before the activation, the down bias to y (so gpu_moe_combine weighs it with
@@ -95,6 +102,11 @@ struct gpu_moe_oai {
 	/* step35 (model.h clamp_exp): > 0, the activation is gpu_glu_clamp(g, u, clamp)
 	 * instead (no biases, alpha 0, gelu false, not relu2) */
 	float clamp;
+	/* llama4: gate|up's two sums of each pair times its weight plan.w before the
+	 * activation: act(w (gate_e x)) * (w (up_e x)), the projections of w x (linear; the
+	 * CPU scales x first: the same up to rounding). No biases, not relu2; the outputs are
+	 * then summed unweighted (gpu_moe_combine with w NULL). */
+	bool w_in;
 };
 
 /* Which kernel gpu_moe_gate_up and gpu_moe_down run. AUTO: tensor cores (wmma) for 16-bit
@@ -159,7 +171,8 @@ cudaError_t gpu_moe_down_q(const struct gpu_moe_qw *w, int n_embd, int n_ff, int
 			   cudaStream_t stream);
 
 /* out[t, o] (fp32, [n_tok, n_embd]) = sum over j < k in order of w[t * k + j] * y[t * k + j,
- * o] (the first term w * y, then each added; a*b+c may contract to an FMA). */
+ * o] (the first term w * y, then each added; a*b+c may contract to an FMA); w NULL: of
+ * y[t * k + j, o] alone (llama4). */
 cudaError_t gpu_moe_combine(const float *y, const float *w, int n_tok, int k, int n_embd,
 			    float *out, cudaStream_t stream);
 

@@ -1,9 +1,10 @@
 /* qkv_post: everything between the QKV projection and attention, in one launch: the
- * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3; hunyuan: after RoPE),
- * RoPE of the q and k heads, mistral3's attention temperature on the q heads, gemma4's V norm, and the store of the new K and V rows into their paged slots. Before, these were
- * two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm, gpu_rope, gpu_kv_write),
- * each a node of the decode graph with its own launch gap and ramp (issue 17: a decode
- * step's fixed cost is paid per node).
+ * Q/K/V biases (qwen2), the per-head Q/K RMS norms (qwen3, gemma3; after RoPE: hunyuan,
+ * llama4's without weights), RoPE of the q and k heads, mistral3's attention temperature
+ * on the q heads, gemma4's V norm, and the store of the new K and V rows into their paged
+ * slots. Before, these were two to four kernels a layer (gpu_bias_add, gpu_head_rmsnorm,
+ * gpu_rope, gpu_kv_write), each a node of the decode graph with its own launch gap and
+ * ramp (issue 17: a decode step's fixed cost is paid per node).
  *
  * The arithmetic is theirs, element for element, so the result is bitwise what they
  * compute one after another: the bias is one fp32 addition; the norm's sum of squares
@@ -18,6 +19,17 @@
  * heads, then n_head_kv value heads; a block holds QP_WARPS items of one token
  * (blockIdx.y). A warp reads and writes only its own head's columns, so the only ordering
  * it needs is within itself (__syncwarp between its phases). */
+/* A head's RMS scale, 1 / sqrt(mean(x^2) + eps), its squares summed in double by the warp:
+ * head_norm.cu's expression, over the same lanes in the same order */
+__device__ static float head_rms_scale(const float *x, int hd, int lane, float eps)
+{
+	double ss = 0.0;
+	for (int d = lane; d < hd; d += 32)
+		ss += (double)x[d] * x[d];
+	ss = warp_sum_d(ss);
+	return (float)(1.0 / sqrt(ss / (double)hd + (double)eps));
+}
+
 template <typename T>
 __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_post_args a)
 {
@@ -40,26 +52,17 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 	if (item >= n_qk) { /* a value head: stored as it is, or RMS-normalized (gemma4) */
 		T *v = k_row + a.kv.v_offset + (int64_t)(item - n_qk) * hd;
 		float scale = 1.0f;
-		if (a.v_norm) { /* the q/k norm's expression below, weights 1 */
-			double ss = 0.0;
-			for (int d = lane; d < hd; d += 32)
-				ss += (double)x[d] * x[d];
-			ss = warp_sum_d(ss);
-			scale = (float)(1.0 / sqrt(ss / (double)hd + (double)a.eps));
-		}
+		if (a.v_norm) /* the q/k norm's expression, weights 1 */
+			scale = head_rms_scale(x, hd, lane, a.eps);
 		for (int d = lane; d < hd; d += 32)
 			v[d] = st_t<T>(a.v_norm ? __fmul_rn(x[d], scale) : x[d]);
 		return;
 	}
-	const bool post = a.q_norm && a.norm_post_rope; /* hunyuan: the norm after RoPE */
+	const bool post = a.norm_post_rope; /* hunyuan, llama4: the norm after RoPE */
 	if (a.q_norm && !post) { /* head_norm.cu's expression, over the same lanes in the same
 				  * order */
 		const float *w = item < a.n_head ? a.q_norm : a.k_norm;
-		double ss = 0.0;
-		for (int d = lane; d < hd; d += 32)
-			ss += (double)x[d] * x[d];
-		ss = warp_sum_d(ss);
-		float scale = (float)(1.0 / sqrt(ss / (double)hd + (double)a.eps));
+		const float scale = head_rms_scale(x, hd, lane, a.eps);
 		for (int d = lane; d < hd; d += 32)
 			x[d] = __fmul_rn(__fmul_rn(x[d], scale), w[d]);
 		__syncwarp();
@@ -79,28 +82,23 @@ __global__ void __launch_bounds__(QP_WARPS * 32) qkv_post_kernel(struct gpu_qkv_
 			k[ib] = st_t<T>(y1);
 		}
 	}
-	if (post) { /* hunyuan: the same norm of the rotated head */
-		__syncwarp(); /* the rotated pairs were written by other lanes */
-		const float *w = item < a.n_head ? a.q_norm : a.k_norm;
-		double ss = 0.0;
-		for (int d = lane; d < hd; d += 32)
-			ss += (double)x[d] * x[d];
-		ss = warp_sum_d(ss);
-		float scale = (float)(1.0 / sqrt(ss / (double)hd + (double)a.eps));
-		for (int d = lane; d < hd; d += 32) {
-			x[d] = __fmul_rn(__fmul_rn(x[d], scale), w[d]);
-			if (k) /* every dimension, rotated or not: stored here */
-				k[d] = st_t<T>(x[d]);
-		}
-	}
 	if (!k && a.temp_scale != 0.0f) { /* a query head: mistral3's temperature */
 		__syncwarp(); /* the rotated pairs were written by other lanes */
 		const float f = qp_attn_temp(a, p);
 		for (int d = lane; d < hd; d += 32)
 			x[d] = __fmul_rn(x[d], f);
 	}
-	if (k && !post) /* the dimensions past rope_dim (and all of them without RoPE) */
-		for (int d = 2 * half + lane; d < hd; d += 32)
+	int d0 = 2 * half; /* K's dimensions not stored yet */
+	if (post) { /* hunyuan, llama4: the norm of the rotated head */
+		__syncwarp(); /* the rotated pairs were written by other lanes */
+		const float *w = !a.q_norm ? NULL : item < a.n_head ? a.q_norm : a.k_norm;
+		const float scale = head_rms_scale(x, hd, lane, a.eps);
+		for (int d = lane; d < hd; d += 32)
+			x[d] = w ? __fmul_rn(__fmul_rn(x[d], scale), w[d]) : __fmul_rn(x[d], scale);
+		d0 = 0;
+	}
+	if (k) /* the dimensions past rope_dim (all of them without RoPE or with the norm) */
+		for (int d = d0 + lane; d < hd; d += 32)
 			k[d] = st_t<T>(x[d]);
 }
 

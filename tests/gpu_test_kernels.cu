@@ -1781,7 +1781,11 @@ static void test_attention(int n_sm)
 	 * dimensions a lane, and its merge, 4 a thread); each with plain causal attention,
 	 * then (bf16 only, for time) a window of 64 keys (gemma2/3's local layers) and a score
 	 * soft-cap of 30 (gemma2); then (f32 and bf16) gpt-oss's attention sinks, with and
-	 * without a window of 64. Heads of 512: plain and (bf16) windowed only, for time.
+	 * without a window of 64; then (bf16, two shapes, for time: the tensor-core and
+	 * CUDA-core tiles, the GQA decode and per-query kernels, split or not) llama4's
+	 * chunks of 64 (the chunk of 37 queries from 100 crosses 128 inside its second tile;
+	 * the decode step at 1500 sees 1472..1500). Heads of 512: plain and (bf16) windowed
+	 * only, for time.
 	 * deepseek2's latent rows (mla): heads of 576 over one K/V head whose V is the K row
 	 * (v_offset 0, a layer's slab K alone: the CPU backend's layout), and of 48 (its tiny
 	 * shape: the GQA decode, tiled and tensor-core kernels); plain attention, f32 and bf16,
@@ -1795,7 +1799,10 @@ static void test_attention(int n_sm)
 			{4, 1, 576, 16, true},	 {4, 1, 48, 16, true}};
 	for (auto &sh : shapes)
 		for (enum gpu_dtype dt : all_dt)
-			for (int variant = 0; variant < 5; variant++) {
+			for (int variant = 0; variant < 6; variant++) {
+			if (variant == 5 && (dt != GPU_BF16 || sh.mla ||
+					     (sh.n_head != 16 && sh.hd != 36)))
+				continue;
 			if (variant > 0 && variant < 3 && dt != GPU_BF16)
 				continue;
 			if (sh.hd > 256 && variant > 1)
@@ -1804,12 +1811,14 @@ static void test_attention(int n_sm)
 				continue;
 			if (variant >= 3 && dt == GPU_F16)
 				continue;
-			const int window = variant == 1 || variant == 4 ? 64 : 0;
+			const bool chunked = variant == 5;
+			const int window = variant == 1 || variant == 4 || chunked ? 64 : 0;
 			const float softcap = variant == 2 ? 30.0f : 0.0f;
 			/* sinks in [-1, 6]: from a small share of a 1501-key softmax to most of
 			 * the first token's (one key) */
 			const std::vector<float> sinks =
-			    variant >= 3 ? rand_vec((size_t)sh.n_head, -1, 6) : std::vector<float>();
+			    variant == 3 || variant == 4 ? rand_vec((size_t)sh.n_head, -1, 6)
+							 : std::vector<float>();
 			int n_layer = 2, layer = 1, kv_dim = sh.n_head_kv * sh.hd;
 			const int parts = sh.mla ? 1 : 2; /* K and V slabs, or K alone (mla) */
 			/* three sequences: a long decode step, a context chunk in the middle of a
@@ -1876,6 +1885,7 @@ static void test_attention(int n_sm)
 							   sh.n_head_kv, sh.hd, dout, max_ctx);
 			a.softcap = softcap;
 			a.window = window;
+			a.chunked = chunked;
 			float *dsinks = sinks.empty() ? NULL : dev_vec(sinks);
 			a.sinks = dsinks;
 			/* the chunk (sequence 1) as tiles of 16, 16 and 5 queries; the two single
@@ -1914,7 +1924,8 @@ static void test_attention(int n_sm)
 							sc[k] = d / sqrt((double)sh.hd);
 							if (softcap > 0)
 								sc[k] = softcap * tanh(sc[k] / softcap);
-							if (window > 0 && k <= p - window)
+							if (window > 0 && (chunked ? k < p / window * window
+										   : k <= p - window))
 								sc[k] = -INFINITY;
 							mx = std::max(mx, sc[k]);
 						}
@@ -1980,13 +1991,14 @@ static void test_attention(int n_sm)
 					char what[128];
 					snprintf(what, sizeof what,
 						 "attention h %d/%d hd %d bs %d %s splits %d %s "
-						 "window %d softcap %g%s",
+						 "window %d%s softcap %g%s",
 						 sh.n_head, sh.n_head_kv, sh.hd, sh.bs,
 						 gpu_dtype_name(dt), ns,
 						 tiled ? (on_tc ? "tensor-core tiles+list"
 								: "tiles+list")
 						       : "per-query",
-						 window, softcap, sinks.empty() ? "" : " sinks");
+						 window, chunked ? " chunked" : "", softcap,
+						 sinks.empty() ? "" : " sinks");
 					std::vector<uint32_t> gd =
 					    dev_download<uint32_t>(partial + used, guard);
 					size_t touched = 0;
@@ -2882,7 +2894,7 @@ static void test_qkv_post(void)
 	struct {
 		int n_head, n_head_kv, hd, rope_dim;
 		bool neox, bias, norm, temp, vnorm, post;
-	} cases[12] = {
+	} cases[] = {
 	    {8, 2, 64, 64, false, false, false, false, false, false},  /* llama */
 	    {8, 2, 64, 64, true, true, false, false, false, false},	 /* qwen2: biases, NeoX */
 	    {8, 2, 128, 128, true, false, true, false, false, false},	 /* qwen3: head norms */
@@ -2902,6 +2914,11 @@ static void test_qkv_post(void)
 	     * that order; partially rotated heads normed whole */
 	    {8, 2, 128, 128, true, false, true, false, false, true},
 	    {6, 3, 96, 32, true, true, true, false, false, true},
+	    /* llama4: the Q/K heads RMS-normalized without a weight after RoPE (norm_post_rope
+	     * without q_norm / k_norm): gpu_head_rmsnorm with weights 1 after gpu_rope (x *
+	     * scale * 1: bitwise) */
+	    {4, 2, 16, 16, false, false, false, false, false, true},
+	    {6, 3, 96, 32, false, true, false, false, false, true},
 	};
 	for (enum gpu_dtype dt : all_dt)
 		for (auto &cs : cases) {
@@ -2952,9 +2969,12 @@ static void test_qkv_post(void)
 							 dqw, dkw, eps, 0));
 			REQUIRE(gpu_rope(qb, ld, dp, n_tok, cs.n_head, cs.n_head_kv, cs.hd, cs.rope_dim,
 					 dtab, msc, cs.neox, 0));
-			if (cs.norm && cs.post)
+			float *dones = NULL; /* llama4's norm (no weights): weights 1 */
+			if (cs.post && !cs.norm)
+				dones = dev_vec(std::vector<float>(cs.hd, 1.0f));
+			if (cs.post)
 				REQUIRE(gpu_head_rmsnorm(qb, ld, n_tok, cs.n_head, cs.n_head_kv, cs.hd,
-							 dqw, dkw, eps, 0));
+							 cs.norm ? dqw : dones, cs.norm ? dkw : dones, eps, 0));
 			REQUIRE(gpu_kv_write(qb, ld, cs.n_head * cs.hd, (cs.n_head + cs.n_head_kv) * cs.hd,
 					     ds, n_tok, kvb, dt, 0));
 			/* and in one */
@@ -3015,14 +3035,17 @@ static void test_qkv_post(void)
 				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.temp, cs.post);
 			check_close(what, dev_download<float>(qa, qkv.size()), before, 0, 0);
 			snprintf(what, sizeof what,
-				 "qkv_post %s hd %d rope %d bias %d norm %d vnorm %d: KV pool",
-				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.vnorm);
+				 "qkv_post %s hd %d rope %d bias %d norm %d vnorm %d post %d: KV pool",
+				 gpu_dtype_name(dt), cs.hd, cs.rope_dim, cs.bias, cs.norm, cs.vnorm,
+				 cs.post);
 			/* the V norm's sums run in another order on the device: within 2 ulp */
 			check_close(what, dev_download_st(dt, pool_a, pool_elems),
 				    dev_download_st(dt, pool_b, pool_elems), 0, cs.vnorm ? 2.5e-7 : 0);
 			void *bufs[11] = {pool_a, pool_b, qa, qb, db, dqw, dkw, dtab, dp, ds, NULL};
 			for (int i = 0; bufs[i]; i++)
 				cudaFree(bufs[i]);
+			if (dones)
+				cudaFree(dones);
 		}
 	/* refused: a K/V width that is not n_head_kv x head_dim, one norm without the other */
 	struct gpu_qkv_post_args bad;
@@ -3295,6 +3318,41 @@ static void test_moe_route_grouped(void)
 	moe_dev_free(&d);
 }
 
+/* llama4's routing (gpu_moe_route_llama4) against the CPU backend's moe_route_llama4 on the
+ * same logits: Scout's 16 experts and Maverick's 128, 1 chosen, and 2 of 16; logits in
+ * [-4, 4] (the selection keys are the logits, negative ones included). Every id equal; the
+ * weights sigmoid(logit) within 2 ulp (expf). */
+static void test_moe_route_llama4(void)
+{
+	const struct {
+		int n_tok, n_expert, k;
+	} cases[3] = {{37, 16, 1}, {9, 128, 1}, {21, 16, 2}};
+	for (auto &cs : cases) {
+		std::vector<float> l = rand_vec((size_t)cs.n_tok * cs.n_expert, -4, 4);
+		struct moe_dev d = moe_dev_alloc(l, cs.n_tok, cs.n_expert, cs.k);
+		REQUIRE(gpu_moe_route_llama4(d.logits, cs.n_tok, cs.n_expert, cs.k, &d.plan, 0));
+		const size_t P = (size_t)cs.n_tok * cs.k;
+		std::vector<int32_t> ids = dev_download<int32_t>(d.plan.ids, P);
+		std::vector<float> w = dev_download<float>(d.plan.w, P);
+		size_t bad_id = 0, bad_w = 0;
+		std::vector<int32_t> rid(cs.k);
+		std::vector<float> rw(cs.k);
+		for (int t = 0; t < cs.n_tok; t++) {
+			moe_route_llama4(&l[(size_t)t * cs.n_expert], (uint32_t)cs.n_expert,
+					 (uint32_t)cs.k, rid.data(), rw.data());
+			for (int j = 0; j < cs.k; j++) {
+				const size_t q = (size_t)t * cs.k + j;
+				bad_id += ids[q] != rid[j];
+				bad_w += !(fabs(w[q] - rw[j]) <= 2.5e-7 * fabs(rw[j]));
+			}
+		}
+		CHECK(bad_id == 0 && bad_w == 0,
+		      "moe route llama4, %d of %d experts: %zu ids and %zu weights of %zu wrong",
+		      cs.k, cs.n_expert, bad_id, bad_w, P);
+		moe_dev_free(&d);
+	}
+}
+
 static void test_moe_route(void)
 {
 	struct {
@@ -3322,6 +3380,7 @@ static void test_moe_route(void)
 	cudaGetLastError();
 	moe_dev_free(&d);
 	test_moe_route_grouped();
+	test_moe_route_llama4();
 }
 
 /* The routed FFN, gpu_moe_route .. gpu_moe_combine, on n_tok tokens: returns out [n_tok,
@@ -3342,12 +3401,16 @@ static std::vector<float> moe_ffn_run(enum gpu_dtype dt, const std::vector<float
 	REQUIRE(cudaMalloc(&dact, P * n_ff * gpu_dtype_size(dt)));
 	REQUIRE(cudaMalloc(&dy, P * n_embd * 4));
 	REQUIRE(cudaMalloc(&dout, (size_t)n_tok * n_embd * 4));
-	REQUIRE(gpu_moe_route(d.logits, n_tok, n_expert, k, norm, &d.plan, 0));
+	const bool w_in = oai && oai->w_in; /* llama4 */
+	if (w_in)
+		REQUIRE(gpu_moe_route_llama4(d.logits, n_tok, n_expert, k, &d.plan, 0));
+	else
+		REQUIRE(gpu_moe_route(d.logits, n_tok, n_expert, k, norm, &d.plan, 0));
 	REQUIRE(gpu_moe_gate_up(dwgu, n_ff, n_embd, n_expert, dx, n_tok, k, &d.plan, dact, false,
 				oai, dt, path, 0));
 	REQUIRE(gpu_moe_down(dwd, n_embd, n_ff, n_expert, dact, n_tok, k, &d.plan, dy, oai, dt,
 			     path, 0));
-	REQUIRE(gpu_moe_combine(dy, d.plan.w, n_tok, k, n_embd, dout, 0));
+	REQUIRE(gpu_moe_combine(dy, w_in ? NULL : d.plan.w, n_tok, k, n_embd, dout, 0));
 	std::vector<float> out = dev_download<float>(dout, (size_t)n_tok * n_embd);
 	if (act)
 		*act = dev_download_st(dt, dact, P * n_ff);
@@ -3433,14 +3496,23 @@ static void test_moe_ffn(void)
 		bool norm;
 		int n_embd, n_ff;
 		bool oai, relu2;
+		bool w_in; /* llama4: routed by the logits, weights on the input */
 	} cases[] = {
-	    {1, 8, 2, true, 64, 32, false, false},    {37, 4, 2, true, 264, 40, false, false},
-	    {13, 16, 4, false, 64, 48, false, false}, {5, 4, 4, true, 72, 16, false, false},
-	    {9, 128, 8, true, 64, 32, false, false},  {6, 8, 1, false, 64, 32, false, false},
-	    {37, 4, 2, true, 528, 48, false, false},  {1, 8, 2, true, 64, 32, true, false},
-	    {37, 4, 2, true, 264, 40, true, false},   {37, 4, 2, true, 528, 48, true, false},
-	    {1, 8, 2, true, 64, 32, false, true},     {37, 4, 2, true, 264, 40, false, true},
-	    {37, 4, 2, true, 528, 48, false, true}};
+	    {1, 8, 2, true, 64, 32, false, false, false},
+	    {37, 4, 2, true, 264, 40, false, false, false},
+	    {13, 16, 4, false, 64, 48, false, false, false},
+	    {5, 4, 4, true, 72, 16, false, false, false},
+	    {9, 128, 8, true, 64, 32, false, false, false},
+	    {6, 8, 1, false, 64, 32, false, false, false},
+	    {37, 4, 2, true, 528, 48, false, false, false},
+	    {1, 8, 2, true, 64, 32, true, false, false},
+	    {37, 4, 2, true, 264, 40, true, false, false},
+	    {37, 4, 2, true, 528, 48, true, false, false},
+	    {1, 8, 2, true, 64, 32, false, true, false},
+	    {37, 4, 2, true, 264, 40, false, true, false},
+	    {37, 4, 2, true, 528, 48, false, true, false},
+	    {37, 4, 2, false, 256, 48, false, false, true},
+	    {3, 16, 1, false, 64, 32, false, false, true}};
 	const float OA = 1.702f, OL = 7.0f;
 	const enum gpu_moe_path paths[3] = {GPU_MOE_AUTO, GPU_MOE_CUDA_CORES, GPU_MOE_TENSOR_CORES};
 	for (auto &cs : cases)
@@ -3473,11 +3545,12 @@ static void test_moe_ffn(void)
 					bu = rand_vec(bu.size(), -2, 2);
 					bd = rand_vec(bd.size(), -1, 1);
 					oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA,
-					       OL,	    false,	 0.0f /* clamp: step35 */};
+					       OL,	    false,	 0.0f /* clamp: step35 */, false /* w_in: llama4 */};
 				}
 				if (cs.relu2)
-					oai = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f};
-				const struct gpu_moe_oai *po = cs.oai || cs.relu2 ? &oai : NULL;
+					oai = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f, false};
+				oai.w_in = cs.w_in;
+				const struct gpu_moe_oai *po = cs.oai || cs.relu2 || cs.w_in ? &oai : NULL;
 				std::vector<float> act, y, w;
 				std::vector<int32_t> ids, sorted;
 				std::vector<float> out =
@@ -3492,6 +3565,7 @@ static void test_moe_ffn(void)
 								      : "tensor cores",
 					 cs.oai	    ? ", gpt-oss biases and clamped SwiGLU"
 					 : cs.relu2 ? ", relu2 without gate"
+					 : cs.w_in  ? ", llama4's weights on the input"
 						    : "");
 				/* gate|up: fp32 sums (error <= ~4e-6 of the sum of |terms| for these
 				 * lengths), then act(g) * u rounded to dt, as test_gemv bounds it */
@@ -3503,6 +3577,12 @@ static void test_moe_ffn(void)
 				for (size_t q = 0; q < P; q++) {
 					int t = (int)(q / K), e = ids[q];
 					const float *xt = &x[(size_t)t * E];
+					std::vector<float> xw; /* llama4: x w, the expert's input */
+					if (cs.w_in) {
+						for (int i = 0; i < E; i++)
+							xw.push_back(xt[i] * w[q]);
+						xt = xw.data();
+					}
 					for (int j = 0; j < F; j++) {
 						/* gate row j and up row j, or up row j alone
 						 * (relu2) */
@@ -3553,7 +3633,7 @@ static void test_moe_ffn(void)
 					for (int o = 0; o < E; o++) {
 						double acc = 0, aa = 0;
 						for (int j = 0; j < K; j++) {
-							double pr = (double)w[(size_t)t * K + j] *
+							double pr = (cs.w_in ? 1.0 : (double)w[(size_t)t * K + j]) *
 								    y[((size_t)t * K + j) * E + o];
 							acc += pr;
 							aa += fabs(pr);
@@ -3572,6 +3652,13 @@ static void test_moe_ffn(void)
 					std::vector<int32_t> rid(K);
 					std::vector<double> rw(K);
 					moe_route_ref(&l[(size_t)t * NX], NX, K, cs.norm, rid.data(), rw.data());
+					if (cs.w_in) { /* the weights are in a_ref already */
+						std::vector<float> rwf(K);
+						moe_route_llama4(&l[(size_t)t * NX], (uint32_t)NX, (uint32_t)K,
+								 rid.data(), rwf.data());
+						for (int j = 0; j < K; j++)
+							rw[j] = 1.0;
+					}
 					for (int o = 0; o < E; o++) {
 						double acc = 0, lim = 1e-30;
 						for (int j = 0; j < K; j++) {
@@ -3747,7 +3834,7 @@ static void test_moe_q(void)
 			bu = rand_vec(bu.size(), -2, 2);
 			bd = rand_vec(bd.size(), -1, 1);
 			oai = {dev_vec(bg), dev_vec(bu), dev_vec(bd), OA,
-			       OL,	    false,	 0.0f /* clamp: step35 */};
+			       OL,	    false,	 0.0f /* clamp: step35 */, false /* w_in: llama4 */};
 		}
 		auto px = st_pack(GPU_BF16, x);
 		void *dx = dev_upload(px.data(), px.size()), *dact;
@@ -3864,7 +3951,7 @@ static void test_moe_q(void)
 	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, NULL,
 				GPU_MOE_TENSOR_CORES, 0) == cudaErrorInvalidValue,
 	      "moe_q: tensor cores refused");
-	const struct gpu_moe_oai r2 = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f};
+	const struct gpu_moe_oai r2 = {NULL, NULL, NULL, 0.0f, 0.0f, true, 0.0f, false};
 	CHECK(gpu_moe_gate_up_q(&w, 32, 256, 8, (void *)256, 1, 2, &plan, NULL, false, &r2,
 				GPU_MOE_AUTO, 0) == cudaErrorInvalidValue,
 	      "moe_q: relu2 (nemotron_h_moe's experts without gate: not built) refused");
@@ -3937,7 +4024,9 @@ static void test_rope_factors(void)
 /* Windowed attention with score soft-capping (gemma), through the per-query and the tiled
  * kernels at several splits, with the block-table entries before each sequence's window
  * set to -1 as the engine leaves them once every layer is windowed (scheduler.h): a kernel
- * that reads outside the window reads no block at all. Reference in double. */
+ * that reads outside the window reads no block at all. Then llama4's chunks of W over the
+ * same tables (a chunk starts at or after p - W + 1: llama4-chunk's layers, all chunked,
+ * give those blocks back too). Reference in double. */
 static void test_attention_window(int n_sm)
 {
 	const int n_head = 8, n_head_kv = 4, hd = 64, bs = 8, W = 40, kv_dim = n_head_kv * hd;
@@ -3975,11 +4064,13 @@ static void test_attention_window(int n_sm)
 	int ldq = (n_head + 2 * n_head_kv) * hd;
 	std::vector<float> qv = rand_vec((size_t)n_tok * ldq, -2, 2);
 	size_t out_n = (size_t)n_tok * n_head * hd;
-	std::vector<float> want(out_n);
+	std::vector<float> wants[2] = {std::vector<float>(out_n), std::vector<float>(out_n)};
+	for (int chunked = 0; chunked < 2; chunked++) {
+	std::vector<float> &want = wants[chunked];
 	int t = 0;
 	for (int si = 0; si < 4; si++)
 		for (int j = 0; j < seqs[si].n; j++, t++) {
-			int p = seqs[si].pos0 + j, lo = std::max(0, p - W + 1);
+			int p = seqs[si].pos0 + j, lo = chunked ? p / W * W : std::max(0, p - W + 1);
 			for (int h = 0; h < n_head; h++) {
 				int kvh = h / (n_head / n_head_kv);
 				std::vector<double> sc(p + 1);
@@ -4005,6 +4096,7 @@ static void test_attention_window(int n_sm)
 				}
 			}
 		}
+	}
 	float *dpool = dev_vec(pool), *dq = dev_vec(qv);
 	int32_t *dbt = dev_vec(bt), *dpos = dev_vec(tok_pos), *dtb = dev_vec(tok_bt);
 	std::vector<int32_t> tiles = {1, 16, 17, 16, 33, 5}, list = {0, 38, 39};
@@ -4020,7 +4112,10 @@ static void test_attention_window(int n_sm)
 	a.scale = scale;
 	a.softcap = cap;
 	a.window = W;
+	for (int chunked = 0; chunked < 2; chunked++)
 	for (int tiled = 0; tiled < 2; tiled++) {
+		a.chunked = chunked;
+		const std::vector<float> &want = wants[chunked];
 		a.tiles = tiled ? dtiles : NULL;
 		a.n_tiles = tiled ? 3 : 0;
 		a.list = tiled ? dlist : NULL;
@@ -4036,8 +4131,9 @@ static void test_attention_window(int n_sm)
 			REQUIRE(gpu_attention(&a, dt, ns, partial, 0));
 			std::vector<float> got = dev_download_st(dt, dout, out_n);
 			char what[96];
-			snprintf(what, sizeof what, "attention window %d softcap %g splits %d %s", W,
-				 (double)cap, ns, tiled ? "tiled+list" : "per-query");
+			snprintf(what, sizeof what, "attention %s %d softcap %g splits %d %s",
+				 chunked ? "chunks of" : "window", W, (double)cap, ns,
+				 tiled ? "tiled+list" : "per-query");
 			check_close(what, got, want, 2e-5, st_rtol(dt));
 		}
 	}

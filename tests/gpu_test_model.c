@@ -673,7 +673,9 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 	const struct model_hparams *hp = &m->hp;
 	int n_conv = 0, n_ssm = 0; /* lfm2's short-conv layers, granitehybrid's Mamba2 ones */
 	int n_ffo = 0, n_nof = 0;  /* nemotron_h's FFN-alone layers and FFN-less ones */
+	int n_moe = 0;		   /* the layers with a router */
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		n_moe += hp->n_expert && model_layer_moe(&m->layers[l]);
 		n_conv += m->layers[l].conv;
 		n_ssm += m->layers[l].ssm;
 		n_ffo += m->layers[l].ffn_only;
@@ -740,8 +742,9 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 		if (qres && hp->mla)
 			want += 6L * (long)hp->n_layer + 1;
 		else if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call); lfm2's
-						  * conv layers: in_proj one part */
-			want += want_gemms + 3L * (long)hp->n_layer - 2L * (n_conv + n_ssm);
+						  * conv layers: in_proj one part; the MoE layers'
+						  * fp32 routers none */
+			want += want_gemms + 3L * (long)hp->n_layer - 2L * (n_conv + n_ssm) - n_moe;
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
 		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
@@ -765,6 +768,8 @@ static struct backend *cuda_with_census(const struct model *m, char *census, siz
 	return g;
 }
 
+static void test_model_vs_cpu(struct model *m, const char *spec, double tol_rel, double min_cos);
+
 static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_cos)
 {
 	struct model *m = NULL;
@@ -773,6 +778,19 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 		CHECK(0, "model_open %s: %s", spec, err.msg);
 		return;
 	}
+	test_model_vs_cpu(m, spec, tol_rel, min_cos);
+}
+
+/* the largest |cuda - cpu| / rms and the smallest cosine of test_model_vs_cpu's last call,
+ * test_batch_model's (test_llama4 prints them) */
+static double last_worst, last_cos;
+
+/* test_synthetic_vs_cpu on model m (freed here), spec naming it in messages */
+static void test_model_vs_cpu(struct model *m, const char *spec, double tol_rel, double min_cos)
+{
+	last_worst = 0;
+	last_cos = 1;
+	struct bg_err err = {0};
 	char census[64];
 	struct backend *g = cuda_with_census(m, census, sizeof census);
 	struct backend *c = gpu_util_backend(m, false, 16, 512);
@@ -796,6 +814,8 @@ static void test_synthetic_vs_cpu(const char *spec, double tol_rel, double min_c
 			CHECK(d <= tol_rel * rms && cosv >= min_cos,
 			      "%s step %d: max |cuda - cpu| %g (rms %g), cosine %.6f", spec, i, d,
 			      rms, cosv);
+			last_worst = fmax(last_worst, d / rms);
+			last_cos = fmin(last_cos, cosv);
 			int32_t t = (int32_t)((i * 31u + 5u) % (unsigned)V);
 			sg.tokens[sg.n_tok++] = t;
 			sc.tokens[sc.n_tok++] = t;
@@ -1095,6 +1115,8 @@ static void test_batch_model(struct model *m, const char *spec, int nseq)
 		CHECK(worst <= 1e-4 && worst_cos >= 0.9999999,
 		      "%s, %d sequences: max |cuda - cpu| / rms %g, worst cosine %.9f", spec, NSEQ,
 		      worst, worst_cos);
+		last_worst = worst;
+		last_cos = worst_cos;
 		free(lg);
 		free(lc);
 	}
@@ -1836,8 +1858,49 @@ static void expect_cuda_refused(struct model *m, const char *label, const char *
 	model_free(m);
 }
 
-/* gemma4 what the CUDA backend does not run, refused by name before any allocation (and
- * llama4, which it does not run yet):
+/* llama4 (model.h): its files with the chunk and the temperature's floor shrunk from 8192
+ * to 8 in the loaded hparams (both backends read them), as test_backend_cpu's llama4 test
+ * does, so that the 24-token prompt and the 4 decode steps cross 3 chunk boundaries (the
+ * chunk mask in the tiled, tensor-core, GQA decode and per-query kernels) and the
+ * temperature's steps at 7, 15, 23 (the NoPE layer 3): llama4-tiny (Q/K norm after RoPE
+ * on layers 0-2, 4 experts of which 2 with their weights on the input, the shared expert,
+ * a dense layer 0 and 2) in f32, bf16 (the experts on tensor cores in the prompt's pass)
+ * and q8_0 (resident experts), and 3 sequences in one batch; llama4-128e (no Q/K norm: the
+ * temperature on the RoPE layers would show) in f32. */
+static void test_llama4(void)
+{
+	static const struct {
+		const char *spec;
+		double tol, cos;
+		int nseq; /* > 0: test_batch_model too */
+	} cases[] = {{"synthetic:llama4-tiny:f32", 1e-4, 0.9999999, 3},
+		     {"synthetic:llama4-128e:f32", 1e-4, 0.9999999, 0},
+		     {"synthetic:llama4-tiny:bf16", 0.15, 0.999, 0},
+		     {"synthetic:llama4-tiny:q8_0", 0.15, 0.999, 0}};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (int batch = 0; batch < (cases[i].nseq ? 2 : 1); batch++) {
+			struct model *m = NULL;
+			struct bg_err err = {0};
+			if (model_open(cases[i].spec, false, &m, &err) != BG_OK) {
+				CHECK(0, "model_open %s: %s", cases[i].spec, err.msg);
+				continue;
+			}
+			CHECK(m->hp.swa_chunked && m->hp.n_swa == 8192 &&
+				  m->hp.attn_temp_floor == 8192,
+			      "%s: chunks of %u, temperature floor %u", cases[i].spec, m->hp.n_swa,
+			      m->hp.attn_temp_floor);
+			m->hp.n_swa = 8;
+			m->hp.attn_temp_floor = 8;
+			if (batch)
+				test_batch_model(m, cases[i].spec, cases[i].nseq);
+			else
+				test_model_vs_cpu(m, cases[i].spec, cases[i].tol, cases[i].cos);
+			fprintf(stderr, "%s%s: max |cuda - cpu| / rms %.3g, min cosine %.9f\n",
+				cases[i].spec, batch ? ", 3 sequences" : "", last_worst, last_cos);
+		}
+}
+
+/* gemma4 what the CUDA backend does not run, refused by name before any allocation:
  * gemma4-e-tiny's per-layer embeddings and shared-KV layers (the CPU backend runs both).
  * The released 31B (lazy: nothing is made) passes the head-size checks now (global heads
  * of 512, windowed 256): its vocabulary, set past the last of the model checks here (the
@@ -1854,8 +1917,6 @@ static void test_gemma4_refused(void)
 	    {"synthetic:gemma4-31b:bf16", true, 0x7fffffffu,
 	     "a vocabulary of 2147483647 is too large"},
 	    {"synthetic:gemma4-e-tiny:f32", false, 0, "per-layer token embeddings or shared-KV"},
-	    /* llama4 (CPU backend only so far) */
-	    {"synthetic:llama4-tiny:f32", false, 0, "does not run llama4"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct model *m = NULL;
@@ -2050,6 +2111,7 @@ static void test_arch_batches(void)
 	test_lfm2();
 	test_granitehybrid();
 	test_batch_vs_cpu("synthetic:step35-tail:f32", 3); /* step35: bucket 4's graph */
+	test_llama4();
 }
 
 int main(void)
@@ -2067,7 +2129,7 @@ int main(void)
 	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
 	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_GEMMA4MOE=1 gemma4's with experts;
 	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's, ernie4_5-moe's and the hunyuan shapes';
-	 * BG_GPU_ONLY_BAILING=1 bailingmoe2's;
+	 * BG_GPU_ONLY_BAILING=1 bailingmoe2's, BG_GPU_ONLY_LLAMA4=1 llama4's;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2148,6 +2210,10 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_GEMMA4MOE")) { /* gemma4 with experts alone (quick) */
 		test_gemma4_moe();
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_LLAMA4")) { /* llama4 alone (quick under gpu/emu) */
+		test_llama4();
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_ARCH")) {
