@@ -1643,42 +1643,38 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			/* RoPE, then K/V into the pool */
 			float *kl = kv_k(c, kv_l), *vl = kv_v(c, kv_l);
 			const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
+			/* the per-head Q/K norms after RoPE (and the temperature; no model has
+			 * both): hunyuan's with its weights, llama4's on its RoPE layers without
+			 * (weights 1), as gpu/qkv_post.cu's norm_post_rope */
+			const float *qw_post = NULL, *kw_post = NULL;
+			if (hp->qk_norm_post_rope) {
+				qw_post = c->extra_norms + (size_t)l * c->extra_per_layer;
+				kw_post = qw_post + c->qn_dim;
+			} else if (hp->kq_norm_rope && !L->no_rope) {
+				qw_post = kw_post = c->ones;
+			}
 			for (t = 0; t < T; t++) {
 				const float *cs = rope_l + (int64_t)t * c->half * 2;
 				for (int64_t h = 0; h < c->n_qh && !L->no_rope;
 				     h++) /* smollm3: none */
 					rope_apply(hp, c->half, c->q + t * c->q_dim + h * hd, cs);
-				/* hunyuan: the per-head Q/K norms of the rotated heads */
-				const float *qn_post =
-				    hp->qk_norm_post_rope
-					? c->extra_norms + (size_t)l * c->extra_per_layer
-					: NULL;
-				for (int64_t h = 0; qn_post && h < c->n_qh; h++) {
-					float *qh = c->q + t * c->q_dim + h * hd;
-					pre_norm(hp, qh, qh, qn_post, hd);
-				}
 				/* mistral3: Q after RoPE, per position; llama4: on the no_rope
 				 * layers only */
 				if (hp->attn_temp_scale != 0.0f &&
 				    (!hp->attn_temp_nope || L->no_rope))
 					branch_scale(c->q + t * c->q_dim, c->q_dim,
 						     arch_attn_temp(hp, c->tok_pos[t]));
-				const bool kqn = hp->kq_norm_rope && !L->no_rope; /* llama4 */
-				for (int64_t h = 0; kqn && h < c->n_qh; h++) {
+				for (int64_t h = 0; qw_post && h < c->n_qh; h++) {
 					float *qh = c->q + t * c->q_dim + h * hd;
-					rmsnorm(qh, qh, c->ones, hd, hp->rms_eps);
+					pre_norm(hp, qh, qh, qw_post, hd);
 				}
 				if (!own_kv)
 					continue; /* no K/V of its own */
 				for (int64_t h = 0; h < c->n_kvh && !L->no_rope; h++)
 					rope_apply(hp, c->half, c->k + t * c->kv_dim + h * hd, cs);
-				for (int64_t h = 0; kqn && h < c->n_kvh; h++) {
+				for (int64_t h = 0; kw_post && h < c->n_kvh; h++) {
 					float *kh = c->k + t * c->kv_dim + h * hd;
-					rmsnorm(kh, kh, c->ones, hd, hp->rms_eps);
-				}
-				for (int64_t h = 0; qn_post && h < c->n_kvh; h++) {
-					float *kh = c->k + t * c->kv_dim + h * hd;
-					pre_norm(hp, kh, kh, qn_post + c->qn_dim, hd);
+					pre_norm(hp, kh, kh, kw_post, hd);
 				}
 				const struct backend_seq *s = &b->seqs[c->tok_seq[t]];
 				int32_t p = c->tok_pos[t];
