@@ -848,7 +848,7 @@ static bool is_llama4(const struct synth_shape *s)
 /* hunyuan-dense, hunyuan-moe: Q/K norms after RoPE (arch.h) */
 static bool is_hunyuan(const struct synth_shape *s)
 {
-	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_post_rope;
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_after_rope;
 }
 
 /* bailingmoe2: fused attn_qkv, deepseek2's grouped routing and shared expert (arch.h) */
