@@ -287,7 +287,7 @@ int cmd_info(int argc, char **argv)
 		       "== 0\n",
 		       hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s",
 		       (unsigned)model_ff_shexp(hp), hp->n_layer_dense_lead, hp->n_moe_step);
-	} else if (hp->moe_grouped) { /* deepseek2, bailingmoe2 */
+	} else if (hp->moe_grouped) { /* deepseek2, bailingmoe2, dots1 */
 		const bool selb = hp->n_layer && m->layers[hp->n_layer - 1].exp_probs_b.ne0;
 		printf("%s experts: choice by p%s", m->arch, selb ? " + exp_probs_b" : "");
 		if (hp->n_expert_groups > 1)
