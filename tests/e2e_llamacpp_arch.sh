@@ -413,6 +413,13 @@ arch_compare arcee-f32 0 2e-5 "${F32KV[*]}" --shape arcee-tiny --dtype f32 --see
 arch_compare arcee-q8_0 0.1 0.25 "${F32KV[*]}" --shape arcee-tiny --dtype q8_0 --seed 4
 arch_compare dots1-f32 0 2e-5 "${F32KV[*]}" --shape dots1-tiny --dtype f32 --seed 3
 arch_compare dots1-q8_0 0.1 0.25 "${F32KV[*]}" --shape dots1-tiny --dtype q8_0 --seed 3
+# exaone-moe (llama.cpp's exaone-moe graph; exaone-moe-tiny): layers 0-2 windowed (16) and
+# rotated (NeoX, rope_freqs), layer 3 global without RoPE, per-head Q/K norms, a dense layer,
+# then sigmoid routing with the selection bias, 2 of 8 experts renormalized, x 2.5, plus a
+# shared expert of its own width (64). Measured 2026-12-02: f32 3.7e-6 (36 steps), q8_0
+# 8.0e-8 (36; seeds 3, 4, 6, 7: 10-24 steps, worst 5.9e-2, flipped Q8 roundings)
+arch_compare exaone-moe-f32 0 2e-5 "${F32KV[*]}" --shape exaone-moe-tiny --dtype f32 --seed 3
+arch_compare exaone-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone-moe-tiny --dtype q8_0 --seed 5
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

@@ -964,7 +964,7 @@ int main(void)
 	    "qwen35-tiny",	  "granitehybrid-moe-tiny", "nemotron_h-tiny",	"qwen35moe-tiny",
 	    "step35-tiny",	  "exaone4-tiny",	 "olmoe-tiny",		"gemma4-moe-tiny",
 	    "ernie4_5-moe-tiny", "hunyuan-moe-tiny", "bailingmoe2-tiny", "arcee-tiny",
-	    "dots1-tiny"};
+	    "dots1-tiny",	  "exaone-moe-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	lfm2_first_wave(N < 48 ? 6 : 8);

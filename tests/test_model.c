@@ -3355,6 +3355,49 @@ static void test_exaone_arcee_dots1(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* exaone-moe (arch.h): windows of 16 on layers 0-2, rotated there only (layer 3 global,
+ * no RoPE), per-head Q/K norms after pre-norms, one dense layer, bailingmoe2's routing plus
+ * one shared expert of expert_shared_feed_forward_length (the experts' width without it;
+ * expert_shared_count not used); the keys llama.cpp requires (sliding_window,
+ * expert_gating_func). */
+static void test_exaone_moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("exaone-moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->rope_neox && hp->qk_norm && hp->n_swa == 16 && hp->swa_pattern == 4 &&
+			  L[0].swa && L[2].swa && !L[3].swa && !L[2].no_rope && L[3].no_rope &&
+			  hp->moe_grouped && hp->expert_gating_sigmoid && hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f &&
+			  hp->n_expert_shared == 1 && model_ff_shexp(hp) == 64 &&
+			  hp->n_layer_dense_lead == 1 && L[0].w_gate.ne1 == 128 &&
+			  L[3].gate_shexp.ne1 == 64 && L[1].ffn_norm.ne0 == 64,
+		      "exaone-moe-tiny hparams and layers");
+	}
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("exaone-moe-tiny", ME_KEY, "exaone-moe.expert_shared_count", 3, &m,
+			  &err) == BG_OK &&
+		  model_ff_shexp(&m->hp) == 64,
+	      "exaone-moe-tiny with expert_shared_count 3: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"exaone-moe-tiny", ME_KEY, "exaone-moe.attention.sliding_window", UINT32_MAX,
+	     BG_ERR_FORMAT, "exaone-moe.attention.sliding_window is missing"},
+	    {"exaone-moe-tiny", ME_KEY, "exaone-moe.expert_gating_func", UINT32_MAX,
+	     BG_ERR_FORMAT, "exaone-moe.expert_gating_func is missing"},
+	    {"exaone-moe-tiny", ME_KEY, "exaone-moe.expert_shared_feed_forward_length",
+	     UINT32_MAX, BG_ERR_FORMAT,
+	     "'blk.1.ffn_gate_shexp.weight' has shape [64, 64], expected [64, 32]"},
+	    {"exaone-moe-tiny", ME_DROP, "blk.2.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.attn_k_norm.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
  * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
  * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
@@ -3570,5 +3613,6 @@ int main(void)
 	test_hunyuan();
 	test_bailingmoe2();
 	test_exaone_arcee_dots1();
+	test_exaone_moe();
 	return check_summary();
 }

@@ -352,7 +352,21 @@
  * over experts of expert_feed_forward_length (get_key_or_arr: a per-layer list refused
  * here), plus ffn_*_shexp of expert_feed_forward_length x expert_shared_count (required) on
  * the same input, moe + shared; residual; output.weight required there (tied here without
- * it, as every architecture's); the RMS eps required. */
+ * it, as every architecture's); the RMS eps required.
+ * exaone-moe (src/models/exaone-moe.cpp: NeoX; conversion/exaone.py: ExaoneMoEModel, an
+ * Exaone4Model): LLAMA_SWA_TYPE_STANDARD with sliding_window required, load_swa_pattern(4)
+ * (the converter writes a bool per layer), rope.freq_base_swa read but unused by the graph
+ * (freq_base on every layer); attn_norm; Q/K/V (create_tensor_qkv: biases when present);
+ * attn_q_norm / attn_k_norm per head (required) before RoPE, which only the windowed layers
+ * get (with rope_freqs when present); scale 1/sqrt(head_dim); attn_output; residual;
+ * ffn_norm; a layer without ffn_gate_inp (those below leading_dense_block_count, optional)
+ * a dense SiLU SwiGLU, the others build_moe_ffn(exp_probs_b when present, SiLU,
+ * expert_weights_norm (default false), expert_weights_scale, expert_gating_func (required)),
+ * DeepSeek V3's groups when expert_group_count > 1, plus the shared expert's SwiGLU of
+ * expert_shared_feed_forward_length (when > 0, else expert_feed_forward_length; the
+ * converter writes moe_intermediate_size x num_shared_experts; expert_shared_count is read
+ * but does not shape it), moe + shared; residual; nextn_predict_layers layers skipped;
+ * the RMS eps required. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -685,6 +699,20 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .rms_eps_key = true,
      .dots1 = true},
+    {.name = "exaone-moe",
+     .families = "LG K-EXAONE (236B-A23B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .swa_pattern = 4,
+     .swa_default = 128,
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .swa_rope_only = true,
+     .rms_eps_key = true,
+     .exaone_moe = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -704,7 +732,7 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, exaone, arcee, dots1";
+	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, exaone, arcee, dots1, exaone-moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -254,6 +254,13 @@ struct arch_info {
 	 * expert groups) plus a shared expert of expert_feed_forward_length x
 	 * expert_shared_count (expert_shared_feed_forward_length is not read there) */
 	bool dots1;
+	/* exaone-moe (LG K-EXAONE, llama.cpp's exaone-moe graph): windows on 3 of 4 layers
+	 * (sliding_window required, sliding_window_pattern a list or a period, default 4) with
+	 * RoPE there only (swa_rope_only), attn_norm / ffn_norm, per-head Q/K norms; the first
+	 * leading_dense_block_count layers a dense SwiGLU, the others bailingmoe2's routing plus
+	 * ONE shared expert of expert_shared_feed_forward_length (else
+	 * expert_feed_forward_length; expert_shared_count is not used for its shape) */
+	bool exaone_moe;
 };
 
 /* The row of an architecture, or NULL. */

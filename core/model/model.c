@@ -703,13 +703,15 @@ static enum bg_status read_expert_groups(const struct gguf_ctx *g, const char *a
 	return BG_OK;
 }
 
-/* bailingmoe2's and dots1's expert keys (arch.h's bailing, dots1), as llama.cpp's loaders
+/* bailingmoe2's, dots1's and exaone-moe's expert keys (arch.h), as llama.cpp's loaders
  * read them (arch.c): expert_shared_count required (the shared expert (bailingmoe2: the
  * shared width, else the experts') x that count wide), leading_dense_block_count optional,
  * expert_gating_func required (softmax 1 or sigmoid 2; llama.cpp aborts on an absent key's
  * NONE), the optional selection bias, scale and norm, deepseek2's groups. bailingmoe2's
  * fused attn_qkv is n_embd + 2 K/V rows wide in llama.cpp: query heads spanning anything
- * but n_embd are refused; dots1's K and V are as wide as Q there: fewer K/V heads refused. */
+ * but n_embd are refused; dots1's K and V are as wide as Q there: fewer K/V heads refused.
+ * exaone-moe: expert_shared_count not required, one shared expert of
+ * expert_shared_feed_forward_length, else the experts' width. */
 static enum bg_status read_bailing_experts(const struct gguf_ctx *g, const char *arch,
 					   const struct arch_info *ai, struct model_hparams *hp,
 					   struct bg_err *err)
@@ -724,10 +726,27 @@ static enum bg_status read_bailing_experts(const struct gguf_ctx *g, const char 
 			       "%s with %u K/V heads for %u query heads: llama.cpp's dots1 takes "
 			       "as many K/V heads as query heads only",
 			       arch, hp->n_head_kv, hp->n_head);
-	enum bg_status st = read_shared_experts(g, arch, hp, err);
-	if (st)
-		return st;
+	enum bg_status st;
 	uint32_t u = 0;
+	if (ai->exaone_moe) { /* one shared expert, its own width or the experts' (arch.h) */
+		if ((st = refuse_list(g, arch, "expert_feed_forward_length",
+				      "expert widths per layer", err)))
+			return st;
+		get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+		if (hp->n_layer_dense_lead > hp->n_layer)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "leading_dense_block_count %u exceeds the %u layers",
+				       hp->n_layer_dense_lead, hp->n_layer);
+		get_u32_key(g, arch, "expert_shared_feed_forward_length", &u);
+		if (u > MODEL_MAX_DIM)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_shared_feed_forward_length %u is over %u", arch, u,
+				       MODEL_MAX_DIM);
+		hp->n_expert_shared = 1;
+		hp->n_ff_shexp = u; /* 0: the experts' width (model_ff_shexp) */
+	} else if ((st = read_shared_experts(g, arch, hp, err))) {
+		return st;
+	}
 	if (ai->bailing && get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
 		if ((uint64_t)u * hp->n_expert_shared > MODEL_MAX_DIM)
 			return bg_fail(err, BG_ERR_FORMAT,
@@ -825,7 +844,7 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_ernie_experts(g, arch, hp, err);
 	if (ai->hunyuan_moe)
 		return read_hunyuan_experts(g, arch, hp, err);
-	if (ai->bailing || ai->dots1)
+	if (ai->bailing || ai->dots1 || ai->exaone_moe)
 		return read_bailing_experts(g, arch, ai, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
@@ -2703,8 +2722,10 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			hp->moe_grouped = true;
 		}
 	}
-	if (!st && (ai->bailing || ai->dots1) && s->n_expert) { /* read_bailing_experts' */
-		hp->n_expert_shared = s->n_expert_shared;
+	if (!st && (ai->bailing || ai->dots1 || ai->exaone_moe) && s->n_expert) {
+		/* read_bailing_experts' values */
+		hp->n_expert_shared = ai->exaone_moe ? 1 : s->n_expert_shared;
+		hp->n_ff_shexp = ai->exaone_moe ? s->n_ff_shexp : 0;
 		hp->n_layer_dense_lead = s->n_dense_lead;
 		hp->expert_gating_sigmoid = hp->moe_sel_bias = hp->expert_weights_norm = true;
 		if (s->expert_scale != 0.0f)
@@ -2803,7 +2824,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			if (hp->moe_sel_bias) /* glm4moe, minimax-m2, deepseek2 (not V2's) */
 				W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
 			if (hp->n_expert_shared) { /* glm4moe, deepseek2 */
-				uint64_t FS = FX * hp->n_expert_shared;
+				uint64_t FS = model_ff_shexp(hp);
 				W(ly->gate_shexp, o->dtype, E, FS);
 				W(ly->up_shexp, o->dtype, E, FS);
 				W(ly->down_shexp, o->dtype, FS, E);

@@ -698,6 +698,13 @@ static const struct synth_shape shapes[] = {
     {"dots1-tiny", 3, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "dots1", .n_expert = 8,
      .n_expert_used = 2, .n_ff_exp = 32, .n_expert_shared = 2, .n_dense_lead = 1,
      .expert_scale = 2.5f},
+    /* exaone-moe (K-EXAONE's layout): layers 0-2 windowed (16) and rotated with rope_freqs,
+     * layer 3 global without RoPE, per-head Q/K norms; layer 0 dense, layers 1-3 8 experts
+     * of 32, 2 a token, sigmoid with the selection bias, renormalized, x 2.5, plus a shared
+     * expert of its own width (64); untied; norm weights 1 + N(0, 0.25^2) */
+    {"exaone-moe-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "exaone-moe",
+     .n_swa = 16, .n_ctx_orig = 64, .rope_freqs = true, .n_expert = 8, .n_expert_used = 2,
+     .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1, .expert_scale = 2.5f},
 };
 #pragma GCC diagnostic pop
 
@@ -878,6 +885,13 @@ static bool is_dots1(const struct synth_shape *s)
 	return is_arch(s, "dots1");
 }
 
+/* exaone-moe: windows with RoPE there only, bailingmoe2's routing, one shared expert of
+ * its own width (n_ff_shexp) */
+static bool is_exaone_moe(const struct synth_shape *s)
+{
+	return is_arch(s, "exaone-moe");
+}
+
 /* apertus (xIELU), arcee (ReLU^2): a non-gated dense FFN, no ffn_gate */
 static bool no_ffn_gate(const struct synth_shape *s)
 {
@@ -891,7 +905,7 @@ static bool has_qk_norm(const struct synth_shape *s)
 	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
 	       (is_arch(s, "glm4moe") && !s->no_qk_norm) || is_arch(s, "minimax-m2") ||
 	       is_lfm2(s) || is_qwen35(s) || is_arch(s, "exaone4") || is_arch(s, "olmoe") ||
-	       is_hunyuan(s) || is_bailing(s) || is_dots1(s);
+	       is_hunyuan(s) || is_bailing(s) || is_dots1(s) || is_exaone_moe(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -939,7 +953,7 @@ static bool random_norms(const struct synth_shape *s)
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
 	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") ||
 	       is_hunyuan(s) || is_bailing(s) || is_arch(s, "exaone") || is_arch(s, "arcee") ||
-	       is_dots1(s);
+	       is_dots1(s) || is_exaone_moe(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -1278,6 +1292,9 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "bailingmoe2: shared experts (as wide as the experts), heads x head "
 			       "size = embd, groups that divide the experts");
+	if (is_exaone_moe(s) && (!s->n_ff_shexp || s->n_expert_shared || !s->n_swa))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "exaone-moe: a shared expert of its own width (n_ff_shexp), a window");
 	if (is_dots1(s) &&
 	    (!s->n_expert_shared || s->n_ff_shexp || s->n_head_kv != s->n_head || s->n_group > 1))
 		return bg_fail(err, BG_ERR_INVALID,
@@ -1408,7 +1425,7 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			       3 * E * FX * s->n_expert_shared;
 		if (is_minimax(s)) /* the selection bias alone */
 			moe += s->n_expert;
-		if (is_ernie_moe(s)) /* the selection bias */
+		if (is_ernie_moe(s) || is_exaone_moe(s)) /* the selection bias */
 			moe += s->n_expert;
 		uint32_t n_moe = 0;
 		for (uint32_t l = 0; l < s->n_layer; l++)
@@ -1782,8 +1799,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window"), s->n_swa);
 	if (s->swa_all)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
-	else if (s->n_swa && no_pre_norms(s)) /* OLMo 3's and EXAONE 4.0's converters: (l + 1)
-					       * % 4 != 0 per layer */
+	else if (s->n_swa && (no_pre_norms(s) || is_exaone_moe(s))) /* OLMo 3's, EXAONE 4.0's
+								     * and K-EXAONE's: (l + 1)
+								     * % 4 != 0 per layer */
 		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer, 4, 0);
 	else if (s->n_swa && is_gemma4(s)) /* the converter's list from layer_types */
 		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer,
@@ -1979,9 +1997,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    s->n_group_used);
 			}
 		}
-		if (is_bailing(s) || is_dots1(s)) { /* BailingMoeV2Model's and Dots1Model's
-						     * converters' keys (the groups from n_group /
-						     * topk_group, the gating from scoring_func) */
+		/* BailingMoeV2Model's, Dots1Model's and ExaoneMoEModel's converters' keys (the
+		 * groups from n_group / topk_group, the gating from scoring_func) */
+		if (is_bailing(s) || is_dots1(s) || is_exaone_moe(s)) {
 			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
 					    s->n_dense_lead);
 			if (is_bailing(s)) /* (dots1: no such key there) */
@@ -1989,7 +2007,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    ARCH_KEY("expert_shared_feed_forward_length"),
 						    synth_n_ff_exp(s) * s->n_expert_shared);
 			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"), s->expert_scale);
-			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"),
+					    is_exaone_moe(s) ? 1 : s->n_expert_shared);
 			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2); /* sigmoid */
 			if (s->n_group > 1) {
@@ -2292,7 +2311,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			}
-			if (is_minimax(s) || is_ernie_moe(s)) { /* the selection bias alone */
+			if (is_minimax(s) || is_ernie_moe(s) || is_exaone_moe(s)) { /* the bias */
 				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
 			}
