@@ -239,9 +239,9 @@ struct arch_info {
 	 * (expert_shared_feed_forward_length, else expert_feed_forward_length) x
 	 * expert_shared_count; NextN layers skipped (with nextn) */
 	bool bailing;
-	/* exaone (LG EXAONE 3.0 / 3.5), arcee (Arcee AFM-4.5B), dots1 (added for them): the
-	 * attention.layer_norm_rms_epsilon key is required (llama.cpp's loaders read it
-	 * without a default); ernie4_5(-moe) and hunyuan-* too */
+	/* exaone (LG EXAONE 3.0 / 3.5), arcee (Arcee AFM-4.5B), dots1, exaone-moe (added for
+	 * them): the attention.layer_norm_rms_epsilon key is required (llama.cpp's loaders
+	 * read it without a default); ernie4_5(-moe) and hunyuan-* too */
 	bool rms_eps_key;
 	/* arcee (llama.cpp's arcee graph): llama's layer with a non-gated ReLU^2 FFN,
 	 * down(relu(up ffn_norm(x))^2) (model_hparams.relu2, no ffn_gate), nemotron_h's

@@ -412,9 +412,21 @@ uint64_t model_weight_span(const struct model_weight *w)
 static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
 				  const char *what, struct bg_err *err);
 
+/* leading_dense_block_count (absent: 0, at most the layer count) */
+static enum bg_status read_dense_lead(const struct gguf_ctx *g, const char *arch,
+				      struct model_hparams *hp, struct bg_err *err)
+{
+	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+	if (hp->n_layer_dense_lead > hp->n_layer)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "leading_dense_block_count %u exceeds the %u layers",
+			       hp->n_layer_dense_lead, hp->n_layer);
+	return BG_OK;
+}
+
 /* The shared experts and leading dense layers of glm4moe and deepseek2: expert_shared_count
- * (required, <= 64; their width n_ff_exp times it), leading_dense_block_count (absent: 0,
- * at most the layer count); per-layer expert widths refused. */
+ * (required, <= 64; their width n_ff_exp times it), read_dense_lead; per-layer expert
+ * widths refused. */
 static enum bg_status read_shared_experts(const struct gguf_ctx *g, const char *arch,
 					  struct model_hparams *hp, struct bg_err *err)
 {
@@ -426,12 +438,7 @@ static enum bg_status read_shared_experts(const struct gguf_ctx *g, const char *
 	if ((uint64_t)hp->n_ff_exp * hp->n_expert_shared > MODEL_MAX_DIM)
 		return bg_fail(err, BG_ERR_FORMAT, "the shared experts' width %llu is too large",
 			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared);
-	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
-	if (hp->n_layer_dense_lead > hp->n_layer)
-		return bg_fail(err, BG_ERR_FORMAT,
-			       "leading_dense_block_count %u exceeds the %u layers",
-			       hp->n_layer_dense_lead, hp->n_layer);
-	return BG_OK;
+	return read_dense_lead(g, arch, hp, err);
 }
 
 /* expert_weights_scale (a finite number; absent, 0 or 1: none) and expert_weights_norm (a
@@ -730,13 +737,9 @@ static enum bg_status read_bailing_experts(const struct gguf_ctx *g, const char 
 	uint32_t u = 0;
 	if (ai->exaone_moe) { /* one shared expert, its own width or the experts' (arch.h) */
 		if ((st = refuse_list(g, arch, "expert_feed_forward_length",
-				      "expert widths per layer", err)))
+				      "expert widths per layer", err)) ||
+		    (st = read_dense_lead(g, arch, hp, err)))
 			return st;
-		get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
-		if (hp->n_layer_dense_lead > hp->n_layer)
-			return bg_fail(err, BG_ERR_FORMAT,
-				       "leading_dense_block_count %u exceeds the %u layers",
-				       hp->n_layer_dense_lead, hp->n_layer);
 		get_u32_key(g, arch, "expert_shared_feed_forward_length", &u);
 		if (u > MODEL_MAX_DIM)
 			return bg_fail(err, BG_ERR_FORMAT,
@@ -1691,7 +1694,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		eps_key = "attention.layer_norm_epsilon";
 	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
-	float eps_file; /* ernie4_5(-moe), hunyuan-*, exaone, arcee, dots1: required by
+	float eps_file; /* ernie4_5(-moe), hunyuan-*, exaone(-moe), arcee, dots1: required by
 			 * llama.cpp's loaders (arch.h's rms_eps_key) */
 	if (ai->rms_eps_key && !get_f32_key(g, arch, eps_key, &eps_file))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
