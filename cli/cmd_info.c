@@ -287,7 +287,7 @@ int cmd_info(int argc, char **argv)
 		       "== 0\n",
 		       hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s",
 		       (unsigned)model_ff_shexp(hp), hp->n_layer_dense_lead, hp->n_moe_step);
-	} else if (hp->moe_grouped) { /* deepseek2, bailingmoe2 */
+	} else if (hp->moe_grouped) { /* deepseek2, bailingmoe2, dots1 */
 		const bool selb = hp->n_layer && m->layers[hp->n_layer - 1].exp_probs_b.ne0;
 		printf("%s experts: choice by p%s", m->arch, selb ? " + exp_probs_b" : "");
 		if (hp->n_expert_groups > 1)
@@ -369,6 +369,8 @@ int cmd_info(int argc, char **argv)
 		printf("post_norms: yes\n");
 	if (hp->gelu)
 		printf("ffn_act: gelu\n");
+	if (hp->relu2) /* nemotron_h, arcee (model.h) */
+		printf("ffn_act: relu^2, not gated (down(relu(up x)^2))\n");
 	if (hp->xielu && hp->n_layer) /* apertus: the operator's values (model.h) */
 		printf("ffn_act: xielu, not gated (down(xielu(up x))); layer 0: an %g, ap %g, beta "
 		       "%g, eps %g\n",
@@ -620,7 +622,7 @@ int cmd_info(int argc, char **argv)
 				print_weight_line("blk.0.ffn_down_exps.bias", &ly->down_exps_b);
 			}
 		} else {
-			if (!hp->xielu) /* apertus: no gate */
+			if (!hp->xielu && !hp->relu2) /* apertus, arcee: no gate */
 				print_weight_line("blk.0.ffn_gate", &ly->w_gate);
 			print_weight_line("blk.0.ffn_up", &ly->w_up);
 			print_weight_line("blk.0.ffn_down", &ly->w_down);

@@ -901,8 +901,10 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_qn = hp->qk_norm ? align_up(qn * 4, 256) : 0;
 	size_t sz_qkn = hp->qk_norm ? sz_qn + align_up(kn * 4, 256) : 0;
 	size_t sz_pre = hp->no_pre_norms ? 0 : sz_norm; /* attn_norm, ffn_norm each */
-	/* cohere: no ffn_norm; nemotron_h: its FFN layers' is attn_norm */
-	size_t sz_fpre = hp->parallel || hp->relu2 ? 0 : sz_pre;
+	/* cohere: no ffn_norm; nemotron_h: its FFN layers' is attn_norm (arcee's ReLU^2 FFN
+	 * has its own ffn_norm) */
+	const bool ffn_norm_attn = hp->relu2 && !m->layers[0].ffn_norm.ne0;
+	size_t sz_fpre = hp->parallel || ffn_norm_attn ? 0 : sz_pre;
 	size_t sz_post = hp->post_norms ? 2 * sz_norm : 0;
 	size_t sz_router = align_up(NX * E * 4, 256); /* fp32: UP_ROUTER */
 	/* the experts' gate|up: each expert's gate and up rows, or its up rows alone
@@ -1147,7 +1149,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
 		if (st == BG_OK && L->ffn_norm)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
-		if (hp->relu2) /* nemotron_h: the FFN layer's norm (run_pass) */
+		if (ffn_norm_attn) /* nemotron_h: the FFN layer's norm (run_pass) */
 			L->ffn_norm = L->attn_norm;
 		/* (gemma4: the dense FFN of MoE layers too) */
 		const bool dffn = !L->moe || hp->gemma4_moe;
@@ -1512,7 +1514,8 @@ static bool pass_fused(const struct cuda_ctx *c, int n)
 	/* (command-r, cohere2: LayerNorms and the parallel block; the GEMV's prologue is an
 	 * RMS norm and the fused layer sequential) */
 	/* (granitehybrid's Mamba2 layers: gpu_ssm between the unfused GEMMs; nemotron_h's, and
-	 * its non-gated ReLU^2 FFN and layers of one block each) */
+	 * its non-gated ReLU^2 FFN and layers of one block each; arcee's ReLU^2 FFN likewise:
+	 * the unfused path's gpu_relu2) */
 	return !c->hp.post_norms && !c->hp.no_pre_norms && !c->hp.qk_norm_full && !c->hp.xielu &&
 	       !c->hp.ssm_d_conv && !c->hp.relu2 && !c->hp.v_norm && !c->hp.out_scale &&
 	       !c->hp.layer_norm && !c->hp.parallel && !c->hp.mla && c->hp.n_expert == 0 &&

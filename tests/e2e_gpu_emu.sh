@@ -290,13 +290,19 @@ else
 	# largest logits with each expert's weight on its input, the shared expert beside dense
 	# layers (its chunks of 8192 and temperature are past these prompts: gpu_test_model's
 	# BG_GPU_ONLY_LLAMA4 shrinks them).
+	# exaone-tiny's NeoX RoPE with rope_freqs on the fused decode path; arcee-tiny's
+	# non-gated ReLU^2 FFN behind its own ffn_norm (unfused: gpu_relu2); dots1-tiny's
+	# per-head Q/K norms, grouped-routing machinery without groups (sigmoid, the selection
+	# bias, scale 2.5) and two shared experts after a dense layer; exaone-moe-tiny's windows
+	# with RoPE on them only beside that routing with one shared expert of its own width.
 	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
 		glm4-tiny glm4moe-tiny command-r-plus-tiny cohere2-tiny deepseek2-tiny minimax-m2-tiny \
 		lfm2moe-tiny qwen35-tiny granitehybrid-moe-tiny qwen35moe-tiny qwen3next-tiny \
 		nemotron_h_moe-tiny step35-tail qwen3vl-tiny exaone4-swa-tiny olmoe-tiny gemma4-moe-gu-tiny \
-		ernie4_5-moe-tiny hunyuan-moe-tiny bailingmoe2-tiny llama4-tiny; do
+		ernie4_5-moe-tiny hunyuan-moe-tiny bailingmoe2-tiny llama4-tiny exaone-tiny arcee-tiny \
+		dots1-tiny exaone-moe-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda

@@ -399,6 +399,27 @@ arch_compare olmoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape olmoe-tiny --dtype q8_0 -
 # weights 1 + N(0, 0.25^2)
 arch_compare bailingmoe2-f32 0 2e-5 "${F32KV[*]}" --shape bailingmoe2-tiny --dtype f32 --seed 3
 arch_compare bailingmoe2-q8_0 0.1 0.25 "${F32KV[*]}" --shape bailingmoe2-tiny --dtype q8_0 --seed 3
+# exaone (llama.cpp's exaone graph; exaone-tiny): llama's layer with NeoX RoPE and EXAONE
+# 3.5's "llama3" rope_freqs over an original context of 64, tied output; arcee (arcee-tiny):
+# llama's attention (interleaved RoPE, YaRN x4), a non-gated ReLU^2 FFN; dots1 (dots1-tiny):
+# per-head Q/K norms, one dense layer, then sigmoid routing with the selection bias, 2 of
+# 8 experts renormalized and scaled by 2.5, plus 2 shared experts. Norm weights 1 + N(0,
+# 0.25^2). Measured 2026-12-02: f32 1.4e-6 / 2.8e-6 / 1.8e-6 (36 steps each); q8_0 9.4e-9
+# (36) / 8.2e-8 (36) / 1.0e-7 (26); arcee q8_0 on seeds 3, 5-8: 12-35 steps, worst 8.6e-2
+# (seed 3: a Q8 rounding flip of the ReLU^2 activations; f32 there 2.8e-6).
+arch_compare exaone-f32 0 2e-5 "${F32KV[*]}" --shape exaone-tiny --dtype f32 --seed 3
+arch_compare exaone-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone-tiny --dtype q8_0 --seed 3
+arch_compare arcee-f32 0 2e-5 "${F32KV[*]}" --shape arcee-tiny --dtype f32 --seed 3
+arch_compare arcee-q8_0 0.1 0.25 "${F32KV[*]}" --shape arcee-tiny --dtype q8_0 --seed 4
+arch_compare dots1-f32 0 2e-5 "${F32KV[*]}" --shape dots1-tiny --dtype f32 --seed 3
+arch_compare dots1-q8_0 0.1 0.25 "${F32KV[*]}" --shape dots1-tiny --dtype q8_0 --seed 3
+# exaone-moe (llama.cpp's exaone-moe graph; exaone-moe-tiny): layers 0-2 windowed (16) and
+# rotated (NeoX, rope_freqs), layer 3 global without RoPE, per-head Q/K norms, a dense layer,
+# then sigmoid routing with the selection bias, 2 of 8 experts renormalized, x 2.5, plus a
+# shared expert of its own width (64). Measured 2026-12-02: f32 3.7e-6 (36 steps), q8_0
+# 8.0e-8 (36; seeds 3, 4, 6, 7: 10-24 steps, worst 5.9e-2, flipped Q8 roundings)
+arch_compare exaone-moe-f32 0 2e-5 "${F32KV[*]}" --shape exaone-moe-tiny --dtype f32 --seed 3
+arch_compare exaone-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone-moe-tiny --dtype q8_0 --seed 5
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

@@ -574,6 +574,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	const bool moe = hp->n_expert > 0;
 	bool fused = !moe && !hp->post_norms && !hp->attn_out_bias && !hp->no_pre_norms &&
 		     !hp->qk_norm_full && !hp->layer_norm && !hp->parallel && !hp->ssm_d_conv &&
+		     !hp->relu2 && /* arcee: its non-gated FFN (pass_fused) */
 		     n_tok >= 1 &&
 		     n_tok <= 8 && hp->n_embd % v == 0 &&
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
@@ -1066,6 +1067,16 @@ static void test_arch_vs_cpu(void)
 	    /* bailingmoe2: fused attn_qkv, grouped sigmoid routing with the selection bias, a
 	     * shared expert after a dense layer */
 	    "synthetic:bailingmoe2-tiny:f32",
+	    /* exaone: llama's layer with NeoX RoPE and rope_freqs (the fused decode path);
+	     * arcee: a non-gated ReLU^2 FFN behind its own ffn_norm (gpu_relu2, unfused);
+	     * dots1: per-head Q/K norms, sigmoid routing with the selection bias and scaled
+	     * weights plus two shared experts, after a dense layer */
+	    "synthetic:exaone-tiny:f32",
+	    "synthetic:arcee-tiny:f32",
+	    "synthetic:dots1-tiny:f32",
+	    /* exaone-moe: windows with RoPE on them only, per-head Q/K norms, dots1's
+	     * routing with one shared expert of its own width */
+	    "synthetic:exaone-moe-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -2130,6 +2141,7 @@ int main(void)
 	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_GEMMA4MOE=1 gemma4's with experts;
 	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's, ernie4_5-moe's and the hunyuan shapes';
 	 * BG_GPU_ONLY_BAILING=1 bailingmoe2's, BG_GPU_ONLY_LLAMA4=1 llama4's;
+	 * BG_GPU_ONLY_DOTS1=1 exaone's, arcee's, dots1's and exaone-moe's;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2199,6 +2211,16 @@ int main(void)
 	if (getenv("BG_GPU_ONLY_BAILING")) { /* bailingmoe2 alone (quick under gpu/emu) */
 		test_synthetic_vs_cpu("synthetic:bailingmoe2-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:bailingmoe2-tiny:f32", 3);
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_DOTS1")) { /* exaone, arcee, dots1, exaone-moe (quick) */
+		test_synthetic_vs_cpu("synthetic:exaone-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:arcee-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:dots1-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:arcee-tiny:f32", 3);
+		test_batch_vs_cpu("synthetic:dots1-tiny:f32", 3);
+		test_synthetic_vs_cpu("synthetic:exaone-moe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:exaone-moe-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_EXAONE4")) { /* exaone4, olmoe alone (quick under gpu/emu) */

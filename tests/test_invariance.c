@@ -963,7 +963,8 @@ int main(void)
 	    "cohere2-tiny",	  "minimax-m2-tiny",	 "lfm2-tiny",		"lfm2moe-tiny",
 	    "qwen35-tiny",	  "granitehybrid-moe-tiny", "nemotron_h-tiny",	"qwen35moe-tiny",
 	    "step35-tiny",	  "exaone4-tiny",	 "olmoe-tiny",		"gemma4-moe-tiny",
-	    "ernie4_5-moe-tiny", "hunyuan-moe-tiny", "bailingmoe2-tiny"};
+	    "ernie4_5-moe-tiny", "hunyuan-moe-tiny", "bailingmoe2-tiny", "arcee-tiny",
+	    "dots1-tiny",	  "exaone-moe-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	lfm2_first_wave(N < 48 ? 6 : 8);

@@ -3270,6 +3270,134 @@ static void test_bailingmoe2(void)
 	model_free(m);
 }
 
+/* exaone, arcee, dots1 (arch.h): exaone's NeoX RoPE with rope_freqs, tied output;
+ * arcee's interleaved RoPE and non-gated ReLU^2 FFN (no ffn_gate: relu2 without
+ * nemotron_h's layers); dots1's per-head Q/K norms, one dense layer, bailingmoe2's routing
+ * (moe_grouped, sigmoid, the optional selection bias, the scale) plus 2 shared experts as
+ * wide as the experts each; the keys llama.cpp requires (the RMS eps, expert_gating_func,
+ * expert_shared_count) and dots1's K/V heads. */
+static void test_exaone_arcee_dots1(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("exaone-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		CHECK(hp->rope_neox && !hp->qk_norm && !hp->qkv_bias && !hp->relu2 &&
+			  strcmp(hp->rope_factors, "rope_freqs") == 0 &&
+			  m->output.data == m->tok_embd.data && m->layers[1].w_gate.ne1 == 128,
+		      "exaone-tiny hparams");
+	}
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("arcee-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l1 = &m->layers[1];
+		CHECK(!hp->rope_neox && hp->relu2 && !hp->rope_none && hp->rope_yarn &&
+			  !l1->ffn_only && !l1->no_ffn && !l1->no_rope && !l1->w_gate.ne0 &&
+			  l1->w_up.ne1 == 128 && l1->ffn_norm.ne0 == 64,
+		      "arcee-tiny hparams");
+	}
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("dots1-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0], *l1 = &m->layers[1];
+		CHECK(hp->rope_neox && hp->qk_norm && !hp->qk_norm_full && hp->moe_grouped &&
+			  hp->expert_gating_sigmoid && hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f &&
+			  hp->n_expert_groups == 0 && hp->n_expert_shared == 2 &&
+			  model_ff_shexp(hp) == 64 && hp->n_layer_dense_lead == 1 &&
+			  m->output.data != m->tok_embd.data,
+		      "dots1-tiny hparams");
+		CHECK(l0->wk.ne1 == 64 && l0->q_norm.ne0 == 16 && l0->w_gate.ne1 == 128 &&
+			  !l0->ffn_gate_inp.ne0 && l1->exp_probs_b.ne0 == 8 &&
+			  l1->gate_shexp.ne1 == 64 && !l1->w_gate.ne0,
+		      "dots1-tiny layer shapes");
+	}
+	model_free(m);
+	m = NULL;
+	/* the selection bias optional; expert_shared_feed_forward_length not read for dots1 */
+	CHECK(moe_rewrite("dots1-tiny", ME_DROP, "blk.2.exp_probs_b.bias", 0, &m, &err) == BG_OK &&
+		  !m->layers[2].exp_probs_b.data && m->layers[1].exp_probs_b.data,
+	      "dots1-tiny without blk.2's selection bias: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("dots1-tiny", ME_KEY, "dots1.expert_shared_feed_forward_length", 16, &m,
+			  &err) == BG_OK &&
+		  model_ff_shexp(&m->hp) == 64,
+	      "dots1-tiny with expert_shared_feed_forward_length 16: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"exaone-tiny", ME_KEY_F32, "exaone.attention.layer_norm_rms_epsilon", UINT32_MAX,
+	     BG_ERR_FORMAT, "exaone.attention.layer_norm_rms_epsilon is missing"},
+	    {"arcee-tiny", ME_KEY_F32, "arcee.attention.layer_norm_rms_epsilon", UINT32_MAX,
+	     BG_ERR_FORMAT, "arcee.attention.layer_norm_rms_epsilon is missing"},
+	    {"arcee-tiny", ME_DENSE, "", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_gate.weight' is not part of a arcee"},
+	    {"exaone-tiny", ME_ADD, "blk.0.attn_output.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_output.bias' is not part of a exaone"},
+	    {"dots1-tiny", ME_KEY, "dots1.attention.head_count_kv", 2, BG_ERR_UNSUPPORTED,
+	     "as many K/V heads as query heads only"},
+	    {"dots1-tiny", ME_KEY, "dots1.expert_gating_func", UINT32_MAX, BG_ERR_FORMAT,
+	     "dots1.expert_gating_func is missing"},
+	    {"dots1-tiny", ME_KEY, "dots1.expert_shared_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "expert_shared_count"},
+	    {"dots1-tiny", ME_KEY, "dots1.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "a dots1 model has experts"},
+	    {"dots1-tiny", ME_DROP, "blk.1.attn_q_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_q_norm.weight' is missing"},
+	    {"dots1-tiny", ME_DROP, "blk.2.ffn_down_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ffn_down_shexp.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* exaone-moe (arch.h): windows of 16 on layers 0-2, rotated there only (layer 3 global,
+ * no RoPE), per-head Q/K norms after pre-norms, one dense layer, bailingmoe2's routing plus
+ * one shared expert of expert_shared_feed_forward_length (the experts' width without it;
+ * expert_shared_count not used); the keys llama.cpp requires (sliding_window,
+ * expert_gating_func). */
+static void test_exaone_moe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("exaone-moe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = m->layers;
+		CHECK(hp->rope_neox && hp->qk_norm && hp->n_swa == 16 && hp->swa_pattern == 4 &&
+			  L[0].swa && L[2].swa && !L[3].swa && !L[2].no_rope && L[3].no_rope &&
+			  hp->moe_grouped && hp->expert_gating_sigmoid && hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f &&
+			  hp->n_expert_shared == 1 && model_ff_shexp(hp) == 64 &&
+			  hp->n_layer_dense_lead == 1 && L[0].w_gate.ne1 == 128 &&
+			  L[3].gate_shexp.ne1 == 64 && L[1].ffn_norm.ne0 == 64,
+		      "exaone-moe-tiny hparams and layers");
+	}
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("exaone-moe-tiny", ME_KEY, "exaone-moe.expert_shared_count", 3, &m,
+			  &err) == BG_OK &&
+		  model_ff_shexp(&m->hp) == 64,
+	      "exaone-moe-tiny with expert_shared_count 3: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"exaone-moe-tiny", ME_KEY, "exaone-moe.attention.sliding_window", UINT32_MAX,
+	     BG_ERR_FORMAT, "exaone-moe.attention.sliding_window is missing"},
+	    {"exaone-moe-tiny", ME_KEY, "exaone-moe.expert_gating_func", UINT32_MAX,
+	     BG_ERR_FORMAT, "exaone-moe.expert_gating_func is missing"},
+	    {"exaone-moe-tiny", ME_KEY, "exaone-moe.expert_shared_feed_forward_length",
+	     UINT32_MAX, BG_ERR_FORMAT,
+	     "'blk.1.ffn_gate_shexp.weight' has shape [64, 64], expected [64, 32]"},
+	    {"exaone-moe-tiny", ME_DROP, "blk.2.attn_k_norm.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.attn_k_norm.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
  * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
  * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
@@ -3484,5 +3612,7 @@ int main(void)
 	test_ernie();
 	test_hunyuan();
 	test_bailingmoe2();
+	test_exaone_arcee_dots1();
+	test_exaone_moe();
 	return check_summary();
 }

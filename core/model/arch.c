@@ -327,7 +327,46 @@
  * the shared expert ffn_*_shexp of
  * (expert_shared_feed_forward_length, else expert_feed_forward_length) x
  * expert_shared_count (required) on the same input, added; residual; the last
- * nextn_predict_layers layers skipped (TENSOR_SKIP); output.weight required there. */
+ * nextn_predict_layers layers skipped (TENSOR_SKIP); output.weight required there.
+ * exaone (src/models/exaone.cpp, llama-model.cpp's llama_model_rope_type: NeoX,
+ * conversion/exaone.py: ExaoneModel): the llama graph with NeoX RoPE: attn_norm, Q/K/V
+ * (create_tensor_qkv: attn_qkv or separate, biases when present), RoPE with rope_freqs when
+ * present (the converter's "llama3" factors: EXAONE 3.5), scale 1/sqrt(head_dim),
+ * attn_output (no bias loaded), residual, ffn_norm, SiLU SwiGLU, residual; output tied to
+ * token_embd without output.weight; attention.layer_norm_rms_epsilon required; the graph
+ * asserts rope.dimension_count == head size.
+ * arcee (src/models/arcee.cpp: LLAMA_ROPE_TYPE_NORM; conversion/llama.py: ArceeModel, a
+ * LlamaModel): llama's attention (interleaved RoPE with optional rope_freqs, Q/K/V biases
+ * when present, no O bias, scale 1/sqrt(head_dim): f_attention_scale is never read for it),
+ * then ffn_norm and build_ffn(up, no gate, down, LLM_FFN_RELU_SQR, LLM_FFN_SEQ):
+ * down(sqr(relu(up x))); output tied without output.weight; the RMS eps required.
+ * dots1 (src/models/dots1.cpp: NeoX; conversion/dots1.py: Dots1Model, a Qwen2MoeModel, and
+ * base.py's n_group / topk_group / scoring_func keys): attn_norm; create_tensor_qkv with K
+ * and V n_head * head_dim wide (so n_head_kv = n_head in any file llama.cpp loads), biases
+ * when present; attn_q_norm / attn_k_norm per head (RMS, required) before RoPE; scale
+ * 1/sqrt(head_dim); attn_output; residual; ffn_norm; layers below leading_dense_block_count
+ * (optional, 0) a dense SiLU SwiGLU of feed_forward_length, the others build_moe_ffn(
+ * exp_probs_b when present, SiLU, expert_weights_norm (default false), expert_weights_scale
+ * (0 or 1: none), expert_gating_func (not defaulted: NONE aborts; the converter writes
+ * dots.llm1's scoring_func, sigmoid)) with DeepSeek V3's groups when expert_group_count > 1,
+ * over experts of expert_feed_forward_length (get_key_or_arr: a per-layer list refused
+ * here), plus ffn_*_shexp of expert_feed_forward_length x expert_shared_count (required) on
+ * the same input, moe + shared; residual; output.weight required there (tied here without
+ * it, as every architecture's); the RMS eps required.
+ * exaone-moe (src/models/exaone-moe.cpp: NeoX; conversion/exaone.py: ExaoneMoEModel, an
+ * Exaone4Model): LLAMA_SWA_TYPE_STANDARD with sliding_window required, load_swa_pattern(4)
+ * (the converter writes a bool per layer), rope.freq_base_swa read but unused by the graph
+ * (freq_base on every layer); attn_norm; Q/K/V (create_tensor_qkv: biases when present);
+ * attn_q_norm / attn_k_norm per head (required) before RoPE, which only the windowed layers
+ * get (with rope_freqs when present); scale 1/sqrt(head_dim); attn_output; residual;
+ * ffn_norm; a layer without ffn_gate_inp (those below leading_dense_block_count, optional)
+ * a dense SiLU SwiGLU, the others build_moe_ffn(exp_probs_b when present, SiLU,
+ * expert_weights_norm (default false), expert_weights_scale, expert_gating_func (required)),
+ * DeepSeek V3's groups when expert_group_count > 1, plus the shared expert's SwiGLU of
+ * expert_shared_feed_forward_length (when > 0, else expert_feed_forward_length; the
+ * converter writes moe_intermediate_size x num_shared_experts; expert_shared_count is read
+ * but does not shape it), moe + shared; residual; nextn_predict_layers layers skipped;
+ * the RMS eps required. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -602,10 +641,14 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .no_rope_step = 4,
      .llama4 = true},
-    {.name = "ernie4_5", .families = "Baidu ERNIE 4.5 (0.3B, dense)", .opt_qkv_bias = true},
+    {.name = "ernie4_5",
+     .families = "Baidu ERNIE 4.5 (0.3B, dense)",
+     .opt_qkv_bias = true,
+     .rms_eps_key = true},
     {.name = "ernie4_5-moe",
      .families = "Baidu ERNIE 4.5 MoE (21B-A3B, 300B-A47B)",
      .opt_qkv_bias = true,
+     .rms_eps_key = true,
      .moe_ok = true,
      .moe_only = true,
      .moe_ff_key = true,
@@ -613,12 +656,14 @@ static const struct arch_info table[] = {
     {.name = "hunyuan-dense",
      .families = "Tencent Hunyuan (0.5B, 1.8B, 4B, 7B, dense)",
      .rope_neox = true,
+     .rms_eps_key = true,
      .qk_norm = true,
      .opt_qkv_bias = true,
      .qk_norm_after_rope = true},
     {.name = "hunyuan-moe",
      .families = "Tencent Hunyuan-A13B (MoE)",
      .rope_neox = true,
+     .rms_eps_key = true,
      .qk_norm = true,
      .opt_qkv_bias = true,
      .moe_ok = true,
@@ -634,6 +679,40 @@ static const struct arch_info table[] = {
      .moe_ff_key = true,
      .nextn = true,
      .bailing = true},
+    {.name = "exaone",
+     .families = "LG EXAONE 3.0, EXAONE 3.5 (2.4B, 7.8B, 32B)",
+     .rope_neox = true,
+     .opt_qkv_bias = true,
+     .rms_eps_key = true},
+    {.name = "arcee",
+     .families = "Arcee AFM-4.5B",
+     .opt_qkv_bias = true,
+     .rms_eps_key = true,
+     .relu2_ffn = true},
+    {.name = "dots1",
+     .families = "rednote dots.llm1 (142B-A14B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .rms_eps_key = true,
+     .dots1 = true},
+    {.name = "exaone-moe",
+     .families = "LG K-EXAONE (236B-A23B)",
+     .rope_neox = true,
+     .qk_norm = true,
+     .swa_pattern = 4,
+     .swa_default = 128,
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .nextn = true,
+     .swa_rope_only = true,
+     .rms_eps_key = true,
+     .exaone_moe = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -653,7 +732,7 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2";
+	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, exaone, arcee, dots1, exaone-moe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -239,6 +239,28 @@ struct arch_info {
 	 * (expert_shared_feed_forward_length, else expert_feed_forward_length) x
 	 * expert_shared_count; NextN layers skipped (with nextn) */
 	bool bailing;
+	/* exaone (LG EXAONE 3.0 / 3.5), arcee (Arcee AFM-4.5B), dots1, exaone-moe (added for
+	 * them): the attention.layer_norm_rms_epsilon key is required (llama.cpp's loaders
+	 * read it without a default); ernie4_5(-moe) and hunyuan-* too */
+	bool rms_eps_key;
+	/* arcee (llama.cpp's arcee graph): llama's layer with a non-gated ReLU^2 FFN,
+	 * down(relu(up ffn_norm(x))^2) (model_hparams.relu2, no ffn_gate), nemotron_h's
+	 * activation without its one-block layers */
+	bool relu2_ffn;
+	/* dots1 (rednote dots.llm1, llama.cpp's dots1 graph): per-head Q/K norms before NeoX
+	 * RoPE, K/V heads as many as query heads (llama.cpp shapes attn_k / attn_v so), the
+	 * first leading_dense_block_count layers a dense SwiGLU, the others bailingmoe2's
+	 * routing (moe_grouped: expert_gating_func required, the optional exp_probs_b,
+	 * expert groups) plus a shared expert of expert_feed_forward_length x
+	 * expert_shared_count (expert_shared_feed_forward_length is not read there) */
+	bool dots1;
+	/* exaone-moe (LG K-EXAONE, llama.cpp's exaone-moe graph): windows on 3 of 4 layers
+	 * (sliding_window required, sliding_window_pattern a list or a period, default 4) with
+	 * RoPE there only (swa_rope_only), attn_norm / ffn_norm, per-head Q/K norms; the first
+	 * leading_dense_block_count layers a dense SwiGLU, the others bailingmoe2's routing plus
+	 * ONE shared expert of expert_shared_feed_forward_length (else
+	 * expert_feed_forward_length; expert_shared_count is not used for its shape) */
+	bool exaone_moe;
 };
 
 /* The row of an architecture, or NULL. */

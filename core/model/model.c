@@ -252,6 +252,7 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->qk_norm = gguf_find_tensor(g, "blk.0.attn_q_norm.weight") != NULL;
 	hp->xielu = ai->xielu;
 	hp->relu2 = hp->rope_none = ai->nemotron_h; /* arch.h */
+	hp->relu2 |= ai->relu2_ffn;		    /* arcee: llama's layer, ReLU^2 FFN */
 	hp->residual_scale = hp->logit_scale = 1.0f;
 	if (ai->granite) { /* llama.cpp: logit_scale required, the others optional, 0 = off */
 		char key[128];
@@ -411,9 +412,21 @@ uint64_t model_weight_span(const struct model_weight *w)
 static enum bg_status refuse_list(const struct gguf_ctx *g, const char *arch, const char *suffix,
 				  const char *what, struct bg_err *err);
 
+/* leading_dense_block_count (absent: 0, at most the layer count) */
+static enum bg_status read_dense_lead(const struct gguf_ctx *g, const char *arch,
+				      struct model_hparams *hp, struct bg_err *err)
+{
+	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
+	if (hp->n_layer_dense_lead > hp->n_layer)
+		return bg_fail(err, BG_ERR_FORMAT,
+			       "leading_dense_block_count %u exceeds the %u layers",
+			       hp->n_layer_dense_lead, hp->n_layer);
+	return BG_OK;
+}
+
 /* The shared experts and leading dense layers of glm4moe and deepseek2: expert_shared_count
- * (required, <= 64; their width n_ff_exp times it), leading_dense_block_count (absent: 0,
- * at most the layer count); per-layer expert widths refused. */
+ * (required, <= 64; their width n_ff_exp times it), read_dense_lead; per-layer expert
+ * widths refused. */
 static enum bg_status read_shared_experts(const struct gguf_ctx *g, const char *arch,
 					  struct model_hparams *hp, struct bg_err *err)
 {
@@ -425,12 +438,7 @@ static enum bg_status read_shared_experts(const struct gguf_ctx *g, const char *
 	if ((uint64_t)hp->n_ff_exp * hp->n_expert_shared > MODEL_MAX_DIM)
 		return bg_fail(err, BG_ERR_FORMAT, "the shared experts' width %llu is too large",
 			       (unsigned long long)hp->n_ff_exp * hp->n_expert_shared);
-	get_u32_key(g, arch, "leading_dense_block_count", &hp->n_layer_dense_lead);
-	if (hp->n_layer_dense_lead > hp->n_layer)
-		return bg_fail(err, BG_ERR_FORMAT,
-			       "leading_dense_block_count %u exceeds the %u layers",
-			       hp->n_layer_dense_lead, hp->n_layer);
-	return BG_OK;
+	return read_dense_lead(g, arch, hp, err);
 }
 
 /* expert_weights_scale (a finite number; absent, 0 or 1: none) and expert_weights_norm (a
@@ -702,25 +710,47 @@ static enum bg_status read_expert_groups(const struct gguf_ctx *g, const char *a
 	return BG_OK;
 }
 
-/* bailingmoe2's expert keys (arch.h's bailing), as llama.cpp's bailingmoe2 loader reads
- * them (arch.c): expert_shared_count required (its shared expert (shared width or the
- * experts') x that count wide), leading_dense_block_count optional, expert_gating_func
- * required (softmax 1 or sigmoid 2; llama.cpp aborts on an absent key's NONE), the optional
- * selection bias, scale and norm, deepseek2's groups. The fused attn_qkv is n_embd + 2 K/V
- * rows wide in llama.cpp: query heads spanning anything but n_embd are refused. */
+/* bailingmoe2's, dots1's and exaone-moe's expert keys (arch.h), as llama.cpp's loaders
+ * read them (arch.c): expert_shared_count required (the shared expert (bailingmoe2: the
+ * shared width, else the experts') x that count wide), leading_dense_block_count optional,
+ * expert_gating_func required (softmax 1 or sigmoid 2; llama.cpp aborts on an absent key's
+ * NONE), the optional selection bias, scale and norm, deepseek2's groups. bailingmoe2's
+ * fused attn_qkv is n_embd + 2 K/V rows wide in llama.cpp: query heads spanning anything
+ * but n_embd are refused; dots1's K and V are as wide as Q there: fewer K/V heads refused.
+ * exaone-moe: expert_shared_count not required, one shared expert of
+ * expert_shared_feed_forward_length, else the experts' width. */
 static enum bg_status read_bailing_experts(const struct gguf_ctx *g, const char *arch,
-					   struct model_hparams *hp, struct bg_err *err)
+					   const struct arch_info *ai, struct model_hparams *hp,
+					   struct bg_err *err)
 {
-	if ((uint64_t)hp->n_head * hp->head_dim != hp->n_embd)
+	if (ai->bailing && (uint64_t)hp->n_head * hp->head_dim != hp->n_embd)
 		return bg_fail(err, BG_ERR_UNSUPPORTED,
 			       "%s with %u heads of %u (n_embd %u): llama.cpp's bailingmoe2 "
 			       "takes n_head x head_dim = n_embd only",
 			       arch, hp->n_head, hp->head_dim, hp->n_embd);
-	enum bg_status st = read_shared_experts(g, arch, hp, err);
-	if (st)
-		return st;
+	if (ai->dots1 && hp->n_head_kv != hp->n_head)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s with %u K/V heads for %u query heads: llama.cpp's dots1 takes "
+			       "as many K/V heads as query heads only",
+			       arch, hp->n_head_kv, hp->n_head);
+	enum bg_status st;
 	uint32_t u = 0;
-	if (get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
+	if (ai->exaone_moe) { /* one shared expert, its own width or the experts' (arch.h) */
+		if ((st = refuse_list(g, arch, "expert_feed_forward_length",
+				      "expert widths per layer", err)) ||
+		    (st = read_dense_lead(g, arch, hp, err)))
+			return st;
+		get_u32_key(g, arch, "expert_shared_feed_forward_length", &u);
+		if (u > MODEL_MAX_DIM)
+			return bg_fail(err, BG_ERR_FORMAT,
+				       "%s.expert_shared_feed_forward_length %u is over %u", arch, u,
+				       MODEL_MAX_DIM);
+		hp->n_expert_shared = 1;
+		hp->n_ff_shexp = u; /* 0: the experts' width (model_ff_shexp) */
+	} else if ((st = read_shared_experts(g, arch, hp, err))) {
+		return st;
+	}
+	if (ai->bailing && get_u32_key(g, arch, "expert_shared_feed_forward_length", &u) && u > 0) {
 		if ((uint64_t)u * hp->n_expert_shared > MODEL_MAX_DIM)
 			return bg_fail(err, BG_ERR_FORMAT,
 				       "the shared experts' width %llu is too large",
@@ -817,8 +847,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_ernie_experts(g, arch, hp, err);
 	if (ai->hunyuan_moe)
 		return read_hunyuan_experts(g, arch, hp, err);
-	if (ai->bailing)
-		return read_bailing_experts(g, arch, hp, err);
+	if (ai->bailing || ai->dots1 || ai->exaone_moe)
+		return read_bailing_experts(g, arch, ai, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -1664,9 +1694,9 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		eps_key = "attention.layer_norm_epsilon";
 	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
-	float eps_file; /* ernie4_5(-moe), hunyuan-*: required by llama.cpp's loaders */
-	if ((strncmp(arch, "ernie4_5", 8) == 0 || ai->qk_norm_after_rope) &&
-	    !get_f32_key(g, arch, eps_key, &eps_file))
+	float eps_file; /* ernie4_5(-moe), hunyuan-*, exaone(-moe), arcee, dots1: required by
+			 * llama.cpp's loaders (arch.h's rms_eps_key) */
+	if (ai->rms_eps_key && !get_f32_key(g, arch, eps_key, &eps_file))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))
 		return bg_fail(err, BG_ERR_FORMAT, "%s %g is not in (0, 1)", eps_key,
@@ -2410,7 +2440,7 @@ static enum bg_status load_tensors(struct loader *L)
 			ly->w_gate = row_view(&gu, 0, F);
 			ly->w_up = row_view(&gu, F, 2 * F);
 		} else {
-			if (!hp->xielu && !hp->relu2) /* apertus, nemotron_h: no gate */
+			if (!hp->xielu && !hp->relu2) /* apertus, nemotron_h, arcee: no gate */
 				TAKE("ffn_gate.weight", E, F, TK_MATRIX, w_gate);
 			TAKE("ffn_up.weight", E, F, TK_MATRIX, w_up);
 		}
@@ -2695,8 +2725,10 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			hp->moe_grouped = true;
 		}
 	}
-	if (!st && ai->bailing && s->n_expert) { /* read_bailing_experts' values */
-		hp->n_expert_shared = s->n_expert_shared;
+	if (!st && (ai->bailing || ai->dots1 || ai->exaone_moe) && s->n_expert) {
+		/* read_bailing_experts' values */
+		hp->n_expert_shared = ai->exaone_moe ? 1 : s->n_expert_shared;
+		hp->n_ff_shexp = ai->exaone_moe ? s->n_ff_shexp : 0;
 		hp->n_layer_dense_lead = s->n_dense_lead;
 		hp->expert_gating_sigmoid = hp->moe_sel_bias = hp->expert_weights_norm = true;
 		if (s->expert_scale != 0.0f)
@@ -2795,7 +2827,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			if (hp->moe_sel_bias) /* glm4moe, minimax-m2, deepseek2 (not V2's) */
 				W(ly->exp_probs_b, GGUF_DTYPE_F32, X, 1);
 			if (hp->n_expert_shared) { /* glm4moe, deepseek2 */
-				uint64_t FS = FX * hp->n_expert_shared;
+				uint64_t FS = model_ff_shexp(hp);
 				W(ly->gate_shexp, o->dtype, E, FS);
 				W(ly->up_shexp, o->dtype, E, FS);
 				W(ly->down_shexp, o->dtype, FS, E);
@@ -2807,7 +2839,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 				W3(ly->down_exps_b, GGUF_DTYPE_F32, E, 1, X);
 			}
 		} else {
-			if (!hp->xielu)
+			if (!hp->xielu && !hp->relu2) /* apertus, arcee: no gate */
 				W(ly->w_gate, o->dtype, E, F);
 			W(ly->w_up, o->dtype, E, F);
 			W(ly->w_down, o->dtype, F, E);

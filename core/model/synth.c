@@ -683,6 +683,28 @@ static const struct synth_shape shapes[] = {
     {"bailingmoe2-tiny", 3, 64, 4, 2, 128, 512, 256, 600000.0f, 1e-6f, false, "bailingmoe2",
      .rope_dim = 8, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_expert_shared = 1,
      .n_dense_lead = 1, .expert_scale = 2.5f, .n_group = 4, .n_group_used = 2, .n_nextn = 1},
+    /* exaone (EXAONE 3.5's layer: llama's with NeoX RoPE and its "llama3" rope_freqs, tied
+     * output), norm weights 1 + N(0, 0.25^2) */
+    {"exaone-tiny", 2, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, true, "exaone",
+     .n_ctx_orig = 64, .rope_freqs = true},
+    /* arcee (AFM-4.5B's layer: llama's with a non-gated ReLU^2 FFN), YaRN x4 over 64
+     * positions, untied, norm weights 1 + N(0, 0.25^2) */
+    {"arcee-tiny", 2, 64, 4, 2, 128, 512, 256, 10000.0f, 1e-5f, false, "arcee",
+     .rope_scaling = "yarn", .rope_factor = 4.0f, .n_ctx_orig = 64},
+    /* dots1 (dots.llm1's layout): 4 K/V heads for 4 query heads, per-head Q/K norms, layer
+     * 0 dense (n_ff 128), layers 1-2 8 experts of 32, 2 a token, sigmoid with the
+     * selection bias, renormalized, x 2.5, plus 2 shared experts (64 wide); untied; norm
+     * weights 1 + N(0, 0.25^2) */
+    {"dots1-tiny", 3, 64, 4, 4, 128, 512, 256, 10000.0f, 1e-5f, false, "dots1", .n_expert = 8,
+     .n_expert_used = 2, .n_ff_exp = 32, .n_expert_shared = 2, .n_dense_lead = 1,
+     .expert_scale = 2.5f},
+    /* exaone-moe (K-EXAONE's layout): layers 0-2 windowed (16) and rotated with rope_freqs,
+     * layer 3 global without RoPE, per-head Q/K norms; layer 0 dense, layers 1-3 8 experts
+     * of 32, 2 a token, sigmoid with the selection bias, renormalized, x 2.5, plus a shared
+     * expert of its own width (64); untied; norm weights 1 + N(0, 0.25^2) */
+    {"exaone-moe-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "exaone-moe",
+     .n_swa = 16, .n_ctx_orig = 64, .rope_freqs = true, .n_expert = 8, .n_expert_used = 2,
+     .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1, .expert_scale = 2.5f},
 };
 #pragma GCC diagnostic pop
 
@@ -857,6 +879,25 @@ static bool is_bailing(const struct synth_shape *s)
 	return is_arch(s, "bailingmoe2");
 }
 
+/* dots1: bailingmoe2's routing and shared experts with separate Q/K/V (arch.h) */
+static bool is_dots1(const struct synth_shape *s)
+{
+	return is_arch(s, "dots1");
+}
+
+/* exaone-moe: windows with RoPE there only, bailingmoe2's routing, one shared expert of
+ * its own width (n_ff_shexp) */
+static bool is_exaone_moe(const struct synth_shape *s)
+{
+	return is_arch(s, "exaone-moe");
+}
+
+/* apertus (xIELU), arcee (ReLU^2): a non-gated dense FFN, no ffn_gate */
+static bool no_ffn_gate(const struct synth_shape *s)
+{
+	return is_arch(s, "apertus") || is_arch(s, "arcee");
+}
+
 static bool has_qk_norm(const struct synth_shape *s)
 {
 	return has_qk_norm_heads(s) || is_arch(s, "qwen3") || is_arch(s, "qwen3moe") ||
@@ -864,7 +905,7 @@ static bool has_qk_norm(const struct synth_shape *s)
 	       is_arch(s, "olmo2") || is_arch(s, "apertus") || is_arch(s, "gemma4") ||
 	       (is_arch(s, "glm4moe") && !s->no_qk_norm) || is_arch(s, "minimax-m2") ||
 	       is_lfm2(s) || is_qwen35(s) || is_arch(s, "exaone4") || is_arch(s, "olmoe") ||
-	       is_hunyuan(s) || is_bailing(s);
+	       is_hunyuan(s) || is_bailing(s) || is_dots1(s) || is_exaone_moe(s);
 }
 
 /* olmo2, minimax-m2: the Q/K norms are as wide as the whole Q and K rows (arch.h) */
@@ -910,8 +951,9 @@ static bool random_norms(const struct synth_shape *s)
 {
 	return is_arch(s, "seed_oss") || is_arch(s, "apertus") || is_arch(s, "glm4") ||
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
-	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") || is_hunyuan(s) ||
-	       is_bailing(s);
+	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") ||
+	       is_hunyuan(s) || is_bailing(s) || is_arch(s, "exaone") || is_arch(s, "arcee") ||
+	       is_dots1(s) || is_exaone_moe(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -1250,6 +1292,14 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "bailingmoe2: shared experts (as wide as the experts), heads x head "
 			       "size = embd, groups that divide the experts");
+	if (is_exaone_moe(s) && (!s->n_ff_shexp || s->n_expert_shared || !s->n_swa))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "exaone-moe: a shared expert of its own width (n_ff_shexp), a window");
+	if (is_dots1(s) &&
+	    (!s->n_expert_shared || s->n_ff_shexp || s->n_head_kv != s->n_head || s->n_group > 1))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "dots1: shared experts (as wide as the experts), as many K/V heads "
+			       "as query heads, no expert groups");
 	if (is_minimax(s) && !has_dense_lead_key(s) && synth_n_ff_exp(s) != s->n_ff)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "minimax-m2's experts are feed_forward_length wide (llama.cpp): "
@@ -1375,14 +1425,14 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			       3 * E * FX * s->n_expert_shared;
 		if (is_minimax(s)) /* the selection bias alone */
 			moe += s->n_expert;
-		if (is_ernie_moe(s)) /* the selection bias */
+		if (is_ernie_moe(s) || is_exaone_moe(s)) /* the selection bias */
 			moe += s->n_expert;
 		uint32_t n_moe = 0;
 		for (uint32_t l = 0; l < s->n_layer; l++)
 			n_moe += synth_moe_layer(s, l);
 		ffn = (uint64_t)(s->n_layer - n_moe) * 3 * E * F + (uint64_t)n_moe * moe;
 	} else {
-		layer += (is_arch(s, "apertus") ? 2 : 3) * E * F; /* apertus: no gate */
+		layer += (no_ffn_gate(s) ? 2 : 3) * E * F; /* apertus, arcee: no gate */
 	}
 	if (has_qkv_bias(s))
 		layer += Q + 2 * KV;
@@ -1749,8 +1799,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window"), s->n_swa);
 	if (s->swa_all)
 		gguf_writer_set_u32(w, ARCH_KEY("attention.sliding_window_pattern"), 0);
-	else if (s->n_swa && no_pre_norms(s)) /* OLMo 3's and EXAONE 4.0's converters: (l + 1)
-					       * % 4 != 0 per layer */
+	else if (s->n_swa && (no_pre_norms(s) || is_exaone_moe(s))) /* OLMo 3's, EXAONE 4.0's
+								     * and K-EXAONE's: (l + 1)
+								     * % 4 != 0 per layer */
 		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer, 4, 0);
 	else if (s->n_swa && is_gemma4(s)) /* the converter's list from layer_types */
 		swa_bool_list(w, ARCH_KEY("attention.sliding_window_pattern"), s->n_layer,
@@ -1946,14 +1997,18 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    s->n_group_used);
 			}
 		}
-		if (is_bailing(s)) { /* BailingMoeV2Model's converter's keys (the groups from
-				      * n_group / topk_group, the gating from score_function) */
+		/* BailingMoeV2Model's, Dots1Model's and ExaoneMoEModel's converters' keys (the
+		 * groups from n_group / topk_group, the gating from scoring_func) */
+		if (is_bailing(s) || is_dots1(s) || is_exaone_moe(s)) {
 			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"),
 					    s->n_dense_lead);
-			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_feed_forward_length"),
-					    synth_n_ff_exp(s) * s->n_expert_shared);
+			if (is_bailing(s)) /* (dots1: no such key there) */
+				gguf_writer_set_u32(w,
+						    ARCH_KEY("expert_shared_feed_forward_length"),
+						    synth_n_ff_exp(s) * s->n_expert_shared);
 			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"), s->expert_scale);
-			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"),
+					    is_exaone_moe(s) ? 1 : s->n_expert_shared);
 			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
 			gguf_writer_set_u32(w, ARCH_KEY("expert_gating_func"), 2); /* sigmoid */
 			if (s->n_group > 1) {
@@ -1995,9 +2050,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 	bool bias = has_qkv_bias(s), qkn = has_qk_norm(s), post = has_post_norms(s), oai = is_oai(s);
 	/* olmo2: no pre-norms (exaone4's too) */
 	bool olmo2 = no_pre_norms(s), g4 = is_gemma4(s), seed = is_arch(s, "seed_oss"),
-	     xielu = is_arch(s, "apertus"), glm4 = is_arch(s, "glm4"),
-	     glm4moe = is_arch(s, "glm4moe"), ds2 = is_ds2(s), lfm2 = is_lfm2(s),
-	     q35 = is_qwen35(s);
+	     nogate = no_ffn_gate(s), glm4 = is_arch(s, "glm4"), glm4moe = is_arch(s, "glm4moe"),
+	     ds2 = is_ds2(s), lfm2 = is_lfm2(s), q35 = is_qwen35(s);
 	/* the norms' weights; pk: attn_norm's and ffn_norm's */
 	enum fill_kind nk = olmo2 || g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
 	enum fill_kind pk = g4 || random_norms(s) ? FILL_NORM : FILL_ONES;
@@ -2257,7 +2311,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_up_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, FX, X);
 				ADD("ffn_down_exps.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
 			}
-			if (is_minimax(s) || is_ernie_moe(s)) { /* the selection bias alone */
+			if (is_minimax(s) || is_ernie_moe(s) || is_exaone_moe(s)) { /* the bias */
 				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
 			}
@@ -2271,8 +2325,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				ADD("ffn_gate_inp_shexp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 				b->jobs[b->n_jobs - 1].std = SHEXP_GATE_SCALE / sqrtf((float)E);
 			}
-			if (glm4moe || ds2 || is_bailing(s)) {	   /* the selection bias, the shared
-								    * expert */
+			/* the selection bias, the shared expert */
+			if (glm4moe || ds2 || is_bailing(s) || is_dots1(s)) {
 				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */
 					ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 					b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
@@ -2285,7 +2339,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		} else if (phi3 || glm4) { /* gate|up: Phi-3's and GLM-4's gate_up_proj */
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, 2 * F);
 		} else {
-			if (!xielu) /* apertus: no gate */
+			if (!nogate) /* apertus, arcee: no gate */
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 			ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 		}
