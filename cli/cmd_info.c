@@ -69,6 +69,45 @@ static bool is_tied(const struct model *m)
 	return m->n_params == n;
 }
 
+/* Appends layers [a, b] to the list at buf[cap] ("0-2, 5"), "..." once it is full. */
+static void add_layers(char *buf, size_t cap, uint32_t a, uint32_t b)
+{
+	size_t n = strlen(buf);
+	if (n + 24 < cap)
+		snprintf(buf + n, cap - n, a == b ? "%s%u" : "%s%u-%u", n ? ", " : "", a, b);
+	else if (strcmp(buf + n - 3, "...") != 0)
+		snprintf(buf + n, cap - n, "...");
+}
+
+/* a layer's FFN: 0 routed experts, 1 dense, 2 none (nemotron_h's Mamba2 and attention) */
+static int ffn_kind(const struct model_layer *L)
+{
+	return L->no_ffn ? 2 : model_layer_moe(L) ? 0 : 1;
+}
+
+/* "moe_layers: M of N (dense: ...; no FFN: ...)": which layers route to experts, as
+ * loaded (model_layer_moe), whatever the layout: dense first layers (deepseek2, glm4moe),
+ * an interleave step (llama4, ernie4_5-moe), dense last layers (step35), none dense. */
+static void print_moe_layers(const struct model *m)
+{
+	char dense[192] = "", none[192] = "";
+	uint32_t n_moe = 0, n = m->hp.n_layer;
+	for (uint32_t l = 0, e; l < n; l = e) { /* the run [l, e) of one kind */
+		const int kind = ffn_kind(&m->layers[l]);
+		for (e = l + 1; e < n && ffn_kind(&m->layers[e]) == kind; e++)
+			;
+		if (kind == 0)
+			n_moe += e - l;
+		else
+			add_layers(kind == 1 ? dense : none, sizeof dense, l, e - 1);
+	}
+	printf("moe_layers: %u of %u", n_moe, n);
+	if (dense[0] || none[0])
+		printf(" (%s%s%s%s%s)", dense[0] ? "dense: " : "", dense,
+		       dense[0] && none[0] ? "; " : "", none[0] ? "no FFN: " : "", none);
+	printf("\n");
+}
+
 /* Weight bytes and counts by dtype over the model's own tensors (what a backend loads). */
 static void print_by_dtype(const struct model *m)
 {
@@ -264,11 +303,11 @@ int cmd_info(int argc, char **argv)
 	else if (hp->n_expert_shared)
 		/* (granitehybrid: no selection bias; it and nemotron_h_moe: a shared expert of
 		 * its own width, model_ff_shexp) */
-		printf("glm4moe experts: choice by p%s, weights x %g, %u shared "
+		printf("%s experts: choice by p%s, weights x %g, %u shared "
 		       "expert%s (%u wide), the first %u layer%s dense\n",
-		       hp->moe_sel_bias ? " + exp_probs_b" : "", (double)hp->expert_weights_scale,
-		       hp->n_expert_shared, hp->n_expert_shared == 1 ? "" : "s",
-		       (unsigned)model_ff_shexp(hp),
+		       m->arch, hp->moe_sel_bias ? " + exp_probs_b" : "",
+		       (double)hp->expert_weights_scale, hp->n_expert_shared,
+		       hp->n_expert_shared == 1 ? "" : "s", (unsigned)model_ff_shexp(hp),
 		       hp->n_layer_dense_lead, hp->n_layer_dense_lead == 1 ? "" : "s");
 	else if (hp->moe_sel_bias) /* minimax-m2, lfm2moe */
 		printf("experts: choice by p + exp_probs_b, no shared expert, the first %u layer%s "
@@ -315,12 +354,15 @@ int cmd_info(int argc, char **argv)
 		       hp->n_ctx_orig);
 	if (hp->rope_attn_factor != 1.0f)
 		printf("rope_attn_factor: %g\n", (double)hp->rope_attn_factor);
-	if (hp->qk_norm)
-		printf("qk_norm: %s\n", hp->qk_norm_full	 ? "yes, over the whole Q and K rows"
-					: hp->qk_norm_heads ? "yes, a weight row per head"
-					: hp->qk_norm_post_rope
-					    ? "yes, per head after RoPE (hunyuan)"
-					    : "yes");
+	if (hp->qk_norm || hp->qk_norm_after_rope)
+		printf("qk_norm: %s\n",
+		       hp->qk_norm_full		 ? "yes, over the whole Q and K rows"
+		       : hp->qk_norm_heads	 ? "yes, a weight row per head"
+		       : !hp->qk_norm_after_rope ? "yes"
+		       : hp->qk_norm
+			   ? "yes, per head after RoPE (hunyuan)"
+			   : "yes, per head after RoPE without a weight, on the layers with RoPE "
+			     "(llama4)");
 	if (hp->no_pre_norms)
 		printf("pre_norms: none (attention and FFN read the residual as it is)\n");
 	if (hp->post_norms)
@@ -359,27 +401,19 @@ int cmd_info(int argc, char **argv)
 			nn += m->layers[l].no_rope;
 		printf("no RoPE on %u of %u layers (every 4th)\n", nn, hp->n_layer);
 	}
-	if (hp->kq_norm_rope)
-		printf(
-		    "qk_norm: each Q and K head RMS-normalized without a weight after RoPE, on the "
-		    "layers with RoPE\n");
 	if (model_head_dim(hp, true) != hp->head_dim ||
 	    model_n_head_kv(hp, true) != hp->n_head_kv ||
 	    model_rope_dim(hp, true) != hp->rope_dim || model_n_head(hp, true) != hp->n_head)
 		printf("windowed layers: head_dim %u, n_head %u, n_head_kv %u, rope_dim %u\n",
 		       model_head_dim(hp, true), model_n_head(hp, true), model_n_head_kv(hp, true),
 		       model_rope_dim(hp, true));
-	uint32_t n_gate = 0, n_clamp = 0, n_dense = 0; /* step35 */
+	uint32_t n_gate = 0, n_clamp = 0; /* step35 */
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		n_gate += m->layers[l].attn_gate.ne0 != 0;
 		n_clamp += m->layers[l].clamp_exp > 0.0f || m->layers[l].clamp_shexp > 0.0f;
-		n_dense += hp->n_expert && l >= hp->n_layer_dense_lead && !m->layers[l].no_ffn &&
-			   !model_layer_moe(&m->layers[l]);
 	}
-	/* (gemma4's: its line below; llama4's and ernie4_5-moe's interleave step: above) */
-	if (n_dense && !hp->gemma4_moe && !hp->n_moe_step)
-		printf("dense after MoE layers: %u of %u layers (no router in the file)\n", n_dense,
-		       hp->n_layer);
+	if (hp->n_expert && !hp->gemma4_moe) /* (gemma4's experts beside dense: below) */
+		print_moe_layers(m);
 	if (n_gate)
 		printf("attention gate: on %u of %u layers (head h times sigmoid(attn_gate x)[h])\n",
 		       n_gate, hp->n_layer);

@@ -1759,8 +1759,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		qp.rope_dim = L->no_rope ? 0 : (int)model_rope_dim(hp, L->swa);
 		qp.table = c->d_rope + rk * c->rope_nt;
 		qp.v_norm = hp->v_norm; /* gemma4 */
-		/* hunyuan: its q/k norms after RoPE; llama4: unweighted, on the RoPE layers */
-		qp.norm_post_rope = hp->qk_norm_post_rope || (hp->kq_norm_rope && !L->no_rope);
+		/* hunyuan: weighted by its q/k norms; llama4: unweighted (q_norm NULL) */
+		qp.norm_post_rope = hp->qk_norm_after_rope && !L->no_rope;
 		qp.mscale = c->mscale[rk];
 		qp.neox = hp->rope_neox;
 		qp.slots = d_slots;

@@ -201,8 +201,8 @@ struct gpu_qkv_post_args {
 	 * weights 1) before its store; the q/k/v columns of qkv keep their unnormed V */
 	bool v_norm;
 	/* the q/k head norms after RoPE (and the temperature) instead of before it, the key
-	 * heads stored once normed: hunyuan (model.h's qk_norm_post_rope) with q_norm / k_norm,
-	 * llama4 (kq_norm_rope) without them (weights 1); the QKV epilogue does not take it */
+	 * heads stored once normed (model.h's qk_norm_after_rope): hunyuan with q_norm /
+	 * k_norm, llama4 without them (weights 1); the QKV epilogue does not take it */
 	bool norm_post_rope;
 };
 /* In one launch, bitwise what these do one after another: gpu_bias_add (when bias),

@@ -1880,6 +1880,98 @@ static void test_occupancy(bool emu)
 	}
 }
 
+/* gpu_grid_sync (gpu/grid_sync.cuh) in a cooperative launch: GS_ROUNDS rounds in which every
+ * thread reads another block's element into shared memory, meets the grid at the barrier,
+ * writes its own element from a neighbour thread's shared value, and meets it again; the
+ * result against the same rounds on the host. A barrier missing or leaking lets a block
+ * read an element before or after its round (gpu/emu runs the blocks in turns in a seeded
+ * random order, each until its threads only wait); the shared values must survive the
+ * other blocks' turns. Also: the launch within the occupancy of the device's SMs runs and
+ * one block more fails with cudaErrorCooperativeLaunchTooLarge, and a captured launch
+ * replays (the barrier's words are left for the next launch). */
+#define GS_THREADS 96
+#define GS_ROUNDS  3
+__global__ void __launch_bounds__(GS_THREADS) gs_kernel(unsigned *bar, int *v, int n)
+{
+	__shared__ int s[GS_THREADS];
+	const int t = (int)threadIdx.x, me = (int)blockIdx.x * GS_THREADS + t;
+	for (int r = 0; r < GS_ROUNDS; r++) {
+		s[t] = me < n ? v[(me + (r + 1) * 37) % n] : 0;
+		gpu_grid_sync(bar);
+		if (me < n)
+			v[me] = s[(t + 1) % GS_THREADS] * 3 + r;
+		gpu_grid_sync(bar);
+	}
+}
+static void gs_host(std::vector<int> &v, int nb)
+{
+	const int n = (int)v.size();
+	std::vector<int> s((size_t)nb * GS_THREADS);
+	for (int r = 0; r < GS_ROUNDS; r++) {
+		for (int me = 0; me < nb * GS_THREADS; me++)
+			s[me] = me < n ? v[(me + (r + 1) * 37) % n] : 0;
+		for (int me = 0; me < n; me++) {
+			const int b = me / GS_THREADS, t = me % GS_THREADS;
+			v[me] = s[b * GS_THREADS + (t + 1) % GS_THREADS] * 3 + r;
+		}
+	}
+}
+static void test_grid_sync(int n_sm)
+{
+	unsigned *bar = NULL;
+	REQUIRE(cudaMalloc(&bar, GPU_GRID_BAR_WORDS * sizeof(unsigned)));
+	REQUIRE(cudaMemset(bar, 0, GPU_GRID_BAR_WORDS * sizeof(unsigned)));
+	for (int nb : {1, 2, 7}) {
+		const int n = nb * GS_THREADS - 5; /* the last block's last threads hold none */
+		std::vector<int> h(n);
+		for (int i = 0; i < n; i++)
+			h[i] = (int)(rnd_u32() % 1000);
+		int *d = dev_vec(h);
+		cudaError_t e = gpu_launch_coop(gs_kernel, dim3(nb), dim3(GS_THREADS), 0, 0, bar, d, n);
+		CHECK(e == cudaSuccess, "grid_sync: launch of %d blocks: %s", nb, cudaGetErrorName(e));
+		std::vector<int> got = dev_download<int>(d, n);
+		gs_host(h, nb);
+		int bad = 0;
+		for (int i = 0; i < n; i++)
+			bad += got[i] != h[i];
+		CHECK(bad == 0, "grid_sync: %d blocks: %d of %d elements differ", nb, bad, n);
+		if (nb == 7) { /* captured and replayed twice */
+			cudaStream_t st;
+			cudaGraph_t g;
+			cudaGraphExec_t ge;
+			REQUIRE(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+			REQUIRE(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+			REQUIRE(gpu_launch_coop(gs_kernel, dim3(nb), dim3(GS_THREADS), 0, st, bar, d, n));
+			REQUIRE(cudaStreamEndCapture(st, &g));
+			REQUIRE(cudaGraphInstantiate(&ge, g, 0));
+			REQUIRE(cudaGraphLaunch(ge, st));
+			REQUIRE(cudaGraphLaunch(ge, st));
+			REQUIRE(cudaStreamSynchronize(st));
+			got = dev_download<int>(d, n);
+			gs_host(h, nb);
+			gs_host(h, nb);
+			bad = 0;
+			for (int i = 0; i < n; i++)
+				bad += got[i] != h[i];
+			CHECK(bad == 0, "grid_sync: 2 graph replays: %d of %d elements differ", bad, n);
+			cudaGraphExecDestroy(ge);
+			cudaGraphDestroy(g);
+			cudaStreamDestroy(st);
+		}
+		cudaFree(d);
+	}
+	int per_sm = 0;
+	REQUIRE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gs_kernel, GS_THREADS, 0));
+	const int too_many = per_sm * n_sm + 1;
+	cudaError_t e =
+	    gpu_launch_coop(gs_kernel, dim3(too_many), dim3(GS_THREADS), 0, 0, bar, (int *)NULL, 0);
+	CHECK(e == cudaErrorCooperativeLaunchTooLarge && cudaGetLastError() == e,
+	      "grid_sync: %d blocks (%d an SM x %d SMs + 1): %s", too_many, per_sm, n_sm,
+	      cudaGetErrorName(e));
+	REQUIRE(cudaDeviceSynchronize());
+	cudaFree(bar);
+}
+
 /* gpu_attention_splits against split counts worked by hand from stated device figures,
  * and gpu_attention_occupancy: under the emulator against blocks per SM worked by hand
  * from its H100 limits (gpu/emu/emu.cpp, emu_occupancy), on a GPU within its limits. */
@@ -4551,6 +4643,7 @@ int main(void)
 	/* the emulator's device (gpu/emu/emu.cpp): its occupancy is worked by hand in tests */
 	const bool emu = strncmp(prop.name, "emu ", 4) == 0;
 	RUN(occupancy, test_occupancy(emu));
+	RUN(grid_sync, test_grid_sync(prop.multiProcessorCount));
 	RUN(attn_splits, test_attn_splits(emu));
 	RUN(attention, test_attention(prop.multiProcessorCount));
 	RUN(attn_long, test_attention_long(prop.multiProcessorCount, emu));

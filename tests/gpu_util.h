@@ -23,6 +23,7 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/synth.h"
+#include "synth_util.h"
 #include "gpu/backend_cuda.h"
 
 static inline struct backend *gpu_util_backend(const struct model *m, bool cuda, int32_t block_size,
@@ -45,17 +46,9 @@ static inline struct backend *gpu_util_backend(const struct model *m, bool cuda,
 static inline struct model *gpu_util_synth_model(const struct synth_opts *o, const char *what)
 {
 	struct bg_err err = {0};
-	void *buf = NULL;
-	size_t len = 0;
-	struct gguf_ctx *gg = NULL;
-	struct model *m = NULL;
-	enum bg_status st = synth_to_buffer(o, &buf, &len, &err);
-	if (st == BG_OK)
-		st = gguf_parse(buf, len, true, &gg, &err);
-	if (st == BG_OK)
-		st = model_from_gguf(gg, &m, &err);
-	CHECK(st == BG_OK, "%s: %s", what, err.msg);
-	return st == BG_OK ? m : NULL;
+	struct model *m;
+	CHECK(synth_util_model(o, &m, &err) == BG_OK, "%s: %s", what, err.msg);
+	return m;
 }
 
 static inline struct model *gpu_util_wide_model(void)

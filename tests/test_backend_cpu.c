@@ -18,6 +18,7 @@
 #include "model/synth.h"
 #include "check.h"
 #include "ref_outputs.h"
+#include "synth_util.h"
 
 /* ---- helpers ---- */
 
@@ -450,7 +451,7 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 			dbias(m, &L->bq, q);
 			dbias(m, &L->bk, kl);
 			dbias(m, &L->bv, vl);
-			if (hp->qk_norm) { /* qwen3: each head normalized before RoPE */
+			if (hp->qk_norm && !hp->qk_norm_after_rope) { /* qwen3: before RoPE */
 				for (uint32_t h = 0; h < hp->n_head; h++)
 					drmsnorm(&L->q_norm, q + h * hd, q + h * hd, hd, hp->rms_eps);
 				for (uint32_t h = 0; h < hp->n_head_kv; h++)
@@ -469,11 +470,18 @@ static void ref_forward(const struct model *m, const int32_t *tokens, int n, dou
 				for (int i = 0; i < qd; i++)
 					q[i] *= s;
 			}
-			if (hp->kq_norm_rope && !L->no_rope) { /* llama4: after RoPE, no weight */
-				for (uint32_t h = 0; h < hp->n_head; h++)
-					dunitnorm(q + h * hd, hd, hp->rms_eps);
-				for (uint32_t h = 0; h < hp->n_head_kv; h++)
-					dunitnorm(kl + h * hd, hd, hp->rms_eps);
+			/* after RoPE, the query heads then the key heads: hunyuan with its
+			 * weights, llama4 without */
+			for (uint32_t h = 0; hp->qk_norm_after_rope && !L->no_rope &&
+					     h < hp->n_head + hp->n_head_kv;
+			     h++) {
+				const bool isq = h < hp->n_head;
+				double *v = isq ? q + h * hd : kl + (h - hp->n_head) * hd;
+				if (hp->qk_norm)
+					drmsnorm(isq ? &L->q_norm : &L->k_norm, v, v, hd,
+						 hp->rms_eps);
+				else
+					dunitnorm(v, hd, hp->rms_eps);
 			}
 			for (uint32_t h = 0; h < hp->n_head; h++) {
 				int kvh = (int)(h / (hp->n_head / hp->n_head_kv));
@@ -818,15 +826,10 @@ static void test_oss(void)
 		o.shape.n_ctx_orig = 0;
 		o.dtype = dts[i];
 		o.seed = 11;
-		void *buf = NULL;
-		size_t len = 0;
-		struct gguf_ctx *g = NULL;
-		struct model *m = NULL;
+		struct model *m;
 		struct bg_err err = {0};
-		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
-			  gguf_parse(buf, len, true, &g, &err) == BG_OK &&
-			  model_from_gguf(g, &m, &err) == BG_OK,
-		      "gpt-oss-tiny %s: %s", gguf_dtype_name(dts[i]), err.msg);
+		CHECK(synth_util_model(&o, &m, &err) == BG_OK, "gpt-oss-tiny %s: %s",
+		      gguf_dtype_name(dts[i]), err.msg);
 		CHECK(m && m->hp.attn_sinks && m->hp.swiglu_oai && !m->hp.rope_yarn &&
 			  m->layers[0].swa && !m->layers[1].swa,
 		      "gpt-oss-tiny without YaRN");
@@ -856,20 +859,15 @@ static void test_llama4(void)
 		o.shape.n_ctx_orig = 0;
 		o.dtype = dts[i];
 		o.seed = 7;
-		void *buf = NULL;
-		size_t len = 0;
-		struct gguf_ctx *g = NULL;
-		struct model *m = NULL;
+		struct model *m;
 		struct bg_err err = {0};
-		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
-			  gguf_parse(buf, len, true, &g, &err) == BG_OK &&
-			  model_from_gguf(g, &m, &err) == BG_OK,
-		      "llama4-tiny %s: %s", gguf_dtype_name(dts[i]), err.msg);
+		CHECK(synth_util_model(&o, &m, &err) == BG_OK, "llama4-tiny %s: %s",
+		      gguf_dtype_name(dts[i]), err.msg);
 		if (!m)
 			continue;
 		CHECK(m->hp.swa_chunked && m->hp.n_swa == 8192 && m->hp.attn_temp_floor == 8192 &&
 			  m->layers[2].swa && !m->layers[3].swa && m->layers[3].no_rope &&
-			  !m->layers[2].no_rope && m->hp.kq_norm_rope && m->hp.moe_weight_in,
+			  !m->layers[2].no_rope && m->hp.qk_norm_after_rope && m->hp.moe_weight_in,
 		      "llama4-tiny as loaded");
 		m->hp.n_swa = 8;
 		m->hp.attn_temp_floor = 8;
@@ -877,6 +875,21 @@ static void test_llama4(void)
 		test_batch_invariance(m);
 		model_free(m);
 	}
+}
+
+/* hunyuan-dense-tiny (f32): its per-head Q/K norms, weighted, after NeoX RoPE
+ * (qk_norm_after_rope with qk_norm) against the double forward over 40 positions; bound
+ * as test_moe's (the norm before RoPE, or without its weights, moves them by > 1) */
+static void test_hunyuan(void)
+{
+	struct model *m = NULL;
+	struct bg_err err = {0};
+	CHECK(model_open("synthetic:hunyuan-dense-tiny:f32", false, &m, &err) == BG_OK &&
+		  m->hp.qk_norm && m->hp.qk_norm_after_rope,
+	      "hunyuan-dense-tiny: %s", err.msg);
+	if (m)
+		check_vs_double(m, 40, 5e-5, 0);
+	model_free(m);
 }
 
 /* ---- deepseek2: the per-head attn_k_b / attn_v_b in one dispatch each ---- */
@@ -1158,19 +1171,9 @@ static struct model *synth_shape_model(const char *shape, enum gguf_dtype dtype)
 	synth_opts_init(&o, synth_find_shape(shape));
 	o.dtype = dtype;
 	o.seed = 5;
-	void *buf = NULL;
-	size_t len = 0;
-	struct gguf_ctx *g = NULL;
-	struct model *m = NULL;
+	struct model *m;
 	struct bg_err err = {0};
-	enum bg_status st = synth_to_buffer(&o, &buf, &len, &err);
-	if (st == BG_OK)
-		st = gguf_parse(buf, len, true, &g, &err);
-	else
-		free(buf);
-	if (st == BG_OK)
-		st = model_from_gguf(g, &m, &err);
-	CHECK(st == BG_OK, "synthetic model: %s", err.msg);
+	CHECK(synth_util_model(&o, &m, &err) == BG_OK, "synthetic model: %s", err.msg);
 	return m;
 }
 
@@ -1362,14 +1365,13 @@ static void test_gate_up_layouts(const char *shape, enum gguf_dtype dt)
 	synth_opts_init(&o, synth_find_shape(shape));
 	o.dtype = dt;
 	o.seed = 5;
-	void *buf = NULL, *sbuf = NULL, *pieces[3 * 2] = {0};
-	size_t len = 0, slen = 0;
+	void *sbuf = NULL, *pieces[3 * 2] = {0};
+	size_t slen = 0;
 	struct gguf_ctx *g = NULL, *gs = NULL;
 	struct model *mf = NULL, *ms = NULL;
 	struct bg_err err = {0};
 	int np = 0;
-	if (synth_to_buffer(&o, &buf, &len, &err) != BG_OK ||
-	    gguf_parse(buf, len, true, &g, &err) != BG_OK) {
+	if (synth_util_gguf(&o, &g, &err) != BG_OK) {
 		CHECK(0, "%s %s: %s", shape, gguf_dtype_name(dt), err.msg);
 		return;
 	}
@@ -1777,6 +1779,7 @@ int main(void)
 	test_moe();
 	test_oss();
 	test_llama4();
+	test_hunyuan();
 	test_mla_heads();
 	test_synthetic();
 	test_state_slots("qwen35-tiny");

@@ -11,6 +11,7 @@
 #include "model/builtin.h"
 #include "model/half.h"
 #include "model/synth.h"
+#include "synth_util.h"
 #include "text/tokenizer.h"
 #include "check.h"
 
@@ -575,12 +576,8 @@ static void test_synthetic(void)
 
 	/* a generated vocabulary pads to n_vocab with [PAD<id>] */
 	o.shape.n_vocab = 1000;
-	void *buf;
-	size_t len;
 	struct gguf_ctx *g = NULL;
-	CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
-		  gguf_parse(buf, len, true, &g, &err) == BG_OK,
-	      "%s", err.msg);
+	CHECK(synth_util_gguf(&o, &g, &err) == BG_OK, "%s", err.msg);
 	if (g) {
 		struct gguf_str s = gguf_arr_str(g, "tokenizer.ggml.tokens", 999);
 		CHECK(s.len == 8 && memcmp(s.ptr, "[PAD999]", 8) == 0, "pad token %.*s", (int)s.len,
@@ -599,10 +596,7 @@ static void test_synthetic(void)
 		synth_opts_init(&o, synth_find_shape("tiny"));
 		o.vocab_from = vg;
 		CHECK(synth_n_vocab(&o) == 32000, "vocab from file %u", synth_n_vocab(&o));
-		g = NULL;
-		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
-			  gguf_parse(buf, len, true, &g, &err) == BG_OK,
-		      "%s", err.msg);
+		CHECK(synth_util_gguf(&o, &g, &err) == BG_OK, "%s", err.msg);
 		if (g && vg) {
 			uint64_t n_copied = 0;
 			for (uint64_t i = 0; i < gguf_n_kv(vg); i++) {
@@ -653,13 +647,9 @@ static struct gguf_ctx *qwen2_gguf(enum gguf_dtype dtype, bool tie)
 	o.dtype = dtype;
 	o.seed = 21;
 	o.tie_output = tie;
-	void *buf = NULL;
-	size_t len = 0;
-	struct gguf_ctx *g = NULL;
+	struct gguf_ctx *g;
 	struct bg_err err = {0};
-	CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
-		  gguf_parse(buf, len, true, &g, &err) == BG_OK,
-	      "qwen2-tiny: %s", err.msg);
+	CHECK(synth_util_gguf(&o, &g, &err) == BG_OK, "qwen2-tiny: %s", err.msg);
 	return g;
 }
 
@@ -908,13 +898,9 @@ static void test_arch(void)
 		synth_opts_init(&o, synth_find_shape("llama-3.2-1b"));
 		o.shape.n_layer = 1, o.shape.n_embd = 128, o.shape.n_head = o.shape.n_head_kv = 2;
 		o.shape.n_ff = 64, o.shape.n_vocab = 512;
-		void *buf;
-		size_t len;
-		struct gguf_ctx *g = NULL;
+		struct gguf_ctx *g;
 		uint32_t ctx = 0, orig = 0;
-		CHECK(synth_to_buffer(&o, &buf, &len, &err) == BG_OK &&
-			  gguf_parse(buf, len, true, &g, &err) == BG_OK,
-		      "%s", err.msg);
+		CHECK(synth_util_gguf(&o, &g, &err) == BG_OK, "%s", err.msg);
 		const struct gguf_tensor *t = g ? gguf_find_tensor(g, "rope_freqs.weight") : NULL;
 		CHECK(t && t->type == GGUF_DTYPE_F32 && t->ne[0] == 32, "llama-3.2 rope_freqs shape");
 		if (t) {
@@ -964,11 +950,9 @@ static enum bg_status moe_rewrite(const char *shape, enum moe_edit e, const char
 {
 	struct synth_opts o;
 	synth_opts_init(&o, synth_find_shape(shape));
-	void *sbuf;
-	size_t slen;
-	struct gguf_ctx *src = NULL;
-	enum bg_status st = synth_to_buffer(&o, &sbuf, &slen, err);
-	if (st || (st = gguf_parse(sbuf, slen, true, &src, err)))
+	struct gguf_ctx *src;
+	enum bg_status st = synth_util_gguf(&o, &src, err);
+	if (st)
 		return st;
 	struct gguf_writer *w = gguf_writer_create();
 	for (uint64_t i = 0; i < gguf_n_kv(src); i++) {
@@ -1969,11 +1953,12 @@ static void test_llama4(void)
 		CHECK(hp->swa_chunked && hp->n_swa == 8192 && hp->swa_pattern == 4 &&
 			  hp->attn_temp_nope && hp->attn_temp_scale == 0.1f &&
 			  hp->attn_temp_offset == 1.0f && hp->attn_temp_floor == 8192 &&
-			  hp->kq_norm_rope && hp->moe_weight_in && hp->n_moe_step == 2 &&
-			  hp->n_expert == 4 && hp->n_expert_used == 2 && hp->n_ff_exp == 32 &&
-			  model_ff_shexp(hp) == 32 && !hp->expert_weights_norm &&
-			  hp->expert_weights_scale == 1.0f && !hp->rope_neox &&
-			  strcmp(hp->rope_factors, "rope_freqs") == 0 && model_kv_window(hp) == 0,
+			  hp->qk_norm_after_rope && !hp->qk_norm && hp->moe_weight_in &&
+			  hp->n_moe_step == 2 && hp->n_expert == 4 && hp->n_expert_used == 2 &&
+			  hp->n_ff_exp == 32 && model_ff_shexp(hp) == 32 &&
+			  !hp->expert_weights_norm && hp->expert_weights_scale == 1.0f &&
+			  !hp->rope_neox && strcmp(hp->rope_factors, "rope_freqs") == 0 &&
+			  model_kv_window(hp) == 0,
 		      "llama4-tiny hparams");
 		CHECK(L[0].swa && L[1].swa && L[2].swa && !L[3].swa && !L[0].no_rope &&
 			  !L[2].no_rope && L[3].no_rope && !model_layer_moe(&L[0]) &&
@@ -1994,7 +1979,7 @@ static void test_llama4(void)
 	m = NULL;
 	CHECK(moe_rewrite("llama4-128e", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
 	if (m) {
-		CHECK(m->hp.n_expert == 128 && !m->hp.kq_norm_rope && m->hp.moe_weight_in,
+		CHECK(m->hp.n_expert == 128 && !m->hp.qk_norm_after_rope && m->hp.moe_weight_in,
 		      "llama4-128e: no Q/K norm");
 		CHECK(m->n_params == synth_n_params(synth_find_shape("llama4-128e"), false),
 		      "llama4-128e n_params %llu", (unsigned long long)m->n_params);
@@ -2039,13 +2024,7 @@ static enum bg_status load_ernie_moe(uint32_t n_layer, uint32_t lead, uint32_t s
 	o.shape.n_layer = n_layer;
 	o.shape.n_dense_lead = lead;
 	o.shape.moe_step = step;
-	void *buf;
-	size_t len;
-	struct gguf_ctx *g = NULL;
-	enum bg_status st = synth_to_buffer(&o, &buf, &len, err);
-	if (st || (st = gguf_parse(buf, len, true, &g, err)))
-		return st;
-	return model_from_gguf(g, out, err);
+	return synth_util_model(&o, out, err);
 }
 
 /* ernie4_5 (llama's layer: interleaved RoPE, the optional Q/K/V biases, no O bias, tied
@@ -2147,7 +2126,7 @@ static void test_hunyuan(void)
 	      err.msg);
 	if (m) {
 		const struct model_hparams *hp = &m->hp;
-		CHECK(hp->rope_neox && hp->qk_norm && hp->qk_norm_post_rope && !hp->qk_norm_full &&
+		CHECK(hp->rope_neox && hp->qk_norm && hp->qk_norm_after_rope && !hp->qk_norm_full &&
 			  !hp->qkv_bias && !hp->n_expert && m->layers[1].k_norm.ne0 == 16 &&
 			  m->output.data == m->tok_embd.data && hp->rope_base == 10000.0f,
 		      "hunyuan-dense-tiny hparams");
@@ -2177,15 +2156,14 @@ static void test_hunyuan(void)
 	if (m) {
 		const struct model_hparams *hp = &m->hp;
 		const struct model_layer *L = m->layers;
-		CHECK(hp->rope_neox && hp->qk_norm_post_rope && hp->n_expert == 8 &&
+		CHECK(hp->rope_neox && hp->qk_norm_after_rope && hp->n_expert == 8 &&
 			  hp->n_expert_used == 2 && hp->n_ff_exp == 64 && hp->n_ff == 64 &&
 			  hp->n_ff_shexp == 96 && hp->n_expert_shared == 1 &&
 			  !hp->expert_gating_sigmoid && hp->expert_weights_norm &&
 			  !hp->moe_sel_bias && !hp->moe_grouped &&
-			  hp->expert_weights_scale == 1.0f &&
-			  model_layer_moe(&L[0]) && model_layer_moe(&L[1]) &&
-			  L[0].gate_exps.ne1 == 64 && L[0].gate_shexp.ne1 == 96 &&
-			  L[1].down_shexp.ne0 == 96,
+			  hp->expert_weights_scale == 1.0f && model_layer_moe(&L[0]) &&
+			  model_layer_moe(&L[1]) && L[0].gate_exps.ne1 == 64 &&
+			  L[0].gate_shexp.ne1 == 96 && L[1].down_shexp.ne0 == 96,
 		      "hunyuan-moe-tiny hparams and layers");
 		CHECK(m->n_params == synth_n_params(synth_find_shape("hunyuan-moe-tiny"), false),
 		      "hunyuan-moe-tiny n_params %llu", (unsigned long long)m->n_params);
@@ -2194,7 +2172,7 @@ static void test_hunyuan(void)
 	m = NULL; /* lazily: hunyuan-dense (its norms after RoPE), hunyuan-moe refused (files
 		   * only: its shared expert) */
 	CHECK(model_open("synthetic:hunyuan-dense-tiny", true, &m, &err) == BG_OK && m &&
-		  m->hp.qk_norm_post_rope && m->hp.qk_norm,
+		  m->hp.qk_norm_after_rope && m->hp.qk_norm,
 	      "lazy hunyuan-dense-tiny: %s", err.msg);
 	model_free(m);
 	m = NULL;

@@ -1616,7 +1616,7 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			/* before RoPE (hunyuan: after it, below): each head (qwen3, gemma3) or
 			 * the whole rows (olmo2) normalized, groups of qn_dim / kn_dim; Command
 			 * R+: each head with its own weight row */
-			if (hp->qk_norm && !hp->qk_norm_post_rope) {
+			if (hp->qk_norm && !hp->qk_norm_after_rope) {
 				const float *qn = c->extra_norms + (size_t)l * c->extra_per_layer;
 				const float *kn = qn + c->qn_dim;
 				int64_t qg = hp->qk_norm_full ? c->q_dim : hd; /* the groups */
@@ -1644,14 +1644,15 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			float *kl = kv_k(c, kv_l), *vl = kv_v(c, kv_l);
 			const float *rope_l = L->swa && c->rope_swa_differs ? c->rope_swa : c->rope;
 			/* the per-head Q/K norms after RoPE (and the temperature; no model has
-			 * both): hunyuan's with its weights, llama4's on its RoPE layers without
+			 * both), on the RoPE layers: hunyuan's with its weights, llama4's without
 			 * (weights 1), as gpu/qkv_post.cu's norm_post_rope */
 			const float *qw_post = NULL, *kw_post = NULL;
-			if (hp->qk_norm_post_rope) {
-				qw_post = c->extra_norms + (size_t)l * c->extra_per_layer;
-				kw_post = qw_post + c->qn_dim;
-			} else if (hp->kq_norm_rope && !L->no_rope) {
+			if (hp->qk_norm_after_rope && !L->no_rope) {
 				qw_post = kw_post = c->ones;
+				if (hp->qk_norm) {
+					qw_post = c->extra_norms + (size_t)l * c->extra_per_layer;
+					kw_post = qw_post + c->qn_dim;
+				}
 			}
 			for (t = 0; t < T; t++) {
 				const float *cs = rope_l + (int64_t)t * c->half * 2;

@@ -208,8 +208,8 @@ struct arch_info {
 	/* llama4 (llama.cpp's llama4 graph; arch.c): chunked attention on 3 of every 4 layers
 	 * (model_hparams.swa_chunked, the chunk fixed to 8192), no RoPE on every 4th layer
 	 * with the attention temperature there only (attn_temp_nope), the unweighted Q/K RMS
-	 * norm after RoPE on the RoPE layers when expert_count != 128 (kq_norm_rope), MoE on
-	 * every interleave_moe_layer_step-th layer (sigmoid routing by the largest logits,
+	 * norm after RoPE on the RoPE layers when expert_count != 128 (qk_norm_after_rope), MoE
+	 * on every interleave_moe_layer_step-th layer (sigmoid routing by the largest logits,
 	 * the weight applied to the expert's input: moe_weight_in) plus an ungated shared
 	 * expert as wide as the routed ones, dense SwiGLU elsewhere */
 	bool llama4;
@@ -223,12 +223,12 @@ struct arch_info {
 	bool ernie_moe;
 	/* hunyuan-dense, hunyuan-moe (Tencent Hunyuan, llama.cpp's hunyuan-vl and hunyuan-moe
 	 * graphs; added for them): the per-head Q/K RMS norms (qk_norm) come AFTER RoPE
-	 * (model_hparams.qk_norm_post_rope); hunyuan-dense reads expert_count <= 1 as dense and
+	 * (model_hparams.qk_norm_after_rope); hunyuan-dense reads expert_count <= 1 as dense and
 	 * multiplies rope.freq_base by rope.scaling.alpha^(head_dim / (head_dim - 2)) when that
 	 * key is > 0; hunyuan-moe (hunyuan_moe): every FFN softmax-routed experts as wide as
 	 * feed_forward_length, weights renormalized, plus a shared SwiGLU expert of
 	 * expert_shared_feed_forward_length (else feed_forward_length) */
-	bool qk_norm_post_rope;
+	bool qk_norm_after_rope;
 	bool hunyuan_moe;
 	/* bailingmoe2 (inclusionAI Ling 2.0 / Ring 2.0, llama.cpp's bailingmoe2 graph): Q|K|V
 	 * fused in attn_qkv (n_head x head_dim must be n_embd, as llama.cpp shapes it; separate

@@ -236,9 +236,10 @@ static enum bg_status read_features(const struct gguf_ctx *g, const char *arch,
 		hp->qkv_bias = gguf_find_tensor(g, "blk.0.attn_q.bias") != NULL;
 	if (ai->opt_bias && g)
 		hp->attn_out_bias = gguf_find_tensor(g, "blk.0.attn_output.bias") != NULL;
-	hp->qk_norm_post_rope = ai->qk_norm_post_rope; /* hunyuan */
+	/* hunyuan: weighted; llama4: unweighted, unless 128 experts (Maverick) */
+	hp->qk_norm_after_rope = ai->qk_norm_after_rope || (ai->llama4 && hp->n_expert != 128);
 	float alpha = 0.0f; /* hunyuan-dense: NTK-aware alpha (llama.cpp's hunyuan-vl loader) */
-	if (ai->qk_norm_post_rope && !ai->moe_ok &&
+	if (ai->qk_norm_after_rope && !ai->moe_ok &&
 	    get_f32_key(g, arch, "rope.scaling.alpha", &alpha) && alpha > 0.0f) {
 		const float d = (float)hp->head_dim;
 		hp->rope_base_swa = hp->rope_base *= powf(alpha, d / (d - 2.0f));
@@ -609,8 +610,7 @@ static enum bg_status read_step35_experts(const struct gguf_ctx *g, const char *
 
 /* llama4 (arch.c): interleave_moe_layer_step (required, 1 to the layer count), one ungated
  * shared expert as wide as the routed ones, sigmoid weights on the expert's input, no
- * norm or scale (llama.cpp's llama4 graph reads neither key); the Q/K norm unless 128
- * experts (Maverick) */
+ * norm or scale (llama.cpp's llama4 graph reads neither key) */
 static enum bg_status read_llama4_experts(const struct gguf_ctx *g, const char *arch,
 					  struct model_hparams *hp, struct bg_err *err)
 {
@@ -619,7 +619,6 @@ static enum bg_status read_llama4_experts(const struct gguf_ctx *g, const char *
 		return st;
 	hp->n_expert_shared = 1;
 	hp->moe_weight_in = true;
-	hp->kq_norm_rope = hp->n_expert != 128;
 	return BG_OK;
 }
 
@@ -759,7 +758,7 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 	uint32_t n = 0;
 	if (gguf_find_key(g, key) >= 0 && !gguf_get_u32(g, key, &n))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s is not an unsigned integer", key);
-	if (n == 1 && ai->qk_norm_post_rope && !ai->moe_ok) /* hunyuan-dense: dense */
+	if (n == 1 && ai->qk_norm_after_rope && !ai->moe_ok) /* hunyuan-dense: dense */
 		n = 0;
 	if (n == 0) {
 		if (ai->moe_only)
@@ -1666,7 +1665,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 	if (!get_f32_key(g, arch, eps_key, &hp->rms_eps) && (ai->cohere || ai->nemotron_h))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	float eps_file; /* ernie4_5(-moe), hunyuan-*: required by llama.cpp's loaders */
-	if ((strncmp(arch, "ernie4_5", 8) == 0 || ai->qk_norm_post_rope) &&
+	if ((strncmp(arch, "ernie4_5", 8) == 0 || ai->qk_norm_after_rope) &&
 	    !get_f32_key(g, arch, eps_key, &eps_file))
 		return bg_fail(err, BG_ERR_FORMAT, "metadata key %s.%s is missing", arch, eps_key);
 	if (!(isfinite(hp->rms_eps) && hp->rms_eps > 0.0f && hp->rms_eps < 1.0f))

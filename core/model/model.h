@@ -339,15 +339,14 @@ struct model_hparams {
 	/* llama4 (arch.h): swa_chunked: a windowed layer's query at position p sees keys
 	 * [floor(p / n_swa) * n_swa, p] (llama.cpp's LLAMA_SWA_TYPE_CHUNKED) instead of the
 	 * last n_swa positions; attn_temp_nope: attn_temp_* multiplies Q on the no_rope layers
-	 * only (and with no RoPE there, nothing else changes); kq_norm_rope: on the other
-	 * layers each Q and K head is RMS-normalized without a weight (eps rms_eps) after
-	 * RoPE; n_moe_step (below) the MoE layers (the others dense, n_ff wide); moe_weight_in: the k largest router logits choose (ties: the lower
+	 * only (and with no RoPE there, nothing else changes); qk_norm_after_rope (below) on
+	 * the other layers unless 128 experts; n_moe_step (below) the MoE layers (the others
+	 * dense, n_ff wide); moe_weight_in: the k largest router logits choose (ties: the lower
 	 * index), w = sigmoid(logit), each chosen expert computes down(silu(gate (w x)) *
 	 * up (w x)) and the outputs are summed in slot order unweighted (llama.cpp's
 	 * weight_before_ffn), plus the ungated shared expert. */
 	bool swa_chunked;
 	bool attn_temp_nope;
-	bool kq_norm_rope;
 	bool moe_weight_in;
 	/* gemma4 with experts (Gemma 4 26B-A4B; llama.cpp's gemma4 graph, is_moe_layer): a
 	 * layer with a router (model_layer_moe) runs its dense GELU FFN (w_gate, w_up, w_down)
@@ -366,9 +365,12 @@ struct model_hparams {
 	 * routed experts iff l >= n_layer_dense_lead and (l + 1) % n_moe_step == 0, else a
 	 * dense FFN. 0 elsewhere: every layer from n_layer_dense_lead on. */
 	uint32_t n_moe_step;
-	/* hunyuan-dense, hunyuan-moe (arch.h): the Q/K norms (qk_norm, per head) are applied
-	 * to the rotated Q and K, after RoPE, instead of before it */
-	bool qk_norm_post_rope;
+	/* hunyuan-dense, hunyuan-moe (arch.h's qk_norm_after_rope), llama4 unless 128 experts:
+	 * each Q and K head is RMS-normalized (eps rms_eps) after RoPE (and after the attention
+	 * temperature), on the layers with RoPE, instead of before RoPE; weighted by the
+	 * layer's q_norm / k_norm when the model has them (qk_norm: hunyuan), else unweighted
+	 * (llama4) */
+	bool qk_norm_after_rope;
 };
 
 struct model_weight {

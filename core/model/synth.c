@@ -848,7 +848,7 @@ static bool is_llama4(const struct synth_shape *s)
 /* hunyuan-dense, hunyuan-moe: Q/K norms after RoPE (arch.h) */
 static bool is_hunyuan(const struct synth_shape *s)
 {
-	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_post_rope;
+	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->qk_norm_after_rope;
 }
 
 /* bailingmoe2: fused attn_qkv, deepseek2's grouped routing and shared expert (arch.h) */
@@ -2058,42 +2058,27 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
 		add3(b, n, type, a, c, d, o->seed);                                                \
 	} while (0)
-		if (is_llama4(s)) { /* its own layer (synth_shape's moe_step) */
-			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-			ADD("attn_q.weight", t, FILL_RANDOM, E, Q);
-			ADD("attn_k.weight", t, FILL_RANDOM, E, KV);
-			ADD("attn_v.weight", t, FILL_RANDOM, E, KV);
-			ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
-			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-			if (!synth_moe_layer(s, l)) {
-				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
-				ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
-				ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
-				continue;
-			}
-			ADD("ffn_gate_inp.weight", GGUF_DTYPE_F32, FILL_RANDOM, E, X);
-			b->jobs[b->n_jobs - 1].std = ROUTER_SCALE / sqrtf((float)E);
-			ADD3("ffn_gate_exps.weight", t, E, FX, X);
-			ADD3("ffn_up_exps.weight", t, E, FX, X);
-			ADD3("ffn_down_exps.weight", t, FX, E, X);
-			ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, FX);
-			ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, FX);
-			ADD("ffn_down_shexp.weight", t, FILL_RANDOM, FX, E);
-			continue;
-		}
-		if (is_step35(s)) { /* its own layer (the shape's comment) */
-			const uint64_t nh = st35_nh(s, l), Ql = nh * HD, KVl = st35_kvh(s, l) * HD;
+		if (is_llama4(s) || is_step35(s)) { /* their own layers (the shapes' comments) */
+			/* step35: its layer kind's heads, the Q/K norms and the head gate, the
+			 * selection bias, a shared expert of its own width; llama4: the heads of
+			 * n_head / n_head_kv, its routed experts' width */
+			const bool st35 = is_step35(s);
+			const uint64_t nh = st35 ? st35_nh(s, l) : s->n_head, Ql = nh * HD;
+			const uint64_t KVl = st35 ? st35_kvh(s, l) * HD : KV;
+			const uint64_t FS = st35 ? s->n_ff_shexp : FX;
 			ADD("attn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 			ADD("attn_q.weight", t, FILL_RANDOM, E, Ql);
 			ADD("attn_k.weight", t, FILL_RANDOM, E, KVl);
 			ADD("attn_v.weight", t, FILL_RANDOM, E, KVl);
-			ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, HD, 1);
-			ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, HD, 1);
+			if (st35) {
+				ADD("attn_q_norm.weight", GGUF_DTYPE_F32, nk, HD, 1);
+				ADD("attn_k_norm.weight", GGUF_DTYPE_F32, nk, HD, 1);
+			}
 			ADD("attn_output.weight", t, FILL_RANDOM, Ql, E);
-			if (l + 1 < s->n_layer)
+			if (st35 && l + 1 < s->n_layer)
 				ADD("attn_gate.weight", t, FILL_RANDOM, E, nh);
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
-			if (st35_dense(s, l)) {
+			if (st35 ? st35_dense(s, l) : !synth_moe_layer(s, l)) {
 				ADD("ffn_gate.weight", t, FILL_RANDOM, E, F);
 				ADD("ffn_up.weight", t, FILL_RANDOM, E, F);
 				ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
@@ -2104,11 +2089,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD3("ffn_gate_exps.weight", t, E, FX, X);
 			ADD3("ffn_up_exps.weight", t, E, FX, X);
 			ADD3("ffn_down_exps.weight", t, FX, E, X);
-			ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
-			b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
-			ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
-			ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, s->n_ff_shexp);
-			ADD("ffn_down_shexp.weight", t, FILL_RANDOM, s->n_ff_shexp, E);
+			if (st35) {
+				ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
+				b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
+			}
+			ADD("ffn_gate_shexp.weight", t, FILL_RANDOM, E, FS);
+			ADD("ffn_up_shexp.weight", t, FILL_RANDOM, E, FS);
+			ADD("ffn_down_shexp.weight", t, FILL_RANDOM, FS, E);
 			continue;
 		}
 		const bool own_kv = !g4 || l + s->shared_kv_layers < s->n_layer;

@@ -39,6 +39,7 @@ const char *cudaGetErrorName(cudaError_t e)
 	case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
 	case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
 	case cudaErrorNotReady: return "cudaErrorNotReady";
+	case cudaErrorCooperativeLaunchTooLarge: return "cudaErrorCooperativeLaunchTooLarge";
 	default: return "cudaErrorUnknown";
 	}
 }
@@ -55,6 +56,7 @@ const char *cudaGetErrorString(cudaError_t e)
 	case cudaErrorStreamCaptureInvalidated:
 		return "operation failed due to a previous error during capture";
 	case cudaErrorNotReady: return "device not ready";
+	case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
 	default: return "unknown error";
 	}
 }
@@ -104,6 +106,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int)
 	p->maxBlocksPerMultiProcessor = 32;
 	p->sharedMemPerMultiprocessor = 228 << 10;
 	p->reservedSharedMemPerBlock = 1 << 10;
+	p->cooperativeLaunch = 1;
 	return cudaSuccess;
 }
 cudaError_t cudaMalloc(void **p, size_t n)
@@ -515,7 +518,7 @@ struct Fiber {
 	bool waited, parked; // a programmatic dependent launch: cudaGridDependencySynchronize
 	const Group *blocked; // the barrier it waits at (until its gen moves past wait_gen)
 	int wait_gen;
-	char *stack = nullptr; // until the fiber is made (fiber_stack)
+	char *stack = nullptr; // until the fiber is made (make_fibers)
 };
 std::vector<Fiber> fibers;
 Ctx sched;
@@ -530,8 +533,10 @@ std::vector<Group> warpg;
 // shuffles: __shfl_*_sync with the full mask).
 std::vector<uint64_t> xchg;
 std::vector<uint8_t> xpar;
-uint64_t block_gen; // counts block starts: shared memory is refilled once per block
+uint64_t block_gen;    // the running block's number: shared memory is refilled once a block
+uint64_t block_starts; // blocks started so far (each block's block_gen, unique)
 std::map<void *, uint64_t> shared_gen;
+std::map<void *, size_t> shared_size; // every static __shared__ variable met: its bytes
 std::mt19937_64 &rng()
 {
 	static std::mt19937_64 r = [] {
@@ -552,6 +557,8 @@ struct {
 	std::vector<int> order;
 	size_t pos;
 	int ran, left;
+	int slept;		  // threads of the round that called __nanosleep (emu_nanosleep)
+	int rounds;		  // rounds of the running block's turn (block_rounds)
 	uint64_t state = rng()(); // splitmix64
 	// uniform in [0, n) (Lemire's multiply; its bias, < n / 2^32, does not matter here)
 	int draw(int n)
@@ -759,6 +766,7 @@ void emu_shared_init(void *p, size_t n)
 		probe.smem += n;
 		return;
 	}
+	shared_size[p] = n;
 	uint64_t &g = shared_gen[p];
 	if (g != block_gen) {
 		memset(p, 0xff, n);
@@ -921,20 +929,23 @@ void emu_prefetch_l2(const void *p)
 		abort();
 	}
 }
-bool emu_launch_pdl(const cudaLaunchConfig_t *cfg, bool *ok)
+bool emu_launch_attrs(const cudaLaunchConfig_t *cfg, bool *pdl, bool *coop)
 {
-	bool on = false;
-	*ok = cfg && (cfg->numAttrs == 0 || cfg->attrs);
-	for (unsigned i = 0; *ok && i < cfg->numAttrs; i++) {
+	*pdl = *coop = false;
+	bool ok = cfg && (cfg->numAttrs == 0 || cfg->attrs);
+	for (unsigned i = 0; ok && i < cfg->numAttrs; i++) {
 		const cudaLaunchAttribute &a = cfg->attrs[i];
 		if (a.id == cudaLaunchAttributeProgrammaticStreamSerialization)
-			on = a.val.programmaticStreamSerializationAllowed != 0;
+			*pdl = a.val.programmaticStreamSerializationAllowed != 0;
+		else if (a.id == cudaLaunchAttributeCooperative)
+			*coop = a.val.cooperative != 0;
 		else if (a.id != cudaLaunchAttributeIgnore)
-			*ok = false;
+			ok = false;
 	}
-	if (!*ok)
-		fail(cudaErrorInvalidValue);
-	return on;
+	/* both: not emulated (a dependent launch's early start and the residency guarantee) */
+	if (!ok || (*pdl && *coop))
+		return fail(cudaErrorInvalidValue), false;
+	return true;
 }
 
 namespace
@@ -957,9 +968,11 @@ int round_next()
 	return -1;
 }
 } // namespace
-static void run_block(int nt, dim3 block)
+// A block's start: its barriers, threads and dynamic shared memory afresh (fibers: the
+// block's threads, made by the caller).
+static void block_begin(int nt, dim3 block)
 {
-	block_gen++;
+	block_gen = ++block_starts;
 	if (dyn_bytes)
 		memset(dyn_buf.data(), 0xff, dyn_bytes + DYN_GUARD);
 	blockg = Group();
@@ -982,13 +995,21 @@ static void run_block(int nt, dim3 block)
 	for (int t = 0; t < nt; t++)
 		this_round.order[t] = t;
 	this_round.left = nt;
+}
+
+// Rounds of the running block until its threads are done (true), or until a round in which
+// every thread that ran called __nanosleep (false: they wait for another block).
+static bool block_rounds(int nt)
+{
+	this_round.rounds = 0;
 	while (this_round.left) {
+		this_round.rounds++;
 		// a round: every thread that can go on runs to its next barrier, in a random order
 		// (Fisher-Yates from a generator seeded by rng(): the per-round draws are many)
 		for (int i = nt - 1; i > 0; i--)
 			std::swap(this_round.order[i], this_round.order[this_round.draw(i + 1)]);
 		this_round.pos = 0;
-		this_round.ran = 0;
+		this_round.ran = this_round.slept = 0;
 		const int t = round_next();
 		if (t >= 0)
 			ctx_switch(&sched, &fibers[t].ctx); // back here when the round is over
@@ -1005,7 +1026,15 @@ static void run_block(int nt, dim3 block)
 			    blockIdx.x, blockIdx.y, blockIdx.z, this_round.left);
 			abort();
 		}
+		if (ran == this_round.slept)
+			return false;
 	}
+	return true;
+}
+
+// A block's end: the checks of its exit.
+static void block_end()
+{
 	if (pdl.strict)
 		pdl_protect(false);
 	if (pdl.on && !pdl.waited) {
@@ -1020,24 +1049,178 @@ static void run_block(int nt, dim3 block)
 		dyn_check();
 }
 
-// A fiber's stack, never freed (fibers live as long as the process). mmap'd: its pages are
-// made on first touch, and a kernel's thread touches a few KiB of its 64, where a zeroed
-// std::vector<char> wrote all 64 MiB of 1024 threads' stacks in every process that ran a
-// 1024-thread block (~0.4 s of CPU of a 1.1 s emulated run of the binary on a tiny model,
-// mostly page faults).
-static const size_t FIBER_STACK = 1 << 16;
-static char *fiber_stack()
+static void run_block(int nt, dim3 block)
 {
-	void *p = mmap(nullptr, FIBER_STACK, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	if (p == MAP_FAILED) {
-		fprintf(stderr, "emu: no memory for a thread's stack\n");
+	block_begin(nt, block);
+	if (!block_rounds(nt)) {
+		fprintf(
+		    stderr,
+		    "emu: %s, block (%u, %u, %u): its threads only spin (__nanosleep): they wait "
+		    "for another block, which a plain launch does not run beside it (here it "
+		    "runs after it; on a GPU it may too): a grid barrier needs a cooperative "
+		    "launch (gpu/grid_sync.cuh)\n",
+		    kernel_name(cur_key), blockIdx.x, blockIdx.y, blockIdx.z);
 		abort();
 	}
-	return (char *)p;
+	block_end();
 }
 
-static void launch_now(const void *key, dim3 grid, dim3 block, size_t smem, bool dep,
+void emu_nanosleep()
+{
+	if (cur < 0) /* host code */
+		return;
+	this_round.slept++;
+	hop(); /* runnable again next round */
+}
+
+// Stacks of n fibers in one mapping (a cooperative launch has up to 132 x 1024 threads: one
+// mapping each would pass Linux's default limit of 65530 mappings a process). mmap'd:
+// pages are made on first touch; a kernel's thread touches a few KiB of its 64, where a
+// zeroed std::vector<char> wrote all 64 MiB of 1024 threads' stacks in every process that
+// ran a 1024-thread block (~0.4 s of CPU of a 1.1 s emulated run of the binary on a tiny
+// model, mostly page faults). Never freed (fibers live as long as the process).
+static const size_t FIBER_STACK = 1 << 16;
+static void make_fibers(std::vector<Fiber> &fs, size_t n)
+{
+	const size_t have = fs.size();
+	if (n <= have)
+		return;
+	fs.resize(n);
+	void *p = mmap(nullptr, (n - have) * FIBER_STACK, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (p == MAP_FAILED) {
+		fprintf(stderr, "emu: no memory for %zu threads' stacks\n", n - have);
+		abort();
+	}
+	for (size_t i = have; i < n; i++) {
+		fs[i].stack = (char *)p + (i - have) * FIBER_STACK;
+		ctx_make(&fs[i].ctx, fs[i].stack, FIBER_STACK, fiber_main);
+	}
+}
+
+// A block of a cooperative launch while another one runs: what run_block keeps in globals
+// (swapped in and out, O(1) but for the static shared memory, copied: a few small arrays).
+struct coop_block {
+	std::vector<Fiber> fibers;
+	Group blockg;
+	std::vector<Group> warpg;
+	std::vector<uint64_t> xchg;
+	std::vector<uint8_t> xpar;
+	std::vector<float> warp_buf;
+	std::vector<uint4> dyn_buf;
+	std::vector<int> order;
+	int left = 0;
+	uint64_t gen = 0;			    // its block_gen
+	std::map<void *, std::vector<char>> shared; // its static __shared__ variables
+	uint3e idx;
+	bool started = false;
+};
+static std::vector<std::vector<Fiber>> coop_fibers; // kept for the next launch
+static void coop_swap(coop_block &b)
+{
+	std::swap(fibers, b.fibers);
+	std::swap(blockg, b.blockg);
+	std::swap(warpg, b.warpg);
+	std::swap(xchg, b.xchg);
+	std::swap(xpar, b.xpar);
+	std::swap(warp_buf, b.warp_buf);
+	std::swap(dyn_buf, b.dyn_buf);
+	std::swap(this_round.order, b.order);
+	std::swap(this_round.left, b.left);
+	std::swap(block_gen, b.gen);
+	std::swap(blockIdx, b.idx);
+}
+static void coop_in(coop_block &b)
+{
+	coop_swap(b);
+	for (auto &v : b.shared) { /* its static shared memory as it left it */
+		memcpy(v.first, v.second.data(), v.second.size());
+		shared_gen[v.first] = block_gen;
+	}
+	b.shared.clear();
+}
+static void coop_out(coop_block &b)
+{
+	for (const auto &v : shared_size)
+		if (shared_gen[v.first] == block_gen) {
+			const char *p = (const char *)v.first;
+			b.shared[v.first].assign(p, p + v.second);
+			shared_gen[v.first] = 0;
+		}
+	coop_swap(b);
+}
+
+// The blocks of a cooperative launch, all resident: in turns, each until it is done or its
+// threads only spin.
+static void run_coop(uint64_t nb, dim3 grid, int nt, dim3 block)
+{
+	std::vector<coop_block> bs(nb);
+	coop_fibers.resize(std::max<size_t>(coop_fibers.size(), nb));
+	std::vector<Fiber> plain;
+	std::swap(plain, fibers); /* the plain launches' threads, back at the end */
+	for (uint64_t b = 0; b < nb; b++) {
+		coop_block &c = bs[b];
+		make_fibers(coop_fibers[b], nt);
+		std::swap(c.fibers, coop_fibers[b]);
+		c.idx = {(unsigned)(b % grid.x), (unsigned)((b / grid.x) % grid.y),
+			 (unsigned)(b / ((uint64_t)grid.x * grid.y))};
+		c.xchg.assign(2 * c.fibers.size(), 0); /* indexed as launch_now's */
+		c.xpar.assign(c.fibers.size(), 0);
+		c.warp_buf.assign(c.fibers.size() * 16, 0.0f);
+		c.dyn_buf.resize((dyn_bytes + DYN_GUARD + 15) / 16);
+	}
+	/* turns: a block drawn from those not done (the one whose threads just began to
+	 * spin too: a barrier that lets a thread through after a spin or two shows), until
+	 * it is done or its threads only spin; stuck: the blocks whose last turn changed
+	 * nothing (its threads only re-read what they wait for), since a turn that did */
+	std::vector<uint64_t> live(nb);
+	for (uint64_t b = 0; b < nb; b++)
+		live[b] = b;
+	std::vector<char> stuck(nb, 0);
+	uint64_t n_stuck = 0;
+	while (!live.empty()) {
+		const uint64_t i =
+		    std::uniform_int_distribution<uint64_t>(0, live.size() - 1)(rng());
+		coop_block &c = bs[live[i]];
+		coop_in(c);
+		bool moved = !c.started;
+		if (!c.started) {
+			block_begin(nt, block);
+			c.started = true;
+		}
+		const bool done = block_rounds(nt);
+		moved = moved || done || this_round.rounds > 1;
+		if (done)
+			block_end();
+		coop_out(c);
+		if (moved) {
+			std::fill(stuck.begin(), stuck.end(), 0);
+			n_stuck = 0;
+		} else if (!stuck[live[i]]) {
+			stuck[live[i]] = 1;
+			n_stuck++;
+		}
+		if (done) {
+			live[i] = live.back();
+			live.pop_back();
+		}
+		if (!live.empty() && n_stuck == live.size()) {
+			fprintf(
+			    stderr,
+			    "emu: %s (a cooperative launch): every block's threads spin "
+			    "(__nanosleep) and none can go on (%llu of %llu blocks exited): a grid "
+			    "barrier that not every block reaches? (a GPU hangs)\n",
+			    kernel_name(cur_key), (unsigned long long)(nb - live.size()),
+			    (unsigned long long)nb);
+			abort();
+		}
+	}
+	for (uint64_t b = 0; b < nb; b++)
+		std::swap(bs[b].fibers, coop_fibers[b]);
+	std::swap(plain, fibers);
+}
+
+static void launch_now(const void *key, dim3 grid, dim3 block, size_t smem, bool dep, bool coop,
 		       const std::function<void()> &fn)
 {
 	cur_key = key;
@@ -1049,16 +1232,15 @@ static void launch_now(const void *key, dim3 grid, dim3 block, size_t smem, bool
 	body = fn;
 	blockDim = block;
 	gridDim = grid;
-	fibers.resize(nt);
-	xchg.assign(2 * (size_t)nt, 0);
-	xpar.assign(nt, 0);
-	warp_buf.assign((size_t)nt * 16, 0.0f);
-	for (auto &f : fibers)
-		if (!f.stack) {
-			f.stack = fiber_stack();
-			ctx_make(&f.ctx, f.stack, FIBER_STACK, fiber_main);
-		}
+	make_fibers(fibers, nt);
+	xchg.assign(2 * (size_t)fibers.size(), 0);
+	xpar.assign(fibers.size(), 0);
+	warp_buf.assign(fibers.size() * 16, 0.0f);
 	uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
+	if (coop) {
+		run_coop(nb, grid, nt, block);
+		return;
+	}
 	std::vector<uint64_t> blocks(nb);
 	for (uint64_t b = 0; b < nb; b++)
 		blocks[b] = b;
@@ -1074,7 +1256,7 @@ static void launch_now(const void *key, dim3 grid, dim3 block, size_t smem, bool
 }
 
 cudaError_t emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-		       std::function<void()> fn, bool dep)
+		       std::function<void()> fn, bool dep, bool coop)
 {
 	uint64_t nt = (uint64_t)block.x * block.y * block.z;
 	if (nt == 0 || nt > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
@@ -1098,8 +1280,20 @@ cudaError_t emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cuda
 		if (smem > max_dyn_smem(k))
 			return fail(cudaErrorInvalidValue);
 	}
-	/* captured, the attribute goes with the node: its replays run the same checks */
-	enqueue(s, [=]() { launch_now(key, grid, block, smem, dep, fn); });
+	if (coop) { /* every block resident at once: within the occupancy of 132 SMs */
+		if (!key)
+			return fail(cudaErrorInvalidValue);
+		emu_probe_begin(); /* its launch bounds and static shared memory */
+		fn();
+		int per_sm = 0;
+		emu_occupancy(key, &per_sm, (int)nt, smem);
+		cudaDeviceProp p;
+		cudaGetDeviceProperties(&p, 0);
+		if ((uint64_t)grid.x * grid.y * grid.z > (uint64_t)per_sm * p.multiProcessorCount)
+			return fail(cudaErrorCooperativeLaunchTooLarge);
+	}
+	/* captured, the attributes go with the node: its replays run the same checks */
+	enqueue(s, [=]() { launch_now(key, grid, block, smem, dep, coop, fn); });
 	return cudaSuccess;
 }
 

@@ -62,6 +62,15 @@
 //    exit-without-wait check covers every block. A captured launch keeps its attribute, and
 //    its replays run the same checks. cudaTriggerProgrammaticLaunchCompletion does nothing
 //    (no visibility to check); a prefetch must name an address in a cudaMalloc allocation.
+//  - cooperative launches (cudaLaunchKernelEx with cudaLaunchAttributeCooperative;
+//    gpu/grid_sync.cuh): every block is resident at once, as CUDA guarantees: a launch of
+//    more blocks than cudaOccupancyMaxActiveBlocksPerMultiprocessor x 132 runs nothing and
+//    fails with cudaErrorCooperativeLaunchTooLarge; the blocks take turns, each running
+//    until its threads can only spin (every thread that ran called __nanosleep), in a
+//    random order from the seed, each with its own threads, shared memory and barriers;
+//    when no block can go on the emulator aborts with a message (a GPU hangs). In a plain
+//    launch a block whose threads only spin waits for another block, which may never run
+//    beside it: the emulator aborts with a message (a GPU may hang);
 //  - cudaOccupancyMaxActiveBlocksPerMultiprocessor answers as CUDA's occupancy calculator
 //    (cuda_occupancy.h) does for an H100 (emu.cpp, emu_occupancy), from the kernel's
 //    __launch_bounds__ and static shared memory (the transform makes each kernel report
@@ -130,8 +139,28 @@ inline float cospif(float x) { return (float)cos(M_PI * (double)x); }
 using std::min;
 using std::max;
 inline int atomicAdd(int *p, int v) { int o = *p; *p += v; return o; }
-// blocks run one at a time: every write is visible to the next block
+inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+	unsigned o = *p;
+	*p += v;
+	return o;
+}
+inline unsigned atomicExch(unsigned *p, unsigned v)
+{
+	unsigned o = *p;
+	*p = v;
+	return o;
+}
+// one thread runs at a time (blocks one after another, or a cooperative launch's blocks in
+// turns): every write is visible to every thread at once
 inline void __threadfence() {}
+// hands the thread back to the scheduler (emu.cpp, emu_nanosleep): a spin that waits for
+// another block lets that block run in a cooperative launch, and aborts a plain one
+void emu_nanosleep();
+inline void __nanosleep(unsigned)
+{
+	emu_nanosleep();
+}
 inline unsigned long long atomicAdd(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; *p += v; return o; }
 inline unsigned atomicOr(unsigned *p, unsigned v) { unsigned o = *p; *p |= v; return o; }
 
@@ -164,9 +193,14 @@ inline void cudaTriggerProgrammaticLaunchCompletion() {}
 // ---- runtime (gpu/emu/emu.cpp) ----
 typedef int cudaError_t;
 enum {
-	cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2,
-	cudaErrorInvalidConfiguration = 9, cudaErrorInsufficientDriver = 35,
-	cudaErrorNoKernelImageForDevice = 209, cudaErrorNotReady = 600,
+	cudaSuccess = 0,
+	cudaErrorInvalidValue = 1,
+	cudaErrorMemoryAllocation = 2,
+	cudaErrorInvalidConfiguration = 9,
+	cudaErrorInsufficientDriver = 35,
+	cudaErrorCooperativeLaunchTooLarge = 82,
+	cudaErrorNoKernelImageForDevice = 209,
+	cudaErrorNotReady = 600,
 	cudaErrorStreamCaptureUnsupported = 900,
 	cudaErrorStreamCaptureInvalidated = 901,
 };
@@ -193,6 +227,7 @@ struct cudaDeviceProp {
 	int warpSize; int regsPerBlock; int regsPerMultiprocessor; int maxThreadsPerMultiProcessor;
 	int maxBlocksPerMultiProcessor; size_t sharedMemPerMultiprocessor;
 	size_t reservedSharedMemPerBlock;
+	int cooperativeLaunch;
 };
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
@@ -234,10 +269,11 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s);
 // 0xff fill of each __shared__ variable at the start of each block
 // key: the kernel (its address: per-kernel attributes and static shared memory), or NULL
 // for work that is not a kernel of gpu/ (tests/emu_test_streams.cpp)
-// pdl: a programmatic dependent launch (the checks above). Returns the launch's error, also
-// left for cudaGetLastError.
+// pdl: a programmatic dependent launch (the checks above); coop: a cooperative launch (all
+// blocks resident, the checks above). Returns the launch's error, also left for
+// cudaGetLastError.
 cudaError_t emu_launch(const void *key, dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-		       std::function<void()> fn, bool pdl = false);
+		       std::function<void()> fn, bool pdl = false, bool coop = false);
 inline void emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, std::function<void()> fn)
 {
 	emu_launch(nullptr, grid, block, smem, s, std::move(fn));
@@ -246,14 +282,17 @@ template <typename F> inline const void *emu_key(F *f)
 {
 	return reinterpret_cast<const void *>(f);
 }
-// cudaLaunchKernelEx (the C++ template of cuda_runtime.h) and the one attribute gpu/ uses,
-// with CUDA's values; another attribute is refused (cudaErrorInvalidValue, nothing runs)
+// cudaLaunchKernelEx (the C++ template of cuda_runtime.h) and the attributes gpu/ uses,
+// with CUDA's values; another attribute, or both on one launch, is refused
+// (cudaErrorInvalidValue, nothing runs)
 enum cudaLaunchAttributeID {
 	cudaLaunchAttributeIgnore = 0,
+	cudaLaunchAttributeCooperative = 2,
 	cudaLaunchAttributeProgrammaticStreamSerialization = 6,
 };
 union cudaLaunchAttributeValue {
 	char pad[64];
+	int cooperative;
 	int programmaticStreamSerializationAllowed;
 };
 struct cudaLaunchAttribute {
@@ -267,17 +306,19 @@ struct cudaLaunchConfig_t {
 	cudaLaunchAttribute *attrs;
 	unsigned numAttrs;
 };
-// whether cfg asks a programmatic dependent launch; *ok false for an attribute not emulated
-bool emu_launch_pdl(const cudaLaunchConfig_t *cfg, bool *ok);
+// whether cfg asks a programmatic dependent launch (*pdl) or a cooperative one (*coop);
+// false for an attribute not emulated
+bool emu_launch_attrs(const cudaLaunchConfig_t *cfg, bool *pdl, bool *coop);
 template <typename... P, typename... A>
 cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *cfg, void (*k)(P...), A &&...args)
 {
-	bool ok, pdl = emu_launch_pdl(cfg, &ok);
-	if (!ok)
+	bool pdl, coop;
+	if (!emu_launch_attrs(cfg, &pdl, &coop))
 		return cudaErrorInvalidValue;
 	auto t = std::tuple<std::decay_t<P>...>(std::forward<A>(args)...); /* evaluated at launch */
-	return emu_launch(emu_key(k), cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes, cfg->stream,
-			  [=]() { std::apply(k, t); }, pdl);
+	return emu_launch(
+	    emu_key(k), cfg->gridDim, cfg->blockDim, cfg->dynamicSmemBytes, cfg->stream,
+	    [=]() { std::apply(k, t); }, pdl, coop);
 }
 void emu_shared_init(void *p, size_t n);
 // the running launch's dynamic shared memory (its smem bytes, 16-byte aligned, 0xff-filled
