@@ -193,7 +193,7 @@ struct cuda_ctx {
 	 * launches (gpu/pdl.cuh): compute capability >= 9.0 and BG_CUDA_PDL not 0 */
 	bool pdl;
 	/* the fused path's consecutive GEMVs as one cooperative kernel (gpu_gemv_chain): the
-	 * device reports cudaDevAttrCooperativeLaunch and BG_CUDA_CHAIN is not 0; bar: its
+	 * device supports cooperative launches and BG_CUDA_CHAIN is not 0; bar: its
 	 * grid barrier's GPU_GRID_BAR_WORDS words (zeroed at create) */
 	bool chain;
 	unsigned *bar;
@@ -3241,10 +3241,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->n_sm = prop.multiProcessorCount;
 	const char *pe = getenv("BG_CUDA_PDL"); /* 0: the kill switch, for triage */
 	c->pdl = prop.major >= 9 && !(pe && strcmp(pe, "0") == 0);
-	int coop = 0;
-	CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, c->device));
 	const char *ce = getenv("BG_CUDA_CHAIN"); /* 0: the kill switch, as BG_CUDA_PDL */
-	c->chain = coop != 0 && !(ce && strcmp(ce, "0") == 0);
+	c->chain = prop.cooperativeLaunch && !(ce && strcmp(ce, "0") == 0);
 	/* here, not at the first decode pass: that one may be inside a graph capture */
 	CUDA_CHECK(gpu_gemv_init(prop.sharedMemPerBlockOptin, &c->gemv_xs));
 	c->hp = *hp;

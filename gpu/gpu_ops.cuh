@@ -583,8 +583,8 @@ struct gpu_gemv_chain_args {
  * it (cudaErrorInvalidValue), and all steps must share one NT bucket (n_tok 1, 2, 3-4 or
  * 5-8) and be all block-quantized (q.n_part > 0) or all dense, else cudaErrorInvalidValue.
  * bar: GPU_GRID_BAR_WORDS unsigned ints of device memory, zero before the first launch,
- * used by one launch at a time (one stream). The device must report
- * cudaDevAttrCooperativeLaunch (the caller checks); the grid is at most n_sm blocks and at
+ * used by one launch at a time (one stream). The device must support cooperative launches
+ * (cudaDeviceProp.cooperativeLaunch; the caller checks); the grid is at most n_sm blocks and at
  * most as many as can be resident at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor
  * x n_sm; 0 of them: cudaErrorCooperativeLaunchTooLarge). Valid in a stream capture. */
 cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype dt, int n_sm,
