@@ -586,7 +586,8 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
 	/* the GEMV nodes a fused layer: QKV, O, gate|up and down; chained one (the first
-	 * layer's QKV counted apart), and two more with the residual scale */
+	 * layer's QKV counted apart), and two more with the residual scale (O, gate|up with
+	 * down, the next QKV: the last layer's one less) */
 	const bool rs = hp->residual_scale != 1.0f;
 	const long gv = chain ? 1 + 2 * rs : 4;
 	const int bk_out = n_out <= 2 ? n_out : n_out <= 4 ? 4 : 8;
@@ -626,7 +627,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	*gemms += (int)(dense + 2 * shared + gated);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared +
 	       2 * gated - n_conv * conv_less - n_ssm * ssm_less +
-	       (fused && chain && hp->n_layer > 0) +
+	       (fused && chain && hp->n_layer > 0 ? 1 - rs : 0) +
 	       (n_out > 0 ? (fused ? !lm_joins : 2) + (hp->final_softcap > 0.0f) +
 				(hp->logit_scale != 1.0f)
 			  : 0);
