@@ -54,6 +54,7 @@
  * then fails every later call, which becomes BG_ERR_DEVICE).
  */
 #include "gpu/gpu_ops.cuh"
+#include "gpu/grid_sync.cuh"
 #include "gpu/moe.cuh"
 
 #include <math.h>
@@ -191,6 +192,11 @@ struct cuda_ctx {
 	/* the fused path's GEMVs and the GQA decode attention as programmatic dependent
 	 * launches (gpu/pdl.cuh): compute capability >= 9.0 and BG_CUDA_PDL not 0 */
 	bool pdl;
+	/* the fused path's consecutive GEMVs as one cooperative kernel (gpu_gemv_chain): the
+	 * device supports cooperative launches and BG_CUDA_CHAIN is not 0; bar: its
+	 * grid barrier's GPU_GRID_BAR_WORDS words (zeroed at create) */
+	bool chain;
+	unsigned *bar;
 	int attn_per_sm; /* blocks of the decode attention kernel an SM holds: its splits */
 	/* the last sample call: row i's result lies at d_sout[last_at[i]] (device order, see
 	 * sample_group), for the next forward's prev_rows */
@@ -1566,15 +1572,60 @@ static void res_swap(float **xr, float **xo)
 	*xo = t;
 }
 
+/* The fused path's GEMVs not yet enqueued (run_pass): consecutive ones run as one
+ * gpu_gemv_chain (issue 17: a layer's O, gate|up, down and the next layer's QKV one graph
+ * node; with attention two nodes a layer instead of five). */
+struct gemv_pend {
+	struct gpu_gemv_args g[GPU_GEMV_CHAIN_MAX];
+	int n;
+};
+
+/* Enqueues p's GEMVs (one gpu_gemv_chain; a lone one keeps its PDL) and empties p. run_pass
+ * calls it before it enqueues anything else. */
+static cudaError_t gemv_flush(struct cuda_ctx *c, struct gemv_pend *p, cudaStream_t s)
+{
+	const int n = p->n;
+	p->n = 0;
+	return n ? gpu_gemv_chain(p->g, n, c->dt, c->n_sm, c->bar, s) : cudaSuccess;
+}
+
+/* gpu_gemv_chain's NT bucket of n tokens */
+static int gemv_bucket(int n)
+{
+	return n <= 2 ? n : n <= 4 ? 4 : 8;
+}
+
+/* *g after p's GEMVs: enqueued at once without c->chain, else appended to p (p flushed
+ * first when g cannot join: p full, another NT bucket, or resident where p's are dense or
+ * the other way) */
+static cudaError_t gemv_add(struct cuda_ctx *c, struct gemv_pend *p, const struct gpu_gemv_args *g,
+			    cudaStream_t s)
+{
+	if (!c->chain)
+		return gpu_gemv(g, c->dt, c->n_sm, s);
+	if (p->n == GPU_GEMV_CHAIN_MAX ||
+	    (p->n > 0 && (gemv_bucket(p->g[0].n_tok) != gemv_bucket(g->n_tok) ||
+			  (p->g[0].q.n_part > 0) != (g->q.n_part > 0)))) {
+		cudaError_t e = gemv_flush(c, p, s);
+		if (e != cudaSuccess)
+			return e;
+	}
+	p->g[p->n++] = *g;
+	return cudaSuccess;
+}
+
 /* granite's residual scale: the branch output in c->tmp (n rows of fp32, before the
  * residual add that the next norm or prologue does) times hp.residual_scale, as the CPU
  * backend rounds it; no node when the scale is 1. A node of its own on the fused path
  * too (two a granite layer; ESTIMATE ~6 us each in a decode graph, issue 17's NODE_US):
  * folding it into the GEMV's store is left for later. */
-static cudaError_t branch_scale(struct cuda_ctx *c, int n, cudaStream_t s)
+static cudaError_t branch_scale(struct cuda_ctx *c, struct gemv_pend *p, int n, cudaStream_t s)
 {
 	if (c->hp.residual_scale == 1.0f)
 		return cudaSuccess;
+	cudaError_t e = gemv_flush(c, p, s); /* the branch's GEMVs first */
+	if (e != cudaSuccess)
+		return e;
 	return gpu_scale(c->tmp, (int64_t)n * c->hp.n_embd, c->hp.residual_scale, s);
 }
 
@@ -1672,6 +1723,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	 * one (gpu/pdl.cuh; the embedding, first after a copy, stays plain) */
 	const bool pdl = fused && c->pdl;
 	float *xr = c->x, *xo = c->x2;
+	/* the fused path's GEMVs not enqueued yet: flushed before anything else is */
+	struct gemv_pend pend;
+	pend.n = 0;
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct cuda_layer *L = &c->layers[l];
 		if (L->ffn_only) /* nemotron_h: the FFN alone (ffn_norm is attn_norm) */
@@ -1732,7 +1786,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			qkv_epilogue = g.qkv_post =
 			    !L->conv && !hp->attn_out_gate && gpu_gemv_qkv_fits(&g);
 			g.pdl = pdl;
-			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			CUDA_CHECK(gemv_add(c, &pend, &g, s));
+			CUDA_CHECK(gemv_flush(c, &pend, s)); /* attention (or more) next */
 			if (l)
 				res_swap(&xr, &xo);
 		} else {
@@ -1864,8 +1919,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			    gemv_plain(L->wo, E, L->n_q, n, c->attn, L->n_q, c->tmp, E);
 			g.q = L->q_o;
 			g.pdl = pdl;
-			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
-			CUDA_CHECK(branch_scale(c, n, s));
+			CUDA_CHECK(gemv_add(c, &pend, &g, s));
+			CUDA_CHECK(branch_scale(c, &pend, n, s));
 			/* the FFN norm in gate|up's prologue, SwiGLU in its epilogue */
 			g = gemv_plain(L->wgu, 2 * F, E, n, NULL, 0, NULL, 0);
 			g.q = L->q_gu;
@@ -1874,13 +1929,13 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			g.glu = true;
 			g.gelu = hp->gelu;
 			g.pdl = pdl;
-			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+			CUDA_CHECK(gemv_add(c, &pend, &g, s));
 			res_swap(&xr, &xo);
 			g = gemv_plain(L->wdown, E, F, n, c->act, F, c->tmp, E);
 			g.q = L->q_down;
 			g.pdl = pdl;
-			CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
-			CUDA_CHECK(branch_scale(c, n, s));
+			CUDA_CHECK(gemv_add(c, &pend, &g, s));
+			CUDA_CHECK(branch_scale(c, &pend, n, s));
 			continue; /* pass_fused: no post-norms */
 		}
 		if (hp->mla) /* deepseek2: wv_b of each head's output into mla_x, then wo */
@@ -1896,7 +1951,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
-		CUDA_CHECK(branch_scale(c, n, s));
+		CUDA_CHECK(branch_scale(c, &pend, n, s));
 		if (L->no_ffn) /* nemotron_h: a Mamba2 or attention block alone; tmp joins x next */
 			continue;
 		if (hp->parallel) { /* command-r, cohere2: the FFN of the same normed input (xn),
@@ -2073,14 +2128,16 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		if (L->ffn_post)
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->ffn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
-		CUDA_CHECK(branch_scale(c, n, s));
+		CUDA_CHECK(branch_scale(c, &pend, n, s));
 		if (hp->out_scale) { /* gemma4: (x + tmp) s, as x s + tmp s (the next add) */
 			CUDA_CHECK(gpu_scale(c->x, (int64_t)n * E, L->out_scale, s));
 			CUDA_CHECK(gpu_scale(c->tmp, (int64_t)n * E, L->out_scale, s));
 		}
 	}
-	if (ps->n_out == 0)
+	if (ps->n_out == 0) {
+		CUDA_CHECK(gemv_flush(c, &pend, s)); /* the last layer's */
 		return BG_OK;
+	}
 	/* only the rows that want logits go through the final norm and the LM head */
 	float *logits = c->logits + (size_t)row0 * hp->n_vocab;
 	if (fused) { /* n_out <= n: the prologue fits */
@@ -2090,7 +2147,8 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		g.q = c->q_out;
 		gemv_prologue(&g, xr, c->tmp, c->output_norm, hp->rms_eps, d_rows, NULL);
 		g.pdl = pdl;
-		CUDA_CHECK(gpu_gemv(&g, c->dt, c->n_sm, s));
+		CUDA_CHECK(gemv_add(c, &pend, &g, s));
+		CUDA_CHECK(gemv_flush(c, &pend, s));
 	} else {
 		CUDA_CHECK(add_prenorm(c, c->x, c->tmp, c->output_norm, d_rows, ps->n_out, false,
 				       c->xl, c->dt, s));
@@ -2920,6 +2978,7 @@ static void cuda_destroy(void *ctx)
 	cudaFree(c->x); /* the base of all activations */
 	cudaFree(c->partial);
 	cudaFree(c->attn_cnt);
+	cudaFree(c->bar);
 	cudaFree(c->d_meta);
 	cudaFree(c->logits);
 	cudaFree(c->xl);
@@ -3185,6 +3244,8 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->n_sm = prop.multiProcessorCount;
 	const char *pe = getenv("BG_CUDA_PDL"); /* 0: the kill switch, for triage */
 	c->pdl = prop.major >= 9 && !(pe && strcmp(pe, "0") == 0);
+	const char *ce = getenv("BG_CUDA_CHAIN"); /* 0: the kill switch, as BG_CUDA_PDL */
+	c->chain = prop.cooperativeLaunch && !(ce && strcmp(ce, "0") == 0);
 	/* here, not at the first decode pass: that one may be inside a graph capture */
 	CUDA_CHECK(gpu_gemv_init(prop.sharedMemPerBlockOptin, &c->gemv_xs));
 	c->hp = *hp;
@@ -3329,6 +3390,12 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	if (st == BG_OK)
 		CUDA_CHECK(cudaMemsetAsync(c->attn_cnt, 0, n_cnt * 4, c->stream));
 	if (st == BG_OK)
+		st = dev_alloc((void **)&c->bar, GPU_GRID_BAR_WORDS * sizeof(unsigned),
+			       "the GEMV chain's barrier", err);
+	if (st == BG_OK)
+		CUDA_CHECK(
+		    cudaMemsetAsync(c->bar, 0, GPU_GRID_BAR_WORDS * sizeof(unsigned), c->stream));
+	if (st == BG_OK)
 		st = dev_alloc((void **)&c->sample_work,
 			       gpu_sample_work_floats(CUDA_SAMPLE_GROUP, (int)hp->n_vocab) * 4,
 			       "sampling scratch", err);
@@ -3407,8 +3474,9 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		if (!c->graph_log)
 			return bg_fail(err, BG_ERR_IO, "BG_CUDA_GRAPH_LOG %s: cannot open it", gl);
 		/* what decides which passes fuse (run_pass), for the census's readers */
-		fprintf(c->graph_log, "batchgen-cuda graph census: gemv prologue bytes %zu\n",
-			c->gemv_xs);
+		fprintf(c->graph_log,
+			"batchgen-cuda graph census: gemv prologue bytes %zu, gemv chain %d\n",
+			c->gemv_xs, c->chain ? 1 : 0);
 		fflush(c->graph_log);
 	}
 	const char *ge = getenv("BG_CUDA_GRAPHS");

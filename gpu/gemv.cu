@@ -43,6 +43,7 @@
  * bytes a weight, Q6_K 0.82, Q8_0 1.06) instead of 2 a weight (ESTIMATE of the traffic;
  * bench/results/gpuq-2026-12-01.md); no L2 prefetch on this path yet. */
 #include "gpu/glu.cuh"
+#include "gpu/grid_sync.cuh"
 #include "gpu/pdl.cuh"
 #include "gpu/qblock.cuh"
 #include "gpu/rope.cuh"
@@ -164,17 +165,17 @@ __device__ __forceinline__ const uint8_t *gv_qrow(const struct gpu_qmat &q, int 
 	return (const uint8_t *)q.p[i] + (int64_t)r * rb;
 }
 
-/* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL);
- * QKV: the QKV epilogue (a.qkv_post); Q: W is block-quantized (a.q, T bf16). */
+/* One GEMV (a, as gpu_gemv's contract) by this block: gemv_kernel's body, and each step
+ * of gemv_chain_kernel's. xs: the prologue's inputs, [n_tok][n_in / V] (the launch's
+ * dynamic shared memory, at least n_tok * n_in * sizeof(T) bytes; unused without the
+ * prologue); sc: NT floats of shared memory. Reads xs and sc only after writing them
+ * (with a __syncthreads between): a block may run it again on the same buffers once all
+ * its threads returned and met at a __syncthreads. */
 template <typename T, int NT, bool PRO, bool QKV, bool Q>
-__global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_args a)
+__device__ __forceinline__ void gv_body(const struct gpu_gemv_args &a, uint4 *xs, float *sc)
 {
 	static_assert(!Q || sizeof(T) == 2, "the resident path reads 8 inputs a 16-byte load");
 	constexpr int V = 16 / (int)sizeof(T);
-	/* the prologue's inputs, [n_tok][n_in / V]: the launch's n_tok * n_in * sizeof(T)
-	 * bytes of dynamic shared memory (gv_launch; 0 without the prologue) */
-	extern __shared__ uint4 xs[];
-	__shared__ float sc[NT];
 	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
 	const int n_tok = a.n_tok, nc = a.n_in / V; /* 16-byte chunks a row */
 	const uint4 *W = (const uint4 *)a.W;
@@ -332,11 +333,12 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 					const int32_t slot = p.slots[t];
 					const int64_t blk = slot / p.kv.block_size,
 						      sl = slot % p.kv.block_size;
-					T *row = (T *)p.kv.base + blk * p.kv.block_stride +
-						 sl * p.kv.kv_dim +
-						 (head < n_qk ? (int64_t)(head - p.n_head) * p.head_dim
-							      : p.kv.v_offset +
-								    (int64_t)(head - n_qk) * p.head_dim);
+					T *row =
+					    (T *)p.kv.base + blk * p.kv.block_stride +
+					    sl * p.kv.kv_dim +
+					    (head < n_qk ? (int64_t)(head - p.n_head) * p.head_dim
+							 : p.kv.v_offset +
+							       (int64_t)(head - n_qk) * p.head_dim);
 					row[r - head * p.head_dim] = st_t<T>(yr);
 				}
 			}
@@ -350,6 +352,44 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 		}
 	}
 }
+
+/* NT: tokens the accumulators hold (a.n_tok <= NT); PRO: the prologue (a.norm != NULL);
+ * QKV: the QKV epilogue (a.qkv_post); Q: W is block-quantized (a.q, T bf16). */
+template <typename T, int NT, bool PRO, bool QKV, bool Q>
+__global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_args a)
+{
+	/* the prologue's inputs: the launch's n_tok * n_in * sizeof(T) bytes of dynamic shared
+	 * memory (gv_launch; 0 without the prologue) */
+	extern __shared__ uint4 xs[];
+	__shared__ float sc[NT];
+	gv_body<T, NT, PRO, QKV, Q>(a, xs, sc);
+}
+
+/* gpu_gemv_chain's kernel: its steps one after another, each by gv_body's instance for its
+ * prologue and QKV epilogue, all blocks at a grid barrier (gpu/grid_sync.cuh) between two
+ * steps. Launched cooperatively (gpu_launch_coop), without PDL: a step's wait and trigger
+ * then change nothing. */
+template <typename T, int NT, bool Q>
+__global__ void __launch_bounds__(GV_THREADS, 1) gemv_chain_kernel(struct gpu_gemv_chain_args c)
+{
+	extern __shared__ uint4 xs[]; /* the largest prologue of the steps */
+	__shared__ float sc[NT];
+	for (int i = 0; i < c.n; i++) {
+		if (i > 0)
+			gpu_grid_sync(c.bar);
+		const struct gpu_gemv_args &a = c.step[i];
+		if (a.norm)
+			if (a.qkv_post)
+				gv_body<T, NT, true, true, Q>(a, xs, sc);
+			else
+				gv_body<T, NT, true, false, Q>(a, xs, sc);
+		else if (a.qkv_post)
+			gv_body<T, NT, false, true, Q>(a, xs, sc);
+		else
+			gv_body<T, NT, false, false, Q>(a, xs, sc);
+	}
+}
+static_assert(sizeof(struct gpu_gemv_chain_args) <= 4096, "a kernel's parameters: 4 KiB");
 
 bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt, size_t xs_bytes)
 {
@@ -388,8 +428,8 @@ static void gv_launch_nt(const struct gpu_gemv_args *a, bool pro, unsigned block
 		gv_launch<T, 8, Q>(a, pro, blocks, s);
 }
 
-/* The opt-in of the prologue's instances of one storage type to n bytes of dynamic shared
- * memory (past 48 KiB a launch fails without it: cudaErrorInvalidValue) */
+/* The opt-in of the prologue's instances (and the chain's) of one storage type to n bytes
+ * of dynamic shared memory (past 48 KiB a launch fails without it: cudaErrorInvalidValue) */
 template <typename T, bool Q> static cudaError_t gv_opt_in(int n)
 {
 	const enum cudaFuncAttribute at = cudaFuncAttributeMaxDynamicSharedMemorySize;
@@ -398,6 +438,8 @@ template <typename T, bool Q> static cudaError_t gv_opt_in(int n)
 	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, false, Q>, at, n)) != cudaSuccess) \
 		e = e1;                                                                            \
 	if ((e1 = cudaFuncSetAttribute(gemv_kernel<T, NT, true, true, Q>, at, n)) != cudaSuccess)  \
+		e = e1;                                                                            \
+	if ((e1 = cudaFuncSetAttribute(gemv_chain_kernel<T, NT, Q>, at, n)) != cudaSuccess)        \
 		e = e1;
 	GV_OPT_IN(1)
 	GV_OPT_IN(2)
@@ -475,23 +517,113 @@ static bool gv_qmat_ok(const struct gpu_gemv_args *a, enum gpu_dtype dt)
 	return rows == a->n_out;
 }
 
-cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
-		     cudaStream_t stream)
+/* Whether gpu_gemv takes *a (its contract's checks) */
+static bool gv_args_ok(const struct gpu_gemv_args *a, enum gpu_dtype dt)
 {
 	const bool pro = a->norm != NULL, q = a->q.n_part > 0;
 	const int V = 16 / (int)gpu_dtype_size(dt);
 	if (q && !gv_qmat_ok(a, dt))
-		return cudaErrorInvalidValue;
-	if (!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt, GPU_GEMV_XS_BYTES) || a->n_out <= 0 ||
-	    n_sm < 1 || (!q && ((uintptr_t)a->W & 15) != 0) || (a->glu && (a->n_out & 1) != 0) ||
-	    (a->glu ? a->act == NULL : a->y == NULL) || (a->qkv_post && !gpu_gemv_qkv_fits(a)) ||
-	    (pro ? a->res == NULL ||
-		       (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
-		 : a->x == NULL || ((uintptr_t)a->x & 15) != 0 || a->ldx % V != 0 ||
-		       a->ldx < a->n_in))
-		return cudaErrorInvalidValue;
+		return false;
+	return !(!gpu_gemv_fits(a->n_tok, a->n_in, pro, dt, GPU_GEMV_XS_BYTES) || a->n_out <= 0 ||
+		 (!q && ((uintptr_t)a->W & 15) != 0) || (a->glu && (a->n_out & 1) != 0) ||
+		 (a->glu ? a->act == NULL : a->y == NULL) ||
+		 (a->qkv_post && !gpu_gemv_qkv_fits(a)) ||
+		 (pro ? a->res == NULL ||
+			    (a->res_out && (a->res_out == a->res || a->res_out == a->delta))
+		      : a->x == NULL || ((uintptr_t)a->x & 15) != 0 || a->ldx % V != 0 ||
+			    a->ldx < a->n_in));
+}
+
+/* The blocks *a's warps need: one a task (two rows) */
+static unsigned gv_blocks(const struct gpu_gemv_args *a)
+{
 	const int n_task = a->glu || a->qkv_post ? a->n_out / 2 : (a->n_out + 1) / 2;
-	unsigned blocks = gpu_div_up((uint64_t)n_task, GV_WARPS);
+	return gpu_div_up((uint64_t)n_task, GV_WARPS);
+}
+
+/* gpu_gemv_chain's launch of the instance for T, NT, Q: the grid at most n_sm blocks and
+ * what the occupancy allows resident at once (a cooperative launch's condition) */
+template <typename T, int NT, bool Q>
+static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, int n_sm, unsigned *bar,
+			      cudaStream_t s)
+{
+	struct gpu_gemv_chain_args c;
+	memset(&c, 0, sizeof c);
+	unsigned blocks = 1;
+	size_t xs = 0; /* the largest prologue's inputs */
+	for (int i = 0; i < n; i++) {
+		c.step[i] = a[i];
+		c.step[i].pdl = false;
+		const unsigned b = gv_blocks(&a[i]);
+		blocks = b > blocks ? b : blocks;
+		const size_t x = a[i].norm ? (size_t)a[i].n_tok * (size_t)a[i].n_in * sizeof(T) : 0;
+		xs = x > xs ? x : xs;
+	}
+	c.n = n;
+	c.bar = bar;
+	void (*k)(struct gpu_gemv_chain_args) = gemv_chain_kernel<T, NT, Q>;
+	int per_sm = 0;
+	cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, GV_THREADS, xs);
+	if (e != cudaSuccess)
+		return e;
+	if (per_sm < 1) /* (the prologue's bytes past what the opt-in allows) */
+		return cudaErrorCooperativeLaunchTooLarge;
+	const uint64_t most = (uint64_t)per_sm * (uint64_t)n_sm;
+	if (blocks > (unsigned)n_sm)
+		blocks = (unsigned)n_sm; /* gpu_gemv's one block an SM */
+	if (blocks > most)
+		blocks = (unsigned)most;
+	return gpu_launch_coop(k, blocks, GV_THREADS, xs, s, c);
+}
+
+/* gvc_launch's NT bucket */
+template <typename T, bool Q>
+static cudaError_t gvc_launch_nt(const struct gpu_gemv_args *a, int n, int n_sm, unsigned *bar,
+				 cudaStream_t s)
+{
+	const int nt = a->n_tok;
+	if (nt == 1)
+		return gvc_launch<T, 1, Q>(a, n, n_sm, bar, s);
+	if (nt == 2)
+		return gvc_launch<T, 2, Q>(a, n, n_sm, bar, s);
+	if (nt <= 4)
+		return gvc_launch<T, 4, Q>(a, n, n_sm, bar, s);
+	return gvc_launch<T, 8, Q>(a, n, n_sm, bar, s);
+}
+
+/* gv_launch_nt's bucket of n_tok tokens: 1, 2, 4 or 8 */
+static int gv_bucket(int n_tok)
+{
+	return n_tok <= 2 ? n_tok : n_tok <= 4 ? 4 : 8;
+}
+
+cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype dt, int n_sm,
+			   unsigned *bar, cudaStream_t stream)
+{
+	if (n == 1)
+		return gpu_gemv(a, dt, n_sm, stream);
+	if (n < 1 || n > GPU_GEMV_CHAIN_MAX || n_sm < 1 || bar == NULL)
+		return cudaErrorInvalidValue;
+	const bool q = a[0].q.n_part > 0;
+	for (int i = 0; i < n; i++)
+		if (!gv_args_ok(&a[i], dt) || gv_bucket(a[i].n_tok) != gv_bucket(a[0].n_tok) ||
+		    (a[i].q.n_part > 0) != q)
+			return cudaErrorInvalidValue;
+	cudaError_t e = cudaSuccess;
+	if (q)
+		e = gvc_launch_nt<__nv_bfloat16, true>(a, n, n_sm, bar, stream);
+	else
+		GPU_DISPATCH_DTYPE(dt, T, e = (gvc_launch_nt<T, false>(a, n, n_sm, bar, stream)));
+	return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
+		     cudaStream_t stream)
+{
+	const bool pro = a->norm != NULL, q = a->q.n_part > 0;
+	if (n_sm < 1 || !gv_args_ok(a, dt))
+		return cudaErrorInvalidValue;
+	unsigned blocks = gv_blocks(a);
 	/* at most one block an SM: 16 warps of 8 loads of 16 bytes in flight a thread (64 KiB
 	 * an SM: Little's law at ~700 ns asks ~26 KiB an SM of an H200), one wave (ptxas gives
 	 * most instances > 64 registers: a second block would not be resident), and the

@@ -567,6 +567,28 @@ bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a);
  * the heads' widths, no pos or slots. */
 cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 		     cudaStream_t stream);
+/* The steps of one gpu_gemv_chain launch (its kernel's parameter, within CUDA's 4 KiB) */
+#define GPU_GEMV_CHAIN_MAX 4 /* a layer's O, gate|up, down and the next layer's QKV */
+struct gpu_gemv_chain_args {
+	struct gpu_gemv_args step[GPU_GEMV_CHAIN_MAX];
+	int n;
+	unsigned *bar;
+};
+/* The n steps a[0 .. n) (1 <= n <= GPU_GEMV_CHAIN_MAX) as one cooperative kernel (issue 17:
+ * one graph node where there were n): its blocks run step i as gpu_gemv(&a[i]) computes it,
+ * bitwise (each row's sum is its warp's alone, whatever the grid), then meet at a grid
+ * barrier (gpu/grid_sync.cuh) before step i + 1, so a step reads what the steps before it
+ * wrote. n == 1 is gpu_gemv(a, ...) (with its a->pdl); otherwise every a[i].pdl is ignored
+ * (a cooperative launch keeps plain stream order). Each step is checked as gpu_gemv checks
+ * it (cudaErrorInvalidValue), and all steps must share one NT bucket (n_tok 1, 2, 3-4 or
+ * 5-8) and be all block-quantized (q.n_part > 0) or all dense, else cudaErrorInvalidValue.
+ * bar: GPU_GRID_BAR_WORDS unsigned ints of device memory, zero before the first launch,
+ * used by one launch at a time (one stream). The device must support cooperative launches
+ * (cudaDeviceProp.cooperativeLaunch; the caller checks); the grid is at most n_sm blocks and at
+ * most as many as can be resident at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor
+ * x n_sm; 0 of them: cudaErrorCooperativeLaunchTooLarge). Valid in a stream capture. */
+cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype dt, int n_sm,
+			   unsigned *bar, cudaStream_t stream);
 /* Opts gpu_gemv's prologue kernels in to dynamic shared memory on the current device
  * (cudaFuncSetAttribute; a launch past 48 KiB fails without it): min(GPU_GEMV_XS_BYTES,
  * optin - 1 KiB), optin the device's sharedMemPerBlockOptin; *xs_bytes gets the bytes a

@@ -14,6 +14,8 @@
 #    SIMD code; a wrong kernel moves them by far more on this model), under seeds 7, 8
 #    and 9 (streams late, early, random); the same for a tiny file of each architecture
 #    of core/model/arch.h;
+#  - BG_CUDA_CHAIN=0 (each decode GEMV its own launch) gives the chained run's tokens and
+#    log-probs bit for bit;
 #  - 16-bit models (bf16, f16) give the CPU backend's tokens with their prompts on the
 #    tensor-core prefill kernel, under seeds 1, 2 and 3;
 #  - block reuse, n > 1 and beam search give the CPU backend's sequences;
@@ -103,7 +105,16 @@ for seed in 7:late 8:early 9:random; do
 		"$(tokens "$TMP/cpu.jsonl")"
 	check_eq "cuda (emulated, seed $seed, streams $pol): cumulative log-probs within 1e-4 of the CPU's" \
 		"$(lp_far "$TMP/cpu.jsonl" "$TMP/gpu.jsonl" 1e-4)" ""
+	[ "$seed" = 9 ] && cp "$TMP/gpu.jsonl" "$TMP/gpu_chain.jsonl"
 done
+# the decode GEMVs chained (gpu_gemv_chain, the default) and one launch each (BG_CUDA_CHAIN=0):
+# the same tokens and log-probs, bit for bit (the same arithmetic in the same order)
+BG_EMU_SEED=9 BG_EMU_STREAMS=random BG_CUDA_CHAIN=0 "$BATCHGEN" -q -i "$TMP/in.jsonl" \
+	-o "$TMP/gpu_nochain.jsonl" --device cuda 2>"$TMP/gpu.err"
+check_eq "cuda (emulated), BG_CUDA_CHAIN=0: exit status" $? 0
+lps() { jq -c '[.id, .token_ids, .cum_logprob]' "$1" | sort; }
+check_eq "cuda (emulated): chained and unchained GEMVs give the same tokens and log-probs" \
+	"$(lps "$TMP/gpu_nochain.jsonl")" "$(lps "$TMP/gpu_chain.jsonl")"
 
 # ---- block reuse and n > 1 on the CUDA backend (issue 14): cached prompt blocks and
 # samples whose shared last block is copied on write (the backend's kv_copy), one request

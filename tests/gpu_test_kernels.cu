@@ -1343,6 +1343,243 @@ static void test_gemv_bucket(void)
 		}
 }
 
+/* ---- gemv_chain ---- */
+
+/* gpu_gemv_chain (issue 17: a decode layer's consecutive GEMVs as one cooperative kernel)
+ * on the steps a fused layer chains, with their real hazards: O (attn -> tmp), gate|up
+ * (prologue norm(xr + tmp) -> act, the sum into xo; SwiGLU), down (act -> tmp, which
+ * gate|up's prologue read), the next layer's QKV (prologue norm(xo + tmp), the sum into xr,
+ * which gate|up read; the qkv_post epilogue: RoPE, the K/V rows into the pool). Bitwise
+ * against the same four steps as separate gpu_gemv launches on copies of the same buffers
+ * (gpu_gemv itself is test_gemv's and test_gemv_qkv's, against host references): every
+ * output buffer, byte for byte. f32 and bf16, bf16 from Q8_0 blocks (the resident path);
+ * 1 token (NT 1) on 132 SMs, 3 tokens (NT 4) on 5 (fewer blocks than a step's warps need:
+ * each warp walks several tasks). Under gpu/emu the blocks of a cooperative launch run
+ * interleaved in the seed's order, so a step that starts before every block finished the
+ * one before it reads stale data or has its inputs overwritten. The barrier's words are
+ * back to (0, generation + 3) after each launch. Then the argument checks. */
+static void test_gemv_chain(void)
+{
+	const int E = 256, H = 4, HKV = 2, HD = 64, F = 192, NQ = H * HD;
+	const int NQKV = (H + 2 * HKV) * HD, ldy = NQKV + 2, bs = 16, n_blocks = 2;
+	const int kv_dim = HKV * HD;
+	const int64_t block_elems = 2 * (int64_t)bs * kv_dim;
+	unsigned *bar;
+	REQUIRE(cudaMalloc(&bar, GPU_GRID_BAR_WORDS * sizeof(unsigned)));
+	REQUIRE(cudaMemset(bar, 0, GPU_GRID_BAR_WORDS * sizeof(unsigned)));
+	unsigned gen = 0;
+	struct {
+		enum gpu_dtype dt;
+		bool q;
+	} kinds[3] = {{GPU_F32, false}, {GPU_BF16, false}, {GPU_BF16, true}};
+	for (auto &kd : kinds)
+		for (int n_tok : {1, 3}) {
+			const enum gpu_dtype dt = kd.dt;
+			const size_t es = gpu_dtype_size(dt);
+			const int n_sm = n_tok == 1 ? 132 : 5;
+			char what[96];
+			snprintf(what, sizeof what, "gemv_chain %s%s n_tok %d", gpu_dtype_name(dt),
+				 kd.q ? " (Q8_0 blocks)" : "", n_tok);
+			/* the weights: dense of dt, or Q8_0 blocks (gate|up two parts) */
+			qmat_case qo, qgu, qd, qqkv;
+			void *wo = NULL, *wgu = NULL, *wd = NULL, *wqkv = NULL;
+			if (kd.q) {
+				qo = make_qmat({{GGUF_DTYPE_Q8_0, E}}, NQ);
+				qgu = make_qmat({{GGUF_DTYPE_Q8_0, F}, {GGUF_DTYPE_Q8_0, F}}, E);
+				qd = make_qmat({{GGUF_DTYPE_Q8_0, E}}, F);
+				qqkv = make_qmat({{GGUF_DTYPE_Q8_0, NQKV}}, E);
+			} else {
+				auto mk = [&](size_t n) {
+					std::vector<float> w = rand_vec(n, -0.5f, 0.5f);
+					auto p = st_pack(dt, w);
+					return dev_upload(p.data(), p.size());
+				};
+				wo = mk((size_t)E * NQ);
+				wgu = mk((size_t)2 * F * E);
+				wd = mk((size_t)E * F);
+				wqkv = mk((size_t)NQKV * E);
+			}
+			std::vector<float> nf = rand_vec(E, 0.5f, 1.5f),
+					   na = rand_vec(E, 0.5f, 1.5f);
+			float *dnf = dev_vec(nf), *dna = dev_vec(na);
+			const int half = HD / 2;
+			std::vector<double> freq(half);
+			for (int i = 0; i < half; i++)
+				freq[i] = pow(10000.0, -2.0 * i / HD);
+			std::vector<float> tab(GPU_ROPE_TABLE_FLOATS(half));
+			gpu_rope_table_fill(freq.data(), half, tab.data());
+			float *dtab = dev_vec(tab);
+			std::vector<int32_t> pos = {17, 2048, 5}, slots = {9, 30, 2};
+			int32_t *dp = dev_vec(pos), *ds = dev_vec(slots);
+			/* the buffers, twice (a: separate launches, b: the chain), same contents */
+			std::vector<float> attn = rand_vec((size_t)n_tok * NQ, -1, 1);
+			std::vector<float> tmp = rand_vec((size_t)n_tok * E, -1, 1);
+			std::vector<float> xr = rand_vec((size_t)n_tok * E, -2, 2);
+			std::vector<float> pool = rand_vec((size_t)block_elems * n_blocks, -8, 8);
+			auto pattn = st_pack(dt, attn), ppool = st_pack(dt, pool);
+			struct bufs {
+				void *attn, *act, *pool;
+				float *tmp, *xr, *xo, *y;
+			} b[2];
+			for (auto &u : b) {
+				u.attn = dev_upload(pattn.data(), pattn.size());
+				u.pool = dev_upload(ppool.data(), ppool.size());
+				u.tmp = dev_vec(tmp);
+				u.xr = dev_vec(xr);
+				REQUIRE(cudaMalloc(&u.xo, (size_t)n_tok * E * 4));
+				REQUIRE(cudaMemset(u.xo, 0xff, (size_t)n_tok * E * 4));
+				REQUIRE(cudaMalloc(&u.y, (size_t)n_tok * ldy * 4));
+				REQUIRE(cudaMemset(u.y, 0xff, (size_t)n_tok * ldy * 4));
+				REQUIRE(cudaMalloc(&u.act, (size_t)n_tok * F * es));
+				REQUIRE(cudaMemset(u.act, 0xff, (size_t)n_tok * F * es));
+			}
+			struct gpu_gemv_args st[2][4];
+			for (int k = 0; k < 2; k++) {
+				const struct bufs &u = b[k];
+				struct gpu_gemv_args *s = st[k];
+				memset(s, 0, 4 * sizeof *s);
+				for (int i = 0; i < 4; i++)
+					s[i].n_tok = n_tok;
+				s[0].W = wo; /* O */
+				s[0].n_out = E;
+				s[0].n_in = NQ;
+				s[0].x = u.attn;
+				s[0].ldx = NQ;
+				s[0].y = u.tmp;
+				s[0].ldy = E;
+				s[1].W = wgu; /* gate|up: the FFN norm, SwiGLU */
+				s[1].n_out = 2 * F;
+				s[1].n_in = E;
+				s[1].res = u.xr;
+				s[1].delta = u.tmp;
+				s[1].norm = dnf;
+				s[1].eps = 1e-5f;
+				s[1].res_out = u.xo;
+				s[1].glu = true;
+				s[1].act = u.act;
+				s[2].W = wd; /* down */
+				s[2].n_out = E;
+				s[2].n_in = F;
+				s[2].x = u.act;
+				s[2].ldx = F;
+				s[2].y = u.tmp;
+				s[2].ldy = E;
+				s[3].W =
+				    wqkv; /* the next layer's QKV: the attention norm, qkv_post */
+				s[3].n_out = NQKV;
+				s[3].n_in = E;
+				s[3].res = u.xo;
+				s[3].delta = u.tmp;
+				s[3].norm = dna;
+				s[3].eps = 1e-5f;
+				s[3].res_out = u.xr;
+				s[3].y = u.y;
+				s[3].ldy = ldy;
+				s[3].qkv_post = true;
+				struct gpu_qkv_post_args &p = s[3].post;
+				p.n_head = H;
+				p.n_head_kv = HKV;
+				p.head_dim = HD;
+				p.pos = dp;
+				p.rope_dim = HD;
+				p.table = dtab;
+				p.mscale = 1.0f;
+				p.slots = ds;
+				p.kv = {u.pool, block_elems, (int64_t)bs * kv_dim, bs, kv_dim};
+				if (kd.q) {
+					s[0].q = qo.q;
+					s[1].q = qgu.q;
+					s[2].q = qd.q;
+					s[3].q = qqkv.q;
+				}
+			}
+			for (int i = 0; i < 4; i++)
+				REQUIRE(gpu_gemv(&st[0][i], dt, n_sm, 0));
+			REQUIRE(gpu_gemv_chain(st[1], 4, dt, n_sm, bar, 0));
+			gen += 3;
+			std::vector<unsigned> bw = dev_download<unsigned>(bar, GPU_GRID_BAR_WORDS);
+			CHECK(bw[0] == 0 && bw[1] == gen, "%s: barrier words %u %u (want 0 %u)",
+			      what, bw[0], bw[1], gen);
+			struct {
+				const char *name;
+				size_t off, bytes;
+			} outs[6] = {{"tmp", offsetof(bufs, tmp), (size_t)n_tok * E * 4},
+				     {"xr", offsetof(bufs, xr), (size_t)n_tok * E * 4},
+				     {"xo", offsetof(bufs, xo), (size_t)n_tok * E * 4},
+				     {"y", offsetof(bufs, y), (size_t)n_tok * ldy * 4},
+				     {"act", offsetof(bufs, act), (size_t)n_tok * F * es},
+				     {"KV pool", offsetof(bufs, pool), pool.size() * es}};
+			for (auto &o : outs) {
+				void *pa, *pb;
+				memcpy(&pa, (const char *)&b[0] + o.off, sizeof pa);
+				memcpy(&pb, (const char *)&b[1] + o.off, sizeof pb);
+				std::vector<uint8_t> ha = dev_download<uint8_t>(pa, o.bytes);
+				std::vector<uint8_t> hb = dev_download<uint8_t>(pb, o.bytes);
+				size_t bad = 0;
+				for (size_t i = 0; i < o.bytes; i++)
+					bad += ha[i] != hb[i];
+				CHECK(bad == 0,
+				      "%s: %s: %zu of %zu bytes differ from separate launches",
+				      what, o.name, bad, o.bytes);
+			}
+			/* the arguments: a chain of another bucket or kind refused */
+			if (n_tok == 3 && !kd.q) {
+				struct gpu_gemv_args c2[2] = {st[1][0], st[1][2]};
+				c2[1].n_tok = 2; /* NT 2 beside NT 4 */
+				CHECK(gpu_gemv_chain(c2, 2, dt, n_sm, bar, 0) ==
+					  cudaErrorInvalidValue,
+				      "%s: two buckets", what);
+				c2[1].n_tok = 4;
+				CHECK(gpu_gemv_chain(c2, 2, dt, n_sm, NULL, 0) ==
+					      cudaErrorInvalidValue &&
+					  gpu_gemv_chain(c2, 0, dt, n_sm, bar, 0) ==
+					      cudaErrorInvalidValue &&
+					  gpu_gemv_chain(st[1], GPU_GEMV_CHAIN_MAX + 1, dt, n_sm,
+							 bar, 0) == cudaErrorInvalidValue,
+				      "%s: no barrier, 0 steps, too many", what);
+				c2[1].W =
+				    (const char *)c2[1].W + 4; /* misaligned: gpu_gemv's check */
+				CHECK(gpu_gemv_chain(c2, 2, dt, n_sm, bar, 0) ==
+					  cudaErrorInvalidValue,
+				      "%s: a step gpu_gemv refuses", what);
+			}
+			if (kd.q && n_tok == 3) {
+				struct gpu_gemv_args c2[2] = {st[1][0], st[1][2]};
+				c2[1].q.n_part = 0; /* dense beside resident */
+				c2[1].W = c2[0].x;
+				CHECK(gpu_gemv_chain(c2, 2, dt, n_sm, bar, 0) ==
+					  cudaErrorInvalidValue,
+				      "%s: dense and resident steps", what);
+			}
+			for (auto &u : b) {
+				cudaFree(u.attn);
+				cudaFree(u.pool);
+				cudaFree(u.tmp);
+				cudaFree(u.xr);
+				cudaFree(u.xo);
+				cudaFree(u.y);
+				cudaFree(u.act);
+			}
+			if (kd.q) {
+				free_qmat(qo);
+				free_qmat(qgu);
+				free_qmat(qd);
+				free_qmat(qqkv);
+			} else {
+				cudaFree(wo);
+				cudaFree(wgu);
+				cudaFree(wd);
+				cudaFree(wqkv);
+			}
+			cudaFree(dnf);
+			cudaFree(dna);
+			cudaFree(dtab);
+			cudaFree(dp);
+			cudaFree(ds);
+		}
+	cudaFree(bar);
+}
+
 /* The QKV GEMV's epilogue (gpu_gemv with qkv_post): against a host reference (the
  * projection in double from the same rounded inputs, the bias, the rotation by cos and sin
  * of pos * freq in double: both pairings, partial rotation, none), and bitwise against
@@ -4398,6 +4635,7 @@ int main(void)
 	RUN(gemv, test_gemv());
 	RUN(gemv, test_gemv_bucket());
 	RUN(qkvepi, test_gemv_qkv());
+	RUN(gemv_chain, test_gemv_chain());
 	RUN(quant_res, test_gemv_q());
 	RUN(quant_res, test_gemm_q(h));
 	RUN(quant_res, test_embed_blocks());

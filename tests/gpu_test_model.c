@@ -557,7 +557,12 @@ out:
  * on an A100, ~98 KiB on sm_86/89, 49088 without the opt-in): then a layer is QKV GEMV (its
  * norm inside, and qkv_post too unless the model has Q/K head norms), [qkv_post],
  * attention, O GEMV, gate|up GEMV (norm and SwiGLU inside), down GEMV, the final norm and
- * LM head one GEMV, and no cuBLAS call at all. A mixture-of-experts model never fuses, and
+ * LM head one GEMV, and no cuBLAS call at all. With chain (the backend's census says
+ * "gemv chain 1": BG_CUDA_CHAIN not 0 on a device with cooperative launches) the GEMVs
+ * between two other nodes are one (gpu_gemv_chain): the first layer's QKV alone, then a
+ * layer's O, gate|up, down and the next layer's QKV (or the LM head, when its rows are in
+ * the same bucket of 1, 2, 4 or 8 tokens) one node, split where granite's residual scale
+ * comes between. A mixture-of-experts model never fuses, and
  * its FFN after the norm is the router's fp32 norm and GEMM, the routing, gate|up, down and
  * the weighted sum (gpu/moe.cuh): three nodes more a layer, one cuBLAS call less.
  * deepseek2's latent attention (hp.mla, never fused): the fused wq_a|wkv_a GEMM takes the
@@ -565,7 +570,8 @@ out:
  * the wk_b and wv_b batched GEMMs: 2 nodes and 2 cuBLAS calls more a layer, 4 and 3 with
  * q_lora. */
 static long census_expected(const struct model_hparams *hp, int T, int n_list, int S, int n_out,
-			    int n_tok, int es, size_t xs, int *gemms, int n_conv, int n_ssm)
+			    int n_tok, int es, size_t xs, int *gemms, int n_conv, int n_ssm,
+			    bool chain)
 {
 	bool tiled = T > 0 && hp->head_dim <= 128;
 	bool per_query = n_list > 0 || (T > 0 && !tiled);
@@ -580,6 +586,15 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
+	/* the GEMV nodes a fused layer: QKV, O, gate|up and down; chained one (the first
+	 * layer's QKV counted apart), and two more with the residual scale (O, gate|up with
+	 * down, the next QKV: the last layer's one less) */
+	const bool rs = hp->residual_scale != 1.0f;
+	const long gv = chain ? 1 + 2 * rs : 4;
+	const int bk_out = n_out <= 2 ? n_out : n_out <= 4 ? 4 : 8;
+	const int bk_tok = n_tok <= 2 ? n_tok : n_tok <= 4 ? 4 : 8;
+	/* the LM head chained after the last layer's down GEMV */
+	const bool lm_joins = fused && chain && hp->n_layer > 0 && !rs && bk_out == bk_tok;
 	/* gpt-oss: the O bias and the router's bias, a gpu_bias_add node each (unfused);
 	 * olmo2: its whole-row Q/K norms one node (unfused), its absent pre-norms none less
 	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input);
@@ -588,7 +603,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * nodes a layer (the residual and the FFN's output); command-r, cohere2 (unfused): the
 	 * FFN's residual add in place of its norm, Command R+'s head norms one node (and its
 	 * biases one before them) */
-	long layer = (fused ? (hp->qk_norm ? 5 : 4) : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
+	long layer = (fused ? gv + hp->qk_norm : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
 		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
 		     hp->qk_norm_heads + (hp->qk_norm_heads && hp->qkv_bias) +
 		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
@@ -597,7 +612,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	/* lfm2's n_conv short-conv layers: gpu_shortconv's two kernels where an attention
 	 * layer has qkv_post (unless fused without head norms) and its attention kernels */
 	const long conv_less =
-	    n_conv ? (fused ? (hp->qk_norm ? 5 : 4) : 8) + tiled + per_query - (fused ? 6 : 9) : 0;
+	    n_conv ? (fused ? gv + hp->qk_norm : 8) + tiled + per_query - (fused ? gv + 2 : 9) : 0;
 	/* granitehybrid's n_ssm Mamba2 layers (never fused): gpu_ssm's three kernels where an
 	 * attention layer has qkv_post and its attention kernels */
 	const long ssm_less = n_ssm ? 8 + tiled + per_query - 10 : 0;
@@ -613,7 +628,9 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	*gemms += (int)(dense + 2 * shared + gated);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared +
 	       2 * gated - n_conv * conv_less - n_ssm * ssm_less +
-	       (n_out > 0 ? (fused ? 1 : 2) + (hp->final_softcap > 0.0f) + (hp->logit_scale != 1.0f)
+	       (fused && chain && hp->n_layer > 0 ? 1 - rs : 0) +
+	       (n_out > 0 ? (fused ? !lm_joins : 2) + (hp->final_softcap > 0.0f) +
+				(hp->logit_scale != 1.0f)
 			  : 0);
 }
 
@@ -630,8 +647,9 @@ static long nemo_less(const struct model_hparams *hp1, const struct model_hparam
 		      int n_nof, int *gemms)
 {
 	int g1, g0;
-	const long layer = census_expected(hp1, T, n_list, S, n_out, n_tok, es, xs, &g1, 0, 0) -
-			   census_expected(hp0, T, n_list, S, n_out, n_tok, es, xs, &g0, 0, 0);
+	const long layer =
+	    census_expected(hp1, T, n_list, S, n_out, n_tok, es, xs, &g1, 0, 0, false) -
+	    census_expected(hp0, T, n_list, S, n_out, n_tok, es, xs, &g0, 0, 0, false);
 	const bool moe = hp1->n_expert > 0, sh = hp1->n_expert_shared > 0;
 	const long ffn = moe ? 7 + 4 * sh : 4;
 	const int ffn_gemms = moe ? 1 + 2 * sh : 2;
@@ -692,6 +710,7 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 		return;
 	char line[512];
 	size_t xs = 0;
+	int chain = 0; /* the backend's gemv chain: 1 on */
 	while (fgets(line, sizeof line, f)) {
 		const char *at = strstr(line, "graph census: ");
 		if (!at)
@@ -700,11 +719,15 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 		int B = 0, T = 0, Ln = 0, S = 0, n_tok = 0, gemms = -1, want_gemms;
 		size_t nodes = 0, kern = 0, cpy = 1, set = 1, other = 1;
 		long want;
-		if (sscanf(at, "gemv prologue bytes %zu", &xs) == 1) {
+		if (sscanf(at, "gemv prologue bytes %zu, gemv chain %d", &xs, &chain) == 2) {
 			/* gpu_gemv_init's answer: at most 200 KiB, at least what needs no opt-in
-			 * (48 KiB less 64 bytes), all of it under the emulator (227 KiB there) */
-			CHECK(xs >= 49088 && xs <= 204800 && (!exact || xs == 204800),
-			      "%s: gemv prologue bytes %zu", spec, xs);
+			 * (48 KiB less 64 bytes), all of it under the emulator (227 KiB there);
+			 * the chain as BG_CUDA_CHAIN asks (the emulator and every GPU here have
+			 * cooperative launches) */
+			const char *ce = getenv("BG_CUDA_CHAIN");
+			CHECK(xs >= 49088 && xs <= 204800 && (!exact || xs == 204800) &&
+				  chain == !(ce && strcmp(ce, "0") == 0),
+			      "%s: gemv prologue bytes %zu, gemv chain %d", spec, xs, chain);
 			continue;
 		}
 		CHECK(xs > 0, "%s: a census line before the gemv prologue bytes: %s", spec, at);
@@ -712,8 +735,8 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			   "decode graph, batch %d, %d attention splits: %zu nodes (%zu kernel, "
 			   "%zu memcpy, %zu memset, %zu other), %d cuBLAS calls",
 			   &B, &S, &nodes, &kern, &cpy, &set, &other, &gemms) == 8) {
-			want =
-			    census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms, n_conv, n_ssm);
+			want = census_expected(hp, 0, B, S, B, B, es, xs, &want_gemms, n_conv,
+					       n_ssm, chain != 0);
 			want -= nemo_less(&hp1, &hp0, 0, B, S, B, B, es, xs, n_ffo, n_nof,
 					  &want_gemms);
 			want += step35_more(m, &want_gemms);
@@ -725,7 +748,7 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 				  &n_tok, &T, &Ln, &S, &nodes, &kern, &cpy, &set, &other,
 				  &gemms) == 10) {
 			want = census_expected(hp, T, Ln, S, 1, n_tok, es, xs, &want_gemms, n_conv,
-					       n_ssm);
+					       n_ssm, chain != 0);
 			want -= nemo_less(&hp1, &hp0, T, Ln, S, 1, n_tok, es, xs, n_ffo, n_nof,
 					  &want_gemms);
 			want += step35_more(m, &want_gemms);
@@ -938,14 +961,23 @@ static void test_bucket8(void)
 		 * the opt-in (49088 bytes; 9 nodes a layer, 5 cuBLAS calls), fused with an
 		 * A100's or an H100's (5 nodes a layer, the final norm and LM head one) */
 		int gm;
-		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 49088, &gm, 0, 0) == 1 + 9 + 2 &&
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 49088, &gm, 0, 0, true) ==
+			      1 + 9 + 2 &&
 			  gm == 5,
 		      "bucket 8 at 2048 x f32 without the opt-in: the unfused path's nodes");
-		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 65536, &gm, 0, 0) == 1 + 6 &&
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 65536, &gm, 0, 0, false) == 1 + 6 &&
 			  gm == 0 &&
-			  census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0, 0) == 1 + 6 &&
+			  census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0, 0, false) ==
+			      1 + 6 &&
 			  gm == 0,
 		      "bucket 8 at 2048 x f32 with the opt-in: the fused path's nodes");
+		/* chained (gpu_gemv_chain): the embedding, QKV, attention, then O, gate|up,
+		 * down and the LM head one node; with a prompt row's logits only (n_out 1, another
+		 * bucket), the LM head its own */
+		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0, 0, true) == 1 + 3 &&
+			  census_expected(&m->hp, 0, 8, 1, 1, 8, 4, 204800, &gm, 0, 0, true) ==
+			      1 + 4,
+		      "bucket 8 at 2048 x f32, chained: the fused path's nodes");
 	}
 	remove(census);
 	backend_destroy(g);
