@@ -25,6 +25,8 @@
 #include <cuda_runtime.h>
 #include <utility>
 
+#include "gpu/pdl.cuh"
+
 #define GPU_GRID_BAR_WORDS 2 /* [0] blocks arrived, [1] generation */
 
 __device__ __forceinline__ void gpu_grid_sync(unsigned *bar)
@@ -52,22 +54,15 @@ __device__ __forceinline__ void gpu_grid_sync(unsigned *bar)
  * args as a cooperative launch (cudaLaunchKernelEx with cudaLaunchAttributeCooperative;
  * valid in stream capture: the graph's kernel node keeps the attribute). Returns the
  * launch's error (also left for cudaGetLastError). The caller checks the device's
- * cudaDevAttrCooperativeLaunch and keeps grid within the occupancy the contract says. */
+ * cudaDeviceProp.cooperativeLaunch and keeps grid within the occupancy the contract says. */
 template <typename... P, typename... A>
 static inline cudaError_t gpu_launch_coop(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
 					  cudaStream_t s, A &&...args)
 {
-	cudaLaunchAttribute attr[1] = {};
-	attr[0].id = cudaLaunchAttributeCooperative;
-	attr[0].val.cooperative = 1;
-	cudaLaunchConfig_t cfg = {};
-	cfg.gridDim = grid;
-	cfg.blockDim = block;
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = s;
-	cfg.attrs = attr;
-	cfg.numAttrs = 1;
-	return cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...);
+	cudaLaunchAttribute attr = {};
+	attr.id = cudaLaunchAttributeCooperative;
+	attr.val.cooperative = 1;
+	return gpu_launch_attr(&attr, k, grid, block, smem, s, std::forward<A>(args)...);
 }
 
 #endif

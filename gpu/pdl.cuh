@@ -62,6 +62,26 @@ __device__ __forceinline__ void gpu_prefetch_l2(const void *p)
 }
 
 /* Launches kernel k on (grid, block, smem bytes of dynamic shared memory, stream s) with
+ * args through cudaLaunchKernelEx, with the one attribute attr (none when NULL). */
+template <typename... P, typename... A>
+static inline cudaError_t gpu_launch_attr(const cudaLaunchAttribute *attr, void (*k)(P...),
+					  dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+					  A &&...args)
+{
+	cudaLaunchAttribute a[1] = {};
+	if (attr)
+		a[0] = *attr;
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = grid;
+	cfg.blockDim = block;
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = s;
+	cfg.attrs = a;
+	cfg.numAttrs = attr ? 1 : 0;
+	return cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...);
+}
+
+/* Launches kernel k on (grid, block, smem bytes of dynamic shared memory, stream s) with
  * args, through cudaLaunchKernelEx: with the attribute
  * cudaLaunchAttributeProgrammaticStreamSerialization when pdl (a programmatic edge in a
  * captured graph, CUDA >= 12.3), as a plain launch otherwise. The caller decides
@@ -71,17 +91,11 @@ template <typename... P, typename... A>
 static inline cudaError_t gpu_launch(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
 				     cudaStream_t s, bool pdl, A &&...args)
 {
-	cudaLaunchAttribute attr[1] = {};
-	attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	attr[0].val.programmaticStreamSerializationAllowed = 1;
-	cudaLaunchConfig_t cfg = {};
-	cfg.gridDim = grid;
-	cfg.blockDim = block;
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = s;
-	cfg.attrs = attr;
-	cfg.numAttrs = pdl ? 1 : 0;
-	return cudaLaunchKernelEx(&cfg, k, std::forward<A>(args)...);
+	cudaLaunchAttribute attr = {};
+	attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	attr.val.programmaticStreamSerializationAllowed = 1;
+	return gpu_launch_attr(pdl ? &attr : nullptr, k, grid, block, smem, s,
+			       std::forward<A>(args)...);
 }
 
 #endif

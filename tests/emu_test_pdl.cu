@@ -237,8 +237,8 @@ int main()
 	cudaStreamDestroy(s);
 
 	// an attribute the emulator does not emulate (cudaLaunchAttributeCooperative, 2)
-	cudaLaunchAttribute at[1] = {};
-	at[0].id = (cudaLaunchAttributeID)2;
+	cudaLaunchAttribute at[2] = {};
+	at[0].id = (cudaLaunchAttributeID)4; /* cudaLaunchAttributeClusterDimension */
 	cudaLaunchConfig_t cfg = {};
 	cfg.gridDim = 1;
 	cfg.blockDim = N;
@@ -249,6 +249,17 @@ int main()
 	CHECK(e == cudaErrorInvalidValue && cudaGetLastError() == cudaErrorInvalidValue &&
 		  out[5] == 0.0f,
 	      "an unknown attribute: cudaErrorInvalidValue (%s), nothing ran", cudaGetErrorName(e));
+	/* dependent and cooperative at once: not emulated, refused (gpu/emu/inc/emu.h) */
+	at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at[0].val.programmaticStreamSerializationAllowed = 1;
+	at[1].id = cudaLaunchAttributeCooperative;
+	at[1].val.cooperative = 1;
+	cfg.numAttrs = 2;
+	e = cudaLaunchKernelEx(&cfg, consume, cbuf, out);
+	CHECK(e == cudaErrorInvalidValue && cudaGetLastError() == cudaErrorInvalidValue &&
+		  out[5] == 0.0f,
+	      "a dependent cooperative launch: cudaErrorInvalidValue (%s), nothing ran",
+	      cudaGetErrorName(e));
 
 	// planted failures, each in a child
 	const char *touched = "touched device memory", *no_wait = "exited without";
