@@ -1501,7 +1501,8 @@ static cudaError_t log_census(struct cuda_ctx *c, cudaGraph_t g, const char *wha
  * a gpu_gemv, the norms before QKV, gate|up and the LM head its prologues, SwiGLU the
  * gate|up GEMV's epilogue, qkv_post the QKV GEMV's epilogue when the layer has no head
  * norms; 5 nodes a llama layer instead of 9 (6 with head norms: qwen3), and the final norm
- * and LM head one. Pre-norm layers only: gemma's post-norms (normalizing the branch output before
+ * and LM head one; with gpu_gemv_chain (cuda_ctx.chain) the GEMVs between two attentions
+ * one node: 2 a llama layer (3 with head norms), the LM head in the last layer's chain. Pre-norm layers only: gemma's post-norms (normalizing the branch output before
  * the residual add) keep the unfused path. The shapes must suit gpu_gemv (the prologue's
  * inputs in its dynamic shared memory, c->gemv_xs: with bf16 and n_embd 4096, all 8 tokens
  * on an H100's 200 KiB, up to 5 without the opt-in). Mixture-of-experts models keep the
@@ -1589,12 +1590,6 @@ static cudaError_t gemv_flush(struct cuda_ctx *c, struct gemv_pend *p, cudaStrea
 	return n ? gpu_gemv_chain(p->g, n, c->dt, c->n_sm, c->bar, s) : cudaSuccess;
 }
 
-/* gpu_gemv_chain's NT bucket of n tokens */
-static int gemv_bucket(int n)
-{
-	return n <= 2 ? n : n <= 4 ? 4 : 8;
-}
-
 /* *g after p's GEMVs: enqueued at once without c->chain, else appended to p (p flushed
  * first when g cannot join: p full, another NT bucket, or resident where p's are dense or
  * the other way) */
@@ -1604,7 +1599,7 @@ static cudaError_t gemv_add(struct cuda_ctx *c, struct gemv_pend *p, const struc
 	if (!c->chain)
 		return gpu_gemv(g, c->dt, c->n_sm, s);
 	if (p->n == GPU_GEMV_CHAIN_MAX ||
-	    (p->n > 0 && (gemv_bucket(p->g[0].n_tok) != gemv_bucket(g->n_tok) ||
+	    (p->n > 0 && (gpu_gemv_bucket(p->g[0].n_tok) != gpu_gemv_bucket(g->n_tok) ||
 			  (p->g[0].q.n_part > 0) != (g->q.n_part > 0)))) {
 		cudaError_t e = gemv_flush(c, p, s);
 		if (e != cudaSuccess)

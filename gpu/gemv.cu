@@ -41,7 +41,11 @@
  * (gpu/qblock.cuh, bitwise quant_dequant's values) and multiplied with the tokens' 8
  * inputs (one 16-byte load of bf16). A decode step reads the blocks' bytes (Q4_K 0.5625
  * bytes a weight, Q6_K 0.82, Q8_0 1.06) instead of 2 a weight (ESTIMATE of the traffic;
- * bench/results/gpuq-2026-12-01.md); no L2 prefetch on this path yet. */
+ * bench/results/gpuq-2026-12-01.md); no L2 prefetch on this path yet.
+ *
+ * gpu_gemv_chain (issue 17): the GEMVs between two other kernels of a decode pass as one
+ * cooperative kernel, gv_body for each step, the blocks at a grid barrier between two
+ * (gpu/grid_sync.cuh): one graph node where there were up to GPU_GEMV_CHAIN_MAX. */
 #include "gpu/glu.cuh"
 #include "gpu/grid_sync.cuh"
 #include "gpu/pdl.cuh"
@@ -165,6 +169,22 @@ __device__ __forceinline__ const uint8_t *gv_qrow(const struct gpu_qmat &q, int 
 	return (const uint8_t *)q.p[i] + (int64_t)r * rb;
 }
 
+/* Pulls into L2 the weight lines of the warp's first round of loads (its first task: GV_UNROLL
+ * chunks of each of its two rows, a 128-byte line a lane); W is no kernel's output, so this
+ * may run before the wait for the kernel (or chain step) before. Dense W only. */
+template <typename T, bool QKV, bool Q>
+__device__ __forceinline__ void gv_prefetch(const struct gpu_gemv_args &a)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+	const int nc = a.n_in / V, n_task = a.glu || QKV ? a.n_out / 2 : (a.n_out + 1) / 2;
+	const int task = (int)blockIdx.x * GV_WARPS + warp, line = lane & 15;
+	int r0, r1, head, k;
+	bool rot;
+	gv_task_rows<QKV>(a, task, &r0, &r1, &head, &k, &rot);
+	if (!Q && task < n_task && line * 8 < min(nc, 32 * GV_UNROLL))
+		gpu_prefetch_l2((const uint4 *)a.W + (int64_t)(lane < 16 ? r0 : r1) * nc + line * 8);
+}
 /* One GEMV (a, as gpu_gemv's contract) by this block: gemv_kernel's body, and each step
  * of gemv_chain_kernel's. xs: the prologue's inputs, [n_tok][n_in / V] (the launch's
  * dynamic shared memory, at least n_tok * n_in * sizeof(T) bytes; unused without the
@@ -182,14 +202,7 @@ __device__ __forceinline__ void gv_body(const struct gpu_gemv_args &a, uint4 *xs
 	const int half = a.n_out / 2;
 	const int n_task = a.glu || QKV ? half : (a.n_out + 1) / 2;
 	gpu_pdl_trigger();
-	{ /* the first round's weight lines (W is no other kernel's output), then the wait */
-		const int task = (int)blockIdx.x * GV_WARPS + warp, line = lane & 15;
-		int r0, r1, head, k;
-		bool rot;
-		gv_task_rows<QKV>(a, task, &r0, &r1, &head, &k, &rot);
-		if (!Q && task < n_task && line * 8 < min(nc, 32 * GV_UNROLL))
-			gpu_prefetch_l2(W + (int64_t)(lane < 16 ? r0 : r1) * nc + line * 8);
-	}
+	gv_prefetch<T, QKV, Q>(a); /* then the wait */
 	gpu_pdl_wait();
 	const uint4 *in;
 	int64_t ldv; /* input row stride in chunks */
@@ -368,16 +381,23 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 /* gpu_gemv_chain's kernel: its steps one after another, each by gv_body's instance for its
  * prologue and QKV epilogue, all blocks at a grid barrier (gpu/grid_sync.cuh) between two
  * steps. Launched cooperatively (gpu_launch_coop), without PDL: a step's wait and trigger
- * then change nothing. */
+ * then change nothing. Before a barrier each warp pulls into L2 the first weight lines of
+ * its task in the next step (gv_prefetch), so that a step's DRAM ramp overlaps the wait
+ * for the slowest block, as PDL's prefetch overlaps the launch of a kernel. */
 template <typename T, int NT, bool Q>
 __global__ void __launch_bounds__(GV_THREADS, 1) gemv_chain_kernel(struct gpu_gemv_chain_args c)
 {
 	extern __shared__ uint4 xs[]; /* the largest prologue of the steps */
 	__shared__ float sc[NT];
 	for (int i = 0; i < c.n; i++) {
-		if (i > 0)
-			gpu_grid_sync(c.bar);
 		const struct gpu_gemv_args &a = c.step[i];
+		if (i > 0) { /* step i's first weight lines on their way while the blocks meet */
+			if (a.qkv_post)
+				gv_prefetch<T, true, Q>(a);
+			else
+				gv_prefetch<T, false, Q>(a);
+			gpu_grid_sync(c.bar);
+		}
 		if (a.norm)
 			if (a.qkv_post)
 				gv_body<T, NT, true, true, Q>(a, xs, sc);
@@ -591,8 +611,7 @@ static cudaError_t gvc_launch_nt(const struct gpu_gemv_args *a, int n, int n_sm,
 	return gvc_launch<T, 8, Q>(a, n, n_sm, bar, s);
 }
 
-/* gv_launch_nt's bucket of n_tok tokens: 1, 2, 4 or 8 */
-static int gv_bucket(int n_tok)
+int gpu_gemv_bucket(int n_tok)
 {
 	return n_tok <= 2 ? n_tok : n_tok <= 4 ? 4 : 8;
 }
@@ -606,7 +625,7 @@ cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype 
 		return cudaErrorInvalidValue;
 	const bool q = a[0].q.n_part > 0;
 	for (int i = 0; i < n; i++)
-		if (!gv_args_ok(&a[i], dt) || gv_bucket(a[i].n_tok) != gv_bucket(a[0].n_tok) ||
+		if (!gv_args_ok(&a[i], dt) || gpu_gemv_bucket(a[i].n_tok) != gpu_gemv_bucket(a[0].n_tok) ||
 		    (a[i].q.n_part > 0) != q)
 			return cudaErrorInvalidValue;
 	cudaError_t e = cudaSuccess;

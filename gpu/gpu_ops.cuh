@@ -589,6 +589,9 @@ struct gpu_gemv_chain_args {
  * x n_sm; 0 of them: cudaErrorCooperativeLaunchTooLarge). Valid in a stream capture. */
 cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype dt, int n_sm,
 			   unsigned *bar, cudaStream_t stream);
+/* The NT bucket of n_tok tokens (1 <= n_tok <= GPU_GEMV_MAX_TOK): 1, 2, 4 or 8; the steps of
+ * one gpu_gemv_chain share one. */
+int gpu_gemv_bucket(int n_tok);
 /* Opts gpu_gemv's prologue kernels in to dynamic shared memory on the current device
  * (cudaFuncSetAttribute; a launch past 48 KiB fails without it): min(GPU_GEMV_XS_BYTES,
  * optin - 1 KiB), optin the device's sharedMemPerBlockOptin; *xs_bytes gets the bytes a
