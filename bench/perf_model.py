@@ -342,6 +342,22 @@ GEMV_MAX_TOK, GEMV_XS = 8, 200 * 1024
 # the normalized values) and the norm weight once, 20 bytes an element through L2, before
 # its loads of W start (gemv_prologue_s).
 GEMV_SMS, GEMV_THREADS, GEMV_INFLIGHT = 132, 512, 8 * 16
+# c17: the GEMVs between two attentions (a layer's O, gate|up, down and the next layer's
+# QKV, or after the last layer the LM head) run as ONE cooperative kernel (gpu_gemv_chain),
+# its blocks meeting at a grid barrier (gpu/grid_sync.cuh) between the projections: 2
+# nodes a llama layer (attention, chain), the first layer's QKV one. Each barrier costs GRID_SYNC_US instead
+# of a node's NODE_US: ASSUMED, not measured (no GPU): one atomic a block at L2 and a poll
+# of the generation word until the last block's increment lands (two L2 round trips under
+# 132 blocks' contention, ~1 us), plus the next projection's DRAM ramp (~1 us: its first
+# loads start after the barrier; a node's ramp is part of NODE_US too). Two public points,
+# not ours: Hazy Research's Llama-1B megakernel post (2025-05-27) measured ~1.3 us of
+# launch cost a kernel in a CUDA graph on an H100, the rest of a node being the ramp and
+# the tail; a persistent Qwen3-0.6B decode kernel on an RTX 5090 (128 blocks of 512, four
+# atomic grid barriers a layer, 28 layers; the "1,000 tokens/s megakernel" write-up) spent
+# 288 us of a 1,000 us step beyond its weight reads, on its barriers and everything else:
+# <= ~2.6 us a barrier. The node table prints the barrier cost at which batch 1 x 512
+# would fall below 85 % of its roofline.
+GRID_SYNC_US = 2.0
 
 
 def gemv_fused(shape_name, B):
@@ -380,11 +396,23 @@ def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
     qkv_post = 1 if fused else 2 + ("qk_norm" in feats) + ("bias" in feats)
     merge = ns > 1 and not fused
     if gemv and fused and gemv_fused(shape_name, B):  # g17v: gemv=True counts its path
-        if gemv == "qkv":  # g17r: qkv_post in the QKV GEMV's epilogue unless head norms
+        if gemv in ("qkv", "chain"):  # g17r: qkv_post in the QKV GEMV's epilogue unless head norms
             qkv_post = 1 if "qk_norm" in feats else 0
+        if gemv == "chain":  # c17: attention and one chain a layer, the LM head in the last
+            return 1 + ("embd_scale" in feats) + 1 + L * (2 + qkv_post) + ("final_softcap" in feats)
         return 1 + ("embd_scale" in feats) + L * (5 + qkv_post) + 1 + ("final_softcap" in feats)
     layer = 2 + 4 + 1 + 1 + qkv_post + merge + 2 * ("post_norms" in feats)
     return 1 + ("embd_scale" in feats) + L * layer + 2 + ("final_softcap" in feats)
+
+
+def chain_barriers(shape_name, B, gemv):
+    """Grid barriers of c17's decode step (gemv == "chain" on the fused path): between the
+    steps of each layer's chain, O -> gate|up -> down -> the next layer's QKV (the last
+    layer's: the LM head): 3 a layer; 0 for any other graph."""
+    L = SHAPES[shape_name][0]
+    if gemv != "chain" or not gemv_fused(shape_name, B):
+        return 0
+    return 3 * L
 
 
 def at_bw(bw, f, *args):
@@ -441,15 +469,18 @@ def node_table(a, shape_name):
               f"| {ms / (t + n*nu):.2f} |")
     # the decode graphs so far, oldest first: (label, decode_nodes' arguments)
     graphs = [("092388f", (False, "occupancy", False)), ("e17f", (True, "occupancy", False)),
-              ("g17v", (True, "occupancy", True)), ("g17r", (True, "occupancy", "qkv"))]
+              ("g17v", (True, "occupancy", True)), ("g17r", (True, "occupancy", "qkv")),
+              ("c17", (True, "occupancy", "chain"))]
 
-    def with_nodes(B, ctx, args):
-        """(step seconds with the node term and the GEMV prologues, nodes) for graph args."""
+    def with_nodes(B, ctx, args, sync_us=GRID_SYNC_US):
+        """(step seconds with the node term, the grid barriers and the GEMV prologues,
+        nodes) for graph args."""
         Bp = 1 << (B - 1).bit_length()
         t, _ = step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)
         n = decode_nodes(shape_name, Bp, *args) + STREAM_OPS
         pro = gemv_prologue_s(shape_name, Bp) if args[2] and gemv_fused(shape_name, Bp) else 0.0
-        return t + n * nu + pro, n
+        bars = chain_barriers(shape_name, Bp, args[2]) * sync_us * 1e-6
+        return t + n * nu + pro + bars, n
 
     print(f"\n{shape_name} decode steps with the node term (ESTIMATES; HBM {BW/1e12:.2f} TB/s; "
           f"NODE_US {nu*1e6:.2f} us, ASSUMED the same on an H100 and for a GEMV node as for the "
@@ -460,8 +491,11 @@ def node_table(a, shape_name):
           f"epilogue, where it applies: bf16 inputs of B x n_embd x 2 <= {GEMV_XS} bytes of "
           f"shared memory, B <= {min(GEMV_MAX_TOK, GEMV_XS // (2 * shape[1]))} here; W ASSUMED streamed at BW from "
           f"{GEMV_THREADS} threads x {GEMV_INFLIGHT} bytes in flight a block; the prologues' L2 "
-          f"reads added, L2 {L2_BW/1e12:.0f} TB/s); g17r (main: qkv_post in the QKV GEMV's "
-          f"epilogue unless head norms). roofline = weights + KV bytes once.")
+          f"reads added, L2 {L2_BW/1e12:.0f} TB/s); g17r (qkv_post in the QKV GEMV's "
+          f"epilogue unless head norms); c17 (main: the GEMVs between two attentions one "
+          f"cooperative kernel, gpu_gemv_chain; {chain_barriers(shape_name, 1, 'chain')} grid "
+          f"barriers a step at GRID_SYNC_US {GRID_SYNC_US:.1f} us, ASSUMED). roofline = "
+          f"weights + KV bytes once.")
     labels = " / ".join(g[0] for g in graphs)
     print(f"| batch | context | model ms | roofline ms | nodes {labels} | ms {labels} "
           f"| fraction of roofline {labels} |")
@@ -477,8 +511,21 @@ def node_table(a, shape_name):
     t1, rows1 = step_time(kernels(shape, 1, 512, True), False)
     ts1, n1 = with_nodes(1, 512, graphs[-1][1])
     spare = roofline(rows1) / 0.85 - (ts1 - n1 * nu)  # node seconds batch 1 x 512 can afford
+    nb1 = chain_barriers(shape_name, 1, graphs[-1][1][2])
+    spare -= nb1 * GRID_SYNC_US * 1e-6
     print(f"batch 1 x 512 reaches 85 % of its roofline, by this model, at <= {spare / nu:.0f} nodes "
-          f"of {nu*1e6:.2f} us (or main's {n1} nodes of <= {spare / n1 * 1e6:.2f} us).")
+          f"of {nu*1e6:.2f} us (or main's {n1} nodes of <= {spare / n1 * 1e6:.2f} us), with "
+          f"{nb1} grid barriers of {GRID_SYNC_US:.1f} us.")
+    if nb1:
+        print("c17's batch 1 x 512 step against the grid barrier's cost (GRID_SYNC_US, ASSUMED):")
+        print("| barrier us | ms | fraction of roofline |")
+        print("|---|---|---|")
+        floor1 = roofline(rows1)
+        for us in (0.5, 1.0, 2.0, 3.0, 4.0, 5.74):
+            ts, _ = with_nodes(1, 512, graphs[-1][1], us)
+            print(f"| {us:.2f} | {ts*1e3:.3f} | {floor1/ts:.1%} |")
+        even = (floor1 / 0.85 - (ts1 - nb1 * GRID_SYNC_US * 1e-6)) / nb1 * 1e6
+        print(f"85 % holds while a barrier costs <= {even:.2f} us ({even / (nu*1e6):.0%} of NODE_US).")
     pdl_table(a, shape_name, graphs[-1][1], with_nodes, nu)
 
 
@@ -499,18 +546,21 @@ PDL_KERNELS = 550                            # ASSUMED kernels a token of that r
 PDL_SAVE_US = PDL_TG_MS * 1e3 / PDL_KERNELS   # ASSUMED saving a PDL-launched node
 
 
-def pdl_nodes(shape_name, B):
+def pdl_nodes(shape_name, B, gemv="qkv"):
     """Nodes of the fused batch-B graph launched with PDL: every layer's GEMVs and GQA
     decode attention (qkv_post, where it stays a kernel, and the embedding stay plain), and
-    the LM head; 0 off the fused path."""
+    the LM head; with c17's chains (cooperative launches, not PDL) the attentions, the
+    first QKV; 0 off the fused path."""
     L = SHAPES[shape_name][0]
     if not gemv_fused(shape_name, B):
         return 0
+    if gemv == "chain":
+        return L + 1
     return L * 5 + 1  # QKV, attention, O, gate|up, down; LM head
 
 
 def pdl_table(a, shape_name, args, with_nodes, nu):
-    """The batch-1 and batch-8 steps of main's graph (g17r) with the PDL nodes' NODE_US
+    """The batch-1 and batch-8 steps of main's graph (c17) with the PDL nodes' NODE_US
     reduced by PDL_SAVE_US (ASSUMED), and the saving a PDL node would need for 85 %."""
     shape = SHAPES[shape_name]
     print(f"\n{shape_name} with programmatic dependent launch (p17; ESTIMATES): each PDL node's "
@@ -525,7 +575,7 @@ def pdl_table(a, shape_name, args, with_nodes, nu):
         Bp = 1 << (B - 1).bit_length()
         ts, n = with_nodes(B, ctx, args)
         floor = roofline(step_time(kernels(shape, B, ctx, True, a.sample_fallback), False)[1])
-        npdl = pdl_nodes(shape_name, Bp)
+        npdl = pdl_nodes(shape_name, Bp, args[2])
         tp = ts - npdl * PDL_SAVE_US * 1e-6
         need = (ts - floor / 0.85) / npdl * 1e6 if npdl else float("nan")
         print(f"| {B} | {ctx} | {n} | {npdl} | {ts*1e3:.3f} | {tp*1e3:.3f} | {floor/ts:.1%} "
