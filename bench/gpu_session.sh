@@ -6,12 +6,13 @@
 #   bash bench/gpu_session.sh pack          here, before the first device call: fills .gpu/
 #                                           (git-ignored) with what the GPU machine lacks
 #   bash bench/gpu_session.sh tests         there: build, then `make test-gpu`
-#   bash bench/gpu_session.sh bench [W...]  there: B1 (gpu_decode), PDL, V2, F1 and
+#   bash bench/gpu_session.sh bench [W...]  there: B1 (gpu_decode), PDL, CHAIN, V2, F1 and
 #                                           128/128x1024 on an 8B-shaped bf16 model
 #                                           through `batchgen bench` (or the W named;
 #                                           W@off: W with --overlap off, to set beside
-#                                           W's default, overlap on; PDL: gpu_decode at
-#                                           batch 1 and 8 with BG_CUDA_PDL=0 and by
+#                                           W's default, overlap on; PDL, CHAIN:
+#                                           gpu_decode at batch 1 and 8 with
+#                                           BG_CUDA_PDL=0 / BG_CUDA_CHAIN=0 and by
 #                                           default, alternated, twice each)
 #   bash bench/gpu_session.sh profile       there: ncu's per-node durations of one decode
 #                                           step at batch 1 and 256 and each graph's whole
@@ -119,16 +120,18 @@ bench)
 	# B1 is bench/gpu_decode; 128/128x1024 is F1's shape at a count transformers can
 	# finish (the hf stage). Each step has a time limit, so that one slow step leaves
 	# time for the others; name fewer steps to split them over two commands.
-	[ $# -gt 0 ] || set -- B1 PDL V2 F1 128/128x1024
+	[ $# -gt 0 ] || set -- B1 PDL CHAIN V2 F1 128/128x1024
 	for w in "$@"; do
-		if [ "$w" = PDL ]; then
-			# pdl.log: what programmatic dependent launch is worth (p17; gpu/pdl.cuh):
-			# the fused decode path (batch <= 8) with it off and on, alternated
+		if [ "$w" = PDL ] || [ "$w" = CHAIN ]; then
+			# pdl.log, chain.log: what programmatic dependent launch (p17; gpu/pdl.cuh)
+			# or the GEMV chain (c17; gpu_gemv_chain's grid barriers against graph nodes)
+			# is worth: the fused decode path (batch <= 8) with it off and on, alternated
+			v=BG_CUDA_$w log=$out/$(echo "$w" | tr A-Z a-z).log
 			for r in 1 2; do
 				for p in 0 1; do
-					echo "# BG_CUDA_PDL=$p run $r" | tee -a "$out/pdl.log"
-					BG_CUDA_PDL=$p timeout 60 $bld/bench/gpu_decode -m $m --batches 1,8 \
-						--contexts 512 --steps 256 2>/dev/null | tee -a "$out/pdl.log"
+					echo "# $v=$p run $r" | tee -a "$log"
+					env "$v=$p" timeout 60 $bld/bench/gpu_decode -m $m --batches 1,8 \
+						--contexts 512 --steps 256 2>/dev/null | tee -a "$log"
 				done
 			done
 			continue
