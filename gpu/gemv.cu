@@ -46,6 +46,8 @@
  * gpu_gemv_chain (issue 17): the GEMVs between two other kernels of a decode pass as one
  * cooperative kernel, gv_body for each step, the blocks at a grid barrier between two
  * (gpu/grid_sync.cuh): one graph node where there were up to GPU_GEMV_CHAIN_MAX. */
+#include <type_traits>
+
 #include "gpu/glu.cuh"
 #include "gpu/grid_sync.cuh"
 #include "gpu/pdl.cuh"
@@ -433,19 +435,28 @@ static void gv_launch(const struct gpu_gemv_args *a, bool pro, unsigned blocks, 
 	gpu_launch(k, blocks, GV_THREADS, xs, s, a->pdl, *a);
 }
 
+int gpu_gemv_bucket(int n_tok)
+{
+	return n_tok <= 2 ? n_tok : n_tok <= 4 ? 4 : 8;
+}
+
+/* f(std::integral_constant<int, NT>()) for n_tok's NT bucket (gpu_gemv_bucket): the one
+ * place a bucket becomes a kernel instance, for gv_launch and gvc_launch */
+template <typename F> static auto gv_with_nt(int n_tok, F f)
+{
+	switch (gpu_gemv_bucket(n_tok)) {
+	case 1: return f(std::integral_constant<int, 1>());
+	case 2: return f(std::integral_constant<int, 2>());
+	case 4: return f(std::integral_constant<int, 4>());
+	default: return f(std::integral_constant<int, 8>());
+	}
+}
+
 /* gv_launch's NT bucket for n_tok tokens */
 template <typename T, bool Q>
 static void gv_launch_nt(const struct gpu_gemv_args *a, bool pro, unsigned blocks, cudaStream_t s)
 {
-	const int nt = a->n_tok;
-	if (nt == 1)
-		gv_launch<T, 1, Q>(a, pro, blocks, s);
-	else if (nt == 2)
-		gv_launch<T, 2, Q>(a, pro, blocks, s);
-	else if (nt <= 4)
-		gv_launch<T, 4, Q>(a, pro, blocks, s);
-	else
-		gv_launch<T, 8, Q>(a, pro, blocks, s);
+	gv_with_nt(a->n_tok, [&](auto nt) { gv_launch<T, decltype(nt)::value, Q>(a, pro, blocks, s); });
 }
 
 /* The opt-in of the prologue's instances (and the chain's) of one storage type to n bytes
@@ -601,19 +612,9 @@ template <typename T, bool Q>
 static cudaError_t gvc_launch_nt(const struct gpu_gemv_args *a, int n, int n_sm, unsigned *bar,
 				 cudaStream_t s)
 {
-	const int nt = a->n_tok;
-	if (nt == 1)
-		return gvc_launch<T, 1, Q>(a, n, n_sm, bar, s);
-	if (nt == 2)
-		return gvc_launch<T, 2, Q>(a, n, n_sm, bar, s);
-	if (nt <= 4)
-		return gvc_launch<T, 4, Q>(a, n, n_sm, bar, s);
-	return gvc_launch<T, 8, Q>(a, n, n_sm, bar, s);
-}
-
-int gpu_gemv_bucket(int n_tok)
-{
-	return n_tok <= 2 ? n_tok : n_tok <= 4 ? 4 : 8;
+	return gv_with_nt(a->n_tok, [&](auto nt) {
+		return gvc_launch<T, decltype(nt)::value, Q>(a, n, n_sm, bar, s);
+	});
 }
 
 cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype dt, int n_sm,

@@ -1232,15 +1232,15 @@ static void launch_now(const void *key, dim3 grid, dim3 block, size_t smem, bool
 	body = fn;
 	blockDim = block;
 	gridDim = grid;
+	uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
+	if (coop) { /* each block its own threads and buffers */
+		run_coop(nb, grid, nt, block);
+		return;
+	}
 	make_fibers(fibers, nt);
 	xchg.assign(2 * (size_t)fibers.size(), 0);
 	xpar.assign(fibers.size(), 0);
 	warp_buf.assign(fibers.size() * 16, 0.0f);
-	uint64_t nb = (uint64_t)grid.x * grid.y * grid.z;
-	if (coop) {
-		run_coop(nb, grid, nt, block);
-		return;
-	}
 	std::vector<uint64_t> blocks(nb);
 	for (uint64_t b = 0; b < nb; b++)
 		blocks[b] = b;
