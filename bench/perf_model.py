@@ -358,6 +358,14 @@ GEMV_SMS, GEMV_THREADS, GEMV_INFLIGHT = 132, 512, 8 * 16
 # <= ~2.6 us a barrier. The node table prints the barrier cost at which batch 1 x 512
 # would fall below 85 % of its roofline.
 GRID_SYNC_US = 2.0
+# a17: passes of <= CHAIN_ATTN_TOK tokens (16-bit K/V, the GQA decode kernel's shape, heads of
+# <= 128) run the layer's decode attention inside the chain too (gpu_gemv_chain's attention
+# step: attn_decode_gqa_body on parts of 128 threads, the same splits and arithmetic as the
+# kernel): a llama layer is ONE node (its QKV, attention, O, gate|up, down; 4 barriers), the
+# LM head its own; with Q/K head norms qkv_post stays a node and the chain runs from the
+# attention to the next layer's QKV. The attention's own time is ASSUMED unchanged (the same
+# items, 4 parts a block of the chain's 132 against the kernel's blocks).
+CHAIN_ATTN_TOK = 2
 
 
 def gemv_fused(shape_name, B):
@@ -396,9 +404,13 @@ def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
     qkv_post = 1 if fused else 2 + ("qk_norm" in feats) + ("bias" in feats)
     merge = ns > 1 and not fused
     if gemv and fused and gemv_fused(shape_name, B):  # g17v: gemv=True counts its path
-        if gemv in ("qkv", "chain"):  # g17r: qkv_post in the QKV GEMV's epilogue unless head norms
+        if gemv in ("qkv", "chain", "attn"):  # g17r: qkv_post in the QKV GEMV's epilogue unless head norms
             qkv_post = 1 if "qk_norm" in feats else 0
-        if gemv == "chain":  # c17: attention and one chain a layer, the LM head in the last
+        if gemv == "attn" and B <= CHAIN_ATTN_TOK:  # a17: one chain a layer (+ qkv_post)
+            # the LM head alone after a full chain; with head norms the first QKV alone and
+            # the LM head in the last chain
+            return 1 + ("embd_scale" in feats) + L * (1 + qkv_post) + 1 + ("final_softcap" in feats)
+        if gemv in ("chain", "attn"):  # c17: attention and one chain a layer, the LM head in the last
             return 1 + ("embd_scale" in feats) + 1 + L * (2 + qkv_post) + ("final_softcap" in feats)
         return 1 + ("embd_scale" in feats) + L * (5 + qkv_post) + 1 + ("final_softcap" in feats)
     layer = 2 + 4 + 1 + 1 + qkv_post + merge + 2 * ("post_norms" in feats)
@@ -408,10 +420,13 @@ def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
 def chain_barriers(shape_name, B, gemv):
     """Grid barriers of c17's decode step (gemv == "chain" on the fused path): between the
     steps of each layer's chain, O -> gate|up -> down -> the next layer's QKV (the last
-    layer's: the LM head): 3 a layer; 0 for any other graph."""
+    layer's: the LM head): 3 a layer; a17's (gemv == "attn", B <= CHAIN_ATTN_TOK) 4 a layer;
+    0 for any other graph."""
     L = SHAPES[shape_name][0]
-    if gemv != "chain" or not gemv_fused(shape_name, B):
+    if gemv not in ("chain", "attn") or not gemv_fused(shape_name, B):
         return 0
+    if gemv == "attn" and B <= CHAIN_ATTN_TOK:  # a17: QKV -> attention -> O -> gate|up -> down
+        return 4 * L
     return 3 * L
 
 
@@ -470,7 +485,7 @@ def node_table(a, shape_name):
     # the decode graphs so far, oldest first: (label, decode_nodes' arguments)
     graphs = [("092388f", (False, "occupancy", False)), ("e17f", (True, "occupancy", False)),
               ("g17v", (True, "occupancy", True)), ("g17r", (True, "occupancy", "qkv")),
-              ("c17", (True, "occupancy", "chain"))]
+              ("c17", (True, "occupancy", "chain")), ("a17", (True, "occupancy", "attn"))]
 
     def with_nodes(B, ctx, args, sync_us=GRID_SYNC_US):
         """(step seconds with the node term, the grid barriers and the GEMV prologues,
@@ -492,9 +507,11 @@ def node_table(a, shape_name):
           f"shared memory, B <= {min(GEMV_MAX_TOK, GEMV_XS // (2 * shape[1]))} here; W ASSUMED streamed at BW from "
           f"{GEMV_THREADS} threads x {GEMV_INFLIGHT} bytes in flight a block; the prologues' L2 "
           f"reads added, L2 {L2_BW/1e12:.0f} TB/s); g17r (qkv_post in the QKV GEMV's "
-          f"epilogue unless head norms); c17 (main: the GEMVs between two attentions one "
+          f"epilogue unless head norms); c17 (the GEMVs between two attentions one "
           f"cooperative kernel, gpu_gemv_chain; {chain_barriers(shape_name, 1, 'chain')} grid "
-          f"barriers a step at GRID_SYNC_US {GRID_SYNC_US:.1f} us, ASSUMED). roofline = "
+          f"barriers a step at GRID_SYNC_US {GRID_SYNC_US:.1f} us, ASSUMED); a17 (main: at "
+          f"batch <= {CHAIN_ATTN_TOK} the attention in the chain too, one node a layer, "
+          f"{chain_barriers(shape_name, 1, 'attn')} barriers a step). roofline = "
           f"weights + KV bytes once.")
     labels = " / ".join(g[0] for g in graphs)
     print(f"| batch | context | model ms | roofline ms | nodes {labels} | ms {labels} "
@@ -517,7 +534,7 @@ def node_table(a, shape_name):
           f"of {nu*1e6:.2f} us (or main's {n1} nodes of <= {spare / n1 * 1e6:.2f} us), with "
           f"{nb1} grid barriers of {GRID_SYNC_US:.1f} us.")
     if nb1:
-        print("c17's batch 1 x 512 step against the grid barrier's cost (GRID_SYNC_US, ASSUMED):")
+        print(f"{graphs[-1][0]}'s batch 1 x 512 step against the grid barrier's cost (GRID_SYNC_US, ASSUMED):")
         print("| barrier us | ms | fraction of roofline |")
         print("|---|---|---|")
         floor1 = roofline(rows1)
@@ -550,11 +567,14 @@ def pdl_nodes(shape_name, B, gemv="qkv"):
     """Nodes of the fused batch-B graph launched with PDL: every layer's GEMVs and GQA
     decode attention (qkv_post, where it stays a kernel, and the embedding stay plain), and
     the LM head; with c17's chains (cooperative launches, not PDL) the attentions, the
-    first QKV; 0 off the fused path."""
+    first QKV; with a17's (B <= CHAIN_ATTN_TOK) the LM head alone (and the first QKV with
+    head norms); 0 off the fused path."""
     L = SHAPES[shape_name][0]
     if not gemv_fused(shape_name, B):
         return 0
-    if gemv == "chain":
+    if gemv == "attn" and B <= CHAIN_ATTN_TOK:
+        return 1 + ("qk_norm" in FEATURES[shape_name][0])
+    if gemv in ("chain", "attn"):
         return L + 1
     return L * 5 + 1  # QKV, attention, O, gate|up, down; LM head
 
@@ -578,8 +598,10 @@ def pdl_table(a, shape_name, args, with_nodes, nu):
         npdl = pdl_nodes(shape_name, Bp, args[2])
         tp = ts - npdl * PDL_SAVE_US * 1e-6
         need = (ts - floor / 0.85) / npdl * 1e6 if npdl else float("nan")
+        needs = (f"{need:.2f} us ({need / (nu*1e6):.0%} of NODE_US)" if need > 0
+                 else "none (85 % without PDL)")
         print(f"| {B} | {ctx} | {n} | {npdl} | {ts*1e3:.3f} | {tp*1e3:.3f} | {floor/ts:.1%} "
-              f"| {floor/tp:.1%} | {need:.2f} us ({need / (nu*1e6):.0%} of NODE_US) |")
+              f"| {floor/tp:.1%} | {needs} |")
 
 
 # bench/host_step at B=256 (us per row): A (forward -> sample) and B (sample -> next

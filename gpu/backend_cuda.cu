@@ -1573,21 +1573,52 @@ static void res_swap(float **xr, float **xo)
 	*xo = t;
 }
 
-/* The fused path's GEMVs not yet enqueued (run_pass): consecutive ones run as one
- * gpu_gemv_chain (issue 17: a layer's O, gate|up, down and the next layer's QKV one graph
- * node; with attention two nodes a layer instead of five). */
+/* The fused path's GEMVs and attention not yet enqueued (run_pass): consecutive ones run as
+ * one gpu_gemv_chain (issue 17: a llama layer's QKV, attention, O, gate|up and down one
+ * graph node where there were five). */
 struct gemv_pend {
 	struct gpu_gemv_args g[GPU_GEMV_CHAIN_MAX];
 	int n;
+	struct gpu_chain_attn attn; /* attn.at >= 0: the attention, before g[attn.at] */
 };
 
-/* Enqueues p's GEMVs (one gpu_gemv_chain; a lone one keeps its PDL) and empties p. run_pass
- * calls it before it enqueues anything else. */
+static void pend_init(struct gemv_pend *p)
+{
+	p->n = 0;
+	p->attn.at = -1;
+}
+
+/* Enqueues p's steps (one gpu_gemv_chain; a lone GEMV or attention keeps its PDL) and
+ * empties p. run_pass calls it before it enqueues anything else. */
 static cudaError_t gemv_flush(struct cuda_ctx *c, struct gemv_pend *p, cudaStream_t s)
 {
 	const int n = p->n;
-	p->n = 0;
-	return n ? gpu_gemv_chain(p->g, n, c->dt, c->n_sm, c->bar, s) : cudaSuccess;
+	const struct gpu_chain_attn at = p->attn;
+	pend_init(p);
+	if (!n && at.at < 0)
+		return cudaSuccess;
+	return gpu_gemv_chain(p->g, n, at.at >= 0 ? &at : NULL, c->dt, c->n_sm, c->bar, s);
+}
+
+/* A layer's attention on the fused path: after p's GEMVs in their chain when it takes the
+ * attention (c->chain, no attention in p yet, a shape gpu_chain_attn_bytes takes within
+ * the shared memory gpu_gemv_init opted in to), else p flushed and gpu_attention
+ * enqueued. */
+static cudaError_t attn_add(struct cuda_ctx *c, struct gemv_pend *p, const struct gpu_attn_args *a,
+			    int n_split, cudaStream_t s)
+{
+	const size_t b = c->chain ? gpu_chain_attn_bytes(a, n_split, c->partial, c->dt) : 0;
+	if (b > 0 && b <= c->gemv_xs && p->attn.at < 0) {
+		p->attn.a = *a;
+		p->attn.n_split = n_split;
+		p->attn.partial = c->partial;
+		p->attn.at = p->n;
+		return cudaSuccess;
+	}
+	cudaError_t e = gemv_flush(c, p, s);
+	if (e != cudaSuccess)
+		return e;
+	return gpu_attention(a, c->dt, n_split, c->partial, s);
 }
 
 /* *g after p's GEMVs: enqueued at once without c->chain, else appended to p (p flushed
@@ -1720,7 +1751,7 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 	float *xr = c->x, *xo = c->x2;
 	/* the fused path's GEMVs not enqueued yet: flushed before anything else is */
 	struct gemv_pend pend;
-	pend.n = 0;
+	pend_init(&pend);
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		const struct cuda_layer *L = &c->layers[l];
 		if (L->ffn_only) /* nemotron_h: the FFN alone (ffn_norm is attn_norm) */
@@ -1782,7 +1813,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			    !L->conv && !hp->attn_out_gate && gpu_gemv_qkv_fits(&g);
 			g.pdl = pdl;
 			CUDA_CHECK(gemv_add(c, &pend, &g, s));
-			CUDA_CHECK(gemv_flush(c, &pend, s)); /* attention (or more) next */
+			/* next: the attention, which may join the chain; anything else flushes */
+			if (!qkv_epilogue || L->ssm || L->gdn || hp->mla)
+				CUDA_CHECK(gemv_flush(c, &pend, s));
 			if (l)
 				res_swap(&xr, &xo);
 		} else {
@@ -1898,8 +1931,12 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 		a.merge_counters = c->attn_cnt; /* split decode merges in its own kernel */
 		a.pdl = pdl;
 		a.sinks = L->sinks; /* gpt-oss; NULL otherwise */
-		if (!L->conv && !L->gdn && !L->ssm)
-			CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
+		if (!L->conv && !L->gdn && !L->ssm) {
+			if (fused && !hp->attn_out_gate && !L->wgate) /* nothing between it and O */
+				CUDA_CHECK(attn_add(c, &pend, &a, n_split, s));
+			else
+				CUDA_CHECK(gpu_attention(&a, c->dt, n_split, c->partial, s));
+		}
 		if (hp->attn_out_gate && !L->gdn) /* qwen35: times sigmoid(gate) */
 			CUDA_CHECK(gpu_attn_gate(c->attn, c->gobuf, n, L->n_q, c->dt, s));
 		if (L->wgate) { /* step35: head h times sigmoid(attn_gate xn)[h] (xn: the

@@ -43,11 +43,14 @@
  * bytes a weight, Q6_K 0.82, Q8_0 1.06) instead of 2 a weight (ESTIMATE of the traffic;
  * bench/results/gpuq-2026-12-01.md); no L2 prefetch on this path yet.
  *
- * gpu_gemv_chain (issue 17): the GEMVs between two other kernels of a decode pass as one
- * cooperative kernel, gv_body for each step, the blocks at a grid barrier between two
- * (gpu/grid_sync.cuh): one graph node where there were up to GPU_GEMV_CHAIN_MAX. */
+ * gpu_gemv_chain (issue 17): the GEMVs of a decode pass between two other kernels, and a
+ * layer's decode attention among them, as one cooperative kernel: gv_body for each GEMV
+ * step, attn_decode_gqa_body (gpu/attn_decode.cuh) on parts of 128 threads for the
+ * attention, the blocks at a grid barrier between two steps (gpu/grid_sync.cuh): one
+ * graph node where there were up to GPU_GEMV_CHAIN_MAX + 1. */
 #include <type_traits>
 
+#include "gpu/attn_decode.cuh"
 #include "gpu/glu.cuh"
 #include "gpu/grid_sync.cuh"
 #include "gpu/pdl.cuh"
@@ -380,26 +383,86 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_kernel(struct gpu_gemv_arg
 	gv_body<T, NT, PRO, QKV, Q>(a, xs, sc);
 }
 
-/* gpu_gemv_chain's kernel: its steps one after another, each by gv_body's instance for its
- * prologue and QKV epilogue, all blocks at a grid barrier (gpu/grid_sync.cuh) between two
- * steps. Launched cooperatively (gpu_launch_coop), without PDL: a step's wait and trigger
- * then change nothing. Before a barrier each warp pulls into L2 the first weight lines of
- * its task in the next step (gv_prefetch), so that a step's DRAM ramp overlaps the wait
+/* gpu_gemv_chain's attention step (its comment in gpu/gpu_ops.cuh): the (KV head, token,
+ * split) items of the GQA decode kernel over the grid's parts of ATTN_WARPS warps, GVC_PARTS
+ * a block, part p at named barrier 1 + p with its own attn_dec_smem in the dynamic shared
+ * memory; item i = (kvh, li, sp) as kvh + n_head_kv (li + n_list sp). */
+#define GVC_PARTS (GV_THREADS / (ATTN_WARPS * 32))
+/* The chain's instances that have the attention step: 16-bit K/V, NT <= GPU_CHAIN_ATTN_TOK
+ * (with it inlined, ptxas spills the other instances at the 128 registers of 512 threads) */
+template <typename T, int NT> __host__ __device__ constexpr bool gvc_has_attn()
+{
+	return sizeof(T) == 2 && NT <= GPU_CHAIN_ATTN_TOK;
+}
+template <typename T, int NPL, int GPW>
+__device__ __forceinline__ void gvc_attention(const struct gpu_chain_attn &c, uint4 *smem)
+{
+	const int p = (int)threadIdx.x / (ATTN_WARPS * 32);
+	struct gpu_part pt;
+	pt.tid = (int)threadIdx.x % (ATTN_WARPS * 32);
+	pt.n = ATTN_WARPS * 32;
+	pt.bar = 1 + p;
+	struct attn_dec_smem<T, NPL> *sm = (struct attn_dec_smem<T, NPL> *)smem + p;
+	const int nkv = c.a.n_head_kv, nl = c.a.n_list;
+	const int64_t items = (int64_t)nkv * nl * c.n_split;
+	for (int64_t i = (int64_t)blockIdx.x * GVC_PARTS + p; i < items;
+	     i += (int64_t)gridDim.x * GVC_PARTS) {
+		const int64_t r = i / nkv;
+		attn_decode_gqa_body<T, NPL, GPW>(c.a, c.n_split, c.partial, (int)(i % nkv),
+						  (int)(r % nl), (int)(r / nl), pt, sm);
+		gpu_part_sync(pt); /* sm free for the part's next item */
+	}
+}
+
+/* gvc_attention's instance for the attention's head size and group (as gpu_attention's
+ * launch buckets them; gvc_attn_ok: which the chain has) */
+template <typename T>
+__device__ __forceinline__ void gvc_attention_any(const struct gpu_chain_attn &c, uint4 *smem)
+{
+	const int npl = (c.a.head_dim + 31) / 32;
+	if (npl <= 1)
+		gvc_attention<T, 1, 1>(c, smem);
+	else if (npl <= 2)
+		gvc_attention<T, 2, 1>(c, smem);
+	else if (c.a.n_head / c.a.n_head_kv <= ATTN_WARPS)
+		gvc_attention<T, 4, 1>(c, smem);
+	else
+		gvc_attention<T, 4, 2>(c, smem);
+}
+
+/* gpu_gemv_chain's kernel: its steps one after another, each GEMV by gv_body's instance for
+ * its prologue and QKV epilogue, the attention (before GEMV step c.attn.at) by
+ * gvc_attention, all blocks at a grid barrier (gpu/grid_sync.cuh) between two steps.
+ * Launched cooperatively (gpu_launch_coop), without PDL: a step's wait and trigger then
+ * change nothing. Before a barrier each warp pulls into L2 the first weight lines of its
+ * task in the next GEMV step (gv_prefetch), so that a step's DRAM ramp overlaps the wait
  * for the slowest block, as PDL's prefetch overlaps the launch of a kernel. */
 template <typename T, int NT, bool Q>
 __global__ void __launch_bounds__(GV_THREADS, 1) gemv_chain_kernel(struct gpu_gemv_chain_args c)
 {
-	extern __shared__ uint4 xs[]; /* the largest prologue of the steps */
+	/* the largest prologue of the steps, or the attention's tiles */
+	extern __shared__ uint4 xs[];
 	__shared__ float sc[NT];
-	for (int i = 0; i < c.n; i++) {
+	bool first = true;
+	for (int i = 0; i <= c.n; i++) {
+		if (i == c.attn.at) {
+			if (!first)
+				gpu_grid_sync(c.bar);
+			if constexpr (gvc_has_attn<T, NT>())
+				gvc_attention_any<T>(c.attn, xs);
+			first = false;
+		}
+		if (i == c.n)
+			break;
 		const struct gpu_gemv_args &a = c.step[i];
-		if (i > 0) { /* step i's first weight lines on their way while the blocks meet */
+		if (!first) { /* step i's first weight lines on their way while the blocks meet */
 			if (a.qkv_post)
 				gv_prefetch<T, true, Q>(a);
 			else
 				gv_prefetch<T, false, Q>(a);
 			gpu_grid_sync(c.bar);
 		}
+		first = false;
 		if (a.norm)
 			if (a.qkv_post)
 				gv_body<T, NT, true, true, Q>(a, xs, sc);
@@ -572,16 +635,37 @@ static unsigned gv_blocks(const struct gpu_gemv_args *a)
 	return gpu_div_up((uint64_t)n_task, GV_WARPS);
 }
 
+size_t gpu_chain_attn_bytes(const struct gpu_attn_args *a, int n_split, const float *partial,
+			    enum gpu_dtype dt)
+{
+	const size_t es = gpu_dtype_size(dt);
+	const int npl = (a->head_dim + 31) / 32;
+	if ((a->tiles && a->n_tiles > 0) || a->n_list < 1 || a->n_list > GPU_CHAIN_ATTN_TOK ||
+	    es != 2 || npl > 4 ||
+	    (npl <= 2 && a->n_head_kv > 0 && a->n_head / a->n_head_kv > ATTN_WARPS) ||
+	    n_split < 1 || n_split > 65535 ||
+	    !attn_decode_gqa_ok(a->n_head, a->n_head_kv, a->head_dim, a->kv.kv_dim, es) ||
+	    (uintptr_t)a->kv.base % 16 != 0 ||
+	    (n_split > 1 && (a->merge_counters == NULL || partial == NULL)))
+		return 0;
+	size_t b = 0;
+	GPU_DISPATCH_DTYPE(dt, T,
+			   b = npl <= 1	  ? sizeof(struct attn_dec_smem<T, 1>)
+			       : npl <= 2 ? sizeof(struct attn_dec_smem<T, 2>)
+					  : sizeof(struct attn_dec_smem<T, 4>));
+	return GVC_PARTS * b;
+}
+
 /* gpu_gemv_chain's launch of the instance for T, NT, Q: the grid at most n_sm blocks and
  * what the occupancy allows resident at once (a cooperative launch's condition) */
 template <typename T, int NT, bool Q>
-static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, int n_sm, unsigned *bar,
-			      cudaStream_t s)
+static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, const struct gpu_chain_attn *at,
+			      enum gpu_dtype dt, int n_sm, unsigned *bar, cudaStream_t s)
 {
 	struct gpu_gemv_chain_args c;
 	memset(&c, 0, sizeof c);
 	unsigned blocks = 1;
-	size_t xs = 0; /* the largest prologue's inputs */
+	size_t xs = 0; /* the largest prologue's inputs, or the attention's tiles */
 	for (int i = 0; i < n; i++) {
 		c.step[i] = a[i];
 		c.step[i].pdl = false;
@@ -591,13 +675,23 @@ static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, int n_sm, un
 		xs = x > xs ? x : xs;
 	}
 	c.n = n;
+	c.attn.at = -1;
+	if (at) {
+		c.attn = *at;
+		c.attn.a.pdl = false;
+		const size_t x = gpu_chain_attn_bytes(&at->a, at->n_split, at->partial, dt);
+		xs = x > xs ? x : xs;
+		const uint64_t items = (uint64_t)at->a.n_head_kv * at->a.n_list * at->n_split;
+		const unsigned b = gpu_div_up(items, GVC_PARTS);
+		blocks = b > blocks ? b : blocks;
+	}
 	c.bar = bar;
 	void (*k)(struct gpu_gemv_chain_args) = gemv_chain_kernel<T, NT, Q>;
 	int per_sm = 0;
 	cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, GV_THREADS, xs);
 	if (e != cudaSuccess)
 		return e;
-	if (per_sm < 1) /* (the prologue's bytes past what the opt-in allows) */
+	if (per_sm < 1) /* (the dynamic shared memory past what the opt-in allows) */
 		return cudaErrorCooperativeLaunchTooLarge;
 	const uint64_t most = (uint64_t)per_sm * (uint64_t)n_sm;
 	if (blocks > (unsigned)n_sm)
@@ -607,33 +701,37 @@ static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, int n_sm, un
 	return gpu_launch_coop(k, blocks, GV_THREADS, xs, s, c);
 }
 
-/* gvc_launch's NT bucket */
-template <typename T, bool Q>
-static cudaError_t gvc_launch_nt(const struct gpu_gemv_args *a, int n, int n_sm, unsigned *bar,
-				 cudaStream_t s)
+cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, const struct gpu_chain_attn *attn,
+			   enum gpu_dtype dt, int n_sm, unsigned *bar, cudaStream_t stream)
 {
-	return gv_with_nt(a->n_tok, [&](auto nt) {
-		return gvc_launch<T, decltype(nt)::value, Q>(a, n, n_sm, bar, s);
-	});
-}
-
-cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype dt, int n_sm,
-			   unsigned *bar, cudaStream_t stream)
-{
-	if (n == 1)
+	if (n == 1 && !attn)
 		return gpu_gemv(a, dt, n_sm, stream);
-	if (n < 1 || n > GPU_GEMV_CHAIN_MAX || n_sm < 1 || bar == NULL)
+	if (n == 0 && attn)
+		return gpu_attention(&attn->a, dt, attn->n_split, attn->partial, stream);
+	if (n < 1 || n > GPU_GEMV_CHAIN_MAX || n_sm < 1 || bar == NULL ||
+	    (attn && (attn->at < 0 || attn->at > n ||
+		      gpu_chain_attn_bytes(&attn->a, attn->n_split, attn->partial, dt) == 0)))
 		return cudaErrorInvalidValue;
 	const bool q = a[0].q.n_part > 0;
 	for (int i = 0; i < n; i++)
 		if (!gv_args_ok(&a[i], dt) || gpu_gemv_bucket(a[i].n_tok) != gpu_gemv_bucket(a[0].n_tok) ||
 		    (a[i].q.n_part > 0) != q)
 			return cudaErrorInvalidValue;
+	if (attn && gpu_gemv_bucket(a[0].n_tok) > GPU_CHAIN_ATTN_TOK)
+		return cudaErrorInvalidValue; /* an instance without the attention */
+	/* the NT bucket: the GEMVs' (an attention alone took gpu_attention above) */
+	const int nt = a[0].n_tok;
 	cudaError_t e = cudaSuccess;
 	if (q)
-		e = gvc_launch_nt<__nv_bfloat16, true>(a, n, n_sm, bar, stream);
+		e = gv_with_nt(nt, [&](auto b) {
+			return gvc_launch<__nv_bfloat16, decltype(b)::value, true>(
+			    a, n, attn, dt, n_sm, bar, stream);
+		});
 	else
-		GPU_DISPATCH_DTYPE(dt, T, e = (gvc_launch_nt<T, false>(a, n, n_sm, bar, stream)));
+		GPU_DISPATCH_DTYPE(dt, T, e = gv_with_nt(nt, [&](auto b) {
+						  return gvc_launch<T, decltype(b)::value, false>(
+						      a, n, attn, dt, n_sm, bar, stream);
+					  }));
 	return e != cudaSuccess ? e : cudaGetLastError();
 }
 

@@ -168,4 +168,34 @@ __device__ __forceinline__ float warp_max(float v)
 	return v;
 }
 
+/* The threads that code written for one block runs on: the whole block (bar 0: its
+ * barrier is __syncthreads), or a part of it, n threads (whole warps) meeting at the named
+ * barrier bar (1..15: bar.sync bar, n), so that one block of a kernel runs several such
+ * pieces side by side (gpu_gemv_chain's attention: four parts of 128 threads in a block of
+ * 512). tid: the thread's index in the part. Every thread of the part must reach each
+ * gpu_part_sync; it orders their shared-memory accesses as __syncthreads does. */
+struct gpu_part {
+	int tid, n, bar;
+};
+__device__ __forceinline__ struct gpu_part gpu_part_block()
+{
+	struct gpu_part p;
+	p.tid = (int)threadIdx.x;
+	p.n = (int)blockDim.x;
+	p.bar = 0;
+	return p;
+}
+__device__ __forceinline__ void gpu_part_sync(const struct gpu_part &p)
+{
+	if (p.bar == 0) {
+		__syncthreads();
+		return;
+	}
+#if defined(__CUDA_ARCH__)
+	asm volatile("bar.sync %0, %1;" ::"r"(p.bar), "r"(p.n) : "memory");
+#elif defined(EMU_DEVICE_SM)
+	emu_bar_sync(p.bar, p.n);
+#endif
+}
+
 #endif

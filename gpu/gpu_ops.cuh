@@ -567,28 +567,58 @@ bool gpu_gemv_qkv_fits(const struct gpu_gemv_args *a);
  * the heads' widths, no pos or slots. */
 cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 		     cudaStream_t stream);
+/* A layer's decode attention as a step of gpu_gemv_chain: gpu_attention(&a, dt, n_split,
+ * partial) of a pass of at most GPU_CHAIN_ATTN_TOK tokens, all decode steps (no tiles), in
+ * a shape gpu_chain_attn_bytes takes, run before GEMV step `at` (0 <= at <= n: after the
+ * steps before it, before the ones from it on). */
+#define GPU_CHAIN_ATTN_TOK 2
+struct gpu_chain_attn {
+	struct gpu_attn_args a; /* a.pdl is ignored */
+	int n_split;
+	float *partial;
+	int at;
+};
 /* The steps of one gpu_gemv_chain launch (its kernel's parameter, within CUDA's 4 KiB) */
 #define GPU_GEMV_CHAIN_MAX 4 /* a layer's O, gate|up, down and the next layer's QKV */
 struct gpu_gemv_chain_args {
 	struct gpu_gemv_args step[GPU_GEMV_CHAIN_MAX];
 	int n;
+	struct gpu_chain_attn attn; /* attn.at < 0: none */
 	unsigned *bar;
 };
-/* The n steps a[0 .. n) (1 <= n <= GPU_GEMV_CHAIN_MAX) as one cooperative kernel (issue 17:
- * one graph node where there were n): its blocks run step i as gpu_gemv(&a[i]) computes it,
- * bitwise (each row's sum is its warp's alone, whatever the grid), then meet at a grid
- * barrier (gpu/grid_sync.cuh) before step i + 1, so a step reads what the steps before it
- * wrote. n == 1 is gpu_gemv(a, ...) (with its a->pdl); otherwise every a[i].pdl is ignored
- * (a cooperative launch keeps plain stream order). Each step is checked as gpu_gemv checks
- * it (cudaErrorInvalidValue), and all steps must share one NT bucket (n_tok 1, 2, 3-4 or
- * 5-8) and be all block-quantized (q.n_part > 0) or all dense, else cudaErrorInvalidValue.
+/* The n GEMVs a[0 .. n) (0 <= n <= GPU_GEMV_CHAIN_MAX) and, when attn != NULL, *attn among
+ * them, as one cooperative kernel (issue 17: one graph node where there were n + 1): its
+ * blocks run GEMV step i as gpu_gemv(&a[i]) computes it and the attention as
+ * gpu_attention(&attn->a, dt, attn->n_split, attn->partial) does, bitwise (each row's sum
+ * is its warp's alone, and each (KV head, token, split) of the attention one part of 128
+ * threads of a block, as the attention kernel's block computes it, whatever the grid);
+ * between two steps the blocks meet at a grid barrier (gpu/grid_sync.cuh), so a step
+ * reads what the steps before it wrote. One step alone is what gpu_gemv or gpu_attention
+ * enqueue (with their pdl); otherwise every pdl is ignored (a cooperative launch keeps
+ * plain stream order). Each GEMV step is checked as gpu_gemv checks it
+ * (cudaErrorInvalidValue), and all steps must share one NT bucket (n_tok 1, 2, 3-4 or
+ * 5-8) and be all block-quantized (q.n_part > 0) or all dense; the attention must be one
+ * gpu_chain_attn_bytes takes with attn->at in [0, n] and the GEMVs' NT bucket at most
+ * GPU_CHAIN_ATTN_TOK, else cudaErrorInvalidValue.
  * bar: GPU_GRID_BAR_WORDS unsigned ints of device memory, zero before the first launch,
  * used by one launch at a time (one stream). The device must support cooperative launches
  * (cudaDeviceProp.cooperativeLaunch; the caller checks); the grid is at most n_sm blocks and at
  * most as many as can be resident at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor
- * x n_sm; 0 of them: cudaErrorCooperativeLaunchTooLarge). Valid in a stream capture. */
-cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, enum gpu_dtype dt, int n_sm,
-			   unsigned *bar, cudaStream_t stream);
+ * x n_sm; 0 of them: cudaErrorCooperativeLaunchTooLarge); its dynamic shared memory the
+ * largest prologue's inputs or the attention's bytes (gpu_chain_attn_bytes), which must be
+ * within what gpu_gemv_init opted in to (else the launch fails). Valid in a stream capture. */
+cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, const struct gpu_chain_attn *attn,
+			   enum gpu_dtype dt, int n_sm, unsigned *bar, cudaStream_t stream);
+/* The bytes of dynamic shared memory gpu_gemv_chain's attention step needs for *a, n_split
+ * splits and K/V of dt (4 parts of a block, each a GQA decode block's tiles), or 0 when it
+ * does not take it: tiles, no token or more than GPU_CHAIN_ATTN_TOK, f32 K/V, heads of more
+ * than 128 dimensions, more than 4 query heads a KV head with heads of <= 64, a shape the
+ * GQA decode kernel does not take, a K/V base not 16-byte aligned, or n_split > 1 without
+ * a.merge_counters or partial (the chain has no merge kernel). The chain's kernel has the
+ * attention inlined in these instances only: with more, ptxas spills at the 128 registers
+ * of its 512 threads (issue 17's gates). A pure function. */
+size_t gpu_chain_attn_bytes(const struct gpu_attn_args *a, int n_split, const float *partial,
+			    enum gpu_dtype dt);
 /* The NT bucket of n_tok tokens (1 <= n_tok <= GPU_GEMV_MAX_TOK): 1, 2, 4 or 8; the steps of
  * one gpu_gemv_chain share one. */
 int gpu_gemv_bucket(int n_tok);

@@ -372,6 +372,16 @@ else
 			check_eq "$sh $dt (emulated cuda, seed $seed): cumulative log-probs within 0.05 of the CPU's" \
 				"$(lp_far "$TMP/$m.cpu.jsonl" "$TMP/$m.gpu.jsonl" 0.05)" ""
 		done
+		# one request decodes at batch 1: with 16-bit K/V the chain runs each layer's
+		# attention too (gpu_gemv_chain's attention step; lfm2: after its qkv_post node):
+		# bit for bit what the separate kernels give (BG_CUDA_CHAIN=0)
+		case $m in llama3-tiny:bf16 | llama3-tiny:f16 | lfm2-tiny:f16)
+			BG_EMU_SEED=3 BG_CUDA_CHAIN=0 "$BATCHGEN" -q -m "$TMP/$sh.$dt.gguf" -i "$TMP/arch.jsonl" \
+				-o "$TMP/$m.nochain.jsonl" --device cuda 2>/dev/null
+			check_eq "$sh $dt (emulated cuda): the attention chained and not, the same tokens and log-probs" \
+				"$(lps "$TMP/$m.nochain.jsonl")" "$(lps "$TMP/$m.gpu.jsonl")"
+			;;
+		esac
 	done
 	# qwen35moe's fused ffn_gate_up_exps, read in place (model.h: strided expert views), in
 	# q8_0: with BG_CUDA_QUANT=1 the resident expert path copies each expert's gate rows and

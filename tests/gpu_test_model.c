@@ -562,7 +562,16 @@ out:
  * between two other nodes are one (gpu_gemv_chain): the first layer's QKV alone, then a
  * layer's O, gate|up, down and the next layer's QKV (or the LM head, when its rows are in
  * the same bucket of 1, 2, 4 or 8 tokens) one node, split where granite's residual scale
- * comes between. A mixture-of-experts model never fuses, and
+ * comes between. The chain takes the attention too when the pass is 1 or 2 tokens of
+ * 16-bit storage, all decode steps (no tiles), in the GQA decode kernel's shape (heads of
+ * <= 128 dimensions, G <= 8, and <= 4 with heads of <= 64) and its tiles fit xs (4 parts of
+ * 2 x 32 keys x VPR 16-byte vectors, VPR = 32, 64 or 128 dims x es / 16, and 800 bytes
+ * more each):
+ * then a layer is one node from its QKV to its down GEMV (two with the residual scale,
+ * split after O), the LM head alone (the chain before it is full); with head norms the
+ * qkv_post node ends each chain, the attention starts the next one (attention, O,
+ * gate|up, down and the next QKV), the first QKV alone and the LM head joins as before.
+ * A mixture-of-experts model never fuses, and
  * its FFN after the norm is the router's fp32 norm and GEMM, the routing, gate|up, down and
  * the weighted sum (gpu/moe.cuh): three nodes more a layer, one cuBLAS call less.
  * deepseek2's latent attention (hp.mla, never fused): the fused wq_a|wkv_a GEMM takes the
@@ -586,15 +595,26 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 		     n_q % v == 0 && hp->n_ff % v == 0 &&
 		     (size_t)n_tok * (size_t)hp->n_embd * (size_t)es <= xs;
 	/* fused without head norms: qkv_post is the QKV GEMV's epilogue (one node less) */
+	const bool rs = hp->residual_scale != 1.0f;
+	/* the attention in the chain */
+	const long hd = hp->head_dim, hkv = hp->n_head_kv;
+	const long vpr = (hd <= 32 ? 32 : hd <= 64 ? 64 : 128) * es / 16;
+	const bool attn_chain = fused && chain && T == 0 && n_list > 0 && n_tok <= 2 && es == 2 &&
+				hd <= 128 && hkv > 0 && hp->n_head % hkv == 0 &&
+				hp->n_head / hkv <= (hd <= 64 ? 4 : 8) && (hd * es) % 16 == 0 &&
+				(size_t)(4 * (1024 * vpr + 800)) <= xs;
 	/* the GEMV nodes a fused layer: QKV, O, gate|up and down; chained one (the first
 	 * layer's QKV counted apart), and two more with the residual scale (O, gate|up with
-	 * down, the next QKV: the last layer's one less) */
-	const bool rs = hp->residual_scale != 1.0f;
-	const long gv = chain ? 1 + 2 * rs : 4;
+	 * down, the next QKV: the last layer's one less); with the attention chained one, or
+	 * two with the residual scale (QKV, attention and O; gate|up and down) */
+	const long gv = !chain ? 4 : attn_chain ? 1 + rs : 1 + 2 * rs;
 	const int bk_out = n_out <= 2 ? n_out : n_out <= 4 ? 4 : 8;
 	const int bk_tok = n_tok <= 2 ? n_tok : n_tok <= 4 ? 4 : 8;
-	/* the LM head chained after the last layer's down GEMV */
-	const bool lm_joins = fused && chain && hp->n_layer > 0 && !rs && bk_out == bk_tok;
+	/* the LM head chained after the last layer's down GEMV (not after a full chain) */
+	const bool lm_joins = fused && chain && hp->n_layer > 0 && !rs && bk_out == bk_tok &&
+			      (!attn_chain || hp->qk_norm);
+	/* the first layer's QKV alone */
+	const long first_qkv = attn_chain ? hp->qk_norm : 1 - rs;
 	/* gpt-oss: the O bias and the router's bias, a gpu_bias_add node each (unfused);
 	 * olmo2: its whole-row Q/K norms one node (unfused), its absent pre-norms none less
 	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input);
@@ -604,15 +624,16 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * FFN's residual add in place of its norm, Command R+'s head norms one node (and its
 	 * biases one before them) */
 	long layer = (fused ? gv + hp->qk_norm : 8 + 3 * moe) + 2 * hp->post_norms + tiled +
-		     per_query + hp->attn_out_bias + hp->moe_bias + hp->qk_norm_full +
-		     hp->qk_norm_heads + (hp->qk_norm_heads && hp->qkv_bias) +
+		     (per_query && !attn_chain) + hp->attn_out_bias + hp->moe_bias +
+		     hp->qk_norm_full + hp->qk_norm_heads + (hp->qk_norm_heads && hp->qkv_bias) +
 		     2 * (hp->residual_scale != 1.0f) + 2 * hp->out_scale;
 	const long mla = hp->mla ? (hp->n_lora_q ? 2 : 0) + 2 : 0;
 	layer += mla;
 	/* lfm2's n_conv short-conv layers: gpu_shortconv's two kernels where an attention
 	 * layer has qkv_post (unless fused without head norms) and its attention kernels */
-	const long conv_less =
-	    n_conv ? (fused ? gv + hp->qk_norm : 8) + tiled + per_query - (fused ? gv + 2 : 9) : 0;
+	const long conv_less = n_conv ? (fused ? gv + hp->qk_norm : 8) + tiled +
+					    (per_query && !attn_chain) - (fused ? gv + 2 : 9)
+				      : 0;
 	/* granitehybrid's n_ssm Mamba2 layers (never fused): gpu_ssm's three kernels where an
 	 * attention layer has qkv_post and its attention kernels */
 	const long ssm_less = n_ssm ? 8 + tiled + per_query - 10 : 0;
@@ -628,7 +649,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	*gemms += (int)(dense + 2 * shared + gated);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared +
 	       2 * gated - n_conv * conv_less - n_ssm * ssm_less +
-	       (fused && chain && hp->n_layer > 0 ? 1 - rs : 0) +
+	       (fused && chain && hp->n_layer > 0 ? first_qkv : 0) +
 	       (n_out > 0 ? (fused ? !lm_joins : 2) + (hp->final_softcap > 0.0f) +
 				(hp->logit_scale != 1.0f)
 			  : 0);
@@ -973,10 +994,17 @@ static void test_bucket8(void)
 		      "bucket 8 at 2048 x f32 with the opt-in: the fused path's nodes");
 		/* chained (gpu_gemv_chain): the embedding, QKV, attention, then O, gate|up,
 		 * down and the LM head one node; with a prompt row's logits only (n_out 1, another
-		 * bucket), the LM head its own */
+		 * bucket), the LM head its own. One bf16 token (its 2 KiB prologue fits): the
+		 * embedding, the layer's QKV, attention, O, gate|up and down one node, the LM
+		 * head its own (the chain is full); where the attention's tiles, 4 x (1024 x 16 +
+		 * 800) = 68736 bytes, do not fit xs: as 8 tokens */
 		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0, 0, true) == 1 + 3 &&
 			  census_expected(&m->hp, 0, 8, 1, 1, 8, 4, 204800, &gm, 0, 0, true) ==
-			      1 + 4,
+			      1 + 4 &&
+			  census_expected(&m->hp, 0, 1, 1, 1, 1, 2, 68736, &gm, 0, 0, true) ==
+			      1 + 2 &&
+			  census_expected(&m->hp, 0, 1, 1, 1, 1, 2, 68735, &gm, 0, 0, true) ==
+			      1 + 3,
 		      "bucket 8 at 2048 x f32, chained: the fused path's nodes");
 	}
 	remove(census);

@@ -526,6 +526,9 @@ int cur = -1;
 std::function<void()> body;
 Group blockg;
 std::vector<Group> warpg;
+// the named barriers 1..15 (bar.sync id, n; gpu_part_sync), [0] unused: a group's size is
+// the n of the generation's first arrival, and a later arrival with another n aborts
+std::vector<Group> namedg;
 // A shuffle's values: two slots a thread, [2][threads of the block], used in turn by its
 // shuffles (xpar: the thread's next one), so a shuffle needs one warp barrier, not two: a
 // lane writes slot p of shuffle k + 2 only after the barrier of shuffle k + 1, which every
@@ -608,6 +611,25 @@ int flat()
 } // namespace
 
 void emu_wait_block() { wait(blockg); }
+void emu_bar_sync(int id, int n)
+{
+	if (id < 1 || id > 15 || n < 32 || n % 32 != 0 || n > (int)fibers.size()) {
+		fprintf(stderr,
+			"emu: bar.sync %d, %d: the id must be 1..15 and the count a multiple "
+			"of 32 of at most the block's %zu threads\n",
+			id, n, fibers.size());
+		abort();
+	}
+	Group &g = namedg[(size_t)id];
+	if (g.count == 0)
+		g.size = n;
+	else if (g.size != n) {
+		fprintf(stderr, "emu: bar.sync %d: counts %d and %d in one generation\n", id,
+			g.size, n);
+		abort();
+	}
+	wait(g);
+}
 void emu_wait_warp() { wait(warpg[flat() / 32]); }
 void emu_xchg_put(uint64_t v)
 {
@@ -980,6 +1002,7 @@ static void block_begin(int nt, dim3 block)
 	warpg.assign((nt + 31) / 32, Group());
 	for (size_t w = 0; w < warpg.size(); w++)
 		warpg[w].size = std::min(32, nt - (int)w * 32);
+	namedg.assign(16, Group());
 	for (int t = 0; t < nt; t++) {
 		Fiber &f = fibers[t];
 		f.tid = {(unsigned)(t % block.x), (unsigned)((t / block.x) % block.y),
@@ -1103,7 +1126,7 @@ static void make_fibers(std::vector<Fiber> &fs, size_t n)
 struct coop_block {
 	std::vector<Fiber> fibers;
 	Group blockg;
-	std::vector<Group> warpg;
+	std::vector<Group> warpg, namedg;
 	std::vector<uint64_t> xchg;
 	std::vector<uint8_t> xpar;
 	std::vector<float> warp_buf;
@@ -1121,6 +1144,7 @@ static void coop_swap(coop_block &b)
 	std::swap(fibers, b.fibers);
 	std::swap(blockg, b.blockg);
 	std::swap(warpg, b.warpg);
+	std::swap(namedg, b.namedg);
 	std::swap(xchg, b.xchg);
 	std::swap(xpar, b.xpar);
 	std::swap(warp_buf, b.warp_buf);

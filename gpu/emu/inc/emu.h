@@ -24,7 +24,9 @@
 //    order, from the seed $BG_EMU_SEED (default 1; printed when set), so a missing
 //    __syncthreads or a cross-block dependency shows as a wrong result for some seed; a
 //    barrier that some threads of the block never reach aborts with a message (a GPU
-//    hangs);
+//    hangs); named barriers (bar.sync id, n: gpu_part_sync) likewise, for the n threads
+//    that call them, an id of 1..15 and a count of whole warps (else an abort), one count
+//    a generation;
 //  - every __shared__ array is filled with 0xff bytes at the start of each block (the
 //    transform adds the call), so reading shared memory nobody wrote gives NaN;
 //  - when queued stream work runs is a policy, $BG_EMU_STREAMS (gpu/emu/emu.cpp):
@@ -170,6 +172,8 @@ void emu_wait_warp();
 void emu_xchg_put(uint64_t v);
 uint64_t emu_xchg_get(int lane);
 inline void __syncthreads() { emu_wait_block(); }
+// bar.sync id, n (gpu_part_sync): the n threads (whole warps) of the block that call it
+void emu_bar_sync(int id, int n);
 inline void __syncwarp(unsigned = 0xffffffffu) { emu_wait_warp(); }
 template <typename T> inline T emu_shfl(T v, int src) {
 	uint64_t b = 0; memcpy(&b, &v, sizeof(T));
