@@ -420,6 +420,11 @@ arch_compare dots1-q8_0 0.1 0.25 "${F32KV[*]}" --shape dots1-tiny --dtype q8_0 -
 # 8.0e-8 (36; seeds 3, 4, 6, 7: 10-24 steps, worst 5.9e-2, flipped Q8 roundings)
 arch_compare exaone-moe-f32 0 2e-5 "${F32KV[*]}" --shape exaone-moe-tiny --dtype f32 --seed 3
 arch_compare exaone-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone-moe-tiny --dtype q8_0 --seed 5
+# bailingmoe (llama.cpp's bailingmoe graph; bailingmoe-tiny): llama's attention (interleaved
+# RoPE, separate Q/K/V), every layer 8 experts of 32, 2 a token by softmax, renormalized and
+# x 2.5, plus 2 shared experts (64 wide).
+arch_compare bailingmoe-f32 0 2e-5 "${F32KV[*]}" --shape bailingmoe-tiny --dtype f32 --seed 3
+arch_compare bailingmoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape bailingmoe-tiny --dtype q8_0 --seed 3
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

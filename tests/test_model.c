@@ -3398,6 +3398,57 @@ static void test_exaone_moe(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* bailingmoe (arch.h): llama's attention (interleaved RoPE), every layer softmax-routed
+ * experts (leading_dense_block_count read by llama.cpp and unused), renormalized and scaled,
+ * plus shared experts of n_ff_exp x expert_shared_count; the refusals llama.cpp's shapes
+ * and keys imply. */
+static void test_bailingmoe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("bailingmoe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0];
+		CHECK(!hp->rope_neox && !hp->qk_norm && hp->moe_grouped &&
+			  !hp->expert_gating_sigmoid && !hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f &&
+			  hp->n_expert_groups == 0 && hp->n_expert_shared == 2 &&
+			  model_ff_shexp(hp) == 64 && hp->n_layer_dense_lead == 0 &&
+			  m->output.data != m->tok_embd.data,
+		      "bailingmoe-tiny hparams");
+		CHECK(l0->ffn_gate_inp.ne1 == 8 && l0->gate_shexp.ne1 == 64 && !l0->w_gate.ne0 &&
+			  !l0->exp_probs_b.ne0 && l0->wk.ne1 == 32,
+		      "bailingmoe-tiny layer shapes");
+	}
+	model_free(m);
+	m = NULL;
+	/* llama.cpp's experts in every layer, whatever leading_dense_block_count says */
+	CHECK(moe_rewrite("bailingmoe-tiny", ME_KEY, "bailingmoe.leading_dense_block_count", 1,
+			  &m, &err) == BG_OK &&
+		  m->hp.n_layer_dense_lead == 0 && model_layer_moe(&m->layers[0]),
+	      "bailingmoe-tiny with leading_dense_block_count 1: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.rope.dimension_count", 8, BG_ERR_UNSUPPORTED,
+	     "shapes Q/K/V by rope.dimension_count"},
+	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.expert_shared_count", UINT32_MAX,
+	     BG_ERR_FORMAT, "expert_shared_count"},
+	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "a bailingmoe model has experts"},
+	    {"bailingmoe-tiny", ME_KEY_F32, "bailingmoe.attention.layer_norm_rms_epsilon",
+	     UINT32_MAX, BG_ERR_FORMAT,
+	     "bailingmoe.attention.layer_norm_rms_epsilon is missing"},
+	    {"bailingmoe-tiny", ME_DROP, "blk.1.ffn_up_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_up_shexp.weight' is missing"},
+	    {"bailingmoe-tiny", ME_ADD, "blk.0.exp_probs_b.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.exp_probs_b.bias' is not part of a bailingmoe"},
+	    {"bailingmoe-tiny", ME_ADD, "blk.0.attn_output.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_output.bias' is not part of a bailingmoe"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
  * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
  * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
@@ -3614,5 +3665,6 @@ int main(void)
 	test_bailingmoe2();
 	test_exaone_arcee_dots1();
 	test_exaone_moe();
+	test_bailingmoe();
 	return check_summary();
 }

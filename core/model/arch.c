@@ -366,7 +366,19 @@
  * expert_shared_feed_forward_length (when > 0, else expert_feed_forward_length; the
  * converter writes moe_intermediate_size x num_shared_experts; expert_shared_count is read
  * but does not shape it), moe + shared; residual; nextn_predict_layers layers skipped;
- * the RMS eps required. */
+ * the RMS eps required.
+ * bailingmoe (src/models/bailingmoe.cpp, llama-model.cpp's llama_model_rope_type: NORM,
+ * conversion/bailingmoe.py: BailingMoeModel): the RMS eps required; attn_norm; Q/K/V
+ * (create_tensor_qkv: attn_qkv or separate, biases when present; the converter splits
+ * query_key_value) shaped n_head x n_rot and n_head_kv x n_rot, n_rot = rope.dimension_count
+ * (the converter writes head_dim), reshaped by the head size, so both must agree;
+ * interleaved RoPE with rope_freqs when present; scale 1/sqrt(n_rot); attn_output without
+ * bias; residual; ffn_norm; in EVERY layer (leading_dense_block_count is read and logged
+ * only) build_moe_ffn(no selection bias, SiLU, expert_weights_norm (default false; the
+ * converter writes norm_topk_prob), expert_weights_scale (the converter writes 1.0),
+ * SOFTMAX fixed by the graph), the generic expert groups (expert_group_count, read for every
+ * file), plus the shared experts' SwiGLU (ffn_*_shexp, expert_feed_forward_length x
+ * expert_shared_count (required)), moe + shared; residual; output.weight required there. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -713,6 +725,14 @@ static const struct arch_info table[] = {
      .swa_rope_only = true,
      .rms_eps_key = true,
      .exaone_moe = true},
+    {.name = "bailingmoe",
+     .families = "inclusionAI Ling 1.0 (Ling-lite, Ling-plus, Ling-Coder-lite)",
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .rms_eps_key = true,
+     .bailingmoe = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -732,7 +752,8 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, exaone, arcee, dots1, exaone-moe";
+	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, exaone, arcee, dots1, exaone-moe, "
+	       "bailingmoe";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -775,6 +775,32 @@ static enum bg_status read_bailing_experts(const struct gguf_ctx *g, const char 
 	return read_expert_groups(g, arch, hp, err);
 }
 
+/* bailingmoe's expert keys (arch.h): expert_shared_count required (shared experts of
+ * n_ff_exp x that count), per-layer expert widths refused, leading_dense_block_count not
+ * read (llama.cpp puts experts in every layer whatever it says), softmax routing whatever
+ * expert_gating_func says (the graph fixes it), expert_weights_norm / _scale optional, the
+ * generic groups; no selection bias (llama.cpp loads none: an exp_probs_b is an unknown
+ * tensor). Q/K/V are shaped by rope.dimension_count there: a file whose rotated dimensions
+ * are not its head size is refused. */
+static enum bg_status read_bailingmoe_experts(const struct gguf_ctx *g, const char *arch,
+					      struct model_hparams *hp, struct bg_err *err)
+{
+	if (hp->rope_dim != hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s with rope.dimension_count %u and a head size of %u: llama.cpp's "
+			       "bailingmoe shapes Q/K/V by rope.dimension_count, which must be the "
+			       "head size",
+			       arch, hp->rope_dim, hp->head_dim);
+	enum bg_status st = read_shared_experts(g, arch, hp, err);
+	if (st)
+		return st;
+	hp->n_layer_dense_lead = 0; /* read by llama.cpp, unused (arch.h) */
+	hp->moe_grouped = true;	    /* softmax, no selection bias */
+	if ((st = read_weights_scale_norm(g, arch, hp, err)))
+		return st;
+	return read_expert_groups(g, arch, hp, err);
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -849,6 +875,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_hunyuan_experts(g, arch, hp, err);
 	if (ai->bailing || ai->dots1 || ai->exaone_moe)
 		return read_bailing_experts(g, arch, ai, hp, err);
+	if (ai->bailingmoe)
+		return read_bailingmoe_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -2724,6 +2752,12 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			}
 			hp->moe_grouped = true;
 		}
+	}
+	if (!st && ai->bailingmoe && s->n_expert) { /* read_bailingmoe_experts' values */
+		hp->n_expert_shared = s->n_expert_shared;
+		hp->expert_weights_norm = hp->moe_grouped = true;
+		if (s->expert_scale != 0.0f)
+			hp->expert_weights_scale = s->expert_scale;
 	}
 	if (!st && (ai->bailing || ai->dots1 || ai->exaone_moe) && s->n_expert) {
 		/* read_bailing_experts' values */

@@ -705,6 +705,13 @@ static const struct synth_shape shapes[] = {
     {"exaone-moe-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "exaone-moe",
      .n_swa = 16, .n_ctx_orig = 64, .rope_freqs = true, .n_expert = 8, .n_expert_used = 2,
      .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1, .expert_scale = 2.5f},
+    /* bailingmoe (Ling 1.0's layout): llama's attention (interleaved RoPE, separate Q/K/V as
+     * the converter splits them), every layer 8 experts of 32, 2 a token, softmax,
+     * renormalized, x 2.5, plus 2 shared experts (64 wide); untied; norm weights 1 +
+     * N(0, 0.25^2) */
+    {"bailingmoe-tiny", 2, 64, 4, 2, 128, 512, 256, 600000.0f, 1e-6f, false, "bailingmoe",
+     .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_expert_shared = 2,
+     .expert_scale = 2.5f},
 };
 #pragma GCC diagnostic pop
 
@@ -879,6 +886,13 @@ static bool is_bailing(const struct synth_shape *s)
 	return is_arch(s, "bailingmoe2");
 }
 
+/* bailingmoe (Ling 1.0): llama's attention, softmax experts in every layer plus shared
+ * experts, no selection bias (arch.h) */
+static bool is_bailingmoe(const struct synth_shape *s)
+{
+	return is_arch(s, "bailingmoe");
+}
+
 /* dots1: bailingmoe2's routing and shared experts with separate Q/K/V (arch.h) */
 static bool is_dots1(const struct synth_shape *s)
 {
@@ -953,7 +967,7 @@ static bool random_norms(const struct synth_shape *s)
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
 	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") ||
 	       is_hunyuan(s) || is_bailing(s) || is_arch(s, "exaone") || is_arch(s, "arcee") ||
-	       is_dots1(s) || is_exaone_moe(s);
+	       is_dots1(s) || is_exaone_moe(s) || is_bailingmoe(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -1295,6 +1309,11 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (is_exaone_moe(s) && (!s->n_ff_shexp || s->n_expert_shared || !s->n_swa))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "exaone-moe: a shared expert of its own width (n_ff_shexp), a window");
+	if (is_bailingmoe(s) && (!s->n_expert_shared || s->n_ff_shexp || s->n_dense_lead ||
+				 s->n_group > 1 || (s->rope_dim && s->rope_dim != synth_head_dim(s))))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "bailingmoe: shared experts (as wide as the experts), every layer "
+			       "routed, no expert groups, every dimension rotated");
 	if (is_dots1(s) &&
 	    (!s->n_expert_shared || s->n_ff_shexp || s->n_head_kv != s->n_head || s->n_group > 1))
 		return bg_fail(err, BG_ERR_INVALID,
@@ -1997,6 +2016,15 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 						    s->n_group_used);
 			}
 		}
+		if (is_bailingmoe(s)) { /* BailingMoeModel's: first_k_dense_replace (read and
+					 * unused by llama.cpp), scale 1.0, num_shared_experts,
+					 * norm_topk_prob; no gating key */
+			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"), 0);
+			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"),
+					    s->expert_scale != 0.0f ? s->expert_scale : 1.0f);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
+			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
+		}
 		/* BailingMoeV2Model's, Dots1Model's and ExaoneMoEModel's converters' keys (the
 		 * groups from n_group / topk_group, the gating from scoring_func) */
 		if (is_bailing(s) || is_dots1(s) || is_exaone_moe(s)) {
@@ -2326,8 +2354,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				b->jobs[b->n_jobs - 1].std = SHEXP_GATE_SCALE / sqrtf((float)E);
 			}
 			/* the selection bias, the shared expert */
-			if (glm4moe || ds2 || is_bailing(s) || is_dots1(s)) {
-				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */
+			if (glm4moe || ds2 || is_bailing(s) || is_dots1(s) || is_bailingmoe(s)) {
+				/* DeepSeek-V2, Ling 1.0: no bias */
+				if (!(ds2 && s->softmax_gating) && !is_bailingmoe(s)) {
 					ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 					b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
 				}
