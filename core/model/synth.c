@@ -712,6 +712,16 @@ static const struct synth_shape shapes[] = {
     {"bailingmoe-tiny", 2, 64, 4, 2, 128, 512, 256, 600000.0f, 1e-6f, false, "bailingmoe",
      .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_expert_shared = 2,
      .expert_scale = 2.5f},
+    /* falcon-h1 (Falcon-H1's layer: attention with NeoX RoPE and a Mamba2 block side by
+     * side, then the SwiGLU FFN): 4 query heads of 32 (128 != n_embd), 2 K/V heads; Mamba2
+     * of inner size 96 (not 2 n_embd), 8 heads of 12 in 2 groups of state 16, the conv bias;
+     * -tiny without the grouped ssm_norm (mamba_rms_norm false) and tied, -norm-tiny with
+     * it and untied; norm weights 1 + N(0, 0.25^2) */
+    {"falcon-h1-tiny", 3, 64, 4, 2, 128, 512, 256, 100000.0f, 1e-5f, true, "falcon-h1",
+     .head_dim = 32, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2, .ssm_inner = 96},
+    {"falcon-h1-norm-tiny", 2, 64, 4, 2, 128, 512, 256, 100000.0f, 1e-5f, false, "falcon-h1",
+     .head_dim = 32, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2, .ssm_inner = 96,
+     .ssm_norm = true},
 };
 #pragma GCC diagnostic pop
 
@@ -824,6 +834,12 @@ static bool is_mamba2(const struct synth_shape *s)
 static bool is_nemo(const struct synth_shape *s) /* nemotron_h, nemotron_h_moe */
 {
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->nemotron_h;
+}
+
+/* falcon-h1: attention and a Mamba2 block in every layer (model.h's ssm_parallel) */
+static bool is_falcon_h1(const struct synth_shape *s)
+{
+	return is_arch(s, "falcon-h1");
 }
 
 /* the Mamba2 inner size */
@@ -967,7 +983,7 @@ static bool random_norms(const struct synth_shape *s)
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
 	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") ||
 	       is_hunyuan(s) || is_bailing(s) || is_arch(s, "exaone") || is_arch(s, "arcee") ||
-	       is_dots1(s) || is_exaone_moe(s) || is_bailingmoe(s);
+	       is_dots1(s) || is_exaone_moe(s) || is_bailingmoe(s) || is_falcon_h1(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
@@ -1220,6 +1236,12 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if ((is_lfm2(s) || is_mamba2(s)) && s->n_layer > 64)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "lfm2, lfm2moe, granitehybrid: at most 64 layers (%u)", s->n_layer);
+	if (is_falcon_h1(s) && (!s->ssm_heads || !s->ssm_groups || !s->ssm_state ||
+				ssm_inner(s) % s->ssm_heads || s->ssm_heads % s->ssm_groups ||
+				s->ssm_state > 1024 || s->n_expert))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "falcon-h1: ssm heads dividing the inner size, groups dividing the "
+			       "heads, a state of at most 1024, no experts");
 	if (is_mamba2(s) && (!s->ssm_heads || !s->ssm_groups || !s->ssm_state ||
 			     ssm_inner(s) % s->ssm_heads || s->ssm_heads % s->ssm_groups ||
 			     s->ssm_state > 1024 || (s->n_expert && !s->n_ff_shexp)))
@@ -1485,6 +1507,12 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			n_ssm += !(s->lfm2_attn >> l & 1);
 		ffn += n_ssm * (E * (2 * D + 2 * GN + H) + 5 * (D + 2 * GN) + 3 * H + D + D * E) -
 		       n_ssm * (E * Q + 2 * E * KV + Q * E);
+	}
+	if (is_falcon_h1(s)) { /* the Mamba2 block beside every layer's attention */
+		uint64_t D = ssm_inner(s), H = s->ssm_heads,
+			 GN = (uint64_t)s->ssm_groups * s->ssm_state;
+		ffn += s->n_layer * (E * (2 * D + 2 * GN + H) + 5 * (D + 2 * GN) + 3 * H +
+				     (s->ssm_norm ? D : 0) + D * E);
 	}
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer + ffn;
 }
@@ -1906,6 +1934,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (s->n_deepstack)
 			gguf_writer_set_u32(w, ARCH_KEY("n_deepstack_layers"), s->n_deepstack);
 	}
+	if (is_falcon_h1(s)) { /* conversion/falcon_h1.py's (Mamba2Model's) keys */
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), (uint32_t)ssm_inner(s));
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.state_size"), s->ssm_state);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.time_step_rank"), s->ssm_heads);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.group_count"), s->ssm_groups);
+	}
 	if (is_mamba2(s)) { /* conversion/granite.py's keys */
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), (uint32_t)ssm_inner(s));
@@ -2293,6 +2328,23 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 		if (has_o_bias(s))
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
+		if (is_falcon_h1(s)) { /* the Mamba2 block beside, granitehybrid's tensors */
+			const uint64_t D = ssm_inner(s), H = s->ssm_heads,
+				       GN = (uint64_t)s->ssm_groups * s->ssm_state;
+			ADD("ssm_in.weight", t, FILL_RANDOM, E, 2 * D + 2 * GN + H);
+			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, D + 2 * GN);
+			ADD("ssm_conv1d.bias", GGUF_DTYPE_F32, FILL_RANDOM, D + 2 * GN, 1);
+			b->jobs[b->n_jobs - 1].std = 0.25f;
+			ADD("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, H, 1);
+			b->jobs[b->n_jobs - 1].std = 1.0f;
+			ADD("ssm_a", GGUF_DTYPE_F32, FILL_NORM, 1, H); /* A = -exp(A_log) < 0 */
+			b->jobs[b->n_jobs - 1].base = -1.0f;
+			ADD("ssm_d", GGUF_DTYPE_F32, FILL_NORM, 1, H);
+			if (s->ssm_norm)
+				ADD("ssm_norm.weight", GGUF_DTYPE_F32, FILL_NORM, D / s->ssm_groups,
+				    s->ssm_groups);
+			ADD("ssm_out.weight", t, FILL_RANDOM, D, E);
+		}
 		if (oai) {
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);
@@ -2303,8 +2355,10 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 		if (is_nemo(s)) /* nemotron_h: a Mamba2 or attention block alone */
 			continue;
-		if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
-		    !is_cohere(s)) /* cohere: parallel */
+		if (is_falcon_h1(s)) /* the converter's name, no suffix (arch.c) */
+			ADD("ffn_norm", GGUF_DTYPE_F32, pk, E, 1);
+		else if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
+			 !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		if (synth_moe_layer(s, l)) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
