@@ -2749,7 +2749,7 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
 			     "are made as files only, not lazily (step35, llama4, ernie4_5-moe, "
-			     "hunyuan-moe, falcon-h1 too)",
+			     "falcon-h1, hunyuan-moe too)",
 			     s->name);
 	if (!st && ai->gemma4 && s->n_expert)
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
