@@ -3449,6 +3449,69 @@ static void test_bailingmoe(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* falcon-h1 (arch.h): every layer attention (NeoX) and a Mamba2 block side by side
+ * (model_hparams.ssm_parallel; model_layer.ssm false, ssm_out its own), the inner size not 2
+ * n_embd, ssm_norm and the conv bias optional, the FFN norm named blk.N.ffn_norm, a KV
+ * cache and a recurrent state in every layer; attn_output.bias accepted unused as
+ * llama.cpp; the refusals llama.cpp's loader implies. */
+static void test_falcon_h1(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	static const char *const tiny[2] = {"falcon-h1-tiny", "falcon-h1-norm-tiny"};
+	for (int i = 0; i < 2; i++) {
+		CHECK(moe_rewrite(tiny[i], ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+		if (!m)
+			continue;
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = &m->layers[1];
+		CHECK(hp->ssm_parallel && hp->rope_neox && !hp->rope_none && hp->ssm_d_inner == 96 &&
+			  hp->ssm_n_head == 8 && hp->ssm_n_group == 2 && hp->n_head_kv == 2 &&
+			  hp->head_dim == 32 && !L->ssm && L->wq.ne1 == 128 && L->wo.ne0 == 128 &&
+			  L->ssm_out.ne0 == 96 && L->ssm_out.ne1 == 64 && L->ssm_in.ne1 == 264 &&
+			  L->ffn_norm.ne0 == 64 && L->w_gate.ne1 == 128 &&
+			  (L->ssm_norm.data != NULL) == (i == 1) && L->ssm_conv_b.data &&
+			  model_state_floats(hp, L) == 3 * 160 + 96 * 16 &&
+			  (m->output.data == m->tok_embd.data) == (i == 0),
+		      "%s hparams and layers", tiny[i]);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("falcon-h1-tiny", ME_DROP, "blk.1.ssm_conv1d.bias", 0, &m, &err) ==
+		      BG_OK &&
+		  !m->layers[1].ssm_conv_b.data && m->layers[0].ssm_conv_b.data,
+	      "falcon-h1-tiny without blk.1's conv bias: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("falcon-h1-tiny", ME_ADD, "blk.0.attn_output.bias", 0, &m, &err) ==
+		      BG_OK &&
+		  !m->hp.attn_out_bias && !m->layers[0].bo.data,
+	      "falcon-h1-tiny with an O bias (unused): %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"falcon-h1-tiny", ME_KEY, "falcon-h1.ssm.conv_kernel", UINT32_MAX, BG_ERR_FORMAT,
+	     "falcon-h1.ssm.conv_kernel is missing or 0"},
+	    {"falcon-h1-tiny", ME_KEY, "falcon-h1.ssm.inner_size", 100, BG_ERR_FORMAT,
+	     "Mamba2 sizes are not usable"},
+	    {"falcon-h1-tiny", ME_KEY_F32, "falcon-h1.attention.layer_norm_rms_epsilon",
+	     UINT32_MAX, BG_ERR_FORMAT,
+	     "falcon-h1.attention.layer_norm_rms_epsilon is missing"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.1.ffn_norm", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_norm' is missing"},
+	    {"falcon-h1-tiny", ME_ADD, "blk.0.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_norm.weight' is not part of a falcon-h1"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.2.ssm_out.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ssm_out.weight' is missing"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.0.ssm_a", 0, BG_ERR_FORMAT,
+	     "'blk.0.ssm_a' is missing"},
+	    {"falcon-h1-tiny", ME_HALVE, "blk.0.ssm_in.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ssm_in.weight' has shape"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.1.attn_k.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_k.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
  * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
  * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
@@ -3666,5 +3729,6 @@ int main(void)
 	test_exaone_arcee_dots1();
 	test_exaone_moe();
 	test_bailingmoe();
+	test_falcon_h1();
 	return check_summary();
 }
