@@ -3424,21 +3424,20 @@ static void test_bailingmoe(void)
 	model_free(m);
 	m = NULL;
 	/* llama.cpp's experts in every layer, whatever leading_dense_block_count says */
-	CHECK(moe_rewrite("bailingmoe-tiny", ME_KEY, "bailingmoe.leading_dense_block_count", 1,
-			  &m, &err) == BG_OK &&
+	CHECK(moe_rewrite("bailingmoe-tiny", ME_KEY, "bailingmoe.leading_dense_block_count", 1, &m,
+			  &err) == BG_OK &&
 		  m->hp.n_layer_dense_lead == 0 && model_layer_moe(&m->layers[0]),
 	      "bailingmoe-tiny with leading_dense_block_count 1: %s", err.msg);
 	model_free(m);
 	static const struct refusal bad[] = {
 	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.rope.dimension_count", 8, BG_ERR_UNSUPPORTED,
 	     "shapes Q/K/V by rope.dimension_count"},
-	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.expert_shared_count", UINT32_MAX,
-	     BG_ERR_FORMAT, "expert_shared_count"},
+	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.expert_shared_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "expert_shared_count"},
 	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.expert_count", UINT32_MAX, BG_ERR_FORMAT,
 	     "a bailingmoe model has experts"},
 	    {"bailingmoe-tiny", ME_KEY_F32, "bailingmoe.attention.layer_norm_rms_epsilon",
-	     UINT32_MAX, BG_ERR_FORMAT,
-	     "bailingmoe.attention.layer_norm_rms_epsilon is missing"},
+	     UINT32_MAX, BG_ERR_FORMAT, "bailingmoe.attention.layer_norm_rms_epsilon is missing"},
 	    {"bailingmoe-tiny", ME_DROP, "blk.1.ffn_up_shexp.weight", 0, BG_ERR_FORMAT,
 	     "'blk.1.ffn_up_shexp.weight' is missing"},
 	    {"bailingmoe-tiny", ME_ADD, "blk.0.exp_probs_b.bias", 0, BG_ERR_UNSUPPORTED,
@@ -3465,11 +3464,11 @@ static void test_falcon_h1(void)
 			continue;
 		const struct model_hparams *hp = &m->hp;
 		const struct model_layer *L = &m->layers[1];
-		CHECK(hp->ssm_parallel && hp->rope_neox && !hp->rope_none && hp->ssm_d_inner == 96 &&
-			  hp->ssm_n_head == 8 && hp->ssm_n_group == 2 && hp->n_head_kv == 2 &&
-			  hp->head_dim == 32 && !L->ssm && L->wq.ne1 == 128 && L->wo.ne0 == 128 &&
-			  L->ssm_out.ne0 == 96 && L->ssm_out.ne1 == 64 && L->ssm_in.ne1 == 264 &&
-			  L->ffn_norm.ne0 == 64 && L->w_gate.ne1 == 128 &&
+		CHECK(hp->ssm_parallel && hp->rope_neox && !hp->rope_none &&
+			  hp->ssm_d_inner == 96 && hp->ssm_n_head == 8 && hp->ssm_n_group == 2 &&
+			  hp->n_head_kv == 2 && hp->head_dim == 32 && !L->ssm && L->wq.ne1 == 128 &&
+			  L->wo.ne0 == 128 && L->ssm_out.ne0 == 96 && L->ssm_out.ne1 == 64 &&
+			  L->ssm_in.ne1 == 264 && L->ffn_norm.ne0 == 64 && L->w_gate.ne1 == 128 &&
 			  (L->ssm_norm.data != NULL) == (i == 1) && L->ssm_conv_b.data &&
 			  model_state_floats(hp, L) == 3 * 160 + 96 * 16 &&
 			  (m->output.data == m->tok_embd.data) == (i == 0),
@@ -3493,9 +3492,8 @@ static void test_falcon_h1(void)
 	     "falcon-h1.ssm.conv_kernel is missing or 0"},
 	    {"falcon-h1-tiny", ME_KEY, "falcon-h1.ssm.inner_size", 100, BG_ERR_FORMAT,
 	     "Mamba2 sizes are not usable"},
-	    {"falcon-h1-tiny", ME_KEY_F32, "falcon-h1.attention.layer_norm_rms_epsilon",
-	     UINT32_MAX, BG_ERR_FORMAT,
-	     "falcon-h1.attention.layer_norm_rms_epsilon is missing"},
+	    {"falcon-h1-tiny", ME_KEY_F32, "falcon-h1.attention.layer_norm_rms_epsilon", UINT32_MAX,
+	     BG_ERR_FORMAT, "falcon-h1.attention.layer_norm_rms_epsilon is missing"},
 	    {"falcon-h1-tiny", ME_DROP, "blk.1.ffn_norm", 0, BG_ERR_FORMAT,
 	     "'blk.1.ffn_norm' is missing"},
 	    {"falcon-h1-tiny", ME_ADD, "blk.0.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,

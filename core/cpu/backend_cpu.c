@@ -254,10 +254,10 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	int32_t cap = grown_cap(c->cap_tok, 16, n);
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)cap;
+	const bool par = hp->parallel || hp->ssm_parallel; /* command-r; falcon-h1 */
 	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
 		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
-		 (!(hp->parallel || hp->ssm_parallel) ||
-		  grow(&c->par, t * hp->n_embd, sizeof(float))) &&
+		 (!par || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
 		 (!hp->gemma4_moe || (grow(&c->g4a, t * hp->n_embd, sizeof(float)) &&
 				      grow(&c->g4b, t * hp->n_embd, sizeof(float)))) &&
 		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
@@ -325,14 +325,12 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 {
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
-	size_t per_tok =
-	    (((hp->parallel || hp->ssm_parallel ? 3 : 2) + (hp->gemma4_moe ? 2 : 0)) *
-		 (size_t)hp->n_embd +
-	     2 * (size_t)c->q_max +
-	     2 * (size_t)c->kv_max +
-	     2 * (size_t)c->hb_w + (hp->rope_dim / 2) * 2 + (model_rope_dim(hp, true) / 2) * 2) *
-		sizeof(float) +
-	    2 * sizeof(int32_t);
+	const bool par = hp->parallel || hp->ssm_parallel; /* c->par */
+	size_t per_tok = (((par ? 3 : 2) + (hp->gemma4_moe ? 2 : 0)) * (size_t)hp->n_embd +
+			  2 * (size_t)c->q_max + 2 * (size_t)c->kv_max + 2 * (size_t)c->hb_w +
+			  (hp->rope_dim / 2) * 2 + (model_rope_dim(hp, true) / 2) * 2) *
+			     sizeof(float) +
+			 2 * sizeof(int32_t);
 	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
 	       (size_t)c->cap_logits * ((size_t)hp->n_embd + hp->n_vocab) * sizeof(float) +
 	       c->samp_bytes * c->n_threads + cpu_moe_bytes(c->moe);
@@ -1740,8 +1738,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			for (t = 0; t < T; t++)
 				rmsnorm(ao + t * E, ao + t * E, post, E, hp->rms_eps);
 		branch_scale(ao, (int64_t)T * E, hp->residual_scale);
+		/* falcon-h1: (attn + ssm) + x, as llama.cpp adds them */
 		for (int64_t i = 0; i < (int64_t)T * E && hp->ssm_parallel; i++)
-			ao[i] += c->par[i]; /* falcon-h1: (attn + ssm) + x, as llama.cpp adds them */
+			ao[i] += c->par[i];
 		for (int64_t i = 0; i < (int64_t)T * E && !hp->parallel; i++)
 			c->x[i] += ao[i];
 		if (prof)
@@ -2308,8 +2307,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				  (st = check_weight(out, "ssm_out", (int)l, err)) == BG_OK &&
 				  L->ssm_in.ne0 == hp->n_embd &&
 				  L->ssm_in.ne1 == 2 * D + 2 * GN + H && out->ne0 == D &&
-				  out->ne1 == hp->n_embd &&
-				  hp->ssm_n_group && hp->ssm_n_head % hp->ssm_n_group == 0 &&
+				  out->ne1 == hp->n_embd && hp->ssm_n_group &&
+				  hp->ssm_n_head % hp->ssm_n_group == 0 &&
 				  D % hp->ssm_n_head == 0 && hp->ssm_d_conv >= 2;
 			for (int i = 0; ok && i < 6; i++) /* falcon-h1: conv bias, norm optional */
 				ok = (hp->ssm_parallel && (i == 1 || i == 5) && !f[i]->data &&
@@ -2506,8 +2505,8 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 							   &L->ssm_dt_b,   &L->ssm_a,
 							   &L->ssm_d,	   &L->ssm_norm};
 			float *dst = c->ssm_w + (size_t)l * c->ssm_per;
-			const size_t fn[6] = {C * (size_t)d->d_conv, C, (size_t)d->H, (size_t)d->H,
-					      (size_t)d->H, (size_t)d->D};
+			const size_t H = (size_t)d->H;
+			const size_t fn[6] = {C * (size_t)d->d_conv, C, H, H, H, (size_t)d->D};
 			for (int i = 0; i < 6; i++) { /* f32, the sizes check_model checked; an
 						       * absent conv bias stays 0 (calloc) */
 				if (f[i]->data)

@@ -773,8 +773,8 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, exaone, arcee, dots1, exaone-moe, "
-	       "bailingmoe, falcon-h1";
+	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, "
+	       "exaone, arcee, dots1, exaone-moe, bailingmoe, falcon-h1";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

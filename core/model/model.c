@@ -1437,10 +1437,9 @@ static enum bg_status read_mamba2(const struct gguf_ctx *g, const char *arch,
 				       arch, keys[i]);
 	if (hp->ssm_d_conv < 2 || hp->ssm_d_conv > SSM_CONV_MAX ||
 	    hp->ssm_d_state > SSM_STATE_MAX ||
-	    (!ai->nemotron_h && !ai->falcon_h1 &&
-	     (uint64_t)hp->ssm_d_inner != 2ull * hp->n_embd) ||
-	    hp->ssm_d_inner > MODEL_MAX_DIM ||
-	    hp->ssm_d_inner % hp->ssm_n_head || hp->ssm_n_head % hp->ssm_n_group)
+	    (!ai->nemotron_h && !ai->falcon_h1 && (uint64_t)hp->ssm_d_inner != 2ull * hp->n_embd) ||
+	    hp->ssm_d_inner > MODEL_MAX_DIM || hp->ssm_d_inner % hp->ssm_n_head ||
+	    hp->ssm_n_head % hp->ssm_n_group)
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "%s's Mamba2 sizes are not usable: conv_kernel %u (2 to %u), "
 			       "state_size %u (at most %u), inner_size %u (2 x embedding_length "
@@ -2296,7 +2295,8 @@ static enum bg_status take_falcon_ssm(struct loader *L, uint32_t l, struct model
 		snprintf(n, sizeof n, "blk.%u.%s", l, t[i].suffix);
 		if (t[i].optional && !gguf_find_tensor(L->g, n))
 			continue;
-		enum bg_status st = take(L, n, t[i].ne0, t[i].ne1, t[i].kind, t[i].w ? t[i].w : &unused);
+		enum bg_status st =
+		    take(L, n, t[i].ne0, t[i].ne1, t[i].kind, t[i].w ? t[i].w : &unused);
 		if (st)
 			return st;
 	}

@@ -1236,9 +1236,9 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if ((is_lfm2(s) || is_mamba2(s)) && s->n_layer > 64)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "lfm2, lfm2moe, granitehybrid: at most 64 layers (%u)", s->n_layer);
-	if (is_falcon_h1(s) && (!s->ssm_heads || !s->ssm_groups || !s->ssm_state ||
-				ssm_inner(s) % s->ssm_heads || s->ssm_heads % s->ssm_groups ||
-				s->ssm_state > 1024 || s->n_expert))
+	if (is_falcon_h1(s) &&
+	    (!s->ssm_heads || !s->ssm_groups || !s->ssm_state || ssm_inner(s) % s->ssm_heads ||
+	     s->ssm_heads % s->ssm_groups || s->ssm_state > 1024 || s->n_expert))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "falcon-h1: ssm heads dividing the inner size, groups dividing the "
 			       "heads, a state of at most 1024, no experts");
@@ -1331,8 +1331,9 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (is_exaone_moe(s) && (!s->n_ff_shexp || s->n_expert_shared || !s->n_swa))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "exaone-moe: a shared expert of its own width (n_ff_shexp), a window");
-	if (is_bailingmoe(s) && (!s->n_expert_shared || s->n_ff_shexp || s->n_dense_lead ||
-				 s->n_group > 1 || (s->rope_dim && s->rope_dim != synth_head_dim(s))))
+	if (is_bailingmoe(s) &&
+	    (!s->n_expert_shared || s->n_ff_shexp || s->n_dense_lead || s->n_group > 1 ||
+	     (s->rope_dim && s->rope_dim != synth_head_dim(s))))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "bailingmoe: shared experts (as wide as the experts), every layer "
 			       "routed, no expert groups, every dimension rotated");
