@@ -758,7 +758,9 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			continue;
 		}
 		/* falcon-h1 (never fused): gpu_ssm's three kernels, ssm_out's GEMM and its add
-		 * into the attention's output beside each layer's attention */
+		 * into the attention's output beside each layer's attention; with qres no
+		 * dequantization kernels for its Q|K|V|ssm_in and ssm_out (dense) */
+		const long falcon_dense = hp->ssm_parallel ? 4L * (long)hp->n_layer : 0;
 		if (hp->ssm_parallel) {
 			want += 5L * (long)hp->n_layer;
 			want_gemms += (int)hp->n_layer;
@@ -774,7 +776,8 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 		else if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call); lfm2's
 						  * conv layers: in_proj one part; the MoE layers'
 						  * fp32 routers none */
-			want += want_gemms + 3L * (long)hp->n_layer - 2L * (n_conv + n_ssm) - n_moe;
+			want += want_gemms + 3L * (long)hp->n_layer - 2L * (n_conv + n_ssm) -
+				n_moe - falcon_dense;
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
 		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
