@@ -172,8 +172,11 @@ static void print_by_dtype(const struct model *m)
 							     &ly->ssm_in, &ly->ssm_conv_w,
 							     &ly->ssm_conv_b, &ly->ssm_dt_b,
 							     &ly->ssm_a, &ly->ssm_d, &ly->ssm_norm};
-			for (int i = 0; i < 7 && ly->ssm; i++)
-				list[n++] = ssm[i];
+			for (int i = 0; i < 7 && (ly->ssm || m->hp.ssm_parallel); i++)
+				if (ssm[i]->ne0) /* falcon-h1: conv bias, norm optional */
+					list[n++] = ssm[i];
+			if (m->hp.ssm_parallel) /* falcon-h1: the Mamba2 block's own output */
+				list[n++] = &ly->ssm_out;
 			if (m->hp.qkv_bias) {
 				list[n++] = &ly->bq;
 				list[n++] = &ly->bk;
@@ -452,7 +455,17 @@ int cmd_info(int argc, char **argv)
 		       "cache; %u layers have one\n",
 		       model_n_layer_kv(hp), hp->n_layer - 1, model_n_layer_kv(hp) - 2,
 		       model_n_layer_kv(hp) - 1, model_n_layer_kv(hp));
-	if (hp->ssm_d_conv) { /* granitehybrid (model.h): which layers, their state */
+	if (hp->ssm_parallel) { /* falcon-h1 (model.h): every layer both */
+		uint64_t per = 0;
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			per += model_state_floats(hp, &m->layers[l]);
+		printf("mamba2: every layer attention AND a Mamba2 block of the same normed input, "
+		       "added together (%u taps, inner %u, %u heads, %u groups, state %u, grouped "
+		       "norm %s; %llu bytes of fp32 state a sequence, in a slot of its own)\n",
+		       hp->ssm_d_conv, hp->ssm_d_inner, hp->ssm_n_head, hp->ssm_n_group,
+		       hp->ssm_d_state, m->layers[0].ssm_norm.data ? "yes" : "no",
+		       (unsigned long long)(4 * per));
+	} else if (hp->ssm_d_conv) { /* granitehybrid (model.h): which layers, their state */
 		uint32_t ns = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++)
 			ns += m->layers[l].ssm;
@@ -582,6 +595,11 @@ int cmd_info(int argc, char **argv)
 			print_weight_line("blk.0.attn_q", &ly->wq);
 			print_weight_line("blk.0.attn_k", &ly->wk);
 			print_weight_line("blk.0.attn_v", &ly->wv);
+			if (hp->ssm_parallel) { /* falcon-h1: the Mamba2 block beside */
+				print_weight_line("blk.0.ssm_in", &ly->ssm_in);
+				print_weight_line("blk.0.ssm_conv1d", &ly->ssm_conv_w);
+				print_weight_line("blk.0.ssm_out", &ly->ssm_out);
+			}
 		}
 		if (hp->qkv_bias) {
 			print_weight_line("blk.0.attn_q.bias", &ly->bq);

@@ -110,6 +110,12 @@ struct cuda_layer {
 	 * w); no K/V rows */
 	bool ssm;
 	float *ssm_w;
+	/* falcon-h1 (hp.ssm_parallel): every layer attends AND runs a Mamba2 block of the same
+	 * normed input: wqkv holds [Q | K | V | ssm_in] (qkv_rows n_q + 2 n_kv + ssm_in_rows;
+	 * dense), wsout its ssm_out [n_embd, D] (dense), ssm_w its small weights (an absent
+	 * conv bias 0; ssm_nonorm: no ssm_norm) */
+	void *wsout;
+	bool ssm_nonorm;
 	/* nemotron_h (model_layer's ffn_only, no_ffn): an FFN alone (no wqkv, wo or K/V slab;
 	 * ffn_norm is attn_norm), or a Mamba2 / attention block alone (no wgu, wdown) */
 	bool ffn_only, no_ffn;
@@ -604,6 +610,7 @@ enum lmat {
 	LM_QB,	 /* deepseek2's wq_b (with q_lora), wk_b, wv_b: dense only (the batched GEMMs) */
 	LM_KB,
 	LM_VB,
+	LM_SO,	  /* falcon-h1's ssm_out: dense only */
 	LM_XGU,	  /* the experts' gate and up (gpu/moe.cuh) */
 	LM_XDOWN, /* the experts' down */
 	LM_N
@@ -766,6 +773,8 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 	 * Mamba2 and attention layers have no FFN) */
 	const bool moe = hp->n_expert && model_layer_moe(ml);
 	*res = false;
+	if (k == LM_SO) /* falcon-h1's, dense */
+		return hp->ssm_parallel ? dense : 0;
 	if (k >= LM_QB && k < LM_XGU) /* deepseek2's, dense */
 		return hp->mla ? dense : 0;
 	if (k >= LM_XGU) {
@@ -779,7 +788,8 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 			b += exps_array_bytes(w[i]);
 		return b;
 	}
-	if (k == 0 && ml->gdn) /* qwen35: four matrices (gpu_qmat holds three), dense */
+	/* qwen35, falcon-h1: four matrices (gpu_qmat holds three), dense */
+	if (k == 0 && (ml->gdn || hp->ssm_parallel))
 		return dense;
 	/* nemotron_h: an FFN layer has no mixer, a mixer layer no FFN */
 	if ((ml->ffn_only && (k == LM_QKV || k == LM_O)) ||
@@ -791,6 +801,41 @@ static size_t lmat_bytes(const struct cuda_ctx *c, const struct model *m, uint32
 		return 0;
 	*res = mat_resident(c, w, n);
 	return mat_bytes(c, w, n, sh, dense);
+}
+
+/* falcon-h1 (hp.ssm_parallel): layer ml's ssm_in into L->wqkv's rows after Q|K|V, ssm_out
+ * into L->wsout, the small weights into L->ssm_w in gpu_ssm_args' order (an absent conv
+ * bias as zeros, an absent ssm_norm's room left unread: L->ssm_nonorm). (Files only:
+ * model.c makes no lazy falcon-h1 model.) */
+static enum bg_status upload_falcon_ssm(struct upload *u, const struct model_layer *ml,
+					const struct cuda_layer *L, struct bg_err *err)
+{
+	const size_t E = u->c->hp.n_embd, es = gpu_dtype_size(u->c->dt);
+	enum bg_status st = upload_weight(
+	    u, &ml->ssm_in, (char *)L->wqkv + (size_t)(L->n_q + 2 * L->n_kv) * E * es, UP_MATRIX,
+	    err);
+	if (st == BG_OK)
+		st = upload_weight(u, &ml->ssm_out, L->wsout, UP_MATRIX, err);
+	const struct model_hparams *hp = &u->c->hp;
+	const size_t C = (size_t)hp->ssm_d_inner + 2 * (size_t)hp->ssm_n_group * hp->ssm_d_state;
+	const struct model_weight *f[6] = {&ml->ssm_conv_w, &ml->ssm_conv_b, &ml->ssm_dt_b,
+					   &ml->ssm_a,	    &ml->ssm_d,	     &ml->ssm_norm};
+	const size_t fn[6] = {C * hp->ssm_d_conv, C, hp->ssm_n_head, hp->ssm_n_head,
+			      hp->ssm_n_head, hp->ssm_d_inner};
+	float *dst = L->ssm_w;
+	for (int i = 0; st == BG_OK && i < 6; i++) {
+		if (f[i]->data) {
+			st = upload_weight(u, f[i], dst, UP_NORM, err);
+		} else if (i == 1) {
+			cudaError_t ce =
+			    cudaMemsetAsync(dst, 0, fn[i] * sizeof(float), u->c->stream);
+			if (ce != cudaSuccess)
+				st = bg_fail(err, BG_ERR_DEVICE, "zeroing a conv bias: %s",
+					     cudaGetErrorString(ce));
+		}
+		dst += fn[i];
+	}
+	return st;
 }
 
 /* deepseek2 (hp.mla): layer ml's wq_a (or wq) and wkv_a into L->wqkv unless resident
@@ -933,6 +978,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_qb = hp->mla ? align_up(H * QH * QL * es, 256) : 0;
 	size_t sz_kb = hp->mla ? align_up(H * CL * hp->mla_nope * es, 256) : 0;
 	size_t sz_vb = hp->mla ? align_up(H * hp->mla_v_head * CL * es, 256) : 0;
+	/* falcon-h1: ssm_out (dense) */
+	size_t sz_so = hp->ssm_parallel ? align_up(E * hp->ssm_d_inner * es, 256) : 0;
 	size_t sz_qan = hp->mla ? align_up(QL * 4, 256) : 0,
 	       sz_kvn = hp->mla ? align_up(CL * 4, 256) : 0;
 	/* lfm2: every layer has room for conv taps (fp32), used by the conv layers */
@@ -967,8 +1014,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 	size_t sz_out = tied ? 0 : mat_bytes(c, &wout, 1, -1, sz_embd);
 	size_t total = sz_e + sz_norm + sz_out + per_layer * hp->n_layer;
 	/* the matrices (enum lmat): each layer's own size, as dense bytes or resident */
-	const size_t sz_ffn[LM_N - 2] = {sz_gu, sz_down,    sz_qb,	 sz_kb,
-					 sz_vb, sz_gu_exps, sz_down_exps};
+	const size_t sz_ffn[LM_N - 2] = {sz_gu, sz_down, sz_qb,	     sz_kb,
+					 sz_vb, sz_so,	 sz_gu_exps, sz_down_exps};
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		size_t dense[LM_N];
 		lmat_dense(&c->layers[l], E, es, sz_ffn, dense);
@@ -1016,8 +1063,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		 * lazy synthetic model's values depend on */
 		size_t dense[LM_N];
 		lmat_dense(L, E, es, sz_ffn, dense);
-		void **lw[LM_N] = {&L->wqkv, &L->wo,   &L->wgu,	    &L->wdown,	  &L->wq_b,
-				   &L->wk_b, &L->wv_b, &L->gu_exps, &L->down_exps};
+		void **lw[LM_N] = {&L->wqkv, &L->wo,   &L->wgu,	  &L->wdown,   &L->wq_b,
+				   &L->wk_b, &L->wv_b, &L->wsout, &L->gu_exps, &L->down_exps};
 		struct gpu_qmat *lq[LM_QB] = {&L->q_qkv, &L->q_o, &L->q_gu, &L->q_down};
 		bool res[LM_N];
 		for (int k = 0; st == BG_OK && k < LM_N; k++) {
@@ -1082,7 +1129,7 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		p += sz_conv;
 		L->gdn_vec = sz_gvec ? (float *)p : NULL;
 		p += sz_gvec;
-		L->ssm_w = sz_ssm && L->ssm ? (float *)p : NULL;
+		L->ssm_w = sz_ssm && (L->ssm || hp->ssm_parallel) ? (float *)p : NULL;
 		p += sz_ssm;
 		float **oai[6] = {&L->sinks,	    &L->bo,	    &L->router_b,
 				  &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
@@ -1131,7 +1178,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		else if (st == BG_OK && !res[0] && !L->ffn_only)
 			st = upload_weight(&u, &ml->wq, qkv, UP_MATRIX, err);
 		/* the rows before K: Q's, or (qwen35) Q's and the gates' */
-		const size_t qw = (size_t)(L->qkv_rows - 2 * L->n_kv);
+		const size_t qw = (size_t)(L->qkv_rows - 2 * L->n_kv -
+					   (hp->ssm_parallel ? ssm_in_rows(hp) : 0)); /* falcon-h1 */
 		if (L->conv || L->gdn || L->ssm || L->ffn_only) {
 			/* in_proj uploaded above; nemotron_h's FFN layer: none */
 		} else if (st == BG_OK && !res[0] && !hp->mla)
@@ -1153,6 +1201,8 @@ static enum bg_status load_weights(struct cuda_ctx *c, const struct model *m, st
 		}
 		if (st == BG_OK && !res[1] && !L->ffn_only)
 			st = upload_weight(&u, &ml->wo, L->wo, UP_MATRIX, err);
+		if (st == BG_OK && hp->ssm_parallel) /* falcon-h1: the Mamba2 block's */
+			st = upload_falcon_ssm(&u, ml, L, err);
 		if (st == BG_OK && L->ffn_norm)
 			st = upload_weight(&u, &ml->ffn_norm, L->ffn_norm, UP_NORM, err);
 		if (ffn_norm_attn) /* nemotron_h: the FFN layer's norm (run_pass) */
@@ -1350,6 +1400,8 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 	/* deepseek2: mla_q, mla_f, mla_x (0 bytes otherwise) */
 	const bool mla = c->hp.mla;
 	/* granitehybrid: gpu_ssm's xbc [N, C] and y [N, D] scratch */
+	/* command-r, cohere2: the FFN's output; falcon-h1: the Mamba2 branch's */
+	const bool par = c->hp.parallel || c->hp.ssm_parallel;
 	const size_t SC = c->hp.ssm_d_conv ? (size_t)c->hp.ssm_d_inner +
 						 2 * (size_t)c->hp.ssm_n_group * c->hp.ssm_d_state
 					   : 0,
@@ -1360,7 +1412,7 @@ static enum bg_status alloc_activations(struct cuda_ctx *c, int cap_tok, struct 
 			       4 * N * NX, 4 * NP * E,	      es * NP * FX, 4 * NP,
 			       4 * NP,	   4 * NP,	      4 * (NX + 1),  4 * 2 * n_tiles,
 			       NX ? (size_t)4 : 0, NX ? 4 * N * E : 0,
-			       c->hp.parallel ? 4 * N * E : 0,
+			       par ? 4 * N * E : 0,
 			       mla ? 4 * N * c->n_q : 0, 4 * N * c->mla_qr, es * N * c->mla_xw,
 			       4 * N * c->gscr_c, 4 * N * c->gscr_o, 4 * N * SC, 4 * N * SD};
 	size_t total = 0;
@@ -1824,10 +1876,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			CUBLAS_CHECK(pass_gemm(c, L->wqkv, &L->q_qkv, c->xn, c->qkv, L->qkv_rows, E,
 					       n, c->ld_qkv));
 		}
-		if (L->ssm) { /* granitehybrid: the Mamba2 block into attn (D wide) */
+		if (L->ssm || hp->ssm_parallel) {
+			/* granitehybrid: the Mamba2 block into attn (D wide); falcon-h1: of
+			 * ssm_in's rows after Q|K|V, ssm_out's output into par (attn is the
+			 * attention's next) */
 			struct gpu_ssm_args sa;
-			sa.zxbcdt = c->qkv;
+			sa.zxbcdt = c->qkv + (L->ssm ? 0 : L->n_q + 2 * L->n_kv);
 			sa.ld = c->ld_qkv;
+			sa.no_norm = L->ssm_nonorm;
 			sa.n_tok = n;
 			sa.d_conv = (int)hp->ssm_d_conv;
 			sa.D = (int)hp->ssm_d_inner;
@@ -1845,6 +1901,14 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 			sa.y = c->ssm_y;
 			sa.out = c->attn;
 			CUDA_CHECK(gpu_ssm(&sa, c->dt, s));
+			if (hp->ssm_parallel) {
+				c->pass_gemms++;
+				CUBLAS_CHECK(gpu_gemm(c->cublas, L->wsout, c->attn, c->par, E,
+						      (int)hp->ssm_d_inner, n, E, c->dt));
+			}
+		}
+		if (L->ssm) {
+			/* done above */
 		} else if (L->conv) { /* lfm2: bx into the cache, the conv, C times it into attn */
 			struct gpu_shortconv_args sa;
 			sa.bcx = c->qkv;
@@ -1980,6 +2044,9 @@ static enum bg_status run_pass(struct cuda_ctx *c, const struct pass *ps,
 				       L->o_in, n, E));
 		if (L->bo) /* gpt-oss: the O projection's bias (fp32 rows of tmp) */
 			CUDA_CHECK(gpu_bias_add(c->tmp, E, L->bo, n, E, s));
+		if (hp->ssm_parallel) /* falcon-h1: attn + ssm (par), then x adds it (ffn:) */
+			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, c->par, NULL, hp->rms_eps, NULL, n, E,
+						   true, c->par, GPU_F32, s));
 		if (L->attn_post) /* gemma: the branch output normalized (fp32, in place) */
 			CUDA_CHECK(gpu_add_rmsnorm(c->tmp, NULL, L->attn_post, hp->rms_eps, NULL, n,
 						   E, false, c->tmp, GPU_F32, s));
@@ -3305,6 +3372,9 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 	c->ld_qkv = c->n_q + 2 * c->n_kv;
 	if (hp->ssm_d_conv && c->ld_qkv < ssm_in_rows(hp)) /* and qkv ssm_in's output */
 		c->ld_qkv = ssm_in_rows(hp);
+	if (hp->ssm_parallel) /* falcon-h1: ssm_in's rows after Q|K|V */
+		c->ld_qkv = (int)model_q_dim_max(hp) + 2 * (int)model_kv_dim_max(hp) +
+			    ssm_in_rows(hp);
 	/* deepseek2 (model.h): qkv holds wq_a's (or wq's) and wkv_a's outputs */
 	const int mla_ql =
 	    hp->n_lora_q ? (int)hp->n_lora_q : (int)(hp->n_head * (hp->mla_nope + hp->rope_dim));
@@ -3349,6 +3419,9 @@ static enum bg_status create_ctx(struct cuda_ctx *c, const struct model *m,
 		if (L->ffn_only) /* nemotron_h: no mixer, no K/V */
 			L->n_q = L->n_kv = 0;
 		L->qkv_rows = hp->mla ? c->ld_qkv : L->ssm ? ssm_in_rows(hp) : L->n_q + 2 * L->n_kv;
+		if (hp->ssm_parallel) /* falcon-h1: [Q | K | V | ssm_in] */
+			L->qkv_rows += ssm_in_rows(hp);
+		L->ssm_nonorm = hp->ssm_parallel && !m->layers[l].ssm_norm.data;
 		L->o_in = hp->mla ? (int)(hp->n_head * hp->mla_v_head) : L->n_q;
 		L->gdn = m->layers[l].gdn;
 		if (L->gdn) { /* qwen35: [u | z | beta | alpha] rows, VD into ssm_out, no slab */

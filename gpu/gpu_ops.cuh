@@ -447,6 +447,7 @@ struct gpu_ssm_args {
 	float *xbc; /* scratch [n_tok, C] fp32: the conv's output */
 	float *y;   /* scratch [n_tok, D] fp32: the scan's output */
 	void *out;  /* [n_tok, D] of dt: ssm_out's input */
+	bool no_norm; /* falcon-h1 without ssm_norm: out = y * silu(z), no grouped norm */
 };
 /* Three launches: the conv per (run, channel), the scan per (run, head), the gate and
  * grouped RMS norm per (token, group); each run's state advanced past its rows.

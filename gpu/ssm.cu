@@ -72,7 +72,8 @@ __global__ void ssm_scan_kernel(struct gpu_ssm_args a)
 }
 
 /* Token t, group g: y * silu(z) over the group's D / G values, RMS-normalized (sum of
- * squares in double) times the norm weight, stored as dt. */
+ * squares in double) times the norm weight, stored as dt; with a.no_norm (falcon-h1
+ * without ssm_norm) y * silu(z) as it is. */
 template <typename T> __global__ void ssm_norm_kernel(struct gpu_ssm_args a, T *out)
 {
 	__shared__ double part[128];
@@ -80,6 +81,11 @@ template <typename T> __global__ void ssm_norm_kernel(struct gpu_ssm_args a, T *
 	const int span = a.D / a.G, g0 = blockIdx.y * span;
 	const float *z = a.zxbcdt + t * a.ld, *y = a.y + t * a.D;
 	const float *norm = a.w + (size_t)(a.D + 2 * a.G * a.N) * (a.d_conv + 1) + 3 * a.H;
+	if (a.no_norm) {
+		for (int i = g0 + threadIdx.x; i < g0 + span; i += blockDim.x)
+			out[t * a.D + i] = st_t<T>(__fmul_rn(ssm_silu(z[i]), y[i]));
+		return;
+	}
 	double ss = 0.0;
 	for (int i = g0 + threadIdx.x; i < g0 + span; i += blockDim.x) {
 		const float v = __fmul_rn(ssm_silu(z[i]), y[i]);

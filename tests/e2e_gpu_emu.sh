@@ -306,6 +306,10 @@ else
 	# per-head Q/K norms, grouped-routing machinery without groups (sigmoid, the selection
 	# bias, scale 2.5) and two shared experts after a dense layer; exaone-moe-tiny's windows
 	# with RoPE on them only beside that routing with one shared expert of its own width.
+	# bailingmoe-tiny's softmax routing in every layer with two shared experts (the
+	# grouped-routing machinery without groups or bias); falcon-h1-tiny's Mamba2 block beside
+	# every layer's attention (gpu_ssm on ssm_in's rows after Q|K|V, ssm_out added to the
+	# attention's output), without the grouped norm (no_norm), falcon-h1-norm-tiny with it.
 	for sh in llama3-tiny llama-yarn-tiny qwen3-tiny gemma2-tiny gemma3-tiny phi3-tiny qwen3moe-tiny \
 		mixtral-tiny gpt-oss-tiny olmo2-tiny olmo3-tiny granite-tiny granitemoe-tiny mistral3-tiny \
 		mistral3-bias-tiny smollm3-tiny seed_oss-tiny apertus-tiny gemma4-tiny gemma4-hd512-tiny \
@@ -313,7 +317,7 @@ else
 		lfm2moe-tiny qwen35-tiny granitehybrid-moe-tiny qwen35moe-tiny qwen3next-tiny \
 		nemotron_h_moe-tiny step35-tail qwen3vl-tiny exaone4-swa-tiny olmoe-tiny gemma4-moe-gu-tiny \
 		ernie4_5-moe-tiny hunyuan-moe-tiny bailingmoe2-tiny llama4-tiny exaone-tiny arcee-tiny \
-		dots1-tiny exaone-moe-tiny; do
+		dots1-tiny exaone-moe-tiny bailingmoe-tiny falcon-h1-tiny falcon-h1-norm-tiny; do
 		"$BATCHGEN" synth --shape "$sh" --dtype f32 --seed 3 -o "$TMP/$sh.gguf" 2>/dev/null
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.cpu.jsonl" --device cpu
 		"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/arch.jsonl" -o "$TMP/$sh.gpu.jsonl" --device cuda
@@ -335,7 +339,7 @@ else
 		"{\"id\":\"r1\",\"input_ids\":${w%]},40,41],\"max_tokens\":5,\"temperature\":0,\"ignore_eos\":true}" \
 		"{\"id\":\"r2\",\"input_ids\":${w%]},50,51,52],\"max_tokens\":5,\"temperature\":0,\"ignore_eos\":true}" \
 		>"$TMP/fork.jsonl"
-	for sh in qwen35-tiny granitehybrid-moe-tiny; do
+	for sh in qwen35-tiny granitehybrid-moe-tiny falcon-h1-tiny; do
 		for d in cpu cuda; do
 			"$BATCHGEN" -q -m "$TMP/$sh.gguf" -i "$TMP/fork.jsonl" -o "$TMP/$sh.fork.$d.jsonl" \
 				--device $d

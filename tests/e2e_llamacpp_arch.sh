@@ -420,6 +420,25 @@ arch_compare dots1-q8_0 0.1 0.25 "${F32KV[*]}" --shape dots1-tiny --dtype q8_0 -
 # 8.0e-8 (36; seeds 3, 4, 6, 7: 10-24 steps, worst 5.9e-2, flipped Q8 roundings)
 arch_compare exaone-moe-f32 0 2e-5 "${F32KV[*]}" --shape exaone-moe-tiny --dtype f32 --seed 3
 arch_compare exaone-moe-q8_0 0.1 0.25 "${F32KV[*]}" --shape exaone-moe-tiny --dtype q8_0 --seed 5
+# bailingmoe (llama.cpp's bailingmoe graph; bailingmoe-tiny): llama's attention (interleaved
+# RoPE, separate Q/K/V), every layer 8 experts of 32, 2 a token by softmax, renormalized and
+# x 2.5, plus 2 shared experts (64 wide).
+arch_compare bailingmoe-f32 0 2e-5 "${F32KV[*]}" --shape bailingmoe-tiny --dtype f32 --seed 3
+arch_compare bailingmoe-q8_0 0.1 0.25 "${F32KV[*]}" --shape bailingmoe-tiny --dtype q8_0 --seed 3
+# falcon-h1 (llama.cpp's falcon-h1 graph, build_mamba2_layer; falcon-h1-tiny): every layer
+# attention (NeoX RoPE, 4 heads of 32 over n_embd 64) and a Mamba2 block (inner 96, 8 heads in
+# 2 groups, no grouped norm) of the same normed input, added together to the residual, then
+# the SwiGLU FFN behind blk.N.ffn_norm (no .weight); falcon-h1-norm-tiny with the grouped
+# ssm_norm, untied, Q/K/V biases and an O bias (loaded, not added: a plant adding it fails
+# the row). The recurrent state in its slot across forwards, the 41-token prompt prefilled
+# in chunks of at most 16 tokens, as granitehybrid's rows. Measured 2026-12-02: f32 5.7e-6,
+# q8_0 4.7e-8 (24 steps), norm f32 2.4e-6 (36); seeds 4-7: f32 <= 4.1e-6, q8_0 <= 1.0e-7
+# but seed 5's 6.0e-2 (a flipped Q8 rounding).
+BGOPTS="--max-num-tokens 16"
+arch_compare falcon-h1-f32 0 2e-5 "${F32KV[*]}" --shape falcon-h1-tiny --dtype f32 --seed 3
+arch_compare falcon-h1-q8_0 0.1 0.25 "${F32KV[*]}" --shape falcon-h1-tiny --dtype q8_0 --seed 3
+arch_compare falcon-h1-norm-f32 0 2e-5 "${F32KV[*]}" --shape falcon-h1-norm-tiny --dtype f32 --seed 3
+BGOPTS=""
 # gemma4 (llama.cpp's gemma4 graph; gemma4-tiny): attention scale 1, V RMS-normalized per
 # head without a weight, the global layers (2, 5) without attn_v (V = K's projection),
 # head size 32 and 1 K/V head there, 16 and 2 on the windowed ones (window 16, base

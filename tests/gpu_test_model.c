@@ -778,6 +778,14 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 			CHECK(0, "%s: unreadable census line: %s", spec, at);
 			continue;
 		}
+		/* falcon-h1 (never fused): gpu_ssm's three kernels, ssm_out's GEMM and its add
+		 * into the attention's output beside each layer's attention; with qres no
+		 * dequantization kernels for its Q|K|V|ssm_in and ssm_out (dense) */
+		const long falcon_dense = hp->ssm_parallel ? 4L * (long)hp->n_layer : 0;
+		if (hp->ssm_parallel) {
+			want += 5L * (long)hp->n_layer;
+			want_gemms += (int)hp->n_layer;
+		}
 		/* the resident path (qres: every matrix block-quantized, each no larger than the
 		 * scratch: one cuBLAS call a matrix): before each call a dequantization kernel per
 		 * part, Q|K|V's three and gate|up's two, the others' one (dense gated models) */
@@ -789,7 +797,8 @@ static void census_check(const char *spec, const struct model *m, int es, bool q
 		else if (qres && want_gemms > 0) /* (the fused path makes no cuBLAS call); lfm2's
 						  * conv layers: in_proj one part; the MoE layers'
 						  * fp32 routers none */
-			want += want_gemms + 3L * (long)hp->n_layer - 2L * (n_conv + n_ssm) - n_moe;
+			want += want_gemms + 3L * (long)hp->n_layer - 2L * (n_conv + n_ssm) -
+				n_moe - falcon_dense;
 		const bool n_ok = exact ? (long)nodes == want && kern == nodes
 					: (long)kern >= want && (long)nodes <= want + 2L * want_gemms;
 		CHECK(n_ok && kern + cpy + set + other == nodes && gemms == want_gemms,
@@ -1137,6 +1146,13 @@ static void test_arch_vs_cpu(void)
 	    /* exaone-moe: windows with RoPE on them only, per-head Q/K norms, dots1's
 	     * routing with one shared expert of its own width */
 	    "synthetic:exaone-moe-tiny:f32",
+	    /* bailingmoe: softmax routing in every layer (the grouped routing without groups
+	     * or bias) plus two shared experts; falcon-h1: a Mamba2 block beside every layer's
+	     * attention (gpu_ssm on ssm_in's rows after Q|K|V, ssm_out added to the attention's
+	     * output), without and with the grouped norm */
+	    "synthetic:bailingmoe-tiny:f32",
+	    "synthetic:falcon-h1-tiny:f32",
+	    "synthetic:falcon-h1-norm-tiny:f32",
 	};
 	for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
 		test_synthetic_vs_cpu(specs[i], 1e-4, 0.9999999);
@@ -2198,10 +2214,11 @@ int main(void)
 	 * BG_GPU_ONLY_LFM2=1 lfm2's likewise, BG_GPU_ONLY_MAMBA2=1 granitehybrid's and
 	 * nemotron_h's, BG_GPU_ONLY_QWENMOE=1 qwen35moe's and qwen2moe's,
 	 * BG_GPU_ONLY_QWEN3NEXT=1 qwen3next's, BG_GPU_ONLY_STEP35=1 step35's,
-	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_GEMMA4MOE=1 gemma4's with experts;
-	 * BG_GPU_ONLY_ERNIE=1 ernie4_5's, ernie4_5-moe's and the hunyuan shapes';
+	 * BG_GPU_ONLY_EXAONE4=1 exaone4's and olmoe's, BG_GPU_ONLY_GEMMA4MOE=1 gemma4's with
+	 * experts; BG_GPU_ONLY_ERNIE=1 ernie4_5's, ernie4_5-moe's and the hunyuan shapes';
 	 * BG_GPU_ONLY_BAILING=1 bailingmoe2's, BG_GPU_ONLY_LLAMA4=1 llama4's;
-	 * BG_GPU_ONLY_DOTS1=1 exaone's, arcee's, dots1's and exaone-moe's;
+	 * BG_GPU_ONLY_DOTS1=1 exaone's, arcee's, dots1's and exaone-moe's; BG_GPU_ONLY_FALCON=1
+	 * falcon-h1's and bailingmoe's;
 	 * BG_GPU_ONLY_PASSES=1: the three-pass forward
 	 * alone;
 	 * BG_GPU_FULL=1: the full-width check alone (slow under gpu/emu); BG_GPU_ONLY_BUCKET8=1:
@@ -2281,6 +2298,14 @@ int main(void)
 		test_batch_vs_cpu("synthetic:dots1-tiny:f32", 3);
 		test_synthetic_vs_cpu("synthetic:exaone-moe-tiny:f32", 1e-4, 0.9999999);
 		test_batch_vs_cpu("synthetic:exaone-moe-tiny:f32", 3);
+		return check_summary();
+	}
+	if (getenv("BG_GPU_ONLY_FALCON")) { /* falcon-h1, bailingmoe alone (quick) */
+		test_synthetic_vs_cpu("synthetic:falcon-h1-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:falcon-h1-norm-tiny:f32", 1e-4, 0.9999999);
+		test_synthetic_vs_cpu("synthetic:bailingmoe-tiny:f32", 1e-4, 0.9999999);
+		test_batch_vs_cpu("synthetic:falcon-h1-tiny:f32", 3);
+		test_batch_vs_cpu("synthetic:bailingmoe-tiny:f32", 3);
 		return check_summary();
 	}
 	if (getenv("BG_GPU_ONLY_EXAONE4")) { /* exaone4, olmoe alone (quick under gpu/emu) */

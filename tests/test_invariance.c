@@ -964,11 +964,12 @@ int main(void)
 	    "qwen35-tiny",	  "granitehybrid-moe-tiny", "nemotron_h-tiny",	"qwen35moe-tiny",
 	    "step35-tiny",	  "exaone4-tiny",	 "olmoe-tiny",		"gemma4-moe-tiny",
 	    "ernie4_5-moe-tiny", "hunyuan-moe-tiny", "bailingmoe2-tiny", "arcee-tiny",
-	    "dots1-tiny",	  "exaone-moe-tiny"};
+	    "dots1-tiny",	  "exaone-moe-tiny",	 "bailingmoe-tiny",	"falcon-h1-tiny"};
 	for (size_t i = 0; i < sizeof arch_shapes / sizeof arch_shapes[0]; i++)
 		arch_invariance(arch_shapes[i], N < 48 ? 16 : 32);
 	lfm2_first_wave(N < 48 ? 6 : 8);
 	hybrid_prefix("qwen35-tiny", 8);
 	hybrid_prefix("granitehybrid-tiny", 8);
+	hybrid_prefix("falcon-h1-tiny", 8); /* a KV cache and a state in every layer */
 	return check_summary();
 }

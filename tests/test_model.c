@@ -3398,6 +3398,118 @@ static void test_exaone_moe(void)
 	check_refusals(bad, sizeof bad / sizeof bad[0]);
 }
 
+/* bailingmoe (arch.h): llama's attention (interleaved RoPE), every layer softmax-routed
+ * experts (leading_dense_block_count read by llama.cpp and unused), renormalized and scaled,
+ * plus shared experts of n_ff_exp x expert_shared_count; the refusals llama.cpp's shapes
+ * and keys imply. */
+static void test_bailingmoe(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	CHECK(moe_rewrite("bailingmoe-tiny", ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+	if (m) {
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *l0 = &m->layers[0];
+		CHECK(!hp->rope_neox && !hp->qk_norm && hp->moe_grouped &&
+			  !hp->expert_gating_sigmoid && !hp->moe_sel_bias &&
+			  hp->expert_weights_norm && hp->expert_weights_scale == 2.5f &&
+			  hp->n_expert_groups == 0 && hp->n_expert_shared == 2 &&
+			  model_ff_shexp(hp) == 64 && hp->n_layer_dense_lead == 0 &&
+			  m->output.data != m->tok_embd.data,
+		      "bailingmoe-tiny hparams");
+		CHECK(l0->ffn_gate_inp.ne1 == 8 && l0->gate_shexp.ne1 == 64 && !l0->w_gate.ne0 &&
+			  !l0->exp_probs_b.ne0 && l0->wk.ne1 == 32,
+		      "bailingmoe-tiny layer shapes");
+	}
+	model_free(m);
+	m = NULL;
+	/* llama.cpp's experts in every layer, whatever leading_dense_block_count says */
+	CHECK(moe_rewrite("bailingmoe-tiny", ME_KEY, "bailingmoe.leading_dense_block_count", 1, &m,
+			  &err) == BG_OK &&
+		  m->hp.n_layer_dense_lead == 0 && model_layer_moe(&m->layers[0]),
+	      "bailingmoe-tiny with leading_dense_block_count 1: %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.rope.dimension_count", 8, BG_ERR_UNSUPPORTED,
+	     "shapes Q/K/V by rope.dimension_count"},
+	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.expert_shared_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "expert_shared_count"},
+	    {"bailingmoe-tiny", ME_KEY, "bailingmoe.expert_count", UINT32_MAX, BG_ERR_FORMAT,
+	     "a bailingmoe model has experts"},
+	    {"bailingmoe-tiny", ME_KEY_F32, "bailingmoe.attention.layer_norm_rms_epsilon",
+	     UINT32_MAX, BG_ERR_FORMAT, "bailingmoe.attention.layer_norm_rms_epsilon is missing"},
+	    {"bailingmoe-tiny", ME_DROP, "blk.1.ffn_up_shexp.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_up_shexp.weight' is missing"},
+	    {"bailingmoe-tiny", ME_ADD, "blk.0.exp_probs_b.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.exp_probs_b.bias' is not part of a bailingmoe"},
+	    {"bailingmoe-tiny", ME_ADD, "blk.0.attn_output.bias", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.attn_output.bias' is not part of a bailingmoe"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
+/* falcon-h1 (arch.h): every layer attention (NeoX) and a Mamba2 block side by side
+ * (model_hparams.ssm_parallel; model_layer.ssm false, ssm_out its own), the inner size not 2
+ * n_embd, ssm_norm and the conv bias optional, the FFN norm named blk.N.ffn_norm, a KV
+ * cache and a recurrent state in every layer; attn_output.bias accepted unused as
+ * llama.cpp; the refusals llama.cpp's loader implies. */
+static void test_falcon_h1(void)
+{
+	struct bg_err err = {0};
+	struct model *m = NULL;
+	static const char *const tiny[2] = {"falcon-h1-tiny", "falcon-h1-norm-tiny"};
+	for (int i = 0; i < 2; i++) {
+		CHECK(moe_rewrite(tiny[i], ME_NONE, "", 0, &m, &err) == BG_OK, "%s", err.msg);
+		if (!m)
+			continue;
+		const struct model_hparams *hp = &m->hp;
+		const struct model_layer *L = &m->layers[1];
+		CHECK(hp->ssm_parallel && hp->rope_neox && !hp->rope_none &&
+			  hp->ssm_d_inner == 96 && hp->ssm_n_head == 8 && hp->ssm_n_group == 2 &&
+			  hp->n_head_kv == 2 && hp->head_dim == 32 && !L->ssm && L->wq.ne1 == 128 &&
+			  L->wo.ne0 == 128 && L->ssm_out.ne0 == 96 && L->ssm_out.ne1 == 64 &&
+			  L->ssm_in.ne1 == 264 && L->ffn_norm.ne0 == 64 && L->w_gate.ne1 == 128 &&
+			  (L->ssm_norm.data != NULL) == (i == 1) && L->ssm_conv_b.data &&
+			  model_state_floats(hp, L) == 3 * 160 + 96 * 16 &&
+			  (m->output.data == m->tok_embd.data) == (i == 0),
+		      "%s hparams and layers", tiny[i]);
+		model_free(m);
+		m = NULL;
+	}
+	CHECK(moe_rewrite("falcon-h1-tiny", ME_DROP, "blk.1.ssm_conv1d.bias", 0, &m, &err) ==
+		      BG_OK &&
+		  !m->layers[1].ssm_conv_b.data && m->layers[0].ssm_conv_b.data,
+	      "falcon-h1-tiny without blk.1's conv bias: %s", err.msg);
+	model_free(m);
+	m = NULL;
+	CHECK(moe_rewrite("falcon-h1-tiny", ME_ADD, "blk.0.attn_output.bias", 0, &m, &err) ==
+		      BG_OK &&
+		  !m->hp.attn_out_bias && !m->layers[0].bo.data,
+	      "falcon-h1-tiny with an O bias (unused): %s", err.msg);
+	model_free(m);
+	static const struct refusal bad[] = {
+	    {"falcon-h1-tiny", ME_KEY, "falcon-h1.ssm.conv_kernel", UINT32_MAX, BG_ERR_FORMAT,
+	     "falcon-h1.ssm.conv_kernel is missing or 0"},
+	    {"falcon-h1-tiny", ME_KEY, "falcon-h1.ssm.inner_size", 100, BG_ERR_FORMAT,
+	     "Mamba2 sizes are not usable"},
+	    {"falcon-h1-tiny", ME_KEY_F32, "falcon-h1.attention.layer_norm_rms_epsilon", UINT32_MAX,
+	     BG_ERR_FORMAT, "falcon-h1.attention.layer_norm_rms_epsilon is missing"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.1.ffn_norm", 0, BG_ERR_FORMAT,
+	     "'blk.1.ffn_norm' is missing"},
+	    {"falcon-h1-tiny", ME_ADD, "blk.0.ffn_norm.weight", 0, BG_ERR_UNSUPPORTED,
+	     "'blk.0.ffn_norm.weight' is not part of a falcon-h1"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.2.ssm_out.weight", 0, BG_ERR_FORMAT,
+	     "'blk.2.ssm_out.weight' is missing"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.0.ssm_a", 0, BG_ERR_FORMAT,
+	     "'blk.0.ssm_a' is missing"},
+	    {"falcon-h1-tiny", ME_HALVE, "blk.0.ssm_in.weight", 0, BG_ERR_FORMAT,
+	     "'blk.0.ssm_in.weight' has shape"},
+	    {"falcon-h1-tiny", ME_DROP, "blk.1.attn_k.weight", 0, BG_ERR_FORMAT,
+	     "'blk.1.attn_k.weight' is missing"},
+	};
+	check_refusals(bad, sizeof bad / sizeof bad[0]);
+}
+
 /* command-r and cohere2 (arch.h's cohere): LayerNorms with layer_norm_epsilon, no
  * ffn_norm (parallel), the output tied, logit_scale as a multiplier; Command R+'s per-head
  * Q/K norms from 64 layers on; cohere2's layers 0-2 windowed and rotated, 3 global without
@@ -3614,5 +3726,7 @@ int main(void)
 	test_bailingmoe2();
 	test_exaone_arcee_dots1();
 	test_exaone_moe();
+	test_bailingmoe();
+	test_falcon_h1();
 	return check_summary();
 }

@@ -254,9 +254,10 @@ static enum bg_status ensure_tokens(struct cpu_ctx *c, int32_t n, struct bg_err 
 	int32_t cap = grown_cap(c->cap_tok, 16, n);
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)cap;
+	const bool par = hp->parallel || hp->ssm_parallel; /* command-r; falcon-h1 */
 	int ok = grow(&c->x, t * hp->n_embd, sizeof(float)) &&
 		 grow(&c->xb, t * hp->n_embd, sizeof(float)) &&
-		 (!hp->parallel || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
+		 (!par || grow(&c->par, t * hp->n_embd, sizeof(float))) &&
 		 (!hp->gemma4_moe || (grow(&c->g4a, t * hp->n_embd, sizeof(float)) &&
 				      grow(&c->g4b, t * hp->n_embd, sizeof(float)))) &&
 		 grow(&c->q, t * (size_t)c->q_max, sizeof(float)) &&
@@ -324,13 +325,12 @@ static size_t workspace_bytes(const struct cpu_ctx *c)
 {
 	const struct model_hparams *hp = &c->hp;
 	size_t t = (size_t)c->cap_tok;
-	size_t per_tok =
-	    (((hp->parallel ? 3 : 2) + (hp->gemma4_moe ? 2 : 0)) * (size_t)hp->n_embd +
-	     2 * (size_t)c->q_max +
-	     2 * (size_t)c->kv_max +
-	     2 * (size_t)c->hb_w + (hp->rope_dim / 2) * 2 + (model_rope_dim(hp, true) / 2) * 2) *
-		sizeof(float) +
-	    2 * sizeof(int32_t);
+	const bool par = hp->parallel || hp->ssm_parallel; /* c->par */
+	size_t per_tok = (((par ? 3 : 2) + (hp->gemma4_moe ? 2 : 0)) * (size_t)hp->n_embd +
+			  2 * (size_t)c->q_max + 2 * (size_t)c->kv_max + 2 * (size_t)c->hb_w +
+			  (hp->rope_dim / 2) * 2 + (model_rope_dim(hp, true) / 2) * 2) *
+			     sizeof(float) +
+			 2 * sizeof(int32_t);
 	return t * per_tok + (size_t)c->cap_ctx * c->n_threads * sizeof(float) +
 	       (size_t)c->cap_logits * ((size_t)hp->n_embd + hp->n_vocab) * sizeof(float) +
 	       c->samp_bytes * c->n_threads + cpu_moe_bytes(c->moe);
@@ -1130,6 +1130,9 @@ static int32_t keep_logit_rows(struct cpu_ctx *c, const struct backend_batch *b)
 				       (size_t)E * sizeof(float));
 				memcpy(c->att + (int64_t)n * c->q_dim, c->att + (int64_t)t * c->q_dim,
 				       (size_t)c->q_dim * sizeof(float));
+				if (c->hp.ssm_parallel) /* falcon-h1: the Mamba2 branch's output */
+					memcpy(c->par + (int64_t)n * E, c->par + (int64_t)t * E,
+					       (size_t)E * sizeof(float));
 				if (c->ple) { /* gemma4: the last layer's per-layer inputs */
 					const int64_t P = c->hp.n_embd_per_layer;
 					float *pl = c->ple + (int64_t)(c->hp.n_layer - 1) * c->cap_tok * P;
@@ -1307,7 +1310,7 @@ static void ssm_block(struct cpu_ctx *c, const struct model_layer *L, uint32_t l
 				 w + C * (d->d_conv + 1),
 				 w + C * (d->d_conv + 1) + d->H,
 				 w + C * (d->d_conv + 1) + 2 * d->H,
-				 w + C * (d->d_conv + 1) + 3 * d->H};
+				 L->ssm_norm.data ? w + C * (d->d_conv + 1) + 3 * d->H : NULL};
 	const struct backend_batch *b = c->batch;
 	c->q_dim = d->D;  /* c->att's rows (ssm_norm_task), ssm_out's input */
 	c->ssm_t0[0] = 0; /* n_seqs <= T tokens (validate_batch) */
@@ -1594,6 +1597,12 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			mla_qkv(c, L, l, T);
 			prof_lap(c, &tp, &skip);
 		} else {
+			if (hp->ssm_parallel) { /* falcon-h1: the Mamba2 block of the same normed
+						 * input, ssm_out's output waiting in par */
+				ssm_block(c, L, l, T);
+				matmul1(c, BACKEND_CPU_MM_WO, &L->ssm_out, c->att, c->par, T);
+				c->q_dim = c->n_qh * c->hd; /* the attention's again */
+			}
 			{
 				const struct model_weight *ws[3] = {&L->wq, &L->wk, &L->wv};
 				const float *xs[3] = {c->xb, c->xb, c->xb};
@@ -1729,6 +1738,9 @@ static enum bg_status cpu_forward(void *ctx, const struct backend_batch *b, stru
 			for (t = 0; t < T; t++)
 				rmsnorm(ao + t * E, ao + t * E, post, E, hp->rms_eps);
 		branch_scale(ao, (int64_t)T * E, hp->residual_scale);
+		/* falcon-h1: (attn + ssm) + x, as llama.cpp adds them */
+		for (int64_t i = 0; i < (int64_t)T * E && hp->ssm_parallel; i++)
+			ao[i] += c->par[i];
 		for (int64_t i = 0; i < (int64_t)T * E && !hp->parallel; i++)
 			c->x[i] += ao[i];
 		if (prof)
@@ -2281,7 +2293,8 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 				       "the CPU backend cannot run layer %u's selection bias as "
 				       "described",
 				       l);
-		if (L->ssm) { /* granitehybrid's Mamba2 block (model.h) */
+		if (L->ssm || hp->ssm_parallel) { /* granitehybrid's Mamba2 block (model.h);
+						   * falcon-h1's beside the attention */
 			const uint64_t D = hp->ssm_d_inner, H = hp->ssm_n_head,
 				       GN = (uint64_t)hp->ssm_n_group * hp->ssm_d_state;
 			const struct model_weight *f[6] = {&L->ssm_conv_w, &L->ssm_conv_b,
@@ -2289,14 +2302,19 @@ static enum bg_status check_model(const struct model *m, struct bg_err *err)
 							   &L->ssm_d,	   &L->ssm_norm};
 			const uint64_t fn[6] = {
 			    (D + 2 * GN) * hp->ssm_d_conv, D + 2 * GN, H, H, H, D};
+			const struct model_weight *out = hp->ssm_parallel ? &L->ssm_out : &L->wo;
 			bool ok = (st = check_weight(&L->ssm_in, "ssm_in", (int)l, err)) == BG_OK &&
+				  (st = check_weight(out, "ssm_out", (int)l, err)) == BG_OK &&
 				  L->ssm_in.ne0 == hp->n_embd &&
-				  L->ssm_in.ne1 == 2 * D + 2 * GN + H && L->wo.ne0 == D &&
-				  hp->ssm_n_group && hp->ssm_n_head % hp->ssm_n_group == 0 &&
+				  L->ssm_in.ne1 == 2 * D + 2 * GN + H && out->ne0 == D &&
+				  out->ne1 == hp->n_embd && hp->ssm_n_group &&
+				  hp->ssm_n_head % hp->ssm_n_group == 0 &&
 				  D % hp->ssm_n_head == 0 && hp->ssm_d_conv >= 2;
-			for (int i = 0; ok && i < 6; i++)
-				ok = f[i]->type == GGUF_DTYPE_F32 && f[i]->data &&
-				     f[i]->ne0 * f[i]->ne1 == fn[i];
+			for (int i = 0; ok && i < 6; i++) /* falcon-h1: conv bias, norm optional */
+				ok = (hp->ssm_parallel && (i == 1 || i == 5) && !f[i]->data &&
+				      !f[i]->ne0) ||
+				     (f[i]->type == GGUF_DTYPE_F32 && f[i]->data &&
+				      f[i]->ne0 * f[i]->ne1 == fn[i]);
 			if (!ok)
 				return st != BG_OK
 					   ? st
@@ -2481,16 +2499,19 @@ static enum bg_status load_arch_extras(struct cpu_ctx *c, const struct model *m,
 			return bg_fail(err, BG_ERR_NOMEM, "out of memory for the Mamba2 weights");
 		for (uint32_t l = 0; l < hp->n_layer; l++) {
 			const struct model_layer *L = &m->layers[l];
-			if (!L->ssm)
+			if (!L->ssm && !hp->ssm_parallel)
 				continue;
 			const struct model_weight *f[6] = {&L->ssm_conv_w, &L->ssm_conv_b,
 							   &L->ssm_dt_b,   &L->ssm_a,
 							   &L->ssm_d,	   &L->ssm_norm};
 			float *dst = c->ssm_w + (size_t)l * c->ssm_per;
-			for (int i = 0; i < 6; i++) { /* f32, the sizes check_model checked */
-				size_t nf = (size_t)(f[i]->ne0 * f[i]->ne1);
-				memcpy(dst, f[i]->data, nf * sizeof(float));
-				dst += nf;
+			const size_t H = (size_t)d->H;
+			const size_t fn[6] = {C * (size_t)d->d_conv, C, H, H, H, (size_t)d->D};
+			for (int i = 0; i < 6; i++) { /* f32, the sizes check_model checked; an
+						       * absent conv bias stays 0 (calloc) */
+				if (f[i]->data)
+					memcpy(dst, f[i]->data, fn[i] * sizeof(float));
+				dst += fn[i];
 			}
 		}
 	}

@@ -74,7 +74,7 @@ void cpu_ssm_gate_norm(const struct cpu_ssm_dims *d, const struct cpu_ssm_w *w, 
 	const int64_t span = d->D / d->G;
 	for (int64_t i = 0; i < d->D; i++)
 		y[i] = silu(z[i]) * y[i];
-	for (int64_t g0 = 0; g0 < d->D; g0 += span) {
+	for (int64_t g0 = 0; w->norm && g0 < d->D; g0 += span) {
 		double ss = 0.0;
 		for (int64_t i = g0; i < g0 + span; i++)
 			ss += (double)y[i] * y[i];

@@ -30,7 +30,7 @@ struct cpu_ssm_w {
 	const float *dt_b;   /* [H] */
 	const float *a;	     /* [H], A (negative) */
 	const float *d;	     /* [H], the skip */
-	const float *norm;   /* [D] */
+	const float *norm;   /* [D], or NULL: no norm (falcon-h1 without ssm_norm) */
 };
 
 /* C = D + 2 G N: the xBC width */
@@ -55,8 +55,8 @@ void cpu_ssm_scan_head(const struct cpu_ssm_dims *d, const struct cpu_ssm_w *w, 
 		       const float *xbc, int64_t ldx, const float *dt_raw, int64_t ldt, int32_t n,
 		       float *y, int64_t ldy);
 
-/* One token's y (D values) in place: y * silu(z), then RMS-normalized in G slices of D / G
- * (sum of squares in double) times norm. */
+/* One token's y (D values) in place: y * silu(z), then (unless w->norm is NULL)
+ * RMS-normalized in G slices of D / G (sum of squares in double) times norm. */
 void cpu_ssm_gate_norm(const struct cpu_ssm_dims *d, const struct cpu_ssm_w *w, const float *z,
 		       float *y);
 

@@ -14,7 +14,7 @@
 
 /* each_weight lists struct model_layer's weights by hand: these assertions fail to compile
  * when a weight is added to the struct (all weights come before swa) and not to the list */
-#define LAYER_WEIGHTS 63
+#define LAYER_WEIGHTS 64
 _Static_assert(offsetof(struct model_layer, swa) == LAYER_WEIGHTS * sizeof(struct model_weight),
 	       "struct model_layer's weights changed: update each_weight");
 _Static_assert(sizeof(struct model_layer) < offsetof(struct model_layer, swa) +
@@ -45,7 +45,8 @@ static void each_weight(struct model *m, void (*f)(struct model_weight *, void *
 		    &L->kv_a_norm, &L->wk_b, &L->wv_b, &L->conv_in, &L->conv_w,
 		    &L->gdn_qkv, &L->gdn_z, &L->gdn_beta, &L->gdn_alpha, &L->gdn_dt, &L->gdn_a,
 		    &L->gdn_norm, &L->ssm_in, &L->ssm_conv_w, &L->ssm_conv_b, &L->ssm_dt_b,
-		    &L->ssm_a, &L->ssm_d, &L->ssm_norm, &L->gate_inp_shexp, &L->attn_gate,
+		    &L->ssm_a, &L->ssm_d, &L->ssm_norm, &L->ssm_out, &L->gate_inp_shexp,
+		    &L->attn_gate,
 		    /* gemma4 MoE */
 		    &L->gate_inp_s, &L->ffn_pre_norm_2, &L->ffn_post_norm_1, &L->ffn_post_norm_2,
 		    &L->down_exps_s};

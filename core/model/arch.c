@@ -366,7 +366,34 @@
  * expert_shared_feed_forward_length (when > 0, else expert_feed_forward_length; the
  * converter writes moe_intermediate_size x num_shared_experts; expert_shared_count is read
  * but does not shape it), moe + shared; residual; nextn_predict_layers layers skipped;
- * the RMS eps required. */
+ * the RMS eps required.
+ * bailingmoe (src/models/bailingmoe.cpp, llama-model.cpp's llama_model_rope_type: NORM,
+ * conversion/bailingmoe.py: BailingMoeModel): the RMS eps required; attn_norm; Q/K/V
+ * (create_tensor_qkv: attn_qkv or separate, biases when present; the converter splits
+ * query_key_value) shaped n_head x n_rot and n_head_kv x n_rot, n_rot = rope.dimension_count
+ * (the converter writes head_dim), reshaped by the head size, so both must agree;
+ * interleaved RoPE with rope_freqs when present; scale 1/sqrt(n_rot); attn_output without
+ * bias; residual; ffn_norm; in EVERY layer (leading_dense_block_count is read and logged
+ * only) build_moe_ffn(no selection bias, SiLU, expert_weights_norm (default false; the
+ * converter writes norm_topk_prob), expert_weights_scale (the converter writes 1.0),
+ * SOFTMAX fixed by the graph), the generic expert groups (expert_group_count, read for every
+ * file), plus the shared experts' SwiGLU (ffn_*_shexp, expert_feed_forward_length x
+ * expert_shared_count (required)), moe + shared; residual; output.weight required there.
+ * falcon-h1 (src/models/falcon-h1.cpp, mamba-base.cpp's build_mamba2_layer, llama-model.cpp's
+ * llama_model_rope_type: NEOX and its hybrid memory with every layer both attention and
+ * recurrent; conversion/falcon_h1.py: FalconH1Model, a Mamba2Model whose muP multipliers are
+ * folded into the weights): the RMS eps required, the ssm.* keys (conv_kernel, inner_size
+ * (mamba_d_ssm, not 2 n_embd), state_size, time_step_rank (heads), group_count) required;
+ * head_count_kv one value, attention.key_length the head size; per layer: n = attn_norm(x);
+ * attention of n (create_tensor_qkv: fused or separate, biases when present; NeoX RoPE WITHOUT
+ * rope factors (the graph passes none: rope_freqs is loaded, unused); scale
+ * f_attention_scale, never read for falcon-h1, so 1/sqrt(head_dim); attn_output, its bias
+ * loaded when present but not passed to build_attn); the Mamba2 block of n (ssm_in,
+ * ssm_conv1d with its optional bias, ssm_dt.bias, ssm_a, ssm_d, the optional grouped
+ * ssm_norm {D / G, G}, ssm_out); x = (attn + ssm) + x; the FFN norm "blk.N.ffn_norm" (tn()
+ * without a suffix: gguf-py maps pre_ff_layernorm.weight to FFN_PRE_NORM's name as it is),
+ * SiLU SwiGLU (its optional biases refused here); residual; output_norm; output.weight or
+ * token_embd. */
 static const struct arch_info table[] = {
     {.name = "llama",
      .families = "Llama 2, Llama 3, 3.1, 3.2, 3.3, Mistral 7B, Mixtral, TinyLlama, SmolLM",
@@ -713,6 +740,20 @@ static const struct arch_info table[] = {
      .swa_rope_only = true,
      .rms_eps_key = true,
      .exaone_moe = true},
+    {.name = "bailingmoe",
+     .families = "inclusionAI Ling 1.0 (Ling-lite, Ling-plus, Ling-Coder-lite)",
+     .opt_qkv_bias = true,
+     .moe_ok = true,
+     .moe_only = true,
+     .moe_ff_key = true,
+     .rms_eps_key = true,
+     .bailingmoe = true},
+    {.name = "falcon-h1",
+     .families = "TII Falcon-H1 (0.5B, 1.5B, 1.5B-Deep, 3B, 7B, 34B)",
+     .rope_neox = true,
+     .opt_qkv_bias = true,
+     .rms_eps_key = true,
+     .falcon_h1 = true},
 };
 
 #define N_ARCH (sizeof table / sizeof table[0])
@@ -732,7 +773,8 @@ const char *arch_names(void)
 	       "granite, granitemoe, mistral3, smollm3, seed_oss, apertus, glm4, glm4moe, "
 	       "deepseek2, command-r, cohere2, minimax-m2, lfm2, lfm2moe, qwen35, qwen35moe, "
 	       "qwen3next, qwen2moe, granitehybrid, nemotron_h, nemotron_h_moe, step35, exaone4, "
-	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, exaone, arcee, dots1, exaone-moe";
+	       "olmoe, llama4, ernie4_5, ernie4_5-moe, hunyuan-dense, hunyuan-moe, bailingmoe2, "
+	       "exaone, arcee, dots1, exaone-moe, bailingmoe, falcon-h1";
 }
 
 /* ggml_rope_yarn_corr_dim, in float as ggml computes it (the floor/ceil that follow

@@ -261,6 +261,23 @@ struct arch_info {
 	 * ONE shared expert of expert_shared_feed_forward_length (else
 	 * expert_feed_forward_length; expert_shared_count is not used for its shape) */
 	bool exaone_moe;
+	/* bailingmoe (inclusionAI Ling 1.0: Ling-lite, Ling-plus, Ling-Coder-lite; llama.cpp's
+	 * bailingmoe graph; added for it): llama's attention (interleaved RoPE, Q/K/V fused
+	 * or separate, Q/K/V biases when present, no O bias) shaped by rope.dimension_count
+	 * (it must equal the head size); EVERY layer routed experts (llama.cpp reads
+	 * leading_dense_block_count but its loader and graph put experts in every layer),
+	 * softmax gating whatever expert_gating_func says, expert_weights_norm and
+	 * expert_weights_scale optional, deepseek2's expert groups, no selection bias, plus
+	 * shared experts of expert_feed_forward_length x expert_shared_count (required) */
+	bool bailingmoe;
+	/* falcon-h1 (TII Falcon-H1 0.5B to 34B; llama.cpp's falcon-h1 graph; added for it):
+	 * every layer attention (NeoX RoPE, Q/K/V biases when present) AND a Mamba2 block
+	 * (granitehybrid's, the ssm.* keys, any inner size) on the same attn-normed input,
+	 * their outputs added to the residual together (model_hparams.ssm_parallel); then the
+	 * FFN norm, stored as blk.N.ffn_norm WITHOUT .weight (the converter's name, which
+	 * llama.cpp looks up), and a SiLU SwiGLU; rope_freqs and attn_output.bias are loaded
+	 * and unused there (accepted, unused here); head_count_kv one value */
+	bool falcon_h1;
 };
 
 /* The row of an architecture, or NULL. */

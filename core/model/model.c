@@ -775,6 +775,32 @@ static enum bg_status read_bailing_experts(const struct gguf_ctx *g, const char 
 	return read_expert_groups(g, arch, hp, err);
 }
 
+/* bailingmoe's expert keys (arch.h): expert_shared_count required (shared experts of
+ * n_ff_exp x that count), per-layer expert widths refused, leading_dense_block_count not
+ * read (llama.cpp puts experts in every layer whatever it says), softmax routing whatever
+ * expert_gating_func says (the graph fixes it), expert_weights_norm / _scale optional, the
+ * generic groups; no selection bias (llama.cpp loads none: an exp_probs_b is an unknown
+ * tensor). Q/K/V are shaped by rope.dimension_count there: a file whose rotated dimensions
+ * are not its head size is refused. */
+static enum bg_status read_bailingmoe_experts(const struct gguf_ctx *g, const char *arch,
+					      struct model_hparams *hp, struct bg_err *err)
+{
+	if (hp->rope_dim != hp->head_dim)
+		return bg_fail(err, BG_ERR_UNSUPPORTED,
+			       "%s with rope.dimension_count %u and a head size of %u: llama.cpp's "
+			       "bailingmoe shapes Q/K/V by rope.dimension_count, which must be the "
+			       "head size",
+			       arch, hp->rope_dim, hp->head_dim);
+	enum bg_status st = read_shared_experts(g, arch, hp, err);
+	if (st)
+		return st;
+	hp->n_layer_dense_lead = 0; /* read by llama.cpp, unused (arch.h) */
+	hp->moe_grouped = true;	    /* softmax, no selection bias */
+	if ((st = read_weights_scale_norm(g, arch, hp, err)))
+		return st;
+	return read_expert_groups(g, arch, hp, err);
+}
+
 /* The mixture-of-experts keys (model.h): expert_count (absent or 0: dense), expert_used_count
  * in [1, expert_count], the experts' width. Variants whose routing differs from model.h's
  * (shared experts, sigmoid gating, scaled weights: DeepSeek, ...) are refused, except
@@ -849,6 +875,8 @@ static enum bg_status read_experts(const struct gguf_ctx *g, const char *arch,
 		return read_hunyuan_experts(g, arch, hp, err);
 	if (ai->bailing || ai->dots1 || ai->exaone_moe)
 		return read_bailing_experts(g, arch, ai, hp, err);
+	if (ai->bailingmoe)
+		return read_bailingmoe_experts(g, arch, hp, err);
 	uint32_t u = 0;
 	if (ai->shexp_gate) /* qwen35moe, qwen2moe: a gated shared expert in every layer */
 		return read_qwen_moe_experts(g, arch, ai, hp, err);
@@ -893,7 +921,8 @@ uint64_t model_state_floats(const struct model_hparams *hp, const struct model_l
 		uint64_t cd = 2ull * hp->gdn_nk * hp->gdn_d + (uint64_t)hp->gdn_nv * hp->gdn_d;
 		return (hp->gdn_conv - 1) * cd + (uint64_t)hp->gdn_nv * hp->gdn_d * hp->gdn_d;
 	}
-	if (!L->ssm) /* granitehybrid's Mamba2 blocks (model.h): conv rows, then S */
+	/* granitehybrid's Mamba2 blocks (model.h): conv rows, then S; falcon-h1's every layer */
+	if (!L->ssm && !hp->ssm_parallel)
 		return 0;
 	uint64_t C = (uint64_t)hp->ssm_d_inner + 2ull * hp->ssm_n_group * hp->ssm_d_state;
 	return (hp->ssm_d_conv - 1) * C + (uint64_t)hp->ssm_d_inner * hp->ssm_d_state;
@@ -1408,9 +1437,9 @@ static enum bg_status read_mamba2(const struct gguf_ctx *g, const char *arch,
 				       arch, keys[i]);
 	if (hp->ssm_d_conv < 2 || hp->ssm_d_conv > SSM_CONV_MAX ||
 	    hp->ssm_d_state > SSM_STATE_MAX ||
-	    (!ai->nemotron_h && (uint64_t)hp->ssm_d_inner != 2ull * hp->n_embd) ||
-	    hp->ssm_d_inner > MODEL_MAX_DIM ||
-	    hp->ssm_d_inner % hp->ssm_n_head || hp->ssm_n_head % hp->ssm_n_group)
+	    (!ai->nemotron_h && !ai->falcon_h1 && (uint64_t)hp->ssm_d_inner != 2ull * hp->n_embd) ||
+	    hp->ssm_d_inner > MODEL_MAX_DIM || hp->ssm_d_inner % hp->ssm_n_head ||
+	    hp->ssm_n_head % hp->ssm_n_group)
 		return bg_fail(err, BG_ERR_FORMAT,
 			       "%s's Mamba2 sizes are not usable: conv_kernel %u (2 to %u), "
 			       "state_size %u (at most %u), inner_size %u (2 x embedding_length "
@@ -1418,6 +1447,10 @@ static enum bg_status read_mamba2(const struct gguf_ctx *g, const char *arch,
 			       "dividing the heads",
 			       arch, hp->ssm_d_conv, SSM_CONV_MAX, hp->ssm_d_state, SSM_STATE_MAX,
 			       hp->ssm_d_inner, hp->n_embd, hp->ssm_n_head, hp->ssm_n_group);
+	if (ai->falcon_h1) { /* every layer both; head_count_kv one value (read after) */
+		hp->ssm_parallel = true;
+		return BG_OK;
+	}
 	return read_kv_heads(g, arch, "Mamba2", hp, err);
 }
 
@@ -1634,7 +1667,7 @@ enum bg_status model_read_hparams(const struct gguf_ctx *g, struct model_hparams
 		       gguf_get_arr(g, key, &kvt, &kvn);
 	if (ai->shortconv && (st = read_lfm2(g, arch, hp, err)))
 		return st;
-	if (ai->mamba2 && (st = read_mamba2(g, arch, ai, hp, err)))
+	if ((ai->mamba2 || ai->falcon_h1) && (st = read_mamba2(g, arch, ai, hp, err)))
 		return st;
 	if (!kv_list && gguf_find_key(g, key) >= 0 &&
 	    (st = need_u32(g, arch, "attention.head_count_kv", MODEL_MAX_DIM, &hp->n_head_kv, err)))
@@ -1922,6 +1955,10 @@ static enum bg_status load_rope_factors(struct loader *L)
 	uint64_t n = (hp->rope_factors_global ? hp->head_dim : hp->rope_dim) / 2;
 	if (hp->n_head_swa) /* step35: the most pairs any layer turns (llama.cpp's n_rot_max) */
 		n = (hp->rope_dim > hp->rope_dim_swa ? hp->rope_dim : hp->rope_dim_swa) / 2;
+	if (hp->ssm_parallel && gguf_find_tensor(L->g, "rope_freqs.weight")) {
+		struct model_weight unused; /* falcon-h1: loaded, not passed to RoPE (arch.c) */
+		return take(L, "rope_freqs.weight", n, 0, TK_NORM, &unused);
+	}
 	if (gguf_find_tensor(L->g, "rope_freqs.weight")) {
 		snprintf(hp->rope_factors, sizeof hp->rope_factors, "rope_freqs");
 		return take(L, "rope_freqs.weight", n, 0, TK_NORM, &m->rope_factors);
@@ -2226,6 +2263,46 @@ static enum bg_status read_xielu(struct loader *L)
 	return st;
 }
 
+/* falcon-h1 (model.h's ssm_parallel): layer l's Mamba2 weights beside its attention, as
+ * llama.cpp's loader shapes them, the conv bias and the grouped norm optional (per layer),
+ * the output projection in ssm_out; and the attention's O bias, which llama.cpp loads but
+ * does not add (build_attn gets NULL), taken unused. */
+static enum bg_status take_falcon_ssm(struct loader *L, uint32_t l, struct model_layer *ly)
+{
+	const struct model_hparams *hp = &L->m->hp;
+	const uint64_t E = hp->n_embd, D = hp->ssm_d_inner, H = hp->ssm_n_head,
+		       GN = (uint64_t)hp->ssm_n_group * hp->ssm_d_state;
+	struct {
+		const char *suffix;
+		uint64_t ne0, ne1;
+		enum take_kind kind;
+		struct model_weight *w;
+		bool optional;
+	} t[9] = {
+	    {"ssm_in.weight", E, 2 * D + 2 * GN + H, TK_MATRIX, &ly->ssm_in, false},
+	    {"ssm_conv1d.weight", hp->ssm_d_conv, D + 2 * GN, TK_CONV, &ly->ssm_conv_w, false},
+	    {"ssm_conv1d.bias", D + 2 * GN, 0, TK_BIAS, &ly->ssm_conv_b, true},
+	    {"ssm_dt.bias", H, 0, TK_BIAS, &ly->ssm_dt_b, false},
+	    {"ssm_a", 1, H, TK_NORM, &ly->ssm_a, false},
+	    {"ssm_d", 1, H, TK_NORM, &ly->ssm_d, false},
+	    {"ssm_norm.weight", D / hp->ssm_n_group, hp->ssm_n_group, TK_NORM, &ly->ssm_norm, true},
+	    {"ssm_out.weight", D, E, TK_MATRIX, &ly->ssm_out, false},
+	    {"attn_output.bias", E, 0, TK_BIAS, NULL, true},
+	};
+	for (int i = 0; i < 9; i++) {
+		char n[64];
+		struct model_weight unused;
+		snprintf(n, sizeof n, "blk.%u.%s", l, t[i].suffix);
+		if (t[i].optional && !gguf_find_tensor(L->g, n))
+			continue;
+		enum bg_status st =
+		    take(L, n, t[i].ne0, t[i].ne1, t[i].kind, t[i].w ? t[i].w : &unused);
+		if (st)
+			return st;
+	}
+	return BG_OK;
+}
+
 /* gemma4: the per-layer token embeddings' model-wide tensors (hp.n_embd_per_layer > 0). */
 static enum bg_status take_per_layer_embd(struct loader *L)
 {
@@ -2319,7 +2396,7 @@ static enum bg_status load_tensors(struct loader *L)
 			TAKE("shortconv.in_proj.weight", E, 3 * E, TK_MATRIX, conv_in);
 			TAKE("shortconv.conv.weight", hp->conv_l, E, TK_CONV, conv_w);
 			TAKE("shortconv.out_proj.weight", E, E, TK_MATRIX, wo);
-		} else if ((ly->ssm = hp->ssm_d_conv &&
+		} else if ((ly->ssm = hp->ssm_d_conv && !hp->ssm_parallel &&
 				      lfm2_layer_kv(L->g, m->arch, hp->n_layer, l) == 0)) {
 			/* (nemotron_h: an FFN layer's entry is 0 too; taken above) */
 			/* granitehybrid's Mamba2 block (model.h) */
@@ -2397,6 +2474,8 @@ static enum bg_status load_tensors(struct loader *L)
 					     TK_NORM, k_norm);
 			}
 			TAKE("attn_output.weight", Q, E, TK_MATRIX, wo);
+			if (hp->ssm_parallel && (st = take_falcon_ssm(L, l, ly)))
+				return st; /* falcon-h1: the Mamba2 block beside */
 			snprintf(n, sizeof n, "blk.%u.attn_gate.weight", l);
 			if (ai && ai->step35 && gguf_find_tensor(L->g, n)) /* optional per layer */
 				TAKE("attn_gate.weight", E, Q / HD, TK_MATRIX, attn_gate);
@@ -2410,6 +2489,8 @@ static enum bg_status load_tensors(struct loader *L)
 		if (ai && ai->ffn_norm_post_name) /* gpt-oss, seed_oss: the FFN's input norm has
 						   * the post-attention name */
 			TAKE("post_attention_norm.weight", E, 0, TK_NORM, ffn_norm);
+		else if (hp->ssm_parallel) /* falcon-h1: the converter's name, no suffix */
+			TAKE("ffn_norm", E, 0, TK_NORM, ffn_norm);
 		else if (!hp->no_pre_norms && !hp->parallel && !(ai && ai->nemotron_h))
 			TAKE("ffn_norm.weight", E, 0, TK_NORM, ffn_norm);
 		/* glm4moe: the leading layers dense; step35: any layer without a router
@@ -2663,12 +2744,12 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 	hp->n_layer_kv = hp->n_layer;
 	if (!st && (s->n_embd_per_layer || s->shared_kv_layers || ai->shortconv || ai->gdn ||
 		    ai->mamba2 || ai->shexp_gate || ai->step35 || ai->llama4 || ai->ernie_moe ||
-		    ai->hunyuan_moe))
+		    ai->hunyuan_moe || ai->falcon_h1))
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
 			     "synthetic:%s: per-layer embeddings, shared-KV layers, lfm2's conv "
 			     "layers, gated shared experts, qwen35's delta-net and Mamba2 layers "
 			     "are made as files only, not lazily (step35, llama4, ernie4_5-moe, "
-			     "hunyuan-moe too)",
+			     "falcon-h1, hunyuan-moe too)",
 			     s->name);
 	if (!st && ai->gemma4 && s->n_expert)
 		st = bg_fail(err, BG_ERR_UNSUPPORTED,
@@ -2724,6 +2805,12 @@ static enum bg_status lazy_model(const struct synth_opts *o, struct model **out,
 			}
 			hp->moe_grouped = true;
 		}
+	}
+	if (!st && ai->bailingmoe && s->n_expert) { /* read_bailingmoe_experts' values */
+		hp->n_expert_shared = s->n_expert_shared;
+		hp->expert_weights_norm = hp->moe_grouped = true;
+		if (s->expert_scale != 0.0f)
+			hp->expert_weights_scale = s->expert_scale;
 	}
 	if (!st && (ai->bailing || ai->dots1 || ai->exaone_moe) && s->n_expert) {
 		/* read_bailing_experts' values */

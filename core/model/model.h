@@ -315,6 +315,16 @@ struct model_hparams {
 	 * The recurrent state of a layer (model_state_floats): the last d_conv - 1 rows of xBC
 	 * (C each, oldest first), then S (H x P x N), in backend_seq.state_slot. */
 	uint32_t ssm_d_conv, ssm_d_inner, ssm_d_state, ssm_n_head, ssm_n_group;
+	/* falcon-h1 (llama.cpp's falcon-h1 graph; added for it): EVERY layer runs the attention
+	 * and a Mamba2 block (the ssm_* weights, its output projection in model_layer.ssm_out)
+	 * side by side on the same attn-normed input n, and adds both to the residual:
+	 *   x = (attn_out(n) + ssm_out y(n)) + x   (attn_out after wo; the sum first),
+	 * then ffn_norm and the SwiGLU FFN as llama's. ssm_d_inner is any multiple of the
+	 * heads (not 2 n_embd); a layer's ssm_norm and ssm_conv_b are optional (data NULL: no
+	 * grouped norm, y = y * silu(z) alone; a conv bias of 0). Every layer has a KV cache
+	 * AND a recurrent state (model_state_floats); model_layer.ssm stays false (the layer
+	 * attends). */
+	bool ssm_parallel;
 	/* no layer rotates Q and K (granitehybrid's rope.scaling.finetuned false, nemotron_h) */
 	bool rope_none;
 	/* granitehybrid's shared expert: its own width (expert_shared_feed_forward_length),
@@ -454,6 +464,9 @@ struct model_layer {
 	 * (H), D skip (H), the grouped norm (D / G, G), all f32 but ssm_in; wo is ssm_out
 	 * (D, n_embd) */
 	struct model_weight ssm_in, ssm_conv_w, ssm_conv_b, ssm_dt_b, ssm_a, ssm_d, ssm_norm;
+	/* falcon-h1 (hp.ssm_parallel): the Mamba2 block's output projection (D, n_embd), wo
+	 * being the attention's; else zero */
+	struct model_weight ssm_out;
 	/* step35: the head-wise attention gate (n_embd, the layer's query heads), or zero:
 	 * head h's attention output times sigmoid(attn_gate x)[h] (x the attn-normed input,
 	 * fp32 1 / (1 + e^-v)) before wo */

@@ -705,6 +705,24 @@ static const struct synth_shape shapes[] = {
     {"exaone-moe-tiny", 4, 64, 4, 2, 128, 512, 256, 1000000.0f, 1e-5f, false, "exaone-moe",
      .n_swa = 16, .n_ctx_orig = 64, .rope_freqs = true, .n_expert = 8, .n_expert_used = 2,
      .n_ff_exp = 32, .n_ff_shexp = 64, .n_dense_lead = 1, .expert_scale = 2.5f},
+    /* bailingmoe (Ling 1.0's layout): llama's attention (interleaved RoPE, separate Q/K/V as
+     * the converter splits them), every layer 8 experts of 32, 2 a token, softmax,
+     * renormalized, x 2.5, plus 2 shared experts (64 wide); untied; norm weights 1 +
+     * N(0, 0.25^2) */
+    {"bailingmoe-tiny", 2, 64, 4, 2, 128, 512, 256, 600000.0f, 1e-6f, false, "bailingmoe",
+     .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 32, .n_expert_shared = 2,
+     .expert_scale = 2.5f},
+    /* falcon-h1 (Falcon-H1's layer: attention with NeoX RoPE and a Mamba2 block side by
+     * side, then the SwiGLU FFN): 4 query heads of 32 (128 != n_embd), 2 K/V heads; Mamba2
+     * of inner size 96 (not 2 n_embd), 8 heads of 12 in 2 groups of state 16, the conv bias;
+     * -tiny without the grouped ssm_norm (mamba_rms_norm false) and tied, -norm-tiny with
+     * it, untied, with Q/K/V biases and an O bias (unused, as llama.cpp); norm weights 1 +
+     * N(0, 0.25^2) */
+    {"falcon-h1-tiny", 3, 64, 4, 2, 128, 512, 256, 100000.0f, 1e-5f, true, "falcon-h1",
+     .head_dim = 32, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2, .ssm_inner = 96},
+    {"falcon-h1-norm-tiny", 2, 64, 4, 2, 128, 512, 256, 100000.0f, 1e-5f, false, "falcon-h1",
+     .head_dim = 32, .ssm_heads = 8, .ssm_state = 16, .ssm_groups = 2, .ssm_inner = 96,
+     .ssm_norm = true, .biases = true},
 };
 #pragma GCC diagnostic pop
 
@@ -819,6 +837,12 @@ static bool is_nemo(const struct synth_shape *s) /* nemotron_h, nemotron_h_moe *
 	return arch_find(synth_arch(s)) && arch_find(synth_arch(s))->nemotron_h;
 }
 
+/* falcon-h1: attention and a Mamba2 block in every layer (model.h's ssm_parallel) */
+static bool is_falcon_h1(const struct synth_shape *s)
+{
+	return is_arch(s, "falcon-h1");
+}
+
 /* the Mamba2 inner size */
 static uint64_t ssm_inner(const struct synth_shape *s)
 {
@@ -877,6 +901,13 @@ static bool is_hunyuan(const struct synth_shape *s)
 static bool is_bailing(const struct synth_shape *s)
 {
 	return is_arch(s, "bailingmoe2");
+}
+
+/* bailingmoe (Ling 1.0): llama's attention, softmax experts in every layer plus shared
+ * experts, no selection bias (arch.h) */
+static bool is_bailingmoe(const struct synth_shape *s)
+{
+	return is_arch(s, "bailingmoe");
 }
 
 /* dots1: bailingmoe2's routing and shared experts with separate Q/K/V (arch.h) */
@@ -953,14 +984,16 @@ static bool random_norms(const struct synth_shape *s)
 	       is_arch(s, "glm4moe") || is_ds2(s) || is_cohere(s) || is_minimax(s) || is_lfm2(s) ||
 	       is_qwen35(s) || is_mamba2(s) || is_step35(s) || is_arch(s, "olmoe") ||
 	       is_hunyuan(s) || is_bailing(s) || is_arch(s, "exaone") || is_arch(s, "arcee") ||
-	       is_dots1(s) || is_exaone_moe(s);
+	       is_dots1(s) || is_exaone_moe(s) || is_bailingmoe(s) || is_falcon_h1(s);
 }
 
 /* the O bias with s->biases: not for seed_oss, glm4 (llama.cpp loads none there) */
 static bool has_o_bias(const struct synth_shape *s)
 {
 	const struct arch_info *ai = arch_find(synth_arch(s)); /* opt_qkv_bias: no O bias */
-	return s->biases && !is_arch(s, "gpt-oss") && !(ai && ai->opt_qkv_bias);
+	/* falcon-h1: one, which llama.cpp loads and does not add (arch.c) */
+	return s->biases && !is_arch(s, "gpt-oss") &&
+	       (!(ai && ai->opt_qkv_bias) || is_falcon_h1(s));
 }
 
 void synth_xielu_raw(uint32_t l, float out[4])
@@ -1206,6 +1239,12 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if ((is_lfm2(s) || is_mamba2(s)) && s->n_layer > 64)
 		return bg_fail(err, BG_ERR_INVALID,
 			       "lfm2, lfm2moe, granitehybrid: at most 64 layers (%u)", s->n_layer);
+	if (is_falcon_h1(s) &&
+	    (!s->ssm_heads || !s->ssm_groups || !s->ssm_state || ssm_inner(s) % s->ssm_heads ||
+	     s->ssm_heads % s->ssm_groups || s->ssm_state > 1024 || s->n_expert))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "falcon-h1: ssm heads dividing the inner size, groups dividing the "
+			       "heads, a state of at most 1024, no experts");
 	if (is_mamba2(s) && (!s->ssm_heads || !s->ssm_groups || !s->ssm_state ||
 			     ssm_inner(s) % s->ssm_heads || s->ssm_heads % s->ssm_groups ||
 			     s->ssm_state > 1024 || (s->n_expert && !s->n_ff_shexp)))
@@ -1295,6 +1334,12 @@ enum bg_status synth_check(const struct synth_opts *o, struct bg_err *err)
 	if (is_exaone_moe(s) && (!s->n_ff_shexp || s->n_expert_shared || !s->n_swa))
 		return bg_fail(err, BG_ERR_INVALID,
 			       "exaone-moe: a shared expert of its own width (n_ff_shexp), a window");
+	if (is_bailingmoe(s) &&
+	    (!s->n_expert_shared || s->n_ff_shexp || s->n_dense_lead || s->n_group > 1 ||
+	     (s->rope_dim && s->rope_dim != synth_head_dim(s))))
+		return bg_fail(err, BG_ERR_INVALID,
+			       "bailingmoe: shared experts (as wide as the experts), every layer "
+			       "routed, no expert groups, every dimension rotated");
 	if (is_dots1(s) &&
 	    (!s->n_expert_shared || s->n_ff_shexp || s->n_head_kv != s->n_head || s->n_group > 1))
 		return bg_fail(err, BG_ERR_INVALID,
@@ -1466,6 +1511,12 @@ uint64_t synth_n_params(const struct synth_shape *s, bool tie_output)
 			n_ssm += !(s->lfm2_attn >> l & 1);
 		ffn += n_ssm * (E * (2 * D + 2 * GN + H) + 5 * (D + 2 * GN) + 3 * H + D + D * E) -
 		       n_ssm * (E * Q + 2 * E * KV + Q * E);
+	}
+	if (is_falcon_h1(s)) { /* the Mamba2 block beside every layer's attention */
+		uint64_t D = ssm_inner(s), H = s->ssm_heads,
+			 GN = (uint64_t)s->ssm_groups * s->ssm_state;
+		ffn += s->n_layer * (E * (2 * D + 2 * GN + H) + 5 * (D + 2 * GN) + 3 * H +
+				     (s->ssm_norm ? D : 0) + D * E);
 	}
 	return V * E * (tie_output ? 1 : 2) + E + s->n_layer * layer + ffn;
 }
@@ -1887,6 +1938,13 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (s->n_deepstack)
 			gguf_writer_set_u32(w, ARCH_KEY("n_deepstack_layers"), s->n_deepstack);
 	}
+	if (is_falcon_h1(s)) { /* conversion/falcon_h1.py's (Mamba2Model's) keys */
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), (uint32_t)ssm_inner(s));
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.state_size"), s->ssm_state);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.time_step_rank"), s->ssm_heads);
+		gguf_writer_set_u32(w, ARCH_KEY("ssm.group_count"), s->ssm_groups);
+	}
 	if (is_mamba2(s)) { /* conversion/granite.py's keys */
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.conv_kernel"), 4);
 		gguf_writer_set_u32(w, ARCH_KEY("ssm.inner_size"), (uint32_t)ssm_inner(s));
@@ -1996,6 +2054,15 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				gguf_writer_set_u32(w, ARCH_KEY("expert_group_used_count"),
 						    s->n_group_used);
 			}
+		}
+		if (is_bailingmoe(s)) { /* BailingMoeModel's: first_k_dense_replace (read and
+					 * unused by llama.cpp), scale 1.0, num_shared_experts,
+					 * norm_topk_prob; no gating key */
+			gguf_writer_set_u32(w, ARCH_KEY("leading_dense_block_count"), 0);
+			gguf_writer_set_f32(w, ARCH_KEY("expert_weights_scale"),
+					    s->expert_scale != 0.0f ? s->expert_scale : 1.0f);
+			gguf_writer_set_u32(w, ARCH_KEY("expert_shared_count"), s->n_expert_shared);
+			gguf_writer_set_bool(w, ARCH_KEY("expert_weights_norm"), true);
 		}
 		/* BailingMoeV2Model's, Dots1Model's and ExaoneMoEModel's converters' keys (the
 		 * groups from n_group / topk_group, the gating from scoring_func) */
@@ -2265,6 +2332,23 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("attn_output.weight", t, FILL_RANDOM, Q, E);
 		if (has_o_bias(s))
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
+		if (is_falcon_h1(s)) { /* the Mamba2 block beside, granitehybrid's tensors */
+			const uint64_t D = ssm_inner(s), H = s->ssm_heads,
+				       GN = (uint64_t)s->ssm_groups * s->ssm_state;
+			ADD("ssm_in.weight", t, FILL_RANDOM, E, 2 * D + 2 * GN + H);
+			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, D + 2 * GN);
+			ADD("ssm_conv1d.bias", GGUF_DTYPE_F32, FILL_RANDOM, D + 2 * GN, 1);
+			b->jobs[b->n_jobs - 1].std = 0.25f;
+			ADD("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, H, 1);
+			b->jobs[b->n_jobs - 1].std = 1.0f;
+			ADD("ssm_a", GGUF_DTYPE_F32, FILL_NORM, 1, H); /* A = -exp(A_log) < 0 */
+			b->jobs[b->n_jobs - 1].base = -1.0f;
+			ADD("ssm_d", GGUF_DTYPE_F32, FILL_NORM, 1, H);
+			if (s->ssm_norm)
+				ADD("ssm_norm.weight", GGUF_DTYPE_F32, FILL_NORM, D / s->ssm_groups,
+				    s->ssm_groups);
+			ADD("ssm_out.weight", t, FILL_RANDOM, D, E);
+		}
 		if (oai) {
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 			ADD("attn_sinks.weight", GGUF_DTYPE_F32, FILL_RANDOM, s->n_head, 1);
@@ -2275,8 +2359,10 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("post_attention_norm.weight", GGUF_DTYPE_F32, nk, E, 1);
 		if (is_nemo(s)) /* nemotron_h: a Mamba2 or attention block alone */
 			continue;
-		if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
-		    !is_cohere(s)) /* cohere: parallel */
+		if (is_falcon_h1(s)) /* the converter's name, no suffix (arch.c) */
+			ADD("ffn_norm", GGUF_DTYPE_F32, pk, E, 1);
+		else if (!oai && !olmo2 && !seed && !glm4moe && !q35 &&
+			 !is_cohere(s)) /* cohere: parallel */
 			ADD("ffn_norm.weight", GGUF_DTYPE_F32, pk, E, 1);
 		if (synth_moe_layer(s, l)) { /* glm4moe: the first n_dense_lead dense */
 			/* the router f32, as llama.cpp's converter and quantizer keep it */
@@ -2326,8 +2412,9 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 				b->jobs[b->n_jobs - 1].std = SHEXP_GATE_SCALE / sqrtf((float)E);
 			}
 			/* the selection bias, the shared expert */
-			if (glm4moe || ds2 || is_bailing(s) || is_dots1(s)) {
-				if (!(ds2 && s->softmax_gating)) { /* DeepSeek-V2: no bias */
+			if (glm4moe || ds2 || is_bailing(s) || is_dots1(s) || is_bailingmoe(s)) {
+				/* DeepSeek-V2, Ling 1.0: no bias */
+				if (!(ds2 && s->softmax_gating) && !is_bailingmoe(s)) {
 					ADD("exp_probs_b.bias", GGUF_DTYPE_F32, FILL_RANDOM, X, 1);
 					b->jobs[b->n_jobs - 1].std = EXP_PROBS_B_STD;
 				}

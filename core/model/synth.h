@@ -182,6 +182,12 @@ struct synth_shape {
 	 * attention.layer_norm_epsilon 1e-5 beside the RMS eps, no ffn_norm */
 	uint64_t nemo_ffn;
 	uint32_t ssm_inner;
+	/* falcon-h1: every layer attention AND a Mamba2 block of ssm_heads, ssm_state,
+	 * ssm_groups, ssm_inner (the granitehybrid tensors but ssm_norm, written only with
+	 * ssm_norm, as Falcon-H1's mamba_rms_norm), the FFN norm named blk.N.ffn_norm (no
+	 * .weight, the converter's name), head_count_kv one value; norm weights 1 + N(0,
+	 * 0.25^2) */
+	bool ssm_norm;
 	/* step35: the windowed layers' query heads (n_head is the global layers'; with
 	 * n_head_kv_swa their K/V heads), head_count and head_count_kv written as per-layer
 	 * lists; rope.dimension_count_swa (rope_dim is rope.dimension_count, of which the
