@@ -144,6 +144,52 @@ static void unit_cases(void)
 	expect("{{ strftime_now('%d %B %Y') }} {{ range(2, 8, 3)|list }} {{ dict(a=1) }}", NULL,
 	       "15 January 2026 [2, 5] {'a': 1}");
 	expect("{% raw %}{{ x }}{% endraw %}", NULL, "{{ x }}");
+	/* found by fuzz/replay_jinja.sh (the differential check against python3-jinja2); each
+	 * expected text is jinja2's */
+	/* tojson(ensure_ascii=True) (Reka-Edge's tool-call arguments), transformers' argument
+	 * order (ensure_ascii, indent, separators, sort_keys), a string indent and indent <= 0
+	 * (newlines, no spaces) */
+	expect("{{ 'é😀\"'|tojson(ensure_ascii=true) }}|{{ d|tojson(true) }}|{{ "
+	       "d|tojson(ensure_ascii=True, indent=1) }}",
+	       "{\"d\": {\"ké\": [\"ü\", 1]}}",
+	       "\"\\u00e9\\ud83d\\ude00\\\"\"|{\"k\\u00e9\": [\"\\u00fc\", 1]}|{\n \"k\\u00e9\": "
+	       "[\n  \"\\u00fc\",\n  1\n ]\n}");
+	expect("{{ [1]|tojson(indent='\\t') }}|{{ [1]|tojson(indent=0) }}|{{ [1]|tojson(indent=-1) "
+	       "}}|{{ []|tojson(indent=2) }}",
+	       NULL, "[\n\t1\n]|[\n1\n]|[\n1\n]|[]");
+	/* round: Python's round() (half to even on the exact binary value; an int stays an int) */
+	expect("{{ 2.5|round }} {{ -2.5|round }} {{ 0.5|round }} {{ 2.675|round(2) }} {{ "
+	       "1.25|round(1) }} {{ 7|round }} "
+	       "{{ 15|round(-1) }} {{ 25|round(-1) }} {{ -25|round(-1) }} {{ 1234.5|round(-2) }} "
+	       "{{ 2.1|round(0, 'ceil') }} {{ 2.9|round(method='floor') }} {{ true|round }}",
+	       NULL, "2.0 -2.0 0.0 2.67 1.2 7 20 20 -20 1200.0 3.0 2.0 1");
+	expect_error("{{ 1|round(method='x') }}", NULL, "method must be common, ceil or floor");
+	/* strip, trim, split and isspace take Unicode whitespace (U+3000, U+00A0, ...) and strip
+	 * characters, not bytes; replace('') inserts between characters */
+	expect("[{{ '\\u3000a\\u00a0'|trim }}]{{ ' \\u2003a b\\u3000c\\u2028'.split() }}{{ "
+	       "'a\\u3000b c'.split(none, 1) }}"
+	       "[{{ 'é'.strip('è') }}]{{ '\\u3000 '.isspace() }}{{ 'a '.isspace() }}[{{ "
+	       "'é'|replace('', '-') }}]"
+	       "[{{ '\\u00a0x\\u00a0'.lstrip() }}][{{ '\\u00a0x\\u00a0'.rstrip() }}]",
+	       NULL, "[a]['a', 'b', 'c']['a', 'b c'][é]TrueFalse[-é-][x\u00a0][\u00a0x]");
+	expect("[{{ m.content|trim }}]", "{\"m\": {\"content\": \"\\u3000こんにちは\\u3000\\n\"}}",
+	       "[こんにちは]");
+	/* raw: {%- endraw %} strips, lstrip_blocks applies before endraw, only a whole
+	 * {% endraw %} tag ends the block, no trim_blocks after {% raw %} */
+	expect(
+	    "{% raw %}a  {%- endraw %}|{% raw %}the endraw word{% endraw %}|{% raw %}\n  x\n  {% "
+	    "endraw %}|"
+	    "{% raw -%}  y  {%+ endraw %}|{%- raw %} z {% endraw -%}  |{% raw -%}\n   {% endraw %}|"
+	    "{% raw %}q{% endraw +%}\n|{{ 1 }}",
+	    NULL, "a|the endraw word|\n  x\n|y  | z ||q\n|1");
+	/* an undefined value inside a list or dict prints as jinja2's Undefined.__repr__ */
+	expect("{{ [x, 1] }}{{ {'a': x} }}{{ (x,) }}{{ d | map(attribute='k') | list }}",
+	       "{\"d\": [{\"k\": 1}, {}]}",
+	       "[Undefined, 1]{'a': Undefined}(Undefined,)[1, Undefined]");
+	/* \x1c-\x1f are whitespace to jinja2's lexer (Python's \s) */
+	expect("a \x1c{%- if true %}b{% endif %}{{\x1f"
+	       "1\x1d}}",
+	       NULL, "ab1");
 	/* errors name the line; the sandbox forbids mutation */
 	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
 	expect_error("a\nb\n{% if x %}", NULL, "line 3");

@@ -172,6 +172,37 @@ struct jx_val jx_getitem(struct jx_render *r, struct jx_val obj, struct jx_val k
 
 static bool py_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
 
+/* Python's str.isspace() of one code point (what split() and strip() take as whitespace) */
+static bool py_space_cp(uint32_t c)
+{
+	return c < 0x80
+		   ? py_space((char)c)
+		   : c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+			 c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* The start of the code point that ends at p[e] (e > 0): back over at most 3 continuation
+ * bytes. */
+static size_t cp_start(const char *p, size_t e)
+{
+	size_t s = e - 1;
+	while (s > 0 && e - s < 4 && ((unsigned char)p[s] & 0xC0) == 0x80)
+		s--;
+	size_t j = s;
+	jx_utf8_next(p, e, &j);
+	return j == e ? s : e - 1; /* not one whole sequence: its last byte alone */
+}
+
+static bool cp_in(struct jx_val set, uint32_t c)
+{
+	for (size_t i = 0; i < set.s->n;)
+		if (jx_utf8_next(set.s->p, set.s->n, &i) == c)
+			return true;
+	return false;
+}
+
+/* str.strip/lstrip/rstrip and the trim filter, by code point as Python does: Unicode
+ * whitespace (U+00A0, U+3000, ...) by default, else the characters of chars. */
 static struct jx_val strip(struct jx_render *r, struct jx_val s, struct jx_val chars, bool left, bool right)
 {
 	s = sval(r, s);
@@ -180,15 +211,32 @@ static struct jx_val strip(struct jx_render *r, struct jx_val s, struct jx_val c
 	bool dflt = chars.t == JX_NONE || chars.t == JX_UNDEF;
 	if (!dflt && chars.t != JX_STR)
 		jx_rfail(r, "strip arg must be None or str");
-#define STRIPPABLE(c) (dflt ? py_space(c) : memchr(chars.s->p, (c), chars.s->n) != NULL)
+#define STRIPPABLE(c) (dflt ? py_space_cp(c) : cp_in(chars, (c)))
 	if (left)
-		while (b < e && STRIPPABLE(p[b]))
-			b++;
+		while (b < e) {
+			size_t j = b;
+			if (!STRIPPABLE(jx_utf8_next(p, e, &j)))
+				break;
+			b = j;
+		}
 	if (right)
-		while (e > b && STRIPPABLE(p[e - 1]))
-			e--;
+		while (e > b) {
+			size_t st = cp_start(p, e), j = st;
+			if (st < b || !STRIPPABLE(jx_utf8_next(p, e, &j)))
+				break;
+			e = st;
+		}
 #undef STRIPPABLE
 	return jx_str(E, p + b, e - b);
+}
+
+/* The bytes of the code point at p[i] (i < n) when it is Python whitespace, else 0. */
+static size_t space_at(const char *p, size_t n, size_t i)
+{
+	if ((unsigned char)p[i] < 0x80)
+		return py_space(p[i]);
+	size_t j = i;
+	return py_space_cp(jx_utf8_next(p, n, &j)) ? j - i : 0;
 }
 
 static struct jx_val split(struct jx_render *r, struct jx_val s, struct jx_val sep, struct jx_val maxv)
@@ -198,21 +246,26 @@ static struct jx_val split(struct jx_render *r, struct jx_val s, struct jx_val s
 	const char *p = s.s->p;
 	size_t n = s.s->n, i = 0;
 	if (sep.t == JX_NONE || sep.t == JX_UNDEF) {
+		size_t k;
 		while (i < n) {
-			while (i < n && py_space(p[i]))
-				i++;
+			while (i < n && (k = space_at(p, n, i)) > 0)
+				i += k;
 			if (i >= n)
 				break;
 			if (max >= 0 && (int64_t)l->n >= max) {
 				size_t e = n;
-				while (e > i && py_space(p[e - 1]))
-					e--;
+				while (e > i) {
+					size_t st = cp_start(p, e);
+					if (space_at(p, n, st) != e - st)
+						break;
+					e = st;
+				}
 				jx_list_push(E, l, jx_str(E, p + i, e - i));
 				break;
 			}
 			size_t j = i;
-			while (j < n && !py_space(p[j]))
-				j++;
+			while (j < n && space_at(p, n, j) == 0)
+				j++; /* a continuation byte never starts whitespace */
 			jx_list_push(E, l, jx_str(E, p + i, j - i));
 			i = j;
 		}
@@ -245,13 +298,17 @@ static struct jx_val replace(struct jx_render *r, struct jx_val s, struct jx_val
 	int64_t done = 0;
 	if (old.s->n == 0) {
 		/* Python inserts new before every character and at the end */
-		for (size_t k = 0; k <= s.s->n; k++) {
+		for (size_t k = 0; k <= s.s->n;) {
 			if (count < 0 || done < count) {
 				strbuf_put(&b, nw.s->p, nw.s->n);
 				done++;
 			}
-			if (k < s.s->n)
-				strbuf_put(&b, s.s->p + k, 1);
+			if (k == s.s->n)
+				break;
+			size_t j = k;
+			jx_utf8_next(s.s->p, s.s->n, &j);
+			strbuf_put(&b, s.s->p + k, j - k);
+			k = j;
 			if (b.len > (64u << 20))
 				break;
 		}
@@ -623,23 +680,91 @@ static struct jx_val do_select(struct jx_render *r, struct jx_val seq, const str
 
 static struct jx_val do_tojson(struct jx_render *r, struct jx_val v, const struct jx_args *a)
 {
-	struct jx_val ind = jx_arg(a, 0, "indent", jx_none());
-	struct jx_val sk = jx_arg(a, -1, "sort_keys", jx_bool(false));
-	struct jx_val seps = jx_arg(a, -1, "separators", jx_none());
-	int indent = ind.t == JX_NONE || ind.t == JX_UNDEF ? -1 : (int)ival(r, ind, "indent");
-	if (indent > 100)
-		jx_rfail(r, "tojson indent too large");
-	const char *item_sep = indent >= 0 ? "," : ", ", *key_sep = ": ";
+	/* transformers' tojson(x, ensure_ascii=False, indent=None, separators=None,
+	 * sort_keys=False), positions included */
+	struct jx_val ind = jx_arg(a, 1, "indent", jx_none());
+	struct jx_val sk = jx_arg(a, 3, "sort_keys", jx_bool(false));
+	struct jx_val seps = jx_arg(a, 2, "separators", jx_none());
+	/* json.dumps: a string indent is used as it is, a number n as n spaces (none when n <= 0,
+	 * but still newlines) */
+	const char *indent = NULL;
+	if (ind.t == JX_STR) {
+		indent = ind.s->p;
+	} else if (ind.t != JX_NONE && ind.t != JX_UNDEF) {
+		int64_t n = ival(r, ind, "indent");
+		if (n > 100)
+			jx_rfail(r, "tojson indent too large");
+		char *sp = jx_alloc(E, n > 0 ? (size_t)n + 1 : 1); /* zeroed */
+		memset(sp, ' ', n > 0 ? (size_t)n : 0);
+		indent = sp;
+	}
+	struct jx_json_fmt fmt = {.indent = indent,
+				  .item_sep = indent ? "," : ", ",
+				  .key_sep = ": ",
+				  .sort_keys = jx_truthy(sk),
+				  .ascii = jx_truthy(jx_arg(a, 0, "ensure_ascii", jx_bool(false)))};
 	if (seps.t == JX_LIST && seps.l->n == 2 && seps.l->v[0].t == JX_STR && seps.l->v[1].t == JX_STR) {
-		item_sep = seps.l->v[0].s->p;
-		key_sep = seps.l->v[1].s->p;
+		fmt.item_sep = seps.l->v[0].s->p;
+		fmt.key_sep = seps.l->v[1].s->p;
 	}
 	struct strbuf b = {0};
-	if (!jx_tojson(&b, v, indent < 0 ? -1 : indent, item_sep, key_sep, jx_truthy(sk), 0)) {
+	if (!jx_tojson(&b, v, &fmt, 0)) {
 		free(b.p);
 		jx_rfail(r, "Object of type %s is not JSON serializable", jx_type_name(v));
 	}
 	return jx_strbuf_val(E, &b);
+}
+
+/* jinja2's round: "common" is Python's round(value, precision), which rounds half to even
+ * on the exact binary value (2.5 -> 2.0, 2.675 -> 2.67) and keeps an int an int; "ceil" and
+ * "floor" are math.ceil/floor(value * 10**precision) / 10**precision, a float. */
+static struct jx_val do_round(struct jx_render *r, struct jx_val v, const struct jx_args *a)
+{
+	int64_t prec = ival(r, jx_arg(a, 0, "precision", jx_int(0)), "precision");
+	struct jx_val m = jx_arg(a, 1, "method", jx_cstr(E, "common"));
+	const char *ms = m.t == JX_STR ? m.s->p : "";
+	bool common = !strcmp(ms, "common");
+	if (!common && strcmp(ms, "ceil") && strcmp(ms, "floor"))
+		jx_rfail(r, "method must be common, ceil or floor");
+	if (v.t == JX_BOOL)
+		v = jx_int(v.b);
+	if (v.t != JX_INT && v.t != JX_FLOAT)
+		jx_rfail(r, "round needs a number");
+	if (common && v.t == JX_INT) {
+		if (prec >= 0)
+			return v;
+		if (prec < -18) /* 10**19 / 2 is past every int64 */
+			return jx_int(0);
+		int64_t p10 = 1;
+		for (int64_t k = 0; k < -prec; k++)
+			p10 *= 10;
+		int64_t q = v.i / p10, rem = v.i % p10; /* C truncates: rem has v's sign */
+		if (rem < 0)
+			q--, rem += p10;
+		if (2 * rem > p10 || (2 * rem == p10 && (q & 1)))
+			q++;
+		if (q > INT64_MAX / p10 ||
+		    q < INT64_MIN / p10) /* past int64: a float, as + and * give */
+			return jx_float((double)q * (double)p10);
+		return jx_int(q * p10);
+	}
+	double x = v.t == JX_INT ? (double)v.i : v.f;
+	if (!common) {
+		double p10 = pow(10, (double)prec);
+		return jx_float((ms[0] == 'c' ? ceil(x * p10) : floor(x * p10)) / p10);
+	}
+	if (!isfinite(x) || prec > 323) /* CPython: no digit of a double lies further right */
+		return jx_float(x);
+	if (prec >= 0) {
+		/* glibc's printf rounds the exact binary value, ties to even, as CPython's dtoa */
+		char buf[700];
+		snprintf(buf, sizeof buf, "%.*f", (int)prec, x);
+		return jx_float(strtod(buf, NULL));
+	}
+	if (prec < -308)
+		return jx_float(0.0 * x);
+	double p10 = pow(10, (double)-prec), y = x / p10, z = nearbyint(y); /* half to even */
+	return jx_float(z * p10);
 }
 
 static struct jx_val escape_html(struct jx_render *r, struct jx_val v)
@@ -809,16 +934,8 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			return jx_float(fabs(v.f));
 		jx_rfail(r, "bad operand type for abs()");
 	}
-	if (!strcmp(f, "round")) {
-		int64_t prec = ival(r, jx_arg(a, 0, "precision", jx_int(0)), "precision");
-		struct jx_val m = jx_arg(a, 1, "method", jx_cstr(E, "common"));
-		if (v.t != JX_INT && v.t != JX_FLOAT)
-			jx_rfail(r, "round needs a number");
-		double x = v.t == JX_INT ? (double)v.i : v.f, p10 = pow(10, (double)prec);
-		const char *ms = m.t == JX_STR ? m.s->p : "common";
-		double y = !strcmp(ms, "ceil") ? ceil(x * p10) / p10 : !strcmp(ms, "floor") ? floor(x * p10) / p10 : round(x * p10) / p10;
-		return jx_float(y);
-	}
+	if (!strcmp(f, "round"))
+		return do_round(r, v, a);
 	if (!strcmp(f, "unique")) {
 		struct jx_list *in = as_list(r, v), *out = jx_list_new(E, in->n);
 		bool cs = jx_truthy(jx_arg(a, 0, "case_sensitive", jx_bool(false)));
@@ -1157,6 +1274,12 @@ struct jx_val jx_call_method(struct jx_render *r, struct jx_method *m, const str
 			jx_list_push(E, l, jx_str(E, s.s->p + st, s.s->n - st));
 		return jx_list_val(l);
 	}
+	if (!strcmp(n, "isspace")) {
+		size_t i = 0, k;
+		while (i < s.s->n && (k = space_at(s.s->p, s.s->n, i)) > 0)
+			i += k;
+		return jx_bool(s.s->n > 0 && i == s.s->n);
+	}
 	if (!strncmp(n, "is", 2)) {
 		bool ok = s.s->n > 0, cased = false;
 		for (size_t i = 0; i < s.s->n; i++) {
@@ -1167,8 +1290,6 @@ struct jx_val jx_call_method(struct jx_render *r, struct jx_method *m, const str
 				ok &= isalpha(c) != 0;
 			else if (!strcmp(n, "isalnum"))
 				ok &= isalnum(c) != 0;
-			else if (!strcmp(n, "isspace"))
-				ok &= py_space((char)c);
 			else if (!strcmp(n, "isupper"))
 				ok &= !islower(c), cased |= isupper(c) != 0;
 			else

@@ -245,10 +245,20 @@ const char *jx_type_name(struct jx_val v);
 void jx_to_str(struct strbuf *b, struct jx_val v);  /* Python str() */
 void jx_repr(struct strbuf *b, struct jx_val v);    /* Python repr() */
 void jx_format_float(struct strbuf *b, double f);   /* Python repr(float) */
+/* json.dumps's options: indent is what each level adds after a newline (NULL: None, all on
+ * one line); ascii is ensure_ascii (non-ASCII characters as \uXXXX escapes, UTF-16
+ * surrogate pairs above U+FFFF). */
+struct jx_json_fmt {
+	const char *indent;
+	const char *item_sep, *key_sep;
+	bool sort_keys, ascii;
+};
 /* json.dumps; returns false (nothing sensible written) on an unserializable value. */
-bool jx_tojson(struct strbuf *b, struct jx_val v, int indent, const char *item_sep,
-	       const char *key_sep, bool sort_keys, int level);
+bool jx_tojson(struct strbuf *b, struct jx_val v, const struct jx_json_fmt *f, int level);
 size_t jx_utf8_len(const char *s, size_t n);		/* code points */
+/* The code point of the UTF-8 sequence at s[*i] (*i < n), *i moved past it; an invalid or
+ * cut sequence gives U+FFFD for its first byte. */
+uint32_t jx_utf8_next(const char *s, size_t n, size_t *i);
 size_t jx_utf8_offset(const char *s, size_t n, size_t cp); /* byte offset of code point cp */
 
 /* builtins (jinja_builtins.c) */
