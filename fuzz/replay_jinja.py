@@ -191,8 +191,14 @@ def main():
             for r in unexplained:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
     for r in unexplained[:show]:
-        print("unexplained (%s, %s): template %r\n  ours:   %r\n  jinja2: %r" % (
-            r["outcome"], r["stage"], r["t"][:300], r["ours"][:300], str(r["py"])[:300]), file=sys.stderr)
+        ours, py, at = r["ours"], str(r["py"]), 0
+        if r["outcome"] == "output differs":  # from a little before the first difference
+            while at < min(len(ours), len(py)) and ours[at] == py[at]:
+                at += 1
+            at = max(0, at - 60)
+        print("unexplained (%s, %s): template %r\n  ours:   %s%r\n  jinja2: %s%r" % (
+            r["outcome"], r["stage"], r["t"][:300], "[%d:] " % at if at else "", ours[at:at + 300],
+            "[%d:] " % at if at else "", py[at:at + 300]), file=sys.stderr)
     sys.exit(1 if unexplained else 0)
 
 

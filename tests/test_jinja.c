@@ -190,6 +190,23 @@ static void unit_cases(void)
 	expect("a \x1c{%- if true %}b{% endif %}{{\x1f"
 	       "1\x1d}}",
 	       NULL, "ab1");
+	/* an unknown filter or test name is a compile error, as in jinja2's compiler, also where
+	 * it never runs, except inside an {% if %} or an inline if (DeepSeek-V3.2 has
+	 * `args | from_json` there: it renders); a loop, macro or block inside is strict again */
+	expect("{% if false %}{{ x | nosuch }}{% endif %}{{ x | nosuch if false }}{% if false and "
+	       "x is nosuch %}{% endif %}ok",
+	       NULL, "ok");
+	expect_error("{% for i in [] %}{{ x | nosuch }}{% endfor %}", NULL,
+		     "line 1: no filter named 'nosuch'");
+	expect_error("{% if false %}\n{% for i in [] %}{{ x is a.defined }}{% endfor %}{% endif %}",
+		     NULL, "line 2: no test named 'a.defined'");
+	expect_error("{% if false %}{% macro m(a=x|nosuch) %}{% endmacro %}{% endif %}", NULL,
+		     "no filter named");
+	expect_error("{% if true %}{{ [] | groupby('a') }}{% endif %}", NULL,
+		     "the filter 'groupby' is not supported");
+	expect("{{ 1 is lessthan 2 }}{{ 1 is greaterthan 2 }}{{ [1, 2, 3] | select('lessthan', 2) "
+	       "| list }}",
+	       NULL, "TrueFalse[1]");
 	/* errors name the line; the sandbox forbids mutation */
 	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
 	expect_error("a\nb\n{% if x %}", NULL, "line 3");

@@ -96,6 +96,38 @@ static bool in_set(const char *const *set, const char *name)
 	return false;
 }
 
+/* jinja2 3.1's built-in filters and tests (jinja2.filters.FILTERS, jinja2.tests.TESTS;
+ * transformers replaces tojson and adds none). jinja2 refuses any other name when it
+ * compiles a template, also in code that never runs; of these, those not implemented here
+ * fail when they run. */
+static const char *const JINJA2_FILTERS[] = {
+    "abs",    "attr",	    "batch",	   "capitalize", "center",   "count",
+    "d",      "default",    "dictsort",	   "e",		 "escape",   "filesizeformat",
+    "first",  "float",	    "forceescape", "format",	 "groupby",  "indent",
+    "int",    "items",	    "join",	   "last",	 "length",   "list",
+    "lower",  "map",	    "max",	   "min",	 "pprint",   "random",
+    "reject", "rejectattr", "replace",	   "reverse",	 "round",    "safe",
+    "select", "selectattr", "slice",	   "sort",	 "string",   "striptags",
+    "sum",    "title",	    "tojson",	   "trim",	 "truncate", "unique",
+    "upper",  "urlencode",  "urlize",	   "wordcount",	 "wordwrap", "xmlattr",
+    NULL};
+static const char *const JINJA2_TESTS[] = {
+    "!=",	"<",	    "<=",	   "==",       ">",	      ">=",	  "boolean",
+    "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",  "even",
+    "false",	"filter",   "float",	   "ge",       "greaterthan", "gt",	  "in",
+    "integer",	"iterable", "le",	   "lessthan", "lower",	      "lt",	  "mapping",
+    "ne",	"none",	    "number",	   "odd",      "sameas",      "sequence", "string",
+    "test",	"true",	    "undefined",   "upper",    NULL};
+
+bool jx_jinja2_filter(const char *name)
+{
+	return in_set(JINJA2_FILTERS, name);
+}
+bool jx_jinja2_test(const char *name)
+{
+	return in_set(JINJA2_TESTS, name);
+}
+
 static struct jx_val method(struct jx_render *r, struct jx_val self, const char *name)
 {
 	struct jx_method *m = jx_alloc(E, sizeof *m);
@@ -1038,20 +1070,27 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			strbuf_puts(&b, " ");
 		return jx_strbuf_val(E, &b);
 	}
-	jx_rfail(r, "no filter named '%s'", f);
+	jx_rfail(r,
+		 jx_jinja2_filter(f) ? "the filter '%s' is not supported" : "no filter named '%s'",
+		 f);
 }
 
 /* ---- tests ---- */
 
-static const char *const TESTS[] = {"defined", "undefined", "none", "string", "mapping", "iterable", "sequence",
-				    "number", "integer", "float", "boolean", "true", "false", "callable", "sameas",
-				    "equalto", "eq", "==", "ne", "!=", "lt", "<", "le", "<=", "gt", ">", "ge", ">=",
-				    "in", "odd", "even", "divisibleby", "lower", "upper", "escaped", "filter", "test", NULL};
+static const char *const TESTS[] = {
+    "defined", "undefined", "none",	   "string",	  "mapping", "iterable", "sequence",
+    "number",  "integer",   "float",	   "boolean",	  "true",    "false",	 "callable",
+    "sameas",  "equalto",   "eq",	   "==",	  "ne",	     "!=",	 "lt",
+    "<",       "le",	    "<=",	   "gt",	  ">",	     "ge",	 ">=",
+    "in",      "odd",	    "even",	   "divisibleby", "lower",   "upper",	 "escaped",
+    "filter",  "test",	    "greaterthan", "lessthan",	  NULL};
 
 bool jx_test_exists(const char *name) { return in_set(TESTS, name); }
 
 bool jx_apply_test(struct jx_render *r, const char *t, struct jx_val v, const struct jx_args *a)
 {
+	if (!strcmp(t, "lessthan") || !strcmp(t, "greaterthan")) /* jinja2's aliases */
+		t = t[0] == 'l' ? "lt" : "gt";
 	struct jx_val x = jx_arg(a, 0, NULL, jx_undef());
 	if (!strcmp(t, "defined"))
 		return v.t != JX_UNDEF;
@@ -1150,7 +1189,7 @@ bool jx_apply_test(struct jx_render *r, const char *t, struct jx_val v, const st
 	}
 	if (!strcmp(t, "escaped"))
 		return false;
-	jx_rfail(r, "no test named '%s'", t);
+	jx_rfail(r, jx_jinja2_test(t) ? "the test '%s' is not supported" : "no test named '%s'", t);
 }
 
 /* ---- methods ---- */

@@ -276,6 +276,9 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *name, struct jx_v
 bool jx_apply_test(struct jx_render *r, const char *name, struct jx_val v,
 		   const struct jx_args *a);
 bool jx_test_exists(const char *name);
+/* Whether name is one of jinja2's built-in filters / tests (which it checks at compile time). */
+bool jx_jinja2_filter(const char *name);
+bool jx_jinja2_test(const char *name);
 struct jx_val jx_call_method(struct jx_render *r, struct jx_method *m, const struct jx_args *a);
 /* Attribute access obj.name as jinja2's sandbox does (methods first for builtin types). */
 struct jx_val jx_getattr(struct jx_render *r, struct jx_val obj, const char *name);

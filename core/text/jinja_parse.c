@@ -307,12 +307,26 @@ static struct jx_node *parse_postfix(struct jx_parser *p, struct jx_node *n)
 	}
 }
 
+/* A filter's or test's name; jinja2 looks a dotted name up whole ("a.b": no such name). */
+static const char *dotted_name(struct jx_parser *p)
+{
+	const char *name = expect_name(p);
+	while (skip_op(p, ".")) {
+		const char *part = expect_name(p);
+		size_t a = strlen(name), b = strlen(part);
+		char *j = jx_alloc(p->e, a + b + 2);
+		memcpy(j, name, a);
+		j[a] = '.';
+		memcpy(j + a + 1, part, b + 1);
+		name = j;
+	}
+	return name;
+}
+
 static struct jx_node *parse_filter(struct jx_parser *p, struct jx_node *n)
 {
 	int line = cur(p)->line;
-	const char *name = expect_name(p);
-	while (skip_op(p, ".")) /* a dotted filter name: jinja2 looks up the whole name */
-		name = expect_name(p);
+	const char *name = dotted_name(p);
 	struct jx_node *f = node(p, N_FILTER, line);
 	f->s = name;
 	f->sn = strlen(name);
@@ -331,9 +345,7 @@ static struct jx_node *parse_filter_expr(struct jx_parser *p, struct jx_node *n)
 			int line = next(p)->line;
 			struct jx_node *t = node(p, N_TEST, line);
 			t->op = skip_name(p, "not");
-			const char *name = expect_name(p);
-			while (skip_op(p, "."))
-				name = expect_name(p);
+			const char *name = dotted_name(p);
 			t->s = name;
 			t->sn = strlen(name);
 			t->a = n;
@@ -836,9 +848,83 @@ static struct jx_node *parse_body(struct jx_parser *p, const char *const *ends)
 	return body;
 }
 
+/* jinja2's compiler refuses a filter or test name it does not know (TemplateAssertionError),
+ * also in code that never runs, except in a "soft frame": the condition and bodies of an
+ * {% if %} and all of an inline `a if b else c`, where the name fails only when it runs. A
+ * for loop's body, else and filter condition, a macro's or call block's body and defaults,
+ * and filter and set blocks are new frames, hard again. The walk keeps its own stack: a
+ * long chain of operators or filters is a deep tree. */
+struct walk_item {
+	const struct jx_node *n;
+	bool soft;
+};
+
+static void check_names(struct jx_env *e, const struct jx_node *root)
+{
+	size_t n = 0, cap = 64;
+	struct walk_item *st = malloc(cap * sizeof *st);
+	const struct jx_node *bad = NULL;
+	if (!st)
+		jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+	st[n++] = (struct walk_item){root, false};
+	while (n && !bad) {
+		struct walk_item it = st[--n];
+		const struct jx_node *x = it.n;
+		bool soft = it.soft, inner = soft; /* inner: the frame of x's bodies */
+		if (!soft && ((x->kind == N_FILTER && !jx_jinja2_filter(x->s)) ||
+			      (x->kind == N_TEST && !jx_jinja2_test(x->s))))
+			bad = x;
+		switch (x->kind) {
+		case N_IF:
+		case N_COND: soft = inner = true; break;
+		case N_FOR:
+		case N_MACRO:
+		case N_CALLBLOCK:
+		case N_FILTERBLOCK:
+		case N_SETBLOCK: inner = false; break;
+		default: break;
+		}
+		/* the children: a (N_FOR's iterable, a call block's call: the outer frame; a filter
+		 * block's filters: its own), then b, c, d, v[], w[] */
+		int nw = x->kind == N_CALL || x->kind == N_FILTER || x->kind == N_TEST	     ? x->nk
+			 : x->kind == N_DICT || x->kind == N_MACRO || x->kind == N_CALLBLOCK ? x->nv
+											     : 0;
+		size_t need = n + 4 + (size_t)x->nv + (size_t)nw;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			struct walk_item *ns = realloc(st, cap * sizeof *st);
+			if (!ns) {
+				free(st);
+				jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+			}
+			st = ns;
+		}
+		bool a_soft = x->kind == N_FILTERBLOCK || x->kind == N_SETBLOCK ? inner : soft;
+		const struct jx_node *kids[4] = {x->a, x->b, x->c, x->d};
+		for (int k = 3; k >= 0; k--)
+			if (kids[k])
+				st[n++] = (struct walk_item){kids[k], k == 0 ? a_soft : inner};
+		for (int k = nw - 1; k >= 0; k--)
+			if (x->w && x->w[k])
+				st[n++] = (struct walk_item){
+				    x->w[k],
+				    x->kind == N_MACRO || x->kind == N_CALLBLOCK ? false : inner};
+		for (int k = x->nv - 1; k >= 0; k--)
+			if (x->v[k])
+				st[n++] = (struct walk_item){x->v[k], inner};
+	}
+	free(st);
+	if (bad)
+		jx_fail(e, bad->line, BG_ERR_FORMAT, "no %s named '%s'",
+			bad->kind == N_FILTER ? "filter" : "test", bad->s);
+}
+
 struct jx_node *jx_parse(struct jx_env *e, const char *src, size_t len)
 {
 	struct jx_parser p = {.e = e};
 	jx_lex(&p, src, len);
-	return parse_body(&p, NULL);
+	struct jx_node *root = parse_body(&p, NULL);
+	check_names(e, root);
+	return root;
 }
