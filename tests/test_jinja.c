@@ -207,6 +207,26 @@ static void unit_cases(void)
 	expect("{{ 1 is lessthan 2 }}{{ 1 is greaterthan 2 }}{{ [1, 2, 3] | select('lessthan', 2) "
 	       "| list }}",
 	       NULL, "TrueFalse[1]");
+	/* macro arguments bind as jinja2's Macro.__call__ binds them: extra positional or keyword
+	 * arguments (and a call block's caller) only where the body reads varargs, kwargs or
+	 * caller (nested macros included), else an error; a keyword naming a parameter already
+	 * given goes to kwargs */
+	expect("{% macro m(a) %}{{ a }}{{ varargs }}{% endmacro %}{{ m(1, 2, 3) }}|"
+	       "{% macro n(a, b) %}{{ a }}{{ b }}{{ kwargs }}{% endmacro %}{{ n(1, a=2) }}|"
+	       "{% macro o(a) %}{% macro i() %}{{ varargs }}{% endmacro %}{{ a }}{% endmacro %}{{ "
+	       "o(1, 2) }}|"
+	       "{% macro k(a) %}{{ kwargs }}{% endmacro %}{% call k(1) %}z{% endcall %}{{ k }}",
+	       NULL, "1(2, 3)|1{'a': 2}|1|{'caller': <Macro anonymous>}<Macro 'k'>");
+	expect_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", NULL,
+		     "macro 'm' takes not more than 1 argument(s)");
+	expect_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}", NULL,
+		     "macro 'm' takes no keyword argument 'b'");
+	expect_error("{% macro m(a, b) %}{% endmacro %}{{ m(1, a=2) }}", NULL,
+		     "takes no keyword argument 'a'");
+	expect_error("{% macro m() %}x{% endmacro %}{% call m() %}y{% endcall %}", NULL, "caller");
+	expect_error(
+	    "{% macro m() %}{{ caller(1, 2) }}{% endmacro %}{% call(x) m() %}{{ x }}{% endcall %}",
+	    NULL, "takes not more than 1 argument(s)");
 	/* errors name the line; the sandbox forbids mutation */
 	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
 	expect_error("a\nb\n{% if x %}", NULL, "line 3");

@@ -552,16 +552,28 @@ static struct jx_val eval1(struct jx_render *r, struct jx_scope *s, const struct
 
 /* ---- macros ---- */
 
+/* Binds a call's arguments as jinja2's Macro.__call__ does: positional ones first, then
+ * keywords for the parameters left; extra positional arguments go to varargs and other
+ * keywords (also one naming a parameter already given) to kwargs, each only when the body
+ * reads that name (def->op, MACRO_*), else the call is an error. A call block's caller is
+ * passed like a keyword argument named caller. */
 static struct jx_val run_macro(struct jx_render *r, struct jx_macro *m, const struct jx_args *a)
 {
 	const struct jx_node *def = m->def;
 	if (++r->depth > r->max_depth)
 		jx_rfail(r, "macro calls nested more than %d deep", r->max_depth);
+	char name[80];
+	if (def->kind == N_MACRO)
+		snprintf(name, sizeof name, "macro '%.60s'", def->s);
+	else
+		snprintf(name, sizeof name, "the call block's caller");
 	struct jx_scope *s = scope_new(r, m->scope);
 	int np = def->nv;
 	bool *set = jx_alloc(&r->env, (size_t)np + 1);
 	struct jx_list *varargs = jx_list_new(&r->env, 0);
 	struct jx_dict *kwargs = jx_dict_new(&r->env);
+	if (a->npos > np && !(def->op & MACRO_VARARGS))
+		jx_rfail(r, "%s takes not more than %d argument(s)", name, np);
 	for (int i = 0; i < a->npos; i++) {
 		if (i < np) {
 			scope_set(r, s, def->v[i]->s, a->pos[i]);
@@ -572,17 +584,29 @@ static struct jx_val run_macro(struct jx_render *r, struct jx_macro *m, const st
 	}
 	for (int k = 0; k < a->nkw; k++) {
 		int i;
-		for (i = 0; i < np; i++)
+		for (i = a->npos; i < np; i++)
 			if (!strcmp(def->v[i]->s, a->kn[k]))
 				break;
 		if (i < np) {
 			scope_set(r, s, def->v[i]->s, a->kv[k]);
 			set[i] = true;
-		} else if (!strcmp(a->kn[k], "caller") && m->caller == NULL) {
+		} else if (!strcmp(a->kn[k], "caller") && (def->op & MACRO_CALLER) &&
+			   m->caller == NULL) {
 			scope_set(r, s, "caller", a->kv[k]);
-		} else {
+		} else if (def->op & MACRO_KWARGS) {
 			jx_dict_set(&r->env, kwargs, jx_cstr(&r->env, a->kn[k]), a->kv[k]);
+		} else {
+			jx_rfail(r, "%s takes no keyword argument '%s'", name, a->kn[k]);
 		}
+	}
+	if (m->caller && !(def->op & MACRO_CALLER)) {
+		if (!(def->op & MACRO_KWARGS))
+			jx_rfail(r,
+				 "%s does not take the call block's caller (its body never calls "
+				 "caller())",
+				 name);
+		jx_dict_set(&r->env, kwargs, jx_cstr(&r->env, "caller"),
+			    (struct jx_val){.t = JX_MACRO, .m = m->caller});
 	}
 	for (int i = 0; i < np; i++)
 		if (!set[i])
@@ -590,7 +614,7 @@ static struct jx_val run_macro(struct jx_render *r, struct jx_macro *m, const st
 	varargs->tuple = true;
 	scope_set(r, s, "varargs", jx_list_val(varargs));
 	scope_set(r, s, "kwargs", jx_dict_val(kwargs));
-	if (m->caller)
+	if (m->caller && (def->op & MACRO_CALLER))
 		scope_set(r, s, "caller", (struct jx_val){.t = JX_MACRO, .m = m->caller});
 	struct jbuf out = {0};
 	exec(r, s, def->b, &out);

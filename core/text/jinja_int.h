@@ -99,15 +99,15 @@ struct jx_method {
 /* ---- syntax tree ---- */
 enum jx_kind {
 	/* statements */
-	N_BODY, /* v[nv] statements */
-	N_DATA, /* s */
-	N_OUTPUT, /* a */
-	N_IF,	  /* a cond, b body, c else (or NULL) */
-	N_FOR,	  /* v[nv] target names (N_NAME), a iter, b body, c else, d filter cond */
-	N_SET,	  /* a target (N_NAME, N_TUPLE of names, N_GETATTR on a name), b value */
+	N_BODY,	    /* v[nv] statements */
+	N_DATA,	    /* s */
+	N_OUTPUT,   /* a */
+	N_IF,	    /* a cond, b body, c else (or NULL) */
+	N_FOR,	    /* v[nv] target names (N_NAME), a iter, b body, c else, d filter cond */
+	N_SET,	    /* a target (N_NAME, N_TUPLE of names, N_GETATTR on a name), b value */
 	N_SETBLOCK, /* a target name, b body, c filter chain applied (N_FILTER on NULL) */
-	N_MACRO,    /* s name, v[nv] params (N_NAME), w[nv] defaults (or NULL), b body */
-	N_CALLBLOCK, /* a call expr, v/w caller params and defaults, b body */
+	N_MACRO, /* s name, v[nv] params (N_NAME), w[nv] defaults (or NULL), b body; op: MACRO_* */
+	N_CALLBLOCK,   /* a call expr, v/w caller params and defaults, b body; op: MACRO_* */
 	N_FILTERBLOCK, /* a filter chain (innermost applied on NULL), b body */
 	N_BREAK,
 	N_CONTINUE,
@@ -130,6 +130,11 @@ enum jx_kind {
 	N_COMPARE, /* a, then v[nv] operands with ops[nv] */
 	N_COND,	   /* a if b else c (c may be NULL) */
 };
+
+/* What a macro's (or call block's) body reads, as jinja2's compiler finds it: a macro takes
+ * extra positional arguments only when its body reads varargs, unknown keyword arguments
+ * only when it reads kwargs, a caller only when it reads caller. */
+enum { MACRO_VARARGS = 1, MACRO_KWARGS = 2, MACRO_CALLER = 4 };
 
 enum jx_op {
 	OP_ADD = 1,

@@ -859,6 +859,8 @@ struct walk_item {
 	bool soft;
 };
 
+static int catches(struct jx_env *e, const struct jx_node *body);
+
 static void check_names(struct jx_env *e, const struct jx_node *root)
 {
 	size_t n = 0, cap = 64;
@@ -874,6 +876,8 @@ static void check_names(struct jx_env *e, const struct jx_node *root)
 		if (!soft && ((x->kind == N_FILTER && !jx_jinja2_filter(x->s)) ||
 			      (x->kind == N_TEST && !jx_jinja2_test(x->s))))
 			bad = x;
+		if ((x->kind == N_MACRO || x->kind == N_CALLBLOCK) && x->b)
+			((struct jx_node *)x)->op = catches(e, x->b);
 		switch (x->kind) {
 		case N_IF:
 		case N_COND: soft = inner = true; break;
@@ -918,6 +922,62 @@ static void check_names(struct jx_env *e, const struct jx_node *root)
 	if (bad)
 		jx_fail(e, bad->line, BG_ERR_FORMAT, "no %s named '%s'",
 			bad->kind == N_FILTER ? "filter" : "test", bad->s);
+}
+
+/* MACRO_* of a macro body: the names varargs, kwargs and caller read anywhere in it (nested
+ * macros included, as jinja2's find_undeclared visits them); assignment and loop targets
+ * and parameters are not reads. */
+static int catches(struct jx_env *e, const struct jx_node *body)
+{
+	size_t n = 0, cap = 64;
+	const struct jx_node **st = malloc(cap * sizeof *st);
+	int flags = 0;
+	if (!st)
+		jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+	st[n++] = body;
+	while (n) {
+		const struct jx_node *x = st[--n];
+		if (x->kind == N_NAME) {
+			flags |= !strcmp(x->s, "varargs")  ? MACRO_VARARGS
+				 : !strcmp(x->s, "kwargs") ? MACRO_KWARGS
+				 : !strcmp(x->s, "caller") ? MACRO_CALLER
+							   : 0;
+			continue;
+		}
+		bool targets =
+		    x->kind == N_FOR || x->kind == N_MACRO || x->kind == N_CALLBLOCK; /* v[] */
+		bool target_a = x->kind == N_SET || x->kind == N_SETBLOCK;
+		int nw = x->kind == N_CALL || x->kind == N_FILTER || x->kind == N_TEST	     ? x->nk
+			 : x->kind == N_DICT || x->kind == N_MACRO || x->kind == N_CALLBLOCK ? x->nv
+											     : 0;
+		size_t need = n + 4 + (size_t)x->nv + (size_t)nw;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			const struct jx_node **ns = realloc(st, cap * sizeof *st);
+			if (!ns) {
+				free(st);
+				jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+			}
+			st = ns;
+		}
+		if (x->a && !target_a)
+			st[n++] = x->a;
+		if (x->b)
+			st[n++] = x->b;
+		if (x->c)
+			st[n++] = x->c;
+		if (x->d)
+			st[n++] = x->d;
+		for (int k = 0; k < nw; k++)
+			if (x->w && x->w[k])
+				st[n++] = x->w[k];
+		for (int k = 0; k < x->nv && !targets; k++)
+			if (x->v[k])
+				st[n++] = x->v[k];
+	}
+	free(st);
+	return flags;
 }
 
 struct jx_node *jx_parse(struct jx_env *e, const char *src, size_t len)

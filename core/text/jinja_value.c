@@ -470,7 +470,12 @@ void jx_to_str(struct strbuf *b, struct jx_val v)
 	case JX_STR: strbuf_put(b, v.s->p, v.s->n); return;
 	case JX_LIST:
 	case JX_DICT: jx_repr(b, v); return;
-	case JX_MACRO: strbuf_puts(b, "<Macro>"); return;
+	case JX_MACRO: /* jinja2's Macro.__repr__; a call block's caller has no name */
+		if (v.m->def->kind == N_MACRO)
+			strbuf_printf(b, "<Macro '%s'>", v.m->def->s);
+		else
+			strbuf_puts(b, "<Macro anonymous>");
+		return;
 	default: strbuf_puts(b, "<built-in function>"); return;
 	}
 }
