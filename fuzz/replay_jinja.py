@@ -100,7 +100,40 @@ def has(pat, s):
 # What explains a disagreement: (class, name, test on the record r). r has "t" (template),
 # "v" (variables), "stage", "ours_ok", "ours" (our output or error), "py_kind", "py" (its
 # output or error), "outcome". The first match wins; keep each test narrow.
+DELIBERATE, QUIRK, OPEN = "deliberate", "jinja2 quirk", "open (ours)"
+PY_OBJECT = r"<(generator|built-in method|bound method|function|jinja2\.|markupsafe\.|[a-z_]+ object)[^>]* at 0x"
 KNOWN = [
+    # -- deliberate differences (jinja.h, README "Chat templates are executed") --
+    (DELIBERATE, "integers are 64-bit: beyond, arithmetic gives a float, a literal is refused",
+     lambda r: has(r"integer literal too large", r["ours"]) or
+     (r["outcome"] == "output differs" and has(r"\d{19,}", r["py"]) and has(r"e\+(1[89]|[2-9]\d|\d{3})", r["ours"]))),
+    (DELIBERATE, "filters jinja2 has and chat templates do not use: not implemented (a clear error)",
+     lambda r: has(r"the (filter|test) '[a-z]+' is not supported", r["ours"])),
+    (DELIBERATE, "str methods not implemented (format, partition, zfill, ...): a clear error",
+     lambda r: has(r"str\.[a-z_]+\(\) is not supported|unsupported format character", r["ours"])),
+    (DELIBERATE, "loop.cycle, loop.changed and recursive loops are not implemented",
+     lambda r: has(r"recursive loops are not supported", r["ours"]) or has(r"loop\.(cycle|changed)", r["t"])),
+    (DELIBERATE, "case mapping and str.is*() are ASCII-only (no Unicode tables)",
+     lambda r: r["outcome"] == "output differs" and has(r"upper|lower|title|capitalize|\.is[a-z]+\(", r["t"]) and
+     any(ord(c) > 127 for c in r["py"])),
+    (DELIBERATE, "repr() prints non-ASCII characters as they are (Python escapes the unprintable ones)",
+     lambda r: r["outcome"] == "output differs" and has(r"\\(x[89a-f][0-9a-f]|u[0-9a-f]{4}|U[0-9a-f]{8})", r["py"]) and
+     r["py"].encode("unicode_escape") != r["ours"].encode("unicode_escape")),
+    (DELIBERATE, "string escapes \\N{NAME} (Unicode names) are not decoded",
+     lambda r: has(r"\\N\{", r["t"])),
+    # -- jinja2's quirks: where it prints Python internals or its implementation shows --
+    (QUIRK, "prints a Python object with its address (a generator of select/map, a bound method)",
+     lambda r: has(PY_OBJECT, r["py"])),
+    (QUIRK, "prints range/dict_keys/dict_values/dict_items objects, not their items",
+     lambda r: has(r"range\(-?\d+, -?\d+(, -?\d+)?\)|dict_(keys|values|items)\(", r["py"])),
+    (QUIRK, "select/reject/selectattr/map are lazy: their argument errors show only when iterated",
+     lambda r: r["outcome"] == "only ours fails" and has(r"(selectattr|map) needs|is not iterable|no test named", r["ours"])),
+    (QUIRK, "constant folding: an inf/nan constant compiles to a name Python does not have",
+     lambda r: has(r"NameError: name '(inf|nan)' is not defined", r["py"])),
+    (QUIRK, "constant folding: a slice of constants that fails folds to Undefined",
+     lambda r: r["outcome"] == "only ours fails" and has(r"slice indices", r["ours"])),
+    (QUIRK, "an unclosed {# at the very end of the template is dropped",
+     lambda r: has(r"comment not closed", r["ours"]) and has(r"\{#[-+]?$", r["t"])),
 ]
 
 

@@ -227,6 +227,56 @@ static void unit_cases(void)
 	expect_error(
 	    "{% macro m() %}{{ caller(1, 2) }}{% endmacro %}{% call(x) m() %}{{ x }}{% endcall %}",
 	    NULL, "takes not more than 1 argument(s)");
+	/* break/continue inside a set or filter block leave it at once, writing nothing; outside
+	 * a loop (also a loop's else, a macro's body) they are compile errors */
+	expect("{% for i in [1, 2] %}{% set x %}{% break %}{% endset %}{{ i }}{% endfor %}|"
+	       "{% for i in [1, 2] %}{% filter upper %}a{% continue %}{% endfilter %}{{ i }}{% "
+	       "endfor %}|"
+	       "{% for i in [1] %}{% if true %}{% continue %}{% endif %}{% endfor %}ok",
+	       NULL, "||ok");
+	expect_error("{% break %}", NULL, "'break' outside a loop");
+	expect_error("{% for i in [1] %}{% else %}{% break %}{% endfor %}", NULL, "outside a loop");
+	expect_error("{% for i in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}",
+		     NULL, "'continue' outside a loop");
+	/* arguments as Python takes them: tests by their parameter names and arity, replace's
+	 * two, dict()/namespace() of a mapping or pairs, strftime_now's format, integer slice
+	 * bounds (an undefined one is an error: jinja2 slices in Python directly), a test name
+	 * that is a string */
+	expect("{{ 4 is divisibleby(num=2) }}{{ 1 is sameas(other=1) }}{{ 1 is in(seq=[1]) }}"
+	       "{{ 'ac' | replace(old='a', new='x') }}{{ dict([['a', 1], ('b', 2)]) }}"
+	       "{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}{{ "
+	       "strftime_now(fmt='%Y') }}",
+	       NULL, "TrueTrueTruexc{'a': 1, 'b': 2}122026");
+	expect_error("{{ 'abc' | replace('a') }}", NULL, "replace needs the arguments old and new");
+	expect_error("{{ [1] is sameas }}", NULL, "the test 'sameas' takes 1 argument(s), 0 given");
+	expect_error("{{ 1 is defined(2) }}", NULL,
+		     "the test 'defined' takes 0 argument(s), 1 given");
+	expect_error("{{ 4 is divisibleby(n=2) }}", NULL, "takes no argument named 'n'");
+	expect_error("{{ [1, 2] | select(true) | list }}", NULL, "no test named True");
+	expect_error("{{ [1, 2, 3][x:] }}", NULL, "slice indices must be integers or None");
+	expect_error("{% set ns = namespace(n) %}", NULL,
+		     "cannot make a dict of an undefined value");
+	expect_error("{{ dict('ab') }}", NULL, "cannot make a dict of str");
+	expect_error("{{ strftime_now() }}", NULL, "strftime_now takes one string");
+	/* {#-#}: the '-' is the comment's begin sign, not also its end's */
+	expect("{#-#}\n  x|{#--#}  y", NULL, "  x|y");
+	/* wordcount counts \w+ runs, as jinja2's regex does */
+	expect("{{ 'a-b c.d é_1 日本語 😀 x—y ½ ×' | wordcount }}|{{ '\x01"
+	       "a\x1f"
+	       "b?c\x7f"
+	       "d' | wordcount }}",
+	       NULL, "9|4");
+	/* %-formatting: %c %X %o %u %E %G, every argument used (a mapping may go unused); int
+	 * and float read numbers as Python does (whitespace around, 1_000, no hex floats) */
+	expect("{{ '%c%c|%X|%o|%u|%5.1E|%G' % (65, 'é', 255, 8, 7, 12345.678, 0.00001) }}|{{ '%s' "
+	       "% {'a': 1} }}|"
+	       "{{ 'x' % {} }}|{{ '1_000'|int }}|{{ ' 7\\u3000'|int }}|{{ ' 2.5 '|float }}|{{ "
+	       "'0x10'|float }}|"
+	       "{{ '0x1f'|int(base=16) }}|{{ '1__0'|int }}|{{ '_1'|int }}|{{ '1_0.5'|float }}|{{ "
+	       "'ff'|int(base=16) }}",
+	       NULL, "Aé|FF|10|7|1.2E+04|1E-05|{'a': 1}|x|1000|7|2.5|0.0|31|0|0|10.5|255");
+	expect_error("{{ '%s' % (1, 2) }}", NULL, "not all arguments converted");
+	expect_error("{{ 'abc' % 5 }}", NULL, "not all arguments converted");
 	/* errors name the line; the sandbox forbids mutation */
 	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
 	expect_error("a\nb\n{% if x %}", NULL, "line 3");

@@ -3,6 +3,7 @@
  * dict and list define them, plus transformers' raise_exception, strftime_now and tojson.
  * Case mapping is ASCII-only. */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +272,29 @@ static size_t space_at(const char *p, size_t n, size_t i)
 	return py_space_cp(jx_utf8_next(p, n, &j)) ? j - i : 0;
 }
 
+/* The text of a number as Python's int() and float() read it: whitespace around it
+ * stripped, and the underscores between digits dropped (1_000); NULL when an underscore is
+ * elsewhere, or the text has a NUL. */
+static const char *py_number_text(struct jx_render *r, struct jx_val s)
+{
+	s = strip(r, s, jx_none(), true, true);
+	char *o = jx_alloc(E, s.s->n + 1);
+	size_t n = 0;
+	for (size_t i = 0; i < s.s->n; i++) {
+		char c = s.s->p[i];
+		if (c == 0)
+			return NULL;
+		if (c == '_') {
+			if (i == 0 || i + 1 == s.s->n || !isalnum((unsigned char)s.s->p[i - 1]) ||
+			    !isalnum((unsigned char)s.s->p[i + 1]))
+				return NULL;
+			continue;
+		}
+		o[n++] = c;
+	}
+	return o;
+}
+
 static struct jx_val split(struct jx_render *r, struct jx_val s, struct jx_val sep, struct jx_val maxv)
 {
 	int64_t max = maxv.t == JX_INT ? maxv.i : -1;
@@ -426,7 +450,8 @@ static struct jx_val join(struct jx_render *r, struct jx_val seq, struct jx_val 
 	return jx_strbuf_val(E, &b);
 }
 
-/* Python %-formatting, enough for templates: %s %r %d %i %f %x %%. */
+/* Python %-formatting, enough for templates: %s %r %c %d %i %u %o %x %X %e %E %f %F %g %G %%
+ * (not %(name)s). Every argument must be used, as in Python. */
 static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const struct jx_args *a)
 {
 	fmt = sval(r, fmt);
@@ -467,16 +492,45 @@ static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const stru
 			spec[sn] = 0;
 			strbuf_printf(&b, spec, t.p ? t.p : "");
 			free(t.p);
-		} else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'f' || conv == 'e' || conv == 'g') {
+		} else if (conv == 'c') {
+			char ch[5] = {0};
+			if (v.t == JX_STR && jx_utf8_len(v.s->p, v.s->n) == 1) {
+				memcpy(ch, v.s->p, v.s->n < 4 ? v.s->n : 4);
+			} else if ((v.t == JX_INT && v.i >= 0 && v.i <= 0x10FFFF) ||
+				   v.t == JX_BOOL) {
+				uint32_t cp = v.t == JX_INT ? (uint32_t)v.i : v.b;
+				if (cp < 0x80) {
+					ch[0] = (char)cp;
+				} else if (cp < 0x800) {
+					ch[0] = (char)(0xC0 | cp >> 6),
+					ch[1] = (char)(0x80 | (cp & 0x3F));
+				} else if (cp < 0x10000) {
+					ch[0] = (char)(0xE0 | cp >> 12),
+					ch[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+					ch[2] = (char)(0x80 | (cp & 0x3F));
+				} else {
+					ch[0] = (char)(0xF0 | cp >> 18),
+					ch[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+					ch[2] = (char)(0x80 | ((cp >> 6) & 0x3F)),
+					ch[3] = (char)(0x80 | (cp & 0x3F));
+				}
+			} else {
+				free(b.p);
+				jx_rfail(r, "%%c requires an int or a single character");
+			}
+			spec[sn++] = 's';
+			spec[sn] = 0;
+			strbuf_printf(&b, spec, ch);
+		} else if (strchr("diuoxXeEfFgG", conv)) {
 			if (v.t != JX_INT && v.t != JX_FLOAT && v.t != JX_BOOL) {
 				free(b.p);
 				jx_rfail(r, "%%%c format: a number is required, not %s", conv, jx_type_name(v));
 			}
 			double f = v.t == JX_FLOAT ? v.f : v.t == JX_INT ? (double)v.i : v.b;
-			if (conv == 'd' || conv == 'i' || conv == 'x') {
+			if (strchr("diuoxX", conv)) {
 				spec[sn++] = 'l';
 				spec[sn++] = 'l';
-				spec[sn++] = conv == 'x' ? 'x' : 'd';
+				spec[sn++] = conv == 'i' || conv == 'u' ? 'd' : conv;
 				spec[sn] = 0;
 				strbuf_printf(&b, spec, v.t == JX_INT ? (long long)v.i : (long long)f);
 			} else {
@@ -488,6 +542,11 @@ static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const stru
 			free(b.p);
 			jx_rfail(r, "unsupported format character '%c'", conv);
 		}
+	}
+	/* Python: a mapping argument may go unused, any other may not */
+	if (k < a->npos && !(a->npos == 1 && a->pos[0].t == JX_DICT)) {
+		free(b.p);
+		jx_rfail(r, "not all arguments converted during string formatting");
 	}
 	return jx_strbuf_val(E, &b);
 }
@@ -698,6 +757,13 @@ static struct jx_val do_select(struct jx_render *r, struct jx_val seq, const str
 	if (attr && a->npos < 1)
 		jx_rfail(r, "selectattr needs an attribute");
 	const char *test = a->npos > off && a->pos[off].t == JX_STR ? a->pos[off].s->p : NULL;
+	if (a->npos > off && !test &&
+	    in->n) { /* jinja2 looks the test up by whatever it is given */
+		struct strbuf b = {0};
+		jx_repr(&b, a->pos[off]);
+		struct jx_val nm = jx_strbuf_val(E, &b);
+		jx_rfail(r, "no test named %s", nm.s->p);
+	}
 	struct jx_args sub = {.pos = a->pos + off + 1, .npos = a->npos - off - 1, .kn = a->kn, .kv = a->kv, .nkw = a->nkw};
 	if (sub.npos < 0)
 		sub.npos = 0;
@@ -888,8 +954,10 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 	}
 	if (!strcmp(f, "replace")) {
 		struct jx_val c = jx_arg(a, 2, "count", jx_none());
-		return replace(r, v, jx_arg(a, 0, "old", jx_cstr(E, "")), jx_arg(a, 1, "new", jx_cstr(E, "")),
-			       c.t == JX_NONE ? -1 : ival(r, c, "count"));
+		struct jx_val o = jx_arg(a, 0, "old", U), nw = jx_arg(a, 1, "new", U);
+		if (o.t == JX_UNDEF || nw.t == JX_UNDEF)
+			jx_rfail(r, "replace needs the arguments old and new");
+		return replace(r, v, o, nw, c.t == JX_NONE ? -1 : ival(r, c, "count"));
 	}
 	if (!strcmp(f, "join"))
 		return join(r, v, jx_arg(a, 0, "d", U), jx_arg(a, 1, "attribute", jx_none()));
@@ -929,18 +997,15 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			return jx_int(v.b);
 		if (v.t == JX_FLOAT)
 			return isfinite(v.f) && fabs(v.f) < 9e18 ? jx_int((int64_t)v.f) : def;
-		if (v.t == JX_STR) {
+		const char *p = v.t == JX_STR ? py_number_text(r, v) : NULL;
+		if (p) {
 			char *end;
-			const char *p = v.s->p;
-			long long x = strtoll(p, &end, base);
-			while (py_space(*end))
-				end++;
-			if (end != p && !*end)
+			errno = 0;
+			long long x = base >= 2 && base <= 36 ? strtoll(p, &end, base) : 0;
+			if (base >= 2 && base <= 36 && end != p && !*end && !errno)
 				return jx_int(x);
 			double d = strtod(p, &end);
-			while (py_space(*end))
-				end++;
-			if (end != p && !*end && isfinite(d) && fabs(d) < 9e18)
+			if (end != p && !*end && !strpbrk(p, "xX") && isfinite(d) && fabs(d) < 9e18)
 				return jx_int((int64_t)d);
 		}
 		return def;
@@ -951,10 +1016,11 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			return v;
 		if (v.t == JX_INT || v.t == JX_BOOL)
 			return jx_float(v.t == JX_INT ? (double)v.i : v.b);
-		if (v.t == JX_STR) {
+		const char *p = v.t == JX_STR ? py_number_text(r, v) : NULL;
+		if (p && !strpbrk(p, "xX")) { /* Python's float() reads no hexadecimal */
 			char *end;
-			double d = strtod(v.s->p, &end);
-			if (end != v.s->p && !*end)
+			double d = strtod(p, &end);
+			if (end != p && !*end)
 				return jx_float(d);
 		}
 		return def;
@@ -1052,8 +1118,29 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 	if (!strcmp(f, "attr"))
 		return jx_getattr(r, v, sval(r, jx_arg(a, 0, "name", jx_cstr(E, ""))).s->p);
 	if (!strcmp(f, "wordcount")) {
-		struct jx_list *w = split(r, sval(r, v), jx_none(), jx_none()).l;
-		return jx_int((int64_t)w->n);
+		/* jinja2: len(re.findall(r"\w+", s)); \w is exact for ASCII ([A-Za-z0-9_]); of the
+		 * other characters, whitespace, Latin-1 punctuation and symbols, the punctuation,
+		 * symbol and emoji blocks and private use are not word characters, the rest
+		 * (letters of every script, mostly) are, without Unicode's tables */
+		struct jx_val sv = sval(r, v);
+		int64_t words = 0;
+		bool in = false;
+		for (size_t i = 0; i < sv.s->n;) {
+			uint32_t c = jx_utf8_next(sv.s->p, sv.s->n, &i);
+			bool w =
+			    c < 0x80 ? isalnum((int)c) || c == '_'
+			    : c < 0xC0
+				? c == 0xAA || c == 0xB2 || c == 0xB3 || c == 0xB5 || c == 0xB9 ||
+				      c == 0xBA || (c >= 0xBC && c <= 0xBE)
+				: !(c == 0xD7 || c == 0xF7 || py_space_cp(c) ||
+				    (c >= 0x2000 && c <= 0x206F) || (c >= 0x2190 && c <= 0x2BFF) ||
+				    (c >= 0x3000 && c <= 0x3004) || (c >= 0x3008 && c <= 0x3020) ||
+				    (c >= 0xE000 && c <= 0xF8FF) || (c >= 0xFF01 && c <= 0xFF0F) ||
+				    (c >= 0x1F000 && c <= 0x1FAFF) || c == 0xFFFD);
+			words += w && !in;
+			in = w;
+		}
+		return jx_int(words);
 	}
 	if (!strcmp(f, "center")) {
 		struct jx_val s = sval(r, v);
@@ -1087,11 +1174,29 @@ static const char *const TESTS[] = {
 
 bool jx_test_exists(const char *name) { return in_set(TESTS, name); }
 
+/* The tests that compare with an argument; the others take none. */
+static const char *const TESTS_WITH_ARG[] = {
+    "sameas", "equalto", "eq", "==", "ne", "!=",	  "lt",	      "<",	     "le", "<=",
+    "gt",     ">",	 "ge", ">=", "in", "divisibleby", "lessthan", "greaterthan", NULL};
+
 bool jx_apply_test(struct jx_render *r, const char *t, struct jx_val v, const struct jx_args *a)
 {
+	/* Python's arity errors: a test function takes exactly its parameters */
+	int want = in_set(TESTS_WITH_ARG, t) ? 1 : 0;
+	if (in_set(TESTS, t) && a->npos + a->nkw != want)
+		jx_rfail(r, "the test '%s' takes %d argument(s), %d given", t, want,
+			 a->npos + a->nkw);
+	if (a->nkw) { /* by keyword: only the parameters jinja2's test functions name */
+		const char *kw = !strcmp(t, "divisibleby") ? "num"
+				 : !strcmp(t, "sameas")	   ? "other"
+				 : !strcmp(t, "in")	   ? "seq"
+							   : "";
+		if (strcmp(a->kn[0], kw))
+			jx_rfail(r, "the test '%s' takes no argument named '%s'", t, a->kn[0]);
+	}
 	if (!strcmp(t, "lessthan") || !strcmp(t, "greaterthan")) /* jinja2's aliases */
 		t = t[0] == 'l' ? "lt" : "gt";
-	struct jx_val x = jx_arg(a, 0, NULL, jx_undef());
+	struct jx_val x = a->npos ? a->pos[0] : a->nkw ? a->kv[0] : jx_undef();
 	if (!strcmp(t, "defined"))
 		return v.t != JX_UNDEF;
 	if (!strcmp(t, "undefined"))
@@ -1378,13 +1483,29 @@ struct jx_val jx_call_global(struct jx_render *r, int fn, const struct jx_args *
 		return jx_list_val(l);
 	}
 	case 1:
-	case 2: { /* namespace(**kw), dict(**kw); a dict positional argument is copied first */
+	case 2: { /* namespace(...), dict(...): Python's dict(mapping or pairs, **kw) */
 		struct jx_dict *d = jx_dict_new(E);
 		d->ns = fn == 1;
-		for (int i = 0; i < a->npos; i++)
-			if (a->pos[i].t == JX_DICT)
-				for (size_t k = 0; k < a->pos[i].d->n; k++)
-					jx_dict_set(E, d, a->pos[i].d->k[k], a->pos[i].d->v[k]);
+		if (a->npos > 1)
+			jx_rfail(r, "dict expected at most 1 argument, got %d", a->npos);
+		if (a->npos == 1 && a->pos[0].t == JX_DICT && !a->pos[0].d->ns) {
+			for (size_t k = 0; k < a->pos[0].d->n; k++)
+				jx_dict_set(E, d, a->pos[0].d->k[k], a->pos[0].d->v[k]);
+		} else if (a->npos == 1 && a->pos[0].t == JX_LIST) {
+			for (size_t k = 0; k < a->pos[0].l->n; k++) {
+				struct jx_val e = a->pos[0].l->v[k];
+				if (e.t != JX_LIST || e.l->n != 2)
+					jx_rfail(
+					    r,
+					    "dictionary update sequence element #%zu is not a pair",
+					    k);
+				jx_dict_set(E, d, e.l->v[0], e.l->v[1]);
+			}
+		} else if (a->npos == 1) {
+			jx_rfail(r, "cannot make a dict of %s",
+				 a->pos[0].t == JX_UNDEF ? "an undefined value"
+							 : jx_type_name(a->pos[0]));
+		}
 		for (int i = 0; i < a->nkw; i++)
 			jx_dict_set(E, d, jx_cstr(E, a->kn[i]), a->kv[i]);
 		return jx_dict_val(d);
@@ -1393,8 +1514,10 @@ struct jx_val jx_call_global(struct jx_render *r, int fn, const struct jx_args *
 		struct jx_val m = sval(r, jx_arg(a, 0, NULL, jx_cstr(E, "")));
 		jx_rfail(r, "raise_exception: %s", m.s->p);
 	}
-	case 4: { /* strftime_now */
-		struct jx_val f = sval(r, jx_arg(a, 0, NULL, jx_cstr(E, "")));
+	case 4: { /* strftime_now(fmt) */
+		struct jx_val f = jx_arg(a, 0, "fmt", jx_undef());
+		if (f.t != JX_STR || a->npos + a->nkw != 1)
+			jx_rfail(r, "strftime_now takes one string, the format");
 		struct tm tm = {.tm_year = r->year - 1900, .tm_mon = r->month - 1, .tm_mday = r->day};
 		time_t t = timegm(&tm);
 		struct tm out;

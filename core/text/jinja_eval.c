@@ -335,9 +335,9 @@ static bool compare_op(struct jx_render *r, int op, struct jx_val a, struct jx_v
 
 static int64_t slice_index(struct jx_render *r, struct jx_val v, int64_t def)
 {
-	if (v.t == JX_NONE || v.t == JX_UNDEF)
+	if (v.t == JX_NONE)
 		return def;
-	if (v.t != JX_INT && v.t != JX_BOOL)
+	if (v.t != JX_INT && v.t != JX_BOOL) /* an undefined one too, as in jinja2 */
 		jx_rfail(r, "slice indices must be integers or None");
 	return inum(v);
 }
@@ -820,8 +820,12 @@ static enum flow exec1(struct jx_render *r, struct jx_scope *s, const struct jx_
 	case N_FOR: exec_for(r, s, n, out); return FLOW_NORMAL;
 	case N_SET: assign(r, s, n->a, eval(r, s, n->b)); return FLOW_NORMAL;
 	case N_SETBLOCK: {
+		/* a break or continue inside leaves the block at once, assigning nothing (jinja2
+		 * writes the block's body inline in the loop's code) */
 		struct jbuf b = {0};
-		exec(r, s, n->b, &b);
+		enum flow f = exec(r, s, n->b, &b);
+		if (f != FLOW_NORMAL)
+			return f;
 		struct jx_val v = jx_str(&r->env, b.p ? b.p : "", b.len);
 		assign(r, s, n->a, apply_filter_chain(r, s, n->c, v));
 		return FLOW_NORMAL;
@@ -852,7 +856,9 @@ static enum flow exec1(struct jx_render *r, struct jx_scope *s, const struct jx_
 	}
 	case N_FILTERBLOCK: {
 		struct jbuf b = {0};
-		exec(r, s, n->b, &b);
+		enum flow f = exec(r, s, n->b, &b);
+		if (f != FLOW_NORMAL) /* as a set block: nothing of the body is written */
+			return f;
 		struct jx_val v = apply_filter_chain(r, s, n->a, jx_str(&r->env, b.p ? b.p : "", b.len));
 		v = to_strval(r, v);
 		bput(r, out, v.s->p, v.s->n);

@@ -186,6 +186,7 @@ struct jx_parser {
 	struct jx_tok *tk;
 	size_t n, cap, pos;
 	int nest;
+	int loops; /* for loops around the statement being parsed, within its macro */
 };
 
 /* Tokenizes src[len] into p->tk (ends with T_EOF); p->e set. */

@@ -321,7 +321,8 @@ void jx_lex(struct jx_parser *p, const char *src, size_t srclen)
 				jx_fail(p->e, line, BG_ERR_FORMAT, "unexpected end of template: comment not closed");
 			size_t k = (size_t)(e - s);
 			line += count_nl(s + q, k - q);
-			char esign = k > q + 2 && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
+			/* the sign of -#} (not the begin sign's own '-': {#-#}) */
+			char esign = k > j && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
 			i = k + 2;
 			line_starting = false;
 			if (esign == '-') {

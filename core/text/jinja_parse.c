@@ -614,8 +614,10 @@ static struct jx_node *parse_for(struct jx_parser *p, int line)
 		jx_fail(p->e, line, BG_ERR_UNSUPPORTED, "recursive loops are not supported");
 	expect_block_end(p);
 	static const char *const ends[] = {"endfor", "else", NULL};
+	p->loops++;
 	n->b = parse_body(p, ends);
-	if (skip_name(p, "else")) {
+	p->loops--;
+	if (skip_name(p, "else")) { /* after the loop: break and continue are not in it */
 		expect_block_end(p);
 		static const char *const ends2[] = {"endfor", NULL};
 		n->c = parse_body(p, ends2);
@@ -743,7 +745,10 @@ static struct jx_node *parse_stmt(struct jx_parser *p)
 		parse_params(p, n);
 		expect_block_end(p);
 		static const char *const ends[] = {"endmacro", NULL};
+		int loops = p->loops; /* a macro body is a function of its own in jinja2's code */
+		p->loops = 0;
 		n->b = parse_body(p, ends);
+		p->loops = loops;
 		p->pos++;
 		if (cur(p)->t == T_NAME)
 			p->pos++; /* {% endmacro name %} */
@@ -761,7 +766,10 @@ static struct jx_node *parse_stmt(struct jx_parser *p)
 			jx_fail(p->e, line, BG_ERR_FORMAT, "expected a call in the call block");
 		expect_block_end(p);
 		static const char *const ends[] = {"endcall", NULL};
+		int loops = p->loops;
+		p->loops = 0;
 		n->b = parse_body(p, ends);
+		p->loops = loops;
 		p->pos++;
 		expect_block_end(p);
 		return n;
@@ -789,6 +797,8 @@ static struct jx_node *parse_stmt(struct jx_parser *p)
 	}
 	if (!strcmp(k, "break") || !strcmp(k, "continue")) {
 		n = node(p, k[0] == 'b' ? N_BREAK : N_CONTINUE, line);
+		if (!p->loops) /* Python refuses jinja2's code for it */
+			jx_fail(p->e, line, BG_ERR_FORMAT, "'%s' outside a loop", k);
 		expect_block_end(p);
 		return n;
 	}
