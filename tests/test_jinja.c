@@ -277,6 +277,14 @@ static void unit_cases(void)
 	       NULL, "Aé|FF|10|7|1.2E+04|1E-05|{'a': 1}|x|1000|7|2.5|0.0|31|0|0|10.5|255");
 	expect_error("{{ '%s' % (1, 2) }}", NULL, "not all arguments converted");
 	expect_error("{{ 'abc' % 5 }}", NULL, "not all arguments converted");
+	/* repr() escapes what Python's str.isprintable() refuses (controls, format characters,
+	 * spaces other than ' ', line and paragraph separators, private use), as a dict of tool
+	 * arguments printed whole shows it */
+	expect("{{ d }}",
+	       "{\"d\": {\"k\": "
+	       "\"\\u0001\\u007f\\u0080\\u00a0\\u00ad\\u200b\\u2028\\ufeff\\ud83d\\ude00\\ue000 "
+	       "\\u00e9\\u4e2d\\\"x'\\\\\"}}",
+	       "{'k': '\\x01\\x7f\\x80\\xa0\\xad\\u200b\\u2028\\ufeff😀\\ue000 é中\"x\\'\\\\'}");
 	/* errors name the line; the sandbox forbids mutation */
 	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
 	expect_error("a\nb\n{% if x %}", NULL, "line 3");

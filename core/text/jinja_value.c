@@ -394,6 +394,26 @@ void jx_format_float(struct strbuf *b, double f)
 	}
 }
 
+/* Python's str.isprintable() of a code point >= 0x80 for every assigned character: false
+ * for the categories Cc, Cf, Cs, Co, Zl, Zp and Zs (other than the space). Ranges from
+ * CPython 3.11's unicodedata (Unicode 14); unassigned code points (Cn, also unprintable
+ * there) count as printable here, without Unicode's tables. */
+static bool py_printable(uint32_t c)
+{
+	static const uint32_t np[][2] = {
+	    {0x80, 0xA0},	{0xAD, 0xAD},	    {0x600, 0x605},	 {0x61C, 0x61C},
+	    {0x6DD, 0x6DD},	{0x70F, 0x70F},	    {0x890, 0x891},	 {0x8E2, 0x8E2},
+	    {0x1680, 0x1680},	{0x180E, 0x180E},   {0x2000, 0x200F},	 {0x2028, 0x202F},
+	    {0x205F, 0x2064},	{0x2066, 0x206F},   {0x3000, 0x3000},	 {0xD800, 0xF8FF},
+	    {0xFEFF, 0xFEFF},	{0xFFF9, 0xFFFB},   {0x110BD, 0x110BD},	 {0x110CD, 0x110CD},
+	    {0x13430, 0x13438}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},	 {0xE0001, 0xE0001},
+	    {0xE0020, 0xE007F}, {0xF0000, 0xFFFFD}, {0x100000, 0x10FFFD}};
+	for (size_t k = 0; k < sizeof np / sizeof *np; k++)
+		if (c >= np[k][0] && c <= np[k][1])
+			return false;
+	return true;
+}
+
 static void repr_str(struct strbuf *b, const struct jx_str *s)
 {
 	bool sq = memchr(s->p, '\'', s->n) != NULL, dq = memchr(s->p, '"', s->n) != NULL;
@@ -411,8 +431,24 @@ static void repr_str(struct strbuf *b, const struct jx_str *s)
 			strbuf_puts(b, "\\t");
 		else if (c < 0x20 || c == 0x7f)
 			strbuf_printf(b, "\\x%02x", c);
-		else
+		else if (c < 0x80)
 			strbuf_put(b, &s->p[i], 1);
+		else {
+			size_t j = i;
+			uint32_t cp = jx_utf8_next(s->p, s->n, &j);
+			if (cp == 0xFFFD &&
+			    j == i + 1) /* not UTF-8 (Python has no such strings): as it is */
+				strbuf_put(b, &s->p[i], 1);
+			else if (!py_printable(cp))
+				strbuf_printf(b,
+					      cp < 0x100     ? "\\x%02x"
+					      : cp < 0x10000 ? "\\u%04x"
+							     : "\\U%08x",
+					      cp);
+			else
+				strbuf_put(b, &s->p[i], j - i);
+			i = j - 1;
+		}
 	}
 	strbuf_put(b, &q, 1);
 }
