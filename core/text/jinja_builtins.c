@@ -493,34 +493,19 @@ static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const stru
 			strbuf_printf(&b, spec, t.p ? t.p : "");
 			free(t.p);
 		} else if (conv == 'c') {
-			char ch[5] = {0};
-			if (v.t == JX_STR && jx_utf8_len(v.s->p, v.s->n) == 1) {
-				memcpy(ch, v.s->p, v.s->n < 4 ? v.s->n : 4);
-			} else if ((v.t == JX_INT && v.i >= 0 && v.i <= 0x10FFFF) ||
-				   v.t == JX_BOOL) {
-				uint32_t cp = v.t == JX_INT ? (uint32_t)v.i : v.b;
-				if (cp < 0x80) {
-					ch[0] = (char)cp;
-				} else if (cp < 0x800) {
-					ch[0] = (char)(0xC0 | cp >> 6),
-					ch[1] = (char)(0x80 | (cp & 0x3F));
-				} else if (cp < 0x10000) {
-					ch[0] = (char)(0xE0 | cp >> 12),
-					ch[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-					ch[2] = (char)(0x80 | (cp & 0x3F));
-				} else {
-					ch[0] = (char)(0xF0 | cp >> 18),
-					ch[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-					ch[2] = (char)(0x80 | ((cp >> 6) & 0x3F)),
-					ch[3] = (char)(0x80 | (cp & 0x3F));
-				}
-			} else {
+			struct strbuf t = {0};
+			if (v.t == JX_STR && jx_utf8_len(v.s->p, v.s->n) == 1)
+				strbuf_put(&t, v.s->p, v.s->n);
+			else if ((v.t == JX_INT && v.i >= 0 && v.i <= 0x10FFFF) || v.t == JX_BOOL)
+				jx_put_utf8(&t, v.t == JX_INT ? (uint32_t)v.i : v.b);
+			else {
 				free(b.p);
 				jx_rfail(r, "%%c requires an int or a single character");
 			}
 			spec[sn++] = 's';
 			spec[sn] = 0;
-			strbuf_printf(&b, spec, ch);
+			strbuf_printf(&b, spec, t.p ? t.p : "");
+			free(t.p);
 		} else if (strchr("diuoxXeEfFgG", conv)) {
 			if (v.t != JX_INT && v.t != JX_FLOAT && v.t != JX_BOOL) {
 				free(b.p);

@@ -265,6 +265,7 @@ size_t jx_utf8_len(const char *s, size_t n);		/* code points */
 /* The code point of the UTF-8 sequence at s[*i] (*i < n), *i moved past it; an invalid or
  * cut sequence gives U+FFFD for its first byte. */
 uint32_t jx_utf8_next(const char *s, size_t n, size_t *i);
+void jx_put_utf8(struct strbuf *b, uint32_t c);		   /* c <= 0x10FFFF */
 size_t jx_utf8_offset(const char *s, size_t n, size_t cp); /* byte offset of code point cp */
 
 /* builtins (jinja_builtins.c) */

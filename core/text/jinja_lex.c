@@ -38,30 +38,6 @@ static int count_nl(const char *s, size_t n)
 	return k;
 }
 
-static void put_utf8(struct strbuf *b, uint32_t c)
-{
-	char o[4];
-	if (c < 0x80) {
-		o[0] = (char)c;
-		strbuf_put(b, o, 1);
-	} else if (c < 0x800) {
-		o[0] = (char)(0xC0 | (c >> 6));
-		o[1] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 2);
-	} else if (c < 0x10000) {
-		o[0] = (char)(0xE0 | (c >> 12));
-		o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 3);
-	} else {
-		o[0] = (char)(0xF0 | (c >> 18));
-		o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-		o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-		o[3] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 4);
-	}
-}
-
 /* A string literal at s[*i] (the quote); Python escapes. */
 static void lex_string(struct jx_parser *p, const char *s, size_t len, size_t *i, int *line)
 {
@@ -115,7 +91,7 @@ static void lex_string(struct jx_parser *p, const char *s, size_t len, size_t *i
 				jx_fail(p->e, *line, BG_ERR_FORMAT, "bad \\%c escape in a string", d);
 			}
 			j += (size_t)nd;
-			put_utf8(&b, c2);
+			jx_put_utf8(&b, c2);
 			break;
 		}
 		default:
@@ -123,7 +99,7 @@ static void lex_string(struct jx_parser *p, const char *s, size_t len, size_t *i
 				uint32_t c2 = (uint32_t)(d - '0');
 				for (int k = 0; k < 2 && j < len && s[j] >= '0' && s[j] <= '7'; k++)
 					c2 = c2 * 8 + (uint32_t)(s[j++] - '0');
-				put_utf8(&b, c2);
+				jx_put_utf8(&b, c2);
 			} else {
 				strbuf_put(&b, "\\", 1);
 				strbuf_put(&b, &d, 1);

@@ -518,6 +518,30 @@ void jx_to_str(struct strbuf *b, struct jx_val v)
 
 /* ---- json.dumps ---- */
 
+void jx_put_utf8(struct strbuf *b, uint32_t c)
+{
+	char o[4];
+	if (c < 0x80) {
+		o[0] = (char)c;
+		strbuf_put(b, o, 1);
+	} else if (c < 0x800) {
+		o[0] = (char)(0xC0 | (c >> 6));
+		o[1] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 2);
+	} else if (c < 0x10000) {
+		o[0] = (char)(0xE0 | (c >> 12));
+		o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 3);
+	} else {
+		o[0] = (char)(0xF0 | (c >> 18));
+		o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+		o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+		o[3] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 4);
+	}
+}
+
 uint32_t jx_utf8_next(const char *s, size_t n, size_t *i)
 {
 	const unsigned char *u = (const unsigned char *)s;
