@@ -122,9 +122,10 @@ KNOWN = [
      lambda r: has(r"str\.[a-z_]+\(\) is not supported|unsupported format character", r["ours"])),
     (DELIBERATE, "loop.cycle, loop.changed and recursive loops are not implemented",
      lambda r: has(r"recursive loops are not supported", r["ours"]) or has(r"loop\.(cycle|changed)", r["t"])),
-    (DELIBERATE, "case mapping and str.is*() are ASCII-only (no Unicode tables)",
-     lambda r: r["outcome"] == "output differs" and has(r"upper|lower|title|capitalize|\.is[a-z]+\(", r["t"]) and
-     any(ord(c) > 127 for c in r["py"])),
+    (DELIBERATE, "case mapping is ASCII-only (no Unicode tables): outputs equal but for letter case",
+     lambda r: r["outcome"] == "output differs" and r["ours"].casefold() == r["py"].casefold()),
+    (DELIBERATE, "str.isalpha/isdigit/isalnum/isupper/islower are ASCII-only (no Unicode tables)",
+     lambda r: has(r"\.is(alpha|digit|alnum|upper|lower)\(", r["t"]) and any(ord(c) > 127 for c in r["t"] + json.dumps(r["v"], ensure_ascii=False))),
     (DELIBERATE, "repr() prints unassigned code points as they are (Python escapes them: no Unicode tables)",
      lambda r: r["outcome"] == "output differs" and unescape_unassigned(r["py"]) == r["ours"]),
     (DELIBERATE, "string escapes \\N{NAME} (Unicode names) are not decoded",
