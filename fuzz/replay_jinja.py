@@ -126,6 +126,9 @@ KNOWN = [
      lambda r: r["outcome"] == "output differs" and r["ours"].casefold() == r["py"].casefold()),
     (DELIBERATE, "str.isalpha/isdigit/isalnum/isupper/islower are ASCII-only (no Unicode tables)",
      lambda r: has(r"\.is(alpha|digit|alnum|upper|lower)\(", r["t"]) and any(ord(c) > 127 for c in r["t"] + json.dumps(r["v"], ensure_ascii=False))),
+    (DELIBERATE, "wordcount: Python's \\w for non-ASCII characters approximated (no Unicode tables)",
+     lambda r: r["outcome"] == "output differs" and has(r"wordcount", r["t"]) and
+     any(ord(c) > 127 for c in r["t"] + json.dumps(r["v"], ensure_ascii=False))),
     (DELIBERATE, "repr() prints unassigned code points as they are (Python escapes them: no Unicode tables)",
      lambda r: r["outcome"] == "output differs" and unescape_unassigned(r["py"]) == r["ours"]),
     (DELIBERATE, "string escapes \\N{NAME} (Unicode names) are not decoded",

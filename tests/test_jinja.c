@@ -285,6 +285,20 @@ static void unit_cases(void)
 	       "\"\\u0001\\u007f\\u0080\\u00a0\\u00ad\\u200b\\u2028\\ufeff\\ud83d\\ude00\\ue000 "
 	       "\\u00e9\\u4e2d\\\"x'\\\\\"}}",
 	       "{'k': '\\x01\\x7f\\x80\\xa0\\xad\\u200b\\u2028\\ufeff😀\\ue000 é中\"x\\'\\\\'}");
+	/* Python's %: a dict, list or undefined right operand that is not a tuple is a mapping
+	 * and may go unused; filters take the arguments jinja2's functions take; indent needs
+	 * a string */
+	expect("{{ 'aa' % x }}|{{ 'aa' % [1] }}|{{ 'aa' % {} }}|{{ '%s' % [1] }}|{{ '%s' % x }}|{{ "
+	       "'a'|format(b=1) }}",
+	       NULL, "aa|aa|aa|[1]||a");
+	expect_error("{{ 'aa' % ('x',) }}", NULL, "not all arguments converted");
+	expect_error("{{ 5|indent }}", NULL, "indent needs a string, not int");
+	expect_error("{{ 'a'|title(1) }}", NULL,
+		     "the filter 'title' takes at most 0 argument(s), 1 given");
+	expect_error("{{ 'a'|trim(chars='a', x=1) }}", NULL,
+		     "the filter 'trim' takes no argument named 'x'");
+	expect_error("{{ [1]|join(',', 'x', 3) }}", NULL, "takes at most 2 argument(s)");
+	expect_error("{{ 'a'|format('b', c=1) }}", NULL, "positional and keyword arguments");
 	/* errors name the line; the sandbox forbids mutation */
 	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
 	expect_error("a\nb\n{% if x %}", NULL, "line 3");

@@ -451,8 +451,11 @@ static struct jx_val join(struct jx_render *r, struct jx_val seq, struct jx_val 
 }
 
 /* Python %-formatting, enough for templates: %s %r %c %d %i %u %o %x %X %e %E %f %F %g %G %%
- * (not %(name)s). Every argument must be used, as in Python. */
-static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const struct jx_args *a)
+ * (not %(name)s). Every argument must be used, as in Python, unless the one argument is
+ * what Python takes for a mapping (mapping_arg: `%` with a dict, list or undefined value
+ * that is not a tuple). */
+struct jx_val jx_percent_format(struct jx_render *r, struct jx_val fmt, const struct jx_args *a,
+				bool mapping_arg)
 {
 	fmt = sval(r, fmt);
 	struct strbuf b = {0};
@@ -528,8 +531,7 @@ static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const stru
 			jx_rfail(r, "unsupported format character '%c'", conv);
 		}
 	}
-	/* Python: a mapping argument may go unused, any other may not */
-	if (k < a->npos && !(a->npos == 1 && a->pos[0].t == JX_DICT)) {
+	if (k < a->npos && !mapping_arg) {
 		free(b.p);
 		jx_rfail(r, "not all arguments converted during string formatting");
 	}
@@ -538,7 +540,9 @@ static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const stru
 
 static struct jx_val indent(struct jx_render *r, struct jx_val s, struct jx_val width, bool first, bool blank)
 {
-	s = sval(r, s);
+	if (s.t != JX_STR) /* jinja2 appends "\n" to it first: a str only */
+		jx_rfail(r, "indent needs a string, not %s",
+			 s.t == JX_UNDEF ? "an undefined value" : jx_type_name(s));
 	struct jx_val ind;
 	if (width.t == JX_STR)
 		ind = width;
@@ -906,9 +910,76 @@ static struct jx_val minmax(struct jx_render *r, struct jx_val seq, const struct
 	return best;
 }
 
+/* The parameters of jinja2's filter functions after the value (transformers' tojson), in
+ * order, space-separated; the filters with *args (map, select, format, ...) are not here.
+ * Python refuses a call with more positional arguments or another keyword. */
+static const char *const FILTER_PARAMS[][2] = {
+    {"abs", ""},
+    {"attr", "name"},
+    {"capitalize", ""},
+    {"center", "width"},
+    {"count", ""},
+    {"d", "default_value boolean"},
+    {"default", "default_value boolean"},
+    {"dictsort", "case_sensitive by reverse"},
+    {"e", ""},
+    {"escape", ""},
+    {"first", ""},
+    {"float", "default"},
+    {"indent", "width first blank"},
+    {"int", "default base"},
+    {"items", ""},
+    {"join", "d attribute"},
+    {"last", ""},
+    {"length", ""},
+    {"list", ""},
+    {"lower", ""},
+    {"max", "case_sensitive attribute"},
+    {"min", "case_sensitive attribute"},
+    {"replace", "old new count"},
+    {"reverse", ""},
+    {"round", "precision method"},
+    {"safe", ""},
+    {"sort", "reverse case_sensitive attribute"},
+    {"string", ""},
+    {"sum", "attribute start"},
+    {"title", ""},
+    {"tojson", "ensure_ascii indent separators sort_keys"},
+    {"trim", "chars"},
+    {"unique", "case_sensitive attribute"},
+    {"upper", ""},
+    {"wordcount", ""}};
+
+static void check_filter_args(struct jx_render *r, const char *f, const struct jx_args *a)
+{
+	for (size_t k = 0; k < sizeof FILTER_PARAMS / sizeof *FILTER_PARAMS; k++) {
+		if (strcmp(FILTER_PARAMS[k][0], f))
+			continue;
+		const char *ps = FILTER_PARAMS[k][1];
+		int np = 0;
+		for (const char *q = ps; *q; q++)
+			np += q == ps || q[-1] == ' ';
+		if (a->npos > np)
+			jx_rfail(r, "the filter '%s' takes at most %d argument(s), %d given", f, np,
+				 a->npos);
+		for (int i = 0; i < a->nkw; i++) {
+			size_t n = strlen(a->kn[i]);
+			const char *q = ps;
+			while ((q = strstr(q, a->kn[i])) &&
+			       !((q == ps || q[-1] == ' ') && (q[n] == ' ' || !q[n])))
+				q++;
+			if (!q)
+				jx_rfail(r, "the filter '%s' takes no argument named '%s'", f,
+					 a->kn[i]);
+		}
+		return;
+	}
+}
+
 struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val v, const struct jx_args *a)
 {
 	struct jx_val U = jx_undef();
+	check_filter_args(r, f, a);
 	if (!strcmp(f, "safe")) {
 		v = sval(r, v);
 		v.safe = true;
@@ -1098,8 +1169,12 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 		return minmax(r, v, a, f[1] == 'a');
 	if (!strcmp(f, "escape") || !strcmp(f, "e"))
 		return escape_html(r, v);
-	if (!strcmp(f, "format"))
-		return pyformat(r, v, a);
+	if (!strcmp(f, "format")) { /* jinja2: value % (kwargs or args), a tuple */
+		if (a->npos && a->nkw)
+			jx_rfail(r, "format: can't handle positional and keyword arguments at the "
+				    "same time");
+		return jx_percent_format(r, v, a, a->nkw > 0);
+	}
 	if (!strcmp(f, "attr"))
 		return jx_getattr(r, v, sval(r, jx_arg(a, 0, "name", jx_cstr(E, ""))).s->p);
 	if (!strcmp(f, "wordcount")) {

@@ -232,14 +232,16 @@ static struct jx_val arith(struct jx_render *r, int op, struct jx_val a, struct 
 		return repeat(r, b, inum(a));
 	if (op == OP_MOD && a.t == JX_STR) {
 		struct jx_args args = {0};
-		if (b.t == JX_LIST && b.l->tuple) {
+		bool tuple = b.t == JX_LIST && b.l->tuple;
+		if (tuple) {
 			args.pos = b.l->v;
 			args.npos = (int)b.l->n;
 		} else {
 			args.pos = &b;
 			args.npos = 1;
 		}
-		return jx_apply_filter(r, "format", a, &args);
+		return jx_percent_format(
+		    r, a, &args, !tuple && (b.t == JX_DICT || b.t == JX_LIST || b.t == JX_UNDEF));
 	}
 	if (!isnum(a) || !isnum(b))
 		bad_operands(r, names[op], a, b);

@@ -283,6 +283,9 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *name, struct jx_v
 bool jx_apply_test(struct jx_render *r, const char *name, struct jx_val v,
 		   const struct jx_args *a);
 bool jx_test_exists(const char *name);
+/* fmt % args, Python's printf-style formatting (jinja_builtins.c says which conversions). */
+struct jx_val jx_percent_format(struct jx_render *r, struct jx_val fmt, const struct jx_args *a,
+				bool mapping_arg);
 /* Whether name is one of jinja2's built-in filters / tests (which it checks at compile time). */
 bool jx_jinja2_filter(const char *name);
 bool jx_jinja2_test(const char *name);
