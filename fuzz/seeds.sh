@@ -14,7 +14,8 @@
 #   resume     result files written by batchgen, whole, torn and foreign
 #   grammar    GBNF grammars (JSON-like, arithmetic, classes, repetitions, the empty rule)
 #   jinja      the Jinja chat templates of ../shared/chat_templates whole, with and without
-#              a JSON object of variables after the 0xff separator
+#              a JSON object of variables after the 0xff separator; the probes of
+#              fuzz/jinja_probes.txt with a small conversation
 #   regex      the patterns of tests/test_json_schema.c (and a few hostile ones), in plain
 #              and json_string mode, then walk/candidate bytes
 #   schema     the schemas of tests/test_json_schema.c (and a few hostile ones), then walk bytes
@@ -295,6 +296,11 @@ tmpls += [open(f, "rb").read().replace(b"\xff", b"") for f in sorted(glob.glob(s
 vars_ = b'{"messages": [{"role": "user", "content": "Hello"}], "add_generation_prompt": false, "x": [1, "a", null]}'
 for n, t in enumerate(tmpls):
     open(f"{out}/jinja/{n:03d}", "wb").write(t if n % 2 else t + b"\xff" + vars_)
+# the hand-written probes of fuzz/jinja_probes.txt, with a small conversation
+conv = (b'{"messages": [{"role": "system", "content": "Sys"}, {"role": "user", "content": "  Hello w\xc3\xb6rld  "}],'
+        b' "add_generation_prompt": true, "tools": null, "bos_token": "<s>"}')
+for n, t in enumerate(open("fuzz/jinja_probes.txt", "rb").read().split(b"\n#---\n")):
+    open(f"{out}/jinja/probe{n:03d}", "wb").write(t + b"\xff" + conv)
 PY
 
 # ---- regex and schema: the test file's patterns and schemas, then walk bytes ----

@@ -144,6 +144,161 @@ static void unit_cases(void)
 	expect("{{ strftime_now('%d %B %Y') }} {{ range(2, 8, 3)|list }} {{ dict(a=1) }}", NULL,
 	       "15 January 2026 [2, 5] {'a': 1}");
 	expect("{% raw %}{{ x }}{% endraw %}", NULL, "{{ x }}");
+	/* found by fuzz/replay_jinja.sh (the differential check against python3-jinja2); each
+	 * expected text is jinja2's */
+	/* tojson(ensure_ascii=True) (Reka-Edge's tool-call arguments), transformers' argument
+	 * order (ensure_ascii, indent, separators, sort_keys), a string indent and indent <= 0
+	 * (newlines, no spaces) */
+	expect("{{ 'é😀\"'|tojson(ensure_ascii=true) }}|{{ d|tojson(true) }}|{{ "
+	       "d|tojson(ensure_ascii=True, indent=1) }}",
+	       "{\"d\": {\"ké\": [\"ü\", 1]}}",
+	       "\"\\u00e9\\ud83d\\ude00\\\"\"|{\"k\\u00e9\": [\"\\u00fc\", 1]}|{\n \"k\\u00e9\": "
+	       "[\n  \"\\u00fc\",\n  1\n ]\n}");
+	expect("{{ [1]|tojson(indent='\\t') }}|{{ [1]|tojson(indent=0) }}|{{ [1]|tojson(indent=-1) "
+	       "}}|{{ []|tojson(indent=2) }}",
+	       NULL, "[\n\t1\n]|[\n1\n]|[\n1\n]|[]");
+	/* round: Python's round() (half to even on the exact binary value; an int stays an int) */
+	expect("{{ 2.5|round }} {{ -2.5|round }} {{ 0.5|round }} {{ 2.675|round(2) }} {{ "
+	       "1.25|round(1) }} {{ 7|round }} "
+	       "{{ 15|round(-1) }} {{ 25|round(-1) }} {{ -25|round(-1) }} {{ 1234.5|round(-2) }} "
+	       "{{ 2.1|round(0, 'ceil') }} {{ 2.9|round(method='floor') }} {{ true|round }}",
+	       NULL, "2.0 -2.0 0.0 2.67 1.2 7 20 20 -20 1200.0 3.0 2.0 1");
+	expect_error("{{ 1|round(method='x') }}", NULL, "method must be common, ceil or floor");
+	/* strip, trim, split and isspace take Unicode whitespace (U+3000, U+00A0, ...) and strip
+	 * characters, not bytes; replace('') inserts between characters */
+	expect("[{{ '\\u3000a\\u00a0'|trim }}]{{ ' \\u2003a b\\u3000c\\u2028'.split() }}{{ "
+	       "'a\\u3000b c'.split(none, 1) }}"
+	       "[{{ 'é'.strip('è') }}]{{ '\\u3000 '.isspace() }}{{ 'a '.isspace() }}[{{ "
+	       "'é'|replace('', '-') }}]"
+	       "[{{ '\\u00a0x\\u00a0'.lstrip() }}][{{ '\\u00a0x\\u00a0'.rstrip() }}]",
+	       NULL, "[a]['a', 'b', 'c']['a', 'b c'][é]TrueFalse[-é-][x\u00a0][\u00a0x]");
+	expect("[{{ m.content|trim }}]", "{\"m\": {\"content\": \"\\u3000こんにちは\\u3000\\n\"}}",
+	       "[こんにちは]");
+	/* raw: {%- endraw %} strips, lstrip_blocks applies before endraw, only a whole
+	 * {% endraw %} tag ends the block, no trim_blocks after {% raw %} */
+	expect(
+	    "{% raw %}a  {%- endraw %}|{% raw %}the endraw word{% endraw %}|{% raw %}\n  x\n  {% "
+	    "endraw %}|"
+	    "{% raw -%}  y  {%+ endraw %}|{%- raw %} z {% endraw -%}  |{% raw -%}\n   {% endraw %}|"
+	    "{% raw %}q{% endraw +%}\n|{{ 1 }}",
+	    NULL, "a|the endraw word|\n  x\n|y  | z ||q\n|1");
+	/* an undefined value inside a list or dict prints as jinja2's Undefined.__repr__ */
+	expect("{{ [x, 1] }}{{ {'a': x} }}{{ (x,) }}{{ d | map(attribute='k') | list }}",
+	       "{\"d\": [{\"k\": 1}, {}]}",
+	       "[Undefined, 1]{'a': Undefined}(Undefined,)[1, Undefined]");
+	/* \x1c-\x1f are whitespace to jinja2's lexer (Python's \s) */
+	expect("a \x1c{%- if true %}b{% endif %}{{\x1f"
+	       "1\x1d}}",
+	       NULL, "ab1");
+	/* an unknown filter or test name is a compile error, as in jinja2's compiler, also where
+	 * it never runs, except inside an {% if %} or an inline if (DeepSeek-V3.2 has
+	 * `args | from_json` there: it renders); a loop, macro or block inside is strict again */
+	expect("{% if false %}{{ x | nosuch }}{% endif %}{{ x | nosuch if false }}{% if false and "
+	       "x is nosuch %}{% endif %}ok",
+	       NULL, "ok");
+	expect_error("{% for i in [] %}{{ x | nosuch }}{% endfor %}", NULL,
+		     "line 1: no filter named 'nosuch'");
+	expect_error("{% if false %}\n{% for i in [] %}{{ x is a.defined }}{% endfor %}{% endif %}",
+		     NULL, "line 2: no test named 'a.defined'");
+	expect_error("{% if false %}{% macro m(a=x|nosuch) %}{% endmacro %}{% endif %}", NULL,
+		     "no filter named");
+	expect_error("{% if true %}{{ [] | groupby('a') }}{% endif %}", NULL,
+		     "the filter 'groupby' is not supported");
+	expect("{{ 1 is lessthan 2 }}{{ 1 is greaterthan 2 }}{{ [1, 2, 3] | select('lessthan', 2) "
+	       "| list }}",
+	       NULL, "TrueFalse[1]");
+	/* macro arguments bind as jinja2's Macro.__call__ binds them: extra positional or keyword
+	 * arguments (and a call block's caller) only where the body reads varargs, kwargs or
+	 * caller (nested macros included), else an error; a keyword naming a parameter already
+	 * given goes to kwargs */
+	expect("{% macro m(a) %}{{ a }}{{ varargs }}{% endmacro %}{{ m(1, 2, 3) }}|"
+	       "{% macro n(a, b) %}{{ a }}{{ b }}{{ kwargs }}{% endmacro %}{{ n(1, a=2) }}|"
+	       "{% macro o(a) %}{% macro i() %}{{ varargs }}{% endmacro %}{{ a }}{% endmacro %}{{ "
+	       "o(1, 2) }}|"
+	       "{% macro k(a) %}{{ kwargs }}{% endmacro %}{% call k(1) %}z{% endcall %}{{ k }}",
+	       NULL, "1(2, 3)|1{'a': 2}|1|{'caller': <Macro anonymous>}<Macro 'k'>");
+	expect_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", NULL,
+		     "macro 'm' takes not more than 1 argument(s)");
+	expect_error("{% macro m(a) %}{% endmacro %}{{ m(b=1) }}", NULL,
+		     "macro 'm' takes no keyword argument 'b'");
+	expect_error("{% macro m(a, b) %}{% endmacro %}{{ m(1, a=2) }}", NULL,
+		     "takes no keyword argument 'a'");
+	expect_error("{% macro m() %}x{% endmacro %}{% call m() %}y{% endcall %}", NULL, "caller");
+	expect_error(
+	    "{% macro m() %}{{ caller(1, 2) }}{% endmacro %}{% call(x) m() %}{{ x }}{% endcall %}",
+	    NULL, "takes not more than 1 argument(s)");
+	/* break/continue inside a set or filter block leave it at once, writing nothing; outside
+	 * a loop (also a loop's else, a macro's body) they are compile errors */
+	expect("{% for i in [1, 2] %}{% set x %}{% break %}{% endset %}{{ i }}{% endfor %}|"
+	       "{% for i in [1, 2] %}{% filter upper %}a{% continue %}{% endfilter %}{{ i }}{% "
+	       "endfor %}|"
+	       "{% for i in [1] %}{% if true %}{% continue %}{% endif %}{% endfor %}ok",
+	       NULL, "||ok");
+	expect_error("{% break %}", NULL, "'break' outside a loop");
+	expect_error("{% for i in [1] %}{% else %}{% break %}{% endfor %}", NULL, "outside a loop");
+	expect_error("{% for i in [1] %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}",
+		     NULL, "'continue' outside a loop");
+	/* arguments as Python takes them: tests by their parameter names and arity, replace's
+	 * two, dict()/namespace() of a mapping or pairs, strftime_now's format, integer slice
+	 * bounds (an undefined one is an error: jinja2 slices in Python directly), a test name
+	 * that is a string */
+	expect("{{ 4 is divisibleby(num=2) }}{{ 1 is sameas(other=1) }}{{ 1 is in(seq=[1]) }}"
+	       "{{ 'ac' | replace(old='a', new='x') }}{{ dict([['a', 1], ('b', 2)]) }}"
+	       "{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}{{ "
+	       "strftime_now(fmt='%Y') }}",
+	       NULL, "TrueTrueTruexc{'a': 1, 'b': 2}122026");
+	expect_error("{{ 'abc' | replace('a') }}", NULL, "replace needs the arguments old and new");
+	expect_error("{{ [1] is sameas }}", NULL, "the test 'sameas' takes 1 argument(s), 0 given");
+	expect_error("{{ 1 is defined(2) }}", NULL,
+		     "the test 'defined' takes 0 argument(s), 1 given");
+	expect_error("{{ 4 is divisibleby(n=2) }}", NULL, "takes no argument named 'n'");
+	expect_error("{{ [1, 2] | select(true) | list }}", NULL, "no test named True");
+	expect_error("{{ [1, 2, 3][x:] }}", NULL, "slice indices must be integers or None");
+	expect_error("{% set ns = namespace(n) %}", NULL,
+		     "cannot make a dict of an undefined value");
+	expect_error("{{ dict('ab') }}", NULL, "cannot make a dict of str");
+	expect_error("{{ strftime_now() }}", NULL, "strftime_now takes one string");
+	/* {#-#}: the '-' is the comment's begin sign, not also its end's */
+	expect("{#-#}\n  x|{#--#}  y", NULL, "  x|y");
+	/* wordcount counts \w+ runs, as jinja2's regex does */
+	expect("{{ 'a-b c.d é_1 日本語 😀 x—y ½ ×' | wordcount }}|{{ '\x01"
+	       "a\x1f"
+	       "b?c\x7f"
+	       "d' | wordcount }}",
+	       NULL, "9|4");
+	/* %-formatting: %c %X %o %u %E %G, every argument used (a mapping may go unused); int
+	 * and float read numbers as Python does (whitespace around, 1_000, no hex floats) */
+	expect("{{ '%c%c|%X|%o|%u|%5.1E|%G' % (65, 'é', 255, 8, 7, 12345.678, 0.00001) }}|{{ '%s' "
+	       "% {'a': 1} }}|"
+	       "{{ 'x' % {} }}|{{ '1_000'|int }}|{{ ' 7\\u3000'|int }}|{{ ' 2.5 '|float }}|{{ "
+	       "'0x10'|float }}|"
+	       "{{ '0x1f'|int(base=16) }}|{{ '1__0'|int }}|{{ '_1'|int }}|{{ '1_0.5'|float }}|{{ "
+	       "'ff'|int(base=16) }}",
+	       NULL, "Aé|FF|10|7|1.2E+04|1E-05|{'a': 1}|x|1000|7|2.5|0.0|31|0|0|10.5|255");
+	expect_error("{{ '%s' % (1, 2) }}", NULL, "not all arguments converted");
+	expect_error("{{ 'abc' % 5 }}", NULL, "not all arguments converted");
+	/* repr() escapes what Python's str.isprintable() refuses (controls, format characters,
+	 * spaces other than ' ', line and paragraph separators, private use), as a dict of tool
+	 * arguments printed whole shows it */
+	expect("{{ d }}",
+	       "{\"d\": {\"k\": "
+	       "\"\\u0001\\u007f\\u0080\\u00a0\\u00ad\\u200b\\u2028\\ufeff\\ud83d\\ude00\\ue000 "
+	       "\\u00e9\\u4e2d\\\"x'\\\\\"}}",
+	       "{'k': '\\x01\\x7f\\x80\\xa0\\xad\\u200b\\u2028\\ufeff😀\\ue000 é中\"x\\'\\\\'}");
+	/* Python's %: a dict, list or undefined right operand that is not a tuple is a mapping
+	 * and may go unused; filters take the arguments jinja2's functions take; indent needs
+	 * a string */
+	expect("{{ 'aa' % x }}|{{ 'aa' % [1] }}|{{ 'aa' % {} }}|{{ '%s' % [1] }}|{{ '%s' % x }}|{{ "
+	       "'a'|format(b=1) }}",
+	       NULL, "aa|aa|aa|[1]||a");
+	expect_error("{{ 'aa' % ('x',) }}", NULL, "not all arguments converted");
+	expect_error("{{ 5|indent }}", NULL, "indent needs a string, not int");
+	expect_error("{{ 'a'|title(1) }}", NULL,
+		     "the filter 'title' takes at most 0 argument(s), 1 given");
+	expect_error("{{ 'a'|trim(chars='a', x=1) }}", NULL,
+		     "the filter 'trim' takes no argument named 'x'");
+	expect_error("{{ [1]|join(',', 'x', 3) }}", NULL, "takes at most 2 argument(s)");
+	expect_error("{{ 'a'|format('b', c=1) }}", NULL, "positional and keyword arguments");
 	/* errors name the line; the sandbox forbids mutation */
 	expect_error("line1\n{{ raise_exception('boom') }}", NULL, "line 2: raise_exception: boom");
 	expect_error("a\nb\n{% if x %}", NULL, "line 3");

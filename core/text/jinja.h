@@ -15,6 +15,14 @@
  *
  * A compiled template is immutable: jinja_render may be called on it from several threads
  * at once. All memory of a render lives in one arena freed before jinja_render returns.
+ *
+ * Deliberate differences from jinja2 (fuzz/replay_jinja.sh checks the rest against
+ * python3-jinja2; its KNOWN list names each): integers are 64-bit (beyond, arithmetic
+ * gives a float); without Unicode's tables, case mapping and str.is*() are ASCII-only,
+ * wordcount's \w is approximated for non-ASCII characters and repr() leaves unassigned
+ * code points unescaped; filters, tests and str methods that chat templates do not use
+ * (groupby, batch, urlencode, str.format, ...), loop.cycle and recursive loops fail with a
+ * clear error; select/map/... give lists where jinja2 gives lazy generators.
  */
 #ifndef BG_JINJA_H
 #define BG_JINJA_H

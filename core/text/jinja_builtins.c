@@ -3,6 +3,7 @@
  * dict and list define them, plus transformers' raise_exception, strftime_now and tojson.
  * Case mapping is ASCII-only. */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,38 @@ static bool in_set(const char *const *set, const char *name)
 	return false;
 }
 
+/* jinja2 3.1's built-in filters and tests (jinja2.filters.FILTERS, jinja2.tests.TESTS;
+ * transformers replaces tojson and adds none). jinja2 refuses any other name when it
+ * compiles a template, also in code that never runs; of these, those not implemented here
+ * fail when they run. */
+static const char *const JINJA2_FILTERS[] = {
+    "abs",    "attr",	    "batch",	   "capitalize", "center",   "count",
+    "d",      "default",    "dictsort",	   "e",		 "escape",   "filesizeformat",
+    "first",  "float",	    "forceescape", "format",	 "groupby",  "indent",
+    "int",    "items",	    "join",	   "last",	 "length",   "list",
+    "lower",  "map",	    "max",	   "min",	 "pprint",   "random",
+    "reject", "rejectattr", "replace",	   "reverse",	 "round",    "safe",
+    "select", "selectattr", "slice",	   "sort",	 "string",   "striptags",
+    "sum",    "title",	    "tojson",	   "trim",	 "truncate", "unique",
+    "upper",  "urlencode",  "urlize",	   "wordcount",	 "wordwrap", "xmlattr",
+    NULL};
+static const char *const JINJA2_TESTS[] = {
+    "!=",	"<",	    "<=",	   "==",       ">",	      ">=",	  "boolean",
+    "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",  "even",
+    "false",	"filter",   "float",	   "ge",       "greaterthan", "gt",	  "in",
+    "integer",	"iterable", "le",	   "lessthan", "lower",	      "lt",	  "mapping",
+    "ne",	"none",	    "number",	   "odd",      "sameas",      "sequence", "string",
+    "test",	"true",	    "undefined",   "upper",    NULL};
+
+bool jx_jinja2_filter(const char *name)
+{
+	return in_set(JINJA2_FILTERS, name);
+}
+bool jx_jinja2_test(const char *name)
+{
+	return in_set(JINJA2_TESTS, name);
+}
+
 static struct jx_val method(struct jx_render *r, struct jx_val self, const char *name)
 {
 	struct jx_method *m = jx_alloc(E, sizeof *m);
@@ -172,6 +205,37 @@ struct jx_val jx_getitem(struct jx_render *r, struct jx_val obj, struct jx_val k
 
 static bool py_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f); }
 
+/* Python's str.isspace() of one code point (what split() and strip() take as whitespace) */
+static bool py_space_cp(uint32_t c)
+{
+	return c < 0x80
+		   ? py_space((char)c)
+		   : c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+			 c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* The start of the code point that ends at p[e] (e > 0): back over at most 3 continuation
+ * bytes. */
+static size_t cp_start(const char *p, size_t e)
+{
+	size_t s = e - 1;
+	while (s > 0 && e - s < 4 && ((unsigned char)p[s] & 0xC0) == 0x80)
+		s--;
+	size_t j = s;
+	jx_utf8_next(p, e, &j);
+	return j == e ? s : e - 1; /* not one whole sequence: its last byte alone */
+}
+
+static bool cp_in(struct jx_val set, uint32_t c)
+{
+	for (size_t i = 0; i < set.s->n;)
+		if (jx_utf8_next(set.s->p, set.s->n, &i) == c)
+			return true;
+	return false;
+}
+
+/* str.strip/lstrip/rstrip and the trim filter, by code point as Python does: Unicode
+ * whitespace (U+00A0, U+3000, ...) by default, else the characters of chars. */
 static struct jx_val strip(struct jx_render *r, struct jx_val s, struct jx_val chars, bool left, bool right)
 {
 	s = sval(r, s);
@@ -180,15 +244,55 @@ static struct jx_val strip(struct jx_render *r, struct jx_val s, struct jx_val c
 	bool dflt = chars.t == JX_NONE || chars.t == JX_UNDEF;
 	if (!dflt && chars.t != JX_STR)
 		jx_rfail(r, "strip arg must be None or str");
-#define STRIPPABLE(c) (dflt ? py_space(c) : memchr(chars.s->p, (c), chars.s->n) != NULL)
+#define STRIPPABLE(c) (dflt ? py_space_cp(c) : cp_in(chars, (c)))
 	if (left)
-		while (b < e && STRIPPABLE(p[b]))
-			b++;
+		while (b < e) {
+			size_t j = b;
+			if (!STRIPPABLE(jx_utf8_next(p, e, &j)))
+				break;
+			b = j;
+		}
 	if (right)
-		while (e > b && STRIPPABLE(p[e - 1]))
-			e--;
+		while (e > b) {
+			size_t st = cp_start(p, e), j = st;
+			if (st < b || !STRIPPABLE(jx_utf8_next(p, e, &j)))
+				break;
+			e = st;
+		}
 #undef STRIPPABLE
 	return jx_str(E, p + b, e - b);
+}
+
+/* The bytes of the code point at p[i] (i < n) when it is Python whitespace, else 0. */
+static size_t space_at(const char *p, size_t n, size_t i)
+{
+	if ((unsigned char)p[i] < 0x80)
+		return py_space(p[i]);
+	size_t j = i;
+	return py_space_cp(jx_utf8_next(p, n, &j)) ? j - i : 0;
+}
+
+/* The text of a number as Python's int() and float() read it: whitespace around it
+ * stripped, and the underscores between digits dropped (1_000); NULL when an underscore is
+ * elsewhere, or the text has a NUL. */
+static const char *py_number_text(struct jx_render *r, struct jx_val s)
+{
+	s = strip(r, s, jx_none(), true, true);
+	char *o = jx_alloc(E, s.s->n + 1);
+	size_t n = 0;
+	for (size_t i = 0; i < s.s->n; i++) {
+		char c = s.s->p[i];
+		if (c == 0)
+			return NULL;
+		if (c == '_') {
+			if (i == 0 || i + 1 == s.s->n || !isalnum((unsigned char)s.s->p[i - 1]) ||
+			    !isalnum((unsigned char)s.s->p[i + 1]))
+				return NULL;
+			continue;
+		}
+		o[n++] = c;
+	}
+	return o;
 }
 
 static struct jx_val split(struct jx_render *r, struct jx_val s, struct jx_val sep, struct jx_val maxv)
@@ -198,21 +302,26 @@ static struct jx_val split(struct jx_render *r, struct jx_val s, struct jx_val s
 	const char *p = s.s->p;
 	size_t n = s.s->n, i = 0;
 	if (sep.t == JX_NONE || sep.t == JX_UNDEF) {
+		size_t k;
 		while (i < n) {
-			while (i < n && py_space(p[i]))
-				i++;
+			while (i < n && (k = space_at(p, n, i)) > 0)
+				i += k;
 			if (i >= n)
 				break;
 			if (max >= 0 && (int64_t)l->n >= max) {
 				size_t e = n;
-				while (e > i && py_space(p[e - 1]))
-					e--;
+				while (e > i) {
+					size_t st = cp_start(p, e);
+					if (space_at(p, n, st) != e - st)
+						break;
+					e = st;
+				}
 				jx_list_push(E, l, jx_str(E, p + i, e - i));
 				break;
 			}
 			size_t j = i;
-			while (j < n && !py_space(p[j]))
-				j++;
+			while (j < n && space_at(p, n, j) == 0)
+				j++; /* a continuation byte never starts whitespace */
 			jx_list_push(E, l, jx_str(E, p + i, j - i));
 			i = j;
 		}
@@ -245,13 +354,17 @@ static struct jx_val replace(struct jx_render *r, struct jx_val s, struct jx_val
 	int64_t done = 0;
 	if (old.s->n == 0) {
 		/* Python inserts new before every character and at the end */
-		for (size_t k = 0; k <= s.s->n; k++) {
+		for (size_t k = 0; k <= s.s->n;) {
 			if (count < 0 || done < count) {
 				strbuf_put(&b, nw.s->p, nw.s->n);
 				done++;
 			}
-			if (k < s.s->n)
-				strbuf_put(&b, s.s->p + k, 1);
+			if (k == s.s->n)
+				break;
+			size_t j = k;
+			jx_utf8_next(s.s->p, s.s->n, &j);
+			strbuf_put(&b, s.s->p + k, j - k);
+			k = j;
 			if (b.len > (64u << 20))
 				break;
 		}
@@ -337,8 +450,12 @@ static struct jx_val join(struct jx_render *r, struct jx_val seq, struct jx_val 
 	return jx_strbuf_val(E, &b);
 }
 
-/* Python %-formatting, enough for templates: %s %r %d %i %f %x %%. */
-static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const struct jx_args *a)
+/* Python %-formatting, enough for templates: %s %r %c %d %i %u %o %x %X %e %E %f %F %g %G %%
+ * (not %(name)s). Every argument must be used, as in Python, unless the one argument is
+ * what Python takes for a mapping (mapping_arg: `%` with a dict, list or undefined value
+ * that is not a tuple). */
+struct jx_val jx_percent_format(struct jx_render *r, struct jx_val fmt, const struct jx_args *a,
+				bool mapping_arg)
 {
 	fmt = sval(r, fmt);
 	struct strbuf b = {0};
@@ -378,16 +495,30 @@ static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const stru
 			spec[sn] = 0;
 			strbuf_printf(&b, spec, t.p ? t.p : "");
 			free(t.p);
-		} else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'f' || conv == 'e' || conv == 'g') {
+		} else if (conv == 'c') {
+			struct strbuf t = {0};
+			if (v.t == JX_STR && jx_utf8_len(v.s->p, v.s->n) == 1)
+				strbuf_put(&t, v.s->p, v.s->n);
+			else if ((v.t == JX_INT && v.i >= 0 && v.i <= 0x10FFFF) || v.t == JX_BOOL)
+				jx_put_utf8(&t, v.t == JX_INT ? (uint32_t)v.i : v.b);
+			else {
+				free(b.p);
+				jx_rfail(r, "%%c requires an int or a single character");
+			}
+			spec[sn++] = 's';
+			spec[sn] = 0;
+			strbuf_printf(&b, spec, t.p ? t.p : "");
+			free(t.p);
+		} else if (strchr("diuoxXeEfFgG", conv)) {
 			if (v.t != JX_INT && v.t != JX_FLOAT && v.t != JX_BOOL) {
 				free(b.p);
 				jx_rfail(r, "%%%c format: a number is required, not %s", conv, jx_type_name(v));
 			}
 			double f = v.t == JX_FLOAT ? v.f : v.t == JX_INT ? (double)v.i : v.b;
-			if (conv == 'd' || conv == 'i' || conv == 'x') {
+			if (strchr("diuoxX", conv)) {
 				spec[sn++] = 'l';
 				spec[sn++] = 'l';
-				spec[sn++] = conv == 'x' ? 'x' : 'd';
+				spec[sn++] = conv == 'i' || conv == 'u' ? 'd' : conv;
 				spec[sn] = 0;
 				strbuf_printf(&b, spec, v.t == JX_INT ? (long long)v.i : (long long)f);
 			} else {
@@ -400,12 +531,18 @@ static struct jx_val pyformat(struct jx_render *r, struct jx_val fmt, const stru
 			jx_rfail(r, "unsupported format character '%c'", conv);
 		}
 	}
+	if (k < a->npos && !mapping_arg) {
+		free(b.p);
+		jx_rfail(r, "not all arguments converted during string formatting");
+	}
 	return jx_strbuf_val(E, &b);
 }
 
 static struct jx_val indent(struct jx_render *r, struct jx_val s, struct jx_val width, bool first, bool blank)
 {
-	s = sval(r, s);
+	if (s.t != JX_STR) /* jinja2 appends "\n" to it first: a str only */
+		jx_rfail(r, "indent needs a string, not %s",
+			 s.t == JX_UNDEF ? "an undefined value" : jx_type_name(s));
 	struct jx_val ind;
 	if (width.t == JX_STR)
 		ind = width;
@@ -609,6 +746,13 @@ static struct jx_val do_select(struct jx_render *r, struct jx_val seq, const str
 	if (attr && a->npos < 1)
 		jx_rfail(r, "selectattr needs an attribute");
 	const char *test = a->npos > off && a->pos[off].t == JX_STR ? a->pos[off].s->p : NULL;
+	if (a->npos > off && !test &&
+	    in->n) { /* jinja2 looks the test up by whatever it is given */
+		struct strbuf b = {0};
+		jx_repr(&b, a->pos[off]);
+		struct jx_val nm = jx_strbuf_val(E, &b);
+		jx_rfail(r, "no test named %s", nm.s->p);
+	}
 	struct jx_args sub = {.pos = a->pos + off + 1, .npos = a->npos - off - 1, .kn = a->kn, .kv = a->kv, .nkw = a->nkw};
 	if (sub.npos < 0)
 		sub.npos = 0;
@@ -623,23 +767,91 @@ static struct jx_val do_select(struct jx_render *r, struct jx_val seq, const str
 
 static struct jx_val do_tojson(struct jx_render *r, struct jx_val v, const struct jx_args *a)
 {
-	struct jx_val ind = jx_arg(a, 0, "indent", jx_none());
-	struct jx_val sk = jx_arg(a, -1, "sort_keys", jx_bool(false));
-	struct jx_val seps = jx_arg(a, -1, "separators", jx_none());
-	int indent = ind.t == JX_NONE || ind.t == JX_UNDEF ? -1 : (int)ival(r, ind, "indent");
-	if (indent > 100)
-		jx_rfail(r, "tojson indent too large");
-	const char *item_sep = indent >= 0 ? "," : ", ", *key_sep = ": ";
+	/* transformers' tojson(x, ensure_ascii=False, indent=None, separators=None,
+	 * sort_keys=False), positions included */
+	struct jx_val ind = jx_arg(a, 1, "indent", jx_none());
+	struct jx_val sk = jx_arg(a, 3, "sort_keys", jx_bool(false));
+	struct jx_val seps = jx_arg(a, 2, "separators", jx_none());
+	/* json.dumps: a string indent is used as it is, a number n as n spaces (none when n <= 0,
+	 * but still newlines) */
+	const char *indent = NULL;
+	if (ind.t == JX_STR) {
+		indent = ind.s->p;
+	} else if (ind.t != JX_NONE && ind.t != JX_UNDEF) {
+		int64_t n = ival(r, ind, "indent");
+		if (n > 100)
+			jx_rfail(r, "tojson indent too large");
+		char *sp = jx_alloc(E, n > 0 ? (size_t)n + 1 : 1); /* zeroed */
+		memset(sp, ' ', n > 0 ? (size_t)n : 0);
+		indent = sp;
+	}
+	struct jx_json_fmt fmt = {.indent = indent,
+				  .item_sep = indent ? "," : ", ",
+				  .key_sep = ": ",
+				  .sort_keys = jx_truthy(sk),
+				  .ascii = jx_truthy(jx_arg(a, 0, "ensure_ascii", jx_bool(false)))};
 	if (seps.t == JX_LIST && seps.l->n == 2 && seps.l->v[0].t == JX_STR && seps.l->v[1].t == JX_STR) {
-		item_sep = seps.l->v[0].s->p;
-		key_sep = seps.l->v[1].s->p;
+		fmt.item_sep = seps.l->v[0].s->p;
+		fmt.key_sep = seps.l->v[1].s->p;
 	}
 	struct strbuf b = {0};
-	if (!jx_tojson(&b, v, indent < 0 ? -1 : indent, item_sep, key_sep, jx_truthy(sk), 0)) {
+	if (!jx_tojson(&b, v, &fmt, 0)) {
 		free(b.p);
 		jx_rfail(r, "Object of type %s is not JSON serializable", jx_type_name(v));
 	}
 	return jx_strbuf_val(E, &b);
+}
+
+/* jinja2's round: "common" is Python's round(value, precision), which rounds half to even
+ * on the exact binary value (2.5 -> 2.0, 2.675 -> 2.67) and keeps an int an int; "ceil" and
+ * "floor" are math.ceil/floor(value * 10**precision) / 10**precision, a float. */
+static struct jx_val do_round(struct jx_render *r, struct jx_val v, const struct jx_args *a)
+{
+	int64_t prec = ival(r, jx_arg(a, 0, "precision", jx_int(0)), "precision");
+	struct jx_val m = jx_arg(a, 1, "method", jx_cstr(E, "common"));
+	const char *ms = m.t == JX_STR ? m.s->p : "";
+	bool common = !strcmp(ms, "common");
+	if (!common && strcmp(ms, "ceil") && strcmp(ms, "floor"))
+		jx_rfail(r, "method must be common, ceil or floor");
+	if (v.t == JX_BOOL)
+		v = jx_int(v.b);
+	if (v.t != JX_INT && v.t != JX_FLOAT)
+		jx_rfail(r, "round needs a number");
+	if (common && v.t == JX_INT) {
+		if (prec >= 0)
+			return v;
+		if (prec < -18) /* 10**19 / 2 is past every int64 */
+			return jx_int(0);
+		int64_t p10 = 1;
+		for (int64_t k = 0; k < -prec; k++)
+			p10 *= 10;
+		int64_t q = v.i / p10, rem = v.i % p10; /* C truncates: rem has v's sign */
+		if (rem < 0)
+			q--, rem += p10;
+		if (2 * rem > p10 || (2 * rem == p10 && (q & 1)))
+			q++;
+		if (q > INT64_MAX / p10 ||
+		    q < INT64_MIN / p10) /* past int64: a float, as + and * give */
+			return jx_float((double)q * (double)p10);
+		return jx_int(q * p10);
+	}
+	double x = v.t == JX_INT ? (double)v.i : v.f;
+	if (!common) {
+		double p10 = pow(10, (double)prec);
+		return jx_float((ms[0] == 'c' ? ceil(x * p10) : floor(x * p10)) / p10);
+	}
+	if (!isfinite(x) || prec > 323) /* CPython: no digit of a double lies further right */
+		return jx_float(x);
+	if (prec >= 0) {
+		/* glibc's printf rounds the exact binary value, ties to even, as CPython's dtoa */
+		char buf[700];
+		snprintf(buf, sizeof buf, "%.*f", (int)prec, x);
+		return jx_float(strtod(buf, NULL));
+	}
+	if (prec < -308)
+		return jx_float(0.0 * x);
+	double p10 = pow(10, (double)-prec), y = x / p10, z = nearbyint(y); /* half to even */
+	return jx_float(z * p10);
 }
 
 static struct jx_val escape_html(struct jx_render *r, struct jx_val v)
@@ -698,9 +910,76 @@ static struct jx_val minmax(struct jx_render *r, struct jx_val seq, const struct
 	return best;
 }
 
+/* The parameters of jinja2's filter functions after the value (transformers' tojson), in
+ * order, space-separated; the filters with *args (map, select, format, ...) are not here.
+ * Python refuses a call with more positional arguments or another keyword. */
+static const char *const FILTER_PARAMS[][2] = {
+    {"abs", ""},
+    {"attr", "name"},
+    {"capitalize", ""},
+    {"center", "width"},
+    {"count", ""},
+    {"d", "default_value boolean"},
+    {"default", "default_value boolean"},
+    {"dictsort", "case_sensitive by reverse"},
+    {"e", ""},
+    {"escape", ""},
+    {"first", ""},
+    {"float", "default"},
+    {"indent", "width first blank"},
+    {"int", "default base"},
+    {"items", ""},
+    {"join", "d attribute"},
+    {"last", ""},
+    {"length", ""},
+    {"list", ""},
+    {"lower", ""},
+    {"max", "case_sensitive attribute"},
+    {"min", "case_sensitive attribute"},
+    {"replace", "old new count"},
+    {"reverse", ""},
+    {"round", "precision method"},
+    {"safe", ""},
+    {"sort", "reverse case_sensitive attribute"},
+    {"string", ""},
+    {"sum", "attribute start"},
+    {"title", ""},
+    {"tojson", "ensure_ascii indent separators sort_keys"},
+    {"trim", "chars"},
+    {"unique", "case_sensitive attribute"},
+    {"upper", ""},
+    {"wordcount", ""}};
+
+static void check_filter_args(struct jx_render *r, const char *f, const struct jx_args *a)
+{
+	for (size_t k = 0; k < sizeof FILTER_PARAMS / sizeof *FILTER_PARAMS; k++) {
+		if (strcmp(FILTER_PARAMS[k][0], f))
+			continue;
+		const char *ps = FILTER_PARAMS[k][1];
+		int np = 0;
+		for (const char *q = ps; *q; q++)
+			np += q == ps || q[-1] == ' ';
+		if (a->npos > np)
+			jx_rfail(r, "the filter '%s' takes at most %d argument(s), %d given", f, np,
+				 a->npos);
+		for (int i = 0; i < a->nkw; i++) {
+			size_t n = strlen(a->kn[i]);
+			const char *q = ps;
+			while ((q = strstr(q, a->kn[i])) &&
+			       !((q == ps || q[-1] == ' ') && (q[n] == ' ' || !q[n])))
+				q++;
+			if (!q)
+				jx_rfail(r, "the filter '%s' takes no argument named '%s'", f,
+					 a->kn[i]);
+		}
+		return;
+	}
+}
+
 struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val v, const struct jx_args *a)
 {
 	struct jx_val U = jx_undef();
+	check_filter_args(r, f, a);
 	if (!strcmp(f, "safe")) {
 		v = sval(r, v);
 		v.safe = true;
@@ -731,8 +1010,10 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 	}
 	if (!strcmp(f, "replace")) {
 		struct jx_val c = jx_arg(a, 2, "count", jx_none());
-		return replace(r, v, jx_arg(a, 0, "old", jx_cstr(E, "")), jx_arg(a, 1, "new", jx_cstr(E, "")),
-			       c.t == JX_NONE ? -1 : ival(r, c, "count"));
+		struct jx_val o = jx_arg(a, 0, "old", U), nw = jx_arg(a, 1, "new", U);
+		if (o.t == JX_UNDEF || nw.t == JX_UNDEF)
+			jx_rfail(r, "replace needs the arguments old and new");
+		return replace(r, v, o, nw, c.t == JX_NONE ? -1 : ival(r, c, "count"));
 	}
 	if (!strcmp(f, "join"))
 		return join(r, v, jx_arg(a, 0, "d", U), jx_arg(a, 1, "attribute", jx_none()));
@@ -772,18 +1053,15 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			return jx_int(v.b);
 		if (v.t == JX_FLOAT)
 			return isfinite(v.f) && fabs(v.f) < 9e18 ? jx_int((int64_t)v.f) : def;
-		if (v.t == JX_STR) {
+		const char *p = v.t == JX_STR ? py_number_text(r, v) : NULL;
+		if (p) {
 			char *end;
-			const char *p = v.s->p;
-			long long x = strtoll(p, &end, base);
-			while (py_space(*end))
-				end++;
-			if (end != p && !*end)
+			errno = 0;
+			long long x = base >= 2 && base <= 36 ? strtoll(p, &end, base) : 0;
+			if (base >= 2 && base <= 36 && end != p && !*end && !errno)
 				return jx_int(x);
 			double d = strtod(p, &end);
-			while (py_space(*end))
-				end++;
-			if (end != p && !*end && isfinite(d) && fabs(d) < 9e18)
+			if (end != p && !*end && !strpbrk(p, "xX") && isfinite(d) && fabs(d) < 9e18)
 				return jx_int((int64_t)d);
 		}
 		return def;
@@ -794,10 +1072,11 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			return v;
 		if (v.t == JX_INT || v.t == JX_BOOL)
 			return jx_float(v.t == JX_INT ? (double)v.i : v.b);
-		if (v.t == JX_STR) {
+		const char *p = v.t == JX_STR ? py_number_text(r, v) : NULL;
+		if (p && !strpbrk(p, "xX")) { /* Python's float() reads no hexadecimal */
 			char *end;
-			double d = strtod(v.s->p, &end);
-			if (end != v.s->p && !*end)
+			double d = strtod(p, &end);
+			if (end != p && !*end)
 				return jx_float(d);
 		}
 		return def;
@@ -809,16 +1088,8 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			return jx_float(fabs(v.f));
 		jx_rfail(r, "bad operand type for abs()");
 	}
-	if (!strcmp(f, "round")) {
-		int64_t prec = ival(r, jx_arg(a, 0, "precision", jx_int(0)), "precision");
-		struct jx_val m = jx_arg(a, 1, "method", jx_cstr(E, "common"));
-		if (v.t != JX_INT && v.t != JX_FLOAT)
-			jx_rfail(r, "round needs a number");
-		double x = v.t == JX_INT ? (double)v.i : v.f, p10 = pow(10, (double)prec);
-		const char *ms = m.t == JX_STR ? m.s->p : "common";
-		double y = !strcmp(ms, "ceil") ? ceil(x * p10) / p10 : !strcmp(ms, "floor") ? floor(x * p10) / p10 : round(x * p10) / p10;
-		return jx_float(y);
-	}
+	if (!strcmp(f, "round"))
+		return do_round(r, v, a);
 	if (!strcmp(f, "unique")) {
 		struct jx_list *in = as_list(r, v), *out = jx_list_new(E, in->n);
 		bool cs = jx_truthy(jx_arg(a, 0, "case_sensitive", jx_bool(false)));
@@ -898,13 +1169,38 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 		return minmax(r, v, a, f[1] == 'a');
 	if (!strcmp(f, "escape") || !strcmp(f, "e"))
 		return escape_html(r, v);
-	if (!strcmp(f, "format"))
-		return pyformat(r, v, a);
+	if (!strcmp(f, "format")) { /* jinja2: value % (kwargs or args), a tuple */
+		if (a->npos && a->nkw)
+			jx_rfail(r, "format: can't handle positional and keyword arguments at the "
+				    "same time");
+		return jx_percent_format(r, v, a, a->nkw > 0);
+	}
 	if (!strcmp(f, "attr"))
 		return jx_getattr(r, v, sval(r, jx_arg(a, 0, "name", jx_cstr(E, ""))).s->p);
 	if (!strcmp(f, "wordcount")) {
-		struct jx_list *w = split(r, sval(r, v), jx_none(), jx_none()).l;
-		return jx_int((int64_t)w->n);
+		/* jinja2: len(re.findall(r"\w+", s)); \w is exact for ASCII ([A-Za-z0-9_]); of the
+		 * other characters, whitespace, Latin-1 punctuation and symbols, the punctuation,
+		 * symbol and emoji blocks and private use are not word characters, the rest
+		 * (letters of every script, mostly) are, without Unicode's tables */
+		struct jx_val sv = sval(r, v);
+		int64_t words = 0;
+		bool in = false;
+		for (size_t i = 0; i < sv.s->n;) {
+			uint32_t c = jx_utf8_next(sv.s->p, sv.s->n, &i);
+			bool w =
+			    c < 0x80 ? isalnum((int)c) || c == '_'
+			    : c < 0xC0
+				? c == 0xAA || c == 0xB2 || c == 0xB3 || c == 0xB5 || c == 0xB9 ||
+				      c == 0xBA || (c >= 0xBC && c <= 0xBE)
+				: !(c == 0xD7 || c == 0xF7 || py_space_cp(c) ||
+				    (c >= 0x2000 && c <= 0x206F) || (c >= 0x2190 && c <= 0x2BFF) ||
+				    (c >= 0x3000 && c <= 0x3004) || (c >= 0x3008 && c <= 0x3020) ||
+				    (c >= 0xE000 && c <= 0xF8FF) || (c >= 0xFF01 && c <= 0xFF0F) ||
+				    (c >= 0x1F000 && c <= 0x1FAFF) || c == 0xFFFD);
+			words += w && !in;
+			in = w;
+		}
+		return jx_int(words);
 	}
 	if (!strcmp(f, "center")) {
 		struct jx_val s = sval(r, v);
@@ -921,21 +1217,46 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *f, struct jx_val 
 			strbuf_puts(&b, " ");
 		return jx_strbuf_val(E, &b);
 	}
-	jx_rfail(r, "no filter named '%s'", f);
+	jx_rfail(r,
+		 jx_jinja2_filter(f) ? "the filter '%s' is not supported" : "no filter named '%s'",
+		 f);
 }
 
 /* ---- tests ---- */
 
-static const char *const TESTS[] = {"defined", "undefined", "none", "string", "mapping", "iterable", "sequence",
-				    "number", "integer", "float", "boolean", "true", "false", "callable", "sameas",
-				    "equalto", "eq", "==", "ne", "!=", "lt", "<", "le", "<=", "gt", ">", "ge", ">=",
-				    "in", "odd", "even", "divisibleby", "lower", "upper", "escaped", "filter", "test", NULL};
+static const char *const TESTS[] = {
+    "defined", "undefined", "none",	   "string",	  "mapping", "iterable", "sequence",
+    "number",  "integer",   "float",	   "boolean",	  "true",    "false",	 "callable",
+    "sameas",  "equalto",   "eq",	   "==",	  "ne",	     "!=",	 "lt",
+    "<",       "le",	    "<=",	   "gt",	  ">",	     "ge",	 ">=",
+    "in",      "odd",	    "even",	   "divisibleby", "lower",   "upper",	 "escaped",
+    "filter",  "test",	    "greaterthan", "lessthan",	  NULL};
 
 bool jx_test_exists(const char *name) { return in_set(TESTS, name); }
 
+/* The tests that compare with an argument; the others take none. */
+static const char *const TESTS_WITH_ARG[] = {
+    "sameas", "equalto", "eq", "==", "ne", "!=",	  "lt",	      "<",	     "le", "<=",
+    "gt",     ">",	 "ge", ">=", "in", "divisibleby", "lessthan", "greaterthan", NULL};
+
 bool jx_apply_test(struct jx_render *r, const char *t, struct jx_val v, const struct jx_args *a)
 {
-	struct jx_val x = jx_arg(a, 0, NULL, jx_undef());
+	/* Python's arity errors: a test function takes exactly its parameters */
+	int want = in_set(TESTS_WITH_ARG, t) ? 1 : 0;
+	if (in_set(TESTS, t) && a->npos + a->nkw != want)
+		jx_rfail(r, "the test '%s' takes %d argument(s), %d given", t, want,
+			 a->npos + a->nkw);
+	if (a->nkw) { /* by keyword: only the parameters jinja2's test functions name */
+		const char *kw = !strcmp(t, "divisibleby") ? "num"
+				 : !strcmp(t, "sameas")	   ? "other"
+				 : !strcmp(t, "in")	   ? "seq"
+							   : "";
+		if (strcmp(a->kn[0], kw))
+			jx_rfail(r, "the test '%s' takes no argument named '%s'", t, a->kn[0]);
+	}
+	if (!strcmp(t, "lessthan") || !strcmp(t, "greaterthan")) /* jinja2's aliases */
+		t = t[0] == 'l' ? "lt" : "gt";
+	struct jx_val x = a->npos ? a->pos[0] : a->nkw ? a->kv[0] : jx_undef();
 	if (!strcmp(t, "defined"))
 		return v.t != JX_UNDEF;
 	if (!strcmp(t, "undefined"))
@@ -1033,7 +1354,7 @@ bool jx_apply_test(struct jx_render *r, const char *t, struct jx_val v, const st
 	}
 	if (!strcmp(t, "escaped"))
 		return false;
-	jx_rfail(r, "no test named '%s'", t);
+	jx_rfail(r, jx_jinja2_test(t) ? "the test '%s' is not supported" : "no test named '%s'", t);
 }
 
 /* ---- methods ---- */
@@ -1157,6 +1478,12 @@ struct jx_val jx_call_method(struct jx_render *r, struct jx_method *m, const str
 			jx_list_push(E, l, jx_str(E, s.s->p + st, s.s->n - st));
 		return jx_list_val(l);
 	}
+	if (!strcmp(n, "isspace")) {
+		size_t i = 0, k;
+		while (i < s.s->n && (k = space_at(s.s->p, s.s->n, i)) > 0)
+			i += k;
+		return jx_bool(s.s->n > 0 && i == s.s->n);
+	}
 	if (!strncmp(n, "is", 2)) {
 		bool ok = s.s->n > 0, cased = false;
 		for (size_t i = 0; i < s.s->n; i++) {
@@ -1167,8 +1494,6 @@ struct jx_val jx_call_method(struct jx_render *r, struct jx_method *m, const str
 				ok &= isalpha(c) != 0;
 			else if (!strcmp(n, "isalnum"))
 				ok &= isalnum(c) != 0;
-			else if (!strcmp(n, "isspace"))
-				ok &= py_space((char)c);
 			else if (!strcmp(n, "isupper"))
 				ok &= !islower(c), cased |= isupper(c) != 0;
 			else
@@ -1218,13 +1543,29 @@ struct jx_val jx_call_global(struct jx_render *r, int fn, const struct jx_args *
 		return jx_list_val(l);
 	}
 	case 1:
-	case 2: { /* namespace(**kw), dict(**kw); a dict positional argument is copied first */
+	case 2: { /* namespace(...), dict(...): Python's dict(mapping or pairs, **kw) */
 		struct jx_dict *d = jx_dict_new(E);
 		d->ns = fn == 1;
-		for (int i = 0; i < a->npos; i++)
-			if (a->pos[i].t == JX_DICT)
-				for (size_t k = 0; k < a->pos[i].d->n; k++)
-					jx_dict_set(E, d, a->pos[i].d->k[k], a->pos[i].d->v[k]);
+		if (a->npos > 1)
+			jx_rfail(r, "dict expected at most 1 argument, got %d", a->npos);
+		if (a->npos == 1 && a->pos[0].t == JX_DICT && !a->pos[0].d->ns) {
+			for (size_t k = 0; k < a->pos[0].d->n; k++)
+				jx_dict_set(E, d, a->pos[0].d->k[k], a->pos[0].d->v[k]);
+		} else if (a->npos == 1 && a->pos[0].t == JX_LIST) {
+			for (size_t k = 0; k < a->pos[0].l->n; k++) {
+				struct jx_val e = a->pos[0].l->v[k];
+				if (e.t != JX_LIST || e.l->n != 2)
+					jx_rfail(
+					    r,
+					    "dictionary update sequence element #%zu is not a pair",
+					    k);
+				jx_dict_set(E, d, e.l->v[0], e.l->v[1]);
+			}
+		} else if (a->npos == 1) {
+			jx_rfail(r, "cannot make a dict of %s",
+				 a->pos[0].t == JX_UNDEF ? "an undefined value"
+							 : jx_type_name(a->pos[0]));
+		}
 		for (int i = 0; i < a->nkw; i++)
 			jx_dict_set(E, d, jx_cstr(E, a->kn[i]), a->kv[i]);
 		return jx_dict_val(d);
@@ -1233,8 +1574,10 @@ struct jx_val jx_call_global(struct jx_render *r, int fn, const struct jx_args *
 		struct jx_val m = sval(r, jx_arg(a, 0, NULL, jx_cstr(E, "")));
 		jx_rfail(r, "raise_exception: %s", m.s->p);
 	}
-	case 4: { /* strftime_now */
-		struct jx_val f = sval(r, jx_arg(a, 0, NULL, jx_cstr(E, "")));
+	case 4: { /* strftime_now(fmt) */
+		struct jx_val f = jx_arg(a, 0, "fmt", jx_undef());
+		if (f.t != JX_STR || a->npos + a->nkw != 1)
+			jx_rfail(r, "strftime_now takes one string, the format");
 		struct tm tm = {.tm_year = r->year - 1900, .tm_mon = r->month - 1, .tm_mday = r->day};
 		time_t t = timegm(&tm);
 		struct tm out;

@@ -232,14 +232,16 @@ static struct jx_val arith(struct jx_render *r, int op, struct jx_val a, struct 
 		return repeat(r, b, inum(a));
 	if (op == OP_MOD && a.t == JX_STR) {
 		struct jx_args args = {0};
-		if (b.t == JX_LIST && b.l->tuple) {
+		bool tuple = b.t == JX_LIST && b.l->tuple;
+		if (tuple) {
 			args.pos = b.l->v;
 			args.npos = (int)b.l->n;
 		} else {
 			args.pos = &b;
 			args.npos = 1;
 		}
-		return jx_apply_filter(r, "format", a, &args);
+		return jx_percent_format(
+		    r, a, &args, !tuple && (b.t == JX_DICT || b.t == JX_LIST || b.t == JX_UNDEF));
 	}
 	if (!isnum(a) || !isnum(b))
 		bad_operands(r, names[op], a, b);
@@ -335,9 +337,9 @@ static bool compare_op(struct jx_render *r, int op, struct jx_val a, struct jx_v
 
 static int64_t slice_index(struct jx_render *r, struct jx_val v, int64_t def)
 {
-	if (v.t == JX_NONE || v.t == JX_UNDEF)
+	if (v.t == JX_NONE)
 		return def;
-	if (v.t != JX_INT && v.t != JX_BOOL)
+	if (v.t != JX_INT && v.t != JX_BOOL) /* an undefined one too, as in jinja2 */
 		jx_rfail(r, "slice indices must be integers or None");
 	return inum(v);
 }
@@ -552,16 +554,28 @@ static struct jx_val eval1(struct jx_render *r, struct jx_scope *s, const struct
 
 /* ---- macros ---- */
 
+/* Binds a call's arguments as jinja2's Macro.__call__ does: positional ones first, then
+ * keywords for the parameters left; extra positional arguments go to varargs and other
+ * keywords (also one naming a parameter already given) to kwargs, each only when the body
+ * reads that name (def->op, MACRO_*), else the call is an error. A call block's caller is
+ * passed like a keyword argument named caller. */
 static struct jx_val run_macro(struct jx_render *r, struct jx_macro *m, const struct jx_args *a)
 {
 	const struct jx_node *def = m->def;
 	if (++r->depth > r->max_depth)
 		jx_rfail(r, "macro calls nested more than %d deep", r->max_depth);
+	char name[80];
+	if (def->kind == N_MACRO)
+		snprintf(name, sizeof name, "macro '%.60s'", def->s);
+	else
+		snprintf(name, sizeof name, "the call block's caller");
 	struct jx_scope *s = scope_new(r, m->scope);
 	int np = def->nv;
 	bool *set = jx_alloc(&r->env, (size_t)np + 1);
 	struct jx_list *varargs = jx_list_new(&r->env, 0);
 	struct jx_dict *kwargs = jx_dict_new(&r->env);
+	if (a->npos > np && !(def->op & MACRO_VARARGS))
+		jx_rfail(r, "%s takes not more than %d argument(s)", name, np);
 	for (int i = 0; i < a->npos; i++) {
 		if (i < np) {
 			scope_set(r, s, def->v[i]->s, a->pos[i]);
@@ -572,17 +586,29 @@ static struct jx_val run_macro(struct jx_render *r, struct jx_macro *m, const st
 	}
 	for (int k = 0; k < a->nkw; k++) {
 		int i;
-		for (i = 0; i < np; i++)
+		for (i = a->npos; i < np; i++)
 			if (!strcmp(def->v[i]->s, a->kn[k]))
 				break;
 		if (i < np) {
 			scope_set(r, s, def->v[i]->s, a->kv[k]);
 			set[i] = true;
-		} else if (!strcmp(a->kn[k], "caller") && m->caller == NULL) {
+		} else if (!strcmp(a->kn[k], "caller") && (def->op & MACRO_CALLER) &&
+			   m->caller == NULL) {
 			scope_set(r, s, "caller", a->kv[k]);
-		} else {
+		} else if (def->op & MACRO_KWARGS) {
 			jx_dict_set(&r->env, kwargs, jx_cstr(&r->env, a->kn[k]), a->kv[k]);
+		} else {
+			jx_rfail(r, "%s takes no keyword argument '%s'", name, a->kn[k]);
 		}
+	}
+	if (m->caller && !(def->op & MACRO_CALLER)) {
+		if (!(def->op & MACRO_KWARGS))
+			jx_rfail(r,
+				 "%s does not take the call block's caller (its body never calls "
+				 "caller())",
+				 name);
+		jx_dict_set(&r->env, kwargs, jx_cstr(&r->env, "caller"),
+			    (struct jx_val){.t = JX_MACRO, .m = m->caller});
 	}
 	for (int i = 0; i < np; i++)
 		if (!set[i])
@@ -590,7 +616,7 @@ static struct jx_val run_macro(struct jx_render *r, struct jx_macro *m, const st
 	varargs->tuple = true;
 	scope_set(r, s, "varargs", jx_list_val(varargs));
 	scope_set(r, s, "kwargs", jx_dict_val(kwargs));
-	if (m->caller)
+	if (m->caller && (def->op & MACRO_CALLER))
 		scope_set(r, s, "caller", (struct jx_val){.t = JX_MACRO, .m = m->caller});
 	struct jbuf out = {0};
 	exec(r, s, def->b, &out);
@@ -796,8 +822,12 @@ static enum flow exec1(struct jx_render *r, struct jx_scope *s, const struct jx_
 	case N_FOR: exec_for(r, s, n, out); return FLOW_NORMAL;
 	case N_SET: assign(r, s, n->a, eval(r, s, n->b)); return FLOW_NORMAL;
 	case N_SETBLOCK: {
+		/* a break or continue inside leaves the block at once, assigning nothing (jinja2
+		 * writes the block's body inline in the loop's code) */
 		struct jbuf b = {0};
-		exec(r, s, n->b, &b);
+		enum flow f = exec(r, s, n->b, &b);
+		if (f != FLOW_NORMAL)
+			return f;
 		struct jx_val v = jx_str(&r->env, b.p ? b.p : "", b.len);
 		assign(r, s, n->a, apply_filter_chain(r, s, n->c, v));
 		return FLOW_NORMAL;
@@ -828,7 +858,9 @@ static enum flow exec1(struct jx_render *r, struct jx_scope *s, const struct jx_
 	}
 	case N_FILTERBLOCK: {
 		struct jbuf b = {0};
-		exec(r, s, n->b, &b);
+		enum flow f = exec(r, s, n->b, &b);
+		if (f != FLOW_NORMAL) /* as a set block: nothing of the body is written */
+			return f;
 		struct jx_val v = apply_filter_chain(r, s, n->a, jx_str(&r->env, b.p ? b.p : "", b.len));
 		v = to_strval(r, v);
 		bput(r, out, v.s->p, v.s->n);

@@ -99,15 +99,15 @@ struct jx_method {
 /* ---- syntax tree ---- */
 enum jx_kind {
 	/* statements */
-	N_BODY, /* v[nv] statements */
-	N_DATA, /* s */
-	N_OUTPUT, /* a */
-	N_IF,	  /* a cond, b body, c else (or NULL) */
-	N_FOR,	  /* v[nv] target names (N_NAME), a iter, b body, c else, d filter cond */
-	N_SET,	  /* a target (N_NAME, N_TUPLE of names, N_GETATTR on a name), b value */
+	N_BODY,	    /* v[nv] statements */
+	N_DATA,	    /* s */
+	N_OUTPUT,   /* a */
+	N_IF,	    /* a cond, b body, c else (or NULL) */
+	N_FOR,	    /* v[nv] target names (N_NAME), a iter, b body, c else, d filter cond */
+	N_SET,	    /* a target (N_NAME, N_TUPLE of names, N_GETATTR on a name), b value */
 	N_SETBLOCK, /* a target name, b body, c filter chain applied (N_FILTER on NULL) */
-	N_MACRO,    /* s name, v[nv] params (N_NAME), w[nv] defaults (or NULL), b body */
-	N_CALLBLOCK, /* a call expr, v/w caller params and defaults, b body */
+	N_MACRO, /* s name, v[nv] params (N_NAME), w[nv] defaults (or NULL), b body; op: MACRO_* */
+	N_CALLBLOCK,   /* a call expr, v/w caller params and defaults, b body; op: MACRO_* */
 	N_FILTERBLOCK, /* a filter chain (innermost applied on NULL), b body */
 	N_BREAK,
 	N_CONTINUE,
@@ -130,6 +130,11 @@ enum jx_kind {
 	N_COMPARE, /* a, then v[nv] operands with ops[nv] */
 	N_COND,	   /* a if b else c (c may be NULL) */
 };
+
+/* What a macro's (or call block's) body reads, as jinja2's compiler finds it: a macro takes
+ * extra positional arguments only when its body reads varargs, unknown keyword arguments
+ * only when it reads kwargs, a caller only when it reads caller. */
+enum { MACRO_VARARGS = 1, MACRO_KWARGS = 2, MACRO_CALLER = 4 };
 
 enum jx_op {
 	OP_ADD = 1,
@@ -181,6 +186,7 @@ struct jx_parser {
 	struct jx_tok *tk;
 	size_t n, cap, pos;
 	int nest;
+	int loops; /* for loops around the statement being parsed, within its macro */
 };
 
 /* Tokenizes src[len] into p->tk (ends with T_EOF); p->e set. */
@@ -245,10 +251,21 @@ const char *jx_type_name(struct jx_val v);
 void jx_to_str(struct strbuf *b, struct jx_val v);  /* Python str() */
 void jx_repr(struct strbuf *b, struct jx_val v);    /* Python repr() */
 void jx_format_float(struct strbuf *b, double f);   /* Python repr(float) */
+/* json.dumps's options: indent is what each level adds after a newline (NULL: None, all on
+ * one line); ascii is ensure_ascii (non-ASCII characters as \uXXXX escapes, UTF-16
+ * surrogate pairs above U+FFFF). */
+struct jx_json_fmt {
+	const char *indent;
+	const char *item_sep, *key_sep;
+	bool sort_keys, ascii;
+};
 /* json.dumps; returns false (nothing sensible written) on an unserializable value. */
-bool jx_tojson(struct strbuf *b, struct jx_val v, int indent, const char *item_sep,
-	       const char *key_sep, bool sort_keys, int level);
+bool jx_tojson(struct strbuf *b, struct jx_val v, const struct jx_json_fmt *f, int level);
 size_t jx_utf8_len(const char *s, size_t n);		/* code points */
+/* The code point of the UTF-8 sequence at s[*i] (*i < n), *i moved past it; an invalid or
+ * cut sequence gives U+FFFD for its first byte. */
+uint32_t jx_utf8_next(const char *s, size_t n, size_t *i);
+void jx_put_utf8(struct strbuf *b, uint32_t c);		   /* c <= 0x10FFFF */
 size_t jx_utf8_offset(const char *s, size_t n, size_t cp); /* byte offset of code point cp */
 
 /* builtins (jinja_builtins.c) */
@@ -266,6 +283,12 @@ struct jx_val jx_apply_filter(struct jx_render *r, const char *name, struct jx_v
 bool jx_apply_test(struct jx_render *r, const char *name, struct jx_val v,
 		   const struct jx_args *a);
 bool jx_test_exists(const char *name);
+/* fmt % args, Python's printf-style formatting (jinja_builtins.c says which conversions). */
+struct jx_val jx_percent_format(struct jx_render *r, struct jx_val fmt, const struct jx_args *a,
+				bool mapping_arg);
+/* Whether name is one of jinja2's built-in filters / tests (which it checks at compile time). */
+bool jx_jinja2_filter(const char *name);
+bool jx_jinja2_test(const char *name);
 struct jx_val jx_call_method(struct jx_render *r, struct jx_method *m, const struct jx_args *a);
 /* Attribute access obj.name as jinja2's sandbox does (methods first for builtin types). */
 struct jx_val jx_getattr(struct jx_render *r, struct jx_val obj, const char *name);

@@ -9,7 +9,11 @@
 
 /* ---- lexer ---- */
 
-static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+/* ASCII characters of Python's \s (str.isspace), which jinja2's lexer rules use */
+static bool is_ws(char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
 static bool is_name0(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -32,30 +36,6 @@ static int count_nl(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		k += s[i] == '\n';
 	return k;
-}
-
-static void put_utf8(struct strbuf *b, uint32_t c)
-{
-	char o[4];
-	if (c < 0x80) {
-		o[0] = (char)c;
-		strbuf_put(b, o, 1);
-	} else if (c < 0x800) {
-		o[0] = (char)(0xC0 | (c >> 6));
-		o[1] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 2);
-	} else if (c < 0x10000) {
-		o[0] = (char)(0xE0 | (c >> 12));
-		o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 3);
-	} else {
-		o[0] = (char)(0xF0 | (c >> 18));
-		o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-		o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-		o[3] = (char)(0x80 | (c & 0x3F));
-		strbuf_put(b, o, 4);
-	}
 }
 
 /* A string literal at s[*i] (the quote); Python escapes. */
@@ -111,7 +91,7 @@ static void lex_string(struct jx_parser *p, const char *s, size_t len, size_t *i
 				jx_fail(p->e, *line, BG_ERR_FORMAT, "bad \\%c escape in a string", d);
 			}
 			j += (size_t)nd;
-			put_utf8(&b, c2);
+			jx_put_utf8(&b, c2);
 			break;
 		}
 		default:
@@ -119,7 +99,7 @@ static void lex_string(struct jx_parser *p, const char *s, size_t len, size_t *i
 				uint32_t c2 = (uint32_t)(d - '0');
 				for (int k = 0; k < 2 && j < len && s[j] >= '0' && s[j] <= '7'; k++)
 					c2 = c2 * 8 + (uint32_t)(s[j++] - '0');
-				put_utf8(&b, c2);
+				jx_put_utf8(&b, c2);
 			} else {
 				strbuf_put(&b, "\\", 1);
 				strbuf_put(&b, &d, 1);
@@ -317,7 +297,8 @@ void jx_lex(struct jx_parser *p, const char *src, size_t srclen)
 				jx_fail(p->e, line, BG_ERR_FORMAT, "unexpected end of template: comment not closed");
 			size_t k = (size_t)(e - s);
 			line += count_nl(s + q, k - q);
-			char esign = k > q + 2 && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
+			/* the sign of -#} (not the begin sign's own '-': {#-#}) */
+			char esign = k > j && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
 			i = k + 2;
 			line_starting = false;
 			if (esign == '-') {
@@ -348,34 +329,69 @@ void jx_lex(struct jx_parser *p, const char *src, size_t srclen)
 					m++;
 				if (m + 1 < len && s[m] == '%' && s[m + 1] == '}') {
 					m += 2;
+					/* no trim_blocks here: jinja2's raw_begin rule has no block
+					 * suffix */
+					size_t body = m;
 					if (rs == '-')
 						while (m < len && is_ws(s[m]))
 							m++;
-					else if (m < len && s[m] == '\n')
-						m++;
-					const char *end = strstr(s + m, "endraw");
-					if (!end)
+					/* the first {% endraw %} ({%-/{%+, -%}/+%}) after the tag
+					 */
+					size_t b = m, close_at = 0;
+					char bs = 0;
+					for (; b + 1 < len; b++) {
+						if (s[b] != '{' || s[b + 1] != '%')
+							continue;
+						size_t k2 = b + 2;
+						bs = k2 < len && (s[k2] == '-' || s[k2] == '+')
+							 ? s[k2++]
+							 : 0;
+						while (k2 < len && is_ws(s[k2]))
+							k2++;
+						if (len - k2 < 6 ||
+						    memcmp(s + k2, "endraw", 6) != 0)
+							continue;
+						k2 += 6;
+						while (k2 < len && is_ws(s[k2]))
+							k2++;
+						if (k2 < len && (s[k2] == '-' || s[k2] == '+'))
+							k2++;
+						if (k2 + 1 < len && s[k2] == '%' &&
+						    s[k2 + 1] == '}') {
+							close_at = k2;
+							break;
+						}
+					}
+					if (!close_at)
 						jx_fail(p->e, line, BG_ERR_FORMAT, "missing endraw");
-					size_t b = (size_t)(end - s);
-					while (b > m && s[b - 1] != '{')
-						b--;
-					size_t data_end = b > m ? b - 1 : m;
-					size_t dn = data_end - m;
-					if (b > 0 && s[b] == '-')
+					size_t dn = b - m;
+					if (bs == '-') {
 						while (dn > 0 && is_ws(s[m + dn - 1]))
 							dn--;
+					} else if (bs != '+') { /* lstrip_blocks, as before any
+								   block tag */
+						size_t l = dn;
+						while (l > 0 && s[m + l - 1] != '\n')
+							l--;
+						bool all_ws = true;
+						for (size_t k2 = l; k2 < dn; k2++)
+							all_ws &= is_ws(s[m + k2]);
+						/* jinja2's line_starting: the raw tag's match ended
+						 * a line */
+						bool ls = m > body && s[m - 1] == '\n';
+						if ((l > 0 || ls) && all_ws)
+							dn = l;
+					}
 					if (dn)
 						push(p, (struct jx_tok){.t = T_DATA, .line = line, .s = jx_strdup(p->e, s + m, dn), .n = dn});
-					const char *close = strstr(end, "%}");
-					if (!close)
-						jx_fail(p->e, line, BG_ERR_FORMAT, "missing endraw");
+					const char *close = s + close_at;
 					line += count_nl(s + q, (size_t)(close - s) - q);
 					i = (size_t)(close - s) + 2;
 					line_starting = false;
 					if (close > s && close[-1] == '-') {
 						while (i < len && is_ws(s[i]))
 							line += s[i++] == '\n';
-					} else if (i < len && s[i] == '\n') {
+					} else if (close[-1] != '+' && i < len && s[i] == '\n') {
 						i++;
 						line++;
 						line_starting = true;

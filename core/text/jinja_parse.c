@@ -307,12 +307,26 @@ static struct jx_node *parse_postfix(struct jx_parser *p, struct jx_node *n)
 	}
 }
 
+/* A filter's or test's name; jinja2 looks a dotted name up whole ("a.b": no such name). */
+static const char *dotted_name(struct jx_parser *p)
+{
+	const char *name = expect_name(p);
+	while (skip_op(p, ".")) {
+		const char *part = expect_name(p);
+		size_t a = strlen(name), b = strlen(part);
+		char *j = jx_alloc(p->e, a + b + 2);
+		memcpy(j, name, a);
+		j[a] = '.';
+		memcpy(j + a + 1, part, b + 1);
+		name = j;
+	}
+	return name;
+}
+
 static struct jx_node *parse_filter(struct jx_parser *p, struct jx_node *n)
 {
 	int line = cur(p)->line;
-	const char *name = expect_name(p);
-	while (skip_op(p, ".")) /* a dotted filter name: jinja2 looks up the whole name */
-		name = expect_name(p);
+	const char *name = dotted_name(p);
 	struct jx_node *f = node(p, N_FILTER, line);
 	f->s = name;
 	f->sn = strlen(name);
@@ -331,9 +345,7 @@ static struct jx_node *parse_filter_expr(struct jx_parser *p, struct jx_node *n)
 			int line = next(p)->line;
 			struct jx_node *t = node(p, N_TEST, line);
 			t->op = skip_name(p, "not");
-			const char *name = expect_name(p);
-			while (skip_op(p, "."))
-				name = expect_name(p);
+			const char *name = dotted_name(p);
 			t->s = name;
 			t->sn = strlen(name);
 			t->a = n;
@@ -602,8 +614,10 @@ static struct jx_node *parse_for(struct jx_parser *p, int line)
 		jx_fail(p->e, line, BG_ERR_UNSUPPORTED, "recursive loops are not supported");
 	expect_block_end(p);
 	static const char *const ends[] = {"endfor", "else", NULL};
+	p->loops++;
 	n->b = parse_body(p, ends);
-	if (skip_name(p, "else")) {
+	p->loops--;
+	if (skip_name(p, "else")) { /* after the loop: break and continue are not in it */
 		expect_block_end(p);
 		static const char *const ends2[] = {"endfor", NULL};
 		n->c = parse_body(p, ends2);
@@ -731,7 +745,10 @@ static struct jx_node *parse_stmt(struct jx_parser *p)
 		parse_params(p, n);
 		expect_block_end(p);
 		static const char *const ends[] = {"endmacro", NULL};
+		int loops = p->loops; /* a macro body is a function of its own in jinja2's code */
+		p->loops = 0;
 		n->b = parse_body(p, ends);
+		p->loops = loops;
 		p->pos++;
 		if (cur(p)->t == T_NAME)
 			p->pos++; /* {% endmacro name %} */
@@ -749,7 +766,10 @@ static struct jx_node *parse_stmt(struct jx_parser *p)
 			jx_fail(p->e, line, BG_ERR_FORMAT, "expected a call in the call block");
 		expect_block_end(p);
 		static const char *const ends[] = {"endcall", NULL};
+		int loops = p->loops;
+		p->loops = 0;
 		n->b = parse_body(p, ends);
+		p->loops = loops;
 		p->pos++;
 		expect_block_end(p);
 		return n;
@@ -777,6 +797,8 @@ static struct jx_node *parse_stmt(struct jx_parser *p)
 	}
 	if (!strcmp(k, "break") || !strcmp(k, "continue")) {
 		n = node(p, k[0] == 'b' ? N_BREAK : N_CONTINUE, line);
+		if (!p->loops) /* Python refuses jinja2's code for it */
+			jx_fail(p->e, line, BG_ERR_FORMAT, "'%s' outside a loop", k);
 		expect_block_end(p);
 		return n;
 	}
@@ -836,9 +858,143 @@ static struct jx_node *parse_body(struct jx_parser *p, const char *const *ends)
 	return body;
 }
 
+/* jinja2's compiler refuses a filter or test name it does not know (TemplateAssertionError),
+ * also in code that never runs, except in a "soft frame": the condition and bodies of an
+ * {% if %} and all of an inline `a if b else c`, where the name fails only when it runs. A
+ * for loop's body, else and filter condition, a macro's or call block's body and defaults,
+ * and filter and set blocks are new frames, hard again. The walk keeps its own stack: a
+ * long chain of operators or filters is a deep tree. */
+struct walk_item {
+	const struct jx_node *n;
+	bool soft;
+};
+
+static int catches(struct jx_env *e, const struct jx_node *body);
+
+static void check_names(struct jx_env *e, const struct jx_node *root)
+{
+	size_t n = 0, cap = 64;
+	struct walk_item *st = malloc(cap * sizeof *st);
+	const struct jx_node *bad = NULL;
+	if (!st)
+		jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+	st[n++] = (struct walk_item){root, false};
+	while (n && !bad) {
+		struct walk_item it = st[--n];
+		const struct jx_node *x = it.n;
+		bool soft = it.soft, inner = soft; /* inner: the frame of x's bodies */
+		if (!soft && ((x->kind == N_FILTER && !jx_jinja2_filter(x->s)) ||
+			      (x->kind == N_TEST && !jx_jinja2_test(x->s))))
+			bad = x;
+		if ((x->kind == N_MACRO || x->kind == N_CALLBLOCK) && x->b)
+			((struct jx_node *)x)->op = catches(e, x->b);
+		switch (x->kind) {
+		case N_IF:
+		case N_COND: soft = inner = true; break;
+		case N_FOR:
+		case N_MACRO:
+		case N_CALLBLOCK:
+		case N_FILTERBLOCK:
+		case N_SETBLOCK: inner = false; break;
+		default: break;
+		}
+		/* the children: a (N_FOR's iterable, a call block's call: the outer frame; a filter
+		 * block's filters: its own), then b, c, d, v[], w[] */
+		int nw = x->kind == N_CALL || x->kind == N_FILTER || x->kind == N_TEST	     ? x->nk
+			 : x->kind == N_DICT || x->kind == N_MACRO || x->kind == N_CALLBLOCK ? x->nv
+											     : 0;
+		size_t need = n + 4 + (size_t)x->nv + (size_t)nw;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			struct walk_item *ns = realloc(st, cap * sizeof *st);
+			if (!ns) {
+				free(st);
+				jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+			}
+			st = ns;
+		}
+		bool a_soft = x->kind == N_FILTERBLOCK || x->kind == N_SETBLOCK ? inner : soft;
+		const struct jx_node *kids[4] = {x->a, x->b, x->c, x->d};
+		for (int k = 3; k >= 0; k--)
+			if (kids[k])
+				st[n++] = (struct walk_item){kids[k], k == 0 ? a_soft : inner};
+		for (int k = nw - 1; k >= 0; k--)
+			if (x->w && x->w[k])
+				st[n++] = (struct walk_item){
+				    x->w[k],
+				    x->kind == N_MACRO || x->kind == N_CALLBLOCK ? false : inner};
+		for (int k = x->nv - 1; k >= 0; k--)
+			if (x->v[k])
+				st[n++] = (struct walk_item){x->v[k], inner};
+	}
+	free(st);
+	if (bad)
+		jx_fail(e, bad->line, BG_ERR_FORMAT, "no %s named '%s'",
+			bad->kind == N_FILTER ? "filter" : "test", bad->s);
+}
+
+/* MACRO_* of a macro body: the names varargs, kwargs and caller read anywhere in it (nested
+ * macros included, as jinja2's find_undeclared visits them); assignment and loop targets
+ * and parameters are not reads. */
+static int catches(struct jx_env *e, const struct jx_node *body)
+{
+	size_t n = 0, cap = 64;
+	const struct jx_node **st = malloc(cap * sizeof *st);
+	int flags = 0;
+	if (!st)
+		jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+	st[n++] = body;
+	while (n) {
+		const struct jx_node *x = st[--n];
+		if (x->kind == N_NAME) {
+			flags |= !strcmp(x->s, "varargs")  ? MACRO_VARARGS
+				 : !strcmp(x->s, "kwargs") ? MACRO_KWARGS
+				 : !strcmp(x->s, "caller") ? MACRO_CALLER
+							   : 0;
+			continue;
+		}
+		bool targets =
+		    x->kind == N_FOR || x->kind == N_MACRO || x->kind == N_CALLBLOCK; /* v[] */
+		bool target_a = x->kind == N_SET || x->kind == N_SETBLOCK;
+		int nw = x->kind == N_CALL || x->kind == N_FILTER || x->kind == N_TEST	     ? x->nk
+			 : x->kind == N_DICT || x->kind == N_MACRO || x->kind == N_CALLBLOCK ? x->nv
+											     : 0;
+		size_t need = n + 4 + (size_t)x->nv + (size_t)nw;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			const struct jx_node **ns = realloc(st, cap * sizeof *st);
+			if (!ns) {
+				free(st);
+				jx_fail(e, 0, BG_ERR_NOMEM, "out of memory compiling the template");
+			}
+			st = ns;
+		}
+		if (x->a && !target_a)
+			st[n++] = x->a;
+		if (x->b)
+			st[n++] = x->b;
+		if (x->c)
+			st[n++] = x->c;
+		if (x->d)
+			st[n++] = x->d;
+		for (int k = 0; k < nw; k++)
+			if (x->w && x->w[k])
+				st[n++] = x->w[k];
+		for (int k = 0; k < x->nv && !targets; k++)
+			if (x->v[k])
+				st[n++] = x->v[k];
+	}
+	free(st);
+	return flags;
+}
+
 struct jx_node *jx_parse(struct jx_env *e, const char *src, size_t len)
 {
 	struct jx_parser p = {.e = e};
 	jx_lex(&p, src, len);
-	return parse_body(&p, NULL);
+	struct jx_node *root = parse_body(&p, NULL);
+	check_names(e, root);
+	return root;
 }

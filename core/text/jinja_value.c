@@ -394,6 +394,26 @@ void jx_format_float(struct strbuf *b, double f)
 	}
 }
 
+/* Python's str.isprintable() of a code point >= 0x80 for every assigned character: false
+ * for the categories Cc, Cf, Cs, Co, Zl, Zp and Zs (other than the space). Ranges from
+ * CPython 3.11's unicodedata (Unicode 14); unassigned code points (Cn, also unprintable
+ * there) count as printable here, without Unicode's tables. */
+static bool py_printable(uint32_t c)
+{
+	static const uint32_t np[][2] = {
+	    {0x80, 0xA0},	{0xAD, 0xAD},	    {0x600, 0x605},	 {0x61C, 0x61C},
+	    {0x6DD, 0x6DD},	{0x70F, 0x70F},	    {0x890, 0x891},	 {0x8E2, 0x8E2},
+	    {0x1680, 0x1680},	{0x180E, 0x180E},   {0x2000, 0x200F},	 {0x2028, 0x202F},
+	    {0x205F, 0x2064},	{0x2066, 0x206F},   {0x3000, 0x3000},	 {0xD800, 0xF8FF},
+	    {0xFEFF, 0xFEFF},	{0xFFF9, 0xFFFB},   {0x110BD, 0x110BD},	 {0x110CD, 0x110CD},
+	    {0x13430, 0x13438}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},	 {0xE0001, 0xE0001},
+	    {0xE0020, 0xE007F}, {0xF0000, 0xFFFFD}, {0x100000, 0x10FFFD}};
+	for (size_t k = 0; k < sizeof np / sizeof *np; k++)
+		if (c >= np[k][0] && c <= np[k][1])
+			return false;
+	return true;
+}
+
 static void repr_str(struct strbuf *b, const struct jx_str *s)
 {
 	bool sq = memchr(s->p, '\'', s->n) != NULL, dq = memchr(s->p, '"', s->n) != NULL;
@@ -411,8 +431,24 @@ static void repr_str(struct strbuf *b, const struct jx_str *s)
 			strbuf_puts(b, "\\t");
 		else if (c < 0x20 || c == 0x7f)
 			strbuf_printf(b, "\\x%02x", c);
-		else
+		else if (c < 0x80)
 			strbuf_put(b, &s->p[i], 1);
+		else {
+			size_t j = i;
+			uint32_t cp = jx_utf8_next(s->p, s->n, &j);
+			if (cp == 0xFFFD &&
+			    j == i + 1) /* not UTF-8 (Python has no such strings): as it is */
+				strbuf_put(b, &s->p[i], 1);
+			else if (!py_printable(cp))
+				strbuf_printf(b,
+					      cp < 0x100     ? "\\x%02x"
+					      : cp < 0x10000 ? "\\u%04x"
+							     : "\\U%08x",
+					      cp);
+			else
+				strbuf_put(b, &s->p[i], j - i);
+			i = j - 1;
+		}
 	}
 	strbuf_put(b, &q, 1);
 }
@@ -430,6 +466,7 @@ static void repr_at(struct strbuf *b, struct jx_val v, int depth)
 	}
 	switch (v.t) {
 	case JX_STR: repr_str(b, v.s); return;
+	case JX_UNDEF: strbuf_puts(b, "Undefined"); return; /* jinja2's Undefined.__repr__ */
 	case JX_LIST:
 		strbuf_puts(b, v.l->tuple ? "(" : "[");
 		for (size_t i = 0; i < v.l->n; i++) {
@@ -469,31 +506,101 @@ void jx_to_str(struct strbuf *b, struct jx_val v)
 	case JX_STR: strbuf_put(b, v.s->p, v.s->n); return;
 	case JX_LIST:
 	case JX_DICT: jx_repr(b, v); return;
-	case JX_MACRO: strbuf_puts(b, "<Macro>"); return;
+	case JX_MACRO: /* jinja2's Macro.__repr__; a call block's caller has no name */
+		if (v.m->def->kind == N_MACRO)
+			strbuf_printf(b, "<Macro '%s'>", v.m->def->s);
+		else
+			strbuf_puts(b, "<Macro anonymous>");
+		return;
 	default: strbuf_puts(b, "<built-in function>"); return;
 	}
 }
 
-/* ---- json.dumps(ensure_ascii=False) ---- */
+/* ---- json.dumps ---- */
 
-static void json_str(struct strbuf *b, const char *s, size_t n)
+void jx_put_utf8(struct strbuf *b, uint32_t c)
+{
+	char o[4];
+	if (c < 0x80) {
+		o[0] = (char)c;
+		strbuf_put(b, o, 1);
+	} else if (c < 0x800) {
+		o[0] = (char)(0xC0 | (c >> 6));
+		o[1] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 2);
+	} else if (c < 0x10000) {
+		o[0] = (char)(0xE0 | (c >> 12));
+		o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 3);
+	} else {
+		o[0] = (char)(0xF0 | (c >> 18));
+		o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+		o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+		o[3] = (char)(0x80 | (c & 0x3F));
+		strbuf_put(b, o, 4);
+	}
+}
+
+uint32_t jx_utf8_next(const char *s, size_t n, size_t *i)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	unsigned char c = u[*i];
+	if (c < 0x80) {
+		(*i)++;
+		return c;
+	}
+	int len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+	if (c >= 0xF5)
+		len = 0;
+	uint32_t cp = len == 4 ? c & 0x07u : len == 3 ? c & 0x0Fu : c & 0x1Fu;
+	if (len == 0 || *i + (size_t)len > n) {
+		(*i)++;
+		return 0xFFFD;
+	}
+	for (int k = 1; k < len; k++) {
+		if ((u[*i + (size_t)k] & 0xC0) != 0x80) {
+			(*i)++;
+			return 0xFFFD;
+		}
+		cp = cp << 6 | (u[*i + (size_t)k] & 0x3Fu);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+		(*i)++;
+		return 0xFFFD;
+	}
+	*i += (size_t)len;
+	return cp;
+}
+
+static void json_str(struct strbuf *b, const char *s, size_t n, bool ascii)
 {
 	strbuf_puts(b, "\"");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
-		if (c < 0x80)
+		if (c < 0x80) {
 			strbuf_json_ascii(b, c);
-		else
+			i++;
+		} else if (!ascii) {
 			strbuf_put(b, &c, 1); /* UTF-8 as it is (ensure_ascii=False) */
+			i++;
+		} else {
+			uint32_t cp = jx_utf8_next(s, n, &i);
+			if (cp >= 0x10000)
+				strbuf_printf(b, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10),
+					      0xDC00 + ((cp - 0x10000) & 0x3FF));
+			else
+				strbuf_printf(b, "\\u%04x", cp);
+		}
 	}
 	strbuf_puts(b, "\"");
 }
 
-static void newline_indent(struct strbuf *b, int indent, int level)
+static void newline_indent(struct strbuf *b, const char *indent, int level)
 {
 	strbuf_puts(b, "\n");
-	for (int i = 0; i < indent * level; i++)
-		strbuf_puts(b, " ");
+	for (int i = 0; i < level; i++)
+		strbuf_puts(b, indent);
 }
 
 static int cmp_keys(const void *x, const void *y)
@@ -503,9 +610,9 @@ static int cmp_keys(const void *x, const void *y)
 	return jx_compare(a[0], c[0], &ok);
 }
 
-bool jx_tojson(struct strbuf *b, struct jx_val v, int indent, const char *item_sep,
-	       const char *key_sep, bool sort_keys, int level)
+bool jx_tojson(struct strbuf *b, struct jx_val v, const struct jx_json_fmt *f, int level)
 {
+	const char *indent = f->indent;
 	if (level > 500)
 		return false;
 	switch (v.t) {
@@ -520,7 +627,7 @@ bool jx_tojson(struct strbuf *b, struct jx_val v, int indent, const char *item_s
 		else
 			jx_format_float(b, v.f);
 		return true;
-	case JX_STR: json_str(b, v.s->p, v.s->n); return true;
+	case JX_STR: json_str(b, v.s->p, v.s->n, f->ascii); return true;
 	case JX_LIST:
 		if (v.l->n == 0) {
 			strbuf_puts(b, "[]");
@@ -529,13 +636,13 @@ bool jx_tojson(struct strbuf *b, struct jx_val v, int indent, const char *item_s
 		strbuf_puts(b, "[");
 		for (size_t i = 0; i < v.l->n; i++) {
 			if (i)
-				strbuf_puts(b, item_sep);
-			if (indent >= 0)
+				strbuf_puts(b, f->item_sep);
+			if (indent)
 				newline_indent(b, indent, level + 1);
-			if (!jx_tojson(b, v.l->v[i], indent, item_sep, key_sep, sort_keys, level + 1))
+			if (!jx_tojson(b, v.l->v[i], f, level + 1))
 				return false;
 		}
-		if (indent >= 0)
+		if (indent)
 			newline_indent(b, indent, level);
 		strbuf_puts(b, "]");
 		return true;
@@ -560,35 +667,35 @@ bool jx_tojson(struct strbuf *b, struct jx_val v, int indent, const char *item_s
 			pairs[2 * i + 1] = v.d->v[i];
 			order[i] = &pairs[2 * i];
 		}
-		if (sort_keys)
+		if (f->sort_keys)
 			qsort(order, n, sizeof *order, cmp_keys);
 		bool ok = true;
 		strbuf_puts(b, "{");
 		for (size_t i = 0; i < n && ok; i++) {
 			if (i)
-				strbuf_puts(b, item_sep);
-			if (indent >= 0)
+				strbuf_puts(b, f->item_sep);
+			if (indent)
 				newline_indent(b, indent, level + 1);
 			struct jx_val k = order[i][0];
 			if (k.t == JX_STR) {
-				json_str(b, k.s->p, k.s->n);
+				json_str(b, k.s->p, k.s->n, f->ascii);
 			} else if (k.t == JX_INT || k.t == JX_FLOAT || k.t == JX_BOOL || k.t == JX_NONE) {
 				struct strbuf t = {0};
-				jx_tojson(&t, k, -1, ", ", ": ", false, level);
-				json_str(b, t.p ? t.p : "", t.len);
+				jx_tojson(&t, k, f, level);
+				json_str(b, t.p ? t.p : "", t.len, f->ascii);
 				free(t.p);
 			} else {
 				ok = false;
 				break;
 			}
-			strbuf_puts(b, key_sep);
-			ok = jx_tojson(b, order[i][1], indent, item_sep, key_sep, sort_keys, level + 1);
+			strbuf_puts(b, f->key_sep);
+			ok = jx_tojson(b, order[i][1], f, level + 1);
 		}
 		free(order);
 		free(pairs);
 		if (!ok)
 			return false;
-		if (indent >= 0)
+		if (indent)
 			newline_indent(b, indent, level);
 		strbuf_puts(b, "}");
 		return true;
