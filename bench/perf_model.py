@@ -361,11 +361,13 @@ GRID_SYNC_US = 2.0
 # a17: passes of <= CHAIN_ATTN_TOK tokens (16-bit K/V, the GQA decode kernel's shape, heads of
 # <= 128) run the layer's decode attention inside the chain too (gpu_gemv_chain's attention
 # step: attn_decode_gqa_body on parts of 128 threads, the same splits and arithmetic as the
-# kernel): a llama layer is ONE node (its QKV, attention, O, gate|up, down; 4 barriers), the
-# LM head its own; with Q/K head norms qkv_post stays a node and the chain runs from the
-# attention to the next layer's QKV. The attention's own time is ASSUMED unchanged (the same
-# items, 4 parts a block of the chain's 132 against the kernel's blocks).
-CHAIN_ATTN_TOK = 2
+# kernel), and a chain spans layers: up to CHAIN_GEMV_MAX GEMVs (16 llama layers' QKV,
+# attention, O, gate|up, down; a kernel parameter of ~24 KiB) one node, a barrier between
+# any two steps. Llama-3-8B at batch 1: two chains of 16 layers and the LM head (the 129th
+# GEMV) alone. With Q/K head norms qkv_post stays a node a layer and each chain runs from
+# an attention to the next layer's QKV. The attention's own time is ASSUMED unchanged (the
+# same items, 4 parts a block of the chain's 132 against the kernel's blocks).
+CHAIN_ATTN_TOK, CHAIN_GEMV_MAX = 2, 64
 
 
 def gemv_fused(shape_name, B):
@@ -406,10 +408,12 @@ def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
     if gemv and fused and gemv_fused(shape_name, B):  # g17v: gemv=True counts its path
         if gemv in ("qkv", "chain", "attn"):  # g17r: qkv_post in the QKV GEMV's epilogue unless head norms
             qkv_post = 1 if "qk_norm" in feats else 0
-        if gemv == "attn" and B <= CHAIN_ATTN_TOK:  # a17: one chain a layer (+ qkv_post)
-            # the LM head alone after a full chain; with head norms the first QKV alone and
-            # the LM head in the last chain
-            return 1 + ("embd_scale" in feats) + L * (1 + qkv_post) + 1 + ("final_softcap" in feats)
+        if gemv == "attn" and B <= CHAIN_ATTN_TOK:  # a17
+            if qkv_post:  # one chain a layer and qkv_post; the first QKV alone, the LM head
+                # in the last chain
+                return 1 + ("embd_scale" in feats) + L * 2 + 1 + ("final_softcap" in feats)
+            chains = -(-(4 * L + 1) // CHAIN_GEMV_MAX)  # the LM head the last GEMV
+            return 1 + ("embd_scale" in feats) + chains + ("final_softcap" in feats)
         if gemv in ("chain", "attn"):  # c17: attention and one chain a layer, the LM head in the last
             return 1 + ("embd_scale" in feats) + 1 + L * (2 + qkv_post) + ("final_softcap" in feats)
         return 1 + ("embd_scale" in feats) + L * (5 + qkv_post) + 1 + ("final_softcap" in feats)
@@ -420,13 +424,17 @@ def decode_nodes(shape_name, B, fused, rule="occupancy", gemv=False):
 def chain_barriers(shape_name, B, gemv):
     """Grid barriers of c17's decode step (gemv == "chain" on the fused path): between the
     steps of each layer's chain, O -> gate|up -> down -> the next layer's QKV (the last
-    layer's: the LM head): 3 a layer; a17's (gemv == "attn", B <= CHAIN_ATTN_TOK) 4 a layer;
-    0 for any other graph."""
+    layer's: the LM head): 3 a layer; a17's (gemv == "attn", B <= CHAIN_ATTN_TOK) between any
+    two steps of its chains (5 a layer but one a chain; 4 a layer with head norms); 0 for
+    any other graph."""
     L = SHAPES[shape_name][0]
     if gemv not in ("chain", "attn") or not gemv_fused(shape_name, B):
         return 0
     if gemv == "attn" and B <= CHAIN_ATTN_TOK:  # a17: QKV -> attention -> O -> gate|up -> down
-        return 4 * L
+        if "qk_norm" in FEATURES[shape_name][0]:
+            return 4 * L
+        chains = -(-(4 * L + 1) // CHAIN_GEMV_MAX)
+        return 5 * L + 1 - chains  # every step but each chain's first
     return 3 * L
 
 
@@ -510,8 +518,9 @@ def node_table(a, shape_name):
           f"epilogue unless head norms); c17 (the GEMVs between two attentions one "
           f"cooperative kernel, gpu_gemv_chain; {chain_barriers(shape_name, 1, 'chain')} grid "
           f"barriers a step at GRID_SYNC_US {GRID_SYNC_US:.1f} us, ASSUMED); a17 (main: at "
-          f"batch <= {CHAIN_ATTN_TOK} the attention in the chain too, one node a layer, "
-          f"{chain_barriers(shape_name, 1, 'attn')} barriers a step). roofline = "
+          f"batch <= {CHAIN_ATTN_TOK} the attention in the chain too, chains of up to "
+          f"{CHAIN_GEMV_MAX} GEMVs spanning layers, {chain_barriers(shape_name, 1, 'attn')} "
+          f"barriers a step). roofline = "
           f"weights + KV bytes once.")
     labels = " / ".join(g[0] for g in graphs)
     print(f"| batch | context | model ms | roofline ms | nodes {labels} | ms {labels} "
@@ -527,9 +536,9 @@ def node_table(a, shape_name):
               f"| {' / '.join(f'{floor/ts:.1%}' for ts, _ in steps)} |")
     t1, rows1 = step_time(kernels(shape, 1, 512, True), False)
     ts1, n1 = with_nodes(1, 512, graphs[-1][1])
-    spare = roofline(rows1) / 0.85 - (ts1 - n1 * nu)  # node seconds batch 1 x 512 can afford
+    # node seconds batch 1 x 512 can afford (ts1 holds the barriers already)
+    spare = roofline(rows1) / 0.85 - (ts1 - n1 * nu)
     nb1 = chain_barriers(shape_name, 1, graphs[-1][1][2])
-    spare -= nb1 * GRID_SYNC_US * 1e-6
     print(f"batch 1 x 512 reaches 85 % of its roofline, by this model, at <= {spare / nu:.0f} nodes "
           f"of {nu*1e6:.2f} us (or main's {n1} nodes of <= {spare / n1 * 1e6:.2f} us), with "
           f"{nb1} grid barriers of {GRID_SYNC_US:.1f} us.")

@@ -455,10 +455,10 @@ int cmd_info(int argc, char **argv)
 		       "cache; %u layers have one\n",
 		       model_n_layer_kv(hp), hp->n_layer - 1, model_n_layer_kv(hp) - 2,
 		       model_n_layer_kv(hp) - 1, model_n_layer_kv(hp));
+	uint64_t per = 0; /* the Mamba2 layers' state floats a sequence */
+	for (uint32_t l = 0; hp->ssm_d_conv && l < hp->n_layer; l++)
+		per += model_state_floats(hp, &m->layers[l]);
 	if (hp->ssm_parallel) { /* falcon-h1 (model.h): every layer both */
-		uint64_t per = 0;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			per += model_state_floats(hp, &m->layers[l]);
 		printf("mamba2: every layer attention AND a Mamba2 block of the same normed input, "
 		       "added together (%u taps, inner %u, %u heads, %u groups, state %u, grouped "
 		       "norm %s; %llu bytes of fp32 state a sequence, in a slot of its own)\n",
@@ -469,9 +469,6 @@ int cmd_info(int argc, char **argv)
 		uint32_t ns = 0;
 		for (uint32_t l = 0; l < hp->n_layer; l++)
 			ns += m->layers[l].ssm;
-		uint64_t per = 0;
-		for (uint32_t l = 0; l < hp->n_layer; l++)
-			per += model_state_floats(hp, &m->layers[l]);
 		printf("mamba2: %u of %u layers are Mamba2 blocks (%u taps, inner %u, %u heads, "
 		       "%u groups, state %u; %llu bytes of fp32 state a sequence, in a slot of its "
 		       "own); other layers:",

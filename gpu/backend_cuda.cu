@@ -1625,46 +1625,47 @@ static void res_swap(float **xr, float **xo)
 	*xo = t;
 }
 
-/* The fused path's GEMVs and attention not yet enqueued (run_pass): consecutive ones run as
- * one gpu_gemv_chain (issue 17: a llama layer's QKV, attention, O, gate|up and down one
- * graph node where there were five). */
+/* The fused path's GEMVs and attentions not yet enqueued (run_pass): consecutive ones run
+ * as one gpu_gemv_chain (issue 17: at batch 1 and 2 up to 16 llama layers' QKV, attention,
+ * O, gate|up and down one graph node; at batch 3-8 a layer's O, gate|up, down and the next
+ * layer's QKV). */
 struct gemv_pend {
 	struct gpu_gemv_args g[GPU_GEMV_CHAIN_MAX];
 	int n;
-	struct gpu_chain_attn attn; /* attn.at >= 0: the attention, before g[attn.at] */
+	struct gpu_chain_attn attn[GPU_CHAIN_ATTN_MAX]; /* attn[j] before g[attn[j].at] */
+	int n_attn;
 };
 
 static void pend_init(struct gemv_pend *p)
 {
 	p->n = 0;
-	p->attn.at = -1;
+	p->n_attn = 0;
 }
 
 /* Enqueues p's steps (one gpu_gemv_chain; a lone GEMV or attention keeps its PDL) and
  * empties p. run_pass calls it before it enqueues anything else. */
 static cudaError_t gemv_flush(struct cuda_ctx *c, struct gemv_pend *p, cudaStream_t s)
 {
-	const int n = p->n;
-	const struct gpu_chain_attn at = p->attn;
-	pend_init(p);
-	if (!n && at.at < 0)
+	const int n = p->n, na = p->n_attn;
+	pend_init(p); /* (the steps stay in p's arrays for the call) */
+	if (!n && !na)
 		return cudaSuccess;
-	return gpu_gemv_chain(p->g, n, at.at >= 0 ? &at : NULL, c->dt, c->n_sm, c->bar, s);
+	return gpu_gemv_chain(p->g, n, p->attn, na, c->dt, c->n_sm, c->bar, s);
 }
 
-/* A layer's attention on the fused path: after p's GEMVs in their chain when it takes the
- * attention (c->chain, no attention in p yet, a shape gpu_chain_attn_bytes takes within
- * the shared memory gpu_gemv_init opted in to), else p flushed and gpu_attention
- * enqueued. */
+/* A layer's attention on the fused path: after p's steps in their chain when it takes the
+ * attention (c->chain, p has room, a shape gpu_chain_attn_bytes takes within the shared
+ * memory gpu_gemv_init opted in to), else p flushed and gpu_attention enqueued. */
 static cudaError_t attn_add(struct cuda_ctx *c, struct gemv_pend *p, const struct gpu_attn_args *a,
 			    int n_split, cudaStream_t s)
 {
 	const size_t b = c->chain ? gpu_chain_attn_bytes(a, n_split, c->partial, c->dt) : 0;
-	if (b > 0 && b <= c->gemv_xs && p->attn.at < 0) {
-		p->attn.a = *a;
-		p->attn.n_split = n_split;
-		p->attn.partial = c->partial;
-		p->attn.at = p->n;
+	if (b > 0 && b <= c->gemv_xs && p->n_attn < GPU_CHAIN_ATTN_MAX) {
+		struct gpu_chain_attn *t = &p->attn[p->n_attn++];
+		t->a = *a;
+		t->n_split = n_split;
+		t->partial = c->partial;
+		t->at = p->n;
 		return cudaSuccess;
 	}
 	cudaError_t e = gemv_flush(c, p, s);

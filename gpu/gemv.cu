@@ -47,7 +47,7 @@
  * layer's decode attention among them, as one cooperative kernel: gv_body for each GEMV
  * step, attn_decode_gqa_body (gpu/attn_decode.cuh) on parts of 128 threads for the
  * attention, the blocks at a grid barrier between two steps (gpu/grid_sync.cuh): one
- * graph node where there were up to GPU_GEMV_CHAIN_MAX + 1. */
+ * graph node where there were up to GPU_GEMV_CHAIN_MAX + GPU_CHAIN_ATTN_MAX. */
 #include <type_traits>
 
 #include "gpu/attn_decode.cuh"
@@ -415,7 +415,7 @@ __device__ __forceinline__ void gvc_attention(const struct gpu_chain_attn &c, ui
 }
 
 /* gvc_attention's instance for the attention's head size and group (as gpu_attention's
- * launch buckets them; gvc_attn_ok: which the chain has) */
+ * launch buckets them; gpu_chain_attn_bytes: the ones the chain takes) */
 template <typename T>
 __device__ __forceinline__ void gvc_attention_any(const struct gpu_chain_attn &c, uint4 *smem)
 {
@@ -431,7 +431,7 @@ __device__ __forceinline__ void gvc_attention_any(const struct gpu_chain_attn &c
 }
 
 /* gpu_gemv_chain's kernel: its steps one after another, each GEMV by gv_body's instance for
- * its prologue and QKV epilogue, the attention (before GEMV step c.attn.at) by
+ * its prologue and QKV epilogue, each attention (before GEMV step c.attn[j].at) by
  * gvc_attention, all blocks at a grid barrier (gpu/grid_sync.cuh) between two steps.
  * Launched cooperatively (gpu_launch_coop), without PDL: a step's wait and trigger then
  * change nothing. Before a barrier each warp pulls into L2 the first weight lines of its
@@ -444,12 +444,15 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_chain_kernel(struct gpu_ge
 	extern __shared__ uint4 xs[];
 	__shared__ float sc[NT];
 	bool first = true;
+	int j = 0; /* the next attention; at most one a step (with a loop over several,
+		    * ptxas spilled in the attention's instances) */
 	for (int i = 0; i <= c.n; i++) {
-		if (i == c.attn.at) {
+		if (j < c.n_attn && c.attn[j].at == i) {
 			if (!first)
 				gpu_grid_sync(c.bar);
 			if constexpr (gvc_has_attn<T, NT>())
-				gvc_attention_any<T>(c.attn, xs);
+				gvc_attention_any<T>(c.attn[j], xs);
+			j++;
 			first = false;
 		}
 		if (i == c.n)
@@ -474,7 +477,8 @@ __global__ void __launch_bounds__(GV_THREADS, 1) gemv_chain_kernel(struct gpu_ge
 			gv_body<T, NT, false, false, Q>(a, xs, sc);
 	}
 }
-static_assert(sizeof(struct gpu_gemv_chain_args) <= 4096, "a kernel's parameters: 4 KiB");
+static_assert(sizeof(struct gpu_gemv_chain_args) <= 32764,
+	      "a kernel's parameters: at most 32764 bytes (CUDA 12.1 and newer)");
 
 bool gpu_gemv_fits(int n_tok, int n_in, bool prologue, enum gpu_dtype dt, size_t xs_bytes)
 {
@@ -660,9 +664,10 @@ size_t gpu_chain_attn_bytes(const struct gpu_attn_args *a, int n_split, const fl
  * what the occupancy allows resident at once (a cooperative launch's condition) */
 template <typename T, int NT, bool Q>
 static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, const struct gpu_chain_attn *at,
-			      enum gpu_dtype dt, int n_sm, unsigned *bar, cudaStream_t s)
+			      int n_attn, enum gpu_dtype dt, int n_sm, unsigned *bar,
+			      cudaStream_t s)
 {
-	struct gpu_gemv_chain_args c;
+	struct gpu_gemv_chain_args c; /* (~24 KiB) */
 	memset(&c, 0, sizeof c);
 	unsigned blocks = 1;
 	size_t xs = 0; /* the largest prologue's inputs, or the attention's tiles */
@@ -675,13 +680,13 @@ static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, const struct
 		xs = x > xs ? x : xs;
 	}
 	c.n = n;
-	c.attn.at = -1;
-	if (at) {
-		c.attn = *at;
-		c.attn.a.pdl = false;
-		const size_t x = gpu_chain_attn_bytes(&at->a, at->n_split, at->partial, dt);
+	c.n_attn = n_attn;
+	for (int j = 0; j < n_attn; j++) {
+		c.attn[j] = at[j];
+		c.attn[j].a.pdl = false;
+		const size_t x = gpu_chain_attn_bytes(&at[j].a, at[j].n_split, at[j].partial, dt);
 		xs = x > xs ? x : xs;
-		const uint64_t items = (uint64_t)at->a.n_head_kv * at->a.n_list * at->n_split;
+		const uint64_t items = (uint64_t)at[j].a.n_head_kv * at[j].a.n_list * at[j].n_split;
 		const unsigned b = gpu_div_up(items, GVC_PARTS);
 		blocks = b > blocks ? b : blocks;
 	}
@@ -702,22 +707,26 @@ static cudaError_t gvc_launch(const struct gpu_gemv_args *a, int n, const struct
 }
 
 cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, const struct gpu_chain_attn *attn,
-			   enum gpu_dtype dt, int n_sm, unsigned *bar, cudaStream_t stream)
+			   int n_attn, enum gpu_dtype dt, int n_sm, unsigned *bar,
+			   cudaStream_t stream)
 {
-	if (n == 1 && !attn)
+	if (n == 1 && n_attn == 0)
 		return gpu_gemv(a, dt, n_sm, stream);
-	if (n == 0 && attn)
+	if (n == 0 && n_attn == 1)
 		return gpu_attention(&attn->a, dt, attn->n_split, attn->partial, stream);
-	if (n < 1 || n > GPU_GEMV_CHAIN_MAX || n_sm < 1 || bar == NULL ||
-	    (attn && (attn->at < 0 || attn->at > n ||
-		      gpu_chain_attn_bytes(&attn->a, attn->n_split, attn->partial, dt) == 0)))
+	if (n < 1 || n > GPU_GEMV_CHAIN_MAX || n_attn < 0 || n_attn > GPU_CHAIN_ATTN_MAX ||
+	    (n_attn > 0 && attn == NULL) || n_sm < 1 || bar == NULL)
 		return cudaErrorInvalidValue;
+	for (int j = 0; j < n_attn; j++)
+		if (attn[j].at < (j ? attn[j - 1].at + 1 : 0) || attn[j].at > n ||
+		    gpu_chain_attn_bytes(&attn[j].a, attn[j].n_split, attn[j].partial, dt) == 0)
+			return cudaErrorInvalidValue;
 	const bool q = a[0].q.n_part > 0;
 	for (int i = 0; i < n; i++)
 		if (!gv_args_ok(&a[i], dt) || gpu_gemv_bucket(a[i].n_tok) != gpu_gemv_bucket(a[0].n_tok) ||
 		    (a[i].q.n_part > 0) != q)
 			return cudaErrorInvalidValue;
-	if (attn && gpu_gemv_bucket(a[0].n_tok) > GPU_CHAIN_ATTN_TOK)
+	if (n_attn > 0 && gpu_gemv_bucket(a[0].n_tok) > GPU_CHAIN_ATTN_TOK)
 		return cudaErrorInvalidValue; /* an instance without the attention */
 	/* the NT bucket: the GEMVs' (an attention alone took gpu_attention above) */
 	const int nt = a[0].n_tok;
@@ -725,12 +734,12 @@ cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, const struct gp
 	if (q)
 		e = gv_with_nt(nt, [&](auto b) {
 			return gvc_launch<__nv_bfloat16, decltype(b)::value, true>(
-			    a, n, attn, dt, n_sm, bar, stream);
+			    a, n, attn, n_attn, dt, n_sm, bar, stream);
 		});
 	else
 		GPU_DISPATCH_DTYPE(dt, T, e = gv_with_nt(nt, [&](auto b) {
 						  return gvc_launch<T, decltype(b)::value, false>(
-						      a, n, attn, dt, n_sm, bar, stream);
+						      a, n, attn, n_attn, dt, n_sm, bar, stream);
 					  }));
 	return e != cudaSuccess ? e : cudaGetLastError();
 }

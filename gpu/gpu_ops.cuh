@@ -571,7 +571,7 @@ cudaError_t gpu_gemv(const struct gpu_gemv_args *a, enum gpu_dtype dt, int n_sm,
 /* A layer's decode attention as a step of gpu_gemv_chain: gpu_attention(&a, dt, n_split,
  * partial) of a pass of at most GPU_CHAIN_ATTN_TOK tokens, all decode steps (no tiles), in
  * a shape gpu_chain_attn_bytes takes, run before GEMV step `at` (0 <= at <= n: after the
- * steps before it, before the ones from it on). */
+ * steps before it, before the ones from it on; one attention an `at`). */
 #define GPU_CHAIN_ATTN_TOK 2
 struct gpu_chain_attn {
 	struct gpu_attn_args a; /* a.pdl is ignored */
@@ -579,28 +579,33 @@ struct gpu_chain_attn {
 	float *partial;
 	int at;
 };
-/* The steps of one gpu_gemv_chain launch (its kernel's parameter, within CUDA's 4 KiB) */
-#define GPU_GEMV_CHAIN_MAX 4 /* a layer's O, gate|up, down and the next layer's QKV */
+/* The steps of one gpu_gemv_chain launch: its kernel's parameter, ~24 KiB (CUDA takes up
+ * to 32764 bytes of kernel parameters from 12.1 on, with a driver of r530 or newer; the
+ * plugin's CUDA 13 needs r580: README), so that at batch 1 and 2 sixteen llama layers are
+ * one launch (issue 17: a node costs what several grid barriers do). */
+#define GPU_GEMV_CHAIN_MAX 64 /* GEMVs: 16 llama layers' QKV, O, gate|up and down */
+#define GPU_CHAIN_ATTN_MAX 16 /* attentions: theirs */
 struct gpu_gemv_chain_args {
 	struct gpu_gemv_args step[GPU_GEMV_CHAIN_MAX];
-	int n;
-	struct gpu_chain_attn attn; /* attn.at < 0: none */
+	int n, n_attn;
+	struct gpu_chain_attn attn[GPU_CHAIN_ATTN_MAX];
 	unsigned *bar;
 };
-/* The n GEMVs a[0 .. n) (0 <= n <= GPU_GEMV_CHAIN_MAX) and, when attn != NULL, *attn among
- * them, as one cooperative kernel (issue 17: one graph node where there were n + 1): its
- * blocks run GEMV step i as gpu_gemv(&a[i]) computes it and the attention as
- * gpu_attention(&attn->a, dt, attn->n_split, attn->partial) does, bitwise (each row's sum
- * is its warp's alone, and each (KV head, token, split) of the attention one part of 128
+/* The n GEMVs a[0 .. n) (0 <= n <= GPU_GEMV_CHAIN_MAX) and the n_attn attentions
+ * attn[0 .. n_attn) among them (0 <= n_attn <= GPU_CHAIN_ATTN_MAX; their `at` increasing),
+ * as one cooperative kernel (issue 17: one graph node where there were
+ * n + n_attn): its blocks run GEMV step i as gpu_gemv(&a[i]) computes it and attention j as
+ * gpu_attention(&attn[j].a, dt, attn[j].n_split, attn[j].partial) does, bitwise (each row's
+ * sum is its warp's alone, and each (KV head, token, split) of an attention one part of 128
  * threads of a block, as the attention kernel's block computes it, whatever the grid);
  * between two steps the blocks meet at a grid barrier (gpu/grid_sync.cuh), so a step
  * reads what the steps before it wrote. One step alone is what gpu_gemv or gpu_attention
  * enqueue (with their pdl); otherwise every pdl is ignored (a cooperative launch keeps
  * plain stream order). Each GEMV step is checked as gpu_gemv checks it
  * (cudaErrorInvalidValue), and all steps must share one NT bucket (n_tok 1, 2, 3-4 or
- * 5-8) and be all block-quantized (q.n_part > 0) or all dense; the attention must be one
- * gpu_chain_attn_bytes takes with attn->at in [0, n] and the GEMVs' NT bucket at most
- * GPU_CHAIN_ATTN_TOK, else cudaErrorInvalidValue.
+ * 5-8) and be all block-quantized (q.n_part > 0) or all dense; each attention must be one
+ * gpu_chain_attn_bytes takes, at in [0, n] and above the one before, and the GEMVs' NT
+ * bucket at most GPU_CHAIN_ATTN_TOK, else cudaErrorInvalidValue.
  * bar: GPU_GRID_BAR_WORDS unsigned ints of device memory, zero before the first launch,
  * used by one launch at a time (one stream). The device must support cooperative launches
  * (cudaDeviceProp.cooperativeLaunch; the caller checks); the grid is at most n_sm blocks and at
@@ -609,7 +614,8 @@ struct gpu_gemv_chain_args {
  * largest prologue's inputs or the attention's bytes (gpu_chain_attn_bytes), which must be
  * within what gpu_gemv_init opted in to (else the launch fails). Valid in a stream capture. */
 cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, const struct gpu_chain_attn *attn,
-			   enum gpu_dtype dt, int n_sm, unsigned *bar, cudaStream_t stream);
+			   int n_attn, enum gpu_dtype dt, int n_sm, unsigned *bar,
+			   cudaStream_t stream);
 /* The bytes of dynamic shared memory gpu_gemv_chain's attention step needs for *a, n_split
  * splits and K/V of dt (4 parts of a block, each a GQA decode block's tiles), or 0 when it
  * does not take it: tiles, no token or more than GPU_CHAIN_ATTN_TOK, f32 K/V, heads of more

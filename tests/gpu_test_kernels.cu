@@ -1495,7 +1495,7 @@ static void test_gemv_chain(void)
 			}
 			for (int i = 0; i < 4; i++)
 				REQUIRE(gpu_gemv(&st[0][i], dt, n_sm, 0));
-			REQUIRE(gpu_gemv_chain(st[1], 4, NULL, dt, n_sm, bar, 0));
+			REQUIRE(gpu_gemv_chain(st[1], 4, NULL, 0, dt, n_sm, bar, 0));
 			gen += 3;
 			std::vector<unsigned> bw = dev_download<unsigned>(bar, GPU_GRID_BAR_WORDS);
 			CHECK(bw[0] == 0 && bw[1] == gen, "%s: barrier words %u %u (want 0 %u)",
@@ -1526,20 +1526,20 @@ static void test_gemv_chain(void)
 			if (n_tok == 3 && !kd.q) {
 				struct gpu_gemv_args c2[2] = {st[1][0], st[1][2]};
 				c2[1].n_tok = 2; /* NT 2 beside NT 4 */
-				CHECK(gpu_gemv_chain(c2, 2, NULL, dt, n_sm, bar, 0) ==
+				CHECK(gpu_gemv_chain(c2, 2, NULL, 0, dt, n_sm, bar, 0) ==
 					  cudaErrorInvalidValue,
 				      "%s: two buckets", what);
 				c2[1].n_tok = 4;
-				CHECK(gpu_gemv_chain(c2, 2, NULL, dt, n_sm, NULL, 0) ==
+				CHECK(gpu_gemv_chain(c2, 2, NULL, 0, dt, n_sm, NULL, 0) ==
 					      cudaErrorInvalidValue &&
-					  gpu_gemv_chain(c2, 0, NULL, dt, n_sm, bar, 0) ==
+					  gpu_gemv_chain(c2, 0, NULL, 0, dt, n_sm, bar, 0) ==
 					      cudaErrorInvalidValue &&
-					  gpu_gemv_chain(st[1], GPU_GEMV_CHAIN_MAX + 1, NULL, dt,
+					  gpu_gemv_chain(st[1], GPU_GEMV_CHAIN_MAX + 1, NULL, 0, dt,
 							 n_sm, bar, 0) == cudaErrorInvalidValue,
 				      "%s: no barrier, 0 steps, too many", what);
 				c2[1].W =
 				    (const char *)c2[1].W + 4; /* misaligned: gpu_gemv's check */
-				CHECK(gpu_gemv_chain(c2, 2, NULL, dt, n_sm, bar, 0) ==
+				CHECK(gpu_gemv_chain(c2, 2, NULL, 0, dt, n_sm, bar, 0) ==
 					  cudaErrorInvalidValue,
 				      "%s: a step gpu_gemv refuses", what);
 			}
@@ -1547,7 +1547,7 @@ static void test_gemv_chain(void)
 				struct gpu_gemv_args c2[2] = {st[1][0], st[1][2]};
 				c2[1].q.n_part = 0; /* dense beside resident */
 				c2[1].W = c2[0].x;
-				CHECK(gpu_gemv_chain(c2, 2, NULL, dt, n_sm, bar, 0) ==
+				CHECK(gpu_gemv_chain(c2, 2, NULL, 0, dt, n_sm, bar, 0) ==
 					  cudaErrorInvalidValue,
 				      "%s: dense and resident steps", what);
 			}
@@ -2103,294 +2103,270 @@ static struct gpu_attn_args attn_args(const float *q, int ldq, struct gpu_kv_lay
 	return a;
 }
 
-/* gpu_gemv_chain with a layer's decode attention among its steps (issue 17: QKV, attention
- * and O as run_pass chains them) against the same steps as separate launches (gpu_gemv,
- * gpu_attention with the same splits and merge counters, gpu_gemv) on copies of the same
- * buffers: every output byte for byte (y: the Q/K/V rows; the KV pool; the attention's
- * output; O's output) and the merge counters back to 0. The hazards: the attention reads
- * the Q rows and the new K/V rows the QKV step wrote, O reads what the attention wrote.
- * The chain's four GQA decode bodies (heads of 32, 64, 128: NPL 1, 2, 4; with heads of 128
- * both group sizes, G <= 4: a head a warp, G 5..8: two), f16 and bf16; 1 token on 132 SMs,
- * 2 tokens on 2 SMs (a part of 128 threads walks several (KV head, token, split) items);
- * 1 and 3 splits (contexts of 701 and 3 keys: splits with no key); the attention after
- * the QKV step (at 1) and first (at 0, QKV launched before). Then the refusals: f32 K/V,
- * 3 tokens, heads of 64 with G 8, heads of 256, tiles, splits without merge counters. */
+/* gpu_gemv_chain with decode attentions among its steps (issue 17: QKV, attention and O of
+ * two layers as run_pass chains them) against the same steps as separate launches
+ * (gpu_gemv, gpu_attention with the same splits and merge counters, gpu_gemv) on copies of
+ * the same buffers: every output byte for byte (y: the Q/K/V rows; the KV pool; the
+ * attention's output; O's output; per layer) and the merge counters back to 0. The
+ * hazards: an attention reads the Q rows and the new K/V rows its QKV step wrote, O reads
+ * what the attention wrote, the second layer's QKV normalizes the first's O output, and
+ * both attentions share the partials and counters (as the backend's layers do). The
+ * chain's four GQA decode bodies (heads of 32, 64, 128: NPL 1, 2, 4; with heads of 128
+ * both group sizes, G <= 4: a head a warp, G 5..8: two), f16 and bf16; 1 token on 132
+ * SMs, 2 tokens on 2 SMs (a part of 128 threads walks several (KV head, token, split)
+ * items); 1 and 3 splits (contexts of 701 and 3 keys: splits with no key); the
+ * attentions after their QKV steps (at 1 and 3) and first (at 0 and 2, the first QKV
+ * launched before). Then the refusals: f32 K/V, 3 tokens, heads of 64 with G 8, heads of
+ * 256, tiles, splits without merge counters, attentions out of order. */
+struct chain_attn_shape {
+	int H, HKV, HD;
+	enum gpu_dtype dt;
+};
+
+static void chain_attn_case(const struct chain_attn_shape &sh, int n_tok, int n_split, int at,
+			    unsigned *bar)
+{
+	const int E = 256, bs = 16, H = sh.H, HKV = sh.HKV, HD = sh.HD, NQ = H * HD;
+	const int kv_dim = HKV * HD, NQKV = (H + 2 * HKV) * HD, ldy = NQKV + 4;
+	const enum gpu_dtype dt = sh.dt;
+	const size_t es = gpu_dtype_size(dt);
+	const int n_sm = n_tok == 1 ? 132 : 2;
+	char what[128];
+	snprintf(what, sizeof what,
+		 "gemv_chain attention %s h %d/%d hd %d n_tok %d splits %d at %d",
+		 gpu_dtype_name(dt), H, HKV, HD, n_tok, n_split, at);
+	/* each token its own blocks, in a shuffled order of the pool */
+	const std::vector<int32_t> pos_all = {700, 2};
+	std::vector<int32_t> pos(pos_all.begin(), pos_all.begin() + n_tok), tok_bt, bt, slots, list;
+	int n_blocks = 0;
+	for (int t = 0; t < n_tok; t++)
+		n_blocks += pos[t] / bs + 1;
+	std::vector<int32_t> perm(n_blocks);
+	for (int i = 0; i < n_blocks; i++)
+		perm[i] = (i * 7 + 3) % n_blocks; /* n_blocks: 44 or 45; 7 is prime to both */
+	for (int t = 0, b0 = 0; t < n_tok; t++) {
+		tok_bt.push_back((int32_t)bt.size());
+		for (int j = 0; j <= pos[t] / bs; j++)
+			bt.push_back(perm[b0++]);
+		slots.push_back(bt[tok_bt[t] + pos[t] / bs] * bs + pos[t] % bs);
+		list.push_back(t);
+	}
+	const int64_t block_elems = 2 * (int64_t)bs * kv_dim;
+	std::vector<float> w = rand_vec((size_t)NQKV * E, -0.5f, 0.5f);
+	std::vector<float> wo_h = rand_vec((size_t)E * NQ, -0.5f, 0.5f);
+	auto pw = st_pack(dt, w), pwo = st_pack(dt, wo_h);
+	void *wqkv = dev_upload(pw.data(), pw.size()), *wo = dev_upload(pwo.data(), pwo.size());
+	std::vector<float> na = rand_vec(E, 0.5f, 1.5f);
+	float *dna = dev_vec(na);
+	const int half = HD / 2;
+	std::vector<double> freq(half);
+	for (int i = 0; i < half; i++)
+		freq[i] = pow(10000.0, -2.0 * i / HD);
+	std::vector<float> tab(GPU_ROPE_TABLE_FLOATS(half));
+	gpu_rope_table_fill(freq.data(), half, tab.data());
+	float *dtab = dev_vec(tab);
+	int32_t *dp = dev_vec(pos), *ds = dev_vec(slots), *dtb = dev_vec(tok_bt),
+		*dbt = dev_vec(bt), *dl = dev_vec(list);
+	std::vector<float> xr = rand_vec((size_t)n_tok * E, -2, 2);
+	std::vector<float> pool = rand_vec((size_t)block_elems * n_blocks, -2, 2);
+	auto ppool = st_pack(dt, pool);
+	const size_t part_n = gpu_attention_partial_floats(n_tok, H, HD, n_split);
+	/* k: separate launches (0) or the chain (1); per layer l its pool, rows and outputs */
+	struct bufs {
+		void *pool[2], *attn[2];
+		float *y[2], *o[2], *xr, *partial;
+		int *cnt;
+	} b[2];
+	auto dev_nan = [&](size_t bytes) {
+		void *d;
+		REQUIRE(cudaMalloc(&d, bytes));
+		REQUIRE(cudaMemset(d, 0xff, bytes));
+		return d;
+	};
+	for (auto &u : b) {
+		for (int l = 0; l < 2; l++) {
+			u.pool[l] = dev_upload(ppool.data(), ppool.size());
+			u.y[l] = (float *)dev_nan((size_t)n_tok * ldy * 4);
+			u.attn[l] = dev_nan((size_t)n_tok * NQ * es);
+			u.o[l] = (float *)dev_nan((size_t)n_tok * E * 4);
+		}
+		u.xr = dev_vec(xr);
+		u.partial = (float *)dev_nan((part_n ? part_n : 1) * 4);
+		REQUIRE(cudaMalloc(&u.cnt, (size_t)n_tok * HKV * sizeof(int)));
+		REQUIRE(cudaMemset(u.cnt, 0, (size_t)n_tok * HKV * sizeof(int)));
+	}
+	struct gpu_gemv_args qkv[2][2], og[2][2];
+	struct gpu_chain_attn ca[2][2];
+	for (int k = 0; k < 2; k++)
+		for (int l = 0; l < 2; l++) {
+			const struct bufs &u = b[k];
+			struct gpu_gemv_args &g = qkv[k][l];
+			memset(&g, 0, sizeof g);
+			g.W =
+			    wqkv; /* the attention norm in its prologue, qkv_post in its epilogue */
+			g.n_out = NQKV;
+			g.n_in = E;
+			g.n_tok = n_tok;
+			g.res = l ? u.o[0] : u.xr;
+			g.norm = dna;
+			g.eps = 1e-5f;
+			g.y = u.y[l];
+			g.ldy = ldy;
+			g.qkv_post = true;
+			struct gpu_qkv_post_args &p = g.post;
+			p.n_head = H;
+			p.n_head_kv = HKV;
+			p.head_dim = HD;
+			p.pos = dp;
+			p.rope_dim = HD;
+			p.table = dtab;
+			p.mscale = 1.0f;
+			p.slots = ds;
+			p.kv = {u.pool[l], block_elems, (int64_t)bs * kv_dim, bs, kv_dim};
+			struct gpu_gemv_args &o = og[k][l];
+			memset(&o, 0, sizeof o);
+			o.W = wo;
+			o.n_out = E;
+			o.n_in = NQ;
+			o.n_tok = n_tok;
+			o.x = u.attn[l];
+			o.ldx = NQ;
+			o.y = u.o[l];
+			o.ldy = E;
+			struct gpu_chain_attn &c = ca[k][l];
+			memset(&c, 0, sizeof c);
+			c.a = attn_args(u.y[l], ldy, p.kv, dp, dtb, dbt, n_tok, H, HKV, HD,
+					u.attn[l], 701);
+			c.a.list = dl;
+			c.a.n_list = n_tok;
+			c.a.merge_counters = u.cnt;
+			c.n_split = n_split;
+			c.partial = n_split > 1 ? u.partial : NULL;
+		}
+	for (int l = 0; l < 2; l++) {
+		REQUIRE(gpu_gemv(&qkv[0][l], dt, n_sm, 0));
+		REQUIRE(gpu_attention(&ca[0][l].a, dt, n_split, ca[0][l].partial, 0));
+		REQUIRE(gpu_gemv(&og[0][l], dt, n_sm, 0));
+	}
+	const size_t need = gpu_chain_attn_bytes(&ca[1][0].a, n_split, ca[1][0].partial, dt);
+	CHECK(need > 0 && need <= gemv_xs, "%s: the chain takes the attention (%zu bytes of %zu)",
+	      what, need, gemv_xs);
+	if (at == 1) { /* QKV, attention, O, QKV, attention, O */
+		struct gpu_gemv_args c4[4] = {qkv[1][0], og[1][0], qkv[1][1], og[1][1]};
+		ca[1][0].at = 1;
+		ca[1][1].at = 3;
+		REQUIRE(gpu_gemv_chain(c4, 4, ca[1], 2, dt, n_sm, bar, 0));
+	} else { /* QKV; then attention, O, QKV, attention, O */
+		REQUIRE(gpu_gemv(&qkv[1][0], dt, n_sm, 0));
+		struct gpu_gemv_args c3[3] = {og[1][0], qkv[1][1], og[1][1]};
+		ca[1][0].at = 0;
+		ca[1][1].at = 2;
+		REQUIRE(gpu_gemv_chain(c3, 3, ca[1], 2, dt, n_sm, bar, 0));
+	}
+	for (int l = 0; l < 2; l++) {
+		const struct {
+			const char *name;
+			const void *a, *b;
+			size_t bytes;
+		} outs[] = {{"y", b[0].y[l], b[1].y[l], (size_t)n_tok * ldy * 4},
+			    {"KV pool", b[0].pool[l], b[1].pool[l], pool.size() * es},
+			    {"attention", b[0].attn[l], b[1].attn[l], (size_t)n_tok * NQ * es},
+			    {"O", b[0].o[l], b[1].o[l], (size_t)n_tok * E * 4}};
+		for (auto &o : outs) {
+			std::vector<uint8_t> ha = dev_download<uint8_t>(o.a, o.bytes);
+			std::vector<uint8_t> hb = dev_download<uint8_t>(o.b, o.bytes);
+			size_t bad = 0;
+			for (size_t i = 0; i < o.bytes; i++)
+				bad += ha[i] != hb[i];
+			CHECK(bad == 0,
+			      "%s: layer %d: %s: %zu of %zu bytes differ from separate launches",
+			      what, l, o.name, bad, o.bytes);
+		}
+	}
+	std::vector<int> cnt = dev_download<int>(b[1].cnt, (size_t)n_tok * HKV);
+	bool zero = true;
+	for (int v : cnt)
+		zero = zero && v == 0;
+	CHECK(zero, "%s: merge counters back to 0", what);
+	if (n_tok == 2 && n_split == 3 && at == 1 && H == 8 && HD == 128) { /* the refusals */
+		struct gpu_gemv_args c2[2] = {qkv[1][0], og[1][0]};
+		struct gpu_chain_attn r[2] = {ca[1][0], ca[1][1]};
+		r[0].at = 3;
+		CHECK(gpu_gemv_chain(c2, 2, r, 1, dt, n_sm, bar, 0) == cudaErrorInvalidValue,
+		      "%s: an attention after the last step + 1", what);
+		r[0].at = 2;
+		r[1].at = 1;
+		struct gpu_chain_attn r2[2] = {ca[1][0], ca[1][1]};
+		r2[0].at = r2[1].at = 1; /* two before one step */
+		CHECK(gpu_gemv_chain(c2, 2, r, 2, dt, n_sm, bar, 0) == cudaErrorInvalidValue &&
+			  gpu_gemv_chain(c2, 2, r2, 2, dt, n_sm, bar, 0) == cudaErrorInvalidValue &&
+			  gpu_gemv_chain(c2, 2, NULL, 1, dt, n_sm, bar, 0) ==
+			      cudaErrorInvalidValue &&
+			  gpu_gemv_chain(c2, 2, r, GPU_CHAIN_ATTN_MAX + 1, dt, n_sm, bar, 0) ==
+			      cudaErrorInvalidValue,
+		      "%s: attentions out of order, two at one step, none given, too many", what);
+		r[0] = ca[1][0];
+		r[0].at = 1;
+		r[0].a.merge_counters = NULL; /* splits and no merge */
+		const int32_t tiles[2] = {0, 1};
+		struct gpu_attn_args t = ca[1][0].a, h = t, g8 = t, t3 = t;
+		t.tiles = tiles;
+		t.n_tiles = 1;
+		h.head_dim = 256;
+		g8.head_dim = 64;
+		g8.n_head = 16; /* G 8 with heads of 64 */
+		t3.n_list = 3;
+		CHECK(gpu_gemv_chain(c2, 2, r, 1, dt, n_sm, bar, 0) == cudaErrorInvalidValue &&
+			  gpu_chain_attn_bytes(&r[0].a, n_split, r[0].partial, dt) == 0 &&
+			  gpu_chain_attn_bytes(&t, n_split, r[0].partial, dt) == 0 &&
+			  gpu_chain_attn_bytes(&h, n_split, r[0].partial, dt) == 0 &&
+			  gpu_chain_attn_bytes(&g8, n_split, r[0].partial, dt) == 0 &&
+			  gpu_chain_attn_bytes(&t3, n_split, r[0].partial, dt) == 0 &&
+			  gpu_chain_attn_bytes(&ca[1][0].a, n_split, r[0].partial, GPU_F32) == 0 &&
+			  gpu_chain_attn_bytes(&ca[1][0].a, n_split, NULL, dt) == 0,
+		      "%s: splits without merge counters or partials, tiles, heads of 256, G 8 "
+		      "with heads of 64, 3 tokens, f32 refused",
+		      what);
+		/* GEMVs of 3 tokens (NT 4: an instance without the attention) */
+		c2[0].n_tok = c2[1].n_tok = 3;
+		CHECK(gpu_gemv_chain(c2, 2, ca[1], 1, dt, n_sm, bar, 0) == cudaErrorInvalidValue,
+		      "%s: the attention in a chain of 3 tokens", what);
+	}
+	for (auto &u : b) {
+		for (int l = 0; l < 2; l++) {
+			cudaFree(u.pool[l]);
+			cudaFree(u.y[l]);
+			cudaFree(u.attn[l]);
+			cudaFree(u.o[l]);
+		}
+		cudaFree(u.xr);
+		cudaFree(u.partial);
+		cudaFree(u.cnt);
+	}
+	cudaFree(wqkv);
+	cudaFree(wo);
+	cudaFree(dna);
+	cudaFree(dtab);
+	cudaFree(dp);
+	cudaFree(ds);
+	cudaFree(dtb);
+	cudaFree(dbt);
+	cudaFree(dl);
+}
+
 static void test_gemv_chain_attn(void)
 {
-	const int E = 256, bs = 16;
 	unsigned *bar;
 	REQUIRE(cudaMalloc(&bar, GPU_GRID_BAR_WORDS * sizeof(unsigned)));
 	REQUIRE(cudaMemset(bar, 0, GPU_GRID_BAR_WORDS * sizeof(unsigned)));
-	struct shape {
-		int H, HKV, HD;
-		enum gpu_dtype dt;
-	} shapes[] = {{8, 2, 128, GPU_BF16}, {16, 2, 128, GPU_F16}, {14, 2, 128, GPU_BF16},
-		      {8, 2, 64, GPU_F16},   {4, 2, 64, GPU_BF16},  {6, 3, 32, GPU_F16}};
-	for (const struct shape &sh : shapes)
+	const struct chain_attn_shape shapes[] = {{8, 2, 128, GPU_BF16},  {16, 2, 128, GPU_F16},
+						  {14, 2, 128, GPU_BF16}, {8, 2, 64, GPU_F16},
+						  {4, 2, 64, GPU_BF16},	  {6, 3, 32, GPU_F16}};
+	for (const struct chain_attn_shape &sh : shapes)
 		for (int n_tok : {1, 2})
 			for (int n_split : {1, 3})
-				for (int at : {1, 0}) {
-					const int H = sh.H, HKV = sh.HKV, HD = sh.HD, NQ = H * HD,
-						  kv_dim = HKV * HD;
-					const int NQKV = (H + 2 * HKV) * HD, ldy = NQKV + 4;
-					const enum gpu_dtype dt = sh.dt;
-					const size_t es = gpu_dtype_size(dt);
-					const int n_sm = n_tok == 1 ? 132 : 2;
-					char what[128];
-					snprintf(what, sizeof what,
-						 "gemv_chain attention %s h %d/%d hd %d n_tok %d "
-						 "splits %d at %d",
-						 gpu_dtype_name(dt), H, HKV, HD, n_tok, n_split,
-						 at);
-					/* each token its own blocks, in a shuffled order of the
-					 * pool */
-					const std::vector<int32_t> pos_all = {700, 2};
-					std::vector<int32_t> pos(pos_all.begin(),
-								 pos_all.begin() + n_tok),
-					    tok_bt, bt, slots, list;
-					int n_blocks = 0;
-					for (int t = 0; t < n_tok; t++)
-						n_blocks += pos[t] / bs + 1;
-					std::vector<int32_t> perm(n_blocks);
-					for (int i = 0; i < n_blocks; i++)
-						perm[i] =
-						    (i * 7 + 3) % n_blocks; /* n_blocks: 44 or 45; 7
-									       is prime to both */
-					for (int t = 0, b0 = 0; t < n_tok; t++) {
-						tok_bt.push_back((int32_t)bt.size());
-						for (int j = 0; j <= pos[t] / bs; j++)
-							bt.push_back(perm[b0++]);
-						slots.push_back(bt[tok_bt[t] + pos[t] / bs] * bs +
-								pos[t] % bs);
-						list.push_back(t);
-					}
-					const int64_t block_elems = 2 * (int64_t)bs * kv_dim;
-					std::vector<float> w =
-					    rand_vec((size_t)NQKV * E, -0.5f, 0.5f);
-					std::vector<float> wo_h =
-					    rand_vec((size_t)E * NQ, -0.5f, 0.5f);
-					auto pw = st_pack(dt, w), pwo = st_pack(dt, wo_h);
-					void *wqkv = dev_upload(pw.data(), pw.size()),
-					     *wo = dev_upload(pwo.data(), pwo.size());
-					std::vector<float> na = rand_vec(E, 0.5f, 1.5f);
-					float *dna = dev_vec(na);
-					const int half = HD / 2;
-					std::vector<double> freq(half);
-					for (int i = 0; i < half; i++)
-						freq[i] = pow(10000.0, -2.0 * i / HD);
-					std::vector<float> tab(GPU_ROPE_TABLE_FLOATS(half));
-					gpu_rope_table_fill(freq.data(), half, tab.data());
-					float *dtab = dev_vec(tab);
-					int32_t *dp = dev_vec(pos), *ds = dev_vec(slots),
-						*dtb = dev_vec(tok_bt), *dbt = dev_vec(bt),
-						*dl = dev_vec(list);
-					std::vector<float> xr = rand_vec((size_t)n_tok * E, -2, 2);
-					std::vector<float> pool =
-					    rand_vec((size_t)block_elems * n_blocks, -2, 2);
-					auto ppool = st_pack(dt, pool);
-					const size_t part_n =
-					    gpu_attention_partial_floats(n_tok, H, HD, n_split);
-					struct bufs {
-						void *pool, *attn;
-						float *xr, *y, *o, *partial;
-						int *cnt;
-					} b[2];
-					for (auto &u : b) {
-						u.pool = dev_upload(ppool.data(), ppool.size());
-						u.xr = dev_vec(xr);
-						REQUIRE(cudaMalloc(&u.y, (size_t)n_tok * ldy * 4));
-						REQUIRE(
-						    cudaMemset(u.y, 0xff, (size_t)n_tok * ldy * 4));
-						REQUIRE(
-						    cudaMalloc(&u.attn, (size_t)n_tok * NQ * es));
-						REQUIRE(cudaMemset(u.attn, 0xff,
-								   (size_t)n_tok * NQ * es));
-						REQUIRE(cudaMalloc(&u.o, (size_t)n_tok * E * 4));
-						REQUIRE(
-						    cudaMemset(u.o, 0xff, (size_t)n_tok * E * 4));
-						REQUIRE(cudaMalloc(&u.partial,
-								   (part_n ? part_n : 1) * 4));
-						REQUIRE(cudaMalloc(&u.cnt, (size_t)n_tok * HKV *
-									       sizeof(int)));
-						REQUIRE(cudaMemset(
-						    u.cnt, 0, (size_t)n_tok * HKV * sizeof(int)));
-					}
-					struct gpu_gemv_args qkv[2], og[2];
-					struct gpu_chain_attn ca[2];
-					for (int k = 0; k < 2; k++) {
-						const struct bufs &u = b[k];
-						struct gpu_gemv_args &g = qkv[k];
-						memset(&g, 0, sizeof g);
-						g.W = wqkv; /* the attention norm in its prologue,
-							       qkv_post in its epilogue */
-						g.n_out = NQKV;
-						g.n_in = E;
-						g.n_tok = n_tok;
-						g.res = u.xr;
-						g.norm = dna;
-						g.eps = 1e-5f;
-						g.y = u.y;
-						g.ldy = ldy;
-						g.qkv_post = true;
-						struct gpu_qkv_post_args &p = g.post;
-						p.n_head = H;
-						p.n_head_kv = HKV;
-						p.head_dim = HD;
-						p.pos = dp;
-						p.rope_dim = HD;
-						p.table = dtab;
-						p.mscale = 1.0f;
-						p.slots = ds;
-						p.kv = {u.pool, block_elems, (int64_t)bs * kv_dim,
-							bs, kv_dim};
-						struct gpu_gemv_args &o = og[k];
-						memset(&o, 0, sizeof o);
-						o.W = wo;
-						o.n_out = E;
-						o.n_in = NQ;
-						o.n_tok = n_tok;
-						o.x = u.attn;
-						o.ldx = NQ;
-						o.y = u.o;
-						o.ldy = E;
-						struct gpu_chain_attn &c = ca[k];
-						memset(&c, 0, sizeof c);
-						c.a = attn_args(u.y, ldy, p.kv, dp, dtb, dbt, n_tok,
-								H, HKV, HD, u.attn, 701);
-						c.a.list = dl;
-						c.a.n_list = n_tok;
-						c.a.merge_counters = u.cnt;
-						c.n_split = n_split;
-						c.partial = n_split > 1 ? u.partial : NULL;
-						c.at = at;
-					}
-					REQUIRE(gpu_gemv(&qkv[0], dt, n_sm, 0));
-					REQUIRE(
-					    gpu_attention(&ca[0].a, dt, n_split, ca[0].partial, 0));
-					REQUIRE(gpu_gemv(&og[0], dt, n_sm, 0));
-					CHECK(
-					    gpu_chain_attn_bytes(&ca[1].a, n_split, ca[1].partial,
-								 dt) > 0 &&
-						gpu_chain_attn_bytes(&ca[1].a, n_split,
-								     ca[1].partial, dt) <= gemv_xs,
-					    "%s: the chain takes the attention (%zu bytes of %zu)",
-					    what,
-					    gpu_chain_attn_bytes(&ca[1].a, n_split, ca[1].partial,
-								 dt),
-					    gemv_xs);
-					if (at == 1) {
-						struct gpu_gemv_args c2[2] = {qkv[1], og[1]};
-						REQUIRE(gpu_gemv_chain(c2, 2, &ca[1], dt, n_sm, bar,
-								       0));
-					} else {
-						REQUIRE(gpu_gemv(&qkv[1], dt, n_sm, 0));
-						REQUIRE(gpu_gemv_chain(&og[1], 1, &ca[1], dt, n_sm,
-								       bar, 0));
-					}
-					struct {
-						const char *name;
-						size_t off, bytes;
-					} outs[] = {
-					    {"y", offsetof(bufs, y), (size_t)n_tok * ldy * 4},
-					    {"KV pool", offsetof(bufs, pool), pool.size() * es},
-					    {"attention", offsetof(bufs, attn),
-					     (size_t)n_tok * NQ * es},
-					    {"O", offsetof(bufs, o), (size_t)n_tok * E * 4},
-					    {"merge counters", offsetof(bufs, cnt),
-					     (size_t)n_tok * HKV * sizeof(int)}};
-					for (auto &o : outs) {
-						void *pa, *pb;
-						memcpy(&pa, (const char *)&b[0] + o.off, sizeof pa);
-						memcpy(&pb, (const char *)&b[1] + o.off, sizeof pb);
-						std::vector<uint8_t> ha =
-						    dev_download<uint8_t>(pa, o.bytes);
-						std::vector<uint8_t> hb =
-						    dev_download<uint8_t>(pb, o.bytes);
-						size_t bad = 0;
-						for (size_t i = 0; i < o.bytes; i++)
-							bad += ha[i] != hb[i];
-						CHECK(bad == 0,
-						      "%s: %s: %zu of %zu bytes differ from "
-						      "separate launches",
-						      what, o.name, bad, o.bytes);
-					}
-					std::vector<int> cnt =
-					    dev_download<int>(b[1].cnt, (size_t)n_tok * HKV);
-					bool zero = true;
-					for (int v : cnt)
-						zero = zero && v == 0;
-					CHECK(zero, "%s: merge counters back to 0", what);
-					if (n_tok == 2 && n_split == 3 && at == 1 && H == 8 &&
-					    HD == 128) { /* the refusals */
-						struct gpu_gemv_args c2[2] = {qkv[1], og[1]};
-						struct gpu_chain_attn r = ca[1];
-						r.at = 3;
-						CHECK(gpu_gemv_chain(c2, 2, &r, dt, n_sm, bar, 0) ==
-							  cudaErrorInvalidValue,
-						      "%s: attention after the last step + 1",
-						      what);
-						r = ca[1];
-						r.a.merge_counters = NULL; /* splits and no merge */
-						const int32_t tiles[2] = {0, 1};
-						struct gpu_attn_args t = ca[1].a;
-						t.tiles = tiles;
-						t.n_tiles = 1;
-						struct gpu_attn_args h = ca[1].a, g8 = ca[1].a,
-								     t3 = ca[1].a;
-						h.head_dim = 256;
-						g8.head_dim = 64;
-						g8.n_head = 16; /* G 8 with heads of 64 */
-						t3.n_list = 3;
-						CHECK(
-						    gpu_gemv_chain(c2, 2, &r, dt, n_sm, bar, 0) ==
-							    cudaErrorInvalidValue &&
-							gpu_chain_attn_bytes(&r.a, n_split,
-									     r.partial, dt) == 0 &&
-							gpu_chain_attn_bytes(&t, n_split, r.partial,
-									     dt) == 0 &&
-							gpu_chain_attn_bytes(&h, n_split, r.partial,
-									     dt) == 0 &&
-							gpu_chain_attn_bytes(&g8, n_split,
-									     r.partial, dt) == 0 &&
-							gpu_chain_attn_bytes(&t3, n_split,
-									     r.partial, dt) == 0 &&
-							gpu_chain_attn_bytes(&ca[1].a, n_split,
-									     r.partial,
-									     GPU_F32) == 0 &&
-							gpu_chain_attn_bytes(&ca[1].a, n_split,
-									     NULL, dt) == 0,
-						    "%s: splits without merge counters or "
-						    "partials, tiles, heads of 256, G 8 "
-						    "with heads of 64, 3 tokens, f32 refused",
-						    what);
-						/* GEMVs of 3 tokens (NT 4: an instance without the
-						 * attention) */
-						struct gpu_gemv_args c3[2] = {qkv[1], og[1]};
-						c3[0].n_tok = c3[1].n_tok = 3;
-						CHECK(gpu_gemv_chain(c3, 2, &ca[1], dt, n_sm, bar,
-								     0) == cudaErrorInvalidValue,
-						      "%s: the attention in a chain of 3 tokens",
-						      what);
-					}
-					for (auto &u : b) {
-						cudaFree(u.pool);
-						cudaFree(u.xr);
-						cudaFree(u.y);
-						cudaFree(u.attn);
-						cudaFree(u.o);
-						cudaFree(u.partial);
-						cudaFree(u.cnt);
-					}
-					cudaFree(wqkv);
-					cudaFree(wo);
-					cudaFree(dna);
-					cudaFree(dtab);
-					cudaFree(dp);
-					cudaFree(ds);
-					cudaFree(dtb);
-					cudaFree(dbt);
-					cudaFree(dl);
-				}
+				for (int at : {1, 0})
+					chain_attn_case(sh, n_tok, n_split, at, bar);
 	cudaFree(bar);
 }
 

@@ -607,14 +607,23 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	 * layer's QKV counted apart), and two more with the residual scale (O, gate|up with
 	 * down, the next QKV: the last layer's one less); with the attention chained one, or
 	 * two with the residual scale (QKV, attention and O; gate|up and down) */
-	const long gv = !chain ? 4 : attn_chain ? 1 + rs : 1 + 2 * rs;
+	/* with nothing between the attention and the GEMVs (no head norms, no residual scale)
+	 * the chains span layers: up to 64 GEMVs (GPU_GEMV_CHAIN_MAX, 16 layers) a node, the LM
+	 * head in the last one when its rows share the bucket */
+	const bool span = attn_chain && !hp->qk_norm && !rs;
+	const long gv = !chain ? 4 : span ? 0 : attn_chain ? 1 + rs : 1 + 2 * rs;
 	const int bk_out = n_out <= 2 ? n_out : n_out <= 4 ? 4 : 8;
 	const int bk_tok = n_tok <= 2 ? n_tok : n_tok <= 4 ? 4 : 8;
-	/* the LM head chained after the last layer's down GEMV (not after a full chain) */
+	/* the LM head chained after the last layer's down GEMV (not after a chain of one layer
+	 * with its attention: full; with spanning chains in span_nodes, a chain of its own when
+	 * the last one is full) */
 	const bool lm_joins = fused && chain && hp->n_layer > 0 && !rs && bk_out == bk_tok &&
-			      (!attn_chain || hp->qk_norm);
-	/* the first layer's QKV alone */
-	const long first_qkv = attn_chain ? hp->qk_norm : 1 - rs;
+			      (!attn_chain || hp->qk_norm || span);
+	const long span_nodes =
+	    span ? (4 * (long)hp->n_layer + (n_out > 0 && lm_joins) + 63) / 64 : 0;
+	/* the chain nodes counted once a pass: the first layer's QKV alone, or the spanning
+	 * chains */
+	const long once = span ? span_nodes : attn_chain ? hp->qk_norm : 1 - rs;
 	/* gpt-oss: the O bias and the router's bias, a gpu_bias_add node each (unfused);
 	 * olmo2: its whole-row Q/K norms one node (unfused), its absent pre-norms none less
 	 * (gpu_add_rmsnorm still adds the residual and writes the projection's input);
@@ -649,7 +658,7 @@ static long census_expected(const struct model_hparams *hp, int T, int n_list, i
 	*gemms += (int)(dense + 2 * shared + gated);
 	return 1 + (hp->embd_scale != 1.0f) + (long)hp->n_layer * layer - 3 * dense + 4 * shared +
 	       2 * gated - n_conv * conv_less - n_ssm * ssm_less +
-	       (fused && chain && hp->n_layer > 0 ? first_qkv : 0) +
+	       (fused && chain && hp->n_layer > 0 ? once : 0) +
 	       (n_out > 0 ? (fused ? !lm_joins : 2) + (hp->final_softcap > 0.0f) +
 				(hp->logit_scale != 1.0f)
 			  : 0);
@@ -1004,14 +1013,14 @@ static void test_bucket8(void)
 		/* chained (gpu_gemv_chain): the embedding, QKV, attention, then O, gate|up,
 		 * down and the LM head one node; with a prompt row's logits only (n_out 1, another
 		 * bucket), the LM head its own. One bf16 token (its 2 KiB prologue fits): the
-		 * embedding, the layer's QKV, attention, O, gate|up and down one node, the LM
-		 * head its own (the chain is full); where the attention's tiles, 4 x (1024 x 16 +
-		 * 800) = 68736 bytes, do not fit xs: as 8 tokens */
+		 * embedding, then the layer's QKV, attention, O, gate|up, down and the LM head
+		 * one node; where the attention's tiles, 4 x (1024 x 16 + 800) = 68736 bytes, do
+		 * not fit xs: as 8 tokens */
 		CHECK(census_expected(&m->hp, 0, 8, 1, 8, 8, 4, 204800, &gm, 0, 0, true) == 1 + 3 &&
 			  census_expected(&m->hp, 0, 8, 1, 1, 8, 4, 204800, &gm, 0, 0, true) ==
 			      1 + 4 &&
 			  census_expected(&m->hp, 0, 1, 1, 1, 1, 2, 68736, &gm, 0, 0, true) ==
-			      1 + 2 &&
+			      1 + 1 &&
 			  census_expected(&m->hp, 0, 1, 1, 1, 1, 2, 68735, &gm, 0, 0, true) ==
 			      1 + 3,
 		      "bucket 8 at 2048 x f32, chained: the fused path's nodes");
@@ -1028,6 +1037,68 @@ static void test_bucket8(void)
  * YaRN (RoPE table, mscale), Q/K norms, embedding scale, GELU, post-norms, soft-caps,
  * windowed layers with their own RoPE, fused phi3 tensors (views) and LongRoPE. fp32
  * GEMMs on both sides: only summation orders differ, as for qwen2. */
+/* 17 layers of bf16 at batch 1 and 2: the chains that span layers (GPU_GEMV_CHAIN_MAX 64
+ * GEMVs, 16 layers' QKV, attention, O, gate|up and down a node) split after layer 16, the
+ * LM head joins the second: the embedding and 2 nodes (census_check), the CUDA backend's
+ * logits against the CPU's as the other bf16 models (~2^-9 a rounding, 17 layers). */
+static void test_deep_chain(void)
+{
+	struct synth_opts o;
+	synth_opts_init(&o, synth_find_shape("tiny"));
+	o.shape.n_layer = 17;
+	o.dtype = GGUF_DTYPE_BF16;
+	o.seed = 17;
+	struct model *m = gpu_util_synth_model(&o, "17-layer bf16 synthetic model");
+	if (!m)
+		return;
+	char census[64];
+	struct backend *g = cuda_with_census(m, census, sizeof census);
+	struct backend *c = gpu_util_backend(m, false, 16, 512);
+	enum { NSEQ = 2, NSTEP = 3 };
+	if (g && c) {
+		for (int n = 1; n <= NSEQ; n++) {
+			static struct seq sg[NSEQ], sc[NSEQ];
+			struct seq *pg[NSEQ], *pc[NSEQ];
+			const int V = g->n_vocab;
+			for (int i = 0; i < n; i++) {
+				int32_t toks[5], blocks[1] = {2 * i + n - 1};
+				for (int j = 0; j < 5; j++)
+					toks[j] =
+					    (int32_t)(((unsigned)i * 37u + (unsigned)j * 11u + 1u) %
+						      (unsigned)V);
+				seq_init(&sg[i], toks, 5, blocks, 1);
+				seq_init(&sc[i], toks, 5, blocks, 1);
+				pg[i] = &sg[i];
+				pc[i] = &sc[i];
+			}
+			float *lg = malloc((size_t)V * 4), *lc = malloc((size_t)V * 4);
+			double worst = 0, worst_cos = 1;
+			for (int it = 0; it <= NSTEP; it++)
+				step_both(g, c, pg, pc, n, it, lg, lc, &worst, &worst_cos,
+					  "17 layers");
+			CHECK(
+			    worst <= 0.05 && worst_cos >= 0.999,
+			    "17 layers bf16, %d sequences: max |cuda - cpu| / rms %g, worst cosine "
+			    "%.9f",
+			    n, worst, worst_cos);
+			free(lg);
+			free(lc);
+		}
+		int n_graph, n_pass;
+		census_check("17 layers", m, 2, false, census, strncmp(g->device, "emu ", 4) == 0,
+			     &n_graph, &n_pass);
+		CHECK(n_graph == 2 && n_pass >= 2, "17 layers: census of %d graphs and %d passes",
+		      n_graph, n_pass);
+		int gm;
+		CHECK(census_expected(&m->hp, 0, 1, 1, 1, 1, 2, 204800, &gm, 0, 0, true) == 1 + 2,
+		      "17 layers bf16, batch 1: the embedding and two chains");
+	}
+	remove(census);
+	backend_destroy(g);
+	backend_destroy(c);
+	model_free(m);
+}
+
 static void test_arch_vs_cpu(void)
 {
 	static const char *const specs[] = {
@@ -2345,6 +2416,7 @@ int main(void)
 	}
 	if (getenv("BG_GPU_ONLY_BUCKET8")) { /* quick under gpu/emu */
 		test_bucket8();
+		test_deep_chain();
 		return check_summary();
 	}
 	test_stories();
@@ -2362,6 +2434,7 @@ int main(void)
 	test_arch_vs_cpu();
 	test_gemma4_moe();
 	test_bucket8();
+	test_deep_chain();
 	test_multi_pass();
 	test_lazy_synthetic("synthetic:llama-100m:bf16");
 	test_arch_batches();
