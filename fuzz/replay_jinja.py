@@ -120,6 +120,8 @@ KNOWN = [
      lambda r: has(r"the (filter|test) '[a-z]+' is not supported", r["ours"])),
     (DELIBERATE, "str methods not implemented (format, partition, zfill, ...): a clear error",
      lambda r: has(r"str\.[a-z_]+\(\) is not supported|unsupported format character", r["ours"])),
+    (DELIBERATE, "a %-format specification of more than 24 flag, width and precision characters is refused",
+     lambda r: has(r"format specification too long", r["ours"])),
     (DELIBERATE, "loop.cycle, loop.changed and recursive loops are not implemented",
      lambda r: has(r"recursive loops are not supported", r["ours"]) or has(r"loop\.(cycle|changed)", r["t"])),
     (DELIBERATE, "case mapping is ASCII-only (no Unicode tables): outputs equal but for letter case",

@@ -621,9 +621,10 @@ cudaError_t gpu_gemv_chain(const struct gpu_gemv_args *a, int n, const struct gp
  * does not take it: tiles, no token or more than GPU_CHAIN_ATTN_TOK, f32 K/V, heads of more
  * than 128 dimensions, more than 4 query heads a KV head with heads of <= 64, a shape the
  * GQA decode kernel does not take, a K/V base not 16-byte aligned, or n_split > 1 without
- * a.merge_counters or partial (the chain has no merge kernel). The chain's kernel has the
- * attention inlined in these instances only: with more, ptxas spills at the 128 registers
- * of its 512 threads (issue 17's gates). A pure function. */
+ * a.merge_counters or partial (the chain has no merge kernel). Only the chain kernel's
+ * instances of 16-bit storage and NT <= GPU_CHAIN_ATTN_TOK carry the attention: with it in
+ * more, ptxas spills at the 128 registers of their 512 threads (issue 17's gates). A pure
+ * function. */
 size_t gpu_chain_attn_bytes(const struct gpu_attn_args *a, int n_split, const float *partial,
 			    enum gpu_dtype dt);
 /* The NT bucket of n_tok tokens (1 <= n_tok <= GPU_GEMV_MAX_TOK): 1, 2, 4 or 8; the steps of

@@ -277,6 +277,14 @@ static void unit_cases(void)
 	       NULL, "Aé|FF|10|7|1.2E+04|1E-05|{'a': 1}|x|1000|7|2.5|0.0|31|0|0|10.5|255");
 	expect_error("{{ '%s' % (1, 2) }}", NULL, "not all arguments converted");
 	expect_error("{{ 'abc' % 5 }}", NULL, "not all arguments converted");
+	/* a long specification is refused, not written past the spec buffer (fuzz_jinja found
+	 * 29 flag characters before a %d: UBSan's index out of bounds); a NUL conversion
+	 * character too (strchr finds every set's terminator) */
+	expect("{{ '%024d' % 7 }}", NULL, "000000000000000000000007");
+	expect_error("{{ '%0000000000000000000000000000005d' % 7 }}", NULL,
+		     "format specification too long");
+	expect_error("{{ '%\\x00' % 7 }}", NULL, "unsupported format character");
+	expect_error("{{ '%5\\x00' % 7 }}", NULL, "unsupported format character");
 	/* repr() escapes what Python's str.isprintable() refuses (controls, format characters,
 	 * spaces other than ' ', line and paragraph separators, private use), as a dict of tool
 	 * arguments printed whole shows it */

@@ -22,7 +22,8 @@
  * wordcount's \w is approximated for non-ASCII characters and repr() leaves unassigned
  * code points unescaped; filters, tests and str methods that chat templates do not use
  * (groupby, batch, urlencode, str.format, ...), loop.cycle and recursive loops fail with a
- * clear error; select/map/... give lists where jinja2 gives lazy generators.
+ * clear error; select/map/... give lists where jinja2 gives lazy generators; a %-format
+ * specification of more than 24 flag, width and precision characters is refused.
  */
 #ifndef BG_JINJA_H
 #define BG_JINJA_H

@@ -466,16 +466,27 @@ struct jx_val jx_percent_format(struct jx_render *r, struct jx_val fmt, const st
 			strbuf_put(&b, &c, 1);
 			continue;
 		}
+		/* '%', at most 24 flag, width and precision characters, "ll", the conversion, the
+		 * NUL; a byte of the string may be NUL (strchr would find the set's terminator) */
 		char spec[32] = "%";
 		size_t sn = 1;
 		i++;
-		while (i < fmt.s->n && strchr("-+ #0123456789.", fmt.s->p[i]) && sn < sizeof spec - 3)
+		while (i < fmt.s->n && fmt.s->p[i] && strchr("-+ #0123456789.", fmt.s->p[i])) {
+			if (sn > 24) {
+				free(b.p);
+				jx_rfail(r, "format specification too long");
+			}
 			spec[sn++] = fmt.s->p[i++];
+		}
 		if (i >= fmt.s->n) {
 			free(b.p);
 			jx_rfail(r, "incomplete format");
 		}
 		char conv = fmt.s->p[i];
+		if (!conv) {
+			free(b.p);
+			jx_rfail(r, "unsupported format character '\\x00'");
+		}
 		if (conv == '%') {
 			strbuf_puts(&b, "%");
 			continue;
