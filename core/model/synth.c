@@ -1756,6 +1756,36 @@ static void add(struct synth_build *b, const char *name, enum gguf_dtype t, enum
 	gguf_writer_add_tensor_fill(b->w, name, t, ne1 > 1 ? 2 : 1, ne, fill_tensor, j);
 }
 
+/* Layer l's Mamba2 block as the converter writes it (granitehybrid's names and shapes;
+ * falcon-h1's the same, its grouped ssm_norm only with norm): ssm_in (E -> z, xBC, dt),
+ * the 4-tap conv and its bias, dt's bias, A (as -exp(A_log) < 0), D, [ssm_norm], ssm_out. */
+static void add_mamba2(struct synth_build *b, uint32_t l, enum gguf_dtype t, uint64_t E,
+		       const struct synth_shape *s, bool norm, uint64_t seed)
+{
+	const uint64_t D = ssm_inner(s), H = s->ssm_heads,
+		       GN = (uint64_t)s->ssm_groups * s->ssm_state;
+	char n[64];
+#define ADDM(suffix, type, kind, a, c)                                                             \
+	do {                                                                                       \
+		snprintf(n, sizeof n, "blk.%u.%s", l, suffix);                                     \
+		add(b, n, type, kind, a, c, seed);                                                 \
+	} while (0)
+	ADDM("ssm_in.weight", t, FILL_RANDOM, E, 2 * D + 2 * GN + H);
+	ADDM("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, D + 2 * GN);
+	ADDM("ssm_conv1d.bias", GGUF_DTYPE_F32, FILL_RANDOM, D + 2 * GN, 1);
+	b->jobs[b->n_jobs - 1].std = 0.25f;
+	ADDM("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, H, 1);
+	b->jobs[b->n_jobs - 1].std = 1.0f;
+	ADDM("ssm_a", GGUF_DTYPE_F32, FILL_NORM, 1, H);
+	b->jobs[b->n_jobs - 1].base = -1.0f;
+	ADDM("ssm_d", GGUF_DTYPE_F32, FILL_NORM, 1, H);
+	if (norm)
+		ADDM("ssm_norm.weight", GGUF_DTYPE_F32, FILL_NORM, D / s->ssm_groups,
+		     s->ssm_groups);
+	ADDM("ssm_out.weight", t, FILL_RANDOM, D, E);
+#undef ADDM
+}
+
 /* A stacked tensor of ne2 matrices (ne0, ne1), random with std 1/sqrt(ne0) (experts). */
 static void add3(struct synth_build *b, const char *name, enum gguf_dtype t, uint64_t ne0,
 		 uint64_t ne1, uint64_t ne2, uint64_t seed)
@@ -2247,21 +2277,8 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 			ADD("ffn_down.weight", t, FILL_RANDOM, F, E);
 			continue;
 		}
-		if (ssm) { /* granitehybrid's Mamba2 block, the converter's names and shapes */
-			const uint64_t D = ssm_inner(s), H = s->ssm_heads,
-				       GN = (uint64_t)s->ssm_groups * s->ssm_state;
-			ADD("ssm_in.weight", t, FILL_RANDOM, E, 2 * D + 2 * GN + H);
-			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, D + 2 * GN);
-			ADD("ssm_conv1d.bias", GGUF_DTYPE_F32, FILL_RANDOM, D + 2 * GN, 1);
-			b->jobs[b->n_jobs - 1].std = 0.25f;
-			ADD("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, H, 1);
-			b->jobs[b->n_jobs - 1].std = 1.0f;
-			ADD("ssm_a", GGUF_DTYPE_F32, FILL_NORM, 1, H); /* A = -exp(A_log) < 0 */
-			b->jobs[b->n_jobs - 1].base = -1.0f;
-			ADD("ssm_d", GGUF_DTYPE_F32, FILL_NORM, 1, H);
-			ADD("ssm_norm.weight", GGUF_DTYPE_F32, FILL_NORM, D / s->ssm_groups,
-			    s->ssm_groups);
-			ADD("ssm_out.weight", t, FILL_RANDOM, D, E);
+		if (ssm) { /* granitehybrid's Mamba2 block */
+			add_mamba2(b, l, t, E, s, true, o->seed);
 		} else if (q35 && conv) { /* qwen35's delta net (model.h); conv taps f32 */
 			const uint64_t KD = (uint64_t)s->gdn_nk * s->gdn_d;
 			const uint64_t VD = (uint64_t)s->gdn_nv * s->gdn_d;
@@ -2333,21 +2350,7 @@ static enum bg_status build(const struct synth_opts *o, struct synth_build *b, s
 		if (has_o_bias(s))
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
 		if (is_falcon_h1(s)) { /* the Mamba2 block beside, granitehybrid's tensors */
-			const uint64_t D = ssm_inner(s), H = s->ssm_heads,
-				       GN = (uint64_t)s->ssm_groups * s->ssm_state;
-			ADD("ssm_in.weight", t, FILL_RANDOM, E, 2 * D + 2 * GN + H);
-			ADD("ssm_conv1d.weight", GGUF_DTYPE_F32, FILL_RANDOM, 4, D + 2 * GN);
-			ADD("ssm_conv1d.bias", GGUF_DTYPE_F32, FILL_RANDOM, D + 2 * GN, 1);
-			b->jobs[b->n_jobs - 1].std = 0.25f;
-			ADD("ssm_dt.bias", GGUF_DTYPE_F32, FILL_RANDOM, H, 1);
-			b->jobs[b->n_jobs - 1].std = 1.0f;
-			ADD("ssm_a", GGUF_DTYPE_F32, FILL_NORM, 1, H); /* A = -exp(A_log) < 0 */
-			b->jobs[b->n_jobs - 1].base = -1.0f;
-			ADD("ssm_d", GGUF_DTYPE_F32, FILL_NORM, 1, H);
-			if (s->ssm_norm)
-				ADD("ssm_norm.weight", GGUF_DTYPE_F32, FILL_NORM, D / s->ssm_groups,
-				    s->ssm_groups);
-			ADD("ssm_out.weight", t, FILL_RANDOM, D, E);
+			add_mamba2(b, l, t, E, s, s->ssm_norm, o->seed);
 		}
 		if (oai) {
 			ADD("attn_output.bias", GGUF_DTYPE_F32, FILL_RANDOM, E, 1);
